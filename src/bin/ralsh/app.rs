@@ -1,0 +1,260 @@
+//! Turns parsed arguments into library calls and renders the results.
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use ral::discovery::{self, Registry};
+use ral::render::{human, json};
+use ral::update::{self, Request};
+use ral::{bundled, Host, HostConfig, Provider};
+
+use crate::args::{self, Args};
+use crate::logging;
+
+/// The three exit statuses ralsh uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Success = 0,
+    NotFound = 1,
+    Error = 2,
+}
+
+/// Output settings derived from the arguments and the terminal.
+struct Output {
+    json: bool,
+    style: human::Style,
+}
+
+pub fn run() -> ExitCode {
+    let args = Args::parse();
+    if let Some(shell) = args.completions {
+        clap_complete::generate(shell, &mut args::command(), "ralsh", &mut io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    if args.man {
+        return match clap_mangen::Man::new(args::command()).render(&mut io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => report(&anyhow::Error::new(e), false),
+        };
+    }
+    logging::init(args.log_level.as_deref(), args.quiet);
+    ral::process::forward_interrupts();
+    let output = Output {
+        json: args.json,
+        style: human::Style { color: use_color() },
+    };
+    match execute(&args, &output) {
+        Ok(status) => ExitCode::from(status as u8),
+        Err(e) => report(&e, output.json),
+    }
+}
+
+/// NO_COLOR turns colour off, CLICOLOR_FORCE on; otherwise only on a terminal.
+fn use_color() -> bool {
+    let set = |key: &str| std::env::var_os(key).is_some_and(|v| !v.is_empty() && v != "0");
+    if set("NO_COLOR") {
+        false
+    } else if set("CLICOLOR_FORCE") {
+        true
+    } else {
+        io::stdout().is_terminal()
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<ral::Error>()
+                .is_some_and(ral::Error::is_broken_pipe)
+    })
+}
+
+fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
+    if is_broken_pipe(error) {
+        return ExitCode::SUCCESS;
+    }
+    let message = format!("{error:#}");
+    if as_json {
+        let _ = writeln!(io::stdout(), "{}", json::error(&message));
+    }
+    eprintln!("ralsh: error: {message}");
+    ExitCode::from(Status::Error as u8)
+}
+
+fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
+    let root = args
+        .root
+        .canonicalize()
+        .with_context(|| format!("--root {}", args.root.display()))?;
+    if !root.is_dir() {
+        bail!("--root {}: not a directory", args.root.display());
+    }
+    let host = Host::new(HostConfig {
+        timeout: args.timeout,
+        root,
+    });
+    let bundled = match bundled::data_dir() {
+        Ok(dir) => Some(dir),
+        Err(e) => {
+            log::warn!("bundled providers are unavailable: {e}");
+            None
+        }
+    };
+    let dirs = discovery::data_dirs(&args.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
+    let registry = discovery::discover(&host, &dirs);
+    let status = dispatch(args, output, &host, &registry)?;
+    if host.provider_error_lines() > 0 {
+        log::error!("a provider logged errors; exiting with status 2");
+        return Ok(Status::Error);
+    }
+    Ok(status)
+}
+
+fn dispatch(
+    args: &Args,
+    output: &Output,
+    host: &Host,
+    registry: &Registry,
+) -> anyhow::Result<Status> {
+    let mut stdout = io::stdout().lock();
+    let Some(query) = &args.provider else {
+        if args.explain {
+            bail!("--explain needs a provider: ralsh --explain TYPE");
+        }
+        return print_providers(&mut stdout, output, registry.providers());
+    };
+    let provider = registry.resolve(query)?;
+    if args.explain {
+        if args.name.is_some() {
+            bail!("--explain takes only a provider: ralsh --explain {query}");
+        }
+        if output.json {
+            writeln!(
+                stdout,
+                "{}",
+                json::providers(std::slice::from_ref(provider))
+            )?;
+        } else {
+            human::explain(&mut stdout, provider, output.style)?;
+        }
+        return Ok(Status::Success);
+    }
+    let Some(name) = &args.name else {
+        return list(&mut stdout, output, host, provider, args.absent);
+    };
+    if args.attrs.is_empty() {
+        if args.noop {
+            log::info!("--noop has no effect without attributes to change");
+        }
+        return show(&mut stdout, output, host, provider, name, args.absent);
+    }
+    let request = Request::parse(provider, name, &args.attrs)?;
+    let outcome = update::apply(host, provider, &request, args.noop)?;
+    if output.json {
+        writeln!(stdout, "{}", json::outcome(provider, &outcome))?;
+    } else {
+        human::outcome(&mut stdout, provider, &outcome, output.style)?;
+    }
+    Ok(Status::Success)
+}
+
+fn print_providers(
+    out: &mut impl Write,
+    output: &Output,
+    providers: &[Provider],
+) -> anyhow::Result<Status> {
+    if output.json {
+        writeln!(out, "{}", json::providers(providers))?;
+    } else {
+        human::providers(out, providers, output.style)?;
+    }
+    Ok(Status::Success)
+}
+
+fn list(
+    out: &mut impl Write,
+    output: &Output,
+    host: &Host,
+    provider: &Provider,
+    skip_absent: bool,
+) -> anyhow::Result<Status> {
+    let keep = |resource: &ral::Resource| !(skip_absent && resource.is_absent());
+    if !output.json {
+        host.list(provider, &mut |resource| {
+            if keep(&resource) {
+                human::resource(&mut *out, provider, &resource, output.style)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| ral::Error::io("writing output", e))?;
+            }
+            Ok(())
+        })?;
+        return Ok(Status::Success);
+    }
+    let mut stream = json::ResourceStream::start(&mut *out)?;
+    let listed = host.list(provider, &mut |resource| {
+        if keep(&resource) {
+            stream
+                .push(provider, &resource)
+                .map_err(|e| ral::Error::io("writing output", e))?;
+        }
+        Ok(())
+    });
+    match listed {
+        Ok(()) => {
+            stream.finish(None)?;
+            Ok(Status::Success)
+        }
+        Err(e) if e.is_broken_pipe() => Err(e.into()),
+        Err(e) => {
+            // The error goes inside the document so it stays valid JSON.
+            let message = e.to_string();
+            stream.finish(Some(&message))?;
+            eprintln!("ralsh: error: {message}");
+            Ok(Status::Error)
+        }
+    }
+}
+
+fn show(
+    out: &mut impl Write,
+    output: &Output,
+    host: &Host,
+    provider: &Provider,
+    name: &str,
+    skip_absent: bool,
+) -> anyhow::Result<Status> {
+    let found = host
+        .find(provider, name)?
+        .filter(|resource| !(skip_absent && resource.is_absent()));
+    match (found, output.json) {
+        (Some(resource), true) => {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "resource": json::resource(provider, &resource) })
+            )?;
+            Ok(Status::Success)
+        }
+        (Some(resource), false) => {
+            human::resource(out, provider, &resource, output.style)?;
+            Ok(Status::Success)
+        }
+        (None, true) => {
+            writeln!(out, "{{}}")?;
+            Ok(Status::NotFound)
+        }
+        (None, false) => {
+            eprintln!(
+                "ralsh: {}: no resource named {}",
+                provider.qualified_name(),
+                human::quote(name)
+            );
+            Ok(Status::NotFound)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The command line, declared once with clap; `--help`, shell completions
+//! and the man page are all generated from these definitions.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+
+/// The resource shell: list, show and change system resources through
+/// providers.
+///
+/// `ralsh` lists providers; `ralsh TYPE` lists resources; `ralsh TYPE NAME`
+/// shows one; `ralsh TYPE NAME ATTR=VALUE...` changes it and prints the
+/// resulting resource and each change. TYPE is a type (`host`) or a
+/// qualified provider name (`host::etc_hosts`).
+///
+/// Exit status: 0 success, 1 not found, 2 any error.
+#[derive(Debug, Parser)]
+#[command(name = "ralsh", version, max_term_width = 100)]
+pub struct Args {
+    /// Also search DIR/providers for providers (before RALSH_DATA_DIR and the
+    /// bundled providers); repeatable.
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+
+    /// Print JSON (libral's shapes) instead of text.
+    #[arg(short = 'j', long)]
+    pub json: bool,
+
+    /// Describe the provider: its attributes with desc, type and kind.
+    #[arg(short = 'e', long)]
+    pub explain: bool,
+
+    /// Preview a change without making it.
+    #[arg(short = 'n', long)]
+    pub noop: bool,
+
+    /// Treat a resource with ensure=absent as not found.
+    #[arg(short = 'a', long)]
+    pub absent: bool,
+
+    /// Log level or env_logger filter (error, warn, info, debug, trace);
+    /// RUST_LOG works too. Default: warn.
+    #[arg(short = 'l', long = "log-level", value_name = "LEVEL")]
+    pub log_level: Option<String>,
+
+    /// Time limit for each provider call, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_timeout)]
+    pub timeout: Duration,
+
+    /// Root directory for providers that edit files (RALSH_ROOT_DIR).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+
+    /// Only log errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// Print a completion script for SHELL and exit.
+    #[arg(long, value_name = "SHELL", exclusive = true)]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print the man page (roff) and exit.
+    #[arg(long, exclusive = true)]
+    pub man: bool,
+
+    /// A type (`host`) or qualified provider name (`host::etc_hosts`).
+    #[arg(value_name = "TYPE")]
+    pub provider: Option<String>,
+
+    /// The resource to show or change.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Attributes to set, as ATTR=VALUE; arrays as comma-separated lists.
+    #[arg(value_name = "ATTR=VALUE")]
+    pub attrs: Vec<String>,
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(seconds > 0.0 && seconds <= 86_400.0 * 365.0) {
+        return Err(format!("'{text}' must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// The clap command, for completions and the man page.
+pub fn command() -> clap::Command {
+    Args::command()
+}

@@ -1,0 +1,11 @@
+//! `ralsh`, the resource shell: list providers, list, show and change
+//! resources. All the work happens in the `ral` library; this binary parses
+//! arguments, picks a renderer and maps the outcome to an exit status.
+
+mod app;
+mod args;
+mod logging;
+
+fn main() -> std::process::ExitCode {
+    app::run()
+}

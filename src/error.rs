@@ -1,0 +1,114 @@
+//! The library's one error type. Every variant carries what a user needs to
+//! act on it: the provider, the file, the action, the attribute and the value.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong while discovering or running providers.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Metadata that could not be read, parsed or accepted.
+    #[error("{}: invalid provider metadata: {message}", file.display())]
+    Metadata { file: PathBuf, message: String },
+
+    /// The provider executable could not be started.
+    #[error("{provider}: could not run {} for {action}: {source}", file.display())]
+    Spawn {
+        provider: String,
+        file: PathBuf,
+        action: String,
+        source: std::io::Error,
+    },
+
+    /// The provider did not finish within the time limit and was killed.
+    #[error(
+        "{provider}: {action} did not finish within {}s; the provider and its children were killed",
+        limit.as_secs_f64()
+    )]
+    Timeout {
+        provider: String,
+        action: String,
+        limit: Duration,
+    },
+
+    /// The provider exited unsuccessfully.
+    #[error("{provider}: {action} failed: {status}{}", stderr_tail(.stderr))]
+    Exit {
+        provider: String,
+        action: String,
+        status: String,
+        stderr: Vec<String>,
+    },
+
+    /// The provider's output broke the calling convention.
+    #[error("{provider}: {action}: {message}")]
+    Protocol {
+        provider: String,
+        action: String,
+        message: String,
+    },
+
+    /// The provider reported an error itself (`ral_error`).
+    #[error("{provider}: {action} reported an error: {message}")]
+    Reported {
+        provider: String,
+        action: String,
+        message: String,
+    },
+
+    /// A request that was rejected before anything ran.
+    #[error("{provider}: {message}")]
+    Request { provider: String, message: String },
+
+    /// The provider does not implement an action a command needs.
+    #[error("{provider} does not support the {action} action")]
+    Unsupported { provider: String, action: String },
+
+    /// No provider matches a name given by the user.
+    #[error("unknown provider or type '{query}'; run `ralsh` without arguments to list providers")]
+    UnknownProvider { query: String },
+
+    /// A type has several suitable providers, so a bare type is ambiguous.
+    #[error("type '{query}' has several providers: {}; name one of them", candidates.join(", "))]
+    AmbiguousType {
+        query: String,
+        candidates: Vec<String>,
+    },
+
+    /// A provider exists but cannot run on this system.
+    #[error("{provider} is not suitable on this system: {reason}")]
+    Unsuitable { provider: String, reason: String },
+
+    /// A file-system operation of the host itself failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+fn stderr_tail(lines: &[String]) -> String {
+    if lines.is_empty() {
+        String::from(" (no output on stderr)")
+    } else {
+        format!("; last lines of stderr:\n  {}", lines.join("\n  "))
+    }
+}
+
+impl Error {
+    /// Wraps an I/O error with a sentence saying what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// True when the error is a closed standard output (`ralsh x | head`).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

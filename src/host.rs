@@ -1,0 +1,320 @@
+//! The host: runs provider actions and turns their answers into typed
+//! resources and changes.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::attr_type::Value;
+use crate::error::{Error, Result};
+use crate::invoke::simple::{self, escape, ListParser, OutputError, RawResource, UpdateParser};
+use crate::metadata::{Action, Kind};
+use crate::process::{self, Budget, Call, ProviderEnv, MAX_ANSWER};
+use crate::provider::Provider;
+use crate::resource::{Change, Resource};
+
+/// Settings shared by every call.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Time limit of one provider call.
+    pub timeout: Duration,
+    /// Passed to providers as `RALSH_ROOT_DIR`.
+    pub root: PathBuf,
+}
+
+impl Default for HostConfig {
+    fn default() -> HostConfig {
+        HostConfig {
+            timeout: Duration::from_secs(300),
+            root: PathBuf::from("/"),
+        }
+    }
+}
+
+/// Runs providers and keeps the counters that decide the final exit status.
+#[derive(Debug)]
+pub struct Host {
+    config: HostConfig,
+    env: ProviderEnv,
+    error_lines: AtomicUsize,
+    warned: Mutex<HashSet<(String, String)>>,
+}
+
+/// What an update answered, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateAnswer {
+    pub changes: Vec<Change>,
+    /// The provider asked the host to derive changes it did not list.
+    pub derive: bool,
+}
+
+impl Host {
+    pub fn new(config: HostConfig) -> Host {
+        let env = ProviderEnv::scrubbed(&config.root);
+        Host {
+            config,
+            env,
+            error_lines: AtomicUsize::new(0),
+            warned: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn env(&self) -> &ProviderEnv {
+        &self.env
+    }
+
+    /// How many error-level stderr lines providers wrote so far.
+    pub fn provider_error_lines(&self) -> usize {
+        self.error_lines.load(Ordering::SeqCst)
+    }
+
+    fn call(
+        &self,
+        label: &str,
+        program: &Path,
+        action: Action,
+        args: Vec<String>,
+        sink: &mut process::LineSink,
+    ) -> Result<process::Finished> {
+        let call = Call {
+            label,
+            program,
+            action: action.as_str(),
+            args,
+            env: &self.env,
+            timeout: self.config.timeout,
+            max_answer: MAX_ANSWER,
+        };
+        log::debug!(
+            "{label}: running {} {}",
+            program.display(),
+            call.args.join(" ")
+        );
+        let finished = process::run(&call, sink)?;
+        self.error_lines
+            .fetch_add(finished.error_lines, Ordering::SeqCst);
+        Ok(finished)
+    }
+
+    /// Runs `X.prov ral_action=describe` and returns its YAML. Any output on
+    /// stderr counts as failure, as a describe must be clean.
+    pub fn describe(&self, label: &str, program: &Path) -> Result<String> {
+        let mut text = String::new();
+        let finished = self.call(
+            label,
+            program,
+            Action::Describe,
+            simple::arguments(Action::Describe, None, [], false),
+            &mut |line| {
+                text.push_str(line);
+                text.push('\n');
+                Ok(Budget::Continue)
+            },
+        )?;
+        if finished.stderr_lines > 0 {
+            return Err(Error::Protocol {
+                provider: label.to_owned(),
+                action: "describe".to_owned(),
+                message: "wrote to stderr (see the log above)".to_owned(),
+            });
+        }
+        Ok(text)
+    }
+
+    /// Streams every resource to `each` as the provider lists it.
+    pub fn list(
+        &self,
+        provider: &Provider,
+        each: &mut dyn FnMut(Resource) -> Result<()>,
+    ) -> Result<()> {
+        let label = provider.qualified_name();
+        let mut parser = ListParser::default();
+        let fail = |e| output_error(&label, Action::List, e);
+        self.call(
+            &label,
+            &provider.source,
+            Action::List,
+            simple::arguments(Action::List, None, [], false),
+            &mut |line| match parser.feed(line).map_err(fail)? {
+                Some(raw) => {
+                    each(self.typed(provider, raw))?;
+                    Ok(Budget::Reset)
+                }
+                None => Ok(Budget::Continue),
+            },
+        )?;
+        if let Some(raw) = parser.finish().map_err(fail)? {
+            each(self.typed(provider, raw))?;
+        }
+        Ok(())
+    }
+
+    /// Finds one resource; `None` when the provider does not know it
+    /// (`ral_unknown: true`, or a list without it when find is missing).
+    pub fn find(&self, provider: &Provider, name: &str) -> Result<Option<Resource>> {
+        if !provider.meta.supports(Action::Find) {
+            let mut found = None;
+            self.list(provider, &mut |resource| {
+                if resource.name == name && found.is_none() {
+                    found = Some(resource);
+                }
+                Ok(())
+            })?;
+            return Ok(found);
+        }
+        let label = provider.qualified_name();
+        let mut parser = ListParser::default();
+        let mut resources = Vec::new();
+        let fail = |e| output_error(&label, Action::Find, e);
+        self.call(
+            &label,
+            &provider.source,
+            Action::Find,
+            simple::arguments(Action::Find, Some(name), [], false),
+            &mut |line| {
+                resources.extend(parser.feed(line).map_err(fail)?);
+                Ok(Budget::Continue)
+            },
+        )?;
+        resources.extend(parser.finish().map_err(fail)?);
+        let mut answer = None;
+        for raw in resources {
+            if raw.name != name {
+                return Err(fail(OutputError::Protocol(format!(
+                    "find for '{}' answered with '{}'",
+                    escape(name),
+                    escape(&raw.name)
+                ))));
+            }
+            if answer.is_some() {
+                return Err(fail(OutputError::Protocol(format!(
+                    "find for '{}' answered with several resources",
+                    escape(name)
+                ))));
+            }
+            answer = Some(raw);
+        }
+        Ok(answer
+            .filter(|raw| raw.marker("ral_unknown") != Some("true"))
+            .map(|raw| self.typed(provider, raw)))
+    }
+
+    /// Calls update with exactly the given attributes.
+    pub fn update(
+        &self,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, Value)],
+        noop: bool,
+    ) -> Result<UpdateAnswer> {
+        let label = provider.qualified_name();
+        if !provider.meta.supports(Action::Update) {
+            return Err(Error::Unsupported {
+                provider: label,
+                action: "update".to_owned(),
+            });
+        }
+        let mut parser = UpdateParser::new(name);
+        let fail = |e| output_error(&label, Action::Update, e);
+        let args = simple::arguments(
+            Action::Update,
+            Some(name),
+            attrs.iter().map(|(k, v)| (k.as_str(), v.to_wire())),
+            noop,
+        );
+        self.call(
+            &label,
+            &provider.source,
+            Action::Update,
+            args,
+            &mut |line| {
+                parser.feed(line).map_err(fail)?;
+                Ok(Budget::Continue)
+            },
+        )?;
+        let report = parser.finish().map_err(fail)?;
+        let changes = report
+            .changes
+            .into_iter()
+            .map(|change| Change {
+                is: self.value(provider, name, &change.attr, &change.is),
+                was: change
+                    .was
+                    .map(|was| self.value(provider, name, &change.attr, &was)),
+                attr: change.attr,
+            })
+            .collect();
+        Ok(UpdateAnswer {
+            changes,
+            derive: report.derive,
+        })
+    }
+
+    /// Types a raw resource: declared attributes are converted, write-only
+    /// ones dropped, undeclared ones kept as strings with a warning.
+    fn typed(&self, provider: &Provider, raw: RawResource) -> Resource {
+        let mut resource = Resource::bare(&raw.name);
+        for (key, text) in raw.attrs {
+            if key.starts_with("ral_") {
+                continue;
+            }
+            if provider.attribute(&key).map(|a| a.kind) == Some(Kind::Write) {
+                continue;
+            }
+            let value = self.value(provider, &raw.name, &key, &text);
+            resource.attrs.insert(key, value);
+        }
+        resource
+    }
+
+    /// Converts one value from provider output, warning (once per provider
+    /// and attribute) when it is undeclared or does not fit its type.
+    fn value(&self, provider: &Provider, resource: &str, attr: &str, text: &str) -> Value {
+        let warning = match provider.attribute(attr) {
+            None => format!(
+                "reports attribute '{}', which its metadata does not declare",
+                escape(attr)
+            ),
+            Some(declared) => match declared.attr_type.parse_wire(text) {
+                Ok(value) => return value,
+                Err(reason) => format!(
+                    "resource '{}': attribute '{attr}' has value '{}', which is not a {}: {reason}",
+                    escape(resource),
+                    escape(text),
+                    declared.attr_type
+                ),
+            },
+        };
+        let label = provider.qualified_name();
+        let first = self
+            .warned
+            .lock()
+            .map(|mut warned| warned.insert((label.clone(), attr.to_owned())))
+            .unwrap_or(true);
+        if first {
+            log::warn!("{label}: {warning}");
+        }
+        Value::String(text.to_owned())
+    }
+}
+
+fn output_error(label: &str, action: Action, error: OutputError) -> Error {
+    match error {
+        OutputError::Protocol(message) => Error::Protocol {
+            provider: label.to_owned(),
+            action: action.as_str().to_owned(),
+            message,
+        },
+        OutputError::Reported(message) => Error::Reported {
+            provider: label.to_owned(),
+            action: action.as_str().to_owned(),
+            message: escape_keep_newlines(&message),
+        },
+    }
+}
+
+fn escape_keep_newlines(text: &str) -> String {
+    text.split('\n').map(escape).collect::<Vec<_>>().join("\n")
+}

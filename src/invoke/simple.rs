@@ -1,0 +1,436 @@
+//! The simple calling convention: `key=value` arguments in, `# simple`
+//! output back.
+//!
+//! The parsers here are fed one line at a time, so a listing is turned into
+//! resources while the provider is still writing it and memory does not grow
+//! with the number of resources. They know nothing about processes; the
+//! [`Host`](crate::Host) feeds them.
+
+use crate::invoke::quoting::assignment;
+use crate::metadata::Action;
+
+/// What went wrong in a provider's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputError {
+    /// The output breaks the convention.
+    Protocol(String),
+    /// The provider reported an error with `ral_error`.
+    Reported(String),
+}
+
+/// A resource as the provider wrote it: untyped key/value pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawResource {
+    pub name: String,
+    pub attrs: Vec<(String, String)>,
+}
+
+impl RawResource {
+    /// The value of a `ral_*` marker such as `ral_unknown`.
+    pub fn marker(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Builds the argument vector for one call.
+pub fn arguments<'a>(
+    action: Action,
+    name: Option<&str>,
+    attrs: impl IntoIterator<Item = (&'a str, String)>,
+    noop: bool,
+) -> Vec<String> {
+    let mut args = vec![format!("ral_action={action}")];
+    if let Some(name) = name {
+        args.push(assignment("name", name));
+    }
+    args.extend(
+        attrs
+            .into_iter()
+            .map(|(key, value)| assignment(key, &value)),
+    );
+    if noop {
+        args.push("ral_noop=true".to_owned());
+    }
+    args
+}
+
+/// Splits output into `key: value` pairs, handling the header and
+/// `ral_error` ... `ral_eom` blocks.
+#[derive(Debug, Default)]
+struct Lines {
+    line_no: usize,
+    header_seen: bool,
+    error: Option<String>,
+    error_closed: bool,
+}
+
+/// A `key: value` line with its line number.
+struct Pair<'a> {
+    key: &'a str,
+    value: &'a str,
+    line_no: usize,
+}
+
+impl Lines {
+    fn feed<'a>(&mut self, raw: &'a str) -> Result<Option<Pair<'a>>, OutputError> {
+        self.line_no += 1;
+        let line = raw.trim();
+        if let Some(message) = &mut self.error {
+            // Inside an error message everything up to `ral_eom` is text, and
+            // everything after it is disregarded.
+            if self.error_closed {
+            } else if line == "ral_eom" {
+                self.error_closed = true;
+            } else {
+                message.push('\n');
+                message.push_str(raw.trim_end());
+            }
+            return Ok(None);
+        }
+        if line.is_empty() {
+            return Ok(None);
+        }
+        if !self.header_seen {
+            if line == "# simple" {
+                self.header_seen = true;
+                return Ok(None);
+            }
+            return Err(OutputError::Protocol(format!(
+                "line {}: expected '# simple' as the first line, found '{}'",
+                self.line_no,
+                escape(line)
+            )));
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            return Err(OutputError::Protocol(format!(
+                "line {}: expected 'key: value', found '{}'",
+                self.line_no,
+                escape(line)
+            )));
+        };
+        let key = key.trim();
+        let value = value.trim();
+        if key.is_empty() {
+            return Err(OutputError::Protocol(format!(
+                "line {}: empty key in '{}'",
+                self.line_no,
+                escape(line)
+            )));
+        }
+        if key == "ral_error" {
+            self.error = Some(value.to_owned());
+            return Ok(None);
+        }
+        if key == "ral_eom" {
+            return Ok(None);
+        }
+        Ok(Some(Pair {
+            key,
+            value,
+            line_no: self.line_no,
+        }))
+    }
+
+    fn finish(&self) -> Result<(), OutputError> {
+        if let Some(message) = &self.error {
+            return Err(OutputError::Reported(message.trim().to_owned()));
+        }
+        if !self.header_seen {
+            return Err(OutputError::Protocol(
+                "the output is empty; expected '# simple' as the first line".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parses list and find output into resources, one at a time.
+#[derive(Debug, Default)]
+pub struct ListParser {
+    lines: Lines,
+    current: Option<RawResource>,
+}
+
+impl ListParser {
+    /// Feeds one line; returns a resource when the line completed one.
+    pub fn feed(&mut self, raw: &str) -> Result<Option<RawResource>, OutputError> {
+        let Some(pair) = self.lines.feed(raw)? else {
+            return Ok(None);
+        };
+        if pair.key == "name" {
+            let next = RawResource {
+                name: pair.value.to_owned(),
+                attrs: Vec::new(),
+            };
+            return Ok(self.current.replace(next));
+        }
+        match &mut self.current {
+            Some(resource) => {
+                resource
+                    .attrs
+                    .push((pair.key.to_owned(), pair.value.to_owned()));
+                Ok(None)
+            }
+            None => Err(OutputError::Protocol(format!(
+                "line {}: attribute '{}' comes before any 'name:' line",
+                pair.line_no,
+                escape(pair.key)
+            ))),
+        }
+    }
+
+    /// Ends the output; returns the last resource, or the reported error.
+    pub fn finish(mut self) -> Result<Option<RawResource>, OutputError> {
+        self.lines.finish()?;
+        Ok(self.current.take())
+    }
+}
+
+/// One change an update reported, still untyped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportedChange {
+    pub attr: String,
+    pub is: String,
+    pub was: Option<String>,
+}
+
+/// What an update call answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateReport {
+    pub changes: Vec<ReportedChange>,
+    /// `ral_derive: true`: derive changes for attributes not mentioned.
+    pub derive: bool,
+}
+
+/// Parses update output for the resource `name`.
+#[derive(Debug)]
+pub struct UpdateParser {
+    lines: Lines,
+    name: String,
+    unknown: bool,
+    report: UpdateReport,
+}
+
+impl UpdateParser {
+    pub fn new(name: &str) -> UpdateParser {
+        UpdateParser {
+            lines: Lines::default(),
+            name: name.to_owned(),
+            unknown: false,
+            report: UpdateReport::default(),
+        }
+    }
+
+    pub fn feed(&mut self, raw: &str) -> Result<(), OutputError> {
+        let Some(pair) = self.lines.feed(raw)? else {
+            return Ok(());
+        };
+        match pair.key {
+            "name" if pair.value != self.name => Err(OutputError::Protocol(format!(
+                "line {}: update of '{}' answered for '{}'",
+                pair.line_no,
+                escape(&self.name),
+                escape(pair.value)
+            ))),
+            "name" => Ok(()),
+            "ral_was" => match self.report.changes.last_mut() {
+                Some(change) if change.was.is_none() => {
+                    change.was = Some(pair.value.to_owned());
+                    Ok(())
+                }
+                Some(change) => Err(OutputError::Protocol(format!(
+                    "line {}: a second ral_was for '{}'",
+                    pair.line_no, change.attr
+                ))),
+                None => Err(OutputError::Protocol(format!(
+                    "line {}: ral_was comes before any changed attribute",
+                    pair.line_no
+                ))),
+            },
+            "ral_derive" => {
+                self.report.derive = pair.value == "true";
+                Ok(())
+            }
+            "ral_unknown" => {
+                self.unknown = pair.value == "true";
+                Ok(())
+            }
+            key if key.starts_with("ral_") => {
+                log::debug!("ignoring '{key}' in update output");
+                Ok(())
+            }
+            key => {
+                self.report.changes.push(ReportedChange {
+                    attr: key.to_owned(),
+                    is: pair.value.to_owned(),
+                    was: None,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    pub fn finish(self) -> Result<UpdateReport, OutputError> {
+        self.lines.finish()?;
+        if self.unknown {
+            return Err(OutputError::Reported(format!(
+                "resource '{}' does not exist and cannot be created",
+                escape(&self.name)
+            )));
+        }
+        Ok(self.report)
+    }
+}
+
+/// Escapes control characters so provider text cannot drive a terminal.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(text: &str) -> Result<Vec<RawResource>, OutputError> {
+        let mut parser = ListParser::default();
+        let mut out = Vec::new();
+        for line in text.lines() {
+            out.extend(parser.feed(line)?);
+        }
+        out.extend(parser.finish()?);
+        Ok(out)
+    }
+
+    fn update(name: &str, text: &str) -> Result<UpdateReport, OutputError> {
+        let mut parser = UpdateParser::new(name);
+        for line in text.lines() {
+            parser.feed(line)?;
+        }
+        parser.finish()
+    }
+
+    #[test]
+    fn list_splits_resources_at_name_lines() {
+        let got =
+            list("\n# simple\nname: a\n  ip :  1.2.3.4  \n\nname: b\nurl: http://x:80\n").unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].attrs, vec![("ip".to_owned(), "1.2.3.4".to_owned())]);
+        assert_eq!(
+            got[1].attrs,
+            vec![("url".to_owned(), "http://x:80".to_owned())]
+        );
+    }
+
+    #[test]
+    fn header_and_line_errors_quote_the_line() {
+        assert_eq!(
+            list("simple\nname: a"),
+            Err(OutputError::Protocol(
+                "line 1: expected '# simple' as the first line, found 'simple'".into()
+            ))
+        );
+        assert_eq!(
+            list("# simple\nname: a\nbogus"),
+            Err(OutputError::Protocol(
+                "line 3: expected 'key: value', found 'bogus'".into()
+            ))
+        );
+        assert_eq!(
+            list("# simple\nip: 1"),
+            Err(OutputError::Protocol(
+                "line 2: attribute 'ip' comes before any 'name:' line".into()
+            ))
+        );
+        assert!(matches!(list(""), Err(OutputError::Protocol(m)) if m.contains("empty")));
+    }
+
+    #[test]
+    fn ral_error_with_and_without_eom() {
+        assert_eq!(
+            list("# simple\nname: a\nral_error: first\nsecond: line\nral_eom\nname: b"),
+            Err(OutputError::Reported("first\nsecond: line".into()))
+        );
+        assert_eq!(
+            list("# simple\nral_error: broken"),
+            Err(OutputError::Reported("broken".into()))
+        );
+    }
+
+    #[test]
+    fn update_records_changes_and_was() {
+        let report = update(
+            "a",
+            "# simple\nname: a\nip: 2\nral_was: 1\nensure: present\nral_derive: true",
+        )
+        .unwrap();
+        assert!(report.derive);
+        assert_eq!(
+            report.changes,
+            vec![
+                ReportedChange {
+                    attr: "ip".into(),
+                    is: "2".into(),
+                    was: Some("1".into())
+                },
+                ReportedChange {
+                    attr: "ensure".into(),
+                    is: "present".into(),
+                    was: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn update_rejects_misplaced_was_and_wrong_names() {
+        assert!(
+            matches!(update("a", "# simple\nral_was: 1"), Err(OutputError::Protocol(m)) if m.contains("before any changed"))
+        );
+        assert!(
+            matches!(update("a", "# simple\nx: 1\nral_was: 1\nral_was: 2"), Err(OutputError::Protocol(m)) if m.contains("second ral_was"))
+        );
+        assert!(
+            matches!(update("a", "# simple\nname: b"), Err(OutputError::Protocol(m)) if m.contains("answered for 'b'"))
+        );
+        assert!(
+            matches!(update("a", "# simple\nname: a\nral_unknown: true"), Err(OutputError::Reported(m)) if m.contains("cannot be created"))
+        );
+    }
+
+    #[test]
+    fn arguments_quote_every_value() {
+        let args = arguments(
+            Action::Update,
+            Some("a b"),
+            [("ip", "1;id".to_owned())],
+            true,
+        );
+        assert_eq!(
+            args,
+            vec![
+                "ral_action=update",
+                "name='a b'",
+                "ip='1;id'",
+                "ral_noop=true"
+            ]
+        );
+    }
+
+    #[test]
+    fn escape_neutralises_control_characters() {
+        assert_eq!(escape("a\x1b[31mb\n"), "a\\u{1b}[31mb\\n");
+    }
+}

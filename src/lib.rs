@@ -1,0 +1,34 @@
+//! ral: a small, fast, trustworthy host for resource providers.
+//!
+//! A *provider* is an executable that can describe, list, find and change one
+//! kind of system resource. This crate discovers providers in data
+//! directories, reads and checks their metadata, runs them through the
+//! calling convention they declare, checks what they answer, and hands back
+//! typed [`Resource`]s and [`Change`]s. Rendering for people and programs lives
+//! in [`render`]; the `ralsh` binary is a thin layer on top.
+//!
+//! The usual flow:
+//! 1. [`discovery::discover`] loads every provider of a list of data
+//!    directories into a [`discovery::Registry`];
+//! 2. [`discovery::Registry::resolve`] picks a provider for `type` or
+//!    `type::name`;
+//! 3. [`Host::list`], [`Host::find`] and [`update::apply`] talk to it.
+
+pub mod attr_type;
+pub mod bundled;
+pub mod discovery;
+pub mod error;
+mod host;
+pub mod invoke;
+pub mod metadata;
+pub mod process;
+pub mod provider;
+pub mod render;
+pub mod resource;
+pub mod update;
+
+pub use attr_type::{AttrType, Value};
+pub use error::Error;
+pub use host::{Host, HostConfig};
+pub use provider::Provider;
+pub use resource::{Change, Resource};

@@ -1,0 +1,407 @@
+//! Provider metadata: parsed from YAML into `deny_unknown_fields` structs,
+//! then checked and turned into the typed [`Metadata`] the rest of the crate
+//! uses. Nothing untyped leaves this module.
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use crate::attr_type::AttrType;
+use crate::error::{Error, Result};
+
+/// The calling convention a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Invoke {
+    /// `ral_action=...` arguments and `# simple` output.
+    Simple,
+}
+
+/// An action a provider can perform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Describe,
+    List,
+    Find,
+    Update,
+}
+
+impl Action {
+    pub const ALL: [Action; 4] = [Action::Describe, Action::List, Action::Find, Action::Update];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Describe => "describe",
+            Action::List => "list",
+            Action::Find => "find",
+            Action::Update => "update",
+        }
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether an attribute can be read, written, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Reported by list and find, never set.
+    Read,
+    /// A parameter: passed to update, never reported.
+    Write,
+    /// Reported and settable.
+    ReadWrite,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Read => "r",
+            Kind::Write => "w",
+            Kind::ReadWrite => "rw",
+        }
+    }
+}
+
+/// One command-line tool a provider needs, or needs to be absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandCheck {
+    pub command: String,
+    pub wanted: bool,
+}
+
+/// When a provider can be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Suitable {
+    Fixed(bool),
+    /// Every listed command must be on PATH (or absent, for `not cmd`).
+    Commands(Vec<CommandCheck>),
+}
+
+/// One declared attribute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attribute {
+    pub name: String,
+    pub desc: String,
+    pub attr_type: AttrType,
+    pub kind: Kind,
+}
+
+/// Checked provider metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    pub type_name: String,
+    pub name: String,
+    pub invoke: Invoke,
+    pub actions: Vec<Action>,
+    pub suitable: Suitable,
+    pub desc: String,
+    pub supports_noop: bool,
+    pub attributes: IndexMap<String, Attribute>,
+}
+
+impl Metadata {
+    /// Parses and checks metadata text. `file` names the source in errors and
+    /// its stem is the default provider name.
+    pub fn parse(text: &str, file: &Path) -> Result<Metadata> {
+        let invalid = |message: String| Error::Metadata {
+            file: file.to_owned(),
+            message,
+        };
+        let raw: RawDocument = serde_yaml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let default_name = file
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        raw.provider.check(&default_name).map_err(invalid)
+    }
+
+    pub fn supports(&self, action: Action) -> bool {
+        self.actions.contains(&action)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDocument {
+    provider: RawProvider,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    #[serde(rename = "type")]
+    type_name: String,
+    invoke: String,
+    actions: Vec<String>,
+    suitable: RawSuitable,
+    #[serde(default)]
+    desc: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    features: Vec<String>,
+    attributes: IndexMap<String, RawAttribute>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a boolean or a map {commands: [...]}")]
+enum RawSuitable {
+    Fixed(bool),
+    Commands(RawCommands),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommands {
+    commands: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawAttribute {
+    #[serde(default)]
+    desc: Option<String>,
+    #[serde(default, rename = "type")]
+    attr_type: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// True for names a shell or Python provider can use as a variable.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Attribute names the calling conventions keep for themselves.
+pub fn is_reserved(name: &str) -> bool {
+    name == "ral" || name.starts_with("ral_") || name.starts_with("__")
+}
+
+impl RawProvider {
+    fn check(self, default_name: &str) -> std::result::Result<Metadata, String> {
+        if !is_identifier(&self.type_name) {
+            return Err(format!(
+                "provider.type '{}' must be a word of letters, digits and '_'",
+                self.type_name
+            ));
+        }
+        let name = self.name.unwrap_or_else(|| default_name.to_owned());
+        if !is_identifier(&name) {
+            return Err(format!(
+                "provider.name '{name}' must be a word of letters, digits and '_'"
+            ));
+        }
+        let invoke = match self.invoke.as_str() {
+            "simple" => Invoke::Simple,
+            other => {
+                return Err(format!(
+                    "provider.invoke: unknown calling convention '{other}' (supported: simple)"
+                ))
+            }
+        };
+        let mut actions = Vec::new();
+        for text in &self.actions {
+            let action = Action::ALL
+                .into_iter()
+                .find(|a| a.as_str() == text)
+                .ok_or_else(|| {
+                    format!(
+                        "provider.actions: unknown action '{text}' (known: describe, list, find, update)"
+                    )
+                })?;
+            if actions.contains(&action) {
+                return Err(format!("provider.actions: '{text}' is listed twice"));
+            }
+            actions.push(action);
+        }
+        if !actions.contains(&Action::List) {
+            return Err("provider.actions must include list".to_owned());
+        }
+        let suitable = match self.suitable {
+            RawSuitable::Fixed(flag) => Suitable::Fixed(flag),
+            RawSuitable::Commands(raw) => Suitable::Commands(
+                raw.commands
+                    .iter()
+                    .map(|entry| parse_command_check(entry))
+                    .collect::<std::result::Result<_, _>>()?,
+            ),
+        };
+        let mut supports_noop = false;
+        for feature in &self.features {
+            match feature.as_str() {
+                "supports_noop" if supports_noop => {
+                    return Err("provider.features: 'supports_noop' is listed twice".to_owned())
+                }
+                "supports_noop" => supports_noop = true,
+                other => {
+                    return Err(format!(
+                        "provider.features: unknown feature '{other}' (known: supports_noop)"
+                    ))
+                }
+            }
+        }
+        let mut attributes = IndexMap::new();
+        for (attr_name, raw) in self.attributes {
+            let attribute = raw.check(&attr_name)?;
+            attributes.insert(attr_name, attribute);
+        }
+        if !attributes.contains_key("name") {
+            return Err("provider.attributes must declare the 'name' attribute".to_owned());
+        }
+        Ok(Metadata {
+            type_name: self.type_name,
+            name,
+            invoke,
+            actions,
+            suitable,
+            desc: self.desc.unwrap_or_default(),
+            supports_noop,
+            attributes,
+        })
+    }
+}
+
+impl RawAttribute {
+    fn check(self, name: &str) -> std::result::Result<Attribute, String> {
+        let path = format!("provider.attributes.{name}");
+        if is_reserved(name) {
+            return Err(format!(
+                "{path}: the name '{name}' is reserved ('ral', 'ral_*' and '__*' belong to the host)"
+            ));
+        }
+        if !is_identifier(name) {
+            return Err(format!(
+                "{path}: attribute names must be words of letters, digits and '_'"
+            ));
+        }
+        let attr_type = match &self.attr_type {
+            Some(text) => AttrType::parse(text).map_err(|e| format!("{path}.type: {e}"))?,
+            None => AttrType::String,
+        };
+        let kind = match self.kind.as_deref() {
+            None | Some("rw") => Kind::ReadWrite,
+            Some("r") => Kind::Read,
+            Some("w") => Kind::Write,
+            Some(other) => {
+                return Err(format!(
+                    "{path}.kind: unknown kind '{other}' (expected r, w or rw)"
+                ))
+            }
+        };
+        Ok(Attribute {
+            name: name.to_owned(),
+            desc: self.desc.unwrap_or_default(),
+            attr_type,
+            kind,
+        })
+    }
+}
+
+fn parse_command_check(entry: &str) -> std::result::Result<CommandCheck, String> {
+    let (wanted, command) = match entry.strip_prefix("not ") {
+        Some(rest) => (false, rest.trim_start_matches(' ')),
+        None => (true, entry),
+    };
+    if command.is_empty() || command.contains(char::is_whitespace) {
+        return Err(format!(
+            "provider.suitable.commands: '{entry}' is not a command name or 'not NAME'"
+        ));
+    }
+    Ok(CommandCheck {
+        command: command.to_owned(),
+        wanted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Metadata> {
+        Metadata::parse(text, Path::new("/p/my_prov.yaml"))
+    }
+
+    const MINIMAL: &str = "provider:\n  type: thing\n  invoke: simple\n  actions: [list]\n  suitable: true\n  attributes:\n    name: {}\n";
+
+    #[test]
+    fn minimal_metadata_gets_defaults() {
+        let meta = parse(MINIMAL).unwrap();
+        assert_eq!(meta.name, "my_prov");
+        assert_eq!(meta.attributes["name"].kind, Kind::ReadWrite);
+        assert_eq!(meta.attributes["name"].attr_type, AttrType::String);
+        assert!(!meta.supports_noop);
+    }
+
+    #[test]
+    fn unknown_key_names_path_and_line() {
+        let text = MINIMAL.replace("    name: {}", "    name:\n      desc: x\n      typo: y");
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("/p/my_prov.yaml"), "{err}");
+        assert!(err.contains("provider.attributes.name"), "{err}");
+        assert!(err.contains("typo"), "{err}");
+        assert!(err.contains("line 9"), "{err}");
+    }
+
+    #[test]
+    fn checks_reject_bad_metadata_with_reasons() {
+        for (from, to, needle) in [
+            ("type: thing", "type: 'a b'", "provider.type"),
+            (
+                "invoke: simple",
+                "invoke: json",
+                "unknown calling convention 'json'",
+            ),
+            ("actions: [list]", "actions: [find]", "must include list"),
+            (
+                "actions: [list]",
+                "actions: [list, frob]",
+                "unknown action 'frob'",
+            ),
+            (
+                "suitable: true",
+                "suitable: {commands: [ls, 'not ']}",
+                "'not '",
+            ),
+            ("suitable: true", "suitable: 3", "a boolean or a map"),
+            ("    name: {}", "    ral_x: {}", "reserved"),
+            ("    name: {}", "    name: {}\n    __x: {}", "reserved"),
+            ("    name: {}", "    name: {}\n    ral: {}", "reserved"),
+            ("    name: {}", "    title: {}", "declare the 'name'"),
+            ("    name: {}", "    name: {kind: x}", "unknown kind 'x'"),
+            (
+                "    name: {}",
+                "    name: {type: 'enum[]'}",
+                "provider.attributes.name.type",
+            ),
+        ] {
+            let err = parse(&MINIMAL.replace(from, to)).unwrap_err().to_string();
+            assert!(err.contains(needle), "{to}: {err}");
+        }
+    }
+
+    #[test]
+    fn suitable_commands_parse_negation() {
+        let meta =
+            parse(&MINIMAL.replace("suitable: true", "suitable: {commands: [ls, not frob]}"))
+                .unwrap();
+        assert_eq!(
+            meta.suitable,
+            Suitable::Commands(vec![
+                CommandCheck {
+                    command: "ls".into(),
+                    wanted: true
+                },
+                CommandCheck {
+                    command: "frob".into(),
+                    wanted: false
+                },
+            ])
+        );
+    }
+}

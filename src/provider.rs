@@ -1,0 +1,78 @@
+//! A discovered provider: its checked metadata, where it lives, and whether
+//! it can run here.
+
+use std::path::{Path, PathBuf};
+
+use crate::metadata::{Attribute, Metadata, Suitable};
+use crate::process::ProviderEnv;
+
+/// A provider ready to be called.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    pub meta: Metadata,
+    /// The executable (`X.prov`).
+    pub source: PathBuf,
+    /// `None` when suitable; otherwise why not.
+    pub unsuitable: Option<String>,
+}
+
+impl Provider {
+    /// Checks suitability against the provider environment's PATH.
+    pub fn new(meta: Metadata, source: PathBuf, env: &ProviderEnv) -> Provider {
+        let unsuitable = unsuitable_reason(&meta.suitable, env);
+        Provider {
+            meta,
+            source,
+            unsuitable,
+        }
+    }
+
+    /// `type::name`, the name users and logs know the provider by.
+    pub fn qualified_name(&self) -> String {
+        format!("{}::{}", self.meta.type_name, self.meta.name)
+    }
+
+    pub fn type_name(&self) -> &str {
+        &self.meta.type_name
+    }
+
+    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
+        self.meta.attributes.get(name)
+    }
+
+    pub fn is_suitable(&self) -> bool {
+        self.unsuitable.is_none()
+    }
+}
+
+fn unsuitable_reason(suitable: &Suitable, env: &ProviderEnv) -> Option<String> {
+    match suitable {
+        Suitable::Fixed(true) => None,
+        Suitable::Fixed(false) => Some("its metadata says suitable: false".to_owned()),
+        Suitable::Commands(checks) => checks.iter().find_map(|check| {
+            let found = on_path(&check.command, env);
+            match (check.wanted, found) {
+                (true, false) => Some(format!("command '{}' is not on PATH", check.command)),
+                (false, true) => Some(format!("command '{}' is on PATH", check.command)),
+                _ => None,
+            }
+        }),
+    }
+}
+
+/// True when `command` names an executable file, directly or on PATH.
+fn on_path(command: &str, env: &ProviderEnv) -> bool {
+    if command.contains('/') {
+        return is_executable(Path::new(command));
+    }
+    let path = env.get("PATH").unwrap_or_default();
+    std::env::split_paths(path).any(|dir| is_executable(&dir.join(command)))
+}
+
+/// True for a regular file with an execute bit.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}

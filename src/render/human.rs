@@ -1,0 +1,206 @@
+//! Puppet-style text for people.
+//!
+//! Values are single-quoted with `\` and `'` escaped, and control characters
+//! written as escapes, so a value holding quotes or newlines stays
+//! unambiguous and text from a provider cannot drive the terminal. Colour is
+//! the caller's decision, passed in as [`Style`].
+
+use std::io::{self, Write};
+
+use crate::attr_type::Value;
+use crate::invoke::simple::escape;
+use crate::metadata::Attribute;
+use crate::provider::Provider;
+use crate::resource::{Change, Resource};
+use crate::update::Outcome;
+
+/// How to paint the output.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Style {
+    pub color: bool,
+}
+
+impl Style {
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// `'text'` with quotes, backslashes and control characters escaped.
+pub fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c => out.push_str(&escape(&c.to_string())),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A value as Puppet would write it.
+pub fn value(value: &Value) -> String {
+    match value {
+        Value::String(text) => quote(text),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Array(items) => {
+            let quoted: Vec<String> = items.iter().map(|item| quote(item)).collect();
+            format!("[{}]", quoted.join(", "))
+        }
+    }
+}
+
+/// The provider list of a bare `ralsh`.
+pub fn providers(out: &mut impl Write, providers: &[Provider], style: Style) -> io::Result<()> {
+    let width = providers
+        .iter()
+        .map(|p| p.qualified_name().len())
+        .max()
+        .unwrap_or(0);
+    for provider in providers {
+        let name = provider.qualified_name();
+        let padding = " ".repeat(width - name.len());
+        let summary = match &provider.unsuitable {
+            None => escape(provider.meta.desc.lines().next().unwrap_or("")),
+            Some(reason) => format!("(unsuitable: {})", escape(reason)),
+        };
+        writeln!(out, "{}{padding}  {summary}", style.paint("1", &name))?;
+    }
+    Ok(())
+}
+
+/// One resource as a Puppet block.
+pub fn resource(
+    out: &mut impl Write,
+    provider: &Provider,
+    resource: &Resource,
+    style: Style,
+) -> io::Result<()> {
+    let attrs = resource.display_order();
+    let width = attrs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    writeln!(
+        out,
+        "{} {{ {}:",
+        style.paint("1", &provider.qualified_name()),
+        quote(&resource.name)
+    )?;
+    for (key, val) in attrs {
+        let padding = " ".repeat(width - key.len());
+        writeln!(out, "  {}{padding} => {},", escape(key), value(val))?;
+    }
+    writeln!(out, "}}")
+}
+
+/// The changes of an update, one line each.
+pub fn changes(
+    out: &mut impl Write,
+    changes: &[Change],
+    noop: bool,
+    style: Style,
+) -> io::Result<()> {
+    if changes.is_empty() {
+        return writeln!(out, "no changes needed");
+    }
+    for change in changes {
+        let was = change.was.as_ref().map_or("(none)".to_owned(), value);
+        let line = format!(
+            "{}: {} -> {}",
+            escape(&change.attr),
+            style.paint("31", &was),
+            style.paint("32", &value(&change.is))
+        );
+        if noop {
+            writeln!(out, "{line} (noop: would change)")?;
+        } else {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The resource and changes of an update.
+pub fn outcome(
+    out: &mut impl Write,
+    provider: &Provider,
+    outcome: &Outcome,
+    style: Style,
+) -> io::Result<()> {
+    resource(out, provider, &outcome.resource, style)?;
+    changes(out, &outcome.changes, outcome.noop, style)
+}
+
+/// `--explain`: the provider and each attribute's desc, type and kind.
+pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::Result<()> {
+    writeln!(out, "{}", style.paint("1", &provider.qualified_name()))?;
+    writeln!(
+        out,
+        "  source:   {}",
+        escape(&provider.source.to_string_lossy())
+    )?;
+    writeln!(
+        out,
+        "  actions:  {}",
+        provider
+            .meta
+            .actions
+            .iter()
+            .map(|a| a.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    writeln!(
+        out,
+        "  noop:     {}",
+        if provider.meta.supports_noop {
+            "supported"
+        } else {
+            "derived by ralsh (update is never called)"
+        }
+    )?;
+    for line in provider.meta.desc.lines() {
+        writeln!(out, "  {}", escape(line))?;
+    }
+    writeln!(out, "attributes:")?;
+    let attrs: Vec<&Attribute> = provider.meta.attributes.values().collect();
+    let name_width = attrs.iter().map(|a| a.name.len()).max().unwrap_or(0);
+    let type_width = attrs
+        .iter()
+        .map(|a| a.attr_type.to_string().len())
+        .max()
+        .unwrap_or(0);
+    for attr in attrs {
+        writeln!(
+            out,
+            "  {:name_width$}  {:type_width$}  {:2}  {}",
+            attr.name,
+            attr.attr_type.to_string(),
+            attr.kind.as_str(),
+            escape(attr.desc.trim())
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_keeps_values_unambiguous() {
+        assert_eq!(quote("it's"), "'it\\'s'");
+        assert_eq!(quote("a\\b"), "'a\\\\b'");
+        assert_eq!(quote("l1\nl2\x1b"), "'l1\\nl2\\u{1b}'");
+        assert_eq!(
+            value(&Value::Array(vec!["a".into(), "b c".into()])),
+            "['a', 'b c']"
+        );
+        assert_eq!(value(&Value::Bool(true)), "true");
+    }
+}

@@ -1,0 +1,120 @@
+//! libral's JSON shapes, for programs. Every document is described by
+//! `schemas/ralsh-output.schema.json`.
+
+use std::io::{self, Write};
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::provider::Provider;
+use crate::resource::Resource;
+use crate::update::Outcome;
+
+/// `{"providers": [...]}`.
+pub fn providers(providers: &[Provider]) -> Json {
+    let list: Vec<Json> = providers
+        .iter()
+        .map(|p| {
+            let attributes: Vec<Json> = p
+                .meta
+                .attributes
+                .values()
+                .map(|a| {
+                    json!({
+                        "name": a.name,
+                        "desc": a.desc,
+                        "type": a.attr_type.to_string(),
+                        "kind": a.kind.as_str(),
+                    })
+                })
+                .collect();
+            json!({
+                "name": p.qualified_name(),
+                "type": p.type_name(),
+                "source": p.source.to_string_lossy(),
+                "desc": p.meta.desc,
+                "suitable": p.is_suitable(),
+                "attributes": attributes,
+            })
+        })
+        .collect();
+    json!({ "providers": list })
+}
+
+/// One resource with its `ral` block.
+pub fn resource(provider: &Provider, resource: &Resource) -> Json {
+    let mut map = Map::new();
+    map.insert("name".to_owned(), Json::from(resource.name.as_str()));
+    for (key, value) in resource.display_order() {
+        map.insert(key.to_owned(), Json::from(value));
+    }
+    map.insert(
+        "ral".to_owned(),
+        json!({ "type": provider.type_name(), "provider": provider.qualified_name() }),
+    );
+    Json::Object(map)
+}
+
+/// `{"result": [{"resource", "changes"}]}`, with `"noop": true` on a preview.
+pub fn outcome(provider: &Provider, outcome: &Outcome) -> Json {
+    let changes: Vec<Json> = outcome
+        .changes
+        .iter()
+        .map(|c| {
+            json!({
+                "attr": c.attr,
+                "is": Json::from(&c.is),
+                "was": c.was.as_ref().map_or(Json::Null, Json::from),
+            })
+        })
+        .collect();
+    let mut doc = json!({
+        "result": [{ "resource": resource(provider, &outcome.resource), "changes": changes }]
+    });
+    if outcome.noop {
+        doc["noop"] = Json::Bool(true);
+    }
+    doc
+}
+
+/// `{"error": {"message": ...}}`.
+pub fn error(message: &str) -> Json {
+    json!({ "error": { "message": message } })
+}
+
+/// Writes `{"resources": [...]}` one resource at a time, so a listing is
+/// never held in memory. When the listing fails midway, [`finish`] adds the
+/// error beside the resources already written, keeping the document valid.
+///
+/// [`finish`]: ResourceStream::finish
+pub struct ResourceStream<W: Write> {
+    out: W,
+    count: usize,
+}
+
+impl<W: Write> ResourceStream<W> {
+    pub fn start(mut out: W) -> io::Result<ResourceStream<W>> {
+        out.write_all(b"{\"resources\": [")?;
+        Ok(ResourceStream { out, count: 0 })
+    }
+
+    pub fn push(&mut self, provider: &Provider, item: &Resource) -> io::Result<()> {
+        if self.count > 0 {
+            self.out.write_all(b",")?;
+        }
+        self.out.write_all(b"\n  ")?;
+        serde_json::to_writer(&mut self.out, &resource(provider, item))?;
+        self.count += 1;
+        Ok(())
+    }
+
+    pub fn finish(mut self, error_message: Option<&str>) -> io::Result<()> {
+        self.out
+            .write_all(if self.count > 0 { b"\n]" } else { b"]" })?;
+        if let Some(message) = error_message {
+            self.out.write_all(b", \"error\": ")?;
+            serde_json::to_writer(&mut self.out, &json!({ "message": message }))?;
+        }
+        self.out.write_all(b"}\n")?;
+        self.out.flush()
+    }
+}

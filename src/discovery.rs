@@ -43,11 +43,24 @@ pub fn discover(host: &Host, dirs: &[PathBuf]) -> Registry {
         for source in provider_files(dir) {
             match load(host, &source) {
                 Ok(provider) => registry.add(provider),
-                Err(e) => log::warn!("skipping provider {}: {e}", source.display()),
+                Err(e) => log::warn!(
+                    "skipping provider {}: {}",
+                    source.display(),
+                    reason(&e, &source)
+                ),
             }
         }
     }
     registry
+}
+
+/// Why a provider was skipped, without repeating its own file name.
+fn reason(error: &Error, source: &Path) -> String {
+    match error {
+        Error::Metadata { file, message } if file == source => message.clone(),
+        Error::Metadata { file, message } => format!("{}: {message}", file.display()),
+        other => other.to_string(),
+    }
 }
 
 /// The `.prov` files of one data directory, sorted by name.

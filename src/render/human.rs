@@ -57,6 +57,16 @@ pub fn value(value: &Value) -> String {
     }
 }
 
+/// The first sentence of a description, on one line.
+fn summary_of(desc: &str) -> String {
+    let paragraph = desc.trim().split("\n\n").next().unwrap_or("");
+    let line = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.find(". ") {
+        Some(end) => line[..=end].to_owned(),
+        None => line,
+    }
+}
+
 /// The provider list of a bare `ralsh`.
 pub fn providers(out: &mut impl Write, providers: &[Provider], style: Style) -> io::Result<()> {
     let width = providers
@@ -68,10 +78,11 @@ pub fn providers(out: &mut impl Write, providers: &[Provider], style: Style) -> 
         let name = provider.qualified_name();
         let padding = " ".repeat(width - name.len());
         let summary = match &provider.unsuitable {
-            None => escape(provider.meta.desc.lines().next().unwrap_or("")),
+            None => escape(&summary_of(&provider.meta.desc)),
             Some(reason) => format!("(unsuitable: {})", escape(reason)),
         };
-        writeln!(out, "{}{padding}  {summary}", style.paint("1", &name))?;
+        let line = format!("{}{padding}  {summary}", style.paint("1", &name));
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

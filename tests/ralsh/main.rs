@@ -1,0 +1,12 @@
+//! Integration tests: the built `ralsh` binary against fixture providers
+//! (tests/fixtures) and the bundled ones, always on a temporary fake root.
+
+mod bundled;
+mod cli;
+mod discovery;
+mod metadata_schema;
+mod process;
+mod quoting;
+mod simple_output;
+mod support;
+mod update;

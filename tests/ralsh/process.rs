@@ -1,0 +1,240 @@
+//! How providers are run: environment, stderr, exit status, time limit,
+//! bounded and streamed output, closed pipes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::Stdio;
+
+use crate::support::{fixtures_dir, run, Sandbox};
+
+/// True while `pid` is a live process (a zombie counts as gone: it has
+/// exited and holds nothing but its exit status).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_hung_provider_is_killed_with_its_whole_process_group() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.ralsh(&["--timeout", "1", "hang"]);
+    run.expect(2);
+    assert!(
+        run.stderr.contains(
+            "hang::hang: list did not finish within 1s; the provider and its children were killed"
+        ),
+        "{}",
+        run.stderr
+    );
+    let pids = sandbox.read("pids");
+    let pids: Vec<u32> = pids
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "provider and background child recorded");
+    for pid in pids {
+        assert!(!alive(pid), "process {pid} is still running");
+    }
+}
+
+#[test]
+fn providers_get_only_the_documented_environment() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.command();
+    command
+        .env("SECRET_TOKEN", "hunter2")
+        .env("AWS_SECRET_ACCESS_KEY", "abc")
+        .env("LANG", "de_DE.UTF-8")
+        .env("LD_PRELOAD", "/nonexistent.so")
+        .arg("-I")
+        .arg(fixtures_dir())
+        .arg("envdump");
+    run(&mut command).expect(0);
+    let env = sandbox.read("env");
+    let mut vars: Vec<(&str, &str)> = env
+        .split('\0')
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| entry.split_once('=').unwrap())
+        // bash itself adds these when it starts.
+        .filter(|(key, _)| !["PWD", "SHLVL", "_"].contains(key))
+        .collect();
+    vars.sort();
+    let root = sandbox.root().canonicalize().unwrap();
+    let expected_path = std::env::var("PATH").unwrap();
+    assert_eq!(
+        vars,
+        [
+            ("HOME", sandbox.cache.path().to_str().unwrap()),
+            ("LANG", "C"),
+            ("LC_ALL", "C"),
+            ("PATH", expected_path.as_str()),
+            ("RALSH_ROOT_DIR", root.to_str().unwrap()),
+        ]
+    );
+    assert!(!env.contains("hunter2"));
+}
+
+#[test]
+fn stderr_lines_are_logged_at_their_level_under_the_provider_name() {
+    let sandbox = Sandbox::new();
+    sandbox.write("list.out", "# simple\n");
+    sandbox.write(
+        "list.err",
+        "debug: dbg line\nINFO: info line\nWarn:warn line\nplain line\nnotice: not a level\n",
+    );
+    let run = sandbox.ralsh(&["-l", "info", "scripted"]);
+    run.expect(0);
+    for expected in [
+        "ralsh: info: [scripted::scripted] info line",
+        "ralsh: warn: [scripted::scripted] warn line",
+        "ralsh: warn: [scripted::scripted] plain line",
+        "ralsh: warn: [scripted::scripted] notice: not a level",
+    ] {
+        assert!(
+            run.stderr.contains(expected),
+            "missing {expected:?} in\n{}",
+            run.stderr
+        );
+    }
+    assert!(!run.stderr.contains("dbg line"), "{}", run.stderr);
+    let quiet = sandbox.ralsh(&["-q", "scripted"]);
+    assert_eq!(quiet.expect(0).stderr, "");
+}
+
+#[test]
+fn an_error_level_stderr_line_makes_the_exit_status_2() {
+    let sandbox = Sandbox::new();
+    sandbox.write("list.out", "# simple\nname: a\n");
+    sandbox.write("list.err", "error: something broke\n");
+    let run = sandbox.ralsh(&["scripted"]);
+    run.expect(2);
+    assert!(
+        run.stdout.contains("'a'"),
+        "the listing is still printed: {}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .contains("ralsh: error: [scripted::scripted] something broke"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_non_zero_exit_names_provider_action_status_and_stderr() {
+    let sandbox = Sandbox::new();
+    sandbox.write("find.out", "# simple\nname: a\n");
+    sandbox.write("find.err", "line one\nline two\n");
+    sandbox.write("find.exit", "3");
+    let run = sandbox.ralsh(&["scripted", "a"]);
+    run.expect(2);
+    assert!(
+        run.stderr.contains("scripted::scripted: find failed: exit status 3; last lines of stderr:\n  line one\n  line two"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "", "a failed find shows nothing");
+}
+
+#[test]
+fn an_over_long_line_fails_the_call() {
+    let sandbox = Sandbox::new();
+    sandbox.write("flood", "longline");
+    let run = sandbox.ralsh(&["flood"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("flood::flood: list: a line of output is longer than 65536 bytes"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn endless_output_for_one_resource_is_cut_off() {
+    let sandbox = Sandbox::new();
+    sandbox.write("flood", "endless");
+    let run = sandbox.ralsh(&["--timeout", "60", "flood"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("its answer is larger than 1048576 bytes"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn listings_are_printed_resource_by_resource() {
+    // The provider completes one resource (a second name line ends it) and then blocks until the test, having
+    // seen that resource on ralsh's stdout, writes to the gate. A host that
+    // waited for the whole listing would never print it; the time limit turns
+    // that into a failure instead of a hang.
+    let sandbox = Sandbox::new();
+    sandbox.write("flood", "gated");
+    let gate = sandbox.root().join("gate");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = sandbox
+        .command()
+        .args(["--timeout", "20", "-I"])
+        .arg(fixtures_dir())
+        .arg("flood")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    while !first.ends_with("}\n") {
+        assert!(
+            stdout.read_line(&mut first).unwrap() > 0,
+            "stdout ended early: {first}"
+        );
+    }
+    assert_eq!(first, "flood::flood { 'first':\n}\n");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&gate)
+        .unwrap()
+        .write_all(b"go\n")
+        .unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert_eq!(
+        rest,
+        "flood::flood { 'second':\n}\nflood::flood { 'third':\n}\n"
+    );
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let sandbox = Sandbox::new();
+    sandbox.write("flood", "many");
+    let mut child = sandbox
+        .command()
+        .args(["--timeout", "60", "-I"])
+        .arg(fixtures_dir())
+        .arg("flood")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "flood::flood { 'r0':\n");
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}

@@ -1,0 +1,144 @@
+//! Test helpers: a sandbox (fake root and private cache), a way to run
+//! ralsh in it, and JSON Schema checks of its output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value as Json;
+
+/// A fake root for providers and a private cache for the bundled ones.
+pub struct Sandbox {
+    pub root: tempfile::TempDir,
+    pub cache: tempfile::TempDir,
+}
+
+/// What one ralsh run left behind.
+#[derive(Debug)]
+pub struct Run {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Parses stdout as one JSON document and checks it against the schema.
+    pub fn json(&self) -> Json {
+        let doc: Json = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout));
+        assert_valid_output(&doc);
+        doc
+    }
+
+    #[track_caller]
+    pub fn expect(&self, status: i32) -> &Run {
+        assert_eq!(
+            self.status, status,
+            "unexpected exit status\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+pub fn ralsh_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ralsh")
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            root: tempfile::tempdir().unwrap(),
+            cache: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// A ralsh command with a clean environment, this sandbox's cache and
+    /// root, and no data directories beyond the bundled one.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(ralsh_bin());
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.cache.path())
+            .env("XDG_CACHE_HOME", self.cache.path())
+            .arg("--root")
+            .arg(self.root.path());
+        command
+    }
+
+    /// Runs ralsh with the fixture providers.
+    pub fn ralsh(&self, args: &[&str]) -> Run {
+        let mut command = self.command();
+        command.arg("-I").arg(fixtures_dir()).args(args);
+        run(&mut command)
+    }
+
+    /// Writes a file below the fake root.
+    pub fn write(&self, relative: &str, contents: &str) {
+        let path = self.root.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+
+    /// Reads a file below the fake root ("" when missing).
+    pub fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.root.path().join(relative)).unwrap_or_default()
+    }
+
+    /// The calls the scripted fixture recorded, one line each.
+    pub fn calls(&self) -> Vec<String> {
+        self.read("calls.log").lines().map(str::to_owned).collect()
+    }
+}
+
+pub fn run(command: &mut Command) -> Run {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command.output().expect("ralsh runs");
+    Run {
+        status: status.code().unwrap_or(-1),
+        stdout: String::from_utf8(stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(stderr).expect("stderr is UTF-8"),
+    }
+}
+
+fn load_schema(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let schema: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn output_schema() -> &'static jsonschema::Validator {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    SCHEMA.get_or_init(|| load_schema("ralsh-output.schema.json"))
+}
+
+pub fn metadata_schema() -> &'static jsonschema::Validator {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    SCHEMA.get_or_init(|| load_schema("provider-metadata.schema.json"))
+}
+
+#[track_caller]
+pub fn assert_valid_output(doc: &Json) {
+    let errors: Vec<String> = output_schema()
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "output does not match the schema: {errors:?}\n{doc}"
+    );
+}

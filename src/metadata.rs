@@ -124,6 +124,41 @@ impl Metadata {
     }
 }
 
+/// A YAML string that really is a string: YAML would otherwise hand serde
+/// `desc: 5` or `type: true` as text, which the JSON Schema (rightly)
+/// rejects.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Text, E> {
+                Ok(Text(text.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+fn text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Text::deserialize(deserializer).map(|t| t.0)
+}
+
+fn optional_text<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    Option::<Text>::deserialize(deserializer).map(|t| t.map(|t| t.0))
+}
+
+fn text_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    Vec::<Text>::deserialize(deserializer).map(|list| list.into_iter().map(|t| t.0).collect())
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDocument {
@@ -134,15 +169,18 @@ struct RawDocument {
 #[serde(deny_unknown_fields)]
 struct RawProvider {
     #[serde(rename = "type")]
+    #[serde(deserialize_with = "text")]
     type_name: String,
+    #[serde(deserialize_with = "text")]
     invoke: String,
+    #[serde(deserialize_with = "text_list")]
     actions: Vec<String>,
     suitable: RawSuitable,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_text")]
     desc: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_text")]
     name: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_list")]
     features: Vec<String>,
     attributes: IndexMap<String, RawAttribute>,
 }
@@ -157,17 +195,18 @@ enum RawSuitable {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCommands {
+    #[serde(deserialize_with = "text_list")]
     commands: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawAttribute {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_text")]
     desc: Option<String>,
-    #[serde(default, rename = "type")]
+    #[serde(default, rename = "type", deserialize_with = "optional_text")]
     attr_type: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_text")]
     kind: Option<String>,
 }
 

@@ -1,1 +1,263 @@
-//! placeholder
+//! The bundled providers, end to end through ralsh on a fake root, and the
+//! bundled set surviving a moved binary.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use crate::support::{run, Sandbox};
+
+const HOSTS: &str = "# The hosts file\n127.0.0.1\tlocalhost\n127.0.1.1  myhost.example.org myhost   # primary\n::1     localhost ip6-localhost ip6-loopback\n\n# unrelated\nff02::1 ip6-allnodes\n";
+
+fn hosts_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", HOSTS);
+    sandbox
+}
+
+#[test]
+fn host_lists_and_finds_entries() {
+    let sandbox = hosts_sandbox();
+    let doc = sandbox.ralsh(&["-j", "host"]).expect(0).json();
+    let names: Vec<&str> = doc["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["localhost", "myhost.example.org", "ip6-allnodes"]);
+    let run = sandbox.ralsh(&["host", "myhost.example.org"]);
+    assert_eq!(
+        run.expect(0).stdout,
+        "host::etc_hosts { 'myhost.example.org':\n  ensure       => 'present',\n  comment      => 'primary',\n  host_aliases => ['myhost'],\n  ip           => '127.0.1.1',\n}\n"
+    );
+    let run = sandbox.ralsh(&["host", "nothere"]);
+    assert!(run.expect(0).stdout.contains("ensure => 'absent'"));
+    sandbox.ralsh(&["-a", "host", "nothere"]).expect(1);
+}
+
+#[test]
+fn host_creates_changes_and_deletes_keeping_other_lines() {
+    let sandbox = hosts_sandbox();
+    let before = std::fs::metadata(sandbox.root().join("etc/hosts"))
+        .unwrap()
+        .ino();
+    let doc = sandbox
+        .ralsh(&[
+            "-j",
+            "host",
+            "new.example",
+            "ip=10.0.0.5",
+            "host_aliases=new,n2",
+        ])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["result"][0]["changes"],
+        serde_json::json!([
+            {"attr": "ensure", "is": "present", "was": "absent"},
+            {"attr": "ip", "is": "10.0.0.5", "was": ""},
+            {"attr": "host_aliases", "is": ["new", "n2"], "was": []},
+        ])
+    );
+    assert_eq!(
+        sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.5\tnew.example new n2\n")
+    );
+    let after = std::fs::metadata(sandbox.root().join("etc/hosts"))
+        .unwrap()
+        .ino();
+    assert_ne!(
+        before, after,
+        "the file is replaced, not rewritten in place"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(sandbox.root().join("etc"))
+        .unwrap()
+        .collect();
+    assert_eq!(leftovers.len(), 1, "no temporary files left behind");
+
+    let run = sandbox.ralsh(&["host", "myhost.example.org", "ip=127.0.1.2"]);
+    assert!(
+        run.expect(0)
+            .stdout
+            .ends_with("ip: '127.0.1.1' -> '127.0.1.2'\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        sandbox.read("etc/hosts"),
+        format!(
+            "{}10.0.0.5\tnew.example new n2\n",
+            HOSTS.replace(
+                "127.0.1.1  myhost.example.org myhost   # primary",
+                "127.0.1.2\tmyhost.example.org myhost\t# primary"
+            )
+        )
+    );
+    let again = sandbox.ralsh(&["host", "myhost.example.org", "ip=127.0.1.2"]);
+    assert!(
+        again.expect(0).stdout.ends_with("no changes needed\n"),
+        "idempotent: {}",
+        again.stdout
+    );
+
+    let run = sandbox.ralsh(&["host", "new.example", "ensure=absent"]);
+    assert!(
+        run.expect(0)
+            .stdout
+            .ends_with("ensure: 'present' -> 'absent'\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!sandbox.read("etc/hosts").contains("new.example"));
+    assert!(sandbox
+        .read("etc/hosts")
+        .contains("# unrelated\nff02::1 ip6-allnodes\n"));
+    let again = sandbox.ralsh(&["host", "new.example", "ensure=absent"]);
+    assert!(again.expect(0).stdout.ends_with("no changes needed\n"));
+}
+
+#[test]
+fn host_noop_previews_without_touching_the_file() {
+    let sandbox = hosts_sandbox();
+    for args in [
+        &["-n", "host", "new.example", "ip=10.0.0.5"][..],
+        &[
+            "-n",
+            "host",
+            "myhost.example.org",
+            "ip=127.0.1.9",
+            "comment=changed",
+        ][..],
+        &["-n", "host", "localhost", "ensure=absent"][..],
+    ] {
+        let run = sandbox.ralsh(args);
+        assert!(
+            run.expect(0).stdout.contains("(noop: would change)"),
+            "{args:?}: {}",
+            run.stdout
+        );
+        assert_eq!(
+            sandbox.read("etc/hosts"),
+            HOSTS,
+            "{args:?} changed the file"
+        );
+    }
+    let doc = sandbox
+        .ralsh(&["-n", "-j", "host", "localhost", "ip=127.0.0.2"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["noop"], true);
+    assert_eq!(doc["result"][0]["resource"]["ip"], "127.0.0.2");
+    assert_eq!(sandbox.read("etc/hosts"), HOSTS);
+}
+
+#[test]
+fn host_rejects_bad_values_and_leaves_the_file_alone() {
+    let sandbox = hosts_sandbox();
+    let run = sandbox.ralsh(&["host", "localhost", "ip=999.1.1.1"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("host::etc_hosts: update reported an error: invalid ip '999.1.1.1'"),
+        "{}",
+        run.stderr
+    );
+    let run = sandbox.ralsh(&["host", "brand.new", "comment=no ip"]);
+    run.expect(2);
+    assert!(run.stderr.contains("ip is required"), "{}", run.stderr);
+    assert_eq!(sandbox.read("etc/hosts"), HOSTS);
+}
+
+#[test]
+fn user_and_group_are_read_only_views_of_the_databases() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice Liddell,,,:/home/alice:/bin/zsh\n");
+    sandbox.write("etc/group", "root:x:0:\nstaff:x:50:alice,bob\n");
+    let doc = sandbox.ralsh(&["-j", "user", "alice"]).expect(0).json();
+    assert_eq!(
+        doc["resource"],
+        serde_json::json!({"name": "alice", "ensure": "present", "comment": "Alice Liddell,,,", "gid": "1000",
+            "home": "/home/alice", "shell": "/bin/zsh", "uid": "1000", "ral": {"type": "user", "provider": "user::etc_passwd"}})
+    );
+    let doc = sandbox.ralsh(&["-j", "group"]).expect(0).json();
+    assert_eq!(
+        doc["resources"][1]["members"],
+        serde_json::json!(["alice", "bob"])
+    );
+    let run = sandbox.ralsh(&["user", "alice", "shell=/bin/sh"]);
+    run.expect(2);
+    assert!(
+        run.stderr.contains("attribute 'shell' is read-only"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_moved_binary_writes_its_bundled_providers_to_a_private_cache() {
+    let scratch = tempfile::tempdir().unwrap();
+    let binary = scratch.path().join("bin/ralsh");
+    std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+    std::fs::copy(crate::support::ralsh_bin(), &binary).unwrap();
+    let cache = scratch.path().join("cache");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(root.path().join("etc/hosts"), "10.1.1.1 moved.example\n").unwrap();
+    let mut command = std::process::Command::new(&binary);
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("XDG_CACHE_HOME", &cache)
+        .arg("--root")
+        .arg(root.path())
+        .args(["-j", "host"]);
+    let doc = run(&mut command).expect(0).json();
+    assert_eq!(doc["resources"][0]["name"], "moved.example");
+    let dir = std::fs::read_dir(cache.join("ral"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(dir
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with(&format!("bundled-{}-", env!("CARGO_PKG_VERSION"))));
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert!(dir.join("providers/etc_hosts.prov").exists());
+    // A second run reuses the extraction.
+    run(&mut command).expect(0);
+    assert_eq!(std::fs::read_dir(cache.join("ral")).unwrap().count(), 1);
+}
+
+#[test]
+fn a_cache_writable_by_others_is_refused() {
+    let sandbox = Sandbox::new();
+    let ral_dir = sandbox.cache.path().join("ral");
+    std::fs::create_dir_all(&ral_dir).unwrap();
+    std::fs::set_permissions(&ral_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = sandbox.ralsh(&["-j"]);
+    let doc = run.expect(0).json();
+    assert!(
+        run.stderr.contains("bundled providers are unavailable"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("not a private directory of this user"),
+        "{}",
+        run.stderr
+    );
+    let names: Vec<&str> = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"host::etc_hosts"), "{names:?}");
+    assert!(names.contains(&"scripted::scripted"), "{names:?}");
+}

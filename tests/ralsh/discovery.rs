@@ -1,1 +1,220 @@
-//! placeholder
+//! Finding providers: data directory order, broken and unsuitable
+//! providers, describe-only metadata, name resolution.
+
+use std::path::Path;
+
+use crate::support::{fixtures_dir, run, Sandbox};
+
+fn with_dirs(
+    sandbox: &Sandbox,
+    includes: &[&Path],
+    data_dir: Option<&str>,
+    args: &[&str],
+) -> crate::support::Run {
+    let mut command = sandbox.command();
+    for dir in includes {
+        command.arg("-I").arg(dir);
+    }
+    if let Some(value) = data_dir {
+        command.env("RALSH_DATA_DIR", value);
+    }
+    command.args(args);
+    run(&mut command)
+}
+
+#[test]
+fn broken_providers_are_skipped_with_one_warning_each() {
+    let sandbox = Sandbox::new();
+    let broken = fixtures_dir().join("broken");
+    let run = with_dirs(&sandbox, &[&broken], None, &["-j"]);
+    let doc = run.expect(0).json();
+    let names: Vec<&str> = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"fine::fine"), "{names:?}");
+    assert!(
+        names.contains(&"host::etc_hosts"),
+        "bundled providers still there: {names:?}"
+    );
+    let dir = broken.join("providers");
+    for (file, reason) in [
+        ("not_executable.prov", "the file is not executable"),
+        (
+            "bad_yaml.prov",
+            "bad_yaml.yaml: found unexpected end of stream",
+        ),
+        ("unknown_key.prov", "unknown field `colour`"),
+        ("json_invoke.prov", "unknown calling convention 'json'"),
+        ("describe_fails.prov", "describe failed: exit status 3"),
+        ("describe_stderr.prov", "describe: wrote to stderr"),
+    ] {
+        let expected = format!(
+            "ralsh: warn: skipping provider {}: ",
+            dir.join(file).display()
+        );
+        let warnings: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with(&expected))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{file}: {}", run.stderr);
+        assert!(warnings[0].contains(reason), "{file}: {}", warnings[0]);
+    }
+    assert!(
+        run.stderr.contains("line 3 column 3"),
+        "unknown key names its line: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn unsuitable_providers_are_listed_but_not_used() {
+    let sandbox = Sandbox::new();
+    let broken = fixtures_dir().join("broken");
+    let run = with_dirs(&sandbox, &[&broken], None, &["-l", "info"]);
+    run.expect(0);
+    assert!(
+        run.stdout.contains(
+            "picky::unsuitable  (unsuitable: command 'ral_no_such_command_xyz' is not on PATH)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("ralsh: info: picky::unsuitable is not suitable here: command 'ral_no_such_command_xyz' is not on PATH"),
+        "{}",
+        run.stderr
+    );
+    let run = with_dirs(&sandbox, &[&broken], None, &["picky"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("picky::unsuitable is not suitable on this system"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn describe_only_providers_get_metadata_from_describe() {
+    let sandbox = Sandbox::new();
+    let doc = sandbox.ralsh(&["-j"]).expect(0).json();
+    let quote = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "quote::python")
+        .expect("quote::python listed");
+    assert_eq!(
+        quote["desc"],
+        "Test fixture for argument quoting (Python shlex)."
+    );
+    assert!(quote["source"]
+        .as_str()
+        .unwrap()
+        .ends_with("tests/fixtures/providers/quoter_py.prov"));
+}
+
+#[test]
+fn an_ambiguous_type_lists_its_candidates_and_qualified_names_resolve() {
+    let sandbox = Sandbox::new();
+    let dir = fixtures_dir().join("ambiguous");
+    let run = with_dirs(&sandbox, &[&dir], None, &["dup"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("type 'dup' has several providers: dup::dup_a, dup::dup_b; name one of them"),
+        "{}",
+        run.stderr
+    );
+    let run = with_dirs(&sandbox, &[&dir], None, &["dup::dup_b"]);
+    assert_eq!(run.expect(0).stdout, "dup::dup_b { 'one':\n}\n");
+}
+
+#[test]
+fn an_unknown_type_says_how_to_list_providers() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.ralsh(&["nosuchtype"]);
+    run.expect(2);
+    assert!(run.stderr.contains("unknown provider or type 'nosuchtype'; run `ralsh` without arguments to list providers"), "{}", run.stderr);
+    let run = sandbox.ralsh(&["-j", "nosuchtype"]);
+    run.expect(2);
+    assert!(run.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("nosuchtype"));
+}
+
+/// Writes a data directory whose `thing::same` provider lists one resource
+/// named after the directory.
+fn data_dir_with_marker(parent: &Path, marker: &str) -> std::path::PathBuf {
+    let dir = parent.join(marker);
+    let providers = dir.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    let script = providers.join("same.prov");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nprintf '# simple\\nname: {marker}\\n'\n"),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&script)
+        .status()
+        .unwrap();
+    std::fs::write(
+        providers.join("same.yaml"),
+        "provider:\n  type: thing\n  invoke: simple\n  actions: [list]\n  suitable: true\n  attributes: {name: {}}\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn data_directories_are_searched_in_order_and_the_first_wins() {
+    let sandbox = Sandbox::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let first = data_dir_with_marker(scratch.path(), "include_one");
+    let second = data_dir_with_marker(scratch.path(), "include_two");
+    let env_a = data_dir_with_marker(scratch.path(), "env_a");
+    let env_b = data_dir_with_marker(scratch.path(), "env_b");
+    let env_value = format!("{}:{}", env_a.display(), env_b.display());
+    let cases: [(&[&Path], Option<&str>, &str); 4] = [
+        (&[&first, &second], Some(&env_value), "include_one"),
+        (&[&second, &first], Some(&env_value), "include_two"),
+        (&[], Some(&env_value), "env_a"),
+        (
+            &[],
+            Some(&format!("{}:{}", env_b.display(), env_a.display())),
+            "env_b",
+        ),
+    ];
+    for (includes, env, expected) in cases {
+        let run = with_dirs(&sandbox, includes, env, &["thing"]);
+        assert_eq!(
+            run.expect(0).stdout,
+            format!("thing::same {{ '{expected}':\n}}\n")
+        );
+    }
+    // A data directory can shadow a bundled provider.
+    let shadow = scratch.path().join("shadow/providers");
+    std::fs::create_dir_all(&shadow).unwrap();
+    std::fs::copy(
+        first.join("providers/same.prov"),
+        shadow.join("etc_hosts.prov"),
+    )
+    .unwrap();
+    std::fs::write(
+        shadow.join("etc_hosts.yaml"),
+        "provider:\n  type: host\n  invoke: simple\n  actions: [list]\n  suitable: true\n  attributes: {name: {}}\n",
+    )
+    .unwrap();
+    let run = with_dirs(&sandbox, &[&scratch.path().join("shadow")], None, &["host"]);
+    assert_eq!(
+        run.expect(0).stdout,
+        "host::etc_hosts { 'include_one':\n}\n"
+    );
+}

@@ -142,3 +142,13 @@ pub fn assert_valid_output(doc: &Json) {
         "output does not match the schema: {errors:?}\n{doc}"
     );
 }
+
+/// A ralsh command like [`Sandbox::command`] but without `--root`.
+pub fn run_command_without_root(sandbox: &Sandbox) -> Command {
+    let mut command = Command::new(ralsh_bin());
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("XDG_CACHE_HOME", sandbox.cache.path());
+    command
+}

@@ -57,11 +57,11 @@ pub struct Args {
     pub quiet: bool,
 
     /// Print a completion script for SHELL and exit.
-    #[arg(long, value_name = "SHELL", exclusive = true)]
+    #[arg(long, value_name = "SHELL", conflicts_with = "provider")]
     pub completions: Option<clap_complete::Shell>,
 
     /// Print the man page (roff) and exit.
-    #[arg(long, exclusive = true)]
+    #[arg(long, conflicts_with = "provider")]
     pub man: bool,
 
     /// A type (`host`) or qualified provider name (`host::etc_hosts`).

@@ -4,6 +4,7 @@
 mod bundled;
 mod cli;
 mod discovery;
+mod example;
 mod metadata_schema;
 mod process;
 mod quoting;

@@ -238,3 +238,91 @@ fn a_closed_pipe_ends_quietly() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
 }
+
+#[test]
+fn an_interrupt_is_passed_on_to_the_provider() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::ExitStatusExt;
+
+    let sandbox = Sandbox::new();
+    sandbox.write("flood", "gated");
+    let gate = sandbox.root().join("gate");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = sandbox
+        .command()
+        .args(["--timeout", "60", "-I"])
+        .arg(fixtures_dir())
+        .arg("flood")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    while !first.ends_with("}\n") {
+        assert!(
+            stdout.read_line(&mut first).unwrap() > 0,
+            "stdout ended early: {first}"
+        );
+    }
+    // The provider now waits to read the gate; opening it for writing pairs
+    // us with that reader, and the write end reports an error once the
+    // provider (its only reader) is gone.
+    let writer = std::fs::OpenOptions::new().write(true).open(&gate).unwrap();
+    // SAFETY: sends SIGINT to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGINT),
+        "ralsh ends by the interrupt"
+    );
+    let mut poll = libc::pollfd {
+        fd: writer.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, and the descriptor outlives the call.
+    let ready = unsafe { libc::poll(&mut poll, 1, 20_000) };
+    assert_eq!(ready, 1, "the provider still holds the gate open");
+    assert!(poll.revents & libc::POLLERR != 0);
+}
+
+#[test]
+fn a_find_answer_larger_than_the_limit_fails() {
+    let sandbox = Sandbox::new();
+    let mut answer = String::from("# simple\nname: a\n");
+    while answer.len() <= 1024 * 1024 {
+        answer.push_str("color: 0123456789abcdef0123456789abcdef0123456789abcdef\n");
+    }
+    sandbox.write("find.out", &answer);
+    let run = sandbox.ralsh(&["scripted", "a"]);
+    run.expect(2);
+    assert!(
+        run.stderr
+            .contains("scripted::scripted: find: its answer is larger than 1048576 bytes"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn over_long_stderr_lines_are_cut() {
+    let sandbox = Sandbox::new();
+    sandbox.write("list.out", "# simple\n");
+    sandbox.write(
+        "list.err",
+        &format!("warn: {}\nwarn: next\n", "e".repeat(100_000)),
+    );
+    let run = sandbox.ralsh(&["scripted"]);
+    run.expect(0);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{:?}", &run.stderr[..200]);
+    assert!(lines[0].ends_with("... (line cut at 65536 bytes)"));
+    assert!(lines[0].len() < 66_000);
+    assert_eq!(lines[1], "ralsh: warn: [scripted::scripted] next");
+}

@@ -136,7 +136,9 @@ pub fn forward_interrupts() {
 }
 
 enum StdoutEvent {
-    Line(String),
+    /// Lines that were ready together; sent as one batch so a fast provider
+    /// does not cost a thread hand-over per line.
+    Lines(Vec<String>),
     TooLong,
     Failed(std::io::Error),
     Eof,
@@ -212,8 +214,8 @@ impl Child<'_> {
                 Err(RecvTimeoutError::Timeout) => return Err(self.time_out()),
                 Err(RecvTimeoutError::Disconnected) => break,
             };
-            let line = match event {
-                StdoutEvent::Line(line) => line,
+            let batch = match event {
+                StdoutEvent::Lines(batch) => batch,
                 StdoutEvent::Eof => break,
                 StdoutEvent::TooLong => {
                     return Err(
@@ -224,19 +226,20 @@ impl Child<'_> {
                     return Err(self.abandon(format!("reading its output failed: {e}")))
                 }
             };
-            answer_bytes += line.len() + 1;
-            if answer_bytes > self.call.max_answer {
-                return Err(self.abandon(format!(
-                    "its answer is larger than {} bytes",
-                    self.call.max_answer
-                )));
-            }
-            match sink(&line) {
-                Ok(Budget::Continue) => {}
-                Ok(Budget::Reset) => answer_bytes = line.len() + 1,
-                Err(e) => {
-                    self.terminate();
-                    return Err(e);
+            for line in batch {
+                match sink(&line) {
+                    Ok(Budget::Continue) => answer_bytes += line.len() + 1,
+                    Ok(Budget::Reset) => answer_bytes = line.len() + 1,
+                    Err(e) => {
+                        self.terminate();
+                        return Err(e);
+                    }
+                }
+                if answer_bytes > self.call.max_answer {
+                    return Err(self.abandon(format!(
+                        "its answer is larger than {} bytes",
+                        self.call.max_answer
+                    )));
                 }
             }
         }
@@ -351,22 +354,43 @@ fn read_bounded(
 
 fn spawn_stdout_reader(pipe: std::io::PipeReader) -> Receiver<StdoutEvent> {
     // A small bound: the reader waits for the consumer instead of buffering
-    // an endless provider's output.
-    let (sender, receiver) = mpsc::sync_channel(64);
+    // an endless provider's output. At most BATCH_BYTES plus one line per
+    // batch, so a few MiB in all.
+    const BATCHES: usize = 16;
+    const BATCH_BYTES: usize = 64 * 1024;
+    let (sender, receiver) = mpsc::sync_channel(BATCHES);
     std::thread::spawn(move || {
         let mut reader = BufReader::new(pipe);
         let mut buf = Vec::new();
+        let mut batch = Vec::new();
+        let mut batch_bytes = 0;
         loop {
-            let event = match read_bounded(&mut reader, MAX_LINE, &mut buf) {
-                Ok(Bounded::Line) => StdoutEvent::Line(String::from_utf8_lossy(&buf).into_owned()),
+            let end = match read_bounded(&mut reader, MAX_LINE, &mut buf) {
+                Ok(Bounded::Line) => {
+                    batch_bytes += buf.len();
+                    batch.push(String::from_utf8_lossy(&buf).into_owned());
+                    // Hand the batch over when the next read would wait for
+                    // the provider, so a listing still streams.
+                    if reader.buffer().is_empty() || batch_bytes >= BATCH_BYTES {
+                        batch_bytes = 0;
+                        if sender
+                            .send(StdoutEvent::Lines(std::mem::take(&mut batch)))
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    continue;
+                }
                 Ok(Bounded::TooLong) => StdoutEvent::TooLong,
                 Ok(Bounded::Eof) => StdoutEvent::Eof,
                 Err(e) => StdoutEvent::Failed(e),
             };
-            let last = !matches!(event, StdoutEvent::Line(_));
-            if sender.send(event).is_err() || last {
+            if !batch.is_empty() && sender.send(StdoutEvent::Lines(batch)).is_err() {
                 return;
             }
+            let _ = sender.send(end);
+            return;
         }
     });
     receiver

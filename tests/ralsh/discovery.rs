@@ -88,11 +88,41 @@ fn unsuitable_providers_are_listed_but_not_used() {
         "{}",
         run.stderr
     );
+    let not_sh = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("notsh::not_sh "))
+        .unwrap();
+    assert!(
+        not_sh.ends_with(" (unsuitable: command 'sh' is on PATH)"),
+        "'not CMD' wants CMD absent: {}",
+        run.stdout
+    );
     let run = with_dirs(&sandbox, &[&broken], None, &["picky"]);
     run.expect(2);
     assert!(
         run.stderr
             .contains("picky::unsuitable is not suitable on this system"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_describe_that_hangs_is_timed_out_and_skipped() {
+    let sandbox = Sandbox::new();
+    let slow = fixtures_dir().join("slow");
+    let broken = fixtures_dir().join("broken");
+    let run = with_dirs(
+        &sandbox,
+        &[&slow, &broken],
+        None,
+        &["--timeout", "1", "fine"],
+    );
+    assert_eq!(run.expect(0).stdout, "fine::fine { 'one':\n}\n");
+    assert!(
+        run.stderr
+            .contains("slow_describe.prov: slow_describe: describe did not finish within 1s"),
         "{}",
         run.stderr
     );

@@ -46,6 +46,8 @@ fn providers_get_only_the_documented_environment() {
     let sandbox = Sandbox::new();
     let mut command = sandbox.command();
     command
+        .env("RUST_LOG", "debug")
+        .env("RALSH_DATA_DIR", "/nonexistent")
         .env("SECRET_TOKEN", "hunter2")
         .env("AWS_SECRET_ACCESS_KEY", "abc")
         .env("LANG", "de_DE.UTF-8")
@@ -53,7 +55,13 @@ fn providers_get_only_the_documented_environment() {
         .arg("-I")
         .arg(fixtures_dir())
         .arg("envdump");
-    run(&mut command).expect(0);
+    let run = run(&mut command);
+    run.expect(0);
+    assert!(
+        run.stderr.contains("ralsh: debug: "),
+        "RUST_LOG sets the log level: {}",
+        run.stderr
+    );
     let env = sandbox.read("env");
     let mut vars: Vec<(&str, &str)> = env
         .split('\0')
@@ -76,6 +84,30 @@ fn providers_get_only_the_documented_environment() {
         ]
     );
     assert!(!env.contains("hunter2"));
+}
+
+#[test]
+fn providers_read_nothing_from_stdin() {
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .command()
+        .arg("-I")
+        .arg(fixtures_dir())
+        .arg("envdump")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"typed by the user\n").unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(sandbox.root().join("stdin").exists());
+    assert_eq!(
+        sandbox.read("stdin"),
+        "",
+        "the provider's stdin is /dev/null"
+    );
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! binary that was installed and moved still finds them, and an upgraded
 //! binary never runs stale scripts. The directory is private to the user
 //! (0700) and is rejected if someone else owns it or can write to it, since
-//! its scripts may run as root.
+//! its scripts may run as root; its files are compared with the embedded
+//! ones on every use and written out again if they differ.
 
 use std::fs;
 use std::io::Write;
@@ -26,23 +27,37 @@ pub fn file_names() -> impl Iterator<Item = &'static str> {
     embedded::FILES.iter().map(|(name, _)| *name)
 }
 
-/// The base directory for caches: `$XDG_CACHE_HOME`, `$HOME/.cache`, or the
-/// system temporary directory.
-fn cache_base() -> PathBuf {
+/// ral's cache directory: `$XDG_CACHE_HOME/ral`, `$HOME/.cache/ral`, or a
+/// per-user directory in the system temporary directory. Relative settings
+/// are ignored, as they would depend on the working directory.
+fn cache_dir() -> PathBuf {
     let from_env = |key: &str| {
         std::env::var_os(key)
-            .filter(|v| !v.is_empty())
             .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
     };
     from_env("XDG_CACHE_HOME")
-        .or_else(|| from_env("HOME").map(|home| home.join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
+        .map(|cache| cache.join("ral"))
+        .or_else(|| from_env("HOME").map(|home| home.join(".cache/ral")))
+        .unwrap_or_else(|| {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            std::env::temp_dir().join(format!("ral-{uid}"))
+        })
+}
+
+/// True when `dir` holds exactly the embedded files, complete.
+fn is_intact(dir: &Path) -> bool {
+    dir.join(COMPLETE_MARKER).exists()
+        && embedded::FILES.iter().all(|(name, contents)| {
+            fs::read(dir.join("providers").join(name)).is_ok_and(|found| found == *contents)
+        })
 }
 
 /// Returns the data directory holding the bundled providers, writing them out
 /// first when needed.
 pub fn data_dir() -> Result<PathBuf> {
-    let parent = cache_base().join("ral");
+    let parent = cache_dir();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -51,9 +66,17 @@ pub fn data_dir() -> Result<PathBuf> {
     check_private(&parent)?;
     let name = format!("bundled-{}-{}", env!("CARGO_PKG_VERSION"), embedded::DIGEST);
     let target = parent.join(&name);
-    if target.join(COMPLETE_MARKER).exists() {
+    if target.exists() {
         check_private(&target)?;
-        return Ok(target);
+        if is_intact(&target) {
+            return Ok(target);
+        }
+        log::warn!(
+            "bundled providers in {} are incomplete or were changed; writing them again",
+            target.display()
+        );
+        fs::remove_dir_all(&target)
+            .map_err(|e| Error::io(format!("removing {}", target.display()), e))?;
     }
     // Write into a fresh directory and rename it into place, so a reader
     // never sees a half-written set and concurrent first runs do not clash.
@@ -67,7 +90,7 @@ pub fn data_dir() -> Result<PathBuf> {
     })?;
     match fs::rename(&staging, &target) {
         Ok(()) => Ok(target),
-        Err(_) if target.join(COMPLETE_MARKER).exists() => {
+        Err(_) if is_intact(&target) => {
             // Another process finished first; its copy is identical.
             let _ = fs::remove_dir_all(&staging);
             check_private(&target)?;

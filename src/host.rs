@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use crate::attr_type::Value;
 use crate::error::{Error, Result};
-use crate::invoke::simple::{self, escape, ListParser, OutputError, RawResource, UpdateParser};
+use crate::invoke::simple::{self, ListParser, OutputError, RawResource, UpdateParser};
 use crate::metadata::{Action, Kind};
 use crate::process::{self, Budget, Call, ProviderEnv, MAX_ANSWER};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
+use crate::text::{escape, escape_lines};
 
 /// Settings shared by every call.
 #[derive(Debug, Clone)]
@@ -78,6 +79,7 @@ impl Host {
         args: Vec<String>,
         sink: &mut process::LineSink,
     ) -> Result<process::Finished> {
+        let describing = action == Action::Describe;
         let call = Call {
             label,
             program,
@@ -86,15 +88,19 @@ impl Host {
             env: &self.env,
             timeout: self.config.timeout,
             max_answer: MAX_ANSWER,
+            log_stderr: !describing,
         };
         log::debug!(
             "{label}: running {} {}",
             program.display(),
-            call.args.join(" ")
+            escape(&call.args.join(" "))
         );
         let finished = process::run(&call, sink)?;
-        self.error_lines
-            .fetch_add(finished.error_lines, Ordering::SeqCst);
+        // A describe's stderr fails discovery of that provider instead.
+        if !describing {
+            self.error_lines
+                .fetch_add(finished.error_lines, Ordering::SeqCst);
+        }
         Ok(finished)
     }
 
@@ -117,7 +123,10 @@ impl Host {
             return Err(Error::Protocol {
                 provider: label.to_owned(),
                 action: "describe".to_owned(),
-                message: "wrote to stderr (see the log above)".to_owned(),
+                message: format!(
+                    "wrote to stderr, which a describe must not: {}",
+                    finished.stderr_tail.join(" / ")
+                ),
             });
         }
         Ok(text)
@@ -154,6 +163,10 @@ impl Host {
     /// Finds one resource; `None` when the provider does not know it
     /// (`ral_unknown: true`, or a list without it when find is missing).
     pub fn find(&self, provider: &Provider, name: &str) -> Result<Option<Resource>> {
+        check_name(name).map_err(|message| Error::Request {
+            provider: provider.qualified_name(),
+            message,
+        })?;
         if !provider.meta.supports(Action::Find) {
             let mut found = None;
             self.list(provider, &mut |resource| {
@@ -257,7 +270,9 @@ impl Host {
     fn typed(&self, provider: &Provider, raw: RawResource) -> Resource {
         let mut resource = Resource::bare(&raw.name);
         for (key, text) in raw.attrs {
-            if key.starts_with("ral_") {
+            // `ral` is where JSON output puts the provider; `ral_*` are
+            // markers of the convention.
+            if key == "ral" || key.starts_with("ral_") {
                 continue;
             }
             if provider.attribute(&key).map(|a| a.kind) == Some(Kind::Write) {
@@ -288,16 +303,41 @@ impl Host {
             },
         };
         let label = provider.qualified_name();
-        let first = self
-            .warned
-            .lock()
-            .map(|mut warned| warned.insert((label.clone(), attr.to_owned())))
-            .unwrap_or(true);
-        if first {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded, so a provider inventing attribute names cannot grow it
+        // without end.
+        if warned.len() < MAX_WARNED && warned.insert((label.clone(), attr.to_owned())) {
             log::warn!("{label}: {warning}");
+            if warned.len() == MAX_WARNED {
+                log::warn!("{label}: too many attribute warnings; further ones are not shown");
+            }
         }
         Value::String(text.to_owned())
     }
+}
+
+/// How many (provider, attribute) warnings are remembered and shown.
+const MAX_WARNED: usize = 100;
+
+/// Names travel as one line of `# simple` output, trimmed; a name that could
+/// not come back unchanged is refused before anything runs.
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty() {
+        return Err("the resource name must not be empty".to_owned());
+    }
+    if name.trim() != name {
+        return Err(format!(
+            "the resource name '{}' must not start or end with whitespace",
+            escape(name)
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!(
+            "the resource name '{}' must not contain control characters",
+            escape(name)
+        ));
+    }
+    Ok(())
 }
 
 fn output_error(label: &str, action: Action, error: OutputError) -> Error {
@@ -310,11 +350,7 @@ fn output_error(label: &str, action: Action, error: OutputError) -> Error {
         OutputError::Reported(message) => Error::Reported {
             provider: label.to_owned(),
             action: action.as_str().to_owned(),
-            message: escape_keep_newlines(&message),
+            message: escape_lines(&message),
         },
     }
-}
-
-fn escape_keep_newlines(text: &str) -> String {
-    text.split('\n').map(escape).collect::<Vec<_>>().join("\n")
 }

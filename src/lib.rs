@@ -25,6 +25,7 @@ pub mod process;
 pub mod provider;
 pub mod render;
 pub mod resource;
+pub mod text;
 pub mod update;
 
 pub use attr_type::{AttrType, Value};

@@ -185,11 +185,34 @@ struct RawProvider {
     attributes: IndexMap<String, RawAttribute>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged, expecting = "a boolean or a map {commands: [...]}")]
 enum RawSuitable {
     Fixed(bool),
     Commands(RawCommands),
+}
+
+// By hand rather than `untagged`, so that a mistake inside the map keeps its
+// key path and line in the error.
+impl<'de> Deserialize<'de> for RawSuitable {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<RawSuitable, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawSuitable;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a boolean or a map {commands: [...]}")
+            }
+            fn visit_bool<E: serde::de::Error>(self, flag: bool) -> Result<RawSuitable, E> {
+                Ok(RawSuitable::Fixed(flag))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RawSuitable, A::Error> {
+                RawCommands::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RawSuitable::Commands)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 #[derive(Deserialize)]
@@ -422,6 +445,18 @@ mod tests {
             let err = parse(&MINIMAL.replace(from, to)).unwrap_err().to_string();
             assert!(err.contains(needle), "{to}: {err}");
         }
+    }
+
+    #[test]
+    fn mistakes_inside_suitable_keep_their_path_and_line() {
+        let text = MINIMAL.replace(
+            "suitable: true",
+            "suitable:\n    commands: [sh]\n    extra: 1",
+        );
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("provider.suitable"), "{err}");
+        assert!(err.contains("unknown field `extra`"), "{err}");
+        assert!(err.contains("line 7"), "{err}");
     }
 
     #[test]

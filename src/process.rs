@@ -8,18 +8,26 @@
 //! time and logged line by line under the provider's name. When the time
 //! limit passes, the whole process group gets SIGTERM, then SIGKILL after a
 //! short grace period.
+//!
+//! The provider's exit is watched without reaping it (`waitid` with
+//! `WNOWAIT`), so its process-group ID cannot be reused by an unrelated
+//! group while we may still signal it. When the provider has exited but
+//! processes it started keep its output open, they get [`OUTPUT_LINGER`] to
+//! finish and are then killed, instead of stalling the call until its time
+//! limit.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::invoke::simple::escape;
+use crate::text::escape;
 
 /// The longest line accepted from a provider, in bytes.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -28,6 +36,13 @@ pub const MAX_LINE: usize = 64 * 1024;
 pub const MAX_ANSWER: usize = 1024 * 1024;
 /// How long a provider has to exit after SIGTERM before it gets SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long processes left behind by an exited provider may keep its
+/// output open before they are killed.
+pub const OUTPUT_LINGER: Duration = Duration::from_secs(2);
+/// The longest time limit honoured; longer ones are cut to this.
+const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+/// How often a waiting call checks for a forwarded interrupt.
+const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 /// How many lines of stderr are kept for error messages.
 const STDERR_TAIL: usize = 10;
 
@@ -53,6 +68,15 @@ impl ProviderEnv {
                 vars.push((key.into(), value));
             }
         }
+        // Relative PATH entries would make `#!/usr/bin/env python3` depend on
+        // the caller's working directory; only absolute ones are kept.
+        if let Some((_, path)) = vars.iter_mut().find(|(k, _)| k == "PATH") {
+            let absolute: Vec<PathBuf> = std::env::split_paths(path)
+                .filter(|dir| dir.is_absolute())
+                .collect();
+            *path = std::env::join_paths(absolute).unwrap_or_default();
+        }
+        vars.retain(|(_, value)| !value.is_empty());
         if !vars.iter().any(|(k, _)| k == "PATH") {
             vars.push(("PATH".into(), DEFAULT_PATH.into()));
         }
@@ -82,9 +106,12 @@ pub struct Call<'a> {
     pub args: Vec<String>,
     pub env: &'a ProviderEnv,
     pub timeout: Duration,
-    /// Limit on the bytes of stdout between two calls of `reset_budget`, or
-    /// `None` for no limit. See [`LineSink`].
+    /// Limit on the bytes of one answer: all of stdout, or one resource when
+    /// the [`LineSink`] resets the budget at each new resource.
     pub max_answer: usize,
+    /// Log stderr lines as they come. When false (describe), they are only
+    /// collected, so a provider that is then skipped makes one warning.
+    pub log_stderr: bool,
 }
 
 /// What a finished call left behind besides its stdout.
@@ -94,6 +121,8 @@ pub struct Finished {
     pub stderr_lines: usize,
     /// How many of them were at error level.
     pub error_lines: usize,
+    /// The last lines of stderr.
+    pub stderr_tail: Vec<String>,
 }
 
 /// What the line consumer tells the runner after each line.
@@ -108,29 +137,96 @@ pub enum Budget {
 /// provider.
 pub type LineSink<'s> = dyn FnMut(&str) -> Result<Budget> + 's;
 
+/// The process group of the running call, for the interrupt handler; 0 when
+/// none runs or interrupts are not forwarded.
 static ACTIVE_GROUP: AtomicI32 = AtomicI32::new(0);
+/// Set once [`forward_interrupts`] installed its handler.
+static FORWARDING: AtomicBool = AtomicBool::new(false);
+/// The signal that interrupted the running call, or 0.
+static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 
-/// Makes SIGINT, SIGTERM and SIGHUP end the running provider's process group
-/// too, since it does not share the terminal's group and would not see a
-/// Ctrl-C. For binaries; a library user may have its own signal handling.
+const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Makes SIGINT, SIGTERM and SIGHUP end the running provider's whole process
+/// group (SIGTERM, then SIGKILL for what survives the grace period) before
+/// this process ends by the same signal. A provider does not share the
+/// terminal's process group, so it would not see a Ctrl-C otherwise.
+///
+/// Meant for binaries: it installs process-wide handlers, and it follows one
+/// provider call at a time.
 pub fn forward_interrupts() {
     extern "C" fn on_signal(signal: libc::c_int) {
         let group = ACTIVE_GROUP.load(Ordering::SeqCst);
-        // SAFETY: kill, signal and raise are async-signal-safe; we only pass
-        // plain integers.
-        unsafe {
-            if group > 0 {
-                libc::kill(-group, libc::SIGTERM);
+        if group > 0 {
+            // The waiting call notices, finishes the group off and re-raises.
+            INTERRUPTED.store(signal, Ordering::SeqCst);
+            // SAFETY: kill is async-signal-safe and takes plain integers.
+            unsafe { libc::kill(-group, libc::SIGTERM) };
+        } else {
+            // SAFETY: signal and raise are async-signal-safe.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
             }
-            libc::signal(signal, libc::SIG_DFL);
-            libc::raise(signal);
         }
     }
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installs a handler that only calls async-signal-safe
-        // functions; the function pointer lives for the whole program.
+    for signal in FORWARDED {
+        // SAFETY: the handler only touches atomics and calls
+        // async-signal-safe functions; it lives for the whole program.
         unsafe {
             libc::signal(signal, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+    FORWARDING.store(true, Ordering::SeqCst);
+}
+
+/// Ends this process by the signal that interrupted a call.
+fn reraise(signal: libc::c_int) -> ! {
+    // SAFETY: restores the default action and raises the signal again.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    std::process::exit(128 + signal)
+}
+
+fn forwarded_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the set before sigaddset uses it.
+    unsafe {
+        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::zeroed().assume_init();
+        libc::sigemptyset(&mut set);
+        for signal in FORWARDED {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// Holds the forwarded signals back on this thread while a provider starts,
+/// so that none arrives between the spawn and the moment the handler knows
+/// the provider's group; they are delivered when this is dropped.
+struct SignalsHeld {
+    old: Option<libc::sigset_t>,
+}
+
+impl SignalsHeld {
+    fn new() -> SignalsHeld {
+        if !FORWARDING.load(Ordering::SeqCst) {
+            return SignalsHeld { old: None };
+        }
+        let set = forwarded_set();
+        let mut old = set;
+        // SAFETY: both pointers are valid sigset_t values.
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+        SignalsHeld { old: Some(old) }
+    }
+}
+
+impl Drop for SignalsHeld {
+    fn drop(&mut self) {
+        if let Some(old) = &self.old {
+            // SAFETY: restores the mask saved in `new`.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
         }
     }
 }
@@ -139,6 +235,8 @@ enum StdoutEvent {
     /// Lines that were ready together; sent as one batch so a fast provider
     /// does not cost a thread hand-over per line.
     Lines(Vec<String>),
+    /// The provider itself exited (its children may still write).
+    LeaderExited,
     TooLong,
     Failed(std::io::Error),
     Eof,
@@ -146,23 +244,37 @@ enum StdoutEvent {
 
 /// Runs one call, feeding each stdout line to `sink`.
 pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
-    let deadline = Instant::now() + call.timeout;
+    let deadline = Instant::now() + call.timeout.min(MAX_TIMEOUT);
     let (stdout_reader, stdout_writer) =
         std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?;
     let (stderr_reader, stderr_writer) =
         std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?;
+    let held = SignalsHeld::new();
+    let forwarding = held.old.is_some();
     let handle = {
         // The expression owns the write ends; dropping it at the end of this
         // block leaves the child as their only holder, so EOF means the
         // provider (and everything it started) closed them.
         let expression = duct::cmd(call.program, &call.args)
+            .dir("/")
             .stdin_null()
             .stdout_file(stdout_writer)
             .stderr_file(stderr_writer)
             .full_env(call.env.vars.iter().cloned())
             .unchecked()
-            .before_spawn(|command| {
+            .before_spawn(move |command| {
                 command.process_group(0);
+                if forwarding {
+                    let set = forwarded_set();
+                    // SAFETY: runs in the forked child before exec and only
+                    // calls sigprocmask, which is async-signal-safe.
+                    unsafe {
+                        command.pre_exec(move || {
+                            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                            Ok(())
+                        });
+                    }
+                }
                 Ok(())
             });
         expression.start().map_err(|source| Error::Spawn {
@@ -173,15 +285,23 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
         })?
     };
     let group = handle.pids().first().copied().unwrap_or(0) as i32;
-    ACTIVE_GROUP.store(group, Ordering::SeqCst);
+    if forwarding {
+        ACTIVE_GROUP.store(group, Ordering::SeqCst);
+    }
+    drop(held);
+
+    // A small bound: the reader waits for the consumer instead of buffering
+    // an endless provider's output.
+    let (sender, lines) = mpsc::sync_channel(STDOUT_BATCHES);
+    let exit = watch_exit(group, sender.clone());
+    spawn_stdout_reader(stdout_reader, sender);
+    let stderr = spawn_stderr_logger(stderr_reader, call.label.to_owned(), call.log_stderr);
     let child = Child {
         handle,
         group,
+        exit,
         call,
     };
-
-    let lines = spawn_stdout_reader(stdout_reader);
-    let stderr = spawn_stderr_logger(stderr_reader, call.label.to_owned());
     let result = child.consume(lines, stderr, deadline, sink);
     ACTIVE_GROUP.store(0, Ordering::SeqCst);
     result
@@ -193,10 +313,71 @@ struct StderrSummary {
     tail: Vec<String>,
 }
 
+/// Whether the provider has exited, learnt without reaping it.
+struct ExitWatch {
+    exited: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl ExitWatch {
+    /// Waits until the provider exited or `until` passed; true if it exited.
+    fn wait_until(&self, until: Instant) -> bool {
+        let guard = self.exited.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .changed
+            .wait_timeout_while(guard, remaining(until), |exited| !*exited)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+}
+
+/// Watches for the provider's exit in a thread, leaving it unreaped so its
+/// process-group ID stays reserved until we reap it ourselves.
+fn watch_exit(pid: i32, events: SyncSender<StdoutEvent>) -> Arc<ExitWatch> {
+    let watch = Arc::new(ExitWatch {
+        exited: Mutex::new(false),
+        changed: Condvar::new(),
+    });
+    let shared = Arc::clone(&watch);
+    std::thread::spawn(move || {
+        loop {
+            // SAFETY: siginfo_t is plain data; waitid writes into it.
+            let mut info = unsafe { std::mem::zeroed::<libc::siginfo_t>() };
+            // SAFETY: waits for our own child with WNOWAIT, which leaves it
+            // to be reaped later by its handle.
+            let status = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if status == 0
+                || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
+                break;
+            }
+        }
+        *shared.exited.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        shared.changed.notify_all();
+        let _ = events.send(StdoutEvent::LeaderExited);
+    });
+    watch
+}
+
 struct Child<'a> {
     handle: duct::Handle,
     group: i32,
+    exit: Arc<ExitWatch>,
     call: &'a Call<'a>,
+}
+
+/// What waiting on a channel brought.
+enum Received<T> {
+    Value(T),
+    TimedOut,
+    Closed,
 }
 
 impl Child<'_> {
@@ -208,23 +389,32 @@ impl Child<'_> {
         sink: &mut LineSink,
     ) -> Result<Finished> {
         let mut answer_bytes = 0usize;
+        // Set once the provider exited: its children may keep the output
+        // open only until then.
+        let mut linger_until: Option<Instant> = None;
         loop {
-            let event = match lines.recv_timeout(remaining(deadline)) {
-                Ok(event) => event,
-                Err(RecvTimeoutError::Timeout) => return Err(self.time_out()),
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            let batch = match event {
-                StdoutEvent::Lines(batch) => batch,
-                StdoutEvent::Eof => break,
-                StdoutEvent::TooLong => {
+            let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
+            let batch = match self.receive(&lines, until) {
+                Received::Value(StdoutEvent::Lines(batch)) => batch,
+                Received::Value(StdoutEvent::LeaderExited) => {
+                    linger_until = Some(Instant::now() + OUTPUT_LINGER);
+                    continue;
+                }
+                Received::Value(StdoutEvent::Eof) | Received::Closed => break,
+                Received::Value(StdoutEvent::TooLong) => {
                     return Err(
                         self.abandon(format!("a line of output is longer than {MAX_LINE} bytes"))
                     )
                 }
-                StdoutEvent::Failed(e) => {
+                Received::Value(StdoutEvent::Failed(e)) => {
                     return Err(self.abandon(format!("reading its output failed: {e}")))
                 }
+                Received::TimedOut if linger_until.is_some() && Instant::now() < deadline => {
+                    self.kill_leftovers();
+                    linger_until = None;
+                    continue;
+                }
+                Received::TimedOut => return Err(self.time_out()),
             };
             for line in batch {
                 match sink(&line) {
@@ -243,40 +433,91 @@ impl Child<'_> {
                 }
             }
         }
-        let status = match self.handle.wait_deadline(deadline) {
-            Ok(Some(output)) => output.status,
-            Ok(None) => return Err(self.time_out()),
-            Err(e) => {
-                return Err(Error::io(
-                    format!("{}: waiting for {}", self.call.label, self.call.action),
-                    e,
-                ))
+        if !self.wait_exit(deadline) {
+            return Err(self.time_out());
+        }
+        let linger = (Instant::now() + OUTPUT_LINGER).min(deadline);
+        let summary = match self.receive(&stderr, linger) {
+            Received::Value(summary) => Some(summary),
+            Received::Closed => None,
+            Received::TimedOut => {
+                self.kill_leftovers();
+                match self.receive(&stderr, deadline) {
+                    Received::Value(summary) => Some(summary),
+                    Received::Closed => None,
+                    Received::TimedOut => return Err(self.time_out()),
+                }
             }
         };
-        let summary = match stderr.recv_timeout(remaining(deadline)) {
-            Ok(summary) => summary,
-            Err(RecvTimeoutError::Timeout) => return Err(self.time_out()),
-            Err(RecvTimeoutError::Disconnected) => StderrSummary {
-                lines: 0,
-                errors: 0,
-                tail: Vec::new(),
-            },
-        };
-        if !status.success() {
+        let summary = summary.unwrap_or(StderrSummary {
+            lines: 0,
+            errors: 0,
+            tail: Vec::new(),
+        });
+        ACTIVE_GROUP.store(0, Ordering::SeqCst);
+        let status = self.handle.wait().map_err(|e| {
+            Error::io(
+                format!("{}: waiting for {}", self.call.label, self.call.action),
+                e,
+            )
+        })?;
+        if !status.status.success() {
             return Err(Error::Exit {
                 provider: self.call.label.to_owned(),
                 action: self.call.action.to_owned(),
-                status: describe_status(status),
+                status: describe_status(status.status),
                 stderr: summary.tail,
             });
         }
         Ok(Finished {
             stderr_lines: summary.lines,
             error_lines: summary.errors,
+            stderr_tail: summary.tail,
         })
     }
 
+    /// Waits on a channel until `until`, ending the provider and this
+    /// process when a forwarded interrupt arrives meanwhile.
+    fn receive<T>(&self, channel: &Receiver<T>, until: Instant) -> Received<T> {
+        loop {
+            self.check_interrupt();
+            let left = remaining(until);
+            if left.is_zero() {
+                return Received::TimedOut;
+            }
+            match channel.recv_timeout(left.min(INTERRUPT_POLL)) {
+                Ok(value) => return Received::Value(value),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Received::Closed,
+            }
+        }
+    }
+
+    /// Waits for the provider to exit (unreaped); false when `until` passed.
+    fn wait_exit(&self, until: Instant) -> bool {
+        loop {
+            self.check_interrupt();
+            let step = (Instant::now() + INTERRUPT_POLL).min(until);
+            if self.exit.wait_until(step) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+        }
+    }
+
+    fn check_interrupt(&self) {
+        let signal = INTERRUPTED.load(Ordering::SeqCst);
+        if signal != 0 {
+            self.terminate();
+            reraise(signal);
+        }
+    }
+
     /// Ends the whole process group: SIGTERM, a grace period, then SIGKILL.
+    /// The provider is reaped only after the SIGKILL, so the group ID cannot
+    /// have been handed to another group in between.
     fn terminate(&self) {
         if self.group <= 0 {
             return;
@@ -284,11 +525,26 @@ impl Child<'_> {
         // SAFETY: kill with a negative pid signals the process group we
         // created for this child; it has no memory effects.
         unsafe { libc::kill(-self.group, libc::SIGTERM) };
-        let _ = self.handle.wait_timeout(KILL_GRACE);
-        // Members that ignored SIGTERM, or outlived the leader, go now.
-        // SAFETY: as above.
+        self.exit.wait_until(Instant::now() + KILL_GRACE);
+        // Members that ignored SIGTERM, or outlived the provider, go now.
+        // SAFETY: as above; the unreaped provider still holds the group ID.
         unsafe { libc::kill(-self.group, libc::SIGKILL) };
+        ACTIVE_GROUP.store(0, Ordering::SeqCst);
         let _ = self.handle.wait();
+    }
+
+    /// The provider exited but processes it started still hold its output:
+    /// they had their chance to finish.
+    fn kill_leftovers(&self) {
+        log::warn!(
+            "{}: {} exited, but processes it started kept its output open for {}s; killing them",
+            self.call.label,
+            self.call.action,
+            OUTPUT_LINGER.as_secs()
+        );
+        // SAFETY: the provider is exited but unreaped, so the group ID is
+        // still ours.
+        unsafe { libc::kill(-self.group, libc::SIGKILL) };
     }
 
     fn time_out(&self) -> Error {
@@ -352,13 +608,12 @@ fn read_bounded(
     })
 }
 
-fn spawn_stdout_reader(pipe: std::io::PipeReader) -> Receiver<StdoutEvent> {
-    // A small bound: the reader waits for the consumer instead of buffering
-    // an endless provider's output. At most BATCH_BYTES plus one line per
-    // batch, so a few MiB in all.
-    const BATCHES: usize = 16;
-    const BATCH_BYTES: usize = 64 * 1024;
-    let (sender, receiver) = mpsc::sync_channel(BATCHES);
+/// How many batches of stdout may wait for the consumer.
+const STDOUT_BATCHES: usize = 16;
+/// A batch is handed over once it holds this many bytes (plus one line).
+const BATCH_BYTES: usize = 64 * 1024;
+
+fn spawn_stdout_reader(pipe: std::io::PipeReader, sender: SyncSender<StdoutEvent>) {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(pipe);
         let mut buf = Vec::new();
@@ -393,7 +648,6 @@ fn spawn_stdout_reader(pipe: std::io::PipeReader) -> Receiver<StdoutEvent> {
             return;
         }
     });
-    receiver
 }
 
 /// Splits a `LEVEL:` prefix off a stderr line; the default level is warn.
@@ -413,7 +667,11 @@ pub fn stderr_level(line: &str) -> (log::Level, &str) {
     (log::Level::Warn, line)
 }
 
-fn spawn_stderr_logger(pipe: std::io::PipeReader, label: String) -> Receiver<StderrSummary> {
+fn spawn_stderr_logger(
+    pipe: std::io::PipeReader,
+    label: String,
+    log_lines: bool,
+) -> Receiver<StderrSummary> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(pipe);
@@ -436,7 +694,9 @@ fn spawn_stderr_logger(pipe: std::io::PipeReader, label: String) -> Receiver<Std
             } else {
                 message.to_owned()
             };
-            log::log!(target: &label, level, "{message}");
+            if log_lines {
+                log::log!(target: &label, level, "{message}");
+            }
             summary.lines += 1;
             if level == log::Level::Error {
                 summary.errors += 1;

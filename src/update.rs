@@ -8,11 +8,11 @@
 
 use crate::attr_type::Value;
 use crate::error::{Error, Result};
-use crate::host::Host;
-use crate::invoke::simple::escape;
-use crate::metadata::Kind;
+use crate::host::{check_name, Host};
+use crate::metadata::{Action, Kind};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
+use crate::text::escape;
 
 /// A checked change request: typed values for declared, settable attributes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,9 +38,13 @@ impl Request {
             provider: provider.qualified_name(),
             message,
         };
-        if name.is_empty() {
-            return Err(reject("the resource name must not be empty".to_owned()));
+        if !provider.meta.supports(Action::Update) {
+            return Err(Error::Unsupported {
+                provider: provider.qualified_name(),
+                action: "update".to_owned(),
+            });
         }
+        check_name(name).map_err(reject)?;
         let mut attrs: Vec<(String, Value)> = Vec::new();
         for arg in args {
             let Some((key, raw)) = arg.split_once('=') else {

@@ -8,6 +8,7 @@
 
 use crate::invoke::quoting::assignment;
 use crate::metadata::Action;
+use crate::text::escape;
 
 /// What went wrong in a provider's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,21 +286,6 @@ impl UpdateParser {
     }
 }
 
-/// Escapes control characters so provider text cannot drive a terminal.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,10 +413,5 @@ mod tests {
                 "ral_noop=true"
             ]
         );
-    }
-
-    #[test]
-    fn escape_neutralises_control_characters() {
-        assert_eq!(escape("a\x1b[31mb\n"), "a\\u{1b}[31mb\\n");
     }
 }

@@ -8,10 +8,10 @@
 use std::io::{self, Write};
 
 use crate::attr_type::Value;
-use crate::invoke::simple::escape;
 use crate::metadata::Attribute;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
+use crate::text::escape;
 use crate::update::Outcome;
 
 /// How to paint the output.

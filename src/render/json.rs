@@ -82,8 +82,10 @@ pub fn error(message: &str) -> Json {
 }
 
 /// Writes `{"resources": [...]}` one resource at a time, so a listing is
-/// never held in memory. When the listing fails midway, [`finish`] adds the
-/// error beside the resources already written, keeping the document valid.
+/// never held in memory. The document is opened with the first resource:
+/// when the listing fails before any, [`finish`] writes the plain
+/// `{"error": ...}` document; when it fails midway, the error goes beside the
+/// resources already written, keeping the document valid.
 ///
 /// [`finish`]: ResourceStream::finish
 pub struct ResourceStream<W: Write> {
@@ -92,29 +94,32 @@ pub struct ResourceStream<W: Write> {
 }
 
 impl<W: Write> ResourceStream<W> {
-    pub fn start(mut out: W) -> io::Result<ResourceStream<W>> {
-        out.write_all(b"{\"resources\": [")?;
-        Ok(ResourceStream { out, count: 0 })
+    pub fn new(out: W) -> ResourceStream<W> {
+        ResourceStream { out, count: 0 }
     }
 
     pub fn push(&mut self, provider: &Provider, item: &Resource) -> io::Result<()> {
-        if self.count > 0 {
-            self.out.write_all(b",")?;
-        }
-        self.out.write_all(b"\n  ")?;
+        self.out.write_all(if self.count == 0 {
+            b"{\"resources\": [\n  "
+        } else {
+            b",\n  "
+        })?;
         serde_json::to_writer(&mut self.out, &resource(provider, item))?;
         self.count += 1;
         Ok(())
     }
 
     pub fn finish(mut self, error_message: Option<&str>) -> io::Result<()> {
-        self.out
-            .write_all(if self.count > 0 { b"\n]" } else { b"]" })?;
-        if let Some(message) = error_message {
-            self.out.write_all(b", \"error\": ")?;
-            serde_json::to_writer(&mut self.out, &json!({ "message": message }))?;
+        match (self.count, error_message) {
+            (0, None) => self.out.write_all(b"{\"resources\": []}\n")?,
+            (0, Some(message)) => writeln!(self.out, "{}", error(message))?,
+            (_, None) => self.out.write_all(b"\n]}\n")?,
+            (_, Some(message)) => {
+                self.out.write_all(b"\n], \"error\": ")?;
+                serde_json::to_writer(&mut self.out, &json!({ "message": message }))?;
+                self.out.write_all(b"}\n")?;
+            }
         }
-        self.out.write_all(b"}\n")?;
         self.out.flush()
     }
 }

@@ -186,7 +186,8 @@ fn user_and_group_are_read_only_views_of_the_databases() {
     let run = sandbox.ralsh(&["user", "alice", "shell=/bin/sh"]);
     run.expect(2);
     assert!(
-        run.stderr.contains("attribute 'shell' is read-only"),
+        run.stderr
+            .contains("user::etc_passwd does not support the update action"),
         "{}",
         run.stderr
     );
@@ -260,4 +261,34 @@ fn a_cache_writable_by_others_is_refused() {
         .collect();
     assert!(!names.contains(&"host::etc_hosts"), "{names:?}");
     assert!(names.contains(&"scripted::scripted"), "{names:?}");
+}
+
+#[test]
+fn a_changed_bundled_provider_is_written_again() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "10.9.9.9 original.example\n");
+    sandbox.ralsh(&["host"]).expect(0);
+    let dir = std::fs::read_dir(sandbox.cache.path().join("ral"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let script = dir.join("providers/etc_hosts.prov");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nprintf '# simple\\nname: tampered\\n'\n",
+    )
+    .unwrap();
+    let run = sandbox.ralsh(&["host"]);
+    assert_eq!(
+        run.expect(0).stdout.lines().next(),
+        Some("host::etc_hosts { 'original.example':")
+    );
+    assert!(
+        run.stderr
+            .contains("are incomplete or were changed; writing them again"),
+        "{}",
+        run.stderr
+    );
 }

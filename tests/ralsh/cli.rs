@@ -36,14 +36,31 @@ fn json_listing_streams_valid_documents_even_on_error() {
             {"name": "b", "ral": {"type": "scripted", "provider": "scripted::scripted"}},
         ]})
     );
-    sandbox.write("list.out", "# simple\nname: a\nbroken line\n");
+    // Failing midway: the resources so far, and the error beside them.
+    sandbox.write("list.out", "# simple\nname: a\nname: b\nbroken line\n");
     let run = sandbox.ralsh(&["-j", "scripted"]);
     let doc = run.expect(2).json();
-    assert_eq!(doc["resources"], serde_json::json!([]));
+    assert_eq!(doc["resources"][0]["name"], "a");
+    assert_eq!(doc["resources"].as_array().unwrap().len(), 1);
     assert!(
-        doc["error"]["message"].as_str().unwrap().contains("line 3"),
+        doc["error"]["message"].as_str().unwrap().contains("line 4"),
         "{doc}"
     );
+    // Failing before any resource: the plain error document.
+    sandbox.write("list.out", "no header\n");
+    let doc = sandbox.ralsh(&["-j", "scripted"]).expect(2).json();
+    assert_eq!(doc.as_object().unwrap().len(), 1);
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'# simple'"),
+        "{doc}"
+    );
+    // An empty listing is an empty array.
+    sandbox.write("list.out", "# simple\n");
+    let doc = sandbox.ralsh(&["-j", "scripted"]).expect(0).json();
+    assert_eq!(doc, serde_json::json!({"resources": []}));
 }
 
 #[test]
@@ -62,6 +79,14 @@ fn every_exit_status() {
     sandbox.ralsh(&["scripted", "a"]).expect(1);
     sandbox.ralsh(&["nosuch"]).expect(2);
     sandbox.ralsh(&["--bogus-flag"]).expect(2);
+    let doc = sandbox.ralsh(&["-j", "--bogus-flag"]).expect(2).json();
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--bogus-flag"),
+        "{doc}"
+    );
     sandbox.ralsh(&["--timeout", "-3", "scripted"]).expect(2);
     let run = sandbox.ralsh(&["-j", "scripted", "a", "nosuch=1"]);
     assert!(run.expect(2).json()["error"]["message"]

@@ -63,6 +63,17 @@ fn broken_providers_are_skipped_with_one_warning_each() {
         assert_eq!(warnings.len(), 1, "{file}: {}", run.stderr);
         assert!(warnings[0].contains(reason), "{file}: {}", warnings[0]);
     }
+    let noise: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("ralsh: warn: skipping provider "))
+        .collect();
+    assert!(noise.is_empty(), "only the skip warnings: {noise:?}");
+    assert!(
+        run.stderr.contains("describe is noisy"),
+        "the skip warning quotes the describe's stderr: {}",
+        run.stderr
+    );
     assert!(
         run.stderr.contains("line 3 column 3"),
         "unknown key names its line: {}",

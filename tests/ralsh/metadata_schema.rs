@@ -175,3 +175,37 @@ fn schema_and_parser_agree_on_good_and_bad_snippets() {
         assert_eq!(schema_accepts(&text), *expected, "schema on {to:?}");
     }
 }
+
+#[test]
+fn bundled_providers_describe_themselves_as_their_yaml_says() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("prov") {
+            continue;
+        }
+        let output = std::process::Command::new(&path)
+            .arg("ral_action=describe")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("RALSH_ROOT_DIR", "/nonexistent")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success() && output.stderr.is_empty(),
+            "{}",
+            path.display()
+        );
+        let described = Metadata::parse(&String::from_utf8(output.stdout).unwrap(), &path).unwrap();
+        let yaml = std::fs::read_to_string(path.with_extension("yaml")).unwrap();
+        assert_eq!(
+            described,
+            Metadata::parse(&yaml, &path).unwrap(),
+            "{}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3);
+}

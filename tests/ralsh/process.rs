@@ -18,18 +18,63 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// Opens ROOT/held, which the hang fixture holds open in the provider and
+/// its TERM-ignoring child, and waits for them to say they started.
+fn open_held(sandbox: &Sandbox) -> BufReader<std::fs::File> {
+    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    let mut line = String::new();
+    held.read_line(&mut line).unwrap();
+    assert_eq!(line, "started\n");
+    held
+}
+
+/// Reads ROOT/held to its end, which comes once every process holding it
+/// has died; fails after 20 s instead of hanging.
+fn assert_all_gone(mut held: BufReader<std::fs::File>) {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = sender.send(held.read_to_string(&mut rest).map(|_| rest));
+    });
+    let rest = receiver
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a provider process is still running")
+        .unwrap();
+    assert_eq!(rest, "");
+}
+
+fn mkfifo(path: &std::path::Path) {
+    assert!(std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success());
+}
+
 #[test]
 fn a_hung_provider_is_killed_with_its_whole_process_group() {
     let sandbox = Sandbox::new();
-    let run = sandbox.ralsh(&["--timeout", "1", "hang"]);
-    run.expect(2);
+    mkfifo(&sandbox.root().join("held"));
+    let child = sandbox
+        .command()
+        .args(["--timeout", "1", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held = open_held(&sandbox);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        run.stderr.contains(
+        stderr.contains(
             "hang::hang: list did not finish within 1s; the provider and its children were killed"
         ),
-        "{}",
-        run.stderr
+        "{stderr}"
     );
+    assert_all_gone(held);
     let pids = sandbox.read("pids");
     let pids: Vec<u32> = pids
         .split_whitespace()
@@ -42,12 +87,59 @@ fn a_hung_provider_is_killed_with_its_whole_process_group() {
 }
 
 #[test]
+fn an_interrupt_ends_the_provider_and_its_children() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let sandbox = Sandbox::new();
+    mkfifo(&sandbox.root().join("held"));
+    let mut child = sandbox
+        .command()
+        .args(["--timeout", "60", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let held = open_held(&sandbox);
+    // SAFETY: sends SIGINT to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGINT),
+        "ralsh ends by the interrupt"
+    );
+    // The background child ignores SIGTERM; only the SIGKILL that follows
+    // the grace period ends it.
+    assert_all_gone(held);
+}
+
+#[test]
+fn children_left_holding_the_output_are_killed_after_the_provider_exits() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.ralsh(&["--timeout", "60", "lingering"]);
+    run.expect(0);
+    assert_eq!(run.stdout, "lingering::lingering { 'only':\n}\n");
+    assert!(
+        run.stderr.contains("lingering::lingering: list exited, but processes it started kept its output open for 2s; killing them"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn providers_get_only_the_documented_environment() {
     let sandbox = Sandbox::new();
     let mut command = sandbox.command();
     command
         .env("RUST_LOG", "debug")
         .env("RALSH_DATA_DIR", "/nonexistent")
+        .env(
+            "PATH",
+            format!("relative/bin::{}", std::env::var("PATH").unwrap()),
+        )
+        .current_dir(sandbox.root())
         .env("SECRET_TOKEN", "hunter2")
         .env("AWS_SECRET_ACCESS_KEY", "abc")
         .env("LANG", "de_DE.UTF-8")
@@ -84,6 +176,7 @@ fn providers_get_only_the_documented_environment() {
         ]
     );
     assert!(!env.contains("hunter2"));
+    assert_eq!(sandbox.read("cwd"), "/\n", "providers run in /");
 }
 
 #[test]
@@ -269,59 +362,6 @@ fn a_closed_pipe_ends_quietly() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&output.stderr), "");
-}
-
-#[test]
-fn an_interrupt_is_passed_on_to_the_provider() {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::ExitStatusExt;
-
-    let sandbox = Sandbox::new();
-    sandbox.write("flood", "gated");
-    let gate = sandbox.root().join("gate");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&gate)
-        .status()
-        .unwrap()
-        .success());
-    let mut child = sandbox
-        .command()
-        .args(["--timeout", "60", "-I"])
-        .arg(fixtures_dir())
-        .arg("flood")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    while !first.ends_with("}\n") {
-        assert!(
-            stdout.read_line(&mut first).unwrap() > 0,
-            "stdout ended early: {first}"
-        );
-    }
-    // The provider now waits to read the gate; opening it for writing pairs
-    // us with that reader, and the write end reports an error once the
-    // provider (its only reader) is gone.
-    let writer = std::fs::OpenOptions::new().write(true).open(&gate).unwrap();
-    // SAFETY: sends SIGINT to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let status = child.wait().unwrap();
-    assert_eq!(
-        status.signal(),
-        Some(libc::SIGINT),
-        "ralsh ends by the interrupt"
-    );
-    let mut poll = libc::pollfd {
-        fd: writer.as_raw_fd(),
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, and the descriptor outlives the call.
-    let ready = unsafe { libc::poll(&mut poll, 1, 20_000) };
-    assert_eq!(ready, 1, "the provider still holds the gate open");
-    assert!(poll.revents & libc::POLLERR != 0);
 }
 
 #[test]

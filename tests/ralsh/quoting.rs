@@ -41,7 +41,13 @@ fn round_trip(provider: &str, suffix: &str) {
     let canary = canary.to_str().unwrap();
     for template in VALUES {
         let value = template.replace("CANARY", canary);
-        let name = format!("n {value}");
+        // Names come back through `# simple` output, one trimmed line, so
+        // only values may hold control characters (names are checked below).
+        let name = if value.chars().any(char::is_control) {
+            "plain".to_owned()
+        } else {
+            format!("n {value} end")
+        };
         let value_arg = format!("value={value}");
         let run = sandbox.ralsh(&[provider, &name, &value_arg]);
         run.expect(0);
@@ -70,4 +76,29 @@ fn bash_eval_recovers_every_value_and_runs_nothing() {
 #[test]
 fn python_shlex_recovers_every_value_and_runs_nothing() {
     round_trip("quote::python", "python");
+}
+
+#[test]
+fn names_that_cannot_come_back_are_refused_before_anything_runs() {
+    let sandbox = Sandbox::new();
+    for (name, reason) in [
+        ("a\nb", "must not contain control characters"),
+        ("tab\there", "must not contain control characters"),
+        (" lead", "must not start or end with whitespace"),
+        ("trail ", "must not start or end with whitespace"),
+        ("", "must not be empty"),
+    ] {
+        for args in [
+            vec!["quote::bash", name, "value=x"],
+            vec!["quote::bash", name],
+        ] {
+            let run = sandbox.ralsh(&args);
+            run.expect(2);
+            assert!(run.stderr.contains(reason), "{name:?}: {}", run.stderr);
+        }
+    }
+    assert!(
+        !sandbox.root().join("name.bash").exists(),
+        "update never ran"
+    );
 }

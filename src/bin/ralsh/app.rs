@@ -7,6 +7,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use ral::discovery::{self, Registry};
 use ral::render::{human, json};
+use ral::text::escape_lines;
 use ral::update::{self, Request};
 use ral::{bundled, Host, HostConfig, Provider};
 
@@ -28,7 +29,10 @@ struct Output {
 }
 
 pub fn run() -> ExitCode {
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => return usage_error(e),
+    };
     if let Some(shell) = args.completions {
         clap_complete::generate(shell, &mut args::command(), "ralsh", &mut io::stdout());
         return ExitCode::SUCCESS;
@@ -49,6 +53,30 @@ pub fn run() -> ExitCode {
         Ok(status) => ExitCode::from(status as u8),
         Err(e) => report(&e, output.json),
     }
+}
+
+/// Help and version go out as clap prints them; a usage error becomes a
+/// JSON error document when `--json` was asked for, so a program reading
+/// stdout always gets JSON.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let wants_json = std::env::args_os().skip(1).any(|arg| {
+        arg.to_str().is_some_and(|arg| {
+            arg == "--json" || (arg.starts_with('-') && !arg.starts_with("--") && arg.contains('j'))
+        })
+    });
+    if !wants_json
+        || matches!(
+            error.kind(),
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+        )
+    {
+        error.exit();
+    }
+    let text = error.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    report(&anyhow::anyhow!("{message}"), true)
 }
 
 /// NO_COLOR turns colour off, CLICOLOR_FORCE on; otherwise only on a terminal.
@@ -82,7 +110,7 @@ fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
     if as_json {
         let _ = writeln!(io::stdout(), "{}", json::error(&message));
     }
-    eprintln!("ralsh: error: {message}");
+    eprintln!("ralsh: error: {}", escape_lines(&message));
     ExitCode::from(Status::Error as u8)
 }
 
@@ -195,7 +223,7 @@ fn list(
         })?;
         return Ok(Status::Success);
     }
-    let mut stream = json::ResourceStream::start(&mut *out)?;
+    let mut stream = json::ResourceStream::new(&mut *out);
     let listed = host.list(provider, &mut |resource| {
         if keep(&resource) {
             stream
@@ -214,7 +242,7 @@ fn list(
             // The error goes inside the document so it stays valid JSON.
             let message = e.to_string();
             stream.finish(Some(&message))?;
-            eprintln!("ralsh: error: {message}");
+            eprintln!("ralsh: error: {}", escape_lines(&message));
             Ok(Status::Error)
         }
     }

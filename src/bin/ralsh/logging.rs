@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use ral::text::{escape, escape_lines};
+
 /// Sets up env_logger: `-q` wins, then `-l`, then RUST_LOG, then warn.
 pub fn init(level: Option<&str>, quiet: bool) {
     let mut builder = env_logger::Builder::new();
@@ -16,11 +18,16 @@ pub fn init(level: Option<&str>, quiet: bool) {
     builder.parse_filters(&filter);
     builder.format(|out, record| {
         let level = record.level().as_str().to_ascii_lowercase();
+        // Messages may quote provider text: escape at this edge, whatever
+        // the message's author did.
+        let message = escape_lines(&record.args().to_string());
+        // ral's own records have their module as target; provider stderr
+        // lines are logged from ral::process under the provider's name.
         let target = record.target();
-        if target == "ral" || target.starts_with("ral::") || target.starts_with("ralsh") {
-            writeln!(out, "ralsh: {level}: {}", record.args())
+        if record.module_path() == Some(target) {
+            writeln!(out, "ralsh: {level}: {message}")
         } else {
-            writeln!(out, "ralsh: {level}: [{target}] {}", record.args())
+            writeln!(out, "ralsh: {level}: [{}] {message}", escape(target))
         }
     });
     builder.init();

@@ -155,15 +155,10 @@ fn host_rejects_bad_values_and_leaves_the_file_alone() {
     let sandbox = hosts_sandbox();
     let run = sandbox.ralsh(&["host", "localhost", "ip=999.1.1.1"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("host::etc_hosts: update reported an error: invalid ip '999.1.1.1'"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("host::etc_hosts: update reported an error: invalid ip '999.1.1.1'");
     let run = sandbox.ralsh(&["host", "brand.new", "comment=no ip"]);
     run.expect(2);
-    assert!(run.stderr.contains("ip is required"), "{}", run.stderr);
+    run.stderr_has("ip is required");
     assert_eq!(sandbox.read("etc/hosts"), HOSTS);
 }
 
@@ -185,12 +180,7 @@ fn user_and_group_are_read_only_views_of_the_databases() {
     );
     let run = sandbox.ralsh(&["user", "alice", "shell=/bin/sh"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("user::etc_passwd does not support the update action"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("user::etc_passwd does not support the update action");
 }
 
 #[test]
@@ -243,16 +233,8 @@ fn a_cache_writable_by_others_is_refused() {
     std::fs::set_permissions(&ral_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let run = sandbox.ralsh(&["-j"]);
     let doc = run.expect(0).json();
-    assert!(
-        run.stderr.contains("bundled providers are unavailable"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("not a private directory of this user"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("bundled providers are unavailable");
+    run.stderr_has("not a private directory of this user");
     let names: Vec<&str> = doc["providers"]
         .as_array()
         .unwrap()
@@ -285,10 +267,5 @@ fn a_changed_bundled_provider_is_written_again() {
         run.expect(0).stdout.lines().next(),
         Some("host::etc_hosts { 'original.example':")
     );
-    assert!(
-        run.stderr
-            .contains("are incomplete or were changed; writing them again"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("are incomplete or were changed; writing them again");
 }

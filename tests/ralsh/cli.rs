@@ -216,9 +216,5 @@ fn a_missing_root_is_an_error() {
     command.args(["--root", "/nonexistent/ral-root", "host"]);
     let run = run(&mut command);
     run.expect(2);
-    assert!(
-        run.stderr.contains("--root /nonexistent/ral-root"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("--root /nonexistent/ral-root");
 }

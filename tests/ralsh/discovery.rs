@@ -87,18 +87,10 @@ fn unsuitable_providers_are_listed_but_not_used() {
     let broken = fixtures_dir().join("broken");
     let run = with_dirs(&sandbox, &[&broken], None, &["-l", "info"]);
     run.expect(0);
-    assert!(
-        run.stdout.contains(
-            "picky::unsuitable  (unsuitable: command 'ral_no_such_command_xyz' is not on PATH)"
-        ),
-        "{}",
-        run.stdout
+    run.stdout_has(
+        "picky::unsuitable  (unsuitable: command 'ral_no_such_command_xyz' is not on PATH)",
     );
-    assert!(
-        run.stderr.contains("ralsh: info: picky::unsuitable is not suitable here: command 'ral_no_such_command_xyz' is not on PATH"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("ralsh: info: picky::unsuitable is not suitable here: command 'ral_no_such_command_xyz' is not on PATH");
     let not_sh = run
         .stdout
         .lines()
@@ -111,12 +103,7 @@ fn unsuitable_providers_are_listed_but_not_used() {
     );
     let run = with_dirs(&sandbox, &[&broken], None, &["picky"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("picky::unsuitable is not suitable on this system"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("picky::unsuitable is not suitable on this system");
 }
 
 #[test]
@@ -131,12 +118,7 @@ fn a_describe_that_hangs_is_timed_out_and_skipped() {
         &["--timeout", "1", "fine"],
     );
     assert_eq!(run.expect(0).stdout, "fine::fine { 'one':\n}\n");
-    assert!(
-        run.stderr
-            .contains("slow_describe.prov: slow_describe: describe did not finish within 1s"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("slow_describe.prov: slow_describe: describe did not finish within 1s");
 }
 
 #[test]
@@ -165,12 +147,7 @@ fn an_ambiguous_type_lists_its_candidates_and_qualified_names_resolve() {
     let dir = fixtures_dir().join("ambiguous");
     let run = with_dirs(&sandbox, &[&dir], None, &["dup"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("type 'dup' has several providers: dup::dup_a, dup::dup_b; name one of them"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("type 'dup' has several providers: dup::dup_a, dup::dup_b; name one of them");
     let run = with_dirs(&sandbox, &[&dir], None, &["dup::dup_b"]);
     assert_eq!(run.expect(0).stdout, "dup::dup_b { 'one':\n}\n");
 }
@@ -180,7 +157,9 @@ fn an_unknown_type_says_how_to_list_providers() {
     let sandbox = Sandbox::new();
     let run = sandbox.ralsh(&["nosuchtype"]);
     run.expect(2);
-    assert!(run.stderr.contains("unknown provider or type 'nosuchtype'; run `ralsh` without arguments to list providers"), "{}", run.stderr);
+    run.stderr_has(
+        "unknown provider or type 'nosuchtype'; run `ralsh` without arguments to list providers",
+    );
     let run = sandbox.ralsh(&["-j", "nosuchtype"]);
     run.expect(2);
     assert!(run.json()["error"]["message"]

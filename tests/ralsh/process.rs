@@ -121,11 +121,7 @@ fn children_left_holding_the_output_are_killed_after_the_provider_exits() {
     let run = sandbox.ralsh(&["--timeout", "60", "lingering"]);
     run.expect(0);
     assert_eq!(run.stdout, "lingering::lingering { 'only':\n}\n");
-    assert!(
-        run.stderr.contains("lingering::lingering: list exited, but processes it started kept its output open for 2s; killing them"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("lingering::lingering: list exited, but processes it started kept its output open for 2s; killing them");
 }
 
 #[test]
@@ -242,12 +238,7 @@ fn an_error_level_stderr_line_makes_the_exit_status_2() {
         "the listing is still printed: {}",
         run.stdout
     );
-    assert!(
-        run.stderr
-            .contains("ralsh: error: [scripted::scripted] something broke"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("ralsh: error: [scripted::scripted] something broke");
 }
 
 #[test]
@@ -258,11 +249,7 @@ fn a_non_zero_exit_names_provider_action_status_and_stderr() {
     sandbox.write("find.exit", "3");
     let run = sandbox.ralsh(&["scripted", "a"]);
     run.expect(2);
-    assert!(
-        run.stderr.contains("scripted::scripted: find failed: exit status 3; last lines of stderr:\n  line one\n  line two"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("scripted::scripted: find failed: exit status 3; last lines of stderr:\n  line one\n  line two");
     assert_eq!(run.stdout, "", "a failed find shows nothing");
 }
 
@@ -272,12 +259,7 @@ fn an_over_long_line_fails_the_call() {
     sandbox.write("flood", "longline");
     let run = sandbox.ralsh(&["flood"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("flood::flood: list: a line of output is longer than 65536 bytes"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("flood::flood: list: a line of output is longer than 65536 bytes");
 }
 
 #[test]
@@ -286,12 +268,7 @@ fn endless_output_for_one_resource_is_cut_off() {
     sandbox.write("flood", "endless");
     let run = sandbox.ralsh(&["--timeout", "60", "flood"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("its answer is larger than 1048576 bytes"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("its answer is larger than 1048576 bytes");
 }
 
 #[test]
@@ -303,11 +280,7 @@ fn listings_are_printed_resource_by_resource() {
     let sandbox = Sandbox::new();
     sandbox.write("flood", "gated");
     let gate = sandbox.root().join("gate");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&gate)
-        .status()
-        .unwrap()
-        .success());
+    mkfifo(&gate);
     let mut child = sandbox
         .command()
         .args(["--timeout", "20", "-I"])
@@ -374,12 +347,7 @@ fn a_find_answer_larger_than_the_limit_fails() {
     sandbox.write("find.out", &answer);
     let run = sandbox.ralsh(&["scripted", "a"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("scripted::scripted: find: its answer is larger than 1048576 bytes"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("scripted::scripted: find: its answer is larger than 1048576 bytes");
 }
 
 #[test]

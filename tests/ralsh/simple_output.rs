@@ -26,11 +26,7 @@ fn missing_header_is_an_error_quoting_the_line() {
     sandbox.write("list.out", "\nsimple output\nname: a\n");
     let run = sandbox.ralsh(&["scripted"]);
     run.expect(2);
-    assert!(
-        run.stderr.contains("scripted::scripted: list: line 2: expected '# simple' as the first line, found 'simple output'"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("scripted::scripted: list: line 2: expected '# simple' as the first line, found 'simple output'");
 }
 
 #[test]
@@ -38,7 +34,7 @@ fn empty_output_is_an_error() {
     let sandbox = Sandbox::new();
     let run = sandbox.ralsh(&["scripted"]);
     run.expect(2);
-    assert!(run.stderr.contains("the output is empty"), "{}", run.stderr);
+    run.stderr_has("the output is empty");
 }
 
 #[test]
@@ -47,12 +43,7 @@ fn a_line_without_colon_names_its_line_number() {
     sandbox.write("list.out", "# simple\nname: a\ncolor: red\njust words\n");
     let run = sandbox.ralsh(&["scripted"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("line 4: expected 'key: value', found 'just words'"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("line 4: expected 'key: value', found 'just words'");
 }
 
 #[test]
@@ -61,12 +52,7 @@ fn an_attribute_before_any_name_is_an_error() {
     sandbox.write("list.out", "# simple\ncolor: red\nname: a\n");
     let run = sandbox.ralsh(&["scripted"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("line 2: attribute 'color' comes before any 'name:' line"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("line 2: attribute 'color' comes before any 'name:' line");
 }
 
 #[test]
@@ -78,12 +64,7 @@ fn ral_error_up_to_eom_is_the_message_and_the_rest_is_ignored() {
     );
     let run = sandbox.ralsh(&["scripted", "a"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("scripted::scripted: find reported an error: disk on fire\n  second line\n"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("scripted::scripted: find reported an error: disk on fire\n  second line\n");
     assert_eq!(run.stdout, "");
 }
 
@@ -94,12 +75,7 @@ fn ral_error_without_eom_is_still_an_error() {
     sandbox.write("find.out", "# simple\nname: a\ncolor: red\n");
     let run = sandbox.ralsh(&["scripted", "a", "color=blue"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("update reported an error: no permission"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("update reported an error: no permission");
 }
 
 #[test]
@@ -111,11 +87,7 @@ fn ral_error_in_a_listing_fails_the_listing() {
     );
     let run = sandbox.ralsh(&["scripted"]);
     run.expect(2);
-    assert!(
-        run.stderr.contains("list reported an error: half way"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("list reported an error: half way");
 }
 
 #[test]
@@ -125,11 +97,7 @@ fn find_with_ral_unknown_is_not_found() {
     let run = sandbox.ralsh(&["scripted", "ghost"]);
     run.expect(1);
     assert_eq!(run.stdout, "");
-    assert!(
-        run.stderr.contains("no resource named 'ghost'"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("no resource named 'ghost'");
     let run = sandbox.ralsh(&["-j", "scripted", "ghost"]);
     run.expect(1);
     assert_eq!(run.json(), serde_json::json!({}));
@@ -141,12 +109,7 @@ fn find_answering_for_another_name_is_an_error() {
     sandbox.write("find.out", "# simple\nname: other\n");
     let run = sandbox.ralsh(&["scripted", "wanted"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("find for 'wanted' answered with 'other'"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("find for 'wanted' answered with 'other'");
 }
 
 #[test]
@@ -158,8 +121,8 @@ fn undeclared_attributes_are_kept_and_warned_about_once() {
     );
     let run = sandbox.ralsh(&["scripted"]);
     run.expect(0);
-    assert!(run.stdout.contains("mood => 'happy'"), "{}", run.stdout);
-    assert!(run.stdout.contains("mood => 'sad'"), "{}", run.stdout);
+    run.stdout_has("mood => 'happy'");
+    run.stdout_has("mood => 'sad'");
     assert_eq!(
         run.stderr
             .matches("reports attribute 'mood', which its metadata does not declare")
@@ -194,12 +157,8 @@ fn provider_text_is_printed_with_control_characters_escaped() {
         "{:?}",
         run.stdout
     );
-    assert!(run.stdout.contains("{ 'evil\\u{1b}[2J':"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("color => 'it\\'s \\u{7}\\\\',"),
-        "{}",
-        run.stdout
-    );
+    run.stdout_has("{ 'evil\\u{1b}[2J':");
+    run.stdout_has("color => 'it\\'s \\u{7}\\\\',");
 }
 
 #[test]
@@ -208,11 +167,6 @@ fn wrongly_typed_values_are_kept_with_a_warning() {
     sandbox.write("list.out", "# simple\nname: a\nenabled: yes\n");
     let run = sandbox.ralsh(&["scripted"]);
     run.expect(0);
-    assert!(run.stdout.contains("enabled => 'yes'"), "{}", run.stdout);
-    assert!(
-        run.stderr
-            .contains("attribute 'enabled' has value 'yes', which is not a boolean"),
-        "{}",
-        run.stderr
-    );
+    run.stdout_has("enabled => 'yes'");
+    run.stderr_has("attribute 'enabled' has value 'yes', which is not a boolean");
 }

@@ -31,6 +31,26 @@ impl Run {
     }
 
     #[track_caller]
+    pub fn stderr_has(&self, needle: &str) -> &Run {
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}:\n{}",
+            self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_has(&self, needle: &str) -> &Run {
+        assert!(
+            self.stdout.contains(needle),
+            "stdout lacks {needle:?}:\n{}",
+            self.stdout
+        );
+        self
+    }
+
+    #[track_caller]
     pub fn expect(&self, status: i32) -> &Run {
         assert_eq!(
             self.status, status,

@@ -57,7 +57,7 @@ fn ensure_absent_for_a_missing_resource_is_no_change_and_no_call() {
     let run = sandbox.ralsh(&["scripted", "gone", "ensure=absent"]);
     run.expect(0);
     assert_eq!(sandbox.calls(), ["ral_action=find name=gone"]);
-    assert!(run.stdout.contains("no changes needed"), "{}", run.stdout);
+    run.stdout_has("no changes needed");
     sandbox.write("find.out", "# simple\nname: gone\nensure: absent\n");
     sandbox
         .ralsh(&["scripted", "gone", "ensure=absent", "color=red"])
@@ -112,12 +112,7 @@ fn update_answering_ral_unknown_cannot_create() {
     sandbox.write("update.out", "# simple\nname: new\nral_unknown: true\n");
     let run = sandbox.ralsh(&["scripted", "new", "color=red"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("resource 'new' does not exist and cannot be created"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("resource 'new' does not exist and cannot be created");
 }
 
 #[test]
@@ -126,20 +121,11 @@ fn update_answering_for_another_name_or_with_stray_was_is_an_error() {
     sandbox.write("update.out", "# simple\nname: b\ncolor: blue\n");
     let run = sandbox.ralsh(&["scripted", "a", "color=blue"]);
     run.expect(2);
-    assert!(
-        run.stderr.contains("update of 'a' answered for 'b'"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("update of 'a' answered for 'b'");
     sandbox.write("update.out", "# simple\nname: a\nral_was: red\n");
     let run = sandbox.ralsh(&["scripted", "a", "color=blue"]);
     run.expect(2);
-    assert!(
-        run.stderr
-            .contains("line 3: ral_was comes before any changed attribute"),
-        "{}",
-        run.stderr
-    );
+    run.stderr_has("line 3: ral_was comes before any changed attribute");
 }
 
 #[test]
@@ -210,7 +196,7 @@ fn bad_requests_are_rejected_before_anything_runs() {
         let run = sandbox.ralsh(args);
         run.expect(2);
         assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
-        assert!(run.stderr.contains("scripted::scripted"), "{}", run.stderr);
+        run.stderr_has("scripted::scripted");
     }
     assert_eq!(sandbox.calls(), Vec::<String>::new(), "nothing may run");
 }

@@ -288,14 +288,16 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
     if forwarding {
         ACTIVE_GROUP.store(group, Ordering::SeqCst);
     }
-    drop(held);
 
     // A small bound: the reader waits for the consumer instead of buffering
     // an endless provider's output.
     let (sender, lines) = mpsc::sync_channel(STDOUT_BATCHES);
+    // Started while the signals are held, these threads keep them blocked
+    // for good, so an interrupt always reaches a thread that acts on it.
     let exit = watch_exit(group, sender.clone());
     spawn_stdout_reader(stdout_reader, sender);
     let stderr = spawn_stderr_logger(stderr_reader, call.label.to_owned(), call.log_stderr);
+    drop(held);
     let child = Child {
         handle,
         group,

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::attr_type::Value;
 use crate::error::{Error, Result};
 use crate::invoke::simple::{self, ListParser, OutputError, RawResource, UpdateParser};
 use crate::metadata::{Action, Kind};
@@ -15,6 +14,8 @@ use crate::process::{self, Budget, Call, ProviderEnv, MAX_ANSWER};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::text::{escape, escape_lines};
+use crate::types::Value;
+use crate::update::Plan;
 
 /// Settings shared by every call.
 #[derive(Debug, Clone)]
@@ -44,7 +45,7 @@ pub struct Host {
 }
 
 /// What an update answered, typed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UpdateAnswer {
     pub changes: Vec<Change>,
     /// The provider asked the host to derive changes it did not list.
@@ -214,6 +215,20 @@ impl Host {
             .map(|raw| self.typed(provider, raw)))
     }
 
+    /// Runs the updates of several plans. A simple provider gets one call
+    /// per resource; each result stands on its own.
+    pub fn update_batch(
+        &self,
+        provider: &Provider,
+        plans: &[&Plan],
+        noop: bool,
+    ) -> Result<Vec<Result<UpdateAnswer>>> {
+        Ok(plans
+            .iter()
+            .map(|plan| self.update(provider, &plan.name, &plan.should, noop))
+            .collect())
+    }
+
     /// Calls update with exactly the given attributes.
     pub fn update(
         &self,
@@ -234,7 +249,7 @@ impl Host {
         let args = simple::arguments(
             Action::Update,
             Some(name),
-            attrs.iter().map(|(k, v)| (k.as_str(), v.to_wire())),
+            attrs.iter().map(|(k, v)| (k.as_str(), v)),
             noop,
         );
         self.call(

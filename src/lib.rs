@@ -14,7 +14,6 @@
 //!    `type::name`;
 //! 3. [`Host::list`], [`Host::find`] and [`update::apply`] talk to it.
 
-pub mod attr_type;
 pub mod bundled;
 pub mod discovery;
 pub mod error;
@@ -26,10 +25,11 @@ pub mod provider;
 pub mod render;
 pub mod resource;
 pub mod text;
+pub mod types;
 pub mod update;
 
-pub use attr_type::{AttrType, Value};
 pub use error::Error;
 pub use host::{Host, HostConfig};
 pub use provider::Provider;
 pub use resource::{Change, Resource};
+pub use types::{AttrType, Value};

@@ -7,8 +7,8 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-use crate::attr_type::AttrType;
 use crate::error::{Error, Result};
+use crate::types::{AttrType, Value};
 
 /// The calling convention a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,12 +48,14 @@ impl std::fmt::Display for Action {
 /// Whether an attribute can be read, written, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// Reported by list and find, never set.
+    /// Reported by list and find, never set (`r`).
     Read,
-    /// A parameter: passed to update, never reported.
+    /// A parameter: passed to update, never reported (`w`).
     Write,
-    /// Reported and settable.
+    /// Reported and settable (`rw`, the default).
     ReadWrite,
+    /// Reported, and settable only when the resource is created (`init`).
+    InitOnly,
 }
 
 impl Kind {
@@ -62,6 +64,17 @@ impl Kind {
             Kind::Read => "r",
             Kind::Write => "w",
             Kind::ReadWrite => "rw",
+            Kind::InitOnly => "init",
+        }
+    }
+
+    /// How `--explain` describes the behaviour.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Read => "read-only",
+            Kind::Write => "write-only parameter",
+            Kind::ReadWrite => "read-write",
+            Kind::InitOnly => "set at creation only",
         }
     }
 }
@@ -82,16 +95,36 @@ pub enum Suitable {
 }
 
 /// One declared attribute.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Attribute {
     pub name: String,
     pub desc: String,
     pub attr_type: AttrType,
     pub kind: Kind,
+    /// Must be given when the resource is created.
+    pub required: bool,
+    /// Used when the resource is created without a value for it.
+    pub default: Option<Value>,
+    /// Passed to the provider, but shown as `[redacted]` everywhere.
+    pub sensitive: bool,
+}
+
+/// What is shown in place of a sensitive value.
+pub const REDACTED: &str = "[redacted]";
+
+impl Attribute {
+    /// The value as messages show it: quoted, or redacted when sensitive.
+    pub fn show(&self, value: &Value) -> String {
+        if self.sensitive {
+            REDACTED.to_owned()
+        } else {
+            format!("'{}'", crate::text::escape(&value.to_text()))
+        }
+    }
 }
 
 /// Checked provider metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Metadata {
     pub type_name: String,
     pub name: String,
@@ -231,6 +264,12 @@ struct RawAttribute {
     attr_type: Option<String>,
     #[serde(default, deserialize_with = "optional_text")]
     kind: Option<String>,
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    default: Option<serde_json::Value>,
+    #[serde(default)]
+    sensitive: bool,
 }
 
 /// True for names a shell or Python provider can use as a variable.
@@ -350,17 +389,51 @@ impl RawAttribute {
             None | Some("rw") => Kind::ReadWrite,
             Some("r") => Kind::Read,
             Some("w") => Kind::Write,
+            Some("init") => Kind::InitOnly,
             Some(other) => {
                 return Err(format!(
-                    "{path}.kind: unknown kind '{other}' (expected r, w or rw)"
+                    "{path}.kind: unknown kind '{other}' (expected r, w, rw or init)"
                 ))
             }
         };
+        let default = match &self.default {
+            None => None,
+            Some(json) => Some(
+                attr_type
+                    .check_json(json)
+                    .map_err(|e| format!("{path}.default: {json} is not a {attr_type}: {e}"))?,
+            ),
+        };
+        if kind == Kind::Read && (self.required || default.is_some()) {
+            return Err(format!(
+                "{path}: a read-only attribute cannot be required or have a default"
+            ));
+        }
+        if self.required && default.is_some() {
+            return Err(format!(
+                "{path}: an attribute with a default is never missing, so it cannot be required"
+            ));
+        }
+        if name == "name" && (kind == Kind::Write || self.sensitive || default.is_some()) {
+            return Err(format!(
+                "{path}: the name cannot be write-only, sensitive or defaulted"
+            ));
+        }
+        if name == "ensure"
+            && !(attr_type.accepts_text("present") && attr_type.accepts_text("absent"))
+        {
+            return Err(format!(
+                "{path}.type: ensure must accept present and absent, and {attr_type} does not"
+            ));
+        }
         Ok(Attribute {
             name: name.to_owned(),
             desc: self.desc.unwrap_or_default(),
             attr_type,
             kind,
+            required: self.required,
+            default,
+            sensitive: self.sensitive,
         })
     }
 }

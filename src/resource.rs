@@ -2,18 +2,18 @@
 
 use indexmap::IndexMap;
 
-use crate::attr_type::Value;
+use crate::types::Value;
 
 /// One resource: its name and its typed attribute values, in the order the
 /// provider reported them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Resource {
     pub name: String,
     pub attrs: IndexMap<String, Value>,
 }
 
 /// One attribute that changed (or would change, under noop).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub attr: String,
     /// The new value.

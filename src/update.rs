@@ -6,23 +6,23 @@
 //! provider is not called at all, and the would-be changes are derived from
 //! the current state and the request.
 
-use crate::attr_type::Value;
 use crate::error::{Error, Result};
 use crate::host::{check_name, Host};
-use crate::metadata::{Action, Kind};
+use crate::metadata::{Action, Kind, REDACTED};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::text::escape;
+use crate::types::Value;
 
 /// A checked change request: typed values for declared, settable attributes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Request {
     pub name: String,
     pub attrs: Vec<(String, Value)>,
 }
 
 /// The result of an update (or of a preview, when `noop` is set).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// The resource after the change: found state plus the changes.
     pub resource: Resource,
@@ -73,11 +73,19 @@ impl Request {
                 )));
             }
             let value = attribute.attr_type.parse_cli(raw).map_err(|reason| {
-                reject(format!(
-                    "invalid value '{}' for attribute '{key}' of type {}: {reason}",
-                    escape(raw),
-                    attribute.attr_type
-                ))
+                if attribute.sensitive {
+                    // The reason may quote the value; say only what was expected.
+                    reject(format!(
+                        "invalid value {REDACTED} for sensitive attribute '{key}': expected {}",
+                        attribute.attr_type
+                    ))
+                } else {
+                    reject(format!(
+                        "invalid value '{}' for attribute '{key}' of type {}: {reason}",
+                        escape(raw),
+                        attribute.attr_type
+                    ))
+                }
             })?;
             if attrs.iter().any(|(k, _)| k == key) {
                 return Err(reject(format!("attribute '{key}' is given twice")));
@@ -112,48 +120,158 @@ fn settable_names(provider: &Provider) -> Vec<&str> {
     }
 }
 
+/// What must happen to one resource, worked out before anything changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub name: String,
+    /// The state find reported (or the absent state).
+    pub state: Resource,
+    /// The attributes update must change; empty when nothing differs.
+    pub should: Vec<(String, Value)>,
+}
+
+impl Plan {
+    /// Works out the transition from `found` to the request:
+    /// - delete (present to absent) passes only `ensure`;
+    /// - absent to absent is no change;
+    /// - create (absent to present) fills in defaults and checks that
+    ///   every required attribute is given;
+    /// - changing an init-only attribute of an existing resource is refused.
+    pub fn new(provider: &Provider, request: &Request, found: Option<Resource>) -> Result<Plan> {
+        let reject = |message: String| Error::Request {
+            provider: provider.qualified_name(),
+            message,
+        };
+        let exists = found.as_ref().is_some_and(|r| !r.is_absent());
+        let state = found.unwrap_or_else(|| absent_state(provider, &request.name));
+        let mut wanted = request.attrs.clone();
+        if request.wants_absent() {
+            wanted.retain(|(key, _)| key == "ensure");
+            if !exists {
+                wanted.clear();
+            }
+        } else if !exists {
+            for attribute in provider.meta.attributes.values() {
+                if let Some(default) = &attribute.default {
+                    if !wanted.iter().any(|(key, _)| key == &attribute.name) {
+                        wanted.push((attribute.name.clone(), default.clone()));
+                    }
+                }
+            }
+            let missing: Vec<&str> = provider
+                .meta
+                .attributes
+                .values()
+                .filter(|a| a.required && !wanted.iter().any(|(key, _)| key == &a.name))
+                .map(|a| a.name.as_str())
+                .collect();
+            if !missing.is_empty() {
+                return Err(reject(format!(
+                    "creating '{}' needs the required attribute(s) {}",
+                    escape(&request.name),
+                    missing.join(", ")
+                )));
+            }
+        } else {
+            for (key, value) in &wanted {
+                let Some(attribute) = provider.attribute(key) else {
+                    continue;
+                };
+                if attribute.kind == Kind::InitOnly && state.attrs.get(key) != Some(value) {
+                    let now = state
+                        .attrs
+                        .get(key)
+                        .map_or("no value".to_owned(), |v| attribute.show(v));
+                    return Err(reject(format!(
+                        "attribute '{key}' can only be set when '{}' is created; it is {now} now",
+                        escape(&request.name)
+                    )));
+                }
+            }
+        }
+        let should = wanted
+            .into_iter()
+            .filter(|(key, value)| state.attrs.get(key) != Some(value))
+            .collect();
+        Ok(Plan {
+            name: request.name.clone(),
+            state,
+            should,
+        })
+    }
+}
+
 /// Brings a resource to the requested state (or previews it under `noop`).
 pub fn apply(host: &Host, provider: &Provider, request: &Request, noop: bool) -> Result<Outcome> {
-    let found = host.find(provider, &request.name)?;
-    let exists = found.as_ref().is_some_and(|r| !r.is_absent());
-    let state = found.unwrap_or_else(|| absent_state(provider, &request.name));
-    let unchanged = |resource| Outcome {
-        resource,
-        changes: Vec::new(),
-        noop,
-    };
-    if request.wants_absent() && !exists {
-        return Ok(unchanged(state));
+    apply_many(host, provider, std::slice::from_ref(request), noop)?
+        .pop()
+        .expect("one outcome per request")
+}
+
+/// Brings several resources of one provider to their requested states. The
+/// updates go to the provider as one batch where its convention allows. The
+/// outer error means nothing could be done; each inner result says how one
+/// resource fared.
+pub fn apply_many(
+    host: &Host,
+    provider: &Provider,
+    requests: &[Request],
+    noop: bool,
+) -> Result<Vec<Result<Outcome>>> {
+    let mut plans = Vec::with_capacity(requests.len());
+    for request in requests {
+        let found = host.find(provider, &request.name)?;
+        plans.push(Plan::new(provider, request, found));
     }
-    let differing: Vec<(String, Value)> = request
-        .attrs
+    let pending: Vec<&Plan> = plans
         .iter()
-        .filter(|(key, value)| state.attrs.get(key) != Some(value))
-        .cloned()
+        .filter_map(|plan| plan.as_ref().ok())
+        .filter(|plan| !plan.should.is_empty())
         .collect();
-    if differing.is_empty() {
-        return Ok(unchanged(state));
-    }
-    let changes = if noop && !provider.meta.supports_noop {
+    let mut answers = if pending.is_empty() {
+        Vec::new()
+    } else if noop && !provider.meta.supports_noop {
         log::info!(
             "{} does not support noop; showing the changes derived from its current state",
             provider.qualified_name()
         );
-        derived(&state, &differing, &[])
+        pending
+            .iter()
+            .map(|plan| Ok(derived(&plan.state, &plan.should, &[])))
+            .collect()
     } else {
-        let answer = host.update(provider, &request.name, &differing, noop)?;
-        let mut changes = answer.changes;
-        if answer.derive {
-            let extra = derived(&state, &differing, &changes);
-            changes.extend(extra);
-        }
-        changes
-    };
-    Ok(Outcome {
-        resource: state.with_changes(&changes),
-        changes,
-        noop,
-    })
+        host.update_batch(provider, &pending, noop)?
+            .into_iter()
+            .zip(&pending)
+            .map(|(answer, plan)| {
+                answer.map(|answer| {
+                    let mut changes = answer.changes;
+                    if answer.derive {
+                        let extra = derived(&plan.state, &plan.should, &changes);
+                        changes.extend(extra);
+                    }
+                    changes
+                })
+            })
+            .collect()
+    }
+    .into_iter();
+    Ok(plans
+        .into_iter()
+        .map(|plan| {
+            let plan = plan?;
+            let changes = if plan.should.is_empty() {
+                Vec::new()
+            } else {
+                answers.next().expect("one answer per pending plan")?
+            };
+            Ok(Outcome {
+                resource: plan.state.with_changes(&changes),
+                changes,
+                noop,
+            })
+        })
+        .collect())
 }
 
 /// The state assumed for a resource the provider does not know.

@@ -9,6 +9,7 @@
 use crate::invoke::quoting::assignment;
 use crate::metadata::Action;
 use crate::text::escape;
+use crate::types::Value;
 
 /// What went wrong in a provider's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,22 +41,29 @@ impl RawResource {
 pub fn arguments<'a>(
     action: Action,
     name: Option<&str>,
-    attrs: impl IntoIterator<Item = (&'a str, String)>,
+    attrs: impl IntoIterator<Item = (&'a str, &'a Value)>,
     noop: bool,
 ) -> Vec<String> {
     let mut args = vec![format!("ral_action={action}")];
     if let Some(name) = name {
         args.push(assignment("name", name));
     }
-    args.extend(
-        attrs
-            .into_iter()
-            .map(|(key, value)| assignment(key, &value)),
-    );
+    args.extend(attrs.into_iter().map(|(key, value)| argument(key, value)));
     if noop {
         args.push("ral_noop=true".to_owned());
     }
     args
+}
+
+/// One `key=value` argument. Scalars are one quoted word; arrays and hashes
+/// are written `key=(word word)`, so that bash's `eval "$@"` makes a real
+/// array, and a Python provider recovers the list with
+/// `shlex.split(raw[1:-1])` on the argument (see README).
+pub fn argument(key: &str, value: &Value) -> String {
+    match value {
+        Value::Array(_) | Value::Hash(_) => format!("{key}=({})", value.shell_words().join(" ")),
+        scalar => assignment(key, &scalar.to_text()),
+    }
 }
 
 /// Splits output into `key: value` pairs, handling the header and
@@ -398,10 +406,13 @@ mod tests {
 
     #[test]
     fn arguments_quote_every_value() {
+        let ip = Value::String("1;id".to_owned());
+        let tags = Value::Array(vec![Value::String("x y".to_owned()), Value::Integer(3)]);
+        let empty = Value::Array(vec![]);
         let args = arguments(
             Action::Update,
             Some("a b"),
-            [("ip", "1;id".to_owned())],
+            [("ip", &ip), ("tags", &tags), ("none", &empty)],
             true,
         );
         assert_eq!(
@@ -410,6 +421,8 @@ mod tests {
                 "ral_action=update",
                 "name='a b'",
                 "ip='1;id'",
+                "tags=('x y' 3)",
+                "none=()",
                 "ral_noop=true"
             ]
         );

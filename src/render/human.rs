@@ -7,11 +7,11 @@
 
 use std::io::{self, Write};
 
-use crate::attr_type::Value;
 use crate::metadata::Attribute;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::text::escape;
+use crate::types::Value;
 use crate::update::Outcome;
 
 /// How to paint the output.
@@ -48,11 +48,21 @@ pub fn quote(text: &str) -> String {
 /// A value as Puppet would write it.
 pub fn value(value: &Value) -> String {
     match value {
+        Value::Null => "undef".to_owned(),
         Value::String(text) => quote(text),
         Value::Bool(flag) => flag.to_string(),
+        Value::Integer(number) => number.to_string(),
+        Value::Float(number) => format!("{number:?}"),
         Value::Array(items) => {
-            let quoted: Vec<String> = items.iter().map(|item| quote(item)).collect();
-            format!("[{}]", quoted.join(", "))
+            let items: Vec<String> = items.iter().map(self::value).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Hash(map) => {
+            let pairs: Vec<String> = map
+                .iter()
+                .map(|(key, item)| format!("{} => {}", quote(key), self::value(item)))
+                .collect();
+            format!("{{{}}}", pairs.join(", "))
         }
     }
 }

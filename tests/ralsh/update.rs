@@ -22,7 +22,7 @@ fn update_receives_only_the_attributes_that_differ() {
         sandbox.calls(),
         [
             "ral_action=find name=a",
-            "ral_action=update name=a tags='x z' enabled=true"
+            "ral_action=update name=a tags=(x z) enabled=true"
         ]
     );
     assert_eq!(

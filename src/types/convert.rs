@@ -1,0 +1,235 @@
+//! Converting values into a type: from the command line, from `# simple`
+//! output and from JSON. Conversion is strict: a value becomes the declared
+//! type in exactly one way or is rejected with the reason.
+//!
+//! Arrays and hashes as text: on the command line an array is
+//! comma-separated (`a,b`) or a JSON array (`["a,b", "c"]`), a hash is
+//! `key=value` pairs, comma-separated, or a JSON object. In `# simple` output
+//! both are shell words: `a 'b c'` and `key=value 'other key=x y'`.
+
+use indexmap::IndexMap;
+use serde_json::Value as Json;
+
+use super::{AttrType, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    CommandLine,
+    SimpleOutput,
+}
+
+impl AttrType {
+    /// Converts a value typed by a person on the command line.
+    pub fn parse_cli(&self, raw: &str) -> Result<Value, String> {
+        self.convert_text(raw, Source::CommandLine)
+    }
+
+    /// Converts a value read from `# simple` provider output.
+    pub fn parse_wire(&self, raw: &str) -> Result<Value, String> {
+        self.convert_text(raw, Source::SimpleOutput)
+    }
+
+    /// Checks a JSON value (json convention output, or a JSON literal on the
+    /// command line) against the type.
+    pub fn check_json(&self, json: &Json) -> Result<Value, String> {
+        match (self, json) {
+            (AttrType::Optional(_), Json::Null) => Ok(Value::Null),
+            (AttrType::Optional(inner), other) => inner.check_json(other),
+            (AttrType::Variant(types), _) => choose(types, |t| t.check_json(json)),
+            (_, Json::Null) => Err("null is not allowed (only optional[T] may be null)".to_owned()),
+            (AttrType::String, Json::String(text)) => Ok(Value::String(text.clone())),
+            (AttrType::Boolean, Json::Bool(flag)) => Ok(Value::Bool(*flag)),
+            (AttrType::Integer(range), Json::Number(number)) => {
+                let integer = number
+                    .as_i64()
+                    .ok_or_else(|| format!("expected an integer, found {number}"))?;
+                in_range(integer, *range).map(Value::Integer)
+            }
+            (AttrType::Float, Json::Number(number)) => number
+                .as_f64()
+                .map(Value::Float)
+                .ok_or_else(|| format!("{number} is not a float")),
+            (AttrType::Pattern(_) | AttrType::Enum(_), Json::String(text)) => {
+                self.convert_text(text, Source::CommandLine)
+            }
+            (AttrType::Array(inner), Json::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| {
+                    inner
+                        .check_json(item)
+                        .map_err(|e| format!("element {index}: {e}"))
+                })
+                .collect::<Result<_, _>>()
+                .map(Value::Array),
+            (AttrType::Hash, Json::Object(_)) => Ok(Value::from_json(json)),
+            (expected, found) => Err(format!("expected {expected}, found {}", json_kind(found))),
+        }
+    }
+
+    fn convert_text(&self, raw: &str, source: Source) -> Result<Value, String> {
+        match self {
+            AttrType::String => Ok(Value::String(raw.to_owned())),
+            AttrType::Boolean => match raw {
+                "true" => Ok(Value::Bool(true)),
+                "false" => Ok(Value::Bool(false)),
+                _ => Err("expected true or false".to_owned()),
+            },
+            AttrType::Integer(range) => in_range(decimal_integer(raw)?, *range).map(Value::Integer),
+            AttrType::Float => decimal_float(raw).map(Value::Float),
+            AttrType::Pattern(pattern) => {
+                if pattern.is_match(raw) {
+                    Ok(Value::String(raw.to_owned()))
+                } else {
+                    Err(format!("does not match /{}/", pattern.source))
+                }
+            }
+            AttrType::Enum(members) => {
+                if members.iter().any(|member| member == raw) {
+                    Ok(Value::String(raw.to_owned()))
+                } else {
+                    Err(format!("expected one of {}", members.join(", ")))
+                }
+            }
+            AttrType::Array(inner) => {
+                if source == Source::CommandLine && raw.trim_start().starts_with('[') {
+                    return self.check_json(&json_literal(raw)?);
+                }
+                let items = split_items(raw, source)?;
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| {
+                        inner
+                            .convert_text(item, source)
+                            .map_err(|e| format!("element {index} ('{item}'): {e}"))
+                    })
+                    .collect::<Result<_, _>>()
+                    .map(Value::Array)
+            }
+            AttrType::Hash => {
+                if source == Source::CommandLine && raw.trim_start().starts_with('{') {
+                    return self.check_json(&json_literal(raw)?);
+                }
+                let mut map = IndexMap::new();
+                for item in split_items(raw, source)? {
+                    let Some((key, value)) = item.split_once('=') else {
+                        return Err(format!("'{item}' is not key=value"));
+                    };
+                    map.insert(key.to_owned(), Value::String(value.to_owned()));
+                }
+                Ok(Value::Hash(map))
+            }
+            AttrType::Optional(_) if raw.is_empty() => Ok(Value::Null),
+            AttrType::Optional(inner) => inner.convert_text(raw, source),
+            AttrType::Variant(types) => choose(types, |t| t.convert_text(raw, source)),
+        }
+    }
+}
+
+/// The items of an array or hash written as text.
+fn split_items(raw: &str, source: Source) -> Result<Vec<String>, String> {
+    match source {
+        Source::CommandLine if raw.trim().is_empty() => Ok(Vec::new()),
+        Source::CommandLine => Ok(raw.split(',').map(|item| item.trim().to_owned()).collect()),
+        Source::SimpleOutput => shell_words::split(raw)
+            .map_err(|_| "not a list of shell words (unbalanced quotes)".to_owned()),
+    }
+}
+
+fn json_literal(raw: &str) -> Result<Json, String> {
+    serde_json::from_str(raw).map_err(|e| format!("not valid JSON: {e}"))
+}
+
+/// A variant takes the value when exactly one reading exists.
+fn choose(
+    types: &[AttrType],
+    convert: impl Fn(&AttrType) -> Result<Value, String>,
+) -> Result<Value, String> {
+    let mut readings: Vec<(&AttrType, Value)> = Vec::new();
+    let mut reasons = Vec::new();
+    for candidate in types {
+        match convert(candidate) {
+            Ok(value) => readings.push((candidate, value)),
+            Err(reason) => reasons.push(format!("not {candidate}: {reason}")),
+        }
+    }
+    match readings.split_first() {
+        None => Err(format!(
+            "matches none of its types ({})",
+            reasons.join("; ")
+        )),
+        Some(((_, first), rest)) if rest.iter().all(|(_, other)| other == first) => {
+            Ok(first.clone())
+        }
+        Some(_) => {
+            let names: Vec<String> = readings.iter().map(|(t, _)| t.to_string()).collect();
+            Err(format!(
+                "is ambiguous: it reads as {}",
+                names.join(" and as ")
+            ))
+        }
+    }
+}
+
+fn in_range(integer: i64, range: Option<(i64, i64)>) -> Result<i64, String> {
+    match range {
+        Some((min, max)) if integer < min || integer > max => {
+            Err(format!("{integer} is outside the range {min} to {max}"))
+        }
+        _ => Ok(integer),
+    }
+}
+
+/// A decimal integer: an optional sign and ASCII digits. Leading zeros do
+/// not make it octal; hex, exponents and fractions are refused.
+pub(super) fn decimal_integer(text: &str) -> Result<i64, String> {
+    let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("expected a decimal integer".to_owned());
+    }
+    text.parse::<i64>()
+        .map_err(|_| "the integer is too large".to_owned())
+}
+
+/// A decimal number: sign, digits, optional fraction and exponent.
+fn decimal_float(text: &str) -> Result<f64, String> {
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+        None => (unsigned, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    if (whole.is_empty() && fraction.is_empty())
+        || !digits(whole)
+        || !digits(fraction)
+        || !exponent_ok
+    {
+        return Err("expected a decimal number".to_owned());
+    }
+    let number: f64 = text
+        .parse()
+        .map_err(|_| "expected a decimal number".to_owned())?;
+    if number.is_finite() {
+        Ok(number)
+    } else {
+        Err("the number is too large".to_owned())
+    }
+}
+
+fn json_kind(json: &Json) -> &'static str {
+    match json {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(number) if number.is_i64() || number.is_u64() => "an integer",
+        Json::Number(_) => "a float",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}

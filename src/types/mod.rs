@@ -1,0 +1,117 @@
+//! Attribute types and typed values.
+//!
+//! Metadata declares each attribute's type as a string such as `string`,
+//! `integer[0, 65535]`, `array[pattern[/^[a-z]+$/]]` or
+//! `optional[variant[integer, enum[auto]]]`. [`AttrType::parse`] reads those
+//! strings (`parse`), values are converted to and from the command line,
+//! `# simple` output and JSON (`convert`), and [`Value`] holds the result
+//! (`value`).
+//!
+//! | type | accepts |
+//! | --- | --- |
+//! | `string` | any text |
+//! | `boolean` | exactly `true` or `false` |
+//! | `integer`, `integer[min, max]` | decimal integers (`010` is ten), within the bounds |
+//! | `float` | decimal numbers such as `1`, `-2.5`, `6.02e23` |
+//! | `pattern[/re/]` | text the regular expression matches (anywhere; anchor with `^...$`) |
+//! | `enum[a, b]` | one of the words |
+//! | `array[T]` | a list of T |
+//! | `hash` | a map with string keys |
+//! | `optional[T]` | T, or no value (null) |
+//! | `variant[T1, T2]` | a value exactly one of the types accepts in one way |
+
+mod convert;
+mod parse;
+mod value;
+
+use std::fmt;
+
+pub use value::Value;
+
+/// The declared type of an attribute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrType {
+    String,
+    Boolean,
+    /// Optionally bounded, both ends inclusive.
+    Integer(Option<(i64, i64)>),
+    Float,
+    Pattern(Pattern),
+    Enum(Vec<String>),
+    Array(Box<AttrType>),
+    Hash,
+    Optional(Box<AttrType>),
+    Variant(Vec<AttrType>),
+}
+
+/// A compiled `pattern[/re/]`; equal when written the same.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    source: String,
+    regex: regex::Regex,
+}
+
+impl Pattern {
+    pub fn new(source: &str) -> Result<Pattern, String> {
+        let regex = regex::Regex::new(source).map_err(|e| {
+            let detail = e.to_string();
+            let last = detail.lines().last().unwrap_or_default().trim().to_owned();
+            format!("invalid regular expression /{source}/: {last}")
+        })?;
+        Ok(Pattern {
+            source: source.to_owned(),
+            regex,
+        })
+    }
+
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex.is_match(text)
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for Pattern {}
+
+impl AttrType {
+    /// Parses a type string from metadata. Keywords are case-insensitive and
+    /// spaces around brackets and commas are ignored.
+    pub fn parse(text: &str) -> Result<AttrType, String> {
+        parse::parse(text)
+    }
+
+    /// True when the type accepts this text from the command line, as
+    /// `ensure` must accept `present` and `absent`.
+    pub fn accepts_text(&self, text: &str) -> bool {
+        self.parse_cli(text).is_ok()
+    }
+}
+
+impl fmt::Display for AttrType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |f: &mut fmt::Formatter<'_>, name: &str, items: &[AttrType]| {
+            let inner: Vec<String> = items.iter().map(ToString::to_string).collect();
+            write!(f, "{name}[{}]", inner.join(", "))
+        };
+        match self {
+            AttrType::String => f.write_str("string"),
+            AttrType::Boolean => f.write_str("boolean"),
+            AttrType::Integer(None) => f.write_str("integer"),
+            AttrType::Integer(Some((min, max))) => write!(f, "integer[{min}, {max}]"),
+            AttrType::Float => f.write_str("float"),
+            AttrType::Pattern(pattern) => write!(f, "pattern[/{}/]", pattern.source),
+            AttrType::Enum(members) => write!(f, "enum[{}]", members.join(", ")),
+            AttrType::Array(inner) => write!(f, "array[{inner}]"),
+            AttrType::Hash => f.write_str("hash"),
+            AttrType::Optional(inner) => write!(f, "optional[{inner}]"),
+            AttrType::Variant(types) => list(f, "variant", types),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

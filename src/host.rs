@@ -1,15 +1,14 @@
 //! The host: runs provider actions and turns their answers into typed
 //! resources and changes.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::check::{OutputCheck, Raw};
 use crate::error::{Error, Result};
 use crate::invoke::simple::{self, ListParser, OutputError, RawResource, UpdateParser};
-use crate::metadata::{Action, Kind};
+use crate::metadata::{Action, REDACTED};
 use crate::process::{self, Budget, Call, ProviderEnv, MAX_ANSWER};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
@@ -24,6 +23,9 @@ pub struct HostConfig {
     pub timeout: Duration,
     /// Passed to providers as `RALSH_ROOT_DIR`.
     pub root: PathBuf,
+    /// Treat values that do not fit their type, and undeclared attributes,
+    /// as errors instead of warnings.
+    pub strict: bool,
 }
 
 impl Default for HostConfig {
@@ -31,6 +33,7 @@ impl Default for HostConfig {
         HostConfig {
             timeout: Duration::from_secs(300),
             root: PathBuf::from("/"),
+            strict: false,
         }
     }
 }
@@ -41,7 +44,7 @@ pub struct Host {
     config: HostConfig,
     env: ProviderEnv,
     error_lines: AtomicUsize,
-    warned: Mutex<HashSet<(String, String)>>,
+    check: OutputCheck,
 }
 
 /// What an update answered, typed.
@@ -55,11 +58,12 @@ pub struct UpdateAnswer {
 impl Host {
     pub fn new(config: HostConfig) -> Host {
         let env = ProviderEnv::scrubbed(&config.root);
+        let strict = config.strict;
         Host {
             config,
             env,
             error_lines: AtomicUsize::new(0),
-            warned: Mutex::new(HashSet::new()),
+            check: OutputCheck::new(strict),
         }
     }
 
@@ -76,26 +80,27 @@ impl Host {
         &self,
         label: &str,
         program: &Path,
-        action: Action,
-        args: Vec<String>,
+        invocation: Invocation,
         sink: &mut process::LineSink,
     ) -> Result<process::Finished> {
+        let action = invocation.action;
         let describing = action == Action::Describe;
+        log::debug!(
+            "{label}: running {} {}",
+            program.display(),
+            escape(&invocation.shown.join(" "))
+        );
         let call = Call {
             label,
             program,
             action: action.as_str(),
-            args,
+            args: invocation.args,
             env: &self.env,
             timeout: self.config.timeout,
             max_answer: MAX_ANSWER,
             log_stderr: !describing,
+            secrets: invocation.secrets,
         };
-        log::debug!(
-            "{label}: running {} {}",
-            program.display(),
-            escape(&call.args.join(" "))
-        );
         let finished = process::run(&call, sink)?;
         // A describe's stderr fails discovery of that provider instead.
         if !describing {
@@ -112,8 +117,10 @@ impl Host {
         let finished = self.call(
             label,
             program,
-            Action::Describe,
-            simple::arguments(Action::Describe, None, [], false),
+            Invocation::plain(
+                Action::Describe,
+                simple::arguments(Action::Describe, None, [], false),
+            ),
             &mut |line| {
                 text.push_str(line);
                 text.push('\n');
@@ -145,18 +152,20 @@ impl Host {
         self.call(
             &label,
             &provider.source,
-            Action::List,
-            simple::arguments(Action::List, None, [], false),
+            Invocation::plain(
+                Action::List,
+                simple::arguments(Action::List, None, [], false),
+            ),
             &mut |line| match parser.feed(line).map_err(fail)? {
                 Some(raw) => {
-                    each(self.typed(provider, raw))?;
+                    each(self.typed(provider, Action::List, raw)?)?;
                     Ok(Budget::Reset)
                 }
                 None => Ok(Budget::Continue),
             },
         )?;
         if let Some(raw) = parser.finish().map_err(fail)? {
-            each(self.typed(provider, raw))?;
+            each(self.typed(provider, Action::List, raw)?)?;
         }
         Ok(())
     }
@@ -185,8 +194,10 @@ impl Host {
         self.call(
             &label,
             &provider.source,
-            Action::Find,
-            simple::arguments(Action::Find, Some(name), [], false),
+            Invocation::plain(
+                Action::Find,
+                simple::arguments(Action::Find, Some(name), [], false),
+            ),
             &mut |line| {
                 resources.extend(parser.feed(line).map_err(fail)?);
                 Ok(Budget::Continue)
@@ -210,9 +221,10 @@ impl Host {
             }
             answer = Some(raw);
         }
-        Ok(answer
+        answer
             .filter(|raw| raw.marker("ral_unknown") != Some("true"))
-            .map(|raw| self.typed(provider, raw)))
+            .map(|raw| self.typed(provider, Action::Find, raw))
+            .transpose()
     }
 
     /// Runs the updates of several plans. A simple provider gets one call
@@ -245,94 +257,72 @@ impl Host {
             });
         }
         let mut parser = UpdateParser::new(name);
-        let fail = |e| output_error(&label, Action::Update, e);
+        let secrets = secrets_of(provider, attrs);
+        let fail = |e| output_error(&label, Action::Update, redacted(e, &secrets));
         let args = simple::arguments(
             Action::Update,
             Some(name),
             attrs.iter().map(|(k, v)| (k.as_str(), v)),
             noop,
         );
+        let redacted_value = Value::String(REDACTED.to_owned());
+        let shown = simple::arguments(
+            Action::Update,
+            Some(name),
+            attrs.iter().map(|(k, v)| {
+                let sensitive = provider.attribute(k).is_some_and(|a| a.sensitive);
+                (k.as_str(), if sensitive { &redacted_value } else { v })
+            }),
+            noop,
+        );
         self.call(
             &label,
             &provider.source,
-            Action::Update,
-            args,
+            Invocation {
+                action: Action::Update,
+                args,
+                shown,
+                secrets: secrets.clone(),
+            },
             &mut |line| {
                 parser.feed(line).map_err(fail)?;
                 Ok(Budget::Continue)
             },
         )?;
         let report = parser.finish().map_err(fail)?;
+        let value = |attr: &str, text: &str| {
+            self.check
+                .value(provider, Action::Update, name, attr, Raw::Text(text))
+        };
         let changes = report
             .changes
             .into_iter()
-            .map(|change| Change {
-                is: self.value(provider, name, &change.attr, &change.is),
-                was: change
-                    .was
-                    .map(|was| self.value(provider, name, &change.attr, &was)),
-                attr: change.attr,
+            .map(|change| {
+                Ok(Change {
+                    is: value(&change.attr, &change.is)?,
+                    was: change
+                        .was
+                        .map(|was| value(&change.attr, &was))
+                        .transpose()?,
+                    attr: change.attr,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(UpdateAnswer {
             changes,
             derive: report.derive,
         })
     }
 
-    /// Types a raw resource: declared attributes are converted, write-only
-    /// ones dropped, undeclared ones kept as strings with a warning.
-    fn typed(&self, provider: &Provider, raw: RawResource) -> Resource {
-        let mut resource = Resource::bare(&raw.name);
-        for (key, text) in raw.attrs {
-            // `ral` is where JSON output puts the provider; `ral_*` are
-            // markers of the convention.
-            if key == "ral" || key.starts_with("ral_") {
-                continue;
-            }
-            if provider.attribute(&key).map(|a| a.kind) == Some(Kind::Write) {
-                continue;
-            }
-            let value = self.value(provider, &raw.name, &key, &text);
-            resource.attrs.insert(key, value);
-        }
-        resource
-    }
-
-    /// Converts one value from provider output, warning (once per provider
-    /// and attribute) when it is undeclared or does not fit its type.
-    fn value(&self, provider: &Provider, resource: &str, attr: &str, text: &str) -> Value {
-        let warning = match provider.attribute(attr) {
-            None => format!(
-                "reports attribute '{}', which its metadata does not declare",
-                escape(attr)
-            ),
-            Some(declared) => match declared.attr_type.parse_wire(text) {
-                Ok(value) => return value,
-                Err(reason) => format!(
-                    "resource '{}': attribute '{attr}' has value '{}', which is not a {}: {reason}",
-                    escape(resource),
-                    escape(text),
-                    declared.attr_type
-                ),
-            },
-        };
-        let label = provider.qualified_name();
-        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
-        // Bounded, so a provider inventing attribute names cannot grow it
-        // without end.
-        if warned.len() < MAX_WARNED && warned.insert((label.clone(), attr.to_owned())) {
-            log::warn!("{label}: {warning}");
-            if warned.len() == MAX_WARNED {
-                log::warn!("{label}: too many attribute warnings; further ones are not shown");
-            }
-        }
-        Value::String(text.to_owned())
+    fn typed(&self, provider: &Provider, action: Action, raw: RawResource) -> Result<Resource> {
+        self.check.resource(
+            provider,
+            action,
+            &raw.name,
+            raw.attrs.iter().map(|(k, v)| (k.as_str(), Raw::Text(v))),
+        )
     }
 }
-
-/// How many (provider, attribute) warnings are remembered and shown.
-const MAX_WARNED: usize = 100;
 
 /// Names travel as one line of `# simple` output, trimmed; a name that could
 /// not come back unchanged is refused before anything runs.
@@ -353,6 +343,45 @@ pub fn check_name(name: &str) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// What one provider call is given, and how it may be shown.
+struct Invocation {
+    action: Action,
+    args: Vec<String>,
+    /// The arguments as the debug log shows them (sensitive values redacted).
+    shown: Vec<String>,
+    /// Sensitive values, redacted from everything the provider says.
+    secrets: Vec<String>,
+}
+
+impl Invocation {
+    fn plain(action: Action, args: Vec<String>) -> Invocation {
+        Invocation {
+            action,
+            shown: args.clone(),
+            args,
+            secrets: Vec::new(),
+        }
+    }
+}
+
+/// The text of every sensitive value passed in a call.
+fn secrets_of(provider: &Provider, attrs: &[(String, Value)]) -> Vec<String> {
+    attrs
+        .iter()
+        .filter(|(key, _)| provider.attribute(key).is_some_and(|a| a.sensitive))
+        .map(|(_, value)| value.to_text())
+        .filter(|text| !text.is_empty())
+        .collect()
+}
+
+/// An output error with the secrets of the call taken out.
+fn redacted(error: OutputError, secrets: &[String]) -> OutputError {
+    match error {
+        OutputError::Protocol(message) => OutputError::Protocol(process::redact(&message, secrets)),
+        OutputError::Reported(message) => OutputError::Reported(process::redact(&message, secrets)),
+    }
 }
 
 fn output_error(label: &str, action: Action, error: OutputError) -> Error {

@@ -15,6 +15,7 @@
 //! 3. [`Host::list`], [`Host::find`] and [`update::apply`] talk to it.
 
 pub mod bundled;
+pub mod check;
 pub mod discovery;
 pub mod error;
 mod host;

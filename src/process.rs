@@ -27,6 +27,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::metadata::REDACTED;
 use crate::text::escape;
 
 /// The longest line accepted from a provider, in bytes.
@@ -112,6 +113,9 @@ pub struct Call<'a> {
     /// Log stderr lines as they come. When false (describe), they are only
     /// collected, so a provider that is then skipped makes one warning.
     pub log_stderr: bool,
+    /// Values (sensitive ones) replaced by `[redacted]` in every stderr line
+    /// before it is logged or quoted.
+    pub secrets: Vec<String>,
 }
 
 /// What a finished call left behind besides its stdout.
@@ -296,7 +300,12 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
     // for good, so an interrupt always reaches a thread that acts on it.
     let exit = watch_exit(group, sender.clone());
     spawn_stdout_reader(stdout_reader, sender);
-    let stderr = spawn_stderr_logger(stderr_reader, call.label.to_owned(), call.log_stderr);
+    let stderr = spawn_stderr_logger(
+        stderr_reader,
+        call.label.to_owned(),
+        call.log_stderr,
+        call.secrets.clone(),
+    );
     drop(held);
     let child = Child {
         handle,
@@ -652,6 +661,16 @@ fn spawn_stdout_reader(pipe: std::io::PipeReader, sender: SyncSender<StdoutEvent
     });
 }
 
+/// Replaces every occurrence of a secret by `[redacted]`.
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .filter(|secret| !secret.is_empty())
+        .fold(text.to_owned(), |text, secret| {
+            text.replace(secret.as_str(), REDACTED)
+        })
+}
+
 /// Splits a `LEVEL:` prefix off a stderr line; the default level is warn.
 pub fn stderr_level(line: &str) -> (log::Level, &str) {
     if let Some((prefix, rest)) = line.split_once(':') {
@@ -673,6 +692,7 @@ fn spawn_stderr_logger(
     pipe: std::io::PipeReader,
     label: String,
     log_lines: bool,
+    secrets: Vec<String>,
 ) -> Receiver<StderrSummary> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
@@ -689,7 +709,7 @@ fn spawn_stderr_logger(
                 Ok(Bounded::TooLong) => true,
                 Ok(Bounded::Eof) | Err(_) => break,
             };
-            let text = escape(&String::from_utf8_lossy(&buf));
+            let text = escape(&redact(&String::from_utf8_lossy(&buf), &secrets));
             let (level, message) = stderr_level(&text);
             let message = if truncated {
                 format!("{message}... (line cut at {MAX_LINE} bytes)")

@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use crate::metadata::Attribute;
+use crate::metadata::{Attribute, REDACTED};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::text::escape;
@@ -77,6 +77,15 @@ fn summary_of(desc: &str) -> String {
     }
 }
 
+/// A value, or `[redacted]` for a sensitive attribute.
+pub fn shown(provider: &Provider, attr: &str, val: &Value) -> String {
+    if provider.attribute(attr).is_some_and(|a| a.sensitive) {
+        REDACTED.to_owned()
+    } else {
+        value(val)
+    }
+}
+
 /// The provider list of a bare `ralsh`.
 pub fn providers(out: &mut impl Write, providers: &[Provider], style: Style) -> io::Result<()> {
     let width = providers
@@ -114,7 +123,12 @@ pub fn resource(
     )?;
     for (key, val) in attrs {
         let padding = " ".repeat(width - key.len());
-        writeln!(out, "  {}{padding} => {},", escape(key), value(val))?;
+        writeln!(
+            out,
+            "  {}{padding} => {},",
+            escape(key),
+            shown(provider, key, val)
+        )?;
     }
     writeln!(out, "}}")
 }
@@ -122,6 +136,7 @@ pub fn resource(
 /// The changes of an update, one line each.
 pub fn changes(
     out: &mut impl Write,
+    provider: &Provider,
     changes: &[Change],
     noop: bool,
     style: Style,
@@ -130,12 +145,14 @@ pub fn changes(
         return writeln!(out, "no changes needed");
     }
     for change in changes {
-        let was = change.was.as_ref().map_or("(none)".to_owned(), value);
+        let was = change.was.as_ref().map_or("(none)".to_owned(), |was| {
+            shown(provider, &change.attr, was)
+        });
         let line = format!(
             "{}: {} -> {}",
             escape(&change.attr),
             style.paint("31", &was),
-            style.paint("32", &value(&change.is))
+            style.paint("32", &shown(provider, &change.attr, &change.is))
         );
         if noop {
             writeln!(out, "{line} (noop: would change)")?;
@@ -154,10 +171,11 @@ pub fn outcome(
     style: Style,
 ) -> io::Result<()> {
     resource(out, provider, &outcome.resource, style)?;
-    changes(out, &outcome.changes, outcome.noop, style)
+    changes(out, provider, &outcome.changes, outcome.noop, style)
 }
 
-/// `--explain`: the provider and each attribute's desc, type and kind.
+/// `--explain`: the provider and each attribute's type, kind, desc, and
+/// whether it is required, defaulted or sensitive.
 pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::Result<()> {
     writeln!(out, "{}", style.paint("1", &provider.qualified_name()))?;
     writeln!(
@@ -165,26 +183,14 @@ pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::R
         "  source:   {}",
         escape(&provider.source.to_string_lossy())
     )?;
-    writeln!(
-        out,
-        "  actions:  {}",
-        provider
-            .meta
-            .actions
-            .iter()
-            .map(|a| a.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )?;
-    writeln!(
-        out,
-        "  noop:     {}",
-        if provider.meta.supports_noop {
-            "supported"
-        } else {
-            "derived by ralsh (update is never called)"
-        }
-    )?;
+    let actions: Vec<&str> = provider.meta.actions.iter().map(|a| a.as_str()).collect();
+    writeln!(out, "  actions:  {}", actions.join(", "))?;
+    let noop = if provider.meta.supports_noop {
+        "supported"
+    } else {
+        "derived by ralsh (update is never called)"
+    };
+    writeln!(out, "  noop:     {noop}")?;
     for line in provider.meta.desc.lines() {
         writeln!(out, "  {}", escape(line))?;
     }
@@ -197,16 +203,34 @@ pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::R
         .max()
         .unwrap_or(0);
     for attr in attrs {
-        writeln!(
-            out,
-            "  {:name_width$}  {:type_width$}  {:2}  {}",
+        let mut notes = Vec::new();
+        if attr.required {
+            notes.push("required".to_owned());
+        }
+        if let Some(default) = &attr.default {
+            notes.push(format!("default: {}", shown(provider, &attr.name, default)));
+        }
+        if attr.sensitive {
+            notes.push("sensitive".to_owned());
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
+        };
+        let line = format!(
+            "  {:name_width$}  {:type_width$}  {:4}  {}{notes}",
             attr.name,
             attr.attr_type.to_string(),
             attr.kind.as_str(),
             escape(attr.desc.trim())
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
-    Ok(())
+    writeln!(
+        out,
+        "kinds: r read-only, w write-only parameter, rw read-write, init set at creation only"
+    )
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
 
+use crate::metadata::REDACTED;
 use crate::provider::Provider;
 use crate::resource::Resource;
+use crate::types::Value;
 use crate::update::Outcome;
 
 /// `{"providers": [...]}`.
@@ -19,12 +21,22 @@ pub fn providers(providers: &[Provider]) -> Json {
                 .attributes
                 .values()
                 .map(|a| {
-                    json!({
+                    let mut entry = json!({
                         "name": a.name,
                         "desc": a.desc,
                         "type": a.attr_type.to_string(),
                         "kind": a.kind.as_str(),
-                    })
+                    });
+                    if a.required {
+                        entry["required"] = Json::Bool(true);
+                    }
+                    if a.sensitive {
+                        entry["sensitive"] = Json::Bool(true);
+                    }
+                    if let Some(default) = &a.default {
+                        entry["default"] = shown(p, &a.name, default);
+                    }
+                    entry
                 })
                 .collect();
             json!({
@@ -45,7 +57,7 @@ pub fn resource(provider: &Provider, resource: &Resource) -> Json {
     let mut map = Map::new();
     map.insert("name".to_owned(), Json::from(resource.name.as_str()));
     for (key, value) in resource.display_order() {
-        map.insert(key.to_owned(), Json::from(value));
+        map.insert(key.to_owned(), shown(provider, key, value));
     }
     map.insert(
         "ral".to_owned(),
@@ -54,23 +66,49 @@ pub fn resource(provider: &Provider, resource: &Resource) -> Json {
     Json::Object(map)
 }
 
-/// `{"result": [{"resource", "changes"}]}`, with `"noop": true` on a preview.
-pub fn outcome(provider: &Provider, outcome: &Outcome) -> Json {
+/// A value, or `"[redacted]"` for a sensitive attribute.
+fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
+    if provider.attribute(attr).is_some_and(|a| a.sensitive) {
+        Json::from(REDACTED)
+    } else {
+        Json::from(value)
+    }
+}
+
+/// One entry of `result`: the resource and its changes, or, when that
+/// resource failed in a batch, its name and the error.
+fn result_entry(provider: &Provider, name: &str, outcome: &Result<Outcome, String>) -> Json {
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(message) => return json!({ "name": name, "error": { "message": message } }),
+    };
     let changes: Vec<Json> = outcome
         .changes
         .iter()
         .map(|c| {
             json!({
                 "attr": c.attr,
-                "is": Json::from(&c.is),
-                "was": c.was.as_ref().map_or(Json::Null, Json::from),
+                "is": shown(provider, &c.attr, &c.is),
+                "was": c.was.as_ref().map_or(Json::Null, |was| shown(provider, &c.attr, was)),
             })
         })
         .collect();
-    let mut doc = json!({
-        "result": [{ "resource": resource(provider, &outcome.resource), "changes": changes }]
-    });
-    if outcome.noop {
+    json!({ "resource": resource(provider, &outcome.resource), "changes": changes })
+}
+
+/// `{"result": [...]}` for one or more updates, with `"noop": true` on a
+/// preview.
+pub fn outcomes(
+    provider: &Provider,
+    results: &[(String, Result<Outcome, String>)],
+    noop: bool,
+) -> Json {
+    let entries: Vec<Json> = results
+        .iter()
+        .map(|(name, outcome)| result_entry(provider, name, outcome))
+        .collect();
+    let mut doc = json!({ "result": entries });
+    if noop {
         doc["noop"] = Json::Bool(true);
     }
     doc

@@ -126,15 +126,15 @@ fn explain_shows_attributes_with_desc_type_and_kind() {
     let run = sandbox.ralsh(&["-e", "scripted"]);
     let out = &run.expect(0).stdout;
     assert!(
-        out.contains("  enabled  boolean                rw  a flag\n"),
+        out.contains("  enabled  boolean                rw    a flag\n"),
         "{out}"
     );
     assert!(
-        out.contains("  ensure   enum[present, absent]  rw  whether it exists\n"),
+        out.contains("  ensure   enum[present, absent]  rw    whether it exists\n"),
         "{out}"
     );
     assert!(
-        out.contains("  serial   string                 r   a read-only attribute\n"),
+        out.contains("  serial   string                 r     a read-only attribute\n"),
         "{out}"
     );
     assert!(

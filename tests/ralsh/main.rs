@@ -10,4 +10,5 @@ mod process;
 mod quoting;
 mod simple_output;
 mod support;
+mod types;
 mod update;

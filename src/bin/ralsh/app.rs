@@ -125,6 +125,7 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     let host = Host::new(HostConfig {
         timeout: args.timeout,
         root,
+        strict: args.strict,
     });
     let bundled = match bundled::data_dir() {
         Ok(dir) => Some(dir),
@@ -181,14 +182,72 @@ fn dispatch(
         }
         return show(&mut stdout, output, host, provider, name, args.absent);
     }
-    let request = Request::parse(provider, name, &args.attrs)?;
-    let outcome = update::apply(host, provider, &request, args.noop)?;
-    if output.json {
-        writeln!(stdout, "{}", json::outcome(provider, &outcome))?;
-    } else {
-        human::outcome(&mut stdout, provider, &outcome, output.style)?;
+    change(
+        &mut stdout,
+        output,
+        host,
+        provider,
+        name,
+        &args.attrs,
+        args.noop,
+    )
+}
+
+/// `ralsh TYPE NAME [NAME...] ATTR=VALUE...`: words before the first
+/// `ATTR=VALUE` are further names, and all of them get the same change, as
+/// one batch.
+fn change(
+    out: &mut impl Write,
+    output: &Output,
+    host: &Host,
+    provider: &Provider,
+    first: &str,
+    words: &[String],
+    noop: bool,
+) -> anyhow::Result<Status> {
+    let split = words.iter().position(|word| word.contains('='));
+    let (more_names, attrs) = match split {
+        Some(at) => words.split_at(at),
+        None => (&words[..0], words),
+    };
+    let names: Vec<&str> = std::iter::once(first)
+        .chain(more_names.iter().map(String::as_str))
+        .collect();
+    let requests = names
+        .iter()
+        .map(|name| Request::parse(provider, name, attrs))
+        .collect::<ral::error::Result<Vec<_>>>()?;
+    let mut outcomes = update::apply_many(host, provider, &requests, noop)?;
+    if names.len() == 1 {
+        // One resource: a failure is the command's error, reported as usual.
+        let outcome = outcomes.pop().expect("one outcome")?;
+        outcomes.push(Ok(outcome));
     }
-    Ok(Status::Success)
+    let results: Vec<(String, Result<update::Outcome, String>)> = names
+        .iter()
+        .zip(outcomes)
+        .map(|(name, outcome)| (name.to_string(), outcome.map_err(|e| e.to_string())))
+        .collect();
+    let failed = results.iter().filter(|(_, r)| r.is_err()).count();
+    if output.json {
+        writeln!(out, "{}", json::outcomes(provider, &results, noop))?;
+    } else {
+        for (_, result) in &results {
+            if let Ok(outcome) = result {
+                human::outcome(&mut *out, provider, outcome, output.style)?;
+            }
+        }
+    }
+    for (_, result) in &results {
+        if let Err(message) = result {
+            eprintln!("ralsh: error: {}", escape_lines(message));
+        }
+    }
+    Ok(if failed > 0 {
+        Status::Error
+    } else {
+        Status::Success
+    })
 }
 
 fn print_providers(

@@ -52,6 +52,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
 
+    /// Treat provider output that breaks the metadata (a value of the wrong
+    /// type, an undeclared attribute) as an error instead of a warning.
+    #[arg(long)]
+    pub strict: bool,
+
     /// Only log errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,

@@ -1,0 +1,147 @@
+//! Checking what providers report against their metadata: every value is
+//! converted to its declared type; a value that does not fit, or an
+//! attribute the metadata does not declare, is a warning naming provider,
+//! resource, attribute and value (once per provider and attribute), or an
+//! error under `--strict`. Sensitive values are never shown.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+use crate::metadata::{Action, Kind, REDACTED};
+use crate::provider::Provider;
+use crate::resource::Resource;
+use crate::text::escape;
+use crate::types::Value;
+
+/// A value as a provider wrote it.
+#[derive(Debug, Clone, Copy)]
+pub enum Raw<'a> {
+    /// From `# simple` output.
+    Text(&'a str),
+    /// From a json-convention document.
+    Json(&'a serde_json::Value),
+}
+
+impl Raw<'_> {
+    fn untyped(self) -> Value {
+        match self {
+            Raw::Text(text) => Value::String(text.to_owned()),
+            Raw::Json(json) => Value::from_json(json),
+        }
+    }
+
+    fn shown(self) -> String {
+        match self {
+            Raw::Text(text) => format!("'{}'", escape(text)),
+            Raw::Json(json) => escape(&json.to_string()),
+        }
+    }
+}
+
+/// How many (provider, attribute) warnings are remembered and shown.
+const MAX_WARNED: usize = 100;
+
+/// The output checker of one host.
+#[derive(Debug, Default)]
+pub struct OutputCheck {
+    strict: bool,
+    warned: Mutex<HashSet<(String, String)>>,
+}
+
+impl OutputCheck {
+    pub fn new(strict: bool) -> OutputCheck {
+        OutputCheck {
+            strict,
+            warned: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Builds a typed resource; write-only attributes are dropped, and
+    /// `ral`/`ral_*` keys belong to the convention.
+    pub fn resource<'a>(
+        &self,
+        provider: &Provider,
+        action: Action,
+        name: &str,
+        attrs: impl IntoIterator<Item = (&'a str, Raw<'a>)>,
+    ) -> Result<Resource> {
+        if name.is_empty() {
+            return Err(Error::Protocol {
+                provider: provider.qualified_name(),
+                action: action.as_str().to_owned(),
+                message: "a resource has an empty name".to_owned(),
+            });
+        }
+        let mut resource = Resource::bare(name);
+        for (key, raw) in attrs {
+            if key == "name" || key == "ral" || key.starts_with("ral_") {
+                continue;
+            }
+            if provider.attribute(key).map(|a| a.kind) == Some(Kind::Write) {
+                continue;
+            }
+            let value = self.value(provider, action, name, key, raw)?;
+            resource.attrs.insert(key.to_owned(), value);
+        }
+        Ok(resource)
+    }
+
+    /// Converts one reported value to its declared type.
+    pub fn value(
+        &self,
+        provider: &Provider,
+        action: Action,
+        resource: &str,
+        attr: &str,
+        raw: Raw,
+    ) -> Result<Value> {
+        let problem = match provider.attribute(attr) {
+            None => format!(
+                "resource '{}': attribute '{}' (value {}) is not declared in the metadata",
+                escape(resource),
+                escape(attr),
+                raw.shown()
+            ),
+            Some(declared) => {
+                let converted = match raw {
+                    Raw::Text(text) => declared.attr_type.parse_wire(text),
+                    Raw::Json(json) => declared.attr_type.check_json(json),
+                };
+                match converted {
+                    Ok(value) => return Ok(value),
+                    Err(_) if declared.sensitive => format!(
+                        "resource '{}': attribute '{attr}' has value {REDACTED}, which is not a {}",
+                        escape(resource),
+                        declared.attr_type
+                    ),
+                    Err(reason) => format!(
+                        "resource '{}': attribute '{attr}' has value {}, which is not a {}: {}",
+                        escape(resource),
+                        raw.shown(),
+                        declared.attr_type,
+                        escape(&reason)
+                    ),
+                }
+            }
+        };
+        let label = provider.qualified_name();
+        if self.strict {
+            return Err(Error::Protocol {
+                provider: label,
+                action: action.as_str().to_owned(),
+                message: format!("{problem} (--strict)"),
+            });
+        }
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded, so a provider inventing attribute names cannot grow it
+        // without end.
+        if warned.len() < MAX_WARNED && warned.insert((label.clone(), attr.to_owned())) {
+            log::warn!("{label}: {problem}");
+            if warned.len() == MAX_WARNED {
+                log::warn!("{label}: too many attribute warnings; further ones are not shown");
+            }
+        }
+        Ok(raw.untyped())
+    }
+}

@@ -15,6 +15,28 @@ use crate::types::{AttrType, Value};
 pub enum Invoke {
     /// `ral_action=...` arguments and `# simple` output.
     Simple,
+    /// One JSON document in on stdin, one out on stdout.
+    Json,
+}
+
+impl Invoke {
+    /// The actions this convention knows, and the one a provider must have.
+    fn actions(self) -> (&'static [Action], Action) {
+        match self {
+            Invoke::Simple => (
+                &[Action::Describe, Action::List, Action::Find, Action::Update],
+                Action::List,
+            ),
+            Invoke::Json => (&[Action::Describe, Action::Get, Action::Set], Action::Get),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Invoke::Simple => "simple",
+            Invoke::Json => "json",
+        }
+    }
 }
 
 /// An action a provider can perform.
@@ -24,17 +46,21 @@ pub enum Action {
     List,
     Find,
     Update,
+    /// json convention: read resources.
+    Get,
+    /// json convention: change resources.
+    Set,
 }
 
 impl Action {
-    pub const ALL: [Action; 4] = [Action::Describe, Action::List, Action::Find, Action::Update];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Describe => "describe",
             Action::List => "list",
             Action::Find => "find",
             Action::Update => "update",
+            Action::Get => "get",
+            Action::Set => "set",
         }
     }
 }
@@ -154,6 +180,14 @@ impl Metadata {
 
     pub fn supports(&self, action: Action) -> bool {
         self.actions.contains(&action)
+    }
+
+    /// The action that changes resources in this provider's convention.
+    pub fn update_action(&self) -> Action {
+        match self.invoke {
+            Invoke::Simple => Action::Update,
+            Invoke::Json => Action::Set,
+        }
     }
 }
 
@@ -300,20 +334,24 @@ impl RawProvider {
         }
         let invoke = match self.invoke.as_str() {
             "simple" => Invoke::Simple,
-            other => {
-                return Err(format!(
-                    "provider.invoke: unknown calling convention '{other}' (supported: simple)"
-                ))
-            }
+            "json" => Invoke::Json,
+            other => return Err(format!(
+                "provider.invoke: unknown calling convention '{other}' (supported: simple, json)"
+            )),
         };
+        let (known, required) = invoke.actions();
         let mut actions = Vec::new();
         for text in &self.actions {
-            let action = Action::ALL
-                .into_iter()
+            let action = known
+                .iter()
+                .copied()
                 .find(|a| a.as_str() == text)
                 .ok_or_else(|| {
+                    let names: Vec<&str> = known.iter().map(|a| a.as_str()).collect();
                     format!(
-                        "provider.actions: unknown action '{text}' (known: describe, list, find, update)"
+                        "provider.actions: unknown action '{text}' for the {} convention (known: {})",
+                        invoke.as_str(),
+                        names.join(", ")
                     )
                 })?;
             if actions.contains(&action) {
@@ -321,8 +359,12 @@ impl RawProvider {
             }
             actions.push(action);
         }
-        if !actions.contains(&Action::List) {
-            return Err("provider.actions must include list".to_owned());
+        if !actions.contains(&required) {
+            return Err(format!(
+                "provider.actions must include {} for the {} convention",
+                required.as_str(),
+                invoke.as_str()
+            ));
         }
         let suitable = match self.suitable {
             RawSuitable::Fixed(flag) => Suitable::Fixed(flag),
@@ -489,8 +531,13 @@ mod tests {
             ("type: thing", "type: 'a b'", "provider.type"),
             (
                 "invoke: simple",
+                "invoke: yaml",
+                "unknown calling convention 'yaml'",
+            ),
+            (
+                "invoke: simple",
                 "invoke: json",
-                "unknown calling convention 'json'",
+                "unknown action 'list' for the json convention (known: describe, get, set)",
             ),
             ("actions: [list]", "actions: [find]", "must include list"),
             (

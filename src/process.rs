@@ -110,6 +110,11 @@ pub struct Call<'a> {
     /// Limit on the bytes of one answer: all of stdout, or one resource when
     /// the [`LineSink`] resets the budget at each new resource.
     pub max_answer: usize,
+    /// The longest stdout line accepted ([`MAX_LINE`] for line-based
+    /// conventions; a JSON document may be one long line).
+    pub max_line: usize,
+    /// What the provider reads on stdin; `/dev/null` when `None`.
+    pub stdin: Option<Vec<u8>>,
     /// Log stderr lines as they come. When false (describe), they are only
     /// collected, so a provider that is then skipped makes one warning.
     pub log_stderr: bool,
@@ -259,9 +264,12 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
         // The expression owns the write ends; dropping it at the end of this
         // block leaves the child as their only holder, so EOF means the
         // provider (and everything it started) closed them.
-        let expression = duct::cmd(call.program, &call.args)
-            .dir("/")
-            .stdin_null()
+        let command = duct::cmd(call.program, &call.args).dir("/");
+        let command = match &call.stdin {
+            Some(bytes) => command.stdin_bytes(bytes.clone()),
+            None => command.stdin_null(),
+        };
+        let expression = command
             .stdout_file(stdout_writer)
             .stderr_file(stderr_writer)
             .full_env(call.env.vars.iter().cloned())
@@ -299,7 +307,7 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
     // Started while the signals are held, these threads keep them blocked
     // for good, so an interrupt always reaches a thread that acts on it.
     let exit = watch_exit(group, sender.clone());
-    spawn_stdout_reader(stdout_reader, sender);
+    spawn_stdout_reader(stdout_reader, sender, call.max_line);
     let stderr = spawn_stderr_logger(
         stderr_reader,
         call.label.to_owned(),
@@ -413,9 +421,10 @@ impl Child<'_> {
                 }
                 Received::Value(StdoutEvent::Eof) | Received::Closed => break,
                 Received::Value(StdoutEvent::TooLong) => {
-                    return Err(
-                        self.abandon(format!("a line of output is longer than {MAX_LINE} bytes"))
-                    )
+                    return Err(self.abandon(format!(
+                        "a line of output is longer than {} bytes",
+                        self.call.max_line
+                    )))
                 }
                 Received::Value(StdoutEvent::Failed(e)) => {
                     return Err(self.abandon(format!("reading its output failed: {e}")))
@@ -624,14 +633,18 @@ const STDOUT_BATCHES: usize = 16;
 /// A batch is handed over once it holds this many bytes (plus one line).
 const BATCH_BYTES: usize = 64 * 1024;
 
-fn spawn_stdout_reader(pipe: std::io::PipeReader, sender: SyncSender<StdoutEvent>) {
+fn spawn_stdout_reader(
+    pipe: std::io::PipeReader,
+    sender: SyncSender<StdoutEvent>,
+    max_line: usize,
+) {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(pipe);
         let mut buf = Vec::new();
         let mut batch = Vec::new();
         let mut batch_bytes = 0;
         loop {
-            let end = match read_bounded(&mut reader, MAX_LINE, &mut buf) {
+            let end = match read_bounded(&mut reader, max_line, &mut buf) {
                 Ok(Bounded::Line) => {
                     batch_bytes += buf.len();
                     batch.push(String::from_utf8_lossy(&buf).into_owned());

@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::host::{check_name, Host};
-use crate::metadata::{Action, Kind, REDACTED};
+use crate::metadata::{Kind, REDACTED};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::text::escape;
@@ -38,10 +38,11 @@ impl Request {
             provider: provider.qualified_name(),
             message,
         };
-        if !provider.meta.supports(Action::Update) {
+        let update = provider.meta.update_action();
+        if !provider.meta.supports(update) {
             return Err(Error::Unsupported {
                 provider: provider.qualified_name(),
-                action: "update".to_owned(),
+                action: update.as_str().to_owned(),
             });
         }
         check_name(name).map_err(reject)?;
@@ -124,6 +125,8 @@ fn settable_names(provider: &Provider) -> Vec<&str> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub name: String,
+    /// Whether find knew the resource at all.
+    pub found: bool,
     /// The state find reported (or the absent state).
     pub state: Resource,
     /// The attributes update must change; empty when nothing differs.
@@ -143,6 +146,7 @@ impl Plan {
             message,
         };
         let exists = found.as_ref().is_some_and(|r| !r.is_absent());
+        let known = found.is_some();
         let state = found.unwrap_or_else(|| absent_state(provider, &request.name));
         let mut wanted = request.attrs.clone();
         if request.wants_absent() {
@@ -195,6 +199,7 @@ impl Plan {
             .collect();
         Ok(Plan {
             name: request.name.clone(),
+            found: known,
             state,
             should,
         })

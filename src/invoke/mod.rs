@@ -2,5 +2,6 @@
 //! answers are read back. Only the simple convention exists so far; each
 //! convention gets its own module here.
 
+pub mod json;
 pub mod quoting;
 pub mod simple;

@@ -269,3 +269,57 @@ fn a_changed_bundled_provider_is_written_again() {
     );
     run.stderr_has("are incomplete or were changed; writing them again");
 }
+
+#[test]
+fn group_is_managed_through_the_json_convention() {
+    let sandbox = Sandbox::new();
+    let group = "# groups\nroot:x:0:\nstaff:x:50:alice\n";
+    sandbox.write("etc/group", group);
+    let doc = sandbox.ralsh(&["-j", "group", "staff"]).expect(0).json();
+    assert_eq!(
+        doc["resource"]["gid"],
+        serde_json::json!(50),
+        "gid stays an integer"
+    );
+    // noop changes nothing
+    sandbox
+        .ralsh(&["-n", "group", "staff", "members=alice,bob"])
+        .expect(0)
+        .stdout_has("(noop: would change)");
+    assert_eq!(sandbox.read("etc/group"), group);
+    // change, then the same again is no change
+    let run = sandbox.ralsh(&["group", "staff", "members=alice,bob"]);
+    run.expect(0)
+        .stdout_has("members: ['alice'] -> ['alice', 'bob']");
+    assert_eq!(
+        sandbox.read("etc/group"),
+        "# groups\nroot:x:0:\nstaff:x:50:alice,bob\n"
+    );
+    sandbox
+        .ralsh(&["group", "staff", "members=alice,bob"])
+        .expect(0)
+        .stdout_has("no changes needed");
+    // gid is set at creation only
+    sandbox
+        .ralsh(&["group", "staff", "gid=51"])
+        .expect(2)
+        .stderr_has("attribute 'gid' can only be set when 'staff' is created");
+    // create with an explicit gid, then delete
+    let doc = sandbox
+        .ralsh(&["-j", "group", "devs", "ensure=present", "gid=1200"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["result"][0]["resource"]["gid"], serde_json::json!(1200));
+    assert!(sandbox.read("etc/group").ends_with("devs:x:1200:\n"));
+    sandbox
+        .ralsh(&["group", "devs", "ensure=absent"])
+        .expect(0)
+        .stdout_has("ensure: 'present' -> 'absent'");
+    assert_eq!(
+        sandbox.read("etc/group"),
+        "# groups\nroot:x:0:\nstaff:x:50:alice,bob\n"
+    );
+    sandbox
+        .ralsh(&["group", "bad:name", "ensure=present"])
+        .expect(2);
+}

@@ -47,7 +47,7 @@ fn broken_providers_are_skipped_with_one_warning_each() {
             "bad_yaml.yaml: found unexpected end of stream",
         ),
         ("unknown_key.prov", "unknown field `colour`"),
-        ("json_invoke.prov", "unknown calling convention 'json'"),
+        ("unknown_invoke.prov", "unknown calling convention 'holo'"),
         ("describe_fails.prov", "describe failed: exit status 3"),
         ("describe_stderr.prov", "describe: wrote to stderr"),
     ] {

@@ -5,6 +5,7 @@ mod bundled;
 mod cli;
 mod discovery;
 mod example;
+mod json_convention;
 mod metadata_schema;
 mod process;
 mod quoting;

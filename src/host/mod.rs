@@ -1,5 +1,8 @@
 //! The host: runs provider actions and turns their answers into typed
-//! resources and changes.
+//! resources and changes. The simple convention is handled here, the json
+//! convention in [`json`].
+
+mod json;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,8 +11,8 @@ use std::time::Duration;
 use crate::check::{OutputCheck, Raw};
 use crate::error::{Error, Result};
 use crate::invoke::simple::{self, ListParser, OutputError, RawResource, UpdateParser};
-use crate::metadata::{Action, REDACTED};
-use crate::process::{self, Budget, Call, ProviderEnv, MAX_ANSWER};
+use crate::metadata::{Action, Invoke, REDACTED};
+use crate::process::{self, Budget, Call, ProviderEnv, MAX_ANSWER, MAX_LINE};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::text::{escape, escape_lines};
@@ -97,7 +100,9 @@ impl Host {
             args: invocation.args,
             env: &self.env,
             timeout: self.config.timeout,
-            max_answer: MAX_ANSWER,
+            max_answer: invocation.max_answer,
+            max_line: invocation.max_line,
+            stdin: invocation.stdin,
             log_stderr: !describing,
             secrets: invocation.secrets,
         };
@@ -146,6 +151,9 @@ impl Host {
         provider: &Provider,
         each: &mut dyn FnMut(Resource) -> Result<()>,
     ) -> Result<()> {
+        if provider.meta.invoke == Invoke::Json {
+            return self.json_list(provider, each);
+        }
         let label = provider.qualified_name();
         let mut parser = ListParser::default();
         let fail = |e| output_error(&label, Action::List, e);
@@ -177,6 +185,9 @@ impl Host {
             provider: provider.qualified_name(),
             message,
         })?;
+        if provider.meta.invoke == Invoke::Json {
+            return self.json_find(provider, name);
+        }
         if !provider.meta.supports(Action::Find) {
             let mut found = None;
             self.list(provider, &mut |resource| {
@@ -235,6 +246,9 @@ impl Host {
         plans: &[&Plan],
         noop: bool,
     ) -> Result<Vec<Result<UpdateAnswer>>> {
+        if provider.meta.invoke == Invoke::Json {
+            return self.json_update_batch(provider, plans, noop);
+        }
         Ok(plans
             .iter()
             .map(|plan| self.update(provider, &plan.name, &plan.should, noop))
@@ -279,10 +293,9 @@ impl Host {
             &label,
             &provider.source,
             Invocation {
-                action: Action::Update,
-                args,
                 shown,
                 secrets: secrets.clone(),
+                ..Invocation::plain(Action::Update, args)
             },
             &mut |line| {
                 parser.feed(line).map_err(fail)?;
@@ -349,6 +362,10 @@ pub fn check_name(name: &str) -> std::result::Result<(), String> {
 struct Invocation {
     action: Action,
     args: Vec<String>,
+    /// The JSON document for stdin (json convention).
+    stdin: Option<Vec<u8>>,
+    max_line: usize,
+    max_answer: usize,
     /// The arguments as the debug log shows them (sensitive values redacted).
     shown: Vec<String>,
     /// Sensitive values, redacted from everything the provider says.
@@ -361,6 +378,9 @@ impl Invocation {
             action,
             shown: args.clone(),
             args,
+            stdin: None,
+            max_line: MAX_LINE,
+            max_answer: MAX_ANSWER,
             secrets: Vec::new(),
         }
     }

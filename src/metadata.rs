@@ -335,9 +335,11 @@ impl RawProvider {
         let invoke = match self.invoke.as_str() {
             "simple" => Invoke::Simple,
             "json" => Invoke::Json,
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "provider.invoke: unknown calling convention '{other}' (supported: simple, json)"
-            )),
+            ))
+            }
         };
         let (known, required) = invoke.actions();
         let mut actions = Vec::new();

@@ -8,6 +8,7 @@ mod example;
 mod json_convention;
 mod metadata_schema;
 mod process;
+mod properties;
 mod quoting;
 mod simple_output;
 mod support;

@@ -81,6 +81,10 @@ impl OutputCheck {
             if provider.attribute(key).map(|a| a.kind) == Some(Kind::Write) {
                 continue;
             }
+            // JSON null means "no value": the attribute is simply not set.
+            if matches!(raw, Raw::Json(serde_json::Value::Null)) {
+                continue;
+            }
             let value = self.value(provider, action, name, key, raw)?;
             resource.attrs.insert(key.to_owned(), value);
         }
@@ -96,6 +100,9 @@ impl OutputCheck {
         attr: &str,
         raw: Raw,
     ) -> Result<Value> {
+        if matches!(raw, Raw::Json(serde_json::Value::Null)) {
+            return Ok(Value::Null);
+        }
         let problem = match provider.attribute(attr) {
             None => format!(
                 "resource '{}': attribute '{}' (value {}) is not declared in the metadata",

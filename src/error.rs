@@ -48,12 +48,14 @@ pub enum Error {
         message: String,
     },
 
-    /// The provider reported an error itself (`ral_error`).
-    #[error("{provider}: {action} reported an error: {message}")]
+    /// The provider reported an error itself (`ral_error`, or a json
+    /// `error` with its kind: unknown, forbidden or failed).
+    #[error("{provider}: {action} reported an error: {message}{}", kind.as_ref().map(|k| format!(" ({k})")).unwrap_or_default())]
     Reported {
         provider: String,
         action: String,
         message: String,
+        kind: Option<String>,
     },
 
     /// A request that was rejected before anything ran.
@@ -101,6 +103,14 @@ impl Error {
         Error::Io {
             context: context.into(),
             source,
+        }
+    }
+
+    /// The kind a json provider gave its error, if any.
+    pub fn kind(&self) -> Option<&str> {
+        match self {
+            Error::Reported { kind, .. } => kind.as_deref(),
+            _ => None,
         }
     }
 

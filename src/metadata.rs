@@ -93,16 +93,6 @@ impl Kind {
             Kind::InitOnly => "init",
         }
     }
-
-    /// How `--explain` describes the behaviour.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Kind::Read => "read-only",
-            Kind::Write => "write-only parameter",
-            Kind::ReadWrite => "read-write",
-            Kind::InitOnly => "set at creation only",
-        }
-    }
 }
 
 /// One command-line tool a provider needs, or needs to be absent.
@@ -442,11 +432,13 @@ impl RawAttribute {
         };
         let default = match &self.default {
             None => None,
-            Some(json) => Some(
-                attr_type
-                    .check_json(json)
-                    .map_err(|e| format!("{path}.default: {json} is not a {attr_type}: {e}"))?,
-            ),
+            Some(json) => Some(attr_type.check_json(json).map_err(|e| {
+                if self.sensitive {
+                    format!("{path}.default: the default is not a {attr_type}")
+                } else {
+                    format!("{path}.default: {json} is not a {attr_type}: {e}")
+                }
+            })?),
         };
         if kind == Kind::Read && (self.required || default.is_some()) {
             return Err(format!(

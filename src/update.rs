@@ -193,9 +193,13 @@ impl Plan {
                 }
             }
         }
+        // A resource being created gets everything asked for: whatever its
+        // absent record says is no state to compare with.
         let should = wanted
             .into_iter()
-            .filter(|(key, value)| state.attrs.get(key) != Some(value))
+            .filter(|(key, value)| {
+                (!exists && key != "ensure") || state.attrs.get(key) != Some(value)
+            })
             .collect();
         Ok(Plan {
             name: request.name.clone(),
@@ -223,11 +227,22 @@ pub fn apply_many(
     requests: &[Request],
     noop: bool,
 ) -> Result<Vec<Result<Outcome>>> {
-    let mut plans = Vec::with_capacity(requests.len());
-    for request in requests {
-        let found = host.find(provider, &request.name)?;
-        plans.push(Plan::new(provider, request, found));
+    for (index, request) in requests.iter().enumerate() {
+        if requests[..index].iter().any(|r| r.name == request.name) {
+            return Err(Error::Request {
+                provider: provider.qualified_name(),
+                message: format!("'{}' is named twice", escape(&request.name)),
+            });
+        }
     }
+    // A resource that cannot be found fails alone; the others go on.
+    let plans: Vec<Result<Plan>> = requests
+        .iter()
+        .map(|request| {
+            host.find(provider, &request.name)
+                .and_then(|found| Plan::new(provider, request, found))
+        })
+        .collect();
     let pending: Vec<&Plan> = plans
         .iter()
         .filter_map(|plan| plan.as_ref().ok())

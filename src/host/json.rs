@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::{output_error, redacted, secrets_of, Host, Invocation, UpdateAnswer};
+use super::{output_error, plan_secrets, redacted, Host, Invocation, UpdateAnswer};
 use crate::check::Raw;
 use crate::error::{Error, Result};
 use crate::invoke::json::{self, GetEntry, SetUpdate, MAX_DOCUMENT};
@@ -11,6 +11,7 @@ use crate::metadata::Action;
 use crate::process::Budget;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
+use crate::text::{escape, escape_lines};
 use crate::update::Plan;
 
 impl Host {
@@ -67,9 +68,10 @@ impl Host {
             match entry.body {
                 Ok(attrs) => each(self.json_resource(provider, &entry.name, &attrs)?)?,
                 Err(error) => log::warn!(
-                    "{}: get reported an error for '{}': {error}",
+                    "{}: get reported an error for '{}': {}",
                     provider.qualified_name(),
-                    crate::text::escape(&entry.name)
+                    escape(&entry.name),
+                    escape_lines(&error.to_string())
                 ),
             }
         }
@@ -78,11 +80,13 @@ impl Host {
 
     pub(super) fn json_find(&self, provider: &Provider, name: &str) -> Result<Option<Resource>> {
         // The provider may answer with more than was asked; the host filters.
-        let Some(entry) = self
-            .json_get(provider, &[name])?
-            .into_iter()
-            .find(|entry| entry.name == name)
-        else {
+        let entries = match self.json_get(provider, &[name]) {
+            // "Does not exist and cannot be created" is not found, whether
+            // it comes for the whole call or for the resource.
+            Err(error) if error.kind() == Some("unknown") => return Ok(None),
+            other => other?,
+        };
+        let Some(entry) = entries.into_iter().find(|entry| entry.name == name) else {
             return Ok(None);
         };
         match entry.body {
@@ -91,7 +95,8 @@ impl Host {
             Err(error) => Err(Error::Reported {
                 provider: provider.qualified_name(),
                 action: Action::Get.as_str().to_owned(),
-                message: error.to_string(),
+                message: escape_lines(&error.message),
+                kind: Some(escape(&error.kind)),
             }),
         }
     }
@@ -125,10 +130,12 @@ impl Host {
                     .collect(),
             })
             .collect();
-        let secrets: Vec<String> = plans
+        let mut secrets: Vec<String> = plans
             .iter()
-            .flat_map(|plan| secrets_of(provider, &plan.should))
+            .flat_map(|plan| plan_secrets(provider, plan))
             .collect();
+        secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
+        secrets.dedup();
         let text = self.json_call(
             provider,
             Action::Set,
@@ -137,12 +144,26 @@ impl Host {
         )?;
         let report = json::parse_set(&text)
             .map_err(|e| output_error(&label, Action::Set, redacted(e, &secrets)))?;
+        // Side effects: resources the answer names that were not asked for.
         for entry in &report.entries {
-            if !plans.iter().any(|plan| plan.name == entry.name) {
-                log::info!(
-                    "{label}: set also changed '{}', which was not asked for",
-                    crate::text::escape(&entry.name)
-                );
+            if plans.iter().any(|plan| plan.name == entry.name) {
+                continue;
+            }
+            match &entry.body {
+                Ok(changes) => log::info!(
+                    "{label}: set also changed '{}' ({})",
+                    escape(&entry.name),
+                    changes
+                        .iter()
+                        .map(|c| escape(&c.attr))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Err(error) => log::warn!(
+                    "{label}: set reported an error for '{}', which was not asked for: {}",
+                    escape(&entry.name),
+                    escape_lines(&crate::process::redact(&error.to_string(), &secrets))
+                ),
             }
         }
         Ok(plans
@@ -158,10 +179,11 @@ impl Host {
                     let reported = entry.body.as_ref().map_err(|error| Error::Reported {
                         provider: label.clone(),
                         action: Action::Set.as_str().to_owned(),
-                        message: crate::process::redact(
-                            &format!("'{}': {error}", plan.name),
+                        message: escape_lines(&crate::process::redact(
+                            &format!("'{}': {}", plan.name, error.message),
                             &secrets,
-                        ),
+                        )),
+                        kind: Some(escape(&error.kind)),
                     })?;
                     for change in reported {
                         let value = |json: &Json| {

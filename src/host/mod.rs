@@ -251,7 +251,15 @@ impl Host {
         }
         Ok(plans
             .iter()
-            .map(|plan| self.update(provider, &plan.name, &plan.should, noop))
+            .map(|plan| {
+                self.update_with(
+                    provider,
+                    &plan.name,
+                    &plan.should,
+                    noop,
+                    plan_secrets(provider, plan),
+                )
+            })
             .collect())
     }
 
@@ -263,6 +271,18 @@ impl Host {
         attrs: &[(String, Value)],
         noop: bool,
     ) -> Result<UpdateAnswer> {
+        let secrets = secrets_of(provider, attrs.iter().map(|(k, v)| (k, v)));
+        self.update_with(provider, name, attrs, noop, secrets)
+    }
+
+    fn update_with(
+        &self,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, Value)],
+        noop: bool,
+        secrets: Vec<String>,
+    ) -> Result<UpdateAnswer> {
         let label = provider.qualified_name();
         if !provider.meta.supports(Action::Update) {
             return Err(Error::Unsupported {
@@ -271,7 +291,6 @@ impl Host {
             });
         }
         let mut parser = UpdateParser::new(name);
-        let secrets = secrets_of(provider, attrs);
         let fail = |e| output_error(&label, Action::Update, redacted(e, &secrets));
         let args = simple::arguments(
             Action::Update,
@@ -386,14 +405,45 @@ impl Invocation {
     }
 }
 
-/// The text of every sensitive value passed in a call.
-fn secrets_of(provider: &Provider, attrs: &[(String, Value)]) -> Vec<String> {
-    attrs
-        .iter()
-        .filter(|(key, _)| provider.attribute(key).is_some_and(|a| a.sensitive))
-        .map(|(_, value)| value.to_text())
-        .filter(|text| !text.is_empty())
-        .collect()
+/// The text of every sensitive value among `attrs` (whole, and each
+/// element of an array or hash), longest first so that a secret holding
+/// another is taken out whole.
+fn secrets_of<'a>(
+    provider: &Provider,
+    attrs: impl IntoIterator<Item = (&'a String, &'a Value)>,
+) -> Vec<String> {
+    fn texts(value: &Value, out: &mut Vec<String>) {
+        out.push(value.to_text());
+        match value {
+            Value::Array(items) => items.iter().for_each(|item| texts(item, out)),
+            Value::Hash(map) => map.values().for_each(|item| texts(item, out)),
+            _ => {}
+        }
+    }
+    let mut secrets = Vec::new();
+    for (key, value) in attrs {
+        if provider.attribute(key).is_some_and(|a| a.sensitive) {
+            texts(value, &mut secrets);
+        }
+    }
+    secrets.retain(|text| !text.is_empty());
+    secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
+    secrets.dedup();
+    secrets
+}
+
+/// The sensitive values of a plan: the new ones and the current ones.
+fn plan_secrets(provider: &Provider, plan: &Plan) -> Vec<String> {
+    let mut secrets = secrets_of(
+        provider,
+        plan.should
+            .iter()
+            .map(|(k, v)| (k, v))
+            .chain(plan.state.attrs.iter()),
+    );
+    secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
+    secrets.dedup();
+    secrets
 }
 
 /// An output error with the secrets of the call taken out.
@@ -401,6 +451,10 @@ fn redacted(error: OutputError, secrets: &[String]) -> OutputError {
     match error {
         OutputError::Protocol(message) => OutputError::Protocol(process::redact(&message, secrets)),
         OutputError::Reported(message) => OutputError::Reported(process::redact(&message, secrets)),
+        OutputError::Call(mut error) => {
+            error.message = process::redact(&error.message, secrets);
+            OutputError::Call(error)
+        }
     }
 }
 
@@ -415,6 +469,13 @@ fn output_error(label: &str, action: Action, error: OutputError) -> Error {
             provider: label.to_owned(),
             action: action.as_str().to_owned(),
             message: escape_lines(&message),
+            kind: None,
+        },
+        OutputError::Call(error) => Error::Reported {
+            provider: label.to_owned(),
+            action: action.as_str().to_owned(),
+            message: escape_lines(&error.message),
+            kind: Some(escape(&error.kind)),
         },
     }
 }

@@ -4,7 +4,7 @@
 //! Every violation of the documented shape is an [`OutputError`] naming the
 //! offending path (`resources[2].name`, `changes[0].mode.is`), never a
 //! panic or a silent success. A whole-call error
-//! (`{"error": {"kind", "message"}}`) becomes [`OutputError::Reported`].
+//! (`{"error": {"kind", "message"}}`) becomes [`OutputError::Call`].
 
 use serde_json::{json, Map, Value as Json};
 
@@ -101,9 +101,7 @@ fn document(text: &str) -> Result<Map<String, Json>, OutputError> {
         )));
     };
     if let Some(error) = map.get("error") {
-        return Err(OutputError::Reported(
-            reported_error(error, "error")?.to_string(),
-        ));
+        return Err(OutputError::Call(reported_error(error, "error")?));
     }
     Ok(map)
 }
@@ -312,7 +310,10 @@ mod tests {
     fn whole_call_errors_are_reported() {
         assert_eq!(
             parse_set(r#"{"error": {"kind": "forbidden", "message": "not root"}, "changes": []}"#),
-            Err(OutputError::Reported("not root (forbidden)".into()))
+            Err(OutputError::Call(ReportedError {
+                kind: "forbidden".into(),
+                message: "not root".into()
+            }))
         );
     }
 

@@ -18,6 +18,8 @@ pub enum OutputError {
     Protocol(String),
     /// The provider reported an error with `ral_error`.
     Reported(String),
+    /// A json provider reported a whole-call error, with its kind.
+    Call(crate::invoke::json::ReportedError),
 }
 
 /// A resource as the provider wrote it: untyped key/value pairs.

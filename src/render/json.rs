@@ -114,9 +114,14 @@ pub fn outcomes(
     doc
 }
 
-/// `{"error": {"message": ...}}`.
-pub fn error(message: &str) -> Json {
-    json!({ "error": { "message": message } })
+/// `{"error": {"message": ...}}`, with the provider's `kind` when it gave
+/// one (unknown, forbidden, failed).
+pub fn error(message: &str, kind: Option<&str>) -> Json {
+    let mut doc = json!({ "error": { "message": message } });
+    if let Some(kind) = kind {
+        doc["error"]["kind"] = Json::from(kind);
+    }
+    doc
 }
 
 /// Writes `{"resources": [...]}` one resource at a time, so a listing is
@@ -150,7 +155,7 @@ impl<W: Write> ResourceStream<W> {
     pub fn finish(mut self, error_message: Option<&str>) -> io::Result<()> {
         match (self.count, error_message) {
             (0, None) => self.out.write_all(b"{\"resources\": []}\n")?,
-            (0, Some(message)) => writeln!(self.out, "{}", error(message))?,
+            (0, Some(message)) => writeln!(self.out, "{}", error(message, None))?,
             (_, None) => self.out.write_all(b"\n]}\n")?,
             (_, Some(message)) => {
                 self.out.write_all(b"\n], \"error\": ")?;

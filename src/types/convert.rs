@@ -35,7 +35,18 @@ impl AttrType {
         match (self, json) {
             (AttrType::Optional(_), Json::Null) => Ok(Value::Null),
             (AttrType::Optional(inner), other) => inner.check_json(other),
-            (AttrType::Variant(types), _) => choose(types, |t| t.check_json(json)),
+            (AttrType::Variant(types), _) => {
+                // JSON carries its own type: a reading of that very type wins.
+                let exact: Vec<AttrType> = types
+                    .iter()
+                    .filter(|t| t.is_json_type_of(json))
+                    .cloned()
+                    .collect();
+                match exact.as_slice() {
+                    [only] => only.check_json(json),
+                    _ => choose(types, |t| t.check_json(json)),
+                }
+            }
             (_, Json::Null) => Err("null is not allowed (only optional[T] may be null)".to_owned()),
             (AttrType::String, Json::String(text)) => Ok(Value::String(text.clone())),
             (AttrType::Boolean, Json::Bool(flag)) => Ok(Value::Bool(*flag)),
@@ -62,8 +73,35 @@ impl AttrType {
                 })
                 .collect::<Result<_, _>>()
                 .map(Value::Array),
-            (AttrType::Hash, Json::Object(_)) => Ok(Value::from_json(json)),
+            (AttrType::Hash, Json::Object(map)) => map
+                .iter()
+                .map(|(key, item)| {
+                    hash_text(item)
+                        .map(|text| (key.clone(), Value::String(text)))
+                        .ok_or_else(|| {
+                            format!(
+                                "the value of '{key}' is {}; hash values are text",
+                                json_kind(item)
+                            )
+                        })
+                })
+                .collect::<Result<_, _>>()
+                .map(Value::Hash),
             (expected, found) => Err(format!("expected {expected}, found {}", json_kind(found))),
+        }
+    }
+
+    /// True when the JSON value's own type is this type's (an integer for
+    /// integer, a string for string, ...).
+    fn is_json_type_of(&self, json: &Json) -> bool {
+        match (self, json) {
+            (AttrType::Integer(_), Json::Number(n)) => n.is_i64() || n.is_u64(),
+            (AttrType::Float, Json::Number(n)) => n.is_f64(),
+            (AttrType::Boolean, Json::Bool(_)) => true,
+            (AttrType::String | AttrType::Pattern(_) | AttrType::Enum(_), Json::String(_)) => true,
+            (AttrType::Array(_), Json::Array(_)) | (AttrType::Hash, Json::Object(_)) => true,
+            (AttrType::Optional(inner), _) => json.is_null() || inner.is_json_type_of(json),
+            _ => false,
         }
     }
 
@@ -124,6 +162,17 @@ impl AttrType {
             AttrType::Optional(inner) => inner.convert_text(raw, source),
             AttrType::Variant(types) => choose(types, |t| t.convert_text(raw, source)),
         }
+    }
+}
+
+/// A hash value as text: hashes hold text, whichever way they are written,
+/// so `k=1` and `{"k": 1}` are the same hash.
+fn hash_text(json: &Json) -> Option<String> {
+    match json {
+        Json::String(text) => Some(text.clone()),
+        Json::Number(number) => Some(number.to_string()),
+        Json::Bool(flag) => Some(flag.to_string()),
+        _ => None,
     }
 }
 
@@ -189,7 +238,7 @@ pub(super) fn decimal_integer(text: &str) -> Result<i64, String> {
         return Err("expected a decimal integer".to_owned());
     }
     text.parse::<i64>()
-        .map_err(|_| "the integer is too large".to_owned())
+        .map_err(|_| "the integer is out of the 64-bit range".to_owned())
 }
 
 /// A decimal number: sign, digits, optional fraction and exponent.

@@ -103,7 +103,9 @@ impl fmt::Display for AttrType {
             AttrType::Integer(None) => f.write_str("integer"),
             AttrType::Integer(Some((min, max))) => write!(f, "integer[{min}, {max}]"),
             AttrType::Float => f.write_str("float"),
-            AttrType::Pattern(pattern) => write!(f, "pattern[/{}/]", pattern.source),
+            AttrType::Pattern(pattern) => {
+                write!(f, "pattern[/{}/]", pattern.source.replace('/', "\\/"))
+            }
             AttrType::Enum(members) => write!(f, "enum[{}]", members.join(", ")),
             AttrType::Array(inner) => write!(f, "array[{inner}]"),
             AttrType::Hash => f.write_str("hash"),

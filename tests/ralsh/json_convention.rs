@@ -192,7 +192,66 @@ fn whole_call_errors_carry_their_kind() {
             message.contains(&format!("set reported an error: it went wrong ({kind})")),
             "{message}"
         );
+        assert_eq!(doc["error"]["kind"], kind, "the kind is kept for programs");
     }
+    // On a find, a whole-call "unknown" means not found.
+    sandbox.write(
+        "get.out",
+        r#"{"error": {"kind": "unknown", "message": "no such thing"}}"#,
+    );
+    sandbox.ralsh(&["jsonish", "a"]).expect(1);
+}
+
+#[test]
+fn null_means_no_value() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "get.out",
+        r#"{"resources": [{"name": "a", "port": null, "enabled": true}]}"#,
+    );
+    let doc = sandbox
+        .ralsh(&["-j", "--strict", "jsonish", "a"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["resource"],
+        json!({"name": "a", "enabled": true, "ral": {"type": "jsonish", "provider": "jsonish::jsonscripted"}})
+    );
+}
+
+#[test]
+fn a_name_given_twice_is_refused() {
+    let sandbox = Sandbox::new();
+    sandbox.write("get.out", STATE);
+    sandbox
+        .ralsh(&["jsonish", "a", "a", "port=2"])
+        .expect(2)
+        .stderr_has("'a' is named twice");
+    assert_eq!(sandbox.calls(), Vec::<String>::new());
+}
+
+#[test]
+fn the_current_value_of_a_sensitive_attribute_is_redacted_too() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "get.out",
+        r#"{"resources": [{"name": "a", "password": "0ld-hash"}]}"#,
+    );
+    sandbox.write("set.out", r#"{"changes": [{"name": "a", "error": {"kind": "failed", "message": "cannot replace 0ld-hash with n3w-hash"}}]}"#);
+    sandbox.write(
+        "set.err",
+        "warn: old was 0ld-hash
+",
+    );
+    let run = sandbox.ralsh(&["jsonish", "a", "password=n3w-hash"]);
+    run.expect(2)
+        .stderr_has("cannot replace [redacted] with [redacted]")
+        .stderr_has("old was [redacted]");
+    assert!(
+        !run.stderr.contains("0ld-hash") && !run.stderr.contains("n3w-hash"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -247,6 +306,16 @@ fn malformed_documents_name_provider_action_and_path() {
             "set",
             r#"{"changes": "none"}"#,
             "set: 'changes' is a string, not an array",
+        ),
+        (
+            "set",
+            r#"{"derive": true}"#,
+            "set: the document has no 'changes'",
+        ),
+        (
+            "set",
+            r#"{"changes": [], "derive": 1}"#,
+            "set: 'derive' is a number, not a boolean",
         ),
     ] {
         sandbox.write("get.out", STATE);

@@ -40,6 +40,11 @@ fn attr_type() -> impl Strategy<Value = AttrType> {
         }),
         Just(AttrType::Integer(None)),
         proptest::collection::vec("[a-z][a-z0-9_.-]{0,6}", 1..4).prop_map(AttrType::Enum),
+        "[a-z/]{1,4}(\\[[a-z/]\\])?[a-z/]{0,3}".prop_map(|re| AttrType::parse(&format!(
+            "pattern[/{}/]",
+            re.replace('/', "\\/")
+        ))
+        .expect("a valid pattern")),
     ];
     leaf.prop_recursive(3, 12, 3, |inner| {
         prop_oneof![

@@ -12,21 +12,48 @@ const OWNER: &str = "owner=me";
 #[test]
 fn bad_values_are_rejected_naming_attribute_type_and_value() {
     let sandbox = Sandbox::new();
-    for (arg, needle) in [
-        ("port=0x10", "invalid value '0x10' for attribute 'port' of type integer[1, 65535]: expected a decimal integer"),
-        ("port=70000", "70000 is outside the range 1 to 65535"),
-        ("port=1.0", "expected a decimal integer"),
-        ("ratio=abc", "attribute 'ratio' of type float: expected a decimal number"),
-        ("mode=999", "does not match /^[0-7]{4}$/"),
-        ("ports=1,x", "element 1 ('x'): expected a decimal integer"),
-        ("enabled=yes", "expected true or false"),
-        ("size=big", "matches none of its types"),
-        ("nice=x", "attribute 'nice' of type optional[integer]"),
-        ("labels=novalue", "'novalue' is not key=value"),
-        ("uid=1e3", "expected a decimal integer"),
+    for (arg, type_text, reason) in [
+        (
+            "port=0x10",
+            "integer[1, 65535]",
+            "expected a decimal integer",
+        ),
+        (
+            "port=70000",
+            "integer[1, 65535]",
+            "70000 is outside the range 1 to 65535",
+        ),
+        (
+            "port=1.0",
+            "integer[1, 65535]",
+            "expected a decimal integer",
+        ),
+        ("ratio=abc", "float", "expected a decimal number"),
+        (
+            "mode=999",
+            "pattern[/^[0-7]{4}$/]",
+            "does not match /^[0-7]{4}$/",
+        ),
+        (
+            "ports=1,x",
+            "array[integer]",
+            "element 1 ('x'): expected a decimal integer",
+        ),
+        ("enabled=yes", "boolean", "expected true or false"),
+        (
+            "size=big",
+            "variant[integer, enum[auto]]",
+            "matches none of its types",
+        ),
+        ("nice=x", "optional[integer]", "expected a decimal integer"),
+        ("labels=novalue", "hash", "'novalue' is not key=value"),
+        ("uid=1e3", "integer", "expected a decimal integer"),
     ] {
+        let (attr, value) = arg.split_once('=').unwrap();
         let run = sandbox.ralsh(&["typed", "a", arg]);
-        run.expect(2).stderr_has(needle).stderr_has("typed::typed");
+        run.expect(2).stderr_has(&format!(
+            "typed::typed: invalid value '{value}' for attribute '{attr}' of type {type_text}: {reason}"
+        ));
     }
     assert_eq!(sandbox.calls(), Vec::<String>::new(), "nothing was invoked");
 }
@@ -293,7 +320,7 @@ fn explain_shows_behaviours() {
 }
 
 #[test]
-fn several_names_are_updated_as_one_batch() {
+fn several_names_give_a_simple_provider_one_update_each() {
     let sandbox = Sandbox::new();
     for name in ["a", "b", "c"] {
         sandbox.write(

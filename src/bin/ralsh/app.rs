@@ -108,7 +108,11 @@ fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
     }
     let message = format!("{error:#}");
     if as_json {
-        let _ = writeln!(io::stdout(), "{}", json::error(&message));
+        let kind = error
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<ral::Error>())
+            .and_then(ral::Error::kind);
+        let _ = writeln!(io::stdout(), "{}", json::error(&message, kind));
     }
     eprintln!("ralsh: error: {}", escape_lines(&message));
     ExitCode::from(Status::Error as u8)

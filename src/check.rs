@@ -47,14 +47,25 @@ const MAX_WARNED: usize = 100;
 pub struct OutputCheck {
     strict: bool,
     warned: Mutex<HashSet<(String, String)>>,
+    /// Every problem seen, for `ral check` (bounded).
+    seen: Mutex<Vec<String>>,
 }
+
+/// How many problems are kept for [`OutputCheck::problems`].
+const MAX_SEEN: usize = 200;
 
 impl OutputCheck {
     pub fn new(strict: bool) -> OutputCheck {
         OutputCheck {
             strict,
             warned: Mutex::new(HashSet::new()),
+            seen: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Takes the problems seen since the last call.
+    pub fn take_problems(&self) -> Vec<String> {
+        std::mem::take(&mut *self.seen.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Builds a typed resource; write-only attributes are dropped, and
@@ -133,6 +144,12 @@ impl OutputCheck {
             }
         };
         let label = provider.qualified_name();
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.len() < MAX_SEEN {
+                seen.push(problem.clone());
+            }
+        }
         if self.strict {
             return Err(Error::Protocol {
                 provider: label,

@@ -16,6 +16,7 @@
 
 pub mod bundled;
 pub mod check;
+pub mod conformance;
 pub mod discovery;
 pub mod error;
 mod host;

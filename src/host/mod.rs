@@ -47,6 +47,7 @@ pub struct Host {
     config: HostConfig,
     env: ProviderEnv,
     error_lines: AtomicUsize,
+    stderr_lines: AtomicUsize,
     check: OutputCheck,
 }
 
@@ -66,6 +67,7 @@ impl Host {
             config,
             env,
             error_lines: AtomicUsize::new(0),
+            stderr_lines: AtomicUsize::new(0),
             check: OutputCheck::new(strict),
         }
     }
@@ -77,6 +79,17 @@ impl Host {
     /// How many error-level stderr lines providers wrote so far.
     pub fn provider_error_lines(&self) -> usize {
         self.error_lines.load(Ordering::SeqCst)
+    }
+
+    /// How many stderr lines providers wrote so far (describe excluded).
+    pub fn provider_stderr_lines(&self) -> usize {
+        self.stderr_lines.load(Ordering::SeqCst)
+    }
+
+    /// Takes the output problems (misfit values, undeclared attributes)
+    /// seen since the last call.
+    pub fn take_output_problems(&self) -> Vec<String> {
+        self.check.take_problems()
     }
 
     fn call(
@@ -111,6 +124,8 @@ impl Host {
         if !describing {
             self.error_lines
                 .fetch_add(finished.error_lines, Ordering::SeqCst);
+            self.stderr_lines
+                .fetch_add(finished.stderr_lines, Ordering::SeqCst);
         }
         Ok(finished)
     }

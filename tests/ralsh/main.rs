@@ -10,6 +10,7 @@ mod metadata_schema;
 mod process;
 mod properties;
 mod quoting;
+mod ral_check;
 mod simple_output;
 mod support;
 mod types;

@@ -29,6 +29,7 @@ fn metadata_documents() -> Vec<(PathBuf, String)> {
         fixtures_dir().join("providers"),
         fixtures_dir().join("broken/providers"),
         fixtures_dir().join("ambiguous/providers"),
+        fixtures_dir().join("check/providers"),
     ];
     let mut docs = Vec::new();
     for dir in dirs {

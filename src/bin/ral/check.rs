@@ -1,0 +1,135 @@
+//! `ral check PROVIDER.prov...`: runs each provider on its own temporary
+//! fake root (a copy of `--seed DIR` when given) and prints every finding
+//! with a hint. Exit status: 0 when every provider is clean, 1 when there
+//! are findings, 2 when the check itself could not run.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ral::conformance::{self, CheckOptions, Report};
+use ral::text::escape_lines;
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Copy this directory into each temporary root first (a fake system
+    /// for the provider to find resources in).
+    #[arg(long, value_name = "DIR", conflicts_with = "root")]
+    seed: Option<PathBuf>,
+
+    /// Work on this root directly instead of a temporary copy. Updates run
+    /// for real there (to the resources' current values); `--root /` checks
+    /// the live system.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+
+    /// Time limit of each provider call, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    timeout: f64,
+
+    /// An action slower than this, in seconds, is a finding.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    slow: f64,
+
+    /// The providers to check.
+    #[arg(value_name = "PROVIDER.prov", required = true)]
+    providers: Vec<PathBuf>,
+}
+
+pub fn run(args: &CheckArgs) -> ExitCode {
+    match check_all(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("ral: error: {}", escape_lines(&format!("{e:#}")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        value > 0.0 && value < 86_400.0,
+        "{flag} must be a positive number of seconds"
+    );
+    Ok(Duration::from_secs_f64(value))
+}
+
+fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
+    let timeout = seconds(args.timeout, "--timeout")?;
+    let slow = seconds(args.slow, "--slow")?;
+    let mut stdout = std::io::stdout().lock();
+    let mut clean = 0;
+    for provider in &args.providers {
+        let scratch = tempfile::tempdir()?;
+        let root = match (&args.root, &args.seed) {
+            (Some(root), _) => root.canonicalize()?,
+            (None, Some(seed)) => {
+                copy_tree(seed, scratch.path())?;
+                scratch.path().canonicalize()?
+            }
+            (None, None) => scratch.path().canonicalize()?,
+        };
+        let report = conformance::check(
+            provider,
+            &CheckOptions {
+                root,
+                timeout,
+                slow,
+            },
+        );
+        print_report(&mut stdout, &report)?;
+        if report.is_clean() {
+            clean += 1;
+        }
+    }
+    writeln!(
+        stdout,
+        "{clean} of {} provider(s) clean",
+        args.providers.len()
+    )?;
+    Ok(clean == args.providers.len())
+}
+
+fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
+    let name = report.provider.as_deref().unwrap_or("?");
+    let verdict = if report.is_clean() { "ok" } else { "FAIL" };
+    writeln!(out, "{verdict}  {} ({name})", report.source.display())?;
+    let steps: Vec<String> = report
+        .steps
+        .iter()
+        .map(|(step, took)| format!("{step} {:.0}ms", took.as_secs_f64() * 1000.0))
+        .collect();
+    writeln!(out, "      ran: {}", steps.join(", "))?;
+    for finding in &report.findings {
+        writeln!(
+            out,
+            "  {}: {}",
+            finding.step,
+            escape_lines(&finding.problem).replace('\n', "\n      ")
+        )?;
+        writeln!(out, "      hint: {}", finding.hint)?;
+    }
+    Ok(())
+}
+
+/// Copies a directory tree (files, directories, symbolic links).
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .with_context(|| format!("copying {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,453 @@
+//! `ral check`: a conformance checker for provider authors.
+//!
+//! It runs a provider the way the host does, on a fake root, and reports
+//! every violation of the calling convention it can provoke, each with a
+//! hint: metadata errors, describe output that differs from the `.yaml`,
+//! listings that break the format or repeat a name, find results that
+//! disagree with list, values that do not fit their type, an update with
+//! nothing to change that reports changes, a noop update that changed
+//! something, non-zero exits, stderr noise, and slow actions.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::discovery;
+use crate::host::{Host, HostConfig};
+use crate::metadata::{Action, Kind, Metadata};
+use crate::provider::Provider;
+use crate::resource::Resource;
+use crate::types::Value;
+use crate::update::Plan;
+
+/// How a check is run.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The root the provider works on (a temporary copy, usually).
+    pub root: PathBuf,
+    /// Time limit of one call.
+    pub timeout: Duration,
+    /// An action slower than this is a finding.
+    pub slow: Duration,
+}
+
+/// One violation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Where it showed: metadata, describe, list, find, update, noop.
+    pub step: &'static str,
+    pub problem: String,
+    pub hint: &'static str,
+}
+
+/// What a check found about one provider.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub source: PathBuf,
+    /// `type::name`, once the metadata could be read.
+    pub provider: Option<String>,
+    pub findings: Vec<Finding>,
+    /// The steps that ran, with how long each took.
+    pub steps: Vec<(&'static str, Duration)>,
+}
+
+impl Report {
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// How many listed resources are looked up with find.
+const MAX_FINDS: usize = 25;
+/// A name no provider should know.
+const UNKNOWN_NAME: &str = "ral-check-no-such-resource";
+
+/// Checks one provider file.
+pub fn check(source: &Path, options: &CheckOptions) -> Report {
+    let mut checker = Checker {
+        host: Host::new(HostConfig {
+            timeout: options.timeout,
+            root: options.root.clone(),
+            strict: false,
+        }),
+        options,
+        report: Report {
+            source: source.to_owned(),
+            provider: None,
+            findings: Vec::new(),
+            steps: Vec::new(),
+        },
+    };
+    checker.run(source);
+    checker.report
+}
+
+struct Checker<'a> {
+    host: Host,
+    options: &'a CheckOptions,
+    report: Report,
+}
+
+impl Checker<'_> {
+    fn find(&mut self, step: &'static str, problem: String, hint: &'static str) {
+        let finding = Finding {
+            step,
+            problem,
+            hint,
+        };
+        // The same problem met again (find after find) is one finding.
+        if !self.report.findings.contains(&finding) {
+            self.report.findings.push(finding);
+        }
+    }
+
+    /// Runs one step, timing it and collecting stderr noise and output
+    /// problems.
+    fn step<T>(&mut self, step: &'static str, run: impl FnOnce(&Host) -> T) -> T {
+        let stderr_before = self.host.provider_stderr_lines();
+        let started = Instant::now();
+        let result = run(&self.host);
+        let took = started.elapsed();
+        self.report.steps.push((step, took));
+        if took > self.options.slow {
+            self.find(
+                step,
+                format!(
+                    "took {:.2}s (limit {:.2}s)",
+                    took.as_secs_f64(),
+                    self.options.slow.as_secs_f64()
+                ),
+                "providers are run often; avoid one process per resource and network calls",
+            );
+        }
+        let noise = self.host.provider_stderr_lines() - stderr_before;
+        if noise > 0 {
+            self.find(
+                step,
+                format!("wrote {noise} line(s) to stderr (they are logged as warnings)"),
+                "write only real problems to stderr, prefixed debug:, info:, warn: or error:",
+            );
+        }
+        for problem in self.host.take_output_problems() {
+            self.find(
+                step,
+                problem,
+                "report every attribute the metadata declares, in its declared type",
+            );
+        }
+        result
+    }
+
+    fn run(&mut self, source: &Path) {
+        let provider = match self.step("metadata", |host| discovery::load(host, source)) {
+            Ok(provider) => provider,
+            Err(e) => {
+                self.find(
+                    "metadata",
+                    e.to_string(),
+                    "see the metadata section of README.md",
+                );
+                return;
+            }
+        };
+        self.report.provider = Some(provider.qualified_name());
+        if let Some(reason) = &provider.unsuitable {
+            self.find(
+                "metadata",
+                format!("not suitable here: {reason}"),
+                "ral check runs only suitable providers",
+            );
+            return;
+        }
+        self.check_describe(&provider);
+        let Some(listed) = self.check_list(&provider) else {
+            return;
+        };
+        self.check_find(&provider, &listed);
+        if provider.meta.supports(provider.meta.update_action()) {
+            if let Some(first) = listed.first() {
+                // noop first: a real update could hide what a noop changed.
+                self.check_noop(&provider, first);
+                self.check_update_without_change(&provider, first);
+            }
+        }
+    }
+
+    /// describe must print what the `.yaml` says.
+    fn check_describe(&mut self, provider: &Provider) {
+        let yaml = provider.source.with_extension("yaml");
+        if !yaml.exists() || !provider.meta.supports(Action::Describe) {
+            return;
+        }
+        let label = provider.qualified_name();
+        let described = self.step("describe", |host| host.describe(&label, &provider.source));
+        match described.and_then(|text| Metadata::parse(&text, &provider.source)) {
+            Ok(meta) if meta == provider.meta => {}
+            Ok(_) => self.find(
+                "describe",
+                format!(
+                    "describe prints metadata that differs from {}",
+                    yaml.display()
+                ),
+                "keep the .yaml and the describe output identical (print the file)",
+            ),
+            Err(e) => self.find(
+                "describe",
+                e.to_string(),
+                "describe must print valid YAML metadata and exit 0",
+            ),
+        }
+    }
+
+    fn check_list(&mut self, provider: &Provider) -> Option<Vec<Resource>> {
+        let mut listed = Vec::new();
+        let result = self.step("list", |host| {
+            host.list(provider, &mut |resource| {
+                listed.push(resource);
+                Ok(())
+            })
+        });
+        if let Err(e) = result {
+            self.find(
+                "list",
+                e.to_string(),
+                "list prints '# simple' (or a json document) and exits 0",
+            );
+            return None;
+        }
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for resource in &listed {
+            *counts.entry(resource.name.as_str()).or_default() += 1;
+        }
+        let repeated: Vec<String> = counts
+            .iter()
+            .filter(|(_, count)| **count > 1)
+            .map(|(name, count)| format!("'{name}' ({count} times)"))
+            .collect();
+        if !repeated.is_empty() {
+            self.find(
+                "list",
+                format!("the listing repeats names: {}", repeated.join(", ")),
+                "names identify resources; list each once",
+            );
+        }
+        Some(listed)
+    }
+
+    fn check_find(&mut self, provider: &Provider, listed: &[Resource]) {
+        for resource in listed.iter().take(MAX_FINDS) {
+            let found = self.step("find", |host| host.find(provider, &resource.name));
+            match found {
+                Ok(Some(found)) if &found == resource => {}
+                Ok(Some(found)) => self.find(
+                    "find",
+                    format!(
+                        "find '{}' disagrees with list: {}",
+                        resource.name,
+                        differences(resource, &found)
+                    ),
+                    "find NAME must report exactly what list reports for NAME",
+                ),
+                Ok(None) => self.find(
+                    "find",
+                    format!(
+                        "find '{}' says it does not exist, but list reports it",
+                        resource.name
+                    ),
+                    "find NAME must report exactly what list reports for NAME",
+                ),
+                Err(e) => self.find(
+                    "find",
+                    e.to_string(),
+                    "find must answer for every listed name",
+                ),
+            }
+        }
+        match self.step("find", |host| host.find(provider, UNKNOWN_NAME)) {
+            Ok(None) => {}
+            Ok(Some(found)) if found.is_absent() => {}
+            Ok(Some(_)) => self.find(
+                "find",
+                format!("find '{UNKNOWN_NAME}' reports a resource that does not exist"),
+                "answer ral_unknown: true (or ensure: absent) for names you do not know",
+            ),
+            Err(e) => self.find(
+                "find",
+                e.to_string(),
+                "find must answer for unknown names too",
+            ),
+        }
+    }
+
+    /// Settable attributes of `resource` at their current values: an update
+    /// with nothing to change.
+    fn unchanged(provider: &Provider, resource: &Resource) -> Vec<(String, Value)> {
+        resource
+            .attrs
+            .iter()
+            .filter(|(key, _)| {
+                provider
+                    .attribute(key)
+                    .is_some_and(|a| matches!(a.kind, Kind::ReadWrite | Kind::InitOnly))
+            })
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    }
+
+    fn check_update_without_change(&mut self, provider: &Provider, resource: &Resource) {
+        let should = Self::unchanged(provider, resource);
+        if should.is_empty() {
+            return;
+        }
+        let plan = Plan {
+            name: resource.name.clone(),
+            found: true,
+            state: resource.clone(),
+            should,
+        };
+        let answer = self.step("update", |host| {
+            host.update_batch(provider, &[&plan], false)
+        });
+        match answer.map(|mut answers| answers.pop()) {
+            Ok(Some(Ok(answer))) if answer.changes.is_empty() => {}
+            Ok(Some(Ok(answer))) => {
+                let attrs: Vec<&str> = answer.changes.iter().map(|c| c.attr.as_str()).collect();
+                self.find(
+                    "update",
+                    format!(
+                        "an update of '{}' to its current values reported changes to {}",
+                        resource.name,
+                        attrs.join(", ")
+                    ),
+                    "report only attributes whose value really changed",
+                );
+            }
+            Ok(Some(Err(e))) | Err(e) => self.find(
+                "update",
+                e.to_string(),
+                "update must accept the values find reports",
+            ),
+            Ok(None) => {}
+        }
+    }
+
+    /// Under noop nothing may change: neither the listing nor any file
+    /// below the root.
+    fn check_noop(&mut self, provider: &Provider, resource: &Resource) {
+        if !provider.meta.supports_noop {
+            return;
+        }
+        let change = match provider.attribute("ensure") {
+            Some(_) => ("ensure".to_owned(), Value::String("absent".to_owned())),
+            None => match provider.meta.attributes.values().find(|a| {
+                a.name != "name"
+                    && a.kind == Kind::ReadWrite
+                    && a.attr_type.accepts_text("ral-check")
+            }) {
+                Some(attr) => (attr.name.clone(), Value::String("ral-check".to_owned())),
+                None => return,
+            },
+        };
+        let files_before = snapshot(&self.options.root);
+        let listed_before = self.list_quietly(provider);
+        let plan = Plan {
+            name: resource.name.clone(),
+            found: true,
+            state: resource.clone(),
+            should: vec![change],
+        };
+        let answer = self.step("noop", |host| host.update_batch(provider, &[&plan], true));
+        if let Err(e) | Ok(Some(Err(e))) = answer.map(|mut answers| answers.pop()) {
+            self.find(
+                "noop",
+                e.to_string(),
+                "a noop update must succeed and report what it would change",
+            );
+        }
+        let changed_files = diff_snapshots(&files_before, &snapshot(&self.options.root));
+        if !changed_files.is_empty() {
+            self.find(
+                "noop",
+                format!("a noop update changed files: {}", changed_files.join(", ")),
+                "with ral_noop=true (json: ral.noop), report the changes but make none",
+            );
+        }
+        if self.list_quietly(provider) != listed_before {
+            self.find(
+                "noop",
+                "a noop update changed what list reports".to_owned(),
+                "with ral_noop=true (json: ral.noop), report the changes but make none",
+            );
+        }
+    }
+
+    fn list_quietly(&mut self, provider: &Provider) -> Option<Vec<Resource>> {
+        let mut listed = Vec::new();
+        let result = self.host.list(provider, &mut |resource| {
+            listed.push(resource);
+            Ok(())
+        });
+        self.host.take_output_problems();
+        result.ok().map(|()| listed)
+    }
+}
+
+/// Says which attributes of two resources differ.
+fn differences(listed: &Resource, found: &Resource) -> String {
+    let mut keys: Vec<&String> = listed.attrs.keys().chain(found.attrs.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|key| listed.attrs.get(*key) != found.attrs.get(*key))
+        .map(|key| {
+            let show = |value: Option<&Value>| {
+                value.map_or("nothing".to_owned(), |v| format!("'{}'", v.to_text()))
+            };
+            format!(
+                "{key}: list says {}, find says {}",
+                show(listed.attrs.get(key)),
+                show(found.attrs.get(key))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Every regular file below `root` with its contents.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => pending.push(path),
+                Ok(kind) if kind.is_file() => {
+                    if let Ok(contents) = std::fs::read(&path) {
+                        let relative = path.strip_prefix(root).unwrap_or(&path).to_owned();
+                        files.insert(relative, contents);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    files
+}
+
+fn diff_snapshots(
+    before: &BTreeMap<PathBuf, Vec<u8>>,
+    after: &BTreeMap<PathBuf, Vec<u8>>,
+) -> Vec<String> {
+    let mut paths: Vec<&PathBuf> = before.keys().chain(after.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .filter(|path| before.get(*path) != after.get(*path))
+        .map(|path| path.display().to_string())
+        .collect()
+}

@@ -12,6 +12,7 @@ mod properties;
 mod provider_cron;
 mod provider_mount;
 mod provider_ssh_key;
+mod provider_user;
 mod quoting;
 mod ral_check;
 mod simple_output;

@@ -211,3 +211,12 @@ fn write_only_parameters_are_always_passed() {
         "ral_action=update name=a token='abc def'"
     );
 }
+
+#[test]
+fn a_provider_without_update_refuses_changes_before_anything_runs() {
+    let sandbox = Sandbox::new();
+    sandbox.write("flood", "many");
+    let run = sandbox.ralsh(&["flood", "x", "name2=1"]);
+    run.expect(2)
+        .stderr_has("flood::flood does not support the update action");
+}

@@ -10,6 +10,7 @@ mod metadata_schema;
 mod process;
 mod properties;
 mod provider_cron;
+mod provider_file;
 mod provider_mount;
 mod provider_ssh_key;
 mod provider_user;

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 
-use crate::support::{fixtures_dir, run, Sandbox};
+use crate::support::{run, Sandbox};
 
 /// True while `pid` is a live process (a zombie counts as gone: it has
 /// exited and holds nothing but its exit status).
@@ -56,10 +56,7 @@ fn a_hung_provider_is_killed_with_its_whole_process_group() {
     let sandbox = Sandbox::new();
     mkfifo(&sandbox.root().join("held"));
     let child = sandbox
-        .command()
-        .args(["--timeout", "1", "-I"])
-        .arg(fixtures_dir())
-        .arg("hang")
+        .fixture_command(&["--timeout", "1", "hang"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -93,10 +90,7 @@ fn an_interrupt_ends_the_provider_and_its_children() {
     let sandbox = Sandbox::new();
     mkfifo(&sandbox.root().join("held"));
     let mut child = sandbox
-        .command()
-        .args(["--timeout", "60", "-I"])
-        .arg(fixtures_dir())
-        .arg("hang")
+        .fixture_command(&["--timeout", "60", "hang"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -127,7 +121,7 @@ fn children_left_holding_the_output_are_killed_after_the_provider_exits() {
 #[test]
 fn providers_get_only_the_documented_environment() {
     let sandbox = Sandbox::new();
-    let mut command = sandbox.command();
+    let mut command = sandbox.fixture_command(&["envdump"]);
     command
         .env("RUST_LOG", "debug")
         .env("RALSH_DATA_DIR", "/nonexistent")
@@ -139,10 +133,7 @@ fn providers_get_only_the_documented_environment() {
         .env("SECRET_TOKEN", "hunter2")
         .env("AWS_SECRET_ACCESS_KEY", "abc")
         .env("LANG", "de_DE.UTF-8")
-        .env("LD_PRELOAD", "/nonexistent.so")
-        .arg("-I")
-        .arg(fixtures_dir())
-        .arg("envdump");
+        .env("LD_PRELOAD", "/nonexistent.so");
     let run = run(&mut command);
     run.expect(0);
     assert!(
@@ -179,10 +170,7 @@ fn providers_get_only_the_documented_environment() {
 fn providers_read_nothing_from_stdin() {
     let sandbox = Sandbox::new();
     let mut child = sandbox
-        .command()
-        .arg("-I")
-        .arg(fixtures_dir())
-        .arg("envdump")
+        .fixture_command(&["envdump"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -282,10 +270,7 @@ fn listings_are_printed_resource_by_resource() {
     let gate = sandbox.root().join("gate");
     mkfifo(&gate);
     let mut child = sandbox
-        .command()
-        .args(["--timeout", "20", "-I"])
-        .arg(fixtures_dir())
-        .arg("flood")
+        .fixture_command(&["--timeout", "20", "flood"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -319,10 +304,7 @@ fn a_closed_pipe_ends_quietly() {
     let sandbox = Sandbox::new();
     sandbox.write("flood", "many");
     let mut child = sandbox
-        .command()
-        .args(["--timeout", "60", "-I"])
-        .arg(fixtures_dir())
-        .arg("flood")
+        .fixture_command(&["--timeout", "60", "flood"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -95,11 +95,16 @@ impl Sandbox {
         command
     }
 
-    /// Runs ralsh with the fixture providers.
-    pub fn ralsh(&self, args: &[&str]) -> Run {
+    /// A ralsh command with the fixture providers and these arguments.
+    pub fn fixture_command(&self, args: &[&str]) -> Command {
         let mut command = self.command();
         command.arg("-I").arg(fixtures_dir()).args(args);
-        run(&mut command)
+        command
+    }
+
+    /// Runs ralsh with the fixture providers.
+    pub fn ralsh(&self, args: &[&str]) -> Run {
+        run(&mut self.fixture_command(args))
     }
 
     /// Writes a file below the fake root.

@@ -449,16 +449,14 @@ fn secrets_of<'a>(
 
 /// The sensitive values of a plan: the new ones and the current ones.
 fn plan_secrets(provider: &Provider, plan: &Plan) -> Vec<String> {
-    let mut secrets = secrets_of(
+    // secrets_of already orders them longest first, without repeats.
+    secrets_of(
         provider,
         plan.should
             .iter()
             .map(|(k, v)| (k, v))
             .chain(plan.state.attrs.iter()),
-    );
-    secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
-    secrets.dedup();
-    secrets
+    )
 }
 
 /// An output error with the secrets of the call taken out.

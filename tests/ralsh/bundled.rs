@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-use crate::support::{run, Sandbox};
+use crate::support::{names_in, run, Sandbox};
 
 const HOSTS: &str = "# The hosts file\n127.0.0.1\tlocalhost\n127.0.1.1  myhost.example.org myhost   # primary\n::1     localhost ip6-localhost ip6-loopback\n\n# unrelated\nff02::1 ip6-allnodes\n";
 
@@ -17,12 +17,7 @@ fn hosts_sandbox() -> Sandbox {
 fn host_lists_and_finds_entries() {
     let sandbox = hosts_sandbox();
     let doc = sandbox.ralsh(&["-j", "host"]).expect(0).json();
-    let names: Vec<&str> = doc["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
+    let names = names_in(&doc["resources"]);
     assert_eq!(names, ["localhost", "myhost.example.org", "ip6-allnodes"]);
     let run = sandbox.ralsh(&["host", "myhost.example.org"]);
     assert_eq!(
@@ -233,12 +228,7 @@ fn a_cache_writable_by_others_is_refused() {
     let doc = run.expect(0).json();
     run.stderr_has("bundled providers are unavailable");
     run.stderr_has("not a private directory of this user");
-    let names: Vec<&str> = doc["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let names = names_in(&doc["providers"]);
     assert!(!names.contains(&"host::etc_hosts"), "{names:?}");
     assert!(names.contains(&"scripted::scripted"), "{names:?}");
 }

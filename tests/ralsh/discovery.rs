@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::support::{fixtures_dir, run, Sandbox};
+use crate::support::{fixtures_dir, names_in, run, Sandbox};
 
 fn with_dirs(
     sandbox: &Sandbox,
@@ -28,12 +28,7 @@ fn broken_providers_are_skipped_with_one_warning_each() {
     let broken = fixtures_dir().join("broken");
     let run = with_dirs(&sandbox, &[&broken], None, &["-j"]);
     let doc = run.expect(0).json();
-    let names: Vec<&str> = doc["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let names = names_in(&doc["providers"]);
     assert!(names.contains(&"fine::fine"), "{names:?}");
     assert!(
         names.contains(&"host::etc_hosts"),

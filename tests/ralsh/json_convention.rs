@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value as Json};
 
-use crate::support::Sandbox;
+use crate::support::{names_in, Sandbox};
 
 const STATE: &str = r#"{"resources": [{"name": "a", "ensure": "present", "port": 80, "enabled": true, "tags": ["x y", "z"], "ratio": 1.5}]}"#;
 
@@ -150,12 +150,7 @@ fn a_batch_goes_in_one_set_call_with_per_resource_errors() {
         .collect();
     assert_eq!(calls.len(), 1, "one set call for the batch");
     let request = sent(&sandbox, "set");
-    let names: Vec<&str> = request["updates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u["name"].as_str().unwrap())
-        .collect();
+    let names = names_in(&request["updates"]);
     assert_eq!(names, ["a", "b", "c"]);
     assert_eq!(
         doc["result"][0]["changes"],

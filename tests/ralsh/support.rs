@@ -156,6 +156,16 @@ pub fn metadata_schema() -> &'static jsonschema::Validator {
     SCHEMA.get_or_init(|| load_schema("provider-metadata.schema.json"))
 }
 
+/// The `name` of every object in a JSON array (resources, providers).
+#[track_caller]
+pub fn names_in(list: &Json) -> Vec<&str> {
+    list.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|item| item["name"].as_str().expect("a name"))
+        .collect()
+}
+
 #[track_caller]
 pub fn assert_valid_output(doc: &Json) {
     let errors: Vec<String> = output_schema()

@@ -154,7 +154,23 @@ fn host_rejects_bad_values_and_leaves_the_file_alone() {
     let run = sandbox.ralsh(&["host", "brand.new", "comment=no ip"]);
     run.expect(2);
     run.stderr_has("ip is required");
+    let run = sandbox.ralsh(&["host", "bad..name", "ip=10.0.0.9"]);
+    run.expect(2)
+        .stderr_has("cannot create host 'bad..name': the name has an empty label");
+    let run = sandbox.ralsh(&["host", "localhost", "host_aliases=ok,-dash"]);
+    run.expect(2)
+        .stderr_has("invalid host_aliases entry '-dash' for host 'localhost'");
     assert_eq!(sandbox.read("etc/hosts"), HOSTS);
+    // A name that could never be written is unknown, not absent.
+    sandbox
+        .ralsh(&["host", "bad..name"])
+        .expect(1)
+        .stderr_has("no resource named 'bad..name'");
+    let doc = sandbox
+        .ralsh(&["-j", "host", "fine.example"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["resource"]["ensure"], "absent");
 }
 
 #[test]

@@ -279,6 +279,10 @@ fn group_is_managed_through_the_json_convention() {
     let sandbox = Sandbox::new();
     let group = "# groups\nroot:x:0:\nstaff:x:50:alice\n";
     sandbox.write("etc/group", group);
+    sandbox.write(
+        "etc/passwd",
+        "root:x:0:0::/root:/bin/sh\nalice:x:1000:50::/home/alice:/bin/sh\nbob:x:1001:50::/home/bob:/bin/sh\n",
+    );
     let doc = sandbox.ralsh(&["-j", "group", "staff"]).expect(0).json();
     assert_eq!(
         doc["resource"]["gid"],
@@ -303,6 +307,15 @@ fn group_is_managed_through_the_json_convention() {
         .ralsh(&["group", "staff", "members=alice,bob"])
         .expect(0)
         .stdout_has("no changes needed");
+    // a member being added must be a user; nothing changes otherwise
+    sandbox
+        .ralsh(&["group", "staff", "members=alice,bob,zed"])
+        .expect(2)
+        .stderr_has("members: unknown user 'zed' (not in");
+    assert_eq!(
+        sandbox.read("etc/group"),
+        "# groups\nroot:x:0:\nstaff:x:50:alice,bob\n"
+    );
     // gid is set at creation only
     sandbox
         .ralsh(&["group", "staff", "gid=51"])

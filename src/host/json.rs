@@ -83,7 +83,10 @@ impl Host {
         let entries = match self.json_get(provider, &[name]) {
             // "Does not exist and cannot be created" is not found, whether
             // it comes for the whole call or for the resource.
-            Err(error) if error.kind() == Some("unknown") => return Ok(None),
+            Err(error) if error.kind() == Some("unknown") => {
+                log::info!("{error}");
+                return Ok(None);
+            }
             other => other?,
         };
         let Some(entry) = entries.into_iter().find(|entry| entry.name == name) else {
@@ -91,7 +94,15 @@ impl Host {
         };
         match entry.body {
             Ok(attrs) => self.json_resource(provider, name, &attrs).map(Some),
-            Err(error) if error.kind == "unknown" => Ok(None),
+            Err(error) if error.kind == "unknown" => {
+                log::info!(
+                    "{}: '{}' is unknown: {}",
+                    provider.qualified_name(),
+                    escape(name),
+                    escape_lines(&error.message)
+                );
+                Ok(None)
+            }
             Err(error) => Err(Error::Reported {
                 provider: provider.qualified_name(),
                 action: Action::Get.as_str().to_owned(),

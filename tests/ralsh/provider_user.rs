@@ -159,3 +159,16 @@ fn user_noop_and_bad_values_leave_every_file_alone() {
     run.expect(2);
     assert_eq!(files(&sandbox), before);
 }
+
+#[test]
+fn user_that_could_never_exist_is_unknown_not_absent() {
+    let sandbox = user_sandbox();
+    // A valid name that is missing could be created: absent.
+    let doc = sandbox.ralsh(&["-j", "user", "bob"]).expect(0).json();
+    assert_eq!(doc["resource"]["ensure"], "absent");
+    // An invalid name could not: not found, with the reason at info level.
+    let run = sandbox.ralsh(&["--log-level", "info", "user", "Bad:Name"]);
+    run.expect(1)
+        .stderr_has("'Bad:Name' is not a valid user name; no such user can be created")
+        .stderr_has("no resource named 'Bad:Name'");
+}

@@ -1,0 +1,585 @@
+//! The bundled `service::service` provider end to end through ralsh on a
+//! fake root: the init scripts of ROOT/etc/init.d with their rc?.d links,
+//! and systemd through a fake `systemctl` first on PATH. The fake scripts
+//! and the fake systemctl (tests/fixtures/service) keep their state below
+//! the fake root.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{fixtures_dir, names_in, run, Run, Sandbox};
+
+const RAL: &str = "service::service";
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(fixtures_dir().join("service").join(name)).unwrap()
+}
+
+/// Runs ralsh with the bundled providers only.
+fn ralsh(sandbox: &Sandbox, args: &[&str]) -> Run {
+    run(sandbox.command().args(args))
+}
+
+/// Runs ralsh with tests/fixtures/service, which holds the fake systemctl,
+/// first on PATH.
+fn ralsh_with_fake_systemctl(sandbox: &Sandbox, args: &[&str]) -> Run {
+    let path = format!(
+        "{}:{}",
+        fixtures_dir().join("service").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run(sandbox.command().env("PATH", path).args(args))
+}
+
+/// The fake root as the provider names it (symbolic links resolved).
+fn real_root(sandbox: &Sandbox) -> String {
+    sandbox.root().canonicalize().unwrap().display().to_string()
+}
+
+/// Writes an executable script below the fake root.
+fn install(sandbox: &Sandbox, relative: &str, contents: &str) {
+    sandbox.write(relative, contents);
+    let path = sandbox.root().join(relative);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Makes the link ROOT/etc/rcLEVEL.d/ENTRY -> ../init.d/NAME.
+fn link(sandbox: &Sandbox, level: char, entry: &str, name: &str) {
+    let dir = sandbox.root().join(format!("etc/rc{level}.d"));
+    std::fs::create_dir_all(&dir).unwrap();
+    symlink(format!("../init.d/{name}"), dir.join(entry)).unwrap();
+}
+
+/// The rc?.d links of `name`, as `rc2.d/S01web -> ../init.d/web`, sorted.
+fn links_of(sandbox: &Sandbox, name: &str) -> Vec<String> {
+    let mut links = Vec::new();
+    for entry in std::fs::read_dir(sandbox.root().join("etc")).unwrap() {
+        let dir = entry.unwrap();
+        let dir_name = dir.file_name().into_string().unwrap();
+        if !(dir_name.starts_with("rc") && dir_name.ends_with(".d")) {
+            continue;
+        }
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let entry = entry.unwrap();
+            let file = entry.file_name().into_string().unwrap();
+            if file.get(3..) == Some(name) {
+                let target = std::fs::read_link(entry.path()).unwrap();
+                links.push(format!("{dir_name}/{file} -> {}", target.display()));
+            }
+        }
+    }
+    links.sort();
+    links
+}
+
+/// What update-rc.d leaves for a script with Default-Start 2 3 4 5 and
+/// Default-Stop 0 1 6: `S` (enabled) or `K` (disabled) in the boot levels.
+fn default_links(name: &str, boot: char) -> Vec<String> {
+    let mut links: Vec<String> = "0123456"
+        .chars()
+        .map(|level| {
+            let kind = if "2345".contains(level) { boot } else { 'K' };
+            format!("rc{level}.d/{kind}01{name} -> ../init.d/{name}")
+        })
+        .collect();
+    links.sort();
+    links
+}
+
+/// Every path below `root` with its type, mode and contents or target.
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode();
+            let what = if meta.file_type().is_symlink() {
+                format!("link {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                pending.push(path.clone());
+                format!("dir {mode:o}")
+            } else {
+                let contents = std::fs::read(&path).unwrap();
+                format!("file {mode:o} {}", String::from_utf8_lossy(&contents))
+            };
+            let relative = path.strip_prefix(root).unwrap().display().to_string();
+            found.insert(relative, what);
+        }
+    }
+    found
+}
+
+/// A fake root with init scripts: web runs and is enabled (links as
+/// `update-rc.d web defaults` makes them), db is stopped and has no links,
+/// legacy has neither an LSB header nor a status action; the other files
+/// of etc/init.d are not services.
+fn init_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    for name in ["web", "db"] {
+        install(
+            &sandbox,
+            &format!("etc/init.d/{name}"),
+            &fixture("fake-init"),
+        );
+    }
+    install(&sandbox, "etc/init.d/legacy", &fixture("legacy-init"));
+    for not_a_service in ["skeleton", "rcS", "web.dpkg-old", "db~", ".hidden"] {
+        install(
+            &sandbox,
+            &format!("etc/init.d/{not_a_service}"),
+            &fixture("fake-init"),
+        );
+    }
+    // A shutdown script: its header starts it in no boot runlevel.
+    install(
+        &sandbox,
+        "etc/init.d/poweroff-now",
+        &fixture("fake-init")
+            .replace("# Default-Start:     2 3 4 5", "# Default-Start:")
+            .replace("# Default-Stop:      0 1 6", "# Default-Stop:      0"),
+    );
+    sandbox.write("etc/init.d/README", "Scripts for System V init.\n");
+    sandbox.write("etc/init.d/notes", "#!/bin/sh\necho not executable\n");
+    for level in "2345".chars() {
+        link(&sandbox, level, "S01web", "web");
+    }
+    for level in "016".chars() {
+        link(&sandbox, level, "K01web", "web");
+    }
+    sandbox.write("run/fake/web.running", "");
+    sandbox
+}
+
+#[test]
+fn service_lists_init_scripts_and_finds_them() {
+    let sandbox = init_sandbox();
+    let doc = ralsh(&sandbox, &["-j", "service"]).expect(0).json();
+    let ral = json!({"type": "service", "provider": RAL});
+    // legacy has no status action: its running state is unknown (no value).
+    assert_eq!(
+        doc["resources"],
+        json!([
+            {"name": "db", "ensure": "stopped", "enable": false, "ral": ral},
+            {"name": "legacy", "enable": false, "ral": ral},
+            {"name": "web", "ensure": "running", "enable": true, "ral": ral},
+        ])
+    );
+    let run = ralsh(&sandbox, &["service", "web"]);
+    assert_eq!(
+        run.expect(0).stdout,
+        "service::service { 'web':\n  ensure => 'running',\n  enable => true,\n}\n"
+    );
+    // NAME.service means the script NAME.
+    let doc = ralsh(&sandbox, &["-j", "service", "web.service"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["resource"]["name"], "web.service");
+    assert_eq!(doc["resource"]["ensure"], "running");
+    // The listing left out README, skeleton, backups, hidden files, the
+    // script that is not executable and the shutdown script.
+    for unknown in ["nosuch", "poweroff-now"] {
+        ralsh(&sandbox, &["service", unknown])
+            .expect(1)
+            .stderr_has(&format!("no resource named '{unknown}'"));
+    }
+}
+
+#[test]
+fn service_starts_and_stops_through_the_init_script() {
+    let sandbox = init_sandbox();
+    let doc = ralsh(&sandbox, &["-j", "service", "db", "ensure=running"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["result"][0]["changes"],
+        json!([{"attr": "ensure", "is": "running", "was": "stopped"}])
+    );
+    assert!(sandbox.root().join("run/fake/db.running").exists());
+    ralsh(&sandbox, &["service", "db", "ensure=running"])
+        .expect(0)
+        .stdout_has("no changes needed");
+    // absent means stopped (and present running).
+    ralsh(&sandbox, &["service", "db", "ensure=absent"])
+        .expect(0)
+        .stdout_has("ensure: 'running' -> 'stopped'");
+    assert!(!sandbox.root().join("run/fake/db.running").exists());
+
+    // Several services in one batch: only web needs stopping.
+    ralsh(&sandbox, &["service", "web", "db", "ensure=stopped"])
+        .expect(0)
+        .stdout_has("ensure: 'running' -> 'stopped'");
+    assert!(!sandbox.root().join("run/fake/web.running").exists());
+
+    // Without a status action the state is unknown: start runs every time
+    // and is judged by its exit status alone.
+    ralsh(&sandbox, &["service", "legacy", "ensure=running"])
+        .expect(0)
+        .stdout_has("ensure: (none) -> 'running'");
+    assert!(sandbox.root().join("run/fake/legacy.running").exists());
+}
+
+#[test]
+fn service_enables_and_disables_with_the_links_update_rc_d_makes() {
+    let sandbox = init_sandbox();
+    // No links yet: 'update-rc.d db defaults' makes them from the header.
+    let doc = ralsh(
+        &sandbox,
+        &["-j", "service", "db", "enable=true", "ensure=running"],
+    )
+    .expect(0)
+    .json();
+    assert_eq!(
+        doc["result"][0]["changes"],
+        json!([
+            {"attr": "ensure", "is": "running", "was": "stopped"},
+            {"attr": "enable", "is": true, "was": false},
+        ])
+    );
+    assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
+    ralsh(&sandbox, &["service", "db", "enable=true"])
+        .expect(0)
+        .stdout_has("no changes needed");
+
+    // 'update-rc.d web disable' turns the S links into K links, and
+    // 'update-rc.d web enable' back; the stop links stay as they are.
+    ralsh(&sandbox, &["service", "web", "enable=false"])
+        .expect(0)
+        .stdout_has("enable: true -> false");
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
+    ralsh(&sandbox, &["service", "web", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
+
+    // The runlevels come from the LSB header; missing rc?.d directories
+    // are made (0755), and rcS.d counts as starting at boot.
+    let sandbox = Sandbox::new();
+    install(
+        &sandbox,
+        "etc/init.d/clock",
+        &fixture("fake-init")
+            .replace("# Default-Start:     2 3 4 5", "# Default-Start:     S 3 5")
+            .replace("# Default-Stop:      0 1 6", "# Default-Stop:      0 6"),
+    );
+    ralsh(&sandbox, &["service", "clock", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(
+        links_of(&sandbox, "clock"),
+        [
+            "rc0.d/K01clock -> ../init.d/clock",
+            "rc3.d/S01clock -> ../init.d/clock",
+            "rc5.d/S01clock -> ../init.d/clock",
+            "rc6.d/K01clock -> ../init.d/clock",
+            "rcS.d/S01clock -> ../init.d/clock",
+        ]
+    );
+    let mode = std::fs::metadata(sandbox.root().join("etc/rcS.d"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o755 & !umask());
+}
+
+/// The process's umask (read without changing it, from /proc).
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Umask:"))
+                .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+#[test]
+fn service_noop_reports_changes_and_leaves_the_root_alone() {
+    let sandbox = init_sandbox();
+    let before = tree(sandbox.root());
+    let doc = ralsh(
+        &sandbox,
+        &[
+            "-n",
+            "-j",
+            "service",
+            "web",
+            "ensure=stopped",
+            "enable=false",
+        ],
+    )
+    .expect(0)
+    .json();
+    assert_eq!(doc["noop"], true);
+    assert_eq!(
+        doc["result"][0]["changes"],
+        json!([
+            {"attr": "ensure", "is": "stopped", "was": "running"},
+            {"attr": "enable", "is": false, "was": true},
+        ])
+    );
+    ralsh(
+        &sandbox,
+        &["-n", "service", "db", "ensure=running", "enable=true"],
+    )
+    .expect(0)
+    .stdout_has("ensure: 'stopped' -> 'running' (noop: would change)")
+    .stdout_has("enable: false -> true (noop: would change)");
+    // A change that would fail fails under noop too.
+    ralsh(&sandbox, &["-n", "service", "legacy", "enable=true"])
+        .expect(2)
+        .stderr_has("has no Default-Start runlevels");
+    assert_eq!(tree(sandbox.root()), before, "noop changed the fake root");
+}
+
+#[test]
+fn service_reports_failures_unknown_services_and_bad_values() {
+    let sandbox = init_sandbox();
+    let root = real_root(&sandbox);
+    sandbox.write(
+        "run/fake/db.fail",
+        "db: cannot bind to port 8080: Address already in use\n",
+    );
+    // A failing start fails that service only; the other one still starts.
+    sandbox.write("run/fake/legacy.running", "");
+    let run = ralsh(
+        &sandbox,
+        &["-j", "service", "db", "legacy", "ensure=running"],
+    );
+    run.expect(2).stderr_has(&format!(
+        "'db': ensure: {root}/etc/init.d/db start failed (exit status 1):\n\
+         db: cannot bind to port 8080: Address already in use"
+    ));
+    let doc = run.json();
+    assert_eq!(doc["result"][0]["name"], "db");
+    assert_eq!(
+        doc["result"][1]["changes"],
+        json!([{"attr": "ensure", "is": "running", "was": null}])
+    );
+    assert!(!sandbox.root().join("run/fake/db.running").exists());
+
+    // A start that exits 0 without starting anything is caught by status.
+    std::fs::remove_file(sandbox.root().join("run/fake/db.fail")).unwrap();
+    sandbox.write("run/fake/db.lazy", "");
+    ralsh(&sandbox, &["service", "db", "ensure=running"])
+        .expect(2)
+        .stderr_has(&format!(
+            "'db': ensure: {root}/etc/init.d/db start succeeded, but \
+             '{root}/etc/init.d/db status' then says it is stopped"
+        ));
+
+    ralsh(&sandbox, &["service", "nosuch", "ensure=running"])
+        .expect(2)
+        .stderr_has(&format!(
+            "'nosuch': no such service: '{root}/etc/init.d/nosuch' does not exist (unknown)"
+        ));
+    ralsh(&sandbox, &["service", "notes", "ensure=running"])
+        .expect(2)
+        .stderr_has(&format!(
+            "'notes': '{root}/etc/init.d/notes' is not executable (unknown)"
+        ));
+    ralsh(&sandbox, &["service", "legacy", "enable=true"])
+        .expect(2)
+        .stderr_has(&format!(
+            "'legacy': enable: cannot enable 'legacy': '{root}/etc/init.d/legacy' has no \
+             Default-Start runlevels (no '### BEGIN INIT INFO' header)"
+        ));
+    ralsh(&sandbox, &["service", "web", "ensure=restarted"])
+        .expect(2)
+        .stderr_has(
+            "invalid value 'restarted' for attribute 'ensure' of type \
+             enum[running, stopped, present, absent]",
+        );
+    ralsh(&sandbox, &["service", "web", "enable=yes"])
+        .expect(2)
+        .stderr_has("invalid value 'yes' for attribute 'enable' of type boolean");
+    assert!(sandbox.root().join("run/fake/web.running").exists());
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
+}
+
+#[test]
+fn service_daemon_left_by_a_script_does_not_hold_up_ralsh() {
+    // The script leaves a process behind (sleep 20) that keeps its stdout
+    // and stderr open; they are files, not ralsh's pipes or the provider's,
+    // so neither the provider nor ralsh waits for it.
+    let sandbox = init_sandbox();
+    sandbox.write("run/fake/db.daemon", "");
+    let started = Instant::now();
+    let run = ralsh(&sandbox, &["service", "db", "ensure=running"]);
+    run.expect(0).stdout_has("ensure: 'stopped' -> 'running'");
+    assert!(
+        !run.stderr.contains("kept its output open"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn service_manager_follows_the_root() {
+    // The metadata says suitable: true (ralsh reads suitability from the
+    // .yaml, which cannot look at the root), so without a service manager
+    // below the root every call fails, saying what is missing.
+    let sandbox = Sandbox::new();
+    let root = real_root(&sandbox);
+    let doc = ralsh(&sandbox, &["-j"]).expect(0).json();
+    let provider = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == RAL)
+        .expect("service::service is listed");
+    assert_eq!(provider["suitable"], true);
+    ralsh(&sandbox, &["service"]).expect(2).stderr_has(&format!(
+        "no service manager below '{root}': systemd is not running \
+         ('{root}/run/systemd/system' is not a directory) and '{root}/etc/init.d' does not exist"
+    ));
+
+    // With etc/init.d, the init scripts (none yet).
+    std::fs::create_dir_all(sandbox.root().join("etc/init.d")).unwrap();
+    let doc = ralsh(&sandbox, &["-j", "service"]).expect(0).json();
+    assert_eq!(doc["resources"], json!([]));
+
+    // With run/systemd/system, systemd wins (sd_booted's test), and only
+    // systemctl is asked.
+    std::fs::create_dir_all(sandbox.root().join("run/systemd/system")).unwrap();
+    sandbox.write("systemctl.state", "cron.service enabled active\n");
+    let doc = ralsh_with_fake_systemctl(&sandbox, &["-j", "service"])
+        .expect(0)
+        .json();
+    assert_eq!(names_in(&doc["resources"]), ["cron"]);
+}
+
+/// Units for the fake systemctl: UNIT FILE-STATE ACTIVE-STATE.
+const UNITS: &str = "ssh.service enabled active
+cron.service disabled inactive
+dbus.service static active
+broken.service disabled failed
+getty@.service enabled -
+getty@tty1.service - active
+sshd.service alias -
+oldd.service generated active
+";
+
+#[test]
+fn service_uses_systemctl_with_the_root_when_systemd_runs() {
+    let sandbox = Sandbox::new();
+    let root = real_root(&sandbox);
+    std::fs::create_dir_all(sandbox.root().join("run/systemd/system")).unwrap();
+    std::fs::create_dir_all(sandbox.root().join("etc/systemd/system")).unwrap();
+    symlink(
+        "/lib/systemd/system/ssh.service",
+        sandbox.root().join("etc/systemd/system/sshd.service"),
+    )
+    .unwrap();
+    sandbox.write("systemctl.state", UNITS);
+    // A unit generated from an init script is enabled by its rc?.d links.
+    install(&sandbox, "etc/init.d/oldd", &fixture("fake-init"));
+    link(&sandbox, '2', "S01oldd", "oldd");
+
+    // Templates and aliases are not listed; an instance is, and a static
+    // unit has no enable value.
+    let doc = ralsh_with_fake_systemctl(&sandbox, &["-j", "service"])
+        .expect(0)
+        .json();
+    let ral = json!({"type": "service", "provider": RAL});
+    assert_eq!(
+        doc["resources"],
+        json!([
+            {"name": "broken", "ensure": "stopped", "enable": false, "ral": ral},
+            {"name": "cron", "ensure": "stopped", "enable": false, "ral": ral},
+            {"name": "dbus", "ensure": "running", "ral": ral},
+            {"name": "getty@tty1", "ensure": "running", "enable": false, "ral": ral},
+            {"name": "oldd", "ensure": "running", "enable": true, "ral": ral},
+            {"name": "ssh", "ensure": "running", "enable": true, "ral": ral},
+        ])
+    );
+    // An alias is found as the unit it names.
+    let doc = ralsh_with_fake_systemctl(&sandbox, &["-j", "service", "sshd.service"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["resource"],
+        json!({"name": "sshd.service", "ensure": "running", "enable": true, "ral": ral})
+    );
+
+    std::fs::remove_file(sandbox.root().join("systemctl.log")).unwrap();
+    let doc = ralsh_with_fake_systemctl(
+        &sandbox,
+        &["-j", "service", "cron", "ensure=running", "enable=true"],
+    )
+    .expect(0)
+    .json();
+    assert_eq!(
+        doc["result"][0]["changes"],
+        json!([
+            {"attr": "ensure", "is": "running", "was": "stopped"},
+            {"attr": "enable", "is": true, "was": false},
+        ])
+    );
+    let calls = sandbox.read("systemctl.log");
+    for call in calls.lines() {
+        assert!(call.starts_with(&format!("--root={root} ")), "{calls}");
+    }
+    assert!(
+        calls.contains(&format!(
+            "--root={root} --no-ask-password start cron.service\n\
+             --root={root} --no-ask-password enable cron.service\n"
+        )),
+        "{calls}"
+    );
+    assert!(sandbox
+        .read("systemctl.state")
+        .contains("cron.service enabled active\n"));
+    // NAME.service is NAME, and present means running.
+    ralsh_with_fake_systemctl(&sandbox, &["service", "cron.service", "ensure=present"])
+        .expect(0)
+        .stdout_has("no changes needed");
+
+    // noop asks systemctl only for its listings.
+    std::fs::remove_file(sandbox.root().join("systemctl.log")).unwrap();
+    ralsh_with_fake_systemctl(&sandbox, &["-n", "service", "ssh", "ensure=stopped"])
+        .expect(0)
+        .stdout_has("(noop: would change)");
+    assert!(
+        sandbox
+            .read("systemctl.log")
+            .lines()
+            .all(|call| call.contains(" list-unit")),
+        "{}",
+        sandbox.read("systemctl.log")
+    );
+
+    ralsh_with_fake_systemctl(&sandbox, &["service", "dbus", "enable=false"])
+        .expect(2)
+        .stderr_has(
+            "'dbus': enable: 'dbus.service' cannot be disabled: it is static \
+             (its unit file has no [Install] section)",
+        );
+    ralsh_with_fake_systemctl(&sandbox, &["service", "nosuch", "ensure=running"])
+        .expect(2)
+        .stderr_has("'nosuch': no such service: systemd knows no unit 'nosuch.service' (unknown)");
+    ralsh_with_fake_systemctl(&sandbox, &["service", "cron.socket"]).expect(1);
+
+    // The real systemctl refuses to start or stop with --root.
+    sandbox.write("systemctl.refuse", "");
+    ralsh_with_fake_systemctl(&sandbox, &["service", "cron", "ensure=stopped"])
+        .expect(2)
+        .stderr_has(&format!(
+            "'cron': ensure: {}/systemctl --root={root} --no-ask-password stop cron.service \
+             failed (exit status 1); systemctl cannot start or stop units below a fake root \
+             ({root}):\nVerb 'stop' cannot be used with --root= or --image=.",
+            fixtures_dir().join("service").display()
+        ));
+}

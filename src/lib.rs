@@ -19,6 +19,7 @@ pub mod check;
 pub mod conformance;
 pub mod discovery;
 pub mod error;
+pub mod holo;
 mod host;
 pub mod invoke;
 pub mod metadata;

@@ -30,6 +30,8 @@ use crate::error::{Error, Result};
 use crate::metadata::REDACTED;
 use crate::text::escape;
 
+pub mod streams;
+
 /// The longest line accepted from a provider, in bytes.
 pub const MAX_LINE: usize = 64 * 1024;
 /// The largest answer accepted for a single resource (find, update, or one
@@ -153,6 +155,8 @@ static ACTIVE_GROUP: AtomicI32 = AtomicI32::new(0);
 static FORWARDING: AtomicBool = AtomicBool::new(false);
 /// The signal that interrupted the running call, or 0.
 static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
+/// Set by [`forward_interrupts_deferred`].
+static DEFERRED: AtomicBool = AtomicBool::new(false);
 
 const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -166,7 +170,10 @@ const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 pub fn forward_interrupts() {
     extern "C" fn on_signal(signal: libc::c_int) {
         let group = ACTIVE_GROUP.load(Ordering::SeqCst);
-        if group > 0 {
+        if group <= 0 && DEFERRED.load(Ordering::SeqCst) {
+            // The main thread acts on it at its next check, after cleaning up.
+            INTERRUPTED.store(signal, Ordering::SeqCst);
+        } else if group > 0 {
             // The waiting call notices, finishes the group off and re-raises.
             INTERRUPTED.store(signal, Ordering::SeqCst);
             // SAFETY: kill is async-signal-safe and takes plain integers.
@@ -189,8 +196,56 @@ pub fn forward_interrupts() {
     FORWARDING.store(true, Ordering::SeqCst);
 }
 
+/// Like [`forward_interrupts`], but a signal that arrives while no provider
+/// runs is also only noted, and acted on at the next [`exit_if_interrupted`]
+/// or provider call, so the directories given to [`remove_on_interrupt`] are
+/// removed first. The caller must check regularly.
+pub fn forward_interrupts_deferred() {
+    DEFERRED.store(true, Ordering::SeqCst);
+    forward_interrupts();
+}
+
+/// Ends this process by the signal that was noted, if any (see
+/// [`forward_interrupts_deferred`]).
+pub fn exit_if_interrupted() {
+    let signal = INTERRUPTED.load(Ordering::SeqCst);
+    if signal != 0 {
+        reraise(signal);
+    }
+}
+
+/// Directories and files removed before this process ends by a forwarded
+/// signal.
+static REMOVE_ON_INTERRUPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes `dir` (recursively; or a file) if this process is ended by a
+/// forwarded signal; [`keep_on_interrupt`] undoes it.
+pub fn remove_on_interrupt(dir: &Path) {
+    let mut dirs = REMOVE_ON_INTERRUPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    dirs.push(dir.to_owned());
+}
+
+pub fn keep_on_interrupt(dir: &Path) {
+    let mut dirs = REMOVE_ON_INTERRUPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    dirs.retain(|d| d != dir);
+}
+
 /// Ends this process by the signal that interrupted a call.
 fn reraise(signal: libc::c_int) -> ! {
+    let dirs = std::mem::take(
+        &mut *REMOVE_ON_INTERRUPT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    for path in dirs {
+        if std::fs::remove_dir_all(&path).is_err() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
     // SAFETY: restores the default action and raises the signal again.
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
@@ -306,7 +361,10 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
     let (sender, lines) = mpsc::sync_channel(STDOUT_BATCHES);
     // Started while the signals are held, these threads keep them blocked
     // for good, so an interrupt always reaches a thread that acts on it.
-    let exit = watch_exit(group, sender.clone());
+    let exit_events = sender.clone();
+    let exit = watch_exit(group, move || {
+        let _ = exit_events.send(StdoutEvent::LeaderExited);
+    });
     spawn_stdout_reader(stdout_reader, sender, call.max_line);
     let stderr = spawn_stderr_logger(
         stderr_reader,
@@ -352,7 +410,7 @@ impl ExitWatch {
 
 /// Watches for the provider's exit in a thread, leaving it unreaped so its
 /// process-group ID stays reserved until we reap it ourselves.
-fn watch_exit(pid: i32, events: SyncSender<StdoutEvent>) -> Arc<ExitWatch> {
+fn watch_exit(pid: i32, on_exit: impl FnOnce() + Send + 'static) -> Arc<ExitWatch> {
     let watch = Arc::new(ExitWatch {
         exited: Mutex::new(false),
         changed: Condvar::new(),
@@ -380,7 +438,7 @@ fn watch_exit(pid: i32, events: SyncSender<StdoutEvent>) -> Arc<ExitWatch> {
         }
         *shared.exited.lock().unwrap_or_else(|e| e.into_inner()) = true;
         shared.changed.notify_all();
-        let _ = events.send(StdoutEvent::LeaderExited);
+        on_exit();
     });
     watch
 }

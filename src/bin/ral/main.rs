@@ -3,6 +3,7 @@
 //! the conformance checker for provider authors.
 
 mod check;
+mod holo;
 
 use std::process::ExitCode;
 
@@ -21,10 +22,36 @@ enum Command {
     /// Run providers the way the host does and report every violation of
     /// the calling convention.
     Check(check::CheckArgs),
+    /// A drop-in for Holo's `holo` command: `ral holo scan|diff|apply
+    /// [options] [selector...]`; `ral holo help` shows its options. The same
+    /// binary run under the name `holo` behaves the same way.
+    #[command(disable_help_flag = true)]
+    Holo {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 fn main() -> ExitCode {
+    init_logging();
+    let mut argv = std::env::args_os();
+    let arg0 = argv.next().unwrap_or_default();
+    let invoked_as = std::path::Path::new(&arg0)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned());
+    if invoked_as.as_deref() == Some("holo") {
+        let args: Vec<std::ffi::OsString> = argv.collect();
+        return holo::run(&arg0.to_string_lossy(), &args);
+    }
     let args = Args::parse();
+    match args.command {
+        Command::Check(check) => check::run(&check),
+        Command::Holo { args } => holo::run("ral holo", &args),
+    }
+}
+
+/// Errors only, unless RUST_LOG asks for more.
+fn init_logging() {
     env_logger::Builder::new()
         .parse_filters(&std::env::var("RUST_LOG").unwrap_or_else(|_| "error".to_owned()))
         .format(|out, record| {
@@ -37,7 +64,4 @@ fn main() -> ExitCode {
             )
         })
         .init();
-    match args.command {
-        Command::Check(check) => check::run(&check),
-    }
 }

@@ -1,0 +1,122 @@
+//! `ral holo` (and the binary run under the name `holo`): Holo's command
+//! line, parsed the way Holo parses it, then handed to `ral::holo`.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ral::holo::{Op, Options, ScanFormat};
+
+/// The time limit per plugin call unless `--timeout` says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn usage(program: &str) -> String {
+    format!(
+        "Usage: {program} apply [-f|--force] [--noop] [--json] [selector ...]
+   or: {program} diff [selector ...]
+   or: {program} scan [-s|--short|-p|--porcelain|--json] [selector ...]
+   or: {program} version
+   or: {program} help
+
+Options for every operation: --strict (apply exits 1 when a plugin failed;
+duplicate entity IDs are errors), --timeout SECONDS (per plugin call,
+default {}).
+
+See `man 8 holo` for details.
+",
+        DEFAULT_TIMEOUT.as_secs()
+    )
+}
+
+/// A usage error: the message and the usage text on stderr, exit 2.
+fn usage_error(program: &str, message: Option<String>) -> ExitCode {
+    if let Some(message) = message {
+        eprintln!("{program}: {message}");
+    }
+    eprint!("{}", usage(program));
+    ExitCode::from(2)
+}
+
+/// Runs Holo's command line; `program` is how the usage names the command.
+pub fn run(program: &str, args: &[OsString]) -> ExitCode {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let Some(op) = args.first() else {
+        return usage_error(program, None);
+    };
+    let op = match op.as_str() {
+        "scan" => Op::Scan,
+        "diff" => Op::Diff,
+        "apply" => Op::Apply,
+        "help" | "--help" => {
+            print!("{}", usage(program));
+            return ExitCode::SUCCESS;
+        }
+        "version" | "--version" => {
+            println!("{}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        other => return usage_error(program, Some(format!("unknown operation '{other}'"))),
+    };
+    let mut options = Options {
+        op,
+        scan_format: ScanFormat::Report,
+        force: false,
+        json: false,
+        noop: false,
+        strict: false,
+        timeout: DEFAULT_TIMEOUT,
+        selectors: Vec::new(),
+    };
+    let op_name = args[0].as_str();
+    let mut porcelain = false;
+    let mut short = false;
+    let mut rest = args[1..].iter();
+    while let Some(arg) = rest.next() {
+        match (op, arg.as_str()) {
+            (Op::Scan, "-s" | "--short") => short = true,
+            (Op::Scan, "-p" | "--porcelain") => porcelain = true,
+            (Op::Apply, "-f" | "--force") => options.force = true,
+            (Op::Apply, "--noop") => options.noop = true,
+            (Op::Scan | Op::Apply, "--json") => options.json = true,
+            (_, "--strict") => options.strict = true,
+            (_, "--timeout") => match rest.next().map(|v| seconds(v)) {
+                Some(Ok(limit)) => options.timeout = limit,
+                Some(Err(message)) => return usage_error(program, Some(message)),
+                None => return usage_error(program, Some("--timeout needs a value".to_owned())),
+            },
+            (_, flag) if flag.starts_with("--timeout=") => match seconds(&flag[10..]) {
+                Ok(limit) => options.timeout = limit,
+                Err(message) => return usage_error(program, Some(message)),
+            },
+            (_, flag) if flag.starts_with('-') && flag.len() > 1 => {
+                return usage_error(
+                    program,
+                    Some(format!("unknown option '{flag}' for {op_name}")),
+                )
+            }
+            (_, selector) => options.selectors.push(selector.to_owned()),
+        }
+    }
+    options.scan_format = if porcelain {
+        ScanFormat::Porcelain
+    } else if short {
+        ScanFormat::Short
+    } else {
+        ScanFormat::Report
+    };
+    ral::process::forward_interrupts_deferred();
+    let code = ral::holo::run(&options);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s.is_finite() => Ok(Duration::from_secs_f64(s.min(1e9))),
+        _ => Err(format!(
+            "invalid --timeout '{text}': expected a positive number of seconds"
+        )),
+    }
+}

@@ -1,0 +1,327 @@
+//! `apply` and `apply --force`: the lock, one plugin call per selected
+//! entity with file descriptor 3 read for its messages, the heading printed
+//! before the entity's first output, and the outcome of each entity for
+//! `--json` and `--strict`. Also `apply --noop`, which shows each entity's
+//! diff instead of calling apply.
+
+use std::cell::Cell;
+use std::io::Write;
+
+use serde_json::json;
+
+use super::diff;
+use super::output::{info_line, Printer, To};
+use super::plugin::{os_text, Operation};
+use super::scan::Entity;
+use super::{Session, Stop};
+use crate::process::streams::Stream;
+
+/// What became of one entity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Applied,
+    NotChanged,
+    /// Changed or deleted by someone else; `restore` when deleted.
+    NeedsForce {
+        restore: bool,
+        diff: String,
+    },
+    Failed {
+        status: String,
+    },
+    /// `--noop`: what the diff shows.
+    Previewed {
+        diff: String,
+    },
+}
+
+/// Holds `ROOT/run/holo.pid` while apply runs.
+pub struct Lock {
+    path: String,
+}
+
+impl Lock {
+    pub fn take(session: &mut Session) -> Result<Lock, Stop> {
+        let path = super::paths::join(&session.runner.root, "run/holo.pid");
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path);
+        match created {
+            Ok(mut file) => {
+                crate::process::remove_on_interrupt(std::path::Path::new(&path));
+                let _ = writeln!(file, "{}", std::process::id());
+                Ok(Lock { path })
+            }
+            Err(e) => {
+                let printer = &mut session.printer;
+                printer.error(&format!(
+                    "Cannot create lock file {path}: open {path}: {}",
+                    os_text(&e)
+                ));
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    printer.write(
+                        To::Err,
+                        b"This usually means that another instance of Holo is currently running.\n",
+                    );
+                    printer.write(
+                        To::Err,
+                        b"If not, you can try to delete the lock file manually.\n",
+                    );
+                }
+                Err(Stop(255))
+            }
+        }
+    }
+
+    pub fn release(self, printer: &mut Printer) {
+        crate::process::keep_on_interrupt(std::path::Path::new(&self.path));
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            printer.error(&format!("remove {}: {}", self.path, os_text(&e)));
+        }
+    }
+}
+
+/// The apply heading: verb, bold ID, reason, info lines aligned to the verb.
+pub fn heading(printer: &Printer, entity: &Entity) -> String {
+    let mut text = format!("{} {}", entity.verb, printer.bold(To::Out, &entity.id));
+    if !entity.reason.is_empty() {
+        text.push_str(&format!(" ({})", entity.reason));
+    }
+    text.push('\n');
+    for (key, value) in &entity.info {
+        text.push_str(&info_line(entity.verb.len(), key, value));
+    }
+    text
+}
+
+/// Applies one entity, printing as Holo does unless `quiet` (for `--json`,
+/// where the plugin's output is collected instead).
+pub fn apply_one(
+    session: &mut Session,
+    entity: &Entity,
+    force: bool,
+    quiet: bool,
+    collected: &mut Vec<(Stream, String)>,
+) -> Outcome {
+    let plugin = session.plugins[entity.plugin].clone();
+    let op = if force { "force-apply" } else { "apply" };
+    let shown = Cell::new(false);
+    let head = heading(&session.printer, entity);
+    let show = |printer: &mut Printer| {
+        if !quiet && !shown.replace(true) {
+            printer.write(To::Out, head.as_bytes());
+            printer.end_paragraph(To::Out);
+        }
+    };
+    let result = {
+        let mut forward = |printer: &mut Printer, stream: Stream, line: &[u8]| {
+            if quiet {
+                collected.push((stream, String::from_utf8_lossy(line).into_owned()));
+            } else {
+                show(printer);
+                super::plugin::pass_on(printer, stream, line);
+            }
+        };
+        session.runner.run(
+            &plugin,
+            Operation::on(op, &entity.id),
+            &mut session.printer,
+            Some(&mut forward),
+        )
+    };
+    let printer_error = |session: &mut Session, message: &str| {
+        show(&mut session.printer);
+        if !quiet {
+            session.printer.error(message);
+        }
+    };
+    let ended = match result {
+        Ok((ended, _)) if ended.success() => ended,
+        Ok((ended, _)) => {
+            printer_error(session, &ended.status);
+            return finish(
+                session,
+                quiet,
+                Outcome::Failed {
+                    status: ended.status,
+                },
+            );
+        }
+        Err(message) => {
+            printer_error(session, &message);
+            return finish(session, quiet, Outcome::Failed { status: message });
+        }
+    };
+    let mut outcome = Outcome::Applied;
+    let mut show_report = true;
+    let mut show_diff = false;
+    for message in String::from_utf8_lossy(&ended.fd3).split('\n') {
+        match message {
+            "not changed" => {
+                show_report = false;
+                outcome = Outcome::NotChanged;
+            }
+            "requires --force to overwrite" => {
+                printer_error(
+                    session,
+                    "Entity has been modified by user (use --force to overwrite)",
+                );
+                show_diff = true;
+                outcome = Outcome::NeedsForce {
+                    restore: false,
+                    diff: String::new(),
+                };
+            }
+            "requires --force to restore" => {
+                printer_error(
+                    session,
+                    "Entity has been deleted by user (use --force to restore)",
+                );
+                outcome = Outcome::NeedsForce {
+                    restore: true,
+                    diff: String::new(),
+                };
+            }
+            _ => {}
+        }
+    }
+    if show_report {
+        show(&mut session.printer);
+    }
+    if show_diff {
+        let rendered = diff::render(
+            &session.runner,
+            &session.resources,
+            &plugin,
+            &entity.id,
+            &mut session.printer,
+            &mut |printer, stream, line| {
+                if quiet {
+                    collected.push((stream, String::from_utf8_lossy(line).into_owned()));
+                } else {
+                    super::plugin::pass_on(printer, stream, line);
+                }
+            },
+        );
+        match rendered {
+            Err(message) => printer_error(session, &message),
+            Ok(text) => {
+                if let Outcome::NeedsForce { diff, .. } = &mut outcome {
+                    diff.clone_from(&text);
+                }
+                if !quiet {
+                    let coloured = session.printer.colour_diff(To::Out, &text);
+                    session.printer.end_paragraph(To::Out);
+                    session
+                        .printer
+                        .write(To::Out, diff::indent(&coloured).as_bytes());
+                }
+            }
+        }
+    }
+    finish(session, quiet, outcome)
+}
+
+fn finish(session: &mut Session, quiet: bool, outcome: Outcome) -> Outcome {
+    if !quiet {
+        session.printer.end_paragraph(To::Out);
+    }
+    outcome
+}
+
+/// `apply --noop`: the heading and the entity's diff, indented; nothing is
+/// applied.
+pub fn preview_one(
+    session: &mut Session,
+    entity: &Entity,
+    quiet: bool,
+    collected: &mut Vec<(Stream, String)>,
+) -> Outcome {
+    let plugin = session.plugins[entity.plugin].clone();
+    if !quiet {
+        let head = heading(&session.printer, entity);
+        session.printer.write(To::Out, head.as_bytes());
+        session.printer.end_paragraph(To::Out);
+    }
+    let rendered = diff::render(
+        &session.runner,
+        &session.resources,
+        &plugin,
+        &entity.id,
+        &mut session.printer,
+        &mut |printer, stream, line| {
+            if quiet {
+                collected.push((stream, String::from_utf8_lossy(line).into_owned()));
+            } else {
+                super::plugin::pass_on(printer, stream, line);
+            }
+        },
+    );
+    let outcome = match rendered {
+        Ok(text) => {
+            if !quiet {
+                let shown = if text.is_empty() {
+                    "(the plugin reports no diff for this entity)\n".to_owned()
+                } else {
+                    session.printer.colour_diff(To::Out, &text)
+                };
+                session
+                    .printer
+                    .write(To::Out, diff::indent(&shown).as_bytes());
+            }
+            Outcome::Previewed { diff: text }
+        }
+        Err(message) => {
+            if !quiet {
+                session
+                    .printer
+                    .error(&format!("cannot diff {}: {message}", entity.id));
+            }
+            Outcome::Failed { status: message }
+        }
+    };
+    finish(session, quiet, outcome)
+}
+
+/// The JSON form of one entity's outcome.
+pub fn outcome_json(
+    session: &Session,
+    entity: &Entity,
+    outcome: &Outcome,
+    output: &[(Stream, String)],
+) -> serde_json::Value {
+    let mut doc = json!({
+        "id": entity.id,
+        "plugin": session.plugins[entity.plugin].id,
+    });
+    let (result, extra) = match outcome {
+        Outcome::Applied => ("applied", json!({})),
+        Outcome::NotChanged => ("not changed", json!({})),
+        Outcome::NeedsForce { restore, diff } => (
+            "requires --force",
+            json!({
+                "reason": if *restore { "deleted by user" } else { "modified by user" },
+                "diff": diff,
+            }),
+        ),
+        Outcome::Failed { status } => ("failed", json!({ "status": status })),
+        Outcome::Previewed { diff } => ("would apply", json!({ "diff": diff })),
+    };
+    doc["result"] = json!(result);
+    if let (Some(target), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+        for (key, value) in extra {
+            target.insert(key.clone(), value.clone());
+        }
+    }
+    let lines = |wanted: Stream| -> Vec<&str> {
+        output
+            .iter()
+            .filter(|(stream, _)| *stream == wanted)
+            .map(|(_, line)| line.as_str())
+            .collect()
+    };
+    doc["stdout"] = json!(lines(Stream::Stdout));
+    doc["stderr"] = json!(lines(Stream::Stderr));
+    doc
+}

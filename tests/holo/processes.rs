@@ -1,0 +1,155 @@
+//! Plugin processes under `ral holo`: all three streams read at once, the
+//! time limit, and Ctrl-C ending the plugin and removing the cache
+//! directory and the apply lock.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A root with one plugin `t` whose script is `body` (bash).
+fn root_with_plugin(work: &Path, body: &str) {
+    let target = work.join("target");
+    for dir in [
+        "etc",
+        "run",
+        "tmp",
+        "usr/share/holo/t",
+        "usr/share/holo/generators",
+        "usr/lib/holo",
+    ] {
+        std::fs::create_dir_all(target.join(dir)).unwrap();
+    }
+    std::fs::write(target.join("etc/holorc"), "plugin t\n").unwrap();
+    let script = target.join("usr/lib/holo/holo-t");
+    let text = format!(
+        "#!/bin/bash\ncase \"$1\" in\ninfo) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;\nscan) echo 'ENTITY: t:one' ;;\n{body}\nesac\n"
+    );
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn ral(work: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+    command
+        .arg("holo")
+        .args(args)
+        .current_dir(work)
+        .env("HOLO_ROOT_DIR", "./target/")
+        .env("TMPDIR", "./target/tmp")
+        .stdin(Stdio::null());
+    command
+}
+
+fn cache_dirs_left(work: &Path) -> usize {
+    std::fs::read_dir(work.join("target/tmp")).unwrap().count()
+}
+
+#[test]
+fn stdout_stderr_and_fd3_are_read_together() {
+    let work = tempfile::tempdir().unwrap();
+    // 3000 lines on each stream, interleaved: about 300 kB each, far beyond
+    // a pipe buffer, so reading one stream to its end first would deadlock.
+    root_with_plugin(
+        work.path(),
+        r#"apply)
+  line=$(printf 'y%.0s' {1..100})
+  for i in $(seq 1 3000); do
+    echo "out $i $line"; echo "err $i $line" >&2; echo "fd3 $i $line" >&3
+  done
+  echo "not changed" >&3 ;;"#,
+    );
+    let output = ral(work.path(), &["apply", "--json", "--timeout", "60"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let result = &doc["results"][0];
+    assert_eq!(result["result"], "not changed");
+    assert_eq!(result["stdout"].as_array().unwrap().len(), 3000);
+    assert_eq!(result["stderr"].as_array().unwrap().len(), 3000);
+    assert_eq!(
+        result["stderr"][2999].as_str().unwrap().split(' ').nth(1),
+        Some("3000")
+    );
+    assert_eq!(cache_dirs_left(work.path()), 0);
+}
+
+#[test]
+fn a_hung_plugin_is_killed_at_the_time_limit() {
+    let work = tempfile::tempdir().unwrap();
+    root_with_plugin(
+        work.path(),
+        "apply) echo started; sleep 1000 & echo $! > target/child.pid; wait ;;",
+    );
+    let output = ral(work.path(), &["apply", "--timeout", "1", "--strict"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("!! plugin t: apply did not finish within 1s"),
+        "{stderr}"
+    );
+    assert_eq!(output.status.code(), Some(1), "--strict counts the failure");
+    // The plugin's own child went with its process group.
+    let child: i32 = std::fs::read_to_string(work.path().join("target/child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(child), "the plugin's child {child} still runs");
+    assert!(!work.path().join("target/run/holo.pid").exists());
+    assert_eq!(cache_dirs_left(work.path()), 0);
+}
+
+/// Whether a process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn ctrl_c_ends_the_plugin_and_removes_the_cache_and_the_lock() {
+    let work = tempfile::tempdir().unwrap();
+    let ready = work.path().join("ready");
+    let status = Command::new("mkfifo").arg(&ready).status().unwrap();
+    assert!(status.success());
+    root_with_plugin(
+        work.path(),
+        "apply) echo $$ > target/plugin.pid; echo ready > ready; exec sleep 1000 ;;",
+    );
+    let mut child = ral(work.path(), &["apply"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Blocks until the plugin opened the FIFO and wrote: it is running, and
+    // ral holds the lock and the cache directory.
+    let said = std::fs::read_to_string(&ready).unwrap();
+    assert_eq!(said, "ready\n");
+    assert!(work.path().join("target/run/holo.pid").exists());
+    assert_eq!(cache_dirs_left(work.path()), 1);
+    // SAFETY: sends SIGINT to the ral process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGINT),
+        "ral ends by the signal"
+    );
+    let plugin: i32 = std::fs::read_to_string(work.path().join("target/plugin.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(plugin), "the plugin {plugin} still runs");
+    assert!(
+        !work.path().join("target/run/holo.pid").exists(),
+        "lock left"
+    );
+    assert_eq!(cache_dirs_left(work.path()), 0, "cache directory left");
+}

@@ -12,6 +12,7 @@ mod properties;
 mod provider_cron;
 mod provider_file;
 mod provider_mount;
+mod provider_package;
 mod provider_service;
 mod provider_ssh_key;
 mod provider_user;

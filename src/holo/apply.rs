@@ -6,12 +6,13 @@
 
 use std::cell::Cell;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 
 use serde_json::json;
 
 use super::diff;
 use super::output::{info_line, Printer, To};
-use super::plugin::{os_text, Operation};
+use super::plugin::{exit_text, os_text, Operation};
 use super::scan::Entity;
 use super::{Session, Stop};
 use crate::process::streams::Stream;
@@ -46,6 +47,7 @@ impl Lock {
         let created = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o644)
             .open(&path);
         match created {
             Ok(mut file) => {
@@ -74,10 +76,22 @@ impl Lock {
         }
     }
 
-    pub fn release(self, printer: &mut Printer) {
+    /// Removes the lock, reporting a failure (which does not change the
+    /// exit code, as in Holo).
+    pub fn release(mut self, printer: &mut Printer) {
         crate::process::keep_on_interrupt(std::path::Path::new(&self.path));
         if let Err(e) = std::fs::remove_file(&self.path) {
             printer.error(&format!("remove {}: {}", self.path, os_text(&e)));
+        }
+        self.path.clear();
+    }
+}
+
+impl Drop for Lock {
+    /// Removes a lock that was not released (a panic on the way).
+    fn drop(&mut self) {
+        if !self.path.is_empty() {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }
@@ -139,12 +153,12 @@ pub fn apply_one(
     let ended = match result {
         Ok((ended, _)) if ended.success() => ended,
         Ok((ended, _)) => {
-            printer_error(session, &ended.status);
+            printer_error(session, &exit_text(&ended));
             return finish(
                 session,
                 quiet,
                 Outcome::Failed {
-                    status: ended.status,
+                    status: exit_text(&ended),
                 },
             );
         }

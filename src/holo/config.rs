@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::output::Printer;
 use super::paths::join;
-use super::plugin::{os_text, Operation, Phase, Plugin, Runner, API_VERSION};
+use super::plugin::{exit_text, os_text, Operation, Phase, Plugin, Runner, API_VERSION};
 use super::Stop;
 
 /// Loads every configured plugin, running `info` for each as its line is
@@ -74,7 +74,13 @@ fn read_lines(root: &str, printer: &mut Printer) -> Result<Vec<String>, Stop> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            printer.error(&format!("open {snippets}: {}", os_text(&e)));
+            // Go opens the directory first and fails only when reading it.
+            let op = if e.raw_os_error() == Some(libc::ENOTDIR) {
+                "readdirent"
+            } else {
+                "open"
+            };
+            printer.error(&format!("{op} {snippets}: {}", os_text(&e)));
             return Err(Stop(255));
         }
     }
@@ -106,7 +112,7 @@ fn check_info(runner: &Runner, plugin: &Plugin, printer: &mut Printer) -> Result
             Stop(255)
         })?;
     if !ended.success() {
-        printer.error(&ended.status);
+        printer.error(&exit_text(&ended));
         return Err(Stop(255));
     }
     let stdout = String::from_utf8_lossy(&stdout);

@@ -10,7 +10,7 @@ use std::path::Path;
 use super::output::{Printer, To};
 #[cfg(doc)]
 use super::plugin::pass_on;
-use super::plugin::{os_text, Forward, Operation, Plugin, Runner};
+use super::plugin::{exit_text, os_text, Forward, Operation, Plugin, Runner};
 use super::resources::Resources;
 use crate::process::streams::{run_streams, Stream, StreamCall};
 
@@ -32,7 +32,7 @@ pub fn render(
         Some(forward),
     )?;
     if !ended.success() {
-        return Err(ended.status);
+        return Err(exit_text(&ended));
     }
     let fd3 = String::from_utf8_lossy(&ended.fd3).into_owned();
     let parts: Vec<&str> = fd3.split('\0').collect();
@@ -79,6 +79,8 @@ fn git_diff(
         "--no-index",
         "--no-color",
         "--no-ext-diff",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
         "--",
         old,
         new,
@@ -118,7 +120,7 @@ fn git_diff(
     })?;
     match ended.code {
         Some(0 | 1) => Ok(String::from_utf8_lossy(&diff).into_owned()),
-        _ => Err(ended.status),
+        _ => Err(exit_text(&ended)),
     }
 }
 

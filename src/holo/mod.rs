@@ -77,28 +77,24 @@ pub struct Session {
 /// binary calls [`crate::process::forward_interrupts_deferred`]).
 pub fn run(options: &Options) -> i32 {
     let mut printer = Printer::new();
-    let root = match std::env::var("HOLO_ROOT_DIR") {
-        Ok(root) if !root.is_empty() => root,
-        _ => "/".to_owned(),
+    if options.json {
+        // stdout carries the JSON document alone.
+        printer.tracked_stdout_to_stderr();
+    }
+    let (Some(root), Some(tmp)) = (
+        env_path(&mut printer, "HOLO_ROOT_DIR", "/"),
+        env_path(&mut printer, "TMPDIR", "/tmp"),
+    ) else {
+        return 255;
     };
-    let tmp = std::env::var("TMPDIR")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| "/tmp".to_owned());
-    let cache = match tempfile::Builder::new().prefix("holo.").tempdir_in(&tmp) {
-        Ok(dir) => dir,
+    let cache = match CacheDir::create(&tmp) {
+        Ok(cache) => cache,
         Err(e) => {
             printer.error(&format!("mkdirtemp {tmp}/holo.*: {}", plugin::os_text(&e)));
             return 255;
         }
     };
-    crate::process::remove_on_interrupt(cache.path());
-    let cache_name = cache
-        .path()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let cache_text = format!("{tmp}/{cache_name}");
+    let cache_text = cache.text.clone();
     let runner = Runner {
         root,
         base_env: std::env::vars_os().collect(),
@@ -107,9 +103,63 @@ pub fn run(options: &Options) -> i32 {
     let code = match run_in_cache(runner, &cache_text, options, &mut printer) {
         Ok(code) | Err(Stop(code)) => code,
     };
-    crate::process::keep_on_interrupt(cache.path());
     drop(cache);
+    // A signal noted after the last check still ends the process by it.
+    crate::process::exit_if_interrupted();
     code
+}
+
+/// A path from the environment, or `default` when unset or empty. One that
+/// is not UTF-8 is an error rather than a silent fall-back to the default.
+fn env_path(printer: &mut Printer, name: &str, default: &str) -> Option<String> {
+    match std::env::var_os(name) {
+        None => Some(default.to_owned()),
+        Some(value) if value.is_empty() => Some(default.to_owned()),
+        Some(value) => match value.into_string() {
+            Ok(text) => Some(text),
+            Err(_) => {
+                printer.error(&format!("{name} is not valid UTF-8"));
+                None
+            }
+        },
+    }
+}
+
+/// The run's cache directory, `TMPDIR/holo.NUMBER` (mode 0700) as Holo
+/// names it; removed when dropped, and by a forwarded signal.
+struct CacheDir {
+    /// The path as Holo prints it: `TMPDIR/holo.NUMBER`, not cleaned.
+    text: String,
+}
+
+impl CacheDir {
+    fn create(tmp: &str) -> std::io::Result<CacheDir> {
+        use std::hash::{BuildHasher, Hasher};
+        use std::os::unix::fs::DirBuilderExt;
+        for attempt in 0u32..10_000 {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u32(attempt);
+            hasher.write_u32(std::process::id());
+            let text = format!("{tmp}/holo.{}", hasher.finish() as u32);
+            match std::fs::DirBuilder::new().mode(0o700).create(&text) {
+                Ok(()) => {
+                    crate::process::remove_on_interrupt(std::path::Path::new(&text));
+                    return Ok(CacheDir { text });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::from_raw_os_error(libc::EEXIST))
+    }
+}
+
+impl Drop for CacheDir {
+    fn drop(&mut self) {
+        let path = std::path::Path::new(&self.text);
+        crate::process::keep_on_interrupt(path);
+        let _ = std::fs::remove_dir_all(path);
+    }
 }
 
 fn run_in_cache(
@@ -161,7 +211,7 @@ impl Session {
             );
             let stdout = match outcome {
                 Ok((ended, stdout)) if ended.success() => stdout,
-                Ok((ended, _)) => return Err(self.scan_failed(index, &ended.status)),
+                Ok((ended, _)) => return Err(self.scan_failed(index, &plugin::exit_text(&ended))),
                 Err(message) => return Err(self.scan_failed(index, &message)),
             };
             let resources = &self.resources;

@@ -31,6 +31,9 @@ pub struct Printer {
     trailing_newlines: usize,
     colour_out: bool,
     colour_err: bool,
+    /// Tracked stdout goes to stderr (`--json` keeps stdout for the
+    /// document).
+    out_to_err: bool,
 }
 
 impl Default for Printer {
@@ -46,7 +49,15 @@ impl Printer {
             trailing_newlines: 0,
             colour_out: std::io::stdout().is_terminal(),
             colour_err: std::io::stderr().is_terminal(),
+            out_to_err: false,
         }
+    }
+
+    /// Sends every tracked stdout write (headings, paragraphs, plugin
+    /// output) to stderr instead.
+    pub fn tracked_stdout_to_stderr(&mut self) {
+        self.out_to_err = true;
+        self.colour_out = self.colour_err;
     }
 
     fn colour(&self, to: To) -> bool {
@@ -58,9 +69,10 @@ impl Printer {
 
     /// A tracked write.
     pub fn write(&mut self, to: To, bytes: &[u8]) {
+        let to = if self.out_to_err { To::Err } else { to };
         if !self.had_output {
             self.had_output = true;
-            raw(To::Out, b"\n");
+            raw(if self.out_to_err { To::Err } else { To::Out }, b"\n");
         }
         let newlines = bytes.iter().rev().take_while(|b| **b == b'\n').count();
         if newlines == bytes.len() {
@@ -198,6 +210,7 @@ mod tests {
             trailing_newlines: 0,
             colour_out: false,
             colour_err: false,
+            out_to_err: false,
         }
     }
 

@@ -159,8 +159,41 @@ impl Runner {
             (None, Stream::Stderr) => printer.plugin_stderr_line(line),
         })
         .map_err(|e| spawn_text(&e, &plugin.binary))?;
+        if ended.killed_leftovers {
+            printer.warning(&format!(
+                "plugin {}: processes started by '{}' kept its output open after it exited; they were killed",
+                plugin.id, op.name
+            ));
+        }
         Ok((ended, stdout))
     }
+}
+
+/// How a finished program ended, in Go's words: "exit status 1",
+/// "signal: killed".
+pub fn exit_text(ended: &Ended) -> String {
+    let Some(signal) = ended.signal else {
+        return ended.status.clone();
+    };
+    let name = match signal {
+        libc::SIGHUP => "hangup",
+        libc::SIGINT => "interrupt",
+        libc::SIGQUIT => "quit",
+        libc::SIGILL => "illegal instruction",
+        libc::SIGTRAP => "trace/breakpoint trap",
+        libc::SIGABRT => "aborted",
+        libc::SIGBUS => "bus error",
+        libc::SIGFPE => "floating point exception",
+        libc::SIGKILL => "killed",
+        libc::SIGUSR1 => "user defined signal 1",
+        libc::SIGSEGV => "segmentation fault",
+        libc::SIGUSR2 => "user defined signal 2",
+        libc::SIGPIPE => "broken pipe",
+        libc::SIGALRM => "alarm clock",
+        libc::SIGTERM => "terminated",
+        _ => return format!("signal: signal {signal}"),
+    };
+    format!("signal: {name}")
 }
 
 /// Holo's text for a program that could not run or did not finish.

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::output::{Printer, To};
 use super::paths::join;
-use super::plugin::{os_text, Runner};
+use super::plugin::{exit_text, os_text, Runner};
 use super::Stop;
 use crate::process::streams::{run_streams, StreamCall};
 
@@ -121,7 +121,7 @@ impl Resources {
             other => format!("could not run {generator}: {other}"),
         })?;
         if !ended.success() {
-            return Err(format!("could not run {generator}: {}", ended.status));
+            return Err(format!("could not run {generator}: {}", exit_text(&ended)));
         }
         let owner = generator
             .strip_prefix(generators_dir)

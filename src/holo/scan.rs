@@ -78,7 +78,8 @@ pub fn parse(
 /// `^\s*([^:]+): (.+)\s*$`: leading whitespace dropped, the key up to the
 /// first colon, then ": " and a non-empty value kept as it is.
 fn split_line(line: &str) -> Option<(&str, &str)> {
-    let line = line.trim_start();
+    // RE2's \s: ASCII whitespace only.
+    let line = line.trim_start_matches([' ', '\t', '\n', '\x0c', '\r']);
     let (key, rest) = line.split_once(':')?;
     let value = rest.strip_prefix(' ')?;
     if key.is_empty() || value.is_empty() {

@@ -27,7 +27,10 @@ use super::{
 use crate::error::{Error, Result};
 
 /// The most bytes kept from file descriptor 3; the rest is read and dropped.
-pub const MAX_FD3: usize = 1024 * 1024;
+pub const MAX_FD3: usize = 16 * 1024 * 1024;
+/// The longest line passed on whole; longer ones arrive in pieces of this
+/// size, so memory stays bounded.
+pub const MAX_STREAM_LINE: usize = 16 * 1024 * 1024;
 
 /// Which output stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,10 +59,15 @@ pub struct StreamCall<'a> {
 pub struct Ended {
     /// Its exit code, or `None` when a signal ended it.
     pub code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
     /// "exit status N" or "killed by signal N".
     pub status: String,
     /// Everything written to file descriptor 3 (at most [`MAX_FD3`] bytes).
     pub fd3: Vec<u8>,
+    /// Processes it started still held its output [`OUTPUT_LINGER`] after
+    /// it exited, and were killed.
+    pub killed_leftovers: bool,
 }
 
 impl Ended {
@@ -189,6 +197,7 @@ impl Running<'_> {
         on_line: &mut dyn FnMut(Stream, &[u8]),
     ) -> Result<Ended> {
         let mut fd3 = Vec::new();
+        let mut killed_leftovers = false;
         let mut linger_until: Option<Instant> = None;
         while open > 0 {
             let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
@@ -200,11 +209,7 @@ impl Running<'_> {
                     linger_until = Some(Instant::now() + OUTPUT_LINGER);
                 }
                 None if linger_until.is_some() && Instant::now() < deadline => {
-                    log::warn!(
-                        "{}: exited, but processes it started kept its output open for {}s; killing them",
-                        self.label,
-                        OUTPUT_LINGER.as_secs()
-                    );
+                    killed_leftovers = true;
                     // SAFETY: the leader is exited but unreaped, so the
                     // group ID is still ours.
                     unsafe { libc::kill(-self.group, libc::SIGKILL) };
@@ -233,8 +238,10 @@ impl Running<'_> {
             .map_err(|e| Error::io(format!("{}: waiting for it", self.label), e))?;
         Ok(Ended {
             code: status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&status),
             status: describe_status(status),
             fd3,
+            killed_leftovers,
         })
     }
 
@@ -288,16 +295,26 @@ fn spawn_line_reader(pipe: std::io::PipeReader, stream: Stream, sender: SyncSend
     std::thread::spawn(move || {
         let mut reader = BufReader::new(pipe);
         let mut buf = Vec::new();
-        // A line longer than MAX_LINE is passed on in pieces.
-        while let Ok(Bounded::Line | Bounded::TooLong) =
-            read_bounded(&mut reader, MAX_LINE, &mut buf)
-        {
-            if sender
-                .send(Event::Line(stream, std::mem::take(&mut buf)))
-                .is_err()
+        let mut line = Vec::new();
+        loop {
+            let complete = match read_bounded(&mut reader, MAX_LINE, &mut buf) {
+                Ok(Bounded::Line) => true,
+                Ok(Bounded::TooLong) => false,
+                Ok(Bounded::Eof) | Err(_) => break,
+            };
+            line.append(&mut buf);
+            // A line is passed on whole up to MAX_STREAM_LINE, in pieces
+            // beyond that.
+            if (complete || line.len() >= MAX_STREAM_LINE)
+                && sender
+                    .send(Event::Line(stream, std::mem::take(&mut line)))
+                    .is_err()
             {
                 return;
             }
+        }
+        if !line.is_empty() {
+            let _ = sender.send(Event::Line(stream, line));
         }
         let _ = sender.send(Event::Closed);
     });

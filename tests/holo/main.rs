@@ -75,7 +75,7 @@ fn dump_tree(dir: &Path, prefix: &str, out: &mut String) {
 /// Strips colour sequences and makes cache directory names stable.
 fn normalise(text: &str) -> String {
     let ansi = regex::Regex::new("\x1b\\[[0-9;]*m").unwrap();
-    let cache = regex::Regex::new(r"target/tmp/holo\.[A-Za-z0-9]+").unwrap();
+    let cache = regex::Regex::new(r"target/tmp/holo\.[0-9]+").unwrap();
     cache
         .replace_all(&ansi.replace_all(text, ""), "target/tmp/holo")
         .into_owned()

@@ -30,11 +30,18 @@ See `man 8 holo` for details.
 
 /// A usage error: the message and the usage text on stderr, exit 2.
 fn usage_error(program: &str, message: Option<String>) -> ExitCode {
-    if let Some(message) = message {
-        eprintln!("{program}: {message}");
-    }
-    eprint!("{}", usage(program));
+    let mut text = message.map_or_else(String::new, |m| format!("{program}: {m}\n"));
+    text.push_str(&usage(program));
+    print_to(std::io::stderr(), &text);
     ExitCode::from(2)
+}
+
+/// Writes and ignores a closed pipe (`holo version | true`), as a plain
+/// print in Holo would.
+fn print_to(mut stream: impl std::io::Write, text: &str) {
+    let _ = stream
+        .write_all(text.as_bytes())
+        .and_then(|()| stream.flush());
 }
 
 /// Runs Holo's command line; `program` is how the usage names the command.
@@ -51,11 +58,11 @@ pub fn run(program: &str, args: &[OsString]) -> ExitCode {
         "diff" => Op::Diff,
         "apply" => Op::Apply,
         "help" | "--help" => {
-            print!("{}", usage(program));
+            print_to(std::io::stdout(), &usage(program));
             return ExitCode::SUCCESS;
         }
         "version" | "--version" => {
-            println!("{}", env!("CARGO_PKG_VERSION"));
+            print_to(std::io::stdout(), concat!(env!("CARGO_PKG_VERSION"), "\n"));
             return ExitCode::SUCCESS;
         }
         other => return usage_error(program, Some(format!("unknown operation '{other}'"))),

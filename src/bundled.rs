@@ -30,7 +30,7 @@ pub fn file_names() -> impl Iterator<Item = &'static str> {
 /// ral's cache directory: `$XDG_CACHE_HOME/ral`, `$HOME/.cache/ral`, or a
 /// per-user directory in the system temporary directory. Relative settings
 /// are ignored, as they would depend on the working directory.
-fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     let from_env = |key: &str| {
         std::env::var_os(key)
             .map(PathBuf::from)
@@ -58,12 +58,7 @@ fn is_intact(dir: &Path) -> bool {
 /// first when needed.
 pub fn data_dir() -> Result<PathBuf> {
     let parent = cache_dir();
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&parent)
-        .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
-    check_private(&parent)?;
+    private_dir(&parent)?;
     let name = format!("bundled-{}-{}", env!("CARGO_PKG_VERSION"), embedded::DIGEST);
     let target = parent.join(&name);
     if target.exists() {
@@ -128,6 +123,19 @@ fn write_all(staging: &Path) -> std::io::Result<()> {
     }
     fs::File::create(staging.join(COMPLETE_MARKER))?;
     Ok(())
+}
+
+/// Creates `dir` (and its parents) private to this user if missing, and
+/// refuses it, and ral's cache directory above it, when another user owns
+/// them or may write to them.
+pub(crate) fn private_dir(dir: &Path) -> Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    check_private(&cache_dir())?;
+    check_private(dir)
 }
 
 /// Refuses directories that another user owns or may write to.

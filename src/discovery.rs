@@ -2,10 +2,12 @@
 //!
 //! Each data directory holds `providers/*.prov`. Metadata comes from `X.yaml`
 //! beside `X.prov` when there is one, otherwise from running
-//! `X.prov ral_action=describe`. A broken provider is skipped with one warning
-//! naming its file and the reason; it never hides the others. When two data
-//! directories hold a provider with the same qualified name, the earlier
-//! directory wins.
+//! `X.prov ral_action=describe`, whose output is cached per version of the
+//! file ([`MetadataCache`]); the describes a run still needs run
+//! concurrently, a few at a time. A broken provider is skipped with one
+//! warning naming its file and the reason; it never hides the others. When
+//! two data directories hold a provider with the same qualified name, the
+//! earlier directory wins.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::host::Host;
 use crate::metadata::Metadata;
+use crate::metadata_cache::{Fingerprint, MetadataCache};
 use crate::provider::{is_executable, Provider};
 
 /// The data directories to search, in order: each `-I` directory, each part
@@ -36,22 +39,142 @@ pub struct Registry {
     providers: Vec<Provider>,
 }
 
-/// Loads every provider of `dirs`.
-pub fn discover(host: &Host, dirs: &[PathBuf]) -> Registry {
+/// How many describes run at once when the cache cannot answer.
+const CONCURRENT_DESCRIBES: usize = 8;
+
+/// Loads every provider of `dirs`, describing only those that have neither
+/// a `.yaml` nor a current cache entry, several at a time.
+pub fn discover(host: &Host, dirs: &[PathBuf], cache: &MetadataCache) -> Registry {
+    let sources: Vec<PathBuf> = dirs.iter().flat_map(|dir| provider_files(dir)).collect();
+    let context = cache_context(host);
+    let mut texts: Vec<Option<Result<Metadata>>> = sources
+        .iter()
+        .map(|source| cheap_metadata(source, cache, &context))
+        .collect();
+    let pending: Vec<usize> = (0..sources.len()).filter(|&i| texts[i].is_none()).collect();
+    let described = describe_all(host, &sources, &pending, cache, &context);
+    for (index, result) in pending.into_iter().zip(described) {
+        texts[index] = Some(result);
+    }
     let mut registry = Registry::default();
-    for dir in dirs {
-        for source in provider_files(dir) {
-            match load(host, &source) {
-                Ok(provider) => registry.add(provider),
-                Err(e) => log::warn!(
-                    "skipping provider {}: {}",
-                    source.display(),
-                    reason(&e, &source)
-                ),
-            }
+    for (source, meta) in sources.iter().zip(texts) {
+        let provider = meta
+            .expect("every provider has metadata or an error")
+            .map(|meta| provider_from(meta, source, host));
+        match provider {
+            Ok(provider) => registry.add(provider),
+            Err(e) => log::warn!(
+                "skipping provider {}: {}",
+                source.display(),
+                reason(&e, source)
+            ),
         }
     }
     registry
+}
+
+/// What a describe may depend on besides the file: the environment given
+/// to providers.
+fn cache_context(host: &Host) -> String {
+    let var = |key| {
+        host.env()
+            .get(key)
+            .map(|v| v.to_string_lossy().into_owned())
+    };
+    format!(
+        "PATH={}\0RALSH_ROOT_DIR={}",
+        var("PATH").unwrap_or_default(),
+        var("RALSH_ROOT_DIR").unwrap_or_default()
+    )
+}
+
+/// Metadata known without running the provider (`.yaml`, cache entry), or
+/// an error known already; `None` when describe must run.
+fn cheap_metadata(source: &Path, cache: &MetadataCache, context: &str) -> Option<Result<Metadata>> {
+    if !is_executable(source) {
+        return Some(Err(not_executable(source)));
+    }
+    let yaml = source.with_extension("yaml");
+    if yaml.exists() {
+        return Some(read_yaml(&yaml).and_then(|text| Metadata::parse(&text, &yaml)));
+    }
+    let text = cache.get(&Fingerprint::of(source)?, context)?;
+    match Metadata::parse(&text, source) {
+        Ok(meta) => Some(Ok(meta)),
+        // A cached text that no longer parses is described again.
+        Err(_) => None,
+    }
+}
+
+/// Runs the describes of `pending` (indices into `sources`), a few at a
+/// time, caching what they print; results in the order of `pending`.
+fn describe_all(
+    host: &Host,
+    sources: &[PathBuf],
+    pending: &[usize],
+    cache: &MetadataCache,
+    context: &str,
+) -> Vec<Result<Metadata>> {
+    let describe = |index: usize| -> Result<Metadata> {
+        let source = &sources[index];
+        let before = Fingerprint::of(source);
+        let text = host.describe(&label_of(source), source)?;
+        let meta = Metadata::parse(&text, source)?;
+        // Cached only when the file did not change while it ran.
+        if let Some(print) = before.filter(|p| Some(p) == Fingerprint::of(source).as_ref()) {
+            cache.put(&print, context, &text);
+        }
+        Ok(meta)
+    };
+    if pending.len() <= 1 {
+        return pending.iter().map(|&i| describe(i)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<Metadata>>>> = pending
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..CONCURRENT_DESCRIBES.min(pending.len()) {
+            scope.spawn(|| loop {
+                let slot = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(&index) = pending.get(slot) else {
+                    break;
+                };
+                let result = describe(index);
+                *results[slot].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every pending describe ran")
+        })
+        .collect()
+}
+
+fn label_of(source: &Path) -> String {
+    source
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn not_executable(source: &Path) -> Error {
+    Error::Metadata {
+        file: source.to_owned(),
+        message: "the file is not executable (chmod +x it)".to_owned(),
+    }
+}
+
+fn read_yaml(yaml: &Path) -> Result<String> {
+    std::fs::read_to_string(yaml).map_err(|e| Error::Metadata {
+        file: yaml.to_owned(),
+        message: format!("cannot read it: {e}"),
+    })
 }
 
 /// Why a provider was skipped, without repeating its own file name.
@@ -81,29 +204,22 @@ fn provider_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Loads one provider: metadata from the `.yaml` beside it or from describe.
+/// Loads one provider, without the cache: metadata from the `.yaml` beside
+/// it or from describe.
 pub fn load(host: &Host, source: &Path) -> Result<Provider> {
     if !is_executable(source) {
-        return Err(Error::Metadata {
-            file: source.to_owned(),
-            message: "the file is not executable (chmod +x it)".to_owned(),
-        });
+        return Err(not_executable(source));
     }
     let yaml = source.with_extension("yaml");
-    let (text, origin) = if yaml.exists() {
-        let text = std::fs::read_to_string(&yaml).map_err(|e| Error::Metadata {
-            file: yaml.clone(),
-            message: format!("cannot read it: {e}"),
-        })?;
-        (text, yaml)
+    let meta = if yaml.exists() {
+        Metadata::parse(&read_yaml(&yaml)?, &yaml)?
     } else {
-        let label = source
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        (host.describe(&label, source)?, source.to_owned())
+        Metadata::parse(&host.describe(&label_of(source), source)?, source)?
     };
-    let meta = Metadata::parse(&text, &origin)?;
+    Ok(provider_from(meta, source, host))
+}
+
+fn provider_from(meta: Metadata, source: &Path, host: &Host) -> Provider {
     let provider = Provider::new(meta, source.to_owned(), host.env());
     if let Some(reason) = &provider.unsuitable {
         log::info!(
@@ -111,7 +227,7 @@ pub fn load(host: &Host, source: &Path) -> Result<Provider> {
             provider.qualified_name()
         );
     }
-    Ok(provider)
+    provider
 }
 
 impl Registry {

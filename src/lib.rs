@@ -23,6 +23,7 @@ pub mod holo;
 mod host;
 pub mod invoke;
 pub mod metadata;
+pub mod metadata_cache;
 pub mod process;
 pub mod provider;
 pub mod render;

@@ -6,6 +6,7 @@ mod cli;
 mod discovery;
 mod example;
 mod json_convention;
+mod metadata_cache;
 mod metadata_schema;
 mod process;
 mod properties;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Parser;
 use ral::discovery::{self, Registry};
+use ral::metadata_cache::MetadataCache;
 use ral::render::{human, json};
 use ral::text::escape_lines;
 use ral::update::{self, Request};
@@ -139,7 +140,12 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
         }
     };
     let dirs = discovery::data_dirs(&args.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
-    let registry = discovery::discover(&host, &dirs);
+    let cache = if args.no_cache {
+        MetadataCache::disabled()
+    } else {
+        MetadataCache::open()
+    };
+    let registry = discovery::discover(&host, &dirs, &cache);
     let status = dispatch(args, output, &host, &registry)?;
     if host.provider_error_lines() > 0 {
         log::error!("a provider logged errors; exiting with status 2");

@@ -48,6 +48,11 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_timeout)]
     pub timeout: Duration,
 
+    /// Run every provider's describe instead of using the metadata cache
+    /// (and do not write it).
+    #[arg(long)]
+    pub no_cache: bool,
+
     /// Root directory for providers that edit files (RALSH_ROOT_DIR).
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,

@@ -1,0 +1,201 @@
+//! The describe cache: a provider without a `.yaml` is described once per
+//! version of its file, not on every command.
+//!
+//! An entry is keyed by the provider's path, device, inode, size,
+//! modification and change times, and by what its describe may depend on
+//! (the `PATH` and root given to providers, and ral's version). Entries live
+//! in `$XDG_CACHE_HOME/ral/metadata` (a private directory, like the bundled
+//! providers'), one JSON file each, written to a temporary file and renamed
+//! into place, so concurrent ralsh processes never see half an entry. An
+//! entry that cannot be read or does not match is ignored and rewritten,
+//! never an error.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped when the entry format changes.
+const FORMAT: u32 = 1;
+
+/// Where describe results are kept; a disabled cache keeps nothing.
+#[derive(Debug, Clone)]
+pub struct MetadataCache {
+    dir: Option<PathBuf>,
+}
+
+/// What identifies one version of a provider file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `source` now, or `None` when it cannot be read.
+    pub fn of(source: &Path) -> Option<Fingerprint> {
+        let meta = std::fs::metadata(source).ok()?;
+        let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
+        Some(Fingerprint {
+            path: source.to_owned(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    format: u32,
+    ral: String,
+    context: String,
+    file: Fingerprint,
+    describe: String,
+}
+
+impl MetadataCache {
+    /// A cache that keeps nothing (`--no-cache`).
+    pub fn disabled() -> MetadataCache {
+        MetadataCache { dir: None }
+    }
+
+    /// The user's cache, or a disabled one (with a note in the log) when
+    /// its directory cannot be made private.
+    pub fn open() -> MetadataCache {
+        let dir = crate::bundled::cache_dir().join("metadata");
+        match crate::bundled::private_dir(&dir) {
+            Ok(()) => MetadataCache { dir: Some(dir) },
+            Err(e) => {
+                log::info!("not caching provider metadata: {e}");
+                MetadataCache::disabled()
+            }
+        }
+    }
+
+    /// A cache in `dir` (for tests and tools).
+    pub fn at(dir: PathBuf) -> MetadataCache {
+        MetadataCache { dir: Some(dir) }
+    }
+
+    fn entry_path(&self, file: &Fingerprint, context: &str) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        let mut key = file.path.as_os_str().as_encoded_bytes().to_vec();
+        key.push(0);
+        key.extend_from_slice(context.as_bytes());
+        Some(dir.join(format!("{:016x}.json", fnv1a(&key))))
+    }
+
+    /// The cached describe output for this version of the file, if any.
+    pub fn get(&self, file: &Fingerprint, context: &str) -> Option<String> {
+        let path = self.entry_path(file, context)?;
+        let text = std::fs::read(&path).ok()?;
+        let entry: Entry = match serde_json::from_slice(&text) {
+            Ok(entry) => entry,
+            Err(e) => {
+                log::info!(
+                    "ignoring the unreadable cache entry {}: {e}",
+                    path.display()
+                );
+                return None;
+            }
+        };
+        let current = entry.format == FORMAT
+            && entry.ral == env!("CARGO_PKG_VERSION")
+            && entry.context == context
+            && entry.file == *file;
+        current.then_some(entry.describe)
+    }
+
+    /// Stores describe output for this version of the file. Failures only
+    /// cost the next run a describe, so they are logged, not raised.
+    pub fn put(&self, file: &Fingerprint, context: &str, describe: &str) {
+        let Some(path) = self.entry_path(file, context) else {
+            return;
+        };
+        let entry = Entry {
+            format: FORMAT,
+            ral: env!("CARGO_PKG_VERSION").to_owned(),
+            context: context.to_owned(),
+            file: file.clone(),
+            describe: describe.to_owned(),
+        };
+        let written = serde_json::to_vec(&entry)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| write_atomically(&path, &bytes));
+        if let Err(e) = written {
+            log::info!("could not cache metadata in {}: {e}", path.display());
+        }
+    }
+}
+
+/// Writes to a temporary file in the same directory, then renames it over
+/// `path`: readers see the old entry or the new one, never a mix.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new()
+        .prefix(".entry-")
+        .tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_found_only_for_the_same_file_version_and_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MetadataCache::at(dir.path().to_owned());
+        let file = dir.path().join("p.prov");
+        std::fs::write(&file, "one").unwrap();
+        let first = Fingerprint::of(&file).unwrap();
+        cache.put(&first, "ctx", "described");
+        assert_eq!(cache.get(&first, "ctx").as_deref(), Some("described"));
+        assert_eq!(cache.get(&first, "other"), None);
+        std::fs::write(&file, "two!").unwrap();
+        let second = Fingerprint::of(&file).unwrap();
+        assert_eq!(cache.get(&second, "ctx"), None);
+    }
+
+    #[test]
+    fn a_corrupt_entry_is_a_miss_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MetadataCache::at(dir.path().to_owned());
+        let file = dir.path().join("p.prov");
+        std::fs::write(&file, "x").unwrap();
+        let print = Fingerprint::of(&file).unwrap();
+        let path = cache.entry_path(&print, "c").unwrap();
+        std::fs::write(&path, "{not json").unwrap();
+        assert_eq!(cache.get(&print, "c"), None);
+        cache.put(&print, "c", "fresh");
+        assert_eq!(cache.get(&print, "c").as_deref(), Some("fresh"));
+    }
+
+    #[test]
+    fn a_disabled_cache_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.prov");
+        std::fs::write(&file, "x").unwrap();
+        let print = Fingerprint::of(&file).unwrap();
+        let cache = MetadataCache::disabled();
+        cache.put(&print, "c", "kept?");
+        assert_eq!(cache.get(&print, "c"), None);
+    }
+}

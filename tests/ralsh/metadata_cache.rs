@@ -1,0 +1,150 @@
+//! The metadata cache: describe runs once per version of a provider file,
+//! a changed file or a corrupt entry means one more describe, `--no-cache`
+//! bypasses it, and concurrent first runs agree.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{fixtures_dir, run, Sandbox};
+
+/// A data directory holding copies of the cache fixtures, so tests can
+/// change them.
+fn data_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let providers = dir.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    for name in ["counted.prov", "listed.prov", "listed.yaml"] {
+        std::fs::copy(
+            fixtures_dir().join("cache/providers").join(name),
+            providers.join(name),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+fn ralsh(sandbox: &Sandbox, data: &Path, args: &[&str]) -> Command {
+    let mut command = sandbox.command();
+    command.arg("-I").arg(data).args(args);
+    command
+}
+
+fn describes(sandbox: &Sandbox) -> usize {
+    sandbox.read("describes.log").lines().count()
+}
+
+fn entries(sandbox: &Sandbox) -> Vec<PathBuf> {
+    match std::fs::read_dir(sandbox.cache.path().join("ral/metadata")) {
+        Ok(dir) => dir.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[test]
+fn describe_runs_once_per_version_of_the_file() {
+    let sandbox = Sandbox::new();
+    let data = data_dir();
+    for _ in 0..3 {
+        run(&mut ralsh(&sandbox, data.path(), &["counted"]))
+            .expect(0)
+            .stdout_has("counted::counted { 'two':");
+    }
+    assert_eq!(describes(&sandbox), 1, "described once, then cached");
+    assert_eq!(entries(&sandbox).len(), 1);
+
+    // A changed file is described again, once.
+    let script = data.path().join("providers/counted.prov");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("# changed\n");
+    std::fs::write(&script, text).unwrap();
+    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    assert_eq!(describes(&sandbox), 2);
+}
+
+#[test]
+fn resolving_a_type_does_not_describe_providers_known_from_the_cache() {
+    let sandbox = Sandbox::new();
+    let data = data_dir();
+    run(&mut ralsh(&sandbox, data.path(), &[])).expect(0);
+    assert_eq!(describes(&sandbox), 1);
+    run(&mut ralsh(&sandbox, data.path(), &["listed"]))
+        .expect(0)
+        .stdout_has("listed::listed { 'only':");
+    assert_eq!(describes(&sandbox), 1, "the other type was not described");
+}
+
+#[test]
+fn a_corrupt_entry_is_ignored_and_rewritten() {
+    let sandbox = Sandbox::new();
+    let data = data_dir();
+    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    let [entry] = entries(&sandbox).try_into().expect("one entry");
+    std::fs::write(&entry, "{\"format\": 1, \"ral\": tr").unwrap();
+    let out = run(&mut ralsh(&sandbox, data.path(), &["counted"]));
+    out.expect(0).stdout_has("'one'");
+    assert!(!out.stderr.contains("error"), "{}", out.stderr);
+    assert_eq!(describes(&sandbox), 2);
+    let rewritten: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&entry).unwrap()).expect("valid again");
+    assert!(rewritten["describe"]
+        .as_str()
+        .unwrap()
+        .contains("type: counted"));
+    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    assert_eq!(describes(&sandbox), 2);
+}
+
+#[test]
+fn no_cache_describes_every_time_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    let data = data_dir();
+    for _ in 0..2 {
+        run(&mut ralsh(
+            &sandbox,
+            data.path(),
+            &["--no-cache", "counted"],
+        ))
+        .expect(0);
+    }
+    assert_eq!(describes(&sandbox), 2);
+    assert!(entries(&sandbox).is_empty());
+}
+
+#[test]
+fn concurrent_first_runs_agree_and_leave_one_valid_entry() {
+    let sandbox = Sandbox::new();
+    let data = data_dir();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            ralsh(&sandbox, data.path(), &["-j", "counted"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|child| child.wait_with_output().unwrap())
+        .collect();
+    for output in &outputs {
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(output.stdout, outputs[0].stdout);
+    }
+    let found = entries(&sandbox);
+    assert_eq!(
+        found.len(),
+        1,
+        "temporary files were renamed away: {found:?}"
+    );
+    let entry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&found[0]).unwrap()).unwrap();
+    assert!(entry["describe"]
+        .as_str()
+        .unwrap()
+        .contains("type: counted"));
+    let before = describes(&sandbox);
+    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    assert_eq!(describes(&sandbox), before, "the entry is used");
+}

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::host::Host;
 use crate::metadata::Metadata;
-use crate::metadata_cache::{Fingerprint, MetadataCache};
+use crate::metadata_cache::{Files, Known, MetadataCache};
 use crate::provider::{is_executable, Provider};
 
 /// The data directories to search, in order: each `-I` directory, each part
@@ -42,35 +42,116 @@ pub struct Registry {
 /// How many describes run at once when the cache cannot answer.
 const CONCURRENT_DESCRIBES: usize = 8;
 
-/// Loads every provider of `dirs`, describing only those that have neither
-/// a `.yaml` nor a current cache entry, several at a time.
-pub fn discover(host: &Host, dirs: &[PathBuf], cache: &MetadataCache) -> Registry {
-    let sources: Vec<PathBuf> = dirs.iter().flat_map(|dir| provider_files(dir)).collect();
+/// Loads the providers of `dirs`, or, with `only_type`, those of that type
+/// and those whose type is not known yet. Providers with neither a `.yaml`
+/// nor a current cache entry are described, several at a time.
+pub fn discover(
+    host: &Host,
+    dirs: &[PathBuf],
+    cache: &MetadataCache,
+    only_type: Option<&str>,
+) -> Registry {
     let context = cache_context(host);
-    let mut texts: Vec<Option<Result<Metadata>>> = sources
+    let mut found: Vec<Found> = dirs
         .iter()
-        .map(|source| cheap_metadata(source, cache, &context))
+        .flat_map(|dir| provider_files(dir))
+        .map(|source| Found::new(source, cache, &context))
+        .filter(|found| match (&found.known, only_type) {
+            (Some(known), Some(wanted)) => known.kind == wanted,
+            _ => true,
+        })
         .collect();
-    let pending: Vec<usize> = (0..sources.len()).filter(|&i| texts[i].is_none()).collect();
-    let described = describe_all(host, &sources, &pending, cache, &context);
+    for found in &mut found {
+        found.read_cheaply();
+    }
+    let pending: Vec<usize> = (0..found.len())
+        .filter(|&i| found[i].meta.is_none())
+        .collect();
+    let described = describe_all(host, &found, &pending);
     for (index, result) in pending.into_iter().zip(described) {
-        texts[index] = Some(result);
+        found[index].meta = Some(result);
     }
     let mut registry = Registry::default();
-    for (source, meta) in sources.iter().zip(texts) {
-        let provider = meta
-            .expect("every provider has metadata or an error")
-            .map(|meta| provider_from(meta, source, host));
-        match provider {
-            Ok(provider) => registry.add(provider),
+    for found in found {
+        found.remember(cache, &context);
+        let Found { source, meta, .. } = found;
+        match meta.expect("every provider has metadata or an error") {
+            Ok((meta, _)) => registry.add(provider_from(meta, &source, host)),
             Err(e) => log::warn!(
                 "skipping provider {}: {}",
                 source.display(),
-                reason(&e, source)
+                reason(&e, &source)
             ),
         }
     }
     registry
+}
+
+/// Metadata and the describe text it came from (none for a `.yaml`), or
+/// why there is none.
+type Loaded = Result<(Metadata, Option<String>)>;
+
+/// One provider file on its way to the registry.
+struct Found {
+    source: PathBuf,
+    files: Option<Files>,
+    /// What the cache knew about this version of the files.
+    known: Option<Known>,
+    /// The metadata and the describe text it came from (none for a `.yaml`),
+    /// or why there is none; `None` while describe has yet to run.
+    meta: Option<Loaded>,
+}
+
+impl Found {
+    fn new(source: PathBuf, cache: &MetadataCache, context: &str) -> Found {
+        let files = Files::of(&source);
+        let known = files.as_ref().and_then(|files| cache.get(files, context));
+        Found {
+            source,
+            files,
+            known,
+            meta: None,
+        }
+    }
+
+    /// Metadata known without running the provider: its `.yaml`, or a
+    /// cached describe. Errors known already are kept too.
+    fn read_cheaply(&mut self) {
+        let source = &self.source;
+        if !is_executable(source) {
+            self.meta = Some(Err(not_executable(source)));
+            return;
+        }
+        let yaml = source.with_extension("yaml");
+        if yaml.exists() {
+            let meta = read_yaml(&yaml).and_then(|text| Metadata::parse(&text, &yaml));
+            self.meta = Some(meta.map(|meta| (meta, None)));
+            return;
+        }
+        let cached = self.known.as_ref().and_then(|k| k.describe.as_ref());
+        if let Some(text) = cached {
+            // A cached text that no longer parses is described again.
+            if let Ok(meta) = Metadata::parse(text, source) {
+                self.meta = Some(Ok((meta, Some(text.clone()))));
+            }
+        }
+    }
+
+    /// Caches what was learnt, when the cache did not know it yet and the
+    /// files did not change meanwhile.
+    fn remember(&self, cache: &MetadataCache, context: &str) {
+        let (Some(files), Some(Ok((meta, describe)))) = (&self.files, &self.meta) else {
+            return;
+        };
+        let known = Known {
+            kind: meta.type_name.clone(),
+            name: meta.name.clone(),
+            describe: describe.clone(),
+        };
+        if self.known.as_ref() != Some(&known) && Files::of(&self.source).as_ref() == Some(files) {
+            cache.put(files, context, &known);
+        }
+    }
 }
 
 /// What a describe may depend on besides the file: the environment given
@@ -88,49 +169,20 @@ fn cache_context(host: &Host) -> String {
     )
 }
 
-/// Metadata known without running the provider (`.yaml`, cache entry), or
-/// an error known already; `None` when describe must run.
-fn cheap_metadata(source: &Path, cache: &MetadataCache, context: &str) -> Option<Result<Metadata>> {
-    if !is_executable(source) {
-        return Some(Err(not_executable(source)));
-    }
-    let yaml = source.with_extension("yaml");
-    if yaml.exists() {
-        return Some(read_yaml(&yaml).and_then(|text| Metadata::parse(&text, &yaml)));
-    }
-    let text = cache.get(&Fingerprint::of(source)?, context)?;
-    match Metadata::parse(&text, source) {
-        Ok(meta) => Some(Ok(meta)),
-        // A cached text that no longer parses is described again.
-        Err(_) => None,
-    }
-}
-
-/// Runs the describes of `pending` (indices into `sources`), a few at a
-/// time, caching what they print; results in the order of `pending`.
-fn describe_all(
-    host: &Host,
-    sources: &[PathBuf],
-    pending: &[usize],
-    cache: &MetadataCache,
-    context: &str,
-) -> Vec<Result<Metadata>> {
-    let describe = |index: usize| -> Result<Metadata> {
-        let source = &sources[index];
-        let before = Fingerprint::of(source);
+/// Runs the describes of `pending` (indices into `found`), a few at a
+/// time; results in the order of `pending`.
+fn describe_all(host: &Host, found: &[Found], pending: &[usize]) -> Vec<Loaded> {
+    let describe = |index: usize| -> Loaded {
+        let source = &found[index].source;
         let text = host.describe(&label_of(source), source)?;
         let meta = Metadata::parse(&text, source)?;
-        // Cached only when the file did not change while it ran.
-        if let Some(print) = before.filter(|p| Some(p) == Fingerprint::of(source).as_ref()) {
-            cache.put(&print, context, &text);
-        }
-        Ok(meta)
+        Ok((meta, Some(text)))
     };
     if pending.len() <= 1 {
         return pending.iter().map(|&i| describe(i)).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<Metadata>>>> = pending
+    let results: Vec<std::sync::Mutex<Option<Loaded>>> = pending
         .iter()
         .map(|_| std::sync::Mutex::new(None))
         .collect();

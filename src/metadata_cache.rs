@@ -1,9 +1,12 @@
-//! The describe cache: a provider without a `.yaml` is described once per
-//! version of its file, not on every command.
+//! The metadata cache: a provider without a `.yaml` is described once per
+//! version of its file, not on every command; and every provider's type and
+//! name are remembered, so resolving `ralsh TYPE` reads the metadata of that
+//! type's providers only.
 //!
 //! An entry is keyed by the provider's path, device, inode, size,
-//! modification and change times, and by what its describe may depend on
-//! (the `PATH` and root given to providers, and ral's version). Entries live
+//! modification and change times (and those of its `.yaml`), and by what its
+//! describe may depend on (the `PATH` and root given to providers, and ral's
+//! version). Entries live
 //! in `$XDG_CACHE_HOME/ral/metadata` (a private directory, like the bundled
 //! providers'), one JSON file each, written to a temporary file and renamed
 //! into place, so concurrent ralsh processes never see half an entry. An
@@ -16,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// Bumped when the entry format changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Where describe results are kept; a disabled cache keeps nothing.
 #[derive(Debug, Clone)]
@@ -51,14 +54,42 @@ impl Fingerprint {
     }
 }
 
+/// The files an entry is for: the provider and its `.yaml`, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Files {
+    pub provider: Fingerprint,
+    pub yaml: Option<Fingerprint>,
+}
+
+impl Files {
+    /// The fingerprints of `source` and of the `.yaml` beside it.
+    pub fn of(source: &Path) -> Option<Files> {
+        let yaml = source.with_extension("yaml");
+        Some(Files {
+            provider: Fingerprint::of(source)?,
+            yaml: Fingerprint::of(&yaml),
+        })
+    }
+}
+
+/// What the cache knows about one version of a provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Known {
+    /// The provider's type and name.
+    pub kind: String,
+    pub name: String,
+    /// Its describe output, for a provider without a `.yaml`.
+    pub describe: Option<String>,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
     format: u32,
     ral: String,
     context: String,
-    file: Fingerprint,
-    describe: String,
+    files: Files,
+    known: Known,
 }
 
 impl MetadataCache {
@@ -85,17 +116,17 @@ impl MetadataCache {
         MetadataCache { dir: Some(dir) }
     }
 
-    fn entry_path(&self, file: &Fingerprint, context: &str) -> Option<PathBuf> {
+    fn entry_path(&self, files: &Files, context: &str) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
-        let mut key = file.path.as_os_str().as_encoded_bytes().to_vec();
+        let mut key = files.provider.path.as_os_str().as_encoded_bytes().to_vec();
         key.push(0);
         key.extend_from_slice(context.as_bytes());
         Some(dir.join(format!("{:016x}.json", fnv1a(&key))))
     }
 
-    /// The cached describe output for this version of the file, if any.
-    pub fn get(&self, file: &Fingerprint, context: &str) -> Option<String> {
-        let path = self.entry_path(file, context)?;
+    /// What is known about this version of the files, if anything.
+    pub fn get(&self, files: &Files, context: &str) -> Option<Known> {
+        let path = self.entry_path(files, context)?;
         let text = std::fs::read(&path).ok()?;
         let entry: Entry = match serde_json::from_slice(&text) {
             Ok(entry) => entry,
@@ -110,22 +141,22 @@ impl MetadataCache {
         let current = entry.format == FORMAT
             && entry.ral == env!("CARGO_PKG_VERSION")
             && entry.context == context
-            && entry.file == *file;
-        current.then_some(entry.describe)
+            && entry.files == *files;
+        current.then_some(entry.known)
     }
 
-    /// Stores describe output for this version of the file. Failures only
-    /// cost the next run a describe, so they are logged, not raised.
-    pub fn put(&self, file: &Fingerprint, context: &str, describe: &str) {
-        let Some(path) = self.entry_path(file, context) else {
+    /// Stores what is known about this version of the files. Failures
+    /// only cost the next run some work, so they are logged, not raised.
+    pub fn put(&self, files: &Files, context: &str, known: &Known) {
+        let Some(path) = self.entry_path(files, context) else {
             return;
         };
         let entry = Entry {
             format: FORMAT,
             ral: env!("CARGO_PKG_VERSION").to_owned(),
             context: context.to_owned(),
-            file: file.clone(),
-            describe: describe.to_owned(),
+            files: files.clone(),
+            known: known.clone(),
         };
         let written = serde_json::to_vec(&entry)
             .map_err(std::io::Error::other)
@@ -159,19 +190,31 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    fn known(describe: &str) -> Known {
+        Known {
+            kind: "t".into(),
+            name: "n".into(),
+            describe: Some(describe.into()),
+        }
+    }
+
     #[test]
-    fn an_entry_is_found_only_for_the_same_file_version_and_context() {
+    fn an_entry_is_found_only_for_the_same_file_versions_and_context() {
         let dir = tempfile::tempdir().unwrap();
         let cache = MetadataCache::at(dir.path().to_owned());
         let file = dir.path().join("p.prov");
         std::fs::write(&file, "one").unwrap();
-        let first = Fingerprint::of(&file).unwrap();
-        cache.put(&first, "ctx", "described");
-        assert_eq!(cache.get(&first, "ctx").as_deref(), Some("described"));
+        let first = Files::of(&file).unwrap();
+        cache.put(&first, "ctx", &known("described"));
+        assert_eq!(cache.get(&first, "ctx"), Some(known("described")));
         assert_eq!(cache.get(&first, "other"), None);
         std::fs::write(&file, "two!").unwrap();
-        let second = Fingerprint::of(&file).unwrap();
-        assert_eq!(cache.get(&second, "ctx"), None);
+        assert_eq!(cache.get(&Files::of(&file).unwrap(), "ctx"), None);
+        // A .yaml appearing beside it is a different version too.
+        let now = Files::of(&file).unwrap();
+        cache.put(&now, "ctx", &known("again"));
+        std::fs::write(dir.path().join("p.yaml"), "---").unwrap();
+        assert_eq!(cache.get(&Files::of(&file).unwrap(), "ctx"), None);
     }
 
     #[test]
@@ -180,12 +223,12 @@ mod tests {
         let cache = MetadataCache::at(dir.path().to_owned());
         let file = dir.path().join("p.prov");
         std::fs::write(&file, "x").unwrap();
-        let print = Fingerprint::of(&file).unwrap();
-        let path = cache.entry_path(&print, "c").unwrap();
+        let files = Files::of(&file).unwrap();
+        let path = cache.entry_path(&files, "c").unwrap();
         std::fs::write(&path, "{not json").unwrap();
-        assert_eq!(cache.get(&print, "c"), None);
-        cache.put(&print, "c", "fresh");
-        assert_eq!(cache.get(&print, "c").as_deref(), Some("fresh"));
+        assert_eq!(cache.get(&files, "c"), None);
+        cache.put(&files, "c", &known("fresh"));
+        assert_eq!(cache.get(&files, "c"), Some(known("fresh")));
     }
 
     #[test]
@@ -193,9 +236,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("p.prov");
         std::fs::write(&file, "x").unwrap();
-        let print = Fingerprint::of(&file).unwrap();
+        let files = Files::of(&file).unwrap();
         let cache = MetadataCache::disabled();
-        cache.put(&print, "c", "kept?");
-        assert_eq!(cache.get(&print, "c"), None);
+        cache.put(&files, "c", &known("kept?"));
+        assert_eq!(cache.get(&files, "c"), None);
     }
 }

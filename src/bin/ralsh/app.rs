@@ -145,7 +145,12 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     } else {
         MetadataCache::open()
     };
-    let registry = discovery::discover(&host, &dirs, &cache);
+    // `ralsh TYPE ...` needs the providers of that type only.
+    let only_type = args
+        .provider
+        .as_deref()
+        .map(|query| query.split_once("::").map_or(query, |(kind, _)| kind));
+    let registry = discovery::discover(&host, &dirs, &cache, only_type);
     let status = dispatch(args, output, &host, &registry)?;
     if host.provider_error_lines() > 0 {
         log::error!("a provider logged errors; exiting with status 2");

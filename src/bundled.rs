@@ -6,8 +6,9 @@
 //! binary that was installed and moved still finds them, and an upgraded
 //! binary never runs stale scripts. The directory is private to the user
 //! (0700) and is rejected if someone else owns it or can write to it, since
-//! its scripts may run as root; its files are compared with the embedded
-//! ones on every use and written out again if they differ.
+//! its scripts may run as root; a manifest of the files' sizes, times and
+//! inodes is checked on every use, and they are written out again if any
+//! of them changed.
 
 use std::fs;
 use std::io::Write;
@@ -46,12 +47,38 @@ pub(crate) fn cache_dir() -> PathBuf {
         })
 }
 
-/// True when `dir` holds exactly the embedded files, complete.
-fn is_intact(dir: &Path) -> bool {
-    dir.join(COMPLETE_MARKER).exists()
-        && embedded::FILES.iter().all(|(name, contents)| {
-            fs::read(dir.join("providers").join(name)).is_ok_and(|found| found == *contents)
+/// One line of the manifest kept in the completion marker: a file's name,
+/// size, modification time and inode as written.
+fn manifest_line(name: &str, meta: &fs::Metadata) -> String {
+    format!(
+        "{name} {} {}.{} {}\n",
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ino()
+    )
+}
+
+/// The manifest of `dir` as it is now, if every embedded file is there.
+fn manifest(dir: &Path) -> Option<String> {
+    embedded::FILES
+        .iter()
+        .map(|(name, _)| {
+            let meta = fs::symlink_metadata(dir.join("providers").join(name)).ok()?;
+            Some(manifest_line(name, &meta))
         })
+        .collect()
+}
+
+/// True when `dir` holds exactly the files written there, unchanged since:
+/// their sizes, modification times and inodes match the manifest recorded
+/// when they were written (checked with a few stats instead of reading
+/// every file on every run).
+fn is_intact(dir: &Path) -> bool {
+    match (fs::read_to_string(dir.join(COMPLETE_MARKER)), manifest(dir)) {
+        (Ok(recorded), Some(now)) => recorded == now,
+        _ => false,
+    }
 }
 
 /// Returns the data directory holding the bundled providers, writing them out
@@ -121,7 +148,9 @@ fn write_all(staging: &Path) -> std::io::Result<()> {
         file.write_all(contents)?;
         file.sync_all()?;
     }
-    fs::File::create(staging.join(COMPLETE_MARKER))?;
+    let recorded =
+        manifest(staging).ok_or_else(|| std::io::Error::other("a file just written is missing"))?;
+    fs::write(staging.join(COMPLETE_MARKER), recorded)?;
     Ok(())
 }
 

@@ -212,12 +212,7 @@ fn a_moved_binary_writes_its_bundled_providers_to_a_private_cache() {
         .args(["-j", "host"]);
     let doc = run(&mut command).expect(0).json();
     assert_eq!(doc["resources"][0]["name"], "moved.example");
-    let dir = std::fs::read_dir(cache.join("ral"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let dir = bundled_dir(&cache);
     assert!(dir
         .file_name()
         .unwrap()
@@ -231,7 +226,31 @@ fn a_moved_binary_writes_its_bundled_providers_to_a_private_cache() {
     assert!(dir.join("providers/etc_hosts.prov").exists());
     // A second run reuses the extraction.
     run(&mut command).expect(0);
-    assert_eq!(std::fs::read_dir(cache.join("ral")).unwrap().count(), 1);
+    let extractions = std::fs::read_dir(cache.join("ral"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("bundled-")
+        })
+        .count();
+    assert_eq!(extractions, 1);
+}
+
+/// The directory the bundled providers were written to below `cache`.
+fn bundled_dir(cache: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(cache.join("ral"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| {
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("bundled-")
+        })
+        .expect("the bundled providers were written out")
 }
 
 #[test]
@@ -254,12 +273,7 @@ fn a_changed_bundled_provider_is_written_again() {
     let sandbox = Sandbox::new();
     sandbox.write("etc/hosts", "10.9.9.9 original.example\n");
     sandbox.ralsh(&["host"]).expect(0);
-    let dir = std::fs::read_dir(sandbox.cache.path().join("ral"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let dir = bundled_dir(sandbox.cache.path());
     let script = dir.join("providers/etc_hosts.prov");
     std::fs::write(
         &script,

@@ -22,7 +22,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -147,6 +147,10 @@ pub enum Budget {
 /// Consumes stdout lines; returning an error ends the call and kills the
 /// provider.
 pub type LineSink<'s> = dyn FnMut(&str) -> Result<Budget> + 's;
+
+/// Told when the provider's output has been consumed up to what it wrote
+/// so far; an error ends the call.
+pub type Idle<'s> = dyn FnMut() -> Result<()> + 's;
 
 /// The process group of the running call, for the interrupt handler; 0 when
 /// none runs or interrupts are not forwarded.
@@ -308,6 +312,13 @@ enum StdoutEvent {
 
 /// Runs one call, feeding each stdout line to `sink`.
 pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
+    run_paced(call, sink, &mut || Ok(()))
+}
+
+/// Like [`run`], and calls `idle` whenever the lines that were ready are
+/// consumed and the next ones would wait for the provider: the moment to
+/// flush buffered output, so a slow provider's resources show as they come.
+pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
     let deadline = Instant::now() + call.timeout.min(MAX_TIMEOUT);
     let (stdout_reader, stdout_writer) =
         std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?;
@@ -379,7 +390,7 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
         exit,
         call,
     };
-    let result = child.consume(lines, stderr, deadline, sink);
+    let result = child.consume(lines, stderr, deadline, sink, idle);
     ACTIVE_GROUP.store(0, Ordering::SeqCst);
     result
 }
@@ -464,6 +475,7 @@ impl Child<'_> {
         stderr: Receiver<StderrSummary>,
         deadline: Instant,
         sink: &mut LineSink,
+        idle: &mut Idle,
     ) -> Result<Finished> {
         let mut answer_bytes = 0usize;
         // Set once the provider exited: its children may keep the output
@@ -471,7 +483,20 @@ impl Child<'_> {
         let mut linger_until: Option<Instant> = None;
         loop {
             let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
-            let batch = match self.receive(&lines, until) {
+            let event = match lines.try_recv() {
+                Ok(event) => Received::Value(event),
+                Err(TryRecvError::Disconnected) => Received::Closed,
+                Err(TryRecvError::Empty) => {
+                    // Everything written so far is consumed; the wait for
+                    // more starts now.
+                    if let Err(e) = idle() {
+                        self.terminate();
+                        return Err(e);
+                    }
+                    self.receive(&lines, until)
+                }
+            };
+            let batch = match event {
                 Received::Value(StdoutEvent::Lines(batch)) => batch,
                 Received::Value(StdoutEvent::LeaderExited) => {
                     linger_until = Some(Instant::now() + OUTPUT_LINGER);

@@ -99,6 +99,18 @@ impl Host {
         invocation: Invocation,
         sink: &mut process::LineSink,
     ) -> Result<process::Finished> {
+        self.call_paced(label, program, invocation, sink, &mut || Ok(()))
+    }
+
+    /// [`Host::call`] with an [`process::Idle`] callback.
+    fn call_paced(
+        &self,
+        label: &str,
+        program: &Path,
+        invocation: Invocation,
+        sink: &mut process::LineSink,
+        idle: &mut process::Idle,
+    ) -> Result<process::Finished> {
         let action = invocation.action;
         let describing = action == Action::Describe;
         log::debug!(
@@ -119,7 +131,7 @@ impl Host {
             log_stderr: !describing,
             secrets: invocation.secrets,
         };
-        let finished = process::run(&call, sink)?;
+        let finished = process::run_paced(&call, sink, idle)?;
         // A describe's stderr fails discovery of that provider instead.
         if !describing {
             self.error_lines
@@ -166,13 +178,25 @@ impl Host {
         provider: &Provider,
         each: &mut dyn FnMut(Resource) -> Result<()>,
     ) -> Result<()> {
+        self.list_paced(provider, each, &mut || Ok(()))
+    }
+
+    /// [`Host::list`], calling `idle` whenever the resources listed so far
+    /// were handed over and the provider has not written more yet (when
+    /// buffered output should be flushed).
+    pub fn list_paced(
+        &self,
+        provider: &Provider,
+        each: &mut dyn FnMut(Resource) -> Result<()>,
+        idle: &mut process::Idle,
+    ) -> Result<()> {
         if provider.meta.invoke == Invoke::Json {
             return self.json_list(provider, each);
         }
         let label = provider.qualified_name();
         let mut parser = ListParser::default();
         let fail = |e| output_error(&label, Action::List, e);
-        self.call(
+        self.call_paced(
             &label,
             &provider.source,
             Invocation::plain(
@@ -186,6 +210,7 @@ impl Host {
                 }
                 None => Ok(Budget::Continue),
             },
+            idle,
         )?;
         if let Some(raw) = parser.finish().map_err(fail)? {
             each(self.typed(provider, Action::List, raw)?)?;

@@ -66,6 +66,49 @@ pub fn resource(provider: &Provider, resource: &Resource) -> Json {
     Json::Object(map)
 }
 
+/// Writes what [`resource`] builds, without building it.
+struct ResourceJson<'a> {
+    provider: &'a Provider,
+    item: &'a Resource,
+}
+
+impl serde::Serialize for ResourceJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let attrs = self.item.display_order();
+        let ral = RalBlock {
+            kind: self.provider.type_name(),
+            provider: self.provider.qualified_name(),
+        };
+        let mut map = serializer.serialize_map(Some(attrs.len() + 2))?;
+        map.serialize_entry("name", &self.item.name)?;
+        // As in `resource`, an attribute called `ral` gives its place to
+        // the `ral` block.
+        let mut ral_written = false;
+        for (key, value) in attrs {
+            if key == "ral" {
+                map.serialize_entry("ral", &ral)?;
+                ral_written = true;
+            } else if self.provider.attribute(key).is_some_and(|a| a.sensitive) {
+                map.serialize_entry(key, REDACTED)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        if !ral_written {
+            map.serialize_entry("ral", &ral)?;
+        }
+        map.end()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct RalBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    provider: String,
+}
+
 /// A value, or `"[redacted]"` for a sensitive attribute.
 fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
     if provider.attribute(attr).is_some_and(|a| a.sensitive) {
@@ -141,13 +184,18 @@ impl<W: Write> ResourceStream<W> {
         ResourceStream { out, count: 0 }
     }
 
+    /// The writer, for flushing between resources.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     pub fn push(&mut self, provider: &Provider, item: &Resource) -> io::Result<()> {
         self.out.write_all(if self.count == 0 {
             b"{\"resources\": [\n  "
         } else {
             b",\n  "
         })?;
-        serde_json::to_writer(&mut self.out, &resource(provider, item))?;
+        serde_json::to_writer(&mut self.out, &ResourceJson { provider, item })?;
         self.count += 1;
         Ok(())
     }
@@ -164,5 +212,35 @@ impl<W: Write> ResourceStream<W> {
             }
         }
         self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn the_streamed_form_equals_the_built_one() {
+        let yaml = "---\nprovider:\n  type: t\n  invoke: simple\n  actions: [list]\n  suitable: true\n  desc: d\n  attributes:\n    name: {}\n    ensure: {}\n    secret: {sensitive: true}\n    n: {type: integer}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, Path::new("t.yaml")).unwrap();
+        let provider = Provider::new(
+            meta,
+            "t.prov".into(),
+            &crate::process::ProviderEnv::scrubbed(Path::new("/")),
+        );
+        let mut item = Resource::bare("x");
+        item.attrs.insert("secret".into(), Value::from("hush"));
+        item.attrs.insert("n".into(), Value::Integer(3));
+        item.attrs.insert("ensure".into(), Value::from("present"));
+        item.attrs.insert("ral".into(), Value::Float(f64::NAN));
+        let built = serde_json::to_string(&resource(&provider, &item)).unwrap();
+        let streamed = serde_json::to_string(&ResourceJson {
+            provider: &provider,
+            item: &item,
+        })
+        .unwrap();
+        assert_eq!(streamed, built);
+        assert!(!streamed.contains("hush"));
     }
 }

@@ -79,6 +79,37 @@ impl Value {
     }
 }
 
+/// Serialises like the `serde_json::Value` it converts to, without building
+/// one (listings write many).
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Value::Null => serializer.serialize_unit(),
+            Value::Bool(flag) => serializer.serialize_bool(*flag),
+            Value::Integer(number) => serializer.serialize_i64(*number),
+            Value::Float(number) if number.is_finite() => serializer.serialize_f64(*number),
+            // serde_json::Value turns a non-finite float into null.
+            Value::Float(_) => serializer.serialize_unit(),
+            Value::String(text) => serializer.serialize_str(text),
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Value::Hash(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (key, item) in map {
+                    out.serialize_entry(key, item)?;
+                }
+                out.end()
+            }
+        }
+    }
+}
+
 impl From<&Value> for serde_json::Value {
     fn from(value: &Value) -> serde_json::Value {
         match value {

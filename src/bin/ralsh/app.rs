@@ -1,5 +1,6 @@
 //! Turns parsed arguments into library calls and renders the results.
 
+use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -286,26 +287,43 @@ fn list(
     skip_absent: bool,
 ) -> anyhow::Result<Status> {
     let keep = |resource: &ral::Resource| !(skip_absent && resource.is_absent());
+    let write_error = |e| ral::Error::io("writing output", e);
+    // Output is buffered, and flushed whenever the provider has not written
+    // more yet: one write per 64 KiB for a fast listing, each resource as
+    // it comes for a slow one.
+    let buffered = io::BufWriter::with_capacity(64 * 1024, out);
     if !output.json {
-        host.list(provider, &mut |resource| {
-            if keep(&resource) {
-                human::resource(&mut *out, provider, &resource, output.style)
-                    .and_then(|()| out.flush())
-                    .map_err(|e| ral::Error::io("writing output", e))?;
-            }
-            Ok(())
-        })?;
+        let out = RefCell::new(buffered);
+        let listed = host.list_paced(
+            provider,
+            &mut |resource| {
+                if keep(&resource) {
+                    let mut out = out.borrow_mut();
+                    human::resource(&mut *out, provider, &resource, output.style)
+                        .map_err(write_error)?;
+                }
+                Ok(())
+            },
+            &mut || out.borrow_mut().flush().map_err(write_error),
+        );
+        // What was listed before an error is shown before the error.
+        out.borrow_mut().flush()?;
+        listed?;
         return Ok(Status::Success);
     }
-    let mut stream = json::ResourceStream::new(&mut *out);
-    let listed = host.list(provider, &mut |resource| {
-        if keep(&resource) {
-            stream
-                .push(provider, &resource)
-                .map_err(|e| ral::Error::io("writing output", e))?;
-        }
-        Ok(())
-    });
+    let stream = RefCell::new(json::ResourceStream::new(buffered));
+    let listed = host.list_paced(
+        provider,
+        &mut |resource| {
+            if keep(&resource) {
+                let mut stream = stream.borrow_mut();
+                stream.push(provider, &resource).map_err(write_error)?;
+            }
+            Ok(())
+        },
+        &mut || stream.borrow_mut().get_mut().flush().map_err(write_error),
+    );
+    let stream = stream.into_inner();
     match listed {
         Ok(()) => {
             stream.finish(None)?;

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Turns bench/run.sh's hyperfine and /usr/bin/time results into
+BENCHMARKS.md: each comparison's medians, the ratio against its baseline,
+the target, and whether it was met; then the machine and the date."""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+results = sys.argv[1]
+
+
+def medians(name):
+    path = os.path.join(results, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        runs = json.load(handle)["results"]
+    return [(r["command"], r["median"], len(r["times"])) for r in runs]
+
+
+def peak(name):
+    path = os.path.join(results, name + ".mem")
+    try:
+        with open(path) as handle:
+            return int(handle.read().split()[-1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def ms(seconds):
+    return "%.1f ms" % (seconds * 1000) if seconds < 10 else "%.1f s" % seconds
+
+
+ROWS = []
+
+
+def compare(name, target, limit, higher_is_worse=True, measured_first=False):
+    """One table row: the second command against the first (the baseline),
+    or the reverse with measured_first."""
+    found = medians(name)
+    if not found or len(found) < 2:
+        return None
+    (base_cmd, base, runs), (cmd, value, _) = found[0], found[1]
+    if measured_first:
+        (base_cmd, base), (cmd, value) = (cmd, value), (base_cmd, base)
+    ratio = value / base
+    met = ratio <= limit if higher_is_worse else ratio >= limit
+    ROWS.append((cmd, ms(value), base_cmd, ms(base), "%.2fx" % ratio, target,
+                 "yes" if met else "**no**", runs))
+    return ratio
+
+
+compare("find", "≤ 1.5x the provider's find", 1.5)
+compare("providers_warm", "≤ 1.2x 200 .yaml providers", 1.2)
+compare("million", "≤ 2x provider | cat", 2.0)
+compare("users", "≤ 3x getent passwd", 3.0)
+compare("packages", "≤ 3x dpkg-query -W", 3.0)
+puppet_users = compare("puppet_users", "≥ 100x faster than Puppet", 0.01)
+puppet_packages = compare("puppet_packages", "≥ 100x faster than Puppet", 0.01)
+
+cold = medians("providers_cold")
+cpus = os.cpu_count()
+try:
+    model = next(line.split(":", 1)[1].strip()
+                 for line in open("/proc/cpuinfo") if line.startswith("model name"))
+except (OSError, StopIteration):
+    model = platform.processor() or "unknown"
+rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                     text=True).stdout.strip() or "unknown"
+
+print("# Benchmarks\n")
+print("Written by `bench/run.sh` on %s, commit %s, on %s (%d CPUs), %s." % (
+    datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), rev, model, cpus,
+    platform.platform()))
+print("Times are medians of hyperfine runs (count in the last column); each ratio")
+print("compares two commands timed in the same run. Lower ratios are better; for")
+print("Puppet the ratio is ralsh's time over Puppet's.\n")
+print("| command | median | baseline | median | ratio | target | met | runs |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for row in ROWS:
+    print("| `%s` | %s | `%s` | %s | %s | %s | %s | %d |" % tuple(
+        cell.replace(os.environ.get("HOME", "~"), "~") if isinstance(cell, str) else cell
+        for cell in row))
+print()
+if cold:
+    print("Cold metadata cache, 200 describe-only providers (each described, eight at")
+    print("a time): median %s over %d runs.\n" % (ms(cold[0][1]), cold[0][2]))
+
+print("## Peak memory (maximum resident set size)\n")
+print("| command | peak |")
+print("| --- | --- |")
+for name, label in [("million_ralsh", "ralsh -j many (1,000,000 resources)"),
+                    ("users_ralsh", "ralsh user"), ("users_puppet", "puppet resource user"),
+                    ("packages_ralsh", "ralsh package"),
+                    ("packages_puppet", "puppet resource package")]:
+    value = peak(name)
+    if value is not None:
+        print("| `%s` | %.1f MiB |" % (label, value))
+print()
+for name, label in [("users", "user"), ("packages", "package")]:
+    ours, theirs = peak(name + "_ralsh"), peak(name + "_puppet")
+    if ours and theirs:
+        print("`ralsh %s` uses %.0f%% of Puppet's peak memory (target: at most 10%%)." % (
+            label, 100 * ours / theirs))
+print()
+print("The `# simple` parser and the output writers on their own: `cargo bench`")
+print("(criterion; see the figures it prints, and the note in README).")

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::diff;
 use super::output::{info_line, Printer, To};
-use super::plugin::{exit_text, os_text, Operation};
+use super::plugin::{exit_text, os_text, Operation, Plugin};
 use super::scan::Entity;
 use super::{Session, Stop};
 use crate::process::streams::Stream;
@@ -204,20 +204,7 @@ pub fn apply_one(
         show(&mut session.printer);
     }
     if show_diff {
-        let rendered = diff::render(
-            &session.runner,
-            &session.resources,
-            &plugin,
-            &entity.id,
-            &mut session.printer,
-            &mut |printer, stream, line| {
-                if quiet {
-                    collected.push((stream, String::from_utf8_lossy(line).into_owned()));
-                } else {
-                    super::plugin::pass_on(printer, stream, line);
-                }
-            },
-        );
+        let rendered = render_diff(session, &plugin, entity, quiet, collected);
         match rendered {
             Err(message) => printer_error(session, &message),
             Ok(text) => {
@@ -244,6 +231,31 @@ fn finish(session: &mut Session, quiet: bool, outcome: Outcome) -> Outcome {
     outcome
 }
 
+/// The entity's diff; the plugin's own output is shown, or collected for
+/// `--json` when `quiet`.
+fn render_diff(
+    session: &mut Session,
+    plugin: &Plugin,
+    entity: &Entity,
+    quiet: bool,
+    collected: &mut Vec<(Stream, String)>,
+) -> Result<String, String> {
+    diff::render(
+        &session.runner,
+        &session.resources,
+        plugin,
+        &entity.id,
+        &mut session.printer,
+        &mut |printer, stream, line| {
+            if quiet {
+                collected.push((stream, String::from_utf8_lossy(line).into_owned()));
+            } else {
+                super::plugin::pass_on(printer, stream, line);
+            }
+        },
+    )
+}
+
 /// `apply --noop`: the heading and the entity's diff, indented; nothing is
 /// applied.
 pub fn preview_one(
@@ -258,20 +270,7 @@ pub fn preview_one(
         session.printer.write(To::Out, head.as_bytes());
         session.printer.end_paragraph(To::Out);
     }
-    let rendered = diff::render(
-        &session.runner,
-        &session.resources,
-        &plugin,
-        &entity.id,
-        &mut session.printer,
-        &mut |printer, stream, line| {
-            if quiet {
-                collected.push((stream, String::from_utf8_lossy(line).into_owned()));
-            } else {
-                super::plugin::pass_on(printer, stream, line);
-            }
-        },
-    );
+    let rendered = render_diff(session, &plugin, entity, quiet, collected);
     let outcome = match rendered {
         Ok(text) => {
             if !quiet {

@@ -92,14 +92,19 @@ fn a_hung_plugin_is_killed_at_the_time_limit() {
     );
     assert_eq!(output.status.code(), Some(1), "--strict counts the failure");
     // The plugin's own child went with its process group.
-    let child: i32 = std::fs::read_to_string(work.path().join("target/child.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let child = pid_in(&work.path().join("target/child.pid"));
     assert!(!alive(child), "the plugin's child {child} still runs");
     assert!(!work.path().join("target/run/holo.pid").exists());
     assert_eq!(cache_dirs_left(work.path()), 0);
+}
+
+/// The process ID a plugin wrote to `file`.
+fn pid_in(file: &Path) -> i32 {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 /// Whether a process exists and is not a zombie.
@@ -141,11 +146,7 @@ fn ctrl_c_ends_the_plugin_and_removes_the_cache_and_the_lock() {
         Some(libc::SIGINT),
         "ral ends by the signal"
     );
-    let plugin: i32 = std::fs::read_to_string(work.path().join("target/plugin.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let plugin = pid_in(&work.path().join("target/plugin.pid"));
     assert!(!alive(plugin), "the plugin {plugin} still runs");
     assert!(
         !work.path().join("target/run/holo.pid").exists(),

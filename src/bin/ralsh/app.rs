@@ -15,6 +15,7 @@ use ral::{bundled, Host, HostConfig, Provider};
 
 use crate::args::{self, Args};
 use crate::logging;
+use crate::progress::Progress;
 
 /// The three exit statuses ralsh uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,11 +293,18 @@ fn list(
     // more yet: one write per 64 KiB for a fast listing, each resource as
     // it comes for a slow one.
     let buffered = io::BufWriter::with_capacity(64 * 1024, out);
+    let progress = RefCell::new((Progress::new(provider.qualified_name()), 0usize));
+    let tick = |added: usize| {
+        let (progress, count) = &mut *progress.borrow_mut();
+        *count += added;
+        progress.tick(*count);
+    };
     if !output.json {
         let out = RefCell::new(buffered);
         let listed = host.list_paced(
             provider,
             &mut |resource| {
+                tick(1);
                 if keep(&resource) {
                     let mut out = out.borrow_mut();
                     human::resource(&mut *out, provider, &resource, output.style)
@@ -304,8 +312,12 @@ fn list(
                 }
                 Ok(())
             },
-            &mut || out.borrow_mut().flush().map_err(write_error),
+            &mut || {
+                tick(0);
+                out.borrow_mut().flush().map_err(write_error)
+            },
         );
+        progress.borrow_mut().0.finish();
         // What was listed before an error is shown before the error.
         out.borrow_mut().flush()?;
         listed?;
@@ -315,14 +327,19 @@ fn list(
     let listed = host.list_paced(
         provider,
         &mut |resource| {
+            tick(1);
             if keep(&resource) {
                 let mut stream = stream.borrow_mut();
                 stream.push(provider, &resource).map_err(write_error)?;
             }
             Ok(())
         },
-        &mut || stream.borrow_mut().get_mut().flush().map_err(write_error),
+        &mut || {
+            tick(0);
+            stream.borrow_mut().get_mut().flush().map_err(write_error)
+        },
     );
+    progress.borrow_mut().0.finish();
     let stream = stream.into_inner();
     match listed {
         Ok(()) => {

@@ -5,6 +5,7 @@
 mod app;
 mod args;
 mod logging;
+mod progress;
 
 fn main() -> std::process::ExitCode {
     app::run()

@@ -152,9 +152,31 @@ pub type LineSink<'s> = dyn FnMut(&str) -> Result<Budget> + 's;
 /// so far; an error ends the call.
 pub type Idle<'s> = dyn FnMut() -> Result<()> + 's;
 
-/// The process group of the running call, for the interrupt handler; 0 when
-/// none runs or interrupts are not forwarded.
-static ACTIVE_GROUP: AtomicI32 = AtomicI32::new(0);
+/// The process groups of the running calls, for the interrupt handler; 0
+/// marks a free slot. Describes run several at a time.
+static ACTIVE_GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; GROUP_SLOTS];
+const GROUP_SLOTS: usize = 32;
+
+/// Makes `group` known to the interrupt handler; the slot to give back to
+/// [`untrack_group`] before the group's leader is reaped.
+fn track_group(group: i32) -> Option<usize> {
+    let slot = ACTIVE_GROUPS.iter().position(|slot| {
+        slot.compare_exchange(0, group, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    });
+    if slot.is_none() {
+        log::warn!("more than {GROUP_SLOTS} providers run at once; an interrupt may miss some");
+    }
+    slot
+}
+
+/// Gives the slot back, if it still holds `group` (so a second call, after
+/// the slot went to another call, changes nothing).
+fn untrack_group(slot: Option<usize>, group: i32) {
+    if let Some(slot) = slot {
+        let _ = ACTIVE_GROUPS[slot].compare_exchange(group, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
 /// Set once [`forward_interrupts`] installed its handler.
 static FORWARDING: AtomicBool = AtomicBool::new(false);
 /// The signal that interrupted the running call, or 0.
@@ -169,19 +191,24 @@ const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 /// this process ends by the same signal. A provider does not share the
 /// terminal's process group, so it would not see a Ctrl-C otherwise.
 ///
-/// Meant for binaries: it installs process-wide handlers, and it follows one
-/// provider call at a time.
+/// Meant for binaries: it installs process-wide handlers. It follows every
+/// provider call that runs at the time, concurrent describes included.
 pub fn forward_interrupts() {
     extern "C" fn on_signal(signal: libc::c_int) {
-        let group = ACTIVE_GROUP.load(Ordering::SeqCst);
-        if group <= 0 && DEFERRED.load(Ordering::SeqCst) {
-            // The main thread acts on it at its next check, after cleaning up.
+        let mut running = false;
+        for slot in &ACTIVE_GROUPS {
+            let group = slot.load(Ordering::SeqCst);
+            if group > 0 {
+                running = true;
+                // SAFETY: kill is async-signal-safe and takes plain integers.
+                unsafe { libc::kill(-group, libc::SIGTERM) };
+            }
+        }
+        if running || DEFERRED.load(Ordering::SeqCst) {
+            // A waiting call notices, finishes its group off and re-raises
+            // (see `reraise`); without one, the main thread does at its next
+            // check, after cleaning up.
             INTERRUPTED.store(signal, Ordering::SeqCst);
-        } else if group > 0 {
-            // The waiting call notices, finishes the group off and re-raises.
-            INTERRUPTED.store(signal, Ordering::SeqCst);
-            // SAFETY: kill is async-signal-safe and takes plain integers.
-            unsafe { libc::kill(-group, libc::SIGTERM) };
         } else {
             // SAFETY: signal and raise are async-signal-safe.
             unsafe {
@@ -238,8 +265,19 @@ pub fn keep_on_interrupt(dir: &Path) {
     dirs.retain(|d| d != dir);
 }
 
-/// Ends this process by the signal that interrupted a call.
+/// Ends this process by the signal that interrupted a call. Calls running
+/// in other threads got SIGTERM from the handler at least a grace period
+/// ago (the caller waited that long for its own group); what is left of
+/// their groups gets SIGKILL, so nothing outlives this process.
 fn reraise(signal: libc::c_int) -> ! {
+    for slot in &ACTIVE_GROUPS {
+        let group = slot.load(Ordering::SeqCst);
+        if group > 0 {
+            // SAFETY: the group's leader is unreaped until its slot is
+            // cleared, so the ID is still that group's.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+    }
     let dirs = std::mem::take(
         &mut *REMOVE_ON_INTERRUPT
             .lock()
@@ -363,9 +401,7 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
         })?
     };
     let group = handle.pids().first().copied().unwrap_or(0) as i32;
-    if forwarding {
-        ACTIVE_GROUP.store(group, Ordering::SeqCst);
-    }
+    let slot = if forwarding { track_group(group) } else { None };
 
     // A small bound: the reader waits for the consumer instead of buffering
     // an endless provider's output.
@@ -387,11 +423,12 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
     let child = Child {
         handle,
         group,
+        slot,
         exit,
         call,
     };
     let result = child.consume(lines, stderr, deadline, sink, idle);
-    ACTIVE_GROUP.store(0, Ordering::SeqCst);
+    untrack_group(slot, group);
     result
 }
 
@@ -457,6 +494,8 @@ fn watch_exit(pid: i32, on_exit: impl FnOnce() + Send + 'static) -> Arc<ExitWatc
 struct Child<'a> {
     handle: duct::Handle,
     group: i32,
+    /// Where the interrupt handler finds `group`.
+    slot: Option<usize>,
     exit: Arc<ExitWatch>,
     call: &'a Call<'a>,
 }
@@ -536,6 +575,11 @@ impl Child<'_> {
                 }
             }
         }
+        // The output is complete even if the provider has yet to exit.
+        if let Err(e) = idle() {
+            self.terminate();
+            return Err(e);
+        }
         if !self.wait_exit(deadline) {
             return Err(self.time_out());
         }
@@ -557,7 +601,7 @@ impl Child<'_> {
             errors: 0,
             tail: Vec::new(),
         });
-        ACTIVE_GROUP.store(0, Ordering::SeqCst);
+        untrack_group(self.slot, self.group);
         let status = self.handle.wait().map_err(|e| {
             Error::io(
                 format!("{}: waiting for {}", self.call.label, self.call.action),
@@ -632,7 +676,7 @@ impl Child<'_> {
         // Members that ignored SIGTERM, or outlived the provider, go now.
         // SAFETY: as above; the unreaped provider still holds the group ID.
         unsafe { libc::kill(-self.group, libc::SIGKILL) };
-        ACTIVE_GROUP.store(0, Ordering::SeqCst);
+        untrack_group(self.slot, self.group);
         let _ = self.handle.wait();
     }
 

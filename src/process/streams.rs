@@ -20,9 +20,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use super::{
-    describe_status, forwarded_set, read_bounded, remaining, reraise, watch_exit, Bounded,
-    SignalsHeld, ACTIVE_GROUP, INTERRUPTED, INTERRUPT_POLL, KILL_GRACE, MAX_LINE, MAX_TIMEOUT,
-    OUTPUT_LINGER,
+    describe_status, forwarded_set, read_bounded, remaining, reraise, track_group, untrack_group,
+    watch_exit, Bounded, SignalsHeld, INTERRUPTED, INTERRUPT_POLL, KILL_GRACE, MAX_LINE,
+    MAX_TIMEOUT, OUTPUT_LINGER,
 };
 use crate::error::{Error, Result};
 
@@ -143,9 +143,7 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         spawned?
     };
     let group = child.id() as i32;
-    if forwarding {
-        ACTIVE_GROUP.store(group, Ordering::SeqCst);
-    }
+    let slot = if forwarding { track_group(group) } else { None };
     let (sender, events) = mpsc::sync_channel(64);
     let exit_events = sender.clone();
     let exit = watch_exit(group, move || {
@@ -165,6 +163,7 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
     let running = Running {
         child,
         group,
+        slot,
         exit,
         label: call.label,
         action: call.args.first().map_or_else(
@@ -174,13 +173,15 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         timeout: call.timeout,
     };
     let result = running.consume(&events, open, deadline, on_line);
-    ACTIVE_GROUP.store(0, Ordering::SeqCst);
+    untrack_group(slot, group);
     result
 }
 
 struct Running<'a> {
     child: std::process::Child,
     group: i32,
+    /// Where the interrupt handler finds `group`.
+    slot: Option<usize>,
     exit: std::sync::Arc<super::ExitWatch>,
     label: &'a str,
     /// The first argument (the operation), for messages.
@@ -231,7 +232,7 @@ impl Running<'_> {
                 return Err(self.time_out());
             }
         }
-        ACTIVE_GROUP.store(0, Ordering::SeqCst);
+        untrack_group(self.slot, self.group);
         let status = self
             .child
             .wait()
@@ -277,7 +278,7 @@ impl Running<'_> {
         self.exit.wait_until(Instant::now() + KILL_GRACE);
         // SAFETY: as above.
         unsafe { libc::kill(-self.group, libc::SIGKILL) };
-        ACTIVE_GROUP.store(0, Ordering::SeqCst);
+        untrack_group(self.slot, self.group);
         let _ = self.child.wait();
     }
 

@@ -348,3 +348,44 @@ fn over_long_stderr_lines_are_cut() {
     assert!(lines[0].len() < 66_000);
     assert_eq!(lines[1], "ralsh: warn: [scripted::scripted] next");
 }
+
+#[test]
+fn an_interrupt_ends_every_describe_running_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+
+    // Four describe-only providers, described concurrently; each ignores
+    // SIGTERM and holds ROOT/held open until it dies.
+    let sandbox = Sandbox::new();
+    mkfifo(&sandbox.root().join("held"));
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir(data.path().join("providers")).unwrap();
+    for n in 1..=4 {
+        let script = data.path().join(format!("providers/slow{n}.prov"));
+        std::fs::write(
+            &script,
+            "#!/bin/sh\ntrap '' TERM\nexec 3>\"$RALSH_ROOT_DIR/held\"\necho started >&3\nexec sleep 1000\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut child = sandbox
+        .command()
+        .arg("-I")
+        .arg(data.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    for _ in 0..4 {
+        let mut line = String::new();
+        held.read_line(&mut line).unwrap();
+        assert_eq!(line, "started\n", "all four describes run at once");
+    }
+    // SAFETY: sends SIGINT to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT));
+    assert_all_gone(held);
+}

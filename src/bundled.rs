@@ -2,7 +2,7 @@
 //!
 //! They are embedded at build time and written out on first use to a cache
 //! directory named after the crate version and a digest of their contents
-//! (`$XDG_CACHE_HOME/ral/bundled-VERSION-DIGEST`, or under `~/.cache`), so a
+//! (`$XDG_CACHE_HOME/ral/bundled-2-VERSION-DIGEST`, or under `~/.cache`), so a
 //! binary that was installed and moved still finds them, and an upgraded
 //! binary never runs stale scripts. The directory is private to the user
 //! (0700) and is rejected if someone else owns it or can write to it, since
@@ -48,13 +48,16 @@ pub(crate) fn cache_dir() -> PathBuf {
 }
 
 /// One line of the manifest kept in the completion marker: a file's name,
-/// size, modification time and inode as written.
+/// size, modification and change times and inode as written (the change
+/// time catches a rewrite that restores the modification time).
 fn manifest_line(name: &str, meta: &fs::Metadata) -> String {
     format!(
-        "{name} {} {}.{} {}\n",
+        "{name} {} {}.{} {}.{} {}\n",
         meta.len(),
         meta.mtime(),
         meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
         meta.ino()
     )
 }
@@ -86,7 +89,13 @@ fn is_intact(dir: &Path) -> bool {
 pub fn data_dir() -> Result<PathBuf> {
     let parent = cache_dir();
     private_dir(&parent)?;
-    let name = format!("bundled-{}-{}", env!("CARGO_PKG_VERSION"), embedded::DIGEST);
+    // The "2" names the layout (the manifest in the marker), so a directory
+    // written by an older ral is never mistaken for a changed one.
+    let name = format!(
+        "bundled-2-{}-{}",
+        env!("CARGO_PKG_VERSION"),
+        embedded::DIGEST
+    );
     let target = parent.join(&name);
     if target.exists() {
         check_private(&target)?;
@@ -97,8 +106,16 @@ pub fn data_dir() -> Result<PathBuf> {
             "bundled providers in {} are incomplete or were changed; writing them again",
             target.display()
         );
-        fs::remove_dir_all(&target)
-            .map_err(|e| Error::io(format!("removing {}", target.display()), e))?;
+        // Moved aside first: a concurrent run may be doing the same, and
+        // must not delete a fresh copy another run has just put in place.
+        let aside = parent.join(format!(".stale-{name}.{}", std::process::id()));
+        match fs::rename(&target, &aside) {
+            Ok(()) => {
+                let _ = fs::remove_dir_all(&aside);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("moving {} aside", target.display()), e)),
+        }
     }
     // Write into a fresh directory and rename it into place, so a reader
     // never sees a half-written set and concurrent first runs do not clash.

@@ -218,7 +218,7 @@ fn a_moved_binary_writes_its_bundled_providers_to_a_private_cache() {
         .unwrap()
         .to_str()
         .unwrap()
-        .starts_with(&format!("bundled-{}-", env!("CARGO_PKG_VERSION"))));
+        .starts_with(&format!("bundled-2-{}-", env!("CARGO_PKG_VERSION"))));
     assert_eq!(
         std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
         0o700

@@ -163,8 +163,9 @@ fn cache_context(host: &Host) -> String {
             .map(|v| v.to_string_lossy().into_owned())
     };
     format!(
-        "PATH={}\0RALSH_ROOT_DIR={}",
+        "PATH={}\0HOME={}\0RALSH_ROOT_DIR={}",
         var("PATH").unwrap_or_default(),
+        var("HOME").unwrap_or_default(),
         var("RALSH_ROOT_DIR").unwrap_or_default()
     )
 }

@@ -191,7 +191,7 @@ fn dispatch(
         return Ok(Status::Success);
     }
     let Some(name) = &args.name else {
-        return list(&mut stdout, output, host, provider, args.absent);
+        return list(&mut stdout, output, host, provider, args.absent, args.quiet);
     };
     if args.attrs.is_empty() {
         if args.noop {
@@ -286,6 +286,7 @@ fn list(
     host: &Host,
     provider: &Provider,
     skip_absent: bool,
+    quiet: bool,
 ) -> anyhow::Result<Status> {
     let keep = |resource: &ral::Resource| !(skip_absent && resource.is_absent());
     let write_error = |e| ral::Error::io("writing output", e);
@@ -293,7 +294,7 @@ fn list(
     // more yet: one write per 64 KiB for a fast listing, each resource as
     // it comes for a slow one.
     let buffered = io::BufWriter::with_capacity(64 * 1024, out);
-    let progress = RefCell::new((Progress::new(provider.qualified_name()), 0usize));
+    let progress = RefCell::new((Progress::new(provider.qualified_name(), quiet), 0usize));
     let tick = |added: usize| {
         let (progress, count) = &mut *progress.borrow_mut();
         *count += added;

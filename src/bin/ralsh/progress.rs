@@ -1,7 +1,8 @@
 //! A progress line for long listings: when stderr is a terminal and stdout
-//! is not (the listing goes to a file or a pipe), a listing that takes
-//! longer than a second shows how many resources it has listed so far,
-//! redrawn at most five times a second and erased at the end.
+//! is a file (or `/dev/null`), a listing that takes longer than a second
+//! shows how many resources it has listed so far, redrawn at most five
+//! times a second and erased at the end. Not for a pipe: the program
+//! reading it (`less`, `grep`) may be writing to the same terminal.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -21,8 +22,8 @@ pub struct Progress {
 impl Progress {
     /// Progress for listing `label`, shown only when it helps (see the
     /// module documentation).
-    pub fn new(label: String) -> Progress {
-        let enabled = std::io::stderr().is_terminal() && !std::io::stdout().is_terminal();
+    pub fn new(label: String, quiet: bool) -> Progress {
+        let enabled = !quiet && std::io::stderr().is_terminal() && stdout_is_a_file();
         Progress::with(label, enabled)
     }
 
@@ -70,6 +71,17 @@ impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// Whether stdout is a regular file or `/dev/null`.
+fn stdout_is_a_file() -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(meta) = std::fs::metadata("/proc/self/fd/1") else {
+        return false;
+    };
+    let null = std::fs::metadata("/dev/null").ok();
+    meta.file_type().is_file()
+        || (meta.file_type().is_char_device() && null.is_some_and(|n| n.rdev() == meta.rdev()))
 }
 
 #[cfg(test)]

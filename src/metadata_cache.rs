@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::fnv::fnv1a;
+
 /// Bumped when the entry format changes.
 const FORMAT: u32 = 2;
 
@@ -178,12 +180,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     temp.write_all(bytes)?;
     temp.persist(path).map_err(|e| e.error)?;
     Ok(())
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use super::output::{Printer, To};
 use super::paths::join;
 use super::plugin::{exit_text, os_text, Runner};
 use super::Stop;
+use crate::fnv::fnv1a;
 use crate::process::streams::{run_streams, StreamCall};
 
 /// The virtual resource root and where its files came from.
@@ -74,7 +75,10 @@ impl Resources {
         generator: &str,
         printer: &mut Printer,
     ) -> Result<(), String> {
-        let own_cache = join(cache, &format!("generator-{:016x}", fnv1a(generator)));
+        let own_cache = join(
+            cache,
+            &format!("generator-{:016x}", fnv1a(generator.as_bytes())),
+        );
         std::fs::create_dir_all(&own_cache)
             .map_err(|e| format!("mkdir {own_cache}: {}", os_text(&e)))?;
         let mut env: Vec<(OsString, OsString)> = runner
@@ -263,11 +267,4 @@ fn kind_of(meta: &std::fs::Metadata) -> Kind {
     } else {
         Kind::Other
     }
-}
-
-/// Names a generator's private cache directory after its path.
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

@@ -3,15 +3,14 @@
 //! var/lib/dpkg and a local flat apt repository below srv/apt-repo, made of
 //! tiny packages built here with dpkg-deb.
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value as Json};
 
-use crate::support::{names_in, Sandbox};
+use crate::support::{assert_same_tree, names_in, tree_snapshot, Sandbox};
 
 const DPKG_STATUS: &str = "var/lib/dpkg/status";
 const REPO: &str = "srv/apt-repo";
@@ -237,47 +236,6 @@ fn dpkg_state(sandbox: &Sandbox, package: &str) -> Option<String> {
         .status
         .success()
         .then(|| String::from_utf8(output.stdout).unwrap())
-}
-
-/// Every entry below `root` (type, mode, and a digest of a file's bytes or
-/// a link's target), by path: equal trees are byte-identical.
-fn tree_digest(root: &Path) -> BTreeMap<PathBuf, String> {
-    fn fnv(bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-        })
-    }
-    let mut entries = BTreeMap::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = meta.permissions().mode();
-            let what = if meta.is_dir() {
-                pending.push(path.clone());
-                format!("dir {mode:o}")
-            } else if meta.is_symlink() {
-                format!("link {}", std::fs::read_link(&path).unwrap().display())
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                format!("file {mode:o} {} {:016x}", bytes.len(), fnv(&bytes))
-            };
-            entries.insert(path.strip_prefix(root).unwrap().to_owned(), what);
-        }
-    }
-    entries
-}
-
-#[track_caller]
-fn assert_same_tree(before: &BTreeMap<PathBuf, String>, sandbox: &Sandbox, what: &str) {
-    let after = tree_digest(sandbox.root());
-    let changed: Vec<_> = before
-        .keys()
-        .chain(after.keys())
-        .filter(|path| before.get(*path) != after.get(*path))
-        .collect();
-    assert!(changed.is_empty(), "{what} changed {changed:?}");
 }
 
 /// The host's package state, which no test may change.
@@ -591,7 +549,7 @@ fn package_noop_previews_and_leaves_the_root_byte_identical() {
     sandbox
         .ralsh(&["package", "ral-hello", "ensure=1.0"])
         .expect(0);
-    let before = tree_digest(sandbox.root());
+    let before = tree_snapshot(sandbox.root());
     for (args, changes) in [
         (
             &["ral-tools", "ensure=present"][..],
@@ -634,13 +592,13 @@ fn package_noop_previews_and_leaves_the_root_byte_identical() {
         let doc = sandbox.ralsh(&all).expect(0).json();
         assert_eq!(doc["noop"], true);
         assert_eq!(doc["result"][0]["changes"], changes, "{args:?}");
-        assert_same_tree(&before, &sandbox, &format!("noop {args:?}"));
+        assert_same_tree(&before, sandbox.root(), &format!("noop {args:?}"));
     }
     sandbox
         .ralsh(&["-n", "package", "ral-hello", "ensure=latest"])
         .expect(0)
         .stdout_has("version: '1.0' -> '2.0' (noop: would change)");
-    assert_same_tree(&before, &sandbox, "noop");
+    assert_same_tree(&before, sandbox.root(), "noop");
 }
 
 #[test]
@@ -648,7 +606,7 @@ fn package_rejects_bad_requests_and_changes_nothing() {
     let Some(sandbox) = package_sandbox("") else {
         return;
     };
-    let before = tree_digest(sandbox.root());
+    let before = tree_snapshot(sandbox.root());
     sandbox
         .ralsh(&["package", "ral-nosuch", "ensure=present"])
         .expect(2)
@@ -672,7 +630,7 @@ fn package_rejects_bad_requests_and_changes_nothing() {
         .ralsh(&["package", "ral-hello", "ensure=newest"])
         .expect(2)
         .stderr_has("'newest'");
-    assert_same_tree(&before, &sandbox, "a refused request");
+    assert_same_tree(&before, sandbox.root(), "a refused request");
     // apt-get's own failure is quoted.
     sandbox
         .ralsh(&["package", "ral-broken", "ensure=present"])

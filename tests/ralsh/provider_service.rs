@@ -4,14 +4,12 @@
 //! and the fake systemctl (tests/fixtures/service) keep their state below
 //! the fake root.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{fixtures_dir, names_in, run, Run, Sandbox};
+use crate::support::{assert_same_tree, fixtures_dir, names_in, run, tree_snapshot, Run, Sandbox};
 
 const RAL: &str = "service::service";
 
@@ -88,31 +86,6 @@ fn default_links(name: &str, boot: char) -> Vec<String> {
         .collect();
     links.sort();
     links
-}
-
-/// Every path below `root` with its type, mode and contents or target.
-fn tree(root: &Path) -> BTreeMap<String, String> {
-    let mut found = BTreeMap::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = meta.permissions().mode();
-            let what = if meta.file_type().is_symlink() {
-                format!("link {}", std::fs::read_link(&path).unwrap().display())
-            } else if meta.is_dir() {
-                pending.push(path.clone());
-                format!("dir {mode:o}")
-            } else {
-                let contents = std::fs::read(&path).unwrap();
-                format!("file {mode:o} {}", String::from_utf8_lossy(&contents))
-            };
-            let relative = path.strip_prefix(root).unwrap().display().to_string();
-            found.insert(relative, what);
-        }
-    }
-    found
 }
 
 /// A fake root with init scripts: web runs and is enabled (links as
@@ -303,7 +276,7 @@ fn umask() -> u32 {
 #[test]
 fn service_noop_reports_changes_and_leaves_the_root_alone() {
     let sandbox = init_sandbox();
-    let before = tree(sandbox.root());
+    let before = tree_snapshot(sandbox.root());
     let doc = ralsh(
         &sandbox,
         &[
@@ -336,7 +309,7 @@ fn service_noop_reports_changes_and_leaves_the_root_alone() {
     ralsh(&sandbox, &["-n", "service", "legacy", "enable=true"])
         .expect(2)
         .stderr_has("has no Default-Start runlevels");
-    assert_eq!(tree(sandbox.root()), before, "noop changed the fake root");
+    assert_same_tree(&before, sandbox.root(), "noop");
 }
 
 #[test]

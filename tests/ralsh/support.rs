@@ -1,6 +1,7 @@
 //! Test helpers: a sandbox (fake root and private cache), a way to run
 //! ralsh in it, and JSON Schema checks of its output.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -154,6 +155,47 @@ pub fn output_schema() -> &'static jsonschema::Validator {
 pub fn metadata_schema() -> &'static jsonschema::Validator {
     static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
     SCHEMA.get_or_init(|| load_schema("provider-metadata.schema.json"))
+}
+
+/// Every entry below `root` by relative path: its type and mode, and a
+/// file's bytes or a link's target. Equal snapshots mean byte-identical
+/// trees.
+pub fn tree_snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut entries = BTreeMap::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode();
+            let what = if meta.is_symlink() {
+                format!("link {}", std::fs::read_link(&path).unwrap().display()).into_bytes()
+            } else if meta.is_dir() {
+                pending.push(path.clone());
+                format!("dir {mode:o}").into_bytes()
+            } else {
+                let mut what = format!("file {mode:o}\n").into_bytes();
+                what.extend(std::fs::read(&path).unwrap());
+                what
+            };
+            entries.insert(path.strip_prefix(root).unwrap().to_owned(), what);
+        }
+    }
+    entries
+}
+
+/// Fails naming every path whose entry differs from `before` (a
+/// [`tree_snapshot`]) under the root now.
+#[track_caller]
+pub fn assert_same_tree(before: &BTreeMap<PathBuf, Vec<u8>>, root: &Path, what: &str) {
+    let after = tree_snapshot(root);
+    let changed: Vec<_> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|path| before.get(*path) != after.get(*path))
+        .collect();
+    assert!(changed.is_empty(), "{what} changed {changed:?}");
 }
 
 /// The `name` of every object in a JSON array (resources, providers).

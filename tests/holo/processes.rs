@@ -154,3 +154,40 @@ fn ctrl_c_ends_the_plugin_and_removes_the_cache_and_the_lock() {
     );
     assert_eq!(cache_dirs_left(work.path()), 0, "cache directory left");
 }
+
+#[test]
+fn colour_only_when_the_stream_is_a_terminal() {
+    let work = tempfile::tempdir().unwrap();
+    root_with_plugin(
+        work.path(),
+        "apply) echo '!! plugin says no' >&2; exit 1 ;;",
+    );
+    let plain = ral(work.path(), &["apply"]).output().unwrap();
+    let text = [plain.stdout, plain.stderr].concat();
+    assert!(String::from_utf8_lossy(&text).contains("!! exit status 1"));
+    assert!(!text.contains(&0x1b), "no escape sequences off a terminal");
+
+    // script(1) gives ral a terminal for both streams.
+    let line = format!("{} holo apply", env!("CARGO_BIN_EXE_ral"));
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(work.path())
+        .env("HOLO_ROOT_DIR", "./target/")
+        .env("TMPDIR", "./target/tmp")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(
+        shown.contains("Working on \x1b[1mt:one\x1b[0m"),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains("\x1b[1;31m!! plugin says no\x1b[0m"),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains("\x1b[1;31m!! exit status 1\x1b[0m"),
+        "{shown:?}"
+    );
+}

@@ -11,7 +11,11 @@ fn main() {
         .expect("providers/ must exist")
         .map(|entry| entry.expect("readable providers/ entry").file_name())
         .map(|name| name.into_string().expect("provider file names are UTF-8"))
-        .filter(|name| name.ends_with(".prov") || name.ends_with(".yaml"))
+        .filter(|name| {
+            [".prov", ".yaml", ".py"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+        })
         .collect();
     names.sort();
     // FNV-1a over names and contents: a stable digest that names the cache
@@ -34,6 +38,7 @@ fn main() {
         .unwrap();
     }
     source.push_str("];\n");
+    source.push_str(&types_table(&dir, &names));
     writeln!(
         source,
         "/// Digest of the bundled files.\npub const DIGEST: &str = \"{digest:016x}\";"
@@ -41,4 +46,40 @@ fn main() {
     .unwrap();
     let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("bundled_providers.rs");
     std::fs::write(out, source).expect("write bundled_providers.rs");
+}
+
+/// The types of the bundled providers, read from their `.yaml` files, so
+/// that `ralsh TYPE` can tell without touching the disk that no bundled
+/// provider has that type. Every bundled provider must have a `.yaml`.
+fn types_table(dir: &Path, names: &[String]) -> String {
+    let mut types: Vec<String> = names
+        .iter()
+        .filter_map(|name| name.strip_suffix(".prov"))
+        .map(|stem| {
+            let yaml = dir.join(format!("{stem}.yaml"));
+            let text = std::fs::read_to_string(&yaml).unwrap_or_else(|e| {
+                panic!("bundled provider {stem}.prov needs {}: {e}", yaml.display())
+            });
+            provider_type(&text)
+                .unwrap_or_else(|| panic!("{}: no '  type: NAME' line", yaml.display()))
+        })
+        .collect();
+    types.sort();
+    types.dedup();
+    format!("/// The types of the bundled providers, sorted.\npub static TYPES: &[&str] = &{types:?};\n")
+}
+
+/// The value of the first `  type:` line (the provider's type in the
+/// metadata layout every bundled `.yaml` follows; a unit test checks the
+/// table against the parsed metadata).
+fn provider_type(yaml: &str) -> Option<String> {
+    yaml.lines()
+        .find_map(|line| line.strip_prefix("  type:"))
+        .map(|value| {
+            value
+                .trim()
+                .trim_matches(|c| c == '"' || c == '\'')
+                .to_owned()
+        })
+        .filter(|value| !value.is_empty())
 }

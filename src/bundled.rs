@@ -28,6 +28,13 @@ pub fn file_names() -> impl Iterator<Item = &'static str> {
     embedded::FILES.iter().map(|(name, _)| *name)
 }
 
+/// True when a bundled provider has type `kind`. Known from the binary
+/// alone, so `ralsh TYPE` for another type never touches the bundled
+/// directory.
+pub fn has_type(kind: &str) -> bool {
+    embedded::TYPES.binary_search(&kind).is_ok()
+}
+
 /// ral's cache directory: `$XDG_CACHE_HOME/ral`, `$HOME/.cache/ral`, or a
 /// per-user directory in the system temporary directory. Relative settings
 /// are ignored, as they would depend on the working directory.
@@ -197,4 +204,31 @@ fn check_private(dir: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::Metadata;
+
+    /// The table build.rs reads from the `.yaml` files with a line scan
+    /// must match what the metadata parser makes of those files.
+    #[test]
+    fn type_table_matches_the_parsed_metadata() {
+        let mut parsed: Vec<String> = embedded::FILES
+            .iter()
+            .filter(|(name, _)| name.ends_with(".yaml"))
+            .map(|(name, contents)| {
+                let text = std::str::from_utf8(contents).expect("UTF-8 yaml");
+                Metadata::parse(text, Path::new(name))
+                    .unwrap_or_else(|e| panic!("{name}: {e}"))
+                    .type_name
+            })
+            .collect();
+        parsed.sort();
+        parsed.dedup();
+        assert_eq!(parsed, embedded::TYPES);
+        assert!(has_type("user") && has_type("package"));
+        assert!(!has_type("kv") && !has_type(""));
+    }
 }

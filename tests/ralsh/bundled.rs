@@ -354,3 +354,25 @@ fn group_is_managed_through_the_json_convention() {
         .ralsh(&["group", "bad:name", "ensure=present"])
         .expect(2);
 }
+
+#[test]
+fn a_type_no_bundled_provider_has_leaves_the_bundled_directory_alone() {
+    let sandbox = Sandbox::new();
+    let bundled_written = || {
+        std::fs::read_dir(sandbox.cache.path().join("ral"))
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().starts_with("bundled-"))
+            })
+            .unwrap_or(false)
+    };
+    sandbox.ralsh(&["-j", "setting"]).expect(0);
+    assert!(
+        !bundled_written(),
+        "ralsh setting wrote the bundled providers"
+    );
+    // A bundled type, or the list of providers, needs them.
+    sandbox.ralsh(&["-j"]).expect(0);
+    assert!(bundled_written());
+}

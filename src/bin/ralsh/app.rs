@@ -134,12 +134,17 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
         root,
         strict: args.strict,
     });
-    let bundled = match bundled::data_dir() {
-        Ok(dir) => Some(dir),
-        Err(e) => {
-            log::warn!("bundled providers are unavailable: {e}");
-            None
-        }
+    // `ralsh TYPE ...` needs the providers of that type only; the bundled
+    // ones are not even written out when none has that type.
+    let only_type = args
+        .provider
+        .as_deref()
+        .map(|query| query.split_once("::").map_or(query, |(kind, _)| kind));
+    let bundled = match only_type.is_none_or(bundled::has_type) {
+        false => None,
+        true => bundled::data_dir()
+            .inspect_err(|e| log::warn!("bundled providers are unavailable: {e}"))
+            .ok(),
     };
     let dirs = discovery::data_dirs(&args.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
     let cache = if args.no_cache {
@@ -147,11 +152,6 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     } else {
         MetadataCache::open()
     };
-    // `ralsh TYPE ...` needs the providers of that type only.
-    let only_type = args
-        .provider
-        .as_deref()
-        .map(|query| query.split_once("::").map_or(query, |(kind, _)| kind));
     let registry = discovery::discover(&host, &dirs, &cache, only_type);
     let status = dispatch(args, output, &host, &registry)?;
     if host.provider_error_lines() > 0 {

@@ -6,7 +6,6 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use indexmap::IndexMap;
 use ral::invoke::simple::ListParser;
 use ral::metadata::Metadata;
 use ral::process::ProviderEnv;
@@ -43,7 +42,7 @@ fn provider() -> Provider {
 fn resources() -> Vec<Resource> {
     (0..RESOURCES)
         .map(|i| {
-            let mut attrs = IndexMap::new();
+            let mut attrs = ral::fnv::AttrMap::default();
             attrs.insert(
                 "ip".to_owned(),
                 Value::String(format!("10.0.{}.{}", i % 256, i % 250)),
@@ -92,9 +91,9 @@ fn write_outputs(c: &mut Criterion) {
     group.bench_function("json_stream_10k_resources", |b| {
         b.iter(|| {
             let mut out = Vec::with_capacity(1 << 20);
-            let mut stream = json::ResourceStream::new(&mut out);
+            let mut stream = json::ResourceStream::new(&mut out, &provider);
             for resource in &resources {
-                stream.push(&provider, resource).unwrap();
+                stream.push(resource).unwrap();
             }
             stream.finish(None).unwrap();
             black_box(out.len())

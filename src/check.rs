@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-use crate::metadata::{Action, Kind, REDACTED};
+use crate::metadata::{Action, Attribute, Kind, REDACTED};
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::text::escape;
@@ -84,19 +84,21 @@ impl OutputCheck {
                 message: "a resource has an empty name".to_owned(),
             });
         }
-        let mut resource = Resource::bare(name);
+        let attrs = attrs.into_iter();
+        let mut resource = Resource::with_capacity(name, attrs.size_hint().0);
         for (key, raw) in attrs {
             if key == "name" || key == "ral" || key.starts_with("ral_") {
                 continue;
             }
-            if provider.attribute(key).map(|a| a.kind) == Some(Kind::Write) {
+            let declared = provider.attribute(key);
+            if declared.map(|a| a.kind) == Some(Kind::Write) {
                 continue;
             }
             // JSON null means "no value": the attribute is simply not set.
             if matches!(raw, Raw::Json(serde_json::Value::Null)) {
                 continue;
             }
-            let value = self.value(provider, action, name, key, raw)?;
+            let value = self.declared_value(provider, declared, action, name, key, raw)?;
             resource.attrs.insert(key.to_owned(), value);
         }
         Ok(resource)
@@ -111,10 +113,25 @@ impl OutputCheck {
         attr: &str,
         raw: Raw,
     ) -> Result<Value> {
+        let declared = provider.attribute(attr);
+        self.declared_value(provider, declared, action, resource, attr, raw)
+    }
+
+    /// [`Self::value`] for an attribute already looked up (listings look
+    /// each one up once).
+    fn declared_value(
+        &self,
+        provider: &Provider,
+        declared: Option<&Attribute>,
+        action: Action,
+        resource: &str,
+        attr: &str,
+        raw: Raw,
+    ) -> Result<Value> {
         if matches!(raw, Raw::Json(serde_json::Value::Null)) {
             return Ok(Value::Null);
         }
-        let problem = match provider.attribute(attr) {
+        let problem = match declared {
             None => format!(
                 "resource '{}': attribute '{}' (value {}) is not declared in the metadata",
                 escape(resource),

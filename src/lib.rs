@@ -19,7 +19,7 @@ pub mod check;
 pub mod conformance;
 pub mod discovery;
 pub mod error;
-mod fnv;
+pub mod fnv;
 pub mod holo;
 mod host;
 pub mod invoke;

@@ -8,6 +8,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::fnv::AttrMap;
 use crate::types::{AttrType, Value};
 
 /// The calling convention a provider speaks.
@@ -149,7 +150,7 @@ pub struct Metadata {
     pub suitable: Suitable,
     pub desc: String,
     pub supports_noop: bool,
-    pub attributes: IndexMap<String, Attribute>,
+    pub attributes: AttrMap<Attribute>,
 }
 
 impl Metadata {
@@ -381,7 +382,7 @@ impl RawProvider {
                 }
             }
         }
-        let mut attributes = IndexMap::new();
+        let mut attributes = AttrMap::default();
         for (attr_name, raw) in self.attributes {
             let attribute = raw.check(&attr_name)?;
             attributes.insert(attr_name, attribute);

@@ -1,7 +1,6 @@
 //! The data model every renderer works from: resources and changes.
 
-use indexmap::IndexMap;
-
+use crate::fnv::AttrMap;
 use crate::types::Value;
 
 /// One resource: its name and its typed attribute values, in the order the
@@ -9,7 +8,7 @@ use crate::types::Value;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resource {
     pub name: String,
-    pub attrs: IndexMap<String, Value>,
+    pub attrs: AttrMap<Value>,
 }
 
 /// One attribute that changed (or would change, under noop).
@@ -25,9 +24,14 @@ pub struct Change {
 impl Resource {
     /// A resource with a name and nothing else.
     pub fn bare(name: &str) -> Resource {
+        Resource::with_capacity(name, 0)
+    }
+
+    /// A resource with a name and room for `attrs` attributes.
+    pub fn with_capacity(name: &str, attrs: usize) -> Resource {
         Resource {
             name: name.to_owned(),
-            attrs: IndexMap::new(),
+            attrs: AttrMap::with_capacity_and_hasher(attrs, Default::default()),
         }
     }
 

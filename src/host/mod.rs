@@ -257,11 +257,11 @@ impl Host {
         resources.extend(parser.finish().map_err(fail)?);
         let mut answer = None;
         for raw in resources {
-            if raw.name != name {
+            if raw.name() != name {
                 return Err(fail(OutputError::Protocol(format!(
                     "find for '{}' answered with '{}'",
                     escape(name),
-                    escape(&raw.name)
+                    escape(raw.name())
                 ))));
             }
             if answer.is_some() {
@@ -390,8 +390,8 @@ impl Host {
         self.check.resource(
             provider,
             action,
-            &raw.name,
-            raw.attrs.iter().map(|(k, v)| (k.as_str(), Raw::Text(v))),
+            raw.name(),
+            raw.attrs().map(|(k, v)| (k, Raw::Text(v))),
         )
     }
 }

@@ -22,20 +22,55 @@ pub enum OutputError {
     Call(crate::invoke::json::ReportedError),
 }
 
-/// A resource as the provider wrote it: untyped key/value pairs.
+/// A resource as the provider wrote it: its name and untyped key/value
+/// pairs, in order. All of it lives in one buffer (name, then each key and
+/// value), so a resource costs two allocations however many attributes it
+/// has; the typed conversion copies what it keeps anyway.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawResource {
-    pub name: String,
-    pub attrs: Vec<(String, String)>,
+    text: String,
+    name_len: usize,
+    /// Where each attribute's key ends and its value ends in `text`.
+    ends: Vec<(usize, usize)>,
 }
 
 impl RawResource {
+    /// A resource with no attributes yet, with room for about `text` bytes
+    /// and `attrs` attributes.
+    fn with_capacity(name: &str, text: usize, attrs: usize) -> RawResource {
+        let mut buffer = String::with_capacity(text.max(name.len()));
+        buffer.push_str(name);
+        RawResource {
+            text: buffer,
+            name_len: name.len(),
+            ends: Vec::with_capacity(attrs),
+        }
+    }
+
+    fn push(&mut self, key: &str, value: &str) {
+        self.text.push_str(key);
+        let key_end = self.text.len();
+        self.text.push_str(value);
+        self.ends.push((key_end, self.text.len()));
+    }
+
+    pub fn name(&self) -> &str {
+        &self.text[..self.name_len]
+    }
+
     /// The value of a `ral_*` marker such as `ral_unknown`.
     pub fn marker(&self, key: &str) -> Option<&str> {
-        self.attrs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.attrs().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The `key: value` pairs after the name line, in order.
+    pub fn attrs(&self) -> impl Iterator<Item = (&str, &str)> {
+        let mut start = self.name_len;
+        self.ends.iter().map(move |&(key_end, value_end)| {
+            let pair = (&self.text[start..key_end], &self.text[key_end..value_end]);
+            start = value_end;
+            pair
+        })
     }
 }
 
@@ -172,17 +207,17 @@ impl ListParser {
             return Ok(None);
         };
         if pair.key == "name" {
-            let next = RawResource {
-                name: pair.value.to_owned(),
-                attrs: Vec::new(),
-            };
+            // Sized like the previous resource: listings are uniform.
+            let (text, attrs) = self
+                .current
+                .as_ref()
+                .map_or((0, 0), |r| (r.text.len(), r.ends.len()));
+            let next = RawResource::with_capacity(pair.value, text, attrs);
             return Ok(self.current.replace(next));
         }
         match &mut self.current {
             Some(resource) => {
-                resource
-                    .attrs
-                    .push((pair.key.to_owned(), pair.value.to_owned()));
+                resource.push(pair.key, pair.value);
                 Ok(None)
             }
             None => Err(OutputError::Protocol(format!(
@@ -323,11 +358,10 @@ mod tests {
         let got =
             list("\n# simple\nname: a\n  ip :  1.2.3.4  \n\nname: b\nurl: http://x:80\n").unwrap();
         assert_eq!(got.len(), 2);
-        assert_eq!(got[0].attrs, vec![("ip".to_owned(), "1.2.3.4".to_owned())]);
-        assert_eq!(
-            got[1].attrs,
-            vec![("url".to_owned(), "http://x:80".to_owned())]
-        );
+        assert_eq!(got[0].name(), "a");
+        assert_eq!(got[0].attrs().collect::<Vec<_>>(), [("ip", "1.2.3.4")]);
+        assert_eq!(got[1].name(), "b");
+        assert_eq!(got[1].attrs().collect::<Vec<_>>(), [("url", "http://x:80")]);
     }
 
     #[test]

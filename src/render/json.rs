@@ -68,18 +68,41 @@ pub fn resource(provider: &Provider, resource: &Resource) -> Json {
 
 /// Writes what [`resource`] builds, without building it.
 struct ResourceJson<'a> {
-    provider: &'a Provider,
+    shape: &'a ProviderShape<'a>,
     item: &'a Resource,
+}
+
+/// What every resource of one provider shares in the JSON output, worked
+/// out once per listing rather than once per resource.
+struct ProviderShape<'a> {
+    provider: &'a Provider,
+    ral: RalBlock<'a>,
+    /// Whether any attribute is sensitive (when none is, no lookups).
+    redacts: bool,
+}
+
+impl<'a> ProviderShape<'a> {
+    fn of(provider: &'a Provider) -> ProviderShape<'a> {
+        ProviderShape {
+            provider,
+            ral: RalBlock {
+                kind: provider.type_name(),
+                provider: provider.qualified_name(),
+            },
+            redacts: provider.meta.attributes.values().any(|a| a.sensitive),
+        }
+    }
+
+    fn is_sensitive(&self, attr: &str) -> bool {
+        self.redacts && self.provider.attribute(attr).is_some_and(|a| a.sensitive)
+    }
 }
 
 impl serde::Serialize for ResourceJson<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let attrs = self.item.display_order();
-        let ral = RalBlock {
-            kind: self.provider.type_name(),
-            provider: self.provider.qualified_name(),
-        };
+        let ral = &self.shape.ral;
         let mut map = serializer.serialize_map(Some(attrs.len() + 2))?;
         map.serialize_entry("name", &self.item.name)?;
         // As in `resource`, an attribute called `ral` gives its place to
@@ -89,7 +112,7 @@ impl serde::Serialize for ResourceJson<'_> {
             if key == "ral" {
                 map.serialize_entry("ral", &ral)?;
                 ral_written = true;
-            } else if self.provider.attribute(key).is_some_and(|a| a.sensitive) {
+            } else if self.shape.is_sensitive(key) {
                 map.serialize_entry(key, REDACTED)?;
             } else {
                 map.serialize_entry(key, value)?;
@@ -174,14 +197,20 @@ pub fn error(message: &str, kind: Option<&str>) -> Json {
 /// resources already written, keeping the document valid.
 ///
 /// [`finish`]: ResourceStream::finish
-pub struct ResourceStream<W: Write> {
+pub struct ResourceStream<'p, W: Write> {
     out: W,
+    shape: ProviderShape<'p>,
     count: usize,
 }
 
-impl<W: Write> ResourceStream<W> {
-    pub fn new(out: W) -> ResourceStream<W> {
-        ResourceStream { out, count: 0 }
+impl<'p, W: Write> ResourceStream<'p, W> {
+    /// A stream of `provider`'s resources.
+    pub fn new(out: W, provider: &'p Provider) -> ResourceStream<'p, W> {
+        ResourceStream {
+            out,
+            shape: ProviderShape::of(provider),
+            count: 0,
+        }
     }
 
     /// The writer, for flushing between resources.
@@ -189,13 +218,14 @@ impl<W: Write> ResourceStream<W> {
         &mut self.out
     }
 
-    pub fn push(&mut self, provider: &Provider, item: &Resource) -> io::Result<()> {
+    pub fn push(&mut self, item: &Resource) -> io::Result<()> {
         self.out.write_all(if self.count == 0 {
             b"{\"resources\": [\n  "
         } else {
             b",\n  "
         })?;
-        serde_json::to_writer(&mut self.out, &ResourceJson { provider, item })?;
+        let shape = &self.shape;
+        serde_json::to_writer(&mut self.out, &ResourceJson { shape, item })?;
         self.count += 1;
         Ok(())
     }
@@ -236,7 +266,7 @@ mod tests {
         item.attrs.insert("ral".into(), Value::Float(f64::NAN));
         let built = serde_json::to_string(&resource(&provider, &item)).unwrap();
         let streamed = serde_json::to_string(&ResourceJson {
-            provider: &provider,
+            shape: &ProviderShape::of(&provider),
             item: &item,
         })
         .unwrap();

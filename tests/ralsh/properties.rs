@@ -89,8 +89,10 @@ proptest! {
         parsed.extend(parser.finish().unwrap());
         prop_assert_eq!(parsed.len(), resources.len());
         for (got, (name, attrs)) in parsed.iter().zip(&resources) {
-            prop_assert_eq!(&got.name, name);
-            prop_assert_eq!(&got.attrs, attrs);
+            prop_assert_eq!(got.name(), name.as_str());
+            let got_attrs: Vec<(&str, &str)> = got.attrs().collect();
+            let want: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            prop_assert_eq!(got_attrs, want);
         }
     }
 

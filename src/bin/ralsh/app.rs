@@ -324,14 +324,14 @@ fn list(
         listed?;
         return Ok(Status::Success);
     }
-    let stream = RefCell::new(json::ResourceStream::new(buffered));
+    let stream = RefCell::new(json::ResourceStream::new(buffered, provider));
     let listed = host.list_paced(
         provider,
         &mut |resource| {
             tick(1);
             if keep(&resource) {
                 let mut stream = stream.borrow_mut();
-                stream.push(provider, &resource).map_err(write_error)?;
+                stream.push(&resource).map_err(write_error)?;
             }
             Ok(())
         },

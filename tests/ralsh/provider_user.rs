@@ -2,9 +2,14 @@
 //! root: accounts in etc/passwd and etc/shadow, with supplementary groups in
 //! etc/group and etc/gshadow, edited in place and never through useradd(8).
 
+use std::ffi::{OsStr, OsString};
+use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
-use serde_json::json;
+use serde_json::{json, Value as Json};
+use tempfile::TempDir;
 
 use crate::support::Sandbox;
 
@@ -171,4 +176,634 @@ fn user_that_could_never_exist_is_unknown_not_absent() {
     run.expect(1)
         .stderr_has("'Bad:Name' is not a valid user name; no such user can be created")
         .stderr_has("no resource named 'Bad:Name'");
+}
+
+// ------------------------------------------------------------- fast path
+//
+// providers/etc_passwd.prov is a sh + awk wrapper that answers a get of all
+// users (`{"names":[]}`) itself and hands everything else, and every unusual
+// file, to providers/etc_passwd.py. These tests run both directly on fake
+// roots (RALSH_ROOT_DIR) and compare them; a `python3` stub that fails
+// loudly, first on PATH, tells which answers came without Python.
+
+const LIST_ALL: &[u8] = br#"{"names":[]}"#;
+const STUB_STATUS: i32 = 99;
+
+fn providers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("providers")
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|file| file.is_file())
+}
+
+/// PATH with `dirs` first.
+fn path_with(dirs: &[&Path]) -> OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let rest: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    std::env::join_paths(dirs.iter().map(|d| d.to_path_buf()).chain(rest)).unwrap()
+}
+
+fn executable(path: &Path, script: &str) {
+    std::fs::write(path, script).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A directory holding a `python3` that prints nothing on stdout and exits
+/// with [`STUB_STATUS`].
+fn python_stub() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    executable(
+        &dir.path().join("python3"),
+        "#!/bin/sh\necho 'python3 stub: Python was run' >&2\nexit 99\n",
+    );
+    dir
+}
+
+/// The awks to run the wrapper with: PATH's `awk`, and mawk and gawk each
+/// as `awk` when installed (Debian's default is mawk).
+fn awks() -> Vec<(String, Option<TempDir>)> {
+    let mut awks = vec![("awk".to_owned(), None)];
+    for name in ["mawk", "gawk"] {
+        if let Some(binary) = find_on_path(name) {
+            let dir = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink(binary, dir.path().join("awk")).unwrap();
+            awks.push((name.to_owned(), Some(dir)));
+        }
+    }
+    awks
+}
+
+/// Runs `command` with only PATH and RALSH_ROOT_DIR=root set and `input` on
+/// stdin.
+fn run_provider(mut command: Command, root: &Path, path: &OsStr, input: &[u8]) -> Output {
+    command
+        .env_clear()
+        .env("PATH", path)
+        .env("RALSH_ROOT_DIR", root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("the provider runs");
+    // A provider that exits without reading (the stub) breaks the pipe.
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
+/// The wrapper, `etc_passwd.prov ARGS`.
+fn wrapper(root: &Path, path: &OsStr, args: &[&str], input: &[u8]) -> Output {
+    let mut command = Command::new(providers_dir().join("etc_passwd.prov"));
+    command.args(args);
+    run_provider(command, root, path, input)
+}
+
+/// Python on its own, `python3 -I -S etc_passwd.py ARGS`.
+fn python(root: &Path, args: &[&str], input: &[u8]) -> Output {
+    let mut command = Command::new("python3");
+    command
+        .args(["-I", "-S"])
+        .arg(providers_dir().join("etc_passwd.py"))
+        .args(args);
+    run_provider(command, root, &path_with(&[]), input)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn parse(what: &str, output: &Output) -> Json {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{what}: stdout is not JSON ({e}):\n{}",
+            text(&output.stdout)
+        )
+    })
+}
+
+/// Fails unless both ran successfully with the same stderr and the same
+/// JSON on stdout (keys in the same order too).
+#[track_caller]
+fn assert_same_answer(what: &str, wrapper: &Output, python: &Output) {
+    assert_eq!(
+        (wrapper.status.code(), text(&wrapper.stderr)),
+        (python.status.code(), text(&python.stderr)),
+        "{what}: exit status and stderr differ (wrapper, python)"
+    );
+    assert_eq!(wrapper.status.code(), Some(0), "{what}");
+    let (ours, theirs) = (parse(what, wrapper), parse(what, python));
+    assert_eq!(ours, theirs, "{what}: the wrapper and Python disagree");
+    assert_eq!(ours.to_string(), theirs.to_string(), "{what}: key order");
+}
+
+/// Checks that the wrapper lists all users below `root` exactly as Python
+/// does, with every awk, and that it does so without running Python.
+/// Returns Python's answer.
+#[track_caller]
+fn assert_fast_path(what: &str, root: &Path) -> Json {
+    let expected = python(root, &["ral_action=get"], LIST_ALL);
+    let stub = python_stub();
+    for (awk, dir) in awks() {
+        let dirs: Vec<&Path> = dir.iter().map(TempDir::path).collect();
+        let what = format!("{what} ({awk})");
+        let answer = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
+        assert_same_answer(&what, &answer, &expected);
+        let dirs: Vec<&Path> = [stub.path()].into_iter().chain(dirs).collect();
+        let alone = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
+        assert_eq!(
+            (alone.status.code(), text(&alone.stderr)),
+            (Some(0), String::new()),
+            "{what}: the fast path ran Python or failed"
+        );
+        assert_eq!(alone.stdout, answer.stdout, "{what}");
+    }
+    parse(what, &expected)
+}
+
+/// Checks that the wrapper hands the listing below `root` to Python, having
+/// printed nothing itself, and so answers as Python does. Returns Python's
+/// answer (stdout and stderr).
+#[track_caller]
+fn assert_falls_back(what: &str, root: &Path) -> (String, String) {
+    let expected = python(root, &["ral_action=get"], LIST_ALL);
+    let stub = python_stub();
+    for (awk, dir) in awks() {
+        let dirs: Vec<&Path> = dir.iter().map(TempDir::path).collect();
+        let what = format!("{what} ({awk})");
+        let answer = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
+        assert_same_answer(&what, &answer, &expected);
+        let dirs: Vec<&Path> = [stub.path()].into_iter().chain(dirs).collect();
+        let alone = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
+        assert_eq!(
+            (
+                alone.status.code(),
+                text(&alone.stdout),
+                text(&alone.stderr)
+            ),
+            (
+                Some(STUB_STATUS),
+                String::new(),
+                "python3 stub: Python was run\n".to_owned()
+            ),
+            "{what}: the wrapper did not fall back to Python alone"
+        );
+    }
+    (text(&expected.stdout), text(&expected.stderr))
+}
+
+/// A fake root holding `files` (path below the root, bytes).
+fn fake_root(files: &[(&str, &[u8])]) -> TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("etc")).unwrap();
+    for (relative, contents) in files {
+        std::fs::write(root.path().join(relative), contents).unwrap();
+    }
+    root
+}
+
+/// The user resources of a listing by name, and their groups.
+fn groups_by_user(listing: &Json) -> Vec<(String, Json)> {
+    listing["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_owned(), r["groups"].clone()))
+        .collect()
+}
+
+#[test]
+fn user_listing_fast_path_answers_as_python_without_running_it() {
+    let plain = user_sandbox();
+    let listing = assert_fast_path("plain", plain.root());
+    assert_eq!(listing["resources"].as_array().unwrap().len(), 3);
+    assert_eq!(listing["resources"][2]["password"], HASH);
+
+    // Several groups per user, several members per group, a user in no
+    // group, unknown members, spaces and repeats in member lists, and a
+    // repeated group name (its first line wins).
+    let root = fake_root(&[
+        (
+            "etc/passwd",
+            b"root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/bin/bash\n\
+              bob:x:1001:1001:Bob:/home/bob:/bin/sh\ncarol:x:1002:1002::/home/carol:/bin/sh\n",
+        ),
+        (
+            "etc/group",
+            b"root:x:0:\nstaff:x:50:alice,bob\nwheel:x:10: bob , alice,,alice\naudio:x:29:ghost,bob\n\
+              empty:x:30:\nstaff:x:51:carol\nusers:x:100:nobody,ghost\n",
+        ),
+        (
+            "etc/shadow",
+            b"root:*:19700:0:99999:7:::\nalice:$6$a$b:19700:0:99999:7:::\nbob::19700:0:99999:7:::\n",
+        ),
+        ("etc/gshadow", b"root:*::\nstaff:!::alice,bob\n"),
+    ]);
+    let listing = assert_fast_path("groups", root.path());
+    assert_eq!(
+        groups_by_user(&listing),
+        [
+            ("root".to_owned(), json!([])),
+            ("alice".to_owned(), json!(["staff", "wheel"])),
+            ("bob".to_owned(), json!(["staff", "wheel", "audio"])),
+            ("carol".to_owned(), json!([])),
+        ]
+    );
+    assert_eq!(listing["resources"][2]["password"], "");
+    assert!(listing["resources"][3].get("password").is_none());
+
+    // Repeated names (the first line wins, in shadow too), names awk would
+    // compare as numbers, and characters JSON escapes.
+    let root = fake_root(&[
+        (
+            "etc/passwd",
+            br#"alice:x:1000:1000:first:/home/alice:/bin/bash
+alice:x:2000:2000:second:/home/alice2:/bin/sh
+01:x:1:1:zero one:/:/bin/sh
+1:x:2:2:one:/:/bin/sh
+1e0:x:3:3:one e zero:/:/bin/sh
+quote:x:4:4:say "hi" \o/ {}[],:/home/"q":/bin/\sh
+"#,
+        ),
+        ("etc/group", b"g1:x:5:01\ng2:x:6:1,1e0\nback\\slash:x:7:quote\n"),
+        (
+            "etc/shadow",
+            b"alice:first:1:0:99999:7:::\nalice:second:1:0:99999:7:::\n1:one:::::::\n01:zero-one:::::::\n",
+        ),
+    ]);
+    let listing = assert_fast_path("duplicates", root.path());
+    assert_eq!(
+        groups_by_user(&listing),
+        [
+            ("alice".to_owned(), json!([])),
+            ("01".to_owned(), json!(["g1"])),
+            ("1".to_owned(), json!(["g2"])),
+            ("1e0".to_owned(), json!(["g2"])),
+            ("quote".to_owned(), json!(["back\\slash"])),
+        ]
+    );
+    assert_eq!(listing["resources"][0]["comment"], "first");
+    assert_eq!(listing["resources"][0]["password"], "first");
+    assert_eq!(listing["resources"][1]["password"], "zero-one");
+    assert_eq!(listing["resources"][4]["comment"], r#"say "hi" \o/ {}[],"#);
+
+    // Comments, blank lines and NIS lines are skipped; spaces stay in values
+    // but not around members (so no member names " spaced").
+    let root = fake_root(&[
+        (
+            "etc/passwd",
+            b"# users\n\n   \n+\n+@admins::::::\n-bob\n  # indented\n-:x:9:9::/:/bin/sh\n\
+              root:x:0:0:root:/root:/bin/bash\n\n spaced:x:5:5: a comment :/home/s:/bin/sh \n",
+        ),
+        ("etc/group", b"# groups\n+\n-staff\n\nstaff:x:50: spaced\n"),
+        ("etc/shadow", b"+::::::::\n# x\nroot:*:1:0:99999:7:::\n"),
+        ("etc/gshadow", b"# x\n+\n"),
+    ]);
+    let listing = assert_fast_path("comments", root.path());
+    assert_eq!(
+        groups_by_user(&listing),
+        [
+            ("root".to_owned(), json!([])),
+            (" spaced".to_owned(), json!([])),
+        ]
+    );
+    assert_eq!(listing["resources"][1]["shell"], "/bin/sh ");
+
+    // No line break at the end of any file.
+    let root = fake_root(&[
+        (
+            "etc/passwd",
+            b"root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh",
+        ),
+        ("etc/group", b"staff:x:50:alice"),
+        ("etc/shadow", b"alice:$6$x:19700:0:99999:7:::"),
+        ("etc/gshadow", b"staff:!::alice"),
+    ]);
+    let listing = assert_fast_path("no final line break", root.path());
+    assert_eq!(listing["resources"][1]["groups"], json!(["staff"]));
+    assert_eq!(listing["resources"][1]["password"], "$6$x");
+
+    // Missing shadow: no passwords; missing group and gshadow: no groups.
+    let root = fake_root(&[
+        ("etc/passwd", PASSWD.as_bytes()),
+        ("etc/group", GROUP.as_bytes()),
+    ]);
+    let listing = assert_fast_path("no shadow", root.path());
+    assert_eq!(listing["resources"][2]["groups"], json!(["staff"]));
+    assert!(listing["resources"][2].get("password").is_none());
+    let root = fake_root(&[
+        ("etc/passwd", PASSWD.as_bytes()),
+        ("etc/shadow", shadow().as_bytes()),
+    ]);
+    let listing = assert_fast_path("no group", root.path());
+    assert_eq!(listing["resources"][2]["groups"], json!([]));
+    assert_eq!(listing["resources"][2]["password"], HASH);
+
+    // The extreme ids, and leading zeros (Python reads them as integers).
+    let root = fake_root(&[(
+        "etc/passwd",
+        b"root:x:0:0:root:/root:/bin/bash\nnobody:x:4294967294:4294967294::/:/bin/false\n\
+          padded:x:0007:000:::\nlong:x:00000000000004294967294:1::/:/bin/sh\n",
+    )]);
+    let listing = assert_fast_path("ids", root.path());
+    let ids: Vec<(Json, Json)> = listing["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["uid"].clone(), r["gid"].clone()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            (json!(0), json!(0)),
+            (json!(4294967294u64), json!(4294967294u64)),
+            (json!(7), json!(0)),
+            (json!(4294967294u64), json!(1)),
+        ]
+    );
+
+    // Nothing at all, and empty files.
+    let root = fake_root(&[]);
+    assert_eq!(
+        assert_fast_path("no files", root.path()),
+        json!({"resources": []})
+    );
+    let root = fake_root(&[
+        ("etc/passwd", b""),
+        ("etc/group", b""),
+        ("etc/shadow", b""),
+        ("etc/gshadow", b""),
+    ]);
+    assert_eq!(
+        assert_fast_path("empty files", root.path()),
+        json!({"resources": []})
+    );
+}
+
+#[test]
+fn user_listing_falls_back_to_python_on_anything_unusual() {
+    let passwd = |extra: &[u8]| -> Vec<u8> { [PASSWD.as_bytes(), extra].concat() };
+    // Bytes outside printable ASCII: Python decodes and cleans them.
+    for (what, line, shown) in [
+        (
+            "UTF-8",
+            &b"zoe:x:1003:1003:Zo\xc3\xab:/home/zoe:/bin/sh\n"[..],
+            "Zo\u{eb}",
+        ),
+        (
+            "Latin-1",
+            b"zoe:x:1003:1003:Zo\xeb:/home/zoe:/bin/sh\n",
+            "Zo\u{eb}",
+        ),
+        ("tab", b"zoe:x:1003:1003:Zo\te:/home/zoe:/bin/sh\n", "Zo?e"),
+        ("NUL", b"zoe:x:1003:1003:Zo\0e:/home/zoe:/bin/sh\n", "Zo?e"),
+        (
+            "DEL",
+            b"zoe:x:1003:1003:Zo\x7fe:/home/zoe:/bin/sh\n",
+            "Zo?e",
+        ),
+    ] {
+        let root = fake_root(&[("etc/passwd", &passwd(line))]);
+        let (stdout, _) = assert_falls_back(what, root.path());
+        assert!(
+            stdout.contains(&format!("\"comment\": \"{shown}\"")),
+            "{what}: {stdout}"
+        );
+    }
+    let crlf = PASSWD.replace('\n', "\r\n");
+    let root = fake_root(&[
+        ("etc/passwd", crlf.as_bytes()),
+        ("etc/group", GROUP.as_bytes()),
+    ]);
+    let (stdout, _) = assert_falls_back("CRLF", root.path());
+    assert!(
+        stdout.contains(r#""shell": "/bin/bash", "groups": ["staff"]"#),
+        "{stdout}"
+    );
+
+    // Lines Python skips with a warning, in each file it reads.
+    for (what, file, contents, warning) in [
+        (
+            "6 fields",
+            "etc/passwd",
+            passwd(b"bad:x:1:1::/\n"),
+            "expected 7 ':'-separated fields, found 6",
+        ),
+        (
+            "empty name",
+            "etc/passwd",
+            passwd(b":x:1:1::/:/bin/sh\n"),
+            "empty name",
+        ),
+        (
+            "uid too big",
+            "etc/passwd",
+            passwd(b"big:x:4294967295:1::/:/bin/sh\n"),
+            "'4294967295' is not a number",
+        ),
+        (
+            "gid not a number",
+            "etc/passwd",
+            passwd(b"neg:x:1:-1::/:/bin/sh\n"),
+            "'-1' is not a number",
+        ),
+        (
+            "group gid",
+            "etc/group",
+            b"staff:x:5O:alice\n".to_vec(),
+            "'5O' is not a number",
+        ),
+        (
+            "group fields",
+            "etc/group",
+            b"staff:x:50\n".to_vec(),
+            "expected 4",
+        ),
+        (
+            "shadow fields",
+            "etc/shadow",
+            b"alice:x:1:0:99999:7::\n".to_vec(),
+            "expected 9",
+        ),
+        (
+            "gshadow fields",
+            "etc/gshadow",
+            b"staff:!:\n".to_vec(),
+            "expected 4",
+        ),
+    ] {
+        let root = fake_root(&[("etc/passwd", PASSWD.as_bytes()), (file, &contents)]);
+        let (stdout, stderr) = assert_falls_back(what, root.path());
+        assert!(
+            stderr.starts_with("warn: ") && stderr.contains(warning),
+            "{what}: {stderr}"
+        );
+        assert!(stdout.contains(r#""name": "alice""#), "{what}: {stdout}");
+    }
+
+    // Symlinks: out of the root (refused), and inside it (followed).
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("passwd"), PASSWD).unwrap();
+    let root = fake_root(&[]);
+    std::os::unix::fs::symlink(
+        outside.path().join("passwd"),
+        root.path().join("etc/passwd"),
+    )
+    .unwrap();
+    let (stdout, _) = assert_falls_back("passwd out of the root", root.path());
+    assert!(stdout.contains("outside the root directory"), "{stdout}");
+    let root = fake_root(&[
+        ("etc/passwd", PASSWD.as_bytes()),
+        ("etc/real-group", GROUP.as_bytes()),
+    ]);
+    std::os::unix::fs::symlink("real-group", root.path().join("etc/group")).unwrap();
+    let (stdout, _) = assert_falls_back("group link", root.path());
+    assert!(stdout.contains(r#""groups": ["staff"]"#), "{stdout}");
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("etc.d")).unwrap();
+    std::fs::write(root.path().join("etc.d/passwd"), PASSWD).unwrap();
+    std::os::unix::fs::symlink("etc.d", root.path().join("etc")).unwrap();
+    let (stdout, _) = assert_falls_back("etc link", root.path());
+    assert!(stdout.contains(r#""name": "alice""#), "{stdout}");
+
+    // Files that are not plain files, and missing directories.
+    let root = fake_root(&[("etc/passwd", PASSWD.as_bytes())]);
+    std::fs::create_dir(root.path().join("etc/shadow")).unwrap();
+    std::fs::write(root.path().join("etc/shadow/alice"), shadow()).unwrap();
+    let (stdout, _) = assert_falls_back("shadow directory", root.path());
+    assert!(
+        stdout.contains(r#""name": "alice""#) && !stdout.contains("password"),
+        "{stdout}"
+    );
+    let root = fake_root(&[("etc/passwd", PASSWD.as_bytes())]);
+    std::fs::create_dir(root.path().join("etc/group")).unwrap();
+    let (stdout, _) = assert_falls_back("group directory", root.path());
+    assert!(stdout.contains("etc/group': Is a directory"), "{stdout}");
+    let root = tempfile::tempdir().unwrap();
+    let (stdout, _) = assert_falls_back("no etc", root.path());
+    assert!(stdout.contains("does not exist"), "{stdout}");
+    let (stdout, _) = assert_falls_back("no root", &root.path().join("missing"));
+    assert!(stdout.contains("is not a directory"), "{stdout}");
+}
+
+#[test]
+fn user_wrapper_hands_every_other_call_to_python() {
+    let sandbox = user_sandbox();
+    let root = sandbox.root();
+    let stub = python_stub();
+    let stubbed = path_with(&[stub.path()]);
+    let get = ["ral_action=get"];
+    // Requests other than the plain listing, byte for byte.
+    for input in [
+        &br#"{"names":["alice","nobody","Bad:Name"]}"#[..],
+        b"{\"names\":[]}\n",
+        b"{\"names\":[]}\n\n",
+        b" {\"names\":[]}",
+        br#"{"names":[],"x":1}"#,
+        br#"{"names":[]}{"names":[]}"#,
+        b"{\"names\":[\"alice\"]}\n{\"names\":\n[]}",
+    ] {
+        let what = text(input);
+        let answer = wrapper(root, &path_with(&[]), &get, input);
+        assert_same_answer(&what, &answer, &python(root, &get, input));
+        let alone = wrapper(root, &stubbed, &get, input);
+        assert_eq!(alone.status.code(), Some(STUB_STATUS), "{what}");
+    }
+    // Bad requests: Python's error, with its exact message.
+    for input in [
+        &b""[..],
+        b"\n",
+        b"{\"names\":[]",
+        b"{\"names\":[]}\n]",
+        b"[]",
+    ] {
+        let what = text(input);
+        let answer = wrapper(root, &path_with(&[]), &get, input);
+        let expected = python(root, &get, input);
+        assert_same_answer(&what, &answer, &expected);
+        assert!(
+            text(&expected.stdout).starts_with(r#"{"error": "#),
+            "{what}"
+        );
+    }
+    // The other spelling of the listing is answered without Python.
+    let alone = wrapper(root, &stubbed, &get, br#"{"names": []}"#);
+    assert_eq!(alone.status.code(), Some(0), "{}", text(&alone.stderr));
+    let listing = wrapper(root, &stubbed, &get, LIST_ALL);
+    assert_eq!(alone.stdout, listing.stdout);
+    // An awk that fails (here one that always exits 2) leaves the listing to
+    // Python.
+    let broken = tempfile::tempdir().unwrap();
+    executable(&broken.path().join("awk"), "#!/bin/sh\nexit 2\n");
+    let answer = wrapper(root, &path_with(&[broken.path()]), &get, LIST_ALL);
+    assert_same_answer("failing awk", &answer, &python(root, &get, LIST_ALL));
+    let alone = wrapper(
+        root,
+        &path_with(&[stub.path(), broken.path()]),
+        &get,
+        LIST_ALL,
+    );
+    assert_eq!(alone.status.code(), Some(STUB_STATUS), "failing awk");
+    // Other actions and arguments.
+    for args in [
+        &["ral_action=describe"][..],
+        &["ral_action=get", "extra"],
+        &[],
+        &["ral_action=other"],
+    ] {
+        let what = format!("{args:?}");
+        let answer = wrapper(root, &path_with(&[]), args, LIST_ALL);
+        let expected = python(root, args, LIST_ALL);
+        assert_eq!(
+            (
+                answer.status.code(),
+                text(&answer.stdout),
+                text(&answer.stderr)
+            ),
+            (
+                expected.status.code(),
+                text(&expected.stdout),
+                text(&expected.stderr)
+            ),
+            "{what}"
+        );
+        let alone = wrapper(root, &stubbed, args, LIST_ALL);
+        assert_eq!(alone.status.code(), Some(STUB_STATUS), "{what}");
+    }
+    let input = br#"{"ral": {"noop": true}, "updates": [{"name": "alice", "is": {}, "should": {"shell": "/bin/zsh"}}]}"#;
+    let before = files(&sandbox);
+    let set = ["ral_action=set"];
+    let answer = wrapper(root, &path_with(&[]), &set, input);
+    assert_same_answer("set", &answer, &python(root, &set, input));
+    assert!(text(&answer.stdout).contains("/bin/zsh"));
+    assert_eq!(files(&sandbox), before);
+}
+
+#[test]
+fn user_listing_through_ralsh_needs_no_python() {
+    let sandbox = user_sandbox();
+    let stub = python_stub();
+    let stubbed = path_with(&[stub.path()]);
+    let ralsh = |args: &[&str]| {
+        let mut command = sandbox.fixture_command(args);
+        command.env("PATH", &stubbed);
+        crate::support::run(&mut command)
+    };
+    let doc = ralsh(&["-j", "user"]).expect(0).json();
+    assert_eq!(
+        crate::support::names_in(&doc["resources"]),
+        ["root", "daemon", "alice"]
+    );
+    assert_eq!(doc["resources"][2]["groups"], json!(["staff"]));
+    assert_eq!(doc["resources"][2]["password"], "[redacted]");
+    let run = ralsh(&["user"]);
+    run.expect(0)
+        .stdout_has("user::etc_passwd { 'root':")
+        .stdout_has("user::etc_passwd { 'alice':")
+        .stdout_has("groups   => ['staff'],");
+    assert!(!run.stdout.contains(HASH) && !run.stderr.contains(HASH));
+    // One user is Python's to find: the stub makes that call fail.
+    let run = ralsh(&["user", "alice"]);
+    assert_ne!(run.status, 0, "{run:?}");
 }

@@ -3,14 +3,16 @@
 //! var/lib/dpkg and a local flat apt repository below srv/apt-repo, made of
 //! tiny packages built here with dpkg-deb.
 
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::{json, Value as Json};
 
-use crate::support::{assert_same_tree, names_in, tree_snapshot, Sandbox};
+use crate::support::{assert_same_tree, names_in, run, tree_snapshot, Sandbox};
 
 const DPKG_STATUS: &str = "var/lib/dpkg/status";
 const REPO: &str = "srv/apt-repo";
@@ -639,4 +641,555 @@ fn package_rejects_bad_requests_and_changes_nothing() {
         .stderr_has("ral-broken : Depends: ral-missing but it is not installable")
         .stderr_has("E: Unable to correct problems, you have held broken packages.");
     assert_eq!(dpkg_state(&sandbox, "ral-broken"), None);
+}
+
+// ------------------------------------------------- the listing's fast path
+//
+// providers/dpkg.prov answers `get` with no names itself (sh and awk) and
+// hands everything else to providers/dpkg.py. Its answer must be the one
+// dpkg.py gives, byte for byte.
+
+/// The repository's providers directory.
+fn providers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("providers")
+}
+
+/// What one provider call left behind.
+#[derive(Debug, PartialEq)]
+struct Answer {
+    status: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs a provider call the way ralsh does (only PATH, HOME, LANG, LC_ALL
+/// and RALSH_ROOT_DIR set) with `request` on stdin.
+fn call(command: Command, root: &Path, path: &OsStr, request: &str) -> Answer {
+    call_with(command, root, path, request, &[])
+}
+
+/// [`call`] with more environment variables (ralsh passes no others, but
+/// the provider must not depend on that).
+fn call_with(
+    mut command: Command,
+    root: &Path,
+    path: &OsStr,
+    request: &str,
+    extra: &[(&str, &str)],
+) -> Answer {
+    let mut child = command
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", "/")
+        .env("LANG", "C")
+        .env("LC_ALL", "C")
+        .env("RALSH_ROOT_DIR", root)
+        .envs(extra.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?} runs: {e}"));
+    // A call that never reads stdin (describe) may be gone already.
+    let written = child.stdin.take().unwrap().write_all(request.as_bytes());
+    if let Err(e) = written {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
+    let output = child.wait_with_output().unwrap();
+    Answer {
+        status: output.status.code(),
+        stdout: String::from_utf8(output.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `dpkg.prov ral_action=get`, as ralsh runs it.
+fn prov_get(root: &Path, path: &OsStr, request: &str) -> Answer {
+    let mut command = Command::new(providers_dir().join("dpkg.prov"));
+    command.arg("ral_action=get");
+    call(command, root, path, request)
+}
+
+/// The Python interpreter `python3` on PATH runs, by its absolute path: a
+/// wrapper (pyenv's shims) may change PATH before starting it.
+fn python() -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        tool(Command::new("python3").args(["-c", "import sys; print(sys.executable)"]))
+            .trim()
+            .to_owned()
+    })
+}
+
+/// `python3 -I -S dpkg.py ARGS`: the reference.
+fn dpkg_py(args: &[&str]) -> Command {
+    let mut command = Command::new(python());
+    command
+        .args(["-I", "-S"])
+        .arg(providers_dir().join("dpkg.py"))
+        .args(args);
+    command
+}
+
+/// `python3 -I -S dpkg.py ral_action=get`.
+fn python_get(root: &Path, path: &OsStr, request: &str) -> Answer {
+    call(dpkg_py(&["ral_action=get"]), root, path, request)
+}
+
+const LISTING: &str = r#"{"names":[]}"#;
+
+/// Directories of stub commands put before the host's PATH.
+struct Stubs {
+    dir: tempfile::TempDir,
+}
+
+impl Stubs {
+    /// `bin/python3`, which says so and exits 99: a fast path that runs
+    /// Python fails.
+    fn new() -> Stubs {
+        let stubs = Stubs {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        stubs.script(
+            "no-python/python3",
+            "#!/bin/sh\necho 'stub python3 ran' >&2\nexit 99\n",
+        );
+        stubs
+    }
+
+    fn script(&self, relative: &str, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.dir.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// A `dpkg-query` that ignores its arguments, prints `stdout` and
+    /// `stderr` and exits with `status` (it reads them from files beside
+    /// itself: the provider runs it with a minimal environment).
+    fn dpkg_query(&self, stdout: &[u8], stderr: &str, status: i32) {
+        let dir = self.dir.path().join("dpkg-query");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("out"), stdout).unwrap();
+        std::fs::write(dir.join("err"), stderr).unwrap();
+        self.script(
+            "dpkg-query/dpkg-query",
+            &format!(
+                "#!/bin/sh\ncat \"${{0%/*}}/out\"\ncat \"${{0%/*}}/err\" >&2\nexit {status}\n"
+            ),
+        );
+    }
+
+    /// The host's PATH after the given stub directories.
+    fn path(&self, dirs: &[&str]) -> OsString {
+        let host = std::env::var_os("PATH").unwrap_or_default();
+        let mut all: Vec<PathBuf> = dirs.iter().map(|d| self.dir.path().join(d)).collect();
+        all.extend(std::env::split_paths(&host));
+        std::env::join_paths(all).unwrap()
+    }
+}
+
+/// Asserts that dpkg.prov lists the packages below `root` without running
+/// Python, exactly as dpkg.py does (with the stub directories `dirs` on
+/// PATH for both), and returns the listing.
+#[track_caller]
+fn assert_fast_listing(root: &Path, stubs: &Stubs, dirs: &[&str]) -> Json {
+    let reference = python_get(root, &stubs.path(dirs), LISTING);
+    assert_eq!(reference.status, Some(0), "{reference:?}");
+    let mut no_python = vec!["no-python"];
+    no_python.extend_from_slice(dirs);
+    let fast = prov_get(root, &stubs.path(&no_python), LISTING);
+    assert_eq!(fast.status, Some(0), "the fast path ran Python: {fast:?}");
+    let parsed: Json = serde_json::from_str(&fast.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", fast.stdout));
+    let expected: Json = serde_json::from_str(&reference.stdout).unwrap();
+    assert_eq!(parsed, expected);
+    assert_eq!(fast.stdout, reference.stdout, "the same bytes");
+    assert_eq!(fast.stderr, reference.stderr);
+    assert!(parsed["resources"].is_array(), "{parsed}");
+    parsed
+}
+
+/// Asserts that dpkg.prov hands the listing below `root` to Python (it
+/// fails with Python stubbed out) and answers exactly as dpkg.py does;
+/// returns the answer.
+#[track_caller]
+fn assert_python_listing(root: &Path, stubs: &Stubs, dirs: &[&str]) -> Json {
+    let mut no_python = vec!["no-python"];
+    no_python.extend_from_slice(dirs);
+    let stubbed = prov_get(root, &stubs.path(&no_python), LISTING);
+    assert_eq!(stubbed.status, Some(99), "Python was not run: {stubbed:?}");
+    assert_eq!(stubbed.stdout, "", "the fast path printed something");
+    assert!(stubbed.stderr.contains("stub python3 ran"), "{stubbed:?}");
+    let reference = python_get(root, &stubs.path(dirs), LISTING);
+    let answer = prov_get(root, &stubs.path(dirs), LISTING);
+    assert_eq!(answer, reference);
+    serde_json::from_str(&answer.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", answer.stdout))
+}
+
+fn has_dpkg_query() -> bool {
+    let found = Command::new("dpkg-query").arg("--version").output().is_ok();
+    if !found {
+        skip_outside_ci("there is no dpkg-query");
+    }
+    found
+}
+
+#[test]
+fn package_fast_listing_equals_python_on_synthetic_databases() {
+    if !has_dpkg_query() {
+        return;
+    }
+    let stubs = Stubs::new();
+    let arch = native_arch();
+    // No dpkg database at all, then an empty one.
+    let sandbox = Sandbox::new();
+    let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
+    assert_eq!(doc, json!({"resources": []}));
+    sandbox.write(DPKG_STATUS, "");
+    let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
+    assert_eq!(doc, json!({"resources": []}));
+    // Every state dpkg knows, Multi-Arch, a held package.
+    let status = [
+        stanza(
+            "libral1",
+            "install ok installed",
+            "3.1-2",
+            &arch,
+            "Multi-Arch: same\n",
+        ),
+        stanza(
+            "libral1",
+            "install ok installed",
+            "3.1-2",
+            "i386",
+            "Multi-Arch: same\n",
+        ),
+        stanza(
+            "ral-awaited",
+            "install ok triggers-awaited",
+            "1:2.0~rc1+dfsg-3",
+            "all",
+            "Triggers-Awaited: ral-pending\n",
+        ),
+        stanza(
+            "ral-gone",
+            "deinstall ok config-files",
+            "0.5",
+            "all",
+            "Conffiles:\n /etc/ral-gone.conf 00000000000000000000000000000000\n",
+        ),
+        stanza("ral-half", "install ok unpacked", "0.7", "all", ""),
+        stanza(
+            "ral-halfconf",
+            "install ok half-configured",
+            "0.8",
+            "all",
+            "",
+        ),
+        stanza(
+            "ral-halfinst",
+            "install reinstreq half-installed",
+            "0.9",
+            "all",
+            "",
+        ),
+        stanza("ral-held", "hold ok installed", "1.0", "all", ""),
+        stanza(
+            "ral-pending",
+            "install ok triggers-pending",
+            "2.0",
+            "all",
+            "Triggers-Pending: /usr/share/ral\n",
+        ),
+        stanza("ral-purged", "purge ok not-installed", "0.1", "all", ""),
+    ]
+    .concat();
+    sandbox.write(DPKG_STATUS, &status);
+    let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
+    let names = names_in(&doc["resources"]);
+    assert_eq!(names.len(), 9, "{doc}");
+    assert!(names.contains(&format!("libral1:{arch}").as_str()), "{doc}");
+    assert!(!names.contains(&"ral-purged"), "{doc}");
+    // A root given through a symbolic link, with a trailing slash.
+    let link = stubs.dir.path().join("root-link");
+    std::os::unix::fs::symlink(sandbox.root(), &link).unwrap();
+    let mut slashed = link.into_os_string();
+    slashed.push("/");
+    assert_eq!(assert_fast_listing(Path::new(&slashed), &stubs, &[]), doc);
+    // The 2,000 packages of package_lists_a_large_database.
+    let large: String = (0..2000)
+        .map(|n| {
+            stanza(
+                &format!("ral-pkg{n:04}"),
+                "install ok installed",
+                &format!("1.{n}-1"),
+                "all",
+                "",
+            )
+        })
+        .collect();
+    sandbox.write(DPKG_STATUS, &large);
+    let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
+    assert_eq!(names_in(&doc["resources"]).len(), 2000);
+}
+
+#[test]
+fn package_fast_listing_equals_python_after_installs() {
+    let Some(sandbox) = package_sandbox("") else {
+        return;
+    };
+    let stubs = Stubs::new();
+    // ral-tools brings ral-hello along: two packages dpkg installed.
+    sandbox
+        .ralsh(&["package", "ral-tools", "ensure=present"])
+        .expect(0);
+    let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
+    assert_eq!(
+        doc["resources"],
+        json!([
+            {"name": "ral-hello", "ensure": "present", "status": "installed",
+             "version": "2.0", "arch": "all"},
+            {"name": "ral-tools", "ensure": "present", "status": "installed",
+             "version": "1.0", "arch": "all"},
+        ])
+    );
+    // Removing ral-hello removes ral-tools and leaves ral-hello's conffile:
+    // "rc" in dpkg -l.
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=absent"])
+        .expect(0);
+    let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
+    assert_eq!(
+        doc["resources"],
+        json!([{"name": "ral-hello", "ensure": "absent", "status": "config-files"}])
+    );
+}
+
+#[test]
+fn package_fast_listing_escapes_and_skips_what_python_does() {
+    let stubs = Stubs::new();
+    let root = tempfile::tempdir().unwrap();
+    let cases: &[&[u8]] = &[
+        // Quotes and backslashes to escape, states dpkg.py leaves out, an
+        // empty line, extra blanks in the status.
+        b"a\"q\\\ta\t1\\\"\tinstall ok installed\tall\n\
+          b\tb\t2\tpurge ok not-installed\tall\n\
+          \n\
+          c\tc\t3\tinstall ok no-such-state\tall\n\
+          d\\\td\t4\tdeinstall ok config-files\tall\n\
+          e\te\t%s\t  hold ok  triggers-pending \tam\"d\\64\n\
+          f\tf\t5\t\tall\n\
+          g\"\tg\t6\tinstall ok installed\tall\n",
+        // No line break after the last line.
+        b"a\ta\t1.0\tinstall ok installed\tall",
+        // Nothing at all.
+        b"",
+    ];
+    for output in cases {
+        stubs.dpkg_query(output, "", 0);
+        assert_fast_listing(root.path(), &stubs, &["dpkg-query"]);
+    }
+}
+
+#[test]
+fn package_fast_listing_runs_dpkg_query_as_python_does() {
+    let stubs = Stubs::new();
+    // A dpkg-query that lists its arguments, working directory, stdin and
+    // environment as the versions of packages.
+    stubs.script(
+        "dpkg-query/dpkg-query",
+        "#!/bin/sh\n\
+         printf 'args\\targs\\t%s\\tinstall ok installed\\tall\\n' \"$*\"\n\
+         printf 'cwd\\tcwd\\t%s\\tinstall ok installed\\tall\\n' \"$(pwd)\"\n\
+         printf 'stdin\\tstdin\\t%s\\tinstall ok installed\\tall\\n' \"$(cat)\"\n\
+         printf 'env\\tenv\\t%s\\tinstall ok installed\\tall\\n' \"$(env | sort | tr '\\n\\t' '  ')\"\n",
+    );
+    let root = tempfile::tempdir().unwrap();
+    let link = stubs.dir.path().join("root-link");
+    std::os::unix::fs::symlink(root.path(), &link).unwrap();
+    // Variables dpkg.py does not pass on (DPKG_ADMINDIR would move
+    // dpkg-query's database), an empty HOME, the real root and a fake one
+    // through a symbolic link.
+    let extra = [
+        ("DPKG_ADMINDIR", "/nowhere"),
+        ("RAL_TEST", "x"),
+        ("HOME", ""),
+    ];
+    for root in [Path::new("/"), &link] {
+        let path = stubs.path(&["no-python", "dpkg-query"]);
+        let reference = call_with(dpkg_py(&["ral_action=get"]), root, &path, LISTING, &extra);
+        let doc: Json = serde_json::from_str(&reference.stdout).unwrap();
+        let seen = |name: &str| {
+            doc["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == name)
+                .unwrap_or_else(|| panic!("no {name} in {doc}"))["version"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        let admindir = format!(
+            "--admindir={}/var/lib/dpkg ",
+            root.canonicalize().unwrap().display()
+        );
+        assert_eq!(
+            seen("args"),
+            format!(
+                "{}-W -f ${{binary:Package}}\\t${{Package}}\\t${{Version}}\\t${{Status}}\\t${{Architecture}}\\n",
+                if root == Path::new("/") { "" } else { &admindir }
+            )
+        );
+        assert_eq!(seen("cwd"), "/");
+        assert_eq!(seen("stdin"), "");
+        assert!(!seen("env").contains("DPKG_ADMINDIR"), "{doc}");
+        let mut command = Command::new(providers_dir().join("dpkg.prov"));
+        command.arg("ral_action=get");
+        let fast = call_with(command, root, &path, LISTING, &extra);
+        assert_eq!(fast.status, Some(0), "the fast path ran Python: {fast:?}");
+        assert_eq!(fast, reference);
+    }
+}
+
+#[test]
+fn package_fast_listing_falls_back_to_python() {
+    let stubs = Stubs::new();
+    let root = tempfile::tempdir().unwrap();
+    // dpkg-query fails: dpkg.py's error, quoting its stderr.
+    stubs.dpkg_query(b"", "dpkg-query: error: the database is on fire\n", 2);
+    let doc = assert_python_listing(root.path(), &stubs, &["dpkg-query"]);
+    assert_eq!(
+        doc,
+        json!({"error": {"kind": "failed", "message":
+            "dpkg-query failed (exit status 2):\ndpkg-query: error: the database is on fire"}})
+    );
+    // It fails saying nothing on stderr, after a good listing.
+    stubs.dpkg_query(b"a\ta\t1.0\tinstall ok installed\tall\n", "", 1);
+    let doc = assert_python_listing(root.path(), &stubs, &["dpkg-query"]);
+    assert_eq!(
+        doc["error"]["message"],
+        "dpkg-query failed (exit status 1):\na?a?1.0?install ok installed?all"
+    );
+    let cases: &[(&[u8], &str)] = &[
+        // A warning on stderr.
+        (b"a\ta\t1.0\tinstall ok installed\tall\n", "dpkg-query: warning: x\n"),
+        // Bytes dpkg.py decodes, splits lines on or escapes.
+        (b"a\ta\t1.0\xc3\xa9\tinstall ok installed\tall\n", ""),
+        (b"a\ta\t1.0\xff\tinstall ok installed\tall\n", ""),
+        (b"a\ta\t1.0\0\tinstall ok installed\tall\n", ""),
+        (b"a\ta\t1.0\tinstall ok installed\tall\r\nb\tb\t2\tinstall ok installed\tall\n", ""),
+        (b"a\ta\t1.0\x7f\tinstall ok installed\tall\n", ""),
+        // Not five fields, no name, a name twice (dpkg.py keeps the first
+        // place and the last value).
+        (b"a\ta\t1.0\tinstall ok installed\tall\tx\n", ""),
+        (b"a\ta\t1.0\tinstall ok installed\n", ""),
+        (b"\ta\t1.0\tinstall ok installed\tall\n", ""),
+        (b"a\ta\t1\tinstall ok installed\tall\nb\tb\t1\tinstall ok installed\tall\na\ta\t2\tinstall ok unpacked\tall\n", ""),
+        // What looks like the status line the fast path appends.
+        (b"a\ta\t1\tinstall ok installed\tall\n\x01status=0 stderr=0\n", ""),
+    ];
+    for (output, stderr) in cases {
+        stubs.dpkg_query(output, stderr, 0);
+        assert_python_listing(root.path(), &stubs, &["dpkg-query"]);
+    }
+    // With the real dpkg-query: a version that is not ASCII, which dpkg
+    // warns about on stderr.
+    if !has_dpkg_query() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let status = [
+        stanza("ral-accent", "install ok installed", "1.0\u{e9}", "all", ""),
+        stanza("ral-plain", "install ok installed", "1.0", "all", ""),
+    ]
+    .concat();
+    sandbox.write(DPKG_STATUS, &status);
+    let doc = assert_python_listing(sandbox.root(), &stubs, &[]);
+    assert_eq!(doc["resources"][0]["version"], "1.0\u{e9}", "{doc}");
+    assert_eq!(names_in(&doc["resources"]), ["ral-accent", "ral-plain"]);
+}
+
+#[test]
+fn package_provider_hands_other_calls_to_python() {
+    if !has_dpkg_query() {
+        return;
+    }
+    let stubs = Stubs::new();
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        DPKG_STATUS,
+        &stanza("ral-hello", "install ok installed", "1.0", "all", ""),
+    );
+    let root = sandbox.root();
+    for request in [
+        r#"{"names":["ral-hello"]}"#,
+        "{\"names\":[]}\n",
+        r#"{"names":[]} "#,
+        r#"{"names":[]}{}"#,
+        r#"{"names":["#,
+        "",
+    ] {
+        let stubbed = prov_get(root, &stubs.path(&["no-python"]), request);
+        assert_eq!(stubbed.status, Some(99), "{request:?}: {stubbed:?}");
+        assert_eq!(stubbed.stdout, "", "{request:?}");
+        let answer = prov_get(root, &stubs.path(&[]), request);
+        assert_eq!(
+            answer,
+            python_get(root, &stubs.path(&[]), request),
+            "{request:?}"
+        );
+    }
+    // Other actions and arguments: dpkg.py, with stdin as it was.
+    for args in [
+        &["ral_action=describe"][..],
+        &["ral_action=get", "extra"],
+        &["ral_action=set"],
+        &[],
+    ] {
+        let request = r#"{"updates": [], "ral": {"noop": true}}"#;
+        let mut command = Command::new(providers_dir().join("dpkg.prov"));
+        command.args(args);
+        let answer = call(command, root, &stubs.path(&[]), request);
+        let reference = call(dpkg_py(args), root, &stubs.path(&[]), request);
+        assert_eq!(answer, reference, "{args:?}");
+        assert_eq!(answer.status, Some(0), "{args:?}: {answer:?}");
+    }
+}
+
+#[test]
+fn package_listing_through_ralsh_runs_no_python() {
+    if !has_dpkg_query() {
+        return;
+    }
+    let stubs = Stubs::new();
+    let sandbox = Sandbox::new();
+    let status = [
+        stanza("ral-gone", "deinstall ok config-files", "0.5", "all", ""),
+        stanza("ral-hello", "install ok installed", "1.0", "all", ""),
+    ]
+    .concat();
+    sandbox.write(DPKG_STATUS, &status);
+    let no_python = stubs.path(&["no-python"]);
+    let mut command = sandbox.fixture_command(&["-j", "package"]);
+    command.env("PATH", &no_python);
+    let doc = run(&mut command).expect(0).json();
+    assert_eq!(
+        doc["resources"],
+        json!([
+            {"name": "ral-gone", "ensure": "absent", "status": "config-files", "ral": ral()},
+            {"name": "ral-hello", "ensure": "present", "status": "installed",
+             "version": "1.0", "arch": "all", "ral": ral()},
+        ])
+    );
+    // The stub is in the way of anything else: finding one package needs
+    // Python.
+    let mut command = sandbox.fixture_command(&["-j", "package", "ral-hello"]);
+    command.env("PATH", &no_python);
+    let run = run(&mut command);
+    assert_ne!(run.status, 0, "{run:?}");
+    run.stderr_has("stub python3 ran");
 }

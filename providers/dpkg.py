@@ -1,0 +1,975 @@
+#!/usr/bin/env -S python3 -I -S
+"""ralsh provider: Debian packages through dpkg and apt (type package, json
+calling convention).
+
+Run by dpkg.prov (a POSIX sh script beside this file) as `python3 -I -S
+/path/dpkg.py ral_action=ACTION`, with one JSON document on stdin (get,
+set) and one JSON document on stdout. dpkg.prov answers the listing of all
+packages (get with no names) itself when dpkg-query's output is plain, and
+hands every other call to this script unchanged. Everything happens below
+$RALSH_ROOT_DIR ("/" when unset or empty).
+
+get reads dpkg's database with one dpkg-query call, whatever was asked; a
+name dpkg does not know is looked up with one apt-cache policy call for all
+such names. set runs apt-get once per package (install, remove or purge),
+non-interactively, and reports what dpkg's database says changed; under
+noop it runs apt-get's simulation (-s) instead and reports what it says
+would change. Read-only apt calls never write apt's binary caches, so get
+and noop change no file.
+
+With a root other than "/", every tool is pointed below it: dpkg-query gets
+--admindir; apt is configured by an APT_CONFIG document kept in memory that
+sets Dir to ROOT and reads no apt.conf or apt.conf.d at all (their hooks
+would run on the host), so its sources, preferences, state, lists, caches,
+logs and locks are those below ROOT; dpkg gets --root (which also chroots
+maintainer scripts into ROOT) and --log.
+
+This script is written out with dpkg.prov into a cache directory and run
+with -I -S, so it must not import anything but the standard library.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unicodedata
+
+METADATA = """\
+---
+provider:
+  type: package
+  name: dpkg
+  invoke: json
+  actions: [get, set]
+  suitable: {commands: [dpkg-query, apt-get, apt-cache]}
+  features: [supports_noop]
+  desc: |
+    Manages Debian packages: reads dpkg's database (one dpkg-query call
+    lists everything) and changes packages with apt-get, non-interactively
+    (DEBIAN_FRONTEND=noninteractive, -y, and dpkg's --force-confdef
+    --force-confold, so changed configuration files are kept). Recommends
+    are installed or not as apt is configured (APT::Install-Recommends);
+    apt-get may install, upgrade or remove other packages to satisfy
+    dependencies, and those changes are reported too. Package lists are
+    never refreshed: run 'apt-get update' when they are stale. Under noop,
+    apt-get's simulation (-s) says what would change and nothing is
+    written. ensure is reported as present (installed) or absent (not
+    installed; config files may remain, see status). A name dpkg does not
+    know is absent when an apt source offers it, and unknown otherwise.
+    Below a RALSH_ROOT_DIR other than /, dpkg-query uses ROOT/var/lib/dpkg;
+    apt uses the sources, preferences, state, lists, caches, logs and locks
+    below ROOT and its built-in defaults, reading no apt.conf or apt.conf.d
+    (neither the host's nor the root's: their hooks would run on the
+    host); and dpkg runs with --root=ROOT (maintainer scripts run chrooted
+    into ROOT, so packages that have them need a working system there) and
+    logs to ROOT/var/log/dpkg.log.
+  attributes:
+    name:
+      desc: "the package name; packages of another architecture, and Multi-Arch: same ones, are listed as NAME:ARCH (NAME alone finds the native one)"
+    ensure:
+      desc: "present (or installed): installed, any version; absent: removed, config files kept; purged: removed with its config files; latest: the candidate version; or a version to install, up- or downgrading. Reported as present or absent."
+      type: "variant[enum[present, installed, absent, purged, latest], pattern[/^[0-9][A-Za-z0-9.+~:-]*$/]]"
+    version:
+      desc: "the installed version (not reported when absent)"
+      kind: r
+    arch:
+      desc: "the installed package's architecture, such as amd64 or all (not reported when absent)"
+      kind: r
+    status:
+      desc: "dpkg's state of the package; not-installed for one dpkg does not know"
+      type: "enum[installed, config-files, not-installed, half-installed, unpacked, half-configured, triggers-awaited, triggers-pending]"
+      kind: r
+"""
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ENSURE_WORDS = ("present", "installed", "absent", "purged", "latest")
+# dpkg states in which the package is installed and usable.
+INSTALLED = ("installed", "triggers-awaited", "triggers-pending")
+# dpkg states in which none of the package's files but config files remain.
+GONE = ("config-files", "not-installed")
+STATES = INSTALLED + GONE + ("half-installed", "unpacked", "half-configured")
+REPORTED = ("ensure", "version", "arch", "status")
+NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+\Z")
+ARCH = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
+FORMAT = "${binary:Package}\\t${Package}\\t${Version}\\t${Status}\\t${Architecture}\\n"
+STDERR_TAIL = 6          # lines of a failing tool's stderr quoted
+LOCK_TIMEOUT = 60        # seconds apt-get waits for dpkg's lock
+
+
+class CallError(Exception):
+    """An error that fails the whole call."""
+
+    def __init__(self, message, kind="failed"):
+        Exception.__init__(self, message)
+        self.kind = kind
+
+
+class UpdateError(Exception):
+    """An error that fails one update of a set call."""
+
+    def __init__(self, message, kind="failed"):
+        Exception.__init__(self, message)
+        self.kind = kind
+
+
+# ---------------------------------------------------------------- output
+
+
+def clean(value):
+    """Control characters become '?'."""
+    return "".join("?" if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp")
+                   else ch for ch in value)
+
+
+def clean_lines(value):
+    """Like clean, but keeps line breaks."""
+    return "\n".join(clean(line) for line in value.split("\n"))
+
+
+def quoted(value):
+    return "'" + clean(str(value)) + "'"
+
+
+def write_out(text):
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+
+
+def emit(document):
+    write_out(json.dumps(document, ensure_ascii=False) + "\n")
+
+
+def os_message(err):
+    return err.strerror or str(err)
+
+
+def type_name(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+# ------------------------------------------------------ names and versions
+
+
+def name_problem(name):
+    """Why NAME cannot name a Debian package, or None when it can."""
+    if not isinstance(name, str):
+        return "a package name must be a string, not %s" % type_name(name)
+    package, _, arch = name.partition(":")
+    if not NAME.match(package) or (":" in name and not ARCH.match(arch)):
+        return ("invalid package name %s: a package name has at least two "
+                "characters, lower-case letters, digits, '+', '-' and '.', "
+                "and starts with a letter or digit (optionally followed by "
+                "':ARCH')" % quoted(name))
+    return None
+
+
+def version_problem(version):
+    """Why VERSION is not a Debian version string, or None when it is."""
+    if version == "":
+        return "the version is empty"
+    if any(ch.isspace() for ch in version):
+        return "a version contains no whitespace"
+    rest = version
+    if ":" in version:
+        epoch, rest = version.split(":", 1)
+        if not epoch.isdigit() or not epoch.isascii():
+            return "the epoch %s (before ':') is not a number" % quoted(epoch)
+    upstream, revision = rest, None
+    if "-" in rest:
+        upstream, revision = rest.rsplit("-", 1)
+        if not re.match(r"[A-Za-z0-9.+~]+\Z", revision):
+            return ("the revision %s (after the last '-') must be letters, "
+                    "digits, '.', '+' or '~'" % quoted(revision))
+    if upstream == "" or not upstream[0].isdigit() or not upstream.isascii():
+        return ("the upstream version %s must start with a digit"
+                % quoted(upstream))
+    allowed = "A-Za-z0-9.+~" + ("-" if revision is not None else "") \
+        + (":" if ":" in version else "")
+    if not re.match(r"[%s]+\Z" % allowed, upstream):
+        return ("the upstream version %s may hold only letters, digits and "
+                "'.', '+', '~'%s%s" % (quoted(upstream),
+                                       ", '-'" if revision is not None else "",
+                                       ", ':'" if ":" in version else ""))
+    return None
+
+
+def _order(ch):
+    if ch == "~":
+        return -1
+    if ch.isalpha():
+        return ord(ch)
+    return ord(ch) + 256
+
+
+def _compare_part(a, b):
+    """dpkg's verrevcmp: compares an upstream version or a revision."""
+    i = j = 0
+    while i < len(a) or j < len(b):
+        while (i < len(a) and not a[i].isdigit()) or \
+                (j < len(b) and not b[j].isdigit()):
+            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
+            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
+            if ac != bc:
+                return ac - bc
+            i += 1
+            j += 1
+        while i < len(a) and a[i] == "0":
+            i += 1
+        while j < len(b) and b[j] == "0":
+            j += 1
+        first = 0
+        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
+            if not first:
+                first = ord(a[i]) - ord(b[j])
+            i += 1
+            j += 1
+        if i < len(a) and a[i].isdigit():
+            return 1
+        if j < len(b) and b[j].isdigit():
+            return -1
+        if first:
+            return first
+    return 0
+
+
+def _split_version(version):
+    epoch, rest = 0, version
+    if ":" in version:
+        head, rest = version.split(":", 1)
+        epoch = int(head) if head.isdigit() else 0
+    upstream, revision = rest, ""
+    if "-" in rest:
+        upstream, revision = rest.rsplit("-", 1)
+    return epoch, upstream, revision
+
+
+def compare_versions(a, b):
+    """<0, 0 or >0 as version A sorts before, with or after B (dpkg's order)."""
+    ea, ua, ra = _split_version(a)
+    eb, ub, rb = _split_version(b)
+    if ea != eb:
+        return ea - eb
+    return _compare_part(ua, ub) or _compare_part(ra, rb)
+
+
+def listing(versions, limit=8):
+    shown = ", ".join(versions[:limit])
+    if len(versions) > limit:
+        shown += ", ... (%d more)" % (len(versions) - limit)
+    return shown
+
+
+# ------------------------------------------------------------------- tools
+
+
+def root_dir():
+    return os.environ.get("RALSH_ROOT_DIR") or "/"
+
+
+def fake_root():
+    """The root directory when it is not "/", else None."""
+    root = root_dir()
+    if not os.path.isdir(root):
+        raise CallError("the root directory %s does not exist or is not a "
+                        "directory" % quoted(root))
+    real = os.path.realpath(root)
+    return None if real == "/" else real
+
+
+def tool_env(extra=None):
+    env = {
+        "PATH": os.environ.get("PATH") or DEFAULT_PATH,
+        "HOME": os.environ.get("HOME") or "/",
+        "LANG": "C",
+        "LC_ALL": "C",
+    }
+    env.update(extra or {})
+    return env
+
+
+def decode_text(raw):
+    return raw.decode("utf-8", errors="replace")
+
+
+def tail(text, lines=STDERR_TAIL):
+    kept = [clean(line.rstrip()) for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+def run_tool(argv, env):
+    """Runs a tool; returns (exit status, stdout, stderr) as text."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env, cwd="/", check=False)
+    except OSError as err:
+        raise CallError("cannot run %s: %s" % (argv[0], os_message(err)))
+    return done.returncode, decode_text(done.stdout), decode_text(done.stderr)
+
+
+def failure(what, status, stdout, stderr):
+    """The message for a tool that failed: its stderr's tail (or stdout's),
+    after apt's list of unmet dependencies when it printed one."""
+    lines = []
+    keep = False
+    for line in stdout.splitlines():
+        if "unmet dependencies" in line:
+            keep = True
+        elif keep and not line.startswith(" "):
+            keep = False
+        if keep and len(lines) < STDERR_TAIL:
+            lines.append(clean(line.rstrip()))
+    quoted_tail = "\n".join(lines + [t for t in [tail(stderr) or tail(stdout)] if t])
+    return "%s failed (exit status %d)%s" % (
+        what, status, ":\n" + quoted_tail if quoted_tail else "")
+
+
+class Apt:
+    """apt-get and apt-cache, pointed at the root."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def options(self, writes):
+        opts = ["-o", "APT::Color=0"]
+        if not writes:
+            # Without these, apt (as root) would write its binary caches and,
+            # even when simulating, its planner log (eipp.log.xz).
+            opts += ["-o", "Dir::Cache::pkgcache=",
+                     "-o", "Dir::Cache::srcpkgcache=",
+                     "-o", "Dir::Log::Planner="]
+        if self.root is not None:
+            opts += ["-o", "Dir=%s/" % self.root,
+                     "-o", "Dir::State::status=%s/var/lib/dpkg/status" % self.root,
+                     "-o", "APT::Sandbox::User=root"]
+        return opts
+
+    def run(self, argv, extra_env=None):
+        env = tool_env(extra_env)
+        if self.root is None:
+            return run_tool(argv, env)
+        # apt reads /etc/apt/apt.conf.d before it sees any -o option, so the
+        # root is set by an APT_CONFIG document, which also turns off
+        # apt.conf and apt.conf.d, the host's and the root's: the commands
+        # of their hooks (DPkg::Post-Invoke, ...) would run on the host.
+        # Sources, preferences and keys are still read from ROOT/etc/apt.
+        # The document lives in memory, so nothing is written outside ROOT.
+        if any(ch in self.root for ch in '"\\{};\n'):
+            raise CallError("the root directory %s holds a character apt's "
+                            "configuration cannot hold (one of \" \\ { } ; "
+                            "or a line break)" % quoted(self.root))
+        text = ('Dir "%s/";\nDir::Etc::parts "/dev/null";\n'
+                'Dir::Etc::main "/dev/null";\n' % self.root).encode("utf-8")
+        fd = None
+        path = None
+        try:
+            try:
+                if not os.path.isdir("/proc/self/fd"):
+                    raise OSError("no /proc/self/fd")
+                fd = os.memfd_create("ral-apt.conf")
+                os.write(fd, text)
+                env["APT_CONFIG"] = "/proc/self/fd/%d" % fd
+                pass_fds = (fd,)
+            except (AttributeError, OSError):
+                handle, path = tempfile.mkstemp(prefix="ral-apt-", suffix=".conf")
+                with os.fdopen(handle, "wb") as fh:
+                    fh.write(text)
+                env["APT_CONFIG"] = path
+                pass_fds = ()
+            try:
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, env=env, cwd="/",
+                                      pass_fds=pass_fds, check=False)
+            except OSError as err:
+                raise CallError("cannot run %s: %s" % (argv[0], os_message(err)))
+            return (done.returncode, decode_text(done.stdout),
+                    decode_text(done.stderr))
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if path is not None:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+    def policy(self, names):
+        """{name: Policy} for the names apt knows (one apt-cache call)."""
+        if not names:
+            return {}
+        argv = ["apt-cache"] + self.options(False) + ["policy", "--"] + list(names)
+        status, out, err = self.run(argv)
+        if status != 0:
+            raise CallError(failure("apt-cache policy", status, out, err))
+        return parse_policy(out)
+
+    def get(self, command, target, simulate, downgrade=False):
+        argv = ["apt-get", "-q", "-y"] + self.options(not simulate) + [
+            "-o", "Dpkg::Use-Pty=0",
+            "-o", "DPkg::Lock::Timeout=%d" % LOCK_TIMEOUT,
+            "-o", "Dpkg::Options::=--force-confdef",
+            "-o", "Dpkg::Options::=--force-confold"]
+        if self.root is not None:
+            argv += ["-o", "Dpkg::Options::=--root=%s" % self.root,
+                     "-o", "Dpkg::Options::=--log=%s/var/log/dpkg.log" % self.root]
+        if simulate:
+            argv.append("-s")
+        if downgrade:
+            argv.append("--allow-downgrades")
+        argv += [command, target]
+        if self.root is not None and not simulate:
+            for rel in ("var/log/apt", "var/cache/apt/archives/partial",
+                        "var/lib/apt/lists/partial"):
+                try:
+                    os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+                except OSError:
+                    pass    # apt-get says what it misses
+        status, out, err = self.run(argv, {
+            "DEBIAN_FRONTEND": "noninteractive",
+            "APT_LISTCHANGES_FRONTEND": "none",
+            "UCF_FORCE_CONFFOLD": "1",
+        })
+        if status != 0:
+            raise UpdateError(failure("apt-get %s%s %s" % (
+                "-s " if simulate else "", command, target), status, out, err))
+        return out
+
+
+class Policy:
+    def __init__(self):
+        self.installed = None
+        self.candidate = None
+        self.versions = []      # available from a source, in apt's order
+
+
+def policy_for(policies, name):
+    """What apt said about NAME: apt names a package of the native
+    architecture (or 'all') without its ':ARCH'."""
+    if name in policies:
+        return policies[name]
+    package, _, arch = name.partition(":")
+    return policies.get(package) if arch else None
+
+
+def parse_policy(text):
+    policies = {}
+    current = None
+    version = None
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            if line.endswith(":"):
+                current = Policy()
+                policies[line[:-1]] = current
+            else:
+                current = None
+            version = None
+            continue
+        if current is None:
+            continue
+        stripped = line.strip()
+        if stripped.startswith("Installed:"):
+            value = stripped[len("Installed:"):].strip()
+            current.installed = None if value == "(none)" else value
+        elif stripped.startswith("Candidate:"):
+            value = stripped[len("Candidate:"):].strip()
+            current.candidate = None if value == "(none)" else value
+        else:
+            match = re.match(r"(?: \*\*\*|    ) (\S+) (-?\d+)$", line)
+            if match:
+                version = match.group(1)
+                continue
+            match = re.match(r" {6,}-?\d+ (.*)$", line)
+            if match and version is not None:
+                if match.group(1).strip() != "/var/lib/dpkg/status" \
+                        and version not in current.versions:
+                    current.versions.append(version)
+    return policies
+
+
+# --------------------------------------------------------------- database
+
+
+class Entry:
+    """One package in dpkg's database."""
+
+    def __init__(self, name, package, version, status, arch):
+        self.name = name
+        self.package = package
+        self.version = version
+        self.status = status
+        self.arch = arch
+
+
+class Database:
+    """dpkg's database, read with one dpkg-query call. dpkg.prov makes the
+    same call (tool_env, fake_root) and parsing, with state_of, for a
+    listing: keep them in step."""
+
+    def __init__(self, root):
+        self.root = root
+        self.entries = {}
+        self.by_package = {}
+        self._native = None
+        admin = os.path.join(root or "/", "var/lib/dpkg")
+        self.exists = os.path.isfile(os.path.join(admin, "status"))
+        argv = ["dpkg-query"]
+        if root is not None:
+            argv.append("--admindir=%s/var/lib/dpkg" % root)
+        argv += ["-W", "-f", FORMAT]
+        status, out, err = run_tool(argv, tool_env())
+        if status != 0:
+            raise CallError(failure("dpkg-query", status, out, err))
+        for line in out.splitlines():
+            fields = line.split("\t")
+            if len(fields) != 5 or not fields[0]:
+                continue
+            name, package, version, state, arch = fields
+            state = state.split()[-1] if state.split() else ""
+            if state not in STATES or state == "not-installed":
+                continue
+            entry = Entry(name, package, version, state, arch)
+            self.entries[name] = entry
+            self.by_package.setdefault(package, []).append(entry)
+
+    def native_arch(self):
+        if self._native is None:
+            status, out, _ = run_tool(["dpkg", "--print-architecture"],
+                                      tool_env())
+            self._native = out.strip() if status == 0 else ""
+        return self._native
+
+    def lookup(self, name):
+        """The entry NAME means, or None."""
+        if name in self.entries:
+            return self.entries[name]
+        package, _, arch = name.partition(":")
+        candidates = self.by_package.get(package, [])
+        if arch:
+            matching = [e for e in candidates if e.arch == arch]
+        elif len(candidates) == 1:
+            matching = candidates
+        else:
+            native = self.native_arch()
+            matching = [e for e in candidates if e.arch in (native, "all")]
+        return matching[0] if len(matching) == 1 else None
+
+    def conffiles(self, entry):
+        """Whether ENTRY has config files that removing it would keep."""
+        argv = ["dpkg-query"]
+        if self.root is not None:
+            argv.append("--admindir=%s/var/lib/dpkg" % self.root)
+        argv += ["-W", "-f", "${Conffiles}", "--", entry.name]
+        status, out, _ = run_tool(argv, tool_env())
+        return status == 0 and out.strip() != ""
+
+
+def state_of(entry):
+    """The reported attributes of a database entry (None: not known)."""
+    if entry is None or entry.status == "not-installed":
+        return {"ensure": "absent", "status": "not-installed"}
+    state = {"ensure": "present" if entry.status in INSTALLED else "absent",
+             "status": entry.status}
+    if entry.status not in GONE:
+        state["version"] = entry.version
+        state["arch"] = entry.arch
+    return state
+
+
+def resource(name, state):
+    out = {"name": name}
+    out.update(state)
+    return out
+
+
+def differences(before, after):
+    change = {}
+    for key in REPORTED:
+        if before.get(key) != after.get(key):
+            change[key] = {"is": after.get(key), "was": before.get(key)}
+    return change
+
+
+def unknown_message(name, entry=None):
+    if entry is not None:
+        return ("package %s cannot be installed: only its config files are "
+                "left, and no configured apt source offers it (run apt-get "
+                "update if the package lists are stale)" % quoted(name))
+    return ("package %s not found: it is not installed and no configured apt "
+            "source offers it (check the name, or run apt-get update if the "
+            "package lists are stale)" % quoted(name))
+
+
+# -------------------------------------------------------------------- get
+
+
+def read_input():
+    try:
+        data = sys.stdin.buffer.read()
+    except OSError as err:
+        raise CallError("cannot read stdin: %s" % os_message(err))
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise CallError("stdin is not a JSON document: %s" % err)
+    if not isinstance(document, dict):
+        raise CallError("stdin must be a JSON object, not %s"
+                        % type_name(document))
+    return document
+
+
+def do_get():
+    document = read_input()
+    if "names" not in document:
+        raise CallError("missing key 'names' in the get request")
+    names = document["names"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise CallError("'names' must be an array of strings")
+    root = fake_root()
+    db = Database(root)
+    if not names:
+        emit({"resources": [resource(name, state_of(entry))
+                            for name, entry in db.entries.items()]})
+        return
+    resources = []
+    ask_apt = []
+    seen = set()
+    for name in names:
+        if name in seen:
+            continue
+        seen.add(name)
+        entry = db.lookup(name)
+        if entry is not None:
+            resources.append(resource(name, state_of(entry)))
+            continue
+        problem = name_problem(name)
+        if problem:
+            resources.append({"name": name, "error": {
+                "kind": "unknown", "message": problem}})
+        else:
+            ask_apt.append(name)
+    # Without a dpkg database apt cannot work, and knows nothing.
+    policies = Apt(root).policy(ask_apt) if db.exists else {}
+    for name in ask_apt:
+        policy = policy_for(policies, name)
+        if policy is not None and policy.candidate is not None:
+            resources.append(resource(name, state_of(None)))
+        else:
+            resources.append({"name": name, "error": {
+                "kind": "unknown", "message": unknown_message(name)}})
+    emit({"resources": resources})
+
+
+# -------------------------------------------------------------------- set
+
+
+SIM_INST = re.compile(r"Inst (\S+)(?: \[(\S+)\])? \((\S+)(.*)\)")
+SIM_REMOVE = re.compile(r"(Remv|Purg) (\S+)(?: \[(\S+)\])?")
+SIM_ARCH = re.compile(r".*\[([^\]]+)\]\s*$")
+
+
+def plan_action(name, ensure, entry, policies):
+    """What apt-get must do: (command, target, downgrade), or None when the
+    package is already as ENSURE asks."""
+    state = entry.status if entry is not None else "not-installed"
+    version = entry.version if entry is not None and state not in GONE else None
+
+    def available():
+        policy = policy_for(policies, name)
+        if policy is None or policy.candidate is None:
+            raise UpdateError(unknown_message(name, entry), "unknown")
+        return policy
+
+    if ensure in ("present", "installed"):
+        if state in INSTALLED:
+            return None
+        available()
+        return ("install", name, False)
+    if ensure == "absent":
+        return None if state in GONE else ("remove", name, False)
+    if ensure == "purged":
+        return None if state == "not-installed" else ("purge", name, False)
+    if ensure == "latest":
+        policy = available()
+        if state in INSTALLED and version is not None and \
+                compare_versions(version, policy.candidate) >= 0:
+            return None
+        return ("install", name, False)
+    problem = version_problem(ensure)
+    if problem:
+        raise UpdateError("ensure: invalid version %s: %s"
+                          % (quoted(ensure), problem))
+    if state in INSTALLED and version is not None and \
+            compare_versions(version, ensure) == 0:
+        return None
+    policy = policy_for(policies, name)
+    if policy is None or (policy.candidate is None and not policy.versions):
+        raise UpdateError(unknown_message(name, entry), "unknown")
+    same = [v for v in policy.versions if compare_versions(v, ensure) == 0]
+    if not same:
+        ordered = sorted(policy.versions, key=_VersionKey, reverse=True)
+        raise UpdateError("ensure: version %s of %s is not available; %s"
+                          % (quoted(ensure), quoted(name),
+                             "available: " + listing(ordered) if ordered
+                             else "no version is available"))
+    return ("install", "%s=%s" % (name, same[0]), True)
+
+
+class _VersionKey:
+    def __init__(self, version):
+        self.version = version
+
+    def __lt__(self, other):
+        return compare_versions(self.version, other.version) < 0
+
+
+def needs_apt(ensure, entry):
+    """Whether deciding ENSURE needs what apt knows about the package."""
+    state = entry.status if entry is not None else "not-installed"
+    if ensure in ("absent", "purged"):
+        return False
+    if ensure in ("present", "installed"):
+        return state not in INSTALLED
+    if ensure == "latest":
+        return True
+    if version_problem(ensure) is not None:
+        return False
+    return not (state in INSTALLED
+                and compare_versions(entry.version, ensure) == 0)
+
+
+def same_package(line_name, name):
+    if line_name == name:
+        return True
+    package, _, arch = name.partition(":")
+    line_package, _, line_arch = line_name.partition(":")
+    return line_package == package and (not arch or not line_arch
+                                        or arch == line_arch)
+
+
+def simulated_changes(db, name, entry, output):
+    """Change entries from apt-get -s output: the requested package's (or
+    None) and those of the other packages it touches."""
+    mine = None
+    others = []
+    for line in output.splitlines():
+        match = SIM_INST.match(line)
+        if match:
+            line_name, _, new_version, rest = match.groups()
+            arch_match = SIM_ARCH.match(rest)
+            after = {"ensure": "present", "status": "installed",
+                     "version": new_version}
+            if arch_match:
+                after["arch"] = arch_match.group(1)
+        else:
+            match = SIM_REMOVE.match(line)
+            if not match:
+                continue
+            verb, line_name, _ = match.groups()
+            target = entry if same_package(line_name, name) else db.lookup(line_name)
+            keeps = verb == "Remv" and target is not None and db.conffiles(target)
+            after = {"ensure": "absent",
+                     "status": "config-files" if keeps else "not-installed"}
+        if same_package(line_name, name):
+            before = state_of(entry)
+            if "arch" not in after and "arch" in before and after["ensure"] == "present":
+                after["arch"] = before["arch"]
+            mine = differences(before, after)
+        else:
+            before = state_of(db.lookup(line_name))
+            if "arch" not in after and "arch" in before and after["ensure"] == "present":
+                after["arch"] = before["arch"]
+            change = differences(before, after)
+            if change:
+                others.append((line_name, change))
+    return mine, others
+
+
+def apply_update(update, db, apt, policies, noop):
+    """Runs one update; returns (change entries, the database after)."""
+    name = update["name"]
+    should = update.get("should")
+    if not isinstance(should, dict):
+        raise UpdateError("'should' must be a JSON object")
+    for key in should:
+        if key in ("version", "arch", "status"):
+            raise UpdateError("%s is read-only" % key)
+        if key not in ("name", "ensure"):
+            raise UpdateError("unknown attribute %s" % quoted(key))
+    if "name" in should and should["name"] != name:
+        raise UpdateError("name: cannot rename %s to %s"
+                          % (quoted(name), quoted(should["name"])))
+    if "ensure" not in should:
+        return [], db
+    ensure = should["ensure"]
+    if not isinstance(ensure, str) or ensure == "":
+        raise UpdateError("ensure: %s is not one of %s or a version"
+                          % (json.dumps(ensure), ", ".join(ENSURE_WORDS)))
+    entry = db.lookup(name)
+    if entry is None:
+        problem = name_problem(name)
+        if problem:
+            raise UpdateError(problem, "unknown")
+    action = plan_action(name, ensure, entry, policies)
+    if action is None:
+        return [], db
+    command, target, downgrade = action
+    if noop:
+        output = apt.get(command, target, True, downgrade)
+        mine, others = simulated_changes(db, name, entry, output)
+        entries = []
+        if mine:
+            entries.append(dict({"name": name}, **mine))
+        entries += [dict({"name": other}, **change) for other, change in others]
+        return entries, db
+    apt.get(command, target, False, downgrade)
+    after = Database(db.root)
+    before_state = state_of(entry)
+    after_entry = after.lookup(name)
+    entries = []
+    change = differences(before_state, state_of(after_entry))
+    if change:
+        entries.append(dict({"name": name}, **change))
+    skip = set(e.name for e in (entry, after_entry) if e is not None)
+    for other in sorted(set(db.entries) | set(after.entries)):
+        if other in skip:
+            continue
+        change = differences(state_of(db.entries.get(other)),
+                             state_of(after.entries.get(other)))
+        if change:
+            entries.append(dict({"name": other}, **change))
+    return entries, after
+
+
+def merged(entries):
+    """One change entry per package: a batch may touch a package more than
+    once (a dependency of one update is the subject of another). The first
+    'was' and the last 'is' of each attribute are kept; an attribute that
+    ends as it began is dropped. Error entries stay as they are."""
+    result = []
+    by_name = {}
+    for entry in entries:
+        if "error" in entry:
+            result.append(entry)
+            continue
+        name = entry["name"]
+        if name not in by_name:
+            by_name[name] = {"name": name}
+            result.append(by_name[name])
+        target = by_name[name]
+        for key, change in entry.items():
+            if key == "name":
+                continue
+            was = target[key]["was"] if key in target else change["was"]
+            target[key] = {"is": change["is"], "was": was}
+    final = []
+    for entry in result:
+        if "error" not in entry:
+            for key in [k for k in entry if k != "name"]:
+                if entry[key]["is"] == entry[key]["was"]:
+                    del entry[key]
+            if len(entry) == 1:
+                continue
+        final.append(entry)
+    return final
+
+
+def do_set():
+    document = read_input()
+    ral = document.get("ral", {})
+    if not isinstance(ral, dict):
+        raise CallError("'ral' must be a JSON object")
+    noop = ral.get("noop", False)
+    if not isinstance(noop, bool):
+        raise CallError("'ral.noop' must be a boolean")
+    if "updates" not in document:
+        raise CallError("missing key 'updates' in the set request")
+    updates = document["updates"]
+    if not isinstance(updates, list):
+        raise CallError("'updates' must be an array")
+    for update in updates:
+        if not isinstance(update, dict) or not isinstance(update.get("name"), str):
+            raise CallError("every update must be a JSON object with a "
+                            "string 'name'")
+    root = fake_root()
+    db = Database(root)
+    if not db.exists:
+        raise CallError("there is no dpkg database: %s does not exist"
+                        % quoted(os.path.join(root or "/", "var/lib/dpkg/status")))
+    apt = Apt(root)
+    # What apt knows, for every package that needs it, in one call.
+    wanted = []
+    for update in updates:
+        should = update.get("should")
+        ensure = should.get("ensure") if isinstance(should, dict) else None
+        name = update["name"]
+        if isinstance(ensure, str) and name_problem(name) is None \
+                and needs_apt(ensure, db.lookup(name)) and name not in wanted:
+            wanted.append(name)
+    policies = apt.policy(wanted)
+    changes = []
+    for update in updates:
+        try:
+            entries, db = apply_update(update, db, apt, policies, noop)
+        except UpdateError as err:
+            entries = [{"name": update["name"],
+                        "error": {"kind": err.kind,
+                                  "message": clean_lines(str(err))}}]
+        changes.extend(entries)
+    emit({"changes": merged(changes), "derive": False})
+
+
+# ------------------------------------------------------------------- main
+
+
+ACTIONS = {"get": do_get, "set": do_set}
+
+
+def main(argv):
+    try:
+        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+        sys.stderr.reconfigure(encoding="utf-8", errors="replace")
+    except AttributeError:
+        pass
+    try:
+        if len(argv) != 1 or not argv[0].startswith("ral_action="):
+            raise CallError("expected exactly one argument ral_action=ACTION, "
+                            "got %s" % (" ".join(quoted(a) for a in argv)
+                                        or "none"))
+        action = argv[0][len("ral_action="):]
+        if action == "describe":
+            write_out(METADATA)
+            return 0
+        if action not in ACTIONS:
+            raise CallError("unknown action %s: expected describe, get or set"
+                            % quoted(action))
+        ACTIONS[action]()
+    except CallError as err:
+        emit({"error": {"kind": err.kind, "message": clean_lines(str(err))}})
+    except Exception as err:  # pylint: disable=broad-except
+        emit({"error": {"kind": "failed",
+                        "message": clean("internal error: %s: %s"
+                                         % (type(err).__name__, err))}})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

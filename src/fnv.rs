@@ -10,9 +10,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 /// The FNV-1a hash of `bytes`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    let mut hasher = FnvHasher::default();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 /// FNV-1a as a [`Hasher`].

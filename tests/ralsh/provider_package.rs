@@ -267,6 +267,21 @@ fn host_package_state() -> Vec<(String, Option<Vec<u8>>)> {
 }
 
 /// A status-file stanza.
+/// A status file of 2,000 installed packages, ral-pkg0000 to ral-pkg1999.
+fn large_status() -> String {
+    (0..2000)
+        .map(|n| {
+            stanza(
+                &format!("ral-pkg{n:04}"),
+                "install ok installed",
+                &format!("1.{n}-1"),
+                "all",
+                "",
+            )
+        })
+        .collect()
+}
+
 fn stanza(package: &str, status: &str, version: &str, arch: &str, extra: &str) -> String {
     format!(
         "Package: {package}\nStatus: {status}\nMaintainer: ral tests <ral@example.org>\nArchitecture: {arch}\nVersion: {version}\n{extra}Description: synthetic\n\n"
@@ -357,17 +372,7 @@ fn package_lists_a_large_database() {
         return;
     }
     let sandbox = Sandbox::new();
-    let status: String = (0..2000)
-        .map(|n| {
-            stanza(
-                &format!("ral-pkg{n:04}"),
-                "install ok installed",
-                &format!("1.{n}-1"),
-                "all",
-                "",
-            )
-        })
-        .collect();
+    let status = large_status();
     sandbox.write(DPKG_STATUS, &status);
     let doc = sandbox.ralsh(&["-j", "package"]).expect(0).json();
     let names = names_in(&doc["resources"]);
@@ -920,17 +925,7 @@ fn package_fast_listing_equals_python_on_synthetic_databases() {
     slashed.push("/");
     assert_eq!(assert_fast_listing(Path::new(&slashed), &stubs, &[]), doc);
     // The 2,000 packages of package_lists_a_large_database.
-    let large: String = (0..2000)
-        .map(|n| {
-            stanza(
-                &format!("ral-pkg{n:04}"),
-                "install ok installed",
-                &format!("1.{n}-1"),
-                "all",
-                "",
-            )
-        })
-        .collect();
+    let large = large_status();
     sandbox.write(DPKG_STATUS, &large);
     let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
     assert_eq!(names_in(&doc["resources"]).len(), 2000);

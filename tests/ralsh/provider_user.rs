@@ -298,11 +298,12 @@ fn assert_same_answer(what: &str, wrapper: &Output, python: &Output) {
     assert_eq!(ours.to_string(), theirs.to_string(), "{what}: key order");
 }
 
-/// Checks that the wrapper lists all users below `root` exactly as Python
-/// does, with every awk, and that it does so without running Python.
-/// Returns Python's answer.
+/// Lists all users below `root` through the wrapper with every awk, which
+/// must answer as Python does; then again with a `python3` stub first on
+/// PATH, whose result `judge` checks (given the first answer). Returns
+/// Python's answer.
 #[track_caller]
-fn assert_fast_path(what: &str, root: &Path) -> Json {
+fn check_listing(what: &str, root: &Path, judge: impl Fn(&str, &Output, &Output)) -> Output {
     let expected = python(root, &["ral_action=get"], LIST_ALL);
     let stub = python_stub();
     for (awk, dir) in awks() {
@@ -312,13 +313,24 @@ fn assert_fast_path(what: &str, root: &Path) -> Json {
         assert_same_answer(&what, &answer, &expected);
         let dirs: Vec<&Path> = [stub.path()].into_iter().chain(dirs).collect();
         let alone = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
+        judge(&what, &answer, &alone);
+    }
+    expected
+}
+
+/// Checks that the wrapper lists all users below `root` exactly as Python
+/// does, with every awk, and that it does so without running Python.
+/// Returns Python's answer.
+#[track_caller]
+fn assert_fast_path(what: &str, root: &Path) -> Json {
+    let expected = check_listing(what, root, |what, answer, alone| {
         assert_eq!(
             (alone.status.code(), text(&alone.stderr)),
             (Some(0), String::new()),
             "{what}: the fast path ran Python or failed"
         );
         assert_eq!(alone.stdout, answer.stdout, "{what}");
-    }
+    });
     parse(what, &expected)
 }
 
@@ -327,15 +339,7 @@ fn assert_fast_path(what: &str, root: &Path) -> Json {
 /// answer (stdout and stderr).
 #[track_caller]
 fn assert_falls_back(what: &str, root: &Path) -> (String, String) {
-    let expected = python(root, &["ral_action=get"], LIST_ALL);
-    let stub = python_stub();
-    for (awk, dir) in awks() {
-        let dirs: Vec<&Path> = dir.iter().map(TempDir::path).collect();
-        let what = format!("{what} ({awk})");
-        let answer = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
-        assert_same_answer(&what, &answer, &expected);
-        let dirs: Vec<&Path> = [stub.path()].into_iter().chain(dirs).collect();
-        let alone = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
+    let expected = check_listing(what, root, |what, _, alone| {
         assert_eq!(
             (
                 alone.status.code(),
@@ -349,7 +353,7 @@ fn assert_falls_back(what: &str, root: &Path) -> (String, String) {
             ),
             "{what}: the wrapper did not fall back to Python alone"
         );
-    }
+    });
     (text(&expected.stdout), text(&expected.stderr))
 }
 

@@ -1,36 +1,44 @@
 //! The one place where provider processes are started, fed, read and ended.
 //!
 //! Every call runs the provider directly (argv only, never through a shell),
-//! in its own process group, with stdin from `/dev/null` and a scrubbed
-//! environment. Stdout is read line by line in a reader thread and handed to
-//! the caller through a bounded channel, so a listing is processed while the
-//! provider writes it and memory stays bounded. Stderr is drained at the same
-//! time and logged line by line under the provider's name. When the time
-//! limit passes, the whole process group gets SIGTERM, then SIGKILL after a
-//! short grace period.
+//! in its own process group, with stdin from `/dev/null` (or a document for
+//! the json convention) and a scrubbed environment. A call is one event
+//! loop on the calling thread: it polls the provider's stdout and stderr
+//! and its exit, hands each stdout line to the caller straight from the
+//! read buffer, so a listing is processed while the provider writes it and
+//! memory stays bounded, and logs each stderr line under the provider's
+//! name as it comes. No thread is started and nothing is forked: the child
+//! is spawned the fast way (`posix_spawn`), which matters when the provider
+//! itself takes a millisecond. When the time limit passes, the whole process
+//! group gets SIGTERM, then SIGKILL after a short grace period.
 //!
-//! The provider's exit is watched without reaping it (`waitid` with
-//! `WNOWAIT`), so its process-group ID cannot be reused by an unrelated
-//! group while we may still signal it. When the provider has exited but
-//! processes it started keep its output open, they get [`OUTPUT_LINGER`] to
-//! finish and are then killed, instead of stalling the call until its time
-//! limit.
+//! The provider's exit is watched without reaping it ([`group`]), so its
+//! process-group ID cannot be reused by an unrelated group while we may
+//! still signal it. When the provider has exited but processes it started
+//! keep its output open, they get [`OUTPUT_LINGER`] to finish and are then
+//! killed, instead of stalling the call until its time limit.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
-use std::sync::{Arc, Condvar, Mutex};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::metadata::REDACTED;
 use crate::text::escape;
+use group::Group;
+use pipes::{poll, Feeder, LineReader};
 
+mod group;
+mod pipes;
+mod signals;
 pub mod streams;
+
+pub use signals::{
+    exit_if_interrupted, forward_interrupts, forward_interrupts_deferred, keep_on_interrupt,
+    remove_on_interrupt,
+};
 
 /// The longest line accepted from a provider, in bytes.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -152,202 +160,6 @@ pub type LineSink<'s> = dyn FnMut(&str) -> Result<Budget> + 's;
 /// so far; an error ends the call.
 pub type Idle<'s> = dyn FnMut() -> Result<()> + 's;
 
-/// The process groups of the running calls, for the interrupt handler; 0
-/// marks a free slot. Describes run several at a time.
-static ACTIVE_GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; GROUP_SLOTS];
-const GROUP_SLOTS: usize = 32;
-
-/// Makes `group` known to the interrupt handler; the slot to give back to
-/// [`untrack_group`] before the group's leader is reaped.
-fn track_group(group: i32) -> Option<usize> {
-    let slot = ACTIVE_GROUPS.iter().position(|slot| {
-        slot.compare_exchange(0, group, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-    });
-    if slot.is_none() {
-        log::warn!("more than {GROUP_SLOTS} providers run at once; an interrupt may miss some");
-    }
-    slot
-}
-
-/// Gives the slot back, if it still holds `group` (so a second call, after
-/// the slot went to another call, changes nothing).
-fn untrack_group(slot: Option<usize>, group: i32) {
-    if let Some(slot) = slot {
-        let _ = ACTIVE_GROUPS[slot].compare_exchange(group, 0, Ordering::SeqCst, Ordering::SeqCst);
-    }
-}
-/// Set once [`forward_interrupts`] installed its handler.
-static FORWARDING: AtomicBool = AtomicBool::new(false);
-/// The signal that interrupted the running call, or 0.
-static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
-/// Set by [`forward_interrupts_deferred`].
-static DEFERRED: AtomicBool = AtomicBool::new(false);
-
-const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-/// Makes SIGINT, SIGTERM and SIGHUP end the running provider's whole process
-/// group (SIGTERM, then SIGKILL for what survives the grace period) before
-/// this process ends by the same signal. A provider does not share the
-/// terminal's process group, so it would not see a Ctrl-C otherwise.
-///
-/// Meant for binaries: it installs process-wide handlers. It follows every
-/// provider call that runs at the time, concurrent describes included.
-pub fn forward_interrupts() {
-    extern "C" fn on_signal(signal: libc::c_int) {
-        let mut running = false;
-        for slot in &ACTIVE_GROUPS {
-            let group = slot.load(Ordering::SeqCst);
-            if group > 0 {
-                running = true;
-                // SAFETY: kill is async-signal-safe and takes plain integers.
-                unsafe { libc::kill(-group, libc::SIGTERM) };
-            }
-        }
-        if running || DEFERRED.load(Ordering::SeqCst) {
-            // A waiting call notices, finishes its group off and re-raises
-            // (see `reraise`); without one, the main thread does at its next
-            // check, after cleaning up.
-            INTERRUPTED.store(signal, Ordering::SeqCst);
-        } else {
-            // SAFETY: signal and raise are async-signal-safe.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-                libc::raise(signal);
-            }
-        }
-    }
-    for signal in FORWARDED {
-        // SAFETY: the handler only touches atomics and calls
-        // async-signal-safe functions; it lives for the whole program.
-        unsafe {
-            libc::signal(signal, on_signal as *const () as libc::sighandler_t);
-        }
-    }
-    FORWARDING.store(true, Ordering::SeqCst);
-}
-
-/// Like [`forward_interrupts`], but a signal that arrives while no provider
-/// runs is also only noted, and acted on at the next [`exit_if_interrupted`]
-/// or provider call, so the directories given to [`remove_on_interrupt`] are
-/// removed first. The caller must check regularly.
-pub fn forward_interrupts_deferred() {
-    DEFERRED.store(true, Ordering::SeqCst);
-    forward_interrupts();
-}
-
-/// Ends this process by the signal that was noted, if any (see
-/// [`forward_interrupts_deferred`]).
-pub fn exit_if_interrupted() {
-    let signal = INTERRUPTED.load(Ordering::SeqCst);
-    if signal != 0 {
-        reraise(signal);
-    }
-}
-
-/// Directories and files removed before this process ends by a forwarded
-/// signal.
-static REMOVE_ON_INTERRUPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Removes `dir` (recursively; or a file) if this process is ended by a
-/// forwarded signal; [`keep_on_interrupt`] undoes it.
-pub fn remove_on_interrupt(dir: &Path) {
-    let mut dirs = REMOVE_ON_INTERRUPT
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    dirs.push(dir.to_owned());
-}
-
-pub fn keep_on_interrupt(dir: &Path) {
-    let mut dirs = REMOVE_ON_INTERRUPT
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    dirs.retain(|d| d != dir);
-}
-
-/// Ends this process by the signal that interrupted a call. Calls running
-/// in other threads got SIGTERM from the handler at least a grace period
-/// ago (the caller waited that long for its own group); what is left of
-/// their groups gets SIGKILL, so nothing outlives this process.
-fn reraise(signal: libc::c_int) -> ! {
-    for slot in &ACTIVE_GROUPS {
-        let group = slot.load(Ordering::SeqCst);
-        if group > 0 {
-            // SAFETY: the group's leader is unreaped until its slot is
-            // cleared, so the ID is still that group's.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-        }
-    }
-    let dirs = std::mem::take(
-        &mut *REMOVE_ON_INTERRUPT
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()),
-    );
-    for path in dirs {
-        if std::fs::remove_dir_all(&path).is_err() {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-    // SAFETY: restores the default action and raises the signal again.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-        libc::raise(signal);
-    }
-    std::process::exit(128 + signal)
-}
-
-fn forwarded_set() -> libc::sigset_t {
-    // SAFETY: sigemptyset initialises the set before sigaddset uses it.
-    unsafe {
-        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::zeroed().assume_init();
-        libc::sigemptyset(&mut set);
-        for signal in FORWARDED {
-            libc::sigaddset(&mut set, signal);
-        }
-        set
-    }
-}
-
-/// Holds the forwarded signals back on this thread while a provider starts,
-/// so that none arrives between the spawn and the moment the handler knows
-/// the provider's group; they are delivered when this is dropped.
-struct SignalsHeld {
-    old: Option<libc::sigset_t>,
-}
-
-impl SignalsHeld {
-    fn new() -> SignalsHeld {
-        if !FORWARDING.load(Ordering::SeqCst) {
-            return SignalsHeld { old: None };
-        }
-        let set = forwarded_set();
-        let mut old = set;
-        // SAFETY: both pointers are valid sigset_t values.
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
-        SignalsHeld { old: Some(old) }
-    }
-}
-
-impl Drop for SignalsHeld {
-    fn drop(&mut self) {
-        if let Some(old) = &self.old {
-            // SAFETY: restores the mask saved in `new`.
-            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
-        }
-    }
-}
-
-enum StdoutEvent {
-    /// Lines that were ready together; sent as one batch so a fast provider
-    /// does not cost a thread hand-over per line.
-    Lines(Vec<String>),
-    /// The provider itself exited (its children may still write).
-    LeaderExited,
-    TooLong,
-    Failed(std::io::Error),
-    Eof,
-}
-
 /// Runs one call, feeding each stdout line to `sink`.
 pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
     run_paced(call, sink, &mut || Ok(()))
@@ -358,215 +170,165 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
 /// flush buffered output, so a slow provider's resources show as they come.
 pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
     let deadline = Instant::now() + call.timeout.min(MAX_TIMEOUT);
-    let (stdout_reader, stdout_writer) =
-        std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?;
-    let (stderr_reader, stderr_writer) =
-        std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?;
-    let held = SignalsHeld::new();
-    let forwarding = held.old.is_some();
-    let handle = {
-        // The expression owns the write ends; dropping it at the end of this
-        // block leaves the child as their only holder, so EOF means the
-        // provider (and everything it started) closed them.
-        let command = duct::cmd(call.program, &call.args).dir("/");
-        let command = match &call.stdin {
-            Some(bytes) => command.stdin_bytes(bytes.clone()),
-            None => command.stdin_null(),
-        };
-        let expression = command
-            .stdout_file(stdout_writer)
-            .stderr_file(stderr_writer)
-            .full_env(call.env.vars.iter().cloned())
-            .unchecked()
-            .before_spawn(move |command| {
-                command.process_group(0);
-                if forwarding {
-                    let set = forwarded_set();
-                    // SAFETY: runs in the forked child before exec and only
-                    // calls sigprocmask, which is async-signal-safe.
-                    unsafe {
-                        command.pre_exec(move || {
-                            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-                            Ok(())
-                        });
-                    }
-                }
-                Ok(())
-            });
-        expression.start().map_err(|source| Error::Spawn {
-            provider: call.label.to_owned(),
-            file: call.program.to_owned(),
-            action: call.action.to_owned(),
-            source,
-        })?
+    let mut command = Command::new(call.program);
+    command
+        .args(&call.args)
+        .current_dir("/")
+        .env_clear()
+        .envs(call.env.vars.iter().map(|(k, v)| (k, v)))
+        .stdin(match call.stdin {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let spawn_error = |source| Error::Spawn {
+        provider: call.label.to_owned(),
+        file: call.program.to_owned(),
+        action: call.action.to_owned(),
+        source,
     };
-    let group = handle.pids().first().copied().unwrap_or(0) as i32;
-    let slot = if forwarding { track_group(group) } else { None };
-
-    // A small bound: the reader waits for the consumer instead of buffering
-    // an endless provider's output.
-    let (sender, lines) = mpsc::sync_channel(STDOUT_BATCHES);
-    // Started while the signals are held, these threads keep them blocked
-    // for good, so an interrupt always reaches a thread that acts on it.
-    let exit_events = sender.clone();
-    let exit = watch_exit(group, move || {
-        let _ = exit_events.send(StdoutEvent::LeaderExited);
-    });
-    spawn_stdout_reader(stdout_reader, sender, call.max_line);
-    let stderr = spawn_stderr_logger(
-        stderr_reader,
-        call.label.to_owned(),
-        call.log_stderr,
-        call.secrets.clone(),
-    );
-    drop(held);
-    let child = Child {
-        handle,
+    let mut group = Group::spawn(&mut command).map_err(spawn_error)?;
+    // The Command holds no pipe ends of ours after the spawn; ours are in
+    // the child handle, so EOF means the provider and everything it
+    // started closed theirs.
+    drop(command);
+    let (stdin, stdout, stderr) = group.take_stdio();
+    let pipes = (|| {
+        Ok::<_, std::io::Error>((
+            Feeder::new(stdin, call.stdin.clone().unwrap_or_default())?,
+            LineReader::new(stdout.ok_or_else(missing_pipe)?)?,
+            LineReader::new(stderr.ok_or_else(missing_pipe)?)?,
+        ))
+    })();
+    let (stdin, stdout, stderr) =
+        pipes.map_err(|e| Error::io("setting up a provider's pipes", e))?;
+    let mut running = Running {
         group,
-        slot,
-        exit,
         call,
+        stdin,
+        stdout,
+        stderr: StderrLog {
+            reader: stderr,
+            summary: StderrSummary::default(),
+        },
     };
-    let result = child.consume(lines, stderr, deadline, sink, idle);
-    untrack_group(slot, group);
-    result
+    running.consume(deadline, sink, idle)
 }
 
+fn missing_pipe() -> std::io::Error {
+    std::io::Error::other("the child has no pipe")
+}
+
+#[derive(Default)]
 struct StderrSummary {
     lines: usize,
     errors: usize,
     tail: Vec<String>,
 }
 
-/// Whether the provider has exited, learnt without reaping it.
-struct ExitWatch {
-    exited: Mutex<bool>,
-    changed: Condvar,
+/// A provider's stderr: logged line by line under its name as it comes.
+struct StderrLog {
+    reader: LineReader,
+    summary: StderrSummary,
 }
 
-impl ExitWatch {
-    /// Waits until the provider exited or `until` passed; true if it exited.
-    fn wait_until(&self, until: Instant) -> bool {
-        let guard = self.exited.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) = self
-            .changed
-            .wait_timeout_while(guard, remaining(until), |exited| !*exited)
-            .unwrap_or_else(|e| e.into_inner());
-        *guard
+impl StderrLog {
+    /// Logs every line that arrived so far.
+    fn drain(&mut self, call: &Call) {
+        loop {
+            while let Some(piece) = self.reader.next_piece(MAX_LINE) {
+                // The rest of a line cut at the limit is dropped.
+                if piece.continues {
+                    continue;
+                }
+                let text = escape(&redact(
+                    &String::from_utf8_lossy(piece.bytes),
+                    &call.secrets,
+                ));
+                let (level, message) = stderr_level(&text);
+                let message = if piece.ends {
+                    message.to_owned()
+                } else {
+                    format!("{message}... (line cut at {MAX_LINE} bytes)")
+                };
+                if call.log_stderr {
+                    log::log!(target: call.label, level, "{message}");
+                }
+                self.summary.lines += 1;
+                if level == log::Level::Error {
+                    self.summary.errors += 1;
+                }
+                if self.summary.tail.len() == STDERR_TAIL {
+                    self.summary.tail.remove(0);
+                }
+                self.summary.tail.push(message);
+            }
+            match self.reader.fill() {
+                Ok(true) => continue,
+                Ok(false) => return,
+                // Unreadable stderr is treated as closed.
+                Err(_) => {
+                    self.reader.give_up();
+                    return;
+                }
+            }
+        }
     }
 }
 
-/// Watches for the provider's exit in a thread, leaving it unreaped so its
-/// process-group ID stays reserved until we reap it ourselves.
-fn watch_exit(pid: i32, on_exit: impl FnOnce() + Send + 'static) -> Arc<ExitWatch> {
-    let watch = Arc::new(ExitWatch {
-        exited: Mutex::new(false),
-        changed: Condvar::new(),
-    });
-    let shared = Arc::clone(&watch);
-    std::thread::spawn(move || {
-        loop {
-            // SAFETY: siginfo_t is plain data; waitid writes into it.
-            let mut info = unsafe { std::mem::zeroed::<libc::siginfo_t>() };
-            // SAFETY: waits for our own child with WNOWAIT, which leaves it
-            // to be reaped later by its handle.
-            let status = unsafe {
-                libc::waitid(
-                    libc::P_PID,
-                    pid as libc::id_t,
-                    &mut info,
-                    libc::WEXITED | libc::WNOWAIT,
-                )
-            };
-            if status == 0
-                || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
-            {
-                break;
-            }
-        }
-        *shared.exited.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        shared.changed.notify_all();
-        on_exit();
-    });
-    watch
-}
-
-struct Child<'a> {
-    handle: duct::Handle,
-    group: i32,
-    /// Where the interrupt handler finds `group`.
-    slot: Option<usize>,
-    exit: Arc<ExitWatch>,
+/// One provider call in progress.
+struct Running<'a> {
+    group: Group,
     call: &'a Call<'a>,
+    stdin: Feeder,
+    stdout: LineReader,
+    stderr: StderrLog,
 }
 
-/// What waiting on a channel brought.
-enum Received<T> {
-    Value(T),
+/// What one wait brought.
+enum Waited {
+    /// Something happened, or the poll interval passed; look again.
+    Again,
+    /// The time given passed.
     TimedOut,
-    Closed,
+    Failed(std::io::Error),
 }
 
-impl Child<'_> {
+impl Running<'_> {
     fn consume(
-        &self,
-        lines: Receiver<StdoutEvent>,
-        stderr: Receiver<StderrSummary>,
+        &mut self,
         deadline: Instant,
         sink: &mut LineSink,
         idle: &mut Idle,
     ) -> Result<Finished> {
         let mut answer_bytes = 0usize;
-        // Set once the provider exited: its children may keep the output
-        // open only until then.
+        // Lines were handed to the sink since `idle` was last called.
+        let mut fresh = false;
+        // Set once the provider exited while its output is still open: its
+        // children may keep it open only until then.
         let mut linger_until: Option<Instant> = None;
+        let mut lingered = false;
         loop {
-            let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
-            let event = match lines.try_recv() {
-                Ok(event) => Received::Value(event),
-                Err(TryRecvError::Disconnected) => Received::Closed,
-                Err(TryRecvError::Empty) => {
-                    // Everything written so far is consumed; the wait for
-                    // more starts now.
-                    if let Err(e) = idle() {
-                        self.terminate();
-                        return Err(e);
-                    }
-                    self.receive(&lines, until)
-                }
-            };
-            let batch = match event {
-                Received::Value(StdoutEvent::Lines(batch)) => batch,
-                Received::Value(StdoutEvent::LeaderExited) => {
-                    linger_until = Some(Instant::now() + OUTPUT_LINGER);
-                    continue;
-                }
-                Received::Value(StdoutEvent::Eof) | Received::Closed => break,
-                Received::Value(StdoutEvent::TooLong) => {
+            while let Some(piece) = self.stdout.next_piece(self.call.max_line) {
+                if !piece.ends {
                     return Err(self.abandon(format!(
                         "a line of output is longer than {} bytes",
                         self.call.max_line
-                    )))
+                    )));
                 }
-                Received::Value(StdoutEvent::Failed(e)) => {
-                    return Err(self.abandon(format!("reading its output failed: {e}")))
-                }
-                Received::TimedOut if linger_until.is_some() && Instant::now() < deadline => {
-                    self.kill_leftovers();
-                    linger_until = None;
-                    continue;
-                }
-                Received::TimedOut => return Err(self.time_out()),
-            };
-            for line in batch {
+                let line = String::from_utf8_lossy(piece.bytes);
+                let length = line.len() + 1;
                 match sink(&line) {
-                    Ok(Budget::Continue) => answer_bytes += line.len() + 1,
-                    Ok(Budget::Reset) => answer_bytes = line.len() + 1,
+                    Ok(Budget::Continue) => answer_bytes += length,
+                    Ok(Budget::Reset) => answer_bytes = length,
                     Err(e) => {
-                        self.terminate();
+                        self.group.terminate();
                         return Err(e);
                     }
                 }
+                fresh = true;
                 if answer_bytes > self.call.max_answer {
                     return Err(self.abandon(format!(
                         "its answer is larger than {} bytes",
@@ -574,45 +336,59 @@ impl Child<'_> {
                     )));
                 }
             }
-        }
-        // The output is complete even if the provider has yet to exit.
-        if let Err(e) = idle() {
-            self.terminate();
-            return Err(e);
-        }
-        if !self.wait_exit(deadline) {
-            return Err(self.time_out());
-        }
-        let linger = (Instant::now() + OUTPUT_LINGER).min(deadline);
-        let summary = match self.receive(&stderr, linger) {
-            Received::Value(summary) => Some(summary),
-            Received::Closed => None,
-            Received::TimedOut => {
-                self.kill_leftovers();
-                match self.receive(&stderr, deadline) {
-                    Received::Value(summary) => Some(summary),
-                    Received::Closed => None,
-                    Received::TimedOut => return Err(self.time_out()),
+            if !self.stdout.is_done() {
+                // A provider that never pauses is still held to its limits.
+                self.group.check_interrupt();
+                if Instant::now() >= deadline {
+                    return Err(self.time_out());
+                }
+                match self.stdout.fill() {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => return Err(self.abandon(format!("reading its output failed: {e}"))),
                 }
             }
-        };
-        let summary = summary.unwrap_or(StderrSummary {
-            lines: 0,
-            errors: 0,
-            tail: Vec::new(),
-        });
-        untrack_group(self.slot, self.group);
-        let status = self.handle.wait().map_err(|e| {
+            // Everything written so far is consumed; the wait for more
+            // starts now.
+            if fresh || self.stdout.is_done() {
+                fresh = false;
+                if let Err(e) = idle() {
+                    self.group.terminate();
+                    return Err(e);
+                }
+            }
+            if self.stdout.is_done() && self.stderr.reader.is_done() && self.group.has_exited() {
+                break;
+            }
+            if self.group.has_exited() && linger_until.is_none() && !lingered {
+                linger_until = Some(Instant::now() + OUTPUT_LINGER);
+            }
+            let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
+            match self.wait(until) {
+                Waited::Again => {}
+                Waited::TimedOut if linger_until.is_some() && Instant::now() < deadline => {
+                    self.kill_leftovers();
+                    linger_until = None;
+                    lingered = true;
+                }
+                Waited::TimedOut => return Err(self.time_out()),
+                Waited::Failed(e) => {
+                    return Err(self.abandon(format!("waiting for its output failed: {e}")))
+                }
+            }
+        }
+        let status = self.group.reap().map_err(|e| {
             Error::io(
                 format!("{}: waiting for {}", self.call.label, self.call.action),
                 e,
             )
         })?;
-        if !status.status.success() {
+        let summary = std::mem::take(&mut self.stderr.summary);
+        if !status.success() {
             return Err(Error::Exit {
                 provider: self.call.label.to_owned(),
                 action: self.call.action.to_owned(),
-                status: describe_status(status.status),
+                status: describe_status(status),
                 stderr: summary.tail,
             });
         }
@@ -623,61 +399,50 @@ impl Child<'_> {
         })
     }
 
-    /// Waits on a channel until `until`, ending the provider and this
-    /// process when a forwarded interrupt arrives meanwhile.
-    fn receive<T>(&self, channel: &Receiver<T>, until: Instant) -> Received<T> {
-        loop {
-            self.check_interrupt();
-            let left = remaining(until);
-            if left.is_zero() {
-                return Received::TimedOut;
+    /// Waits for output, room on stdin or the provider's exit, at most
+    /// until `until`; logs stderr and feeds stdin as they allow.
+    fn wait(&mut self, until: Instant) -> Waited {
+        self.group.check_interrupt();
+        if Instant::now() >= until {
+            return Waited::TimedOut;
+        }
+        let wanted = [
+            (!self.stdout.is_done()).then(|| self.stdout.fd()),
+            (!self.stderr.reader.is_done()).then(|| self.stderr.reader.fd()),
+            self.group.exit_fd(),
+        ];
+        let mut fds: Vec<libc::pollfd> = wanted
+            .iter()
+            .flatten()
+            .map(|&fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if let Some(fd) = self.stdin.fd() {
+            fds.push(libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            });
+        }
+        if let Err(e) = poll(&mut fds, until) {
+            return Waited::Failed(e);
+        }
+        for fd in &fds {
+            if fd.revents == 0 {
+                continue;
             }
-            match channel.recv_timeout(left.min(INTERRUPT_POLL)) {
-                Ok(value) => return Received::Value(value),
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return Received::Closed,
+            if Some(fd.fd) == self.group.exit_fd() {
+                self.group.note_exit();
+            } else if fd.fd == self.stderr.reader.fd() {
+                self.stderr.drain(self.call);
+            } else if Some(fd.fd) == self.stdin.fd() {
+                self.stdin.write_some();
             }
         }
-    }
-
-    /// Waits for the provider to exit (unreaped); false when `until` passed.
-    fn wait_exit(&self, until: Instant) -> bool {
-        loop {
-            self.check_interrupt();
-            let step = (Instant::now() + INTERRUPT_POLL).min(until);
-            if self.exit.wait_until(step) {
-                return true;
-            }
-            if Instant::now() >= until {
-                return false;
-            }
-        }
-    }
-
-    fn check_interrupt(&self) {
-        let signal = INTERRUPTED.load(Ordering::SeqCst);
-        if signal != 0 {
-            self.terminate();
-            reraise(signal);
-        }
-    }
-
-    /// Ends the whole process group: SIGTERM, a grace period, then SIGKILL.
-    /// The provider is reaped only after the SIGKILL, so the group ID cannot
-    /// have been handed to another group in between.
-    fn terminate(&self) {
-        if self.group <= 0 {
-            return;
-        }
-        // SAFETY: kill with a negative pid signals the process group we
-        // created for this child; it has no memory effects.
-        unsafe { libc::kill(-self.group, libc::SIGTERM) };
-        self.exit.wait_until(Instant::now() + KILL_GRACE);
-        // Members that ignored SIGTERM, or outlived the provider, go now.
-        // SAFETY: as above; the unreaped provider still holds the group ID.
-        unsafe { libc::kill(-self.group, libc::SIGKILL) };
-        untrack_group(self.slot, self.group);
-        let _ = self.handle.wait();
+        Waited::Again
     }
 
     /// The provider exited but processes it started still hold its output:
@@ -689,13 +454,11 @@ impl Child<'_> {
             self.call.action,
             OUTPUT_LINGER.as_secs()
         );
-        // SAFETY: the provider is exited but unreaped, so the group ID is
-        // still ours.
-        unsafe { libc::kill(-self.group, libc::SIGKILL) };
+        self.group.kill_all();
     }
 
-    fn time_out(&self) -> Error {
-        self.terminate();
+    fn time_out(&mut self) -> Error {
+        self.group.terminate();
         Error::Timeout {
             provider: self.call.label.to_owned(),
             action: self.call.action.to_owned(),
@@ -703,8 +466,8 @@ impl Child<'_> {
         }
     }
 
-    fn abandon(&self, message: String) -> Error {
-        self.terminate();
+    fn abandon(&mut self, message: String) -> Error {
+        self.group.terminate();
         Error::Protocol {
             provider: self.call.label.to_owned(),
             action: self.call.action.to_owned(),
@@ -724,81 +487,6 @@ fn describe_status(status: ExitStatus) -> String {
         (None, Some(signal)) => format!("killed by signal {signal}"),
         (None, None) => status.to_string(),
     }
-}
-
-/// Outcome of reading one bounded line.
-enum Bounded {
-    Line,
-    TooLong,
-    Eof,
-}
-
-/// Reads one line of at most `max` bytes (without its newline) into `buf`.
-fn read_bounded(
-    reader: &mut impl BufRead,
-    max: usize,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<Bounded> {
-    buf.clear();
-    let read = reader.take(max as u64 + 1).read_until(b'\n', buf)?;
-    if read == 0 {
-        return Ok(Bounded::Eof);
-    }
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
-        return Ok(Bounded::Line);
-    }
-    Ok(if buf.len() > max {
-        Bounded::TooLong
-    } else {
-        Bounded::Line
-    })
-}
-
-/// How many batches of stdout may wait for the consumer.
-const STDOUT_BATCHES: usize = 16;
-/// A batch is handed over once it holds this many bytes (plus one line).
-const BATCH_BYTES: usize = 64 * 1024;
-
-fn spawn_stdout_reader(
-    pipe: std::io::PipeReader,
-    sender: SyncSender<StdoutEvent>,
-    max_line: usize,
-) {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(pipe);
-        let mut buf = Vec::new();
-        let mut batch = Vec::new();
-        let mut batch_bytes = 0;
-        loop {
-            let end = match read_bounded(&mut reader, max_line, &mut buf) {
-                Ok(Bounded::Line) => {
-                    batch_bytes += buf.len();
-                    batch.push(String::from_utf8_lossy(&buf).into_owned());
-                    // Hand the batch over when the next read would wait for
-                    // the provider, so a listing still streams.
-                    if reader.buffer().is_empty() || batch_bytes >= BATCH_BYTES {
-                        batch_bytes = 0;
-                        if sender
-                            .send(StdoutEvent::Lines(std::mem::take(&mut batch)))
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                    continue;
-                }
-                Ok(Bounded::TooLong) => StdoutEvent::TooLong,
-                Ok(Bounded::Eof) => StdoutEvent::Eof,
-                Err(e) => StdoutEvent::Failed(e),
-            };
-            if !batch.is_empty() && sender.send(StdoutEvent::Lines(batch)).is_err() {
-                return;
-            }
-            let _ = sender.send(end);
-            return;
-        }
-    });
 }
 
 /// Replaces every occurrence of a secret by `[redacted]`.
@@ -828,63 +516,6 @@ pub fn stderr_level(line: &str) -> (log::Level, &str) {
     (log::Level::Warn, line)
 }
 
-fn spawn_stderr_logger(
-    pipe: std::io::PipeReader,
-    label: String,
-    log_lines: bool,
-    secrets: Vec<String>,
-) -> Receiver<StderrSummary> {
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(pipe);
-        let mut buf = Vec::new();
-        let mut summary = StderrSummary {
-            lines: 0,
-            errors: 0,
-            tail: Vec::new(),
-        };
-        loop {
-            let truncated = match read_bounded(&mut reader, MAX_LINE, &mut buf) {
-                Ok(Bounded::Line) => false,
-                Ok(Bounded::TooLong) => true,
-                Ok(Bounded::Eof) | Err(_) => break,
-            };
-            let text = escape(&redact(&String::from_utf8_lossy(&buf), &secrets));
-            let (level, message) = stderr_level(&text);
-            let message = if truncated {
-                format!("{message}... (line cut at {MAX_LINE} bytes)")
-            } else {
-                message.to_owned()
-            };
-            if log_lines {
-                log::log!(target: &label, level, "{message}");
-            }
-            summary.lines += 1;
-            if level == log::Level::Error {
-                summary.errors += 1;
-            }
-            if summary.tail.len() == STDERR_TAIL {
-                summary.tail.remove(0);
-            }
-            summary.tail.push(message);
-            if truncated && skip_rest_of_line(&mut reader, &mut buf).is_err() {
-                break;
-            }
-        }
-        let _ = sender.send(summary);
-    });
-    receiver
-}
-
-fn skip_rest_of_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    loop {
-        match read_bounded(reader, MAX_LINE, buf)? {
-            Bounded::TooLong => continue,
-            Bounded::Line | Bounded::Eof => return Ok(()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -895,30 +526,5 @@ mod tests {
         assert_eq!(stderr_level("Error:boom"), (log::Level::Error, "boom"));
         assert_eq!(stderr_level("info x"), (log::Level::Warn, "info x"));
         assert_eq!(stderr_level("note: x"), (log::Level::Warn, "note: x"));
-    }
-
-    #[test]
-    fn bounded_reads_stop_at_the_limit() {
-        let mut input = std::io::Cursor::new(b"abc\ndefgh\nij".to_vec());
-        let mut buf = Vec::new();
-        assert!(matches!(
-            read_bounded(&mut input, 4, &mut buf).unwrap(),
-            Bounded::Line
-        ));
-        assert_eq!(buf, b"abc");
-        assert!(matches!(
-            read_bounded(&mut input, 4, &mut buf).unwrap(),
-            Bounded::TooLong
-        ));
-        let mut input = std::io::Cursor::new(b"ij".to_vec());
-        assert!(matches!(
-            read_bounded(&mut input, 4, &mut buf).unwrap(),
-            Bounded::Line
-        ));
-        assert_eq!(buf, b"ij");
-        assert!(matches!(
-            read_bounded(&mut input, 4, &mut buf).unwrap(),
-            Bounded::Eof
-        ));
     }
 }

@@ -30,17 +30,22 @@ fn open_held(sandbox: &Sandbox) -> BufReader<std::fs::File> {
 
 /// Reads ROOT/held to its end, which comes once every process holding it
 /// has died; fails after 20 s instead of hanging.
-fn assert_all_gone(mut held: BufReader<std::fs::File>) {
+fn assert_all_gone(held: BufReader<std::fs::File>) {
+    assert_eq!(read_until_all_gone(held), "");
+}
+
+/// What the holders of ROOT/held wrote until the last of them died; fails
+/// after 20 s instead of hanging.
+fn read_until_all_gone(mut held: BufReader<std::fs::File>) -> String {
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = sender.send(held.read_to_string(&mut rest).map(|_| rest));
     });
-    let rest = receiver
+    receiver
         .recv_timeout(std::time::Duration::from_secs(20))
         .expect("a provider process is still running")
-        .unwrap();
-    assert_eq!(rest, "");
+        .unwrap()
 }
 
 fn mkfifo(path: &std::path::Path) {
@@ -387,5 +392,118 @@ fn an_interrupt_ends_every_describe_running_at_once() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGINT));
-    assert_all_gone(held);
+    // Others may have started meanwhile; none may outlive ralsh.
+    let rest = read_until_all_gone(held);
+    assert!(rest.lines().all(|line| line == "started"), "{rest}");
+    assert!(rest.lines().count() < 24, "none starts after the interrupt");
+}
+
+/// Writes an executable describe-less provider with a .yaml into `dir`.
+fn write_provider(dir: &std::path::Path, name: &str, script: &str, attrs: &[&str]) {
+    use std::os::unix::fs::PermissionsExt;
+    let providers = dir.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    let script_path = providers.join(format!("{name}.prov"));
+    std::fs::write(&script_path, script).unwrap();
+    std::fs::set_permissions(&script_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut yaml = format!(
+        "---\nprovider:\n  type: {name}\n  invoke: simple\n  actions: [list]\n  suitable: true\n  desc: test\n  attributes:\n    name: {{}}\n"
+    );
+    for attr in attrs {
+        yaml.push_str(&format!("    {attr}: {{}}\n"));
+    }
+    std::fs::write(providers.join(format!("{name}.yaml")), yaml).unwrap();
+}
+
+#[test]
+fn providers_start_with_no_blocked_signals_and_default_sigpipe() {
+    // ralsh blocks and handles signals of its own; none of that may leak
+    // into a provider, or `trap`, Ctrl-C and broken pipes act up there.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
+        "sigs",
+        "#!/bin/sh\nprintf '# simple\\nname: self\\n'\nsed -n 's/^\\(SigBlk\\|SigIgn\\):[[:space:]]*/\\1: /p' /proc/self/status\n",
+        &["SigBlk", "SigIgn"],
+    );
+    let run = sandbox.ralsh(&["-I", data.path().to_str().unwrap(), "-j", "sigs"]);
+    run.expect(0);
+    let doc = run.json();
+    let attrs = &doc["resources"][0];
+    let mask = |key: &str| {
+        u64::from_str_radix(attrs[key].as_str().unwrap(), 16)
+            .unwrap_or_else(|_| panic!("{key} in {doc}"))
+    };
+    assert_eq!(mask("SigBlk"), 0, "blocked signals: {doc}");
+    let sigpipe = 1u64 << (libc::SIGPIPE - 1);
+    assert_eq!(mask("SigIgn") & sigpipe, 0, "SIGPIPE ignored: {doc}");
+}
+
+#[test]
+fn a_listing_that_never_pauses_still_meets_its_time_limit() {
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    // `yes` writes as fast as the pipe takes it, so the host always finds
+    // more output waiting and never has to wait for the provider.
+    write_provider(
+        data.path(),
+        "endless",
+        "#!/bin/sh\necho '# simple'\nexec yes 'name: x'\n",
+        &[],
+    );
+    let run = sandbox.ralsh(&[
+        "-I",
+        data.path().to_str().unwrap(),
+        "--timeout",
+        "1",
+        "-j",
+        "endless",
+    ]);
+    run.expect(2);
+    run.stderr_has("endless::endless: list did not finish within 1s");
+}
+
+#[test]
+fn an_interrupt_while_describes_are_being_started_leaves_none_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+
+    // More describe-only providers than run at once: the interrupt comes
+    // while some are still being started. Each ignores SIGTERM and holds
+    // ROOT/held open until it dies.
+    let sandbox = Sandbox::new();
+    mkfifo(&sandbox.root().join("held"));
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir(data.path().join("providers")).unwrap();
+    for n in 1..=24 {
+        let script = data.path().join(format!("providers/slow{n}.prov"));
+        std::fs::write(
+            &script,
+            "#!/bin/sh\ntrap '' TERM\nexec 3>\"$RALSH_ROOT_DIR/held\"\necho started >&3\nexec sleep 1000\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut child = sandbox
+        .command()
+        .arg("--no-cache")
+        .arg("-I")
+        .arg(data.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    let mut line = String::new();
+    held.read_line(&mut line).unwrap();
+    assert_eq!(line, "started\n");
+    // SAFETY: sends SIGINT to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT));
+    // Others may have started meanwhile; none may outlive ralsh.
+    let rest = read_until_all_gone(held);
+    assert!(rest.lines().all(|line| line == "started"), "{rest}");
+    assert!(rest.lines().count() < 24, "none starts after the interrupt");
 }

@@ -1,0 +1,205 @@
+//! A started process group: its leader, a file descriptor that becomes
+//! readable when the leader exits, and the ways to end the group.
+//!
+//! The leader's exit is learnt without reaping it (a pidfd, or on kernels
+//! without one a thread blocked in `waitid` with `WNOWAIT`), so its process
+//! ID, which is also the group's, cannot be handed to an unrelated group
+//! while we may still signal it. A group dropped before it was reaped is
+//! terminated, so no error path leaves a provider behind.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::time::Instant;
+
+use super::pipes::poll;
+use super::signals::{self, Registration};
+use super::KILL_GRACE;
+
+/// A running process group whose leader we started.
+pub(super) struct Group {
+    child: Child,
+    pid: i32,
+    registration: Registration,
+    exit: ExitFd,
+    exited: bool,
+    reaped: bool,
+}
+
+/// Becomes readable when the leader exits.
+enum ExitFd {
+    Pidfd(OwnedFd),
+    /// The read end of a pipe whose write end a watcher thread drops.
+    Watcher(std::io::PipeReader),
+}
+
+impl ExitFd {
+    fn raw(&self) -> RawFd {
+        match self {
+            ExitFd::Pidfd(fd) => fd.as_raw_fd(),
+            ExitFd::Watcher(pipe) => pipe.as_raw_fd(),
+        }
+    }
+}
+
+impl Group {
+    /// Spawns `command`, which must make the child a process-group leader
+    /// (`process_group(0)`), and registers the group for interrupts.
+    pub(super) fn spawn(command: &mut Command) -> std::io::Result<Group> {
+        let (child, registration) = signals::spawn_registered(|| {
+            let child = command.spawn()?;
+            let pid = child.id() as i32;
+            Ok((child, pid))
+        })?;
+        let pid = child.id() as i32;
+        let mut child = child;
+        let mut registration = registration;
+        let exit = match exit_fd(pid) {
+            Ok(exit) => exit,
+            Err(e) => {
+                // SAFETY: the unreaped child still holds its group ID.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                registration.release();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
+        Ok(Group {
+            child,
+            pid,
+            registration,
+            exit,
+            exited: false,
+            reaped: false,
+        })
+    }
+
+    pub(super) fn take_stdio(
+        &mut self,
+    ) -> (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>) {
+        (
+            self.child.stdin.take(),
+            self.child.stdout.take(),
+            self.child.stderr.take(),
+        )
+    }
+
+    /// The descriptor to poll for the leader's exit, until it is known.
+    pub(super) fn exit_fd(&self) -> Option<RawFd> {
+        (!self.exited).then(|| self.exit.raw())
+    }
+
+    /// Records that the exit descriptor became readable.
+    pub(super) fn note_exit(&mut self) {
+        self.exited = true;
+    }
+
+    pub(super) fn has_exited(&self) -> bool {
+        self.exited
+    }
+
+    /// Ends the group and this process if a forwarded signal arrived.
+    pub(super) fn check_interrupt(&mut self) {
+        if let Some(signal) = signals::interrupted() {
+            self.terminate();
+            signals::reraise(signal);
+        }
+    }
+
+    /// Waits for the leader to exit; false when `until` passed first.
+    pub(super) fn wait_exit(&mut self, until: Instant, interruptible: bool) -> bool {
+        while !self.exited {
+            if interruptible {
+                self.check_interrupt();
+            }
+            let mut fds = [libc::pollfd {
+                fd: self.exit.raw(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            if poll(&mut fds, until).is_err() || Instant::now() >= until {
+                return self.exited;
+            }
+            if fds[0].revents != 0 {
+                self.exited = true;
+            }
+        }
+        true
+    }
+
+    /// Ends the whole group: SIGTERM, a grace period, then SIGKILL, and
+    /// reaps the leader. The leader is reaped only after the SIGKILL, so the
+    /// group ID cannot have been handed to another group in between.
+    pub(super) fn terminate(&mut self) {
+        if self.reaped {
+            return;
+        }
+        self.signal(libc::SIGTERM);
+        self.wait_exit(Instant::now() + KILL_GRACE, false);
+        // Members that ignored SIGTERM, or outlived the leader, go now.
+        self.signal(libc::SIGKILL);
+        self.registration.release();
+        self.reaped = true;
+        let _ = self.child.wait();
+    }
+
+    /// Kills every member of the group at once (leftovers of an exited
+    /// leader that still hold its output).
+    pub(super) fn kill_all(&self) {
+        self.signal(libc::SIGKILL);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        if self.pid > 0 && !self.reaped {
+            // SAFETY: signals the process group created for this child; its
+            // unreaped leader keeps the group ID ours.
+            unsafe { libc::kill(-self.pid, signal) };
+        }
+    }
+
+    /// Reaps the exited leader.
+    pub(super) fn reap(&mut self) -> std::io::Result<ExitStatus> {
+        self.registration.release();
+        self.reaped = true;
+        self.child.wait()
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+/// A pidfd for `pid`, or a watcher thread's pipe where the kernel has none.
+fn exit_fd(pid: i32) -> std::io::Result<ExitFd> {
+    // SAFETY: pidfd_open takes a PID and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd >= 0 {
+        // SAFETY: the kernel just gave us this descriptor.
+        return Ok(ExitFd::Pidfd(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }));
+    }
+    let (reader, writer) = std::io::pipe()?;
+    std::thread::spawn(move || {
+        loop {
+            // SAFETY: siginfo_t is plain data; waitid writes into it.
+            let mut info = unsafe { std::mem::zeroed::<libc::siginfo_t>() };
+            // SAFETY: waits for our own child with WNOWAIT, which leaves it
+            // to be reaped later by its handle.
+            let status = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if status == 0
+                || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
+                break;
+            }
+        }
+        drop(writer);
+    });
+    Ok(ExitFd::Watcher(reader))
+}

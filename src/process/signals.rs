@@ -1,0 +1,216 @@
+//! Interrupts: SIGINT, SIGTERM and SIGHUP end every running provider's
+//! process group before this process ends by the same signal.
+//!
+//! Each running call registers its group in a fixed table that the signal
+//! handler reads. Registration and the spawn itself happen under one gate,
+//! which the dying thread takes before its final sweep: a provider that is
+//! being started while a signal arrives is therefore either refused or
+//! registered in time to be killed, never left behind.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The process groups of the running calls, for the interrupt handler; 0
+/// marks a free slot. Describes run several at a time.
+static ACTIVE_GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; GROUP_SLOTS];
+const GROUP_SLOTS: usize = 32;
+/// Set once [`forward_interrupts`] installed its handler.
+static FORWARDING: AtomicBool = AtomicBool::new(false);
+/// The signal that interrupted the running call, or 0.
+static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
+/// Set by [`forward_interrupts_deferred`].
+static DEFERRED: AtomicBool = AtomicBool::new(false);
+/// How many threads are between "about to spawn" and "group registered".
+static SPAWNING: AtomicUsize = AtomicUsize::new(0);
+/// Held while a provider is spawned and registered, and by the thread that
+/// ends this process, so that its sweep sees every group.
+static SPAWN_GATE: Mutex<()> = Mutex::new(());
+
+const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Makes SIGINT, SIGTERM and SIGHUP end the running provider's whole process
+/// group (SIGTERM, then SIGKILL for what survives the grace period) before
+/// this process ends by the same signal. A provider does not share the
+/// terminal's process group, so it would not see a Ctrl-C otherwise.
+///
+/// Meant for binaries: it installs process-wide handlers. It follows every
+/// provider call that runs at the time, concurrent describes included.
+pub fn forward_interrupts() {
+    extern "C" fn on_signal(signal: libc::c_int) {
+        let mut running = SPAWNING.load(Ordering::SeqCst) > 0;
+        for slot in &ACTIVE_GROUPS {
+            let group = slot.load(Ordering::SeqCst);
+            if group > 0 {
+                running = true;
+                // SAFETY: kill is async-signal-safe and takes plain integers.
+                unsafe { libc::kill(-group, libc::SIGTERM) };
+            }
+        }
+        if running || DEFERRED.load(Ordering::SeqCst) {
+            // A waiting call notices, finishes its group off and re-raises
+            // (see `reraise`); without one, the main thread does at its next
+            // check, after cleaning up.
+            INTERRUPTED.store(signal, Ordering::SeqCst);
+        } else {
+            // SAFETY: signal and raise are async-signal-safe.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                libc::raise(signal);
+            }
+        }
+    }
+    for signal in FORWARDED {
+        // SAFETY: the handler only touches atomics and calls
+        // async-signal-safe functions; it lives for the whole program.
+        unsafe {
+            libc::signal(signal, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+    FORWARDING.store(true, Ordering::SeqCst);
+}
+
+/// Like [`forward_interrupts`], but a signal that arrives while no provider
+/// runs is also only noted, and acted on at the next [`exit_if_interrupted`]
+/// or provider call, so the directories given to [`remove_on_interrupt`] are
+/// removed first. The caller must check regularly.
+pub fn forward_interrupts_deferred() {
+    DEFERRED.store(true, Ordering::SeqCst);
+    forward_interrupts();
+}
+
+/// Ends this process by the signal that was noted, if any (see
+/// [`forward_interrupts_deferred`]).
+pub fn exit_if_interrupted() {
+    if let Some(signal) = interrupted() {
+        reraise(signal);
+    }
+}
+
+/// The forwarded signal that arrived, if one did.
+pub(super) fn interrupted() -> Option<libc::c_int> {
+    match INTERRUPTED.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
+/// Directories and files removed before this process ends by a forwarded
+/// signal.
+static REMOVE_ON_INTERRUPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes `dir` (recursively; or a file) if this process is ended by a
+/// forwarded signal; [`keep_on_interrupt`] undoes it.
+pub fn remove_on_interrupt(dir: &Path) {
+    let mut dirs = REMOVE_ON_INTERRUPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    dirs.push(dir.to_owned());
+}
+
+pub fn keep_on_interrupt(dir: &Path) {
+    let mut dirs = REMOVE_ON_INTERRUPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    dirs.retain(|d| d != dir);
+}
+
+/// Ends this process by the signal that interrupted a call. Calls running
+/// in other threads got SIGTERM from the handler at least a grace period
+/// ago (the caller waited that long for its own group); what is left of
+/// their groups gets SIGKILL, so nothing outlives this process.
+pub(super) fn reraise(signal: libc::c_int) -> ! {
+    // Waits for a spawn in progress to register its group, and keeps any
+    // later one from starting: the gate is never given back.
+    let gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::forget(gate);
+    for slot in &ACTIVE_GROUPS {
+        let group = slot.load(Ordering::SeqCst);
+        if group > 0 {
+            // SAFETY: the group's leader is unreaped until its slot is
+            // cleared, so the ID is still that group's.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+    }
+    let dirs = std::mem::take(
+        &mut *REMOVE_ON_INTERRUPT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    for path in dirs {
+        if std::fs::remove_dir_all(&path).is_err() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    // SAFETY: restores the default action and raises the signal again.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    std::process::exit(128 + signal)
+}
+
+/// Where a running group is registered for the interrupt handler.
+#[derive(Debug)]
+pub(super) struct Registration {
+    slot: Option<usize>,
+    group: i32,
+}
+
+impl Registration {
+    /// Gives the slot back, if it still holds the group (so a second call
+    /// changes nothing). Must happen before the group's leader is reaped.
+    pub(super) fn release(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let _ = ACTIVE_GROUPS[slot].compare_exchange(
+                self.group,
+                0,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
+    }
+}
+
+/// Runs `spawn`, which starts a process-group leader and returns its PID
+/// with the spawned value, and registers the group for the interrupt
+/// handler before any signal can be acted on. A forwarded signal that came
+/// first ends this process instead.
+pub(super) fn spawn_registered<T>(
+    spawn: impl FnOnce() -> std::io::Result<(T, i32)>,
+) -> std::io::Result<(T, Registration)> {
+    let gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
+    SPAWNING.fetch_add(1, Ordering::SeqCst);
+    if let Some(signal) = interrupted() {
+        SPAWNING.fetch_sub(1, Ordering::SeqCst);
+        drop(gate);
+        reraise(signal);
+    }
+    let spawned = spawn();
+    let result = spawned.map(|(value, group)| {
+        let slot = if FORWARDING.load(Ordering::SeqCst) {
+            register(group)
+        } else {
+            None
+        };
+        (value, Registration { slot, group })
+    });
+    SPAWNING.fetch_sub(1, Ordering::SeqCst);
+    drop(gate);
+    if result.is_err() {
+        // No call will wait and notice a signal that came meanwhile.
+        exit_if_interrupted();
+    }
+    result
+}
+
+fn register(group: i32) -> Option<usize> {
+    let slot = ACTIVE_GROUPS.iter().position(|slot| {
+        slot.compare_exchange(0, group, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    });
+    if slot.is_none() {
+        log::warn!("more than {GROUP_SLOTS} providers run at once; an interrupt may miss some");
+    }
+    slot
+}

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::metadata::REDACTED;
 use crate::text::escape;
 use group::Group;
-use pipes::{poll, Feeder, LineReader};
+use pipes::{poll, text, Feeder, LineReader};
 
 mod group;
 mod pipes;
@@ -170,7 +170,16 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
 /// flush buffered output, so a slow provider's resources show as they come.
 pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
     let deadline = Instant::now() + call.timeout.min(MAX_TIMEOUT);
-    let mut command = Command::new(call.program);
+    // The provider runs in `/`; a relative path (from `-I dir`) means the
+    // caller's working directory, so it is made absolute first.
+    let spawn_error = |source| Error::Spawn {
+        provider: call.label.to_owned(),
+        file: call.program.to_owned(),
+        action: call.action.to_owned(),
+        source,
+    };
+    let program = std::path::absolute(call.program).map_err(spawn_error)?;
+    let mut command = Command::new(&program);
     command
         .args(&call.args)
         .current_dir("/")
@@ -183,12 +192,6 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let spawn_error = |source| Error::Spawn {
-        provider: call.label.to_owned(),
-        file: call.program.to_owned(),
-        action: call.action.to_owned(),
-        source,
-    };
     let mut group = Group::spawn(&mut command).map_err(spawn_error)?;
     // The Command holds no pipe ends of ours after the spawn; ours are in
     // the child handle, so EOF means the provider and everything it
@@ -318,7 +321,7 @@ impl Running<'_> {
                         self.call.max_line
                     )));
                 }
-                let line = String::from_utf8_lossy(piece.bytes);
+                let line = text(piece.bytes);
                 let length = line.len() + 1;
                 match sink(&line) {
                     Ok(Budget::Continue) => answer_bytes += length,

@@ -507,3 +507,22 @@ fn an_interrupt_while_describes_are_being_started_leaves_none_behind() {
     assert!(rest.lines().all(|line| line == "started"), "{rest}");
     assert!(rest.lines().count() < 24, "none starts after the interrupt");
 }
+
+#[test]
+fn a_relative_data_directory_means_the_callers_working_directory() {
+    // Providers run in `/`; `-I dir` is still taken from where ralsh runs.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        &data.path().join("data"),
+        "here",
+        "#!/bin/sh\nprintf '# simple\\nname: cwd\\nwhere: %s\\n' \"$PWD\"\n",
+        &["where"],
+    );
+    let run = run(sandbox
+        .command()
+        .current_dir(data.path())
+        .args(["-I", "data", "here"]));
+    run.expect(0);
+    assert_eq!(run.stdout, "here::here { 'cwd':\n  where => '/',\n}\n");
+}

@@ -103,6 +103,22 @@ pub fn argument(key: &str, value: &Value) -> String {
     }
 }
 
+/// `text` without leading and trailing whitespace, exactly as `str::trim`
+/// has it, but without decoding characters when both ends are plain ASCII
+/// (nearly always): this runs three times per line of every listing.
+fn trim(text: &str) -> &str {
+    let trimmed = text.trim_ascii();
+    let unsure = |byte: Option<&u8>| byte.is_some_and(|&b| b >= 0x80 || b == 0x0b);
+    let bytes = trimmed.as_bytes();
+    if unsure(bytes.first()) || unsure(bytes.last()) {
+        // Non-ASCII whitespace (U+00A0, U+3000, ...) or a vertical tab,
+        // which `trim_ascii` keeps.
+        trimmed.trim()
+    } else {
+        trimmed
+    }
+}
+
 /// Splits output into `key: value` pairs, handling the header and
 /// `ral_error` ... `ral_eom` blocks.
 #[derive(Debug, Default)]
@@ -123,7 +139,7 @@ struct Pair<'a> {
 impl Lines {
     fn feed<'a>(&mut self, raw: &'a str) -> Result<Option<Pair<'a>>, OutputError> {
         self.line_no += 1;
-        let line = raw.trim();
+        let line = trim(raw);
         if let Some(message) = &mut self.error {
             // Inside an error message everything up to `ral_eom` is text, and
             // everything after it is disregarded.
@@ -157,8 +173,8 @@ impl Lines {
                 escape(line)
             )));
         };
-        let key = key.trim();
-        let value = value.trim();
+        let key = trim(key);
+        let value = trim(value);
         if key.is_empty() {
             return Err(OutputError::Protocol(format!(
                 "line {}: empty key in '{}'",
@@ -438,6 +454,25 @@ mod tests {
         assert!(
             matches!(update("a", "# simple\nname: a\nral_unknown: true"), Err(OutputError::Reported(m)) if m.contains("cannot be created"))
         );
+    }
+
+    #[test]
+    fn trimming_matches_str_trim() {
+        for text in [
+            "",
+            " ",
+            "a",
+            " a b ",
+            "\ta\r",
+            "\u{b}a\u{b}",
+            "\u{a0}a\u{3000}",
+            " \u{85}x\u{2029} ",
+            "é",
+            " é ",
+            "x\u{c}",
+        ] {
+            assert_eq!(trim(text), text.trim(), "{text:?}");
+        }
     }
 
     #[test]

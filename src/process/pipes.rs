@@ -180,6 +180,16 @@ impl LineReader {
     }
 }
 
+/// `bytes` as text: borrowed when it is UTF-8, which is checked much faster
+/// than `String::from_utf8_lossy` finds it out; invalid sequences become
+/// U+FFFD.
+pub(super) fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Writes a document to a child's stdin as the pipe takes it, then closes
 /// it. A child that stops reading early only loses the rest.
 pub(super) struct Feeder {

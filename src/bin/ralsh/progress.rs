@@ -53,6 +53,11 @@ impl Progress {
 
     /// Called as resources arrive (and while waiting for more).
     pub fn tick(&mut self, count: usize) {
+        // Most listings show no progress; they should not read the clock
+        // once per resource either.
+        if !self.enabled {
+            return;
+        }
         if let Some(line) = self.due(count, Instant::now()) {
             let mut err = std::io::stderr().lock();
             let _ = err.write_all(line.as_bytes()).and_then(|()| err.flush());

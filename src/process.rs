@@ -205,8 +205,11 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
             LineReader::new(stderr.ok_or_else(missing_pipe)?)?,
         ))
     })();
-    let (stdin, stdout, stderr) =
-        pipes.map_err(|e| Error::io("setting up a provider's pipes", e))?;
+    let (stdin, stdout, stderr) = pipes.map_err(|e| {
+        // No wait follows that would notice an interrupt taken meanwhile.
+        group.check_interrupt();
+        Error::io("setting up a provider's pipes", e)
+    })?;
     let mut running = Running {
         group,
         call,
@@ -238,45 +241,46 @@ struct StderrLog {
 }
 
 impl StderrLog {
-    /// Logs every line that arrived so far.
-    fn drain(&mut self, call: &Call) {
-        loop {
-            while let Some(piece) = self.reader.next_piece(MAX_LINE) {
-                // The rest of a line cut at the limit is dropped.
-                if piece.continues {
-                    continue;
-                }
-                let text = escape(&redact(
-                    &String::from_utf8_lossy(piece.bytes),
-                    &call.secrets,
-                ));
-                let (level, message) = stderr_level(&text);
-                let message = if piece.ends {
-                    message.to_owned()
-                } else {
-                    format!("{message}... (line cut at {MAX_LINE} bytes)")
-                };
-                if call.log_stderr {
-                    log::log!(target: call.label, level, "{message}");
-                }
-                self.summary.lines += 1;
-                if level == log::Level::Error {
-                    self.summary.errors += 1;
-                }
-                if self.summary.tail.len() == STDERR_TAIL {
-                    self.summary.tail.remove(0);
-                }
-                self.summary.tail.push(message);
+    /// Logs the lines that arrived, reading the pipe at most once: a
+    /// provider that floods stderr must not keep the call from its time
+    /// limit or from an interrupt, which the caller checks between reads.
+    fn read_some(&mut self, call: &Call) {
+        self.log_lines(call);
+        match self.reader.fill() {
+            Ok(_) => self.log_lines(call),
+            // Unreadable stderr is treated as closed.
+            Err(_) => self.reader.give_up(),
+        }
+    }
+
+    /// Logs every complete line in the buffer.
+    fn log_lines(&mut self, call: &Call) {
+        while let Some(piece) = self.reader.next_piece(MAX_LINE) {
+            // The rest of a line cut at the limit is dropped.
+            if piece.continues {
+                continue;
             }
-            match self.reader.fill() {
-                Ok(true) => continue,
-                Ok(false) => return,
-                // Unreadable stderr is treated as closed.
-                Err(_) => {
-                    self.reader.give_up();
-                    return;
-                }
+            let text = escape(&redact(
+                &String::from_utf8_lossy(piece.bytes),
+                &call.secrets,
+            ));
+            let (level, message) = stderr_level(&text);
+            let message = if piece.ends {
+                message.to_owned()
+            } else {
+                format!("{message}... (line cut at {MAX_LINE} bytes)")
+            };
+            if call.log_stderr {
+                log::log!(target: call.label, level, "{message}");
             }
+            self.summary.lines += 1;
+            if level == log::Level::Error {
+                self.summary.errors += 1;
+            }
+            if self.summary.tail.len() == STDERR_TAIL {
+                self.summary.tail.remove(0);
+            }
+            self.summary.tail.push(message);
         }
     }
 }
@@ -309,6 +313,7 @@ impl Running<'_> {
         let mut answer_bytes = 0usize;
         // Lines were handed to the sink since `idle` was last called.
         let mut fresh = false;
+        let mut told_complete = false;
         // Set once the provider exited while its output is still open: its
         // children may keep it open only until then.
         let mut linger_until: Option<Instant> = None;
@@ -327,7 +332,7 @@ impl Running<'_> {
                     Ok(Budget::Continue) => answer_bytes += length,
                     Ok(Budget::Reset) => answer_bytes = length,
                     Err(e) => {
-                        self.group.terminate();
+                        self.end_early();
                         return Err(e);
                     }
                 }
@@ -340,10 +345,14 @@ impl Running<'_> {
                 }
             }
             if !self.stdout.is_done() {
-                // A provider that never pauses is still held to its limits.
+                // A provider that never pauses is still held to its limits,
+                // and what it says on stderr meanwhile is logged as it comes.
                 self.group.check_interrupt();
                 if Instant::now() >= deadline {
                     return Err(self.time_out());
+                }
+                if !self.stderr.reader.is_done() {
+                    self.stderr.read_some(self.call);
                 }
                 match self.stdout.fill() {
                     Ok(true) => continue,
@@ -352,11 +361,12 @@ impl Running<'_> {
                 }
             }
             // Everything written so far is consumed; the wait for more
-            // starts now.
-            if fresh || self.stdout.is_done() {
+            // starts now (or the output is complete: told once).
+            if fresh || (self.stdout.is_done() && !told_complete) {
                 fresh = false;
+                told_complete = self.stdout.is_done();
                 if let Err(e) = idle() {
-                    self.group.terminate();
+                    self.end_early();
                     return Err(e);
                 }
             }
@@ -440,7 +450,7 @@ impl Running<'_> {
             if Some(fd.fd) == self.group.exit_fd() {
                 self.group.note_exit();
             } else if fd.fd == self.stderr.reader.fd() {
-                self.stderr.drain(self.call);
+                self.stderr.read_some(self.call);
             } else if Some(fd.fd) == self.stdin.fd() {
                 self.stdin.write_some();
             }
@@ -460,8 +470,17 @@ impl Running<'_> {
         self.group.kill_all();
     }
 
-    fn time_out(&mut self) -> Error {
+    /// Ends the provider before its output is complete. What it already
+    /// wrote on stderr is logged first: it often says why.
+    fn end_early(&mut self) {
+        if !self.stderr.reader.is_done() {
+            self.stderr.read_some(self.call);
+        }
         self.group.terminate();
+    }
+
+    fn time_out(&mut self) -> Error {
+        self.end_early();
         Error::Timeout {
             provider: self.call.label.to_owned(),
             action: self.call.action.to_owned(),
@@ -470,7 +489,7 @@ impl Running<'_> {
     }
 
     fn abandon(&mut self, message: String) -> Error {
-        self.group.terminate();
+        self.end_early();
         Error::Protocol {
             provider: self.call.label.to_owned(),
             action: self.call.action.to_owned(),

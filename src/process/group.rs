@@ -60,6 +60,9 @@ impl Group {
                 unsafe { libc::kill(-pid, libc::SIGKILL) };
                 registration.release();
                 let _ = child.wait();
+                // No wait follows that would notice an interrupt taken
+                // while the spawn was in progress.
+                signals::exit_if_interrupted();
                 return Err(e);
             }
         };

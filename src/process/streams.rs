@@ -137,7 +137,11 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
             fd3.map(LineReader::new).transpose()?,
         ])
     })();
-    let [stdout, stderr, fd3] = pipes.map_err(|e| Error::io("setting up a program's pipes", e))?;
+    let [stdout, stderr, fd3] = pipes.map_err(|e| {
+        // No wait follows that would notice an interrupt taken meanwhile.
+        group.check_interrupt();
+        Error::io("setting up a program's pipes", e)
+    })?;
     let running = Running {
         group,
         label: call.label,
@@ -250,38 +254,27 @@ impl Running<'_> {
     }
 }
 
-/// Passes on every line that arrived; a line is passed on whole up to
-/// [`MAX_STREAM_LINE`], in pieces beyond that.
+/// Passes on the lines that arrived, reading the pipe at most once, so that
+/// a program flooding its output is still held to its time limit and to
+/// interrupts, which the loop checks between reads. A line is passed on
+/// whole up to [`MAX_STREAM_LINE`], in pieces beyond that.
 fn pass_lines(reader: &mut LineReader, stream: Stream, on_line: &mut dyn FnMut(Stream, &[u8])) {
-    loop {
-        while let Some(piece) = reader.next_piece(MAX_STREAM_LINE) {
-            on_line(stream, piece.bytes);
-        }
-        match reader.fill() {
-            Ok(true) => continue,
-            Ok(false) => return,
-            // Unreadable output is treated as closed.
-            Err(_) => {
-                reader.give_up();
-                return;
-            }
-        }
+    // Unreadable output is treated as closed.
+    if reader.fill().is_err() {
+        reader.give_up();
+    }
+    while let Some(piece) = reader.next_piece(MAX_STREAM_LINE) {
+        on_line(stream, piece.bytes);
     }
 }
 
 /// Keeps the first [`MAX_FD3`] bytes of fd 3; the rest is read and dropped.
+/// Reads at most once, like [`pass_lines`].
 fn keep_fd3(reader: &mut LineReader, kept: &mut Vec<u8>) {
-    loop {
-        let bytes = reader.take_all();
-        let room = MAX_FD3.saturating_sub(kept.len());
-        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        match reader.fill() {
-            Ok(true) => continue,
-            Ok(false) => return,
-            Err(_) => {
-                reader.give_up();
-                return;
-            }
-        }
+    if reader.fill().is_err() {
+        reader.give_up();
     }
+    let bytes = reader.take_all();
+    let room = MAX_FD3.saturating_sub(kept.len());
+    kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
 }

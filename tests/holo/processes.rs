@@ -99,6 +99,27 @@ fn a_hung_plugin_is_killed_at_the_time_limit() {
 }
 
 /// The process ID a plugin wrote to `file`.
+#[test]
+fn a_plugin_flooding_its_output_is_still_killed_at_the_time_limit() {
+    let work = tempfile::tempdir().unwrap();
+    // `yes` writes faster than lines are handled, so a read never finds
+    // the pipe empty; the limit must hold between reads all the same.
+    root_with_plugin(work.path(), "apply) exec yes 'out line' ;;");
+    let output = ral(work.path(), &["apply", "--timeout", "1", "--strict"])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("!! plugin t: apply did not finish within 1s"),
+        "{}",
+        &stderr[..stderr.len().min(2000)]
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!work.path().join("target/run/holo.pid").exists());
+    assert_eq!(cache_dirs_left(work.path()), 0);
+}
+
 fn pid_in(file: &Path) -> i32 {
     std::fs::read_to_string(file)
         .unwrap()

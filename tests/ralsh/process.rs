@@ -526,3 +526,45 @@ fn a_relative_data_directory_means_the_callers_working_directory() {
     run.expect(0);
     assert_eq!(run.stdout, "here::here { 'cwd':\n  where => '/',\n}\n");
 }
+
+#[test]
+fn a_provider_flooding_stderr_is_still_killed_at_the_time_limit() {
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
+        "chatty",
+        "#!/bin/sh\necho '# simple'\nexec yes 'debug: again' >&2\n",
+        &[],
+    );
+    let run = sandbox.ralsh(&[
+        "-I",
+        data.path().to_str().unwrap(),
+        "--timeout",
+        "1",
+        "chatty",
+    ]);
+    run.expect(2);
+    run.stderr_has("chatty::chatty: list did not finish within 1s");
+}
+
+#[test]
+fn stderr_written_before_a_rejected_answer_is_logged() {
+    // The provider explains itself on stderr, then writes a line over the
+    // limit while its listing is still streaming: the explanation must be
+    // shown with the error, not lost with the killed provider.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
+        "explains",
+        "#!/bin/sh\necho '# simple'\nawk 'BEGIN { for (i = 0; i < 50000; i++) print \"name: r\" i }'\n\
+         echo 'error: the database is corrupt' >&2\n\
+         awk 'BEGIN { s = \"x\"; while (length(s) < 70000) s = s s; print \"name: \" s }'\n",
+        &[],
+    );
+    let run = sandbox.ralsh(&["-I", data.path().to_str().unwrap(), "-j", "explains"]);
+    run.expect(2);
+    run.stderr_has("error: [explains::explains] the database is corrupt");
+    run.stderr_has("a line of output is longer than 65536 bytes");
+}

@@ -11,6 +11,7 @@ import sys
 from datetime import datetime, timezone
 
 results = sys.argv[1]
+criterion = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def medians(name):
@@ -102,6 +103,17 @@ for row in ROWS:
 print()
 for note in NOTES:
     print(note + "\n")
+floor = medians("floor")
+find = medians("find")
+if floor and find and len(floor) == 2 and len(find) == 2:
+    (_, true_time, _), (_, version_time, _) = floor
+    provider_time = find[0][1]
+    print("Start-up floor, timed like the first row: `/bin/true` takes %s and "
+          "`ralsh --version` %s. Against a provider find of %s, the 1.5x target "
+          "leaves ralsh %s for everything it does, including starting itself "
+          "(%.0f%% of that budget alone).\n" % (
+              ms(true_time), ms(version_time), ms(provider_time),
+              ms(provider_time * 0.5), 100 * version_time / (provider_time * 0.5)))
 if cold:
     print("Cold metadata cache, 200 describe-only providers (each described, eight at")
     print("a time): median %s over %d runs.\n" % (ms(cold[0][1]), cold[0][2]))
@@ -123,5 +135,41 @@ for name, label in [("users", "user"), ("packages", "package")]:
         print("`ralsh %s` uses %.0f%% of Puppet's peak memory (target: at most 10%%)." % (
             label, 100 * ours / theirs))
 print()
-print("The `# simple` parser and the output writers on their own: `cargo bench`")
-print("(criterion; see the figures it prints, and the note in README).")
+
+
+def criterion_estimate(bench_id):
+    """(median seconds, its 95% interval, throughput bytes or elements and
+    which) of one criterion benchmark, or None."""
+    base = os.path.join(criterion or "", bench_id, "new")
+    try:
+        with open(os.path.join(base, "estimates.json")) as handle:
+            median = json.load(handle)["median"]
+        with open(os.path.join(base, "benchmark.json")) as handle:
+            throughput = json.load(handle)["throughput"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    interval = median["confidence_interval"]
+    (unit, amount), = throughput.items()
+    return (median["point_estimate"] / 1e9, interval["lower_bound"] / 1e9,
+            interval["upper_bound"] / 1e9, unit, amount)
+
+
+print("## Parsers and writers alone (criterion, `cargo bench`)\n")
+print("| benchmark | median | throughput | target |")
+print("| --- | --- | --- | --- |")
+for bench_id, target in [("simple_parser/list_10k_resources", "≥ 200 MB/s"),
+                         ("writers/json_stream_10k_resources", ""),
+                         ("writers/human_10k_resources", "")]:
+    found = criterion_estimate(bench_id)
+    if not found:
+        continue
+    median, low, high, unit, amount = found
+    if unit == "Bytes":
+        rate = "%.0f MB/s (%.0f to %.0f)" % (amount / median / 1e6, amount / high / 1e6,
+                                             amount / low / 1e6)
+        if target:
+            target += " — %s" % ("met" if amount / median / 1e6 >= 200 else "**not met**")
+    else:
+        rate = "%.1f M resources/s" % (amount / median / 1e6)
+    print("| `%s` | %s | %s | %s |" % (bench_id, ms(median), rate, target))
+print()

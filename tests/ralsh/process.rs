@@ -354,18 +354,24 @@ fn over_long_stderr_lines_are_cut() {
     assert_eq!(lines[1], "ralsh: warn: [scripted::scripted] next");
 }
 
-#[test]
-fn an_interrupt_ends_every_describe_running_at_once() {
+/// Starts ralsh listing providers over `count` describe-only providers,
+/// described concurrently; each ignores SIGTERM and holds ROOT/held open
+/// until it dies. Returns the data directory (keep it alive), ralsh and the
+/// read end of ROOT/held.
+fn start_slow_describes(
+    sandbox: &Sandbox,
+    count: usize,
+) -> (
+    tempfile::TempDir,
+    std::process::Child,
+    BufReader<std::fs::File>,
+) {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::ExitStatusExt;
 
-    // Four describe-only providers, described concurrently; each ignores
-    // SIGTERM and holds ROOT/held open until it dies.
-    let sandbox = Sandbox::new();
     mkfifo(&sandbox.root().join("held"));
     let data = tempfile::tempdir().unwrap();
     std::fs::create_dir(data.path().join("providers")).unwrap();
-    for n in 1..=4 {
+    for n in 1..=count {
         let script = data.path().join(format!("providers/slow{n}.prov"));
         std::fs::write(
             &script,
@@ -374,15 +380,25 @@ fn an_interrupt_ends_every_describe_running_at_once() {
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let mut child = sandbox
+    let child = sandbox
         .command()
+        .arg("--no-cache")
         .arg("-I")
         .arg(data.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    let held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    (data, child, held)
+}
+
+#[test]
+fn an_interrupt_ends_every_describe_running_at_once() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let sandbox = Sandbox::new();
+    let (_data, mut child, mut held) = start_slow_describes(&sandbox, 4);
     for _ in 0..4 {
         let mut line = String::new();
         held.read_line(&mut line).unwrap();
@@ -466,35 +482,12 @@ fn a_listing_that_never_pauses_still_meets_its_time_limit() {
 
 #[test]
 fn an_interrupt_while_describes_are_being_started_leaves_none_behind() {
-    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::ExitStatusExt;
 
     // More describe-only providers than run at once: the interrupt comes
-    // while some are still being started. Each ignores SIGTERM and holds
-    // ROOT/held open until it dies.
+    // while some are still being started.
     let sandbox = Sandbox::new();
-    mkfifo(&sandbox.root().join("held"));
-    let data = tempfile::tempdir().unwrap();
-    std::fs::create_dir(data.path().join("providers")).unwrap();
-    for n in 1..=24 {
-        let script = data.path().join(format!("providers/slow{n}.prov"));
-        std::fs::write(
-            &script,
-            "#!/bin/sh\ntrap '' TERM\nexec 3>\"$RALSH_ROOT_DIR/held\"\necho started >&3\nexec sleep 1000\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let mut child = sandbox
-        .command()
-        .arg("--no-cache")
-        .arg("-I")
-        .arg(data.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    let (_data, mut child, mut held) = start_slow_describes(&sandbox, 24);
     let mut line = String::new();
     held.read_line(&mut line).unwrap();
     assert_eq!(line, "started\n");

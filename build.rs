@@ -48,25 +48,30 @@ fn main() {
     std::fs::write(out, source).expect("write bundled_providers.rs");
 }
 
-/// The types of the bundled providers, read from their `.yaml` files, so
-/// that `ralsh TYPE` can tell without touching the disk that no bundled
-/// provider has that type. Every bundled provider must have a `.yaml`.
+/// The type of each bundled provider, read from its `.yaml` file, so that
+/// `ralsh TYPE` knows without touching the disk which bundled providers (if
+/// any) have that type. Every bundled provider must have a `.yaml`.
 fn types_table(dir: &Path, names: &[String]) -> String {
-    let mut types: Vec<String> = names
+    let providers: Vec<(String, String)> = names
         .iter()
-        .filter_map(|name| name.strip_suffix(".prov"))
-        .map(|stem| {
+        .filter_map(|name| name.strip_suffix(".prov").map(|stem| (name, stem)))
+        .map(|(name, stem)| {
             let yaml = dir.join(format!("{stem}.yaml"));
             let text = std::fs::read_to_string(&yaml).unwrap_or_else(|e| {
                 panic!("bundled provider {stem}.prov needs {}: {e}", yaml.display())
             });
-            provider_type(&text)
-                .unwrap_or_else(|| panic!("{}: no '  type: NAME' line", yaml.display()))
+            let kind = provider_type(&text)
+                .unwrap_or_else(|| panic!("{}: no '  type: NAME' line", yaml.display()));
+            (name.clone(), kind)
         })
         .collect();
+    let mut types: Vec<&String> = providers.iter().map(|(_, kind)| kind).collect();
     types.sort();
     types.dedup();
-    format!("/// The types of the bundled providers, sorted.\npub static TYPES: &[&str] = &{types:?};\n")
+    format!(
+        "/// The types of the bundled providers, sorted.\npub static TYPES: &[&str] = &{types:?};\n\
+         /// Each bundled provider file and its type.\npub static PROVIDER_TYPES: &[(&str, &str)] = &{providers:?};\n"
+    )
 }
 
 /// The value of the first `  type:` line (the provider's type in the

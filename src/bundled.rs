@@ -35,6 +35,15 @@ pub fn has_type(kind: &str) -> bool {
     embedded::TYPES.binary_search(&kind).is_ok()
 }
 
+/// The bundled provider files (`NAME.prov`) of type `kind`, known from the
+/// binary alone.
+pub fn providers_of_type(kind: &str) -> impl Iterator<Item = &'static str> + '_ {
+    embedded::PROVIDER_TYPES
+        .iter()
+        .filter(move |(_, provider_kind)| *provider_kind == kind)
+        .map(|(file, _)| *file)
+}
+
 /// ral's cache directory: `$XDG_CACHE_HOME/ral`, `$HOME/.cache/ral`, or a
 /// per-user directory in the system temporary directory. Relative settings
 /// are ignored, as they would depend on the working directory.
@@ -230,5 +239,25 @@ mod tests {
         assert_eq!(parsed, embedded::TYPES);
         assert!(has_type("user") && has_type("package"));
         assert!(!has_type("kv") && !has_type(""));
+        // Each provider's own entry, against its parsed .yaml.
+        for (file, kind) in embedded::PROVIDER_TYPES {
+            let yaml = file.replace(".prov", ".yaml");
+            let (_, contents) = embedded::FILES
+                .iter()
+                .find(|(name, _)| *name == yaml)
+                .unwrap_or_else(|| panic!("{file} has no {yaml}"));
+            let meta =
+                Metadata::parse(std::str::from_utf8(contents).unwrap(), Path::new(&yaml)).unwrap();
+            assert_eq!(meta.type_name, *kind, "{file}");
+        }
+        let provs = embedded::FILES
+            .iter()
+            .filter(|(name, _)| name.ends_with(".prov"))
+            .count();
+        assert_eq!(embedded::PROVIDER_TYPES.len(), provs);
+        assert_eq!(
+            providers_of_type("user").collect::<Vec<_>>(),
+            ["etc_passwd.prov"]
+        );
     }
 }

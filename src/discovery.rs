@@ -5,18 +5,50 @@
 //! `X.prov ral_action=describe`, whose output is cached per version of the
 //! file ([`MetadataCache`]); the describes a run still needs run
 //! concurrently, a few at a time. A broken provider is skipped with one
-//! warning naming its file and the reason; it never hides the others. When
+//! warning naming its file and the reason; it never hides the others. For
+//! `ralsh TYPE`, the bundled directory's providers of other types are not
+//! looked at at all: the binary knows each one's type. When
 //! two data directories hold a provider with the same qualified name, the
 //! earlier directory wins.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::bundled;
 use crate::error::{Error, Result};
 use crate::host::Host;
 use crate::metadata::Metadata;
 use crate::metadata_cache::{Files, Known, MetadataCache};
 use crate::provider::{is_executable, Provider};
+
+/// A directory holding `providers/*.prov`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataDir {
+    /// Given with `-I` or in `RALSH_DATA_DIR`.
+    Given(PathBuf),
+    /// The bundled providers, as [`bundled::data_dir`] wrote and checked
+    /// them: which of them has which type is known without reading it.
+    Bundled(PathBuf),
+}
+
+impl DataDir {
+    pub fn path(&self) -> &Path {
+        match self {
+            DataDir::Given(path) | DataDir::Bundled(path) => path,
+        }
+    }
+
+    /// The provider files to load: all of them, or with `only_type`, for
+    /// the bundled directory, just those of that type.
+    fn provider_files(&self, only_type: Option<&str>) -> Vec<PathBuf> {
+        match (self, only_type) {
+            (DataDir::Bundled(path), Some(kind)) => bundled::providers_of_type(kind)
+                .map(|file| path.join("providers").join(file))
+                .collect(),
+            _ => provider_files(self.path()),
+        }
+    }
+}
 
 /// The data directories to search, in order: each `-I` directory, each part
 /// of `RALSH_DATA_DIR`, then the bundled directory (if any).
@@ -24,12 +56,16 @@ pub fn data_dirs(
     includes: &[PathBuf],
     data_dir_var: Option<OsString>,
     bundled: Option<PathBuf>,
-) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = includes.to_vec();
+) -> Vec<DataDir> {
+    let mut dirs: Vec<DataDir> = includes.iter().cloned().map(DataDir::Given).collect();
     if let Some(value) = data_dir_var {
-        dirs.extend(std::env::split_paths(&value).filter(|p| !p.as_os_str().is_empty()));
+        dirs.extend(
+            std::env::split_paths(&value)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(DataDir::Given),
+        );
     }
-    dirs.extend(bundled);
+    dirs.extend(bundled.map(DataDir::Bundled));
     dirs
 }
 
@@ -47,14 +83,14 @@ const CONCURRENT_DESCRIBES: usize = 8;
 /// nor a current cache entry are described, several at a time.
 pub fn discover(
     host: &Host,
-    dirs: &[PathBuf],
+    dirs: &[DataDir],
     cache: &MetadataCache,
     only_type: Option<&str>,
 ) -> Registry {
     let context = cache_context(host);
     let mut found: Vec<Found> = dirs
         .iter()
-        .flat_map(|dir| provider_files(dir))
+        .flat_map(|dir| dir.provider_files(only_type))
         .map(|source| Found::new(source, cache, &context))
         .filter(|found| match (&found.known, only_type) {
             (Some(known), Some(wanted)) => known.kind == wanted,

@@ -30,7 +30,8 @@ pub fn escape_lines(text: &str) -> String {
     text.split('\n').map(escape).collect::<Vec<_>>().join("\n")
 }
 
-fn needs_escape(c: char) -> bool {
+/// Characters that [`escape`] writes as an escape sequence.
+pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(c,
             '\u{200b}'..='\u{200f}'   // zero-width spaces and joiners, directional marks

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use crate::metadata::{Attribute, REDACTED};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
-use crate::text::escape;
+use crate::text::{escape, needs_escape};
 use crate::types::Value;
 use crate::update::Outcome;
 
@@ -38,7 +38,9 @@ pub fn quote(text: &str) -> String {
         match c {
             '\\' => out.push_str("\\\\"),
             '\'' => out.push_str("\\'"),
-            c => out.push_str(&escape(&c.to_string())),
+            c if needs_escape(c) => out.push_str(&escape(c.encode_utf8(&mut [0; 4]))),
+            // Most characters: no escaping, and no allocation either.
+            c => out.push(c),
         }
     }
     out.push('\'');
@@ -242,6 +244,7 @@ mod tests {
         assert_eq!(quote("it's"), "'it\\'s'");
         assert_eq!(quote("a\\b"), "'a\\\\b'");
         assert_eq!(quote("l1\nl2\x1b"), "'l1\\nl2\\u{1b}'");
+        assert_eq!(quote("é\tü\u{202e}x"), "'é\\tü\\u{202e}x'");
         assert_eq!(
             value(&Value::Array(vec!["a".into(), "b c".into()])),
             "['a', 'b c']"

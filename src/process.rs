@@ -294,15 +294,6 @@ struct Running<'a> {
     stderr: StderrLog,
 }
 
-/// What one wait brought.
-enum Waited {
-    /// Something happened, or the poll interval passed; look again.
-    Again,
-    /// The time given passed.
-    TimedOut,
-    Failed(std::io::Error),
-}
-
 impl Running<'_> {
     fn consume(
         &mut self,
@@ -344,15 +335,26 @@ impl Running<'_> {
                     )));
                 }
             }
+            // The limits hold on every turn, also for a provider whose output
+            // never lets the loop wait.
+            self.group.check_interrupt();
+            if self.group.has_exited() && linger_until.is_none() && !lingered {
+                linger_until = Some(Instant::now() + OUTPUT_LINGER);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(self.time_out());
+            }
+            if linger_until.is_some_and(|linger| now >= linger) {
+                self.kill_leftovers();
+                linger_until = None;
+                lingered = true;
+            }
             if !self.stdout.is_done() {
-                // A provider that never pauses is still held to its limits,
-                // and what it says on stderr meanwhile is logged as it comes.
-                self.group.check_interrupt();
-                if Instant::now() >= deadline {
-                    return Err(self.time_out());
-                }
-                if !self.stderr.reader.is_done() {
-                    self.stderr.read_some(self.call);
+                // Stderr, stdin and the provider's exit are looked at on
+                // every read of stdout, not only when stdout pauses.
+                if let Err(e) = self.wait(now) {
+                    return Err(self.abandon(format!("waiting for its output failed: {e}")));
                 }
                 match self.stdout.fill() {
                     Ok(true) => continue,
@@ -373,21 +375,10 @@ impl Running<'_> {
             if self.stdout.is_done() && self.stderr.reader.is_done() && self.group.has_exited() {
                 break;
             }
-            if self.group.has_exited() && linger_until.is_none() && !lingered {
-                linger_until = Some(Instant::now() + OUTPUT_LINGER);
-            }
+            // Passing `until` is noticed at the top of the next turn.
             let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
-            match self.wait(until) {
-                Waited::Again => {}
-                Waited::TimedOut if linger_until.is_some() && Instant::now() < deadline => {
-                    self.kill_leftovers();
-                    linger_until = None;
-                    lingered = true;
-                }
-                Waited::TimedOut => return Err(self.time_out()),
-                Waited::Failed(e) => {
-                    return Err(self.abandon(format!("waiting for its output failed: {e}")))
-                }
+            if let Err(e) = self.wait(until) {
+                return Err(self.abandon(format!("waiting for its output failed: {e}")));
             }
         }
         let status = self.group.reap().map_err(|e| {
@@ -413,12 +404,10 @@ impl Running<'_> {
     }
 
     /// Waits for output, room on stdin or the provider's exit, at most
-    /// until `until`; logs stderr and feeds stdin as they allow.
-    fn wait(&mut self, until: Instant) -> Waited {
+    /// until `until` (not at all when it has passed); logs stderr, feeds
+    /// stdin and notes the exit as they allow.
+    fn wait(&mut self, until: Instant) -> std::io::Result<()> {
         self.group.check_interrupt();
-        if Instant::now() >= until {
-            return Waited::TimedOut;
-        }
         let wanted = [
             (!self.stdout.is_done()).then(|| self.stdout.fd()),
             (!self.stderr.reader.is_done()).then(|| self.stderr.reader.fd()),
@@ -440,9 +429,7 @@ impl Running<'_> {
                 revents: 0,
             });
         }
-        if let Err(e) = poll(&mut fds, until) {
-            return Waited::Failed(e);
-        }
+        poll(&mut fds, until)?;
         for fd in &fds {
             if fd.revents == 0 {
                 continue;
@@ -455,7 +442,7 @@ impl Running<'_> {
                 self.stdin.write_some();
             }
         }
-        Waited::Again
+        Ok(())
     }
 
     /// The provider exited but processes it started still hold its output:
@@ -477,6 +464,15 @@ impl Running<'_> {
             self.stderr.read_some(self.call);
         }
         self.group.terminate();
+        // What it said while being ended (a trap's last words) is in the
+        // pipe by now; a few reads take it, however much more is coming
+        // from a process that left the group.
+        for _ in 0..4 {
+            if self.stderr.reader.is_done() {
+                break;
+            }
+            self.stderr.read_some(self.call);
+        }
     }
 
     fn time_out(&mut self) -> Error {

@@ -561,3 +561,77 @@ fn stderr_written_before_a_rejected_answer_is_logged() {
     run.stderr_has("error: [explains::explains] the database is corrupt");
     run.stderr_has("a line of output is longer than 65536 bytes");
 }
+
+#[test]
+fn children_flooding_the_output_after_the_provider_exits_are_killed_after_the_linger() {
+    // The provider exits at once; what it left behind floods stdout with
+    // absent resources (which -a leaves out), so the host is never left
+    // waiting. It must still notice the exit and end the leftovers after
+    // the linger, not at the time limit.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
+        "leaves",
+        "#!/bin/sh\necho '# simple'\necho 'name: only'\nyes 'name: gone\nensure: absent' &\nexit 0\n",
+        &["ensure"],
+    );
+    let run = sandbox.ralsh(&[
+        "-I",
+        data.path().to_str().unwrap(),
+        "--timeout",
+        "120",
+        "-a",
+        "leaves",
+    ]);
+    run.expect(0);
+    assert_eq!(run.stdout, "leaves::leaves { 'only':\n}\n");
+    run.stderr_has("leaves::leaves: list exited, but processes it started kept its output open for 2s; killing them");
+}
+
+#[test]
+fn an_interrupt_while_the_output_is_blocked_still_ends_ralsh_by_that_signal() {
+    use std::os::unix::process::ExitStatusExt;
+
+    // ralsh's own stdout is a pipe nobody reads: it blocks writing. Ctrl-C
+    // ends the provider meanwhile; when the pipe closes, ralsh must still
+    // end by SIGINT, not report success.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
+        "big",
+        "#!/bin/sh\necho '# simple'\nexec awk 'BEGIN { for (i = 0; i < 2000000; i++) print \"name: r\" i }'\n",
+        &[],
+    );
+    let mut child = sandbox
+        .command()
+        .args(["-I", data.path().to_str().unwrap(), "big"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first, "big::big { 'r0':\n");
+    // Once the pipe is full, the kernel shows ralsh waiting in a pipe write
+    // (wchan `pipe_write`, or `anon_pipe_write` on newer kernels).
+    let wchan = format!("/proc/{}/wchan", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&wchan)
+        .unwrap_or_default()
+        .ends_with("pipe_write")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ralsh never blocked writing"
+        );
+        std::thread::yield_now();
+    }
+    // SAFETY: sends SIGINT to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    drop(stdout);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+}

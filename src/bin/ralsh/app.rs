@@ -52,7 +52,12 @@ pub fn run() -> ExitCode {
         json: args.json,
         style: human::Style { color: use_color() },
     };
-    match execute(&args, &output) {
+    let outcome = execute(&args, &output);
+    // An interrupt that came while ralsh was blocked writing its output
+    // (the provider was ended then) still ends ralsh by that signal, even
+    // if the write then failed on a closed pipe.
+    ral::process::exit_if_interrupted();
+    match outcome {
         Ok(status) => ExitCode::from(status as u8),
         Err(e) => report(&e, output.json),
     }

@@ -28,6 +28,16 @@ pub const MAX_FD3: usize = 16 * 1024 * 1024;
 /// The longest line passed on whole; longer ones arrive in pieces of this
 /// size, so memory stays bounded.
 pub const MAX_STREAM_LINE: usize = 16 * 1024 * 1024;
+/// The most output (stdout and stderr together) passed on from one run:
+/// callers keep some of it (scan output, diffs, `--json` results), and a
+/// program flooding its output must not fill the memory before its time
+/// limit. Each line counts its bytes plus [`LINE_COST`], so a flood of
+/// empty lines is bounded too. Past it the program is ended, as at the
+/// time limit.
+pub const MAX_STREAM_OUTPUT: usize = 16 * 1024 * 1024;
+/// What a line costs its keeper besides its bytes (a `String` or JSON
+/// value, and its place in a list), roughly.
+const LINE_COST: usize = 64;
 
 /// Which output stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +161,7 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         stderr: stderr.expect("stderr is piped"),
         fd3,
         fd3_kept: Vec::new(),
+        passed_on: 0,
     };
     running.consume(deadline, on_line)
 }
@@ -165,6 +176,8 @@ struct Running<'a> {
     stderr: LineReader,
     fd3: Option<LineReader>,
     fd3_kept: Vec<u8>,
+    /// Bytes of output passed on so far.
+    passed_on: usize,
 }
 
 impl Running<'_> {
@@ -219,12 +232,23 @@ impl Running<'_> {
                 if Some(fd.fd) == self.group.exit_fd() {
                     self.group.note_exit();
                 } else if fd.fd == self.stdout.fd() {
-                    pass_lines(&mut self.stdout, Stream::Stdout, on_line);
+                    self.passed_on += pass_lines(&mut self.stdout, Stream::Stdout, on_line);
                 } else if fd.fd == self.stderr.fd() {
-                    pass_lines(&mut self.stderr, Stream::Stderr, on_line);
+                    self.passed_on += pass_lines(&mut self.stderr, Stream::Stderr, on_line);
                 } else if let Some(fd3) = &mut self.fd3 {
                     keep_fd3(fd3, &mut self.fd3_kept);
                 }
+            }
+            if self.passed_on > MAX_STREAM_OUTPUT {
+                self.group.terminate();
+                return Err(Error::Protocol {
+                    provider: self.label.to_owned(),
+                    action: self.action.clone(),
+                    message: format!(
+                        "wrote more than {} MiB of output; it was killed",
+                        MAX_STREAM_OUTPUT >> 20
+                    ),
+                });
             }
         }
         // All pipes are closed; the leader may still run (it closed them).
@@ -257,15 +281,23 @@ impl Running<'_> {
 /// Passes on the lines that arrived, reading the pipe at most once, so that
 /// a program flooding its output is still held to its time limit and to
 /// interrupts, which the loop checks between reads. A line is passed on
-/// whole up to [`MAX_STREAM_LINE`], in pieces beyond that.
-fn pass_lines(reader: &mut LineReader, stream: Stream, on_line: &mut dyn FnMut(Stream, &[u8])) {
+/// whole up to [`MAX_STREAM_LINE`], in pieces beyond that. Returns what was
+/// passed on, as counted against [`MAX_STREAM_OUTPUT`].
+fn pass_lines(
+    reader: &mut LineReader,
+    stream: Stream,
+    on_line: &mut dyn FnMut(Stream, &[u8]),
+) -> usize {
     // Unreadable output is treated as closed.
     if reader.fill().is_err() {
         reader.give_up();
     }
+    let mut passed = 0;
     while let Some(piece) = reader.next_piece(MAX_STREAM_LINE) {
         on_line(stream, piece.bytes);
+        passed += piece.bytes.len() + LINE_COST;
     }
+    passed
 }
 
 /// Keeps the first [`MAX_FD3`] bytes of fd 3; the rest is read and dropped.

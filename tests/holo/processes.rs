@@ -100,11 +100,12 @@ fn a_hung_plugin_is_killed_at_the_time_limit() {
 
 /// The process ID a plugin wrote to `file`.
 #[test]
-fn a_plugin_flooding_its_output_is_still_killed_at_the_time_limit() {
+fn a_plugin_flooding_fd3_is_still_killed_at_the_time_limit() {
     let work = tempfile::tempdir().unwrap();
-    // `yes` writes faster than lines are handled, so a read never finds
-    // the pipe empty; the limit must hold between reads all the same.
-    root_with_plugin(work.path(), "apply) exec yes 'out line' ;;");
+    // `yes` writes faster than it is read, so a read never finds the pipe
+    // empty; the limit must hold between reads all the same. (Fd 3 is kept
+    // only up to its cap, so nothing but the time limit ends this.)
+    root_with_plugin(work.path(), "apply) exec yes 'not changed' >&3 ;;");
     let output = ral(work.path(), &["apply", "--timeout", "1", "--strict"])
         .stdout(Stdio::null())
         .output()
@@ -116,6 +117,28 @@ fn a_plugin_flooding_its_output_is_still_killed_at_the_time_limit() {
         &stderr[..stderr.len().min(2000)]
     );
     assert_eq!(output.status.code(), Some(1));
+    assert!(!work.path().join("target/run/holo.pid").exists());
+    assert_eq!(cache_dirs_left(work.path()), 0);
+}
+
+#[test]
+fn a_plugin_flooding_its_output_is_ended_before_it_fills_the_memory() {
+    let work = tempfile::tempdir().unwrap();
+    // --json keeps every output line: without a cap, this would grow by
+    // hundreds of MB a second until the time limit.
+    root_with_plugin(work.path(), "apply) exec yes 'out line' ;;");
+    let output = ral(work.path(), &["apply", "--json", "--timeout", "300"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let result = &doc["results"][0];
+    assert_eq!(result["result"], "failed", "{result}");
+    assert_eq!(
+        result["status"],
+        "plugin t: apply: wrote more than 16 MiB of output; it was killed"
+    );
+    let kept = result["stdout"].as_array().unwrap().len();
+    assert!(kept < 16 * 1024 * 1024 / 64, "{kept} lines kept");
     assert!(!work.path().join("target/run/holo.pid").exists());
     assert_eq!(cache_dirs_left(work.path()), 0);
 }

@@ -35,12 +35,12 @@ pub fn has_type(kind: &str) -> bool {
     embedded::TYPES.binary_search(&kind).is_ok()
 }
 
-/// The bundled provider files (`NAME.prov`) of type `kind`, known from the
-/// binary alone.
-pub fn providers_of_type(kind: &str) -> impl Iterator<Item = &'static str> + '_ {
+/// The bundled provider files (`NAME.prov`), or those of type `kind`,
+/// known from the binary alone.
+pub fn provider_files(kind: Option<&str>) -> impl Iterator<Item = &'static str> + '_ {
     embedded::PROVIDER_TYPES
         .iter()
-        .filter(move |(_, provider_kind)| *provider_kind == kind)
+        .filter(move |(_, provider_kind)| kind.is_none_or(|kind| *provider_kind == kind))
         .map(|(file, _)| *file)
 }
 
@@ -256,8 +256,9 @@ mod tests {
             .count();
         assert_eq!(embedded::PROVIDER_TYPES.len(), provs);
         assert_eq!(
-            providers_of_type("user").collect::<Vec<_>>(),
+            provider_files(Some("user")).collect::<Vec<_>>(),
             ["etc_passwd.prov"]
         );
+        assert_eq!(provider_files(None).count(), provs);
     }
 }

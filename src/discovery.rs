@@ -27,7 +27,9 @@ pub enum DataDir {
     /// Given with `-I` or in `RALSH_DATA_DIR`.
     Given(PathBuf),
     /// The bundled providers, as [`bundled::data_dir`] wrote and checked
-    /// them: which of them has which type is known without reading it.
+    /// them. Only the files built into the binary count (anything else
+    /// there was not checked), and which has which type is known without
+    /// reading them.
     Bundled(PathBuf),
 }
 
@@ -38,14 +40,14 @@ impl DataDir {
         }
     }
 
-    /// The provider files to load: all of them, or with `only_type`, for
-    /// the bundled directory, just those of that type.
+    /// The provider files to load: those in the directory, or for the
+    /// bundled one those built in (of type `only_type`, if given).
     fn provider_files(&self, only_type: Option<&str>) -> Vec<PathBuf> {
-        match (self, only_type) {
-            (DataDir::Bundled(path), Some(kind)) => bundled::providers_of_type(kind)
+        match self {
+            DataDir::Bundled(path) => bundled::provider_files(only_type)
                 .map(|file| path.join("providers").join(file))
                 .collect(),
-            _ => provider_files(self.path()),
+            DataDir::Given(path) => provider_files(path),
         }
     }
 }

@@ -289,6 +289,40 @@ fn a_changed_bundled_provider_is_written_again() {
 }
 
 #[test]
+fn files_added_to_the_bundled_directory_are_not_providers() {
+    // Only the files built into the binary were checked; anything else
+    // there is ignored, whether all providers are listed or one type.
+    let sandbox = Sandbox::new();
+    sandbox.ralsh(&["host"]).expect(0);
+    let providers = bundled_dir(sandbox.cache.path()).join("providers");
+    std::fs::write(
+        providers.join("zz_extra.prov"),
+        "#!/bin/sh\nprintf '# simple\\nname: planted\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        providers.join("zz_extra.prov"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    std::fs::write(
+        providers.join("zz_extra.yaml"),
+        "---\nprovider:\n  type: host\n  name: extra\n  invoke: simple\n  actions: [list]\n  suitable: true\n  desc: planted\n  attributes:\n    name: {}\n",
+    )
+    .unwrap();
+    let all = sandbox.ralsh(&["-j"]).expect(0).json();
+    let names = names_in(&all["providers"]);
+    assert!(names.contains(&"host::etc_hosts"), "{names:?}");
+    assert!(!names.contains(&"host::extra"), "{names:?}");
+    sandbox
+        .ralsh(&["host::extra"])
+        .expect(2)
+        .stderr_has("host::extra");
+    // `ralsh host` is not ambiguous either.
+    sandbox.ralsh(&["host"]).expect(0);
+}
+
+#[test]
 fn group_is_managed_through_the_json_convention() {
     let sandbox = Sandbox::new();
     let group = "# groups\nroot:x:0:\nstaff:x:50:alice\n";

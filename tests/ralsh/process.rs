@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 
-use crate::support::{run, Sandbox};
+use crate::support::{run, Run, Sandbox};
 
 /// True while `pid` is a live process (a zombie counts as gone: it has
 /// exited and holds nothing but its exit status).
@@ -431,19 +431,28 @@ fn write_provider(dir: &std::path::Path, name: &str, script: &str, attrs: &[&str
     std::fs::write(providers.join(format!("{name}.yaml")), yaml).unwrap();
 }
 
+/// Runs `ralsh -I DATA ARGS... NAME`, where DATA holds the one provider
+/// NAME (type NAME) that `write_provider` makes of `script` and `attrs`.
+fn ralsh_with_provider(name: &str, script: &str, attrs: &[&str], args: &[&str]) -> Run {
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(data.path(), name, script, attrs);
+    let mut all = vec!["-I", data.path().to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.push(name);
+    sandbox.ralsh(&all)
+}
+
 #[test]
 fn providers_start_with_no_blocked_signals_and_default_sigpipe() {
     // ralsh blocks and handles signals of its own; none of that may leak
     // into a provider, or `trap`, Ctrl-C and broken pipes act up there.
-    let sandbox = Sandbox::new();
-    let data = tempfile::tempdir().unwrap();
-    write_provider(
-        data.path(),
+    let run = ralsh_with_provider(
         "sigs",
         "#!/bin/sh\nprintf '# simple\\nname: self\\n'\nsed -n 's/^\\(SigBlk\\|SigIgn\\):[[:space:]]*/\\1: /p' /proc/self/status\n",
         &["SigBlk", "SigIgn"],
+        &["-j"],
     );
-    let run = sandbox.ralsh(&["-I", data.path().to_str().unwrap(), "-j", "sigs"]);
     run.expect(0);
     let doc = run.json();
     let attrs = &doc["resources"][0];
@@ -458,24 +467,14 @@ fn providers_start_with_no_blocked_signals_and_default_sigpipe() {
 
 #[test]
 fn a_listing_that_never_pauses_still_meets_its_time_limit() {
-    let sandbox = Sandbox::new();
-    let data = tempfile::tempdir().unwrap();
     // `yes` writes as fast as the pipe takes it, so the host always finds
     // more output waiting and never has to wait for the provider.
-    write_provider(
-        data.path(),
+    let run = ralsh_with_provider(
         "endless",
         "#!/bin/sh\necho '# simple'\nexec yes 'name: x'\n",
         &[],
+        &["--timeout", "1", "-j"],
     );
-    let run = sandbox.ralsh(&[
-        "-I",
-        data.path().to_str().unwrap(),
-        "--timeout",
-        "1",
-        "-j",
-        "endless",
-    ]);
     run.expect(2);
     run.stderr_has("endless::endless: list did not finish within 1s");
 }
@@ -522,21 +521,12 @@ fn a_relative_data_directory_means_the_callers_working_directory() {
 
 #[test]
 fn a_provider_flooding_stderr_is_still_killed_at_the_time_limit() {
-    let sandbox = Sandbox::new();
-    let data = tempfile::tempdir().unwrap();
-    write_provider(
-        data.path(),
+    let run = ralsh_with_provider(
         "chatty",
         "#!/bin/sh\necho '# simple'\nexec yes 'debug: again' >&2\n",
         &[],
+        &["--timeout", "1"],
     );
-    let run = sandbox.ralsh(&[
-        "-I",
-        data.path().to_str().unwrap(),
-        "--timeout",
-        "1",
-        "chatty",
-    ]);
     run.expect(2);
     run.stderr_has("chatty::chatty: list did not finish within 1s");
 }
@@ -546,17 +536,14 @@ fn stderr_written_before_a_rejected_answer_is_logged() {
     // The provider explains itself on stderr, then writes a line over the
     // limit while its listing is still streaming: the explanation must be
     // shown with the error, not lost with the killed provider.
-    let sandbox = Sandbox::new();
-    let data = tempfile::tempdir().unwrap();
-    write_provider(
-        data.path(),
+    let run = ralsh_with_provider(
         "explains",
         "#!/bin/sh\necho '# simple'\nawk 'BEGIN { for (i = 0; i < 50000; i++) print \"name: r\" i }'\n\
          echo 'error: the database is corrupt' >&2\n\
          awk 'BEGIN { s = \"x\"; while (length(s) < 70000) s = s s; print \"name: \" s }'\n",
         &[],
+        &["-j"],
     );
-    let run = sandbox.ralsh(&["-I", data.path().to_str().unwrap(), "-j", "explains"]);
     run.expect(2);
     run.stderr_has("error: [explains::explains] the database is corrupt");
     run.stderr_has("a line of output is longer than 65536 bytes");
@@ -568,22 +555,12 @@ fn children_flooding_the_output_after_the_provider_exits_are_killed_after_the_li
     // absent resources (which -a leaves out), so the host is never left
     // waiting. It must still notice the exit and end the leftovers after
     // the linger, not at the time limit.
-    let sandbox = Sandbox::new();
-    let data = tempfile::tempdir().unwrap();
-    write_provider(
-        data.path(),
+    let run = ralsh_with_provider(
         "leaves",
         "#!/bin/sh\necho '# simple'\necho 'name: only'\nyes 'name: gone\nensure: absent' &\nexit 0\n",
         &["ensure"],
+        &["--timeout", "120", "-a"],
     );
-    let run = sandbox.ralsh(&[
-        "-I",
-        data.path().to_str().unwrap(),
-        "--timeout",
-        "120",
-        "-a",
-        "leaves",
-    ]);
     run.expect(0);
     assert_eq!(run.stdout, "leaves::leaves { 'only':\n}\n");
     run.stderr_has("leaves::leaves: list exited, but processes it started kept its output open for 2s; killing them");

@@ -65,12 +65,8 @@ fn types_table(dir: &Path, names: &[String]) -> String {
             (name.clone(), kind)
         })
         .collect();
-    let mut types: Vec<&String> = providers.iter().map(|(_, kind)| kind).collect();
-    types.sort();
-    types.dedup();
     format!(
-        "/// The types of the bundled providers, sorted.\npub static TYPES: &[&str] = &{types:?};\n\
-         /// Each bundled provider file and its type.\npub static PROVIDER_TYPES: &[(&str, &str)] = &{providers:?};\n"
+        "/// Each bundled provider file and its type.\npub static PROVIDER_TYPES: &[(&str, &str)] = &{providers:?};\n"
     )
 }
 

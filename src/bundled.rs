@@ -32,7 +32,7 @@ pub fn file_names() -> impl Iterator<Item = &'static str> {
 /// alone, so `ralsh TYPE` for another type never touches the bundled
 /// directory.
 pub fn has_type(kind: &str) -> bool {
-    embedded::TYPES.binary_search(&kind).is_ok()
+    provider_files(Some(kind)).next().is_some()
 }
 
 /// The bundled provider files (`NAME.prov`), or those of type `kind`,
@@ -236,7 +236,13 @@ mod tests {
             .collect();
         parsed.sort();
         parsed.dedup();
-        assert_eq!(parsed, embedded::TYPES);
+        let mut table: Vec<&str> = embedded::PROVIDER_TYPES
+            .iter()
+            .map(|(_, kind)| *kind)
+            .collect();
+        table.sort();
+        table.dedup();
+        assert_eq!(parsed, table);
         assert!(has_type("user") && has_type("package"));
         assert!(!has_type("kv") && !has_type(""));
         // Each provider's own entry, against its parsed .yaml.

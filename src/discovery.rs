@@ -34,12 +34,6 @@ pub enum DataDir {
 }
 
 impl DataDir {
-    pub fn path(&self) -> &Path {
-        match self {
-            DataDir::Given(path) | DataDir::Bundled(path) => path,
-        }
-    }
-
     /// The provider files to load: those in the directory, or for the
     /// bundled one those built in (of type `only_type`, if given).
     fn provider_files(&self, only_type: Option<&str>) -> Vec<PathBuf> {

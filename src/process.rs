@@ -12,11 +12,12 @@
 //! itself takes a millisecond. When the time limit passes, the whole process
 //! group gets SIGTERM, then SIGKILL after a short grace period.
 //!
-//! The provider's exit is watched without reaping it ([`group`]), so its
-//! process-group ID cannot be reused by an unrelated group while we may
-//! still signal it. When the provider has exited but processes it started
-//! keep its output open, they get [`OUTPUT_LINGER`] to finish and are then
-//! killed, instead of stalling the call until its time limit.
+//! The provider's exit is watched without reaping it (a pidfd; see
+//! `group.rs`), so its process-group ID cannot be reused by an unrelated
+//! group while we may still signal it. When the provider has exited but
+//! processes it started keep its output open, they get [`OUTPUT_LINGER`]
+//! to finish and are then killed, instead of stalling the call until its
+//! time limit.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
@@ -27,8 +28,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::metadata::REDACTED;
 use crate::text::escape;
-use group::Group;
-use pipes::{poll, text, Feeder, LineReader};
+use group::{Due, Group, Limits};
+use pipes::{text, Feeder, LineReader, PollSet};
 
 mod group;
 mod pipes;
@@ -169,7 +170,7 @@ pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
 /// consumed and the next ones would wait for the provider: the moment to
 /// flush buffered output, so a slow provider's resources show as they come.
 pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
-    let deadline = Instant::now() + call.timeout.min(MAX_TIMEOUT);
+    let limits = Limits::new(call.timeout);
     // The provider runs in `/`; a relative path (from `-I dir`) means the
     // caller's working directory, so it is made absolute first.
     let spawn_error = |source| Error::Spawn {
@@ -197,19 +198,13 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
     // the child handle, so EOF means the provider and everything it
     // started closed theirs.
     drop(command);
-    let (stdin, stdout, stderr) = group.take_stdio();
     let pipes = (|| {
-        Ok::<_, std::io::Error>((
-            Feeder::new(stdin, call.stdin.clone().unwrap_or_default())?,
-            LineReader::new(stdout.ok_or_else(missing_pipe)?)?,
-            LineReader::new(stderr.ok_or_else(missing_pipe)?)?,
-        ))
+        let stdin = Feeder::new(group.take_stdin(), call.stdin.clone().unwrap_or_default())?;
+        let (stdout, stderr) = group.take_output()?;
+        Ok::<_, std::io::Error>((stdin, stdout, stderr))
     })();
-    let (stdin, stdout, stderr) = pipes.map_err(|e| {
-        // No wait follows that would notice an interrupt taken meanwhile.
-        group.check_interrupt();
-        Error::io("setting up a provider's pipes", e)
-    })?;
+    let (stdin, stdout, stderr) =
+        pipes.map_err(|e| Error::io("setting up a provider's pipes", e))?;
     let mut running = Running {
         group,
         call,
@@ -220,11 +215,7 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
             summary: StderrSummary::default(),
         },
     };
-    running.consume(deadline, sink, idle)
-}
-
-fn missing_pipe() -> std::io::Error {
-    std::io::Error::other("the child has no pipe")
+    running.consume(limits, sink, idle)
 }
 
 #[derive(Default)]
@@ -297,7 +288,7 @@ struct Running<'a> {
 impl Running<'_> {
     fn consume(
         &mut self,
-        deadline: Instant,
+        mut limits: Limits,
         sink: &mut LineSink,
         idle: &mut Idle,
     ) -> Result<Finished> {
@@ -305,10 +296,6 @@ impl Running<'_> {
         // Lines were handed to the sink since `idle` was last called.
         let mut fresh = false;
         let mut told_complete = false;
-        // Set once the provider exited while its output is still open: its
-        // children may keep it open only until then.
-        let mut linger_until: Option<Instant> = None;
-        let mut lingered = false;
         loop {
             while let Some(piece) = self.stdout.next_piece(self.call.max_line) {
                 if !piece.ends {
@@ -338,22 +325,19 @@ impl Running<'_> {
             // The limits hold on every turn, also for a provider whose output
             // never lets the loop wait.
             self.group.check_interrupt();
-            if self.group.has_exited() && linger_until.is_none() && !lingered {
-                linger_until = Some(Instant::now() + OUTPUT_LINGER);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(self.time_out());
-            }
-            if linger_until.is_some_and(|linger| now >= linger) {
-                self.kill_leftovers();
-                linger_until = None;
-                lingered = true;
-            }
+            let until = match limits.due(self.group.has_exited()) {
+                Due::WaitUntil(until) => until,
+                Due::KillLeftovers => {
+                    self.kill_leftovers();
+                    continue;
+                }
+                Due::TimedOut => return Err(self.time_out()),
+            };
             if !self.stdout.is_done() {
                 // Stderr, stdin and the provider's exit are looked at on
-                // every read of stdout, not only when stdout pauses.
-                if let Err(e) = self.wait(now) {
+                // every read of stdout (without waiting), not only when
+                // stdout pauses.
+                if let Err(e) = self.wait(Instant::now()) {
                     return Err(self.abandon(format!("waiting for its output failed: {e}")));
                 }
                 match self.stdout.fill() {
@@ -376,7 +360,6 @@ impl Running<'_> {
                 break;
             }
             // Passing `until` is noticed at the top of the next turn.
-            let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
             if let Err(e) = self.wait(until) {
                 return Err(self.abandon(format!("waiting for its output failed: {e}")));
             }
@@ -408,37 +391,21 @@ impl Running<'_> {
     /// stdin and notes the exit as they allow.
     fn wait(&mut self, until: Instant) -> std::io::Result<()> {
         self.group.check_interrupt();
-        let wanted = [
+        let mut set = PollSet::default();
+        set.add(
             (!self.stdout.is_done()).then(|| self.stdout.fd()),
-            (!self.stderr.reader.is_done()).then(|| self.stderr.reader.fd()),
-            self.group.exit_fd(),
-        ];
-        let mut fds: Vec<libc::pollfd> = wanted
-            .iter()
-            .flatten()
-            .map(|&fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        if let Some(fd) = self.stdin.fd() {
-            fds.push(libc::pollfd {
-                fd,
-                events: libc::POLLOUT,
-                revents: 0,
-            });
-        }
-        poll(&mut fds, until)?;
-        for fd in &fds {
-            if fd.revents == 0 {
-                continue;
-            }
-            if Some(fd.fd) == self.group.exit_fd() {
+            libc::POLLIN,
+        );
+        let stderr = (!self.stderr.reader.is_done()).then(|| self.stderr.reader.fd());
+        set.add(stderr, libc::POLLIN);
+        set.add(self.group.exit_fd(), libc::POLLIN);
+        set.add(self.stdin.fd(), libc::POLLOUT);
+        for fd in set.wait(until)? {
+            if Some(fd) == self.group.exit_fd() {
                 self.group.note_exit();
-            } else if fd.fd == self.stderr.reader.fd() {
+            } else if Some(fd) == stderr {
                 self.stderr.read_some(self.call);
-            } else if Some(fd.fd) == self.stdin.fd() {
+            } else if Some(fd) == self.stdin.fd() {
                 self.stdin.write_some();
             }
         }

@@ -5,20 +5,23 @@
 //! without one a thread blocked in `waitid` with `WNOWAIT`), so its process
 //! ID, which is also the group's, cannot be handed to an unrelated group
 //! while we may still signal it. A group dropped before it was reaped is
-//! terminated, so no error path leaves a provider behind.
+//! terminated, so no error path leaves a provider behind, and an interrupt
+//! that came meanwhile then ends this process.
+//!
+//! [`Limits`] keeps a run's time limit and the linger granted to what an
+//! exited leader left holding its output.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
-use std::time::Instant;
+use std::process::{Child, ChildStdin, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
-use super::pipes::poll;
+use super::pipes::{LineReader, PollSet};
 use super::signals::{self, Registration};
-use super::KILL_GRACE;
+use super::{KILL_GRACE, MAX_TIMEOUT, OUTPUT_LINGER};
 
 /// A running process group whose leader we started.
 pub(super) struct Group {
     child: Child,
-    pid: i32,
     registration: Registration,
     exit: ExitFd,
     exited: bool,
@@ -45,14 +48,12 @@ impl Group {
     /// Spawns `command`, which must make the child a process-group leader
     /// (`process_group(0)`), and registers the group for interrupts.
     pub(super) fn spawn(command: &mut Command) -> std::io::Result<Group> {
-        let (child, registration) = signals::spawn_registered(|| {
+        let (mut child, mut registration) = signals::spawn_registered(|| {
             let child = command.spawn()?;
             let pid = child.id() as i32;
             Ok((child, pid))
         })?;
         let pid = child.id() as i32;
-        let mut child = child;
-        let mut registration = registration;
         let exit = match exit_fd(pid) {
             Ok(exit) => exit,
             Err(e) => {
@@ -68,7 +69,6 @@ impl Group {
         };
         Ok(Group {
             child,
-            pid,
             registration,
             exit,
             exited: false,
@@ -76,14 +76,18 @@ impl Group {
         })
     }
 
-    pub(super) fn take_stdio(
-        &mut self,
-    ) -> (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>) {
-        (
-            self.child.stdin.take(),
-            self.child.stdout.take(),
-            self.child.stderr.take(),
-        )
+    /// The leader's stdin, when the command piped it.
+    pub(super) fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// The leader's stdout and stderr, which the command must pipe, as
+    /// non-blocking line readers.
+    pub(super) fn take_output(&mut self) -> std::io::Result<(LineReader, LineReader)> {
+        let missing = || std::io::Error::other("the child has no pipe");
+        let stdout = self.child.stdout.take().ok_or_else(missing)?;
+        let stderr = self.child.stderr.take().ok_or_else(missing)?;
+        Ok((LineReader::new(stdout)?, LineReader::new(stderr)?))
     }
 
     /// The descriptor to poll for the leader's exit, until it is known.
@@ -114,16 +118,12 @@ impl Group {
             if interruptible {
                 self.check_interrupt();
             }
-            let mut fds = [libc::pollfd {
-                fd: self.exit.raw(),
-                events: libc::POLLIN,
-                revents: 0,
-            }];
-            if poll(&mut fds, until).is_err() || Instant::now() >= until {
-                return self.exited;
-            }
-            if fds[0].revents != 0 {
-                self.exited = true;
+            let mut set = PollSet::default();
+            set.add(Some(self.exit.raw()), libc::POLLIN);
+            match set.wait(until).map(|mut ready| ready.next().is_some()) {
+                Ok(true) => self.exited = true,
+                Ok(false) if Instant::now() < until => {}
+                _ => return false,
             }
         }
         true
@@ -152,10 +152,10 @@ impl Group {
     }
 
     fn signal(&self, signal: libc::c_int) {
-        if self.pid > 0 && !self.reaped {
+        if !self.reaped {
             // SAFETY: signals the process group created for this child; its
             // unreaped leader keeps the group ID ours.
-            unsafe { libc::kill(-self.pid, signal) };
+            unsafe { libc::kill(-(self.child.id() as i32), signal) };
         }
     }
 
@@ -170,6 +170,60 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.terminate();
+        // Whatever ended the run early (an error setting up its pipes, say),
+        // no wait of its follows that would act on an interrupt noted
+        // meanwhile.
+        signals::exit_if_interrupted();
+    }
+}
+
+/// A run's time limit, and the linger granted to processes an exited
+/// leader left holding its output.
+pub(super) struct Limits {
+    deadline: Instant,
+    linger_until: Option<Instant>,
+    lingered: bool,
+}
+
+/// What [`Limits::due`] found.
+pub(super) enum Due {
+    /// Nothing yet: wait at most until then.
+    WaitUntil(Instant),
+    /// The linger is over: what is left of the group is to be killed (once).
+    KillLeftovers,
+    TimedOut,
+}
+
+impl Limits {
+    pub(super) fn new(timeout: Duration) -> Limits {
+        Limits {
+            deadline: Instant::now() + timeout.min(MAX_TIMEOUT),
+            linger_until: None,
+            lingered: false,
+        }
+    }
+
+    pub(super) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// What is due now; the linger starts once the leader has exited.
+    pub(super) fn due(&mut self, leader_exited: bool) -> Due {
+        let now = Instant::now();
+        if leader_exited && self.linger_until.is_none() && !self.lingered {
+            self.linger_until = Some(now + OUTPUT_LINGER);
+        }
+        if now >= self.deadline {
+            return Due::TimedOut;
+        }
+        match self.linger_until {
+            Some(linger) if now >= linger => {
+                self.linger_until = None;
+                self.lingered = true;
+                Due::KillLeftovers
+            }
+            linger => Due::WaitUntil(linger.map_or(self.deadline, |l| l.min(self.deadline))),
+        }
     }
 }
 

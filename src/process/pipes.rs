@@ -1,6 +1,7 @@
 //! Non-blocking pipe ends for a single-threaded event loop: a reader that
 //! splits what arrives into bounded lines without copying them, a writer
-//! that feeds a document to a child's stdin, and `poll` with a deadline.
+//! that feeds a document to a child's stdin, and the set of descriptors
+//! one turn of the loop waits on.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -236,25 +237,64 @@ impl Feeder {
     }
 }
 
-/// Waits until one of `fds` is ready, `until` passes, or a signal arrives,
-/// but never longer than [`INTERRUPT_POLL`], so that an interrupt taken by
-/// another thread is noticed.
-pub(super) fn poll(fds: &mut [libc::pollfd], until: Instant) -> std::io::Result<()> {
-    let wait = remaining(until).min(INTERRUPT_POLL);
-    // Rounded up: a wait cut to 0 ms would spin until the deadline.
-    let millis = wait.as_micros().div_ceil(1000) as libc::c_int;
-    for fd in fds.iter_mut() {
-        fd.revents = 0;
-    }
-    // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
-    let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
-    if ready < 0 {
-        let error = std::io::Error::last_os_error();
-        if error.kind() != ErrorKind::Interrupted {
-            return Err(error);
+/// The descriptors one turn of an event loop waits on: a child's pipes and
+/// its exit, never more than four, so no allocation per turn.
+pub(super) struct PollSet {
+    fds: [libc::pollfd; 4],
+    len: usize,
+}
+
+impl Default for PollSet {
+    fn default() -> PollSet {
+        let none = libc::pollfd {
+            fd: -1,
+            events: 0,
+            revents: 0,
+        };
+        PollSet {
+            fds: [none; 4],
+            len: 0,
         }
     }
-    Ok(())
+}
+
+impl PollSet {
+    /// Waits for `events` on `fd`, if there is one.
+    pub(super) fn add(&mut self, fd: Option<RawFd>, events: libc::c_short) {
+        if let Some(fd) = fd {
+            self.fds[self.len] = libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            };
+            self.len += 1;
+        }
+    }
+
+    /// Waits until a descriptor is ready, `until` passes (at once when it
+    /// has), or a signal arrives, but never longer than [`INTERRUPT_POLL`],
+    /// so that an interrupt taken by another thread is noticed. Returns the
+    /// descriptors that are ready.
+    pub(super) fn wait(
+        &mut self,
+        until: Instant,
+    ) -> std::io::Result<impl Iterator<Item = RawFd> + '_> {
+        let wait = remaining(until).min(INTERRUPT_POLL);
+        // Rounded up: a wait cut to 0 ms would spin until the deadline.
+        let millis = wait.as_micros().div_ceil(1000) as libc::c_int;
+        let fds = &mut self.fds[..self.len];
+        // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+        if ready < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() != ErrorKind::Interrupted {
+                return Err(error);
+            }
+            // Interrupted: nothing is ready (revents may be stale).
+            fds.iter_mut().for_each(|fd| fd.revents = 0);
+        }
+        Ok(fds.iter().filter(|fd| fd.revents != 0).map(|fd| fd.fd))
+    }
 }
 
 #[cfg(test)]

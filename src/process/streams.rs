@@ -16,11 +16,11 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::group::Group;
-use super::pipes::{poll, LineReader};
-use super::{describe_status, MAX_TIMEOUT, OUTPUT_LINGER};
+use super::describe_status;
+use super::group::{Due, Group, Limits};
+use super::pipes::{LineReader, PollSet};
 use crate::error::{Error, Result};
 
 /// The most bytes kept from file descriptor 3; the rest is read and dropped.
@@ -31,7 +31,7 @@ pub const MAX_STREAM_LINE: usize = 16 * 1024 * 1024;
 /// The most output (stdout and stderr together) passed on from one run:
 /// callers keep some of it (scan output, diffs, `--json` results), and a
 /// program flooding its output must not fill the memory before its time
-/// limit. Each line counts its bytes plus [`LINE_COST`], so a flood of
+/// limit. Each line counts its bytes plus 64 (`LINE_COST`), so a flood of
 /// empty lines is bounded too. Past it the program is ended, as at the
 /// time limit.
 pub const MAX_STREAM_OUTPUT: usize = 16 * 1024 * 1024;
@@ -72,7 +72,7 @@ pub struct Ended {
     pub status: String,
     /// Everything written to file descriptor 3 (at most [`MAX_FD3`] bytes).
     pub fd3: Vec<u8>,
-    /// Processes it started still held its output [`OUTPUT_LINGER`] after
+    /// Processes it started still held its output [`OUTPUT_LINGER`](super::OUTPUT_LINGER) after
     /// it exited, and were killed.
     pub killed_leftovers: bool,
 }
@@ -87,7 +87,7 @@ impl Ended {
 /// (in arrival order across the two streams). A non-zero exit is not an
 /// error here; the caller decides what it means.
 pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) -> Result<Ended> {
-    let deadline = Instant::now() + call.timeout.min(MAX_TIMEOUT);
+    let limits = Limits::new(call.timeout);
     let fd3 = match call.fd3 {
         true => Some(std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?),
         false => None,
@@ -138,32 +138,23 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         drop(writer);
         reader
     });
-    let (_, stdout, stderr) = group.take_stdio();
     let pipes = (|| {
-        let missing = || std::io::Error::other("the child has no pipe");
-        Ok::<_, std::io::Error>([
-            Some(LineReader::new(stdout.ok_or_else(missing)?)?),
-            Some(LineReader::new(stderr.ok_or_else(missing)?)?),
-            fd3.map(LineReader::new).transpose()?,
-        ])
+        let (stdout, stderr) = group.take_output()?;
+        Ok::<_, std::io::Error>((stdout, stderr, fd3.map(LineReader::new).transpose()?))
     })();
-    let [stdout, stderr, fd3] = pipes.map_err(|e| {
-        // No wait follows that would notice an interrupt taken meanwhile.
-        group.check_interrupt();
-        Error::io("setting up a program's pipes", e)
-    })?;
+    let (stdout, stderr, fd3) = pipes.map_err(|e| Error::io("setting up a program's pipes", e))?;
     let running = Running {
         group,
         label: call.label,
         action,
         timeout: call.timeout,
-        stdout: stdout.expect("stdout is piped"),
-        stderr: stderr.expect("stderr is piped"),
+        stdout,
+        stderr,
         fd3,
         fd3_kept: Vec::new(),
         passed_on: 0,
     };
-    running.consume(deadline, on_line)
+    running.consume(limits, on_line)
 }
 
 struct Running<'a> {
@@ -183,57 +174,41 @@ struct Running<'a> {
 impl Running<'_> {
     fn consume(
         mut self,
-        deadline: Instant,
+        mut limits: Limits,
         on_line: &mut dyn FnMut(Stream, &[u8]),
     ) -> Result<Ended> {
         let mut killed_leftovers = false;
-        let mut linger_until: Option<Instant> = None;
         loop {
-            let open = !self.stdout.is_done()
-                || !self.stderr.is_done()
-                || self.fd3.as_ref().is_some_and(|fd3| !fd3.is_done());
-            if !open {
+            let open = |reader: &LineReader| (!reader.is_done()).then(|| reader.fd());
+            let stdout = open(&self.stdout);
+            let stderr = open(&self.stderr);
+            let fd3 = self.fd3.as_ref().and_then(open);
+            if stdout.is_none() && stderr.is_none() && fd3.is_none() {
                 break;
             }
-            if self.group.has_exited() && linger_until.is_none() && !killed_leftovers {
-                linger_until = Some(Instant::now() + OUTPUT_LINGER);
-            }
-            let until = linger_until.map_or(deadline, |linger| linger.min(deadline));
             self.group.check_interrupt();
-            if Instant::now() >= until {
-                if linger_until.is_some() && Instant::now() < deadline {
+            let until = match limits.due(self.group.has_exited()) {
+                Due::WaitUntil(until) => until,
+                Due::KillLeftovers => {
                     killed_leftovers = true;
                     self.group.kill_all();
-                    linger_until = None;
                     continue;
                 }
-                return Err(self.time_out());
+                Due::TimedOut => return Err(self.time_out()),
+            };
+            let mut set = PollSet::default();
+            for fd in [stdout, stderr, fd3, self.group.exit_fd()] {
+                set.add(fd, libc::POLLIN);
             }
-            let mut fds: Vec<libc::pollfd> = [
-                (!self.stdout.is_done()).then(|| self.stdout.fd()),
-                (!self.stderr.is_done()).then(|| self.stderr.fd()),
-                self.fd3
-                    .as_ref()
-                    .filter(|fd3| !fd3.is_done())
-                    .map(LineReader::fd),
-                self.group.exit_fd(),
-            ]
-            .into_iter()
-            .flatten()
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-            poll(&mut fds, until)
+            let ready = set
+                .wait(until)
                 .map_err(|e| Error::io(format!("{}: waiting for it", self.label), e))?;
-            for fd in fds.iter().filter(|fd| fd.revents != 0) {
-                if Some(fd.fd) == self.group.exit_fd() {
+            for fd in ready {
+                if Some(fd) == self.group.exit_fd() {
                     self.group.note_exit();
-                } else if fd.fd == self.stdout.fd() {
+                } else if Some(fd) == stdout {
                     self.passed_on += pass_lines(&mut self.stdout, Stream::Stdout, on_line);
-                } else if fd.fd == self.stderr.fd() {
+                } else if Some(fd) == stderr {
                     self.passed_on += pass_lines(&mut self.stderr, Stream::Stderr, on_line);
                 } else if let Some(fd3) = &mut self.fd3 {
                     keep_fd3(fd3, &mut self.fd3_kept);
@@ -252,7 +227,7 @@ impl Running<'_> {
             }
         }
         // All pipes are closed; the leader may still run (it closed them).
-        if !self.group.wait_exit(deadline, true) {
+        if !self.group.wait_exit(limits.deadline(), true) {
             return Err(self.time_out());
         }
         let status = self

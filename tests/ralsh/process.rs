@@ -612,3 +612,46 @@ fn an_interrupt_while_the_output_is_blocked_still_ends_ralsh_by_that_signal() {
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
 }
+
+#[test]
+fn describes_run_at_most_eight_at_a_time() {
+    use std::os::unix::fs::PermissionsExt;
+
+    // Twelve describe-only providers hang until the time limit ends them;
+    // each says "start" when it begins and "end" when it is ended. With at
+    // most eight at once, a ninth starts only after one of the first eight
+    // has ended, so the ninth line must be an "end".
+    let sandbox = Sandbox::new();
+    mkfifo(&sandbox.root().join("held"));
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir(data.path().join("providers")).unwrap();
+    for n in 1..=12 {
+        let script = data.path().join(format!("providers/hang{n}.prov"));
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nexec 3>\"$RALSH_ROOT_DIR/held\"\ntrap 'echo end >&3; exit 1' TERM\necho start >&3\nsleep 1000 &\nwait\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut child = sandbox
+        .command()
+        .args(["--no-cache", "--timeout", "1", "-I"])
+        .arg(data.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    let mut first = Vec::new();
+    for _ in 0..9 {
+        let mut line = String::new();
+        held.read_line(&mut line).unwrap();
+        first.push(line);
+    }
+    assert_eq!(first[..8], vec!["start\n"; 8][..], "{first:?}");
+    assert_eq!(first[8], "end\n", "{first:?}");
+    let rest = read_until_all_gone(held);
+    assert_eq!(rest.matches("start").count(), 4, "{rest}");
+    assert!(child.wait().unwrap().success());
+}

@@ -1,5 +1,6 @@
 //! The metadata cache: describe runs once per version of a provider file,
-//! a changed file or a corrupt entry means one more describe, `--no-cache`
+//! a changed file (the .prov, or the .yaml whose type it remembers) or a
+//! corrupt entry means one more describe or read, `--no-cache`
 //! bypasses it, and concurrent first runs agree.
 
 use std::path::{Path, PathBuf};
@@ -78,6 +79,25 @@ fn resolving_a_type_does_not_describe_providers_known_from_the_cache() {
         .expect(0)
         .stdout_has("listed::listed { 'only':");
     assert_eq!(describes(&sandbox), 1, "the other type was not described");
+}
+
+#[test]
+fn a_changed_yaml_invalidates_what_the_cache_knew_of_its_provider() {
+    // The cache remembers a .yaml provider's type, so that `ralsh TYPE`
+    // can pass it over; once the .yaml names another type, it must be
+    // found under that one and no longer under the old.
+    let sandbox = Sandbox::new();
+    let data = data_dir();
+    run(&mut ralsh(&sandbox, data.path(), &["listed"]))
+        .expect(0)
+        .stdout_has("listed::listed { 'only':");
+    let yaml = data.path().join("providers/listed.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    std::fs::write(&yaml, text.replace("type: listed", "type: renamed")).unwrap();
+    run(&mut ralsh(&sandbox, data.path(), &["renamed"]))
+        .expect(0)
+        .stdout_has("renamed::listed { 'only':");
+    run(&mut ralsh(&sandbox, data.path(), &["listed"])).expect(2);
 }
 
 #[test]

@@ -1,0 +1,1380 @@
+"""ral_provider: the toolkit of ral's Python providers.
+
+One module for what every provider needs and none should write again:
+
+- the calling conventions: reading the request (simple: `KEY=VALUE`
+  arguments; json: one document on stdin), writing the answer, errors
+  (`ral_error`, json error kinds), describe (the `.yaml` beside the script);
+- text for messages and answers: control characters made visible, quoting;
+- logging on stderr with resource context (`creating`, `updating`,
+  `deleting`, `attribute_changed`) that ralsh renders;
+- a command runner: argv only, a scrubbed environment, a time limit,
+  skipped under noop with a log line saying what would have run;
+- paths below the root (`RALSH_ROOT_DIR`), opened one directory at a time
+  without ever following a symbolic link out of it;
+- locked, crash-safe edits of shared files: the lock the system's own tools
+  take, a re-read under it, a temporary file in the same directory that is
+  synced and renamed over the original, and a journal that finishes an edit
+  of several files that a crash interrupted.
+
+It uses the standard library only. A bundled provider imports it from its
+own directory; any other provider from the directory ralsh names in
+`RALSH_PROVIDER_LIB`:
+
+    import os, sys
+    sys.path.insert(0, os.environ["RALSH_PROVIDER_LIB"])
+    import ral_provider as ral
+"""
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import shlex
+import signal
+import stat
+import sys
+import time
+import unicodedata
+
+# What the host reads (keep in step with ral's process.rs): one line of
+# output, and one resource of an answer.
+LINE_MAX = 64 * 1024
+RESOURCE_MAX = 1024 * 1024
+# How long an edit waits for a lock, as lckpwdf(3) does; RALSH_LOCK_TIMEOUT
+# (set by `ralsh --lock-timeout`) overrides it.
+LOCK_WAIT = 15.0
+# Symbolic links followed while resolving one path, as the kernel allows.
+MAX_LINKS = 40
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Names of our files beside the ones we edit.
+TEMP_TAG = ".ral-tmp-"
+LOCK_TAG = ".ral-lock"
+JOURNAL_TAG = ".ral-journal"
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+# ------------------------------------------------------------------ text
+
+
+def clean(value):
+    """VALUE made safe for one line of an answer or message: control
+    characters and line breaks become '?', and lone surrogates (bytes that
+    were not UTF-8) become U+FFFD."""
+    value = str(value)
+    if value.isprintable():
+        return value
+    out = []
+    for ch in value:
+        category = unicodedata.category(ch)
+        if category in ("Cc", "Zl", "Zp"):
+            out.append("?")
+        elif category == "Cs":
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def clean_lines(text):
+    """Like clean, but keeps the line breaks (for quoted command output)."""
+    return "\n".join(clean(line) for line in str(text).split("\n"))
+
+
+def quoted(value):
+    """VALUE in single quotes, for messages."""
+    return "'" + clean(value) + "'"
+
+
+def shown(value):
+    """A reported value for messages: quoted, or 'no value'."""
+    return "no value" if value is None else quoted(value)
+
+
+def type_name(value):
+    """What kind of JSON value VALUE is, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def has_control(value):
+    """True when VALUE holds a control character or line break."""
+    return not value.isprintable() and any(
+        unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value)
+
+
+def split_lines(data):
+    """The lines of DATA (bytes), each with its terminator; a last line
+    without one is kept as it is."""
+    pieces = data.split(b"\n")
+    lines = [piece + b"\n" for piece in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])
+    return lines
+
+
+# ---------------------------------------------------------------- errors
+
+
+class CallError(Exception):
+    """Fails the whole call: a json `error` document, or `ral_error`.
+    KIND is one of the json convention's kinds: unknown, forbidden, failed."""
+
+    def __init__(self, message, kind="failed"):
+        Exception.__init__(self, message)
+        self.kind = kind
+
+
+class UpdateError(CallError):
+    """Fails one resource of a call (one update of a set, one name of a get)
+    while the others go on."""
+
+
+class Missing(CallError):
+    """A directory on the way to a path below the root does not exist."""
+
+
+def os_error(err, what, error=CallError):
+    """An ERROR for the OSError ERR, saying 'cannot WHAT: reason'; a denied
+    permission is of kind forbidden."""
+    kind = "forbidden" if isinstance(err, PermissionError) else "failed"
+    return error("cannot %s: %s" % (what, err.strerror or err), kind)
+
+
+# ---------------------------------------------------------------- output
+
+
+def write_out(text):
+    """Writes TEXT to stdout; a reader that went away is not an error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+
+
+def emit(document):
+    """Writes one json-convention document."""
+    write_out(json.dumps(document, ensure_ascii=False) + "\n")
+
+
+def error_entry(name, err):
+    """The json entry reporting that resource NAME failed with ERR."""
+    return {"name": name,
+            "error": {"kind": getattr(err, "kind", "failed"),
+                      "message": clean(str(err))}}
+
+
+def check_resource_fits(resource):
+    """Refuses, before anything is written, a resource that ral could not
+    read back: its json form must fit in RESOURCE_MAX bytes."""
+    size = len(json.dumps(resource, ensure_ascii=False).encode("utf-8"))
+    if size > RESOURCE_MAX:
+        raise UpdateError("%s would be %d bytes long as ral reads it back, "
+                          "more than the %d it accepts; nothing was changed"
+                          % (quoted(resource.get("name")), size, RESOURCE_MAX))
+
+
+def simple_line(key, value):
+    return "%s: %s" % (key, clean(value))
+
+
+def check_line_fits(name, key, value):
+    """Refuses, before anything is written, a value whose `KEY: VALUE` line
+    would be longer than ral reads (LINE_MAX bytes)."""
+    size = len(simple_line(key, value).encode("utf-8", "replace")) + 1
+    if size > LINE_MAX:
+        raise UpdateError("%s of %s would make a line of %d bytes, longer "
+                          "than the %d ral reads, so it could not be read "
+                          "back; nothing was changed"
+                          % (key, quoted(name), size, LINE_MAX))
+
+
+def emit_simple(pairs, log=None):
+    """Writes a `# simple` answer from (key, value) pairs, where each
+    ("name", N) starts a resource. Data already on the system that ral could
+    not read back (a line over LINE_MAX) is left out with a warning: an
+    attribute's line alone, or a whole resource when its name is too long.
+    An old value (`ral_was`) that long is cut, so that a change that was
+    made is still reported."""
+    lines = ["# simple"]
+    skipping = False
+    name = None
+    for key, value in pairs:
+        line = simple_line(key, value)
+        if key == "name":
+            name = value
+            skipping = len(line.encode("utf-8", "replace")) + 1 > LINE_MAX
+            if skipping and log is not None:
+                log.warning("a name of %d characters is too long for ral to "
+                            "read; that resource is left out" % len(value))
+        if skipping:
+            continue
+        encoded = line.encode("utf-8", "replace")
+        if len(encoded) + 1 > LINE_MAX:
+            if key == "ral_was":
+                keep = LINE_MAX - 100
+                line = encoded[:keep].decode("utf-8", "ignore") \
+                    + " [cut at %d bytes]" % keep
+            else:
+                if log is not None:
+                    log.resource("warn", name, message=(
+                        "%s is %d bytes long, more than ral reads in one "
+                        "line; it is not reported" % (key, len(encoded))))
+                continue
+        lines.append(line)
+    write_out("\n".join(lines) + "\n")
+
+
+def emit_simple_error(message):
+    write_out("# simple\nral_error: %s\nral_eom\n" % clean(message))
+
+
+def join_words(words):
+    """An array value for a `# simple` line: shell-quoted words."""
+    return " ".join(shlex.quote(clean(word)) for word in words)
+
+
+# --------------------------------------------------------------- logging
+
+
+class Log:
+    """Messages on stderr, one line each, prefixed with their level.
+
+    Messages about one resource carry it, and the action under way, as a
+    `ral_log` JSON object, which ralsh shows as 'NAME: ACTION: message' and
+    redacts where the attribute is sensitive:
+
+        info: ral_log {"resource": "web1", "context": "updating",
+                       "attribute": "ip", "old": "10.0.0.1", "new": "10.0.0.2"}
+    """
+
+    def __init__(self):
+        self.noop = False
+
+    def line(self, level, message):
+        try:
+            sys.stderr.write("%s: %s\n" % (level, clean(message)))
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def debug(self, message):
+        self.line("debug", message)
+
+    def info(self, message):
+        self.line("info", message)
+
+    def warning(self, message):
+        self.line("warn", message)
+
+    def error(self, message):
+        self.line("error", message)
+
+    def resource(self, level, name, context=None, message=None, **change):
+        """A message about resource NAME; CHANGE may name an `attribute`
+        with its `old` and `new` values."""
+        record = {"resource": name}
+        if context is not None:
+            record["context"] = context
+        record.update(change)
+        if message is not None:
+            record["message"] = message
+        self.line(level, "ral_log " + json.dumps(record, ensure_ascii=False))
+
+    def attribute_changed(self, name, attribute, old, new, context=None):
+        self.resource("info", name, context, attribute=attribute, old=old,
+                      new=new)
+
+    @contextlib.contextmanager
+    def _context(self, name, doing, done):
+        word = "would be " + done if self.noop else done
+        self.resource("debug", name, doing, "started")
+        try:
+            yield
+        except CallError as err:
+            self.resource("debug", name, doing, "failed: %s" % err)
+            raise
+        self.resource("info", name, doing, word)
+
+    def creating(self, name):
+        return self._context(name, "creating", "created")
+
+    def updating(self, name):
+        return self._context(name, "updating", "updated")
+
+    def deleting(self, name):
+        return self._context(name, "deleting", "deleted")
+
+
+log = Log()
+
+
+# ----------------------------------------------------------------- input
+
+
+def simple_args(argv):
+    """The arguments of a simple-convention call: KEY=WORD for one value,
+    KEY=(WORD WORD ...) for an array, each WORD shell-quoted."""
+    args = {}
+    for arg in argv:
+        if "=" not in arg:
+            raise CallError("malformed argument %s: expected KEY=VALUE"
+                            % quoted(arg))
+        key, raw = arg.split("=", 1)
+        is_list = raw.startswith("(") and raw.endswith(")")
+        try:
+            words = shlex.split(raw[1:-1] if is_list else raw)
+        except ValueError as err:
+            raise CallError("cannot parse argument %s: %s" % (quoted(key), err))
+        if is_list:
+            args[key] = words
+        elif len(words) == 1:
+            args[key] = words[0]
+        else:
+            raise CallError("malformed argument %s: expected one value"
+                            % quoted(arg))
+    return args
+
+
+def read_request():
+    """The json document on stdin, which must be an object."""
+    try:
+        data = sys.stdin.buffer.read()
+    except OSError as err:
+        raise os_error(err, "read stdin")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CallError("stdin is not UTF-8: %s" % err)
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise CallError("stdin is not a JSON document: %s" % err)
+    if not isinstance(document, dict):
+        raise CallError("stdin must be a JSON object, not %s"
+                        % type_name(document))
+    return document
+
+
+def get_names(document):
+    """The names of a get request, each once, in order ([]: all)."""
+    if "names" not in document:
+        raise CallError("missing key 'names' in the get request")
+    names = document["names"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise CallError("'names' must be an array of strings")
+    return list(dict.fromkeys(names))
+
+
+def set_request(document):
+    """(noop, updates) of a set request; every update is an object with a
+    string name."""
+    ral = document.get("ral", {})
+    if not isinstance(ral, dict):
+        raise CallError("'ral' must be a JSON object")
+    noop = ral.get("noop", False)
+    if not isinstance(noop, bool):
+        raise CallError("'ral.noop' must be a boolean")
+    if "updates" not in document:
+        raise CallError("missing key 'updates' in the set request")
+    updates = document["updates"]
+    if not isinstance(updates, list):
+        raise CallError("'updates' must be an array")
+    for update in updates:
+        if not isinstance(update, dict) or not isinstance(update.get("name"), str):
+            raise CallError("every update must be an object with a string "
+                            "'name'")
+    return noop, updates
+
+
+def check_should(update, attributes, ensures=("present", "absent")):
+    """(name, should, ensure) of one update, checked: SHOULD is an object
+    of known ATTRIBUTES, the name does not change, and ensure (None when not
+    given) is one of ENSURES."""
+    name = update["name"]
+    should = update.get("should")
+    if not isinstance(should, dict):
+        raise UpdateError("'should' must be a JSON object")
+    for key in should:
+        if key not in attributes:
+            raise UpdateError("unknown attribute %s" % quoted(key))
+    if "name" in should and should["name"] != name:
+        raise UpdateError("name: cannot rename %s to %s"
+                          % (quoted(name), quoted(should["name"])))
+    ensure = should.get("ensure")
+    if ensure is not None and ensure not in ensures:
+        raise UpdateError("ensure: %s is not one of %s"
+                          % (json.dumps(ensure), ", ".join(ensures)))
+    return name, should, ensure
+
+
+def each_update(updates, apply):
+    """Runs APPLY(update) for every update; returns the change entries it
+    returned (None: no change), with an error entry for each update that
+    failed with an UpdateError."""
+    changes = []
+    for update in updates:
+        try:
+            change = apply(update)
+        except UpdateError as err:
+            change = error_entry(update["name"], err)
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
+# ------------------------------------------------------------------ paths
+
+
+def _identity(info):
+    """What tells one version of a file from another, or None when absent."""
+    if info is None:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
+
+
+class Root:
+    """The root directory (RALSH_ROOT_DIR, "/" when unset or empty) and the
+    paths below it.
+
+    Paths below the root are resolved one directory at a time, each opened
+    relative to the one before with O_NOFOLLOW, so that nothing swapped in
+    meanwhile can redirect us. A symbolic link met on the way is either
+    refused (follow=False) or resolved the way it would be if the root were
+    "/" (chroot semantics): an absolute target starts again at the root, and
+    '..' never climbs above it. Whatever links say, a path never leaves the
+    root."""
+
+    def __init__(self):
+        self.path = os.environ.get("RALSH_ROOT_DIR") or "/"
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY
+                              | os.O_CLOEXEC)
+        except OSError as err:
+            raise CallError("the root directory %s does not exist or is not a "
+                            "directory (%s)" % (quoted(self.path),
+                                                err.strerror or err),
+                            "forbidden" if isinstance(err, PermissionError)
+                            else "failed")
+        self.is_real = os.path.samestat(os.fstat(self.fd), os.stat("/"))
+
+    def show(self, rel):
+        """The path of REL below the root, for messages."""
+        return os.path.join(self.path, rel) if rel else self.path
+
+    def directory(self, rel, follow=True, create=None):
+        """The directory REL (relative to the root) as a Dir. CREATE, a
+        (mode, uid, gid) triple, makes it when it is missing (uid and gid
+        None: left as made), and missing directories above it with mode
+        0755."""
+        return self._walk(rel, follow, False, create)
+
+    def file(self, rel, follow=True, follow_last=None):
+        """The file REL as a Target: its directory, opened, and its name.
+        FOLLOW applies to the directories on the way, FOLLOW_LAST (default:
+        FOLLOW) to a link in the last component."""
+        return self._walk(rel, follow, True, None,
+                          follow if follow_last is None else follow_last)
+
+    def read(self, rel, follow=True):
+        """(bytes, stat) of the regular file REL, or (None, None) when it,
+        or a directory on the way to it, does not exist."""
+        try:
+            target = self.file(rel, follow)
+        except Missing:
+            return None, None
+        return target.read()
+
+    def _walk(self, rel, follow, entry, create, follow_last=False):
+        pending = [p for p in rel.split("/") if p not in ("", ".")]
+        fds = [os.dup(self.fd)]
+        names = []
+        links = 0
+        try:
+            while pending:
+                part = pending.pop(0)
+                if part == "..":
+                    if len(fds) > 1:
+                        os.close(fds.pop())
+                        names.pop()
+                    continue
+                where = "/".join(names + [part])
+                if entry and not pending:
+                    target = _readlink(fds[-1], part) if follow_last else None
+                    if target is None:
+                        return Target(Dir(self, fds.pop(), names), part)
+                else:
+                    try:
+                        fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
+                        names.append(part)
+                        continue
+                    except FileNotFoundError:
+                        if create is None:
+                            raise Missing("the directory %s does not exist"
+                                          % quoted(self.show(where)))
+                        fds.append(_make_dir(
+                            fds[-1], part,
+                            create if not pending else (0o755, None, None),
+                            self.show(where)))
+                        names.append(part)
+                        continue
+                    except (NotADirectoryError, OSError) as err:
+                        if err.errno not in (errno.ENOTDIR, errno.ELOOP):
+                            raise os_error(err, "open %s"
+                                           % quoted(self.show(where)))
+                    target = _readlink(fds[-1], part)
+                    if target is None:
+                        raise CallError("%s is not a directory"
+                                        % quoted(self.show(where)))
+                    if not follow:
+                        raise CallError(
+                            "%s is a symbolic link, which ral does not follow "
+                            "here; refusing to use it" % quoted(self.show(where)))
+                links += 1
+                if links > MAX_LINKS:
+                    raise CallError("too many levels of symbolic links in %s"
+                                    % quoted(self.show(rel)))
+                if target.startswith("/"):
+                    while len(fds) > 1:
+                        os.close(fds.pop())
+                    names = []
+                pending[0:0] = [p for p in target.split("/")
+                                if p not in ("", ".")]
+            return Dir(self, fds.pop(), names)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def _readlink(dir_fd, name):
+    """The target of the symbolic link NAME, or None when it is not one."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def _make_dir(parent_fd, name, create, shown_path):
+    mode, uid, gid = create
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent_fd)
+    except FileExistsError:
+        pass
+    except OSError as err:
+        raise os_error(err, "create the directory %s" % quoted(shown_path))
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError as err:
+        raise os_error(err, "open %s" % quoted(shown_path))
+    try:
+        if (uid is not None or gid is not None) and os.geteuid() == 0:
+            os.fchown(fd, -1 if uid is None else uid, -1 if gid is None else gid)
+        os.fchmod(fd, mode)
+        os.fsync(parent_fd)
+    except OSError as err:
+        os.close(fd)
+        raise os_error(err, "set up the directory %s" % quoted(shown_path))
+    return fd
+
+
+class Dir:
+    """An open directory below the root. REL is its path relative to the
+    root with every link resolved."""
+
+    def __init__(self, root, fd, names):
+        self.root = root
+        self.fd = fd
+        self.rel = "/".join(names)
+        self.path = root.show(self.rel)
+
+    def show(self, name):
+        return os.path.join(self.path, name)
+
+    def lstat(self, name):
+        """The entry NAME's stat (links not followed), or None."""
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def read(self, name):
+        """(bytes, stat) of the regular file NAME, or (None, None) when it
+        does not exist. A link, a FIFO or a device is an error."""
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None, None
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise CallError("%s is a symbolic link, not a regular file"
+                                % quoted(self.show(name)))
+            raise os_error(err, "read %s" % quoted(self.show(name)))
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                info = os.fstat(fh.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise CallError("%s is not a regular file"
+                                    % quoted(self.show(name)))
+                return fh.read(), info
+        except OSError as err:
+            raise os_error(err, "read %s" % quoted(self.show(name)))
+
+    def names(self):
+        try:
+            return os.listdir(self.fd)
+        except OSError as err:
+            raise os_error(err, "list %s" % quoted(self.path))
+
+    def subdir(self, name, create=None):
+        """The directory NAME in this one, never through a symbolic link;
+        CREATE (mode, uid, gid) makes it when missing."""
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            if create is None:
+                raise Missing("the directory %s does not exist"
+                              % quoted(self.show(name)))
+            fd = _make_dir(self.fd, name, create, self.show(name))
+        except OSError as err:
+            if _readlink(self.fd, name) is not None:
+                raise CallError("%s is a symbolic link, which ral does not "
+                                "follow here; refusing to use it"
+                                % quoted(self.show(name)))
+            if err.errno == errno.ENOTDIR:
+                raise CallError("%s is not a directory"
+                                % quoted(self.show(name)))
+            raise os_error(err, "open %s" % quoted(self.show(name)))
+        return Dir(self.root, fd, [p for p in (self.rel, name) if p])
+
+    def file(self, name):
+        """The file NAME in this directory as a Target (never followed)."""
+        return Target(self, name)
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Target:
+    """A file to read or edit: its open directory and its name there."""
+
+    def __init__(self, directory, name):
+        self.dir = directory
+        self.name = name
+        self.path = directory.show(name)
+
+    def key(self):
+        return (self.dir.rel, self.name)
+
+    def read(self):
+        """(bytes, stat), or (None, None) when the file does not exist."""
+        return self.dir.read(self.name)
+
+
+# ------------------------------------------------------------------ locks
+
+
+def _lock_wait():
+    try:
+        value = float(os.environ.get("RALSH_LOCK_TIMEOUT", ""))
+        if value >= 0:
+            return value
+    except ValueError:
+        pass
+    return LOCK_WAIT
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def _holder(info):
+    """Who holds the lock on the file with stat INFO, from /proc/locks:
+    'process PID (COMMAND)', or None when that cannot be told."""
+    wanted = ":%d" % info.st_ino
+    device = "%02x:%02x" % (os.major(info.st_dev), os.minor(info.st_dev))
+    try:
+        with open("/proc/locks") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) < 6 or fields[1] == "->":
+                    continue
+                if fields[5] == device + wanted:
+                    pid = fields[4]
+                    try:
+                        with open("/proc/%s/comm" % pid) as comm:
+                            return "process %s (%s)" % (pid, comm.read().strip())
+                    except OSError:
+                        return "process %s" % pid
+    except OSError:
+        pass
+    return None
+
+
+class Lock:
+    """A lock that every writer of some files takes: an fcntl lock on
+    `etc/.pwd.lock` for the account files (what lckpwdf(3), and so useradd
+    and friends, take), an flock on `.NAME.ral-lock` beside any other file,
+    or an flock on a directory (for files that are resources themselves).
+
+    While it is held, an edit is the only one in progress, so temporary
+    files of ours found beside the guarded files were left by a writer that
+    died, and a journal found is an edit a crash interrupted."""
+
+    def __init__(self, directory, name, posix=False):
+        self.dir = directory
+        self.name = name          # None: the directory itself
+        self.posix = posix
+        self.fd = None
+        self._pending = None
+
+    @classmethod
+    def beside(cls, target):
+        return cls(target.dir, "." + target.name + LOCK_TAG)
+
+    @classmethod
+    def accounts(cls, root):
+        """lckpwdf's lock, which guards passwd, shadow, group and gshadow."""
+        return cls(root.directory("etc"), ".pwd.lock", posix=True)
+
+    @classmethod
+    def of_directory(cls, directory):
+        return cls(directory, None)
+
+    def show(self):
+        return self.dir.show(self.name) if self.name else self.dir.path
+
+    def journal(self):
+        return (self.name or "") + JOURNAL_TAG
+
+    def _take(self, fd, wait):
+        if self.posix:
+            fcntl.lockf(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        else:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+
+    def acquire(self):
+        if self.name is None:
+            fd = os.dup(self.dir.fd)
+        else:
+            try:
+                fd = os.open(self.name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+                             | os.O_NONBLOCK | os.O_CLOEXEC, 0o600,
+                             dir_fd=self.dir.fd)
+            except OSError as err:
+                raise os_error(err, "open the lock file %s" % quoted(self.show()))
+        try:
+            info = os.fstat(fd)
+            if self.name is not None and not stat.S_ISREG(info.st_mode):
+                raise CallError("the lock file %s is not a regular file"
+                                % quoted(self.show()))
+            try:
+                self._take(fd, False)
+            except OSError as err:
+                if err.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise os_error(err, "lock %s" % quoted(self.show()))
+                self._wait(fd, info)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+
+    def _wait(self, fd, info):
+        limit = _lock_wait()
+        holder = _holder(info)
+        log.info("waiting up to %gs for the lock %s, held by %s"
+                 % (limit, self.show(), holder or "another process"))
+        started = time.monotonic()
+
+        def alarm(signum, frame):
+            raise _TimedOut()
+
+        previous = signal.signal(signal.SIGALRM, alarm)
+        try:
+            if limit > 0:
+                signal.setitimer(signal.ITIMER_REAL, limit)
+                self._take(fd, True)
+            else:
+                raise _TimedOut()
+        except _TimedOut:
+            raise CallError(
+                "timed out after %gs waiting for the lock %s, held by %s; "
+                "nothing was changed" % (limit, self.show(),
+                                         _holder(info) or holder
+                                         or "another process"))
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        log.debug("got the lock %s after %.3fs"
+                  % (self.show(), time.monotonic() - started))
+
+    def release(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    # The journal of an edit of several files: which temporary file replaces
+    # which file, and the version of that file it was made from.
+
+    def _journal_entries(self):
+        """The entries of a journal left by an interrupted edit (a list of
+        dicts), or []; a journal that does not parse is ignored."""
+        data, _ = self.dir.read(self.journal())
+        if data is None:
+            return []
+        try:
+            document = json.loads(data.decode("utf-8"))
+            entries = document["files"]
+            for entry in entries:
+                if not (isinstance(entry["dir"], str)
+                        and isinstance(entry["name"], str)
+                        and entry["temp"].startswith("." + entry["name"]
+                                                     + TEMP_TAG)
+                        and "/" not in entry["temp"] + entry["name"]):
+                    raise ValueError("bad entry")
+            return entries
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("ignoring the unreadable journal %s"
+                        % quoted(self.dir.show(self.journal())))
+            return []
+
+    def pending(self):
+        """{(dir, name): (Dir, temp)} of an interrupted edit that is still
+        to be finished (read without taking the lock)."""
+        if self._pending is None:
+            self._pending = {}
+            for entry in self._journal_entries():
+                try:
+                    directory = self.dir.root.directory(entry["dir"],
+                                                        follow=False)
+                except CallError:
+                    continue
+                temp = directory.lstat(entry["temp"])
+                now = _identity(directory.lstat(entry["name"]))
+                if temp is not None and now == entry["was"]:
+                    self._pending[(entry["dir"], entry["name"])] = (
+                        directory, entry["temp"])
+        return self._pending
+
+    def read(self, target):
+        """(bytes, stat) of TARGET as it is once an interrupted edit is
+        finished: what a reader without the lock should see."""
+        pending = self.pending().get(target.key())
+        if pending is not None:
+            directory, temp = pending
+            data, info = directory.read(temp)
+            if data is not None:
+                return data, info
+        return target.read()
+
+    def recover(self):
+        """Finishes an edit of several files that a crash interrupted: each
+        staged file that is still there replaces its target, unless the
+        target changed since (another program wrote it), in which case that
+        part is dropped with a warning. Needs the lock."""
+        entries = self._journal_entries()
+        self._pending = None
+        synced = []
+        for entry in entries:
+            try:
+                directory = self.dir.root.directory(entry["dir"], follow=False)
+            except CallError as err:
+                log.warning("cannot finish an interrupted edit: %s" % err)
+                continue
+            temp, name = entry["temp"], entry["name"]
+            if directory.lstat(temp) is None:
+                continue
+            now = _identity(directory.lstat(name))
+            try:
+                if now == entry["was"]:
+                    os.rename(temp, name, src_dir_fd=directory.fd,
+                              dst_dir_fd=directory.fd)
+                    log.info("finished an interrupted edit: replaced %s"
+                             % quoted(directory.show(name)))
+                else:
+                    os.unlink(temp, dir_fd=directory.fd)
+                    log.warning(
+                        "%s was changed by another program after an edit of "
+                        "ral's was interrupted; that edit's change to it was "
+                        "dropped" % quoted(directory.show(name)))
+            except OSError as err:
+                raise os_error(err, "finish the interrupted edit of %s"
+                               % quoted(directory.show(name)))
+            synced.append(directory.fd)
+        for fd in synced:
+            _fsync(fd)
+        if entries or self.dir.lstat(self.journal()) is not None:
+            try:
+                os.unlink(self.journal(), dir_fd=self.dir.fd)
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                raise os_error(err, "remove the journal %s"
+                               % quoted(self.dir.show(self.journal())))
+            _fsync(self.dir.fd)
+        _remove_temps(self.dir, self.journal())
+
+
+def _fsync(fd):
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+
+
+def _remove_temps(directory, name):
+    """Removes the temporary files of ours for NAME in DIRECTORY: with the
+    lock held, they were left by a writer that died. Older versions' names
+    (.ralsh-*.NAME, .NAME.ralsh-*, .hosts.*.tmp) count too."""
+    ours = "." + name + TEMP_TAG
+    legacy = ("." + name + ".ralsh-",)
+    for entry in directory.names():
+        if entry.startswith(ours) or entry.startswith(legacy) \
+                or (entry.startswith(".ralsh-") and entry.endswith("." + name)) \
+                or (name == "hosts" and entry.startswith(".hosts.")
+                    and entry.endswith(".tmp")):
+            try:
+                os.unlink(entry, dir_fd=directory.fd)
+                log.info("removed %s, left by an edit that was interrupted"
+                         % quoted(directory.show(entry)))
+            except OSError:
+                pass
+
+
+# ------------------------------------------------------------------ edits
+
+
+class Edit:
+    """A locked, crash-safe edit of one or more files guarded by LOCK:
+
+        with ral.Edit(lock) as edit:
+            data = edit.read(target)        # re-read under the lock
+            edit.write(target, new_data)    # staged
+            edit.commit()                   # all files, or none
+
+    Taking the lock finishes an interrupted edit and removes temporary files
+    of ours that a crash left. commit() writes each staged file to a
+    temporary file in the same directory (keeping the original's mode,
+    owner and SELinux context), syncs it, and renames it over the original
+    through the directory's descriptor, in the order staged; with several
+    files, a journal written first lets the next edit (or reader) finish
+    what a crash interrupted. Staged files whose original changed since it
+    was read (a writer that does not take the lock) make commit refuse."""
+
+    def __init__(self, lock):
+        self.lock = lock
+        self.read_as = {}         # target key -> identity when read
+        self.staged = []          # [target, data, mode, owner]
+        self.temps = []           # [(Dir, temp name)] not yet renamed
+        self.cleaned = set()
+
+    def __enter__(self):
+        self.lock.acquire()
+        try:
+            self.lock.recover()
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for directory, temp in self.temps:
+            try:
+                os.unlink(temp, dir_fd=directory.fd)
+            except OSError:
+                pass
+        self.lock.release()
+        return False
+
+    def read(self, target):
+        """The bytes of TARGET (None when it does not exist), read under the
+        lock; remembers its version for commit."""
+        key = target.key()
+        if key not in self.cleaned:
+            _remove_temps(target.dir, target.name)
+            self.cleaned.add(key)
+        data, info = target.read()
+        self.read_as[key] = info
+        return data
+
+    def write(self, target, data, mode=None, owner=None, new_mode=0o644,
+              new_owner=None):
+        """Stages DATA as the new content of TARGET. The file keeps its mode
+        and owner (uid, gid), or gets NEW_MODE and NEW_OWNER when it does
+        not exist yet; MODE and OWNER, when given, apply either way.
+        Owners are set only when running as root."""
+        if target.key() not in self.read_as:
+            self.read(target)
+        old = self.read_as[target.key()]
+        if mode is None:
+            mode = stat.S_IMODE(old.st_mode) if old is not None else new_mode
+        if owner is None:
+            owner = (old.st_uid, old.st_gid) if old is not None else new_owner
+        self.staged.append([target, data, mode, owner])
+
+    def commit(self):
+        if not self.staged:
+            return
+        entries = []
+        for target, data, mode, owner in self.staged:
+            temp = self._write_temp(target, data, mode, owner)
+            entries.append({"dir": target.dir.rel, "temp": temp,
+                            "name": target.name,
+                            "was": _identity(self.read_as[target.key()])})
+        for target, _, _, _ in self.staged:
+            now = target.dir.lstat(target.name)
+            if _identity(now) != _identity(self.read_as[target.key()]):
+                raise CallError("%s was changed meanwhile by a program that "
+                                "does not take the lock %s; nothing was written"
+                                % (quoted(target.path), quoted(self.lock.show())))
+        journal = len(self.staged) > 1
+        if journal:
+            self._write_journal(entries)
+        dirs = {}
+        for index, (target, _, _, _) in enumerate(self.staged):
+            temp = entries[index]["temp"]
+            try:
+                os.rename(temp, target.name, src_dir_fd=target.dir.fd,
+                          dst_dir_fd=target.dir.fd)
+            except OSError as err:
+                if index == 0:
+                    # Nothing replaced yet: no trace of this edit may stay.
+                    self._drop_journal()
+                    raise os_error(err, "replace %s" % quoted(target.path))
+                # The journal lets the next edit finish the rest.
+                self.temps = []
+                raise os_error(err, "replace %s (the files already replaced "
+                               "stay; the next edit finishes the others)"
+                               % quoted(target.path))
+            self.temps.remove((target.dir, temp))
+            dirs[target.dir.rel] = target.dir.fd
+        for fd in dirs.values():
+            _fsync(fd)
+        if journal:
+            self._drop_journal()
+        self.staged = []
+
+    def _drop_journal(self):
+        try:
+            os.unlink(self.lock.journal(), dir_fd=self.lock.dir.fd)
+        except OSError:
+            pass
+
+    def _write_temp(self, target, data, mode, owner):
+        old = self.read_as[target.key()]
+        directory = target.dir
+        for _ in range(100):
+            temp = "." + target.name + TEMP_TAG + os.urandom(6).hex()
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=directory.fd)
+                break
+            except FileExistsError:
+                continue
+            except OSError as err:
+                raise os_error(err, "create a temporary file in %s"
+                               % quoted(directory.path))
+        else:
+            raise CallError("cannot create a temporary file in %s"
+                            % quoted(directory.path))
+        self.temps.append((directory, temp))
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                if old is not None:
+                    _copy_context(directory, target.name, fh.fileno())
+                if owner is not None and os.geteuid() == 0:
+                    uid, gid = owner
+                    os.fchown(fh.fileno(), -1 if uid is None else uid,
+                              -1 if gid is None else gid)
+                os.fchmod(fh.fileno(), mode)
+                os.fsync(fh.fileno())
+        except OSError as err:
+            raise os_error(err, "write %s" % quoted(directory.show(temp)))
+        return temp
+
+    def _write_journal(self, entries):
+        directory = self.lock.dir
+        text = json.dumps({"ral_journal": 1, "files": entries}).encode()
+        temp = self.lock.journal() + TEMP_TAG + os.urandom(6).hex()
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                         | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=directory.fd)
+            self.temps.append((directory, temp))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.rename(temp, self.lock.journal(), src_dir_fd=directory.fd,
+                      dst_dir_fd=directory.fd)
+            self.temps.remove((directory, temp))
+            os.fsync(directory.fd)
+        except OSError as err:
+            raise os_error(err, "write the journal %s"
+                           % quoted(directory.show(self.lock.journal())))
+
+
+def _copy_context(directory, name, fd):
+    """Gives the file FD the SELinux context of NAME, where there is one."""
+    if not hasattr(os, "getxattr"):
+        return
+    try:
+        src = os.open(name, _READ_FLAGS, dir_fd=directory.fd)
+    except OSError:
+        return
+    try:
+        context = os.getxattr(src, "security.selinux")
+        os.setxattr(fd, "security.selinux", context)
+    except OSError:
+        pass
+    finally:
+        os.close(src)
+
+
+# --------------------------------------------------------------- commands
+
+
+class Result:
+    """How a command ended: STATUS (None when it did not run or finish),
+    PROBLEM (why not), and the tail of its STDOUT and STDERR as text."""
+
+    TAIL_BYTES = 16384
+
+    def __init__(self, argv):
+        self.argv = argv
+        self.status = None
+        self.problem = None
+        self.stdout = ""
+        self.stderr = ""
+
+    @property
+    def ok(self):
+        return self.status == 0
+
+    def outcome(self):
+        return self.problem or "exit status %d" % self.status
+
+    def tail(self, lines=5):
+        """': ' and the last LINES lines of stderr (or of stdout when stderr
+        is empty), or ' (no output)'."""
+        for text in (self.stderr, self.stdout):
+            kept = [clean(line.strip()) for line in text.splitlines()
+                    if line.strip()]
+            if kept:
+                return ":\n" + "\n".join(kept[-lines:])
+        return " (no output)"
+
+    def failure(self, what=None):
+        return "%s failed (%s)%s" % (what or shown_command(self.argv),
+                                     self.outcome(), self.tail())
+
+
+def shown_command(argv):
+    return " ".join(shlex.quote(clean(arg)) for arg in argv)
+
+
+def _capture_file():
+    """An anonymous file for a command's output: it needs no draining, and
+    a daemon the command leaves holding it holds up nobody."""
+    try:
+        return os.fdopen(os.memfd_create("ral-command", os.MFD_CLOEXEC), "w+b")
+    except (AttributeError, OSError):
+        import tempfile
+        return tempfile.TemporaryFile()
+
+
+def _read_back(fh, keep):
+    try:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - keep))
+        data = fh.read()
+    except (OSError, ValueError):
+        data = b""
+    finally:
+        fh.close()
+    return data.decode("utf-8", "replace")
+
+
+def command_env(extra=None):
+    """The scrubbed environment of commands: PATH and HOME as ralsh gave
+    them, the C locale, and EXTRA."""
+    env = {"PATH": os.environ.get("PATH") or DEFAULT_PATH,
+           "HOME": os.environ.get("HOME") or "/",
+           "LANG": "C", "LC_ALL": "C"}
+    env.update(extra or {})
+    return env
+
+
+class Running:
+    """A command started by Commands.start; finish() waits for it."""
+
+    def __init__(self, argv, env, timeout, pass_fds, stderr_level):
+        import subprocess
+        self.subprocess = subprocess
+        self.result = Result(argv)
+        self.timeout = timeout
+        self.stderr_level = stderr_level
+        self.out = _capture_file()
+        self.err = _capture_file()
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
+                cwd="/", env=command_env(env), close_fds=True,
+                pass_fds=pass_fds)
+        except OSError as err:
+            self.proc = None
+            self.result.problem = "could not be run: %s" % (err.strerror or err)
+        self.deadline = time.monotonic() + timeout
+
+    def finish(self):
+        result = self.result
+        if self.proc is not None:
+            try:
+                result.status = self.proc.wait(
+                    max(0.0, self.deadline - time.monotonic()))
+            except self.subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                result.problem = "did not finish within %gs" % self.timeout
+            else:
+                if result.status < 0:
+                    result.problem = "was killed by signal %d" % -result.status
+                    result.status = None
+        result.stdout = _read_back(self.out, Result.TAIL_BYTES)
+        result.stderr = _read_back(self.err, Result.TAIL_BYTES)
+        command = os.path.basename(result.argv[0])
+        for line in result.stdout.splitlines()[-20:]:
+            log.debug("%s: %s" % (command, line))
+        if self.stderr_level:
+            for line in result.stderr.splitlines()[-20:]:
+                log.line(self.stderr_level, "%s: %s" % (command, line))
+        return result
+
+
+class Commands:
+    """Runs commands the way a provider should: argv only (never a shell),
+    stdin from /dev/null, '/' as the working directory, the scrubbed
+    environment of command_env, and a time limit. Output is kept (its
+    last 16 KiB) for the caller; stdout is logged at debug and stderr at
+    warn (STDERR_LEVEL None: not logged), as the Resource API does.
+
+    Under noop, change() does not run the command; it logs what would have
+    run and returns None. query() always runs: use it for commands that
+    only read."""
+
+    def __init__(self, noop=False):
+        self.noop = noop
+
+    def start(self, argv, env=None, timeout=120, pass_fds=(),
+              stderr_level="warn"):
+        log.debug("running %s" % shown_command(argv))
+        return Running(list(argv), env, timeout, pass_fds, stderr_level)
+
+    def query(self, argv, check=False, error=UpdateError, **options):
+        """Runs ARGV and returns its Result; with CHECK, a failure raises
+        ERROR quoting the command's output."""
+        result = self.start(argv, **options).finish()
+        if check and not result.ok:
+            raise error(result.failure())
+        return result
+
+    def change(self, argv, check=True, error=UpdateError, **options):
+        """Runs ARGV unless noop is in effect (then logs it and returns
+        None); with CHECK, a failure raises ERROR."""
+        if self.noop:
+            log.info("noop: would run %s" % shown_command(argv))
+            return None
+        return self.query(argv, check=check, error=error, **options)
+
+
+# ------------------------------------------------------------------ main
+
+
+def describe():
+    """Prints the metadata: the .yaml beside the provider (sys.argv[0]).
+    There is no other copy of it."""
+    yaml = os.path.splitext(os.path.abspath(sys.argv[0]))[0] + ".yaml"
+    try:
+        with open(yaml, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as err:
+        raise os_error(err, "read the metadata %s" % quoted(yaml))
+    write_out(text)
+
+
+def main(json_actions=None, simple_actions=None):
+    """Runs the provider: parses the call, dispatches to an action, and
+    reports errors in the provider's convention. The json actions are
+    get(names) and set(updates, noop); the simple ones list(args),
+    find(args) and update(args), each args a dict from simple_args. The
+    answer is always written with exit status 0, as both conventions
+    want; only a crash of Python itself exits otherwise."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="replace")
+        except AttributeError:
+            pass
+    argv = sys.argv[1:]
+    simple = simple_actions is not None
+    try:
+        if simple:
+            args = simple_args(argv)
+            action = args.get("ral_action")
+            if action is None:
+                raise CallError("missing required argument 'ral_action'")
+            actions = simple_actions
+        else:
+            if len(argv) != 1 or not argv[0].startswith("ral_action="):
+                raise CallError("expected exactly one argument "
+                                "ral_action=ACTION, got %s"
+                                % (" ".join(quoted(a) for a in argv) or "none"))
+            action = argv[0][len("ral_action="):]
+            actions = json_actions
+        if action == "describe":
+            describe()
+            return 0
+        if action not in actions:
+            raise CallError("unknown action %s: expected one of %s"
+                            % (quoted(action),
+                               ", ".join(sorted(list(actions) + ["describe"]))))
+        if simple:
+            log.noop = "ral_noop" in args
+            actions[action](args)
+        elif action == "get":
+            actions[action](get_names(read_request()))
+        else:
+            noop, updates = set_request(read_request())
+            log.noop = noop
+            actions[action](updates, noop)
+    except CallError as err:
+        if simple:
+            emit_simple_error(str(err))
+        else:
+            emit({"error": {"kind": err.kind, "message": clean(str(err))}})
+    except Exception as err:  # a bug: report it, do not print a traceback
+        message = "internal error: %s: %s" % (type(err).__name__, err)
+        if simple:
+            emit_simple_error(message)
+        else:
+            emit({"error": {"kind": "failed", "message": clean(message)}})
+    return 0

@@ -104,7 +104,7 @@ impl Checker<'_> {
     /// Runs one step, timing it and collecting stderr noise and output
     /// problems.
     fn step<T>(&mut self, step: &'static str, run: impl FnOnce(&Host) -> T) -> T {
-        let stderr_before = self.host.provider_stderr_lines();
+        let stderr_before = self.host.provider_problem_lines();
         let started = Instant::now();
         let result = run(&self.host);
         let took = started.elapsed();
@@ -120,12 +120,13 @@ impl Checker<'_> {
                 "providers are run often; avoid one process per resource and network calls",
             );
         }
-        let noise = self.host.provider_stderr_lines() - stderr_before;
+        let noise = self.host.provider_problem_lines() - stderr_before;
         if noise > 0 {
             self.find(
                 step,
-                format!("wrote {noise} line(s) to stderr (they are logged as warnings)"),
-                "write only real problems to stderr, prefixed debug:, info:, warn: or error:",
+                format!("wrote {noise} warning or error line(s) to stderr"),
+                "warn: and error: (or unprefixed) lines are for real problems; \
+                 commentary goes at debug: or info:",
             );
         }
         for problem in self.host.take_output_problems() {

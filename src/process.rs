@@ -139,6 +139,8 @@ pub struct Call<'a> {
 pub struct Finished {
     /// How many lines the provider wrote on stderr.
     pub stderr_lines: usize,
+    /// How many of them were warnings or errors.
+    pub problem_lines: usize,
     /// How many of them were at error level.
     pub error_lines: usize,
     /// The last lines of stderr.
@@ -221,6 +223,7 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
 #[derive(Default)]
 struct StderrSummary {
     lines: usize,
+    problems: usize,
     errors: usize,
     tail: Vec<String>,
 }
@@ -265,6 +268,11 @@ impl StderrLog {
                 log::log!(target: call.label, level, "{message}");
             }
             self.summary.lines += 1;
+            // debug and info lines are a provider's running commentary;
+            // warnings and errors are problems.
+            if level <= log::Level::Warn {
+                self.summary.problems += 1;
+            }
             if level == log::Level::Error {
                 self.summary.errors += 1;
             }
@@ -381,6 +389,7 @@ impl Running<'_> {
         }
         Ok(Finished {
             stderr_lines: summary.lines,
+            problem_lines: summary.problems,
             error_lines: summary.errors,
             stderr_tail: summary.tail,
         })

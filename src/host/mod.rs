@@ -47,7 +47,7 @@ pub struct Host {
     config: HostConfig,
     env: ProviderEnv,
     error_lines: AtomicUsize,
-    stderr_lines: AtomicUsize,
+    problem_lines: AtomicUsize,
     check: OutputCheck,
 }
 
@@ -67,7 +67,7 @@ impl Host {
             config,
             env,
             error_lines: AtomicUsize::new(0),
-            stderr_lines: AtomicUsize::new(0),
+            problem_lines: AtomicUsize::new(0),
             check: OutputCheck::new(strict),
         }
     }
@@ -81,9 +81,10 @@ impl Host {
         self.error_lines.load(Ordering::SeqCst)
     }
 
-    /// How many stderr lines providers wrote so far (describe excluded).
-    pub fn provider_stderr_lines(&self) -> usize {
-        self.stderr_lines.load(Ordering::SeqCst)
+    /// How many warning and error lines providers wrote on stderr so far
+    /// (describe excluded).
+    pub fn provider_problem_lines(&self) -> usize {
+        self.problem_lines.load(Ordering::SeqCst)
     }
 
     /// Takes the output problems (misfit values, undeclared attributes)
@@ -136,8 +137,8 @@ impl Host {
         if !describing {
             self.error_lines
                 .fetch_add(finished.error_lines, Ordering::SeqCst);
-            self.stderr_lines
-                .fetch_add(finished.stderr_lines, Ordering::SeqCst);
+            self.problem_lines
+                .fetch_add(finished.problem_lines, Ordering::SeqCst);
         }
         Ok(finished)
     }

@@ -66,8 +66,8 @@ fn each_violation_is_found_with_a_hint() {
         ),
         (
             "noisy",
-            "list: wrote 1 line(s) to stderr",
-            "write only real problems to stderr",
+            "list: wrote 1 warning or error line(s) to stderr",
+            "lines are for real problems; commentary goes at debug: or info:",
         ),
         (
             "lying_noop",
@@ -113,7 +113,7 @@ fn noisy_output_is_one_finding_per_step() {
     let run = ral_check(&[], &[check_fixture("noisy")]);
     assert_eq!(
         run.stdout
-            .matches("find: wrote 1 line(s) to stderr")
+            .matches("find: wrote 1 warning or error line(s) to stderr")
             .count(),
         1,
         "{}",

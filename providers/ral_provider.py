@@ -506,6 +506,7 @@ class Root:
         fds = [os.dup(self.fd)]
         names = []
         links = 0
+        via = ""        # the last link followed, for messages
         try:
             while pending:
                 part = pending.pop(0)
@@ -526,8 +527,8 @@ class Root:
                         continue
                     except FileNotFoundError:
                         if create is None:
-                            raise Missing("the directory %s does not exist"
-                                          % quoted(self.show(where)))
+                            raise Missing("the directory %s does not exist%s"
+                                          % (quoted(self.show(where)), via))
                         fds.append(_make_dir(
                             fds[-1], part,
                             create if not pending else (0o755, None, None),
@@ -547,6 +548,9 @@ class Root:
                             "%s is a symbolic link, which ral does not follow "
                             "here; refusing to use it" % quoted(self.show(where)))
                 links += 1
+                via = (" (reached through the symbolic link %s -> %s, which "
+                       "is resolved inside the root)"
+                       % (quoted(self.show(where)), quoted(target)))
                 if links > MAX_LINKS:
                     raise CallError("too many levels of symbolic links in %s"
                                     % quoted(self.show(rel)))

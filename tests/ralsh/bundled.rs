@@ -181,7 +181,11 @@ fn host_rejects_bad_values_and_leaves_the_file_alone() {
 fn user_and_group_report_the_databases() {
     let sandbox = Sandbox::new();
     sandbox.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice Liddell,,,:/home/alice:/bin/zsh\n");
-    sandbox.write("etc/group", "root:x:0:\nstaff:x:50:alice,bob\n");
+    // (alice's primary group exists: without it she would be incomplete)
+    sandbox.write(
+        "etc/group",
+        "root:x:0:\nstaff:x:50:alice,bob\nalice:x:1000:\n",
+    );
     let doc = sandbox.ralsh(&["-j", "user", "alice"]).expect(0).json();
     assert_eq!(
         doc["resource"],

@@ -4,11 +4,12 @@
 //! directory named after the crate version and a digest of their contents
 //! (`$XDG_CACHE_HOME/ral/bundled-2-VERSION-DIGEST`, or under `~/.cache`), so a
 //! binary that was installed and moved still finds them, and an upgraded
-//! binary never runs stale scripts. The directory is private to the user
-//! (0700) and is rejected if someone else owns it or can write to it, since
-//! its scripts may run as root; a manifest of the files' sizes, times and
-//! inodes is checked on every use, and they are written out again if any
-//! of them changed.
+//! binary never runs stale scripts. The Python toolkit alone is also written
+//! to `lib-1-VERSION-DIGEST/python`, for providers that are not bundled. The
+//! directories are private to the user (0700) and are rejected if someone
+//! else owns them or can write to them, since their scripts may run as root;
+//! a manifest of the files' sizes, times and inodes is checked on every use,
+//! and they are written out again if any of them changed.
 
 use std::fs;
 use std::io::Write;
@@ -63,128 +64,182 @@ pub(crate) fn cache_dir() -> PathBuf {
         })
 }
 
-/// One line of the manifest kept in the completion marker: a file's name,
-/// size, modification and change times and inode as written (the change
-/// time catches a rewrite that restores the modification time).
-fn manifest_line(name: &str, meta: &fs::Metadata) -> String {
-    format!(
-        "{name} {} {}.{} {}.{} {}\n",
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec(),
-        meta.ino()
-    )
+/// A set of embedded files that is written out together into one cache
+/// directory: `SUB/NAME` for each file.
+struct FileSet {
+    /// The directory's name without the version and digest.
+    label: &'static str,
+    sub: &'static str,
+    files: Vec<(&'static str, &'static [u8])>,
 }
 
-/// The manifest of `dir` as it is now, if every embedded file is there.
-fn manifest(dir: &Path) -> Option<String> {
-    embedded::FILES
-        .iter()
-        .map(|(name, _)| {
-            let meta = fs::symlink_metadata(dir.join("providers").join(name)).ok()?;
-            Some(manifest_line(name, &meta))
-        })
-        .collect()
-}
+impl FileSet {
+    /// Every bundled file, in `providers/`.
+    fn providers() -> FileSet {
+        FileSet {
+            // The "2" names the layout (the manifest in the marker), so a
+            // directory written by an older ral is never mistaken for a
+            // changed one.
+            label: "bundled-2",
+            sub: "providers",
+            files: embedded::FILES.to_vec(),
+        }
+    }
 
-/// True when `dir` holds exactly the files written there, unchanged since:
-/// their sizes, modification times and inodes match the manifest recorded
-/// when they were written (checked with a few stats instead of reading
-/// every file on every run).
-fn is_intact(dir: &Path) -> bool {
-    match (fs::read_to_string(dir.join(COMPLETE_MARKER)), manifest(dir)) {
-        (Ok(recorded), Some(now)) => recorded == now,
-        _ => false,
+    /// The Python toolkit for providers that are not bundled.
+    fn provider_lib() -> FileSet {
+        FileSet {
+            label: "lib-1",
+            sub: "python",
+            files: embedded::FILES
+                .iter()
+                .copied()
+                .filter(|(name, _)| LIB_FILES.contains(name))
+                .collect(),
+        }
+    }
+
+    /// One line of the manifest kept in the completion marker: a file's
+    /// name, size, modification and change times and inode as written (the
+    /// change time catches a rewrite that restores the modification time).
+    fn manifest_line(name: &str, meta: &fs::Metadata) -> String {
+        format!(
+            "{name} {} {}.{} {}.{} {}\n",
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.ino()
+        )
+    }
+
+    /// The manifest of `dir` as it is now, if every file is there.
+    fn manifest(&self, dir: &Path) -> Option<String> {
+        self.files
+            .iter()
+            .map(|(name, _)| {
+                let meta = fs::symlink_metadata(dir.join(self.sub).join(name)).ok()?;
+                Some(Self::manifest_line(name, &meta))
+            })
+            .collect()
+    }
+
+    /// True when `dir` holds exactly the files written there, unchanged
+    /// since: their sizes, modification times and inodes match the manifest
+    /// recorded when they were written (checked with a few stats instead of
+    /// reading every file on every run).
+    fn is_intact(&self, dir: &Path) -> bool {
+        match (
+            fs::read_to_string(dir.join(COMPLETE_MARKER)),
+            self.manifest(dir),
+        ) {
+            (Ok(recorded), Some(now)) => recorded == now,
+            _ => false,
+        }
+    }
+
+    /// Returns the directory holding the files, writing them out first
+    /// when needed.
+    fn materialize(&self) -> Result<PathBuf> {
+        let parent = cache_dir();
+        private_dir(&parent)?;
+        let name = format!(
+            "{}-{}-{}",
+            self.label,
+            env!("CARGO_PKG_VERSION"),
+            embedded::DIGEST
+        );
+        let target = parent.join(&name);
+        if target.exists() {
+            check_private(&target)?;
+            if self.is_intact(&target) {
+                return Ok(target);
+            }
+            log::warn!(
+                "{} is incomplete or was changed; writing it again",
+                target.display()
+            );
+            // Moved aside first: a concurrent run may be doing the same, and
+            // must not delete a fresh copy another run has just put in place.
+            let aside = parent.join(format!(".stale-{name}.{}", std::process::id()));
+            match fs::rename(&target, &aside) {
+                Ok(()) => {
+                    let _ = fs::remove_dir_all(&aside);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("moving {} aside", target.display()), e)),
+            }
+        }
+        // Write into a fresh directory and rename it into place, so a reader
+        // never sees a half-written set and concurrent first runs do not
+        // clash.
+        let staging = parent.join(format!(".{name}.{}", std::process::id()));
+        let _ = fs::remove_dir_all(&staging);
+        self.write_all(&staging)
+            .map_err(|e| Error::io(format!("writing {}", staging.display()), e))?;
+        match fs::rename(&staging, &target) {
+            Ok(()) => Ok(target),
+            Err(_) if self.is_intact(&target) => {
+                // Another process finished first; its copy is identical.
+                let _ = fs::remove_dir_all(&staging);
+                check_private(&target)?;
+                Ok(target)
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(&staging);
+                Err(Error::io(
+                    format!("moving files to {}", target.display()),
+                    e,
+                ))
+            }
+        }
+    }
+
+    fn write_all(&self, staging: &Path) -> std::io::Result<()> {
+        let dir = staging.join(self.sub);
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
+        for (name, contents) in &self.files {
+            let mode = if name.ends_with(".prov") {
+                0o700
+            } else {
+                0o600
+            };
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(dir.join(name))?;
+            file.write_all(contents)?;
+            file.sync_all()?;
+        }
+        let recorded = self
+            .manifest(staging)
+            .ok_or_else(|| std::io::Error::other("a file just written is missing"))?;
+        fs::write(staging.join(COMPLETE_MARKER), recorded)?;
+        Ok(())
     }
 }
+
+/// The files of the toolkit that providers which are not bundled may use.
+const LIB_FILES: [&str; 1] = ["ral_provider.py"];
 
 /// Returns the data directory holding the bundled providers, writing them out
 /// first when needed.
 pub fn data_dir() -> Result<PathBuf> {
-    let parent = cache_dir();
-    private_dir(&parent)?;
-    // The "2" names the layout (the manifest in the marker), so a directory
-    // written by an older ral is never mistaken for a changed one.
-    let name = format!(
-        "bundled-2-{}-{}",
-        env!("CARGO_PKG_VERSION"),
-        embedded::DIGEST
-    );
-    let target = parent.join(&name);
-    if target.exists() {
-        check_private(&target)?;
-        if is_intact(&target) {
-            return Ok(target);
-        }
-        log::warn!(
-            "bundled providers in {} are incomplete or were changed; writing them again",
-            target.display()
-        );
-        // Moved aside first: a concurrent run may be doing the same, and
-        // must not delete a fresh copy another run has just put in place.
-        let aside = parent.join(format!(".stale-{name}.{}", std::process::id()));
-        match fs::rename(&target, &aside) {
-            Ok(()) => {
-                let _ = fs::remove_dir_all(&aside);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("moving {} aside", target.display()), e)),
-        }
-    }
-    // Write into a fresh directory and rename it into place, so a reader
-    // never sees a half-written set and concurrent first runs do not clash.
-    let staging = parent.join(format!(".{name}.{}", std::process::id()));
-    let _ = fs::remove_dir_all(&staging);
-    write_all(&staging).map_err(|e| {
-        Error::io(
-            format!("writing bundled providers to {}", staging.display()),
-            e,
-        )
-    })?;
-    match fs::rename(&staging, &target) {
-        Ok(()) => Ok(target),
-        Err(_) if is_intact(&target) => {
-            // Another process finished first; its copy is identical.
-            let _ = fs::remove_dir_all(&staging);
-            check_private(&target)?;
-            Ok(target)
-        }
-        Err(e) => {
-            let _ = fs::remove_dir_all(&staging);
-            Err(Error::io(
-                format!("moving bundled providers to {}", target.display()),
-                e,
-            ))
-        }
-    }
+    FileSet::providers().materialize()
 }
 
-fn write_all(staging: &Path) -> std::io::Result<()> {
-    let providers = staging.join("providers");
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&providers)?;
-    for (name, contents) in embedded::FILES {
-        let mode = if name.ends_with(".prov") {
-            0o700
-        } else {
-            0o600
-        };
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(providers.join(name))?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-    }
-    let recorded =
-        manifest(staging).ok_or_else(|| std::io::Error::other("a file just written is missing"))?;
-    fs::write(staging.join(COMPLETE_MARKER), recorded)?;
-    Ok(())
+/// Returns the directory holding `ral_provider.py` for providers that are
+/// not bundled (passed to them as `RALSH_PROVIDER_LIB`), writing it out
+/// first when needed. It is a directory of its own, so that using it does
+/// not write out every bundled provider.
+pub fn provider_lib() -> Result<PathBuf> {
+    let set = FileSet::provider_lib();
+    Ok(set.materialize()?.join(set.sub))
 }
 
 /// Creates `dir` (and its parents) private to this user if missing, and

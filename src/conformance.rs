@@ -29,6 +29,8 @@ pub struct CheckOptions {
     pub timeout: Duration,
     /// An action slower than this is a finding.
     pub slow: Duration,
+    /// The Python toolkit's directory, for providers that use it.
+    pub provider_lib: Option<PathBuf>,
 }
 
 /// One violation.
@@ -68,7 +70,8 @@ pub fn check(source: &Path, options: &CheckOptions) -> Report {
         host: Host::new(HostConfig {
             timeout: options.timeout,
             root: options.root.clone(),
-            strict: false,
+            provider_lib: options.provider_lib.clone(),
+            ..HostConfig::default()
         }),
         options,
         report: Report {

@@ -23,6 +23,7 @@ pub mod fnv;
 pub mod holo;
 mod host;
 pub mod invoke;
+pub mod log_line;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod process;

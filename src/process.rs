@@ -101,6 +101,15 @@ impl ProviderEnv {
         ProviderEnv { vars }
     }
 
+    /// Sets (or replaces) one variable.
+    pub fn set(&mut self, key: &str, value: impl Into<OsString>) {
+        let value = value.into();
+        match self.vars.iter_mut().find(|(k, _)| k == key) {
+            Some((_, old)) => *old = value,
+            None => self.vars.push((key.into(), value)),
+        }
+    }
+
     pub fn get(&self, key: &str) -> Option<&OsStr> {
         self.vars
             .iter()
@@ -132,6 +141,9 @@ pub struct Call<'a> {
     /// Values (sensitive ones) replaced by `[redacted]` in every stderr line
     /// before it is logged or quoted.
     pub secrets: Vec<String>,
+    /// The provider's sensitive attributes: their values are redacted from
+    /// structured log lines ([`crate::log_line`]).
+    pub sensitive: Vec<String>,
 }
 
 /// What a finished call left behind besides its stdout.
@@ -254,13 +266,18 @@ impl StderrLog {
             if piece.continues {
                 continue;
             }
-            let text = escape(&redact(
-                &String::from_utf8_lossy(piece.bytes),
-                &call.secrets,
-            ));
-            let (level, message) = stderr_level(&text);
+            let raw = String::from_utf8_lossy(piece.bytes);
+            let (level, message) = stderr_level(&raw);
+            // A structured line is rendered first, so that the values of
+            // sensitive attributes are redacted by name; then every known
+            // secret goes, then control characters.
+            let message = match crate::log_line::Record::parse(message) {
+                Some(record) => record.render(|attr| call.sensitive.iter().any(|s| s == attr)),
+                None => message.to_owned(),
+            };
+            let message = escape(&redact(&message, &call.secrets));
             let message = if piece.ends {
-                message.to_owned()
+                message
             } else {
                 format!("{message}... (line cut at {MAX_LINE} bytes)")
             };

@@ -30,7 +30,7 @@ impl Host {
             max_line: MAX_DOCUMENT,
             max_answer: MAX_DOCUMENT,
             secrets,
-            ..Invocation::plain(action, vec![format!("ral_action={action}")])
+            ..Invocation::to(provider, action, vec![format!("ral_action={action}")])
         };
         self.call(&label, &provider.source, invocation, &mut |line| {
             text.push_str(line);

@@ -29,7 +29,15 @@ pub struct HostConfig {
     /// Treat values that do not fit their type, and undeclared attributes,
     /// as errors instead of warnings.
     pub strict: bool,
+    /// How long a provider waits for a lock on a file it edits, passed as
+    /// `RALSH_LOCK_TIMEOUT`.
+    pub lock_timeout: Duration,
+    /// The directory of the Python toolkit, passed as `RALSH_PROVIDER_LIB`.
+    pub provider_lib: Option<PathBuf>,
 }
+
+/// How long providers wait for a lock by default: lckpwdf(3)'s 15 seconds.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Default for HostConfig {
     fn default() -> HostConfig {
@@ -37,6 +45,8 @@ impl Default for HostConfig {
             timeout: Duration::from_secs(300),
             root: PathBuf::from("/"),
             strict: false,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            provider_lib: None,
         }
     }
 }
@@ -61,7 +71,14 @@ pub struct UpdateAnswer {
 
 impl Host {
     pub fn new(config: HostConfig) -> Host {
-        let env = ProviderEnv::scrubbed(&config.root);
+        let mut env = ProviderEnv::scrubbed(&config.root);
+        env.set(
+            "RALSH_LOCK_TIMEOUT",
+            format!("{}", config.lock_timeout.as_secs_f64()),
+        );
+        if let Some(lib) = &config.provider_lib {
+            env.set("RALSH_PROVIDER_LIB", lib);
+        }
         let strict = config.strict;
         Host {
             config,
@@ -131,6 +148,7 @@ impl Host {
             stdin: invocation.stdin,
             log_stderr: !describing,
             secrets: invocation.secrets,
+            sensitive: invocation.sensitive,
         };
         let finished = process::run_paced(&call, sink, idle)?;
         // A describe's stderr fails discovery of that provider instead.
@@ -200,7 +218,8 @@ impl Host {
         self.call_paced(
             &label,
             &provider.source,
-            Invocation::plain(
+            Invocation::to(
+                provider,
                 Action::List,
                 simple::arguments(Action::List, None, [], false),
             ),
@@ -246,7 +265,8 @@ impl Host {
         self.call(
             &label,
             &provider.source,
-            Invocation::plain(
+            Invocation::to(
+                provider,
                 Action::Find,
                 simple::arguments(Action::Find, Some(name), [], false),
             ),
@@ -355,7 +375,7 @@ impl Host {
             Invocation {
                 shown,
                 secrets: secrets.clone(),
-                ..Invocation::plain(Action::Update, args)
+                ..Invocation::to(provider, Action::Update, args)
             },
             &mut |line| {
                 parser.feed(line).map_err(fail)?;
@@ -430,6 +450,8 @@ struct Invocation {
     shown: Vec<String>,
     /// Sensitive values, redacted from everything the provider says.
     secrets: Vec<String>,
+    /// The provider's sensitive attributes.
+    sensitive: Vec<String>,
 }
 
 impl Invocation {
@@ -442,6 +464,22 @@ impl Invocation {
             max_line: MAX_LINE,
             max_answer: MAX_ANSWER,
             secrets: Vec::new(),
+            sensitive: Vec::new(),
+        }
+    }
+
+    /// A call of `provider`, whose sensitive attributes are redacted from
+    /// its structured log lines.
+    fn to(provider: &Provider, action: Action, args: Vec<String>) -> Invocation {
+        Invocation {
+            sensitive: provider
+                .meta
+                .attributes
+                .values()
+                .filter(|a| a.sensitive)
+                .map(|a| a.name.clone())
+                .collect(),
+            ..Invocation::plain(action, args)
         }
     }
 }

@@ -293,7 +293,7 @@ fn a_changed_bundled_provider_is_written_again() {
         run.expect(0).stdout.lines().next(),
         Some("host::etc_hosts { 'original.example':")
     );
-    run.stderr_has("are incomplete or were changed; writing them again");
+    run.stderr_has("is incomplete or was changed; writing it again");
 }
 
 #[test]

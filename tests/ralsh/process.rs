@@ -155,6 +155,18 @@ fn providers_get_only_the_documented_environment() {
         .filter(|(key, _)| !["PWD", "SHLVL", "_"].contains(key))
         .collect();
     vars.sort();
+    // The Python toolkit's directory, written out in ral's private cache.
+    let lib = vars
+        .iter()
+        .position(|(key, _)| *key == "RALSH_PROVIDER_LIB")
+        .map(|at| std::path::PathBuf::from(vars.remove(at).1))
+        .expect("RALSH_PROVIDER_LIB is set");
+    assert!(
+        lib.starts_with(sandbox.cache.path().join("ral")),
+        "{}",
+        lib.display()
+    );
+    assert!(lib.join("ral_provider.py").is_file());
     let root = sandbox.root().canonicalize().unwrap();
     let expected_path = std::env::var("PATH").unwrap();
     assert_eq!(
@@ -164,6 +176,7 @@ fn providers_get_only_the_documented_environment() {
             ("LANG", "C"),
             ("LC_ALL", "C"),
             ("PATH", expected_path.as_str()),
+            ("RALSH_LOCK_TIMEOUT", "15"),
             ("RALSH_ROOT_DIR", root.to_str().unwrap()),
         ]
     );

@@ -59,6 +59,9 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
 fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
     let timeout = seconds(args.timeout, "--timeout")?;
     let slow = seconds(args.slow, "--slow")?;
+    let provider_lib = ral::bundled::provider_lib()
+        .inspect_err(|e| log::warn!("the Python toolkit is unavailable: {e}"))
+        .ok();
     let mut stdout = std::io::stdout().lock();
     let mut clean = 0;
     for provider in &args.providers {
@@ -77,6 +80,7 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
                 root,
                 timeout,
                 slow,
+                provider_lib: provider_lib.clone(),
             },
         );
         print_report(&mut stdout, &report)?;

@@ -134,10 +134,15 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     if !root.is_dir() {
         bail!("--root {}: not a directory", args.root.display());
     }
+    let provider_lib = bundled::provider_lib()
+        .inspect_err(|e| log::warn!("the Python toolkit for providers is unavailable: {e}"))
+        .ok();
     let host = Host::new(HostConfig {
         timeout: args.timeout,
         root,
         strict: args.strict,
+        lock_timeout: args.lock_timeout,
+        provider_lib,
     });
     // `ralsh TYPE ...` needs the providers of that type only; the bundled
     // ones are not even written out when none has that type.

@@ -48,6 +48,12 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_timeout)]
     pub timeout: Duration,
 
+    /// How long a provider waits for the lock of a file it edits (another
+    /// ralsh, useradd, ...) before it gives up, in seconds
+    /// (RALSH_LOCK_TIMEOUT).
+    #[arg(long, value_name = "SECONDS", default_value = "15", value_parser = parse_lock_timeout)]
+    pub lock_timeout: Duration,
+
     /// Run every provider's describe instead of using the metadata cache
     /// (and do not write it).
     #[arg(long)]
@@ -93,6 +99,16 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("'{text}' is not a number of seconds"))?;
     if !(seconds > 0.0 && seconds <= 86_400.0 * 365.0) {
         return Err(format!("'{text}' must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(0.0..=86_400.0).contains(&seconds) {
+        return Err(format!("'{text}' must be from 0 to 86400 seconds"));
     }
     Ok(Duration::from_secs_f64(seconds))
 }

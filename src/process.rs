@@ -318,15 +318,21 @@ impl Running<'_> {
         idle: &mut Idle,
     ) -> Result<Finished> {
         let mut answer_bytes = 0usize;
+        let mut lines = 0usize;
         // Lines were handed to the sink since `idle` was last called.
         let mut fresh = false;
         let mut told_complete = false;
         loop {
             while let Some(piece) = self.stdout.next_piece(self.call.max_line) {
+                lines += 1;
                 if !piece.ends {
+                    let start: String = text(piece.bytes).chars().take(40).collect();
                     return Err(self.abandon(format!(
-                        "a line of output is longer than {} bytes",
-                        self.call.max_line
+                        "line {lines} of its output is longer than {} bytes, the most ral \
+                         reads in one line (it starts '{}...'): the provider wrote a value \
+                         too long to be read back",
+                        self.call.max_line,
+                        redact(&start, &self.call.secrets)
                     )));
                 }
                 let line = text(piece.bytes);

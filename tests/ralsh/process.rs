@@ -265,7 +265,8 @@ fn an_over_long_line_fails_the_call() {
     sandbox.write("flood", "longline");
     let run = sandbox.ralsh(&["flood"]);
     run.expect(2);
-    run.stderr_has("flood::flood: list: a line of output is longer than 65536 bytes");
+    run.stderr_has("flood::flood: list: line 2 of its output is longer than 65536 bytes");
+    run.stderr_has("(it starts 'name: ");
 }
 
 #[test]
@@ -559,7 +560,7 @@ fn stderr_written_before_a_rejected_answer_is_logged() {
     );
     run.expect(2);
     run.stderr_has("error: [explains::explains] the database is corrupt");
-    run.stderr_has("a line of output is longer than 65536 bytes");
+    run.stderr_has("line 50002 of its output is longer than 65536 bytes");
 }
 
 #[test]

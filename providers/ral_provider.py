@@ -804,7 +804,7 @@ class Lock:
         limit = _lock_wait()
         holder = _holder(info)
         log.info("waiting up to %gs for the lock %s, held by %s"
-                 % (limit, self.show(), holder or "another process"))
+                 % (limit, quoted(self.show()), holder or "another process"))
         started = time.monotonic()
 
         def alarm(signum, frame):
@@ -820,14 +820,14 @@ class Lock:
         except _TimedOut:
             raise CallError(
                 "timed out after %gs waiting for the lock %s, held by %s; "
-                "nothing was changed" % (limit, self.show(),
+                "nothing was changed" % (limit, quoted(self.show()),
                                          _holder(info) or holder
                                          or "another process"))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
         log.debug("got the lock %s after %.3fs"
-                  % (self.show(), time.monotonic() - started))
+                  % (quoted(self.show()), time.monotonic() - started))
 
     def release(self):
         if self.fd is not None:

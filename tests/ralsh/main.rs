@@ -21,5 +21,6 @@ mod quoting;
 mod ral_check;
 mod simple_output;
 mod support;
+mod toolkit;
 mod types;
 mod update;

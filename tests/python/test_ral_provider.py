@@ -1,0 +1,355 @@
+"""Unit tests of providers/ral_provider.py, the toolkit of the Python
+providers: the path walk below the root, locked and journaled edits, lock
+waits, the output limits, and the command runner. Run by the Rust test
+`toolkit::python_unit_tests_pass` (python3 -I -S this file)."""
+
+import contextlib
+import errno
+import fcntl
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "providers"))
+import ral_provider as ral  # noqa: E402
+
+
+def write(path, data, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+    os.chmod(path, mode)
+
+
+def read(path):
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+class Sandbox(unittest.TestCase):
+    """Each test gets a fake root in RALSH_ROOT_DIR and captured stderr."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = os.path.join(self.tmp.name, "root")
+        os.mkdir(self.root)
+        self.saved_env = dict(os.environ)
+        os.environ["RALSH_ROOT_DIR"] = self.root
+        os.environ.pop("RALSH_LOCK_TIMEOUT", None)
+        self.stderr = io.StringIO()
+        self.redirect = contextlib.redirect_stderr(self.stderr)
+        self.redirect.__enter__()
+
+    def tearDown(self):
+        self.redirect.__exit__(None, None, None)
+        os.environ.clear()
+        os.environ.update(self.saved_env)
+        self.tmp.cleanup()
+
+    def path(self, rel):
+        return os.path.join(self.root, rel)
+
+    def names(self, rel):
+        return sorted(os.listdir(self.path(rel)))
+
+
+class Walk(Sandbox):
+    def test_links_resolve_inside_the_root(self):
+        write(self.path("real/etc/hosts"), b"inside\n")
+        os.symlink("/real/etc", self.path("etc"))            # absolute
+        os.symlink("../../../../real", self.path("up"))      # climbs above
+        root = ral.Root()
+        self.assertEqual(root.file("etc/hosts").read()[0], b"inside\n")
+        target = root.file("up/etc/hosts")
+        self.assertEqual(target.dir.rel, "real/etc")
+        self.assertEqual(target.read()[0], b"inside\n")
+        # An outside file a link seems to name is never what is read.
+        outside = os.path.join(self.tmp.name, "outside")
+        write(os.path.join(outside, "hosts"), b"outside\n")
+        os.symlink(outside, self.path("out"))
+        with self.assertRaises(ral.Missing) as caught:
+            root.file("out/hosts")
+        self.assertIn("which is resolved inside the root", str(caught.exception))
+        self.assertEqual(root.read("out/hosts"), (None, None))
+
+    def test_follow_false_refuses_links(self):
+        os.makedirs(self.path("home/alice"))
+        os.symlink("/etc", self.path("home/alice/.ssh"))
+        home = ral.Root().directory("home/alice", follow=False)
+        with self.assertRaises(ral.CallError) as caught:
+            home.subdir(".ssh")
+        self.assertIn("is a symbolic link", str(caught.exception))
+        with self.assertRaises(ral.CallError):
+            ral.Root().directory("home/alice/.ssh", follow=False)
+
+    def test_a_last_link_is_followed_only_when_asked(self):
+        write(self.path("etc/real-group"), b"g\n")
+        os.symlink("real-group", self.path("etc/group"))
+        root = ral.Root()
+        self.assertEqual(root.file("etc/group").name, "real-group")
+        self.assertEqual(root.file("etc/group", follow_last=False).name, "group")
+        with self.assertRaises(ral.CallError) as caught:
+            root.file("etc/group", follow_last=False).read()
+        self.assertIn("is a symbolic link", str(caught.exception))
+
+    def test_link_loops_end(self):
+        os.symlink("b", self.path("a"))
+        os.symlink("a", self.path("b"))
+        with self.assertRaises(ral.CallError) as caught:
+            ral.Root().directory("a")
+        self.assertIn("too many levels of symbolic links", str(caught.exception))
+
+    def test_missing_directories_are_made_with_the_last_one_as_asked(self):
+        directory = ral.Root().directory("var/spool/cron", create=(0o1730, None, None))
+        self.assertEqual(directory.rel, "var/spool/cron")
+        self.assertEqual(os.stat(self.path("var/spool/cron")).st_mode & 0o7777, 0o1730)
+        self.assertEqual(os.stat(self.path("var/spool")).st_mode & 0o7777, 0o755)
+
+    def test_a_fifo_is_not_read(self):
+        os.makedirs(self.path("etc"))
+        os.mkfifo(self.path("etc/hosts"))
+        with self.assertRaises(ral.CallError) as caught:
+            ral.Root().read("etc/hosts")
+        self.assertIn("is not a regular file", str(caught.exception))
+
+
+class Edits(Sandbox):
+    def test_a_file_is_replaced_keeping_its_mode_and_nothing_is_left(self):
+        write(self.path("etc/hosts"), b"old\n", 0o640)
+        before = os.stat(self.path("etc/hosts"))
+        target = ral.Root().file("etc/hosts")
+        with ral.Edit(ral.Lock.beside(target)) as edit:
+            self.assertEqual(edit.read(target), b"old\n")
+            edit.write(target, b"new\n")
+            edit.commit()
+        after = os.stat(self.path("etc/hosts"))
+        self.assertEqual(read(self.path("etc/hosts")), b"new\n")
+        self.assertNotEqual(before.st_ino, after.st_ino)
+        self.assertEqual(after.st_mode & 0o7777, 0o640)
+        self.assertEqual(self.names("etc"), [".hosts.ral-lock", "hosts"])
+
+    def test_a_new_file_gets_the_mode_asked_for(self):
+        os.makedirs(self.path("etc"))
+        target = ral.Root().file("etc/fstab")
+        with ral.Edit(ral.Lock.beside(target)) as edit:
+            self.assertIsNone(edit.read(target))
+            edit.write(target, b"x\n", new_mode=0o600)
+            edit.commit()
+        self.assertEqual(os.stat(self.path("etc/fstab")).st_mode & 0o7777, 0o600)
+
+    def test_temporary_files_a_crash_left_go_with_the_next_edit(self):
+        write(self.path("etc/hosts"), b"old\n")
+        for stale in (".hosts.ral-tmp-0123456789ab", ".hosts.abc123.tmp",
+                      ".ralsh-abc.hosts"):
+            write(self.path("etc/" + stale), b"half")
+        write(self.path("etc/.other.ral-tmp-1"), b"not ours to judge")
+        target = ral.Root().file("etc/hosts")
+        with ral.Edit(ral.Lock.beside(target)) as edit:
+            edit.read(target)
+        self.assertEqual(self.names("etc"),
+                         [".hosts.ral-lock", ".other.ral-tmp-1", "hosts"])
+
+    def test_a_writer_that_does_not_lock_makes_commit_refuse(self):
+        write(self.path("etc/hosts"), b"old\n")
+        target = ral.Root().file("etc/hosts")
+        with self.assertRaises(ral.CallError) as caught:
+            with ral.Edit(ral.Lock.beside(target)) as edit:
+                edit.read(target)
+                write(self.path("etc/hosts.new"), b"theirs\n")
+                os.rename(self.path("etc/hosts.new"), self.path("etc/hosts"))
+                edit.write(target, b"ours\n")
+                edit.commit()
+        self.assertIn("does not take the lock", str(caught.exception))
+        self.assertEqual(read(self.path("etc/hosts")), b"theirs\n")
+        self.assertEqual(self.names("etc"), [".hosts.ral-lock", "hosts"])
+
+
+class Journal(Sandbox):
+    """An edit of two files interrupted between its two renames."""
+
+    def interrupted_edit(self):
+        write(self.path("etc/passwd"), b"root\n")
+        write(self.path("etc/shadow"), b"root-shadow\n", 0o640)
+        root = ral.Root()
+        passwd, shadow = root.file("etc/passwd"), root.file("etc/shadow")
+        real_rename = os.rename
+        calls = []
+
+        def failing_rename(src, dst, **kwargs):
+            calls.append(dst)
+            if dst == "passwd":       # the second file: the crash
+                raise OSError(errno.EIO, "simulated crash")
+            return real_rename(src, dst, **kwargs)
+
+        ral.os.rename = failing_rename
+        try:
+            with self.assertRaises(ral.CallError):
+                with ral.Edit(ral.Lock.accounts(root)) as edit:
+                    edit.read(shadow)
+                    edit.read(passwd)
+                    edit.write(shadow, b"root-shadow\nbob-shadow\n")
+                    edit.write(passwd, b"root\nbob\n")
+                    edit.commit()
+        finally:
+            ral.os.rename = real_rename
+        self.assertEqual(calls, [".pwd.lock.ral-journal", "shadow", "passwd"])
+        # The state a crash leaves: shadow replaced, passwd not yet.
+        self.assertEqual(read(self.path("etc/shadow")), b"root-shadow\nbob-shadow\n")
+        self.assertEqual(read(self.path("etc/passwd")), b"root\n")
+        self.assertIn(".pwd.lock.ral-journal", self.names("etc"))
+        return root, passwd
+
+    def test_readers_see_it_finished_and_the_next_edit_finishes_it(self):
+        root, passwd = self.interrupted_edit()
+        self.assertEqual(ral.Lock.accounts(root).read(passwd)[0], b"root\nbob\n")
+        with ral.Edit(ral.Lock.accounts(root)) as edit:
+            self.assertEqual(edit.read(passwd), b"root\nbob\n")
+        self.assertEqual(read(self.path("etc/passwd")), b"root\nbob\n")
+        self.assertEqual(self.names("etc"), [".pwd.lock", "passwd", "shadow"])
+        self.assertIn("finished an interrupted edit", self.stderr.getvalue())
+
+    def test_a_file_another_program_changed_since_is_left_to_it(self):
+        root, passwd = self.interrupted_edit()
+        write(self.path("etc/passwd.new"), b"root\nuseradd-made\n")
+        os.rename(self.path("etc/passwd.new"), self.path("etc/passwd"))
+        self.assertEqual(ral.Lock.accounts(root).read(passwd)[0],
+                         b"root\nuseradd-made\n")
+        with ral.Edit(ral.Lock.accounts(root)) as edit:
+            edit.read(passwd)
+        self.assertEqual(read(self.path("etc/passwd")), b"root\nuseradd-made\n")
+        self.assertEqual(self.names("etc"), [".pwd.lock", "passwd", "shadow"])
+        self.assertIn("was changed by another program", self.stderr.getvalue())
+
+
+HOLDER = r"""
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+if sys.argv[2] == "until-waited-for":
+    # Holds the lock until another process blocks on it (it shows in
+    # /proc/locks with "->"), then lets it go.
+    ino = ":%d " % os.fstat(fd).st_ino
+    while not any("->" in line and ino in line for line in open("/proc/locks")):
+        time.sleep(0.01)
+    os.close(fd)
+    print("released", flush=True)
+sys.stdin.read()
+"""
+
+
+class Locks(Sandbox):
+    def hold(self, mode):
+        os.makedirs(self.path("etc"), exist_ok=True)
+        holder = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", HOLDER,
+             self.path("etc/.pwd.lock"), mode],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.assertEqual(holder.stdout.readline(), "locked\n")
+        self.addCleanup(lambda: (holder.stdin.close(), holder.wait(),
+                                 holder.stdout.close()))
+        return holder
+
+    def test_a_held_lock_is_waited_for(self):
+        holder = self.hold("until-waited-for")
+        lock = ral.Lock.accounts(ral.Root())
+        lock.acquire()
+        lock.release()
+        self.assertEqual(holder.stdout.readline(), "released\n")
+        self.assertIn("waiting up to 15s for the lock", self.stderr.getvalue())
+        self.assertIn("held by process %d" % holder.pid, self.stderr.getvalue())
+
+    def test_the_wait_is_bounded_and_says_who_holds_it(self):
+        holder = self.hold("forever")
+        os.environ["RALSH_LOCK_TIMEOUT"] = "0.3"
+        with self.assertRaises(ral.CallError) as caught:
+            ral.Lock.accounts(ral.Root()).acquire()
+        message = str(caught.exception)
+        self.assertIn("timed out after 0.3s waiting for the lock", message)
+        self.assertIn("etc/.pwd.lock', held by process %d" % holder.pid, message)
+        self.assertIn("nothing was changed", message)
+
+    def test_a_lock_file_that_is_a_link_is_refused(self):
+        os.makedirs(self.path("etc"))
+        write(self.path("victim"), b"keep\n")
+        os.symlink(self.path("victim"), self.path("etc/.hosts.ral-lock"))
+        target = ral.Root().file("etc/hosts")
+        with self.assertRaises(ral.CallError):
+            ral.Lock.beside(target).acquire()
+        self.assertEqual(read(self.path("victim")), b"keep\n")
+
+
+class Output(Sandbox):
+    def capture(self, run):
+        out = io.StringIO()
+        saved = sys.stdout
+        sys.stdout = out
+        try:
+            run()
+        finally:
+            sys.stdout = saved
+        return out.getvalue()
+
+    def test_lines_ral_could_not_read_are_left_out_of_a_listing(self):
+        long_value = "x" * ral.LINE_MAX
+        text = self.capture(lambda: ral.emit_simple(
+            [("name", "a"), ("comment", long_value), ("ip", "10.0.0.1"),
+             ("name", long_value), ("ip", "10.0.0.2"),
+             ("name", "c"), ("ral_was", long_value)], ral.log))
+        lines = text.splitlines()
+        self.assertEqual(lines[:4], ["# simple", "name: a", "ip: 10.0.0.1", "name: c"])
+        self.assertTrue(lines[4].startswith("ral_was: xxx") and lines[4].endswith("bytes]"))
+        self.assertLess(len(lines[4]), ral.LINE_MAX)
+        self.assertEqual(len(lines), 5)
+        self.assertIn("comment is %d bytes long" % (ral.LINE_MAX + 9),
+                      self.stderr.getvalue())
+
+    def test_values_that_could_not_be_read_back_are_refused(self):
+        ral.check_line_fits("h", "comment", "x" * 1000)
+        with self.assertRaises(ral.UpdateError) as caught:
+            ral.check_line_fits("h", "comment", "x" * 70000)
+        self.assertIn("longer than the 65536 ral reads", str(caught.exception))
+        with self.assertRaises(ral.UpdateError):
+            ral.check_resource_fits({"name": "u", "comment": "x" * ral.RESOURCE_MAX})
+
+    def test_a_structured_line_names_the_resource(self):
+        ral.log.attribute_changed("web1", "ip", "10.0.0.1", "10.0.0.2", "updating")
+        self.assertEqual(
+            self.stderr.getvalue(),
+            'info: ral_log {"resource": "web1", "context": "updating", '
+            '"attribute": "ip", "old": "10.0.0.1", "new": "10.0.0.2"}\n')
+
+
+class Commands(Sandbox):
+    def test_noop_skips_changes_but_runs_queries(self):
+        marker = self.path("ran")
+        commands = ral.Commands(noop=True)
+        self.assertIsNone(commands.change(["touch", marker]))
+        self.assertFalse(os.path.exists(marker))
+        self.assertIn("noop: would run touch", self.stderr.getvalue())
+        self.assertEqual(commands.query(["echo", "hi"]).stdout, "hi\n")
+
+    def test_failures_quote_the_output_and_the_environment_is_scrubbed(self):
+        os.environ["SECRET_TOKEN"] = "hunter2"
+        result = ral.Commands().query(["sh", "-c", "env; echo oops >&2; exit 3"],
+                                      stderr_level=None)
+        self.assertEqual(result.status, 3)
+        self.assertNotIn("hunter2", result.stdout)
+        self.assertIn("LC_ALL=C", result.stdout)
+        with self.assertRaises(ral.UpdateError) as caught:
+            ral.Commands().change(["sh", "-c", "echo oops >&2; exit 3"],
+                                  stderr_level=None)
+        self.assertIn("failed (exit status 3):\noops", str(caught.exception))
+
+    def test_a_hung_command_is_ended(self):
+        result = ral.Commands().query(["sleep", "30"], timeout=0.2)
+        self.assertIsNone(result.status)
+        self.assertIn("did not finish within 0.2s", result.outcome())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,22 @@
+//! The Python toolkit of the providers (providers/ral_provider.py): its own
+//! unit tests (tests/python), run with the interpreter the providers use.
+
+use std::process::Command;
+
+#[test]
+fn python_unit_tests_pass() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let output = Command::new("python3")
+        .args(["-I", "-S", "tests/python/test_ral_provider.py"])
+        .current_dir(dir)
+        .output()
+        .expect("python3 runs");
+    let report = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{report}");
+    // unittest reports "Ran N tests"; none found would also exit 0.
+    let ran: usize = report
+        .lines()
+        .find_map(|line| line.strip_prefix("Ran ")?.split(' ').next()?.parse().ok())
+        .expect("unittest says how many tests ran");
+    assert!(ran >= 20, "only {ran} tests ran:\n{report}");
+}

@@ -225,29 +225,15 @@ class Journal(Sandbox):
         self.assertIn("was changed by another program", self.stderr.getvalue())
 
 
-HOLDER = r"""
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.lockf(fd, fcntl.LOCK_EX)
-print("locked", flush=True)
-if sys.argv[2] == "until-waited-for":
-    # Holds the lock until another process blocks on it (it shows in
-    # /proc/locks with "->"), then lets it go.
-    ino = ":%d " % os.fstat(fd).st_ino
-    while not any("->" in line and ino in line for line in open("/proc/locks")):
-        time.sleep(0.01)
-    os.close(fd)
-    print("released", flush=True)
-sys.stdin.read()
-"""
+HOLDER = os.path.join(HERE, "..", "fixtures", "hold_lock.py")
 
 
 class Locks(Sandbox):
     def hold(self, mode):
         os.makedirs(self.path("etc"), exist_ok=True)
         holder = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", HOLDER,
-             self.path("etc/.pwd.lock"), mode],
+            [sys.executable, "-I", "-S", HOLDER, self.path("etc/.pwd.lock"),
+             "posix", mode],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.assertEqual(holder.stdout.readline(), "locked\n")
         self.addCleanup(lambda: (holder.stdin.close(), holder.wait(),

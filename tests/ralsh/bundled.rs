@@ -150,6 +150,49 @@ fn host_noop_previews_without_touching_the_file() {
 }
 
 #[test]
+fn host_refuses_a_value_it_could_not_read_back_and_lists_one_made_by_hand() {
+    let sandbox = hosts_sandbox();
+    let long = "x".repeat(70_000);
+    let comment = format!("comment={long}");
+    sandbox
+        .ralsh(&["host", "long.example", "ip=10.0.0.7", &comment])
+        .expect(2)
+        .stderr_has("comment of 'long.example' would make a line of 70010 bytes, longer than the 65536 ral reads");
+    assert_eq!(sandbox.read("etc/hosts"), HOSTS);
+    // Such a line written by hand: the entry is still listed, found and
+    // removed; only the comment ral cannot read is left out, with a warning.
+    sandbox.write(
+        "etc/hosts",
+        &format!("{HOSTS}10.0.0.7 long.example # {long}\n"),
+    );
+    let run = sandbox.ralsh(&["-j", "host"]);
+    let doc = run.expect(0).json();
+    run.stderr_has("long.example: comment is 70009 bytes long, more than ral reads");
+    let names = names_in(&doc["resources"]);
+    assert_eq!(
+        names,
+        [
+            "localhost",
+            "myhost.example.org",
+            "ip6-allnodes",
+            "long.example"
+        ]
+    );
+    assert!(doc["resources"][3].get("comment").is_none());
+    sandbox
+        .ralsh(&["host", "long.example", "comment=short"])
+        .expect(0)
+        .stdout_has("comment: ");
+    assert!(sandbox
+        .read("etc/hosts")
+        .ends_with("10.0.0.7\tlong.example\t# short\n"));
+    sandbox
+        .ralsh(&["host", "long.example", "ensure=absent"])
+        .expect(0);
+    assert_eq!(sandbox.read("etc/hosts"), HOSTS);
+}
+
+#[test]
 fn host_rejects_bad_values_and_leaves_the_file_alone() {
     let sandbox = hosts_sandbox();
     let run = sandbox.ralsh(&["host", "localhost", "ip=999.1.1.1"]);

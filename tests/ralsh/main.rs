@@ -10,6 +10,7 @@ mod metadata_cache;
 mod metadata_schema;
 mod process;
 mod properties;
+mod provider_accounts;
 mod provider_cron;
 mod provider_file;
 mod provider_mount;

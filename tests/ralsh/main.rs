@@ -3,6 +3,7 @@
 
 mod bundled;
 mod cli;
+mod concurrent_edits;
 mod discovery;
 mod example;
 mod json_convention;

@@ -1,0 +1,355 @@
+//! Many writers at once on one fake root, and a directory swapped for a
+//! symbolic link while updates run, for every bundled provider that edits
+//! files. Each writer is a whole ralsh process, as users run them.
+//!
+//! - 8 workers x 25 creates of distinct resources: every create exits 0
+//!   (none refused for lack of a lock), every one is listed afterwards, the
+//!   listing has no warnings, and no temporary file is left anywhere.
+//! - While updates run, a directory the provider works in is swapped again
+//!   and again (renameat2 RENAME_EXCHANGE) with a symbolic link that, read
+//!   the usual way, leads to a decoy outside the root: nothing outside
+//!   changes, whatever the updates report.
+
+use std::collections::BTreeSet;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::provider_accounts::shadow_tools_accept;
+use crate::support::{names_in, tree_snapshot, Run, Sandbox};
+
+const WORKERS: usize = 8;
+const CREATES: usize = 25;
+
+/// One writable provider as these tests drive it.
+struct Case {
+    kind: &'static str,
+    /// Seeds the fake root.
+    setup: fn(&Sandbox),
+    /// The name and the attributes of the `n`th resource of `worker`.
+    create: fn(usize, usize) -> (String, Vec<String>),
+}
+
+fn accounts(sandbox: &Sandbox) {
+    sandbox.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
+    sandbox.write("etc/shadow", "root:*:19700:0:99999:7:::\n");
+    sandbox.write("etc/group", "root:x:0:\nusers:x:100:\n");
+    sandbox.write("etc/gshadow", "root:*::\nusers:!::\n");
+}
+
+const HOST: Case = Case {
+    kind: "host",
+    setup: |sandbox| sandbox.write("etc/hosts", "127.0.0.1\tlocalhost\n"),
+    create: |w, n| {
+        (
+            format!("h{w}-{n}.example"),
+            vec![format!("ip=10.0.{w}.{n}")],
+        )
+    },
+};
+
+const USER: Case = Case {
+    kind: "user",
+    setup: accounts,
+    create: |w, n| (format!("u{w}-{n}"), vec!["ensure=present".into()]),
+};
+
+const GROUP: Case = Case {
+    kind: "group",
+    setup: accounts,
+    create: |w, n| (format!("g{w}-{n}"), vec!["ensure=present".into()]),
+};
+
+/// Runs every create of `case`, WORKERS processes at a time; returns each
+/// name with its run.
+fn create_all(sandbox: &Sandbox, case: &Case) -> Vec<(String, Run)> {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                scope.spawn(move || {
+                    (0..CREATES)
+                        .map(|n| {
+                            let (name, attrs) = (case.create)(w, n);
+                            let mut args = vec![case.kind, name.as_str()];
+                            args.extend(attrs.iter().map(String::as_str));
+                            let run = sandbox.ralsh(&args);
+                            (name, run)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    })
+}
+
+/// Every path below `root` whose name marks it as a temporary file of ours.
+fn temporary_files(root: &Path) -> Vec<PathBuf> {
+    tree_snapshot(root)
+        .into_keys()
+        .filter(|path| path.to_string_lossy().contains(".ral-tmp-"))
+        .collect()
+}
+
+fn check_parallel_creates(case: &Case) -> Sandbox {
+    let sandbox = Sandbox::new();
+    (case.setup)(&sandbox);
+    // One run first, so the storm does not also race to write ral's cache.
+    sandbox.ralsh(&["-j", case.kind]).expect(0);
+    let results = create_all(&sandbox, case);
+    let failed: Vec<_> = results.iter().filter(|(_, run)| run.status != 0).collect();
+    assert!(
+        failed.is_empty(),
+        "{}: {} of {} creates failed; the first: {:?}",
+        case.kind,
+        failed.len(),
+        results.len(),
+        failed[0]
+    );
+    let run = sandbox.ralsh(&["-j", case.kind]);
+    let doc = run.expect(0).json();
+    assert!(
+        !run.stderr.contains("warn"),
+        "{}: the listing warns:\n{}",
+        case.kind,
+        run.stderr
+    );
+    let listed: BTreeSet<&str> = names_in(&doc["resources"]).into_iter().collect();
+    let lost: Vec<&str> = results
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .filter(|name| !listed.contains(name))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{}: {} created resources were lost: {lost:?}",
+        case.kind,
+        lost.len()
+    );
+    assert_eq!(temporary_files(sandbox.root()), Vec::<PathBuf>::new());
+    sandbox
+}
+
+#[test]
+fn parallel_host_creates_all_survive() {
+    check_parallel_creates(&HOST);
+}
+
+#[test]
+fn parallel_user_creates_all_survive_and_pwck_accepts_the_files() {
+    let sandbox = check_parallel_creates(&USER);
+    assert_ne!(shadow_tools_accept(sandbox.root()), Some(false));
+    let shadow = sandbox.read("etc/shadow");
+    assert_eq!(shadow.lines().count(), 1 + WORKERS * CREATES, "{shadow}");
+}
+
+#[test]
+fn parallel_group_creates_all_survive() {
+    let sandbox = check_parallel_creates(&GROUP);
+    assert_ne!(shadow_tools_accept(sandbox.root()), Some(false));
+    assert_eq!(
+        sandbox.read("etc/gshadow").lines().count(),
+        2 + WORKERS * CREATES
+    );
+}
+
+#[test]
+fn ralsh_and_useradd_side_by_side_lose_nothing() {
+    // useradd -R chroots, which needs root; it takes the same lock.
+    // SAFETY: geteuid has no preconditions.
+    let useradd = Path::new("/usr/sbin/useradd");
+    if unsafe { libc::geteuid() } != 0 || !useradd.exists() {
+        eprintln!("skipped: useradd -R needs root and /usr/sbin/useradd");
+        return;
+    }
+    let sandbox = Sandbox::new();
+    accounts(&sandbox);
+    sandbox.ralsh(&["-j", "user"]).expect(0);
+    let made_by_useradd: Vec<String> = std::thread::scope(|scope| {
+        let tool = scope.spawn(|| {
+            (0..40)
+                .map(|n| {
+                    let name = format!("tool{n}");
+                    let status = std::process::Command::new(useradd)
+                        .arg("-R")
+                        .arg(sandbox.root())
+                        .arg(&name)
+                        .status()
+                        .unwrap();
+                    assert!(status.success(), "useradd {name}: {status}");
+                    name
+                })
+                .collect()
+        });
+        let ours: Vec<_> = (0..4)
+            .map(|w| {
+                let sandbox = &sandbox;
+                scope.spawn(move || {
+                    for n in 0..10 {
+                        let name = format!("ral{w}-{n}");
+                        sandbox.ralsh(&["user", &name, "ensure=present"]).expect(0);
+                    }
+                })
+            })
+            .collect();
+        ours.into_iter().for_each(|worker| worker.join().unwrap());
+        tool.join().unwrap()
+    });
+    let doc = sandbox.ralsh(&["-j", "user"]).expect(0).json();
+    let listed: BTreeSet<&str> = names_in(&doc["resources"]).into_iter().collect();
+    for name in &made_by_useradd {
+        assert!(listed.contains(name.as_str()), "{name} was lost");
+    }
+    for w in 0..4 {
+        for n in 0..10 {
+            assert!(listed.contains(format!("ral{w}-{n}").as_str()));
+        }
+    }
+    assert_ne!(shadow_tools_accept(sandbox.root()), Some(false));
+}
+
+// ------------------------------------------------------ the symlink race
+
+/// A directory below the root that a provider edits in, and the updates to
+/// run while it is being swapped.
+struct Race {
+    case: Case,
+    /// The directory swapped, relative to the root.
+    dir: &'static str,
+    /// The arguments of the `n`th update.
+    update: fn(usize) -> Vec<String>,
+}
+
+fn exchange(a: &Path, b: &Path) -> bool {
+    let a = CString::new(a.as_os_str().as_bytes()).unwrap();
+    let b = CString::new(b.as_os_str().as_bytes()).unwrap();
+    // SAFETY: both are valid NUL-terminated paths.
+    unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        ) == 0
+    }
+}
+
+/// A symbolic link's text that leads from `link`'s directory up to `/` and
+/// down to `target`: outside the root when read the usual way.
+fn escaping_link(link: &Path, target: &Path) -> PathBuf {
+    let depth = link.parent().unwrap().components().count() - 1;
+    let mut text = PathBuf::new();
+    for _ in 0..depth {
+        text.push("..");
+    }
+    text.join(target.strip_prefix("/").unwrap())
+}
+
+fn check_swap_race(race: &Race, updates: usize) {
+    let sandbox = Sandbox::new();
+    (race.case.setup)(&sandbox);
+    sandbox.ralsh(&["-j", race.case.kind]).expect(0);
+    let real = sandbox.root().join(race.dir);
+    // The decoy: a copy of the directory outside the root.
+    let outside = tempfile::tempdir().unwrap();
+    let decoy = outside.path().join("decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    for entry in std::fs::read_dir(&real).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), decoy.join(entry.file_name())).unwrap();
+        }
+    }
+    let before = tree_snapshot(outside.path());
+    let link = real.with_extension("ral-swap");
+    std::os::unix::fs::symlink(escaping_link(&link, &decoy), &link).unwrap();
+    assert!(
+        std::fs::metadata(&link).unwrap().is_dir(),
+        "the link leads to the decoy"
+    );
+
+    let done = AtomicBool::new(false);
+    let (swaps, results) = std::thread::scope(|scope| {
+        let swapper = scope.spawn(|| {
+            let mut swaps = 0usize;
+            while !done.load(Ordering::Relaxed) {
+                assert!(exchange(&real, &link));
+                swaps += 1;
+            }
+            if swaps % 2 == 1 {
+                assert!(exchange(&real, &link));
+            }
+            swaps
+        });
+        let results: Vec<Run> = (0..updates)
+            .map(|n| {
+                let mut args = vec![race.case.kind.to_owned()];
+                args.extend((race.update)(n));
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                sandbox.ralsh(&args)
+            })
+            .collect();
+        done.store(true, Ordering::Relaxed);
+        (swapper.join().unwrap(), results)
+    });
+    assert!(std::fs::symlink_metadata(&real).unwrap().is_dir());
+    assert!(swaps > updates, "the directory was swapped {swaps} times");
+    let changed: Vec<_> = {
+        let after = tree_snapshot(outside.path());
+        before
+            .keys()
+            .chain(after.keys())
+            .filter(|path| before.get(*path) != after.get(*path))
+            .cloned()
+            .collect()
+    };
+    let succeeded = results.iter().filter(|run| run.status == 0).count();
+    assert!(
+        changed.is_empty(),
+        "{}: {succeeded} of {updates} updates succeeded and changed the outside decoy: {changed:?}",
+        race.case.kind
+    );
+    // Updates did get through (to the directory inside the root) while it
+    // was being swapped, so the race was run, not just refused.
+    assert!(succeeded > 0, "{}: no update succeeded", race.case.kind);
+    // What stays below the root is well formed.
+    sandbox.ralsh(&["-j", race.case.kind]).expect(0);
+    assert_eq!(temporary_files(sandbox.root()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn swapping_etc_for_a_link_never_makes_host_write_outside() {
+    check_swap_race(
+        &Race {
+            case: HOST,
+            dir: "etc",
+            update: |n| vec!["web.example".into(), format!("ip=10.1.0.{}", n % 250)],
+        },
+        100,
+    );
+}
+
+#[test]
+fn swapping_etc_for_a_link_never_makes_user_or_group_write_outside() {
+    check_swap_race(
+        &Race {
+            case: USER,
+            dir: "etc",
+            update: |n| vec![format!("u{n}"), "ensure=present".into()],
+        },
+        100,
+    );
+    check_swap_race(
+        &Race {
+            case: GROUP,
+            dir: "etc",
+            update: |n| vec![format!("g{n}"), "ensure=present".into()],
+        },
+        100,
+    );
+}

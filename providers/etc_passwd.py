@@ -424,13 +424,11 @@ def do_set(updates, noop):
                 raise
         return ral.each_update(updates, apply)
 
-    if noop:
-        changes = apply_all(Databases(root))
-    else:
-        with ral.Edit(ral.Lock.accounts(root)) as edit:
-            db = Databases(root, edit)
-            changes = apply_all(db)
-            db.save()
+    with ral.Edit(ral.Lock.accounts(root), noop) as edit:
+        db = Databases(root, edit)
+        changes = apply_all(db)
+        db.save()
+        if not noop:
             do_work(root, work)
     ral.emit({"changes": changes, "derive": False})
 

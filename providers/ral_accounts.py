@@ -158,11 +158,11 @@ class Table:
 
 
 class Accounts:
-    """The account files below the root, read under the lock when EDIT (a
-    ral.Edit of the lock) is given, else as a reader sees them (an edit a
-    crash interrupted counts as finished). OPTIONAL files that cannot be
-    read are None instead of an error. A missing etc directory raises
-    ral.Missing."""
+    """The account files below the root, read through EDIT (a ral.Edit of
+    the lock: under it, or as a reader for a noop one) when given, else as
+    a reader sees them (an edit a crash interrupted counts as finished).
+    OPTIONAL files that cannot be read are None instead of an error. A
+    missing etc directory raises ral.Missing."""
 
     def __init__(self, root, names, edit=None, optional=()):
         self.etc = root.directory("etc")

@@ -980,16 +980,23 @@ class Edit:
     through the directory's descriptor, in the order staged; with several
     files, a journal written first lets the next edit (or reader) finish
     what a crash interrupted. Staged files whose original changed since it
-    was read (a writer that does not take the lock) make commit refuse."""
+    was read (a writer that does not take the lock) make commit refuse.
 
-    def __init__(self, lock):
+    With NOOP, the same code previews a change: no lock is taken (nothing,
+    not even a lock file, is created), files are read as a reader sees
+    them, and commit() writes nothing."""
+
+    def __init__(self, lock, noop=False):
         self.lock = lock
+        self.noop = noop
         self.read_as = {}         # target key -> identity when read
         self.staged = []          # [target, data, mode, owner]
         self.temps = []           # [(Dir, temp name)] not yet renamed
         self.cleaned = set()
 
     def __enter__(self):
+        if self.noop:
+            return self
         self.lock.acquire()
         try:
             self.lock.recover()
@@ -1011,10 +1018,13 @@ class Edit:
         """The bytes of TARGET (None when it does not exist), read under the
         lock; remembers its version for commit."""
         key = target.key()
-        if key not in self.cleaned:
-            _remove_temps(target.dir, target.name)
-            self.cleaned.add(key)
-        data, info = target.read()
+        if self.noop:
+            data, info = self.lock.read(target)
+        else:
+            if key not in self.cleaned:
+                _remove_temps(target.dir, target.name)
+                self.cleaned.add(key)
+            data, info = target.read()
         self.read_as[key] = info
         return data
 
@@ -1034,6 +1044,8 @@ class Edit:
         self.staged.append([target, data, mode, owner])
 
     def commit(self):
+        if self.noop:
+            self.staged = []
         if not self.staged:
             return
         entries = []

@@ -153,6 +153,16 @@ class Edits(Sandbox):
         self.assertEqual(self.names("etc"),
                          [".hosts.ral-lock", ".other.ral-tmp-1", "hosts"])
 
+    def test_a_noop_edit_reads_like_one_and_creates_nothing(self):
+        write(self.path("etc/hosts"), b"old\n")
+        target = ral.Root().file("etc/hosts")
+        with ral.Edit(ral.Lock.beside(target), noop=True) as edit:
+            self.assertEqual(edit.read(target), b"old\n")
+            edit.write(target, b"new\n")
+            edit.commit()
+        self.assertEqual(read(self.path("etc/hosts")), b"old\n")
+        self.assertEqual(self.names("etc"), ["hosts"])
+
     def test_a_writer_that_does_not_lock_makes_commit_refuse(self):
         write(self.path("etc/hosts"), b"old\n")
         target = ral.Root().file("etc/hosts")

@@ -61,6 +61,13 @@ const GROUP: Case = Case {
     create: |w, n| (format!("g{w}-{n}"), vec!["ensure=present".into()]),
 };
 
+/// The README's bash provider, which follows the same rules with flock(1).
+const SETTING: Case = Case {
+    kind: "setting",
+    setup: |sandbox| sandbox.write("etc/example.conf", ""),
+    create: |w, n| (format!("s{w}-{n}"), vec![format!("value={w} {n}")]),
+};
+
 /// Runs every create of `case`, WORKERS processes at a time; returns each
 /// name with its run.
 fn create_all(sandbox: &Sandbox, case: &Case) -> Vec<(String, Run)> {
@@ -155,6 +162,11 @@ fn parallel_group_creates_all_survive() {
         sandbox.read("etc/gshadow").lines().count(),
         2 + WORKERS * CREATES
     );
+}
+
+#[test]
+fn parallel_creates_through_the_readme_bash_provider_all_survive() {
+    check_parallel_creates(&SETTING);
 }
 
 #[test]

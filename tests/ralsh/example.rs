@@ -1,13 +1,21 @@
-//! The provider shown in README.md works as the README says, and the README
-//! shows it verbatim.
+//! The providers shown in README.md work as the README says, and the README
+//! shows them verbatim: a bash one (simple convention) and a Python one on
+//! ral_provider.py (json convention), which `ral check` passes.
 
-use crate::support::{fixtures_dir, Sandbox};
+use std::process::Command;
+
+use crate::support::{fixtures_dir, run, Sandbox};
 
 #[test]
 fn readme_shows_the_tested_example_provider_verbatim() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for file in ["example_setting.prov", "example_setting.yaml"] {
+    for file in [
+        "example_setting.prov",
+        "example_setting.yaml",
+        "example_tokens.prov",
+        "example_tokens.yaml",
+    ] {
         let text = std::fs::read_to_string(fixtures_dir().join("providers").join(file)).unwrap();
         assert!(
             readme.contains(&text),
@@ -52,4 +60,56 @@ fn example_provider_lists_creates_changes_and_deletes() {
         .expect(2)
         .stderr
         .contains("invalid setting name 'bad name'"));
+}
+
+#[test]
+fn python_example_uses_the_toolkit_locks_and_never_shows_the_token() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.root().join("etc")).unwrap();
+    let run = sandbox.ralsh(&["-l", "info", "token", "api", "token=s3cr3t"]);
+    run.expect(0)
+        .stdout_has("ensure: 'absent' -> 'present'")
+        .stdout_has("token: (none) -> [redacted]")
+        .stderr_has("[token::example_tokens] api: creating: created");
+    assert!(!run.stdout.contains("s3cr3t") && !run.stderr.contains("s3cr3t"));
+    assert_eq!(sandbox.read("etc/example-tokens"), "api s3cr3t\n");
+    sandbox.ralsh(&["token", "ci", "token=other"]).expect(0);
+    let run = sandbox.ralsh(&["-n", "token", "api", "ensure=absent"]);
+    run.expect(0).stdout_has("(noop: would change)");
+    assert_eq!(sandbox.read("etc/example-tokens"), "api s3cr3t\nci other\n");
+    let doc = sandbox.ralsh(&["-j", "token"]).expect(0).json();
+    assert_eq!(doc["resources"][1]["token"], "[redacted]");
+    sandbox
+        .ralsh(&["token", "api", "ensure=absent"])
+        .expect(0)
+        .stdout_has("ensure: 'present' -> 'absent'");
+    assert_eq!(sandbox.read("etc/example-tokens"), "ci other\n");
+    let mut names: Vec<String> = std::fs::read_dir(sandbox.root().join("etc"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".example-tokens.ral-lock", "example-tokens"]);
+    sandbox
+        .ralsh(&["token", "bad name", "token=x"])
+        .expect(2)
+        .stderr_has("name: 'bad name' is not one word");
+}
+
+#[test]
+fn python_example_passes_ral_check() {
+    let cache = tempfile::tempdir().unwrap();
+    let run = run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", cache.path())
+        .arg("check")
+        .arg("--seed")
+        .arg(fixtures_dir().join("seed"))
+        .arg(fixtures_dir().join("providers/example_tokens.prov")));
+    // The seed holds a token, so find, noop and update all run.
+    run.expect(0)
+        .stdout_has("noop ")
+        .stdout_has("update ")
+        .stdout_has("1 of 1 provider(s) clean");
 }

@@ -13,10 +13,13 @@ written), and then checks:
   without warnings; readers see an interrupted edit as finished), and, for
   the account files, whether pwck -r -q and grpck -r accept them and
   whether ral's own check does (no account is incomplete);
-- after the next edit (the same change run again, to completion): no
-  temporary file or journal of ral's is left anywhere below the root, the
-  resource is there and complete, pwck/grpck accept the files, and every
-  change that had reported success before is still there.
+- after the same change is run again to its end, the resource is there
+  and complete (also when the rerun finds nothing to change, because the
+  killed run had gone far enough: readers see an interrupted edit finished);
+- after the next edit (a change of another new resource, which is sure to
+  write): no temporary file or journal of ral's is left anywhere below the
+  root, pwck/grpck accept the files, and every change that had reported
+  success before is still there.
 
 Run from the repository root after `cargo build --release`, as root (for
 pwck and grpck, which chroot):
@@ -138,7 +141,7 @@ class Bench:
             "kills in the provider", "listing failed", "incomplete after kill",
             "pwck refused after kill", "temp files after kill",
             "temp files after next edit", "journal after next edit",
-            "missing after next edit", "lost after success",
+            "missing after rerun", "lost after success",
             "pwck refused after next edit", "torn files after kill"), 0)
 
     def ralsh(self, *args, check=True):
@@ -251,19 +254,24 @@ class Bench:
                 self.counts["temp files after kill"] += 1
             if self.kind == "file" and self.torn(name):
                 self.counts["torn files after kill"] += 1
-            # The next edit: the same change, to its end.
+            # The same change again, to its end (no change at all when the
+            # killed one had gone far enough), then the next edit: a change
+            # of another new resource, which is sure to edit.
             self.ralsh(*args)
             self.done.append(name)
+            found = self.ralsh("-j", self.kind, name).stdout
+            state = json.loads(found).get("resource", {})
+            if state.get("ensure") in (None, "absent", "incomplete"):
+                self.counts["missing after rerun"] += 1
+            probe, probe_args = self.change(2 * 10**6 + n)
+            self.ralsh(*probe_args)
+            self.done.append(probe)
             leftovers = self.our_files()
             self.counts["temp files after next edit"] += any(".ral-tmp-" in p for p in leftovers)
             self.counts["journal after next edit"] += any(p.endswith(".ral-journal")
                                                           for p in leftovers)
             if self.shadow_tools() is False:
                 self.counts["pwck refused after next edit"] += 1
-            found = self.ralsh("-j", self.kind, name).stdout
-            state = json.loads(found).get("resource", {})
-            if state.get("ensure") in (None, "absent", "incomplete"):
-                self.counts["missing after next edit"] += 1
         resources = self.listing() or []
         listed = set(r["name"] for r in resources)
         self.counts["lost after success"] = sum(1 for name in self.done if name not in listed
@@ -274,7 +282,7 @@ class Bench:
 # Counts that must stay zero; the others say how often a state was seen.
 MUST_BE_ZERO = ("listing failed", "incomplete after kill", "torn files after kill",
                 "temp files after next edit",
-                "journal after next edit", "missing after next edit", "lost after success",
+                "journal after next edit", "missing after rerun", "lost after success",
                 "pwck refused after next edit")
 
 

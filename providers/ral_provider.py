@@ -943,6 +943,12 @@ def _fsync(fd):
         pass
 
 
+def _temp_name(name):
+    """A new name for a temporary file that will replace NAME: hidden, and
+    recognisable as ours by _remove_temps."""
+    return "." + name + TEMP_TAG + os.urandom(6).hex()
+
+
 def _remove_temps(directory, name):
     """Removes the temporary files of ours for NAME in DIRECTORY: with the
     lock held, they were left by a writer that died. Older versions' names
@@ -1097,7 +1103,7 @@ class Edit:
         old = self.read_as[target.key()]
         directory = target.dir
         for _ in range(100):
-            temp = "." + target.name + TEMP_TAG + os.urandom(6).hex()
+            temp = _temp_name(target.name)
             try:
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                              | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
@@ -1131,7 +1137,7 @@ class Edit:
     def _write_journal(self, entries):
         directory = self.lock.dir
         text = json.dumps({"ral_journal": 1, "files": entries}).encode()
-        temp = self.lock.journal() + TEMP_TAG + os.urandom(6).hex()
+        temp = _temp_name(self.lock.journal())
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                          | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,

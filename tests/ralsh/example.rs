@@ -84,12 +84,10 @@ fn python_example_uses_the_toolkit_locks_and_never_shows_the_token() {
         .expect(0)
         .stdout_has("ensure: 'present' -> 'absent'");
     assert_eq!(sandbox.read("etc/example-tokens"), "ci other\n");
-    let mut names: Vec<String> = std::fs::read_dir(sandbox.root().join("etc"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    assert_eq!(names, [".example-tokens.ral-lock", "example-tokens"]);
+    assert_eq!(
+        sandbox.names_in_dir("etc"),
+        [".example-tokens.ral-lock", "example-tokens"]
+    );
     sandbox
         .ralsh(&["token", "bad name", "token=x"])
         .expect(2)

@@ -10,6 +10,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use serde_json::json;
 
+use crate::provider_user::files;
 use crate::support::{fixtures_dir, Sandbox};
 
 const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
@@ -24,13 +25,6 @@ fn accounts_sandbox() -> Sandbox {
     sandbox.write("etc/group", GROUP);
     sandbox.write("etc/gshadow", GSHADOW);
     sandbox
-}
-
-fn files(sandbox: &Sandbox) -> Vec<String> {
-    ["etc/passwd", "etc/shadow", "etc/group", "etc/gshadow"]
-        .iter()
-        .map(|f| sandbox.read(f))
-        .collect()
 }
 
 /// Whether `pwck -r -q` and `grpck -r` accept the files below `root`, when

@@ -34,7 +34,7 @@ fn user_sandbox() -> Sandbox {
 }
 
 /// Every file the provider may touch, to compare before and after.
-fn files(sandbox: &Sandbox) -> Vec<String> {
+pub fn files(sandbox: &Sandbox) -> Vec<String> {
     ["etc/passwd", "etc/shadow", "etc/group", "etc/gshadow"]
         .iter()
         .map(|f| sandbox.read(f))

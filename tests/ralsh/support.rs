@@ -120,6 +120,16 @@ impl Sandbox {
         std::fs::read_to_string(self.root.path().join(relative)).unwrap_or_default()
     }
 
+    /// The names in a directory below the fake root, sorted.
+    pub fn names_in_dir(&self, relative: &str) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.root.path().join(relative))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The calls the scripted fixture recorded, one line each.
     pub fn calls(&self) -> Vec<String> {
         self.read("calls.log").lines().map(str::to_owned).collect()

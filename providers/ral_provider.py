@@ -1034,6 +1034,10 @@ class Edit:
         self.read_as[key] = info
         return data
 
+    def read_stat(self, target):
+        """The stat of TARGET as read (None when it did not exist)."""
+        return self.read_as.get(target.key())
+
     def write(self, target, data, mode=None, owner=None, new_mode=0o644,
               new_owner=None):
         """Stages DATA as the new content of TARGET. The file keeps its mode

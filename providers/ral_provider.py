@@ -766,7 +766,9 @@ class Lock:
         return self.dir.show(self.name) if self.name else self.dir.path
 
     def journal(self):
-        return (self.name or "") + JOURNAL_TAG
+        """The journal's name, beside the lock file; None for a lock on a
+        directory, whose edits are of one file each and need none."""
+        return None if self.name is None else self.name + JOURNAL_TAG
 
     def _take(self, fd, wait):
         if self.posix:
@@ -840,6 +842,8 @@ class Lock:
     def _journal_entries(self):
         """The entries of a journal left by an interrupted edit (a list of
         dicts), or []; a journal that does not parse is ignored."""
+        if self.journal() is None:
+            return []
         data, _ = self.dir.read(self.journal())
         if data is None:
             return []
@@ -924,6 +928,8 @@ class Lock:
             synced.append(directory.fd)
         for fd in synced:
             _fsync(fd)
+        if self.journal() is None:
+            return
         if entries or self.dir.lstat(self.journal()) is not None:
             try:
                 os.unlink(self.journal(), dir_fd=self.dir.fd)
@@ -943,7 +949,7 @@ def _fsync(fd):
         pass
 
 
-def _temp_name(name):
+def temp_name(name):
     """A new name for a temporary file that will replace NAME: hidden, and
     recognisable as ours by _remove_temps."""
     return "." + name + TEMP_TAG + os.urandom(6).hex()
@@ -1020,6 +1026,17 @@ class Edit:
         self.lock.release()
         return False
 
+    def note(self, target, info):
+        """Records INFO (TARGET's lstat, or None when absent) as what the
+        caller decided its change on, instead of reading the file: for files
+        that are resources themselves, which may be large, links or
+        directories."""
+        key = target.key()
+        if not self.noop and key not in self.cleaned:
+            _remove_temps(target.dir, target.name)
+            self.cleaned.add(key)
+        self.read_as[key] = info
+
     def read(self, target):
         """The bytes of TARGET (None when it does not exist), read under the
         lock; remembers its version for commit."""
@@ -1071,6 +1088,9 @@ class Edit:
                                 "does not take the lock %s; nothing was written"
                                 % (quoted(target.path), quoted(self.lock.show())))
         journal = len(self.staged) > 1
+        if journal and self.lock.journal() is None:
+            raise CallError("an edit of several files needs a lock file for "
+                            "its journal, not a lock on a directory")
         if journal:
             self._write_journal(entries)
         dirs = {}
@@ -1107,7 +1127,7 @@ class Edit:
         old = self.read_as[target.key()]
         directory = target.dir
         for _ in range(100):
-            temp = _temp_name(target.name)
+            temp = temp_name(target.name)
             try:
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                              | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
@@ -1141,7 +1161,7 @@ class Edit:
     def _write_journal(self, entries):
         directory = self.lock.dir
         text = json.dumps({"ral_journal": 1, "files": entries}).encode()
-        temp = _temp_name(self.lock.journal())
+        temp = temp_name(self.lock.journal())
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                          | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,

@@ -216,7 +216,7 @@ class Journal(Sandbox):
     def test_readers_see_it_finished_and_the_next_edit_finishes_it(self):
         root, passwd = self.interrupted_edit()
         # A journal of another edit, killed while it was being written.
-        stale = ral._temp_name(".pwd.lock.ral-journal")
+        stale = ral.temp_name(".pwd.lock.ral-journal")
         write(self.path("etc/" + stale), b'{"ral_journal": 1, "fi')
         self.assertEqual(ral.Lock.accounts(root).read(passwd)[0], b"root\nbob\n")
         with ral.Edit(ral.Lock.accounts(root)) as edit:

@@ -1,7 +1,7 @@
 //! The bundled `file::file` provider, end to end through ralsh on a fake
 //! root: finding files, directories and links; creating, changing (atomically)
 //! and deleting them; refusing to replace a directory without force; noop,
-//! idempotence; symlinks leading out of the root; and the host's type check
+//! idempotence; links that would lead out of the root; and the host's type check
 //! of `mode`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -172,18 +172,36 @@ fn file_replaces_a_directory_only_with_force() {
 }
 
 #[test]
-fn file_refuses_symlinks_out_of_the_root_and_bad_modes() {
+fn file_never_follows_a_link_out_of_the_root_and_refuses_bad_modes() {
     let sandbox = file_sandbox();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("passwd"), "secret\n").unwrap();
+    // A link is read as if the root were /: an absolute one names a path
+    // below the root (here one that does not exist), and '..' stops at
+    // the root.
     std::os::unix::fs::symlink(outside.path(), sandbox.root().join("out")).unwrap();
-    let run = sandbox.ralsh(&["file", "/out/passwd"]);
-    assert_ne!(run.status, 0);
-    run.stderr_has("leads out of the root");
-    assert!(!run.stdout.contains("secret"));
-    let run = sandbox.ralsh(&["file", "/out/new", "content=x"]);
-    assert_ne!(run.status, 0);
-    assert!(!outside.path().join("new").exists());
+    let climb = "../".repeat(sandbox.root().components().count())
+        + outside.path().strip_prefix("/").unwrap().to_str().unwrap();
+    std::os::unix::fs::symlink(&climb, sandbox.root().join("up")).unwrap();
+    for path in ["/out/passwd", "/up/passwd"] {
+        let run = sandbox.ralsh(&["-j", "file", path]);
+        assert_eq!(
+            run.expect(0).json()["resource"]["ensure"],
+            "absent",
+            "{path}"
+        );
+        assert!(!run.stdout.contains("secret"));
+        sandbox
+            .ralsh(&["file", path, "content=x"])
+            .expect(2)
+            .stderr_has(&format!("the directory holding '{path}' does not exist"));
+    }
+    let outside_names: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+    assert_eq!(outside_names.len(), 1, "nothing was written outside");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("passwd")).unwrap(),
+        "secret\n"
+    );
 
     let run = sandbox.ralsh(&["file", "/srv/x", "mode=0999"]);
     run.expect(2).stderr_has("does not match");

@@ -305,11 +305,45 @@ fn never_follows_a_symlinked_ssh_directory_out_of_the_root() {
             &format!("key={ED_1}"),
         ])
         .expect(2)
-        .stderr_has("which is outside the root directory; refusing to follow it");
+        .stderr_has("home/bob/.ssh' is a symbolic link, which ral does not follow here");
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     // the other users' keys are still listed, with a warning
     let run = sandbox.ralsh(&["-j", "ssh_authorized_key"]);
     run.expect(0)
-        .stderr_has("outside the root directory")
+        .stderr_has("is a symbolic link, which ral does not follow here")
         .stdout_has("alice@laptop");
+}
+
+#[test]
+fn never_reads_or_writes_through_a_link_a_user_planted_in_their_home() {
+    // bob's authorized_keys is a link to the shadow file of the same root:
+    // resolved inside the root, following it would have a root-run provider
+    // read that file and rewrite it with bob's key appended, and give it
+    // to bob.
+    let sandbox = sandbox();
+    let shadow = "root:$6$secret:19700:0:99999:7:::\n";
+    sandbox.write("etc/shadow", shadow);
+    std::fs::create_dir_all(sandbox.root().join("home/bob/.ssh")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../etc/shadow",
+        sandbox.root().join("home/bob/.ssh/authorized_keys"),
+    )
+    .unwrap();
+    let run = sandbox.ralsh(&["-j", "ssh_authorized_key"]);
+    run.expect(0)
+        .stderr_has("is a symbolic link, not a regular file");
+    assert!(!run.stdout.contains("secret"));
+    sandbox
+        .ralsh(&[
+            "ssh_authorized_key",
+            "bob@desk",
+            "user=bob",
+            "type=ssh-ed25519",
+            &format!("key={ED_1}"),
+        ])
+        .expect(2)
+        .stderr_has("home/bob/.ssh/authorized_keys' is a symbolic link");
+    assert_eq!(sandbox.read("etc/shadow"), shadow);
+    let meta = std::fs::symlink_metadata(sandbox.root().join("etc/shadow")).unwrap();
+    assert_eq!(meta.uid(), 0, "the shadow file keeps its owner");
 }

@@ -4,7 +4,8 @@ calling convention).
 
 Run by dpkg.prov (a POSIX sh script beside this file) as `python3 -I -S
 /path/dpkg.py ral_action=ACTION`, with one JSON document on stdin (get,
-set) and one JSON document on stdout. dpkg.prov answers the listing of all
+set) and one JSON document on stdout; the metadata is dpkg.yaml beside it.
+dpkg.prov answers the listing of all
 packages (get with no names) itself when dpkg-query's output is plain, and
 hands every other call to this script unchanged. Everything happens below
 $RALSH_ROOT_DIR ("/" when unset or empty).
@@ -24,66 +25,22 @@ would run on the host), so its sources, preferences, state, lists, caches,
 logs and locks are those below ROOT; dpkg gets --root (which also chroots
 maintainer scripts into ROOT) and --log.
 
-This script is written out with dpkg.prov into a cache directory and run
-with -I -S, so it must not import anything but the standard library.
+dpkg and apt take their own locks (apt waits for dpkg's, up to
+LOCK_TIMEOUT), so no lock of ral's is needed here. Every tool runs through
+ral_provider.Commands: argv only, the scrubbed environment, no shell.
 """
 
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import unicodedata
 
-METADATA = """\
----
-provider:
-  type: package
-  name: dpkg
-  invoke: json
-  actions: [get, set]
-  suitable: {commands: [dpkg-query, apt-get, apt-cache]}
-  features: [supports_noop]
-  desc: |
-    Manages Debian packages: reads dpkg's database (one dpkg-query call
-    lists everything) and changes packages with apt-get, non-interactively
-    (DEBIAN_FRONTEND=noninteractive, -y, and dpkg's --force-confdef
-    --force-confold, so changed configuration files are kept). Recommends
-    are installed or not as apt is configured (APT::Install-Recommends);
-    apt-get may install, upgrade or remove other packages to satisfy
-    dependencies, and those changes are reported too. Package lists are
-    never refreshed: run 'apt-get update' when they are stale. Under noop,
-    apt-get's simulation (-s) says what would change and nothing is
-    written. ensure is reported as present (installed) or absent (not
-    installed; config files may remain, see status). A name dpkg does not
-    know is absent when an apt source offers it, and unknown otherwise.
-    Below a RALSH_ROOT_DIR other than /, dpkg-query uses ROOT/var/lib/dpkg;
-    apt uses the sources, preferences, state, lists, caches, logs and locks
-    below ROOT and its built-in defaults, reading no apt.conf or apt.conf.d
-    (neither the host's nor the root's: their hooks would run on the
-    host); and dpkg runs with --root=ROOT (maintainer scripts run chrooted
-    into ROOT, so packages that have them need a working system there) and
-    logs to ROOT/var/log/dpkg.log.
-  attributes:
-    name:
-      desc: "the package name; packages of another architecture, and Multi-Arch: same ones, are listed as NAME:ARCH (NAME alone finds the native one)"
-    ensure:
-      desc: "present (or installed): installed, any version; absent: removed, config files kept; purged: removed with its config files; latest: the candidate version; or a version to install, up- or downgrading. Reported as present or absent."
-      type: "variant[enum[present, installed, absent, purged, latest], pattern[/^[0-9][A-Za-z0-9.+~:-]*$/]]"
-    version:
-      desc: "the installed version (not reported when absent)"
-      kind: r
-    arch:
-      desc: "the installed package's architecture, such as amd64 or all (not reported when absent)"
-      kind: r
-    status:
-      desc: "dpkg's state of the package; not-installed for one dpkg does not know"
-      type: "enum[installed, config-files, not-installed, half-installed, unpacked, half-configured, triggers-awaited, triggers-pending]"
-      kind: r
-"""
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ral_provider as ral  # noqa: E402
+from ral_provider import CallError, UpdateError, clean, quoted, type_name  # noqa: E402
 
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 ENSURE_WORDS = ("present", "installed", "absent", "purged", "latest")
 # dpkg states in which the package is installed and usable.
 INSTALLED = ("installed", "triggers-awaited", "triggers-pending")
@@ -96,73 +53,7 @@ ARCH = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 FORMAT = "${binary:Package}\\t${Package}\\t${Version}\\t${Status}\\t${Architecture}\\n"
 STDERR_TAIL = 6          # lines of a failing tool's stderr quoted
 LOCK_TIMEOUT = 60        # seconds apt-get waits for dpkg's lock
-
-
-class CallError(Exception):
-    """An error that fails the whole call."""
-
-    def __init__(self, message, kind="failed"):
-        Exception.__init__(self, message)
-        self.kind = kind
-
-
-class UpdateError(Exception):
-    """An error that fails one update of a set call."""
-
-    def __init__(self, message, kind="failed"):
-        Exception.__init__(self, message)
-        self.kind = kind
-
-
-# ---------------------------------------------------------------- output
-
-
-def clean(value):
-    """Control characters become '?'."""
-    return "".join("?" if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp")
-                   else ch for ch in value)
-
-
-def clean_lines(value):
-    """Like clean, but keeps line breaks."""
-    return "\n".join(clean(line) for line in value.split("\n"))
-
-
-def quoted(value):
-    return "'" + clean(str(value)) + "'"
-
-
-def write_out(text):
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-
-
-def emit(document):
-    write_out(json.dumps(document, ensure_ascii=False) + "\n")
-
-
-def os_message(err):
-    return err.strerror or str(err)
-
-
-def type_name(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+TOOL_TIMEOUT = 24 * 3600  # the host's --timeout ends a call long before
 
 
 # ------------------------------------------------------ names and versions
@@ -280,33 +171,11 @@ def listing(versions, limit=8):
 # ------------------------------------------------------------------- tools
 
 
-def root_dir():
-    return os.environ.get("RALSH_ROOT_DIR") or "/"
-
-
 def fake_root():
-    """The root directory when it is not "/", else None."""
-    root = root_dir()
-    if not os.path.isdir(root):
-        raise CallError("the root directory %s does not exist or is not a "
-                        "directory" % quoted(root))
-    real = os.path.realpath(root)
-    return None if real == "/" else real
-
-
-def tool_env(extra=None):
-    env = {
-        "PATH": os.environ.get("PATH") or DEFAULT_PATH,
-        "HOME": os.environ.get("HOME") or "/",
-        "LANG": "C",
-        "LC_ALL": "C",
-    }
-    env.update(extra or {})
-    return env
-
-
-def decode_text(raw):
-    return raw.decode("utf-8", errors="replace")
+    """The root directory (symbolic links resolved, as the tools take a
+    path) when it is not "/", else None."""
+    root = ral.Root()
+    return None if root.is_real else os.path.realpath(root.path)
 
 
 def tail(text, lines=STDERR_TAIL):
@@ -314,15 +183,21 @@ def tail(text, lines=STDERR_TAIL):
     return "\n".join(kept[-lines:])
 
 
-def run_tool(argv, env):
-    """Runs a tool; returns (exit status, stdout, stderr) as text."""
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=env, cwd="/", check=False)
-    except OSError as err:
-        raise CallError("cannot run %s: %s" % (argv[0], os_message(err)))
-    return done.returncode, decode_text(done.stdout), decode_text(done.stderr)
+def run_tool(argv, extra_env=None, pass_fds=(), changes=False):
+    """Runs a tool (the scrubbed environment plus EXTRA_ENV); returns (exit
+    status, stdout, stderr) as text, all of the output kept. A tool that
+    CHANGES the system runs as a change (never under noop, where the
+    callers simulate instead)."""
+    commands = ral.Commands()
+    options = dict(env=extra_env, pass_fds=pass_fds, timeout=TOOL_TIMEOUT,
+                   output_limit=None, quiet=True)
+    result = (commands.change(argv, check=False, **options) if changes
+              else commands.query(argv, **options))
+    if result is None:
+        return 0, "", ""
+    if result.status is None:
+        raise CallError("%s %s" % (argv[0], result.problem))
+    return result.status, result.stdout, result.stderr
 
 
 def failure(what, status, stdout, stderr):
@@ -362,10 +237,12 @@ class Apt:
                      "-o", "APT::Sandbox::User=root"]
         return opts
 
-    def run(self, argv, extra_env=None):
-        env = tool_env(extra_env)
+    def run(self, argv, extra_env=None, changes=False):
+        """Runs an apt tool pointed at the root; CHANGES: it changes the
+        system (skipped under noop)."""
+        env = dict(extra_env or {})
         if self.root is None:
-            return run_tool(argv, env)
+            return run_tool(argv, env, changes=changes)
         # apt reads /etc/apt/apt.conf.d before it sees any -o option, so the
         # root is set by an APT_CONFIG document, which also turns off
         # apt.conf and apt.conf.d, the host's and the root's: the commands
@@ -394,15 +271,7 @@ class Apt:
                     fh.write(text)
                 env["APT_CONFIG"] = path
                 pass_fds = ()
-            try:
-                done = subprocess.run(argv, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, env=env, cwd="/",
-                                      pass_fds=pass_fds, check=False)
-            except OSError as err:
-                raise CallError("cannot run %s: %s" % (argv[0], os_message(err)))
-            return (done.returncode, decode_text(done.stdout),
-                    decode_text(done.stderr))
+            return run_tool(argv, env, pass_fds, changes=changes)
         finally:
             if fd is not None:
                 os.close(fd)
@@ -447,7 +316,7 @@ class Apt:
             "DEBIAN_FRONTEND": "noninteractive",
             "APT_LISTCHANGES_FRONTEND": "none",
             "UCF_FORCE_CONFFOLD": "1",
-        })
+        }, changes=not simulate)
         if status != 0:
             raise UpdateError(failure("apt-get %s%s %s" % (
                 "-s " if simulate else "", command, target), status, out, err))
@@ -535,7 +404,7 @@ class Database:
         if root is not None:
             argv.append("--admindir=%s/var/lib/dpkg" % root)
         argv += ["-W", "-f", FORMAT]
-        status, out, err = run_tool(argv, tool_env())
+        status, out, err = run_tool(argv)
         if status != 0:
             raise CallError(failure("dpkg-query", status, out, err))
         for line in out.splitlines():
@@ -552,8 +421,7 @@ class Database:
 
     def native_arch(self):
         if self._native is None:
-            status, out, _ = run_tool(["dpkg", "--print-architecture"],
-                                      tool_env())
+            status, out, _ = run_tool(["dpkg", "--print-architecture"])
             self._native = out.strip() if status == 0 else ""
         return self._native
 
@@ -578,7 +446,7 @@ class Database:
         if self.root is not None:
             argv.append("--admindir=%s/var/lib/dpkg" % self.root)
         argv += ["-W", "-f", "${Conffiles}", "--", entry.name]
-        status, out, _ = run_tool(argv, tool_env())
+        status, out, _ = run_tool(argv)
         return status == 0 and out.strip() != ""
 
 
@@ -621,41 +489,16 @@ def unknown_message(name, entry=None):
 # -------------------------------------------------------------------- get
 
 
-def read_input():
-    try:
-        data = sys.stdin.buffer.read()
-    except OSError as err:
-        raise CallError("cannot read stdin: %s" % os_message(err))
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        raise CallError("stdin is not a JSON document: %s" % err)
-    if not isinstance(document, dict):
-        raise CallError("stdin must be a JSON object, not %s"
-                        % type_name(document))
-    return document
-
-
-def do_get():
-    document = read_input()
-    if "names" not in document:
-        raise CallError("missing key 'names' in the get request")
-    names = document["names"]
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise CallError("'names' must be an array of strings")
+def do_get(names):
     root = fake_root()
     db = Database(root)
     if not names:
-        emit({"resources": [resource(name, state_of(entry))
+        ral.emit({"resources": [resource(name, state_of(entry))
                             for name, entry in db.entries.items()]})
         return
     resources = []
     ask_apt = []
-    seen = set()
     for name in names:
-        if name in seen:
-            continue
-        seen.add(name)
         entry = db.lookup(name)
         if entry is not None:
             resources.append(resource(name, state_of(entry)))
@@ -675,7 +518,7 @@ def do_get():
         else:
             resources.append({"name": name, "error": {
                 "kind": "unknown", "message": unknown_message(name)}})
-    emit({"resources": resources})
+    ral.emit({"resources": resources})
 
 
 # -------------------------------------------------------------------- set
@@ -892,23 +735,7 @@ def merged(entries):
     return final
 
 
-def do_set():
-    document = read_input()
-    ral = document.get("ral", {})
-    if not isinstance(ral, dict):
-        raise CallError("'ral' must be a JSON object")
-    noop = ral.get("noop", False)
-    if not isinstance(noop, bool):
-        raise CallError("'ral.noop' must be a boolean")
-    if "updates" not in document:
-        raise CallError("missing key 'updates' in the set request")
-    updates = document["updates"]
-    if not isinstance(updates, list):
-        raise CallError("'updates' must be an array")
-    for update in updates:
-        if not isinstance(update, dict) or not isinstance(update.get("name"), str):
-            raise CallError("every update must be a JSON object with a "
-                            "string 'name'")
+def do_set(updates, noop):
     root = fake_root()
     db = Database(root)
     if not db.exists:
@@ -930,46 +757,12 @@ def do_set():
         try:
             entries, db = apply_update(update, db, apt, policies, noop)
         except UpdateError as err:
-            entries = [{"name": update["name"],
-                        "error": {"kind": err.kind,
-                                  "message": clean_lines(str(err))}}]
+            entries = [ral.error_entry(update["name"], err)]
         changes.extend(entries)
-    emit({"changes": merged(changes), "derive": False})
-
-
-# ------------------------------------------------------------------- main
-
-
-ACTIONS = {"get": do_get, "set": do_set}
-
-
-def main(argv):
-    try:
-        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
-        sys.stderr.reconfigure(encoding="utf-8", errors="replace")
-    except AttributeError:
-        pass
-    try:
-        if len(argv) != 1 or not argv[0].startswith("ral_action="):
-            raise CallError("expected exactly one argument ral_action=ACTION, "
-                            "got %s" % (" ".join(quoted(a) for a in argv)
-                                        or "none"))
-        action = argv[0][len("ral_action="):]
-        if action == "describe":
-            write_out(METADATA)
-            return 0
-        if action not in ACTIONS:
-            raise CallError("unknown action %s: expected describe, get or set"
-                            % quoted(action))
-        ACTIONS[action]()
-    except CallError as err:
-        emit({"error": {"kind": err.kind, "message": clean_lines(str(err))}})
-    except Exception as err:  # pylint: disable=broad-except
-        emit({"error": {"kind": "failed",
-                        "message": clean("internal error: %s: %s"
-                                         % (type(err).__name__, err))}})
-    return 0
+    ral.emit({"changes": merged(changes), "derive": False})
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(ral.main(json_actions={"get": do_get, "set": do_set}))
+
+

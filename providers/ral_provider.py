@@ -174,10 +174,11 @@ def emit(document):
 
 
 def error_entry(name, err):
-    """The json entry reporting that resource NAME failed with ERR."""
+    """The json entry reporting that resource NAME failed with ERR (its
+    message may span lines, quoting a command's output)."""
     return {"name": name,
             "error": {"kind": getattr(err, "kind", "failed"),
-                      "message": clean(str(err))}}
+                      "message": clean_lines(str(err))}}
 
 
 def check_resource_fits(resource):
@@ -1250,9 +1251,10 @@ def _capture_file():
 
 
 def _read_back(fh, keep):
+    """The last KEEP bytes written to FH (all of them when KEEP is None)."""
     try:
         size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - keep))
+        fh.seek(0 if keep is None else max(0, size - keep))
         data = fh.read()
     except (OSError, ValueError):
         data = b""
@@ -1274,12 +1276,15 @@ def command_env(extra=None):
 class Running:
     """A command started by Commands.start; finish() waits for it."""
 
-    def __init__(self, argv, env, timeout, pass_fds, stderr_level):
+    def __init__(self, argv, env, timeout, pass_fds, stderr_level,
+                 output_limit, quiet):
         import subprocess
         self.subprocess = subprocess
         self.result = Result(argv)
         self.timeout = timeout
         self.stderr_level = stderr_level
+        self.output_limit = output_limit
+        self.quiet = quiet
         self.out = _capture_file()
         self.err = _capture_file()
         try:
@@ -1306,10 +1311,10 @@ class Running:
                 if result.status < 0:
                     result.problem = "was killed by signal %d" % -result.status
                     result.status = None
-        result.stdout = _read_back(self.out, Result.TAIL_BYTES)
-        result.stderr = _read_back(self.err, Result.TAIL_BYTES)
+        result.stdout = _read_back(self.out, self.output_limit)
+        result.stderr = _read_back(self.err, self.output_limit)
         command = os.path.basename(result.argv[0])
-        for line in result.stdout.splitlines()[-20:]:
+        for line in [] if self.quiet else result.stdout.splitlines()[-20:]:
             log.debug("%s: %s" % (command, line))
         if self.stderr_level:
             for line in result.stderr.splitlines()[-20:]:
@@ -1322,7 +1327,8 @@ class Commands:
     stdin from /dev/null, '/' as the working directory, the scrubbed
     environment of command_env, and a time limit. Output is kept (its
     last 16 KiB) for the caller; stdout is logged at debug and stderr at
-    warn (STDERR_LEVEL None: not logged), as the Resource API does.
+    warn (STDERR_LEVEL None: not logged), as the Resource API does; a
+    command whose output is data keeps all of it (OUTPUT_LIMIT None).
 
     Under noop, change() does not run the command; it logs what would have
     run and returns None. query() always runs: use it for commands that
@@ -1332,9 +1338,16 @@ class Commands:
         self.noop = noop
 
     def start(self, argv, env=None, timeout=120, pass_fds=(),
-              stderr_level="warn"):
-        log.debug("running %s" % shown_command(argv))
-        return Running(list(argv), env, timeout, pass_fds, stderr_level)
+              stderr_level="warn", output_limit=Result.TAIL_BYTES,
+              quiet=False):
+        """Starts ARGV; ENV is added to the scrubbed environment. Of the
+        output, the last OUTPUT_LIMIT bytes are kept (None: all of it, for
+        a command whose output is data). QUIET logs nothing of it (for a
+        query whose output the caller parses, and quotes if it fails)."""
+        if not quiet:
+            log.debug("running %s" % shown_command(argv))
+        return Running(list(argv), env, timeout, pass_fds,
+                       None if quiet else stderr_level, output_limit, quiet)
 
     def query(self, argv, check=False, error=UpdateError, **options):
         """Runs ARGV and returns its Result; with CHECK, a failure raises
@@ -1416,7 +1429,8 @@ def main(json_actions=None, simple_actions=None):
         if simple:
             emit_simple_error(str(err))
         else:
-            emit({"error": {"kind": err.kind, "message": clean(str(err))}})
+            emit({"error": {"kind": err.kind,
+                            "message": clean_lines(str(err))}})
     except Exception as err:  # a bug: report it, do not print a traceback
         message = "internal error: %s: %s" % (type(err).__name__, err)
         if simple:

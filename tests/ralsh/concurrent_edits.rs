@@ -16,6 +16,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use serde_json::Value as Json;
+
 use crate::provider_accounts::shadow_tools_accept;
 use crate::support::{names_in, tree_snapshot, Run, Sandbox};
 
@@ -29,6 +31,14 @@ struct Case {
     setup: fn(&Sandbox),
     /// The name and the attributes of the `n`th resource of `worker`.
     create: fn(usize, usize) -> (String, Vec<String>),
+    /// Whether the change to the resource named so is there, given the
+    /// sandbox and the provider's listing.
+    kept: fn(&Sandbox, &Json, &str) -> bool,
+}
+
+/// The resource is in the listing.
+fn listed(_: &Sandbox, listing: &Json, name: &str) -> bool {
+    names_in(&listing["resources"]).contains(&name)
 }
 
 fn accounts(sandbox: &Sandbox) {
@@ -47,18 +57,21 @@ const HOST: Case = Case {
             vec![format!("ip=10.0.{w}.{n}")],
         )
     },
+    kept: listed,
 };
 
 const USER: Case = Case {
     kind: "user",
     setup: accounts,
     create: |w, n| (format!("u{w}-{n}"), vec!["ensure=present".into()]),
+    kept: listed,
 };
 
 const GROUP: Case = Case {
     kind: "group",
     setup: accounts,
     create: |w, n| (format!("g{w}-{n}"), vec!["ensure=present".into()]),
+    kept: listed,
 };
 
 /// The README's bash provider, which follows the same rules with flock(1).
@@ -66,6 +79,103 @@ const SETTING: Case = Case {
     kind: "setting",
     setup: |sandbox| sandbox.write("etc/example.conf", ""),
     create: |w, n| (format!("s{w}-{n}"), vec![format!("value={w} {n}")]),
+    kept: listed,
+};
+
+const MOUNT: Case = Case {
+    kind: "mount",
+    setup: |sandbox| sandbox.write("etc/fstab", "proc\t/proc\tproc\tdefaults\t0\t0\n"),
+    create: |w, n| {
+        (
+            format!("/mnt/m{w}-{n}"),
+            vec![format!("device=/dev/vd{w}{n}"), "fstype=ext4".into()],
+        )
+    },
+    kept: listed,
+};
+
+/// alice, with a home directory and an empty crontab spool.
+fn alice(sandbox: &Sandbox) {
+    accounts(sandbox);
+    sandbox.write(
+        "etc/passwd",
+        "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n",
+    );
+    std::fs::create_dir_all(sandbox.root().join("home/alice/.ssh")).unwrap();
+    std::fs::create_dir_all(sandbox.root().join("var/spool/cron/crontabs")).unwrap();
+    std::fs::create_dir_all(sandbox.root().join("srv")).unwrap();
+}
+
+const CRON: Case = Case {
+    kind: "cron",
+    setup: alice,
+    create: |w, n| {
+        (
+            format!("job{w}-{n}"),
+            vec!["user=alice".into(), format!("command=true {w} {n}")],
+        )
+    },
+    kept: listed,
+};
+
+const ED25519: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIB50a3nIQpXr2jxsUTP0b4hg2hNb+WrkStPakYJWDCCl";
+
+const SSH_KEY: Case = Case {
+    kind: "ssh_authorized_key",
+    setup: alice,
+    create: |w, n| {
+        (
+            format!("key{w}-{n}"),
+            vec![
+                "user=alice".into(),
+                "type=ssh-ed25519".into(),
+                format!("key={ED25519}"),
+            ],
+        )
+    },
+    kept: listed,
+};
+
+const FILE: Case = Case {
+    kind: "file",
+    setup: alice,
+    create: |w, n| (format!("/srv/f{w}-{n}"), vec![format!("content={w} {n}\n")]),
+    // A listing of files is empty: look at the file itself.
+    kept: |sandbox, _, name| {
+        let (w, n) = name["/srv/f".len()..].split_once('-').unwrap();
+        sandbox.read(&name[1..]) == format!("{w} {n}\n")
+    },
+};
+
+/// An init script with an LSB header and a status action.
+const INIT_SCRIPT: &str = "#!/bin/sh\n### BEGIN INIT INFO\n# Default-Start: 2 3 4 5\n\
+    # Default-Stop: 0 1 6\n### END INIT INFO\ncase $1 in status) exit 3 ;; esac\n";
+
+const SERVICE: Case = Case {
+    kind: "service",
+    setup: |sandbox| {
+        use std::os::unix::fs::PermissionsExt;
+        for level in "0123456S".chars() {
+            std::fs::create_dir_all(sandbox.root().join(format!("etc/rc{level}.d"))).unwrap();
+        }
+        for w in 0..WORKERS {
+            for n in 0..CREATES {
+                let script = format!("etc/init.d/s{w}-{n}");
+                sandbox.write(&script, INIT_SCRIPT);
+                let path = sandbox.root().join(script);
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+    },
+    create: |w, n| (format!("s{w}-{n}"), vec!["enable=true".into()]),
+    // Every script is listed: the change is that it is enabled.
+    kept: |_, listing, name| {
+        listing["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == name && r["enable"] == true)
+    },
 };
 
 /// Runs every create of `case`, WORKERS processes at a time; returns each
@@ -125,11 +235,10 @@ fn check_parallel_creates(case: &Case) -> Sandbox {
         case.kind,
         run.stderr
     );
-    let listed: BTreeSet<&str> = names_in(&doc["resources"]).into_iter().collect();
     let lost: Vec<&str> = results
         .iter()
         .map(|(name, _)| name.as_str())
-        .filter(|name| !listed.contains(name))
+        .filter(|name| !(case.kept)(&sandbox, &doc, name))
         .collect();
     assert!(
         lost.is_empty(),
@@ -162,6 +271,31 @@ fn parallel_group_creates_all_survive() {
         sandbox.read("etc/gshadow").lines().count(),
         2 + WORKERS * CREATES
     );
+}
+
+#[test]
+fn parallel_mount_creates_all_survive() {
+    check_parallel_creates(&MOUNT);
+}
+
+#[test]
+fn parallel_cron_creates_in_one_crontab_all_survive() {
+    check_parallel_creates(&CRON);
+}
+
+#[test]
+fn parallel_ssh_key_creates_in_one_file_all_survive() {
+    check_parallel_creates(&SSH_KEY);
+}
+
+#[test]
+fn parallel_file_creates_in_one_directory_all_survive() {
+    check_parallel_creates(&FILE);
+}
+
+#[test]
+fn parallel_service_enables_all_survive() {
+    check_parallel_creates(&SERVICE);
 }
 
 #[test]
@@ -361,6 +495,90 @@ fn swapping_etc_for_a_link_never_makes_user_or_group_write_outside() {
             case: GROUP,
             dir: "etc",
             update: |n| vec![format!("g{n}"), "ensure=present".into()],
+        },
+        100,
+    );
+}
+
+#[test]
+fn swapping_etc_for_a_link_never_makes_mount_write_outside() {
+    check_swap_race(
+        &Race {
+            case: MOUNT,
+            dir: "etc",
+            update: |n| {
+                vec![
+                    format!("/mnt/r{n}"),
+                    format!("device=/dev/r{n}"),
+                    "fstype=ext4".into(),
+                ]
+            },
+        },
+        100,
+    );
+}
+
+#[test]
+fn swapping_the_spool_for_a_link_never_makes_cron_write_outside() {
+    check_swap_race(
+        &Race {
+            case: CRON,
+            dir: "var/spool/cron/crontabs",
+            update: |n| {
+                vec![
+                    format!("job{n}"),
+                    "user=alice".into(),
+                    format!("command=true {n}"),
+                ]
+            },
+        },
+        100,
+    );
+}
+
+#[test]
+fn swapping_ssh_for_a_link_never_makes_ssh_key_write_outside() {
+    check_swap_race(
+        &Race {
+            case: SSH_KEY,
+            dir: "home/alice/.ssh",
+            update: |n| {
+                vec![
+                    format!("key{n}"),
+                    "user=alice".into(),
+                    "type=ssh-ed25519".into(),
+                    format!("key={ED25519}"),
+                ]
+            },
+        },
+        100,
+    );
+}
+
+#[test]
+fn swapping_a_directory_for_a_link_never_makes_file_write_outside() {
+    check_swap_race(
+        &Race {
+            case: FILE,
+            dir: "srv",
+            update: |n| vec!["/srv/page".into(), format!("content={n}\n")],
+        },
+        100,
+    );
+}
+
+#[test]
+fn swapping_rc2_for_a_link_never_makes_service_write_outside() {
+    check_swap_race(
+        &Race {
+            case: SERVICE,
+            dir: "etc/rc2.d",
+            update: |n| {
+                vec![
+                    format!("s0-{}", n % CREATES),
+                    format!("enable={}", n % 2 == 0),
+                ]
+            },
         },
         100,
     );

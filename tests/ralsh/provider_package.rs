@@ -54,6 +54,31 @@ const DEBS: &[Deb] = &[
         fields: "Depends: ral-missing\n",
         files: &[("usr/share/ral-broken/file", false)],
     },
+    // Independent packages, installed all at once.
+    Deb {
+        name: "ral-par1",
+        version: "1.0",
+        fields: "",
+        files: &[("usr/share/ral-par/1", false)],
+    },
+    Deb {
+        name: "ral-par2",
+        version: "1.0",
+        fields: "",
+        files: &[("usr/share/ral-par/2", false)],
+    },
+    Deb {
+        name: "ral-par3",
+        version: "1.0",
+        fields: "",
+        files: &[("usr/share/ral-par/3", false)],
+    },
+    Deb {
+        name: "ral-par4",
+        version: "1.0",
+        fields: "",
+        files: &[("usr/share/ral-par/4", false)],
+    },
 ];
 
 /// The built repository: each .deb's file name and bytes, and the
@@ -497,6 +522,35 @@ fn package_installs_changes_versions_removes_and_purges() {
         host_before == host_package_state(),
         "the host's dpkg and apt state changed"
     );
+}
+
+#[test]
+fn parallel_installs_wait_for_each_other_and_all_land() {
+    // dpkg and apt take their own locks (apt-get waits for dpkg's, as the
+    // provider asks it to): ralsh processes installing at once must all
+    // succeed, one after another.
+    let Some(sandbox) = package_sandbox("") else {
+        return;
+    };
+    let names = ["ral-par1", "ral-par2", "ral-par3", "ral-par4"];
+    let runs: Vec<_> = std::thread::scope(|scope| {
+        let workers: Vec<_> = names
+            .iter()
+            .map(|name| {
+                let sandbox = &sandbox;
+                scope.spawn(move || sandbox.ralsh(&["package", name, "ensure=present"]))
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for (name, run) in names.iter().zip(&runs) {
+        run.expect(0);
+        assert_eq!(
+            dpkg_state(&sandbox, name).as_deref(),
+            Some("installed 1.0"),
+            "{name}"
+        );
+    }
 }
 
 #[test]

@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ral_provider as ral  # noqa: E402
-from ral_accounts import ID_MAX, Accounts, members_of  # noqa: E402
+from ral_accounts import ID_MAX, Accounts, change_each, members_of  # noqa: E402
 from ral_provider import CallError, UpdateError, quoted  # noqa: E402
 
 AUTO_FIRST = 1000
@@ -61,6 +61,12 @@ class Databases:
         self.shadow_readable = self.shadow is not None
 
     _group_ids = None
+
+    def snapshot(self):
+        return self.db.snapshot()
+
+    def restore(self, saved):
+        self.db.restore(saved)
 
     def save(self):
         shadow_group = self.group.find("shadow")
@@ -412,24 +418,9 @@ def remove_tree(directory, name):
 def do_set(updates, noop):
     root = ral.Root()
     work = []
-
-    def apply_all(db):
-        def apply(update):
-            # An update that fails leaves no trace: its edits are undone.
-            saved = db.db.snapshot()
-            try:
-                return apply_update(update, db, work)
-            except UpdateError:
-                db.db.restore(saved)
-                raise
-        return ral.each_update(updates, apply)
-
-    with ral.Edit(ral.Lock.accounts(root), noop) as edit:
-        db = Databases(root, edit)
-        changes = apply_all(db)
-        db.save()
-        if not noop:
-            do_work(root, work)
+    changes = change_each(root, updates, noop, Databases,
+                          lambda update, db: apply_update(update, db, work),
+                          after=lambda: do_work(root, work))
     ral.emit({"changes": changes, "derive": False})
 
 

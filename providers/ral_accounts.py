@@ -29,14 +29,6 @@ LAYOUT = {
 COMMIT_ORDER = ("gshadow", "group", "shadow", "passwd")
 
 
-def decode(raw):
-    """UTF-8 if possible, else Latin-1, which decodes any byte."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
-
-
 def members_of(fields):
     """The names in a group record's member list."""
     return [m.strip() for m in fields[3].split(",") if m.strip()]
@@ -84,7 +76,7 @@ class Table:
             self.lines.append(Record(raw, self.parse(piece, number)))
 
     def parse(self, piece, number):
-        line = decode(piece).rstrip("\r")
+        line = ral.decode(piece).rstrip("\r")
         stripped = line.strip()
         if stripped == "" or stripped[0] in "#+-":
             return None
@@ -208,3 +200,27 @@ class Accounts:
                                 new_mode=table.new_mode,
                                 new_owner=(new_owners or {}).get(name))
         self.edit.commit()
+
+
+def change_each(root, updates, noop, load, apply, after=None):
+    """Runs APPLY(update, db) for every update on the account files that
+    LOAD(root, edit) reads under lckpwdf's lock (none for a preview); the
+    edits of an update that fails are undone. The changed files are then
+    saved as one edit, and AFTER(), if given, runs while the lock is still
+    held. Returns the change entries."""
+    with ral.Edit(ral.Lock.accounts(root), noop) as edit:
+        db = load(root, edit)
+
+        def one(update):
+            saved = db.snapshot()
+            try:
+                return apply(update, db)
+            except ral.UpdateError:
+                db.restore(saved)
+                raise
+
+        changes = ral.each_update(updates, one)
+        db.save()
+        if after is not None and not noop:
+            after()
+    return changes

@@ -115,6 +115,15 @@ def has_control(value):
         unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value)
 
 
+def decode(raw):
+    """Text from the bytes of a system file: UTF-8 if possible, else
+    Latin-1, which decodes any byte and encodes back to the same bytes."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
 def split_lines(data):
     """The lines of DATA (bytes), each with its terminator; a last line
     without one is kept as it is."""

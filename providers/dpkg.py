@@ -648,21 +648,11 @@ def simulated_changes(db, name, entry, output):
 
 def apply_update(update, db, apt, policies, noop):
     """Runs one update; returns (change entries, the database after)."""
-    name = update["name"]
-    should = update.get("should")
-    if not isinstance(should, dict):
-        raise UpdateError("'should' must be a JSON object")
-    for key in should:
-        if key in ("version", "arch", "status"):
-            raise UpdateError("%s is read-only" % key)
-        if key not in ("name", "ensure"):
-            raise UpdateError("unknown attribute %s" % quoted(key))
-    if "name" in should and should["name"] != name:
-        raise UpdateError("name: cannot rename %s to %s"
-                          % (quoted(name), quoted(should["name"])))
+    name, should, ensure = ral.check_should(
+        update, ("name", "ensure"), ensures=None,
+        read_only=("version", "arch", "status"))
     if "ensure" not in should:
         return [], db
-    ensure = should["ensure"]
     if not isinstance(ensure, str) or ensure == "":
         raise UpdateError("ensure: %s is not one of %s or a version"
                           % (json.dumps(ensure), ", ".join(ENSURE_WORDS)))

@@ -413,22 +413,26 @@ def set_request(document):
     return noop, updates
 
 
-def check_should(update, attributes, ensures=("present", "absent")):
+def check_should(update, attributes, ensures=("present", "absent"),
+                 read_only=()):
     """(name, should, ensure) of one update, checked: SHOULD is an object
-    of known ATTRIBUTES, the name does not change, and ensure (None when not
-    given) is one of ENSURES."""
+    of known ATTRIBUTES that sets none of READ_ONLY, the name does not
+    change, and ensure (None when not given) is one of ENSURES (any value
+    when ENSURES is None: the provider checks it)."""
     name = update["name"]
     should = update.get("should")
     if not isinstance(should, dict):
         raise UpdateError("'should' must be a JSON object")
     for key in should:
+        if key in read_only:
+            raise UpdateError("%s is read-only" % key)
         if key not in attributes:
             raise UpdateError("unknown attribute %s" % quoted(key))
     if "name" in should and should["name"] != name:
         raise UpdateError("name: cannot rename %s to %s"
                           % (quoted(name), quoted(should["name"])))
     ensure = should.get("ensure")
-    if ensure is not None and ensure not in ensures:
+    if ensure is not None and ensures is not None and ensure not in ensures:
         raise UpdateError("ensure: %s is not one of %s"
                           % (json.dumps(ensure), ", ".join(ensures)))
     return name, should, ensure
@@ -937,7 +941,7 @@ class Lock:
                                % quoted(directory.show(name)))
             synced.append(directory.fd)
         for fd in synced:
-            _fsync(fd)
+            fsync_dir(fd)
         if self.journal() is None:
             return
         if entries or self.dir.lstat(self.journal()) is not None:
@@ -948,11 +952,13 @@ class Lock:
             except OSError as err:
                 raise os_error(err, "remove the journal %s"
                                % quoted(self.dir.show(self.journal())))
-            _fsync(self.dir.fd)
+            fsync_dir(self.dir.fd)
         _remove_temps(self.dir, self.journal())
 
 
-def _fsync(fd):
+def fsync_dir(fd):
+    """Makes the names in the directory FD durable, where the file system
+    allows it (some refuse fsync on a directory)."""
     try:
         os.fsync(fd)
     except OSError:
@@ -1122,7 +1128,7 @@ class Edit:
             self.temps.remove((target.dir, temp))
             dirs[target.dir.rel] = target.dir.fd
         for fd in dirs.values():
-            _fsync(fd)
+            fsync_dir(fd)
         if journal:
             self._drop_journal()
         self.staged = []

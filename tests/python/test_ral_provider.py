@@ -323,6 +323,30 @@ class Output(Sandbox):
             '"attribute": "ip", "old": "10.0.0.1", "new": "10.0.0.2"}\n')
 
 
+class Requests(unittest.TestCase):
+    def check(self, should, **options):
+        return ral.check_should({"name": "a", "should": should},
+                                ("name", "ensure", "size"), **options)
+
+    def test_a_request_is_checked_before_anything_is_done(self):
+        self.assertEqual(self.check({"ensure": "absent"}),
+                         ("a", {"ensure": "absent"}, "absent"))
+        for should, message in [
+                ([], "'should' must be a JSON object"),
+                ({"colour": 1}, "unknown attribute 'colour'"),
+                ({"name": "b"}, "name: cannot rename 'a' to 'b'"),
+                ({"ensure": "latest"}, 'ensure: "latest" is not one of present, absent')]:
+            with self.assertRaises(ral.UpdateError) as caught:
+                self.check(should)
+            self.assertEqual(str(caught.exception), message)
+
+    def test_read_only_attributes_and_free_ensure_values(self):
+        with self.assertRaises(ral.UpdateError) as caught:
+            self.check({"size": 3}, read_only=("size",))
+        self.assertEqual(str(caught.exception), "size is read-only")
+        self.assertEqual(self.check({"ensure": "1.2-3"}, ensures=None)[2], "1.2-3")
+
+
 class Commands(Sandbox):
     def test_noop_skips_changes_but_runs_queries(self):
         marker = self.path("ran")

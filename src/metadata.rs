@@ -150,6 +150,9 @@ pub struct Metadata {
     pub suitable: Suitable,
     pub desc: String,
     pub supports_noop: bool,
+    /// Its updates may start daemons (services) that outlive the call;
+    /// they are not ended with it.
+    pub starts_daemons: bool,
     pub attributes: AttrMap<Attribute>,
 }
 
@@ -369,18 +372,22 @@ impl RawProvider {
             ),
         };
         let mut supports_noop = false;
+        let mut starts_daemons = false;
         for feature in &self.features {
-            match feature.as_str() {
-                "supports_noop" if supports_noop => {
-                    return Err("provider.features: 'supports_noop' is listed twice".to_owned())
-                }
-                "supports_noop" => supports_noop = true,
+            let flag = match feature.as_str() {
+                "supports_noop" => &mut supports_noop,
+                "starts_daemons" => &mut starts_daemons,
                 other => {
                     return Err(format!(
-                        "provider.features: unknown feature '{other}' (known: supports_noop)"
+                        "provider.features: unknown feature '{other}' (known: supports_noop, \
+                         starts_daemons)"
                     ))
                 }
+            };
+            if *flag {
+                return Err(format!("provider.features: '{feature}' is listed twice"));
             }
+            *flag = true;
         }
         let mut attributes = AttrMap::default();
         for (attr_name, raw) in self.attributes {
@@ -398,6 +405,7 @@ impl RawProvider {
             suitable,
             desc: self.desc.unwrap_or_default(),
             supports_noop,
+            starts_daemons,
             attributes,
         })
     }
@@ -508,6 +516,28 @@ mod tests {
         assert_eq!(meta.attributes["name"].kind, Kind::ReadWrite);
         assert_eq!(meta.attributes["name"].attr_type, AttrType::String);
         assert!(!meta.supports_noop);
+        assert!(!meta.starts_daemons);
+    }
+
+    #[test]
+    fn features_are_known_words_each_given_once() {
+        let with = |features: &str| {
+            parse(&MINIMAL.replace(
+                "  suitable: true\n",
+                &format!("  suitable: true\n  features: {features}\n"),
+            ))
+        };
+        let meta = with("[starts_daemons, supports_noop]").unwrap();
+        assert!(meta.supports_noop && meta.starts_daemons);
+        let err = with("[starts_daemons, starts_daemons]")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("'starts_daemons' is listed twice"), "{err}");
+        let err = with("[daemons]").unwrap_err().to_string();
+        assert!(
+            err.contains("unknown feature 'daemons' (known: supports_noop, starts_daemons)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -12,6 +12,10 @@
 //! itself takes a millisecond. When the time limit passes, the whole process
 //! group gets SIGTERM, then SIGKILL after a short grace period.
 //!
+//! Processes that leave the group are found and ended too, once the
+//! binary made this process a child subreaper ([`adopt_orphans`]; see
+//! `orphans.rs`).
+//!
 //! The provider's exit is watched without reaping it (a pidfd; see
 //! `group.rs`), so its process-group ID cannot be reused by an unrelated
 //! group while we may still signal it. When the provider has exited but
@@ -32,9 +36,12 @@ use group::{Due, Group, Limits};
 use pipes::{text, Feeder, LineReader, PollSet};
 
 mod group;
+mod orphans;
 mod pipes;
 mod signals;
 pub mod streams;
+
+pub use orphans::adopt_orphans;
 
 pub use signals::{
     exit_if_interrupted, forward_interrupts, forward_interrupts_deferred, keep_on_interrupt,
@@ -144,6 +151,10 @@ pub struct Call<'a> {
     /// The provider's sensitive attributes: their values are redacted from
     /// structured log lines ([`crate::log_line`]).
     pub sensitive: Vec<String>,
+    /// The call may start daemons that outlive it (an update of a provider
+    /// with the `starts_daemons` feature): processes it leaves running and
+    /// not holding its output are not ended when it ends.
+    pub starts_daemons: bool,
 }
 
 /// What a finished call left behind besides its stdout.
@@ -207,7 +218,7 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut group = Group::spawn(&mut command).map_err(spawn_error)?;
+    let mut group = Group::spawn(&mut command, call.starts_daemons).map_err(spawn_error)?;
     // The Command holds no pipe ends of ours after the spawn; ours are in
     // the child handle, so EOF means the provider and everything it
     // started closed theirs.

@@ -149,6 +149,7 @@ impl Host {
             log_stderr: !describing,
             secrets: invocation.secrets,
             sensitive: invocation.sensitive,
+            starts_daemons: invocation.starts_daemons,
         };
         let finished = process::run_paced(&call, sink, idle)?;
         // A describe's stderr fails discovery of that provider instead.
@@ -452,6 +453,9 @@ struct Invocation {
     secrets: Vec<String>,
     /// The provider's sensitive attributes.
     sensitive: Vec<String>,
+    /// Processes the call leaves running are left alone: an update of a
+    /// provider that starts daemons.
+    starts_daemons: bool,
 }
 
 impl Invocation {
@@ -465,6 +469,7 @@ impl Invocation {
             max_answer: MAX_ANSWER,
             secrets: Vec::new(),
             sensitive: Vec::new(),
+            starts_daemons: false,
         }
     }
 
@@ -479,6 +484,7 @@ impl Invocation {
                 .filter(|a| a.sensitive)
                 .map(|a| a.name.clone())
                 .collect(),
+            starts_daemons: provider.meta.starts_daemons && action == provider.meta.update_action(),
             ..Invocation::plain(action, args)
         }
     }

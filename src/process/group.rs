@@ -15,6 +15,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Child, ChildStdin, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use super::orphans;
 use super::pipes::{LineReader, PollSet};
 use super::signals::{self, Registration};
 use super::{KILL_GRACE, MAX_TIMEOUT, OUTPUT_LINGER};
@@ -26,6 +27,8 @@ pub(super) struct Group {
     exit: ExitFd,
     exited: bool,
     reaped: bool,
+    /// What the call leaves running is left alone (`starts_daemons`).
+    release: bool,
 }
 
 /// Becomes readable when the leader exits.
@@ -46,11 +49,14 @@ impl ExitFd {
 
 impl Group {
     /// Spawns `command`, which must make the child a process-group leader
-    /// (`process_group(0)`), and registers the group for interrupts.
-    pub(super) fn spawn(command: &mut Command) -> std::io::Result<Group> {
+    /// (`process_group(0)`), and registers the group for interrupts and as
+    /// a running call (see `orphans`). With `release`, processes the call
+    /// leaves running when it ends are not ended.
+    pub(super) fn spawn(command: &mut Command, release: bool) -> std::io::Result<Group> {
         let (mut child, mut registration) = signals::spawn_registered(|| {
             let child = command.spawn()?;
             let pid = child.id() as i32;
+            orphans::register(pid);
             Ok((child, pid))
         })?;
         let pid = child.id() as i32;
@@ -61,6 +67,7 @@ impl Group {
                 unsafe { libc::kill(-pid, libc::SIGKILL) };
                 registration.release();
                 let _ = child.wait();
+                orphans::call_ended(pid, false);
                 // No wait follows that would notice an interrupt taken
                 // while the spawn was in progress.
                 signals::exit_if_interrupted();
@@ -73,6 +80,7 @@ impl Group {
             exit,
             exited: false,
             reaped: false,
+            release,
         })
     }
 
@@ -143,12 +151,17 @@ impl Group {
         self.registration.release();
         self.reaped = true;
         let _ = self.child.wait();
+        // An ended call releases nothing.
+        orphans::call_ended(self.child.id() as i32, false);
     }
 
-    /// Kills every member of the group at once (leftovers of an exited
-    /// leader that still hold its output).
+    /// Kills every member of the group at once, and what left it (leftovers
+    /// of an exited leader that still hold its output).
     pub(super) fn kill_all(&self) {
         self.signal(libc::SIGKILL);
+        if !self.reaped {
+            orphans::kill_now(self.child.id() as i32);
+        }
     }
 
     fn signal(&self, signal: libc::c_int) {
@@ -159,11 +172,14 @@ impl Group {
         }
     }
 
-    /// Reaps the exited leader.
+    /// Reaps the exited leader, then ends what the call left running
+    /// (unless it releases it).
     pub(super) fn reap(&mut self) -> std::io::Result<ExitStatus> {
         self.registration.release();
         self.reaped = true;
-        self.child.wait()
+        let status = self.child.wait();
+        orphans::call_ended(self.child.id() as i32, self.release);
+        status
     }
 }
 

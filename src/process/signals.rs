@@ -132,6 +132,8 @@ pub(super) fn reraise(signal: libc::c_int) -> ! {
             unsafe { libc::kill(-group, libc::SIGKILL) };
         }
     }
+    // And whatever left those groups.
+    super::orphans::kill_all_now();
     let dirs = std::mem::take(
         &mut *REMOVE_ON_INTERRUPT
             .lock()
@@ -170,6 +172,13 @@ impl Registration {
             );
         }
     }
+}
+
+/// Runs `f` while no provider is being spawned (see
+/// [`spawn_registered`]): every child is then registered or not started.
+pub(super) fn with_spawn_gate<T>(f: impl FnOnce() -> T) -> T {
+    let _gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
+    f()
 }
 
 /// Runs `spawn`, which starts a process-group leader and returns its PID

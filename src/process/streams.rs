@@ -125,7 +125,7 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         || "its run".to_owned(),
         |a| a.to_string_lossy().into_owned(),
     );
-    let mut group = Group::spawn(&mut command).map_err(|source| Error::Spawn {
+    let mut group = Group::spawn(&mut command, false).map_err(|source| Error::Spawn {
         provider: call.label.to_owned(),
         file: call.program.to_owned(),
         action: action.clone(),

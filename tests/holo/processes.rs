@@ -235,3 +235,73 @@ fn colour_only_when_the_stream_is_a_terminal() {
         "{shown:?}"
     );
 }
+
+/// True while `pid` is the escapee (its command line holds 6543).
+fn escapee_running(pid: i32) -> bool {
+    alive(pid)
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .unwrap_or_default()
+            .windows(4)
+            .any(|w| w == b"6543")
+}
+
+/// An apply that starts `sleep 6543` in a session of its own (setsid) with
+/// `redirections`, and writes its PID to target/child.pid once it runs
+/// there (told through a FIFO the plugin waits on).
+fn escaping_apply(redirections: &str) -> String {
+    format!(
+        "apply) mkfifo target/ready\n  \
+         (exec setsid sh -c 'echo $$ > \"$0\"; exec sleep 6543' target/ready {redirections}) &\n  \
+         read pid < target/ready; echo \"$pid\" > target/child.pid\n  \
+         echo 'not changed' >&3 ;;"
+    )
+}
+
+/// Whether the escapee a plugin started still runs (it is killed then).
+fn escapee_survived(work: &Path) -> bool {
+    let child = pid_in(&work.join("target/child.pid"));
+    let running = escapee_running(child);
+    if running {
+        // SAFETY: ends the process this test's plugin started.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+    }
+    running
+}
+
+#[test]
+fn a_process_that_left_the_plugins_group_holding_its_output_is_killed() {
+    let work = tempfile::tempdir().unwrap();
+    root_with_plugin(work.path(), &escaping_apply(""));
+    let output = ral(work.path(), &["apply", "--timeout", "120"])
+        .output()
+        .unwrap();
+    assert!(
+        !escapee_survived(work.path()),
+        "the plugin's escaped child still runs"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("kept its output open after it exited; they were killed"),
+        "{stderr}"
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn a_fully_detached_daemon_a_plugin_started_is_ended_with_it() {
+    let work = tempfile::tempdir().unwrap();
+    root_with_plugin(
+        work.path(),
+        &escaping_apply("</dev/null >/dev/null 2>&1 3>&-"),
+    );
+    let output = ral(work.path(), &["apply", "--timeout", "120"])
+        .output()
+        .unwrap();
+    assert!(
+        !escapee_survived(work.path()),
+        "the plugin's daemon still runs"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("kept its output open"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}

@@ -5,6 +5,7 @@ mod bundled;
 mod cli;
 mod concurrent_edits;
 mod discovery;
+mod escapees;
 mod example;
 mod json_convention;
 mod metadata_cache;

@@ -556,3 +556,27 @@ fn service_uses_systemctl_with_the_root_when_systemd_runs() {
             fixtures_dir().join("service").display()
         ));
 }
+
+#[test]
+fn service_daemon_a_start_leaves_outlives_ralsh() {
+    // ralsh ends what a provider leaves running, but service::service has
+    // the starts_daemons feature: the daemon its update started stays.
+    let sandbox = init_sandbox();
+    sandbox.write("run/fake/db.daemon", "");
+    ralsh(&sandbox, &["service", "db", "ensure=running"]).expect(0);
+    let pid: i32 = sandbox
+        .read("run/fake/db.daemon-pid")
+        .trim()
+        .parse()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let running = !stat.is_empty()
+        && !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    if running {
+        // SAFETY: ends the fake daemon this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(running, "the daemon {pid} was ended with the call");
+}

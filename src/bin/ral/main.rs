@@ -34,20 +34,24 @@ enum Command {
 
 fn main() -> ExitCode {
     init_logging();
+    // What a provider or plugin starts is ended with its call, also when
+    // it leaves the call's process group.
+    ral::process::adopt_orphans();
     let mut argv = std::env::args_os();
     let arg0 = argv.next().unwrap_or_default();
     let invoked_as = std::path::Path::new(&arg0)
         .file_name()
         .map(|name| name.to_string_lossy().into_owned());
-    if invoked_as.as_deref() == Some("holo") {
+    let code = if invoked_as.as_deref() == Some("holo") {
         let args: Vec<std::ffi::OsString> = argv.collect();
-        return holo::run(&arg0.to_string_lossy(), &args);
-    }
-    let args = Args::parse();
-    match args.command {
-        Command::Check(check) => check::run(&check),
-        Command::Holo { args } => holo::run("ral holo", &args),
-    }
+        holo::run(&arg0.to_string_lossy(), &args)
+    } else {
+        match Args::parse().command {
+            Command::Check(check) => check::run(&check),
+            Command::Holo { args } => holo::run("ral holo", &args),
+        }
+    };
+    code
 }
 
 /// Errors only, unless RUST_LOG asks for more.

@@ -48,6 +48,9 @@ pub fn run() -> ExitCode {
     }
     logging::init(args.log_level.as_deref(), args.quiet);
     ral::process::forward_interrupts();
+    // What a provider starts is ended with its call, also when it leaves
+    // the provider's process group.
+    ral::process::adopt_orphans();
     let output = Output {
         json: args.json,
         style: human::Style { color: use_color() },

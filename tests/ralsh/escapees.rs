@@ -1,0 +1,171 @@
+//! Processes that leave the provider's process group (`setsid`) are ended
+//! with the call all the same: ralsh is their subreaper. A provider with
+//! the `starts_daemons` feature keeps the daemons its updates start.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::support::{Run, Sandbox};
+
+/// A provider `NAME` (simple convention, list and update) in DATA/providers,
+/// with the extra lines `yaml_extra` in its provider section.
+fn write_provider(data: &Path, name: &str, script: &str, yaml_extra: &str) {
+    let providers = data.join("providers");
+    std::fs::create_dir_all(&providers).unwrap();
+    let file = providers.join(format!("{name}.prov"));
+    std::fs::write(&file, script).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        providers.join(format!("{name}.yaml")),
+        format!(
+            "provider:\n  type: {name}\n  invoke: simple\n  actions: [list, find, update]\n  \
+             suitable: true\n{yaml_extra}  attributes:\n    name: {{}}\n    ensure: {{type: 'enum[present, absent]'}}\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn ralsh(sandbox: &Sandbox, data: &Path, args: &[&str]) -> Run {
+    let mut all = vec!["-I", data.to_str().unwrap(), "--timeout", "120"];
+    all.extend_from_slice(args);
+    sandbox.ralsh(&all)
+}
+
+/// The process ID the provider wrote to ROOT/pid.
+fn escapee(sandbox: &Sandbox) -> u32 {
+    sandbox
+        .read("pid")
+        .trim()
+        .parse()
+        .expect("the provider wrote a PID")
+}
+
+/// True while `pid` is the escapee (its command line holds 6543); a
+/// zombie, a process that is gone or a reused ID running something else is
+/// not it.
+fn still_running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat
+        .rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    !stat.is_empty() && !zombie && command.windows(4).any(|w| w == b"6543")
+}
+
+/// Shell lines that start `sleep 6543` in a session of its own (setsid),
+/// with `redirections`, and write its PID to ROOT/pid once it runs there:
+/// the escapee tells its PID through a FIFO the provider waits on.
+fn start_escapee(redirections: &str, ignore_term: bool) -> String {
+    let trap = if ignore_term { "trap '' TERM; " } else { "" };
+    format!(
+        "  mkfifo \"$RALSH_ROOT_DIR/ready\"\n  \
+         ({trap}exec setsid sh -c 'echo $$ > \"$0\"; exec sleep 6543' \"$RALSH_ROOT_DIR/ready\" {redirections}) &\n  \
+         read pid < \"$RALSH_ROOT_DIR/ready\"; echo \"$pid\" > \"$RALSH_ROOT_DIR/pid\"; rm \"$RALSH_ROOT_DIR/ready\"\n"
+    )
+}
+
+/// Ends the escapee, should a test fail with it still running.
+struct Cleanup(Option<u32>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.filter(|&pid| still_running(pid)) {
+            // SAFETY: signals the escapee this test's provider started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// A provider whose list prints one resource and starts an escapee.
+fn escaping_list(redirections: &str, ignore_term: bool) -> String {
+    format!(
+        "#!/bin/sh\ncase \"$1\" in\nral_action=list)\n  echo '# simple'\n  echo 'name: only'\n{}  ;;\n\
+         *) echo '# simple'; echo 'name: only'; echo 'ensure: present' ;;\nesac\n",
+        start_escapee(redirections, ignore_term)
+    )
+}
+
+#[test]
+fn a_process_that_left_the_group_holding_stdout_is_killed_after_the_linger() {
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(data.path(), "escaping", &escaping_list("", false), "");
+    let run = ralsh(&sandbox, data.path(), &["escaping"]);
+    let _cleanup = Cleanup(Some(escapee(&sandbox)));
+    run.expect(0).stdout_has("'only'");
+    run.stderr_has("escaping::escaping: list exited, but processes it started kept its output open for 2s; killing them");
+    assert!(!still_running(escapee(&sandbox)), "the escapee still runs");
+}
+
+#[test]
+fn a_process_that_left_the_group_and_ignores_sigterm_is_killed_at_the_time_limit() {
+    // It holds stdout, so the call cannot end before it does; at the time
+    // limit the group gets SIGTERM, and the escapee SIGKILL after the grace.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(data.path(), "stubborn", &escaping_list("", true), "");
+    let mut all = vec!["-I", data.path().to_str().unwrap(), "--timeout", "1"];
+    all.push("stubborn");
+    let run = sandbox.ralsh(&all);
+    let _cleanup = Cleanup(Some(escapee(&sandbox)));
+    // The linger (2 s) never comes: the time limit is first.
+    run.expect(2).stderr_has("did not finish within 1s");
+    assert!(!still_running(escapee(&sandbox)), "the escapee still runs");
+}
+
+#[test]
+fn a_fully_detached_daemon_is_ended_when_the_call_ends() {
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
+        "detaching",
+        &escaping_list("</dev/null >/dev/null 2>&1", true),
+        "",
+    );
+    let run = ralsh(&sandbox, data.path(), &["detaching"]);
+    let _cleanup = Cleanup(Some(escapee(&sandbox)));
+    run.expect(0).stdout_has("'only'");
+    // Nothing held the output: no linger, no warning.
+    assert!(
+        !run.stderr.contains("kept its output open"),
+        "{}",
+        run.stderr
+    );
+    assert!(!still_running(escapee(&sandbox)), "the daemon still runs");
+}
+
+#[test]
+fn a_provider_that_starts_daemons_keeps_those_its_update_started() {
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    // The update starts a detached daemon, as an init script does; the list
+    // starts one too, which is ended as for any provider.
+    let detached = start_escapee("</dev/null >/dev/null 2>&1", false);
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\nral_action=update)\n{detached}  \
+         echo '# simple'; echo 'name: svc'; echo 'ensure: present'; echo 'ral_was: absent' ;;\n\
+         ral_action=list)\n{detached}  echo '# simple' ;;\n*) echo '# simple' ;;\nesac\n"
+    );
+    write_provider(
+        data.path(),
+        "daemons",
+        &script,
+        "  features: [starts_daemons]\n",
+    );
+    let run = ralsh(&sandbox, data.path(), &["daemons", "svc", "ensure=present"]);
+    let started = escapee(&sandbox);
+    let _cleanup = Cleanup(Some(started));
+    run.expect(0).stdout_has("ensure: 'absent' -> 'present'");
+    assert!(
+        still_running(started),
+        "the daemon the update started was ended"
+    );
+
+    let run = ralsh(&sandbox, data.path(), &["daemons"]);
+    let listed = escapee(&sandbox);
+    let _cleanup_list = Cleanup(Some(listed));
+    run.expect(0);
+    assert_ne!(listed, started);
+    assert!(!still_running(listed), "the list's daemon still runs");
+}

@@ -14,10 +14,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::bounded_read::{self, Links};
 use crate::bundled;
 use crate::error::{Error, Result};
 use crate::host::Host;
-use crate::metadata::Metadata;
+use crate::metadata::{Metadata, MAX_METADATA};
 use crate::metadata_cache::{Files, Known, MetadataCache};
 use crate::provider::{is_executable, Provider};
 
@@ -88,10 +89,12 @@ pub fn discover(
         .iter()
         .flat_map(|dir| dir.provider_files(only_type))
         .map(|source| Found::new(source, cache, &context))
-        .filter(|found| match (&found.known, only_type) {
-            (Some(known), Some(wanted)) => known.kind == wanted,
-            _ => true,
-        })
+        .filter(
+            |found| match (found.known.as_ref().and_then(Known::kind), only_type) {
+                (Some(kind), Some(wanted)) => kind == wanted,
+                _ => true,
+            },
+        )
         .collect();
     for found in &mut found {
         found.read_cheaply();
@@ -109,7 +112,13 @@ pub fn discover(
         let Found { source, meta, .. } = found;
         match meta.expect("every provider has metadata or an error") {
             Ok((meta, _)) => registry.add(provider_from(meta, &source, host)),
-            Err(e) => log::warn!(
+            // Warned about once per version of its files: the cache
+            // remembers the verdict.
+            Err(Skip::Remembered(reason)) => log::info!(
+                "skipping provider {} (unchanged since it was found broken): {reason}",
+                source.display()
+            ),
+            Err(Skip::Now(e)) => log::warn!(
                 "skipping provider {}: {}",
                 source.display(),
                 reason(&e, &source)
@@ -121,7 +130,21 @@ pub fn discover(
 
 /// Metadata and the describe text it came from (none for a `.yaml`), or
 /// why there is none.
-type Loaded = Result<(Metadata, Option<String>)>;
+type Loaded = std::result::Result<(Metadata, Option<String>), Skip>;
+
+/// Why a provider is skipped.
+enum Skip {
+    /// Found out on this run.
+    Now(Error),
+    /// The cache's verdict on this version of its files.
+    Remembered(String),
+}
+
+impl From<Error> for Skip {
+    fn from(e: Error) -> Skip {
+        Skip::Now(e)
+    }
+}
 
 /// One provider file on its way to the registry.
 struct Found {
@@ -147,21 +170,29 @@ impl Found {
     }
 
     /// Metadata known without running the provider: its `.yaml`, or a
-    /// cached describe. Errors known already are kept too.
+    /// cached describe. Errors known already, or remembered by the cache,
+    /// are kept too.
     fn read_cheaply(&mut self) {
         let source = &self.source;
+        if let Some(Known::Skipped { reason }) = &self.known {
+            self.meta = Some(Err(Skip::Remembered(reason.clone())));
+            return;
+        }
         if !is_executable(source) {
-            self.meta = Some(Err(not_executable(source)));
+            self.meta = Some(Err(not_executable(source).into()));
             return;
         }
         let yaml = source.with_extension("yaml");
         if yaml.exists() {
             let meta = read_yaml(&yaml).and_then(|text| Metadata::parse(&text, &yaml));
-            self.meta = Some(meta.map(|meta| (meta, None)));
+            self.meta = Some(meta.map(|meta| (meta, None)).map_err(Skip::Now));
             return;
         }
-        let cached = self.known.as_ref().and_then(|k| k.describe.as_ref());
-        if let Some(text) = cached {
+        if let Some(Known::Loaded {
+            describe: Some(text),
+            ..
+        }) = &self.known
+        {
             // A cached text that no longer parses is described again.
             if let Ok(meta) = Metadata::parse(text, source) {
                 self.meta = Some(Ok((meta, Some(text.clone()))));
@@ -170,15 +201,22 @@ impl Found {
     }
 
     /// Caches what was learnt, when the cache did not know it yet and the
-    /// files did not change meanwhile.
+    /// files did not change meanwhile: the provider's type and name, or
+    /// why it was skipped (unless the reason may pass by itself).
     fn remember(&self, cache: &MetadataCache, context: &str) {
-        let (Some(files), Some(Ok((meta, describe)))) = (&self.files, &self.meta) else {
+        let (Some(files), Some(meta)) = (&self.files, &self.meta) else {
             return;
         };
-        let known = Known {
-            kind: meta.type_name.clone(),
-            name: meta.name.clone(),
-            describe: describe.clone(),
+        let known = match meta {
+            Ok((meta, describe)) => Known::Loaded {
+                kind: meta.type_name.clone(),
+                name: meta.name.clone(),
+                describe: describe.clone(),
+            },
+            Err(Skip::Now(e)) if lasts(e) => Known::Skipped {
+                reason: reason(e, &self.source),
+            },
+            Err(_) => return,
         };
         if self.known.as_ref() != Some(&known) && Files::of(&self.source).as_ref() == Some(files) {
             cache.put(files, context, &known);
@@ -255,11 +293,23 @@ fn not_executable(source: &Path) -> Error {
     }
 }
 
+/// A `.yaml`'s text: a regular file of at most [`MAX_METADATA`] bytes of
+/// UTF-8.
 fn read_yaml(yaml: &Path) -> Result<String> {
-    std::fs::read_to_string(yaml).map_err(|e| Error::Metadata {
+    let invalid = |message: String| Error::Metadata {
         file: yaml.to_owned(),
-        message: format!("cannot read it: {e}"),
-    })
+        message,
+    };
+    let bytes = bounded_read::read_file(yaml, MAX_METADATA, Links::Follow)
+        .map_err(|e| invalid(format!("cannot read it: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| invalid(format!("it is not UTF-8 text: {e}")))
+}
+
+/// Whether a reason to skip a provider lasts as long as its files do: not
+/// a failure to start it (a missing interpreter may be installed, a
+/// process limit may pass) nor one to read its files.
+fn lasts(error: &Error) -> bool {
+    !matches!(error, Error::Spawn { .. } | Error::Io { .. })
 }
 
 /// Why a provider was skipped, without repeating its own file name.

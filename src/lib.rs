@@ -14,6 +14,7 @@
 //!    `type::name`;
 //! 3. [`Host::list`], [`Host::find`] and [`update::apply`] talk to it.
 
+pub mod bounded_read;
 pub mod bundled;
 pub mod check;
 pub mod conformance;

@@ -156,6 +156,35 @@ pub struct Metadata {
     pub attributes: AttrMap<Attribute>,
 }
 
+/// The most bytes of metadata accepted, from a `.yaml` or a describe.
+pub const MAX_METADATA: usize = 256 * 1024;
+/// The most `[` and `{` characters accepted in metadata, wherever they
+/// stand. Each may open a level of flow nesting, and the YAML parser's
+/// work grows with the size of the text times the nesting, so counting
+/// them bounds the parse (to about a tenth of a second at the size limit)
+/// without having to tell apart, before parsing, which ones open a level.
+/// Real metadata holds a few dozen.
+pub const MAX_BRACKETS: usize = 256;
+
+/// Refuses, before the YAML parser sees it, metadata that could take it
+/// long to parse.
+fn check_bounds(text: &str) -> std::result::Result<(), String> {
+    if text.len() > MAX_METADATA {
+        return Err(format!(
+            "it is {} bytes long; metadata may be at most {MAX_METADATA} bytes",
+            text.len()
+        ));
+    }
+    let brackets = text.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    if brackets > MAX_BRACKETS {
+        return Err(format!(
+            "it holds {brackets} '[' and '{{' characters; metadata may hold at most \
+             {MAX_BRACKETS}, since each may nest a level deeper, which makes YAML slow to parse"
+        ));
+    }
+    Ok(())
+}
+
 impl Metadata {
     /// Parses and checks metadata text. `file` names the source in errors and
     /// its stem is the default provider name.
@@ -164,6 +193,7 @@ impl Metadata {
             file: file.to_owned(),
             message,
         };
+        check_bounds(text).map_err(invalid)?;
         let raw: RawDocument = serde_yaml::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let default_name = file
             .file_stem()
@@ -517,6 +547,31 @@ mod tests {
         assert_eq!(meta.attributes["name"].attr_type, AttrType::String);
         assert!(!meta.supports_noop);
         assert!(!meta.starts_daemons);
+    }
+
+    #[test]
+    fn metadata_that_would_be_slow_to_parse_is_refused_before_parsing() {
+        // 100,000 levels of nesting: the parser would take minutes; the
+        // message comes from the bound, not from the parser.
+        let deep = format!("{}{}{}", MINIMAL, "  desc: ", "[".repeat(100_000));
+        let err = parse(&deep).unwrap_err().to_string();
+        // (MINIMAL holds one '[' and one '{'.)
+        assert!(
+            err.contains("it holds 100002 '[' and '{' characters; metadata may hold at most 256"),
+            "{err}"
+        );
+        let long = format!("{MINIMAL}# {}\n", "x".repeat(MAX_METADATA));
+        let err = parse(&long).unwrap_err().to_string();
+        assert!(
+            err.contains("metadata may be at most 262144 bytes"),
+            "{err}"
+        );
+        // At the limits, metadata is accepted.
+        let nested = MINIMAL.replace(
+            "name: {}",
+            &format!("name: {{desc: '{}'}}", "[".repeat(MAX_BRACKETS - 2)),
+        );
+        assert!(parse(&nested).is_ok());
     }
 
     #[test]

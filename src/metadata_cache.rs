@@ -18,10 +18,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounded_read::{self, Links};
 use crate::fnv::fnv1a;
 
 /// Bumped when the entry format changes.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
+/// The largest entry read; a larger file is no entry of ours.
+const MAX_ENTRY: usize = 2 * 1024 * 1024;
 
 /// Where describe results are kept; a disabled cache keeps nothing.
 #[derive(Debug, Clone)]
@@ -76,12 +79,30 @@ impl Files {
 
 /// What the cache knows about one version of a provider.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Known {
-    /// The provider's type and name.
-    pub kind: String,
-    pub name: String,
-    /// Its describe output, for a provider without a `.yaml`.
-    pub describe: Option<String>,
+#[serde(tag = "verdict", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Known {
+    /// It loaded.
+    Loaded {
+        /// The provider's type and name.
+        kind: String,
+        name: String,
+        /// Its describe output, for a provider without a `.yaml`.
+        describe: Option<String>,
+    },
+    /// It was skipped, for this reason: until its files change, it is
+    /// skipped again without being described (a describe that hangs or
+    /// prints metadata that cannot be used costs one stat next time).
+    Skipped { reason: String },
+}
+
+impl Known {
+    /// The provider's type, when it loaded.
+    pub fn kind(&self) -> Option<&str> {
+        match self {
+            Known::Loaded { kind, .. } => Some(kind),
+            Known::Skipped { .. } => None,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -129,7 +150,16 @@ impl MetadataCache {
     /// What is known about this version of the files, if anything.
     pub fn get(&self, files: &Files, context: &str) -> Option<Known> {
         let path = self.entry_path(files, context)?;
-        let text = std::fs::read(&path).ok()?;
+        // Only a regular file of ours: a link to /dev/zero or a FIFO put in
+        // its place is ignored (and replaced by the next put).
+        let text = match bounded_read::read_file(&path, MAX_ENTRY, Links::Refuse) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                log::info!("ignoring the cache entry {}: {e}", path.display());
+                return None;
+            }
+        };
         let entry: Entry = match serde_json::from_slice(&text) {
             Ok(entry) => entry,
             Err(e) => {
@@ -187,7 +217,7 @@ mod tests {
     use super::*;
 
     fn known(describe: &str) -> Known {
-        Known {
+        Known::Loaded {
             kind: "t".into(),
             name: "n".into(),
             describe: Some(describe.into()),
@@ -225,6 +255,46 @@ mod tests {
         assert_eq!(cache.get(&files, "c"), None);
         cache.put(&files, "c", &known("fresh"));
         assert_eq!(cache.get(&files, "c"), Some(known("fresh")));
+    }
+
+    #[test]
+    fn an_entry_that_is_a_link_a_fifo_or_too_large_is_a_miss_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MetadataCache::at(dir.path().to_owned());
+        let file = dir.path().join("p.prov");
+        std::fs::write(&file, "x").unwrap();
+        let files = Files::of(&file).unwrap();
+        let path = cache.entry_path(&files, "c").unwrap();
+        let fifo = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let plant: [&dyn Fn(); 3] = [
+            &|| std::os::unix::fs::symlink("/dev/zero", &path).unwrap(),
+            // SAFETY: mkfifo with a valid NUL-terminated path.
+            &|| assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0),
+            &|| std::fs::write(&path, vec![b' '; MAX_ENTRY + 1]).unwrap(),
+        ];
+        for plant in plant {
+            let _ = std::fs::remove_file(&path);
+            plant();
+            assert_eq!(cache.get(&files, "c"), None);
+            cache.put(&files, "c", &known("fresh"));
+            assert_eq!(cache.get(&files, "c"), Some(known("fresh")));
+            assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        }
+    }
+
+    #[test]
+    fn a_skipped_provider_is_remembered_with_its_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MetadataCache::at(dir.path().to_owned());
+        let file = dir.path().join("p.prov");
+        std::fs::write(&file, "x").unwrap();
+        let files = Files::of(&file).unwrap();
+        let skipped = Known::Skipped {
+            reason: "describe did not finish within 1s".into(),
+        };
+        cache.put(&files, "c", &skipped);
+        assert_eq!(cache.get(&files, "c"), Some(skipped));
+        assert_eq!(cache.get(&files, "c").unwrap().kind(), None);
     }
 
     #[test]

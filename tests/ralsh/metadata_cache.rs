@@ -174,3 +174,73 @@ fn concurrent_first_runs_agree_and_leave_one_valid_entry() {
     run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
     assert_eq!(describes(&sandbox), before, "the entry is used");
 }
+
+/// A data directory with one provider `broken` whose describe counts itself
+/// in ROOT/describes.log and then runs `describe_body`.
+fn broken_provider(describe_body: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let providers = dir.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    let script = providers.join("broken.prov");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho describe >> \"$RALSH_ROOT_DIR/describes.log\"\n{describe_body}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Runs `ralsh -I DATA ARGS` three times: the first warns that `broken`
+/// is skipped (with `reason`), the others neither describe it again nor
+/// warn; the reason is still there at level info. A changed file is
+/// described and warned about again.
+fn assert_skipped_once(data: &Path, args: &[&str], reason: &str) {
+    let sandbox = Sandbox::new();
+    let first = run(&mut ralsh(&sandbox, data, args));
+    first.stderr_has("skipping provider").stderr_has(reason);
+    assert_eq!(describes(&sandbox), 1);
+    let second = run(&mut ralsh(&sandbox, data, args));
+    assert!(!second.stderr.contains("broken"), "{}", second.stderr);
+    let mut with_info = args.to_vec();
+    with_info.extend(["-l", "info"]);
+    run(&mut ralsh(&sandbox, data, &with_info))
+        .stderr_has("(unchanged since it was found broken)")
+        .stderr_has(reason);
+    assert_eq!(describes(&sandbox), 1, "described once, then remembered");
+
+    let script = data.join("providers/broken.prov");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("# changed\n");
+    std::fs::write(&script, text).unwrap();
+    run(&mut ralsh(&sandbox, data, args))
+        .stderr_has("skipping provider")
+        .stderr_has(reason);
+    assert_eq!(describes(&sandbox), 2);
+}
+
+#[test]
+fn a_describe_that_hangs_is_not_run_again_until_the_file_changes() {
+    let data = broken_provider("exec sleep 60");
+    assert_skipped_once(
+        data.path(),
+        &["--timeout", "0.5"],
+        "describe did not finish within 0.5s",
+    );
+}
+
+#[test]
+fn metadata_too_deep_to_parse_quickly_is_refused_once_and_remembered() {
+    // 200,000 levels of nesting (20 lines of 10,000) took the YAML parser
+    // 83 s before metadata was bounded; the bound refuses it before parsing.
+    let data = broken_provider(
+        "printf 'provider:\\n  type: broken\\n  desc:\\n'\n\
+         awk 'BEGIN { for (l = 0; l < 20; l++) { s = \"   \"; for (i = 0; i < 10000; i++) s = s \"[\"; print s } }'",
+    );
+    assert_skipped_once(
+        data.path(),
+        &[],
+        "holds 200000 '[' and '{' characters; metadata may hold at most 256",
+    );
+}

@@ -64,6 +64,11 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 /// How many lines of stderr are kept for error messages.
 const STDERR_TAIL: usize = 10;
+/// The most stderr lines logged for one call, and their most bytes: a
+/// provider flooding stderr must not flood the terminal or a log file.
+/// The rest is counted and summed up in one line.
+pub const MAX_LOGGED_LINES: usize = 5_000;
+pub const MAX_LOGGED_BYTES: usize = 1024 * 1024;
 
 /// Variables passed through from the caller's environment unchanged.
 pub const PASSED_THROUGH: [&str; 2] = ["PATH", "HOME"];
@@ -238,9 +243,12 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
         stderr: StderrLog {
             reader: stderr,
             summary: StderrSummary::default(),
+            logged: Logged::default(),
         },
     };
-    running.consume(limits, sink, idle)
+    let result = running.consume(limits, sink, idle);
+    running.stderr.report_dropped(call);
+    result
 }
 
 #[derive(Default)]
@@ -251,10 +259,20 @@ struct StderrSummary {
     tail: Vec<String>,
 }
 
+/// How much of a call's stderr was logged, and how much was not.
+#[derive(Default)]
+struct Logged {
+    lines: usize,
+    bytes: usize,
+    dropped_lines: usize,
+    dropped_bytes: usize,
+}
+
 /// A provider's stderr: logged line by line under its name as it comes.
 struct StderrLog {
     reader: LineReader,
     summary: StderrSummary,
+    logged: Logged,
 }
 
 impl StderrLog {
@@ -292,8 +310,18 @@ impl StderrLog {
             } else {
                 format!("{message}... (line cut at {MAX_LINE} bytes)")
             };
-            if call.log_stderr {
-                log::log!(target: call.label, level, "{message}");
+            if call.log_stderr && log::log_enabled!(target: call.label, level) {
+                let logged = &mut self.logged;
+                if logged.lines < MAX_LOGGED_LINES
+                    && logged.bytes + message.len() <= MAX_LOGGED_BYTES
+                {
+                    logged.lines += 1;
+                    logged.bytes += message.len();
+                    log::log!(target: call.label, level, "{message}");
+                } else {
+                    logged.dropped_lines += 1;
+                    logged.dropped_bytes += message.len();
+                }
             }
             self.summary.lines += 1;
             // debug and info lines are a provider's running commentary;
@@ -308,6 +336,24 @@ impl StderrLog {
                 self.summary.tail.remove(0);
             }
             self.summary.tail.push(message);
+        }
+    }
+}
+
+impl StderrLog {
+    /// Says, once the call is over, how much of its stderr was not logged.
+    fn report_dropped(&self, call: &Call) {
+        let logged = &self.logged;
+        if logged.dropped_lines > 0 {
+            log::warn!(
+                target: call.label,
+                "{} more lines ({} bytes) of its stderr during {} were not logged: at most \
+                 {MAX_LOGGED_LINES} lines or {} KiB are, per call",
+                logged.dropped_lines,
+                logged.dropped_bytes,
+                call.action,
+                MAX_LOGGED_BYTES / 1024
+            );
         }
     }
 }

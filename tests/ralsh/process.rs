@@ -669,3 +669,25 @@ fn describes_run_at_most_eight_at_a_time() {
     assert_eq!(rest.matches("start").count(), 4, "{rest}");
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_flood_on_stderr_is_logged_up_to_the_cap_then_summed_up() {
+    // 200,000 warnings: 5,000 are logged, the rest is counted in one line.
+    let run = ralsh_with_provider(
+        "noisy",
+        "#!/bin/sh\necho '# simple'\necho 'name: only'\nawk 'BEGIN { for (i = 0; i < 200000; i++) print \"warn: line \" i > \"/dev/stderr\" }'\n",
+        &[],
+        &[],
+    );
+    run.expect(0).stdout_has("'only'");
+    let logged = run.stderr.lines().filter(|l| l.contains("] line ")).count();
+    assert_eq!(logged, 5000, "{}", &run.stderr[..run.stderr.len().min(500)]);
+    run.stderr_has("[noisy::noisy] line 4999\n");
+    assert!(!run.stderr.contains("] line 5000\n"));
+    // "line 5000" to "line 199999": 195,000 lines of 9 to 11 bytes.
+    let dropped_bytes: usize = (5000..200_000).map(|i| format!("line {i}").len()).sum();
+    run.stderr_has(&format!(
+        "195000 more lines ({dropped_bytes} bytes) of its stderr during list were not logged: at most 5000 lines or 1024 KiB are, per call"
+    ));
+    assert!(run.stderr.lines().count() < 5010);
+}

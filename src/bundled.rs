@@ -47,21 +47,63 @@ pub fn provider_files(kind: Option<&str>) -> impl Iterator<Item = &'static str> 
 
 /// ral's cache directory: `$XDG_CACHE_HOME/ral`, `$HOME/.cache/ral`, or a
 /// per-user directory in the system temporary directory. Relative settings
-/// are ignored, as they would depend on the working directory.
+/// are ignored, as they would depend on the working directory. Chosen once
+/// per process.
 pub(crate) fn cache_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(choose_cache_dir).clone()
+}
+
+/// A directory made for this run only (see [`choose_cache_dir`]).
+static RUN_CACHE: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+fn choose_cache_dir() -> PathBuf {
     let from_env = |key: &str| {
         std::env::var_os(key)
             .map(PathBuf::from)
             .filter(|path| path.is_absolute())
     };
-    from_env("XDG_CACHE_HOME")
+    if let Some(dir) = from_env("XDG_CACHE_HOME")
         .map(|cache| cache.join("ral"))
         .or_else(|| from_env("HOME").map(|home| home.join(".cache/ral")))
-        .unwrap_or_else(|| {
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let uid = unsafe { libc::geteuid() };
-            std::env::temp_dir().join(format!("ral-{uid}"))
-        })
+    {
+        return dir;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let shared = std::env::temp_dir().join(format!("ral-{uid}"));
+    // Anyone may create names in the temporary directory: when another
+    // user took this one first (or made it writable to others), a fresh
+    // private directory serves this run instead of failing it.
+    let _ = fs::DirBuilder::new().mode(0o700).create(&shared);
+    let refused = match check_private(&shared) {
+        Ok(()) => return shared,
+        Err(e) => e,
+    };
+    match tempfile::Builder::new()
+        .prefix(&format!("ral-{uid}-"))
+        .tempdir()
+    {
+        Ok(fresh) => {
+            let fresh = fresh.keep();
+            log::warn!(
+                "not using {refused}; this run uses {} instead (set XDG_CACHE_HOME or HOME \
+                 to keep a cache)",
+                fresh.display()
+            );
+            *RUN_CACHE.lock().unwrap_or_else(|e| e.into_inner()) = Some(fresh.clone());
+            fresh
+        }
+        Err(_) => shared,
+    }
+}
+
+/// Removes the cache directory made for this run only, if one was (see
+/// [`cache_dir`]); binaries call it before they exit.
+pub fn remove_run_cache() {
+    if let Some(dir) = RUN_CACHE.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = fs::remove_dir_all(dir);
+    }
 }
 
 /// A set of embedded files that is written out together into one cache

@@ -456,3 +456,43 @@ fn a_type_no_bundled_provider_has_leaves_the_bundled_directory_alone() {
     sandbox.ralsh(&["-j"]).expect(0);
     assert!(bundled_written());
 }
+
+#[test]
+fn a_temporary_cache_directory_another_user_could_write_is_not_used() {
+    // Without HOME and XDG_CACHE_HOME, ral's cache is TMPDIR/ral-UID; made
+    // first by someone else (here: writable by everyone), it is refused,
+    // and a fresh private directory serves the run and goes with it.
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "10.0.0.1 db\n");
+    let tmp = tempfile::tempdir().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let shared = tmp
+        .path()
+        .join(format!("ral-{}", unsafe { libc::geteuid() }));
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut command = sandbox.command();
+    command
+        .env_remove("HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("TMPDIR", tmp.path())
+        .arg("host");
+    let run = run(&mut command);
+    run.expect(0).stdout_has("host::etc_hosts { 'db':");
+    run.stderr_has(&format!("not using {}", shared.display()));
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        0,
+        "nothing written there"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        [shared.file_name().unwrap()],
+        "the run's directory is gone"
+    );
+}

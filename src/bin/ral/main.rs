@@ -51,6 +51,7 @@ fn main() -> ExitCode {
             Command::Holo { args } => holo::run("ral holo", &args),
         }
     };
+    ral::bundled::remove_run_cache();
     code
 }
 

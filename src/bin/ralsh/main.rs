@@ -8,5 +8,7 @@ mod logging;
 mod progress;
 
 fn main() -> std::process::ExitCode {
-    app::run()
+    let code = app::run();
+    ral::bundled::remove_run_cache();
+    code
 }

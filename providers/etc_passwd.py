@@ -31,13 +31,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ral_provider as ral  # noqa: E402
-from ral_accounts import ID_MAX, Accounts, change_each, members_of  # noqa: E402
+from ral_accounts import (ID_MAX, NAME_RULE, Accounts, change_each,  # noqa: E402
+                          members_of, name_problem)
 from ral_provider import CallError, UpdateError, quoted  # noqa: E402
 
 AUTO_FIRST = 1000
 AUTO_END = 60000           # exclusive
-NAME_RE = re.compile(r"[a-z_][a-z0-9_-]*[$]?\Z")
-NAME_MAX = 32
 ATTRIBUTES = ("name", "ensure", "uid", "gid", "comment", "home", "shell",
               "groups", "password", "managehome")
 ENSURES = ("present", "absent")
@@ -121,11 +120,11 @@ def do_get(names):
     for name in names:
         if name in found:
             resources.append(db.resource(found[name]))
-        elif not NAME_RE.match(name) or len(name) > NAME_MAX:
+        elif name_problem(name, "user name"):
             resources.append({"name": name, "error": {
                 "kind": "unknown",
-                "message": "%s is not a valid user name; no such user can "
-                           "be created" % quoted(name)}})
+                "message": name_problem(name, "user name")
+                + "; no such user can be created"}})
         else:
             resources.append({"name": name, "ensure": "absent"})
     ral.emit({"resources": resources})
@@ -162,11 +161,9 @@ def check_path(attr, value):
 
 
 def check_name(name):
-    if not NAME_RE.match(name) or len(name) > NAME_MAX:
-        raise UpdateError("name: %s is not a valid user name (lowercase "
-                          "letters, digits, '_' and '-', starting with a "
-                          "letter or '_', optionally ending in '$', at most "
-                          "%d characters)" % (quoted(name), NAME_MAX))
+    problem = name_problem(name, "user name")
+    if problem:
+        raise UpdateError("name: %s (%s)" % (problem, NAME_RULE))
 
 
 def check_groups(db, value):

@@ -16,6 +16,21 @@ from ral_provider import CallError, quoted
 
 ID_MAX = 4294967294
 DIGITS = re.compile(r"[0-9]+\Z")
+# New user and group names follow shadow-utils' default rule (useradd(8),
+# groupadd(8)), so that ral never makes an account those tools refuse.
+NAME_RE = re.compile(r"[a-z_][a-z0-9_-]*[$]?\Z")
+NAME_MAX = 32
+NAME_RULE = ("lowercase letters, digits, '_' and '-', starting with a "
+             "letter or '_', optionally ending in '$', at most %d "
+             "characters" % NAME_MAX)
+
+
+def name_problem(name, what):
+    """'NAME is not a valid WHAT' when NAME breaks the rule for new user
+    and group names, else None."""
+    if NAME_RE.match(name) and len(name) <= NAME_MAX:
+        return None
+    return "%s is not a valid %s" % (quoted(name), what)
 
 # name: (fields per record, indexes of numeric ids, mode of a new file)
 LAYOUT = {

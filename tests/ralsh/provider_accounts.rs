@@ -236,3 +236,28 @@ fn a_lock_held_too_long_fails_the_change_and_changes_nothing() {
         .expect(0)
         .stdout_has("ensure: 'absent' -> 'present'");
 }
+
+#[test]
+fn group_names_follow_the_same_rule_as_user_names() {
+    let sandbox = accounts_sandbox();
+    for bad in ["x/y", "A=B", "\u{e9}quipe", "Staff", "9lives", "a b"] {
+        sandbox
+            .ralsh(&["group", bad, "ensure=present"])
+            .expect(2)
+            .stderr_has(&format!(
+                "name: '{bad}' is not a valid group name (lowercase letters, digits, '_' and '-'"
+            ));
+        sandbox
+            .ralsh(&["user", bad, "ensure=present"])
+            .expect(2)
+            .stderr_has(&format!(
+                "name: '{bad}' is not a valid user name (lowercase"
+            ));
+    }
+    assert_eq!(sandbox.read("etc/group"), GROUP, "nothing was created");
+    sandbox
+        .ralsh(&["group", "_build-bots$", "ensure=present"])
+        .expect(0)
+        .stdout_has("ensure: 'absent' -> 'present'");
+    assert!(sandbox.read("etc/group").contains("\n_build-bots$:x:"));
+}

@@ -17,7 +17,7 @@ use crate::host::{Host, HostConfig};
 use crate::metadata::{Action, Kind, Metadata};
 use crate::provider::Provider;
 use crate::resource::Resource;
-use crate::types::Value;
+use crate::types::{AttrType, Value};
 use crate::update::Plan;
 
 /// How a check is run.
@@ -342,7 +342,20 @@ impl Checker<'_> {
             return;
         }
         let change = match provider.attribute("ensure") {
-            Some(_) => ("ensure".to_owned(), Value::String("absent".to_owned())),
+            Some(_) if crate::update::can_be_absent(provider) => {
+                ("ensure".to_owned(), Value::String("absent".to_owned()))
+            }
+            // An ensure without absent (running or stopped): another value.
+            Some(ensure) => match &ensure.attr_type {
+                AttrType::Enum(values) => match values
+                    .iter()
+                    .find(|v| Some(v.as_str()) != resource.ensure())
+                {
+                    Some(other) => ("ensure".to_owned(), Value::String(other.clone())),
+                    None => return,
+                },
+                _ => return,
+            },
             None => match provider.meta.attributes.values().find(|a| {
                 a.name != "name"
                     && a.kind == Kind::ReadWrite

@@ -494,13 +494,6 @@ impl RawAttribute {
                 "{path}: the name cannot be write-only, sensitive or defaulted"
             ));
         }
-        if name == "ensure"
-            && !(attr_type.accepts_text("present") && attr_type.accepts_text("absent"))
-        {
-            return Err(format!(
-                "{path}.type: ensure must accept present and absent, and {attr_type} does not"
-            ));
-        }
         Ok(Attribute {
             name: name.to_owned(),
             desc: self.desc.unwrap_or_default(),

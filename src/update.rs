@@ -145,11 +145,15 @@ impl Plan {
             provider: provider.qualified_name(),
             message,
         };
-        let exists = found.as_ref().is_some_and(|r| !r.is_absent());
+        // Where resources cannot be absent (libral's services: ensure is
+        // running or stopped), there is no creating or deleting: whatever
+        // find answered, the resource is there to change.
+        let lifecycle = can_be_absent(provider);
+        let exists = !lifecycle || found.as_ref().is_some_and(|r| !r.is_absent());
         let known = found.is_some();
         let state = found.unwrap_or_else(|| absent_state(provider, &request.name));
         let mut wanted = request.attrs.clone();
-        if request.wants_absent() {
+        if lifecycle && request.wants_absent() {
             wanted.retain(|(key, _)| key == "ensure");
             if !exists {
                 wanted.clear();
@@ -294,10 +298,18 @@ pub fn apply_many(
         .collect())
 }
 
+/// Whether the provider's resources can be absent, and so be created and
+/// deleted: it has no `ensure`, or its `ensure` takes `absent`.
+pub fn can_be_absent(provider: &Provider) -> bool {
+    provider
+        .attribute("ensure")
+        .is_none_or(|ensure| ensure.attr_type.accepts_text("absent"))
+}
+
 /// The state assumed for a resource the provider does not know.
 fn absent_state(provider: &Provider, name: &str) -> Resource {
     let mut resource = Resource::bare(name);
-    if provider.attribute("ensure").is_some() {
+    if provider.attribute("ensure").is_some() && can_be_absent(provider) {
         resource
             .attrs
             .insert("ensure".to_owned(), Value::String("absent".to_owned()));

@@ -89,6 +89,28 @@ pub fn shown(provider: &Provider, attr: &str, val: &Value) -> String {
 }
 
 /// The provider list of a bare `ralsh`.
+/// One qualified name per line, sorted, as libral printed them (its shell
+/// completion reads them); an unsuitable one says why.
+pub fn provider_names(out: &mut impl Write, providers: &[Provider]) -> io::Result<()> {
+    let mut lines: Vec<String> = providers
+        .iter()
+        .map(|provider| match &provider.unsuitable {
+            None => provider.qualified_name(),
+            Some(reason) => format!(
+                "{} (unsuitable: {})",
+                provider.qualified_name(),
+                escape(reason)
+            ),
+        })
+        .collect();
+    lines.sort();
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// Providers with their summaries, names aligned, in discovery order.
 pub fn providers(out: &mut impl Write, providers: &[Provider], style: Style) -> io::Result<()> {
     let width = providers
         .iter()

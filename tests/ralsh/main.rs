@@ -8,6 +8,7 @@ mod discovery;
 mod escapees;
 mod example;
 mod json_convention;
+mod libral_cli;
 mod libral_providers;
 mod metadata_cache;
 mod metadata_schema;

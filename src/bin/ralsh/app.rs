@@ -28,6 +28,10 @@ enum Status {
 /// Output settings derived from the arguments and the terminal.
 struct Output {
     json: bool,
+    /// `-q`: nothing on stdout.
+    quiet: bool,
+    /// `-v`: providers with their summaries.
+    long: bool,
     style: human::Style,
 }
 
@@ -53,6 +57,8 @@ pub fn run() -> ExitCode {
     ral::process::adopt_orphans();
     let output = Output {
         json: args.json,
+        quiet: args.quiet,
+        long: args.long,
         style: human::Style { color: use_color() },
     };
     let outcome = execute(&args, &output);
@@ -62,7 +68,7 @@ pub fn run() -> ExitCode {
     ral::process::exit_if_interrupted();
     match outcome {
         Ok(status) => ExitCode::from(status as u8),
-        Err(e) => report(&e, output.json),
+        Err(e) => report(&e, output.json && !output.quiet),
     }
 }
 
@@ -137,6 +143,11 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     if !root.is_dir() {
         bail!("--root {}: not a directory", args.root.display());
     }
+    for dir in &args.include {
+        if !dir.is_dir() {
+            bail!("-I {}: no such directory", dir.display());
+        }
+    }
     let provider_lib = bundled::provider_lib()
         .inspect_err(|e| log::warn!("the Python toolkit for providers is unavailable: {e}"))
         .ok();
@@ -180,7 +191,9 @@ fn dispatch(
     host: &Host,
     registry: &Registry,
 ) -> anyhow::Result<Status> {
-    let mut stdout = io::stdout().lock();
+    let mut lock = io::stdout().lock();
+    let mut sink = io::sink();
+    let mut stdout: &mut dyn Write = if output.quiet { &mut sink } else { &mut lock };
     let Some(query) = &args.provider else {
         if args.explain {
             bail!("--explain needs a provider: ralsh --explain TYPE");
@@ -287,8 +300,10 @@ fn print_providers(
 ) -> anyhow::Result<Status> {
     if output.json {
         writeln!(out, "{}", json::providers(providers))?;
-    } else {
+    } else if output.long {
         human::providers(out, providers, output.style)?;
+    } else {
+        human::provider_names(out, providers)?;
     }
     Ok(Status::Success)
 }

@@ -14,7 +14,7 @@ use clap::{CommandFactory, Parser};
 /// resulting resource and each change. TYPE is a type (`host`) or a
 /// qualified provider name (`host::etc_hosts`).
 ///
-/// Exit status: 0 success, 1 not found, 2 any error.
+/// Exit status: 0 success, 1 not found, 2 any error (also a usage error).
 #[derive(Debug, Parser)]
 #[command(name = "ralsh", version, max_term_width = 100)]
 pub struct Args {
@@ -39,9 +39,10 @@ pub struct Args {
     #[arg(short = 'a', long)]
     pub absent: bool,
 
-    /// Log level or env_logger filter (error, warn, info, debug, trace);
-    /// RUST_LOG works too. Default: warn.
-    #[arg(short = 'l', long = "log-level", value_name = "LEVEL")]
+    /// Log level (error, warn, info, debug, trace, off), or a filter of
+    /// TARGET=LEVEL pairs and a level, comma-separated; RUST_LOG works too.
+    /// Default: warn (error with -q).
+    #[arg(short = 'l', long = "log-level", value_name = "LEVEL", value_parser = parse_log_level)]
     pub log_level: Option<String>,
 
     /// Time limit for each provider call, in seconds.
@@ -68,9 +69,15 @@ pub struct Args {
     #[arg(long)]
     pub strict: bool,
 
-    /// Only log errors.
+    /// Print nothing on stdout: only the exit status tells the outcome
+    /// (errors are still logged on stderr).
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Without TYPE: list providers with their summaries, aligned, instead
+    /// of one qualified name per line.
+    #[arg(short = 'v', long)]
+    pub long: bool,
 
     /// Print a completion script for SHELL and exit.
     #[arg(long, value_name = "SHELL", conflicts_with = "provider")]
@@ -91,6 +98,30 @@ pub struct Args {
     /// Attributes to set, as ATTR=VALUE; arrays as comma-separated lists.
     #[arg(value_name = "ATTR=VALUE")]
     pub attrs: Vec<String>,
+}
+
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// A log level, or env_logger directives whose levels are all known words
+/// (a misspelt level would otherwise silently read as a module name).
+fn parse_log_level(text: &str) -> Result<String, String> {
+    let known = |level: &str| LEVELS.contains(&level.to_ascii_lowercase().as_str());
+    let valid = !text.is_empty()
+        && text
+            .split(',')
+            .all(|directive| match directive.split_once('=') {
+                Some((target, level)) => !target.is_empty() && known(level),
+                None => known(directive),
+            });
+    if valid {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "'{text}' is not a log level: use one of {}, or TARGET=LEVEL pairs and a level, \
+             comma-separated",
+            LEVELS.join(", ")
+        ))
+    }
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {

@@ -5,15 +5,15 @@ use std::io::Write;
 
 use ral::text::{escape, escape_lines};
 
-/// Sets up env_logger: `-q` wins, then `-l`, then RUST_LOG, then warn.
+/// Sets up env_logger: `-l`, then RUST_LOG, then warn (error with `-q`,
+/// which asks for nothing but the exit status and errors).
 pub fn init(level: Option<&str>, quiet: bool) {
     let mut builder = env_logger::Builder::new();
-    let filter = if quiet {
-        "error".to_owned()
-    } else if let Some(level) = level {
-        level.to_owned()
-    } else {
-        std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned())
+    let filter = match (level, std::env::var("RUST_LOG")) {
+        (Some(level), _) => level.to_owned(),
+        (None, Ok(filter)) => filter,
+        (None, Err(_)) if quiet => "error".to_owned(),
+        (None, Err(_)) => "warn".to_owned(),
     };
     builder.parse_filters(&filter);
     builder.format(|out, record| {

@@ -177,8 +177,13 @@ fn colour_only_on_request_and_never_with_no_color() {
 #[test]
 fn completions_man_page_version_and_help() {
     let sandbox = Sandbox::new();
+    // The scripts ask ralsh itself (see completion.rs).
     let bash = sandbox.ralsh(&["--completions", "bash"]);
-    assert!(bash.expect(0).stdout.contains("--noop"), "{}", bash.stdout);
+    assert!(
+        bash.expect(0).stdout.contains("RALSH_COMPLETE=\"bash\""),
+        "{}",
+        bash.stdout
+    );
     let zsh = sandbox.ralsh(&["--completions", "zsh"]);
     assert!(zsh.expect(0).stdout.contains("#compdef ralsh"));
     let man = sandbox.ralsh(&["--man"]);

@@ -3,6 +3,7 @@
 
 mod bundled;
 mod cli;
+mod completion;
 mod concurrent_edits;
 mod discovery;
 mod escapees;

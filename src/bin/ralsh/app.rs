@@ -14,6 +14,7 @@ use ral::update::{self, Request};
 use ral::{bundled, Host, HostConfig, Provider};
 
 use crate::args::{self, Args};
+use crate::complete;
 use crate::logging;
 use crate::progress::Progress;
 
@@ -36,13 +37,17 @@ struct Output {
 }
 
 pub fn run() -> ExitCode {
+    // A shell asking for completions gets them and nothing else.
+    complete::answer_if_asked();
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(e) => return usage_error(e),
     };
     if let Some(shell) = args.completions {
-        clap_complete::generate(shell, &mut args::command(), "ralsh", &mut io::stdout());
-        return ExitCode::SUCCESS;
+        return match complete::print_registration(shell) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => report(&anyhow::Error::new(e), false),
+        };
     }
     if args.man {
         return match clap_mangen::Man::new(args::command()).render(&mut io::stdout()) {
@@ -136,6 +141,18 @@ fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
 }
 
 fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
+    let (host, registry) = load(args)?;
+    let status = dispatch(args, output, &host, &registry)?;
+    if host.provider_error_lines() > 0 {
+        log::error!("a provider logged errors; exiting with status 2");
+        return Ok(Status::Error);
+    }
+    Ok(status)
+}
+
+/// The host and the providers the arguments ask for: the root, the data
+/// directories, and (for `ralsh TYPE ...`) that type's providers only.
+pub fn load(args: &Args) -> anyhow::Result<(Host, Registry)> {
     let root = args
         .root
         .canonicalize()
@@ -177,12 +194,7 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
         MetadataCache::open()
     };
     let registry = discovery::discover(&host, &dirs, &cache, only_type);
-    let status = dispatch(args, output, &host, &registry)?;
-    if host.provider_error_lines() > 0 {
-        log::error!("a provider logged errors; exiting with status 2");
-        return Ok(Status::Error);
-    }
-    Ok(status)
+    Ok((host, registry))
 }
 
 fn dispatch(

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
+use clap_complete::engine::ArgValueCompleter;
 
 /// The resource shell: list, show and change system resources through
 /// providers.
@@ -88,11 +89,11 @@ pub struct Args {
     pub man: bool,
 
     /// A type (`host`) or qualified provider name (`host::etc_hosts`).
-    #[arg(value_name = "TYPE")]
+    #[arg(value_name = "TYPE", add = ArgValueCompleter::new(crate::complete::types))]
     pub provider: Option<String>,
 
     /// The resource to show or change.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", add = ArgValueCompleter::new(crate::complete::names))]
     pub name: Option<String>,
 
     /// Attributes to set, as ATTR=VALUE; arrays as comma-separated lists.

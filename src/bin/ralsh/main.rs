@@ -4,6 +4,7 @@
 
 mod app;
 mod args;
+mod complete;
 mod logging;
 mod progress;
 

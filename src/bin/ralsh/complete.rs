@@ -1,0 +1,111 @@
+//! Shell completion that asks ralsh itself, as libral's did: the script
+//! `ralsh --completions SHELL` prints calls `RALSH_COMPLETE=SHELL ralsh --
+//! WORDS...` at each Tab, and ralsh answers with the options, the types and
+//! providers it finds (with the `-I` directories on the line), and the
+//! names of the resources of the type on the line (listed below its
+//! `--root`).
+
+use std::ffi::{OsStr, OsString};
+use std::time::Duration;
+
+use clap::Parser;
+use clap_complete::engine::CompletionCandidate;
+use clap_complete::env::Shells;
+use clap_complete::{CompleteEnv, Shell};
+
+use crate::app;
+use crate::args::{self, Args};
+
+/// The variable that turns a run into a completion request.
+const VAR: &str = "RALSH_COMPLETE";
+/// The longest a listing for completion may take: a shell waits for it.
+const LIST_LIMIT: Duration = Duration::from_secs(5);
+
+/// Answers a completion request and exits, when this run is one.
+pub fn answer_if_asked() {
+    CompleteEnv::with_factory(args::command)
+        .var(VAR)
+        .bin("ralsh")
+        .completer("ralsh")
+        .complete();
+}
+
+/// Prints the script that makes `shell` ask ralsh for completions.
+pub fn print_registration(shell: Shell) -> std::io::Result<()> {
+    let name = shell.to_string();
+    let shells = Shells::builtins();
+    let completer = shells
+        .completer(&name)
+        .ok_or_else(|| std::io::Error::other(format!("no completion for {name}")))?;
+    let mut script = Vec::new();
+    completer.write_registration(VAR, "ralsh", "ralsh", "ralsh", &mut script)?;
+    std::io::Write::write_all(&mut std::io::stdout(), &script)
+}
+
+/// Candidates for TYPE: every type and every qualified provider name.
+pub fn types(current: &OsStr) -> Vec<CompletionCandidate> {
+    let Some(mut args) = args_before_cursor() else {
+        return Vec::new();
+    };
+    args.provider = None;
+    let Ok((_, registry)) = app::load(&args) else {
+        return Vec::new();
+    };
+    let mut words: Vec<String> = registry
+        .providers()
+        .iter()
+        .flat_map(|p| [p.type_name().to_owned(), p.qualified_name()])
+        .collect();
+    words.sort();
+    words.dedup();
+    matching(words, current)
+}
+
+/// Candidates for NAME: the resources of the TYPE on the line.
+pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
+    let Some(mut args) = args_before_cursor() else {
+        return Vec::new();
+    };
+    let Some(query) = args.provider.clone() else {
+        return Vec::new();
+    };
+    args.timeout = args.timeout.min(LIST_LIMIT);
+    let Ok((host, registry)) = app::load(&args) else {
+        return Vec::new();
+    };
+    let Ok(provider) = registry.resolve(&query) else {
+        return Vec::new();
+    };
+    let mut words = Vec::new();
+    // What was listed before a failure still helps.
+    let _ = host.list(provider, &mut |resource| {
+        words.push(resource.name);
+        Ok(())
+    });
+    matching(words, current)
+}
+
+fn matching(words: Vec<String>, current: &OsStr) -> Vec<CompletionCandidate> {
+    let prefix = current.to_string_lossy();
+    words
+        .into_iter()
+        .filter(|word| word.starts_with(prefix.as_ref()))
+        .map(CompletionCandidate::new)
+        .collect()
+}
+
+/// The command line up to the word being completed, parsed: a completion
+/// request is `ralsh -- ralsh WORD...`, with the index of the word under
+/// the cursor in `_CLAP_COMPLETE_INDEX` where the shell says (bash, zsh),
+/// the last word otherwise.
+fn args_before_cursor() -> Option<Args> {
+    let all: Vec<OsString> = std::env::args_os().collect();
+    let start = all.iter().position(|word| word == "--")? + 1;
+    let words = &all[start..];
+    let index = std::env::var("_CLAP_COMPLETE_INDEX")
+        .ok()
+        .and_then(|index| index.parse::<usize>().ok())
+        .unwrap_or(words.len().saturating_sub(1))
+        .min(words.len());
+    Args::try_parse_from(&words[..index]).ok()
+}

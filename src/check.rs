@@ -160,6 +160,20 @@ impl OutputCheck {
                 }
             }
         };
+        self.report(provider, action, attr, problem)?;
+        Ok(raw.untyped())
+    }
+
+    /// Records a problem with what `provider` answered to `action` about
+    /// `attr`: an error under `--strict`, otherwise a warning (once per
+    /// provider and attribute).
+    pub fn report(
+        &self,
+        provider: &Provider,
+        action: Action,
+        attr: &str,
+        problem: String,
+    ) -> Result<()> {
         let label = provider.qualified_name();
         {
             let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -183,6 +197,6 @@ impl OutputCheck {
                 log::warn!("{label}: too many attribute warnings; further ones are not shown");
             }
         }
-        Ok(raw.untyped())
+        Ok(())
     }
 }

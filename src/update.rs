@@ -214,6 +214,19 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Whether the plan creates the resource: it was not there (not found,
+    /// or found absent), and it is not asked to be absent.
+    pub fn creates(&self, provider: &Provider) -> bool {
+        can_be_absent(provider)
+            && (!self.found || self.state.is_absent())
+            && !self
+                .should
+                .iter()
+                .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"))
+    }
+}
+
 /// Brings a resource to the requested state (or previews it under `noop`).
 pub fn apply(host: &Host, provider: &Provider, request: &Request, noop: bool) -> Result<Outcome> {
     apply_many(host, provider, std::slice::from_ref(request), noop)?
@@ -268,13 +281,23 @@ pub fn apply_many(
             .into_iter()
             .zip(&pending)
             .map(|(answer, plan)| {
-                answer.map(|answer| {
+                answer.and_then(|answer| {
                     let mut changes = answer.changes;
                     if answer.derive {
                         let extra = derived(&plan.state, &plan.should, &changes);
                         changes.extend(extra);
                     }
-                    changes
+                    check_answer(host, provider, plan, &changes)?;
+                    if plan.creates(provider) {
+                        // Nothing was there before: no old values, whatever
+                        // the provider wrote for them ('' or nothing).
+                        for change in &mut changes {
+                            if change.attr != "ensure" {
+                                change.was = None;
+                            }
+                        }
+                    }
+                    Ok(changes)
                 })
             })
             .collect()
@@ -296,6 +319,54 @@ pub fn apply_many(
             })
         })
         .collect())
+}
+
+/// Checks that an update's answer accounts for the request honestly:
+/// every attribute the request set is reported changed (write-only
+/// parameters aside), and no reported change has equal old and new values.
+/// A lapse is a warning naming provider, resource and attribute (an error
+/// under `--strict`): the change may not have been made.
+fn check_answer(host: &Host, provider: &Provider, plan: &Plan, changes: &[Change]) -> Result<()> {
+    let action = provider.meta.update_action();
+    let name = escape(&plan.name);
+    for (key, value) in &plan.should {
+        let Some(attribute) = provider.attribute(key) else {
+            continue;
+        };
+        if attribute.kind == Kind::Write || changes.iter().any(|c| &c.attr == key) {
+            continue;
+        }
+        host.report_output_problem(
+            provider,
+            action,
+            key,
+            format!(
+                "resource '{name}': the answer leaves out '{key}', which the request set to {}; \
+                 it may not have been changed",
+                attribute.show(value)
+            ),
+        )?;
+    }
+    for change in changes {
+        if change.was.as_ref() != Some(&change.is) {
+            continue;
+        }
+        let shown = provider.attribute(&change.attr).map_or_else(
+            || format!("'{}'", escape(&change.is.to_text())),
+            |a| a.show(&change.is),
+        );
+        host.report_output_problem(
+            provider,
+            action,
+            &change.attr,
+            format!(
+                "resource '{name}': the answer reports a change of '{}' from {shown} to {shown}, \
+                 which is no change",
+                escape(&change.attr)
+            ),
+        )?;
+    }
+    Ok(())
 }
 
 /// Whether the provider's resources can be absent, and so be created and

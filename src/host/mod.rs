@@ -104,6 +104,18 @@ impl Host {
         self.problem_lines.load(Ordering::SeqCst)
     }
 
+    /// Records a problem with what a provider answered (see
+    /// [`OutputCheck::report`]): an error under `--strict`, else a warning.
+    pub fn report_output_problem(
+        &self,
+        provider: &Provider,
+        action: Action,
+        attr: &str,
+        problem: String,
+    ) -> Result<()> {
+        self.check.report(provider, action, attr, problem)
+    }
+
     /// Takes the output problems (misfit values, undeclared attributes)
     /// seen since the last call.
     pub fn take_output_problems(&self) -> Vec<String> {

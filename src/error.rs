@@ -31,13 +31,16 @@ pub enum Error {
         limit: Duration,
     },
 
-    /// The provider exited unsuccessfully.
-    #[error("{provider}: {action} failed: {status}{}", stderr_tail(.stderr))]
+    /// The provider exited unsuccessfully. `stderr` holds the last lines
+    /// of its stderr that were not logged already; `logged` says whether
+    /// some were.
+    #[error("{provider}: {action} failed: {status}{}", stderr_tail(.stderr, *.logged))]
     Exit {
         provider: String,
         action: String,
         status: String,
         stderr: Vec<String>,
+        logged: bool,
     },
 
     /// The provider's output broke the calling convention.
@@ -89,11 +92,11 @@ pub enum Error {
     },
 }
 
-fn stderr_tail(lines: &[String]) -> String {
-    if lines.is_empty() {
-        String::from(" (no output on stderr)")
-    } else {
-        format!("; last lines of stderr:\n  {}", lines.join("\n  "))
+fn stderr_tail(lines: &[String], logged: bool) -> String {
+    match (lines.is_empty(), logged) {
+        (true, true) => String::from(" (its stderr is above)"),
+        (true, false) => String::from(" (no output on stderr)"),
+        (false, _) => format!("; last lines of stderr:\n  {}", lines.join("\n  ")),
     }
 }
 

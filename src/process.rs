@@ -207,7 +207,7 @@ pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Fi
         provider: call.label.to_owned(),
         file: call.program.to_owned(),
         action: call.action.to_owned(),
-        source,
+        source: explain_spawn_error(call.program, source),
     };
     let program = std::path::absolute(call.program).map_err(spawn_error)?;
     let mut command = Command::new(&program);
@@ -257,6 +257,8 @@ struct StderrSummary {
     problems: usize,
     errors: usize,
     tail: Vec<String>,
+    /// For each line of the tail: whether it was logged.
+    tail_shown: Vec<bool>,
 }
 
 /// How much of a call's stderr was logged, and how much was not.
@@ -310,6 +312,7 @@ impl StderrLog {
             } else {
                 format!("{message}... (line cut at {MAX_LINE} bytes)")
             };
+            let mut shown = false;
             if call.log_stderr && log::log_enabled!(target: call.label, level) {
                 let logged = &mut self.logged;
                 if logged.lines < MAX_LOGGED_LINES
@@ -318,6 +321,7 @@ impl StderrLog {
                     logged.lines += 1;
                     logged.bytes += message.len();
                     log::log!(target: call.label, level, "{message}");
+                    shown = true;
                 } else {
                     logged.dropped_lines += 1;
                     logged.dropped_bytes += message.len();
@@ -334,8 +338,10 @@ impl StderrLog {
             }
             if self.summary.tail.len() == STDERR_TAIL {
                 self.summary.tail.remove(0);
+                self.summary.tail_shown.remove(0);
             }
             self.summary.tail.push(message);
+            self.summary.tail_shown.push(shown);
         }
     }
 }
@@ -460,11 +466,22 @@ impl Running<'_> {
         })?;
         let summary = std::mem::take(&mut self.stderr.summary);
         if !status.success() {
+            // The error quotes the lines of the tail that were not logged
+            // already (a traceback is shown once, not twice).
+            let logged = summary.tail_shown.contains(&true);
+            let unshown = summary
+                .tail
+                .into_iter()
+                .zip(summary.tail_shown)
+                .filter(|(_, shown)| !shown)
+                .map(|(line, _)| line)
+                .collect();
             return Err(Error::Exit {
                 provider: self.call.label.to_owned(),
                 action: self.call.action.to_owned(),
                 status: describe_status(status),
-                stderr: summary.tail,
+                stderr: unshown,
+                logged,
             });
         }
         Ok(Finished {
@@ -550,6 +567,36 @@ impl Running<'_> {
     }
 }
 
+/// A spawn error as a user can act on it: "No such file or directory" for
+/// a file that exists means its `#!` interpreter is missing, so say that.
+fn explain_spawn_error(program: &Path, error: std::io::Error) -> std::io::Error {
+    if error.kind() != std::io::ErrorKind::NotFound || !program.is_file() {
+        return error;
+    }
+    match interpreter_of(program) {
+        Some(interpreter) if !interpreter.exists() => std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "interpreter {} not found (named on its first line)",
+                escape(&interpreter.to_string_lossy())
+            ),
+        ),
+        _ => error,
+    }
+}
+
+/// The interpreter a `#!` line names, if the file starts with one.
+fn interpreter_of(program: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let file = std::fs::File::open(program).ok()?;
+    let read = file.take(head.len() as u64).read(&mut head).ok()?;
+    let line = head[..read].split(|&b| b == b'\n').next()?;
+    let rest = line.strip_prefix(b"#!")?;
+    let text = std::str::from_utf8(rest).ok()?;
+    text.split_whitespace().next().map(PathBuf::from)
+}
+
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
 }
@@ -593,6 +640,33 @@ pub fn stderr_level(line: &str) -> (log::Level, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_interpreter_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("p.prov");
+        std::fs::write(&script, "#! /nonexistent/python -I\necho hi\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = std::process::Command::new(&script).spawn().unwrap_err();
+        let explained = explain_spawn_error(&script, err);
+        assert_eq!(
+            explained.to_string(),
+            "interpreter /nonexistent/python not found (named on its first line)"
+        );
+        // A file that is missing itself keeps the system's words.
+        let gone = dir.path().join("gone.prov");
+        let err = std::process::Command::new(&gone).spawn().unwrap_err();
+        assert_eq!(
+            explain_spawn_error(&gone, err).kind(),
+            std::io::ErrorKind::NotFound
+        );
+        assert!(
+            !explain_spawn_error(&gone, std::io::Error::from(std::io::ErrorKind::NotFound))
+                .to_string()
+                .contains("interpreter")
+        );
+    }
 
     #[test]
     fn stderr_levels_need_a_known_word_and_a_colon() {

@@ -129,7 +129,7 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         provider: call.label.to_owned(),
         file: call.program.to_owned(),
         action: action.clone(),
-        source,
+        source: super::explain_spawn_error(call.program, source),
     })?;
     // Our copy of the fd 3 write end must be closed, so that EOF means the
     // program (and what it started) closed theirs.

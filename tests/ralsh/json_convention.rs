@@ -256,9 +256,10 @@ fn a_non_zero_exit_is_fatal_whatever_the_output_holds() {
     sandbox.write("get.err", "warn: trouble\n");
     sandbox.write("get.exit", "4");
     let run = sandbox.ralsh(&["jsonish"]);
-    run.expect(2).stderr_has(
-        "jsonish::jsonscripted: get failed: exit status 4; last lines of stderr:\n  trouble",
-    );
+    run.expect(2)
+        .stderr_has("ralsh: warn: [jsonish::jsonscripted] trouble\n")
+        .stderr_has("jsonish::jsonscripted: get failed: exit status 4 (its stderr is above)");
+    assert_eq!(run.stderr.matches("trouble").count(), 1, "{}", run.stderr);
     assert_eq!(run.stdout, "");
 }
 

@@ -18,6 +18,7 @@ mod process;
 mod properties;
 mod provider_accounts;
 mod provider_cron;
+mod provider_failures;
 mod provider_file;
 mod provider_mount;
 mod provider_package;

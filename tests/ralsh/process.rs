@@ -255,8 +255,18 @@ fn a_non_zero_exit_names_provider_action_status_and_stderr() {
     sandbox.write("find.exit", "3");
     let run = sandbox.ralsh(&["scripted", "a"]);
     run.expect(2);
-    run.stderr_has("scripted::scripted: find failed: exit status 3; last lines of stderr:\n  line one\n  line two");
+    // Each stderr line is shown once: logged as it came, not quoted again.
+    run.stderr_has(
+        "ralsh: warn: [scripted::scripted] line one\nralsh: warn: [scripted::scripted] line two\n",
+    );
+    run.stderr_has("scripted::scripted: find failed: exit status 3 (its stderr is above)");
+    assert_eq!(run.stderr.matches("line one").count(), 1, "{}", run.stderr);
     assert_eq!(run.stdout, "", "a failed find shows nothing");
+    // Lines the log level hides are quoted in the error instead.
+    let quiet = sandbox.ralsh(&["-l", "error", "scripted", "a"]);
+    quiet.expect(2).stderr_has(
+        "scripted::scripted: find failed: exit status 3; last lines of stderr:\n  line one\n  line two",
+    );
 }
 
 #[test]

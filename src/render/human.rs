@@ -20,10 +20,15 @@ pub struct Style {
     pub color: bool,
 }
 
+/// Names in bold, old values red, new values green.
+const NAME: anstyle::Style = anstyle::Style::new().bold();
+const OLD: anstyle::Style = anstyle::AnsiColor::Red.on_default();
+const NEW: anstyle::Style = anstyle::AnsiColor::Green.on_default();
+
 impl Style {
-    fn paint(self, code: &str, text: &str) -> String {
+    fn paint(self, style: anstyle::Style, text: &str) -> String {
         if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
+            format!("{style}{text}{style:#}")
         } else {
             text.to_owned()
         }
@@ -124,7 +129,7 @@ pub fn providers(out: &mut impl Write, providers: &[Provider], style: Style) -> 
             None => escape(&summary_of(&provider.meta.desc)),
             Some(reason) => format!("(unsuitable: {})", escape(reason)),
         };
-        let line = format!("{}{padding}  {summary}", style.paint("1", &name));
+        let line = format!("{}{padding}  {summary}", style.paint(NAME, &name));
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
@@ -142,7 +147,7 @@ pub fn resource(
     writeln!(
         out,
         "{} {{ {}:",
-        style.paint("1", &provider.qualified_name()),
+        style.paint(NAME, &provider.qualified_name()),
         quote(&resource.name)
     )?;
     for (key, val) in attrs {
@@ -175,8 +180,8 @@ pub fn changes(
         let line = format!(
             "{}: {} -> {}",
             escape(&change.attr),
-            style.paint("31", &was),
-            style.paint("32", &shown(provider, &change.attr, &change.is))
+            style.paint(OLD, &was),
+            style.paint(NEW, &shown(provider, &change.attr, &change.is))
         );
         if noop {
             writeln!(out, "{line} (noop: would change)")?;
@@ -201,7 +206,7 @@ pub fn outcome(
 /// `--explain`: the provider and each attribute's type, kind, desc, and
 /// whether it is required, defaulted or sensitive.
 pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::Result<()> {
-    writeln!(out, "{}", style.paint("1", &provider.qualified_name()))?;
+    writeln!(out, "{}", style.paint(NAME, &provider.qualified_name()))?;
     writeln!(
         out,
         "  source:   {}",

@@ -1,7 +1,7 @@
 //! Turns parsed arguments into library calls and renders the results.
 
 use std::cell::RefCell;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -101,16 +101,13 @@ fn usage_error(error: clap::Error) -> ExitCode {
     report(&anyhow::anyhow!("{message}"), true)
 }
 
-/// NO_COLOR turns colour off, CLICOLOR_FORCE on; otherwise only on a terminal.
+/// Colour as anstream decides for stdout: NO_COLOR, CLICOLOR and
+/// CLICOLOR_FORCE, TERM, and whether stdout is a terminal.
 fn use_color() -> bool {
-    let set = |key: &str| std::env::var_os(key).is_some_and(|v| !v.is_empty() && v != "0");
-    if set("NO_COLOR") {
-        false
-    } else if set("CLICOLOR_FORCE") {
-        true
-    } else {
-        io::stdout().is_terminal()
-    }
+    matches!(
+        anstream::AutoStream::choice(&io::stdout()),
+        anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi
+    )
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -12,6 +12,7 @@ mod example;
 mod json_convention;
 mod libral_cli;
 mod libral_providers;
+mod manuals;
 mod metadata_cache;
 mod metadata_schema;
 mod process;

@@ -12,6 +12,12 @@ use ral::conformance::{self, CheckOptions, Report};
 use ral::text::escape_lines;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit status: 0 when every provider is clean, 1 when there are findings, \
+    2 when the check could not run (a missing file, a file that is not a provider, a bad \
+    option).\n\n\
+    Example:\n  ral check --seed tests/fixtures/seed providers/*.prov"
+)]
 pub struct CheckArgs {
     /// Copy this directory into each temporary root first (a fake system
     /// for the provider to find resources in).

@@ -22,7 +22,11 @@ Options for every operation: --strict (apply exits 1 when a plugin failed;
 duplicate entity IDs are errors), --timeout SECONDS (per plugin call,
 default {}).
 
-See `man 8 holo` for details.
+Exit status, as Holo's: 0 success; 1 a generator failed (or, with --strict,
+a plugin); 2 a usage error; 255 a configuration, plugin info, scan,
+selector or lock error.
+
+Example: {program} scan --short; {program} apply --noop etc/motd
 ",
         DEFAULT_TIMEOUT.as_secs()
     )

@@ -4,17 +4,40 @@
 
 mod check;
 mod holo;
+#[path = "../common/man.rs"]
+mod man;
+mod manual;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Tools for resource providers.
 #[derive(Debug, Parser)]
-#[command(name = "ral", version, max_term_width = 100)]
+#[command(
+    name = "ral",
+    version,
+    propagate_version = true,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true,
+    max_term_width = 100,
+    after_help = "Exit status: that of the subcommand (see its --help); 2 for a usage error.\n\n\
+                  Examples:\n  \
+                  ral check --seed tests/fixtures/seed providers/*.prov\n  \
+                  ral holo scan --short"
+)]
 struct Args {
+    /// Print the man page (roff) and exit.
+    #[arg(long, exclusive = true)]
+    man: bool,
+
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish,
+    /// powershell) and exit.
+    #[arg(long, value_name = "SHELL", exclusive = true)]
+    completions: Option<clap_complete::Shell>,
+
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -22,12 +45,18 @@ enum Command {
     /// Run providers the way the host does and report every violation of
     /// the calling convention.
     Check(check::CheckArgs),
-    /// A drop-in for Holo's `holo` command: `ral holo scan|diff|apply
-    /// [options] [selector...]`; `ral holo help` shows its options. The same
-    /// binary run under the name `holo` behaves the same way.
+    /// A drop-in for Holo's holo command: ral holo scan|diff|apply
+    /// [options] [selector...]; ral holo help shows its options and exit
+    /// codes. The same binary run under the name holo behaves the same way.
     #[command(disable_help_flag = true)]
     Holo {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        /// Holo's operation (scan, diff, apply, version, help) with its
+        /// options and selectors.
+        #[arg(
+            value_name = "OPERATION [OPTIONS] [SELECTOR]",
+            trailing_var_arg = true,
+            allow_hyphen_values = true
+        )]
         args: Vec<std::ffi::OsString>,
     },
 }
@@ -46,9 +75,25 @@ fn main() -> ExitCode {
         let args: Vec<std::ffi::OsString> = argv.collect();
         holo::run(&arg0.to_string_lossy(), &args)
     } else {
-        match Args::parse().command {
-            Command::Check(check) => check::run(&check),
-            Command::Holo { args } => holo::run("ral holo", &args),
+        let args = Args::parse();
+        match (args.command, args.completions) {
+            (Some(Command::Check(check)), _) => check::run(&check),
+            (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),
+            (None, Some(shell)) => {
+                // Into a buffer: generate() panics on a closed pipe.
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Args::command(), "ral", &mut script);
+                let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+                ExitCode::SUCCESS
+            }
+            // arg_required_else_help leaves --man as the only way here.
+            (None, None) => match manual::render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ral: error: {e}");
+                    ExitCode::from(2)
+                }
+            },
         }
     };
     ral::bundled::remove_run_cache();

@@ -13,7 +13,7 @@ use ral::text::escape_lines;
 use ral::update::{self, Request};
 use ral::{bundled, Host, HostConfig, Provider};
 
-use crate::args::{self, Args};
+use crate::args::Args;
 use crate::complete;
 use crate::logging;
 use crate::progress::Progress;
@@ -50,7 +50,7 @@ pub fn run() -> ExitCode {
         };
     }
     if args.man {
-        return match clap_mangen::Man::new(args::command()).render(&mut io::stdout()) {
+        return match crate::manual::render(&mut io::stdout()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => report(&anyhow::Error::new(e), false),
         };

@@ -6,6 +6,9 @@ mod app;
 mod args;
 mod complete;
 mod logging;
+#[path = "../common/man.rs"]
+mod man;
+mod manual;
 mod progress;
 
 fn main() -> std::process::ExitCode {

@@ -33,7 +33,7 @@ fn example_provider_lists_creates_changes_and_deletes() {
     assert!(
         run.expect(0)
             .stdout
-            .ends_with("ensure: 'absent' -> 'present'\nvalue: '' -> 'dark blue'\n"),
+            .ends_with("ensure: 'absent' -> 'present'\nvalue: (none) -> 'dark blue'\n"),
         "{}",
         run.stdout
     );

@@ -496,3 +496,55 @@ fn a_temporary_cache_directory_another_user_could_write_is_not_used() {
         "the run's directory is gone"
     );
 }
+
+#[test]
+fn setting_attributes_of_an_absent_resource_creates_it_for_every_bundled_provider() {
+    // The README says so: no ensure=present needed.
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "etc/passwd",
+        "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n",
+    );
+    sandbox.write(
+        "etc/shadow",
+        "root:*:19700:0:99999:7:::\nalice:!:19700:0:99999:7:::\n",
+    );
+    sandbox.write("etc/group", "root:x:0:\nalice:x:1000:\n");
+    sandbox.write("etc/gshadow", "root:*::\nalice:!::\n");
+    sandbox.write("etc/hosts", "");
+    sandbox.write("etc/fstab", "");
+    sandbox.write("home/alice/.keep", "");
+    let key = "AAAAC3NzaC1lZDI1NTE5AAAAIB50a3nIQpXr2jxsUTP0b4hg2hNb+WrkStPakYJWDCCl";
+    let key_arg = format!("key={key}");
+    let cases: [(&str, &str, Vec<&str>); 7] = [
+        ("host", "demo", vec!["ip=10.0.0.9"]),
+        ("group", "devs", vec!["gid=1200"]),
+        ("user", "bob", vec!["shell=/bin/bash"]),
+        ("mount", "/srv", vec!["device=/dev/vdb1", "fstype=ext4"]),
+        (
+            "cron",
+            "backup",
+            vec!["user=alice", "command=/bin/true", "hour=3"],
+        ),
+        (
+            "ssh_authorized_key",
+            "k1",
+            vec!["user=alice", "type=ssh-ed25519", &key_arg],
+        ),
+        ("file", "/etc/motd", vec!["content=hi"]),
+    ];
+    for (kind, name, attrs) in cases {
+        let mut args = vec![kind, name];
+        args.extend(attrs);
+        sandbox.ralsh(&args).expect(0).stdout_has(" -> ");
+        let doc = sandbox.ralsh(&["-j", kind, name]).expect(0).json();
+        let ensure = doc["resource"]["ensure"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            ensure == "present" || ensure == "file",
+            "{kind} {name} was not created: {doc}"
+        );
+    }
+}

@@ -48,7 +48,8 @@ enum Command {
     /// A drop-in for Holo's holo command: ral holo scan|diff|apply
     /// [options] [selector...]; ral holo help shows its options and exit
     /// codes. The same binary run under the name holo behaves the same way.
-    #[command(disable_help_flag = true)]
+    // Holo's own parser answers --help and --version (as Holo does).
+    #[command(disable_help_flag = true, disable_version_flag = true)]
     Holo {
         /// Holo's operation (scan, diff, apply, version, help) with its
         /// options and selectors.

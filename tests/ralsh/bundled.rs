@@ -49,8 +49,8 @@ fn host_creates_changes_and_deletes_keeping_other_lines() {
         doc["result"][0]["changes"],
         serde_json::json!([
             {"attr": "ensure", "is": "present", "was": "absent"},
-            {"attr": "ip", "is": "10.0.0.5", "was": ""},
-            {"attr": "host_aliases", "is": ["new", "n2"], "was": []},
+            {"attr": "ip", "is": "10.0.0.5", "was": null},
+            {"attr": "host_aliases", "is": ["new", "n2"], "was": null},
         ])
     );
     assert_eq!(

@@ -183,13 +183,18 @@ fn schema_and_parser_agree_on_good_and_bad_snippets() {
         "e: {type: integer, default: x}",
         "e: {default: 1, required: true}",
         "e: {kind: r, required: true}",
-        "ensure: {type: 'enum[on, off]'}",
     ];
     for attribute in parser_only {
         let text = base.replace("    name: {}", &format!("    name: {{}}\n    {attribute}"));
         assert!(!rust_accepts(&text), "parser must reject {attribute}");
         assert!(schema_accepts(&text), "schema outline accepts {attribute}");
     }
+    // Any ensure enum, as libral's service providers have.
+    let services = base.replace(
+        "    name: {}",
+        "    name: {}\n    ensure: {type: 'enum[running, stopped]'}",
+    );
+    assert!(rust_accepts(&services) && schema_accepts(&services));
 }
 
 #[test]

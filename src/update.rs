@@ -287,7 +287,6 @@ pub fn apply_many(
                         let extra = derived(&plan.state, &plan.should, &changes);
                         changes.extend(extra);
                     }
-                    check_answer(host, provider, plan, &changes)?;
                     if plan.creates(provider) {
                         // Nothing was there before: no old values, whatever
                         // the provider wrote for them ('' or nothing).
@@ -297,6 +296,7 @@ pub fn apply_many(
                             }
                         }
                     }
+                    check_answer(host, provider, plan, &changes)?;
                     Ok(changes)
                 })
             })

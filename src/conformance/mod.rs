@@ -6,19 +6,25 @@
 //! listings that break the format or repeat a name, find results that
 //! disagree with list, values that do not fit their type, an update with
 //! nothing to change that reports changes, a noop update that changed
-//! something, non-zero exits, stderr noise, and slow actions.
+//! something, non-zero exits, stderr noise, and slow actions; and, for a
+//! provider that creates and deletes, a round trip that checks each change
+//! was made and reported honestly, and that awkward names and values are
+//! stored exactly or refused (`round_trip.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::discovery;
+use crate::error::Error;
 use crate::host::{Host, HostConfig};
 use crate::metadata::{Action, Kind, Metadata};
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::types::{AttrType, Value};
 use crate::update::Plan;
+
+mod round_trip;
 
 /// How a check is run.
 #[derive(Debug, Clone)]
@@ -51,6 +57,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// The steps that ran, with how long each took.
     pub steps: Vec<(&'static str, Duration)>,
+    /// What the round trip did (created, changed, refused, deleted).
+    pub round_trip: Vec<String>,
 }
 
 impl Report {
@@ -79,6 +87,7 @@ pub fn check(source: &Path, options: &CheckOptions) -> Report {
             provider: None,
             findings: Vec::new(),
             steps: Vec::new(),
+            round_trip: Vec::new(),
         },
     };
     checker.run(source);
@@ -174,6 +183,7 @@ impl Checker<'_> {
                 self.check_noop(&provider, first);
                 self.check_update_without_change(&provider, first);
             }
+            self.check_round_trip(&provider, &listed);
         }
     }
 
@@ -212,10 +222,22 @@ impl Checker<'_> {
             })
         });
         if let Err(e) = result {
+            // A provider failing (rather than answering badly) on an
+            // empty root most likely found none of its files.
+            let empty_root = matches!(e, Error::Exit { .. } | Error::Reported { .. })
+                && std::fs::read_dir(&self.options.root)
+                    .map(|mut entries| entries.next().is_none())
+                    .unwrap_or(false);
             self.find(
                 "list",
                 e.to_string(),
-                "list prints '# simple' (or a json document) and exits 0",
+                if empty_root {
+                    "list prints '# simple' (or a json document) and exits 0; here the root \
+                     is empty: pass --seed DIR, a directory holding the files the provider \
+                     reads (etc/..., var/...), copied in as the root"
+                } else {
+                    "list prints '# simple' (or a json document) and exits 0"
+                },
             );
             return None;
         }

@@ -28,6 +28,7 @@ mod provider_ssh_key;
 mod provider_user;
 mod quoting;
 mod ral_check;
+mod ral_check_round_trip;
 mod simple_output;
 mod support;
 mod toolkit;

@@ -68,6 +68,18 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
     let provider_lib = ral::bundled::provider_lib()
         .inspect_err(|e| log::warn!("the Python toolkit is unavailable: {e}"))
         .ok();
+    for provider in &args.providers {
+        if provider.extension().is_some_and(|ext| ext == "yaml") {
+            anyhow::bail!(
+                "{} is a provider's metadata; check the provider itself, {}",
+                provider.display(),
+                provider.with_extension("prov").display()
+            );
+        }
+        if !provider.is_file() {
+            anyhow::bail!("{}: no such file", provider.display());
+        }
+    }
     let mut stdout = std::io::stdout().lock();
     let mut clean = 0;
     for provider in &args.providers {
@@ -83,13 +95,26 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
         let report = conformance::check(
             provider,
             &CheckOptions {
-                root,
+                root: root.clone(),
                 timeout,
                 slow,
                 provider_lib: provider_lib.clone(),
             },
         );
         print_report(&mut stdout, &report)?;
+        let root_was = match (&args.root, &args.seed) {
+            (Some(_), _) => "given with --root, used as it is".to_owned(),
+            (None, Some(seed)) => format!(
+                "a fresh copy of --seed {}, removed afterwards",
+                seed.display()
+            ),
+            (None, None) => "empty (no --seed), removed afterwards".to_owned(),
+        };
+        writeln!(
+            stdout,
+            "      root: {} ({root_was})",
+            escape_lines(&root.display().to_string())
+        )?;
         if report.is_clean() {
             clean += 1;
         }
@@ -106,12 +131,35 @@ fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
     let name = report.provider.as_deref().unwrap_or("?");
     let verdict = if report.is_clean() { "ok" } else { "FAIL" };
     writeln!(out, "{verdict}  {} ({name})", report.source.display())?;
-    let steps: Vec<String> = report
+    let ms = |took: std::time::Duration| took.as_secs_f64() * 1000.0;
+    let mut steps: Vec<String> = report
         .steps
         .iter()
-        .map(|(step, took)| format!("{step} {:.0}ms", took.as_secs_f64() * 1000.0))
+        .filter(|(step, _)| *step != "round trip")
+        .map(|(step, took)| format!("{step} {:.0}ms", ms(*took)))
         .collect();
+    // The round trip's many calls, summed up.
+    let round_trip: Vec<std::time::Duration> = report
+        .steps
+        .iter()
+        .filter(|(step, _)| *step == "round trip")
+        .map(|(_, took)| *took)
+        .collect();
+    if !round_trip.is_empty() {
+        steps.push(format!(
+            "round trip {:.0}ms ({} calls)",
+            ms(round_trip.iter().sum()),
+            round_trip.len()
+        ));
+    }
     writeln!(out, "      ran: {}", steps.join(", "))?;
+    if !report.round_trip.is_empty() {
+        writeln!(
+            out,
+            "      round trip: {}",
+            escape_lines(&report.round_trip.join("; "))
+        )?;
+    }
     for finding in &report.findings {
         writeln!(
             out,

@@ -1,0 +1,442 @@
+//! The round trip of `ral check`, for a provider that can create and
+//! delete resources: create one (a copy of a listed resource's required
+//! attributes), find it, change it, find it, delete it, find it, on the
+//! temporary root, checking at each step that what was asked was done and
+//! what was reported is true. Then names built from characters that
+//! shells and regular expressions treat specially, and a value holding a
+//! line break: each must come back exactly, or be refused; it must never
+//! split a line or reach another resource.
+
+use super::Checker;
+use crate::error::Error;
+use crate::metadata::Kind;
+use crate::provider::Provider;
+use crate::resource::Resource;
+use crate::types::{AttrType, Value};
+use crate::update::{self, Request};
+
+/// The name of the resource the round trip creates (its last path
+/// component, for providers whose names are paths).
+const NEW: &str = "ralcheck1";
+/// A name made of characters shells and regular expressions treat
+/// specially.
+const AWKWARD: &str = "ral check.*[x]$(y)";
+/// A new value for a string attribute.
+const CHANGED: &str = "ral-check-changed";
+/// A value with a line break.
+const TWO_LINES: &str = "ral\ncheck";
+
+const HINT_APPLIED: &str = "apply every attribute you are asked to set, and report exactly that";
+const HINT_NAMES: &str =
+    "compare names as plain strings (never as patterns or shell words), or refuse a name you cannot store with ral_error";
+const HINT_VALUES: &str =
+    "store a value exactly, or refuse one you cannot with ral_error (one line of the file per resource)";
+
+impl Checker<'_> {
+    fn note(&mut self, done: String) {
+        self.report.round_trip.push(done);
+    }
+
+    pub(super) fn check_round_trip(&mut self, provider: &Provider, listed: &[Resource]) {
+        if !update::can_be_absent(provider) {
+            return;
+        }
+        let Some(template) = listed.iter().find(|r| !r.is_absent()) else {
+            return;
+        };
+        self.check_lookalikes(provider, template);
+        let name = sibling(&template.name, NEW);
+        if !self.create(provider, template, &name) {
+            return;
+        }
+        self.change(provider, template, &name);
+        self.check_two_lines(provider, &name);
+        self.delete(provider, &name);
+        self.check_awkward_name(provider, template);
+    }
+
+    /// Creates `name` as a copy of the template (its ensure and settable
+    /// attributes), or failing that with only its required ones; false
+    /// when both were refused (nothing more to check then).
+    fn create(&mut self, provider: &Provider, template: &Resource, name: &str) -> bool {
+        let full = creation(provider, template, |kind| {
+            matches!(kind, Kind::ReadWrite | Kind::InitOnly)
+        });
+        let minimal = creation(provider, template, |_| false);
+        for attrs in [full, minimal].into_iter().flatten() {
+            match self.try_apply(provider, name, attrs.clone()) {
+                Ok(()) => {
+                    let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
+                    self.note(format!("created '{name}' ({})", keys.join(", ")));
+                    self.expect_found(provider, name, &attrs, "created");
+                    return true;
+                }
+                Err(e) if refused(&e) => {
+                    self.note(format!("create '{name}' refused: {e}"));
+                    continue;
+                }
+                Err(e) => {
+                    self.find(
+                        "round trip",
+                        format!("create '{name}': {e}"),
+                        "update must succeed or refuse with ral_error",
+                    );
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// Sets every read-write attribute whose value differs from the
+    /// template's to the template's value (or, failing any, flips a
+    /// boolean, picks another enum value or sets a string).
+    fn change(&mut self, provider: &Provider, template: &Resource, name: &str) {
+        let Some(current) = self.found(provider, name) else {
+            return;
+        };
+        let settable = |key: &str| {
+            key != "name"
+                && key != "ensure"
+                && provider
+                    .attribute(key)
+                    .is_some_and(|a| a.kind == Kind::ReadWrite)
+        };
+        let mut attrs: Vec<(String, Value)> = template
+            .attrs
+            .iter()
+            .filter(|(key, value)| settable(key) && current.attrs.get(*key) != Some(value))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        if attrs.is_empty() {
+            attrs.extend(provider.meta.attributes.values().find_map(|a| {
+                if !settable(&a.name) {
+                    return None;
+                }
+                let now = current.attrs.get(&a.name);
+                let other = match &a.attr_type {
+                    AttrType::Boolean => Value::Bool(!matches!(now, Some(Value::Bool(true)))),
+                    AttrType::Enum(values) => Value::String(
+                        values
+                            .iter()
+                            .find(|v| now.and_then(Value::as_str) != Some(v.as_str()))?
+                            .clone(),
+                    ),
+                    AttrType::String if !a.sensitive => Value::String(CHANGED.to_owned()),
+                    _ => return None,
+                };
+                Some((a.name.clone(), other))
+            }));
+        }
+        if attrs.is_empty() || !self.apply(provider, name, attrs.clone(), "change") {
+            return;
+        }
+        let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
+        self.note(format!("changed {}", keys.join(", ")));
+        self.expect_found(provider, name, &attrs, "changed");
+    }
+
+    /// A string attribute set to two lines must come back as two lines of
+    /// one value, and the listing must not grow.
+    fn check_two_lines(&mut self, provider: &Provider, name: &str) {
+        let Some(attribute) = provider.meta.attributes.values().find(|a| {
+            a.name != "name"
+                && a.kind == Kind::ReadWrite
+                && !a.sensitive
+                && a.attr_type == AttrType::String
+        }) else {
+            return;
+        };
+        let before = self.list_quietly(provider);
+        let value = Value::String(TWO_LINES.to_owned());
+        let attrs = vec![(attribute.name.clone(), value)];
+        if !self.apply(provider, name, attrs.clone(), "two lines") {
+            return;
+        }
+        self.note(format!("stored two lines in {}", attribute.name));
+        self.expect_found(provider, name, &attrs, "set to two lines");
+        let after = self.list_quietly(provider);
+        if let (Some(before), Some(after)) = (before, after) {
+            if after.len() != before.len() {
+                self.find(
+                    "round trip",
+                    format!(
+                        "setting {} of '{name}' to a value with a line break changed the \
+                         listing from {} to {} resources",
+                        attribute.name,
+                        before.len(),
+                        after.len()
+                    ),
+                    HINT_VALUES,
+                );
+            }
+        }
+    }
+
+    /// Deletes `name`; find must not report it any more.
+    fn delete(&mut self, provider: &Provider, name: &str) {
+        let attrs = vec![("ensure".to_owned(), Value::String("absent".to_owned()))];
+        if !self.apply(provider, name, attrs, "delete") {
+            return;
+        }
+        self.note(format!("deleted '{name}'"));
+        if self.found(provider, name).is_some() {
+            self.find(
+                "round trip",
+                format!("'{name}' was deleted, but find still reports it"),
+                HINT_APPLIED,
+            );
+        }
+    }
+
+    /// Names that a pattern or a shell word would read as the template's
+    /// name: find must not report the template under them, and deleting
+    /// them must leave it alone.
+    fn check_lookalikes(&mut self, provider: &Provider, template: &Resource) {
+        let last = last_component(&template.name);
+        let chars: Vec<char> = last.chars().collect();
+        if chars.len() < 2 {
+            return;
+        }
+        let dotted: String = chars[..1]
+            .iter()
+            .chain(['.'].iter())
+            .chain(&chars[2..])
+            .collect();
+        let starred = format!("{}.*", chars[0]);
+        for lookalike in [dotted, starred] {
+            let name = sibling(&template.name, &lookalike);
+            if name == template.name {
+                continue;
+            }
+            if let Some(found) = self.found(provider, &name) {
+                if found.attrs == template.attrs {
+                    self.find(
+                        "round trip",
+                        format!(
+                            "find '{name}' reports the resource '{}': the name was matched as a pattern",
+                            template.name
+                        ),
+                        HINT_NAMES,
+                    );
+                }
+            }
+            let attrs = vec![("ensure".to_owned(), Value::String("absent".to_owned()))];
+            // Refused or done, the template must be untouched.
+            let _ = self.try_apply(provider, &name, attrs);
+            if self.found(provider, &template.name).as_ref() != Some(template) {
+                self.find(
+                    "round trip",
+                    format!("deleting '{name}' changed or deleted '{}'", template.name),
+                    HINT_NAMES,
+                );
+                return;
+            }
+        }
+    }
+
+    /// A resource named with spaces, dots, stars, brackets, dollars and
+    /// parentheses: created, found under exactly that name, and deleted,
+    /// with every other resource untouched, or refused.
+    fn check_awkward_name(&mut self, provider: &Provider, template: &Resource) {
+        let name = sibling(&template.name, AWKWARD);
+        let Some(before) = self.list_quietly(provider) else {
+            return;
+        };
+        let Some(attrs) = creation(provider, template, |_| false) else {
+            return;
+        };
+        match self.try_apply(provider, &name, attrs) {
+            Ok(()) => self.note(format!("created and deleted '{name}'")),
+            Err(e) if refused(&e) => {
+                self.note(format!("'{name}' refused"));
+                return;
+            }
+            Err(e) => {
+                self.find("round trip", e.to_string(), HINT_NAMES);
+                return;
+            }
+        }
+        let Some(after) = self.list_quietly(provider) else {
+            return;
+        };
+        let named: Vec<&Resource> = after.iter().filter(|r| r.name == name).collect();
+        let others_kept = before.iter().all(|old| after.iter().any(|new| new == old));
+        if named.len() != 1 || after.len() != before.len() + 1 || !others_kept {
+            self.find(
+                "round trip",
+                format!(
+                    "creating '{name}' listed it {} time(s) and changed the listing from {} to \
+                     {} resources{}",
+                    named.len(),
+                    before.len(),
+                    after.len(),
+                    if others_kept { "" } else { ", changing others" }
+                ),
+                HINT_NAMES,
+            );
+        }
+        let gone = vec![("ensure".to_owned(), Value::String("absent".to_owned()))];
+        if self.apply(provider, &name, gone, "delete")
+            && self.list_quietly(provider).as_ref() != Some(&before)
+        {
+            self.find(
+                "round trip",
+                format!(
+                    "after deleting '{name}' the listing is not what it was before it was created"
+                ),
+                HINT_NAMES,
+            );
+        }
+    }
+
+    /// Runs an update as ralsh would (find, plan, update, answer checks);
+    /// false when it failed. A refusal by the provider (ral_error, or a
+    /// value ral refuses before calling it) is no finding.
+    fn apply(
+        &mut self,
+        provider: &Provider,
+        name: &str,
+        attrs: Vec<(String, Value)>,
+        what: &str,
+    ) -> bool {
+        match self.try_apply(provider, name, attrs) {
+            Ok(()) => true,
+            Err(e) if refused(&e) => {
+                self.note(format!("{what} '{name}' refused"));
+                false
+            }
+            Err(e) => {
+                self.find(
+                    "round trip",
+                    format!("{what} '{name}': {e}"),
+                    "update must succeed or refuse with ral_error",
+                );
+                false
+            }
+        }
+    }
+
+    fn try_apply(
+        &mut self,
+        provider: &Provider,
+        name: &str,
+        attrs: Vec<(String, Value)>,
+    ) -> crate::error::Result<()> {
+        let request = Request {
+            name: name.to_owned(),
+            attrs,
+        };
+        self.step("round trip", |host| {
+            update::apply(host, provider, &request, false)
+        })
+        .map(|_| ())
+    }
+
+    /// What find reports for `name`, when it reports a resource that is
+    /// not absent.
+    fn found(&mut self, provider: &Provider, name: &str) -> Option<Resource> {
+        self.step("round trip", |host| host.find(provider, name))
+            .ok()
+            .flatten()
+            .filter(|found| !found.is_absent())
+    }
+
+    /// Find must report `name` with every value of `attrs`.
+    fn expect_found(
+        &mut self,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, Value)],
+        done: &str,
+    ) {
+        let Some(found) = self.found(provider, name) else {
+            self.find(
+                "round trip",
+                format!("'{name}' was {done}, but find does not report it"),
+                HINT_APPLIED,
+            );
+            return;
+        };
+        for (key, value) in attrs {
+            let Some(attribute) = provider.attribute(key) else {
+                continue;
+            };
+            if attribute.kind == Kind::Write || found.attrs.get(key) == Some(value) {
+                continue;
+            }
+            let now = found
+                .attrs
+                .get(key)
+                .map_or("nothing".to_owned(), |v| attribute.show(v));
+            self.find(
+                "round trip",
+                format!(
+                    "'{name}' was {done} with {key} {}, but find reports {now}",
+                    attribute.show(value)
+                ),
+                if value.as_str() == Some(TWO_LINES) {
+                    HINT_VALUES
+                } else {
+                    HINT_APPLIED
+                },
+            );
+        }
+    }
+}
+
+/// The attributes that create a copy of `template`: its ensure, every
+/// required attribute, and those of the kinds `copied` picks; `None` when
+/// the template lacks a required one.
+fn creation(
+    provider: &Provider,
+    template: &Resource,
+    copied: impl Fn(Kind) -> bool,
+) -> Option<Vec<(String, Value)>> {
+    let mut attrs: Vec<(String, Value)> = Vec::new();
+    if let Some(ensure) = template.attrs.get("ensure") {
+        attrs.push(("ensure".to_owned(), ensure.clone()));
+    }
+    for attribute in provider.meta.attributes.values() {
+        if attribute.name == "name" || attribute.name == "ensure" {
+            continue;
+        }
+        let value = template.attrs.get(&attribute.name);
+        if attribute.required || (copied(attribute.kind) && value.is_some()) {
+            attrs.push((attribute.name.clone(), value?.clone()));
+        }
+    }
+    Some(attrs)
+}
+
+/// Whether an update failed because the provider (or ral, before calling
+/// it) refused the request, rather than by breaking the convention.
+fn refused(error: &Error) -> bool {
+    matches!(error, Error::Reported { .. } | Error::Request { .. })
+}
+
+/// `name` with its last path component replaced by `last` (the whole
+/// name, when it is not a path).
+fn sibling(name: &str, last: &str) -> String {
+    match name.rfind('/') {
+        Some(at) => format!("{}{last}", &name[..=at]),
+        None => last.to_owned(),
+    }
+}
+
+fn last_component(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn siblings_keep_the_directory_of_path_names() {
+        assert_eq!(sibling("/etc/motd", NEW), "/etc/ralcheck1");
+        assert_eq!(sibling("/srv", NEW), "/ralcheck1");
+        assert_eq!(sibling("alice", NEW), "ralcheck1");
+        assert_eq!(last_component("/etc/motd"), "motd");
+    }
+}

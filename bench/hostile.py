@@ -51,18 +51,24 @@ class Case:
             with open(os.path.join(self.data, "providers", name + ".yaml"), "w") as fh:
                 fh.write(yaml)
 
-    def run(self, *args):
-        """(seconds, exit status, stderr bytes, peak RSS of ralsh in MiB)."""
+    def run(self, *args, limit=900):
+        """(seconds, exit status, stderr bytes, peak RSS of ralsh in MiB);
+        a run still going after LIMIT seconds is killed (exit status None).
+        Peak memory is the largest of any run so far: cases that measure it
+        run first in a case of their own."""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "HOME": self.cache, "XDG_CACHE_HOME": self.cache}
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         start = time.monotonic()
-        done = subprocess.run([RALSH, "--root", self.root, "-I", self.data] + list(args),
-                              env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=900)
+        try:
+            done = subprocess.run([RALSH, "--root", self.root, "-I", self.data] + list(args),
+                                  env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, timeout=limit)
+            status, stderr = done.returncode, len(done.stderr)
+        except subprocess.TimeoutExpired:
+            status, stderr = None, 0
         seconds = time.monotonic() - start
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        return seconds, done.returncode, len(done.stderr), max(peak, before) / 1024
+        return seconds, status, stderr, peak / 1024
 
     def close(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -70,8 +76,9 @@ class Case:
 
 def report(label, result, extra=""):
     seconds, status, stderr, _ = result
-    print("%-58s %8.3f s  exit %d  stderr %s bytes%s"
-          % (label, seconds, status, format(stderr, ","), extra))
+    ended = "exit %d" % status if status is not None else "killed (hung)"
+    print("%-58s %8.3f s  %s  stderr %s bytes%s"
+          % (label, seconds, ended, format(stderr, ","), extra), flush=True)
 
 
 LIST = "#!/bin/sh\necho '# simple'\necho 'name: one'\n"
@@ -131,7 +138,7 @@ def cache_entries():
                 os.mkfifo(path)
             else:
                 os.symlink("/dev/zero", path)
-        result = case.run("described")
+        result = case.run("described", limit=60)
         report("cache entries replaced by a %s" % kind, result,
                "  peak RSS %.1f MiB" % result[3])
         case.close()
@@ -163,10 +170,11 @@ def escapees():
 def main():
     if not os.access(RALSH, os.X_OK):
         sys.exit("build first: cargo build --release")
+    # The memory case first: peak memory is per process, the largest yet.
+    cache_entries()
     deep_metadata()
     hanging_describe()
     stderr_flood()
-    cache_entries()
     escapees()
 
 

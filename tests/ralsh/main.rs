@@ -21,6 +21,7 @@ mod provider_ssh_key;
 mod provider_user;
 mod quoting;
 mod ral_check;
+mod redaction;
 mod simple_output;
 mod support;
 mod toolkit;

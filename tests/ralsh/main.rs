@@ -9,6 +9,8 @@ mod example;
 mod json_convention;
 mod metadata_cache;
 mod metadata_schema;
+#[path = "../common/pids.rs"]
+mod pids;
 mod process;
 mod properties;
 mod provider_accounts;

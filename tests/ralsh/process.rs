@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 
+use crate::pids::{assert_gone, pid_in};
 use crate::support::{run, Run, Sandbox};
 
 /// True while `pid` is a live process (a zombie counts as gone: it has
@@ -117,10 +118,12 @@ fn an_interrupt_ends_the_provider_and_its_children() {
 #[test]
 fn children_left_holding_the_output_are_killed_after_the_provider_exits() {
     let sandbox = Sandbox::new();
-    let run = sandbox.ralsh(&["--timeout", "60", "lingering"]);
+    let run = sandbox.ralsh(&["--timeout", "10", "lingering"]);
     run.expect(0);
     assert_eq!(run.stdout, "lingering::lingering { 'only':\n}\n");
     run.stderr_has("lingering::lingering: list exited, but processes it started kept its output open for 2s; killing them");
+    let leftover = pid_in(&sandbox.root().join("leftover.pid"));
+    assert_gone(leftover, "ral-lingering-leftover");
 }
 
 #[test]
@@ -569,15 +572,29 @@ fn children_flooding_the_output_after_the_provider_exits_are_killed_after_the_li
     // absent resources (which -a leaves out), so the host is never left
     // waiting. It must still notice the exit and end the leftovers after
     // the linger, not at the time limit.
-    let run = ralsh_with_provider(
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
         "leaves",
-        "#!/bin/sh\necho '# simple'\necho 'name: only'\nyes 'name: gone\nensure: absent' &\nexit 0\n",
+        "#!/bin/bash\necho '# simple'\necho 'name: only'\n\
+         ( exec -a ral-flooding-leftover yes 'name: gone\nensure: absent' ) &\n\
+         echo \"$!\" > \"$RALSH_ROOT_DIR/leftover.pid\"\nexit 0\n",
         &["ensure"],
-        &["--timeout", "120", "-a"],
     );
+    let run = sandbox.ralsh(&[
+        "-I",
+        data.path().to_str().unwrap(),
+        "--timeout",
+        "10",
+        "-a",
+        "leaves",
+    ]);
     run.expect(0);
     assert_eq!(run.stdout, "leaves::leaves { 'only':\n}\n");
     run.stderr_has("leaves::leaves: list exited, but processes it started kept its output open for 2s; killing them");
+    let leftover = pid_in(&sandbox.root().join("leftover.pid"));
+    assert_gone(leftover, "ral-flooding-leftover");
 }
 
 #[test]

@@ -1,0 +1,79 @@
+//! Processes a test caused: whether one is gone. Shared by the test binaries
+//! (`#[path]`-included), so a leftover is checked the same way everywhere.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// How long a process that was sent SIGKILL may take to finish dying.
+const DYING_MS: i32 = 10_000;
+
+/// A pidfd for `pid`, or None when there is no such process. It names that
+/// one process for as long as it is open, whatever later gets its PID.
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes two integers and returns a new descriptor
+    // or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        let error = std::io::Error::last_os_error();
+        assert_eq!(
+            error.raw_os_error(),
+            Some(libc::ESRCH),
+            "pidfd_open {pid}: {error}"
+        );
+        return None;
+    }
+    // SAFETY: the descriptor was just created and is owned by nothing else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Sends SIGKILL to the process of a pidfd (nothing if it has exited).
+fn kill(pidfd: &OwnedFd) {
+    // SAFETY: signals the process the pidfd names, and only it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+}
+
+/// Fails unless process `pid`, known by `marker` in its command line
+/// (`/proc/PID/cmdline`), is gone: exited (a zombie counts), or the PID
+/// now names another process. A killed process finishes dying right after
+/// its killer returns, so this waits for its exit, at most 10 s; one still
+/// running then is killed, so a failing test leaves nothing behind.
+#[track_caller]
+pub fn assert_gone(pid: i32, marker: &str) {
+    let Some(pidfd) = pidfd_open(pid) else {
+        return;
+    };
+    // Read after the pidfd is open: if it shows the marker, the pidfd is
+    // that process's (its PID cannot be reused before it is reaped).
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    if !cmdline.contains(marker) {
+        return;
+    }
+    let mut poll = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, for the length given.
+    if unsafe { libc::poll(&mut poll, 1, DYING_MS) } == 1 {
+        return;
+    }
+    kill(&pidfd);
+    panic!("process {pid} ({cmdline}) is still running");
+}
+
+/// The process ID a fixture wrote to `file`.
+#[track_caller]
+pub fn pid_in(file: &std::path::Path) -> i32 {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    text.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {text:?}: {e}", file.display()))
+}

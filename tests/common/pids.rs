@@ -1,4 +1,5 @@
-//! Processes a test caused: whether one is gone. Shared by the test binaries
+//! Processes a test caused: whether one is gone, and killing what a
+//! failing test would leave running. Shared by the test binaries
 //! (`#[path]`-included), so a leftover is checked the same way everywhere.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -69,11 +70,43 @@ pub fn assert_gone(pid: i32, marker: &str) {
     panic!("process {pid} ({cmdline}) is still running");
 }
 
-/// The process ID a fixture wrote to `file`.
+/// Processes that must be gone by the end of a test: dropping this kills
+/// any still running, so a test that fails (or a product that leaves them)
+/// does not leave them running for good. Killing goes through pidfds taken
+/// while they were known to run, so it never hits a process that got the
+/// PID later.
+pub struct KillOnDrop(Vec<OwnedFd>);
+
+impl KillOnDrop {
+    /// Takes hold of the running processes among `pids`.
+    pub fn new(pids: &[i32]) -> KillOnDrop {
+        KillOnDrop(pids.iter().filter_map(|&pid| pidfd_open(pid)).collect())
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.0.iter().for_each(kill);
+    }
+}
+
+/// The process IDs a fixture wrote to `file` (decimal, separated by
+/// whitespace).
+#[track_caller]
+pub fn pids_in(file: &std::path::Path) -> Vec<i32> {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    text.split_whitespace()
+        .map(|pid| {
+            pid.parse()
+                .unwrap_or_else(|e| panic!("{}: {text:?}: {e}", file.display()))
+        })
+        .collect()
+}
+
+/// The one process ID a fixture wrote to `file`.
 #[track_caller]
 pub fn pid_in(file: &std::path::Path) -> i32 {
-    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    text.trim()
-        .parse()
-        .unwrap_or_else(|e| panic!("{}: {text:?}: {e}", file.display()))
+    let pids = pids_in(file);
+    assert_eq!(pids.len(), 1, "{}: {pids:?}", file.display());
+    pids[0]
 }

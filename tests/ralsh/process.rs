@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 
-use crate::pids::{assert_gone, pid_in};
+use crate::pids::{assert_gone, pid_in, pids_in, KillOnDrop};
 use crate::support::{run, Run, Sandbox};
 
 /// True while `pid` is a live process (a zombie counts as gone: it has
@@ -89,8 +89,11 @@ fn a_hung_provider_is_killed_with_its_whole_process_group() {
     }
 }
 
-#[test]
-fn an_interrupt_ends_the_provider_and_its_children() {
+/// Sends `signal` to ralsh while the hang fixture runs: the provider and
+/// its child must die, and ralsh must end by that same signal. (A signal
+/// ralsh does not forward kills ralsh alone and leaves the provider
+/// running, which `assert_all_gone` reports within 20 s.)
+fn a_signal_ends_the_provider_and_its_children(signal: libc::c_int) {
     use std::os::unix::process::ExitStatusExt;
 
     let sandbox = Sandbox::new();
@@ -102,17 +105,29 @@ fn an_interrupt_ends_the_provider_and_its_children() {
         .spawn()
         .unwrap();
     let held = open_held(&sandbox);
-    // SAFETY: sends SIGINT to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let _leftovers = KillOnDrop::new(&pids_in(&sandbox.root().join("pids")));
+    // SAFETY: sends a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     let status = child.wait().unwrap();
-    assert_eq!(
-        status.signal(),
-        Some(libc::SIGINT),
-        "ralsh ends by the interrupt"
-    );
+    assert_eq!(status.signal(), Some(signal), "ralsh ends by the signal");
     // The background child ignores SIGTERM; only the SIGKILL that follows
     // the grace period ends it.
     assert_all_gone(held);
+}
+
+#[test]
+fn an_interrupt_ends_the_provider_and_its_children() {
+    a_signal_ends_the_provider_and_its_children(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_ends_the_provider_and_its_children() {
+    a_signal_ends_the_provider_and_its_children(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_ends_the_provider_and_its_children() {
+    a_signal_ends_the_provider_and_its_children(libc::SIGHUP);
 }
 
 #[test]

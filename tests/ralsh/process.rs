@@ -669,45 +669,128 @@ fn an_interrupt_while_the_output_is_blocked_still_ends_ralsh_by_that_signal() {
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
 }
 
+/// The lines written to ROOT/held, read by a thread as they come, so a
+/// test waiting for one fails after 20 s instead of hanging; keeps what
+/// it saw for the failure messages.
+struct HeldLines {
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl HeldLines {
+    /// Starts reading ROOT/held (a FIFO), whose open waits for a writer.
+    fn open(sandbox: &Sandbox) -> HeldLines {
+        let path = sandbox.root().join("held");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let held = BufReader::new(std::fs::File::open(path).unwrap());
+            for line in held.lines() {
+                if sender.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        HeldLines {
+            lines: receiver,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line, or None once every writer has closed ROOT/held.
+    #[track_caller]
+    fn next(&mut self) -> Option<String> {
+        use std::sync::mpsc::RecvTimeoutError;
+        match self.lines.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => {
+                self.seen.push(line.clone());
+                Some(line)
+            }
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("nothing came on ROOT/held for 20 s; seen: {:?}", self.seen)
+            }
+        }
+    }
+}
+
 #[test]
 fn describes_run_at_most_eight_at_a_time() {
     use std::os::unix::fs::PermissionsExt;
 
-    // Twelve describe-only providers hang until the time limit ends them;
-    // each says "start" when it begins and "end" when it is ended. With at
-    // most eight at once, a ninth starts only after one of the first eight
-    // has ended, so the ninth line must be an "end".
+    // Twelve describe-only providers each say "start" when they begin and
+    // "end" when they are done. They wait for a line on the FIFO ROOT/gate,
+    // which the test writes only once one has ended, and the first to end
+    // is ended by the time limit: for those 2 s nothing ends, so a build
+    // running more than eight at once starts a ninth meanwhile. A describe
+    // says "end" before it exits, and its slot is free only once it has
+    // exited, so however late each line comes (a busy machine), the
+    // started minus the ended are never more than eight.
     let sandbox = Sandbox::new();
     mkfifo(&sandbox.root().join("held"));
+    mkfifo(&sandbox.root().join("gate"));
     let data = tempfile::tempdir().unwrap();
     std::fs::create_dir(data.path().join("providers")).unwrap();
     for n in 1..=12 {
-        let script = data.path().join(format!("providers/hang{n}.prov"));
+        let script = data.path().join(format!("providers/gated{n}.prov"));
         std::fs::write(
             &script,
-            "#!/bin/sh\nexec 3>\"$RALSH_ROOT_DIR/held\"\ntrap 'echo end >&3; exit 1' TERM\necho start >&3\nsleep 1000 &\nwait\n",
+            "#!/bin/sh\nexec 3>\"$RALSH_ROOT_DIR/held\"\ntrap 'echo end >&3; exit 1' TERM\n\
+             echo start >&3\nread -r _ < \"$RALSH_ROOT_DIR/gate\"\ntrap '' TERM\necho end >&3\n",
         )
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
+    // Opened for reading and writing, which does not wait for a reader,
+    // and kept open: a describe's open of the gate never waits, and its
+    // read waits for a line.
+    let mut gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(sandbox.root().join("gate"))
+        .unwrap();
+    // Held open by the test too: between one describe's exit and the
+    // next one's start, ROOT/held may have no other writer.
+    let keep_held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(sandbox.root().join("held"))
+        .unwrap();
     let mut child = sandbox
         .command()
-        .args(["--no-cache", "--timeout", "1", "-I"])
+        .args(["--no-cache", "--timeout", "2", "-I"])
         .arg(data.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
-    let mut first = Vec::new();
-    for _ in 0..9 {
-        let mut line = String::new();
-        held.read_line(&mut line).unwrap();
-        first.push(line);
+    let mut held = HeldLines::open(&sandbox);
+    let (mut started, mut ended) = (0, 0);
+    while ended < 12 {
+        let line = held.next().expect("the test holds ROOT/held open");
+        match line.as_str() {
+            "start" => started += 1,
+            "end" => {
+                if ended == 0 {
+                    // One line each for all that are left.
+                    gate.write_all(&[b'\n'; 12]).unwrap();
+                }
+                ended += 1;
+            }
+            _ => panic!("unexpected line; seen: {:?}", held.seen),
+        }
+        assert!(
+            started - ended <= 8,
+            "more than eight describes ran at once; seen: {:?}",
+            held.seen
+        );
     }
-    assert_eq!(first[..8], vec!["start\n"; 8][..], "{first:?}");
-    assert_eq!(first[8], "end\n", "{first:?}");
-    let rest = read_until_all_gone(held);
-    assert_eq!(rest.matches("start").count(), 4, "{rest}");
+    assert_eq!(started, 12, "seen: {:?}", held.seen);
     assert!(child.wait().unwrap().success());
+    drop(keep_held);
+    assert_eq!(
+        held.next(),
+        None,
+        "nothing else runs; seen: {:?}",
+        held.seen
+    );
 }

@@ -2,6 +2,9 @@
 //! failing test would leave running. Shared by the test binaries
 //! (`#[path]`-included), so a leftover is checked the same way everywhere.
 
+// Each test binary uses its own part of this.
+#![allow(dead_code)]
+
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// How long a process that was sent SIGKILL may take to finish dying.

@@ -201,4 +201,6 @@ fn every_case_gives_the_expected_output_and_tree() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
+#[path = "../common/pids.rs"]
+mod pids;
 mod processes;

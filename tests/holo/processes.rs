@@ -7,6 +7,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use crate::pids::{assert_gone, KillOnDrop};
+
 /// A root with one plugin `t` whose script is `body` (bash).
 fn root_with_plugin(work: &Path, body: &str) {
     let target = work.join("target");
@@ -161,15 +163,18 @@ fn alive(pid: i32) -> bool {
     }
 }
 
-#[test]
-fn ctrl_c_ends_the_plugin_and_removes_the_cache_and_the_lock() {
+/// Sends `signal` to `ral holo apply` while its plugin runs: the plugin
+/// must die, the cache directory and the lock must go, and ral must end by
+/// that same signal. (A signal ral does not forward kills ral alone,
+/// leaving the plugin running and the lock and the cache behind.)
+fn a_signal_ends_the_plugin_and_removes_the_cache_and_the_lock(signal: libc::c_int) {
     let work = tempfile::tempdir().unwrap();
     let ready = work.path().join("ready");
     let status = Command::new("mkfifo").arg(&ready).status().unwrap();
     assert!(status.success());
     root_with_plugin(
         work.path(),
-        "apply) echo $$ > target/plugin.pid; echo ready > ready; exec sleep 1000 ;;",
+        "apply) echo $$ > target/plugin.pid; echo ready > ready; exec -a holo-t-plugin sleep 1000 ;;",
     );
     let mut child = ral(work.path(), &["apply"])
         .stdout(Stdio::null())
@@ -182,21 +187,33 @@ fn ctrl_c_ends_the_plugin_and_removes_the_cache_and_the_lock() {
     assert_eq!(said, "ready\n");
     assert!(work.path().join("target/run/holo.pid").exists());
     assert_eq!(cache_dirs_left(work.path()), 1);
-    // SAFETY: sends SIGINT to the ral process this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
-    assert_eq!(
-        status.signal(),
-        Some(libc::SIGINT),
-        "ral ends by the signal"
-    );
     let plugin = pid_in(&work.path().join("target/plugin.pid"));
-    assert!(!alive(plugin), "the plugin {plugin} still runs");
+    let _plugin = KillOnDrop::new(&[plugin]);
+    // SAFETY: sends a signal to the ral process this test started.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(signal), "ral ends by the signal");
+    assert_gone(plugin, "holo-t");
     assert!(
         !work.path().join("target/run/holo.pid").exists(),
         "lock left"
     );
     assert_eq!(cache_dirs_left(work.path()), 0, "cache directory left");
+}
+
+#[test]
+fn ctrl_c_ends_the_plugin_and_removes_the_cache_and_the_lock() {
+    a_signal_ends_the_plugin_and_removes_the_cache_and_the_lock(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_ends_the_plugin_and_removes_the_cache_and_the_lock() {
+    a_signal_ends_the_plugin_and_removes_the_cache_and_the_lock(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_ends_the_plugin_and_removes_the_cache_and_the_lock() {
+    a_signal_ends_the_plugin_and_removes_the_cache_and_the_lock(libc::SIGHUP);
 }
 
 #[test]

@@ -201,6 +201,7 @@ fn every_case_gives_the_expected_output_and_tree() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
+mod leftovers;
 #[path = "../common/pids.rs"]
 mod pids;
 mod processes;

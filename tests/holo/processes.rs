@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use crate::pids::{assert_gone, KillOnDrop};
 
 /// A root with one plugin `t` whose script is `body` (bash).
-fn root_with_plugin(work: &Path, body: &str) {
+pub(crate) fn root_with_plugin(work: &Path, body: &str) {
     let target = work.join("target");
     for dir in [
         "etc",
@@ -31,7 +31,7 @@ fn root_with_plugin(work: &Path, body: &str) {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-fn ral(work: &Path, args: &[&str]) -> Command {
+pub(crate) fn ral(work: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
     command
         .arg("holo")
@@ -43,7 +43,7 @@ fn ral(work: &Path, args: &[&str]) -> Command {
     command
 }
 
-fn cache_dirs_left(work: &Path) -> usize {
+pub(crate) fn cache_dirs_left(work: &Path) -> usize {
     std::fs::read_dir(work.join("target/tmp")).unwrap().count()
 }
 

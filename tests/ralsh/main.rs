@@ -23,6 +23,7 @@ mod provider_ssh_key;
 mod provider_user;
 mod quoting;
 mod ral_check;
+mod ral_check_findings;
 mod redaction;
 mod simple_output;
 mod support;

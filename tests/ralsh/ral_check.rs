@@ -6,7 +6,7 @@ use std::process::Command;
 
 use crate::support::{fixtures_dir, run, Run};
 
-fn ral_check(args: &[&str], providers: &[PathBuf]) -> Run {
+pub(crate) fn ral_check(args: &[&str], providers: &[PathBuf]) -> Run {
     let cache = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
     command
@@ -19,7 +19,7 @@ fn ral_check(args: &[&str], providers: &[PathBuf]) -> Run {
     run(&mut command)
 }
 
-fn check_fixture(name: &str) -> PathBuf {
+pub(crate) fn check_fixture(name: &str) -> PathBuf {
     fixtures_dir()
         .join("check/providers")
         .join(format!("{name}.prov"))

@@ -9,6 +9,9 @@ mod example;
 mod json_convention;
 mod metadata_cache;
 mod metadata_schema;
+#[path = "../common/mutations.rs"]
+mod mutations;
+mod output_schema;
 #[path = "../common/pids.rs"]
 mod pids;
 mod process;

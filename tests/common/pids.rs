@@ -73,6 +73,18 @@ pub fn assert_gone(pid: i32, marker: &str) {
     panic!("process {pid} ({cmdline}) is still running");
 }
 
+/// Fails unless process `pid` runs (not a zombie) with `marker` in its
+/// command line.
+#[track_caller]
+pub fn assert_running(pid: i32, marker: &str) {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(
+        cmdline.contains(marker),
+        "process {pid} ({marker}) is gone (its command line is {cmdline:?})"
+    );
+}
+
 /// Processes that must be gone by the end of a test: dropping this kills
 /// any still running, so a test that fails (or a product that leaves them)
 /// does not leave them running for good. Killing goes through pidfds taken

@@ -201,4 +201,10 @@ fn every_case_gives_the_expected_output_and_tree() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
+mod json_schema;
+mod leftovers;
+#[path = "../common/mutations.rs"]
+mod mutations;
+#[path = "../common/pids.rs"]
+mod pids;
 mod processes;

@@ -15,6 +15,11 @@ mod libral_providers;
 mod manuals;
 mod metadata_cache;
 mod metadata_schema;
+#[path = "../common/mutations.rs"]
+mod mutations;
+mod output_schema;
+#[path = "../common/pids.rs"]
+mod pids;
 mod process;
 mod properties;
 mod provider_accounts;
@@ -28,7 +33,9 @@ mod provider_ssh_key;
 mod provider_user;
 mod quoting;
 mod ral_check;
+mod ral_check_findings;
 mod ral_check_round_trip;
+mod redaction;
 mod simple_output;
 mod support;
 mod toolkit;

@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 
+use crate::pids::{assert_gone, pid_in, pids_in, KillOnDrop};
 use crate::support::{run, Run, Sandbox};
 
 /// True while `pid` is a live process (a zombie counts as gone: it has
@@ -88,8 +89,11 @@ fn a_hung_provider_is_killed_with_its_whole_process_group() {
     }
 }
 
-#[test]
-fn an_interrupt_ends_the_provider_and_its_children() {
+/// Sends `signal` to ralsh while the hang fixture runs: the provider and
+/// its child must die, and ralsh must end by that same signal. (A signal
+/// ralsh does not forward kills ralsh alone and leaves the provider
+/// running, which `assert_all_gone` reports within 20 s.)
+fn a_signal_ends_the_provider_and_its_children(signal: libc::c_int) {
     use std::os::unix::process::ExitStatusExt;
 
     let sandbox = Sandbox::new();
@@ -101,26 +105,40 @@ fn an_interrupt_ends_the_provider_and_its_children() {
         .spawn()
         .unwrap();
     let held = open_held(&sandbox);
-    // SAFETY: sends SIGINT to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let _leftovers = KillOnDrop::new(&pids_in(&sandbox.root().join("pids")));
+    // SAFETY: sends a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     let status = child.wait().unwrap();
-    assert_eq!(
-        status.signal(),
-        Some(libc::SIGINT),
-        "ralsh ends by the interrupt"
-    );
+    assert_eq!(status.signal(), Some(signal), "ralsh ends by the signal");
     // The background child ignores SIGTERM; only the SIGKILL that follows
     // the grace period ends it.
     assert_all_gone(held);
 }
 
 #[test]
+fn an_interrupt_ends_the_provider_and_its_children() {
+    a_signal_ends_the_provider_and_its_children(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_ends_the_provider_and_its_children() {
+    a_signal_ends_the_provider_and_its_children(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_ends_the_provider_and_its_children() {
+    a_signal_ends_the_provider_and_its_children(libc::SIGHUP);
+}
+
+#[test]
 fn children_left_holding_the_output_are_killed_after_the_provider_exits() {
     let sandbox = Sandbox::new();
-    let run = sandbox.ralsh(&["--timeout", "60", "lingering"]);
+    let run = sandbox.ralsh(&["--timeout", "10", "lingering"]);
     run.expect(0);
     assert_eq!(run.stdout, "lingering::lingering { 'only':\n}\n");
     run.stderr_has("lingering::lingering: list exited, but processes it started kept its output open for 2s; killing them");
+    let leftover = pid_in(&sandbox.root().join("leftover.pid"));
+    assert_gone(leftover, "ral-lingering-leftover");
 }
 
 #[test]
@@ -432,10 +450,13 @@ fn an_interrupt_ends_every_describe_running_at_once() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGINT));
-    // Others may have started meanwhile; none may outlive ralsh.
-    let rest = read_until_all_gone(held);
-    assert!(rest.lines().all(|line| line == "started"), "{rest}");
-    assert!(rest.lines().count() < 24, "none starts after the interrupt");
+    // All four had started: nothing may start again (a describe run anew
+    // after the interrupt ended it), and none may outlive ralsh.
+    assert_eq!(
+        read_until_all_gone(held),
+        "",
+        "a describe started after the interrupt"
+    );
 }
 
 /// Writes an executable describe-less provider with a .yaml into `dir`.
@@ -521,7 +542,14 @@ fn an_interrupt_while_describes_are_being_started_leaves_none_behind() {
     // Others may have started meanwhile; none may outlive ralsh.
     let rest = read_until_all_gone(held);
     assert!(rest.lines().all(|line| line == "started"), "{rest}");
-    assert!(rest.lines().count() < 24, "none starts after the interrupt");
+    // Describes run eight at a time and none of these ends before the
+    // interrupt, so at most eight can start before it: a ninth start
+    // would have come after it.
+    let started = 1 + rest.lines().count();
+    assert!(
+        started <= 8,
+        "{started} describes started: one started after the interrupt"
+    );
 }
 
 #[test]
@@ -579,15 +607,29 @@ fn children_flooding_the_output_after_the_provider_exits_are_killed_after_the_li
     // absent resources (which -a leaves out), so the host is never left
     // waiting. It must still notice the exit and end the leftovers after
     // the linger, not at the time limit.
-    let run = ralsh_with_provider(
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    write_provider(
+        data.path(),
         "leaves",
-        "#!/bin/sh\necho '# simple'\necho 'name: only'\nyes 'name: gone\nensure: absent' &\nexit 0\n",
+        "#!/bin/bash\necho '# simple'\necho 'name: only'\n\
+         ( exec -a ral-flooding-leftover yes 'name: gone\nensure: absent' ) &\n\
+         echo \"$!\" > \"$RALSH_ROOT_DIR/leftover.pid\"\nexit 0\n",
         &["ensure"],
-        &["--timeout", "120", "-a"],
     );
+    let run = sandbox.ralsh(&[
+        "-I",
+        data.path().to_str().unwrap(),
+        "--timeout",
+        "10",
+        "-a",
+        "leaves",
+    ]);
     run.expect(0);
     assert_eq!(run.stdout, "leaves::leaves { 'only':\n}\n");
     run.stderr_has("leaves::leaves: list exited, but processes it started kept its output open for 2s; killing them");
+    let leftover = pid_in(&sandbox.root().join("leftover.pid"));
+    assert_gone(leftover, "ral-flooding-leftover");
 }
 
 #[test]
@@ -637,47 +679,130 @@ fn an_interrupt_while_the_output_is_blocked_still_ends_ralsh_by_that_signal() {
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
 }
 
+/// The lines written to ROOT/held, read by a thread as they come, so a
+/// test waiting for one fails after 20 s instead of hanging; keeps what
+/// it saw for the failure messages.
+struct HeldLines {
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl HeldLines {
+    /// Starts reading ROOT/held (a FIFO), whose open waits for a writer.
+    fn open(sandbox: &Sandbox) -> HeldLines {
+        let path = sandbox.root().join("held");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let held = BufReader::new(std::fs::File::open(path).unwrap());
+            for line in held.lines() {
+                if sender.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        HeldLines {
+            lines: receiver,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line, or None once every writer has closed ROOT/held.
+    #[track_caller]
+    fn next(&mut self) -> Option<String> {
+        use std::sync::mpsc::RecvTimeoutError;
+        match self.lines.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => {
+                self.seen.push(line.clone());
+                Some(line)
+            }
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("nothing came on ROOT/held for 20 s; seen: {:?}", self.seen)
+            }
+        }
+    }
+}
+
 #[test]
 fn describes_run_at_most_eight_at_a_time() {
     use std::os::unix::fs::PermissionsExt;
 
-    // Twelve describe-only providers hang until the time limit ends them;
-    // each says "start" when it begins and "end" when it is ended. With at
-    // most eight at once, a ninth starts only after one of the first eight
-    // has ended, so the ninth line must be an "end".
+    // Twelve describe-only providers each say "start" when they begin and
+    // "end" when they are done. They wait for a line on the FIFO ROOT/gate,
+    // which the test writes only once one has ended, and the first to end
+    // is ended by the time limit: for those 2 s nothing ends, so a build
+    // running more than eight at once starts a ninth meanwhile. A describe
+    // says "end" before it exits, and its slot is free only once it has
+    // exited, so however late each line comes (a busy machine), the
+    // started minus the ended are never more than eight.
     let sandbox = Sandbox::new();
     mkfifo(&sandbox.root().join("held"));
+    mkfifo(&sandbox.root().join("gate"));
     let data = tempfile::tempdir().unwrap();
     std::fs::create_dir(data.path().join("providers")).unwrap();
     for n in 1..=12 {
-        let script = data.path().join(format!("providers/hang{n}.prov"));
+        let script = data.path().join(format!("providers/gated{n}.prov"));
         std::fs::write(
             &script,
-            "#!/bin/sh\nexec 3>\"$RALSH_ROOT_DIR/held\"\ntrap 'echo end >&3; exit 1' TERM\necho start >&3\nsleep 1000 &\nwait\n",
+            "#!/bin/sh\nexec 3>\"$RALSH_ROOT_DIR/held\"\ntrap 'echo end >&3; exit 1' TERM\n\
+             echo start >&3\nread -r _ < \"$RALSH_ROOT_DIR/gate\"\ntrap '' TERM\necho end >&3\n",
         )
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
+    // Opened for reading and writing, which does not wait for a reader,
+    // and kept open: a describe's open of the gate never waits, and its
+    // read waits for a line.
+    let mut gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(sandbox.root().join("gate"))
+        .unwrap();
+    // Held open by the test too: between one describe's exit and the
+    // next one's start, ROOT/held may have no other writer.
+    let keep_held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(sandbox.root().join("held"))
+        .unwrap();
     let mut child = sandbox
         .command()
-        .args(["--no-cache", "--timeout", "1", "-I"])
+        .args(["--no-cache", "--timeout", "2", "-I"])
         .arg(data.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
-    let mut first = Vec::new();
-    for _ in 0..9 {
-        let mut line = String::new();
-        held.read_line(&mut line).unwrap();
-        first.push(line);
+    let mut held = HeldLines::open(&sandbox);
+    let (mut started, mut ended) = (0, 0);
+    while ended < 12 {
+        let line = held.next().expect("the test holds ROOT/held open");
+        match line.as_str() {
+            "start" => started += 1,
+            "end" => {
+                if ended == 0 {
+                    // One line each for all that are left.
+                    gate.write_all(&[b'\n'; 12]).unwrap();
+                }
+                ended += 1;
+            }
+            _ => panic!("unexpected line; seen: {:?}", held.seen),
+        }
+        assert!(
+            started - ended <= 8,
+            "more than eight describes ran at once; seen: {:?}",
+            held.seen
+        );
     }
-    assert_eq!(first[..8], vec!["start\n"; 8][..], "{first:?}");
-    assert_eq!(first[8], "end\n", "{first:?}");
-    let rest = read_until_all_gone(held);
-    assert_eq!(rest.matches("start").count(), 4, "{rest}");
+    assert_eq!(started, 12, "seen: {:?}", held.seen);
     assert!(child.wait().unwrap().success());
+    drop(keep_held);
+    assert_eq!(
+        held.next(),
+        None,
+        "nothing else runs; seen: {:?}",
+        held.seen
+    );
 }
 
 #[test]

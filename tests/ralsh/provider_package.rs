@@ -164,7 +164,9 @@ fn repo() -> &'static Repo {
 }
 
 /// The host's dpkg architecture.
+#[track_caller]
 fn native_arch() -> String {
+    require_tools(&["dpkg"]);
     tool(Command::new("dpkg").arg("--print-architecture"))
         .trim()
         .to_owned()
@@ -183,34 +185,57 @@ fn apt_config(sandbox: &Sandbox) -> PathBuf {
     path
 }
 
-/// Whether dpkg and apt can install here: they run only as root (CI runs
-/// the tests as root, on Debian).
-fn can_install() -> bool {
-    let root = std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
-    let apt = Command::new("apt-get").arg("--version").output().is_ok();
-    if !(root && apt) {
-        skip_outside_ci("installing packages needs root and apt-get");
-    }
-    root && apt
+/// The tools the package tests run: Debian's dpkg and apt, and coreutils'
+/// sha256sum.
+const PACKAGE_TOOLS: &[&str] = &[
+    "dpkg",
+    "dpkg-deb",
+    "dpkg-query",
+    "apt-get",
+    "apt-cache",
+    "sha256sum",
+];
+
+/// Fails, naming the missing ones, unless each tool can be run. The
+/// package tests never skip themselves: a skip would pass where they
+/// cannot run, and hide a broken set-up.
+#[track_caller]
+fn require_tools(tools: &[&str]) {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|tool| Command::new(tool).arg("--version").output().is_err())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the package tests cannot run: {} not found on PATH (Debian's dpkg and apt \
+         packages provide them)",
+        missing.join(", ")
+    );
 }
 
-/// Notes a skipped test; in CI (which runs as root on Debian) a skip would
-/// hide a broken set-up, so it fails instead.
-fn skip_outside_ci(reason: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run this test, but {reason}"
+/// Fails, saying why, unless dpkg and apt can install below a fake root
+/// here: that needs the tools, and root, since dpkg installs as root only
+/// (run the tests as root, as `.ci/run` does).
+#[track_caller]
+fn require_install() {
+    require_tools(PACKAGE_TOOLS);
+    let uid = std::fs::metadata("/proc/self")
+        .map(|meta| meta.uid())
+        .unwrap_or_else(|e| panic!("/proc/self: {e}"));
+    assert_eq!(
+        uid, 0,
+        "the package tests cannot run: they install .deb files below a fake root, \
+         which dpkg does only for root, and they run as user {uid}; run them as root"
     );
-    eprintln!("skipped: {reason}");
 }
 
 /// A fake root with a dpkg database holding `status`, and the test
-/// repository as its only apt source, its package lists already fetched;
-/// None when packages cannot be installed here.
-fn package_sandbox(status: &str) -> Option<Sandbox> {
-    if !can_install() {
-        return None;
-    }
+/// repository as its only apt source, its package lists already fetched.
+/// Fails when packages cannot be installed here.
+#[track_caller]
+fn package_sandbox(status: &str) -> Sandbox {
+    require_install();
     let sandbox = Sandbox::new();
     let root = sandbox.root().to_owned();
     for dir in [
@@ -245,7 +270,7 @@ fn package_sandbox(status: &str) -> Option<Sandbox> {
             .arg(format!("Dir={}/", root.display()))
             .args(["-o", "APT::Sandbox::User=root", "update"]),
     );
-    Some(sandbox)
+    sandbox
 }
 
 /// dpkg's word for the package's state and its version in the fake root's
@@ -340,9 +365,7 @@ fn package_lists_and_finds_what_dpkg_and_apt_know() {
         stanza("ral-purged", "purge ok not-installed", "0.1", "all", ""),
     ]
     .concat();
-    let Some(sandbox) = package_sandbox(&status) else {
-        return;
-    };
+    let sandbox = package_sandbox(&status);
     let doc = sandbox.ralsh(&["-j", "package"]).expect(0).json();
     let multiarch = format!("libral1:{arch}");
     assert_eq!(
@@ -388,14 +411,7 @@ fn package_lists_and_finds_what_dpkg_and_apt_know() {
 
 #[test]
 fn package_lists_a_large_database() {
-    if Command::new("dpkg-query")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        skip_outside_ci("there is no dpkg-query");
-        return;
-    }
+    require_tools(&["dpkg-query"]);
     let sandbox = Sandbox::new();
     let status = large_status();
     sandbox.write(DPKG_STATUS, &status);
@@ -410,9 +426,7 @@ fn package_lists_a_large_database() {
 #[test]
 fn package_installs_changes_versions_removes_and_purges() {
     let host_before = host_package_state();
-    let Some(sandbox) = package_sandbox("") else {
-        return;
-    };
+    let sandbox = package_sandbox("");
     let root = sandbox.root();
     // apt runs the hooks of its configuration on the host, so a fake root's
     // apt.conf.d must not be read.
@@ -529,9 +543,7 @@ fn parallel_installs_wait_for_each_other_and_all_land() {
     // dpkg and apt take their own locks (apt-get waits for dpkg's, as the
     // provider asks it to): ralsh processes installing at once must all
     // succeed, one after another.
-    let Some(sandbox) = package_sandbox("") else {
-        return;
-    };
+    let sandbox = package_sandbox("");
     let names = ["ral-par1", "ral-par2", "ral-par3", "ral-par4"];
     let runs: Vec<_> = std::thread::scope(|scope| {
         let workers: Vec<_> = names
@@ -555,9 +567,7 @@ fn parallel_installs_wait_for_each_other_and_all_land() {
 
 #[test]
 fn package_dependencies_come_along_and_are_reported() {
-    let Some(sandbox) = package_sandbox("") else {
-        return;
-    };
+    let sandbox = package_sandbox("");
     // A noop batch: ral-hello comes with ral-tools and is asked for too,
     // and its changes are reported once.
     let doc = sandbox
@@ -604,9 +614,7 @@ fn package_dependencies_come_along_and_are_reported() {
 
 #[test]
 fn package_noop_previews_and_leaves_the_root_byte_identical() {
-    let Some(sandbox) = package_sandbox("") else {
-        return;
-    };
+    let sandbox = package_sandbox("");
     sandbox
         .ralsh(&["package", "ral-hello", "ensure=1.0"])
         .expect(0);
@@ -664,9 +672,7 @@ fn package_noop_previews_and_leaves_the_root_byte_identical() {
 
 #[test]
 fn package_rejects_bad_requests_and_changes_nothing() {
-    let Some(sandbox) = package_sandbox("") else {
-        return;
-    };
+    let sandbox = package_sandbox("");
     let before = tree_snapshot(sandbox.root());
     sandbox
         .ralsh(&["package", "ral-nosuch", "ensure=present"])
@@ -888,19 +894,9 @@ fn assert_python_listing(root: &Path, stubs: &Stubs, dirs: &[&str]) -> Json {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", answer.stdout))
 }
 
-fn has_dpkg_query() -> bool {
-    let found = Command::new("dpkg-query").arg("--version").output().is_ok();
-    if !found {
-        skip_outside_ci("there is no dpkg-query");
-    }
-    found
-}
-
 #[test]
 fn package_fast_listing_equals_python_on_synthetic_databases() {
-    if !has_dpkg_query() {
-        return;
-    }
+    require_tools(&["dpkg-query"]);
     let stubs = Stubs::new();
     let arch = native_arch();
     // No dpkg database at all, then an empty one.
@@ -987,9 +983,7 @@ fn package_fast_listing_equals_python_on_synthetic_databases() {
 
 #[test]
 fn package_fast_listing_equals_python_after_installs() {
-    let Some(sandbox) = package_sandbox("") else {
-        return;
-    };
+    let sandbox = package_sandbox("");
     let stubs = Stubs::new();
     // ral-tools brings ral-hello along: two packages dpkg installed.
     sandbox
@@ -1147,9 +1141,7 @@ fn package_fast_listing_falls_back_to_python() {
     }
     // With the real dpkg-query: a version that is not ASCII, which dpkg
     // warns about on stderr.
-    if !has_dpkg_query() {
-        return;
-    }
+    require_tools(&["dpkg-query"]);
     let sandbox = Sandbox::new();
     let status = [
         stanza("ral-accent", "install ok installed", "1.0\u{e9}", "all", ""),
@@ -1164,9 +1156,7 @@ fn package_fast_listing_falls_back_to_python() {
 
 #[test]
 fn package_provider_hands_other_calls_to_python() {
-    if !has_dpkg_query() {
-        return;
-    }
+    require_tools(&["dpkg-query"]);
     let stubs = Stubs::new();
     let sandbox = Sandbox::new();
     sandbox.write(
@@ -1211,9 +1201,7 @@ fn package_provider_hands_other_calls_to_python() {
 
 #[test]
 fn package_listing_through_ralsh_runs_no_python() {
-    if !has_dpkg_query() {
-        return;
-    }
+    require_tools(&["dpkg-query"]);
     let stubs = Stubs::new();
     let sandbox = Sandbox::new();
     let status = [

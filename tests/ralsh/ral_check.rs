@@ -6,7 +6,7 @@ use std::process::Command;
 
 use crate::support::{fixtures_dir, run, Run};
 
-fn ral_check(args: &[&str], providers: &[PathBuf]) -> Run {
+pub(crate) fn ral_check(args: &[&str], providers: &[PathBuf]) -> Run {
     let cache = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
     command
@@ -19,7 +19,7 @@ fn ral_check(args: &[&str], providers: &[PathBuf]) -> Run {
     run(&mut command)
 }
 
-fn check_fixture(name: &str) -> PathBuf {
+pub(crate) fn check_fixture(name: &str) -> PathBuf {
     fixtures_dir()
         .join("check/providers")
         .join(format!("{name}.prov"))
@@ -123,10 +123,21 @@ fn noisy_output_is_one_finding_per_step() {
 
 #[test]
 fn slowness_is_a_finding_past_the_limit() {
-    ral_check(&["--slow", "0.5"], &[check_fixture("slow")])
-        .expect(1)
-        .stdout_has("list: took 1.")
-        .stdout_has("(limit 0.50s)");
+    // The fixture's list sleeps 1 s: past a 0.5 s limit however fast the
+    // machine, and far within 20 s however busy. How long it took is only
+    // known to be at least that second.
+    let run = ral_check(&["--slow", "0.5"], &[check_fixture("slow")]);
+    run.expect(1)
+        .stdout_has("hint: providers are run often; avoid one process per resource");
+    let finding = run
+        .stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("list: took "))
+        .unwrap_or_else(|| panic!("no slowness finding for list:\n{}", run.stdout));
+    let (took, limit) = finding.split_once("s ").unwrap();
+    assert_eq!(limit, "(limit 0.50s)", "{finding}");
+    let took: f64 = took.parse().unwrap_or_else(|e| panic!("{finding}: {e}"));
+    assert!(took >= 1.0, "the list sleeps 1 s, but took {took}s");
     ral_check(&["--slow", "20"], &[check_fixture("slow")]).expect(0);
 }
 

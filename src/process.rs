@@ -385,8 +385,17 @@ impl Running<'_> {
         // Lines were handed to the sink since `idle` was last called.
         let mut fresh = false;
         let mut told_complete = false;
+        // Leftovers killed at the linger may have been cut mid-line.
+        let mut killed_leftovers = false;
         loop {
             while let Some(piece) = self.stdout.next_piece(self.call.max_line) {
+                if piece.unterminated && killed_leftovers {
+                    log::debug!(
+                        "{}: dropping the unfinished last line of the processes that were killed",
+                        self.call.label
+                    );
+                    continue;
+                }
                 lines += 1;
                 if !piece.ends {
                     let start: String = text(piece.bytes).chars().take(40).collect();
@@ -423,6 +432,7 @@ impl Running<'_> {
                 Due::WaitUntil(until) => until,
                 Due::KillLeftovers => {
                     self.kill_leftovers();
+                    killed_leftovers = true;
                     continue;
                 }
                 Due::TimedOut => return Err(self.time_out()),

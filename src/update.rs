@@ -288,10 +288,14 @@ pub fn apply_many(
                         changes.extend(extra);
                     }
                     if plan.creates(provider) {
-                        // Nothing was there before: no old values, whatever
-                        // the provider wrote for them ('' or nothing).
+                        // What the absent resource had no value for has no
+                        // old value, whatever the provider wrote for it (''
+                        // or nothing); what find did report (a package's
+                        // status 'not-installed') stays.
                         for change in &mut changes {
-                            if change.attr != "ensure" {
+                            if change.attr != "ensure"
+                                && !plan.state.attrs.contains_key(&change.attr)
+                            {
                                 change.was = None;
                             }
                         }

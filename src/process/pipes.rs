@@ -48,6 +48,8 @@ pub(super) struct Piece<'a> {
     pub continues: bool,
     /// The line ends here (at a newline, or at the end of the output).
     pub ends: bool,
+    /// The output ended here without a newline.
+    pub unterminated: bool,
 }
 
 /// Reads a pipe without blocking and hands out its lines.
@@ -173,6 +175,7 @@ impl LineReader {
             bytes: &self.buf[self.start..self.start + len],
             continues: self.in_line,
             ends,
+            unterminated: newline.is_none() && ends,
         };
         self.start += consumed;
         self.searched = 0;
@@ -318,6 +321,17 @@ mod tests {
             out.push((piece.bytes.to_vec(), piece.continues, piece.ends));
         }
         out
+    }
+
+    #[test]
+    fn a_last_line_without_a_newline_is_marked_unterminated() {
+        let mut r = reader(b"ab\ncd");
+        assert!(!r.next_piece(10).unwrap().unterminated);
+        let last = r.next_piece(10).unwrap();
+        assert_eq!((last.bytes, last.unterminated), (&b"cd"[..], true));
+        let mut r = reader(b"ab\n");
+        assert!(!r.next_piece(10).unwrap().unterminated);
+        assert!(r.next_piece(10).is_none());
     }
 
     #[test]

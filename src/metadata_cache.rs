@@ -216,6 +216,17 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A cache in a temporary directory, and the files of one provider
+    /// there (the directory goes when the first value is dropped).
+    fn one_provider() -> (tempfile::TempDir, MetadataCache, Files) {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = MetadataCache::at(dir.path().to_owned());
+        let file = dir.path().join("p.prov");
+        std::fs::write(&file, "x").unwrap();
+        let files = Files::of(&file).unwrap();
+        (dir, cache, files)
+    }
+
     fn known(describe: &str) -> Known {
         Known::Loaded {
             kind: "t".into(),
@@ -245,11 +256,7 @@ mod tests {
 
     #[test]
     fn a_corrupt_entry_is_a_miss_and_is_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = MetadataCache::at(dir.path().to_owned());
-        let file = dir.path().join("p.prov");
-        std::fs::write(&file, "x").unwrap();
-        let files = Files::of(&file).unwrap();
+        let (_dir, cache, files) = one_provider();
         let path = cache.entry_path(&files, "c").unwrap();
         std::fs::write(&path, "{not json").unwrap();
         assert_eq!(cache.get(&files, "c"), None);
@@ -259,11 +266,7 @@ mod tests {
 
     #[test]
     fn an_entry_that_is_a_link_a_fifo_or_too_large_is_a_miss_and_is_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = MetadataCache::at(dir.path().to_owned());
-        let file = dir.path().join("p.prov");
-        std::fs::write(&file, "x").unwrap();
-        let files = Files::of(&file).unwrap();
+        let (_dir, cache, files) = one_provider();
         let path = cache.entry_path(&files, "c").unwrap();
         let fifo = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
         let plant: [&dyn Fn(); 3] = [
@@ -284,11 +287,7 @@ mod tests {
 
     #[test]
     fn a_skipped_provider_is_remembered_with_its_reason() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = MetadataCache::at(dir.path().to_owned());
-        let file = dir.path().join("p.prov");
-        std::fs::write(&file, "x").unwrap();
-        let files = Files::of(&file).unwrap();
+        let (_dir, cache, files) = one_provider();
         let skipped = Known::Skipped {
             reason: "describe did not finish within 1s".into(),
         };

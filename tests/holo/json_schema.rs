@@ -2,13 +2,12 @@
 //! a scan, an apply with every kind of result, and an apply --noop are
 //! accepted; each broken one way at a time is rejected.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use serde_json::{json, Value as Json};
 
 use crate::mutations::{assert_each_edit_rejected, Edit};
-use crate::processes::ral;
+use crate::processes::{ral, root_with_script};
 
 fn schema() -> jsonschema::Validator {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/holo-output.schema.json");
@@ -20,24 +19,8 @@ fn schema() -> jsonschema::Validator {
 /// applied, not changed, requires --force (modified, and deleted), failed.
 /// Its diff compares target/old and target/new, which differ.
 fn root_with_every_result(work: &Path) {
-    let target = work.join("target");
-    for dir in [
-        "etc",
-        "run",
-        "tmp",
-        "usr/share/holo/t",
-        "usr/share/holo/generators",
-        "usr/lib/holo",
-    ] {
-        std::fs::create_dir_all(target.join(dir)).unwrap();
-    }
-    std::fs::write(target.join("etc/holorc"), "plugin t\n").unwrap();
-    std::fs::write(target.join("usr/share/holo/t/a.conf"), "a\n").unwrap();
-    std::fs::write(target.join("old"), "one\n").unwrap();
-    std::fs::write(target.join("new"), "two\n").unwrap();
-    let script = target.join("usr/lib/holo/holo-t");
-    std::fs::write(
-        &script,
+    root_with_script(
+        work,
         r#"#!/bin/bash
 case "$1" in
 info) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;
@@ -61,9 +44,11 @@ apply|force-apply)
 diff) printf '%s\0%s\0' ./target/old ./target/new >&3 ;;
 esac
 "#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
+    let target = work.join("target");
+    std::fs::write(target.join("usr/share/holo/t/a.conf"), "a\n").unwrap();
+    std::fs::write(target.join("old"), "one\n").unwrap();
+    std::fs::write(target.join("new"), "two\n").unwrap();
 }
 
 /// For each of `count` results, the keys every kind of result has, each

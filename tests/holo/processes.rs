@@ -11,6 +11,16 @@ use crate::pids::{assert_gone, KillOnDrop};
 
 /// A root with one plugin `t` whose script is `body` (bash).
 pub(crate) fn root_with_plugin(work: &Path, body: &str) {
+    root_with_script(
+        work,
+        &format!(
+            "#!/bin/bash\ncase \"$1\" in\ninfo) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;\nscan) echo 'ENTITY: t:one' ;;\n{body}\nesac\n"
+        ),
+    );
+}
+
+/// A root (work/target) whose one plugin `t` is `script`.
+pub(crate) fn root_with_script(work: &Path, script: &str) {
     let target = work.join("target");
     for dir in [
         "etc",
@@ -23,12 +33,9 @@ pub(crate) fn root_with_plugin(work: &Path, body: &str) {
         std::fs::create_dir_all(target.join(dir)).unwrap();
     }
     std::fs::write(target.join("etc/holorc"), "plugin t\n").unwrap();
-    let script = target.join("usr/lib/holo/holo-t");
-    let text = format!(
-        "#!/bin/bash\ncase \"$1\" in\ninfo) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;\nscan) echo 'ENTITY: t:one' ;;\n{body}\nesac\n"
-    );
-    std::fs::write(&script, text).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = target.join("usr/lib/holo/holo-t");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 pub(crate) fn ral(work: &Path, args: &[&str]) -> Command {

@@ -390,9 +390,16 @@ impl Running<'_> {
         loop {
             while let Some(piece) = self.stdout.next_piece(self.call.max_line) {
                 if piece.unterminated && killed_leftovers {
-                    log::debug!(
-                        "{}: dropping the unfinished last line of the processes that were killed",
-                        self.call.label
+                    // Most likely cut mid-line by the kill; it cannot be
+                    // told from a last line the provider left unfinished,
+                    // so the dropping is said aloud.
+                    let start: String = text(piece.bytes).chars().take(40).collect();
+                    log::warn!(
+                        "{}: {}: dropping its unfinished last line '{}...': the processes \
+                         still writing its output were killed",
+                        self.call.label,
+                        self.call.action,
+                        escape(&redact(&start, &self.call.secrets))
                     );
                     continue;
                 }
@@ -537,7 +544,8 @@ impl Running<'_> {
             self.call.action,
             OUTPUT_LINGER.as_secs()
         );
-        self.group.kill_all();
+        self.group
+            .kill_all(&[self.stdout.fd(), self.stderr.reader.fd()]);
     }
 
     /// Ends the provider before its output is complete. What it already

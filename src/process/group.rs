@@ -155,12 +155,14 @@ impl Group {
         orphans::call_ended(self.child.id() as i32, false);
     }
 
-    /// Kills every member of the group at once, and what left it (leftovers
-    /// of an exited leader that still hold its output).
-    pub(super) fn kill_all(&self) {
+    /// Kills every member of the group at once, and what left it holding
+    /// one of `pipes` (our ends of its output): leftovers of an exited
+    /// leader that still hold its output.
+    pub(super) fn kill_all(&self, pipes: &[RawFd]) {
         self.signal(libc::SIGKILL);
         if !self.reaped {
-            orphans::kill_now(self.child.id() as i32);
+            let inodes: Vec<u64> = pipes.iter().filter_map(|&fd| inode_of(fd)).collect();
+            orphans::kill_now(self.child.id() as i32, self.release, &inodes);
         }
     }
 
@@ -241,6 +243,14 @@ impl Limits {
             linger => Due::WaitUntil(linger.map_or(self.deadline, |l| l.min(self.deadline))),
         }
     }
+}
+
+/// The inode of the file `fd` is open on (a pipe's, to find its holders).
+fn inode_of(fd: RawFd) -> Option<u64> {
+    // SAFETY: stat is plain data; fstat writes into it.
+    let mut stat = unsafe { std::mem::zeroed::<libc::stat>() };
+    // SAFETY: fstat on a descriptor we own.
+    (unsafe { libc::fstat(fd, &mut stat) } == 0).then_some(stat.st_ino)
 }
 
 /// A pidfd for `pid`, or a watcher thread's pipe where the kernel has none.

@@ -30,10 +30,12 @@ use super::KILL_GRACE;
 /// Set once this process is a child subreaper.
 static ADOPTING: AtomicBool = AtomicBool::new(false);
 
-/// The running calls and the spans of the released ones.
-static CALLS: Mutex<Calls> = Mutex::new(Calls {
+/// What the sweeps know.
+static STATE: Mutex<State> = Mutex::new(State {
     live: Vec::new(),
     released: Vec::new(),
+    inherited: Vec::new(),
+    given_up: Vec::new(),
 });
 
 /// More processes than this in one sweep are left alone (a fork bomb is
@@ -44,26 +46,71 @@ const ROUNDS: usize = 3;
 /// How long a sweep waits for processes that got SIGKILL to go.
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
-struct Calls {
+struct State {
     /// Leaders of running calls (unreaped), with their start times.
     live: Vec<(i32, u64)>,
     /// Start and end (clock ticks) of calls whose orphans are released.
     released: Vec<(u64, u64)>,
+    /// The children this process had when it became a subreaper: it
+    /// inherited them through exec, no call started them.
+    inherited: Vec<i32>,
+    /// Processes that outlived SIGKILL (stuck in the kernel, or not ours
+    /// to signal), with their start times: not waited for again.
+    given_up: Vec<(i32, u64)>,
+}
+
+impl State {
+    /// Whether the child `pid` may be ended now, when the call of the
+    /// leader `own` (if any) is ending.
+    fn may_end(&self, pid: i32, stat: &Stat, own: Option<i32>) -> bool {
+        if self.live.iter().any(|&(leader, _)| leader == pid)
+            || self.inherited.contains(&pid)
+            || self.given_up.contains(&(pid, stat.start))
+        {
+            return false;
+        }
+        if stat.zombie {
+            return true;
+        }
+        // The earliest start of another running call: an orphan that
+        // started later may be that call's, and is left to its end.
+        let others = self
+            .live
+            .iter()
+            .filter(|&&(leader, _)| Some(leader) != own)
+            .map(|&(_, start)| start)
+            .min();
+        others.is_none_or(|first| stat.start < first)
+            && !self
+                .released
+                .iter()
+                .any(|&(from, to)| from <= stat.start && stat.start <= to)
+    }
 }
 
 /// Makes this process a child subreaper, so that whatever a provider or
 /// plugin starts can be found and ended when its call ends, also after it
-/// left the call's process group. Returns whether the kernel agreed.
+/// left the call's process group. Returns whether it took effect: not
+/// where the kernel has no pidfds (they keep the sweeps from signalling a
+/// reused process ID), nor where it refuses the attribute.
 ///
 /// Meant for binaries: the attribute is process-wide, and from then on
-/// every child of this process that is not a running call's leader counts
-/// as something a call left behind. A program that starts children of its
-/// own by other means must not call it.
+/// every child of this process that is not a running call's leader, and
+/// that it did not have already, counts as something a call left behind.
+/// A program that starts children of its own by other means must not call
+/// it.
 pub fn adopt_orphans() -> bool {
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    if Pinned::open(me).is_none() {
+        return false;
+    }
+    let inherited = children_of(me);
     // SAFETY: prctl with integer arguments; it changes an attribute of this
     // process only.
     let set = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
     if set {
+        lock().inherited = inherited;
         ADOPTING.store(true, Ordering::SeqCst);
     }
     set
@@ -79,14 +126,17 @@ pub(super) fn register(leader: i32) {
     lock().live.push((leader, start));
 }
 
-/// Ends the orphans that may be this call's at once with SIGKILL, while
-/// its leader (exited, not reaped) is still registered: they held its
-/// output past the linger.
-pub(super) fn kill_now(leader: i32) {
+/// Ends at once with SIGKILL the orphans of the call of `leader` (exited,
+/// not reaped, still registered) that hold one of the pipes whose inodes
+/// are `pipes`: they held its output past the linger. Without `release`,
+/// the call's other orphans go too (they would at its end anyway).
+pub(super) fn kill_now(leader: i32, release: bool, pipes: &[u64]) {
     if ADOPTING.load(Ordering::SeqCst) {
         let found = find(Some(leader));
         for process in &found.tree {
-            process.signal(libc::SIGKILL);
+            if !release || holds_a_pipe(process.pid, pipes) {
+                process.signal(libc::SIGKILL);
+            }
         }
         // They are reaped when the call ends.
         reap(&found.zombies);
@@ -102,11 +152,11 @@ pub(super) fn call_ended(leader: i32, release: bool) {
         return;
     }
     {
-        let mut calls = lock();
-        if let Some(at) = calls.live.iter().position(|&(pid, _)| pid == leader) {
-            let (_, start) = calls.live.remove(at);
+        let mut state = lock();
+        if let Some(at) = state.live.iter().position(|&(pid, _)| pid == leader) {
+            let (_, start) = state.live.remove(at);
             if release {
-                calls.released.push((start, now_ticks()));
+                state.released.push((start, now_ticks()));
             }
         }
     }
@@ -120,30 +170,20 @@ pub(super) fn call_ended(leader: i32, release: bool) {
     }
 }
 
-/// Kills every descendant of this process at once (it is about to end by a
-/// signal); nothing is waited for.
+/// Kills at once every descendant a call left (this process is about to
+/// end by a signal, and already holds the spawn gate); released daemons
+/// and inherited children are spared, and nothing is waited for.
 pub(super) fn kill_all_now() {
     if !ADOPTING.load(Ordering::SeqCst) {
         return;
     }
-    // SAFETY: getpid has no preconditions.
-    let me = unsafe { libc::getpid() };
-    let mut pending = children_of(me);
-    let mut seen = 0;
-    while let Some(pid) = pending.pop() {
-        seen += 1;
-        if seen > MOST_PROCESSES {
-            break;
-        }
-        pending.extend(children_of(pid));
-        if let Some(process) = Pinned::open(pid) {
-            process.signal(libc::SIGKILL);
-        }
+    for process in tree(&orphans(None)) {
+        process.signal(libc::SIGKILL);
     }
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Calls> {
-    CALLS.lock().unwrap_or_else(|e| e.into_inner())
+fn lock() -> std::sync::MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What a sweep found: the orphans to end with their descendants, and the
@@ -156,77 +196,73 @@ struct Found {
 /// The orphans that may be ended now (those of the call of `own`, a leader
 /// still registered, or of calls that have ended), with their descendants.
 fn find(own: Option<i32>) -> Found {
+    // Under the spawn gate, a child is either a registered leader or an
+    // orphan: no spawn is between the two. They are pinned there too, so
+    // that another thread reaping one cannot let its ID be reused first.
+    let orphans = super::signals::with_spawn_gate(|| orphans(own));
+    let tree = tree(&orphans);
+    let zombies = orphans
+        .into_iter()
+        .filter(|(_, zombie)| *zombie)
+        .map(|(process, _)| process)
+        .collect();
+    Found { tree, zombies }
+}
+
+/// The children of this process that may be ended now, pinned, each with
+/// whether it has exited already.
+fn orphans(own: Option<i32>) -> Vec<(Pinned, bool)> {
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
-    // Under the spawn gate, a child is either a registered leader or an
-    // orphan: no spawn is between the two.
-    let orphans: Vec<(i32, Stat)> = super::signals::with_spawn_gate(|| {
-        let calls = lock();
-        // The earliest start of another running call: an orphan that
-        // started later may be that call's, and is left to its end.
-        let others = calls
-            .live
-            .iter()
-            .filter(|&&(pid, _)| Some(pid) != own)
-            .map(|&(_, start)| start)
-            .min();
-        children_of(me)
-            .into_iter()
-            .filter(|pid| !calls.live.iter().any(|&(leader, _)| leader == *pid))
-            .filter_map(|pid| stat_of(pid).map(|stat| (pid, stat)))
-            .filter(|(_, stat)| {
-                stat.zombie
-                    || (others.is_none_or(|first| stat.start < first)
-                        && !calls
-                            .released
-                            .iter()
-                            .any(|&(from, to)| from <= stat.start && stat.start <= to))
-            })
-            .collect()
-    });
-    let mut found = Found {
-        tree: Vec::new(),
-        zombies: Vec::new(),
-    };
-    let mut parents = vec![me];
-    let mut pending: Vec<i32> = Vec::new();
-    for (pid, stat) in orphans {
-        // Our own children: their IDs stay theirs until we reap them.
-        let Some(process) = Pinned::open(pid) else {
-            continue;
-        };
-        if stat.zombie {
-            found.zombies.push(process);
-        } else {
-            pending.push(pid);
-            parents.push(pid);
-            found.tree.push(process);
+    let state = lock();
+    children_of(me)
+        .into_iter()
+        .filter_map(|pid| {
+            let stat = stat_of(pid)?;
+            if !state.may_end(pid, &stat, own) {
+                return None;
+            }
+            // Our own children: their IDs stay theirs until reaped.
+            Pinned::open(pid).map(|process| (process, stat.zombie))
+        })
+        .collect()
+}
+
+/// The living orphans with all their descendants, pinned. A descendant is
+/// taken only when its parent is seen alive after the descendant's parent
+/// ID was read: that ID is then still the parent's.
+fn tree(orphans: &[(Pinned, bool)]) -> Vec<Pinned> {
+    let mut tree: Vec<Pinned> = Vec::new();
+    for (process, zombie) in orphans {
+        if !zombie {
+            tree.extend(Pinned::open(process.pid));
         }
     }
-    // Their descendants, each checked after pinning to still have a parent
-    // in the tree (its ID was not reused in between).
-    while let Some(parent) = pending.pop() {
+    let mut pending: Vec<usize> = (0..tree.len()).collect();
+    while let Some(at) = pending.pop() {
+        let parent = tree[at].pid;
         for pid in children_of(parent) {
-            if found.tree.len() >= MOST_PROCESSES {
+            if tree.len() >= MOST_PROCESSES {
                 log::warn!(
                     "more than {MOST_PROCESSES} processes left behind by providers; not ending the rest"
                 );
-                return found;
+                return tree;
             }
             let Some(process) = Pinned::open(pid) else {
                 continue;
             };
-            if stat_of(pid).is_some_and(|stat| parents.contains(&stat.parent)) {
-                parents.push(pid);
-                pending.push(pid);
-                found.tree.push(process);
+            let child_of_parent = stat_of(pid).is_some_and(|stat| stat.parent == parent);
+            if child_of_parent && tree[at].is_alive() {
+                pending.push(tree.len());
+                tree.push(process);
             }
         }
     }
-    found
+    tree
 }
 
-/// SIGTERM, a grace period, SIGKILL for what is left, then reaping.
+/// SIGTERM, a grace period, SIGKILL for what is left, then reaping; what
+/// outlives even SIGKILL is given up on, with a warning.
 fn end(tree: &[Pinned]) {
     for process in tree {
         process.signal(libc::SIGTERM);
@@ -236,7 +272,18 @@ fn end(tree: &[Pinned]) {
     for process in &left {
         process.signal(libc::SIGKILL);
     }
-    still_running(&left, Instant::now() + KILL_WAIT);
+    let stuck = still_running(&left, Instant::now() + KILL_WAIT);
+    if !stuck.is_empty() {
+        let mut state = lock();
+        for process in stuck {
+            let start = stat_of(process.pid).map_or(0, |stat| stat.start);
+            log::warn!(
+                "process {} that a provider left behind outlived SIGKILL; leaving it",
+                process.pid
+            );
+            state.given_up.push((process.pid, start));
+        }
+    }
     reap(tree);
 }
 
@@ -273,13 +320,21 @@ fn still_running<'a>(processes: &[&'a Pinned], until: Instant) -> Vec<&'a Pinned
 }
 
 /// Reaps those of `processes` that are children of this process and have
-/// exited (the others are reaped by their own parents).
+/// exited, through their pidfds (the others are reaped by their parents).
 fn reap(processes: &[Pinned]) {
     for process in processes {
-        let mut status = 0;
-        // SAFETY: waits without blocking for one specific process ID; a
-        // process that is not our child gives ECHILD.
-        unsafe { libc::waitpid(process.pid, &mut status, libc::WNOHANG) };
+        // SAFETY: siginfo_t is plain data; waitid writes into it.
+        let mut info = unsafe { std::mem::zeroed::<libc::siginfo_t>() };
+        // SAFETY: waits without blocking for the process of our pidfd; one
+        // that is not our child gives ECHILD.
+        unsafe {
+            libc::waitid(
+                libc::P_PIDFD,
+                process.fd.as_raw_fd() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG,
+            )
+        };
     }
 }
 
@@ -298,6 +353,17 @@ impl Pinned {
             // SAFETY: the kernel just gave us this descriptor.
             fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
         })
+    }
+
+    /// Whether it has not exited yet.
+    fn is_alive(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polls one valid descriptor without waiting.
+        unsafe { libc::poll(&mut fd, 1, 0) == 0 }
     }
 
     fn signal(&self, signal: libc::c_int) {
@@ -334,6 +400,24 @@ fn stat_of(pid: i32) -> Option<Stat> {
         parent: fields.get(1)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
         zombie: *fields.first()? == "Z",
+    })
+}
+
+/// Whether `pid` has a descriptor open on one of the pipes whose inodes
+/// are `pipes`.
+fn holds_a_pipe(pid: i32, pipes: &[u64]) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            target
+                .to_str()
+                .and_then(|text| text.strip_prefix("pipe:["))
+                .and_then(|rest| rest.strip_suffix(']'))
+                .and_then(|inode| inode.parse::<u64>().ok())
+                .is_some_and(|inode| pipes.contains(&inode))
+        })
     })
 }
 

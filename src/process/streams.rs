@@ -191,7 +191,13 @@ impl Running<'_> {
                 Due::WaitUntil(until) => until,
                 Due::KillLeftovers => {
                     killed_leftovers = true;
-                    self.group.kill_all();
+                    let pipes = [
+                        Some(self.stdout.fd()),
+                        Some(self.stderr.fd()),
+                        self.fd3.as_ref().map(LineReader::fd),
+                    ];
+                    self.group
+                        .kill_all(&pipes.into_iter().flatten().collect::<Vec<_>>());
                     continue;
                 }
                 Due::TimedOut => return Err(self.time_out()),

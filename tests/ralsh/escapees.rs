@@ -169,3 +169,77 @@ fn a_provider_that_starts_daemons_keeps_those_its_update_started() {
     assert_ne!(listed, started);
     assert!(!still_running(listed), "the list's daemon still runs");
 }
+
+#[test]
+fn a_leftover_holding_stdout_is_killed_but_a_released_daemon_is_not() {
+    // An update of a starts_daemons provider starts a detached daemon and
+    // leaves a child holding its stdout: after the linger the child goes,
+    // the daemon stays.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    let detached = start_escapee("</dev/null >/dev/null 2>&1", false);
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\nral_action=update)\n{detached}  \
+         sleep 6544 &\n  echo $! > \"$RALSH_ROOT_DIR/holder\"\n  \
+         echo '# simple'; echo 'name: svc'; echo 'ensure: present'; echo 'ral_was: absent' ;;\n\
+         *) echo '# simple' ;;\nesac\n"
+    );
+    write_provider(
+        data.path(),
+        "daemons",
+        &script,
+        "  features: [starts_daemons]\n",
+    );
+    let run = ralsh(&sandbox, data.path(), &["daemons", "svc", "ensure=present"]);
+    let daemon = escapee(&sandbox);
+    let _cleanup = Cleanup(Some(daemon));
+    run.expect(0)
+        .stderr_has("kept its output open for 2s; killing them");
+    let holder: i32 = sandbox.read("holder").trim().parse().unwrap();
+    let holder_alive = std::fs::read(format!("/proc/{holder}/cmdline"))
+        .is_ok_and(|command| command == b"sleep\x006544\x00");
+    assert!(!holder_alive, "the child holding stdout still runs");
+    assert!(still_running(daemon), "the released daemon was killed");
+}
+
+#[test]
+fn a_child_ralsh_inherits_through_exec_is_left_alone() {
+    // sh starts a background sleep, then becomes ralsh: the sleep is
+    // ralsh's child, but no provider started it.
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "10.0.0.1 db\n");
+    let pid_file = sandbox.root().join("inherited");
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg("sleep 6543 </dev/null >/dev/null 2>&1 & echo $! > \"$0\"; exec \"$1\" --root \"$2\" host")
+        .arg(&pid_file)
+        .arg(crate::support::ralsh_bin())
+        .arg(sandbox.root())
+        .env("XDG_CACHE_HOME", sandbox.root().join("cache"));
+    let run = crate::support::run(&mut command);
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _cleanup = Cleanup(Some(pid));
+    run.expect(0).stdout_has("'db'");
+    assert!(still_running(pid), "ralsh ended a child it inherited");
+}
+
+#[test]
+fn an_unfinished_last_line_after_leftovers_were_killed_is_dropped_aloud() {
+    // The last line has no newline and a child still holds stdout: after
+    // the linger the child is killed, and the unfinished line (which a
+    // killed writer may have cut) is dropped with a warning, not silently.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    let script = "#!/bin/sh\nprintf '# simple\\nname: a\\nname: b'\n(exec sleep 6544) &\n";
+    write_provider(data.path(), "unfinished", script, "");
+    let run = ralsh(&sandbox, data.path(), &["unfinished"]);
+    run.expect(0)
+        .stdout_has("'a'")
+        .stderr_has("unfinished::unfinished: list: dropping its unfinished last line 'name: b...'");
+    assert!(!run.stdout.contains("'b'"), "{}", run.stdout);
+}

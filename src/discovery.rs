@@ -70,6 +70,8 @@ pub fn data_dirs(
 #[derive(Debug, Default)]
 pub struct Registry {
     providers: Vec<Provider>,
+    /// How many providers were skipped as broken.
+    broken: usize,
 }
 
 /// How many describes run at once when the cache cannot answer.
@@ -88,7 +90,7 @@ pub fn discover(
     let mut found: Vec<Found> = dirs
         .iter()
         .flat_map(|dir| dir.provider_files(only_type))
-        .map(|source| Found::new(source, cache, &context))
+        .map(|source| Found::new(source, cache, &context, host.timeout().as_millis() as u64))
         .filter(
             |found| match (found.known.as_ref().and_then(Known::kind), only_type) {
                 (Some(kind), Some(wanted)) => kind == wanted,
@@ -114,15 +116,21 @@ pub fn discover(
             Ok((meta, _)) => registry.add(provider_from(meta, &source, host)),
             // Warned about once per version of its files: the cache
             // remembers the verdict.
-            Err(Skip::Remembered(reason)) => log::info!(
-                "skipping provider {} (unchanged since it was found broken): {reason}",
-                source.display()
-            ),
-            Err(Skip::Now(e)) => log::warn!(
-                "skipping provider {}: {}",
-                source.display(),
-                reason(&e, &source)
-            ),
+            Err(Skip::Remembered(reason)) => {
+                log::info!(
+                    "skipping provider {} (unchanged since it was found broken): {reason}",
+                    source.display()
+                );
+                registry.broken += 1;
+            }
+            Err(Skip::Now(e)) => {
+                log::warn!(
+                    "skipping provider {}: {}",
+                    source.display(),
+                    reason(&e, &source)
+                );
+                registry.broken += 1;
+            }
         }
     }
     registry
@@ -158,9 +166,15 @@ struct Found {
 }
 
 impl Found {
-    fn new(source: PathBuf, cache: &MetadataCache, context: &str) -> Found {
+    fn new(source: PathBuf, cache: &MetadataCache, context: &str, timeout_ms: u64) -> Found {
         let files = Files::of(&source);
-        let known = files.as_ref().and_then(|files| cache.get(files, context));
+        // A describe that timed out is tried again with a longer limit.
+        let known = files
+            .as_ref()
+            .and_then(|files| cache.get(files, context))
+            .filter(|known| {
+                !matches!(known, Known::Skipped { timed_out_after_ms: Some(limit), .. } if timeout_ms > *limit)
+            });
         Found {
             source,
             files,
@@ -174,7 +188,7 @@ impl Found {
     /// are kept too.
     fn read_cheaply(&mut self) {
         let source = &self.source;
-        if let Some(Known::Skipped { reason }) = &self.known {
+        if let Some(Known::Skipped { reason, .. }) = &self.known {
             self.meta = Some(Err(Skip::Remembered(reason.clone())));
             return;
         }
@@ -215,6 +229,10 @@ impl Found {
             },
             Err(Skip::Now(e)) if lasts(e) => Known::Skipped {
                 reason: reason(e, &self.source),
+                timed_out_after_ms: match e {
+                    Error::Timeout { limit, .. } => Some(limit.as_millis() as u64),
+                    _ => None,
+                },
             },
             Err(_) => return,
         };
@@ -300,8 +318,15 @@ fn read_yaml(yaml: &Path) -> Result<String> {
         file: yaml.to_owned(),
         message,
     };
-    let bytes = bounded_read::read_file(yaml, MAX_METADATA, Links::Follow)
-        .map_err(|e| invalid(format!("cannot read it: {e}")))?;
+    // A file of the wrong kind or size stays so until it changes; a failed
+    // read (EIO, EMFILE) may pass, and is not remembered.
+    let bytes = bounded_read::read_file(yaml, MAX_METADATA, Links::Follow).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Other {
+            invalid(format!("cannot read it: {e}"))
+        } else {
+            Error::io(format!("reading {}", yaml.display()), e)
+        }
+    })?;
     String::from_utf8(bytes).map_err(|e| invalid(format!("it is not UTF-8 text: {e}")))
 }
 
@@ -414,6 +439,7 @@ impl Registry {
             }),
             ([], None) => Err(Error::UnknownProvider {
                 query: query.to_owned(),
+                broken: self.broken,
             }),
             (many, _) => Err(Error::AmbiguousType {
                 query: query.to_owned(),

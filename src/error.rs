@@ -70,8 +70,11 @@ pub enum Error {
     Unsupported { provider: String, action: String },
 
     /// No provider matches a name given by the user.
-    #[error("unknown provider or type '{query}'; run `ralsh` without arguments to list providers")]
-    UnknownProvider { query: String },
+    #[error(
+        "unknown provider or type '{query}'; run `ralsh` without arguments to list providers{}",
+        broken_note(*.broken)
+    )]
+    UnknownProvider { query: String, broken: usize },
 
     /// A type has several suitable providers, so a bare type is ambiguous.
     #[error("type '{query}' has several providers: {}; name one of them", candidates.join(", "))]
@@ -90,6 +93,14 @@ pub enum Error {
         context: String,
         source: std::io::Error,
     },
+}
+
+fn broken_note(broken: usize) -> String {
+    match broken {
+        0 => String::new(),
+        1 => " (1 provider was skipped as broken; -l info says why)".to_owned(),
+        n => format!(" ({n} providers were skipped as broken; -l info says why)"),
+    }
 }
 
 fn stderr_tail(lines: &[String], logged: bool) -> String {

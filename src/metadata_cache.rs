@@ -30,6 +30,9 @@ const MAX_ENTRY: usize = 2 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct MetadataCache {
     dir: Option<PathBuf>,
+    /// Entries are read but never written (shell completion, whose short
+    /// time limits must not decide what later commands see).
+    read_only: bool,
 }
 
 /// What identifies one version of a provider file.
@@ -91,8 +94,14 @@ pub enum Known {
     },
     /// It was skipped, for this reason: until its files change, it is
     /// skipped again without being described (a describe that hangs or
-    /// prints metadata that cannot be used costs one stat next time).
-    Skipped { reason: String },
+    /// prints metadata that cannot be used costs one stat next time). A
+    /// describe that timed out says after how many milliseconds: a run that
+    /// allows more describes it again.
+    Skipped {
+        reason: String,
+        #[serde(default)]
+        timed_out_after_ms: Option<u64>,
+    },
 }
 
 impl Known {
@@ -118,7 +127,18 @@ struct Entry {
 impl MetadataCache {
     /// A cache that keeps nothing (`--no-cache`).
     pub fn disabled() -> MetadataCache {
-        MetadataCache { dir: None }
+        MetadataCache {
+            dir: None,
+            read_only: false,
+        }
+    }
+
+    /// This cache, read but never written.
+    pub fn read_only(self) -> MetadataCache {
+        MetadataCache {
+            read_only: true,
+            ..self
+        }
     }
 
     /// The user's cache, or a disabled one (with a note in the log) when
@@ -126,7 +146,10 @@ impl MetadataCache {
     pub fn open() -> MetadataCache {
         let dir = crate::bundled::cache_dir().join("metadata");
         match crate::bundled::private_dir(&dir) {
-            Ok(()) => MetadataCache { dir: Some(dir) },
+            Ok(()) => MetadataCache {
+                dir: Some(dir),
+                read_only: false,
+            },
             Err(e) => {
                 log::info!("not caching provider metadata: {e}");
                 MetadataCache::disabled()
@@ -136,7 +159,10 @@ impl MetadataCache {
 
     /// A cache in `dir` (for tests and tools).
     pub fn at(dir: PathBuf) -> MetadataCache {
-        MetadataCache { dir: Some(dir) }
+        MetadataCache {
+            dir: Some(dir),
+            read_only: false,
+        }
     }
 
     fn entry_path(&self, files: &Files, context: &str) -> Option<PathBuf> {
@@ -180,6 +206,9 @@ impl MetadataCache {
     /// Stores what is known about this version of the files. Failures
     /// only cost the next run some work, so they are logged, not raised.
     pub fn put(&self, files: &Files, context: &str, known: &Known) {
+        if self.read_only {
+            return;
+        }
         let Some(path) = self.entry_path(files, context) else {
             return;
         };
@@ -290,6 +319,7 @@ mod tests {
         let (_dir, cache, files) = one_provider();
         let skipped = Known::Skipped {
             reason: "describe did not finish within 1s".into(),
+            timed_out_after_ms: Some(1000),
         };
         cache.put(&files, "c", &skipped);
         assert_eq!(cache.get(&files, "c"), Some(skipped));

@@ -93,6 +93,11 @@ impl Host {
         &self.env
     }
 
+    /// The time limit of one call.
+    pub fn timeout(&self) -> Duration {
+        self.config.timeout
+    }
+
     /// How many error-level stderr lines providers wrote so far.
     pub fn provider_error_lines(&self) -> usize {
         self.error_lines.load(Ordering::SeqCst)

@@ -231,6 +231,41 @@ fn a_describe_that_hangs_is_not_run_again_until_the_file_changes() {
 }
 
 #[test]
+fn a_describe_that_timed_out_is_tried_again_with_a_longer_limit() {
+    let sandbox = Sandbox::new();
+    let data = broken_provider("exec sleep 60");
+    let first = run(&mut ralsh(
+        &sandbox,
+        data.path(),
+        &["--timeout", "0.5", "broken"],
+    ));
+    first
+        .expect(2)
+        .stderr_has("describe did not finish within 0.5s");
+    // Remembered for the same limit: not described again, and the error
+    // says a provider was skipped.
+    let again = run(&mut ralsh(
+        &sandbox,
+        data.path(),
+        &["--timeout", "0.5", "broken"],
+    ));
+    again
+        .expect(2)
+        .stderr_has("unknown provider or type 'broken'")
+        .stderr_has("(1 provider was skipped as broken; -l info says why)");
+    assert_eq!(describes(&sandbox), 1);
+    // A longer limit gives it another chance.
+    run(&mut ralsh(
+        &sandbox,
+        data.path(),
+        &["--timeout", "1", "broken"],
+    ))
+    .expect(2)
+    .stderr_has("describe did not finish within 1s");
+    assert_eq!(describes(&sandbox), 2);
+}
+
+#[test]
 fn metadata_too_deep_to_parse_quickly_is_refused_once_and_remembered() {
     // 200,000 levels of nesting (20 lines of 10,000) took the YAML parser
     // 83 s before metadata was bounded; the bound refuses it before parsing.

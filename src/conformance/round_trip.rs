@@ -13,7 +13,7 @@ use crate::metadata::Kind;
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::types::{AttrType, Value};
-use crate::update::{self, Request};
+use crate::update::{self, Plan, Request};
 
 /// The name of the resource the round trip creates (its last path
 /// component, for providers whose names are paths).
@@ -221,9 +221,24 @@ impl Checker<'_> {
                     );
                 }
             }
-            let attrs = vec![("ensure".to_owned(), Value::String("absent".to_owned()))];
-            // Refused or done, the template must be untouched.
-            let _ = self.try_apply(provider, &name, attrs);
+            // Straight to the provider: ralsh would not call it for a name
+            // find does not know. Refused or done, the template must stay.
+            let mut state = Resource::bare(&name);
+            state.attrs.extend(
+                template
+                    .attrs
+                    .get("ensure")
+                    .map(|e| ("ensure".to_owned(), e.clone())),
+            );
+            let plan = Plan {
+                name: name.clone(),
+                found: true,
+                state,
+                should: vec![("ensure".to_owned(), Value::String("absent".to_owned()))],
+            };
+            let _ = self.step("round trip", |host| {
+                host.update_batch(provider, &[&plan], false)
+            });
             if self.found(provider, &template.name).as_ref() != Some(template) {
                 self.find(
                     "round trip",

@@ -86,3 +86,26 @@ fn a_metadata_file_or_a_missing_file_is_a_usage_error() {
         .expect(2)
         .stderr_has("/nonexistent/x.prov: no such file");
 }
+
+#[test]
+fn the_round_trip_never_runs_on_a_root_given_with_root() {
+    // --root may be the live system: nothing is created or deleted there.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("etc")).unwrap();
+    std::fs::copy(
+        kv().join("seed/etc/kv.conf"),
+        root.path().join("etc/kv.conf"),
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(root.path().join("etc/kv.conf")).unwrap();
+    run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .args(["check", "--slow", "60", "--root"])
+        .arg(root.path())
+        .arg(kv().join("providers/kv_regex.prov")))
+    .expect(0)
+    .stdout_has("round trip: not run: it runs only on a temporary copy, not on --root");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("etc/kv.conf")).unwrap(),
+        before
+    );
+}

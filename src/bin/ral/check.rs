@@ -25,8 +25,9 @@ pub struct CheckArgs {
     seed: Option<PathBuf>,
 
     /// Work on this root directly instead of a temporary copy. Updates run
-    /// for real there (to the resources' current values); `--root /` checks
-    /// the live system.
+    /// for real there (to the resources' current values; the round trip,
+    /// which creates and deletes resources, does not run); `--root /`
+    /// checks the live system.
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
 
@@ -96,6 +97,7 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             provider,
             &CheckOptions {
                 root: root.clone(),
+                scratch: args.root.is_none(),
                 timeout,
                 slow,
                 provider_lib: provider_lib.clone(),

@@ -95,3 +95,44 @@ fn options_complete_too() {
     let sandbox = Sandbox::new();
     assert_eq!(complete(&sandbox, &["ralsh", "--ro"]), ["--root"]);
 }
+
+#[test]
+fn names_are_quoted_for_the_shell() {
+    // A name a shell would split or run is offered quoted.
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/kv.conf", "x;rm = 1\nplain = 2\n");
+    let data = fixtures_dir().join("check/kv");
+    let root = sandbox.root().to_str().unwrap();
+    let offered = complete(
+        &sandbox,
+        &[
+            "ralsh",
+            "-I",
+            data.to_str().unwrap(),
+            "--root",
+            root,
+            "kv",
+            "x",
+        ],
+    );
+    assert_eq!(offered, ["'x;rm'"]);
+}
+
+#[test]
+fn completion_reads_the_metadata_cache_but_never_writes_it() {
+    // Its short time limits must not decide what later commands see.
+    let sandbox = Sandbox::new();
+    let data = fixtures_dir().join("libral");
+    complete(
+        &sandbox,
+        &["ralsh", "-I", data.to_str().unwrap(), "service::"],
+    );
+    let entries = sandbox.root().join("cache/ral/metadata");
+    let written = std::fs::read_dir(&entries).map_or(0, |dir| dir.count());
+    assert_eq!(
+        written,
+        0,
+        "completion wrote cache entries in {}",
+        entries.display()
+    );
+}

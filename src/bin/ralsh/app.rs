@@ -37,6 +37,10 @@ struct Output {
 }
 
 pub fn run() -> ExitCode {
+    ral::process::forward_interrupts();
+    // What a provider starts is ended with its call, also when it leaves
+    // the provider's process group (completion runs providers too).
+    ral::process::adopt_orphans();
     // A shell asking for completions gets them and nothing else.
     complete::answer_if_asked();
     let args = match Args::try_parse() {
@@ -56,10 +60,6 @@ pub fn run() -> ExitCode {
         };
     }
     logging::init(args.log_level.as_deref(), args.quiet);
-    ral::process::forward_interrupts();
-    // What a provider starts is ended with its call, also when it leaves
-    // the provider's process group.
-    ral::process::adopt_orphans();
     let output = Output {
         json: args.json,
         quiet: args.quiet,
@@ -147,9 +147,23 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     Ok(status)
 }
 
+/// The metadata cache the arguments ask for.
+pub fn cache_for(args: &Args) -> MetadataCache {
+    if args.no_cache {
+        MetadataCache::disabled()
+    } else {
+        MetadataCache::open()
+    }
+}
+
+/// [`load_with`] the cache the arguments ask for.
+pub fn load(args: &Args) -> anyhow::Result<(Host, Registry)> {
+    load_with(args, &cache_for(args))
+}
+
 /// The host and the providers the arguments ask for: the root, the data
 /// directories, and (for `ralsh TYPE ...`) that type's providers only.
-pub fn load(args: &Args) -> anyhow::Result<(Host, Registry)> {
+pub fn load_with(args: &Args, cache: &MetadataCache) -> anyhow::Result<(Host, Registry)> {
     let root = args
         .root
         .canonicalize()
@@ -185,12 +199,7 @@ pub fn load(args: &Args) -> anyhow::Result<(Host, Registry)> {
             .ok(),
     };
     let dirs = discovery::data_dirs(&args.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
-    let cache = if args.no_cache {
-        MetadataCache::disabled()
-    } else {
-        MetadataCache::open()
-    };
-    let registry = discovery::discover(&host, &dirs, &cache, only_type);
+    let registry = discovery::discover(&host, &dirs, cache, only_type);
     Ok((host, registry))
 }
 

@@ -18,7 +18,8 @@ use crate::args::{self, Args};
 
 /// The variable that turns a run into a completion request.
 const VAR: &str = "RALSH_COMPLETE";
-/// The longest a listing for completion may take: a shell waits for it.
+/// The longest a describe or listing for completion may take: a shell
+/// waits for it.
 const LIST_LIMIT: Duration = Duration::from_secs(5);
 
 /// Answers a completion request and exits, when this run is one.
@@ -48,7 +49,8 @@ pub fn types(current: &OsStr) -> Vec<CompletionCandidate> {
         return Vec::new();
     };
     args.provider = None;
-    let Ok((_, registry)) = app::load(&args) else {
+    args.timeout = args.timeout.min(LIST_LIMIT);
+    let Ok((_, registry)) = load(&args) else {
         return Vec::new();
     };
     let mut words: Vec<String> = registry
@@ -70,7 +72,7 @@ pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
         return Vec::new();
     };
     args.timeout = args.timeout.min(LIST_LIMIT);
-    let Ok((host, registry)) = app::load(&args) else {
+    let Ok((host, registry)) = load(&args) else {
         return Vec::new();
     };
     let Ok(provider) = registry.resolve(&query) else {
@@ -85,12 +87,22 @@ pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
     matching(words, current)
 }
 
+/// The providers for a completion: a cache that is read but not written,
+/// since a completion's short time limit must not decide for later runs.
+fn load(args: &Args) -> anyhow::Result<(ral::Host, ral::discovery::Registry)> {
+    app::load_with(args, &app::cache_for(args).read_only())
+}
+
+/// The words that start with what was typed, quoted for the shell where
+/// they hold anything but plain characters (a resource named `x;rm` must
+/// not become two commands on the line); words with control characters
+/// are left out.
 fn matching(words: Vec<String>, current: &OsStr) -> Vec<CompletionCandidate> {
     let prefix = current.to_string_lossy();
     words
         .into_iter()
-        .filter(|word| word.starts_with(prefix.as_ref()))
-        .map(CompletionCandidate::new)
+        .filter(|word| word.starts_with(prefix.as_ref()) && !word.chars().any(char::is_control))
+        .map(|word| CompletionCandidate::new(shell_words::quote(&word).into_owned()))
         .collect()
 }
 

@@ -300,7 +300,9 @@ pub fn apply_many(
                             }
                         }
                     }
-                    check_answer(host, provider, plan, &changes)?;
+                    // Names are unique among the requests (checked above).
+                    let asked = requests.iter().find(|r| r.name == plan.name);
+                    check_answer(host, provider, plan, asked, &changes)?;
                     Ok(changes)
                 })
             })
@@ -327,17 +329,25 @@ pub fn apply_many(
 
 /// Checks that an update's answer accounts for the request honestly:
 /// every attribute the request set is reported changed (write-only
-/// parameters aside), and no reported change has equal old and new values.
+/// parameters and the defaults ral added aside), and no reported change has equal old and new values.
 /// A lapse is a warning naming provider, resource and attribute (an error
 /// under `--strict`): the change may not have been made.
-fn check_answer(host: &Host, provider: &Provider, plan: &Plan, changes: &[Change]) -> Result<()> {
+fn check_answer(
+    host: &Host,
+    provider: &Provider,
+    plan: &Plan,
+    asked: Option<&Request>,
+    changes: &[Change],
+) -> Result<()> {
     let action = provider.meta.update_action();
     let name = escape(&plan.name);
     for (key, value) in &plan.should {
         let Some(attribute) = provider.attribute(key) else {
             continue;
         };
-        if attribute.kind == Kind::Write || changes.iter().any(|c| &c.attr == key) {
+        // Defaults ral added for a creation were not asked for.
+        let requested = asked.is_none_or(|request| request.attrs.iter().any(|(k, _)| k == key));
+        if !requested || attribute.kind == Kind::Write || changes.iter().any(|c| &c.attr == key) {
             continue;
         }
         host.report_output_problem(

@@ -79,3 +79,38 @@ fn a_created_resource_has_no_old_values() {
         .expect(0)
         .stdout_has("color: (none) -> 'red'");
 }
+
+#[test]
+fn defaults_ral_adds_to_a_creation_are_not_missed_in_the_answer() {
+    // The request never set 'color'; ral added its default. An answer that
+    // does not mention it leaves out nothing that was asked for.
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    let providers = data.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    let script = providers.join("defaulted.prov");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncase \"$1\" in\nral_action=find) printf '# simple\\nname: x\\nral_unknown: true\\n' ;;\n\
+         ral_action=update) printf '# simple\\nname: x\\nensure: present\\nral_was: absent\\n' ;;\n\
+         *) echo '# simple' ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        providers.join("defaulted.yaml"),
+        "provider:\n  type: defaulted\n  invoke: simple\n  actions: [list, find, update]\n  suitable: true\n  attributes:\n    name: {}\n    ensure: {type: 'enum[present, absent]'}\n    color: {default: red}\n",
+    )
+    .unwrap();
+    let run = sandbox.ralsh(&[
+        "--strict",
+        "-I",
+        data.path().to_str().unwrap(),
+        "defaulted",
+        "x",
+        "ensure=present",
+    ]);
+    run.expect(0);
+    assert!(!run.stderr.contains("leaves out"), "{}", run.stderr);
+}

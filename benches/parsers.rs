@@ -8,7 +8,6 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ral::invoke::simple::ListParser;
 use ral::metadata::Metadata;
-use ral::process::ProviderEnv;
 use ral::provider::Provider;
 use ral::render::{human, json};
 use ral::resource::Resource;
@@ -32,17 +31,13 @@ fn simple_output() -> String {
 fn provider() -> Provider {
     let yaml = "---\nprovider:\n  type: many\n  invoke: simple\n  actions: [list]\n  suitable: true\n  desc: bench\n  attributes:\n    name: {}\n    ip: {}\n    host_aliases: {type: \"array[string]\"}\n    enabled: {type: boolean}\n";
     let meta = Metadata::parse(yaml, Path::new("many.yaml")).unwrap();
-    Provider::new(
-        meta,
-        "many.prov".into(),
-        &ProviderEnv::scrubbed(Path::new("/")),
-    )
+    Provider::new(meta, "many.prov".into(), None)
 }
 
 fn resources() -> Vec<Resource> {
     (0..RESOURCES)
         .map(|i| {
-            let mut attrs = ral::fnv::AttrMap::default();
+            let mut attrs = ral::types::AttrMap::default();
             attrs.insert(
                 "ip".to_owned(),
                 Value::String(format!("10.0.{}.{}", i % 256, i % 250)),

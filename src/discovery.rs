@@ -11,16 +11,34 @@
 //! two data directories hold a provider with the same qualified name, the
 //! earlier directory wins.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::bounded_read::{self, Links};
 use crate::bundled;
 use crate::error::{Error, Result};
-use crate::host::Host;
 use crate::metadata::{Metadata, MAX_METADATA};
 use crate::metadata_cache::{Files, Known, MetadataCache};
 use crate::provider::{is_executable, Provider};
+
+/// What discovery needs from whoever runs providers (the host): a way to
+/// run a describe, and what the outcome of one depends on.
+pub trait Describer: Sync {
+    /// Runs `program ral_action=describe` for the provider `label` (its
+    /// file stem) and returns what it printed.
+    fn describe(&self, label: &str, program: &Path) -> Result<String>;
+
+    /// The PATH providers get, which suitability checks search.
+    fn path(&self) -> Option<&OsStr>;
+
+    /// What a describe may depend on besides the file (the environment
+    /// providers get): part of the metadata cache's key.
+    fn context(&self) -> String;
+
+    /// The time limit of a describe.
+    fn timeout(&self) -> Duration;
+}
 
 /// A directory holding `providers/*.prov`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,12 +99,12 @@ const CONCURRENT_DESCRIBES: usize = 8;
 /// and those whose type is not known yet. Providers with neither a `.yaml`
 /// nor a current cache entry are described, several at a time.
 pub fn discover(
-    host: &Host,
+    host: &dyn Describer,
     dirs: &[DataDir],
     cache: &MetadataCache,
     only_type: Option<&str>,
 ) -> Registry {
-    let context = cache_context(host);
+    let context = host.context();
     let mut found: Vec<Found> = dirs
         .iter()
         .flat_map(|dir| dir.provider_files(only_type))
@@ -242,25 +260,9 @@ impl Found {
     }
 }
 
-/// What a describe may depend on besides the file: the environment given
-/// to providers.
-fn cache_context(host: &Host) -> String {
-    let var = |key| {
-        host.env()
-            .get(key)
-            .map(|v| v.to_string_lossy().into_owned())
-    };
-    format!(
-        "PATH={}\0HOME={}\0RALSH_ROOT_DIR={}",
-        var("PATH").unwrap_or_default(),
-        var("HOME").unwrap_or_default(),
-        var("RALSH_ROOT_DIR").unwrap_or_default()
-    )
-}
-
 /// Runs the describes of `pending` (indices into `found`), a few at a
 /// time; results in the order of `pending`.
-fn describe_all(host: &Host, found: &[Found], pending: &[usize]) -> Vec<Loaded> {
+fn describe_all(host: &dyn Describer, found: &[Found], pending: &[usize]) -> Vec<Loaded> {
     let describe = |index: usize| -> Loaded {
         let source = &found[index].source;
         let text = host.describe(&label_of(source), source)?;
@@ -366,7 +368,7 @@ fn provider_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Loads one provider, without the cache: metadata from the `.yaml` beside
 /// it or from describe.
-pub fn load(host: &Host, source: &Path) -> Result<Provider> {
+pub fn load(host: &dyn Describer, source: &Path) -> Result<Provider> {
     if !is_executable(source) {
         return Err(not_executable(source));
     }
@@ -379,8 +381,8 @@ pub fn load(host: &Host, source: &Path) -> Result<Provider> {
     Ok(provider_from(meta, source, host))
 }
 
-fn provider_from(meta: Metadata, source: &Path, host: &Host) -> Provider {
-    let provider = Provider::new(meta, source.to_owned(), host.env());
+fn provider_from(meta: Metadata, source: &Path, host: &dyn Describer) -> Provider {
+    let provider = Provider::new(meta, source.to_owned(), host.path());
     if let Some(reason) = &provider.unsuitable {
         log::info!(
             "{} is not suitable here: {reason}",

@@ -40,9 +40,6 @@ impl Hasher for FnvHasher {
 /// Builds [`FnvHasher`]s.
 pub type BuildFnv = BuildHasherDefault<FnvHasher>;
 
-/// A map keyed by attribute names, in insertion order.
-pub type AttrMap<V> = indexmap::IndexMap<String, V, BuildFnv>;
-
 #[cfg(test)]
 mod tests {
     #[test]

@@ -12,11 +12,14 @@
 //!    directories into a [`discovery::Registry`];
 //! 2. [`discovery::Registry::resolve`] picks a provider for `type` or
 //!    `type::name`;
-//! 3. [`Host::list`], [`Host::find`] and [`update::apply`] talk to it.
+//! 3. [`Host::list`], [`Host::find`], [`Host::get_many`] and
+//!    [`update::apply_many`] (which plans and then calls
+//!    [`Host::set_many`]) talk to it, through the calling convention of
+//!    [`invoke`] the provider declares.
 
 pub mod bounded_read;
 pub mod bundled;
-pub mod check;
+pub mod cache_dir;
 pub mod conformance;
 pub mod discovery;
 pub mod error;
@@ -27,10 +30,13 @@ pub mod invoke;
 pub mod log_line;
 pub mod metadata;
 pub mod metadata_cache;
+pub mod output_check;
 pub mod process;
 pub mod provider;
+pub mod quoting;
 pub mod render;
 pub mod resource;
+pub mod secrets;
 pub mod text;
 pub mod types;
 pub mod update;

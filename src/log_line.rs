@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use crate::metadata::REDACTED;
+use crate::secrets::REDACTED;
 
 /// The word that starts a structured line, after the level prefix.
 const MARKER: &str = "ral_log ";

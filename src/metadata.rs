@@ -8,7 +8,8 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::fnv::AttrMap;
+use crate::secrets::REDACTED;
+use crate::types::AttrMap;
 use crate::types::{AttrType, Value};
 
 /// The calling convention a provider speaks.
@@ -125,9 +126,6 @@ pub struct Attribute {
     /// Passed to the provider, but shown as `[redacted]` everywhere.
     pub sensitive: bool,
 }
-
-/// What is shown in place of a sensitive value.
-pub const REDACTED: &str = "[redacted]";
 
 impl Attribute {
     /// The value as messages show it: quoted, or redacted when sensitive.

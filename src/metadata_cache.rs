@@ -144,8 +144,8 @@ impl MetadataCache {
     /// The user's cache, or a disabled one (with a note in the log) when
     /// its directory cannot be made private.
     pub fn open() -> MetadataCache {
-        let dir = crate::bundled::cache_dir().join("metadata");
-        match crate::bundled::private_dir(&dir) {
+        let dir = crate::cache_dir::cache_dir().join("metadata");
+        match crate::cache_dir::private_dir(&dir) {
             Ok(()) => MetadataCache {
                 dir: Some(dir),
                 read_only: false,

@@ -30,7 +30,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::metadata::REDACTED;
+use crate::secrets::REDACTED;
 use crate::text::escape;
 use group::{Due, Group, Limits};
 use pipes::{text, Feeder, LineReader, PollSet};

@@ -1,10 +1,10 @@
 //! A discovered provider: its checked metadata, where it lives, and whether
 //! it can run here.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::metadata::{Attribute, Metadata, Suitable};
-use crate::process::ProviderEnv;
 
 /// A provider ready to be called.
 #[derive(Debug, Clone)]
@@ -17,9 +17,9 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// Checks suitability against the provider environment's PATH.
-    pub fn new(meta: Metadata, source: PathBuf, env: &ProviderEnv) -> Provider {
-        let unsuitable = unsuitable_reason(&meta.suitable, env);
+    /// Checks suitability against `path`, the PATH providers get.
+    pub fn new(meta: Metadata, source: PathBuf, path: Option<&OsStr>) -> Provider {
+        let unsuitable = unsuitable_reason(&meta.suitable, path);
         Provider {
             meta,
             source,
@@ -45,12 +45,12 @@ impl Provider {
     }
 }
 
-fn unsuitable_reason(suitable: &Suitable, env: &ProviderEnv) -> Option<String> {
+fn unsuitable_reason(suitable: &Suitable, path: Option<&OsStr>) -> Option<String> {
     match suitable {
         Suitable::Fixed(true) => None,
         Suitable::Fixed(false) => Some("its metadata says suitable: false".to_owned()),
         Suitable::Commands(checks) => checks.iter().find_map(|check| {
-            let found = on_path(&check.command, env);
+            let found = on_path(&check.command, path);
             match (check.wanted, found) {
                 (true, false) => Some(format!("command '{}' is not on PATH", check.command)),
                 (false, true) => Some(format!("command '{}' is on PATH", check.command)),
@@ -61,12 +61,11 @@ fn unsuitable_reason(suitable: &Suitable, env: &ProviderEnv) -> Option<String> {
 }
 
 /// True when `command` names an executable file, directly or on PATH.
-fn on_path(command: &str, env: &ProviderEnv) -> bool {
+fn on_path(command: &str, path: Option<&OsStr>) -> bool {
     if command.contains('/') {
         return is_executable(Path::new(command));
     }
-    let path = env.get("PATH").unwrap_or_default();
-    std::env::split_paths(path).any(|dir| is_executable(&dir.join(command)))
+    std::env::split_paths(path.unwrap_or_default()).any(|dir| is_executable(&dir.join(command)))
 }
 
 /// True for a regular file with an execute bit.

@@ -1,6 +1,6 @@
 //! The data model every renderer works from: resources and changes.
 
-use crate::fnv::AttrMap;
+use crate::types::AttrMap;
 use crate::types::Value;
 
 /// One resource: its name and its typed attribute values, in the order the

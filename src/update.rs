@@ -8,9 +8,11 @@
 
 use crate::error::{Error, Result};
 use crate::host::{check_name, Host};
-use crate::metadata::{Kind, REDACTED};
+use crate::invoke::Update;
+use crate::metadata::Kind;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
+use crate::secrets::REDACTED;
 use crate::text::escape;
 use crate::types::Value;
 
@@ -215,6 +217,15 @@ impl Plan {
 }
 
 impl Plan {
+    /// The update a convention sends for this plan.
+    pub fn as_update(&self) -> Update<'_> {
+        Update {
+            name: &self.name,
+            state: self.found.then_some(&self.state),
+            should: &self.should,
+        }
+    }
+
     /// Whether the plan creates the resource: it was not there (not found,
     /// or found absent), and it is not asked to be absent.
     pub fn creates(&self, provider: &Provider) -> bool {
@@ -277,7 +288,8 @@ pub fn apply_many(
             .map(|plan| Ok(derived(&plan.state, &plan.should, &[])))
             .collect()
     } else {
-        host.update_batch(provider, &pending, noop)?
+        let updates: Vec<Update> = pending.iter().map(|plan| plan.as_update()).collect();
+        host.set_many(provider, &updates, noop)?
             .into_iter()
             .zip(&pending)
             .map(|(answer, plan)| {
@@ -414,4 +426,104 @@ fn derived(state: &Resource, differing: &[(String, Value)], reported: &[Change])
             was: state.attrs.get(key).cloned(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A provider with `attributes` (YAML flow lines) besides name.
+    fn provider(attributes: &str) -> Provider {
+        let yaml = format!(
+            "provider:\n  type: t\n  invoke: simple\n  actions: [list, find, update]\n  suitable: true\n  attributes:\n    name: {{}}\n{attributes}"
+        );
+        let meta = crate::metadata::Metadata::parse(&yaml, std::path::Path::new("t.yaml")).unwrap();
+        Provider::new(meta, "t.prov".into(), None)
+    }
+
+    const FULL: &str = "    ensure: {type: 'enum[present, absent]'}\n    color: {default: red}\n    size: {type: integer, required: true}\n    uid: {type: integer, kind: init}\n";
+
+    fn request(p: &Provider, words: &[&str]) -> Request {
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        Request::parse(p, "a", &words).unwrap()
+    }
+
+    fn found(attrs: &[(&str, Value)]) -> Option<Resource> {
+        let mut resource = Resource::bare("a");
+        for (key, value) in attrs {
+            resource.attrs.insert(key.to_string(), value.clone());
+        }
+        Some(resource)
+    }
+
+    fn keys(plan: &Plan) -> Vec<&str> {
+        plan.should.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn a_creation_gets_defaults_and_needs_required_attributes() {
+        let p = provider(FULL);
+        let plan = Plan::new(&p, &request(&p, &["size=3"]), None).unwrap();
+        assert_eq!(keys(&plan), ["size", "color"]);
+        assert!(plan.creates(&p));
+        assert!(plan.as_update().state.is_none());
+        let err = Plan::new(&p, &request(&p, &["color=blue"]), None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("needs the required attribute(s) size"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_deletion_passes_only_ensure_and_absent_to_absent_is_nothing() {
+        let p = provider(FULL);
+        let present = found(&[
+            ("ensure", Value::from("present")),
+            ("size", Value::Integer(1)),
+        ]);
+        let plan = Plan::new(&p, &request(&p, &["ensure=absent", "size=9"]), present).unwrap();
+        assert_eq!(keys(&plan), ["ensure"]);
+        assert!(!plan.creates(&p));
+        let absent = found(&[("ensure", Value::from("absent"))]);
+        let plan = Plan::new(&p, &request(&p, &["ensure=absent"]), absent).unwrap();
+        assert!(plan.should.is_empty());
+    }
+
+    #[test]
+    fn only_what_differs_is_changed_and_init_only_attributes_stay() {
+        let p = provider(FULL);
+        let present = found(&[
+            ("ensure", Value::from("present")),
+            ("size", Value::Integer(1)),
+            ("uid", Value::Integer(5)),
+        ]);
+        let plan = Plan::new(&p, &request(&p, &["size=1", "color=blue"]), present.clone()).unwrap();
+        assert_eq!(keys(&plan), ["color"]);
+        let err = Plan::new(&p, &request(&p, &["uid=6"]), present.clone()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("can only be set when 'a' is created"),
+            "{err}"
+        );
+        assert!(Plan::new(&p, &request(&p, &["uid=5"]), present)
+            .unwrap()
+            .should
+            .is_empty());
+    }
+
+    #[test]
+    fn resources_that_cannot_be_absent_are_never_created_or_deleted() {
+        let p =
+            provider("    ensure: {type: 'enum[running, stopped]'}\n    color: {default: red}\n");
+        assert!(!can_be_absent(&p));
+        // Not found: no defaults, nothing required, no creation.
+        let plan = Plan::new(&p, &request(&p, &["ensure=running"]), None).unwrap();
+        assert_eq!(keys(&plan), ["ensure"]);
+        assert!(!plan.creates(&p));
+        assert!(
+            !plan.state.attrs.contains_key("ensure"),
+            "no invented 'absent'"
+        );
+    }
 }

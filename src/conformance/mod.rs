@@ -225,10 +225,14 @@ impl Checker<'_> {
     fn check_list(&mut self, provider: &Provider) -> Option<Vec<Resource>> {
         let mut listed = Vec::new();
         let result = self.step("list", |host| {
-            host.list(provider, &mut |resource| {
-                listed.push(resource);
-                Ok(())
-            })
+            host.list(
+                provider,
+                &mut |resource| {
+                    listed.push(resource);
+                    Ok(())
+                },
+                &mut || Ok(()),
+            )
         });
         if let Err(e) = result {
             // A provider failing (rather than answering badly) on an
@@ -341,7 +345,7 @@ impl Checker<'_> {
             should,
         };
         let answer = self.step("update", |host| {
-            host.update_batch(provider, &[&plan], false)
+            host.set_many(provider, &[plan.as_update()], false)
         });
         match answer.map(|mut answers| answers.pop()) {
             Ok(Some(Ok(answer))) if answer.changes.is_empty() => {}
@@ -404,7 +408,9 @@ impl Checker<'_> {
             state: resource.clone(),
             should: vec![change],
         };
-        let answer = self.step("noop", |host| host.update_batch(provider, &[&plan], true));
+        let answer = self.step("noop", |host| {
+            host.set_many(provider, &[plan.as_update()], true)
+        });
         if let Err(e) | Ok(Some(Err(e))) = answer.map(|mut answers| answers.pop()) {
             self.find(
                 "noop",
@@ -431,10 +437,14 @@ impl Checker<'_> {
 
     fn list_quietly(&mut self, provider: &Provider) -> Option<Vec<Resource>> {
         let mut listed = Vec::new();
-        let result = self.host.list(provider, &mut |resource| {
-            listed.push(resource);
-            Ok(())
-        });
+        let result = self.host.list(
+            provider,
+            &mut |resource| {
+                listed.push(resource);
+                Ok(())
+            },
+            &mut || Ok(()),
+        );
         self.host.take_output_problems();
         result.ok().map(|()| listed)
     }

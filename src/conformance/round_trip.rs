@@ -237,7 +237,7 @@ impl Checker<'_> {
                 should: vec![("ensure".to_owned(), Value::String("absent".to_owned()))],
             };
             let _ = self.step("round trip", |host| {
-                host.update_batch(provider, &[&plan], false)
+                host.set_many(provider, &[plan.as_update()], false)
             });
             if self.found(provider, &template.name).as_ref() != Some(template) {
                 self.find(

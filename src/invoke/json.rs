@@ -8,33 +8,27 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::invoke::simple::OutputError;
+use super::{
+    require, ErrorKind, Invocation, OutputError, ReportedError, Runner, Update, UpdateAnswer,
+};
+use crate::error::{Error, Result};
+use crate::metadata::Action;
+use crate::output_check::Raw;
+use crate::process::{Budget, Idle};
+use crate::provider::Provider;
+use crate::resource::{Change, Resource};
+use crate::secrets;
+use crate::text::{escape, escape_lines};
 
 /// The largest document accepted from a provider, in bytes. A listing in
 /// this convention is one document, so it is held in memory whole.
 pub const MAX_DOCUMENT: usize = 64 * 1024 * 1024;
 
-/// The kinds of error the convention defines.
-const KINDS: [&str; 3] = ["unknown", "forbidden", "failed"];
-
-/// An error a provider reported, for the whole call or one resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReportedError {
-    pub kind: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for ReportedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.message, self.kind)
-    }
-}
-
 /// One resource of a get answer: its attributes, or its error.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GetEntry {
     pub name: String,
-    pub body: Result<Map<String, Json>, ReportedError>,
+    pub body: std::result::Result<Map<String, Json>, ReportedError>,
 }
 
 /// One attribute change of a set answer.
@@ -50,7 +44,7 @@ pub struct JsonChange {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SetEntry {
     pub name: String,
-    pub body: Result<Vec<JsonChange>, ReportedError>,
+    pub body: std::result::Result<Vec<JsonChange>, ReportedError>,
 }
 
 /// A whole set answer.
@@ -106,7 +100,7 @@ fn document(text: &str) -> Result<Map<String, Json>, OutputError> {
     Ok(map)
 }
 
-fn reported_error(value: &Json, path: &str) -> Result<ReportedError, OutputError> {
+fn reported_error(value: &Json, path: &str) -> std::result::Result<ReportedError, OutputError> {
     let Json::Object(map) = value else {
         return Err(malformed(format!(
             "{path} is {}, not an object",
@@ -123,12 +117,11 @@ fn reported_error(value: &Json, path: &str) -> Result<ReportedError, OutputError
     };
     let message = text("message")?;
     let kind = text("kind")?;
-    if !KINDS.contains(&kind.as_str()) {
+    let Some(kind) = ErrorKind::parse(&kind) else {
         return Err(malformed(format!(
-            "{path}.kind is '{kind}'; expected one of {}",
-            KINDS.join(", ")
+            "{path}.kind is '{kind}'; expected one of unknown, forbidden, failed"
         )));
-    }
+    };
     Ok(ReportedError { kind, message })
 }
 
@@ -153,7 +146,7 @@ fn object<'a>(value: &'a Json, path: &str) -> Result<&'a Map<String, Json>, Outp
     }
 }
 
-fn name_of(map: &Map<String, Json>, path: &str) -> Result<String, OutputError> {
+fn name_of(map: &Map<String, Json>, path: &str) -> std::result::Result<String, OutputError> {
     match map.get("name") {
         Some(Json::String(name)) => Ok(name.clone()),
         Some(other) => Err(malformed(format!(
@@ -186,7 +179,7 @@ pub fn parse_get(text: &str) -> Result<Vec<GetEntry>, OutputError> {
 }
 
 /// Checks a set answer: `{"changes": [{"name", ATTR: {"is", "was"}}], "derive"}`.
-pub fn parse_set(text: &str) -> Result<SetReport, OutputError> {
+pub fn parse_set(text: &str) -> std::result::Result<SetReport, OutputError> {
     let map = document(text)?;
     let derive = match map.get("derive") {
         None => false,
@@ -241,6 +234,254 @@ fn kind_of(value: &Json) -> &'static str {
     }
 }
 
+/// The json convention.
+pub struct JsonConvention;
+
+impl super::Convention for JsonConvention {
+    fn list(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        each: &mut dyn FnMut(Resource) -> Result<()>,
+        _idle: &mut Idle,
+    ) -> Result<()> {
+        for entry in get(runner, provider, &[])? {
+            match entry.body {
+                Ok(attrs) => each(typed(runner, provider, &entry.name, &attrs)?)?,
+                Err(error) => log::warn!(
+                    "{}: get reported an error for '{}': {}",
+                    provider.qualified_name(),
+                    escape(&entry.name),
+                    escape_lines(&error.to_string())
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    fn get_many(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        names: &[&str],
+    ) -> Result<Vec<Result<Option<Resource>>>> {
+        // The provider may answer with more than was asked; what was asked
+        // is picked out.
+        let entries = match get(runner, provider, names) {
+            // "Does not exist and cannot be created" is not found, whether
+            // it comes for the whole call or for the resource.
+            Err(Error::Reported {
+                kind: Some(kind), ..
+            }) if kind == ErrorKind::Unknown.as_str() => {
+                return Ok(names.iter().map(|_| Ok(None)).collect());
+            }
+            other => other?,
+        };
+        Ok(names
+            .iter()
+            .map(|name| {
+                let Some(entry) = entries.iter().find(|entry| entry.name == *name) else {
+                    return Ok(None);
+                };
+                match &entry.body {
+                    Ok(attrs) => typed(runner, provider, name, attrs).map(Some),
+                    Err(error) if error.kind == ErrorKind::Unknown => {
+                        log::info!(
+                            "{}: '{}' is unknown: {}",
+                            provider.qualified_name(),
+                            escape(name),
+                            escape_lines(&error.message)
+                        );
+                        Ok(None)
+                    }
+                    Err(error) => Err(Error::Reported {
+                        provider: provider.qualified_name(),
+                        action: Action::Get.as_str().to_owned(),
+                        message: escape_lines(&error.message),
+                        kind: Some(escape(error.kind.as_str())),
+                    }),
+                }
+            })
+            .collect())
+    }
+
+    fn set_many(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        updates: &[Update],
+        noop: bool,
+    ) -> Result<Vec<Result<UpdateAnswer>>> {
+        require(provider, Action::Set)?;
+        let label = provider.qualified_name();
+        let requests: Vec<SetUpdate> = updates
+            .iter()
+            .map(|update| SetUpdate {
+                name: update.name,
+                is: update.state.map(as_object).unwrap_or_default(),
+                should: update
+                    .should
+                    .iter()
+                    .map(|(key, value)| (key.clone(), serde_json::Value::from(value)))
+                    .collect(),
+            })
+            .collect();
+        let mut secrets: Vec<String> = updates
+            .iter()
+            .flat_map(|update| update.secrets(provider))
+            .collect();
+        secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
+        secrets.dedup();
+        let text = call(
+            runner,
+            provider,
+            Action::Set,
+            set_request(&requests, noop),
+            secrets.clone(),
+        )?;
+        let report =
+            parse_set(&text).map_err(|e| e.redacted(&secrets).into_error(provider, Action::Set))?;
+        // Side effects: resources the answer names that were not asked for.
+        for entry in &report.entries {
+            if updates.iter().any(|update| update.name == entry.name) {
+                continue;
+            }
+            match &entry.body {
+                Ok(changes) => log::info!(
+                    "{label}: set also changed '{}' ({})",
+                    escape(&entry.name),
+                    changes
+                        .iter()
+                        .map(|c| escape(&c.attr))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Err(error) => log::warn!(
+                    "{label}: set reported an error for '{}', which was not asked for: {}",
+                    escape(&entry.name),
+                    escape_lines(&secrets::redact(&error.to_string(), &secrets))
+                ),
+            }
+        }
+        Ok(updates
+            .iter()
+            .map(|update| {
+                let mine: Vec<&SetEntry> = report
+                    .entries
+                    .iter()
+                    .filter(|e| e.name == update.name)
+                    .collect();
+                let mut changes = Vec::new();
+                for entry in &mine {
+                    let reported = entry.body.as_ref().map_err(|error| Error::Reported {
+                        provider: label.clone(),
+                        action: Action::Set.as_str().to_owned(),
+                        message: escape_lines(&secrets::redact(
+                            &format!("'{}': {}", update.name, error.message),
+                            &secrets,
+                        )),
+                        kind: Some(escape(error.kind.as_str())),
+                    })?;
+                    for change in reported {
+                        let value = |json: &serde_json::Value| {
+                            runner.check().value(
+                                provider,
+                                Action::Set,
+                                update.name,
+                                &change.attr,
+                                Raw::Json(json),
+                            )
+                        };
+                        changes.push(Change {
+                            attr: change.attr.clone(),
+                            is: value(&change.is)?,
+                            was: if change.was.is_null() {
+                                None
+                            } else {
+                                Some(value(&change.was)?)
+                            },
+                        });
+                    }
+                }
+                Ok(UpdateAnswer {
+                    changes,
+                    derive: report.derive && mine.is_empty(),
+                })
+            })
+            .collect())
+    }
+}
+
+/// Runs one call and returns its whole stdout.
+fn call(
+    runner: &dyn Runner,
+    provider: &Provider,
+    action: Action,
+    stdin: Vec<u8>,
+    secrets: Vec<String>,
+) -> Result<String> {
+    let mut text = String::new();
+    let invocation = Invocation {
+        stdin: Some(stdin),
+        max_line: MAX_DOCUMENT,
+        max_answer: MAX_DOCUMENT,
+        secrets,
+        ..Invocation::to(provider, action, vec![format!("ral_action={action}")])
+    };
+    runner.run(
+        &provider.qualified_name(),
+        &provider.source,
+        invocation,
+        &mut |line| {
+            text.push_str(line);
+            text.push('\n');
+            Ok(Budget::Continue)
+        },
+        &mut || Ok(()),
+    )?;
+    Ok(text)
+}
+
+/// The entries of one get call for `names` (none: every resource).
+fn get(runner: &dyn Runner, provider: &Provider, names: &[&str]) -> Result<Vec<GetEntry>> {
+    let text = call(
+        runner,
+        provider,
+        Action::Get,
+        get_request(names),
+        Vec::new(),
+    )?;
+    parse_get(&text).map_err(|e| e.into_error(provider, Action::Get))
+}
+
+/// A reported resource, typed against the metadata.
+fn typed(
+    runner: &dyn Runner,
+    provider: &Provider,
+    name: &str,
+    attrs: &Map<String, serde_json::Value>,
+) -> Result<Resource> {
+    runner.check().resource(
+        provider,
+        Action::Get,
+        name,
+        attrs.iter().map(|(k, v)| (k.as_str(), Raw::Json(v))),
+    )
+}
+
+/// A resource as the JSON object get would have reported.
+fn as_object(resource: &Resource) -> Map<String, serde_json::Value> {
+    let mut map = Map::new();
+    map.insert(
+        "name".to_owned(),
+        serde_json::Value::from(resource.name.as_str()),
+    );
+    for (key, value) in &resource.attrs {
+        map.insert(key.clone(), serde_json::Value::from(value));
+    }
+    map
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,7 +504,7 @@ mod tests {
         assert_eq!(
             entries[1].body,
             Err(ReportedError {
-                kind: "unknown".into(),
+                kind: ErrorKind::Unknown,
                 message: "no such".into()
             })
         );
@@ -311,7 +552,7 @@ mod tests {
         assert_eq!(
             parse_set(r#"{"error": {"kind": "forbidden", "message": "not root"}, "changes": []}"#),
             Err(OutputError::Call(ReportedError {
-                kind: "forbidden".into(),
+                kind: ErrorKind::Forbidden,
                 message: "not root".into()
             }))
         );

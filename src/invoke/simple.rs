@@ -3,24 +3,23 @@
 //!
 //! The parsers here are fed one line at a time, so a listing is turned into
 //! resources while the provider is still writing it and memory does not grow
-//! with the number of resources. They know nothing about processes; the
-//! [`Host`](crate::Host) feeds them.
+//! with the number of resources. [`Simple`] is the convention's three
+//! operations: list, get (one find per name, or a listing where the
+//! provider has no find) and set (one update call per resource).
 
-use crate::invoke::quoting::assignment;
+use std::path::Path;
+
+use super::{require, Invocation, OutputError, Runner, Update, UpdateAnswer};
+use crate::error::{Error, Result};
 use crate::metadata::Action;
+use crate::output_check::Raw;
+use crate::process::{Budget, Idle};
+use crate::provider::Provider;
+use crate::quoting::assignment;
+use crate::resource::{Change, Resource};
+use crate::secrets::REDACTED;
 use crate::text::escape;
 use crate::types::Value;
-
-/// What went wrong in a provider's output.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutputError {
-    /// The output breaks the convention.
-    Protocol(String),
-    /// The provider reported an error with `ral_error`.
-    Reported(String),
-    /// A json provider reported a whole-call error, with its kind.
-    Call(crate::invoke::json::ReportedError),
-}
 
 /// A resource as the provider wrote it: its name and untyped key/value
 /// pairs, in order. All of it lives in one buffer (name, then each key and
@@ -345,6 +344,244 @@ impl UpdateParser {
         }
         Ok(self.report)
     }
+}
+
+/// The simple convention.
+pub struct SimpleConvention;
+
+impl super::Convention for SimpleConvention {
+    fn list(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        each: &mut dyn FnMut(Resource) -> Result<()>,
+        idle: &mut Idle,
+    ) -> Result<()> {
+        let mut parser = ListParser::default();
+        let fail = |e: OutputError| e.into_error(provider, Action::List);
+        runner.run(
+            &provider.qualified_name(),
+            &provider.source,
+            Invocation::to(
+                provider,
+                Action::List,
+                arguments(Action::List, None, [], false),
+            ),
+            &mut |line| match parser.feed(line).map_err(fail)? {
+                Some(raw) => {
+                    each(typed(runner, provider, Action::List, raw)?)?;
+                    Ok(Budget::Reset)
+                }
+                None => Ok(Budget::Continue),
+            },
+            idle,
+        )?;
+        if let Some(raw) = parser.finish().map_err(fail)? {
+            each(typed(runner, provider, Action::List, raw)?)?;
+        }
+        Ok(())
+    }
+
+    fn get_many(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        names: &[&str],
+    ) -> Result<Vec<Result<Option<Resource>>>> {
+        if !provider.meta.supports(Action::Find) {
+            // One listing answers for every name.
+            let mut found: Vec<Option<Resource>> = vec![None; names.len()];
+            self.list(
+                runner,
+                provider,
+                &mut |resource| {
+                    for (slot, name) in found.iter_mut().zip(names) {
+                        if slot.is_none() && resource.name == *name {
+                            *slot = Some(resource.clone());
+                        }
+                    }
+                    Ok(())
+                },
+                &mut || Ok(()),
+            )?;
+            return Ok(found.into_iter().map(Ok).collect());
+        }
+        Ok(names
+            .iter()
+            .map(|name| find(runner, provider, name))
+            .collect())
+    }
+
+    fn set_many(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        updates: &[Update],
+        noop: bool,
+    ) -> Result<Vec<Result<UpdateAnswer>>> {
+        require(provider, Action::Update)?;
+        Ok(updates
+            .iter()
+            .map(|update| update_one(runner, provider, update, noop))
+            .collect())
+    }
+}
+
+/// One find call: the resource, or `None` when the provider does not know
+/// it (`ral_unknown: true`).
+fn find(runner: &dyn Runner, provider: &Provider, name: &str) -> Result<Option<Resource>> {
+    let mut parser = ListParser::default();
+    let mut resources = Vec::new();
+    let fail = |e: OutputError| e.into_error(provider, Action::Find);
+    runner.run(
+        &provider.qualified_name(),
+        &provider.source,
+        Invocation::to(
+            provider,
+            Action::Find,
+            arguments(Action::Find, Some(name), [], false),
+        ),
+        &mut |line| {
+            resources.extend(parser.feed(line).map_err(fail)?);
+            Ok(Budget::Continue)
+        },
+        &mut || Ok(()),
+    )?;
+    resources.extend(parser.finish().map_err(fail)?);
+    let mut answer = None;
+    for raw in resources {
+        if raw.name() != name {
+            return Err(fail(OutputError::Protocol(format!(
+                "find for '{}' answered with '{}'",
+                escape(name),
+                escape(raw.name())
+            ))));
+        }
+        if answer.is_some() {
+            return Err(fail(OutputError::Protocol(format!(
+                "find for '{}' answered with several resources",
+                escape(name)
+            ))));
+        }
+        answer = Some(raw);
+    }
+    answer
+        .filter(|raw| raw.marker("ral_unknown") != Some("true"))
+        .map(|raw| typed(runner, provider, Action::Find, raw))
+        .transpose()
+}
+
+/// One update call with exactly the update's attributes.
+fn update_one(
+    runner: &dyn Runner,
+    provider: &Provider,
+    update: &Update,
+    noop: bool,
+) -> Result<UpdateAnswer> {
+    let secrets = update.secrets(provider);
+    let name = update.name;
+    let mut parser = UpdateParser::new(name);
+    let fail = |e: OutputError| e.redacted(&secrets).into_error(provider, Action::Update);
+    let args = arguments(
+        Action::Update,
+        Some(name),
+        update.should.iter().map(|(k, v)| (k.as_str(), v)),
+        noop,
+    );
+    let hidden = Value::String(REDACTED.to_owned());
+    let shown = arguments(
+        Action::Update,
+        Some(name),
+        update.should.iter().map(|(k, v)| {
+            let sensitive = provider.attribute(k).is_some_and(|a| a.sensitive);
+            (k.as_str(), if sensitive { &hidden } else { v })
+        }),
+        noop,
+    );
+    runner.run(
+        &provider.qualified_name(),
+        &provider.source,
+        Invocation {
+            shown,
+            secrets: secrets.clone(),
+            ..Invocation::to(provider, Action::Update, args)
+        },
+        &mut |line| {
+            parser.feed(line).map_err(fail)?;
+            Ok(Budget::Continue)
+        },
+        &mut || Ok(()),
+    )?;
+    let report = parser.finish().map_err(fail)?;
+    let value = |attr: &str, text: &str| {
+        runner
+            .check()
+            .value(provider, Action::Update, name, attr, Raw::Text(text))
+    };
+    let changes = report
+        .changes
+        .into_iter()
+        .map(|change| {
+            Ok(Change {
+                is: value(&change.attr, &change.is)?,
+                was: change
+                    .was
+                    .map(|was| value(&change.attr, &was))
+                    .transpose()?,
+                attr: change.attr,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(UpdateAnswer {
+        changes,
+        derive: report.derive,
+    })
+}
+
+/// A listed or found resource, typed against the metadata.
+fn typed(
+    runner: &dyn Runner,
+    provider: &Provider,
+    action: Action,
+    raw: RawResource,
+) -> Result<Resource> {
+    runner.check().resource(
+        provider,
+        action,
+        raw.name(),
+        raw.attrs().map(|(k, v)| (k, Raw::Text(v))),
+    )
+}
+
+/// Runs `X.prov ral_action=describe` and returns its YAML. Any output on
+/// stderr counts as failure, as a describe must be clean.
+pub fn describe(runner: &dyn Runner, label: &str, program: &Path) -> Result<String> {
+    let mut text = String::new();
+    let finished = runner.run(
+        label,
+        program,
+        Invocation::plain(
+            Action::Describe,
+            arguments(Action::Describe, None, [], false),
+        ),
+        &mut |line| {
+            text.push_str(line);
+            text.push('\n');
+            Ok(Budget::Continue)
+        },
+        &mut || Ok(()),
+    )?;
+    if finished.stderr_lines > 0 {
+        return Err(Error::Protocol {
+            provider: label.to_owned(),
+            action: "describe".to_owned(),
+            message: format!(
+                "wrote to stderr, which a describe must not: {}",
+                finished.stderr_tail.join(" / ")
+            ),
+        });
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@
 
 use std::io::{self, Write};
 
-use crate::metadata::{Attribute, REDACTED};
+use crate::metadata::Attribute;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
+use crate::secrets::REDACTED;
 use crate::text::{escape, needs_escape};
 use crate::types::Value;
 use crate::update::Outcome;

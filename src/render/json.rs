@@ -5,9 +5,9 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::metadata::REDACTED;
 use crate::provider::Provider;
 use crate::resource::Resource;
+use crate::secrets::REDACTED;
 use crate::types::Value;
 use crate::update::Outcome;
 
@@ -254,11 +254,7 @@ mod tests {
     fn the_streamed_form_equals_the_built_one() {
         let yaml = "---\nprovider:\n  type: t\n  invoke: simple\n  actions: [list]\n  suitable: true\n  desc: d\n  attributes:\n    name: {}\n    ensure: {}\n    secret: {sensitive: true}\n    n: {type: integer}\n";
         let meta = crate::metadata::Metadata::parse(yaml, Path::new("t.yaml")).unwrap();
-        let provider = Provider::new(
-            meta,
-            "t.prov".into(),
-            &crate::process::ProviderEnv::scrubbed(Path::new("/")),
-        );
+        let provider = Provider::new(meta, "t.prov".into(), None);
         let mut item = Resource::bare("x");
         item.attrs.insert("secret".into(), Value::from("hush"));
         item.attrs.insert("n".into(), Value::Integer(3));

@@ -28,6 +28,10 @@ use std::fmt;
 
 pub use value::Value;
 
+/// A map keyed by attribute names, in insertion order, hashed with FNV (see
+/// [`crate::fnv`]: attribute names are hashed for every attribute listed).
+pub type AttrMap<V> = indexmap::IndexMap<String, V, crate::fnv::BuildFnv>;
+
 /// The declared type of an attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttrType {

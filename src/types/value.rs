@@ -3,7 +3,7 @@
 
 use indexmap::IndexMap;
 
-use crate::invoke::quoting::quote_word;
+use crate::quoting::quote_word;
 
 /// A typed attribute value.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
 use ral::invoke::json::{parse_get, parse_set};
-use ral::invoke::quoting::{assignment, quote_word};
 use ral::invoke::simple::{argument, ListParser, UpdateParser};
+use ral::quoting::{assignment, quote_word};
 use ral::types::{AttrType, Value};
 
 /// Any text a command-line argument can hold (no NUL).

@@ -2,7 +2,7 @@
 //! positional interface; `ral` has subcommands, starting with `ral check`,
 //! the conformance checker for provider authors.
 
-mod check;
+mod conformance;
 mod holo;
 #[path = "../common/man.rs"]
 mod man;
@@ -44,7 +44,7 @@ struct Args {
 enum Command {
     /// Run providers the way the host does and report every violation of
     /// the calling convention.
-    Check(check::CheckArgs),
+    Check(conformance::CheckArgs),
     /// A drop-in for Holo's holo command: ral holo scan|diff|apply
     /// [options] [selector...]; ral holo help shows its options and exit
     /// codes. The same binary run under the name holo behaves the same way.
@@ -78,7 +78,7 @@ fn main() -> ExitCode {
     } else {
         let args = Args::parse();
         match (args.command, args.completions) {
-            (Some(Command::Check(check)), _) => check::run(&check),
+            (Some(Command::Check(check)), _) => conformance::run(&check),
             (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),
             (None, Some(shell)) => {
                 // Into a buffer: generate() panics on a closed pipe.
@@ -97,7 +97,7 @@ fn main() -> ExitCode {
             },
         }
     };
-    ral::bundled::remove_run_cache();
+    ral::cache_dir::remove_run_cache();
     code
 }
 

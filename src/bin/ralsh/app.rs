@@ -348,7 +348,7 @@ fn list(
     };
     if !output.json {
         let out = RefCell::new(buffered);
-        let listed = host.list_paced(
+        let listed = host.list(
             provider,
             &mut |resource| {
                 tick(1);
@@ -371,7 +371,7 @@ fn list(
         return Ok(Status::Success);
     }
     let stream = RefCell::new(json::ResourceStream::new(buffered, provider));
-    let listed = host.list_paced(
+    let listed = host.list(
         provider,
         &mut |resource| {
             tick(1);

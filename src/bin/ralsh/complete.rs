@@ -80,10 +80,14 @@ pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
     };
     let mut words = Vec::new();
     // What was listed before a failure still helps.
-    let _ = host.list(provider, &mut |resource| {
-        words.push(resource.name);
-        Ok(())
-    });
+    let _ = host.list(
+        provider,
+        &mut |resource| {
+            words.push(resource.name);
+            Ok(())
+        },
+        &mut || Ok(()),
+    );
     matching(words, current)
 }
 

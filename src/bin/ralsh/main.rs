@@ -13,6 +13,6 @@ mod progress;
 
 fn main() -> std::process::ExitCode {
     let code = app::run();
-    ral::bundled::remove_run_cache();
+    ral::cache_dir::remove_run_cache();
     code
 }

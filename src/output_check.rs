@@ -8,9 +8,10 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-use crate::metadata::{Action, Attribute, Kind, REDACTED};
+use crate::metadata::{Action, Attribute, Kind};
 use crate::provider::Provider;
 use crate::resource::Resource;
+use crate::secrets::REDACTED;
 use crate::text::escape;
 use crate::types::Value;
 
@@ -198,5 +199,80 @@ impl OutputCheck {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider() -> Provider {
+        let yaml = "provider:\n  type: t\n  invoke: simple\n  actions: [list]\n  suitable: true\n  attributes:\n    name: {}\n    size: {type: integer}\n    secret: {type: integer, sensitive: true}\n    token: {kind: w}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new("t.yaml")).unwrap();
+        Provider::new(meta, "t.prov".into(), None)
+    }
+
+    fn listed(check: &OutputCheck, attrs: &[(&str, &str)]) -> Result<Resource> {
+        check.resource(
+            &provider(),
+            Action::List,
+            "a",
+            attrs.iter().map(|(k, v)| (*k, Raw::Text(v))),
+        )
+    }
+
+    #[test]
+    fn values_are_typed_and_convention_keys_and_parameters_dropped() {
+        let check = OutputCheck::new(false);
+        let resource = listed(
+            &check,
+            &[
+                ("size", "010"),
+                ("token", "t"),
+                ("ral_unknown", "x"),
+                ("name", "a"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(resource.attrs.len(), 1);
+        assert_eq!(resource.attrs["size"], Value::Integer(10));
+        assert!(check.take_problems().is_empty());
+    }
+
+    #[test]
+    fn misfits_and_undeclared_attributes_are_problems_or_strict_errors() {
+        let lenient = OutputCheck::new(false);
+        let resource = listed(&lenient, &[("size", "big"), ("mood", "fine")]).unwrap();
+        // Kept as text, so nothing is lost.
+        assert_eq!(resource.attrs["size"], Value::from("big"));
+        let problems = lenient.take_problems();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("attribute 'size' has value 'big', which is not a integer"));
+        assert!(problems[1].contains("attribute 'mood' (value 'fine') is not declared"));
+        let strict = OutputCheck::new(true);
+        let err = listed(&strict, &[("size", "big")]).unwrap_err().to_string();
+        assert!(err.ends_with("(--strict)"), "{err}");
+    }
+
+    #[test]
+    fn a_sensitive_misfit_never_shows_its_value() {
+        let check = OutputCheck::new(true);
+        let err = listed(&check, &[("secret", "hunter2")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has value [redacted]"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_name_is_a_protocol_error() {
+        let check = OutputCheck::new(false);
+        let err = check
+            .resource(&provider(), Action::List, "", std::iter::empty())
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("a resource has an empty name"),
+            "{err}"
+        );
     }
 }

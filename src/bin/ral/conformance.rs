@@ -1,6 +1,7 @@
-//! `ral check PROVIDER.prov...`: runs each provider on its own temporary
-//! fake root (a copy of `--seed DIR` when given) and prints every finding
-//! with a hint. Exit status: 0 when every provider is clean, 1 when there
+//! `ral check PROVIDER.prov...`, the conformance checker's command: runs
+//! each provider on its own temporary fake root (a copy of `--seed DIR`
+//! when given) through `ral::conformance` and prints every finding with a
+//! hint. Exit status: 0 when every provider is clean, 1 when there
 //! are findings, 2 when the check itself could not run.
 
 use std::io::Write;

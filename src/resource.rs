@@ -62,6 +62,24 @@ impl Resource {
     }
 }
 
+/// Where resources go as a provider lists them: each one as it is read,
+/// and a word whenever those listed so far were handed over and the
+/// provider has not written more yet (the moment to flush buffered
+/// output). A closure taking each resource is a sink that ignores pauses.
+pub trait ResourceSink {
+    fn resource(&mut self, resource: Resource) -> crate::error::Result<()>;
+
+    fn idle(&mut self) -> crate::error::Result<()> {
+        Ok(())
+    }
+}
+
+impl<F: FnMut(Resource) -> crate::error::Result<()>> ResourceSink for F {
+    fn resource(&mut self, resource: Resource) -> crate::error::Result<()> {
+        self(resource)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -225,14 +225,10 @@ impl Checker<'_> {
     fn check_list(&mut self, provider: &Provider) -> Option<Vec<Resource>> {
         let mut listed = Vec::new();
         let result = self.step("list", |host| {
-            host.list(
-                provider,
-                &mut |resource| {
-                    listed.push(resource);
-                    Ok(())
-                },
-                &mut || Ok(()),
-            )
+            host.list(provider, &mut |resource: Resource| {
+                listed.push(resource);
+                Ok(())
+            })
         });
         if let Err(e) = result {
             // A provider failing (rather than answering badly) on an
@@ -437,14 +433,10 @@ impl Checker<'_> {
 
     fn list_quietly(&mut self, provider: &Provider) -> Option<Vec<Resource>> {
         let mut listed = Vec::new();
-        let result = self.host.list(
-            provider,
-            &mut |resource| {
-                listed.push(resource);
-                Ok(())
-            },
-            &mut || Ok(()),
-        );
+        let result = self.host.list(provider, &mut |resource: Resource| {
+            listed.push(resource);
+            Ok(())
+        });
         self.host.take_output_problems();
         result.ok().map(|()| listed)
     }

@@ -15,7 +15,7 @@ use crate::metadata::Action;
 use crate::output_check::OutputCheck;
 use crate::process::{self, Call, ProviderEnv};
 use crate::provider::Provider;
-use crate::resource::Resource;
+use crate::resource::{Resource, ResourceSink};
 use crate::text::escape;
 
 /// Settings shared by every call.
@@ -115,17 +115,9 @@ impl Host {
         invoke::simple::describe(self, label, program)
     }
 
-    /// Streams every resource to `each` as the provider lists it, calling
-    /// `idle` whenever the resources listed so far were handed over and the
-    /// provider has not written more yet (when buffered output should be
-    /// flushed).
-    pub fn list(
-        &self,
-        provider: &Provider,
-        each: &mut dyn FnMut(Resource) -> Result<()>,
-        idle: &mut process::Idle,
-    ) -> Result<()> {
-        invoke::convention(provider.meta.invoke).list(self, provider, each, idle)
+    /// Streams every resource to `sink` as the provider lists it.
+    pub fn list(&self, provider: &Provider, sink: &mut dyn ResourceSink) -> Result<()> {
+        invoke::convention(provider.meta.invoke).list(self, provider, sink)
     }
 
     /// Finds one resource; `None` when the provider does not know it.

@@ -14,9 +14,9 @@ use super::{
 use crate::error::{Error, Result};
 use crate::metadata::Action;
 use crate::output_check::Raw;
-use crate::process::{Budget, Idle};
+use crate::process::Budget;
 use crate::provider::Provider;
-use crate::resource::{Change, Resource};
+use crate::resource::{Change, Resource, ResourceSink};
 use crate::secrets;
 use crate::text::{escape, escape_lines};
 
@@ -242,12 +242,11 @@ impl super::Convention for JsonConvention {
         &self,
         runner: &dyn Runner,
         provider: &Provider,
-        each: &mut dyn FnMut(Resource) -> Result<()>,
-        _idle: &mut Idle,
+        sink: &mut dyn ResourceSink,
     ) -> Result<()> {
         for entry in get(runner, provider, &[])? {
             match entry.body {
-                Ok(attrs) => each(typed(runner, provider, &entry.name, &attrs)?)?,
+                Ok(attrs) => sink.resource(typed(runner, provider, &entry.name, &attrs)?)?,
                 Err(error) => log::warn!(
                     "{}: get reported an error for '{}': {}",
                     provider.qualified_name(),

@@ -17,7 +17,7 @@ use crate::metadata::{Action, Invoke};
 use crate::output_check::OutputCheck;
 use crate::process::{Finished, Idle, LineSink, MAX_ANSWER, MAX_LINE};
 use crate::provider::Provider;
-use crate::resource::{Change, Resource};
+use crate::resource::{Change, Resource, ResourceSink};
 use crate::secrets;
 use crate::text::{escape, escape_lines};
 use crate::types::Value;
@@ -133,14 +133,12 @@ pub struct UpdateAnswer {
 
 /// A calling convention: the three operations every provider offers.
 pub trait Convention: Sync {
-    /// Streams every resource to `each` as the provider lists it, calling
-    /// `idle` whenever the resources listed so far were handed over.
+    /// Streams every resource to `sink` as the provider lists it.
     fn list(
         &self,
         runner: &dyn Runner,
         provider: &Provider,
-        each: &mut dyn FnMut(Resource) -> Result<()>,
-        idle: &mut Idle,
+        sink: &mut dyn ResourceSink,
     ) -> Result<()>;
 
     /// The resources named, in order: each found, not found (`None`), or

@@ -7,16 +7,17 @@
 //! operations: list, get (one find per name, or a listing where the
 //! provider has no find) and set (one update call per resource).
 
+use std::cell::RefCell;
 use std::path::Path;
 
 use super::{require, Invocation, OutputError, Runner, Update, UpdateAnswer};
 use crate::error::{Error, Result};
 use crate::metadata::Action;
 use crate::output_check::Raw;
-use crate::process::{Budget, Idle};
+use crate::process::Budget;
 use crate::provider::Provider;
 use crate::quoting::assignment;
-use crate::resource::{Change, Resource};
+use crate::resource::{Change, Resource, ResourceSink};
 use crate::secrets::REDACTED;
 use crate::text::escape;
 use crate::types::Value;
@@ -354,11 +355,12 @@ impl super::Convention for SimpleConvention {
         &self,
         runner: &dyn Runner,
         provider: &Provider,
-        each: &mut dyn FnMut(Resource) -> Result<()>,
-        idle: &mut Idle,
+        sink: &mut dyn ResourceSink,
     ) -> Result<()> {
         let mut parser = ListParser::default();
         let fail = |e: OutputError| e.into_error(provider, Action::List);
+        // Both callbacks of the run hand over to the one sink.
+        let sink = RefCell::new(sink);
         runner.run(
             &provider.qualified_name(),
             &provider.source,
@@ -369,15 +371,17 @@ impl super::Convention for SimpleConvention {
             ),
             &mut |line| match parser.feed(line).map_err(fail)? {
                 Some(raw) => {
-                    each(typed(runner, provider, Action::List, raw)?)?;
+                    let resource = typed(runner, provider, Action::List, raw)?;
+                    sink.borrow_mut().resource(resource)?;
                     Ok(Budget::Reset)
                 }
                 None => Ok(Budget::Continue),
             },
-            idle,
+            &mut || sink.borrow_mut().idle(),
         )?;
         if let Some(raw) = parser.finish().map_err(fail)? {
-            each(typed(runner, provider, Action::List, raw)?)?;
+            let resource = typed(runner, provider, Action::List, raw)?;
+            sink.into_inner().resource(resource)?;
         }
         Ok(())
     }
@@ -391,19 +395,14 @@ impl super::Convention for SimpleConvention {
         if !provider.meta.supports(Action::Find) {
             // One listing answers for every name.
             let mut found: Vec<Option<Resource>> = vec![None; names.len()];
-            self.list(
-                runner,
-                provider,
-                &mut |resource| {
-                    for (slot, name) in found.iter_mut().zip(names) {
-                        if slot.is_none() && resource.name == *name {
-                            *slot = Some(resource.clone());
-                        }
+            self.list(runner, provider, &mut |resource: Resource| {
+                for (slot, name) in found.iter_mut().zip(names) {
+                    if slot.is_none() && resource.name == *name {
+                        *slot = Some(resource.clone());
                     }
-                    Ok(())
-                },
-                &mut || Ok(()),
-            )?;
+                }
+                Ok(())
+            })?;
             return Ok(found.into_iter().map(Ok).collect());
         }
         Ok(names

@@ -263,6 +263,79 @@ pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::R
     )
 }
 
+/// The human [`Printer`]: Puppet-style text.
+pub struct HumanPrinter<W: Write> {
+    out: W,
+    style: Style,
+}
+
+impl<W: Write> HumanPrinter<W> {
+    pub fn new(out: W, style: Style) -> HumanPrinter<W> {
+        HumanPrinter { out, style }
+    }
+}
+
+impl<'p, W: Write> super::Printer<'p> for HumanPrinter<W> {
+    fn providers(&mut self, all: &[Provider], long: bool) -> io::Result<()> {
+        if long {
+            providers(&mut self.out, all, self.style)
+        } else {
+            provider_names(&mut self.out, all)
+        }
+    }
+
+    fn explain(&mut self, provider: &Provider) -> io::Result<()> {
+        explain(&mut self.out, provider, self.style)
+    }
+
+    fn listed(&mut self, provider: &'p Provider, item: &Resource) -> io::Result<()> {
+        resource(&mut self.out, provider, item, self.style)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn end_list(&mut self, _provider: &'p Provider, _error: Option<&str>) -> io::Result<()> {
+        // What was listed before an error is shown; the error itself goes
+        // to stderr.
+        self.out.flush()
+    }
+
+    fn found(
+        &mut self,
+        provider: &Provider,
+        name: &str,
+        found: Option<&Resource>,
+    ) -> io::Result<()> {
+        match found {
+            Some(item) => resource(&mut self.out, provider, item, self.style),
+            None => {
+                eprintln!(
+                    "ralsh: {}: no resource named {}",
+                    provider.qualified_name(),
+                    quote(name)
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn outcomes(
+        &mut self,
+        provider: &Provider,
+        results: &[(String, Result<Outcome, String>)],
+        _noop: bool,
+    ) -> io::Result<()> {
+        for (_, result) in results {
+            if let Ok(done) = result {
+                outcome(&mut self.out, provider, done, self.style)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

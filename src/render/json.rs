@@ -8,6 +8,8 @@ use serde_json::{json, Map, Value as Json};
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::secrets::REDACTED;
+
+use super::Printer;
 use crate::types::Value;
 use crate::update::Outcome;
 
@@ -230,7 +232,9 @@ impl<'p, W: Write> ResourceStream<'p, W> {
         Ok(())
     }
 
-    pub fn finish(mut self, error_message: Option<&str>) -> io::Result<()> {
+    /// Ends the document (with the error that cut the listing short, if
+    /// any) and gives the writer back.
+    pub fn finish(mut self, error_message: Option<&str>) -> io::Result<W> {
         match (self.count, error_message) {
             (0, None) => self.out.write_all(b"{\"resources\": []}\n")?,
             (0, Some(message)) => writeln!(self.out, "{}", error(message, None))?,
@@ -241,7 +245,88 @@ impl<'p, W: Write> ResourceStream<'p, W> {
                 self.out.write_all(b"}\n")?;
             }
         }
-        self.out.flush()
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// The JSON [`Printer`]: libral's documents, a listing streamed.
+pub struct JsonPrinter<'p, W: Write> {
+    /// The writer, while no listing holds it.
+    out: Option<W>,
+    list: Option<ResourceStream<'p, W>>,
+}
+
+impl<'p, W: Write> JsonPrinter<'p, W> {
+    pub fn new(out: W) -> JsonPrinter<'p, W> {
+        JsonPrinter {
+            out: Some(out),
+            list: None,
+        }
+    }
+
+    fn out(&mut self) -> &mut W {
+        match (&mut self.out, &mut self.list) {
+            (Some(out), _) => out,
+            (None, Some(list)) => list.get_mut(),
+            (None, None) => unreachable!("the writer is held by the printer or its listing"),
+        }
+    }
+}
+
+impl<'p, W: Write> Printer<'p> for JsonPrinter<'p, W> {
+    fn providers(&mut self, all: &[Provider], _long: bool) -> io::Result<()> {
+        writeln!(self.out(), "{}", providers(all))
+    }
+
+    fn explain(&mut self, provider: &Provider) -> io::Result<()> {
+        writeln!(self.out(), "{}", providers(std::slice::from_ref(provider)))
+    }
+
+    fn listed(&mut self, provider: &'p Provider, item: &Resource) -> io::Result<()> {
+        if self.list.is_none() {
+            let out = self.out.take().expect("no listing holds the writer yet");
+            self.list = Some(ResourceStream::new(out, provider));
+        }
+        self.list.as_mut().expect("a listing").push(item)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out().flush()
+    }
+
+    fn end_list(&mut self, provider: &'p Provider, error: Option<&str>) -> io::Result<()> {
+        let stream = match self.list.take() {
+            Some(stream) => stream,
+            None => ResourceStream::new(self.out.take().expect("the writer"), provider),
+        };
+        self.out = Some(stream.finish(error)?);
+        Ok(())
+    }
+
+    fn found(
+        &mut self,
+        provider: &Provider,
+        _name: &str,
+        found: Option<&Resource>,
+    ) -> io::Result<()> {
+        match found {
+            Some(item) => writeln!(
+                self.out(),
+                "{}",
+                json!({ "resource": resource(provider, item) })
+            ),
+            None => writeln!(self.out(), "{{}}"),
+        }
+    }
+
+    fn outcomes(
+        &mut self,
+        provider: &Provider,
+        results: &[(String, Result<Outcome, String>)],
+        noop: bool,
+    ) -> io::Result<()> {
+        writeln!(self.out(), "{}", outcomes(provider, results, noop))
     }
 }
 

@@ -1,6 +1,5 @@
 //! Turns parsed arguments into library calls and renders the results.
 
-use std::cell::RefCell;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -8,7 +7,10 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use ral::discovery::{self, Registry};
 use ral::metadata_cache::MetadataCache;
-use ral::render::{human, json};
+use ral::render::human::{self, HumanPrinter};
+use ral::render::json::{self, JsonPrinter};
+use ral::render::Printer;
+use ral::resource::ResourceSink;
 use ral::text::escape_lines;
 use ral::update::{self, Request};
 use ral::{bundled, Host, HostConfig, Provider};
@@ -209,57 +211,69 @@ fn dispatch(
     host: &Host,
     registry: &Registry,
 ) -> anyhow::Result<Status> {
-    let mut lock = io::stdout().lock();
-    let mut sink = io::sink();
-    let mut stdout: &mut dyn Write = if output.quiet { &mut sink } else { &mut lock };
+    // One buffer for everything printed; a listing flushes it whenever the
+    // provider pauses, so a slow provider's resources show as they come.
+    let out: Box<dyn Write> = if output.quiet {
+        Box::new(io::sink())
+    } else {
+        Box::new(io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()))
+    };
+    let mut printer: Box<dyn Printer> = if output.json {
+        Box::new(JsonPrinter::new(out))
+    } else {
+        Box::new(HumanPrinter::new(out, output.style))
+    };
+    let status = run_command(args, output, host, registry, printer.as_mut());
+    printer.flush()?;
+    status
+}
+
+fn run_command<'p>(
+    args: &Args,
+    output: &Output,
+    host: &Host,
+    registry: &'p Registry,
+    printer: &mut dyn Printer<'p>,
+) -> anyhow::Result<Status> {
     let Some(query) = &args.provider else {
         if args.explain {
             bail!("--explain needs a provider: ralsh --explain TYPE");
         }
-        return print_providers(&mut stdout, output, registry.providers());
+        printer.providers(registry.providers(), output.long)?;
+        return Ok(Status::Success);
     };
     let provider = registry.resolve(query)?;
     if args.explain {
         if args.name.is_some() {
             bail!("--explain takes only a provider: ralsh --explain {query}");
         }
-        if output.json {
-            writeln!(
-                stdout,
-                "{}",
-                json::providers(std::slice::from_ref(provider))
-            )?;
-        } else {
-            human::explain(&mut stdout, provider, output.style)?;
-        }
+        printer.explain(provider)?;
         return Ok(Status::Success);
     }
     let Some(name) = &args.name else {
-        return list(&mut stdout, output, host, provider, args.absent, args.quiet);
+        return list(printer, host, provider, args.absent, args.quiet);
     };
     if args.attrs.is_empty() {
         if args.noop {
             log::info!("--noop has no effect without attributes to change");
         }
-        return show(&mut stdout, output, host, provider, name, args.absent);
+        let found = host
+            .find(provider, name)?
+            .filter(|resource| !(args.absent && resource.is_absent()));
+        printer.found(provider, name, found.as_ref())?;
+        return Ok(match found {
+            Some(_) => Status::Success,
+            None => Status::NotFound,
+        });
     }
-    change(
-        &mut stdout,
-        output,
-        host,
-        provider,
-        name,
-        &args.attrs,
-        args.noop,
-    )
+    change(printer, host, provider, name, &args.attrs, args.noop)
 }
 
 /// `ralsh TYPE NAME [NAME...] ATTR=VALUE...`: words before the first
 /// `ATTR=VALUE` are further names, and all of them get the same change, as
 /// one batch.
 fn change(
-    out: &mut impl Write,
-    output: &Output,
+    printer: &mut dyn Printer,
     host: &Host,
     provider: &Provider,
     first: &str,
@@ -289,156 +303,78 @@ fn change(
         .zip(outcomes)
         .map(|(name, outcome)| (name.to_string(), outcome.map_err(|e| e.to_string())))
         .collect();
-    let failed = results.iter().filter(|(_, r)| r.is_err()).count();
-    if output.json {
-        writeln!(out, "{}", json::outcomes(provider, &results, noop))?;
-    } else {
-        for (_, result) in &results {
-            if let Ok(outcome) = result {
-                human::outcome(&mut *out, provider, outcome, output.style)?;
-            }
-        }
-    }
+    printer.outcomes(provider, &results, noop)?;
+    let mut status = Status::Success;
     for (_, result) in &results {
         if let Err(message) = result {
             eprintln!("ralsh: error: {}", escape_lines(message));
+            status = Status::Error;
         }
     }
-    Ok(if failed > 0 {
-        Status::Error
-    } else {
-        Status::Success
-    })
+    Ok(status)
 }
 
-fn print_providers(
-    out: &mut impl Write,
-    output: &Output,
-    providers: &[Provider],
-) -> anyhow::Result<Status> {
-    if output.json {
-        writeln!(out, "{}", json::providers(providers))?;
-    } else if output.long {
-        human::providers(out, providers, output.style)?;
-    } else {
-        human::provider_names(out, providers)?;
+/// A listing on its way to the printer, with the progress line.
+struct Listing<'a, 'p> {
+    printer: &'a mut dyn Printer<'p>,
+    provider: &'p Provider,
+    skip_absent: bool,
+    progress: Progress,
+    count: usize,
+}
+
+fn write_error(error: io::Error) -> ral::Error {
+    ral::Error::io("writing output", error)
+}
+
+impl ResourceSink for Listing<'_, '_> {
+    fn resource(&mut self, resource: ral::Resource) -> ral::error::Result<()> {
+        self.count += 1;
+        self.progress.tick(self.count);
+        if self.skip_absent && resource.is_absent() {
+            return Ok(());
+        }
+        self.printer
+            .listed(self.provider, &resource)
+            .map_err(write_error)
     }
-    Ok(Status::Success)
+
+    fn idle(&mut self) -> ral::error::Result<()> {
+        self.progress.tick(self.count);
+        self.printer.flush().map_err(write_error)
+    }
 }
 
-fn list(
-    out: &mut impl Write,
-    output: &Output,
+fn list<'p>(
+    printer: &mut dyn Printer<'p>,
     host: &Host,
-    provider: &Provider,
+    provider: &'p Provider,
     skip_absent: bool,
     quiet: bool,
 ) -> anyhow::Result<Status> {
-    let keep = |resource: &ral::Resource| !(skip_absent && resource.is_absent());
-    let write_error = |e| ral::Error::io("writing output", e);
-    // Output is buffered, and flushed whenever the provider has not written
-    // more yet: one write per 64 KiB for a fast listing, each resource as
-    // it comes for a slow one.
-    let buffered = io::BufWriter::with_capacity(64 * 1024, out);
-    let progress = RefCell::new((Progress::new(provider.qualified_name(), quiet), 0usize));
-    let tick = |added: usize| {
-        let (progress, count) = &mut *progress.borrow_mut();
-        *count += added;
-        progress.tick(*count);
-    };
-    if !output.json {
-        let out = RefCell::new(buffered);
-        let listed = host.list(
-            provider,
-            &mut |resource| {
-                tick(1);
-                if keep(&resource) {
-                    let mut out = out.borrow_mut();
-                    human::resource(&mut *out, provider, &resource, output.style)
-                        .map_err(write_error)?;
-                }
-                Ok(())
-            },
-            &mut || {
-                tick(0);
-                out.borrow_mut().flush().map_err(write_error)
-            },
-        );
-        progress.borrow_mut().0.finish();
-        // What was listed before an error is shown before the error.
-        out.borrow_mut().flush()?;
-        listed?;
-        return Ok(Status::Success);
-    }
-    let stream = RefCell::new(json::ResourceStream::new(buffered, provider));
-    let listed = host.list(
+    let mut listing = Listing {
+        printer,
         provider,
-        &mut |resource| {
-            tick(1);
-            if keep(&resource) {
-                let mut stream = stream.borrow_mut();
-                stream.push(&resource).map_err(write_error)?;
-            }
-            Ok(())
-        },
-        &mut || {
-            tick(0);
-            stream.borrow_mut().get_mut().flush().map_err(write_error)
-        },
-    );
-    progress.borrow_mut().0.finish();
-    let stream = stream.into_inner();
+        skip_absent,
+        progress: Progress::new(provider.qualified_name(), quiet),
+        count: 0,
+    };
+    let listed = host.list(provider, &mut listing);
+    listing.progress.finish();
     match listed {
         Ok(()) => {
-            stream.finish(None)?;
+            listing.printer.end_list(provider, None)?;
             Ok(Status::Success)
         }
         Err(e) if e.is_broken_pipe() => Err(e.into()),
         Err(e) => {
-            // The error goes inside the document so it stays valid JSON.
+            // What was listed before the error is shown before it (in JSON,
+            // the error goes inside the document so it stays valid).
             let message = e.to_string();
-            stream.finish(Some(&message))?;
+            listing.printer.end_list(provider, Some(&message))?;
+            listing.printer.flush()?;
             eprintln!("ralsh: error: {}", escape_lines(&message));
             Ok(Status::Error)
-        }
-    }
-}
-
-fn show(
-    out: &mut impl Write,
-    output: &Output,
-    host: &Host,
-    provider: &Provider,
-    name: &str,
-    skip_absent: bool,
-) -> anyhow::Result<Status> {
-    let found = host
-        .find(provider, name)?
-        .filter(|resource| !(skip_absent && resource.is_absent()));
-    match (found, output.json) {
-        (Some(resource), true) => {
-            writeln!(
-                out,
-                "{}",
-                serde_json::json!({ "resource": json::resource(provider, &resource) })
-            )?;
-            Ok(Status::Success)
-        }
-        (Some(resource), false) => {
-            human::resource(out, provider, &resource, output.style)?;
-            Ok(Status::Success)
-        }
-        (None, true) => {
-            writeln!(out, "{{}}")?;
-            Ok(Status::NotFound)
-        }
-        (None, false) => {
-            eprintln!(
-                "ralsh: {}: no resource named {}",
-                provider.qualified_name(),
-                human::quote(name)
-            );
-            Ok(Status::NotFound)
         }
     }
 }

@@ -80,14 +80,10 @@ pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
     };
     let mut words = Vec::new();
     // What was listed before a failure still helps.
-    let _ = host.list(
-        provider,
-        &mut |resource| {
-            words.push(resource.name);
-            Ok(())
-        },
-        &mut || Ok(()),
-    );
+    let _ = host.list(provider, &mut |resource: ral::Resource| {
+        words.push(resource.name);
+        Ok(())
+    });
     matching(words, current)
 }
 

@@ -10,6 +10,7 @@ mod discovery;
 mod escapees;
 mod example;
 mod json_convention;
+mod layers;
 mod libral_cli;
 mod libral_providers;
 mod manuals;

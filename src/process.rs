@@ -191,15 +191,11 @@ pub type LineSink<'s> = dyn FnMut(&str) -> Result<Budget> + 's;
 /// so far; an error ends the call.
 pub type Idle<'s> = dyn FnMut() -> Result<()> + 's;
 
-/// Runs one call, feeding each stdout line to `sink`.
-pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
-    run_paced(call, sink, &mut || Ok(()))
-}
-
-/// Like [`run`], and calls `idle` whenever the lines that were ready are
-/// consumed and the next ones would wait for the provider: the moment to
-/// flush buffered output, so a slow provider's resources show as they come.
-pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
+/// Runs one call, feeding each stdout line to `sink`, and calling `idle`
+/// whenever the lines that were ready are consumed and the next ones would
+/// wait for the provider: the moment to flush buffered output, so a slow
+/// provider's resources show as they come.
+pub fn run(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
     let limits = Limits::new(call.timeout);
     // The provider runs in `/`; a relative path (from `-I dir`) means the
     // caller's working directory, so it is made absolute first.

@@ -168,7 +168,7 @@ impl Host {
             sensitive: invocation.sensitive,
             starts_daemons: invocation.starts_daemons,
         };
-        let finished = process::run_paced(&call, sink, idle)?;
+        let finished = process::run(&call, sink, idle)?;
         // A describe's stderr fails discovery of that provider instead.
         if !describing {
             self.error_lines

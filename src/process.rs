@@ -22,8 +22,10 @@
 //!   directory, stdout and stderr passed on raw line by line, file
 //!   descriptor 3 kept, and a cap on the output.
 //!
-//! Interrupts are forwarded ([`forward_interrupts`]): the running calls'
-//! groups are ended before this process ends by the signal.
+//! Interrupts are forwarded ([`forward_interrupts`]): a call they catch
+//! ends its group and fails with [`Error::Interrupted`], and none starts
+//! after them; the library never ends the process itself. A binary does,
+//! with [`exit_if_interrupted`].
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -224,7 +226,10 @@ pub fn run(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished
         stderr: StderrLog::default(),
     };
     let result = runner::run(&options, &mut answers);
-    answers.stderr.report_dropped(call);
+    // After an interrupt nothing more is said: the binary ends by it.
+    if !matches!(result, Err(Error::Interrupted { .. })) {
+        answers.stderr.report_dropped(call);
+    }
     let status = result?.status;
     let summary = answers.stderr.summary;
     if !status.success() {

@@ -5,8 +5,7 @@
 //! without one a thread blocked in `waitid` with `WNOWAIT`), so its process
 //! ID, which is also the group's, cannot be handed to an unrelated group
 //! while we may still signal it. A group dropped before it was reaped is
-//! terminated, so no error path leaves a provider behind, and an interrupt
-//! that came meanwhile then ends this process.
+//! terminated, so no error path leaves a provider behind.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Child, ChildStdin, Command, ExitStatus};
@@ -48,7 +47,8 @@ impl Group {
     /// Spawns `command`, which must make the child a process-group leader
     /// (`process_group(0)`), and registers the group for interrupts and as
     /// a running call (see `orphans`). With `release`, processes the call
-    /// leaves running when it ends are not ended.
+    /// leaves running when it ends are not ended. After a forwarded signal
+    /// nothing is started (see [`signals::spawn_registered`]).
     pub(super) fn spawn(command: &mut Command, release: bool) -> std::io::Result<Group> {
         let (mut child, mut registration) = signals::spawn_registered(|| {
             let child = command.spawn()?;
@@ -65,9 +65,6 @@ impl Group {
                 registration.release();
                 let _ = child.wait();
                 orphans::call_ended(pid, false);
-                // No wait follows that would notice an interrupt taken
-                // while the spawn was in progress.
-                signals::exit_if_interrupted();
                 return Err(e);
             }
         };
@@ -107,14 +104,6 @@ impl Group {
 
     pub(super) fn has_exited(&self) -> bool {
         self.exited
-    }
-
-    /// Ends the group and this process if a forwarded signal arrived.
-    pub(super) fn check_interrupt(&mut self) {
-        if let Some(signal) = signals::interrupted() {
-            self.terminate();
-            signals::reraise(signal);
-        }
     }
 
     /// Waits for the leader to exit; false when `until` passed first.
@@ -182,10 +171,6 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.terminate();
-        // Whatever ended the run early (an error setting up its pipes, say),
-        // no wait of its follows that would act on an interrupt noted
-        // meanwhile.
-        signals::exit_if_interrupted();
     }
 }
 

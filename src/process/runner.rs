@@ -20,8 +20,9 @@
 //!   after [`KILL_GRACE`](super::KILL_GRACE), and the run fails with a timeout;
 //! - processes that still hold the output [`OUTPUT_LINGER`] after the
 //!   leader exited are killed, and the run goes on to its end;
-//! - a forwarded interrupt (see `signals.rs`) ends the group the same way,
-//!   and then this process;
+//! - a forwarded interrupt (see `signals.rs`) ends the group the same way
+//!   and fails the run with [`Error::Interrupted`]; so does any run that
+//!   ends after one arrived, and none starts after it;
 //! - what the run leaves running is ended with it (see `orphans.rs`).
 
 use std::borrow::Cow;
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use super::group::Group;
 use super::pipes::{Feeder, LineReader, Piece, PollSet};
-use super::{explain_spawn_error, MAX_TIMEOUT, OUTPUT_LINGER};
+use super::{explain_spawn_error, signals, MAX_TIMEOUT, OUTPUT_LINGER};
 use crate::error::{Error, Result};
 
 /// Which output stream a line came from.
@@ -113,7 +114,14 @@ pub(super) fn run<A: AsRef<OsStr>>(
     options: &Options<'_, A>,
     handler: &mut dyn Handler,
 ) -> Result<Exit> {
-    spawn(options).and_then(|mut running| running.drive(handler))
+    let result = spawn(options).and_then(|mut running| running.drive(handler));
+    // By now the group is reaped or ended, and the sweep for what it left
+    // behind is over. A forwarded signal that came meanwhile is the run's
+    // outcome, whatever else it was: the caller must act on it first.
+    match signals::interrupted() {
+        Some(signal) => Err(Error::Interrupted { signal }),
+        None => result,
+    }
 }
 
 /// Starts the program: the one spawn path.
@@ -171,6 +179,7 @@ fn spawn<'a, A: AsRef<OsStr>>(options: &Options<'a, A>) -> Result<Running<'a>> {
             });
         }
     }
+    // A refusal after a forwarded signal becomes `Interrupted` in `run`.
     let mut group = Group::spawn(&mut command, options.release).map_err(spawn_error)?;
     // The Command holds no pipe ends of ours after the spawn, and our copy
     // of the fd 3 write end goes too: EOF then means the program and
@@ -242,7 +251,10 @@ impl Running<'_> {
         loop {
             // The limits hold on every turn, also for a program whose
             // output never lets the loop wait.
-            self.group.check_interrupt();
+            if let Some(signal) = signals::interrupted() {
+                self.group.terminate();
+                return Err(Error::Interrupted { signal });
+            }
             let until = match self.limits.due(self.group.has_exited()) {
                 Due::WaitUntil(until) => until,
                 Due::KillLeftovers => {

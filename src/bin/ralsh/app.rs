@@ -67,9 +67,10 @@ pub fn run() -> ExitCode {
         style: human::Style { color: use_color() },
     };
     let outcome = execute(&args, &output);
-    // An interrupt that came while ralsh was blocked writing its output
-    // (the provider was ended then) still ends ralsh by that signal, even
-    // if the write then failed on a closed pipe.
+    // An interrupt ends ralsh by that signal, before anything reports the
+    // error it caused: `Error::Interrupted`, or a write that failed on a
+    // closed pipe while ralsh was blocked writing (the provider was ended
+    // then).
     ral::process::exit_if_interrupted();
     match outcome {
         Ok(status) => ExitCode::from(status as u8),
@@ -200,6 +201,8 @@ pub fn load_with(args: &Args, cache: &MetadataCache) -> anyhow::Result<(Host, Re
     };
     let dirs = discovery::data_dirs(&args.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
     let registry = discovery::discover(&host, &dirs, cache, only_type);
+    // An interrupted discovery found nothing; that is not to be shown.
+    ral::process::exit_if_interrupted();
     Ok((host, registry))
 }
 
@@ -279,6 +282,8 @@ fn change(
         .map(|name| Request::parse(provider, name, attrs))
         .collect::<ral::error::Result<Vec<_>>>()?;
     let mut outcomes = update::apply_many(host, provider, &requests, noop)?;
+    // The resources an interrupt caught are not reported as failed.
+    ral::process::exit_if_interrupted();
     if names.len() == 1 {
         // One resource: a failure is the command's error, reported as usual.
         let outcome = outcomes.pop().expect("one outcome")?;
@@ -364,6 +369,8 @@ fn list(
                 out.borrow_mut().flush().map_err(write_error)
             },
         );
+        // What was listed is not flushed after an interrupt.
+        ral::process::exit_if_interrupted();
         progress.borrow_mut().0.finish();
         // What was listed before an error is shown before the error.
         out.borrow_mut().flush()?;
@@ -386,6 +393,8 @@ fn list(
             stream.borrow_mut().get_mut().flush().map_err(write_error)
         },
     );
+    // Nor is the document closed.
+    ral::process::exit_if_interrupted();
     progress.borrow_mut().0.finish();
     let stream = stream.into_inner();
     match listed {

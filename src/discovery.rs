@@ -98,6 +98,9 @@ const CONCURRENT_DESCRIBES: usize = 8;
 /// Loads the providers of `dirs`, or, with `only_type`, those of that type
 /// and those whose type is not known yet. Providers with neither a `.yaml`
 /// nor a current cache entry are described, several at a time.
+///
+/// When a forwarded interrupt cut a describe short, the registry is empty
+/// (see [`crate::process::exit_if_interrupted`]).
 pub fn discover(
     host: &dyn Describer,
     dirs: &[DataDir],
@@ -123,6 +126,13 @@ pub fn discover(
         .filter(|&i| found[i].meta.is_none())
         .collect();
     let described = describe_all(host, &found, &pending);
+    // An interrupt ends discovery with nothing found, remembered or reported.
+    if described
+        .iter()
+        .any(|r| matches!(r, Err(Skip::Now(Error::Interrupted { .. }))))
+    {
+        return Registry::default();
+    }
     for (index, result) in pending.into_iter().zip(described) {
         found[index].meta = Some(result);
     }

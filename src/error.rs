@@ -87,6 +87,13 @@ pub enum Error {
     #[error("{provider} is not suitable on this system: {reason}")]
     Unsuitable { provider: String, reason: String },
 
+    /// A forwarded signal (SIGINT, SIGTERM or SIGHUP; see
+    /// [`crate::process::forward_interrupts`]) arrived: the running calls
+    /// were ended, and no new one starts. The library does not end the
+    /// process; a binary does, with [`crate::process::exit_if_interrupted`].
+    #[error("interrupted by {}", signal_name(*.signal))]
+    Interrupted { signal: i32 },
+
     /// A file-system operation of the host itself failed.
     #[error("{context}: {source}")]
     Io {
@@ -100,6 +107,15 @@ fn broken_note(broken: usize) -> String {
         0 => String::new(),
         1 => " (1 provider was skipped as broken; -l info says why)".to_owned(),
         n => format!(" ({n} providers were skipped as broken; -l info says why)"),
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT".to_owned(),
+        libc::SIGTERM => "SIGTERM".to_owned(),
+        libc::SIGHUP => "SIGHUP".to_owned(),
+        other => format!("signal {other}"),
     }
 }
 

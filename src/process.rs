@@ -1,43 +1,48 @@
-//! The one place where provider processes are started, fed, read and ended.
+//! The one module that starts, feeds, reads and ends child processes.
 //!
-//! Every call runs the provider directly (argv only, never through a shell),
-//! in its own process group, with stdin from `/dev/null` (or a document for
-//! the json convention) and a scrubbed environment. A call is one event
-//! loop on the calling thread: it polls the provider's stdout and stderr
-//! and its exit, hands each stdout line to the caller straight from the
-//! read buffer, so a listing is processed while the provider writes it and
-//! memory stays bounded, and logs each stderr line under the provider's
-//! name as it comes. No thread is started and nothing is forked: the child
-//! is spawned the fast way (`posix_spawn`), which matters when the provider
-//! itself takes a millisecond. When the time limit passes, the whole process
-//! group gets SIGTERM, then SIGKILL after a short grace period.
+//! Every child goes through one runner (`runner.rs`): argv only, never a
+//! shell; its own process group; one event loop on the calling thread that
+//! polls its pipes and its exit; one set of limits (the time limit, then
+//! SIGTERM and SIGKILL to the group; a linger for processes left holding
+//! the output; interrupts; nothing left running, see `orphans.rs` and
+//! [`adopt_orphans`]). What differs between children is an option of the
+//! runner, and what their output means is a handler, of which there are
+//! two:
 //!
-//! Processes that leave the group are found and ended too, once the
-//! binary made this process a child subreaper ([`adopt_orphans`]; see
-//! `orphans.rs`).
+//! - provider calls ([`Call`], [`run`], here): a scrubbed environment
+//!   ([`ProviderEnv`]), `/` as the working directory, stdin from
+//!   `/dev/null` or a document (the json convention). Each stdout line goes
+//!   to the caller's [`LineSink`] straight from the read buffer, so a
+//!   listing is processed while the provider writes it and memory stays
+//!   bounded, within [`MAX_LINE`] and a byte budget per answer; each stderr
+//!   line is logged under the provider's name as it comes, by its level
+//!   prefix, redacted, and up to a cap per call.
+//! - programs whose output is passed on ([`streams`]: Holo plugins,
+//!   generators, `git diff`): the caller's environment and working
+//!   directory, stdout and stderr passed on raw line by line, file
+//!   descriptor 3 kept, and a cap on the output.
 //!
-//! The provider's exit is watched without reaping it (a pidfd; see
-//! `group.rs`), so its process-group ID cannot be reused by an unrelated
-//! group while we may still signal it. When the provider has exited but
-//! processes it started keep its output open, they get [`OUTPUT_LINGER`]
-//! to finish and are then killed, instead of stalling the call until its
-//! time limit.
+//! Interrupts are forwarded ([`forward_interrupts`]): a call they catch
+//! ends its group and fails with [`Error::Interrupted`], and none starts
+//! after them; the library never ends the process itself. A binary does,
+//! with [`exit_if_interrupted`].
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::secrets::REDACTED;
+use crate::metadata::Action;
+use crate::secrets::redact;
 use crate::text::escape;
-use group::{Due, Group, Limits};
-use pipes::{text, Feeder, LineReader, PollSet};
+use pipes::{text, Piece};
+use runner::Stream;
 
 mod group;
 mod orphans;
 mod pipes;
+mod runner;
 mod signals;
 pub mod streams;
 
@@ -135,7 +140,7 @@ pub struct Call<'a> {
     /// The provider's qualified name, used as log target and in errors.
     pub label: &'a str,
     pub program: &'a Path,
-    pub action: &'a str,
+    pub action: Action,
     pub args: Vec<String>,
     pub env: &'a ProviderEnv,
     pub timeout: Duration,
@@ -191,64 +196,173 @@ pub type LineSink<'s> = dyn FnMut(&str) -> Result<Budget> + 's;
 /// so far; an error ends the call.
 pub type Idle<'s> = dyn FnMut() -> Result<()> + 's;
 
-/// Runs one call, feeding each stdout line to `sink`.
-pub fn run(call: &Call, sink: &mut LineSink) -> Result<Finished> {
-    run_paced(call, sink, &mut || Ok(()))
+/// Runs one call, feeding each stdout line to `sink`, and calling `idle`
+/// whenever the lines that were ready are consumed and the next ones would
+/// wait for the provider: the moment to flush buffered output, so a slow
+/// provider's resources show as they come.
+pub fn run(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
+    let options = runner::Options {
+        label: call.label,
+        action: call.action.as_str(),
+        program: call.program,
+        arg0: None,
+        args: &call.args,
+        env: &call.env.vars,
+        // A relative program (from `-I dir`) still means the caller's
+        // working directory: the runner makes it absolute.
+        dir: Some(Path::new("/")),
+        stdin: call.stdin.as_deref(),
+        fd3: None,
+        timeout: call.timeout,
+        release: call.starts_daemons,
+        last_words: true,
+    };
+    let mut answers = Answers {
+        call,
+        sink,
+        idle,
+        answer_bytes: 0,
+        lines: 0,
+        killed_leftovers: false,
+        stderr: StderrLog::default(),
+    };
+    let result = runner::run(&options, &mut answers);
+    // After an interrupt nothing more is said: the binary ends by it.
+    if !matches!(result, Err(Error::Interrupted { .. })) {
+        answers.stderr.report_dropped(call);
+    }
+    let status = result?.status;
+    let summary = answers.stderr.summary;
+    if !status.success() {
+        // The error quotes the lines of the tail that were not logged
+        // already (a traceback is shown once, not twice).
+        let logged = summary.tail_shown.contains(&true);
+        let unshown = summary
+            .tail
+            .into_iter()
+            .zip(summary.tail_shown)
+            .filter(|(_, shown)| !shown)
+            .map(|(line, _)| line)
+            .collect();
+        return Err(Error::Exit {
+            provider: call.label.to_owned(),
+            action: call.action.as_str().to_owned(),
+            status: describe_status(status),
+            stderr: unshown,
+            logged,
+        });
+    }
+    Ok(Finished {
+        stderr_lines: summary.lines,
+        problem_lines: summary.problems,
+        error_lines: summary.errors,
+        stderr_tail: summary.tail,
+    })
 }
 
-/// Like [`run`], and calls `idle` whenever the lines that were ready are
-/// consumed and the next ones would wait for the provider: the moment to
-/// flush buffered output, so a slow provider's resources show as they come.
-pub fn run_paced(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished> {
-    let limits = Limits::new(call.timeout);
-    // The provider runs in `/`; a relative path (from `-I dir`) means the
-    // caller's working directory, so it is made absolute first.
-    let spawn_error = |source| Error::Spawn {
+/// The provider rules for a call's output: stdout lines are answers, each
+/// within [`Call::max_line`] and its answer within [`Call::max_answer`];
+/// stderr lines are logged.
+struct Answers<'r, 's, 'i> {
+    call: &'r Call<'r>,
+    sink: &'r mut LineSink<'s>,
+    idle: &'r mut Idle<'i>,
+    /// Bytes of the current answer so far.
+    answer_bytes: usize,
+    /// Stdout lines so far.
+    lines: usize,
+    /// Leftovers were killed at the linger, and may have cut the last line.
+    killed_leftovers: bool,
+    stderr: StderrLog,
+}
+
+impl Answers<'_, '_, '_> {
+    fn answer(&mut self, piece: Piece) -> Result<()> {
+        let call = self.call;
+        if piece.unterminated && self.killed_leftovers {
+            // Most likely cut mid-line by the kill; it cannot be told from
+            // a last line the provider left unfinished, so the dropping is
+            // said aloud.
+            let start: String = text(piece.bytes).chars().take(40).collect();
+            log::warn!(
+                "{}: {}: dropping its unfinished last line '{}...': the processes still writing \
+                 its output were killed",
+                call.label,
+                call.action,
+                escape(&redact(&start, &call.secrets))
+            );
+            return Ok(());
+        }
+        self.lines += 1;
+        if !piece.ends {
+            let start: String = text(piece.bytes).chars().take(40).collect();
+            return Err(protocol(
+                call,
+                format!(
+                    "line {} of its output is longer than {} bytes, the most ral reads in one \
+                     line (it starts '{}...'): the provider wrote a value too long to be read \
+                     back",
+                    self.lines,
+                    call.max_line,
+                    redact(&start, &call.secrets)
+                ),
+            ));
+        }
+        let line = text(piece.bytes);
+        let length = line.len() + 1;
+        match (self.sink)(&line)? {
+            Budget::Continue => self.answer_bytes += length,
+            Budget::Reset => self.answer_bytes = length,
+        }
+        if self.answer_bytes > call.max_answer {
+            return Err(protocol(
+                call,
+                format!("its answer is larger than {} bytes", call.max_answer),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl runner::Handler for Answers<'_, '_, '_> {
+    fn max_line(&self, stream: Stream) -> usize {
+        match stream {
+            Stream::Stdout => self.call.max_line,
+            Stream::Stderr => MAX_LINE,
+        }
+    }
+
+    fn line(&mut self, stream: Stream, piece: Piece) -> Result<()> {
+        match stream {
+            Stream::Stdout => self.answer(piece),
+            Stream::Stderr => {
+                self.stderr.log(self.call, piece);
+                Ok(())
+            }
+        }
+    }
+
+    fn idle(&mut self) -> Result<()> {
+        (self.idle)()
+    }
+
+    fn killing_leftovers(&mut self) {
+        log::warn!(
+            "{}: {} exited, but processes it started kept its output open for {}s; killing them",
+            self.call.label,
+            self.call.action,
+            OUTPUT_LINGER.as_secs()
+        );
+        self.killed_leftovers = true;
+    }
+}
+
+fn protocol(call: &Call, message: String) -> Error {
+    Error::Protocol {
         provider: call.label.to_owned(),
-        file: call.program.to_owned(),
-        action: call.action.to_owned(),
-        source: explain_spawn_error(call.program, source),
-    };
-    let program = std::path::absolute(call.program).map_err(spawn_error)?;
-    let mut command = Command::new(&program);
-    command
-        .args(&call.args)
-        .current_dir("/")
-        .env_clear()
-        .envs(call.env.vars.iter().map(|(k, v)| (k, v)))
-        .stdin(match call.stdin {
-            Some(_) => Stdio::piped(),
-            None => Stdio::null(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut group = Group::spawn(&mut command, call.starts_daemons).map_err(spawn_error)?;
-    // The Command holds no pipe ends of ours after the spawn; ours are in
-    // the child handle, so EOF means the provider and everything it
-    // started closed theirs.
-    drop(command);
-    let pipes = (|| {
-        let stdin = Feeder::new(group.take_stdin(), call.stdin.clone().unwrap_or_default())?;
-        let (stdout, stderr) = group.take_output()?;
-        Ok::<_, std::io::Error>((stdin, stdout, stderr))
-    })();
-    let (stdin, stdout, stderr) =
-        pipes.map_err(|e| Error::io("setting up a provider's pipes", e))?;
-    let mut running = Running {
-        group,
-        call,
-        stdin,
-        stdout,
-        stderr: StderrLog {
-            reader: stderr,
-            summary: StderrSummary::default(),
-            logged: Logged::default(),
-        },
-    };
-    let result = running.consume(limits, sink, idle);
-    running.stderr.report_dropped(call);
-    result
+        action: call.action.as_str().to_owned(),
+        message,
+    }
 }
 
 #[derive(Default)]
@@ -271,82 +385,64 @@ struct Logged {
 }
 
 /// A provider's stderr: logged line by line under its name as it comes.
+#[derive(Default)]
 struct StderrLog {
-    reader: LineReader,
     summary: StderrSummary,
     logged: Logged,
 }
 
 impl StderrLog {
-    /// Logs the lines that arrived, reading the pipe at most once: a
-    /// provider that floods stderr must not keep the call from its time
-    /// limit or from an interrupt, which the caller checks between reads.
-    fn read_some(&mut self, call: &Call) {
-        self.log_lines(call);
-        match self.reader.fill() {
-            Ok(_) => self.log_lines(call),
-            // Unreadable stderr is treated as closed.
-            Err(_) => self.reader.give_up(),
+    /// Logs one line (or the first piece of a line cut at [`MAX_LINE`];
+    /// the rest of it is dropped).
+    fn log(&mut self, call: &Call, piece: Piece) {
+        if piece.continues {
+            return;
         }
-    }
-
-    /// Logs every complete line in the buffer.
-    fn log_lines(&mut self, call: &Call) {
-        while let Some(piece) = self.reader.next_piece(MAX_LINE) {
-            // The rest of a line cut at the limit is dropped.
-            if piece.continues {
-                continue;
-            }
-            let raw = String::from_utf8_lossy(piece.bytes);
-            let (level, message) = stderr_level(&raw);
-            // A structured line is rendered first, so that the values of
-            // sensitive attributes are redacted by name; then every known
-            // secret goes, then control characters.
-            let message = match crate::log_line::Record::parse(message) {
-                Some(record) => record.render(|attr| call.sensitive.iter().any(|s| s == attr)),
-                None => message.to_owned(),
-            };
-            let message = escape(&redact(&message, &call.secrets));
-            let message = if piece.ends {
-                message
+        let raw = String::from_utf8_lossy(piece.bytes);
+        let (level, message) = stderr_level(&raw);
+        // A structured line is rendered first, so that the values of
+        // sensitive attributes are redacted by name; then every known
+        // secret goes, then control characters.
+        let message = match crate::log_line::Record::parse(message) {
+            Some(record) => record.render(|attr| call.sensitive.iter().any(|s| s == attr)),
+            None => message.to_owned(),
+        };
+        let message = escape(&redact(&message, &call.secrets));
+        let message = if piece.ends {
+            message
+        } else {
+            format!("{message}... (line cut at {MAX_LINE} bytes)")
+        };
+        let mut shown = false;
+        if call.log_stderr && log::log_enabled!(target: call.label, level) {
+            let logged = &mut self.logged;
+            if logged.lines < MAX_LOGGED_LINES && logged.bytes + message.len() <= MAX_LOGGED_BYTES {
+                logged.lines += 1;
+                logged.bytes += message.len();
+                log::log!(target: call.label, level, "{message}");
+                shown = true;
             } else {
-                format!("{message}... (line cut at {MAX_LINE} bytes)")
-            };
-            let mut shown = false;
-            if call.log_stderr && log::log_enabled!(target: call.label, level) {
-                let logged = &mut self.logged;
-                if logged.lines < MAX_LOGGED_LINES
-                    && logged.bytes + message.len() <= MAX_LOGGED_BYTES
-                {
-                    logged.lines += 1;
-                    logged.bytes += message.len();
-                    log::log!(target: call.label, level, "{message}");
-                    shown = true;
-                } else {
-                    logged.dropped_lines += 1;
-                    logged.dropped_bytes += message.len();
-                }
+                logged.dropped_lines += 1;
+                logged.dropped_bytes += message.len();
             }
-            self.summary.lines += 1;
-            // debug and info lines are a provider's running commentary;
-            // warnings and errors are problems.
-            if level <= log::Level::Warn {
-                self.summary.problems += 1;
-            }
-            if level == log::Level::Error {
-                self.summary.errors += 1;
-            }
-            if self.summary.tail.len() == STDERR_TAIL {
-                self.summary.tail.remove(0);
-                self.summary.tail_shown.remove(0);
-            }
-            self.summary.tail.push(message);
-            self.summary.tail_shown.push(shown);
         }
+        self.summary.lines += 1;
+        // debug and info lines are a provider's running commentary;
+        // warnings and errors are problems.
+        if level <= log::Level::Warn {
+            self.summary.problems += 1;
+        }
+        if level == log::Level::Error {
+            self.summary.errors += 1;
+        }
+        if self.summary.tail.len() == STDERR_TAIL {
+            self.summary.tail.remove(0);
+            self.summary.tail_shown.remove(0);
+        }
+        self.summary.tail.push(message);
+        self.summary.tail_shown.push(shown);
     }
-}
 
-impl StderrLog {
     /// Says, once the call is over, how much of its stderr was not logged.
     fn report_dropped(&self, call: &Call) {
         let logged = &self.logged;
@@ -360,227 +456,6 @@ impl StderrLog {
                 call.action,
                 MAX_LOGGED_BYTES / 1024
             );
-        }
-    }
-}
-
-/// One provider call in progress.
-struct Running<'a> {
-    group: Group,
-    call: &'a Call<'a>,
-    stdin: Feeder,
-    stdout: LineReader,
-    stderr: StderrLog,
-}
-
-impl Running<'_> {
-    fn consume(
-        &mut self,
-        mut limits: Limits,
-        sink: &mut LineSink,
-        idle: &mut Idle,
-    ) -> Result<Finished> {
-        let mut answer_bytes = 0usize;
-        let mut lines = 0usize;
-        // Lines were handed to the sink since `idle` was last called.
-        let mut fresh = false;
-        let mut told_complete = false;
-        // Leftovers killed at the linger may have been cut mid-line.
-        let mut killed_leftovers = false;
-        loop {
-            while let Some(piece) = self.stdout.next_piece(self.call.max_line) {
-                if piece.unterminated && killed_leftovers {
-                    // Most likely cut mid-line by the kill; it cannot be
-                    // told from a last line the provider left unfinished,
-                    // so the dropping is said aloud.
-                    let start: String = text(piece.bytes).chars().take(40).collect();
-                    log::warn!(
-                        "{}: {}: dropping its unfinished last line '{}...': the processes \
-                         still writing its output were killed",
-                        self.call.label,
-                        self.call.action,
-                        escape(&redact(&start, &self.call.secrets))
-                    );
-                    continue;
-                }
-                lines += 1;
-                if !piece.ends {
-                    let start: String = text(piece.bytes).chars().take(40).collect();
-                    return Err(self.abandon(format!(
-                        "line {lines} of its output is longer than {} bytes, the most ral \
-                         reads in one line (it starts '{}...'): the provider wrote a value \
-                         too long to be read back",
-                        self.call.max_line,
-                        redact(&start, &self.call.secrets)
-                    )));
-                }
-                let line = text(piece.bytes);
-                let length = line.len() + 1;
-                match sink(&line) {
-                    Ok(Budget::Continue) => answer_bytes += length,
-                    Ok(Budget::Reset) => answer_bytes = length,
-                    Err(e) => {
-                        self.end_early();
-                        return Err(e);
-                    }
-                }
-                fresh = true;
-                if answer_bytes > self.call.max_answer {
-                    return Err(self.abandon(format!(
-                        "its answer is larger than {} bytes",
-                        self.call.max_answer
-                    )));
-                }
-            }
-            // The limits hold on every turn, also for a provider whose output
-            // never lets the loop wait.
-            self.group.check_interrupt();
-            let until = match limits.due(self.group.has_exited()) {
-                Due::WaitUntil(until) => until,
-                Due::KillLeftovers => {
-                    self.kill_leftovers();
-                    killed_leftovers = true;
-                    continue;
-                }
-                Due::TimedOut => return Err(self.time_out()),
-            };
-            if !self.stdout.is_done() {
-                // Stderr, stdin and the provider's exit are looked at on
-                // every read of stdout (without waiting), not only when
-                // stdout pauses.
-                if let Err(e) = self.wait(Instant::now()) {
-                    return Err(self.abandon(format!("waiting for its output failed: {e}")));
-                }
-                match self.stdout.fill() {
-                    Ok(true) => continue,
-                    Ok(false) => {}
-                    Err(e) => return Err(self.abandon(format!("reading its output failed: {e}"))),
-                }
-            }
-            // Everything written so far is consumed; the wait for more
-            // starts now (or the output is complete: told once).
-            if fresh || (self.stdout.is_done() && !told_complete) {
-                fresh = false;
-                told_complete = self.stdout.is_done();
-                if let Err(e) = idle() {
-                    self.end_early();
-                    return Err(e);
-                }
-            }
-            if self.stdout.is_done() && self.stderr.reader.is_done() && self.group.has_exited() {
-                break;
-            }
-            // Passing `until` is noticed at the top of the next turn.
-            if let Err(e) = self.wait(until) {
-                return Err(self.abandon(format!("waiting for its output failed: {e}")));
-            }
-        }
-        let status = self.group.reap().map_err(|e| {
-            Error::io(
-                format!("{}: waiting for {}", self.call.label, self.call.action),
-                e,
-            )
-        })?;
-        let summary = std::mem::take(&mut self.stderr.summary);
-        if !status.success() {
-            // The error quotes the lines of the tail that were not logged
-            // already (a traceback is shown once, not twice).
-            let logged = summary.tail_shown.contains(&true);
-            let unshown = summary
-                .tail
-                .into_iter()
-                .zip(summary.tail_shown)
-                .filter(|(_, shown)| !shown)
-                .map(|(line, _)| line)
-                .collect();
-            return Err(Error::Exit {
-                provider: self.call.label.to_owned(),
-                action: self.call.action.to_owned(),
-                status: describe_status(status),
-                stderr: unshown,
-                logged,
-            });
-        }
-        Ok(Finished {
-            stderr_lines: summary.lines,
-            problem_lines: summary.problems,
-            error_lines: summary.errors,
-            stderr_tail: summary.tail,
-        })
-    }
-
-    /// Waits for output, room on stdin or the provider's exit, at most
-    /// until `until` (not at all when it has passed); logs stderr, feeds
-    /// stdin and notes the exit as they allow.
-    fn wait(&mut self, until: Instant) -> std::io::Result<()> {
-        self.group.check_interrupt();
-        let mut set = PollSet::default();
-        set.add(
-            (!self.stdout.is_done()).then(|| self.stdout.fd()),
-            libc::POLLIN,
-        );
-        let stderr = (!self.stderr.reader.is_done()).then(|| self.stderr.reader.fd());
-        set.add(stderr, libc::POLLIN);
-        set.add(self.group.exit_fd(), libc::POLLIN);
-        set.add(self.stdin.fd(), libc::POLLOUT);
-        for fd in set.wait(until)? {
-            if Some(fd) == self.group.exit_fd() {
-                self.group.note_exit();
-            } else if Some(fd) == stderr {
-                self.stderr.read_some(self.call);
-            } else if Some(fd) == self.stdin.fd() {
-                self.stdin.write_some();
-            }
-        }
-        Ok(())
-    }
-
-    /// The provider exited but processes it started still hold its output:
-    /// they had their chance to finish.
-    fn kill_leftovers(&self) {
-        log::warn!(
-            "{}: {} exited, but processes it started kept its output open for {}s; killing them",
-            self.call.label,
-            self.call.action,
-            OUTPUT_LINGER.as_secs()
-        );
-        self.group
-            .kill_all(&[self.stdout.fd(), self.stderr.reader.fd()]);
-    }
-
-    /// Ends the provider before its output is complete. What it already
-    /// wrote on stderr is logged first: it often says why.
-    fn end_early(&mut self) {
-        if !self.stderr.reader.is_done() {
-            self.stderr.read_some(self.call);
-        }
-        self.group.terminate();
-        // What it said while being ended (a trap's last words) is in the
-        // pipe by now; a few reads take it, however much more is coming
-        // from a process that left the group.
-        for _ in 0..4 {
-            if self.stderr.reader.is_done() {
-                break;
-            }
-            self.stderr.read_some(self.call);
-        }
-    }
-
-    fn time_out(&mut self) -> Error {
-        self.end_early();
-        Error::Timeout {
-            provider: self.call.label.to_owned(),
-            action: self.call.action.to_owned(),
-            limit: self.call.timeout,
-        }
-    }
-
-    fn abandon(&mut self, message: String) -> Error {
-        self.end_early();
-        Error::Protocol {
-            provider: self.call.label.to_owned(),
-            action: self.call.action.to_owned(),
-            message,
         }
     }
 }
@@ -626,16 +501,6 @@ fn describe_status(status: ExitStatus) -> String {
         (None, Some(signal)) => format!("killed by signal {signal}"),
         (None, None) => status.to_string(),
     }
-}
-
-/// Replaces every occurrence of a secret by `[redacted]`.
-pub fn redact(text: &str, secrets: &[String]) -> String {
-    secrets
-        .iter()
-        .filter(|secret| !secret.is_empty())
-        .fold(text.to_owned(), |text, secret| {
-            text.replace(secret.as_str(), REDACTED)
-        })
 }
 
 /// Splits a `LEVEL:` prefix off a stderr line; the default level is warn.

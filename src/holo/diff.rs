@@ -12,7 +12,8 @@ use super::output::{Printer, To};
 use super::plugin::pass_on;
 use super::plugin::{exit_text, os_text, Forward, Operation, Plugin, Runner};
 use super::resources::Resources;
-use crate::process::streams::{run_streams, Stream, StreamCall};
+use super::run_streams;
+use crate::process::streams::{Stream, StreamCall};
 
 /// Asks the plugin for the entity's two files and diffs them. `Ok("")`
 /// when the entity has no diff. The plugin's own output goes to `forward`

@@ -10,6 +10,11 @@
 //! group, time limit, nothing left running), but with the caller's
 //! environment plus the `HOLO_*` variables and the caller's working
 //! directory, as Holo runs them.
+//!
+//! [`run`] is the body of the `holo` command, and acts for the binary on
+//! a forwarded signal: a plugin run it interrupted ends the process by it
+//! at once, before anything reports the run as failed, and so does one
+//! noted between runs, at the next check.
 
 mod apply;
 mod config;
@@ -25,6 +30,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::process::streams::{Ended, Stream, StreamCall};
 use output::{info_line, raw, Printer, To};
 use plugin::{Operation, Phase, Plugin, Runner};
 use resources::Resources;
@@ -74,7 +80,8 @@ pub struct Session {
 
 /// Runs one command and returns the exit code. The cache directory is
 /// removed on every way out, including a forwarded Ctrl-C (for which the
-/// binary calls [`crate::process::forward_interrupts_deferred`]).
+/// binary calls [`crate::process::forward_interrupts_deferred`], and
+/// [`crate::process::exit_if_interrupted`] after this returns).
 pub fn run(options: &Options) -> i32 {
     let mut printer = Printer::new();
     if options.json {
@@ -104,9 +111,22 @@ pub fn run(options: &Options) -> i32 {
         Ok(code) | Err(Stop(code)) => code,
     };
     drop(cache);
-    // A signal noted after the last check still ends the process by it.
-    crate::process::exit_if_interrupted();
     code
+}
+
+/// Runs a plugin, generator or `git` ([`crate::process::streams`]). When a
+/// forwarded signal interrupted it, the process ends by that signal here,
+/// before anything reports the run as failed; the cache directory and the
+/// lock are registered with [`crate::process::remove_on_interrupt`].
+fn run_streams(
+    call: &StreamCall,
+    on_line: &mut dyn FnMut(Stream, &[u8]),
+) -> crate::error::Result<Ended> {
+    let result = crate::process::streams::run_streams(call, on_line);
+    if let Err(crate::error::Error::Interrupted { .. }) = result {
+        crate::process::exit_if_interrupted();
+    }
+    result
 }
 
 /// A path from the environment, or `default` when unset or empty. One that

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use super::output::{Printer, To};
 use super::paths::{for_env, join};
-use crate::process::streams::{run_streams, Ended, Stream, StreamCall};
+use super::run_streams;
+use crate::process::streams::{Ended, Stream, StreamCall};
 
 /// The API version this host speaks.
 pub const API_VERSION: i64 = 3;

@@ -13,9 +13,9 @@ use std::path::Path;
 use super::output::{Printer, To};
 use super::paths::join;
 use super::plugin::{exit_text, os_text, Runner};
-use super::Stop;
+use super::{run_streams, Stop};
 use crate::fnv::fnv1a;
-use crate::process::streams::{run_streams, StreamCall};
+use crate::process::streams::StreamCall;
 
 /// The virtual resource root and where its files came from.
 pub struct Resources {

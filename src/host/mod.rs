@@ -176,7 +176,7 @@ impl Runner for Host {
         let call = Call {
             label,
             program,
-            action: action.as_str(),
+            action,
             args: invocation.args,
             env: &self.env,
             timeout: self.config.timeout,
@@ -188,7 +188,7 @@ impl Runner for Host {
             sensitive: invocation.sensitive,
             starts_daemons: invocation.starts_daemons,
         };
-        let finished = process::run_paced(&call, sink, idle)?;
+        let finished = process::run(&call, sink, idle)?;
         // A describe's stderr fails discovery of that provider instead.
         if !describing {
             self.error_lines

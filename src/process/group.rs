@@ -5,20 +5,16 @@
 //! without one a thread blocked in `waitid` with `WNOWAIT`), so its process
 //! ID, which is also the group's, cannot be handed to an unrelated group
 //! while we may still signal it. A group dropped before it was reaped is
-//! terminated, so no error path leaves a provider behind, and an interrupt
-//! that came meanwhile then ends this process.
-//!
-//! [`Limits`] keeps a run's time limit and the linger granted to what an
-//! exited leader left holding its output.
+//! terminated, so no error path leaves a provider behind.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Child, ChildStdin, Command, ExitStatus};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::orphans;
 use super::pipes::{LineReader, PollSet};
 use super::signals::{self, Registration};
-use super::{KILL_GRACE, MAX_TIMEOUT, OUTPUT_LINGER};
+use super::KILL_GRACE;
 
 /// A running process group whose leader we started.
 pub(super) struct Group {
@@ -51,7 +47,8 @@ impl Group {
     /// Spawns `command`, which must make the child a process-group leader
     /// (`process_group(0)`), and registers the group for interrupts and as
     /// a running call (see `orphans`). With `release`, processes the call
-    /// leaves running when it ends are not ended.
+    /// leaves running when it ends are not ended. After a forwarded signal
+    /// nothing is started (see [`signals::spawn_registered`]).
     pub(super) fn spawn(command: &mut Command, release: bool) -> std::io::Result<Group> {
         let (mut child, mut registration) = signals::spawn_registered(|| {
             let child = command.spawn()?;
@@ -68,9 +65,6 @@ impl Group {
                 registration.release();
                 let _ = child.wait();
                 orphans::call_ended(pid, false);
-                // No wait follows that would notice an interrupt taken
-                // while the spawn was in progress.
-                signals::exit_if_interrupted();
                 return Err(e);
             }
         };
@@ -112,20 +106,9 @@ impl Group {
         self.exited
     }
 
-    /// Ends the group and this process if a forwarded signal arrived.
-    pub(super) fn check_interrupt(&mut self) {
-        if let Some(signal) = signals::interrupted() {
-            self.terminate();
-            signals::reraise(signal);
-        }
-    }
-
     /// Waits for the leader to exit; false when `until` passed first.
-    pub(super) fn wait_exit(&mut self, until: Instant, interruptible: bool) -> bool {
+    fn wait_exit(&mut self, until: Instant) -> bool {
         while !self.exited {
-            if interruptible {
-                self.check_interrupt();
-            }
             let mut set = PollSet::default();
             set.add(Some(self.exit.raw()), libc::POLLIN);
             match set.wait(until).map(|mut ready| ready.next().is_some()) {
@@ -145,7 +128,7 @@ impl Group {
             return;
         }
         self.signal(libc::SIGTERM);
-        self.wait_exit(Instant::now() + KILL_GRACE, false);
+        self.wait_exit(Instant::now() + KILL_GRACE);
         // Members that ignored SIGTERM, or outlived the leader, go now.
         self.signal(libc::SIGKILL);
         self.registration.release();
@@ -188,60 +171,6 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.terminate();
-        // Whatever ended the run early (an error setting up its pipes, say),
-        // no wait of its follows that would act on an interrupt noted
-        // meanwhile.
-        signals::exit_if_interrupted();
-    }
-}
-
-/// A run's time limit, and the linger granted to processes an exited
-/// leader left holding its output.
-pub(super) struct Limits {
-    deadline: Instant,
-    linger_until: Option<Instant>,
-    lingered: bool,
-}
-
-/// What [`Limits::due`] found.
-pub(super) enum Due {
-    /// Nothing yet: wait at most until then.
-    WaitUntil(Instant),
-    /// The linger is over: what is left of the group is to be killed (once).
-    KillLeftovers,
-    TimedOut,
-}
-
-impl Limits {
-    pub(super) fn new(timeout: Duration) -> Limits {
-        Limits {
-            deadline: Instant::now() + timeout.min(MAX_TIMEOUT),
-            linger_until: None,
-            lingered: false,
-        }
-    }
-
-    pub(super) fn deadline(&self) -> Instant {
-        self.deadline
-    }
-
-    /// What is due now; the linger starts once the leader has exited.
-    pub(super) fn due(&mut self, leader_exited: bool) -> Due {
-        let now = Instant::now();
-        if leader_exited && self.linger_until.is_none() && !self.lingered {
-            self.linger_until = Some(now + OUTPUT_LINGER);
-        }
-        if now >= self.deadline {
-            return Due::TimedOut;
-        }
-        match self.linger_until {
-            Some(linger) if now >= linger => {
-                self.linger_until = None;
-                self.lingered = true;
-                Due::KillLeftovers
-            }
-            linger => Due::WaitUntil(linger.map_or(self.deadline, |l| l.min(self.deadline))),
-        }
     }
 }
 

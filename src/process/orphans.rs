@@ -171,8 +171,9 @@ pub(super) fn call_ended(leader: i32, release: bool) {
 }
 
 /// Kills at once every descendant a call left (this process is about to
-/// end by a signal, and already holds the spawn gate); released daemons
-/// and inherited children are spared, and nothing is waited for.
+/// end by a signal, and already holds the spawn gate; see
+/// `signals::exit_if_interrupted`); released daemons and inherited
+/// children are spared, and nothing is waited for.
 pub(super) fn kill_all_now() {
     if !ADOPTING.load(Ordering::SeqCst) {
         return;
@@ -262,17 +263,18 @@ fn tree(orphans: &[(Pinned, bool)]) -> Vec<Pinned> {
 }
 
 /// SIGTERM, a grace period, SIGKILL for what is left, then reaping; what
-/// outlives even SIGKILL is given up on, with a warning.
+/// outlives even SIGKILL is given up on, with a warning. A forwarded
+/// signal cuts the grace period short: this process is about to end.
 fn end(tree: &[Pinned]) {
     for process in tree {
         process.signal(libc::SIGTERM);
     }
     let all: Vec<&Pinned> = tree.iter().collect();
-    let left = still_running(&all, Instant::now() + KILL_GRACE);
+    let left = still_running(&all, Instant::now() + KILL_GRACE, true);
     for process in &left {
         process.signal(libc::SIGKILL);
     }
-    let stuck = still_running(&left, Instant::now() + KILL_WAIT);
+    let stuck = still_running(&left, Instant::now() + KILL_WAIT, false);
     if !stuck.is_empty() {
         let mut state = lock();
         for process in stuck {
@@ -287,9 +289,14 @@ fn end(tree: &[Pinned]) {
     reap(tree);
 }
 
-/// Waits until every process has exited or `until` passes; returns those
-/// still running.
-fn still_running<'a>(processes: &[&'a Pinned], until: Instant) -> Vec<&'a Pinned> {
+/// Waits until every process has exited or `until` passes, or with
+/// `interruptible` a forwarded signal arrived; returns those still
+/// running.
+fn still_running<'a>(
+    processes: &[&'a Pinned],
+    until: Instant,
+    interruptible: bool,
+) -> Vec<&'a Pinned> {
     let mut left = processes.to_vec();
     while !left.is_empty() {
         let mut fds: Vec<libc::pollfd> = left
@@ -311,10 +318,9 @@ fn still_running<'a>(processes: &[&'a Pinned], until: Instant) -> Vec<&'a Pinned
             .filter(|(_, fd)| fd.revents == 0)
             .map(|(process, _)| process)
             .collect();
-        if Instant::now() >= until {
+        if Instant::now() >= until || (interruptible && super::signals::interrupted().is_some()) {
             break;
         }
-        super::signals::exit_if_interrupted();
     }
     left
 }

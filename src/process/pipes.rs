@@ -1,7 +1,7 @@
-//! Non-blocking pipe ends for a single-threaded event loop: a reader that
-//! splits what arrives into bounded lines without copying them, a writer
-//! that feeds a document to a child's stdin, and the set of descriptors
-//! one turn of the loop waits on.
+//! Non-blocking pipe ends for the runner's single-threaded event loop: a
+//! reader that splits what arrives into bounded lines without copying
+//! them, a writer that feeds a document to a child's stdin, and the set of
+//! descriptors one turn of the loop waits on.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -196,14 +196,17 @@ pub(super) fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// Writes a document to a child's stdin as the pipe takes it, then closes
 /// it. A child that stops reading early only loses the rest.
-pub(super) struct Feeder {
+pub(super) struct Feeder<'a> {
     file: Option<File>,
-    bytes: Vec<u8>,
+    bytes: &'a [u8],
     written: usize,
 }
 
-impl Feeder {
-    pub(super) fn new(fd: Option<impl Into<OwnedFd>>, bytes: Vec<u8>) -> std::io::Result<Feeder> {
+impl<'a> Feeder<'a> {
+    pub(super) fn new(
+        fd: Option<impl Into<OwnedFd>>,
+        bytes: &'a [u8],
+    ) -> std::io::Result<Feeder<'a>> {
         let file = match fd {
             Some(fd) if !bytes.is_empty() => {
                 let fd: OwnedFd = fd.into();
@@ -241,9 +244,9 @@ impl Feeder {
 }
 
 /// The descriptors one turn of an event loop waits on: a child's pipes and
-/// its exit, never more than four, so no allocation per turn.
+/// its exit, never more than five, so no allocation per turn.
 pub(super) struct PollSet {
-    fds: [libc::pollfd; 4],
+    fds: [libc::pollfd; 5],
     len: usize,
 }
 
@@ -255,7 +258,7 @@ impl Default for PollSet {
             revents: 0,
         };
         PollSet {
-            fds: [none; 4],
+            fds: [none; 5],
             len: 0,
         }
     }
@@ -384,7 +387,7 @@ mod tests {
     fn the_feeder_writes_everything_and_closes() {
         let (mut read, write) = std::io::pipe().unwrap();
         let document = vec![b'x'; 300_000];
-        let mut feeder = Feeder::new(Some(write), document.clone()).unwrap();
+        let mut feeder = Feeder::new(Some(write), &document).unwrap();
         let mut got = Vec::new();
         while feeder.fd().is_some() {
             feeder.write_some();

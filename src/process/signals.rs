@@ -1,11 +1,18 @@
-//! Interrupts: SIGINT, SIGTERM and SIGHUP end every running provider's
-//! process group before this process ends by the same signal.
+//! Interrupts: SIGINT, SIGTERM and SIGHUP end every running call's
+//! process group, and then, when a binary says so, this process.
 //!
 //! Each running call registers its group in a fixed table that the signal
-//! handler reads. Registration and the spawn itself happen under one gate,
-//! which the dying thread takes before its final sweep: a provider that is
-//! being started while a signal arrives is therefore either refused or
-//! registered in time to be killed, never left behind.
+//! handler reads; the handler sends each group SIGTERM and notes the
+//! signal. The library only acts on the note: a running call ends its
+//! group and returns [`Error::Interrupted`](crate::Error::Interrupted),
+//! and no new call starts. Ending the process by the signal is the
+//! binary's decision ([`exit_if_interrupted`]).
+//!
+//! Registration and the spawn itself happen under one gate, which the
+//! refusal of new calls and the final sweep of [`exit_if_interrupted`]
+//! take too: a provider that is being started while a signal arrives is
+//! therefore either refused or registered in time to be ended, never left
+//! behind.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
@@ -17,7 +24,8 @@ static ACTIVE_GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; G
 const GROUP_SLOTS: usize = 32;
 /// Set once [`forward_interrupts`] installed its handler.
 static FORWARDING: AtomicBool = AtomicBool::new(false);
-/// The signal that interrupted the running call, or 0.
+/// The forwarded signal that arrived while calls ran (or, deferred, at any
+/// time), or 0.
 static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 /// Set by [`forward_interrupts_deferred`].
 static DEFERRED: AtomicBool = AtomicBool::new(false);
@@ -29,10 +37,14 @@ static SPAWN_GATE: Mutex<()> = Mutex::new(());
 
 const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-/// Makes SIGINT, SIGTERM and SIGHUP end the running provider's whole process
-/// group (SIGTERM, then SIGKILL for what survives the grace period) before
-/// this process ends by the same signal. A provider does not share the
-/// terminal's process group, so it would not see a Ctrl-C otherwise.
+/// Makes SIGINT, SIGTERM and SIGHUP end the running providers' whole
+/// process groups (SIGTERM, then SIGKILL for what survives the grace
+/// period): the calls return [`Error::Interrupted`](crate::Error::Interrupted)
+/// and no new call starts, and the binary then ends by the same signal
+/// with [`exit_if_interrupted`]. A signal that arrives while no call runs
+/// ends this process at once, as if there were no handler. A provider does
+/// not share the terminal's process group, so it would not see a Ctrl-C
+/// otherwise.
 ///
 /// Meant for binaries: it installs process-wide handlers. It follows every
 /// provider call that runs at the time, concurrent describes included.
@@ -48,9 +60,9 @@ pub fn forward_interrupts() {
             }
         }
         if running || DEFERRED.load(Ordering::SeqCst) {
-            // A waiting call notices, finishes its group off and re-raises
-            // (see `reraise`); without one, the main thread does at its next
-            // check, after cleaning up.
+            // A waiting call notices, finishes its group off and returns
+            // the interruption to the binary, which ends by the signal
+            // after cleaning up (`exit_if_interrupted`).
             INTERRUPTED.store(signal, Ordering::SeqCst);
         } else {
             // SAFETY: signal and raise are async-signal-safe.
@@ -71,16 +83,24 @@ pub fn forward_interrupts() {
 }
 
 /// Like [`forward_interrupts`], but a signal that arrives while no provider
-/// runs is also only noted, and acted on at the next [`exit_if_interrupted`]
-/// or provider call, so the directories given to [`remove_on_interrupt`] are
-/// removed first. The caller must check regularly.
+/// runs is also only noted: the next call is refused with
+/// [`Error::Interrupted`](crate::Error::Interrupted), and the binary ends at
+/// its next [`exit_if_interrupted`], after the directories given to
+/// [`remove_on_interrupt`] are removed. The caller must check regularly.
 pub fn forward_interrupts_deferred() {
     DEFERRED.store(true, Ordering::SeqCst);
     forward_interrupts();
 }
 
-/// Ends this process by the signal that was noted, if any (see
-/// [`forward_interrupts_deferred`]).
+/// Ends this process by the forwarded signal that was noted, if any: what
+/// is left of the running calls' groups gets SIGKILL, and so does what
+/// left them, the paths given to [`remove_on_interrupt`] are removed, and
+/// the signal is raised again with its default action.
+///
+/// Meant for binaries, which call it where they act on an interruption:
+/// after each top-level operation, and before reporting an error that
+/// may be an [`Error::Interrupted`](crate::Error::Interrupted). The library
+/// never calls it.
 pub fn exit_if_interrupted() {
     if let Some(signal) = interrupted() {
         reraise(signal);
@@ -115,11 +135,11 @@ pub fn keep_on_interrupt(dir: &Path) {
     dirs.retain(|d| d != dir);
 }
 
-/// Ends this process by the signal that interrupted a call. Calls running
-/// in other threads got SIGTERM from the handler at least a grace period
-/// ago (the caller waited that long for its own group); what is left of
-/// their groups gets SIGKILL, so nothing outlives this process.
-pub(super) fn reraise(signal: libc::c_int) -> ! {
+/// Ends this process by the signal that interrupted calls. Their groups
+/// got SIGTERM from the handler, and the calls that noticed ended them;
+/// what is left of groups still registered (calls in other threads that
+/// have yet to notice) gets SIGKILL, so nothing outlives this process.
+fn reraise(signal: libc::c_int) -> ! {
     // Waits for a spawn in progress to register its group, and keeps any
     // later one from starting: the gate is never given back.
     let gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
@@ -183,17 +203,21 @@ pub(super) fn with_spawn_gate<T>(f: impl FnOnce() -> T) -> T {
 
 /// Runs `spawn`, which starts a process-group leader and returns its PID
 /// with the spawned value, and registers the group for the interrupt
-/// handler before any signal can be acted on. A forwarded signal that came
-/// first ends this process instead.
+/// handler before any signal can be acted on. Once a forwarded signal has
+/// arrived nothing is started: the error is then of the kind
+/// [`Interrupted`](std::io::ErrorKind::Interrupted), and [`interrupted`]
+/// says which signal it was.
 pub(super) fn spawn_registered<T>(
     spawn: impl FnOnce() -> std::io::Result<(T, i32)>,
 ) -> std::io::Result<(T, Registration)> {
-    let gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
+    let _gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
     SPAWNING.fetch_add(1, Ordering::SeqCst);
-    if let Some(signal) = interrupted() {
+    if interrupted().is_some() {
         SPAWNING.fetch_sub(1, Ordering::SeqCst);
-        drop(gate);
-        reraise(signal);
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "a forwarded signal arrived; nothing new is started",
+        ));
     }
     let spawned = spawn();
     let result = spawned.map(|(value, group)| {
@@ -205,11 +229,6 @@ pub(super) fn spawn_registered<T>(
         (value, Registration { slot, group })
     });
     SPAWNING.fetch_sub(1, Ordering::SeqCst);
-    drop(gate);
-    if result.is_err() {
-        // No call will wait and notice a signal that came meanwhile.
-        exit_if_interrupted();
-    }
     result
 }
 

@@ -1,27 +1,27 @@
-//! Running a program whose output is passed on as it comes: stdout and
-//! stderr line by line, plus an optional message pipe on file descriptor 3
-//! (Holo plugins report "not changed" and diff paths there).
+//! Running a program whose output is passed on as it comes (Holo plugins,
+//! generators, `git diff`): stdout and stderr line by line, plus an
+//! optional message pipe on file descriptor 3 (Holo plugins report "not
+//! changed" and diff paths there).
 //!
-//! The rules are the provider rules of the parent module, except for the
-//! environment and working directory, which the caller chooses: the program
-//! gets its own process group and stdin from `/dev/null`; all three pipes
-//! are polled together, so none can fill up and block the program; the
-//! time limit ends the whole group (SIGTERM, grace, SIGKILL); processes left
-//! holding the pipes after the program exited get a short linger and are
-//! then killed; forwarded interrupts end the group before this process.
-//! Like a provider call, a run is one event loop on the calling thread.
+//! These are the plugin rules for the one runner of the parent module:
+//! the environment is the caller's choice, given whole, and the working
+//! directory the caller's own; stdin is `/dev/null`; lines are passed on
+//! raw, whole up to [`MAX_STREAM_LINE`] and in pieces beyond; fd 3 is kept
+//! up to [`MAX_FD3`]; and the output passed on is capped
+//! ([`MAX_STREAM_OUTPUT`]). The limits are the runner's, as for a provider
+//! call: own process group, time limit, linger, interrupts, nothing left
+//! running.
 
 use std::ffi::OsString;
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::describe_status;
-use super::group::{Due, Group, Limits};
-use super::pipes::{LineReader, PollSet};
+use super::pipes::Piece;
+use super::runner::{self, Handler};
 use crate::error::{Error, Result};
+
+pub use super::runner::Stream;
 
 /// The most bytes kept from file descriptor 3; the rest is read and dropped.
 pub const MAX_FD3: usize = 16 * 1024 * 1024;
@@ -38,13 +38,6 @@ pub const MAX_STREAM_OUTPUT: usize = 16 * 1024 * 1024;
 /// What a line costs its keeper besides its bytes (a `String` or JSON
 /// value, and its place in a list), roughly.
 const LINE_COST: usize = 64;
-
-/// Which output stream a line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    Stdout,
-    Stderr,
-}
 
 /// One program run.
 pub struct StreamCall<'a> {
@@ -87,207 +80,68 @@ impl Ended {
 /// (in arrival order across the two streams). A non-zero exit is not an
 /// error here; the caller decides what it means.
 pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) -> Result<Ended> {
-    let limits = Limits::new(call.timeout);
-    let fd3 = match call.fd3 {
-        true => Some(std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?),
-        false => None,
-    };
-    let mut command = Command::new(call.program);
-    command
-        .arg0(call.arg0)
-        .args(call.args)
-        .env_clear()
-        .envs(call.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some((_, writer)) = &fd3 {
-        let fd = writer.as_raw_fd();
-        // SAFETY: runs in the forked child before exec and only calls dup2
-        // and fcntl, which are async-signal-safe.
-        unsafe {
-            command.pre_exec(move || {
-                let moved = if fd == 3 {
-                    // Already in place: only the close-on-exec flag goes.
-                    libc::fcntl(3, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(fd, 3)
-                };
-                if moved == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
     let action = call.args.first().map_or_else(
         || "its run".to_owned(),
         |a| a.to_string_lossy().into_owned(),
     );
-    let mut group = Group::spawn(&mut command, false).map_err(|source| Error::Spawn {
-        provider: call.label.to_owned(),
-        file: call.program.to_owned(),
-        action: action.clone(),
-        source: super::explain_spawn_error(call.program, source),
-    })?;
-    // Our copy of the fd 3 write end must be closed, so that EOF means the
-    // program (and what it started) closed theirs.
-    drop(command);
-    let fd3 = fd3.map(|(reader, writer)| {
-        drop(writer);
-        reader
-    });
-    let pipes = (|| {
-        let (stdout, stderr) = group.take_output()?;
-        Ok::<_, std::io::Error>((stdout, stderr, fd3.map(LineReader::new).transpose()?))
-    })();
-    let (stdout, stderr, fd3) = pipes.map_err(|e| Error::io("setting up a program's pipes", e))?;
-    let running = Running {
-        group,
+    let options = runner::Options {
         label: call.label,
-        action,
+        action: &action,
+        program: call.program,
+        arg0: Some(call.arg0),
+        args: call.args,
+        env: call.env,
+        dir: None,
+        stdin: None,
+        fd3: call.fd3.then_some(MAX_FD3),
         timeout: call.timeout,
-        stdout,
-        stderr,
-        fd3,
-        fd3_kept: Vec::new(),
-        passed_on: 0,
+        release: false,
+        last_words: false,
     };
-    running.consume(limits, on_line)
+    let mut passed = PassedOn {
+        label: call.label,
+        action: &action,
+        on_line,
+        bytes: 0,
+    };
+    let exit = runner::run(&options, &mut passed)?;
+    Ok(Ended {
+        code: exit.status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&exit.status),
+        status: describe_status(exit.status),
+        fd3: exit.fd3,
+        killed_leftovers: exit.killed_leftovers,
+    })
 }
 
-struct Running<'a> {
-    group: Group,
+/// The plugin rules for a run's output: every line, or piece of one, goes
+/// to the caller as it is, counted against [`MAX_STREAM_OUTPUT`].
+struct PassedOn<'a> {
     label: &'a str,
-    /// The first argument (the operation), for messages.
-    action: String,
-    timeout: Duration,
-    stdout: LineReader,
-    stderr: LineReader,
-    fd3: Option<LineReader>,
-    fd3_kept: Vec<u8>,
-    /// Bytes of output passed on so far.
-    passed_on: usize,
+    action: &'a str,
+    on_line: &'a mut dyn FnMut(Stream, &[u8]),
+    /// Bytes of output passed on so far, as counted against the cap.
+    bytes: usize,
 }
 
-impl Running<'_> {
-    fn consume(
-        mut self,
-        mut limits: Limits,
-        on_line: &mut dyn FnMut(Stream, &[u8]),
-    ) -> Result<Ended> {
-        let mut killed_leftovers = false;
-        loop {
-            let open = |reader: &LineReader| (!reader.is_done()).then(|| reader.fd());
-            let stdout = open(&self.stdout);
-            let stderr = open(&self.stderr);
-            let fd3 = self.fd3.as_ref().and_then(open);
-            if stdout.is_none() && stderr.is_none() && fd3.is_none() {
-                break;
-            }
-            self.group.check_interrupt();
-            let until = match limits.due(self.group.has_exited()) {
-                Due::WaitUntil(until) => until,
-                Due::KillLeftovers => {
-                    killed_leftovers = true;
-                    let pipes = [
-                        Some(self.stdout.fd()),
-                        Some(self.stderr.fd()),
-                        self.fd3.as_ref().map(LineReader::fd),
-                    ];
-                    self.group
-                        .kill_all(&pipes.into_iter().flatten().collect::<Vec<_>>());
-                    continue;
-                }
-                Due::TimedOut => return Err(self.time_out()),
-            };
-            let mut set = PollSet::default();
-            for fd in [stdout, stderr, fd3, self.group.exit_fd()] {
-                set.add(fd, libc::POLLIN);
-            }
-            let ready = set
-                .wait(until)
-                .map_err(|e| Error::io(format!("{}: waiting for it", self.label), e))?;
-            for fd in ready {
-                if Some(fd) == self.group.exit_fd() {
-                    self.group.note_exit();
-                } else if Some(fd) == stdout {
-                    self.passed_on += pass_lines(&mut self.stdout, Stream::Stdout, on_line);
-                } else if Some(fd) == stderr {
-                    self.passed_on += pass_lines(&mut self.stderr, Stream::Stderr, on_line);
-                } else if let Some(fd3) = &mut self.fd3 {
-                    keep_fd3(fd3, &mut self.fd3_kept);
-                }
-            }
-            if self.passed_on > MAX_STREAM_OUTPUT {
-                self.group.terminate();
-                return Err(Error::Protocol {
-                    provider: self.label.to_owned(),
-                    action: self.action.clone(),
-                    message: format!(
-                        "wrote more than {} MiB of output; it was killed",
-                        MAX_STREAM_OUTPUT >> 20
-                    ),
-                });
-            }
-        }
-        // All pipes are closed; the leader may still run (it closed them).
-        if !self.group.wait_exit(limits.deadline(), true) {
-            return Err(self.time_out());
-        }
-        let status = self
-            .group
-            .reap()
-            .map_err(|e| Error::io(format!("{}: waiting for it", self.label), e))?;
-        Ok(Ended {
-            code: status.code(),
-            signal: std::os::unix::process::ExitStatusExt::signal(&status),
-            status: describe_status(status),
-            fd3: self.fd3_kept,
-            killed_leftovers,
-        })
+impl Handler for PassedOn<'_> {
+    fn max_line(&self, _: Stream) -> usize {
+        MAX_STREAM_LINE
     }
 
-    fn time_out(&mut self) -> Error {
-        self.group.terminate();
-        Error::Timeout {
-            provider: self.label.to_owned(),
-            action: self.action.clone(),
-            limit: self.timeout,
+    fn line(&mut self, stream: Stream, piece: Piece) -> Result<()> {
+        (self.on_line)(stream, piece.bytes);
+        self.bytes += piece.bytes.len() + LINE_COST;
+        if self.bytes > MAX_STREAM_OUTPUT {
+            return Err(Error::Protocol {
+                provider: self.label.to_owned(),
+                action: self.action.to_owned(),
+                message: format!(
+                    "wrote more than {} MiB of output; it was killed",
+                    MAX_STREAM_OUTPUT >> 20
+                ),
+            });
         }
+        Ok(())
     }
-}
-
-/// Passes on the lines that arrived, reading the pipe at most once, so that
-/// a program flooding its output is still held to its time limit and to
-/// interrupts, which the loop checks between reads. A line is passed on
-/// whole up to [`MAX_STREAM_LINE`], in pieces beyond that. Returns what was
-/// passed on, as counted against [`MAX_STREAM_OUTPUT`].
-fn pass_lines(
-    reader: &mut LineReader,
-    stream: Stream,
-    on_line: &mut dyn FnMut(Stream, &[u8]),
-) -> usize {
-    // Unreadable output is treated as closed.
-    if reader.fill().is_err() {
-        reader.give_up();
-    }
-    let mut passed = 0;
-    while let Some(piece) = reader.next_piece(MAX_STREAM_LINE) {
-        on_line(stream, piece.bytes);
-        passed += piece.bytes.len() + LINE_COST;
-    }
-    passed
-}
-
-/// Keeps the first [`MAX_FD3`] bytes of fd 3; the rest is read and dropped.
-/// Reads at most once, like [`pass_lines`].
-fn keep_fd3(reader: &mut LineReader, kept: &mut Vec<u8>) {
-    if reader.fill().is_err() {
-        reader.give_up();
-    }
-    let bytes = reader.take_all();
-    let room = MAX_FD3.saturating_sub(kept.len());
-    kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
 }

@@ -626,7 +626,16 @@ fn children_flooding_the_output_after_the_provider_exits_are_killed_after_the_li
         "leaves",
     ]);
     run.expect(0);
-    assert_eq!(run.stdout, "leaves::leaves { 'only':\n}\n");
+    // The kill may cut the last resource after its name: it is then listed
+    // without its ensure (and its unfinished line dropped, with a warning).
+    let rest = run
+        .stdout
+        .strip_prefix("leaves::leaves { 'only':\n}\n")
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(
+        rest.is_empty() || rest == "leaves::leaves { 'gone':\n}\n",
+        "{rest}"
+    );
     run.stderr_has("leaves::leaves: list exited, but processes it started kept its output open for 2s; killing them");
     let leftover = pid_in(&sandbox.root().join("leftover.pid"));
     assert_gone(leftover, "ral-flooding-leftover");

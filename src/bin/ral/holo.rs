@@ -120,6 +120,8 @@ pub fn run(program: &str, args: &[OsString]) -> ExitCode {
     };
     ral::process::forward_interrupts_deferred();
     let code = ral::holo::run(&options);
+    // A signal noted after the last check still ends the process by it.
+    ral::process::exit_if_interrupted();
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 

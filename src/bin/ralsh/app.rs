@@ -69,9 +69,10 @@ pub fn run() -> ExitCode {
         style: human::Style { color: use_color() },
     };
     let outcome = execute(&args, &output);
-    // An interrupt that came while ralsh was blocked writing its output
-    // (the provider was ended then) still ends ralsh by that signal, even
-    // if the write then failed on a closed pipe.
+    // An interrupt ends ralsh by that signal, before anything reports the
+    // error it caused: `Error::Interrupted`, or a write that failed on a
+    // closed pipe while ralsh was blocked writing (the provider was ended
+    // then).
     ral::process::exit_if_interrupted();
     match outcome {
         Ok(status) => ExitCode::from(status as u8),
@@ -202,6 +203,8 @@ pub fn load_with(args: &Args, cache: &MetadataCache) -> anyhow::Result<(Host, Re
     };
     let dirs = discovery::data_dirs(&args.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
     let registry = discovery::discover(&host, &dirs, cache, only_type);
+    // An interrupted discovery found nothing; that is not to be shown.
+    ral::process::exit_if_interrupted();
     Ok((host, registry))
 }
 
@@ -293,6 +296,8 @@ fn change(
         .map(|name| Request::parse(provider, name, attrs))
         .collect::<ral::error::Result<Vec<_>>>()?;
     let mut outcomes = update::apply_many(host, provider, &requests, noop)?;
+    // The resources an interrupt caught are not reported as failed.
+    ral::process::exit_if_interrupted();
     if names.len() == 1 {
         // One resource: a failure is the command's error, reported as usual.
         let outcome = outcomes.pop().expect("one outcome")?;
@@ -360,6 +365,8 @@ fn list<'p>(
         count: 0,
     };
     let listed = host.list(provider, &mut listing);
+    // What was listed is neither flushed nor closed after an interrupt.
+    ral::process::exit_if_interrupted();
     listing.progress.finish();
     match listed {
         Ok(()) => {

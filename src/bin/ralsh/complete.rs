@@ -84,6 +84,7 @@ pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
         words.push(resource.name);
         Ok(())
     });
+    ral::process::exit_if_interrupted();
     matching(words, current)
 }
 

@@ -100,7 +100,7 @@ const CONCURRENT_DESCRIBES: usize = 8;
 /// nor a current cache entry are described, several at a time.
 ///
 /// When a forwarded interrupt cut a describe short, the registry is empty
-/// (see [`crate::process::exit_if_interrupted`]).
+/// (see `process::exit_if_interrupted`).
 pub fn discover(
     host: &dyn Describer,
     dirs: &[DataDir],

@@ -88,9 +88,9 @@ pub enum Error {
     Unsuitable { provider: String, reason: String },
 
     /// A forwarded signal (SIGINT, SIGTERM or SIGHUP; see
-    /// [`crate::process::forward_interrupts`]) arrived: the running calls
+    /// `process::forward_interrupts`) arrived: the running calls
     /// were ended, and no new one starts. The library does not end the
-    /// process; a binary does, with [`crate::process::exit_if_interrupted`].
+    /// process; a binary does, with `process::exit_if_interrupted`.
     #[error("interrupted by {}", signal_name(*.signal))]
     Interrupted { signal: i32 },
 

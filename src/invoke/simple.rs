@@ -3,7 +3,7 @@
 //!
 //! The parsers here are fed one line at a time, so a listing is turned into
 //! resources while the provider is still writing it and memory does not grow
-//! with the number of resources. [`Simple`] is the convention's three
+//! with the number of resources. [`SimpleConvention`] is the convention's three
 //! operations: list, get (one find per name, or a listing where the
 //! provider has no find) and set (one update call per resource).
 

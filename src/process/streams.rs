@@ -44,7 +44,7 @@ pub struct StreamCall<'a> {
     /// Names the program in errors ("plugin files").
     pub label: &'a str,
     pub program: &'a Path,
-    /// argv[0] as the program should see it.
+    /// `argv[0]` as the program should see it.
     pub arg0: &'a OsString,
     pub args: &'a [OsString],
     /// The complete environment.

@@ -263,7 +263,7 @@ pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::R
     )
 }
 
-/// The human [`Printer`]: Puppet-style text.
+/// The human [`Printer`](super::Printer): Puppet-style text.
 pub struct HumanPrinter<W: Write> {
     out: W,
     style: Style,

@@ -1,5 +1,5 @@
-//! Renderers: one data model ([`Provider`](crate::Provider),
-//! [`Resource`](crate::Resource), [`Change`](crate::Change), update
+//! Renderers: one data model ([`crate::Provider`],
+//! [`crate::Resource`], [`crate::Change`], update
 //! [`Outcome`]s), two outputs behind one [`Printer`]: [`human`] writes
 //! Puppet-style text, [`json`] writes libral's JSON shapes. Core code never
 //! prints; it hands data to a printer.

@@ -125,6 +125,9 @@ pub struct Attribute {
     pub default: Option<Value>,
     /// Passed to the provider, but shown as `[redacted]` everywhere.
     pub sensitive: bool,
+    /// The type whose resources the value names (a string, or each element
+    /// of an array): a plan orders a resource after the ones it names.
+    pub refers_to: Option<String>,
 }
 
 impl Attribute {
@@ -151,6 +154,9 @@ pub struct Metadata {
     /// Its updates may start daemons (services) that outlive the call;
     /// they are not ended with it.
     pub starts_daemons: bool,
+    /// Its names are absolute paths, and a resource depends on those of
+    /// the same type that name its parent directories.
+    pub names_are_paths: bool,
     pub attributes: AttrMap<Attribute>,
 }
 
@@ -349,6 +355,8 @@ struct RawAttribute {
     default: Option<serde_json::Value>,
     #[serde(default)]
     sensitive: bool,
+    #[serde(default, deserialize_with = "optional_text")]
+    refers_to: Option<String>,
 }
 
 /// True for names a shell or Python provider can use as a variable.
@@ -424,14 +432,16 @@ impl RawProvider {
         };
         let mut supports_noop = false;
         let mut starts_daemons = false;
+        let mut names_are_paths = false;
         for feature in &self.features {
             let flag = match feature.as_str() {
                 "supports_noop" => &mut supports_noop,
                 "starts_daemons" => &mut starts_daemons,
+                "names_are_paths" => &mut names_are_paths,
                 other => {
                     return Err(format!(
                         "provider.features: unknown feature '{other}' (known: supports_noop, \
-                         starts_daemons)"
+                         starts_daemons, names_are_paths)"
                     ))
                 }
             };
@@ -457,6 +467,7 @@ impl RawProvider {
             desc: self.desc.unwrap_or_default(),
             supports_noop,
             starts_daemons,
+            names_are_paths,
             attributes,
         })
     }
@@ -515,6 +526,17 @@ impl RawAttribute {
                 "{path}: the name cannot be write-only, sensitive or defaulted"
             ));
         }
+        if let Some(target) = &self.refers_to {
+            if !is_identifier(target) {
+                return Err(format!(
+                    "{path}.refers_to: '{target}' is not a type name (a word of letters, digits \
+                     and '_')"
+                ));
+            }
+            if name == "name" {
+                return Err(format!("{path}: the name cannot refer to another resource"));
+            }
+        }
         Ok(Attribute {
             name: name.to_owned(),
             desc: self.desc.unwrap_or_default(),
@@ -523,6 +545,7 @@ impl RawAttribute {
             required: self.required,
             default,
             sensitive: self.sensitive,
+            refers_to: self.refers_to,
         })
     }
 }
@@ -630,7 +653,10 @@ mod tests {
         assert!(err.contains("'starts_daemons' is listed twice"), "{err}");
         let err = with("[daemons]").unwrap_err().to_string();
         assert!(
-            err.contains("unknown feature 'daemons' (known: supports_noop, starts_daemons)"),
+            err.contains(
+                "unknown feature 'daemons' (known: supports_noop, starts_daemons, \
+                 names_are_paths)"
+            ),
             "{err}"
         );
     }

@@ -29,6 +29,10 @@ static FORWARDING: AtomicBool = AtomicBool::new(false);
 static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 /// Set by [`forward_interrupts_deferred`].
 static DEFERRED: AtomicBool = AtomicBool::new(false);
+/// Set by [`forward_interrupts_graceful`].
+static GRACEFUL: AtomicBool = AtomicBool::new(false);
+/// The first signal a graceful binary was sent, or 0.
+static STOP: AtomicI32 = AtomicI32::new(0);
 /// How many threads are between "about to spawn" and "group registered".
 static SPAWNING: AtomicUsize = AtomicUsize::new(0);
 /// Held while a provider is spawned and registered, and by the thread that
@@ -50,6 +54,15 @@ const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 /// provider call that runs at the time, concurrent describes included.
 pub fn forward_interrupts() {
     extern "C" fn on_signal(signal: libc::c_int) {
+        // The first signal to a graceful binary is only a request to stop;
+        // a second one acts as usual.
+        if GRACEFUL.load(Ordering::SeqCst)
+            && STOP
+                .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            return;
+        }
         let mut running = SPAWNING.load(Ordering::SeqCst) > 0;
         for slot in &ACTIVE_GROUPS {
             let group = slot.load(Ordering::SeqCst);
@@ -90,6 +103,25 @@ pub fn forward_interrupts() {
 pub fn forward_interrupts_deferred() {
     DEFERRED.store(true, Ordering::SeqCst);
     forward_interrupts();
+}
+
+/// Like [`forward_interrupts`], except for the first signal: it is only
+/// noted, for [`stop_requested`], and the running calls go on. A binary
+/// that runs many calls in turn (a plan) uses it to start no new one and
+/// let the running ones finish. A second signal acts as
+/// [`forward_interrupts`] does.
+pub fn forward_interrupts_graceful() {
+    GRACEFUL.store(true, Ordering::SeqCst);
+    forward_interrupts();
+}
+
+/// The first signal a graceful binary was sent (see
+/// [`forward_interrupts_graceful`]), if one was.
+pub fn stop_requested() -> Option<i32> {
+    match STOP.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
+    }
 }
 
 /// Ends this process by the forwarded signal that was noted, if any: what

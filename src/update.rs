@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::host::{check_name, Host};
-use crate::invoke::Update;
+use crate::invoke::{Update, UpdateAnswer};
 use crate::metadata::Kind;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
@@ -204,7 +204,8 @@ impl Plan {
         let should = wanted
             .into_iter()
             .filter(|(key, value)| {
-                (!exists && key != "ensure") || state.attrs.get(key) != Some(value)
+                (!exists && key != "ensure")
+                    || (state.attrs.get(key) != Some(value) && !(exists && is_present(key, value)))
             })
             .collect();
         Ok(Plan {
@@ -293,30 +294,9 @@ pub fn apply_many(
             .into_iter()
             .zip(&pending)
             .map(|(answer, plan)| {
-                answer.and_then(|answer| {
-                    let mut changes = answer.changes;
-                    if answer.derive {
-                        let extra = derived(&plan.state, &plan.should, &changes);
-                        changes.extend(extra);
-                    }
-                    if plan.creates(provider) {
-                        // What the absent resource had no value for has no
-                        // old value, whatever the provider wrote for it (''
-                        // or nothing); what find did report (a package's
-                        // status 'not-installed') stays.
-                        for change in &mut changes {
-                            if change.attr != "ensure"
-                                && !plan.state.attrs.contains_key(&change.attr)
-                            {
-                                change.was = None;
-                            }
-                        }
-                    }
-                    // Names are unique among the requests (checked above).
-                    let asked = requests.iter().find(|r| r.name == plan.name);
-                    check_answer(host, provider, plan, asked, &changes)?;
-                    Ok(changes)
-                })
+                // Names are unique among the requests (checked above).
+                let asked = requests.iter().find(|r| r.name == plan.name);
+                answer.and_then(|answer| settle(host, provider, plan, asked, answer))
             })
             .collect()
     }
@@ -337,6 +317,42 @@ pub fn apply_many(
             })
         })
         .collect())
+}
+
+/// The changes an update's answer reports for `plan`, completed and
+/// checked: derived changes added where the provider asked for them, no old
+/// value for what a created resource had none of, and the answer checked
+/// against the request `asked` (see [`check_answer`]).
+pub fn settle(
+    host: &Host,
+    provider: &Provider,
+    plan: &Plan,
+    asked: Option<&Request>,
+    answer: UpdateAnswer,
+) -> Result<Vec<Change>> {
+    let mut changes = answer.changes;
+    if answer.derive {
+        let extra = derived(&plan.state, &plan.should, &changes);
+        changes.extend(extra);
+    }
+    if plan.creates(provider) {
+        // What the absent resource had no value for has no old value,
+        // whatever the provider wrote for it ('' or nothing); what find did
+        // report (a package's status 'not-installed') stays.
+        for change in &mut changes {
+            if change.attr != "ensure" && !plan.state.attrs.contains_key(&change.attr) {
+                change.was = None;
+            }
+        }
+    }
+    check_answer(host, provider, plan, asked, &changes)?;
+    Ok(changes)
+}
+
+/// `ensure: present` asks only that the resource exist, in whatever form
+/// (a file, a directory, an installed version).
+pub fn is_present(key: &str, value: &Value) -> bool {
+    key == "ensure" && value.as_str() == Some("present")
 }
 
 /// Checks that an update's answer accounts for the request honestly:

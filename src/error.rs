@@ -83,6 +83,11 @@ pub enum Error {
         candidates: Vec<String>,
     },
 
+    /// A manifest that could not be read or accepted: every problem found,
+    /// each with its file and line.
+    #[error("{}", problems_text(.problems))]
+    Manifest { problems: Vec<Problem> },
+
     /// A provider exists but cannot run on this system.
     #[error("{provider} is not suitable on this system: {reason}")]
     Unsuitable { provider: String, reason: String },
@@ -152,3 +157,29 @@ impl Error {
 
 /// Shorthand used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One problem in a manifest, where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: PathBuf,
+    /// 1-based; 0 when the problem concerns the whole file.
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: {}", self.file.display(), self.message),
+            line => write!(f, "{}:{line}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+fn problems_text(problems: &[Problem]) -> String {
+    let lines: Vec<String> = problems.iter().map(Problem::to_string).collect();
+    match lines.len() {
+        1 => lines[0].clone(),
+        count => format!("{count} problems in the manifest:\n{}", lines.join("\n")),
+    }
+}

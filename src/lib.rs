@@ -21,6 +21,7 @@ pub mod bounded_read;
 pub mod bundled;
 pub mod cache_dir;
 pub mod conformance;
+pub mod converge;
 pub mod discovery;
 pub mod error;
 pub mod fnv;

@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
     "host",
     "update",
     "conformance",
+    "converge",
     "render",
     "holo",
 ];

@@ -1,0 +1,322 @@
+//! Running a plan: tasks start when the tasks they wait for succeeded,
+//! tasks of different providers run side by side (up to `jobs`), a
+//! provider never runs two at once, and the ready tasks of a json provider
+//! go to it in one `set`. A task that fails skips only its dependents. A
+//! stop request (the first SIGINT or SIGTERM) starts nothing new and lets
+//! the running tasks finish. At the end one read per provider verifies
+//! that what succeeded matches the manifest.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::host::Host;
+use crate::metadata::{Invoke, Kind};
+use crate::provider::Provider;
+use crate::resource::{Change, Resource};
+use crate::update;
+
+use super::catalog::Catalog;
+use super::plan::{by_provider, ErrorKind, Plan, PlanState, TaskError, TaskState};
+use super::read::read_all;
+
+/// What a run reports as it goes; `ral apply` prints it.
+pub trait Events {
+    fn plan_state(&mut self, plan: &Plan);
+    fn task_started(&mut self, plan: &Plan, task: usize);
+    fn task_ended(&mut self, plan: &Plan, task: usize);
+}
+
+/// What decides that a run should stop: checked between tasks.
+pub type StopRequested<'a> = &'a (dyn Fn() -> bool + Sync);
+
+/// One batch's results: per task index, the changes or the error.
+struct Done {
+    tasks: Vec<usize>,
+    results: Vec<Result<Vec<Change>, String>>,
+    seconds: f64,
+}
+
+/// Runs the plan's tasks and verifies the result; the plan ends Successful,
+/// Failed or Stopped.
+pub fn apply(
+    host: &Host,
+    catalog: &Catalog,
+    plan: &mut Plan,
+    jobs: usize,
+    stop: StopRequested,
+    events: &mut dyn Events,
+) {
+    plan.state = PlanState::Running;
+    events.plan_state(plan);
+    // Tasks failed at planning (unreadable state) are over already.
+    for at in 0..plan.tasks.len() {
+        if plan.tasks[at].state == TaskState::Failed {
+            events.task_ended(plan, at);
+        }
+    }
+    run_tasks(host, catalog, plan, jobs.max(1), stop, events);
+    if plan.state == PlanState::Stopping {
+        for at in 0..plan.tasks.len() {
+            if plan.tasks[at].state == TaskState::Initial {
+                let task = &mut plan.tasks[at];
+                task.state = TaskState::Stopped;
+                task.error = Some(TaskError {
+                    kind: ErrorKind::Stopped,
+                    message: "the plan was stopped before this task ran".to_owned(),
+                });
+                events.task_ended(plan, at);
+            }
+        }
+    }
+    verify(host, catalog, plan, jobs, events);
+    plan.state = if plan.state == PlanState::Stopping {
+        PlanState::Stopped
+    } else if plan.tasks.iter().any(|t| t.state.is_unsuccessful()) {
+        PlanState::Failed
+    } else {
+        PlanState::Successful
+    };
+    events.plan_state(plan);
+}
+
+fn run_tasks(
+    host: &Host,
+    catalog: &Catalog,
+    plan: &mut Plan,
+    jobs: usize,
+    stop: StopRequested,
+    events: &mut dyn Events,
+) {
+    let (sender, receiver) = mpsc::channel::<Done>();
+    // The providers with a batch running.
+    let mut busy: Vec<*const Provider> = Vec::new();
+    std::thread::scope(|scope| loop {
+        skip_dependents_of_failures(catalog, plan, events);
+        if plan.state == PlanState::Running && stop() {
+            plan.state = PlanState::Stopping;
+            events.plan_state(plan);
+        }
+        if plan.state == PlanState::Running {
+            while busy.len() < jobs {
+                let Some(batch) = next_batch(catalog, plan, &busy) else {
+                    break;
+                };
+                let provider = catalog.items[plan.tasks[batch[0]].item].provider;
+                busy.push(provider);
+                for &at in &batch {
+                    plan.tasks[at].state = TaskState::Running;
+                    events.task_started(plan, at);
+                }
+                let work: Vec<(update::Plan, update::Request)> = batch
+                    .iter()
+                    .map(|&at| {
+                        let task = &plan.tasks[at];
+                        (
+                            task.transition.clone().expect("only planned tasks run"),
+                            catalog.items[task.item].request.clone(),
+                        )
+                    })
+                    .collect();
+                let sender = sender.clone();
+                scope.spawn(move || {
+                    let started = Instant::now();
+                    let results = run_batch(host, provider, &work);
+                    let _ = sender.send(Done {
+                        tasks: batch,
+                        results,
+                        seconds: started.elapsed().as_secs_f64(),
+                    });
+                });
+            }
+        }
+        if busy.is_empty() {
+            break;
+        }
+        // Wakes for a finished batch, or now and then to notice a stop
+        // request while a long task runs.
+        let done = match receiver.recv_timeout(Duration::from_millis(100)) {
+            Ok(done) => done,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let provider = catalog.items[plan.tasks[done.tasks[0]].item].provider;
+        busy.retain(|p| !std::ptr::eq(*p, provider));
+        for (at, result) in done.tasks.into_iter().zip(done.results) {
+            let task = &mut plan.tasks[at];
+            task.seconds = done.seconds;
+            match result {
+                Ok(changes) => {
+                    task.changes = changes;
+                    task.state = TaskState::Success;
+                }
+                Err(message) => {
+                    task.state = TaskState::Failed;
+                    task.error = Some(TaskError {
+                        kind: ErrorKind::Provider,
+                        message,
+                    });
+                }
+            }
+            events.task_ended(plan, at);
+        }
+    });
+}
+
+/// The next tasks to start together: the first ready task (in plan order)
+/// of a provider that is not busy, with, for a json provider, every other
+/// ready task of that provider.
+fn next_batch(catalog: &Catalog, plan: &Plan, busy: &[*const Provider]) -> Option<Vec<usize>> {
+    let ready = |at: usize| {
+        let task = &plan.tasks[at];
+        task.state == TaskState::Initial
+            && task
+                .requires
+                .iter()
+                .all(|&id| plan.tasks[id - 1].state == TaskState::Success)
+    };
+    let provider_of = |at: usize| catalog.items[plan.tasks[at].item].provider;
+    let first = (0..plan.tasks.len())
+        .find(|&at| ready(at) && !busy.iter().any(|p| std::ptr::eq(*p, provider_of(at))))?;
+    let provider = provider_of(first);
+    let mut batch = vec![first];
+    if provider.meta.invoke == Invoke::Json {
+        batch.extend(
+            (first + 1..plan.tasks.len())
+                .filter(|&at| ready(at) && std::ptr::eq(provider_of(at), provider)),
+        );
+    }
+    Some(batch)
+}
+
+/// Marks Skipped every waiting task with a prerequisite that did not
+/// succeed (in plan order, so a chain is skipped in one pass).
+fn skip_dependents_of_failures(catalog: &Catalog, plan: &mut Plan, events: &mut dyn Events) {
+    for at in 0..plan.tasks.len() {
+        if plan.tasks[at].state != TaskState::Initial {
+            continue;
+        }
+        let failed: Vec<usize> = plan.tasks[at]
+            .requires
+            .iter()
+            .copied()
+            .filter(|&id| plan.tasks[id - 1].state.is_unsuccessful())
+            .collect();
+        if failed.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = failed
+            .iter()
+            .map(|id| catalog.items[plan.tasks[id - 1].item].reference())
+            .collect();
+        let task = &mut plan.tasks[at];
+        task.state = TaskState::Skipped;
+        task.error = Some(TaskError {
+            kind: ErrorKind::Prerequisite,
+            message: format!("not run: {} did not succeed", names.join(", ")),
+        });
+        events.task_ended(plan, at);
+    }
+}
+
+/// Runs one batch of one provider: one set of many, then each answer
+/// settled as `ralsh` settles a single update.
+fn run_batch(
+    host: &Host,
+    provider: &Provider,
+    work: &[(update::Plan, update::Request)],
+) -> Vec<Result<Vec<Change>, String>> {
+    let updates: Vec<_> = work.iter().map(|(plan, _)| plan.as_update()).collect();
+    match host.set_many(provider, &updates, false) {
+        Err(e) => {
+            let message = e.to_string();
+            work.iter().map(|_| Err(message.clone())).collect()
+        }
+        Ok(answers) => answers
+            .into_iter()
+            .zip(work)
+            .map(|(answer, (plan, request))| {
+                answer
+                    .and_then(|answer| update::settle(host, provider, plan, Some(request), answer))
+                    .map_err(|e| e.to_string())
+            })
+            .collect(),
+    }
+}
+
+/// Reads back every resource whose task succeeded (one read per provider)
+/// and fails the tasks whose resource does not match what was asked.
+fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: &mut dyn Events) {
+    let done: Vec<usize> = (0..plan.tasks.len())
+        .filter(|&at| plan.tasks[at].state == TaskState::Success)
+        .collect();
+    if done.is_empty() {
+        return;
+    }
+    let items: Vec<usize> = done.iter().map(|&at| plan.tasks[at].item).collect();
+    let (groups, members) = by_provider(catalog, items);
+    let answers = read_all(host, &groups, jobs);
+    for (answer, items) in answers.into_iter().zip(members) {
+        for (found, item) in answer.into_iter().zip(items) {
+            let at = done
+                .iter()
+                .copied()
+                .find(|&at| plan.tasks[at].item == item)
+                .expect("a task per item read");
+            let task = &plan.tasks[at];
+            let provider = catalog.items[item].provider;
+            let transition = task.transition.as_ref().expect("a planned task");
+            let mismatch = match found {
+                Err(message) => Some(format!("could not be read back: {message}")),
+                Ok(found) => mismatch(provider, &transition.should, found.as_ref()),
+            };
+            if let Some(message) = mismatch {
+                let task = &mut plan.tasks[at];
+                task.state = TaskState::Failed;
+                task.error = Some(TaskError {
+                    kind: ErrorKind::Verify,
+                    message: format!(
+                        "{} reported success, but {message}",
+                        provider.qualified_name()
+                    ),
+                });
+                events.task_ended(plan, at);
+            }
+        }
+    }
+}
+
+/// How `found` differs from the values asked for, if it does. Write-only
+/// attributes are never read back; `ensure: present` accepts any form of
+/// existence; `ensure: absent` accepts not found.
+fn mismatch(
+    provider: &Provider,
+    should: &[(String, crate::types::Value)],
+    found: Option<&Resource>,
+) -> Option<String> {
+    let wants_absent = should
+        .iter()
+        .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"));
+    let Some(found) = found.filter(|r| !r.is_absent()) else {
+        return (!wants_absent).then(|| "the resource does not exist afterwards".to_owned());
+    };
+    if wants_absent {
+        return Some("the resource still exists afterwards".to_owned());
+    }
+    for (key, wanted) in should {
+        let Some(attribute) = provider.attribute(key) else {
+            continue;
+        };
+        if attribute.kind == Kind::Write || update::is_present(key, wanted) {
+            continue;
+        }
+        let now = found.attrs.get(key);
+        if now != Some(wanted) {
+            let now = now.map_or("no value".to_owned(), |v| attribute.show(v));
+            return Some(format!(
+                "attribute '{key}' is {now} afterwards, not {}",
+                attribute.show(wanted)
+            ));
+        }
+    }
+    None
+}

@@ -1,0 +1,348 @@
+//! The catalog: a manifest checked against the providers' metadata. Every
+//! resource gets its provider and typed values, every reference and
+//! automatic dependency becomes an edge, and the resources are put in
+//! dependency order. All problems are collected, so one run reports them
+//! all.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::discovery::Registry;
+use crate::error::Problem;
+use crate::host::check_name;
+use crate::metadata::Kind;
+use crate::provider::Provider;
+use crate::text::escape;
+use crate::types::{AttrType, Value};
+use crate::update::Request;
+
+use super::graph;
+use super::manifest::{Declared, Origin, Raw, Reference};
+
+/// One resource of the manifest, checked.
+#[derive(Debug, Clone)]
+pub struct Item<'r> {
+    pub provider: &'r Provider,
+    /// The type or qualified provider name the manifest listed it under.
+    pub type_query: String,
+    pub origin: Origin,
+    /// The name and the typed attributes (`ensure` included).
+    pub request: Request,
+    /// The items it must come after, by index.
+    pub requires: Vec<usize>,
+}
+
+impl Item<'_> {
+    pub fn name(&self) -> &str {
+        &self.request.name
+    }
+
+    /// `TYPE[NAME]`, as the manifest wrote the type.
+    pub fn reference(&self) -> String {
+        format!("{}[{}]", self.type_query, escape(&self.request.name))
+    }
+}
+
+/// A checked manifest: its items in manifest order, and an order that
+/// puts every item after its prerequisites.
+#[derive(Debug, Clone)]
+pub struct Catalog<'r> {
+    pub items: Vec<Item<'r>>,
+    pub order: Vec<usize>,
+}
+
+impl<'r> Catalog<'r> {
+    /// Checks the declared resources against the providers of `registry`.
+    pub fn build(
+        registry: &'r Registry,
+        declared: &[Declared],
+    ) -> Result<Catalog<'r>, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let mut items: Vec<Item<'r>> = Vec::new();
+        // (qualified provider, name) -> item, for duplicates and references.
+        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        // What each item was declared as.
+        let mut sources: Vec<&Declared> = Vec::new();
+        for resource in declared {
+            let Some(item) = check_resource(registry, resource, &mut problems) else {
+                continue;
+            };
+            let key = (item.provider.qualified_name(), item.request.name.clone());
+            if let Some(&first) = index.get(&key) {
+                let earlier: &Item = &items[first];
+                problems.push(resource.origin.problem(format!(
+                    "{} is declared twice; first as {} at {}",
+                    item.reference(),
+                    earlier.reference(),
+                    place(&earlier.origin)
+                )));
+                continue;
+            }
+            index.insert(key, items.len());
+            items.push(item);
+            sources.push(resource);
+        }
+        let mut requires: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
+        for (at, resource) in sources.iter().enumerate() {
+            for (references, before) in [(&resource.require, false), (&resource.before, true)] {
+                for reference in references {
+                    match lookup(registry, &index, reference) {
+                        Ok(other) if before => requires[other].push(at),
+                        Ok(other) => requires[at].push(other),
+                        Err(message) => problems.push(
+                            Origin {
+                                line: reference.line,
+                                ..resource.origin.clone()
+                            }
+                            .problem(format!(
+                                "{}: {} {reference}: {message}",
+                                items[at].reference(),
+                                if before { "before" } else { "require" }
+                            )),
+                        ),
+                    }
+                }
+            }
+        }
+        add_automatic_edges(&items, &mut requires);
+        for (at, mut prerequisites) in requires.into_iter().enumerate() {
+            prerequisites.sort_unstable();
+            prerequisites.dedup();
+            items[at].requires = prerequisites;
+        }
+        let edges: Vec<Vec<usize>> = items.iter().map(|i| i.requires.clone()).collect();
+        let order = match graph::order(&edges) {
+            Ok(order) => order,
+            Err(cycles) => {
+                for cycle in cycles {
+                    let names: Vec<String> = cycle
+                        .iter()
+                        .chain(cycle.first())
+                        .map(|&at| {
+                            format!("{} ({})", items[at].reference(), place(&items[at].origin))
+                        })
+                        .collect();
+                    problems.push(items[cycle[0]].origin.problem(format!(
+                        "dependency cycle: {}; each must come after the next",
+                        names.join(" -> ")
+                    )));
+                }
+                Vec::new()
+            }
+        };
+        if problems.is_empty() {
+            Ok(Catalog { items, order })
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+fn place(origin: &Origin) -> String {
+    format!("{}:{}", origin.file.display(), origin.line)
+}
+
+/// The item a reference names, or why there is none.
+fn lookup(
+    registry: &Registry,
+    index: &HashMap<(String, String), usize>,
+    reference: &Reference,
+) -> Result<usize, String> {
+    let provider = registry
+        .resolve(&reference.type_query)
+        .map_err(|e| e.to_string())?;
+    index
+        .get(&(provider.qualified_name(), reference.name.clone()))
+        .copied()
+        .ok_or_else(|| "no such resource in the manifest".to_owned())
+}
+
+/// Edges the metadata implies: an attribute that names a resource of
+/// another type (`refers_to`), and paths under paths of the same type
+/// (`names_are_paths`). Only resources both in the manifest are linked.
+fn add_automatic_edges(items: &[Item], requires: &mut [Vec<usize>]) {
+    let mut by_type: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (at, item) in items.iter().enumerate() {
+        by_type
+            .entry((item.provider.type_name(), item.name()))
+            .or_default()
+            .push(at);
+    }
+    for (at, item) in items.iter().enumerate() {
+        let mut link = |type_name: &str, name: &str| {
+            for &other in by_type.get(&(type_name, name)).into_iter().flatten() {
+                if other != at {
+                    requires[at].push(other);
+                }
+            }
+        };
+        for (key, value) in &item.request.attrs {
+            let Some(target) = item
+                .provider
+                .attribute(key)
+                .and_then(|a| a.refers_to.as_deref())
+            else {
+                continue;
+            };
+            match value {
+                Value::String(name) => link(target, name),
+                Value::Array(values) => values
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .for_each(|name| link(target, name)),
+                _ => {}
+            }
+        }
+        if item.provider.meta.names_are_paths {
+            for parent in Path::new(item.name()).ancestors().skip(1) {
+                if let Some(parent) = parent.to_str().filter(|p| !p.is_empty()) {
+                    link(item.provider.type_name(), parent);
+                }
+            }
+        }
+    }
+}
+
+/// Checks one declared resource; its problems go to `problems`.
+fn check_resource<'r>(
+    registry: &'r Registry,
+    resource: &Declared,
+    problems: &mut Vec<Problem>,
+) -> Option<Item<'r>> {
+    let provider = match registry.resolve(&resource.type_query) {
+        Ok(provider) => provider,
+        Err(e) => {
+            problems.push(resource.origin.problem(e.to_string()));
+            return None;
+        }
+    };
+    let reference = format!("{}[{}]", resource.type_query, escape(&resource.name));
+    let before = problems.len();
+    if let Err(message) = check_name(&resource.name) {
+        problems.push(resource.origin.problem(format!("{reference}: {message}")));
+    }
+    let mut attrs: Vec<(String, Value)> = Vec::new();
+    for attr in &resource.attrs {
+        let at = Origin {
+            line: attr.line,
+            ..resource.origin.clone()
+        };
+        let key = attr.name.as_str();
+        let settable = || settable_names(provider);
+        let Some(attribute) = provider.attribute(key).filter(|_| key != "name") else {
+            let message = if key == "name" {
+                "'name' is not an attribute here: the name is the key above the attributes"
+                    .to_owned()
+            } else {
+                format!(
+                    "unknown attribute '{}' of {}; settable attributes: {}",
+                    escape(key),
+                    provider.qualified_name(),
+                    settable()
+                )
+            };
+            problems.push(at.problem(format!("{reference}: {message}")));
+            continue;
+        };
+        if attribute.kind == Kind::Read {
+            problems.push(at.problem(format!(
+                "{reference}: attribute '{key}' is read-only; settable attributes: {}",
+                settable()
+            )));
+            continue;
+        }
+        match convert(&attribute.attr_type, &attr.value) {
+            Ok(value) => attrs.push((key.to_owned(), value)),
+            Err(_) if attribute.sensitive => problems.push(at.problem(format!(
+                "{reference}: invalid value for sensitive attribute '{key}': expected {}",
+                attribute.attr_type
+            ))),
+            Err(reason) => problems.push(at.problem(format!(
+                "{reference}: invalid value {} for attribute '{key}' of type {}: {reason}",
+                shown(&attr.value),
+                attribute.attr_type
+            ))),
+        }
+    }
+    if problems.len() > before {
+        return None;
+    }
+    // `ensure` defaults to present where the type has that value.
+    if !attrs.iter().any(|(key, _)| key == "ensure") {
+        if let Some(ensure) = provider.attribute("ensure") {
+            if let Ok(present) = ensure.attr_type.parse_cli("present") {
+                attrs.insert(0, ("ensure".to_owned(), present));
+            }
+        }
+    }
+    Some(Item {
+        provider,
+        type_query: resource.type_query.clone(),
+        origin: resource.origin.clone(),
+        request: Request {
+            name: resource.name.clone(),
+            attrs,
+        },
+        requires: Vec::new(),
+    })
+}
+
+fn settable_names(provider: &Provider) -> String {
+    let names: Vec<&str> = provider
+        .meta
+        .attributes
+        .values()
+        .filter(|a| a.name != "name" && a.kind != Kind::Read)
+        .map(|a| a.name.as_str())
+        .collect();
+    if names.is_empty() {
+        "(none)".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// A value as a message quotes it.
+fn shown(raw: &Raw) -> String {
+    match raw {
+        Raw::Null => "null".to_owned(),
+        Raw::Text(text) => format!("'{}'", escape(text)),
+        Raw::List(_) => "(a list)".to_owned(),
+        Raw::Map(_) => "(a mapping)".to_owned(),
+    }
+}
+
+/// Types a manifest value as ralsh's command line types its text: a scalar
+/// by [`AttrType::parse_cli`], a list element by element, a mapping into a
+/// hash of texts.
+pub fn convert(attr_type: &AttrType, raw: &Raw) -> Result<Value, String> {
+    match (attr_type, raw) {
+        (AttrType::Optional(_), Raw::Null) => Ok(Value::Null),
+        (_, Raw::Null) => Err(
+            "it has no value (null); write '' for an empty text, or leave the attribute out"
+                .to_owned(),
+        ),
+        (_, Raw::Text(text)) => attr_type.parse_cli(text),
+        (AttrType::Optional(inner), _) => convert(inner, raw),
+        (AttrType::Variant(types), _) => types
+            .iter()
+            .find_map(|t| convert(t, raw).ok())
+            .ok_or_else(|| format!("it is none of {attr_type}")),
+        (AttrType::Array(inner), Raw::List(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(at, item)| convert(inner, item).map_err(|e| format!("element {at}: {e}")))
+            .collect::<Result<_, _>>()
+            .map(Value::Array),
+        (AttrType::Hash, Raw::Map(pairs)) => pairs
+            .iter()
+            .map(|(key, value)| match value {
+                Raw::Text(text) => Ok((key.clone(), Value::String(text.clone()))),
+                _ => Err(format!("the value of '{}' must be a text", escape(key))),
+            })
+            .collect::<Result<_, _>>()
+            .map(Value::Hash),
+        (_, Raw::List(_)) => Err(format!("a list is not a {attr_type}")),
+        (_, Raw::Map(_)) => Err(format!("a mapping is not a {attr_type}")),
+    }
+}

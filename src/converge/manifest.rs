@@ -1,0 +1,433 @@
+//! Reading manifests: YAML or JSON files whose top level maps TYPE → NAME →
+//! attributes, the shape `puppet resource --to_yaml` prints. Values stay
+//! untyped text here, each with its line; the catalog types them by the
+//! provider's metadata, as ralsh's command line does.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node};
+
+use crate::error::Problem;
+
+/// Where something was declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: Arc<Path>,
+    pub line: usize,
+}
+
+impl Origin {
+    pub fn problem(&self, message: impl Into<String>) -> Problem {
+        Problem {
+            file: self.file.to_path_buf(),
+            line: self.line,
+            message: message.into(),
+        }
+    }
+}
+
+/// A value as written: text, a list, a mapping, or nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Raw {
+    /// `null`, `~` or nothing, unquoted.
+    Null,
+    Text(String),
+    List(Vec<Raw>),
+    Map(Vec<(String, Raw)>),
+}
+
+/// One attribute as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawAttr {
+    pub name: String,
+    pub value: Raw,
+    pub line: usize,
+}
+
+/// A reference `TYPE[NAME]` as written in `require` or `before`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub type_query: String,
+    pub name: String,
+    pub line: usize,
+}
+
+impl std::fmt::Display for Reference {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{}[{}]", self.type_query, self.name)
+    }
+}
+
+/// One resource as the manifest declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Declared {
+    /// The type or qualified provider name it was listed under.
+    pub type_query: String,
+    pub name: String,
+    pub origin: Origin,
+    pub attrs: Vec<RawAttr>,
+    pub require: Vec<Reference>,
+    pub before: Vec<Reference>,
+}
+
+/// The metaparameters: they order resources and are not attributes.
+pub const METAPARAMETERS: [&str; 2] = ["require", "before"];
+
+/// Reads manifest files (`-` is YAML on stdin) as one: every resource in
+/// file order, or every problem found in any of them.
+pub fn read(paths: &[PathBuf]) -> Result<Vec<Declared>, Vec<Problem>> {
+    let mut declared = Vec::new();
+    let mut problems = Vec::new();
+    for path in paths {
+        let text = if path.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+        } else {
+            std::fs::read_to_string(path)
+        };
+        match text {
+            Ok(text) => {
+                let (found, wrong) = parse(&text, path);
+                declared.extend(found);
+                problems.extend(wrong);
+            }
+            Err(e) => problems.push(Problem {
+                file: path.clone(),
+                line: 0,
+                message: format!("cannot read the manifest: {e}"),
+            }),
+        }
+    }
+    if problems.is_empty() {
+        Ok(declared)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Parses one manifest's text; `file` names it in problems, and its
+/// extension `.json` makes it JSON.
+pub fn parse(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>) {
+    let file: Arc<Path> = Arc::from(file);
+    let at = |line: usize, message: String| Problem {
+        file: file.to_path_buf(),
+        line,
+        message,
+    };
+    if file.extension().is_some_and(|e| e == "json") {
+        // JSON's own rules first; the YAML reader below then gives lines.
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
+            return (Vec::new(), vec![at(e.line(), format!("invalid JSON: {e}"))]);
+        }
+    }
+    if text.trim().is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let options = marked_yaml::LoaderOptions::default()
+        .error_on_duplicate_keys(true)
+        // Tells plain scalars (may be null) from quoted ones.
+        .prevent_coercion(true)
+        .toplevel_mapping();
+    let root = match marked_yaml::parse_yaml_with_options(0, text, options) {
+        Ok(root) => root,
+        Err(e) => return (Vec::new(), vec![load_problem(&file, e)]),
+    };
+    let mut declared = Vec::new();
+    let mut problems = Vec::new();
+    let Some(types) = root.as_mapping() else {
+        return (Vec::new(), vec![at(1, top_level_shape())]);
+    };
+    for (type_key, resources) in types.iter() {
+        let type_query = type_key.as_str().to_owned();
+        let line = line_of_scalar(type_key);
+        let Some(resources) = mapping_or_empty(resources) else {
+            problems.push(at(
+                line,
+                format!("'{type_query}' must map resource names to their attributes"),
+            ));
+            continue;
+        };
+        for (name_key, body) in resources.iter() {
+            let origin = Origin {
+                file: file.clone(),
+                line: line_of_scalar(name_key),
+            };
+            match declared_resource(&type_query, name_key.as_str(), &origin, body) {
+                Ok(resource) => declared.push(resource),
+                Err(mut wrong) => problems.append(&mut wrong),
+            }
+        }
+    }
+    (declared, problems)
+}
+
+fn top_level_shape() -> String {
+    "the top level must map types to resources: TYPE: {NAME: {ATTRIBUTE: VALUE}}".to_owned()
+}
+
+/// A mapping, or `None` for an empty value (`user:` with nothing under it
+/// declares no users).
+fn mapping_or_empty(node: &Node) -> Option<MarkedMappingNode> {
+    match node {
+        Node::Mapping(map) => Some(map.clone()),
+        Node::Scalar(scalar) if scalar.may_coerce() && scalar.is_empty() => {
+            Some(MarkedMappingNode::new_empty(*scalar.span()))
+        }
+        _ => None,
+    }
+}
+
+fn declared_resource(
+    type_query: &str,
+    name: &str,
+    origin: &Origin,
+    body: &Node,
+) -> Result<Declared, Vec<Problem>> {
+    let mut resource = Declared {
+        type_query: type_query.to_owned(),
+        name: name.to_owned(),
+        origin: origin.clone(),
+        attrs: Vec::new(),
+        require: Vec::new(),
+        before: Vec::new(),
+    };
+    let Some(body) = mapping_or_empty(body) else {
+        return Err(vec![origin.problem(format!(
+            "{type_query}[{name}]: the attributes must be a mapping ATTRIBUTE: VALUE"
+        ))]);
+    };
+    let mut problems = Vec::new();
+    for (key, value) in body.iter() {
+        let line = line_of_scalar(key);
+        let attr = key.as_str();
+        if METAPARAMETERS.contains(&attr) {
+            let references = match references(value, line) {
+                Ok(references) => references,
+                Err(message) => {
+                    problems.push(
+                        Origin {
+                            line,
+                            ..origin.clone()
+                        }
+                        .problem(format!("{type_query}[{name}]: {attr}: {message}")),
+                    );
+                    continue;
+                }
+            };
+            if attr == "require" {
+                resource.require = references;
+            } else {
+                resource.before = references;
+            }
+            continue;
+        }
+        resource.attrs.push(RawAttr {
+            name: attr.to_owned(),
+            value: raw(value),
+            line,
+        });
+    }
+    if problems.is_empty() {
+        Ok(resource)
+    } else {
+        Err(problems)
+    }
+}
+
+/// `TYPE[NAME]` or a list of them.
+fn references(node: &Node, line: usize) -> Result<Vec<Reference>, String> {
+    let one = |scalar: &MarkedScalarNode| parse_reference(scalar.as_str(), line_of(scalar, line));
+    match node {
+        Node::Scalar(scalar) => Ok(vec![one(scalar)?]),
+        Node::Sequence(items) => items
+            .iter()
+            .map(|item| match item {
+                Node::Scalar(scalar) => one(scalar),
+                _ => Err("each reference must be TYPE[NAME]".to_owned()),
+            })
+            .collect(),
+        Node::Mapping(_) => Err("expected TYPE[NAME] or a list of them".to_owned()),
+    }
+}
+
+/// Parses `TYPE[NAME]`; the name runs to the last `]`, so it may hold
+/// brackets itself.
+pub fn parse_reference(text: &str, line: usize) -> Result<Reference, String> {
+    let wrong = || {
+        format!(
+            "'{}' is not a reference TYPE[NAME]",
+            crate::text::escape(text)
+        )
+    };
+    let (type_query, rest) = text.split_once('[').ok_or_else(wrong)?;
+    let name = rest.strip_suffix(']').ok_or_else(wrong)?;
+    if type_query.trim().is_empty() || name.is_empty() || type_query != type_query.trim() {
+        return Err(wrong());
+    }
+    Ok(Reference {
+        type_query: type_query.to_owned(),
+        name: name.to_owned(),
+        line,
+    })
+}
+
+fn raw(node: &Node) -> Raw {
+    match node {
+        Node::Scalar(scalar) => {
+            let text = scalar.as_str();
+            let null = matches!(text, "" | "~" | "null" | "Null" | "NULL");
+            if scalar.may_coerce() && null {
+                Raw::Null
+            } else {
+                Raw::Text(text.to_owned())
+            }
+        }
+        Node::Sequence(items) => Raw::List(items.iter().map(raw).collect()),
+        Node::Mapping(map) => Raw::Map(
+            map.iter()
+                .map(|(key, value)| (key.as_str().to_owned(), raw(value)))
+                .collect(),
+        ),
+    }
+}
+
+fn line_of_scalar(scalar: &MarkedScalarNode) -> usize {
+    line_of(scalar, 0)
+}
+
+fn line_of(scalar: &MarkedScalarNode, fallback: usize) -> usize {
+    scalar.span().start().map_or(fallback, |mark| mark.line())
+}
+
+fn load_problem(file: &Path, error: marked_yaml::LoadError) -> Problem {
+    use marked_yaml::LoadError;
+    let (line, message) = match error {
+        LoadError::TopLevelMustBeMapping(mark) | LoadError::TopLevelMustBeSequence(mark) => {
+            (mark.line(), top_level_shape())
+        }
+        LoadError::UnexpectedAnchor(mark) => (
+            mark.line(),
+            "anchors and aliases are not allowed: write each value out".to_owned(),
+        ),
+        LoadError::MappingKeyMustBeScalar(mark) => {
+            (mark.line(), "a key must be a plain text".to_owned())
+        }
+        LoadError::UnexpectedTag(mark) => {
+            (mark.line(), "YAML tags (!name) are not allowed".to_owned())
+        }
+        LoadError::ScanError(mark, e) => (mark.line(), format!("invalid YAML: {}", e.info())),
+        LoadError::DuplicateKey(keys) => {
+            let first = keys.prev_key.span().start().map_or(0, |m| m.line());
+            let again = keys.key.span().start().map_or(0, |m| m.line());
+            (
+                again,
+                format!(
+                    "'{}' is given twice (first on line {first})",
+                    crate::text::escape(keys.key.as_str())
+                ),
+            )
+        }
+    };
+    Problem {
+        file: file.to_owned(),
+        line,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> (Vec<Declared>, Vec<Problem>) {
+        parse(text, Path::new("m.yaml"))
+    }
+
+    #[test]
+    fn resources_come_in_file_order_with_their_lines() {
+        let (found, problems) = parsed(
+            "user:\n  alice: {uid: 1500, shell: /bin/bash}\nfile:\n  /srv/a:\n    content: \"x\\n\"\n    mode: \"0640\"\n    require: user[alice]\n",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            (found[0].type_query.as_str(), found[0].name.as_str()),
+            ("user", "alice")
+        );
+        assert_eq!(found[0].origin.line, 2);
+        assert_eq!(found[0].attrs[0].value, Raw::Text("1500".to_owned()));
+        assert_eq!(found[1].origin.line, 4);
+        assert_eq!(found[1].attrs[1].line, 6);
+        assert_eq!(found[1].attrs[0].value, Raw::Text("x\n".to_owned()));
+        assert_eq!(found[1].require[0].to_string(), "user[alice]");
+        assert_eq!(found[1].require[0].line, 7);
+    }
+
+    #[test]
+    fn values_keep_their_text_and_null_is_only_unquoted() {
+        let (found, _) =
+            parsed("t:\n  a: {x: 0640, y: '', z: ~, w: 'null', l: [1, b], m: {k: v}}\n");
+        let values: Vec<&Raw> = found[0].attrs.iter().map(|a| &a.value).collect();
+        assert_eq!(values[0], &Raw::Text("0640".to_owned()));
+        assert_eq!(values[1], &Raw::Text(String::new()));
+        assert_eq!(values[2], &Raw::Null);
+        assert_eq!(values[3], &Raw::Text("null".to_owned()));
+        assert_eq!(
+            values[4],
+            &Raw::List(vec![Raw::Text("1".to_owned()), Raw::Text("b".to_owned())])
+        );
+        assert_eq!(
+            values[5],
+            &Raw::Map(vec![("k".to_owned(), Raw::Text("v".to_owned()))])
+        );
+    }
+
+    #[test]
+    fn mistakes_are_problems_with_lines() {
+        let (_, problems) = parsed("user:\n  alice: {}\n  alice: {}\n");
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].line, 3);
+        assert!(problems[0]
+            .message
+            .contains("given twice (first on line 2)"));
+        let (_, problems) = parsed("a: &x {}\nb: *x\n");
+        assert!(problems[0].message.contains("anchors"), "{problems:?}");
+        let (_, problems) = parsed("- a\n");
+        assert!(problems[0].message.contains("top level"), "{problems:?}");
+        let (_, problems) = parsed("user: [a]\nhost:\n  x: {require: 'nope'}\n  y: 5\n");
+        let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [1, 3, 4], "{problems:?}");
+        assert!(problems[1]
+            .message
+            .contains("'nope' is not a reference TYPE[NAME]"));
+    }
+
+    #[test]
+    fn json_is_read_by_its_extension_with_lines() {
+        let (found, problems) = parse(
+            "{\"host\": {\n  \"db\": {\"ip\": \"10.0.0.5\", \"require\": [\"user[a]\"]}\n}}\n",
+            Path::new("m.json"),
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(found[0].origin.line, 2);
+        assert_eq!(found[0].require[0].name, "a");
+        let (_, problems) = parse("{\"host\": {,}}", Path::new("m.json"));
+        assert!(
+            problems[0].message.starts_with("invalid JSON"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn references_take_qualified_types_and_bracketed_names() {
+        let r = parse_reference("host::etc_hosts[a[1]]", 4).unwrap();
+        assert_eq!(
+            (r.type_query.as_str(), r.name.as_str()),
+            ("host::etc_hosts", "a[1]")
+        );
+        for wrong in ["host", "[a]", "host[]", "host[a", " host[a]"] {
+            assert!(parse_reference(wrong, 1).is_err(), "{wrong}");
+        }
+    }
+}

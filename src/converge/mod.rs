@@ -1,0 +1,11 @@
+//! Converging a whole manifest: read it, check it against the providers'
+//! metadata, order its resources, plan the changes from one read per
+//! provider, and run them as tasks in that order (LITP's plan model, and
+//! the Puppet Resource API's get and set of many).
+
+pub mod apply;
+pub mod catalog;
+pub mod graph;
+pub mod manifest;
+pub mod plan;
+pub mod read;

@@ -1,0 +1,365 @@
+//! Plans: the tasks that bring the system to the manifest, worked out from
+//! one read per provider, before anything changes. A task exists only for
+//! a resource whose current state differs; tasks follow the catalog's
+//! order and know the tasks they wait for.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Problem};
+use crate::host::Host;
+use crate::provider::Provider;
+use crate::resource::Change;
+use crate::update;
+
+use super::catalog::Catalog;
+use super::read::{read_all, Found, Group};
+
+/// What a task does to its resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Create,
+    Change,
+    Remove,
+    /// The current state could not be read, so what is to be done is not
+    /// known; the task fails without running.
+    Unknown,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Change => "change",
+            Action::Remove => "remove",
+            Action::Unknown => "unknown",
+        }
+    }
+}
+
+/// A task's state (LITP's task states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    Initial,
+    Running,
+    Success,
+    Failed,
+    /// A task it waits for did not succeed; it was never run.
+    Skipped,
+    /// The plan was stopped before it ran.
+    Stopped,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Initial => "Initial",
+            TaskState::Running => "Running",
+            TaskState::Success => "Success",
+            TaskState::Failed => "Failed",
+            TaskState::Skipped => "Skipped",
+            TaskState::Stopped => "Stopped",
+        }
+    }
+
+    /// Whether the task is over without having succeeded.
+    pub fn is_unsuccessful(self) -> bool {
+        matches!(
+            self,
+            TaskState::Failed | TaskState::Skipped | TaskState::Stopped
+        )
+    }
+}
+
+/// A plan's state (LITP's plan states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanState {
+    Initial,
+    Running,
+    Stopping,
+    Stopped,
+    Successful,
+    Failed,
+}
+
+impl PlanState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanState::Initial => "Initial",
+            PlanState::Running => "Running",
+            PlanState::Stopping => "Stopping",
+            PlanState::Stopped => "Stopped",
+            PlanState::Successful => "Successful",
+            PlanState::Failed => "Failed",
+        }
+    }
+}
+
+/// Why a task did not succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Its resource's current state could not be read.
+    Read,
+    /// The provider failed or refused the change.
+    Provider,
+    /// After the change the resource does not match the manifest.
+    Verify,
+    /// A task it waits for did not succeed.
+    Prerequisite,
+    /// The plan was stopped.
+    Stopped,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Read => "read",
+            ErrorKind::Provider => "provider",
+            ErrorKind::Verify => "verify",
+            ErrorKind::Prerequisite => "prerequisite",
+            ErrorKind::Stopped => "stopped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+/// One change to one resource.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// 1-based, in the order the tasks may run.
+    pub id: usize,
+    /// The catalog item it changes.
+    pub item: usize,
+    pub action: Action,
+    /// Planned: from the current state to the manifest. After a run: what
+    /// the provider reported.
+    pub changes: Vec<Change>,
+    /// The tasks it waits for, by id.
+    pub requires: Vec<usize>,
+    pub state: TaskState,
+    pub error: Option<TaskError>,
+    /// How long it ran.
+    pub seconds: f64,
+    /// What the update is to do; `None` when the read failed.
+    pub transition: Option<update::Plan>,
+}
+
+/// The tasks for a catalog.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub id: String,
+    pub state: PlanState,
+    pub tasks: Vec<Task>,
+    /// Resources already as the manifest says.
+    pub unchanged: usize,
+}
+
+impl Plan {
+    /// How many tasks have `action`.
+    pub fn count(&self, action: Action) -> usize {
+        self.tasks.iter().filter(|t| t.action == action).count()
+    }
+
+    /// How many tasks are in `state`.
+    pub fn count_state(&self, state: TaskState) -> usize {
+        self.tasks.iter().filter(|t| t.state == state).count()
+    }
+
+    /// Whether any task has something to change (failed reads aside).
+    pub fn has_changes(&self) -> bool {
+        self.tasks.iter().any(|t| t.action != Action::Unknown)
+    }
+}
+
+/// Plans the catalog from the current state: one read per provider (at
+/// most `jobs` at once), then a transition per resource. Transitions that
+/// cannot be (a required attribute missing on creation, an init-only
+/// attribute changed, a provider that cannot change resources) are
+/// problems of the manifest, all reported together.
+pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> {
+    let found = read_states(host, catalog, jobs);
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut tasks: Vec<Task> = Vec::new();
+    // The task of each item, if it has one.
+    let mut task_of: Vec<Option<usize>> = vec![None; catalog.items.len()];
+    // The tasks each item waits for, through items without a task.
+    let mut waits: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
+    let mut unchanged = 0;
+    for &at in &catalog.order {
+        let item = &catalog.items[at];
+        let mut requires: Vec<usize> = Vec::new();
+        for &before in &item.requires {
+            match task_of[before] {
+                Some(id) => requires.push(id),
+                None => requires.extend(waits[before].iter().copied()),
+            }
+        }
+        requires.sort_unstable();
+        requires.dedup();
+        let provider = item.provider;
+        let task = match &found[at] {
+            Err(message) => Some(Task {
+                id: 0,
+                item: at,
+                action: Action::Unknown,
+                changes: Vec::new(),
+                requires: requires.clone(),
+                state: TaskState::Failed,
+                error: Some(TaskError {
+                    kind: ErrorKind::Read,
+                    message: message.clone(),
+                }),
+                seconds: 0.0,
+                transition: None,
+            }),
+            Ok(current) => match update::Plan::new(provider, &item.request, current.clone()) {
+                Err(e) => {
+                    problems.push(item.origin.problem(format!(
+                        "{}: {}",
+                        item.reference(),
+                        unprefixed(&e, provider)
+                    )));
+                    None
+                }
+                Ok(transition) if transition.should.is_empty() => None,
+                Ok(transition) => {
+                    if !provider.meta.supports(provider.meta.update_action()) {
+                        problems.push(item.origin.problem(format!(
+                            "{}: {} cannot change resources (it has no {} action)",
+                            item.reference(),
+                            provider.qualified_name(),
+                            provider.meta.update_action().as_str()
+                        )));
+                    }
+                    Some(planned_task(provider, at, requires.clone(), transition))
+                }
+            },
+        };
+        match task {
+            Some(mut task) => {
+                task.id = tasks.len() + 1;
+                task_of[at] = Some(task.id);
+                tasks.push(task);
+            }
+            None => {
+                unchanged += 1;
+                waits[at] = requires;
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::Manifest { problems });
+    }
+    Ok(Plan {
+        id: new_id(),
+        state: PlanState::Initial,
+        tasks,
+        unchanged,
+    })
+}
+
+/// A request error's message without the provider name the catalog's
+/// reference already gives.
+fn unprefixed(error: &Error, provider: &Provider) -> String {
+    let text = error.to_string();
+    let prefix = format!("{}: ", provider.qualified_name());
+    text.strip_prefix(&prefix)
+        .map(str::to_owned)
+        .unwrap_or(text)
+}
+
+fn planned_task(
+    provider: &Provider,
+    item: usize,
+    requires: Vec<usize>,
+    transition: update::Plan,
+) -> Task {
+    let action = if transition.creates(provider) {
+        Action::Create
+    } else if transition
+        .should
+        .iter()
+        .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"))
+    {
+        Action::Remove
+    } else {
+        Action::Change
+    };
+    let changes = transition
+        .should
+        .iter()
+        .map(|(key, value)| Change {
+            attr: key.clone(),
+            is: value.clone(),
+            was: transition.state.attrs.get(key).cloned(),
+        })
+        .collect();
+    Task {
+        id: 0,
+        item,
+        action,
+        changes,
+        requires,
+        state: TaskState::Initial,
+        error: None,
+        seconds: 0.0,
+        transition: Some(transition),
+    }
+}
+
+/// The current state of every item, read per provider.
+fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Found> {
+    let (groups, members) = by_provider(catalog, (0..catalog.items.len()).collect());
+    let answers = read_all(host, &groups, jobs);
+    let mut found: Vec<Found> = vec![Ok(None); catalog.items.len()];
+    for (answer, items) in answers.into_iter().zip(members) {
+        for (one, at) in answer.into_iter().zip(items) {
+            found[at] = one;
+        }
+    }
+    found
+}
+
+/// The items given, grouped by provider in order of first appearance:
+/// each provider with its items' names, and the item indices.
+pub(super) fn by_provider<'c>(
+    catalog: &'c Catalog,
+    items: Vec<usize>,
+) -> (Vec<Group<'c>>, Vec<Vec<usize>>) {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for at in items {
+        let item = &catalog.items[at];
+        let slot = match groups
+            .iter()
+            .position(|(p, _)| std::ptr::eq(*p, item.provider))
+        {
+            Some(slot) => slot,
+            None => {
+                groups.push((item.provider, Vec::new()));
+                members.push(Vec::new());
+                groups.len() - 1
+            }
+        };
+        groups[slot].1.push(item.name());
+        members[slot].push(at);
+    }
+    (groups, members)
+}
+
+/// A plan id: the time and this process, unique on the machine.
+fn new_id() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "{}-{:06}-{}",
+        now.as_secs(),
+        now.subsec_micros(),
+        std::process::id()
+    )
+}

@@ -22,12 +22,12 @@ pub struct Style {
 }
 
 /// Names in bold, old values red, new values green.
-const NAME: anstyle::Style = anstyle::Style::new().bold();
-const OLD: anstyle::Style = anstyle::AnsiColor::Red.on_default();
-const NEW: anstyle::Style = anstyle::AnsiColor::Green.on_default();
+pub const NAME: anstyle::Style = anstyle::Style::new().bold();
+pub const OLD: anstyle::Style = anstyle::AnsiColor::Red.on_default();
+pub const NEW: anstyle::Style = anstyle::AnsiColor::Green.on_default();
 
 impl Style {
-    fn paint(self, style: anstyle::Style, text: &str) -> String {
+    pub fn paint(self, style: anstyle::Style, text: &str) -> String {
         if self.color {
             format!("{style}{text}{style:#}")
         } else {

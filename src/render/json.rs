@@ -135,7 +135,7 @@ struct RalBlock<'a> {
 }
 
 /// A value, or `"[redacted]"` for a sensitive attribute.
-fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
+pub fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
     if provider.attribute(attr).is_some_and(|a| a.sensitive) {
         Json::from(REDACTED)
     } else {

@@ -3,7 +3,12 @@
 //! the conformance checker for provider authors.
 
 mod conformance;
+mod converge;
 mod holo;
+#[path = "../common/load.rs"]
+mod load;
+#[path = "../common/logging.rs"]
+mod logging;
 #[path = "../common/man.rs"]
 mod man;
 mod manual;
@@ -42,6 +47,14 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Show what it takes to bring the system to the manifests: one read
+    /// per provider, no change.
+    #[command(after_help = PLAN_HELP)]
+    Plan(converge::ConvergeArgs),
+    /// Bring the system to the manifests: plan, then run the tasks in
+    /// dependency order, and verify the result.
+    #[command(after_help = APPLY_HELP)]
+    Apply(converge::ConvergeArgs),
     /// Run providers the way the host does and report every violation of
     /// the calling convention.
     Check(conformance::CheckArgs),
@@ -62,8 +75,20 @@ enum Command {
     },
 }
 
+const PLAN_HELP: &str = "Exit status: 0 when the plan could be made (changes or not), 1 when the \
+    state of some resources could not be read, 2 when nothing ran (a usage, manifest or \
+    validation error). With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 \
+    unreadable resources, 6 both; 1 when nothing ran.\n\n\
+    Example:\n  ral plan --root /tmp/fake site.yaml";
+
+const APPLY_HELP: &str = "Exit status: 0 when every task succeeded or there was nothing to do, 1 \
+    when a task failed, was skipped or was stopped, 2 when nothing ran (a usage, manifest or \
+    validation error). With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 \
+    both; 1 when nothing ran. The first SIGINT or SIGTERM stops the plan: running tasks \
+    finish, the rest are Stopped; a second one ends the running tasks.\n\n\
+    Example:\n  ral apply --root /tmp/fake users.yaml files.yaml";
+
 fn main() -> ExitCode {
-    init_logging();
     // What a provider or plugin starts is ended with its call, also when
     // it leaves the call's process group.
     ral::process::adopt_orphans();
@@ -73,11 +98,20 @@ fn main() -> ExitCode {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned());
     let code = if invoked_as.as_deref() == Some("holo") {
+        init_logging();
         let args: Vec<std::ffi::OsString> = argv.collect();
         holo::run(&arg0.to_string_lossy(), &args)
     } else {
         let args = Args::parse();
+        match &args.command {
+            Some(Command::Plan(converge) | Command::Apply(converge)) => {
+                logging::init("ral", converge.log_level.as_deref(), converge.quiet)
+            }
+            _ => init_logging(),
+        }
         match (args.command, args.completions) {
+            (Some(Command::Plan(converge)), _) => converge::run(&converge, converge::Mode::Plan),
+            (Some(Command::Apply(converge)), _) => converge::run(&converge, converge::Mode::Apply),
             (Some(Command::Check(check)), _) => conformance::run(&check),
             (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),
             (None, Some(shell)) => {
@@ -99,6 +133,15 @@ fn main() -> ExitCode {
     };
     ral::cache_dir::remove_run_cache();
     code
+}
+
+/// Colour as anstream decides for stdout: NO_COLOR, CLICOLOR and
+/// CLICOLOR_FORCE, TERM, and whether stdout is a terminal.
+fn use_color() -> bool {
+    matches!(
+        anstream::AutoStream::choice(&std::io::stdout()),
+        anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi
+    )
 }
 
 /// Errors only, unless RUST_LOG asks for more.

@@ -1,0 +1,123 @@
+//! What `ralsh` and `ral plan`/`ral apply` share at start: the host and the
+//! providers their options ask for, and the parsers of those options.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use ral::discovery::{self, Registry};
+use ral::metadata_cache::MetadataCache;
+use ral::{bundled, Host, HostConfig};
+
+/// The options that decide the host and the providers.
+pub struct Setup<'a> {
+    pub root: &'a Path,
+    pub include: &'a [PathBuf],
+    pub timeout: Duration,
+    pub lock_timeout: Duration,
+    pub strict: bool,
+    pub no_cache: bool,
+}
+
+/// The metadata cache the options ask for.
+pub fn cache_for(no_cache: bool) -> MetadataCache {
+    if no_cache {
+        MetadataCache::disabled()
+    } else {
+        MetadataCache::open()
+    }
+}
+
+/// [`load_with`] the cache the options ask for, every type.
+#[allow(dead_code)]
+pub fn load(setup: &Setup) -> anyhow::Result<(Host, Registry)> {
+    load_with(setup, &cache_for(setup.no_cache), None)
+}
+
+/// The host and the providers: the root, the data directories, and (when
+/// `only_type` is given) that type's providers only.
+pub fn load_with(
+    setup: &Setup,
+    cache: &MetadataCache,
+    only_type: Option<&str>,
+) -> anyhow::Result<(Host, Registry)> {
+    let root = setup
+        .root
+        .canonicalize()
+        .with_context(|| format!("--root {}", setup.root.display()))?;
+    if !root.is_dir() {
+        bail!("--root {}: not a directory", setup.root.display());
+    }
+    for dir in setup.include {
+        if !dir.is_dir() {
+            bail!("-I {}: no such directory", dir.display());
+        }
+    }
+    let provider_lib = bundled::provider_lib()
+        .inspect_err(|e| log::warn!("the Python toolkit for providers is unavailable: {e}"))
+        .ok();
+    let host = Host::new(HostConfig {
+        timeout: setup.timeout,
+        root,
+        strict: setup.strict,
+        lock_timeout: setup.lock_timeout,
+        provider_lib,
+    });
+    // The bundled providers are not even written out when none has the
+    // one type asked for.
+    let bundled = match only_type.is_none_or(bundled::has_type) {
+        false => None,
+        true => bundled::data_dir()
+            .inspect_err(|e| log::warn!("bundled providers are unavailable: {e}"))
+            .ok(),
+    };
+    let dirs = discovery::data_dirs(setup.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
+    let registry = discovery::discover(&host, &dirs, cache, only_type);
+    // An interrupted discovery found nothing; that is not to be shown.
+    ral::process::exit_if_interrupted();
+    Ok((host, registry))
+}
+
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// A log level, or env_logger directives whose levels are all known words
+/// (a misspelt level would otherwise silently read as a module name).
+pub fn parse_log_level(text: &str) -> Result<String, String> {
+    let known = |level: &str| LEVELS.contains(&level.to_ascii_lowercase().as_str());
+    let valid = !text.is_empty()
+        && text
+            .split(',')
+            .all(|directive| match directive.split_once('=') {
+                Some((target, level)) => !target.is_empty() && known(level),
+                None => known(directive),
+            });
+    if valid {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "'{text}' is not a log level: use one of {}, or TARGET=LEVEL pairs and a level, \
+             comma-separated",
+            LEVELS.join(", ")
+        ))
+    }
+}
+
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(seconds > 0.0 && seconds <= 86_400.0 * 365.0) {
+        return Err(format!("'{text}' must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+pub fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(0.0..=86_400.0).contains(&seconds) {
+        return Err(format!("'{text}' must be from 0 to 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}

@@ -1,0 +1,245 @@
+//! `ral plan MANIFEST...` and `ral apply MANIFEST...`: read and check the
+//! manifests, plan from one read per provider, and (apply) run the tasks,
+//! printing each as it ends. The engine is `ral::converge`; this module
+//! turns arguments into its calls and its events into output.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use ral::converge::apply::{self, Events};
+use ral::converge::catalog::Catalog;
+use ral::converge::manifest;
+use ral::converge::plan::{self, Plan, PlanState, TaskState};
+use ral::render::human::Style;
+use ral::render::plan as render;
+use ral::text::escape_lines;
+
+use crate::load::{self, Setup};
+
+#[derive(Debug, clap::Args)]
+pub struct ConvergeArgs {
+    /// Also search DIR/providers for providers (before RALSH_DATA_DIR and
+    /// the bundled providers); repeatable.
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    include: Vec<PathBuf>,
+
+    /// Root directory for providers that edit files (RALSH_ROOT_DIR).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    root: PathBuf,
+
+    /// Time limit for each provider call, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = load::parse_timeout)]
+    timeout: Duration,
+
+    /// How long a provider waits for the lock of a file it edits, in
+    /// seconds (RALSH_LOCK_TIMEOUT).
+    #[arg(long, value_name = "SECONDS", default_value = "15", value_parser = load::parse_lock_timeout)]
+    lock_timeout: Duration,
+
+    /// Log level (error, warn, info, debug, trace, off), or TARGET=LEVEL
+    /// pairs and a level, comma-separated; RUST_LOG works too. Default:
+    /// warn (error with -q).
+    #[arg(short = 'l', long = "log-level", value_name = "LEVEL", value_parser = load::parse_log_level)]
+    pub log_level: Option<String>,
+
+    /// Print nothing on stdout: only the exit status tells the outcome.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// Treat provider output that breaks the metadata as an error.
+    #[arg(long)]
+    strict: bool,
+
+    /// Run every provider's describe instead of using the metadata cache.
+    #[arg(long)]
+    no_cache: bool,
+
+    /// Print one JSON document (schemas/ral-plan.schema.json) instead of
+    /// text.
+    #[arg(short = 'j', long)]
+    json: bool,
+
+    /// How many providers are read, and how many tasks run, at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    jobs: u16,
+
+    /// Exit 0 when there were no changes, 2 when there were (for plan:
+    /// are pending), 4 on failures, 6 for both; 1 when nothing ran.
+    #[arg(long)]
+    detailed_exitcodes: bool,
+
+    /// Manifest files (YAML, or JSON by the .json extension), read as one;
+    /// `-` reads YAML from stdin.
+    #[arg(value_name = "MANIFEST", required = true)]
+    manifests: Vec<PathBuf>,
+}
+
+/// Which command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Plan,
+    Apply,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Plan => "plan",
+            Mode::Apply => "apply",
+        }
+    }
+}
+
+/// How a run ended, for the exit status.
+struct Ending {
+    changes: bool,
+    failures: bool,
+}
+
+pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
+    match mode {
+        // A stop request lets the running tasks finish.
+        Mode::Apply => ral::process::forward_interrupts_graceful(),
+        Mode::Plan => ral::process::forward_interrupts(),
+    }
+    let outcome = execute(args, mode);
+    ral::process::exit_if_interrupted();
+    match outcome {
+        Ok(ending) => {
+            let code = match (args.detailed_exitcodes, ending.changes, ending.failures) {
+                (false, _, false) => 0,
+                (false, _, true) => 1,
+                (true, changes, failures) => 2 * u8::from(changes) + 4 * u8::from(failures),
+            };
+            ExitCode::from(code)
+        }
+        Err(e) => {
+            let message = format!("{e:#}");
+            if args.json && !args.quiet {
+                let problems = e
+                    .downcast_ref::<ral::Error>()
+                    .and_then(|e| match e {
+                        ral::Error::Manifest { problems } => Some(problems.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                let problems: Vec<serde_json::Value> = problems
+                    .iter()
+                    .map(|p| serde_json::json!({"file": p.file, "line": p.line, "message": p.message}))
+                    .collect();
+                let document =
+                    serde_json::json!({"error": {"message": message, "problems": problems}});
+                let _ = writeln!(io::stdout(), "{document}");
+            }
+            eprintln!("ral {}: error: {}", mode.name(), escape_lines(&message));
+            ExitCode::from(if args.detailed_exitcodes { 1 } else { 2 })
+        }
+    }
+}
+
+fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
+    let started = Instant::now();
+    let declared =
+        manifest::read(&args.manifests).map_err(|problems| ral::Error::Manifest { problems })?;
+    let (host, registry) = load::load(&Setup {
+        root: &args.root,
+        include: &args.include,
+        timeout: args.timeout,
+        lock_timeout: args.lock_timeout,
+        strict: args.strict,
+        no_cache: args.no_cache,
+    })?;
+    let catalog = Catalog::build(&registry, &declared)
+        .map_err(|problems| ral::Error::Manifest { problems })?;
+    let jobs = usize::from(args.jobs);
+    let mut plan = plan::plan(&host, &catalog, jobs)?;
+    let style = Style {
+        color: !args.json && crate::use_color(),
+    };
+    let mut out: Box<dyn Write> = if args.quiet {
+        Box::new(io::sink())
+    } else {
+        Box::new(io::stdout().lock())
+    };
+    if mode == Mode::Plan {
+        if args.json {
+            writeln!(out, "{}", render::document(&catalog, &plan))?;
+        } else {
+            render::preview(&mut out, &catalog, &plan, style)?;
+        }
+        out.flush()?;
+        return Ok(Ending {
+            changes: plan.has_changes(),
+            failures: plan.tasks.iter().any(|t| t.state == TaskState::Failed),
+        });
+    }
+    let mut printer = TaskLines {
+        out: &mut out,
+        catalog: &catalog,
+        style,
+        json: args.json,
+        error: None,
+    };
+    let stop = || ral::process::stop_requested().is_some();
+    apply::apply(&host, &catalog, &mut plan, jobs, &stop, &mut printer);
+    if let Some(e) = printer.error.take() {
+        // stdout went away; the run itself is done.
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            return Err(e.into());
+        }
+    }
+    if args.json {
+        writeln!(out, "{}", render::document(&catalog, &plan))?;
+    } else {
+        writeln!(
+            out,
+            "{}",
+            render::run_summary(&plan, started.elapsed().as_secs_f64())
+        )?;
+    }
+    out.flush()?;
+    Ok(Ending {
+        changes: plan.tasks.iter().any(|t| t.state == TaskState::Success),
+        failures: plan.state != PlanState::Successful,
+    })
+}
+
+/// Prints each task as it ends (text only; JSON is one document at the
+/// end), and the plan's stop on stderr.
+struct TaskLines<'a, 'c> {
+    out: &'a mut dyn Write,
+    catalog: &'a Catalog<'c>,
+    style: Style,
+    json: bool,
+    error: Option<io::Error>,
+}
+
+impl Events for TaskLines<'_, '_> {
+    fn plan_state(&mut self, plan: &Plan) {
+        if plan.state == PlanState::Stopping {
+            let running = plan.count_state(TaskState::Running);
+            log::warn!(
+                "stopping: no new task starts; waiting for {running} running task(s) \
+                 (a second interrupt ends them)"
+            );
+        }
+    }
+
+    fn task_started(&mut self, plan: &Plan, task: usize) {
+        let task = &plan.tasks[task];
+        log::info!("started {}", self.catalog.items[task.item].reference());
+    }
+
+    fn task_ended(&mut self, plan: &Plan, task: usize) {
+        if self.json || self.error.is_some() {
+            return;
+        }
+        let written = render::task_ended(&mut self.out, self.catalog, plan, task, self.style)
+            .and_then(|()| self.out.flush());
+        if let Err(e) = written {
+            self.error = Some(e);
+        }
+    }
+}

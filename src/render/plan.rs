@@ -1,0 +1,214 @@
+//! Plans for people and programs: the preview Terraform-style (`+`
+//! create, `~` change, `-` remove), one line per task as `ral apply` ends
+//! it, the summary, and the JSON document `schemas/ral-plan.schema.json`
+//! describes. Sensitive values are redacted in both forms.
+
+use std::io::{self, Write};
+
+use serde_json::{json, Value as Json};
+
+use crate::converge::catalog::Catalog;
+use crate::converge::plan::{Action, Plan, Task, TaskState};
+use crate::resource::Change;
+use crate::text::escape;
+
+use super::human::{self, Style, NAME, NEW, OLD};
+
+fn sign(action: Action) -> &'static str {
+    match action {
+        Action::Create => "+",
+        Action::Change => "~",
+        Action::Remove => "-",
+        Action::Unknown => "!",
+    }
+}
+
+/// `attr: value` for a creation, `attr: was -> is` otherwise.
+fn change_text(catalog: &Catalog, task: &Task, change: &Change, style: Style) -> String {
+    let provider = catalog.items[task.item].provider;
+    let is = style.paint(NEW, &human::shown(provider, &change.attr, &change.is));
+    match (&change.was, task.action) {
+        (_, Action::Create) if change.attr != "ensure" => format!("{}: {is}", escape(&change.attr)),
+        (None, _) => format!("{}: (none) -> {is}", escape(&change.attr)),
+        (Some(was), _) => format!(
+            "{}: {} -> {is}",
+            escape(&change.attr),
+            style.paint(OLD, &human::shown(provider, &change.attr, was))
+        ),
+    }
+}
+
+/// The resources of the tasks `ids` waits for.
+fn waits_for(catalog: &Catalog, plan: &Plan, ids: &[usize]) -> String {
+    let names: Vec<String> = ids
+        .iter()
+        .map(|&id| catalog.items[plan.tasks[id - 1].item].reference())
+        .collect();
+    names.join(", ")
+}
+
+/// The preview: each task with its changes, then the summary line.
+pub fn preview(
+    out: &mut impl Write,
+    catalog: &Catalog,
+    plan: &Plan,
+    style: Style,
+) -> io::Result<()> {
+    for task in &plan.tasks {
+        let item = &catalog.items[task.item];
+        write!(
+            out,
+            "{} {}",
+            sign(task.action),
+            style.paint(NAME, &item.reference())
+        )?;
+        if !task.requires.is_empty() {
+            write!(
+                out,
+                " (waits for {})",
+                waits_for(catalog, plan, &task.requires)
+            )?;
+        }
+        writeln!(out)?;
+        if let Some(error) = &task.error {
+            writeln!(out, "    error: {}", escape(&error.message))?;
+        }
+        for change in &task.changes {
+            if task.action == Action::Create && change.attr == "ensure" {
+                continue;
+            }
+            writeln!(out, "    {}", change_text(catalog, task, change, style))?;
+        }
+    }
+    writeln!(out, "{}", summary(plan))
+}
+
+/// `Plan: 2 to create, 1 to change, 0 to remove; 17 unchanged.`
+pub fn summary(plan: &Plan) -> String {
+    let unreadable = plan.count(Action::Unknown);
+    let mut line = format!(
+        "Plan: {} to create, {} to change, {} to remove; {} unchanged",
+        plan.count(Action::Create),
+        plan.count(Action::Change),
+        plan.count(Action::Remove),
+        plan.unchanged
+    );
+    if unreadable > 0 {
+        line.push_str(&format!("; {unreadable} could not be read"));
+    }
+    line.push('.');
+    line
+}
+
+/// The line for a task that ended: state, resource, changes (or the
+/// error), time.
+pub fn task_ended(
+    out: &mut impl Write,
+    catalog: &Catalog,
+    plan: &Plan,
+    task: usize,
+    style: Style,
+) -> io::Result<()> {
+    let task = &plan.tasks[task];
+    let item = &catalog.items[task.item];
+    let state = match task.state {
+        TaskState::Success => style.paint(NEW, "Success"),
+        TaskState::Failed => style.paint(OLD, "Failed"),
+        other => other.as_str().to_owned(),
+    };
+    write!(
+        out,
+        "{state:<7} {} {}",
+        sign(task.action),
+        style.paint(NAME, &item.reference())
+    )?;
+    if task.state == TaskState::Success || task.state == TaskState::Failed {
+        write!(out, " ({:.2} s)", task.seconds)?;
+    }
+    match &task.error {
+        Some(error) => writeln!(out, ": {}", escape(&error.message)),
+        None => {
+            let changes: Vec<String> = task
+                .changes
+                .iter()
+                .map(|change| change_text(catalog, task, change, style))
+                .collect();
+            if changes.is_empty() {
+                writeln!(out)
+            } else {
+                writeln!(out, ": {}", changes.join(", "))
+            }
+        }
+    }
+}
+
+/// The summary after a run.
+pub fn run_summary(plan: &Plan, seconds: f64) -> String {
+    format!(
+        "Applied: {} to create, {} to change, {} to remove; {} unchanged. \
+         Tasks: {} succeeded, {} failed, {} skipped, {} stopped. Plan {} in {seconds:.2} s.",
+        plan.count(Action::Create),
+        plan.count(Action::Change),
+        plan.count(Action::Remove),
+        plan.unchanged,
+        plan.count_state(TaskState::Success),
+        plan.count_state(TaskState::Failed),
+        plan.count_state(TaskState::Skipped),
+        plan.count_state(TaskState::Stopped),
+        plan.state.as_str()
+    )
+}
+
+/// The plan as one JSON document.
+pub fn document(catalog: &Catalog, plan: &Plan) -> Json {
+    let tasks: Vec<Json> = plan
+        .tasks
+        .iter()
+        .map(|task| {
+            let item = &catalog.items[task.item];
+            let provider = item.provider;
+            let changes: Vec<Json> = task
+                .changes
+                .iter()
+                .map(|change| {
+                    json!({
+                        "attr": change.attr,
+                        "is": super::json::shown(provider, &change.attr, &change.is),
+                        "was": change.was.as_ref().map(|was| super::json::shown(provider, &change.attr, was)),
+                    })
+                })
+                .collect();
+            json!({
+                "id": task.id,
+                "resource": format!("{}[{}]", item.type_query, item.name()),
+                "type": provider.type_name(),
+                "name": item.name(),
+                "provider": provider.qualified_name(),
+                "action": task.action.as_str(),
+                "changes": changes,
+                "requires": task.requires,
+                "state": task.state.as_str(),
+                "error": task.error.as_ref().map(|e| json!({"kind": e.kind.as_str(), "message": e.message})),
+                "seconds": task.seconds,
+            })
+        })
+        .collect();
+    json!({
+        "plan": {
+            "id": plan.id,
+            "state": plan.state.as_str(),
+            "tasks": tasks,
+            "counts": {
+                "create": plan.count(Action::Create),
+                "change": plan.count(Action::Change),
+                "remove": plan.count(Action::Remove),
+                "unknown": plan.count(Action::Unknown),
+                "unchanged": plan.unchanged,
+                "success": plan.count_state(TaskState::Success),
+                "failed": plan.count_state(TaskState::Failed),
+                "skipped": plan.count_state(TaskState::Skipped),
+                "stopped": plan.count_state(TaskState::Stopped),
+            }
+        }
+    })
+}

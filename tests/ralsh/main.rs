@@ -21,6 +21,7 @@ mod mutations;
 mod output_schema;
 #[path = "../common/pids.rs"]
 mod pids;
+mod plans;
 mod process;
 mod properties;
 mod provider_accounts;

@@ -130,6 +130,22 @@ impl Sandbox {
         names
     }
 
+    /// `ral SUBCOMMAND --root ROOT ARGS...` with the same clean
+    /// environment as [`Sandbox::command`].
+    pub fn ral_command(&self, subcommand: &str, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.cache.path())
+            .env("XDG_CACHE_HOME", self.cache.path())
+            .arg(subcommand)
+            .arg("--root")
+            .arg(self.root.path())
+            .args(args);
+        command
+    }
+
     /// The calls the scripted fixture recorded, one line each.
     pub fn calls(&self) -> Vec<String> {
         self.read("calls.log").lines().map(str::to_owned).collect()
@@ -160,6 +176,11 @@ fn load_schema(name: &str) -> jsonschema::Validator {
 pub fn output_schema() -> &'static jsonschema::Validator {
     static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
     SCHEMA.get_or_init(|| load_schema("ralsh-output.schema.json"))
+}
+
+pub fn plan_schema() -> &'static jsonschema::Validator {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    SCHEMA.get_or_init(|| load_schema("ral-plan.schema.json"))
 }
 
 pub fn metadata_schema() -> &'static jsonschema::Validator {

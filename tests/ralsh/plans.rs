@@ -1,0 +1,465 @@
+//! `ral plan` and `ral apply` against the recording store fixtures
+//! (tests/fixtures/plans: alpha, beta and delta speak json, gamma simple;
+//! every call is logged to ROOT/calls.log as "STEM begin ACTION NAMES" and
+//! "STEM end ACTION").
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+use crate::support::{fixtures_dir, plan_schema, run, Run, Sandbox};
+
+fn plans_dir() -> PathBuf {
+    fixtures_dir().join("plans")
+}
+
+/// `ral SUBCOMMAND` with the plan fixtures and a manifest written to the
+/// sandbox's parent-free temp file `m.yaml` (outside the root).
+struct Bench {
+    sandbox: Sandbox,
+    manifests: tempfile::TempDir,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        Bench {
+            sandbox: Sandbox::new(),
+            manifests: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn manifest(&self, name: &str, text: &str) -> String {
+        let path = self.manifests.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    fn command(&self, subcommand: &str, args: &[&str]) -> Command {
+        let dir = plans_dir();
+        let mut with_fixtures = vec!["-I", dir.to_str().unwrap()];
+        with_fixtures.extend_from_slice(args);
+        self.sandbox.ral_command(subcommand, &with_fixtures)
+    }
+
+    fn ral(&self, subcommand: &str, args: &[&str]) -> Run {
+        run(&mut self.command(subcommand, args))
+    }
+
+    /// The calls logged since the last `take_calls`.
+    fn take_calls(&self) -> Vec<String> {
+        let calls = self.sandbox.calls();
+        let _ = std::fs::remove_file(self.sandbox.root().join("calls.log"));
+        calls
+    }
+
+    /// The resources a store holds, as JSON.
+    fn store(&self, stem: &str) -> Json {
+        let text = self.sandbox.read(&format!("{stem}.json"));
+        if text.is_empty() {
+            Json::Object(Default::default())
+        } else {
+            serde_json::from_str(&text).unwrap()
+        }
+    }
+}
+
+/// The update calls among `calls`: "STEM NAMES".
+fn updates(calls: &[String]) -> Vec<String> {
+    calls
+        .iter()
+        .filter_map(|line| {
+            let mut words = line.splitn(4, ' ');
+            let (stem, event, action) = (words.next()?, words.next()?, words.next()?);
+            (event == "begin" && (action == "set" || action == "update"))
+                .then(|| format!("{stem} {}", words.next().unwrap_or_default()))
+        })
+        .collect()
+}
+
+fn reads(calls: &[String]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|line| {
+            line.contains(" begin get")
+                || line.contains(" begin list")
+                || line.contains(" begin find")
+        })
+        .cloned()
+        .collect()
+}
+
+fn position(list: &[String], wanted: &str) -> usize {
+    list.iter()
+        .position(|line| line == wanted)
+        .unwrap_or_else(|| panic!("{wanted:?} not in {list:#?}"))
+}
+
+fn plan_json(run: &Run) -> Json {
+    let doc: Json = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", run.stdout, run.stderr));
+    if let Err(e) = plan_schema().validate(&doc) {
+        panic!("does not match the plan schema: {e}\n{doc:#}");
+    }
+    doc
+}
+
+fn task<'a>(doc: &'a Json, resource: &str) -> &'a Json {
+    doc["plan"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["resource"] == resource)
+        .unwrap_or_else(|| panic!("no task for {resource} in {doc:#}"))
+}
+
+const LINKED: &str = "\
+gamma:
+  /srv/app/conf: {value: deep}
+  /srv: {value: top}
+alpha:
+  a1: {value: one, needs: b1}
+  a2: {value: two, require: 'gamma[/srv/app/conf]'}
+beta:
+  b1: {value: three, before: ['alpha[a2]']}
+";
+
+#[test]
+fn plan_reads_each_provider_once_and_changes_nothing() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", LINKED);
+    let run = bench.ral("plan", &[&m]);
+    run.expect(0)
+        .stdout_has("+ alpha[a1] (waits for beta[b1])")
+        .stdout_has("    value: 'one'")
+        .stdout_has("Plan: 5 to create, 0 to change, 0 to remove; 0 unchanged.");
+    let calls = bench.take_calls();
+    assert!(
+        updates(&calls).is_empty(),
+        "plan changed something: {calls:#?}"
+    );
+    let mut read = reads(&calls);
+    read.sort();
+    // One get of all the names per json provider; gamma has two names and
+    // is read by one listing, not a find per name.
+    assert_eq!(
+        read,
+        [
+            "alpha begin get a1,a2",
+            "beta begin get b1",
+            "gamma begin list",
+        ]
+    );
+    assert_eq!(bench.store("alpha"), serde_json::json!({}));
+}
+
+#[test]
+fn apply_follows_require_before_and_automatic_edges_then_plans_nothing() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", LINKED);
+    bench
+        .ral("apply", &[&m])
+        .expect(0)
+        .stdout_has("Plan Successful");
+    let calls = bench.take_calls();
+    let done = updates(&calls);
+    assert_eq!(done.len(), 5, "{done:#?}");
+    // names_are_paths: the parent path first.
+    assert!(position(&done, "gamma /srv") < position(&done, "gamma /srv/app/conf"));
+    // refers_to: a1 needs b1.
+    assert!(position(&done, "beta b1") < position(&done, "alpha a1"));
+    // require: a2 after the gamma path; before: b1 before a2.
+    assert!(position(&done, "gamma /srv/app/conf") < position(&done, "alpha a2"));
+    assert!(position(&done, "beta b1") < position(&done, "alpha a2"));
+    // The verification read each provider once after the changes.
+    let after = position(&calls, "alpha end set");
+    let verified: Vec<&String> = calls[after..]
+        .iter()
+        .filter(|l| l.contains(" begin get") || l.contains(" begin list"))
+        .collect();
+    assert!(!verified.is_empty(), "no verification read: {calls:#?}");
+    assert_eq!(bench.store("alpha")["a2"]["value"], "two");
+    assert_eq!(bench.store("gamma")["/srv"]["value"], "top");
+
+    let again = bench.ral("plan", &["--detailed-exitcodes", &m]);
+    again
+        .expect(0)
+        .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 5 unchanged.");
+    bench.take_calls();
+    bench.ral("apply", &["--detailed-exitcodes", &m]).expect(0);
+    assert!(
+        updates(&bench.take_calls()).is_empty(),
+        "a second apply changed something"
+    );
+}
+
+#[test]
+fn ready_tasks_of_a_json_provider_go_in_one_set_and_calls_of_one_provider_never_overlap() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: x}\n  a2: {value: y}\n  a3: {value: z}\ngamma:\n  /g1: {value: x}\n  /g2: {value: y}\n",
+    );
+    bench.ral("apply", &["--jobs", "8", &m]).expect(0);
+    let calls = bench.take_calls();
+    let done = updates(&calls);
+    assert!(done.contains(&"alpha a1,a2,a3".to_owned()), "{done:#?}");
+    // gamma (simple) gets one update per resource.
+    assert!(done.contains(&"gamma /g1".to_owned()) && done.contains(&"gamma /g2".to_owned()));
+    for stem in ["alpha", "gamma"] {
+        let mut open = false;
+        for line in calls.iter().filter(|l| l.starts_with(&format!("{stem} "))) {
+            let begins = line.contains(" begin ");
+            assert!(begins != open, "{stem} overlaps itself: {calls:#?}");
+            open = begins;
+        }
+    }
+}
+
+#[test]
+fn a_failed_task_skips_only_its_dependents() {
+    let bench = Bench::new();
+    bench.sandbox.write("fail", "b1\n");
+    let m = bench.manifest("m.yaml", LINKED);
+    let run = bench.ral("apply", &["-j", &m]);
+    run.expect(1);
+    let doc = plan_json(&run);
+    assert_eq!(doc["plan"]["state"], "Failed");
+    let failed = task(&doc, "beta[b1]");
+    assert_eq!(failed["state"], "Failed");
+    assert_eq!(failed["error"]["kind"], "provider");
+    assert!(failed["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("b1 refused by the test"));
+    for dependent in ["alpha[a1]", "alpha[a2]"] {
+        assert_eq!(task(&doc, dependent)["state"], "Skipped", "{dependent}");
+        assert_eq!(task(&doc, dependent)["error"]["kind"], "prerequisite");
+    }
+    for independent in ["gamma[/srv]", "gamma[/srv/app/conf]"] {
+        assert_eq!(task(&doc, independent)["state"], "Success", "{independent}");
+    }
+    let done = updates(&bench.take_calls());
+    assert!(
+        !done.iter().any(|u| u.starts_with("alpha")),
+        "a dependent ran: {done:#?}"
+    );
+    assert_eq!(doc["plan"]["counts"]["skipped"], 2);
+    // Detailed: changes made and failures.
+    bench.sandbox.write("fail", "");
+    bench.sandbox.write("fail", "a1\n");
+    bench.ral("apply", &["--detailed-exitcodes", &m]).expect(6);
+}
+
+#[test]
+fn an_unreadable_provider_fails_its_own_resources_and_their_dependents_only() {
+    let bench = Bench::new();
+    bench.sandbox.write("broken-beta", "");
+    let m = bench.manifest("m.yaml", LINKED);
+    let plan = bench.ral("plan", &["--detailed-exitcodes", &m]);
+    plan.expect(6)
+        .stdout_has("! beta[b1]")
+        .stdout_has("the store is broken");
+    let run = bench.ral("apply", &["-j", &m]);
+    run.expect(1);
+    let doc = plan_json(&run);
+    assert_eq!(task(&doc, "beta[b1]")["action"], "unknown");
+    assert_eq!(task(&doc, "beta[b1]")["error"]["kind"], "read");
+    assert_eq!(task(&doc, "alpha[a1]")["state"], "Skipped");
+    assert_eq!(task(&doc, "gamma[/srv]")["state"], "Success");
+}
+
+#[test]
+fn the_verification_catches_a_provider_that_reports_success_but_changed_nothing() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: old}\n  a2: {value: fine}\n",
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("lie", "a1\n");
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: new}\n  a2: {value: better}\n",
+    );
+    let run = bench.ral("apply", &["-j", &m]);
+    run.expect(1);
+    let doc = plan_json(&run);
+    let lied = task(&doc, "alpha[a1]");
+    assert_eq!(lied["state"], "Failed");
+    assert_eq!(lied["error"]["kind"], "verify");
+    assert_eq!(
+        lied["error"]["message"],
+        "alpha::alpha reported success, but attribute 'value' is 'old' afterwards, not 'new'"
+    );
+    assert_eq!(task(&doc, "alpha[a2]")["state"], "Success");
+}
+
+#[test]
+fn every_validation_error_is_reported_with_its_file_and_line_and_nothing_runs() {
+    let bench = Bench::new();
+    let first = bench.manifest(
+        "first.yaml",
+        "\
+nosuchtype:
+  x: {}
+delta:
+  d1: {value: v, colour: red}
+  d2: {value: v, serial: '5'}
+  d3: {value: v, size: eleven}
+alpha:
+  a1: {value: v, require: 'beta[nope]'}
+  c1: {value: v, require: 'alpha[c2]'}
+  c2: {value: v, require: 'alpha[c1]'}
+",
+    );
+    let second = bench.manifest("second.yaml", "alpha::alpha:\n  a1: {value: again}\n");
+    let run = bench.ral("plan", &[&first, &second]);
+    run.expect(2);
+    let expected = [
+        format!("{first}:2: unknown provider or type 'nosuchtype'"),
+        format!("{first}:4: delta[d1]: unknown attribute 'colour'"),
+        format!("{first}:5: delta[d2]: attribute 'serial' is read-only"),
+        format!("{first}:6: delta[d3]: invalid value 'eleven' for attribute 'size'"),
+        format!("{first}:8: alpha[a1]: require beta[nope]: no such resource in the manifest"),
+        format!("{second}:2: alpha::alpha[a1] is declared twice; first as alpha[a1] at {first}:8"),
+        format!("{first}:9: dependency cycle: alpha[c1] ({first}:9) -> alpha[c2] ({first}:10) -> alpha[c1] ({first}:9)"),
+    ];
+    for line in &expected {
+        run.stderr_has(line);
+    }
+    assert!(bench.take_calls().is_empty(), "something ran");
+    // JSON: the same problems in the error document; detailed: 1.
+    let run = bench.ral("plan", &["-j", "--detailed-exitcodes", &first, &second]);
+    run.expect(1);
+    let doc = plan_json(&run);
+    let problems = doc["error"]["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), expected.len(), "{doc:#}");
+    assert_eq!(problems[1]["line"], 4);
+}
+
+#[test]
+fn transitions_that_cannot_be_are_problems_found_at_planning() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "delta:\n  d1: {size: 3}\n  d2: {value: v, fixed: a}\n",
+    );
+    bench.ral("apply", &[&m]).expect(2).stderr_has(&format!(
+        "{m}:2: delta[d1]: creating 'd1' needs the required attribute(s) value"
+    ));
+    let m = bench.manifest("m.yaml", "delta:\n  d2: {value: v, fixed: a}\n");
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest("m.yaml", "delta:\n  d2: {value: v, fixed: b}\n");
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("attribute 'fixed' can only be set when 'd2' is created");
+    assert_eq!(bench.store("delta")["d2"]["fixed"], "a");
+}
+
+#[test]
+fn removal_changes_and_manifests_from_json_and_stdin() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.json",
+        "{\"beta\": {\"b1\": {\"value\": \"x\"}, \"b2\": {\"value\": \"y\"}}}",
+    );
+    bench.ral("apply", &["--detailed-exitcodes", &m]).expect(2);
+    let mut command = bench.command("plan", &["-j", "-"]);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    std::io::Write::write_all(
+        child.stdin.as_mut().unwrap(),
+        b"beta:\n  b1: {ensure: absent}\n  b2: {value: z}\n",
+    )
+    .unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    let run = Run {
+        status: output.status.code().unwrap(),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    };
+    run.expect(0);
+    let doc = plan_json(&run);
+    assert_eq!(task(&doc, "beta[b1]")["action"], "remove");
+    assert_eq!(
+        task(&doc, "beta[b1]")["changes"],
+        serde_json::json!([{"attr": "ensure", "is": "absent", "was": "present"}])
+    );
+    assert_eq!(task(&doc, "beta[b2]")["action"], "change");
+    assert_eq!(
+        task(&doc, "beta[b2]")["changes"],
+        serde_json::json!([{"attr": "value", "is": "z", "was": "y"}])
+    );
+    assert_eq!(doc["plan"]["state"], "Initial");
+}
+
+#[test]
+fn an_interrupt_stops_the_plan_lets_the_running_task_finish_and_stops_the_rest() {
+    let bench = Bench::new();
+    bench.sandbox.write("wait", "b1\n");
+    let m = bench.manifest("m.yaml", LINKED);
+    let mut child = bench
+        .command("apply", &["-j", "--jobs", "1", &m])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = bench.sandbox.root().join("started-b1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "b1's update never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill with a live child's PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Release b1 only once the plan has logged its stop, so nothing else
+    // can start in between.
+    let stderr = child.stderr.take().unwrap();
+    let (stopping, stop_seen) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let line = line.unwrap();
+            if line.contains("stopping") {
+                let _ = stopping.send(());
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        seen
+    });
+    stop_seen
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the plan logs that it stops");
+    bench.sandbox.write("release", "");
+    let output = child.wait_with_output().unwrap();
+    let stderr = reader.join().unwrap();
+    assert!(stderr.contains("no new task starts"), "{stderr}");
+    let run = Run {
+        status: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr,
+    };
+    run.expect(1);
+    let doc = plan_json(&run);
+    assert_eq!(doc["plan"]["state"], "Stopped");
+    assert_eq!(task(&doc, "beta[b1]")["state"], "Success");
+    let stopped = doc["plan"]["counts"]["stopped"].as_u64().unwrap();
+    let succeeded = doc["plan"]["counts"]["success"].as_u64().unwrap();
+    assert_eq!(stopped + succeeded, 5, "{doc:#}");
+    assert!(
+        stopped >= 2,
+        "a1 and a2 wait for b1 and were stopped: {doc:#}"
+    );
+    assert_eq!(task(&doc, "alpha[a1]")["state"], "Stopped");
+    assert!(!updates(&bench.take_calls())
+        .iter()
+        .any(|u| u.starts_with("alpha")));
+}

@@ -16,6 +16,10 @@
 //!    [`update::apply_many`] (which plans and then calls
 //!    [`Host::set_many`]) talk to it, through the calling convention of
 //!    [`invoke`] the provider declares.
+//!
+//! [`converge`] does the same for a whole manifest: a checked catalog in
+//! dependency order, a plan from one read per provider, and tasks run in
+//! that order (`ral plan`, `ral apply`).
 
 pub mod bounded_read;
 pub mod bundled;

@@ -13,7 +13,8 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
         Args::command(),
         &Sections {
             environment: &[
-                ("RUST_LOG", "The log filter (default: error)."),
+                ("RUST_LOG", "The log filter (default: error; warn for ral plan and apply, whose -l overrides it)."),
+                ("RALSH_DATA_DIR", "ral plan, apply: more data directories, as for ralsh(1)."),
                 ("XDG_CACHE_HOME, HOME, TMPDIR", "Where ral's cache is, as for ralsh(1): the bundled providers and the Python toolkit ral check gives providers."),
                 ("HOLO_ROOT_DIR", "ral holo: the root Holo works below (default /)."),
                 ("NO_COLOR, CLICOLOR, CLICOLOR_FORCE", "ral holo: colour, as anstream reads them."),
@@ -22,14 +23,18 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
                 ("ROOT/etc/holorc, ROOT/etc/holorc.d/*", "ral holo: the plugins to run."),
                 ("ROOT/usr/lib/holo/holo-PLUGIN", "ral holo: the plugins."),
                 ("ROOT/run/holo.pid", "ral holo apply: the lock."),
-                ("DIR/providers/NAME.prov, NAME.yaml", "ral check: a provider and its metadata."),
+                ("DIR/providers/NAME.prov, NAME.yaml", "ral check, plan, apply: a provider and its metadata."),
+                ("MANIFEST.yaml, MANIFEST.json", "ral plan, apply: TYPE -> NAME -> attributes, with require and before."),
             ],
             exit_status: &[
+                ("ral plan", "0 the plan was made; 1 some resources could not be read; 2 nothing ran (a usage, manifest or validation error). With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 unreadable resources, 6 both, 1 nothing ran."),
+                ("ral apply", "0 every task succeeded or there was nothing to do; 1 a task failed, was skipped or was stopped; 2 nothing ran. With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 both, 1 nothing ran."),
                 ("ral check", "0 when every provider is clean, 1 when there are findings, 2 when the check could not run."),
                 ("ral holo", "As Holo's: 0 success; 1 a generator failed (with --strict, also a plugin); 2 a usage error; 255 a configuration, plugin info, scan, selector or lock error."),
                 ("ral (usage error)", "2."),
             ],
             examples: &[
+                ("What a manifest would change below a fake root, then change it:", "ral plan --root /tmp/fake site.yaml\nral apply --root /tmp/fake site.yaml"),
                 ("Check the bundled providers on a seeded fake root:", "ral check --seed tests/fixtures/seed providers/*.prov"),
                 ("What Holo would do, then do it:", "ral holo scan --short\nral holo apply"),
                 ("Run as holo:", "ln -s \"$(command -v ral)\" /usr/local/bin/holo"),

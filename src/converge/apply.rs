@@ -17,7 +17,7 @@ use crate::update;
 
 use super::catalog::Catalog;
 use super::plan::{by_provider, ErrorKind, Plan, PlanState, TaskError, TaskState};
-use super::read::read_all;
+use super::read::{read, read_all, Found};
 
 /// What a run reports as it goes; `ral apply` prints it.
 pub trait Events {
@@ -29,10 +29,14 @@ pub trait Events {
 /// What decides that a run should stop: checked between tasks.
 pub type StopRequested<'a> = &'a (dyn Fn() -> bool + Sync);
 
-/// One batch's results: per task index, the changes or the error.
+/// One task's result: what it changed and the transition it made (worked
+/// out again when the state was read again), or the error.
+type Outcome = Result<(Vec<Change>, update::Plan), String>;
+
+/// One batch's results, per task index.
 struct Done {
     tasks: Vec<usize>,
-    results: Vec<Result<Vec<Change>, String>>,
+    results: Vec<Outcome>,
     seconds: f64,
 }
 
@@ -90,8 +94,13 @@ fn run_tasks(
     let (sender, receiver) = mpsc::channel::<Done>();
     // The providers with a batch running.
     let mut busy: Vec<*const Provider> = Vec::new();
+    // Whether a task failed since the last pass that skips dependents (the
+    // tasks failed at planning count from the start).
+    let mut failures = true;
     std::thread::scope(|scope| loop {
-        skip_dependents_of_failures(catalog, plan, events);
+        if std::mem::take(&mut failures) {
+            skip_dependents_of_failures(catalog, plan, events);
+        }
         if plan.state == PlanState::Running && stop() {
             plan.state = PlanState::Stopping;
             events.plan_state(plan);
@@ -117,10 +126,13 @@ fn run_tasks(
                         )
                     })
                     .collect();
+                // What waited for other tasks is read again: those
+                // changes may have changed it, or made it readable.
+                let reread = batch.iter().any(|&at| !plan.tasks[at].requires.is_empty());
                 let sender = sender.clone();
                 scope.spawn(move || {
                     let started = Instant::now();
-                    let results = run_batch(host, provider, &work);
+                    let results = run_batch(host, provider, work, reread);
                     let _ = sender.send(Done {
                         tasks: batch,
                         results,
@@ -145,11 +157,13 @@ fn run_tasks(
             let task = &mut plan.tasks[at];
             task.seconds = done.seconds;
             match result {
-                Ok(changes) => {
+                Ok((changes, transition)) => {
                     task.changes = changes;
+                    task.transition = Some(transition);
                     task.state = TaskState::Success;
                 }
                 Err(message) => {
+                    failures = true;
                     task.state = TaskState::Failed;
                     task.error = Some(TaskError {
                         kind: ErrorKind::Provider,
@@ -218,29 +232,77 @@ fn skip_dependents_of_failures(catalog: &Catalog, plan: &mut Plan, events: &mut 
     }
 }
 
-/// Runs one batch of one provider: one set of many, then each answer
-/// settled as `ralsh` settles a single update.
+/// Runs one batch of one provider: the states read again first when
+/// `reread` (a transition that has become empty needs no call), then one
+/// set of many, each answer settled as `ralsh` settles a single update.
 fn run_batch(
     host: &Host,
     provider: &Provider,
-    work: &[(update::Plan, update::Request)],
-) -> Vec<Result<Vec<Change>, String>> {
-    let updates: Vec<_> = work.iter().map(|(plan, _)| plan.as_update()).collect();
-    match host.set_many(provider, &updates, false) {
-        Err(e) => {
-            let message = e.to_string();
-            work.iter().map(|_| Err(message.clone())).collect()
+    work: Vec<(update::Plan, update::Request)>,
+    reread: bool,
+) -> Vec<Outcome> {
+    let mut results: Vec<Option<Outcome>> = vec![None; work.len()];
+    let mut pending: Vec<(usize, update::Plan, update::Request)> = Vec::new();
+    let fresh: Vec<Found> = if reread {
+        let names: Vec<&str> = work
+            .iter()
+            .map(|(_, request)| request.name.as_str())
+            .collect();
+        read(host, provider, &names)
+    } else {
+        Vec::new()
+    };
+    let mut fresh = fresh.into_iter();
+    for (at, (transition, request)) in work.into_iter().enumerate() {
+        let transition = match fresh.next() {
+            None => transition,
+            Some(Err(message)) => {
+                results[at] = Some(Err(format!("could not be read: {message}")));
+                continue;
+            }
+            Some(Ok(found)) => match update::Plan::new(provider, &request, found) {
+                Ok(transition) => transition,
+                Err(e) => {
+                    results[at] = Some(Err(e.to_string()));
+                    continue;
+                }
+            },
+        };
+        if transition.should.is_empty() {
+            results[at] = Some(Ok((Vec::new(), transition)));
+        } else {
+            pending.push((at, transition, request));
         }
-        Ok(answers) => answers
-            .into_iter()
-            .zip(work)
-            .map(|(answer, (plan, request))| {
-                answer
-                    .and_then(|answer| update::settle(host, provider, plan, Some(request), answer))
-                    .map_err(|e| e.to_string())
-            })
-            .collect(),
     }
+    if !pending.is_empty() {
+        let updates: Vec<_> = pending
+            .iter()
+            .map(|(_, plan, _)| plan.as_update())
+            .collect();
+        match host.set_many(provider, &updates, false) {
+            Err(e) => {
+                let message = e.to_string();
+                for (at, _, _) in &pending {
+                    results[*at] = Some(Err(message.clone()));
+                }
+            }
+            Ok(answers) => {
+                for (answer, (at, transition, request)) in answers.into_iter().zip(&pending) {
+                    let settled = answer
+                        .and_then(|answer| {
+                            update::settle(host, provider, transition, Some(request), answer)
+                        })
+                        .map(|changes| (changes, transition.clone()))
+                        .map_err(|e| e.to_string());
+                    results[*at] = Some(settled);
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|result| result.expect("every task has a result"))
+        .collect()
 }
 
 /// Reads back every resource whose task succeeded (one read per provider)
@@ -253,15 +315,13 @@ fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: 
         return;
     }
     let items: Vec<usize> = done.iter().map(|&at| plan.tasks[at].item).collect();
+    let task_of: std::collections::HashMap<usize, usize> =
+        done.iter().map(|&at| (plan.tasks[at].item, at)).collect();
     let (groups, members) = by_provider(catalog, items);
     let answers = read_all(host, &groups, jobs);
     for (answer, items) in answers.into_iter().zip(members) {
         for (found, item) in answer.into_iter().zip(items) {
-            let at = done
-                .iter()
-                .copied()
-                .find(|&at| plan.tasks[at].item == item)
-                .expect("a task per item read");
+            let at = task_of[&item];
             let task = &plan.tasks[at];
             let provider = catalog.items[item].provider;
             let transition = task.transition.as_ref().expect("a planned task");

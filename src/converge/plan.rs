@@ -146,6 +146,9 @@ pub struct Task {
     pub seconds: f64,
     /// What the update is to do; `None` when the read failed.
     pub transition: Option<update::Plan>,
+    /// Why the current state is not known yet: its read failed while it
+    /// waited for pending changes. It is read again before it runs.
+    pub deferred: Option<String>,
 }
 
 /// The tasks for a catalog.
@@ -201,7 +204,14 @@ pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> 
         requires.sort_unstable();
         requires.dedup();
         let provider = item.provider;
-        let task = match &found[at] {
+        // A resource waiting for pending changes may not be readable until
+        // they are made (a user's keys before the user exists): it is
+        // planned as not there, and read again before its task runs.
+        let (current, deferred) = match &found[at] {
+            Err(message) if !requires.is_empty() => (Ok(None), Some(message.clone())),
+            other => (other.clone(), None),
+        };
+        let task = match &current {
             Err(message) => Some(Task {
                 id: 0,
                 item: at,
@@ -215,6 +225,7 @@ pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> 
                 }),
                 seconds: 0.0,
                 transition: None,
+                deferred: None,
             }),
             Ok(current) => match update::Plan::new(provider, &item.request, current.clone()) {
                 Err(e) => {
@@ -235,7 +246,9 @@ pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> 
                             provider.meta.update_action().as_str()
                         )));
                     }
-                    Some(planned_task(provider, at, requires.clone(), transition))
+                    let mut task = planned_task(provider, at, requires.clone(), transition);
+                    task.deferred = deferred;
+                    Some(task)
                 }
             },
         };
@@ -308,6 +321,7 @@ fn planned_task(
         error: None,
         seconds: 0.0,
         transition: Some(transition),
+        deferred: None,
     }
 }
 

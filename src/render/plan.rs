@@ -73,6 +73,13 @@ pub fn preview(
         if let Some(error) = &task.error {
             writeln!(out, "    error: {}", escape(&error.message))?;
         }
+        if let Some(why) = &task.deferred {
+            writeln!(
+                out,
+                "    (read again once the tasks it waits for are done; it could not be read: {})",
+                escape(why)
+            )?;
+        }
         for change in &task.changes {
             if task.action == Action::Create && change.attr == "ensure" {
                 continue;

@@ -463,3 +463,30 @@ fn an_interrupt_stops_the_plan_lets_the_running_task_finish_and_stops_the_rest()
         .iter()
         .any(|u| u.starts_with("alpha")));
 }
+
+#[test]
+fn a_resource_unreadable_until_its_prerequisite_is_done_is_read_again_before_it_runs() {
+    let bench = Bench::new();
+    bench.sandbox.write("broken-beta", "");
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: fix-beta}\nbeta:\n  b1: {value: x, require: 'alpha[a1]'}\n",
+    );
+    bench
+        .ral("plan", &["--detailed-exitcodes", &m])
+        .expect(2)
+        .stdout_has("+ beta[b1] (waits for alpha[a1])")
+        .stdout_has("read again once the tasks it waits for are done; it could not be read:");
+    bench.take_calls();
+    bench.ral("apply", &[&m]).expect(0);
+    let calls = bench.take_calls();
+    // b1 was read again, after a1's set and before its own set.
+    let fixed = position(&calls, "alpha end set");
+    let set = position(&calls, "beta begin set b1");
+    assert!(
+        calls[fixed..set].contains(&"beta begin get b1".to_owned()),
+        "{calls:#?}"
+    );
+    assert_eq!(bench.store("beta")["b1"]["value"], "x");
+    bench.ral("plan", &["--detailed-exitcodes", &m]).expect(0);
+}

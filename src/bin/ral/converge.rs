@@ -201,7 +201,10 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     }
     out.flush()?;
     Ok(Ending {
-        changes: plan.tasks.iter().any(|t| t.state == TaskState::Success),
+        changes: plan
+            .tasks
+            .iter()
+            .any(|t| t.state == TaskState::Success && !t.changes.is_empty()),
         failures: plan.state != PlanState::Successful,
     })
 }

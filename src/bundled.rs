@@ -271,4 +271,42 @@ mod tests {
         );
         assert_eq!(provider_files(None).count(), provs);
     }
+
+    /// The automatic dependencies a plan draws from the bundled metadata:
+    /// each reference names a type some bundled provider manages (a typo
+    /// would silently order nothing), and the list is the one we mean.
+    #[test]
+    fn bundled_references_name_bundled_types() {
+        let mut references = Vec::new();
+        let mut path_named = Vec::new();
+        for (name, contents) in embedded::FILES {
+            let Some(stem) = name.strip_suffix(".yaml") else {
+                continue;
+            };
+            let meta =
+                Metadata::parse(std::str::from_utf8(contents).unwrap(), Path::new(name)).unwrap();
+            for attr in meta.attributes.values() {
+                if let Some(target) = &attr.refers_to {
+                    assert!(has_type(target), "{name}: {}: {target}", attr.name);
+                    references.push(format!("{stem}.{} -> {target}", attr.name));
+                }
+            }
+            if meta.names_are_paths {
+                path_named.push(stem);
+            }
+        }
+        references.sort();
+        path_named.sort();
+        assert_eq!(
+            references,
+            [
+                "authorized_keys.user -> user",
+                "crontab.user -> user",
+                "etc_passwd.groups -> group",
+                "file.group -> group",
+                "file.owner -> user",
+            ]
+        );
+        assert_eq!(path_named, ["file", "fstab"]);
+    }
 }

@@ -584,6 +584,8 @@ mod tests {
         assert_eq!(meta.attributes["name"].attr_type, AttrType::String);
         assert!(!meta.supports_noop);
         assert!(!meta.starts_daemons);
+        assert!(!meta.names_are_paths);
+        assert_eq!(meta.attributes["name"].refers_to, None);
     }
 
     #[test]
@@ -647,6 +649,9 @@ mod tests {
         };
         let meta = with("[starts_daemons, supports_noop]").unwrap();
         assert!(meta.supports_noop && meta.starts_daemons);
+        assert!(!meta.names_are_paths);
+        let meta = with("[names_are_paths]").unwrap();
+        assert!(meta.names_are_paths && !meta.supports_noop && !meta.starts_daemons);
         let err = with("[starts_daemons, starts_daemons]")
             .unwrap_err()
             .to_string();
@@ -657,6 +662,46 @@ mod tests {
                 "unknown feature 'daemons' (known: supports_noop, starts_daemons, \
                  names_are_paths)"
             ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn refers_to_is_a_type_name_on_any_attribute_but_name() {
+        let with = |attributes: &str| {
+            parse(&MINIMAL.replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")))
+        };
+        let meta = with(
+            "    owner: {refers_to: user}\n    groups: {type: 'array[string]', refers_to: group}\n    \
+             mode: {}\n",
+        )
+        .unwrap();
+        assert_eq!(meta.attributes["owner"].refers_to.as_deref(), Some("user"));
+        assert_eq!(
+            meta.attributes["groups"].refers_to.as_deref(),
+            Some("group")
+        );
+        assert_eq!(meta.attributes["mode"].refers_to, None);
+        for bad in ["'two words'", "'user::etc_passwd'", "9lives", "''"] {
+            let err = with(&format!("    owner: {{refers_to: {bad}}}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("provider.attributes.owner.refers_to: '")
+                    && err.contains("is not a type name"),
+                "{bad}: {err}"
+            );
+        }
+        let err = with("    owner: {refers_to: 5}\n").unwrap_err().to_string();
+        assert!(
+            err.contains("provider.attributes.owner.refers_to: invalid type: integer `5`"),
+            "{err}"
+        );
+        let err = parse(&MINIMAL.replace("    name: {}", "    name: {refers_to: user}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("provider.attributes.name: the name cannot refer to another resource"),
             "{err}"
         );
     }

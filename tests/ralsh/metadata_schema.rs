@@ -107,6 +107,11 @@ fn schema_and_parser_agree_on_good_and_bad_snippets() {
             true,
         ),
         ("type: thing", "type: thing\n  features: [flying]", false),
+        (
+            "type: thing",
+            "type: thing\n  features: [names_are_paths, supports_noop]",
+            true,
+        ),
         ("type: thing", "type: thing\n  desc: 5", false),
         ("type: thing", "type: thing\n  colour: blue", false),
         (
@@ -152,6 +157,33 @@ fn schema_and_parser_agree_on_good_and_bad_snippets() {
             false,
         ),
         ("    name: {}", "    name: {}\n    e: {kind: x}", false),
+        (
+            "    name: {}",
+            "    name: {}\n    owner: {refers_to: user}",
+            true,
+        ),
+        (
+            "    name: {}",
+            "    name: {}\n    groups: {type: 'array[string]', refers_to: group}",
+            true,
+        ),
+        (
+            "    name: {}",
+            "    name: {}\n    owner: {refers_to: 'two words'}",
+            false,
+        ),
+        (
+            "    name: {}",
+            "    name: {}\n    owner: {refers_to: 5}",
+            false,
+        ),
+        (
+            "    name: {}",
+            "    name: {}\n    owner: {refers_to: ''}",
+            false,
+        ),
+        ("    name: {}", "    name: {refers_to: user}", false),
+        ("    name: {}", "    name: {desc: x, kind: x}", false),
         ("    name: {}", "    name: {}\n    e: {typo: x}", false),
         ("    name: {}", "    name: {}\n    e: null", false),
         ("    name: {}", "    name: {}\n    ral: {}", false),

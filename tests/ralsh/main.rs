@@ -22,6 +22,7 @@ mod output_schema;
 #[path = "../common/pids.rs"]
 mod pids;
 mod plans;
+mod plans_bundled;
 mod process;
 mod properties;
 mod provider_accounts;

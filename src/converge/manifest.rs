@@ -166,12 +166,12 @@ fn top_level_shape() -> String {
     "the top level must map types to resources: TYPE: {NAME: {ATTRIBUTE: VALUE}}".to_owned()
 }
 
-/// A mapping, or `None` for an empty value (`user:` with nothing under it
-/// declares no users).
+/// A mapping, or an empty one for no value (`user:` with nothing under it
+/// declares no users, `alice: ~` sets no attributes); `None` otherwise.
 fn mapping_or_empty(node: &Node) -> Option<MarkedMappingNode> {
     match node {
         Node::Mapping(map) => Some(map.clone()),
-        Node::Scalar(scalar) if scalar.may_coerce() && scalar.is_empty() => {
+        Node::Scalar(scalar) if raw(node) == Raw::Null => {
             Some(MarkedMappingNode::new_empty(*scalar.span()))
         }
         _ => None,
@@ -385,6 +385,10 @@ mod tests {
 
     #[test]
     fn mistakes_are_problems_with_lines() {
+        let (found, problems) = parsed("user:\nhost:\n  a:\n  b: ~\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(found.len(), 2);
+        assert!(found[1].attrs.is_empty());
         let (_, problems) = parsed("user:\n  alice: {}\n  alice: {}\n");
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].line, 3);

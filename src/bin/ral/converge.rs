@@ -115,6 +115,8 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
             };
             ExitCode::from(code)
         }
+        // `ral plan | head`: the reader has seen what it wanted.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let message = format!("{e:#}");
             if args.json && !args.quiet {
@@ -137,6 +139,14 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
             ExitCode::from(if args.detailed_exitcodes { 1 } else { 2 })
         }
     }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# The figures of issue 16: `ral plan` and `ral apply` against Puppet 7's
+# `puppet apply` on the same work, the engine's own cost per task, and a
+# plan of 10,000 resources.
+#
+#   RAL=target/release/ral bash bench/plan.sh
+#
+# 1. 1,000 files with content and mode, and the directory holding them
+#    (the file provider makes no parent directories), managed by Puppet in a
+#    scratch directory and by ral below a fake root (--root): Puppet's
+#    `apply --noop` with nothing to change, `apply` from empty and its
+#    second run; ral's `plan` with nothing to change, `apply` from empty and
+#    its second run. Wall and CPU time (medians) and peak RSS (/usr/bin/time's
+#    "Maximum resident set size": the largest of the process and the
+#    children it waited for, so ral's figure is its provider's when that is
+#    larger).
+# 2. Engine overhead: `ral apply --jobs 1` of 1,000 resources of
+#    bench/providers/nop.prov, a json provider whose set changes nothing;
+#    the provider's calls are recorded once and replayed alone, and
+#    (apply - provider) / tasks is what ral costs per task.
+# 3. `ral plan` of 10,000 resources of the same provider: time and peak RSS.
+#
+# Installs nothing: it says what is missing (RAL unset, a ral without
+# `plan`, puppet, /usr/bin/time) and runs the parts it can. Everything is
+# written below one mktemp directory, removed at the end; Puppet is given
+# its own var, conf, ssl, log, run, code and public directories there, so
+# nothing of the system's Puppet is read or written.
+#
+# Environment: RAL (the ral binary), RUNS (ral runs per figure, default 5),
+# PUPPET_RUNS (default 3), FILES (1000), TASKS (1000), PLANNED (10000).
+set -euo pipefail
+export LC_ALL=C
+BENCH=$(cd "$(dirname "$0")" && pwd)
+RUNS=${RUNS:-5}
+PUPPET_RUNS=${PUPPET_RUNS:-3}
+FILES=${FILES:-1000}
+TASKS=${TASKS:-1000}
+PLANNED=${PLANNED:-10000}
+
+missing=()
+[ -x /usr/bin/time ] || missing+=("/usr/bin/time (apt-get install time)")
+command -v awk >/dev/null || missing+=("awk")
+have_puppet=no
+if command -v puppet >/dev/null; then
+  have_puppet=yes
+else
+  missing+=("puppet (apt-get install puppet): Puppet's figures are skipped")
+fi
+have_ral=no
+if [ -z "${RAL:-}" ]; then
+  missing+=("RAL=PATH of the ral binary: ral's figures are skipped")
+elif [ ! -x "$RAL" ]; then
+  missing+=("RAL=$RAL is not an executable: ral's figures are skipped")
+elif ! "$RAL" plan --help >/dev/null 2>&1 || ! "$RAL" apply --help >/dev/null 2>&1; then
+  missing+=("RAL=$RAL has no plan or apply command (issue 16): ral's figures are skipped")
+else
+  have_ral=yes
+  RAL=$(cd "$(dirname "$RAL")" && pwd)/$(basename "$RAL")
+fi
+for m in "${missing[@]}"; do echo "bench: missing: $m" >&2; done
+[ -x /usr/bin/time ] && command -v awk >/dev/null || exit 1
+if [ $have_puppet = no ] && [ $have_ral = no ]; then exit 1; fi
+
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+
+# ------------------------------------------------------------ measuring
+
+# run_once EXPECTED-STATUS COMMAND...: one run under /usr/bin/time -v; sets
+# WALL and CPU (user + system time of the command and the children it
+# waited for, seconds) and RSS (KiB). Any other exit status ends the
+# bench, showing the command's stderr.
+run_once() {
+  local expect=$1 status=0 t0 t1
+  shift
+  t0=$EPOCHREALTIME
+  /usr/bin/time -v -o "$W/time.txt" "$@" >"$W/stdout.txt" 2>"$W/stderr.txt" || status=$?
+  t1=$EPOCHREALTIME
+  if [ "$status" != "$expect" ]; then
+    echo "bench: '$*' exited $status, expected $expect; its stderr ends:" >&2
+    tail -n 20 "$W/stderr.txt" >&2
+    exit 1
+  fi
+  WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+  RSS=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$W/time.txt")
+  CPU=$(awk -F': ' '/(User|System) time/ { t += $2 } END { printf "%.2f", t }' "$W/time.txt")
+}
+
+# median NUMBERS...
+median() {
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+    END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+# measure KEY RUNS PREPARE EXPECTED-STATUS COMMAND...: RUNS timed runs, each
+# after the command PREPARE (a shell function or `:`, untimed); stores the
+# median wall and CPU times and the largest peak RSS under KEY. CPU time
+# is the steadier figure on a machine shared with other work.
+declare -A TIME CPUS PEAK COUNT
+measure() {
+  local key=$1 runs=$2 prepare=$3 expect=$4 i walls=() cpus=() peak=0
+  shift 4
+  for ((i = 0; i < runs; i++)); do
+    "$prepare"
+    run_once "$expect" "$@"
+    walls+=("$WALL")
+    cpus+=("$CPU")
+    if ((RSS > peak)); then peak=$RSS; fi
+  done
+  TIME[$key]=$(median "${walls[@]}")
+  CPUS[$key]=$(median "${cpus[@]}")
+  PEAK[$key]=$peak
+  COUNT[$key]=$runs
+  echo "bench: $key: ${TIME[$key]} s, CPU ${CPUS[$key]} s, $peak KiB" >&2
+}
+
+# check_files DIR: the files the manifests ask for are there, as asked.
+check_files() {
+  local last
+  last=$(printf 'f%04d' "$FILES")
+  if [ "$(cat "$1/$last")" != "file $last" ] || [ "$(stat -c %a "$1/$last")" != 640 ]; then
+    echo "bench: $1/$last is not as the manifest asks" >&2
+    exit 1
+  fi
+}
+
+# ------------------------------------------------------------ Puppet
+
+if [ $have_puppet = yes ]; then
+  P=$W/puppet
+  mkdir -p "$P"/{var,conf,ssl,log,run,code,public,home,x}
+  for ((i = 1; i <= FILES; i++)); do
+    printf "file { '%s/x/srv/f%04d': content => \"file f%04d\\\\n\", mode => '0640' }\n" "$P" "$i" "$i"
+  done > "$P/m.pp"
+  printf "file { '%s/x/srv': ensure => directory }\n" "$P" >> "$P/m.pp"
+  PUPPET=(env "HOME=$P/home" puppet apply --color=false --detailed-exitcodes
+    --vardir "$P/var" --confdir "$P/conf" --ssldir "$P/ssl" --logdir "$P/log"
+    --rundir "$P/run" --codedir "$P/code" --publicdir "$P/public")
+  puppet_empty() { rm -rf "$P/x/srv"; }
+  # The first run sets up Puppet's directories: not counted.
+  echo "bench: Puppet, $FILES files ($PUPPET_RUNS runs each)" >&2
+  puppet_empty
+  run_once 2 "${PUPPET[@]}" "$P/m.pp"
+  # --detailed-exitcodes: 2 is "changes made", 0 "nothing changed".
+  measure puppet_empty "$PUPPET_RUNS" puppet_empty 2 "${PUPPET[@]}" "$P/m.pp"
+  check_files "$P/x/srv"
+  measure puppet_second "$PUPPET_RUNS" : 0 "${PUPPET[@]}" "$P/m.pp"
+  measure puppet_noop "$PUPPET_RUNS" : 0 "${PUPPET[@]}" --noop "$P/m.pp"
+fi
+
+# ------------------------------------------------------------ ral
+
+if [ $have_ral = yes ]; then
+  export XDG_CACHE_HOME=$W/cache HOME=$W/home
+  mkdir -p "$XDG_CACHE_HOME" "$HOME"
+
+  # 1. The same files below a fake root.
+  R=$W/root
+  mkdir -p "$R"
+  {
+    echo "file:"
+    echo "  /srv:"
+    echo "    ensure: directory"
+    for ((i = 1; i <= FILES; i++)); do
+      printf '  /srv/f%04d:\n    content: "file f%04d\\n"\n    mode: "0640"\n' "$i" "$i"
+    done
+  } > "$W/files.yaml"
+  ral_empty() { rm -rf "$R/srv"; }
+  echo "bench: ral, $FILES files ($RUNS runs each)" >&2
+  # The first run writes the bundled providers and the metadata cache.
+  ral_empty
+  run_once 2 "$RAL" apply --detailed-exitcodes --root "$R" "$W/files.yaml"
+  measure ral_empty "$RUNS" ral_empty 2 "$RAL" apply --detailed-exitcodes --root "$R" "$W/files.yaml"
+  check_files "$R/srv"
+  measure ral_second "$RUNS" : 0 "$RAL" apply --detailed-exitcodes --root "$R" "$W/files.yaml"
+  measure ral_plan "$RUNS" : 0 "$RAL" plan --detailed-exitcodes --root "$R" "$W/files.yaml"
+
+  # 2. Engine overhead: TASKS changes the provider pretends to make. Its
+  #    set changes nothing, so every run has the same TASKS changes.
+  nop_manifest() { # COUNT
+    echo "nop:"
+    awk -v n="$1" 'BEGIN { for (i = 1; i <= n; i++) printf "  t%05d:\n    value: new\n", i }'
+  }
+  nop_manifest "$TASKS" > "$W/tasks.yaml"
+  N=$W/nop-root
+  mkdir -p "$N/calls"
+  echo "bench: ral, $TASKS no-op tasks ($RUNS runs)" >&2
+  # Once with the calls recorded, then timed without.
+  run_once 2 "$RAL" apply --detailed-exitcodes -I "$BENCH" --root "$N" --jobs 1 "$W/tasks.yaml"
+  mv "$N/calls" "$W/calls"
+  measure ral_tasks "$RUNS" : 2 "$RAL" apply --detailed-exitcodes -I "$BENCH" --root "$N" --jobs 1 "$W/tasks.yaml"
+  # The provider alone: the recorded calls again, one after another, in
+  # an environment as scrubbed as ral's.
+  cat > "$W/replay.sh" <<'EOF'
+for f in "$CALLS"/*; do
+  a=${f##*/}
+  "$PROVIDER" "ral_action=${a%%.*}" < "$f" > /dev/null
+done
+EOF
+  GETS=$(find "$W/calls" -name 'get.*' | wc -l)
+  SETS=$(find "$W/calls" -name 'set.*' | wc -l)
+  measure provider_alone "$RUNS" : 0 env -i PATH=/usr/bin:/bin "RALSH_ROOT_DIR=$N" \
+    "CALLS=$W/calls" "PROVIDER=$BENCH/providers/nop.prov" bash "$W/replay.sh"
+
+  # 3. A plan of PLANNED resources, every one with a change to plan.
+  nop_manifest "$PLANNED" > "$W/planned.yaml"
+  echo "bench: ral, plan of $PLANNED resources ($RUNS runs)" >&2
+  measure ral_planned "$RUNS" : 0 "$RAL" plan -I "$BENCH" --root "$N" "$W/planned.yaml"
+fi
+
+# ------------------------------------------------------------ the table
+
+shown() { # KEY: "median | CPU | peak MiB | runs", or dashes when not measured
+  if [ -n "${TIME[$1]:-}" ]; then
+    awk -v t="${TIME[$1]}" -v c="${CPUS[$1]}" -v m="${PEAK[$1]}" -v n="${COUNT[$1]}" '
+      function secs(x) { return x < 1 ? sprintf("%.1f ms", x * 1000) : sprintf("%.2f s", x) }
+      BEGIN { printf "%s | %s | %.1f MiB | %d", secs(t), secs(c), m / 1024, n }'
+  else
+    printf -- '- | - | - | -'
+  fi
+}
+ratio() { # RAL-KEY PUPPET-KEY
+  if [ -n "${TIME[$1]:-}" ] && [ -n "${TIME[$2]:-}" ]; then
+    awk -v a="${TIME[$1]}" -v b="${TIME[$2]}" -v m="${PEAK[$1]}" -v n="${PEAK[$2]}" \
+      'BEGIN { printf "%s, %.0f%% of the memory", (a <= b ? sprintf("%.1fx faster", b / a) : sprintf("%.2fx slower", a / b)), 100 * m / n }'
+  else
+    printf -- '-'
+  fi
+}
+
+echo
+echo "Written by bench/plan.sh on $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs."
+echo "Puppet: $( [ $have_puppet = yes ] && puppet --version || echo 'not installed')." \
+  "ral: ${RAL:-not given}$( [ $have_ral = yes ] && echo " ($("$RAL" --version 2>/dev/null | head -n 1))")."
+echo
+echo "| work ($FILES files and their directory) | median wall | median CPU | peak RSS | runs |"
+echo "| --- | --- | --- | --- | --- |"
+echo "| \`puppet apply --noop\`, nothing to change | $(shown puppet_noop) |"
+echo "| \`puppet apply\` from empty | $(shown puppet_empty) |"
+echo "| \`puppet apply\`, second run | $(shown puppet_second) |"
+echo "| \`ral plan\`, nothing to change | $(shown ral_plan) |"
+echo "| \`ral apply\` from empty | $(shown ral_empty) |"
+echo "| \`ral apply\`, second run | $(shown ral_second) |"
+echo
+echo "| ral against Puppet | |"
+echo "| --- | --- |"
+echo "| plan / apply --noop, nothing to change | $(ratio ral_plan puppet_noop) |"
+echo "| apply from empty | $(ratio ral_empty puppet_empty) |"
+echo "| second apply | $(ratio ral_second puppet_second) |"
+if [ $have_ral = yes ]; then
+  echo
+  echo "| ral engine | median wall | median CPU | peak RSS | runs |"
+  echo "| --- | --- | --- | --- | --- |"
+  echo "| \`ral apply --jobs 1\`, $TASKS tasks of a provider that changes nothing | $(shown ral_tasks) |"
+  echo "| the provider alone ($GETS get and $SETS set calls replayed) | $(shown provider_alone) |"
+  echo "| \`ral plan\`, $PLANNED resources of that provider | $(shown ral_planned) |"
+  echo
+  awk -v a="${TIME[ral_tasks]}" -v p="${TIME[provider_alone]}" -v n="$TASKS" \
+    'BEGIN { printf "Engine overhead: (%.1f ms - %.1f ms) / %d tasks = %.1f µs per task (start-up included).\n", a * 1000, p * 1000, n, (a - p) / n * 1e6 }'
+fi

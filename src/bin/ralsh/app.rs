@@ -216,11 +216,14 @@ fn dispatch(
 ) -> anyhow::Result<Status> {
     // One buffer for everything printed; a listing flushes it whenever the
     // provider pauses, so a slow provider's resources show as they come.
-    let out: Box<dyn Write> = if output.quiet {
+    // The buffer outside the box: the printers' many small writes go
+    // straight into it, and only its flushes are dynamic calls.
+    let target: Box<dyn Write> = if output.quiet {
         Box::new(io::sink())
     } else {
-        Box::new(io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()))
+        Box::new(io::stdout().lock())
     };
+    let out = io::BufWriter::with_capacity(64 * 1024, target);
     let mut printer: Box<dyn Printer> = if output.json {
         Box::new(JsonPrinter::new(out))
     } else {

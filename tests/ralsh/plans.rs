@@ -490,3 +490,45 @@ fn a_resource_unreadable_until_its_prerequisite_is_done_is_read_again_before_it_
     assert_eq!(bench.store("beta")["b1"]["value"], "x");
     bench.ral("plan", &["--detailed-exitcodes", &m]).expect(0);
 }
+
+#[test]
+fn each_exit_status_plain_and_detailed() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let status = |subcommand: &str, detailed: bool| {
+        let mut args = vec![m.as_str()];
+        if detailed {
+            args.insert(0, "--detailed-exitcodes");
+        }
+        bench.ral(subcommand, &args).status
+    };
+    // Pending changes: plan 0, detailed 2.
+    assert_eq!((status("plan", false), status("plan", true)), (0, 2));
+    // Every task fails: apply 1, detailed 4 (no change made).
+    bench.sandbox.write("fail", "b1\n");
+    assert_eq!((status("apply", false), status("apply", true)), (1, 4));
+    // Unreadable: plan 1, detailed 4 (nothing to plan but the failure).
+    bench.sandbox.write("broken-beta", "");
+    assert_eq!((status("plan", false), status("plan", true)), (1, 4));
+    std::fs::remove_file(bench.sandbox.root().join("broken-beta")).unwrap();
+    // Made: apply detailed 2; then nothing to do: 0 and 0.
+    bench.sandbox.write("fail", "");
+    assert_eq!(status("apply", true), 2);
+    assert_eq!((status("apply", false), status("apply", true)), (0, 0));
+    assert_eq!((status("plan", false), status("plan", true)), (0, 0));
+    // Nothing ran: 2, detailed 1; a missing manifest file too.
+    let wrong = bench.manifest("wrong.yaml", "beta:\n  b1: {colour: x}\n");
+    for subcommand in ["plan", "apply"] {
+        assert_eq!(bench.ral(subcommand, &[&wrong]).status, 2);
+        assert_eq!(
+            bench
+                .ral(subcommand, &["--detailed-exitcodes", &wrong])
+                .status,
+            1
+        );
+        bench
+            .ral(subcommand, &["/nonexistent/m.yaml"])
+            .expect(2)
+            .stderr_has("/nonexistent/m.yaml: cannot read the manifest");
+    }
+}

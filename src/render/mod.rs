@@ -7,6 +7,7 @@
 pub mod human;
 pub mod json;
 pub mod plan;
+pub mod yaml;
 
 use std::io;
 

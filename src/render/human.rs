@@ -94,6 +94,15 @@ pub fn shown(provider: &Provider, attr: &str, val: &Value) -> String {
     }
 }
 
+/// The line on stderr for a resource that is not there.
+pub fn not_found(provider: &Provider, name: &str) -> String {
+    format!(
+        "ralsh: {}: no resource named {}",
+        provider.qualified_name(),
+        quote(name)
+    )
+}
+
 /// The provider list of a bare `ralsh`.
 /// One qualified name per line, sorted, as libral printed them (its shell
 /// completion reads them); an unsuitable one says why.
@@ -311,11 +320,7 @@ impl<'p, W: Write> super::Printer<'p> for HumanPrinter<W> {
         match found {
             Some(item) => resource(&mut self.out, provider, item, self.style),
             None => {
-                eprintln!(
-                    "ralsh: {}: no resource named {}",
-                    provider.qualified_name(),
-                    quote(name)
-                );
+                eprintln!("{}", not_found(provider, name));
                 Ok(())
             }
         }

@@ -1,12 +1,15 @@
 //! Renderers: one data model ([`crate::Provider`],
 //! [`crate::Resource`], [`crate::Change`], update
-//! [`Outcome`]s), two outputs behind one [`Printer`]: [`human`] writes
-//! Puppet-style text, [`json`] writes libral's JSON shapes. Core code never
-//! prints; it hands data to a printer.
+//! [`Outcome`]s), three outputs behind one [`Printer`]: [`human`] writes
+//! Puppet-style text, [`json`] writes libral's JSON shapes, [`manifest`]
+//! writes resources as the YAML manifest `ral plan` reads (through
+//! [`yaml`]). Core code never prints; it hands data to a printer.
 
 pub mod human;
 pub mod json;
+pub mod manifest;
 pub mod plan;
+pub mod yaml;
 
 use std::io;
 
@@ -31,7 +34,10 @@ pub trait Printer<'p> {
     /// Makes what was printed so far visible.
     fn flush(&mut self) -> io::Result<()>;
 
-    /// Ends a listing of `provider`; `error` is what cut it short.
+    /// Ends a listing of `provider`, or the resources [`found`] one by one
+    /// for several names; `error` is what cut a listing short.
+    ///
+    /// [`found`]: Printer::found
     fn end_list(&mut self, provider: &'p Provider, error: Option<&str>) -> io::Result<()>;
 
     /// What find said of `name`: the resource, or that there is none.

@@ -202,6 +202,7 @@ fn completions_man_page_version_and_help() {
     for flag in [
         "--include",
         "--json",
+        "--yaml",
         "--explain",
         "--noop",
         "--absent",

@@ -88,6 +88,16 @@ fn names_complete_from_the_listing_below_the_root_on_the_line() {
     // An unknown type offers no names.
     let none = complete(&sandbox, &["ralsh", "--root", root, "nosuch", ""]);
     assert!(none.iter().all(|word| word.starts_with("--")), "{none:?}");
+    // With --yaml every word after TYPE is a NAME; those given are not
+    // offered again. Without it, ATTR=VALUE follows and is not completed.
+    let more = complete(&sandbox, &["ralsh", "--root", root, "-y", "host", "db", ""]);
+    assert_eq!(more[..2], ["dbx", "mail"]);
+    assert!(
+        more[2..].iter().all(|word| word.starts_with("--")),
+        "{more:?}"
+    );
+    let attrs = complete(&sandbox, &["ralsh", "--root", root, "host", "db", ""]);
+    assert!(attrs.iter().all(|word| word.starts_with("--")), "{attrs:?}");
 }
 
 #[test]

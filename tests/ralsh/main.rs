@@ -13,6 +13,7 @@ mod json_convention;
 mod layers;
 mod libral_cli;
 mod libral_providers;
+mod manifest;
 mod manuals;
 mod metadata_cache;
 mod metadata_schema;

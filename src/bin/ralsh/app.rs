@@ -9,6 +9,7 @@ use ral::discovery::{self, Registry};
 use ral::metadata_cache::MetadataCache;
 use ral::render::human::{self, HumanPrinter};
 use ral::render::json::{self, JsonPrinter};
+use ral::render::manifest::ManifestPrinter;
 use ral::render::Printer;
 use ral::resource::ResourceSink;
 use ral::text::escape_lines;
@@ -28,9 +29,18 @@ enum Status {
     Error = 2,
 }
 
+/// What stdout carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Human,
+    Json,
+    /// `--yaml`: a manifest for `ral plan`.
+    Manifest,
+}
+
 /// Output settings derived from the arguments and the terminal.
 struct Output {
-    json: bool,
+    form: Form,
     /// `-q`: nothing on stdout.
     quiet: bool,
     /// `-v`: providers with their summaries.
@@ -45,7 +55,7 @@ pub fn run() -> ExitCode {
     ral::process::adopt_orphans();
     // A shell asking for completions gets them and nothing else.
     complete::answer_if_asked();
-    let args = match Args::try_parse() {
+    let args = match Args::try_parse().and_then(|args| args.validate().map(|()| args)) {
         Ok(args) => args,
         Err(e) => return usage_error(e),
     };
@@ -62,8 +72,15 @@ pub fn run() -> ExitCode {
         };
     }
     logging::init(args.log_level.as_deref(), args.quiet);
+    let form = if args.json {
+        Form::Json
+    } else if args.yaml {
+        Form::Manifest
+    } else {
+        Form::Human
+    };
     let output = Output {
-        json: args.json,
+        form,
         quiet: args.quiet,
         long: args.long,
         style: human::Style { color: use_color() },
@@ -76,7 +93,7 @@ pub fn run() -> ExitCode {
     ral::process::exit_if_interrupted();
     match outcome {
         Ok(status) => ExitCode::from(status as u8),
-        Err(e) => report(&e, output.json && !output.quiet),
+        Err(e) => report(&e, output.form == Form::Json && !output.quiet),
     }
 }
 
@@ -224,10 +241,14 @@ fn dispatch(
         Box::new(io::stdout().lock())
     };
     let out = io::BufWriter::with_capacity(64 * 1024, target);
-    let mut printer: Box<dyn Printer> = if output.json {
-        Box::new(JsonPrinter::new(out))
-    } else {
-        Box::new(HumanPrinter::new(out, output.style))
+    let mut printer: Box<dyn Printer> = match output.form {
+        Form::Json => Box::new(JsonPrinter::new(out)),
+        Form::Human => Box::new(HumanPrinter::new(out, output.style)),
+        // `--yaml` requires TYPE; the top key is TYPE as it was written.
+        Form::Manifest => Box::new(ManifestPrinter::new(
+            out,
+            args.provider.as_deref().unwrap_or_default(),
+        )),
     };
     let status = run_command(args, output, host, registry, printer.as_mut());
     printer.flush()?;
@@ -255,6 +276,9 @@ fn run_command<'p>(
         }
         printer.explain(provider)?;
         return Ok(Status::Success);
+    }
+    if args.yaml {
+        return manifest(printer, host, provider, args);
     }
     let Some(name) = &args.name else {
         return list(printer, host, provider, args.absent, args.quiet);
@@ -319,6 +343,41 @@ fn change(
             status = Status::Error;
         }
     }
+    Ok(status)
+}
+
+/// `ralsh --yaml TYPE [NAME...]`: all the resources, or the named ones
+/// (read in one call where the convention allows); a name not found is
+/// reported after the others are printed, as with `ralsh TYPE NAME`.
+fn manifest<'p>(
+    printer: &mut dyn Printer<'p>,
+    host: &Host,
+    provider: &'p Provider,
+    args: &Args,
+) -> anyhow::Result<Status> {
+    let names = args.names();
+    if names.is_empty() {
+        return list(printer, host, provider, args.absent, args.quiet);
+    }
+    let results = host.get_many(provider, &names)?;
+    ral::process::exit_if_interrupted();
+    let mut status = Status::Success;
+    for (name, result) in names.iter().zip(results) {
+        match result {
+            Ok(found) => {
+                let found = found.filter(|resource| !(args.absent && resource.is_absent()));
+                printer.found(provider, name, found.as_ref())?;
+                if found.is_none() && status == Status::Success {
+                    status = Status::NotFound;
+                }
+            }
+            Err(e) => {
+                eprintln!("ralsh: error: {}", escape_lines(&e.to_string()));
+                status = Status::Error;
+            }
+        }
+    }
+    printer.end_list(provider, None)?;
     Ok(status)
 }
 

@@ -12,7 +12,8 @@ use clap_complete::engine::ArgValueCompleter;
 ///
 /// `ralsh` lists providers; `ralsh TYPE` lists resources; `ralsh TYPE NAME`
 /// shows one; `ralsh TYPE NAME ATTR=VALUE...` changes it and prints the
-/// resulting resource and each change. TYPE is a type (`host`) or a
+/// resulting resource and each change; `ralsh --yaml TYPE [NAME...]` prints
+/// resources as a manifest for `ral plan`. TYPE is a type (`host`) or a
 /// qualified provider name (`host::etc_hosts`).
 ///
 /// Exit status: 0 success, 1 not found, 2 any error (also a usage error).
@@ -27,6 +28,18 @@ pub struct Args {
     /// Print JSON (libral's shapes) instead of text.
     #[arg(short = 'j', long)]
     pub json: bool,
+
+    /// Print the resources of TYPE, or the NAMEs given (every word after
+    /// TYPE is a NAME), as a YAML manifest: TYPE, NAME, then attributes, as
+    /// `ral plan` reads them back. Read-only and sensitive attributes are
+    /// left out.
+    #[arg(
+        short = 'y',
+        long,
+        requires = "provider",
+        conflicts_with_all = ["json", "noop", "explain"]
+    )]
+    pub yaml: bool,
 
     /// Describe the provider: its attributes with desc, type and kind.
     #[arg(short = 'e', long)]
@@ -97,8 +110,47 @@ pub struct Args {
     pub name: Option<String>,
 
     /// Attributes to set, as ATTR=VALUE; arrays as comma-separated lists.
-    #[arg(value_name = "ATTR=VALUE")]
+    /// With --yaml, more NAMEs.
+    #[arg(value_name = "ATTR=VALUE", add = ArgValueCompleter::new(crate::complete::more_names))]
     pub attrs: Vec<String>,
+}
+
+impl Args {
+    /// What clap cannot check: `--yaml` changes nothing, so a word that
+    /// reads as ATTR=VALUE (an attribute name, then `=`) is refused rather
+    /// than taken for a NAME.
+    pub fn validate(&self) -> Result<(), clap::Error> {
+        if !self.yaml {
+            return Ok(());
+        }
+        let assignment = self.name.iter().chain(&self.attrs).find(|word| {
+            word.split_once('=')
+                .is_some_and(|(attr, _)| ral::metadata::is_identifier(attr))
+        });
+        match assignment {
+            Some(word) => Err(command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "the argument '--yaml' cannot be used with '{}': --yaml prints \
+                     resources and changes nothing (every word after TYPE is a NAME)",
+                    ral::text::escape(word)
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// NAME and the words after it, each once, in order: the NAMEs of
+    /// `--yaml`.
+    pub fn names(&self) -> Vec<&str> {
+        let mut seen = std::collections::HashSet::new();
+        self.name
+            .iter()
+            .chain(&self.attrs)
+            .map(String::as_str)
+            .filter(|word| seen.insert(*word))
+            .collect()
+    }
 }
 
 const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];

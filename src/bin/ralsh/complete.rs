@@ -3,8 +3,9 @@
 //! WORDS...` at each Tab, and ralsh answers with the options, the types and
 //! providers it finds (with the `-I` directories on the line), and the
 //! names of the resources of the type on the line (listed below its
-//! `--root`).
+//! `--root`; after `--yaml`, for every word after TYPE).
 
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
@@ -65,9 +66,26 @@ pub fn types(current: &OsStr) -> Vec<CompletionCandidate> {
 
 /// Candidates for NAME: the resources of the TYPE on the line.
 pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
-    let Some(mut args) = args_before_cursor() else {
+    match args_before_cursor() {
+        Some(args) => matching(listed_names(args), current),
+        None => Vec::new(),
+    }
+}
+
+/// Candidates for the words after NAME: with `--yaml` they are NAMEs too
+/// (those not on the line yet); ATTR=VALUE is not completed.
+pub fn more_names(current: &OsStr) -> Vec<CompletionCandidate> {
+    let Some(args) = args_before_cursor().filter(|args| args.yaml) else {
         return Vec::new();
     };
+    let given: HashSet<String> = args.name.iter().chain(&args.attrs).cloned().collect();
+    let mut words = listed_names(args);
+    words.retain(|word| !given.contains(word));
+    matching(words, current)
+}
+
+/// The names of the resources of the TYPE in `args`, listed below its root.
+fn listed_names(mut args: Args) -> Vec<String> {
     let Some(query) = args.provider.clone() else {
         return Vec::new();
     };
@@ -85,7 +103,7 @@ pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
         Ok(())
     });
     ral::process::exit_if_interrupted();
-    matching(words, current)
+    words
 }
 
 /// The providers for a completion: a cache that is read but not written,

@@ -28,13 +28,14 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
             ],
             exit_status: &[
                 ("0", "Success."),
-                ("1", "The resource was not found (TYPE NAME, or with -a a resource that is absent)."),
+                ("1", "The resource was not found (TYPE NAME, or with -a a resource that is absent); with --yaml, a NAME was not found (the others are printed)."),
                 ("2", "Any error: a usage error, an unknown provider, a provider that failed or logged an error, a refused change."),
             ],
             examples: &[
                 ("List the providers, then the hosts entries:", "ralsh\nralsh host"),
                 ("Make a fake root and change a resource below it, previewing first:", "mkdir -p /tmp/fake/etc\nralsh --root /tmp/fake -n host db ip=10.0.0.5\nralsh --root /tmp/fake host db ip=10.0.0.5"),
                 ("A user as JSON, for programs:", "ralsh -j user root"),
+                ("Users as a manifest for ral plan:", "ralsh --yaml user root alice > users.yaml"),
                 ("A provider's attributes:", "ralsh -e user"),
                 ("Enable completion in bash:", "source <(ralsh --completions bash)"),
             ],

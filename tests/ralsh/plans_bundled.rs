@@ -121,3 +121,35 @@ fn a_manifest_of_bundled_resources_converges_and_the_next_plan_is_empty() {
     .collect();
     assert_eq!(changed, expected);
 }
+
+#[test]
+fn what_ralsh_yaml_prints_plans_nothing() {
+    let sandbox = seeded();
+    let manifests = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (kind, names) in [
+        ("user", vec!["root", "daemon"]),
+        ("group", vec![]),
+        ("host", vec![]),
+        ("mount", vec![]),
+        ("file", vec!["/srv", "/etc/hosts"]),
+    ] {
+        let mut args = vec!["--yaml", kind];
+        args.extend(names);
+        let printed = run(sandbox.command().args(&args));
+        printed.expect(0);
+        assert!(
+            printed.stdout.starts_with(&format!("{kind}:")),
+            "{}",
+            printed.stdout
+        );
+        let path = manifests.path().join(format!("{kind}.yaml"));
+        std::fs::write(&path, &printed.stdout).unwrap();
+        paths.push(path.to_str().unwrap().to_owned());
+    }
+    let mut args = vec!["--detailed-exitcodes"];
+    args.extend(paths.iter().map(String::as_str));
+    let plan = run(&mut sandbox.ral_command("plan", &args));
+    plan.expect(0)
+        .stdout_has("Plan: 0 to create, 0 to change, 0 to remove;");
+}

@@ -29,7 +29,7 @@ pub fn cache_for(no_cache: bool) -> MetadataCache {
 }
 
 /// [`load_with`] the cache the options ask for, every type.
-#[allow(dead_code)]
+#[allow(dead_code)] // ral's; ralsh loads one type
 pub fn load(setup: &Setup) -> anyhow::Result<(Host, Registry)> {
     load_with(setup, &cache_for(setup.no_cache), None)
 }

@@ -3,9 +3,9 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::Parser;
-use ral::discovery::{self, Registry};
+use ral::discovery::Registry;
 use ral::metadata_cache::MetadataCache;
 use ral::render::human::{self, HumanPrinter};
 use ral::render::json::{self, JsonPrinter};
@@ -14,10 +14,11 @@ use ral::render::Printer;
 use ral::resource::ResourceSink;
 use ral::text::escape_lines;
 use ral::update::{self, Request};
-use ral::{bundled, Host, HostConfig, Provider};
+use ral::{Host, Provider};
 
 use crate::args::Args;
 use crate::complete;
+use crate::load::{self, Setup};
 use crate::logging;
 use crate::progress::Progress;
 
@@ -71,7 +72,7 @@ pub fn run() -> ExitCode {
             Err(e) => report(&anyhow::Error::new(e), false),
         };
     }
-    logging::init(args.log_level.as_deref(), args.quiet);
+    logging::init("ralsh", args.log_level.as_deref(), args.quiet);
     let form = if args.json {
         Form::Json
     } else if args.yaml {
@@ -167,13 +168,21 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     Ok(status)
 }
 
+/// The options that decide the host and the providers.
+fn setup(args: &Args) -> Setup<'_> {
+    Setup {
+        root: &args.root,
+        include: &args.include,
+        timeout: args.timeout,
+        lock_timeout: args.lock_timeout,
+        strict: args.strict,
+        no_cache: args.no_cache,
+    }
+}
+
 /// The metadata cache the arguments ask for.
 pub fn cache_for(args: &Args) -> MetadataCache {
-    if args.no_cache {
-        MetadataCache::disabled()
-    } else {
-        MetadataCache::open()
-    }
+    load::cache_for(args.no_cache)
 }
 
 /// [`load_with`] the cache the arguments ask for.
@@ -181,48 +190,15 @@ pub fn load(args: &Args) -> anyhow::Result<(Host, Registry)> {
     load_with(args, &cache_for(args))
 }
 
-/// The host and the providers the arguments ask for: the root, the data
-/// directories, and (for `ralsh TYPE ...`) that type's providers only.
+/// The host and the providers the arguments ask for: for `ralsh TYPE ...`
+/// that type's providers only (the bundled ones are not even written out
+/// when none has that type).
 pub fn load_with(args: &Args, cache: &MetadataCache) -> anyhow::Result<(Host, Registry)> {
-    let root = args
-        .root
-        .canonicalize()
-        .with_context(|| format!("--root {}", args.root.display()))?;
-    if !root.is_dir() {
-        bail!("--root {}: not a directory", args.root.display());
-    }
-    for dir in &args.include {
-        if !dir.is_dir() {
-            bail!("-I {}: no such directory", dir.display());
-        }
-    }
-    let provider_lib = bundled::provider_lib()
-        .inspect_err(|e| log::warn!("the Python toolkit for providers is unavailable: {e}"))
-        .ok();
-    let host = Host::new(HostConfig {
-        timeout: args.timeout,
-        root,
-        strict: args.strict,
-        lock_timeout: args.lock_timeout,
-        provider_lib,
-    });
-    // `ralsh TYPE ...` needs the providers of that type only; the bundled
-    // ones are not even written out when none has that type.
     let only_type = args
         .provider
         .as_deref()
         .map(|query| query.split_once("::").map_or(query, |(kind, _)| kind));
-    let bundled = match only_type.is_none_or(bundled::has_type) {
-        false => None,
-        true => bundled::data_dir()
-            .inspect_err(|e| log::warn!("bundled providers are unavailable: {e}"))
-            .ok(),
-    };
-    let dirs = discovery::data_dirs(&args.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
-    let registry = discovery::discover(&host, &dirs, cache, only_type);
-    // An interrupted discovery found nothing; that is not to be shown.
-    ral::process::exit_if_interrupted();
-    Ok((host, registry))
+    load::load_with(&setup(args), cache, only_type)
 }
 
 fn dispatch(

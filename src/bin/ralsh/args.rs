@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
+
+use crate::load;
 use clap_complete::engine::ArgValueCompleter;
 
 /// The resource shell: list, show and change system resources through
@@ -56,17 +58,17 @@ pub struct Args {
     /// Log level (error, warn, info, debug, trace, off), or a filter of
     /// TARGET=LEVEL pairs and a level, comma-separated; RUST_LOG works too.
     /// Default: warn (error with -q).
-    #[arg(short = 'l', long = "log-level", value_name = "LEVEL", value_parser = parse_log_level)]
+    #[arg(short = 'l', long = "log-level", value_name = "LEVEL", value_parser = load::parse_log_level)]
     pub log_level: Option<String>,
 
     /// Time limit for each provider call, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = load::parse_timeout)]
     pub timeout: Duration,
 
     /// How long a provider waits for the lock of a file it edits (another
     /// ralsh, useradd, ...) before it gives up, in seconds
     /// (RALSH_LOCK_TIMEOUT).
-    #[arg(long, value_name = "SECONDS", default_value = "15", value_parser = parse_lock_timeout)]
+    #[arg(long, value_name = "SECONDS", default_value = "15", value_parser = load::parse_lock_timeout)]
     pub lock_timeout: Duration,
 
     /// Run every provider's describe instead of using the metadata cache
@@ -151,50 +153,6 @@ impl Args {
             .filter(|word| seen.insert(*word))
             .collect()
     }
-}
-
-const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
-
-/// A log level, or env_logger directives whose levels are all known words
-/// (a misspelt level would otherwise silently read as a module name).
-fn parse_log_level(text: &str) -> Result<String, String> {
-    let known = |level: &str| LEVELS.contains(&level.to_ascii_lowercase().as_str());
-    let valid = !text.is_empty()
-        && text
-            .split(',')
-            .all(|directive| match directive.split_once('=') {
-                Some((target, level)) => !target.is_empty() && known(level),
-                None => known(directive),
-            });
-    if valid {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "'{text}' is not a log level: use one of {}, or TARGET=LEVEL pairs and a level, \
-             comma-separated",
-            LEVELS.join(", ")
-        ))
-    }
-}
-
-fn parse_timeout(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
-    if !(seconds > 0.0 && seconds <= 86_400.0 * 365.0) {
-        return Err(format!("'{text}' must be a positive number of seconds"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
-fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
-    if !(0.0..=86_400.0).contains(&seconds) {
-        return Err(format!("'{text}' must be from 0 to 86400 seconds"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// The clap command, for completions and the man page.

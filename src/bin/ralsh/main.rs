@@ -5,6 +5,9 @@
 mod app;
 mod args;
 mod complete;
+#[path = "../common/load.rs"]
+mod load;
+#[path = "../common/logging.rs"]
 mod logging;
 #[path = "../common/man.rs"]
 mod man;

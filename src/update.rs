@@ -205,7 +205,8 @@ impl Plan {
             .into_iter()
             .filter(|(key, value)| {
                 (!exists && key != "ensure")
-                    || (state.attrs.get(key) != Some(value) && !(exists && is_present(key, value)))
+                    || (state.attrs.get(key) != Some(value)
+                        && !(exists && present_met(key, value, state.attrs.get(key))))
             })
             .collect();
         Ok(Plan {
@@ -322,7 +323,8 @@ pub fn apply_many(
 /// The changes an update's answer reports for `plan`, completed and
 /// checked: derived changes added where the provider asked for them, no old
 /// value for what a created resource had none of, and the answer checked
-/// against the request `asked` (see [`check_answer`]).
+/// against the request `asked` (every attribute set reported, no change
+/// from a value to itself).
 pub fn settle(
     host: &Host,
     provider: &Provider,
@@ -349,10 +351,17 @@ pub fn settle(
     Ok(changes)
 }
 
-/// `ensure: present` asks only that the resource exist, in whatever form
-/// (a file, a directory, an installed version).
-pub fn is_present(key: &str, value: &Value) -> bool {
-    key == "ensure" && value.as_str() == Some("present")
+/// Whether `ensure: present` is asked for and met by the `found` value:
+/// present asks only that the resource exist, in whatever form (a file, a
+/// directory, an installed version), but whole: `incomplete`, which the
+/// account providers report for an account that exists only in part, is
+/// to be repaired.
+pub fn present_met(key: &str, wanted: &Value, found: Option<&Value>) -> bool {
+    key == "ensure"
+        && wanted.as_str() == Some("present")
+        && found
+            .and_then(Value::as_str)
+            .is_some_and(|found| found != "absent" && found != "incomplete")
 }
 
 /// Checks that an update's answer accounts for the request honestly:
@@ -526,6 +535,22 @@ mod tests {
             .unwrap()
             .should
             .is_empty());
+    }
+
+    #[test]
+    fn present_is_met_by_any_whole_form_of_existence() {
+        let p = provider("    ensure: {type: 'enum[present, file, absent, incomplete]'}\n");
+        let with = |ensure: &str| found(&[("ensure", Value::from(ensure))]);
+        for (now, needed) in [("file", false), ("present", false), ("incomplete", true)] {
+            let plan = Plan::new(&p, &request(&p, &["ensure=present"]), with(now)).unwrap();
+            assert_eq!(!plan.should.is_empty(), needed, "{now}");
+        }
+        assert!(!present_met(
+            "ensure",
+            &Value::from("file"),
+            Some(&Value::from("file"))
+        ));
+        assert!(!present_met("ensure", &Value::from("present"), None));
     }
 
     #[test]

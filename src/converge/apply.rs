@@ -366,10 +366,10 @@ fn mismatch(
         let Some(attribute) = provider.attribute(key) else {
             continue;
         };
-        if attribute.kind == Kind::Write || update::is_present(key, wanted) {
+        let now = found.attrs.get(key);
+        if attribute.kind == Kind::Write || update::present_met(key, wanted, now) {
             continue;
         }
-        let now = found.attrs.get(key);
         if now != Some(wanted) {
             let now = now.map_or("no value".to_owned(), |v| attribute.show(v));
             return Some(format!(

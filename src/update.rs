@@ -351,17 +351,17 @@ pub fn settle(
     Ok(changes)
 }
 
-/// Whether `ensure: present` is asked for and met by the `found` value:
-/// present asks only that the resource exist, in whatever form (a file, a
-/// directory, an installed version), but whole: `incomplete`, which the
-/// account providers report for an account that exists only in part, is
-/// to be repaired.
+/// Whether `ensure: present` is asked for and met by the `found` value of
+/// a resource that exists: present asks only that it exist, in whatever
+/// form (a file, a directory, an installed version; a provider may report
+/// no ensure at all), but whole: `incomplete`, which the account providers
+/// report for an account that exists only in part, is to be repaired.
 pub fn present_met(key: &str, wanted: &Value, found: Option<&Value>) -> bool {
     key == "ensure"
         && wanted.as_str() == Some("present")
         && found
             .and_then(Value::as_str)
-            .is_some_and(|found| found != "absent" && found != "incomplete")
+            .is_none_or(|found| found != "absent" && found != "incomplete")
 }
 
 /// Checks that an update's answer accounts for the request honestly:
@@ -550,7 +550,7 @@ mod tests {
             &Value::from("file"),
             Some(&Value::from("file"))
         ));
-        assert!(!present_met("ensure", &Value::from("present"), None));
+        assert!(present_met("ensure", &Value::from("present"), None));
     }
 
     #[test]

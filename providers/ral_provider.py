@@ -790,7 +790,9 @@ class Lock:
         else:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
 
-    def acquire(self):
+    def acquire(self, before_wait=None):
+        """Takes the lock, waiting for it as long as RALSH_LOCK_TIMEOUT
+        says; BEFORE_WAIT is called first when it must be waited for."""
         if self.name is None:
             fd = os.dup(self.dir.fd)
         else:
@@ -810,6 +812,8 @@ class Lock:
             except OSError as err:
                 if err.errno not in (errno.EAGAIN, errno.EACCES):
                     raise os_error(err, "lock %s" % quoted(self.show()))
+                if before_wait is not None:
+                    before_wait()
                 self._wait(fd, info)
         except BaseException:
             os.close(fd)
@@ -971,13 +975,15 @@ def temp_name(name):
     return "." + name + TEMP_TAG + os.urandom(6).hex()
 
 
-def _remove_temps(directory, name):
+def _remove_temps(directory, name, entries=None):
     """Removes the temporary files of ours for NAME in DIRECTORY: with the
     lock held, they were left by a writer that died. Older versions' names
-    (.ralsh-*.NAME, .NAME.ralsh-*, .hosts.*.tmp) count too."""
+    (.ralsh-*.NAME, .NAME.ralsh-*, .hosts.*.tmp) count too. ENTRIES, when
+    given, are the names in DIRECTORY that may be such files (_temp_like),
+    listed earlier under the same lock; those removed leave the list."""
     ours = "." + name + TEMP_TAG
     legacy = ("." + name + ".ralsh-",)
-    for entry in directory.names():
+    for entry in list(directory.names() if entries is None else entries):
         if entry.startswith(ours) or entry.startswith(legacy) \
                 or (entry.startswith(".ralsh-") and entry.endswith("." + name)) \
                 or (name == "hosts" and entry.startswith(".hosts.")
@@ -988,6 +994,14 @@ def _remove_temps(directory, name):
                          % quoted(directory.show(entry)))
             except OSError:
                 pass
+            if entries is not None:
+                entries.remove(entry)
+
+
+def _temp_like(entry):
+    """True for the names _remove_temps may remove, whatever NAME."""
+    return entry.startswith(".") and (TEMP_TAG in entry or ".ralsh-" in entry
+                                      or entry.endswith(".tmp"))
 
 
 # ------------------------------------------------------------------ edits
@@ -1012,11 +1026,16 @@ class Edit:
 
     With NOOP, the same code previews a change: no lock is taken (nothing,
     not even a lock file, is created), files are read as a reader sees
-    them, and commit() writes nothing."""
+    them, and commit() writes nothing.
 
-    def __init__(self, lock, noop=False):
+    An edit of a Batch (Batch.edit) queues its commit instead, to be
+    finished with the batch's others."""
+
+    def __init__(self, lock, noop=False, batch=None, key=None):
         self.lock = lock
         self.noop = noop
+        self.batch = batch
+        self.key = key
         self.read_as = {}         # target key -> identity when read
         self.staged = []          # [target, data, mode, owner]
         self.temps = []           # [(Dir, temp name)] not yet renamed
@@ -1049,7 +1068,7 @@ class Edit:
         directories."""
         key = target.key()
         if not self.noop and key not in self.cleaned:
-            _remove_temps(target.dir, target.name)
+            self._remove_temps(target)
             self.cleaned.add(key)
         self.read_as[key] = info
 
@@ -1061,7 +1080,7 @@ class Edit:
             data, info = self.lock.read(target)
         else:
             if key not in self.cleaned:
-                _remove_temps(target.dir, target.name)
+                self._remove_temps(target)
                 self.cleaned.add(key)
             data, info = target.read()
         self.read_as[key] = info
@@ -1086,10 +1105,38 @@ class Edit:
             owner = (old.st_uid, old.st_gid) if old is not None else new_owner
         self.staged.append([target, data, mode, owner])
 
-    def commit(self):
+    def _remove_temps(self, target):
+        if self.batch is None:
+            _remove_temps(target.dir, target.name)
+        else:
+            self.batch.remove_temps(target.dir, target.name)
+
+    def sync_dir(self, fd):
+        """Makes the names in the directory FD durable (after a change made
+        there directly, not through write): now, or in a batch with its
+        other syncs, before it answers."""
+        if self.batch is None:
+            fsync_dir(fd)
+        else:
+            self.batch.sync_later(fd)
+
+    def commit(self, now=False):
+        """Replaces the staged files (see the class). In a batch, an edit
+        of one file is queued, unless NOW: when other paths may lead
+        through this one (it replaces a link), it must be finished before
+        they are looked up."""
         if self.noop:
             self.staged = []
         if not self.staged:
+            return
+        if self.batch is not None and not now and len(self.staged) == 1:
+            target, data, mode, owner = self.staged[0]
+            temp, fd = self._write_temp(target, data, mode, owner, sync=False)
+            self.batch.queue(self, target, temp, fd)
+            self.temps.remove((target.dir, temp))
+            self.staged = []
+            if len(self.batch.queued) >= self.batch.LIMIT:
+                self.batch.flush()
             return
         entries = []
         for target, data, mode, owner in self.staged:
@@ -1139,7 +1186,10 @@ class Edit:
         except OSError:
             pass
 
-    def _write_temp(self, target, data, mode, owner):
+    def _write_temp(self, target, data, mode, owner, sync=True):
+        """Writes the temporary file that will replace TARGET; returns its
+        name, synced, or without SYNC its name and a descriptor of it (for
+        the batch to sync)."""
         old = self.read_as[target.key()]
         directory = target.dir
         for _ in range(100):
@@ -1169,6 +1219,8 @@ class Edit:
                     os.fchown(fh.fileno(), -1 if uid is None else uid,
                               -1 if gid is None else gid)
                 os.fchmod(fh.fileno(), mode)
+                if not sync:
+                    return temp, os.dup(fh.fileno())
                 os.fsync(fh.fileno())
         except OSError as err:
             raise os_error(err, "write %s" % quoted(directory.show(temp)))
@@ -1194,6 +1246,287 @@ class Edit:
         except OSError as err:
             raise os_error(err, "write the journal %s"
                            % quoted(directory.show(self.lock.journal())))
+
+
+class Batch:
+    """Edits of many files, each guarded by the lock of its directory, made
+    together: for a provider whose resources are files themselves, so that
+    a set of a thousand is not two thousand waits for the disk.
+
+        batch = ral.Batch(noop)
+        for index, update in enumerate(updates):
+            with batch.edit(directory, index) as edit:
+                ...                         # decide under the lock
+                edit.write(target, data)
+                edit.commit()               # queued
+        failed = batch.finish()             # {index: CallError}
+
+    Each edit still takes its lock, decides under it and writes a temporary
+    file that replaces its target only once synced. But the batch queues up
+    to LIMIT of them, and keeps every lock it took until it flushes them:
+    it syncs the temporary files all at once (from several threads, which
+    the file system serves with a few commits of its journal instead of
+    one per file), renames them in order, syncs each directory once and
+    lets go of the locks. It flushes before it waits for a lock another
+    process holds, so two batches never wait for each other, and before it
+    answers (finish). Syncs of directories changed directly
+    (Edit.sync_dir) wait for the same moment. A queued edit that fails
+    there changes nothing and is reported by finish. While a lock is held,
+    its directory is listed once for temporary files a crash left, not once
+    per edit.
+
+    Looking a path up while an edit of it, or of a path above or below it,
+    is queued would see it as it was: the caller flushes first (touches
+    tells when)."""
+
+    # At most this many queued edits, locks held and directories to sync,
+    # each one open descriptor.
+    LIMIT = 128
+    THREADS = 32
+
+    def __init__(self, noop=False):
+        self.noop = noop
+        self.locks = {}         # directory identity -> _Held
+        self.queued = []        # _Queued, in order
+        self.paths = set()      # their paths (relative to the root)
+        self.above = set()      # the directories above those paths
+        self.dirs = {}          # directory identity -> descriptor to sync,
+                                # or None: the lock's
+        self.failed = {}        # key -> CallError
+
+    def edit(self, directory, key):
+        """An Edit guarded by the lock of DIRECTORY, whose commit is queued
+        (under noop, a plain preview); KEY names it in finish's answer."""
+        if self.noop:
+            return Edit(Lock.of_directory(directory), noop=True)
+        return Edit(_BatchLock(self, directory), batch=self, key=key)
+
+    def touches(self, rel):
+        """True when a queued edit replaces the path REL (relative to the
+        root, links resolved), a path above it or one below it."""
+        if not self.queued:
+            return False
+        if rel in self.paths or rel in self.above:
+            return True
+        while rel:
+            rel = rel.rpartition("/")[0]
+            if rel in self.paths:
+                return True
+        return False
+
+    def hold(self, directory):
+        """Takes the lock of DIRECTORY, unless the batch holds it already;
+        returns the directory's identity."""
+        ident = _dir_identity(directory.fd)
+        held = self.locks.get(ident)
+        if held is None:
+            if len(self.locks) >= self.LIMIT:
+                self.flush()
+            lock = Lock.of_directory(directory)
+            lock.acquire(before_wait=self.flush)
+            held = self.locks[ident] = _Held(lock)
+        held.users += 1
+        return ident
+
+    def let_go(self, ident):
+        self.locks[ident].users -= 1
+
+    def remove_temps(self, directory, name):
+        """_remove_temps, with the directory listed once while its lock is
+        held."""
+        held = self.locks.get(_dir_identity(directory.fd))
+        if held is None:
+            _remove_temps(directory, name)
+            return
+        if held.temps is None:
+            held.temps = [e for e in directory.names() if _temp_like(e)]
+        _remove_temps(directory, name, held.temps)
+
+    def queue(self, edit, target, temp, fd):
+        """Takes over the temporary file TEMP (open as FD) of EDIT, to
+        replace TARGET at the flush. TARGET must be in the directory EDIT
+        locks, which keeps others from its temporary files."""
+        try:
+            queued = _Queued(edit, target, temp, fd)
+            if queued.dir_ident != edit.lock.ident:
+                raise CallError("%s is not in the directory of the lock %s"
+                                % (quoted(target.path),
+                                   quoted(edit.lock.show())))
+        except BaseException:
+            os.close(fd)
+            raise
+        self.queued.append(queued)
+        self.locks[queued.dir_ident].users += 1
+        self.paths.add(queued.rel)
+        rel = queued.rel
+        while rel:
+            rel = rel.rpartition("/")[0]
+            self.above.add(rel)
+
+    def sync_later(self, fd):
+        ident = _dir_identity(fd)
+        if ident not in self.dirs:
+            self.dirs[ident] = None if ident in self.locks else os.dup(fd)
+        if len(self.dirs) >= self.LIMIT:
+            self.flush()
+
+    def flush(self):
+        """Finishes every queued edit, and lets go of the locks no open
+        edit uses."""
+        queued, self.queued = self.queued, []
+        dirs, self.dirs = self.dirs, {}
+        self.paths, self.above = set(), set()
+        try:
+            errors = _sync_all([q.fd for q in queued], self.THREADS)
+            for q, err in zip(queued, errors):
+                # The lock's descriptor is one of the directory.
+                dir_fd = self.locks[q.dir_ident].lock.fd
+                problem = None
+                if err is not None:
+                    problem = os_error(err, "write %s" % quoted(q.show_temp))
+                elif _identity(_lstat_at(dir_fd, q.name)) != q.was:
+                    problem = CallError(
+                        "%s was changed meanwhile by a program that does not "
+                        "take the lock %s; nothing was written"
+                        % (quoted(q.path), quoted(q.lock)))
+                else:
+                    try:
+                        os.rename(q.temp, q.name, src_dir_fd=dir_fd,
+                                  dst_dir_fd=dir_fd)
+                    except OSError as err:
+                        problem = os_error(err, "replace %s" % quoted(q.path))
+                if problem is not None:
+                    self.failed[q.key] = problem
+                    try:
+                        os.unlink(q.temp, dir_fd=dir_fd)
+                    except OSError:
+                        pass
+                else:
+                    dirs.setdefault(q.dir_ident, None)
+            # As fsync_dir: a file system may refuse to sync a directory.
+            _sync_all([self.locks[ident].lock.fd if fd is None else fd
+                       for ident, fd in dirs.items()], self.THREADS)
+        finally:
+            for q in queued:
+                os.close(q.fd)
+                self.locks[q.dir_ident].users -= 1
+            for fd in dirs.values():
+                if fd is not None:
+                    os.close(fd)
+            for ident, held in list(self.locks.items()):
+                if held.users == 0:
+                    del self.locks[ident]
+                    held.lock.release()
+
+    def finish(self):
+        """Flushes; returns {key: CallError} of the queued edits that failed
+        since the batch began (they changed nothing; the others are done)."""
+        self.flush()
+        failed, self.failed = self.failed, {}
+        return failed
+
+
+class _Held:
+    """A lock a Batch holds: how many open edits and queued commits use it,
+    and the names in its directory that may be temporary files a crash
+    left (None until listed)."""
+
+    def __init__(self, lock):
+        self.lock = lock
+        self.users = 0
+        self.temps = None
+
+
+class _BatchLock:
+    """The lock of a directory as the edits of a Batch share it. A lock on
+    a directory has no journal, so there is nothing to recover."""
+
+    def __init__(self, batch, directory):
+        self.batch = batch
+        self.dir = directory
+        self.name = None
+        self.ident = None
+
+    def show(self):
+        return self.dir.path
+
+    def journal(self):
+        return None
+
+    def acquire(self):
+        self.ident = self.batch.hold(self.dir)
+
+    def recover(self):
+        pass
+
+    def release(self):
+        if self.ident is not None:
+            self.batch.let_go(self.ident)
+            self.ident = None
+
+
+class _Queued:
+    """A commit a Batch has queued: the temporary file TEMP (open as FD)
+    that replaces NAME in the directory the lock is on, if NAME is still
+    WAS."""
+
+    def __init__(self, edit, target, temp, fd):
+        self.fd = fd
+        self.key = edit.key
+        self.lock = edit.lock.show()
+        self.was = _identity(edit.read_as[target.key()])
+        self.temp = temp
+        self.name = target.name
+        self.path = target.path
+        self.show_temp = target.dir.show(temp)
+        self.rel = "/".join(p for p in (target.dir.rel, target.name) if p)
+        self.dir_ident = _dir_identity(target.dir.fd)
+
+
+def _dir_identity(fd):
+    info = os.fstat(fd)
+    return (info.st_dev, info.st_ino)
+
+
+def _lstat_at(dir_fd, name):
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _sync_all(fds, threads):
+    """fsync(2)s every descriptor of FDS, several at a time: the file system
+    then commits its journal once for many of them instead of once for
+    each. Returns the OSError of each (None when it succeeded), in order."""
+    errors = [None] * len(fds)
+    jobs = list(range(len(fds)))
+
+    def work():
+        while True:
+            try:
+                index = jobs.pop()      # atomic in CPython
+            except IndexError:
+                return
+            try:
+                os.fsync(fds[index])
+            except OSError as err:
+                errors[index] = err
+
+    workers = []
+    if len(fds) > 1:
+        import threading
+        for _ in range(min(threads, len(fds)) - 1):
+            worker = threading.Thread(target=work, daemon=True)
+            try:
+                worker.start()
+            except RuntimeError:        # no more threads: fewer will do
+                break
+            workers.append(worker)
+    work()
+    for worker in workers:
+        worker.join()
+    return errors
 
 
 def _copy_context(directory, name, fd):

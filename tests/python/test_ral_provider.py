@@ -238,6 +238,109 @@ class Journal(Sandbox):
         self.assertIn("was changed by another program", self.stderr.getvalue())
 
 
+class Batches(Sandbox):
+    """Edits of files that are resources themselves, made together."""
+
+    def edit(self, batch, rel, data, key):
+        target = ral.Root().file(rel)
+        with batch.edit(target.dir, key) as edit:
+            edit.note(target, target.dir.lstat(target.name))
+            edit.write(target, data)
+            edit.commit()
+        target.dir.close()
+
+    def is_locked(self, rel):
+        fd = os.open(self.path(rel), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+
+    def test_queued_edits_are_made_together_and_leave_nothing(self):
+        os.makedirs(self.path("a"))
+        os.makedirs(self.path("b"))
+        write(self.path("a/old"), b"old\n", 0o640)
+        batch = ral.Batch()
+        self.edit(batch, "a/new", b"new\n", 1)
+        self.edit(batch, "a/old", b"changed\n", 2)
+        self.edit(batch, "b/new", b"b\n", 3)
+        # Nothing replaced yet, and the locks kept for the flush.
+        self.assertEqual(read(self.path("a/old")), b"old\n")
+        self.assertFalse(os.path.exists(self.path("a/new")))
+        self.assertTrue(self.is_locked("a") and self.is_locked("b"))
+        self.assertTrue(batch.touches("a/old") and batch.touches("a"))
+        self.assertTrue(batch.touches("a/new/below") and batch.touches(""))
+        self.assertFalse(batch.touches("a/other") or batch.touches("c"))
+        self.assertEqual(batch.finish(), {})
+        self.assertEqual(read(self.path("a/new")), b"new\n")
+        self.assertEqual(read(self.path("a/old")), b"changed\n")
+        self.assertEqual(os.stat(self.path("a/old")).st_mode & 0o7777, 0o640)
+        self.assertEqual(read(self.path("b/new")), b"b\n")
+        self.assertEqual(self.names("a"), ["new", "old"])
+        self.assertEqual(self.names("b"), ["new"])
+        self.assertFalse(self.is_locked("a") or self.is_locked("b"))
+        self.assertFalse(batch.touches("a/old"))
+
+    def test_a_file_changed_meanwhile_fails_alone(self):
+        os.makedirs(self.path("a"))
+        write(self.path("a/x"), b"x\n")
+        batch = ral.Batch()
+        self.edit(batch, "a/x", b"ours\n", "x")
+        self.edit(batch, "a/y", b"y\n", "y")
+        # A writer that takes no lock replaces x before the flush.
+        write(self.path("a/x.new"), b"theirs\n")
+        os.rename(self.path("a/x.new"), self.path("a/x"))
+        failed = batch.finish()
+        self.assertEqual(list(failed), ["x"])
+        self.assertIn("does not take the lock", str(failed["x"]))
+        self.assertEqual(read(self.path("a/x")), b"theirs\n")
+        self.assertEqual(read(self.path("a/y")), b"y\n")
+        self.assertEqual(self.names("a"), ["x", "y"])
+
+    def test_queued_edits_are_made_before_waiting_for_a_lock(self):
+        os.makedirs(self.path("a"))
+        os.makedirs(self.path("b"))
+        held = os.open(self.path("b"), os.O_RDONLY | os.O_DIRECTORY)
+        self.addCleanup(os.close, held)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        os.environ["RALSH_LOCK_TIMEOUT"] = "0.1"
+        batch = ral.Batch()
+        self.edit(batch, "a/x", b"x\n", 1)
+        with self.assertRaises(ral.CallError) as caught:
+            self.edit(batch, "b/y", b"y\n", 2)
+        self.assertIn("timed out", str(caught.exception))
+        # a/x was finished, and a's lock let go, before the wait.
+        self.assertEqual(read(self.path("a/x")), b"x\n")
+        self.assertFalse(self.is_locked("a"))
+        self.assertEqual(batch.finish(), {})
+        self.assertEqual(self.names("b"), [])
+
+    def test_temporary_files_a_crash_left_go_but_queued_ones_stay(self):
+        os.makedirs(self.path("a"))
+        for stale in (".x.ral-tmp-0123456789ab", ".y.ral-tmp-0123456789ab"):
+            write(self.path("a/" + stale), b"half")
+        batch = ral.Batch()
+        self.edit(batch, "a/x", b"x\n", 1)
+        queued = [n for n in self.names("a") if n.startswith(".x.ral-tmp-")]
+        self.assertEqual(len(queued), 1)
+        self.assertNotEqual(queued, [".x.ral-tmp-0123456789ab"])
+        self.edit(batch, "a/y", b"y\n", 2)
+        self.assertNotIn(".y.ral-tmp-0123456789ab", self.names("a"))
+        self.assertIn(queued[0], self.names("a"))
+        self.assertEqual(batch.finish(), {})
+        self.assertEqual(self.names("a"), ["x", "y"])
+
+    def test_a_noop_batch_previews_and_creates_nothing(self):
+        os.makedirs(self.path("a"))
+        batch = ral.Batch(noop=True)
+        self.edit(batch, "a/x", b"x\n", 1)
+        self.assertEqual(batch.finish(), {})
+        self.assertEqual(self.names("a"), [])
+
+
 HOLDER = os.path.join(HERE, "..", "fixtures", "hold_lock.py")
 
 

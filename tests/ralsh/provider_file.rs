@@ -6,7 +6,11 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-use crate::support::Sandbox;
+use std::io::Write;
+
+use serde_json::{json, Value as Json};
+
+use crate::support::{tree_snapshot, Sandbox};
 
 /// A sandbox with a passwd and group file, a page and a link to it.
 fn file_sandbox() -> Sandbox {
@@ -206,4 +210,120 @@ fn file_never_follows_a_link_out_of_the_root_and_refuses_bad_modes() {
     let run = sandbox.ralsh(&["file", "/srv/x", "mode=0999"]);
     run.expect(2).stderr_has("does not match");
     assert!(!sandbox.root().join("srv/x").exists());
+}
+
+/// One `set` call of `file.prov` on the fake root of `sandbox`, as ralsh
+/// makes it: the answer's `changes`, with the root's path as `ROOT`.
+fn set_directly(sandbox: &Sandbox, updates: &[Json]) -> Json {
+    let mut child = std::process::Command::new(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/file.prov"),
+    )
+    .arg("ral_action=set")
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    .env("RALSH_ROOT_DIR", sandbox.root())
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let request = json!({"ral": {"noop": false}, "updates": updates});
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    // Messages name the root; two sandboxes then answer alike.
+    let text = String::from_utf8(output.stdout)
+        .unwrap()
+        .replace(sandbox.root().to_str().unwrap(), "ROOT");
+    let answer: Json = serde_json::from_str(&text).unwrap();
+    answer["changes"].clone()
+}
+
+/// A batch queues the new content of files and writes it together: it must
+/// come to what one call per update comes to, also where one update
+/// depends on an earlier one (the same path twice, a directory made, a
+/// file below a new link, a parent removed, a path through a new file).
+#[test]
+fn file_set_of_many_updates_equals_one_update_per_call() {
+    let update = |name: &str, should: Json| json!({"name": name, "is": {}, "should": should});
+    let updates = [
+        update("/srv/new", json!({"ensure": "directory", "mode": "0750"})),
+        update("/srv/new/a", json!({"ensure": "file", "content": "one"})),
+        update("/srv/new/a", json!({"content": "two", "mode": "0600"})),
+        update("/srv/new/b", json!({"ensure": "file", "content": "b"})),
+        update("/srv/www/index.html", json!({"content": "changed\n"})),
+        // A link replaced by a file, then a path through it.
+        update(
+            "/srv/www/current",
+            json!({"ensure": "file", "content": "was a link"}),
+        ),
+        update(
+            "/srv/www/current/y",
+            json!({"ensure": "file", "content": "y"}),
+        ),
+        // A link to a directory replaced by a file, then a path through it.
+        update("/srv/dl", json!({"ensure": "link", "target": "www"})),
+        update("/srv/dl", json!({"ensure": "file", "content": "dl"})),
+        update("/srv/dl/z", json!({"ensure": "file", "content": "z"})),
+        // A new link, and a file reached through it.
+        update("/srv/lnk", json!({"ensure": "link", "target": "new"})),
+        update("/srv/lnk/c", json!({"ensure": "file", "content": "c"})),
+        update("/srv/new/c", json!({"content": "c again"})),
+        // A file in a new directory, and the directory removed.
+        update("/srv/gone", json!({"ensure": "directory"})),
+        update("/srv/gone/x", json!({"ensure": "file", "content": "x"})),
+        update("/srv/gone", json!({"ensure": "absent"})),
+        update("/srv/gone", json!({"ensure": "absent", "force": true})),
+        // A new file, then a path below it, then one whose directory is missing.
+        update("/srv/f", json!({"ensure": "file", "content": "f"})),
+        update("/srv/f/g", json!({"ensure": "file", "content": "g"})),
+        update("/srv/missing/z", json!({"ensure": "file"})),
+        update("/srv/new/b", json!({"ensure": "absent"})),
+        update("/srv/www", json!({"mode": "0700"})),
+    ];
+    let batch = file_sandbox();
+    let batched = set_directly(&batch, &updates);
+    let single = file_sandbox();
+    let mut one_by_one = Vec::new();
+    for update in &updates {
+        one_by_one.extend(
+            set_directly(&single, std::slice::from_ref(update))
+                .as_array()
+                .unwrap()
+                .clone(),
+        );
+    }
+    assert_eq!(batched, Json::Array(one_by_one));
+    assert_eq!(tree_snapshot(batch.root()), tree_snapshot(single.root()));
+    let errors: Vec<&str> = batched
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|change| change.get("error").is_some())
+        .map(|change| change["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "/srv/www/current/y",
+            "/srv/dl/z",
+            "/srv/gone",
+            "/srv/f/g",
+            "/srv/missing/z"
+        ]
+    );
+    assert_eq!(batch.read("srv/new/a"), "two");
+    assert_eq!(batch.read("srv/new/c"), "c again");
+    assert_eq!(mode_of(&batch, "srv/new/a"), 0o600);
+    assert!(!batch.root().join("srv/gone").exists());
+    let leftovers: Vec<_> = tree_snapshot(batch.root())
+        .into_keys()
+        .filter(|path| path.to_string_lossy().contains(".ral-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

@@ -16,7 +16,7 @@ use crate::resource::{Change, Resource};
 use crate::update;
 
 use super::catalog::Catalog;
-use super::plan::{by_provider, ErrorKind, Plan, PlanState, TaskError, TaskState};
+use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
 use super::read::{read, read_all, Found};
 
 /// What a run reports as it goes; `ral apply` prints it.
@@ -72,7 +72,11 @@ pub fn apply(
             }
         }
     }
-    verify(host, catalog, plan, jobs, events);
+    // After a second interrupt no call may start: nothing can be read
+    // back, which says nothing about the tasks.
+    if !crate::process::is_interrupted() {
+        verify(host, catalog, plan, jobs, events);
+    }
     plan.state = if plan.state == PlanState::Stopping {
         PlanState::Stopped
     } else if plan.tasks.iter().any(|t| t.state.is_unsuccessful()) {
@@ -132,7 +136,17 @@ fn run_tasks(
                 let sender = sender.clone();
                 scope.spawn(move || {
                     let started = Instant::now();
-                    let results = run_batch(host, provider, work, reread);
+                    // A panic in the batch fails its tasks instead of
+                    // leaving the scheduler waiting for them forever.
+                    let count = work.len();
+                    let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_batch(host, provider, work, reread)
+                    }))
+                    .unwrap_or_else(|_| {
+                        (0..count)
+                            .map(|_| Err("internal error: the task's thread panicked".to_owned()))
+                            .collect()
+                    });
                     let _ = sender.send(Done {
                         tasks: batch,
                         results,
@@ -158,6 +172,10 @@ fn run_tasks(
             task.seconds = done.seconds;
             match result {
                 Ok((changes, transition)) => {
+                    if task.action == Action::Unknown {
+                        let provider = catalog.items[task.item].provider;
+                        task.action = super::plan::action_of(provider, &transition);
+                    }
                     task.changes = changes;
                     task.transition = Some(transition);
                     task.state = TaskState::Success;
@@ -322,12 +340,10 @@ fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: 
     for (answer, items) in answers.into_iter().zip(members) {
         for (found, item) in answer.into_iter().zip(items) {
             let at = task_of[&item];
-            let task = &plan.tasks[at];
             let provider = catalog.items[item].provider;
-            let transition = task.transition.as_ref().expect("a planned task");
             let mismatch = match found {
                 Err(message) => Some(format!("could not be read back: {message}")),
-                Ok(found) => mismatch(provider, &transition.should, found.as_ref()),
+                Ok(found) => mismatch(provider, &catalog.items[item].request, found),
             };
             if let Some(message) = mismatch {
                 let task = &mut plan.tasks[at];
@@ -345,38 +361,37 @@ fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: 
     }
 }
 
-/// How `found` differs from the values asked for, if it does. Write-only
-/// attributes are never read back; `ensure: present` accepts any form of
-/// existence; `ensure: absent` accepts not found.
+/// How `found` differs from the request, if it does: the request planned
+/// again from what was read back must have nothing left to do (write-only
+/// attributes aside, which are never read back).
 fn mismatch(
     provider: &Provider,
-    should: &[(String, crate::types::Value)],
-    found: Option<&Resource>,
+    request: &update::Request,
+    found: Option<Resource>,
 ) -> Option<String> {
-    let wants_absent = should
-        .iter()
-        .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"));
-    let Some(found) = found.filter(|r| !r.is_absent()) else {
-        return (!wants_absent).then(|| "the resource does not exist afterwards".to_owned());
+    let again = match update::Plan::new(provider, request, found) {
+        Ok(again) => again,
+        Err(e) => return Some(format!("afterwards: {e}")),
     };
-    if wants_absent {
+    let (key, wanted) = again.should.iter().find(|(key, _)| {
+        provider
+            .attribute(key)
+            .is_none_or(|attribute| attribute.kind != Kind::Write)
+    })?;
+    if again.creates(provider) {
+        return Some("the resource does not exist afterwards".to_owned());
+    }
+    if key == "ensure" && wanted.as_str() == Some("absent") {
         return Some("the resource still exists afterwards".to_owned());
     }
-    for (key, wanted) in should {
-        let Some(attribute) = provider.attribute(key) else {
-            continue;
-        };
-        let now = found.attrs.get(key);
-        if attribute.kind == Kind::Write || update::present_met(key, wanted, now) {
-            continue;
-        }
-        if now != Some(wanted) {
-            let now = now.map_or("no value".to_owned(), |v| attribute.show(v));
-            return Some(format!(
-                "attribute '{key}' is {now} afterwards, not {}",
-                attribute.show(wanted)
-            ));
-        }
-    }
-    None
+    let attribute = provider.attribute(key)?;
+    let now = again
+        .state
+        .attrs
+        .get(key)
+        .map_or("no value".to_owned(), |v| attribute.show(v));
+    Some(format!(
+        "attribute '{key}' is {now} afterwards, not {}",
+        attribute.show(wanted)
+    ))
 }

@@ -174,7 +174,9 @@ impl Plan {
 
     /// Whether any task has something to change (failed reads aside).
     pub fn has_changes(&self) -> bool {
-        self.tasks.iter().any(|t| t.action != Action::Unknown)
+        self.tasks
+            .iter()
+            .any(|t| t.action != Action::Unknown || t.deferred.is_some())
     }
 }
 
@@ -205,11 +207,18 @@ pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> 
         requires.dedup();
         let provider = item.provider;
         // A resource waiting for pending changes may not be readable until
-        // they are made (a user's keys before the user exists): it is
-        // planned as not there, and read again before its task runs.
-        let (current, deferred) = match &found[at] {
-            Err(message) if !requires.is_empty() => (Ok(None), Some(message.clone())),
-            other => (other.clone(), None),
+        // they are made (a user's keys before the user exists): what is to
+        // be done is not known until it is read again, before it runs.
+        let current = match &found[at] {
+            Err(message) if !requires.is_empty() => {
+                let mut task = deferred_task(at, item, requires.clone());
+                task.deferred = Some(message.clone());
+                task.id = tasks.len() + 1;
+                task_of[at] = Some(task.id);
+                tasks.push(task);
+                continue;
+            }
+            other => other.clone(),
         };
         let task = match &current {
             Err(message) => Some(Task {
@@ -246,9 +255,7 @@ pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> 
                             provider.meta.update_action().as_str()
                         )));
                     }
-                    let mut task = planned_task(provider, at, requires.clone(), transition);
-                    task.deferred = deferred;
-                    Some(task)
+                    Some(planned_task(provider, at, requires.clone(), transition))
                 }
             },
         };
@@ -285,13 +292,9 @@ fn unprefixed(error: &Error, provider: &Provider) -> String {
         .unwrap_or(text)
 }
 
-fn planned_task(
-    provider: &Provider,
-    item: usize,
-    requires: Vec<usize>,
-    transition: update::Plan,
-) -> Task {
-    let action = if transition.creates(provider) {
+/// What a transition does to its resource.
+pub fn action_of(provider: &Provider, transition: &update::Plan) -> Action {
+    if transition.creates(provider) {
         Action::Create
     } else if transition
         .should
@@ -301,7 +304,39 @@ fn planned_task(
         Action::Remove
     } else {
         Action::Change
+    }
+}
+
+/// The task of a resource that could not be read yet: it does whatever
+/// its state, read again before it runs, calls for.
+fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -> Task {
+    let placeholder = update::Plan {
+        name: item.name().to_owned(),
+        found: false,
+        state: crate::resource::Resource::bare(item.name()),
+        should: Vec::new(),
     };
+    Task {
+        id: 0,
+        item: at,
+        action: Action::Unknown,
+        changes: Vec::new(),
+        requires,
+        state: TaskState::Initial,
+        error: None,
+        seconds: 0.0,
+        transition: Some(placeholder),
+        deferred: None,
+    }
+}
+
+fn planned_task(
+    provider: &Provider,
+    item: usize,
+    requires: Vec<usize>,
+    transition: update::Plan,
+) -> Task {
+    let action = action_of(provider, &transition);
     let changes = transition
         .should
         .iter()

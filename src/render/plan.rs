@@ -14,8 +14,11 @@ use crate::text::escape;
 
 use super::human::{self, Style, NAME, NEW, OLD};
 
-fn sign(action: Action) -> &'static str {
-    match action {
+fn sign(task: &Task) -> &'static str {
+    if task.deferred.is_some() && task.action == Action::Unknown {
+        return "?";
+    }
+    match task.action {
         Action::Create => "+",
         Action::Change => "~",
         Action::Remove => "-",
@@ -59,7 +62,7 @@ pub fn preview(
         write!(
             out,
             "{} {}",
-            sign(task.action),
+            sign(task),
             style.paint(NAME, &item.reference())
         )?;
         if !task.requires.is_empty() {
@@ -92,7 +95,12 @@ pub fn preview(
 
 /// `Plan: 2 to create, 1 to change, 0 to remove; 17 unchanged.`
 pub fn summary(plan: &Plan) -> String {
-    let unreadable = plan.count(Action::Unknown);
+    let unreadable = plan
+        .tasks
+        .iter()
+        .filter(|t| t.action == Action::Unknown && t.deferred.is_none())
+        .count();
+    let deferred = plan.tasks.iter().filter(|t| t.deferred.is_some()).count();
     let mut line = format!(
         "Plan: {} to create, {} to change, {} to remove; {} unchanged",
         plan.count(Action::Create),
@@ -100,6 +108,11 @@ pub fn summary(plan: &Plan) -> String {
         plan.count(Action::Remove),
         plan.unchanged
     );
+    if deferred > 0 {
+        line.push_str(&format!(
+            "; {deferred} to read once what they wait for is done"
+        ));
+    }
     if unreadable > 0 {
         line.push_str(&format!("; {unreadable} could not be read"));
     }
@@ -126,7 +139,7 @@ pub fn task_ended(
     write!(
         out,
         "{state:<7} {} {}",
-        sign(task.action),
+        sign(task),
         style.paint(NAME, &item.reference())
     )?;
     if task.state == TaskState::Success || task.state == TaskState::Failed {

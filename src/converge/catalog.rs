@@ -63,7 +63,13 @@ impl<'r> Catalog<'r> {
         let mut index: HashMap<(String, String), usize> = HashMap::new();
         // What each item was declared as.
         let mut sources: Vec<&Declared> = Vec::new();
+        // Every resource declared, rejected or not: a reference to one
+        // with problems of its own adds none.
+        let mut named: std::collections::HashSet<(String, String)> = Default::default();
         for resource in declared {
+            if let Ok(provider) = registry.resolve(&resource.type_query) {
+                named.insert((provider.qualified_name(), resource.name.clone()));
+            }
             let Some(item) = check_resource(registry, resource, &mut problems) else {
                 continue;
             };
@@ -89,7 +95,8 @@ impl<'r> Catalog<'r> {
                     match lookup(registry, &index, reference) {
                         Ok(other) if before => requires[other].push(at),
                         Ok(other) => requires[at].push(other),
-                        Err(message) => problems.push(
+                        Err((_, key)) if named.contains(&key) => {}
+                        Err((message, _)) => problems.push(
                             Origin {
                                 line: reference.line,
                                 ..resource.origin.clone()
@@ -143,18 +150,20 @@ fn place(origin: &Origin) -> String {
 }
 
 /// The item a reference names, or why there is none.
+/// Fails with the message and the key looked for.
 fn lookup(
     registry: &Registry,
     index: &HashMap<(String, String), usize>,
     reference: &Reference,
-) -> Result<usize, String> {
+) -> Result<usize, (String, (String, String))> {
     let provider = registry
         .resolve(&reference.type_query)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (e.to_string(), Default::default()))?;
+    let key = (provider.qualified_name(), reference.name.clone());
     index
-        .get(&(provider.qualified_name(), reference.name.clone()))
+        .get(&key)
         .copied()
-        .ok_or_else(|| "no such resource in the manifest".to_owned())
+        .ok_or_else(|| ("no such resource in the manifest".to_owned(), key))
 }
 
 /// Edges the metadata implies: an attribute that names a resource of

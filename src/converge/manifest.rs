@@ -74,11 +74,34 @@ pub struct Declared {
 /// The metaparameters: they order resources and are not attributes.
 pub const METAPARAMETERS: [&str; 2] = ["require", "before"];
 
+/// What reading manifests gave.
+#[derive(Debug, Default)]
+pub struct Reading {
+    /// Every resource that could be read, in file order.
+    pub declared: Vec<Declared>,
+    pub problems: Vec<Problem>,
+    /// Whether every file could be read as a whole (its problems, if any,
+    /// are each resource's own): checking the catalog then adds no noise.
+    pub complete: bool,
+}
+
 /// Reads manifest files (`-` is YAML on stdin) as one: every resource in
 /// file order, or every problem found in any of them.
 pub fn read(paths: &[PathBuf]) -> Result<Vec<Declared>, Vec<Problem>> {
-    let mut declared = Vec::new();
-    let mut problems = Vec::new();
+    let reading = read_all(paths);
+    if reading.problems.is_empty() {
+        Ok(reading.declared)
+    } else {
+        Err(reading.problems)
+    }
+}
+
+/// Reads manifest files, keeping what could be read beside the problems.
+pub fn read_all(paths: &[PathBuf]) -> Reading {
+    let mut reading = Reading {
+        complete: true,
+        ..Reading::default()
+    };
     for path in paths {
         let text = if path.as_os_str() == "-" {
             let mut text = String::new();
@@ -88,27 +111,44 @@ pub fn read(paths: &[PathBuf]) -> Result<Vec<Declared>, Vec<Problem>> {
         };
         match text {
             Ok(text) => {
-                let (found, wrong) = parse(&text, path);
-                declared.extend(found);
-                problems.extend(wrong);
+                let (found, wrong, whole) = parse_document(&text, path);
+                reading.complete &= whole;
+                reading.declared.extend(found);
+                reading.problems.extend(wrong);
             }
-            Err(e) => problems.push(Problem {
-                file: path.clone(),
-                line: 0,
-                message: format!("cannot read the manifest: {e}"),
-            }),
+            Err(e) => {
+                reading.complete = false;
+                reading.problems.push(Problem {
+                    file: path.clone(),
+                    line: 0,
+                    message: format!("cannot read the manifest: {e}"),
+                });
+            }
         }
     }
-    if problems.is_empty() {
-        Ok(declared)
-    } else {
-        Err(problems)
-    }
+    reading
 }
 
 /// Parses one manifest's text; `file` names it in problems, and its
 /// extension `.json` makes it JSON.
 pub fn parse(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>) {
+    let (declared, problems, _) = parse_document(text, file);
+    (declared, problems)
+}
+
+/// [`parse`], and whether the document could be read as a whole (its
+/// problems, if any, being each resource's own).
+fn parse_document(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>, bool) {
+    let (declared, problems) = match parse_whole(text, file) {
+        Ok(found) => found,
+        Err(problem) => return (Vec::new(), vec![problem], false),
+    };
+    (declared, problems, true)
+}
+
+/// The resources and their problems, or the problem that kept the
+/// document from being read.
+fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>), Problem> {
     let file: Arc<Path> = Arc::from(file);
     let at = |line: usize, message: String| Problem {
         file: file.to_path_buf(),
@@ -118,11 +158,16 @@ pub fn parse(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>) {
     if file.extension().is_some_and(|e| e == "json") {
         // JSON's own rules first; the YAML reader below then gives lines.
         if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
-            return (Vec::new(), vec![at(e.line(), format!("invalid JSON: {e}"))]);
+            return Err(at(e.line(), format!("invalid JSON: {e}")));
         }
     }
+    // An editor's byte-order mark is not part of the first type.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some((line, message)) = shape_problem(text) {
+        return Err(at(line, message));
+    }
     if text.trim().is_empty() {
-        return (Vec::new(), Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let options = marked_yaml::LoaderOptions::default()
         .error_on_duplicate_keys(true)
@@ -131,12 +176,12 @@ pub fn parse(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>) {
         .toplevel_mapping();
     let root = match marked_yaml::parse_yaml_with_options(0, text, options) {
         Ok(root) => root,
-        Err(e) => return (Vec::new(), vec![load_problem(&file, e)]),
+        Err(e) => return Err(load_problem(&file, e)),
     };
     let mut declared = Vec::new();
     let mut problems = Vec::new();
     let Some(types) = root.as_mapping() else {
-        return (Vec::new(), vec![at(1, top_level_shape())]);
+        return Err(at(1, top_level_shape()));
     };
     for (type_key, resources) in types.iter() {
         let type_query = type_key.as_str().to_owned();
@@ -159,7 +204,106 @@ pub fn parse(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>) {
             }
         }
     }
-    (declared, problems)
+    Ok((declared, problems))
+}
+
+/// The deepest nesting a manifest may have: a resource's attributes sit
+/// at depth three, and a hash value in an array of hashes at six.
+pub const MAX_DEPTH: usize = 32;
+
+/// Refuses, before the YAML reader sees it, a text it would read wrongly
+/// or dangerously: a second YAML document (which would be ignored), or
+/// nesting so deep that walking it could exhaust the stack. Indentation
+/// and `- ` entries count as block nesting, brackets and braces as flow
+/// nesting (those inside quotes too, which can only refuse more).
+fn shape_problem(text: &str) -> Option<(usize, String)> {
+    let mut content = false;
+    let mut flow: usize = 0;
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        let marker = |m: &str| {
+            line == m || line.starts_with(&format!("{m} ")) || line.starts_with(&format!("{m}\t"))
+        };
+        if marker("---") || marker("...") {
+            if content {
+                return Some((
+                    number,
+                    "a manifest is one YAML document; give each document its own file".to_owned(),
+                ));
+            }
+            continue;
+        }
+        let trimmed = line.trim_start();
+        if !trimmed.is_empty() && !trimmed.starts_with('#') {
+            content = true;
+        }
+        let indent = line.len() - trimmed.len();
+        let mut rest = trimmed;
+        let mut dashes = 0;
+        while let Some(after) = rest.strip_prefix("- ") {
+            dashes += 1;
+            rest = after.trim_start();
+        }
+        // A top-level block key cannot stand inside an open flow
+        // collection: whatever an unbalanced plain value opened is over.
+        if indent == 0 && trimmed.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            flow = 0;
+        }
+        flow = flow_depth(line, flow);
+        if indent / 2 + dashes > MAX_DEPTH * 2 || dashes > MAX_DEPTH || flow > MAX_DEPTH {
+            return Some((
+                number,
+                format!("the manifest nests deeper than {MAX_DEPTH} levels here"),
+            ));
+        }
+    }
+    None
+}
+
+/// The flow nesting after `line`, starting at `depth`. Outside a flow
+/// collection a bracket opens one only where a value starts (after `:`,
+/// `-` or at the line's start), so `note: a [b` is text; inside one every
+/// bracket counts, as YAML allows none in plain text there. Quoted text is
+/// skipped (a quote opens it only where a value starts, so the apostrophe
+/// of `don't` does not).
+fn flow_depth(line: &str, mut depth: usize) -> usize {
+    let mut quote: Option<char> = None;
+    // The last character outside quotes that was not a blank.
+    let mut last = ':';
+    let mut blank_before = true;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let after_blank = std::mem::replace(&mut blank_before, matches!(c, ' ' | '\t'));
+        if let Some(q) = quote {
+            if q == '"' && c == '\\' {
+                chars.next();
+            } else if c == q {
+                // '' inside single quotes is an escaped quote.
+                if q == '\'' && chars.peek() == Some(&'\'') {
+                    chars.next();
+                } else {
+                    quote = None;
+                    last = c;
+                }
+            }
+            continue;
+        }
+        let starts_value = matches!(last, ':' | '-' | '[' | '{' | ',');
+        match c {
+            ' ' | '\t' => continue,
+            '\'' | '"' if starts_value => quote = Some(c),
+            '[' | '{' if depth > 0 || starts_value => depth += 1,
+            ']' | '}' if depth > 0 => depth -= 1,
+            // A comment starts only after a blank.
+            '#' if after_blank => break,
+            _ => {}
+        }
+        last = c;
+        if depth > MAX_DEPTH {
+            break;
+        }
+    }
+    depth
 }
 
 fn top_level_shape() -> String {
@@ -405,6 +549,32 @@ mod tests {
         assert!(problems[1]
             .message
             .contains("'nope' is not a reference TYPE[NAME]"));
+    }
+
+    #[test]
+    fn a_second_document_and_deep_nesting_are_refused_before_parsing() {
+        let (_, problems) = parsed("---\nalpha: {a: {}}\n---\nbeta: {b: {}}\n");
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].line, 3);
+        assert!(
+            problems[0].message.contains("one YAML document"),
+            "{problems:?}"
+        );
+        let (_, problems) = parsed("alpha: {a: {}}\n...\n");
+        assert_eq!(problems[0].line, 2);
+        let deep = format!("t:\n  a:\n    x:\n      {}1\n", "- ".repeat(25_000));
+        let (_, problems) = parsed(&deep);
+        assert_eq!(problems[0].line, 4);
+        assert!(problems[0].message.contains("nests deeper"), "{problems:?}");
+        let deep = format!("t: {{a: {{x: {}1{}}}}}\n", "[".repeat(100), "]".repeat(100));
+        assert!(parsed(&deep).1[0].message.contains("nests deeper"));
+        // A leading document marker and a byte-order mark are fine.
+        let many =
+            "alpha:\n  a:\n".to_owned() + &"    note: don't [stop, {value: '[x'}\n".repeat(40);
+        assert!(shape_problem(&many).is_none());
+        let (found, problems) = parsed("\u{feff}---\nalpha:\n  a: {value: '[x'}\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(found[0].type_query, "alpha");
     }
 
     #[test]

@@ -156,7 +156,13 @@ impl Plan {
         let state = found.unwrap_or_else(|| absent_state(provider, &request.name));
         let mut wanted = request.attrs.clone();
         if lifecycle && request.wants_absent() {
-            wanted.retain(|(key, _)| key == "ensure");
+            // Parameters stay: a removal may need one (file's force).
+            wanted.retain(|(key, _)| {
+                key == "ensure"
+                    || provider
+                        .attribute(key)
+                        .is_some_and(|a| a.kind == Kind::Write)
+            });
             if !exists {
                 wanted.clear();
             }

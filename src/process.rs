@@ -50,7 +50,8 @@ pub use orphans::adopt_orphans;
 
 pub use signals::{
     exit_if_interrupted, forward_interrupts, forward_interrupts_deferred,
-    forward_interrupts_graceful, keep_on_interrupt, remove_on_interrupt, stop_requested,
+    forward_interrupts_graceful, is_interrupted, keep_on_interrupt, remove_on_interrupt,
+    stop_requested,
 };
 
 /// The longest line accepted from a provider, in bytes.

@@ -139,6 +139,12 @@ pub fn exit_if_interrupted() {
     }
 }
 
+/// Whether a forwarded signal ended the running calls (and keeps new
+/// ones from starting).
+pub fn is_interrupted() -> bool {
+    interrupted().is_some()
+}
+
 /// The forwarded signal that arrived, if one did.
 pub(super) fn interrupted() -> Option<libc::c_int> {
     match INTERRUPTED.load(Ordering::SeqCst) {

@@ -226,6 +226,7 @@ fn a_failed_task_skips_only_its_dependents() {
     run.expect(1);
     let doc = plan_json(&run);
     assert_eq!(doc["plan"]["state"], "Failed");
+    assert_eq!(doc["plan"]["counts"]["failed"], 1);
     let failed = task(&doc, "beta[b1]");
     assert_eq!(failed["state"], "Failed");
     assert_eq!(failed["error"]["kind"], "provider");
@@ -247,7 +248,6 @@ fn a_failed_task_skips_only_its_dependents() {
     );
     assert_eq!(doc["plan"]["counts"]["skipped"], 2);
     // Detailed: changes made and failures.
-    bench.sandbox.write("fail", "");
     bench.sandbox.write("fail", "a1\n");
     bench.ral("apply", &["--detailed-exitcodes", &m]).expect(6);
 }
@@ -475,8 +475,9 @@ fn a_resource_unreadable_until_its_prerequisite_is_done_is_read_again_before_it_
     bench
         .ral("plan", &["--detailed-exitcodes", &m])
         .expect(2)
-        .stdout_has("+ beta[b1] (waits for alpha[a1])")
-        .stdout_has("read again once the tasks it waits for are done; it could not be read:");
+        .stdout_has("? beta[b1] (waits for alpha[a1])")
+        .stdout_has("read again once the tasks it waits for are done; it could not be read:")
+        .stdout_has("1 to read once what they wait for is done");
     bench.take_calls();
     bench.ral("apply", &[&m]).expect(0);
     let calls = bench.take_calls();
@@ -531,4 +532,90 @@ fn each_exit_status_plain_and_detailed() {
             .expect(2)
             .stderr_has("/nonexistent/m.yaml: cannot read the manifest");
     }
+}
+
+#[test]
+fn a_removal_whose_resource_a_prerequisite_already_removed_succeeds() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: drop-beta-b1}\nbeta:\n  b1: {ensure: absent, require: 'alpha[a1]'}\n",
+    );
+    bench.take_calls();
+    let run = bench.ral("apply", &["-j", &m]);
+    run.expect(0);
+    let doc = plan_json(&run);
+    assert_eq!(task(&doc, "beta[b1]")["state"], "Success");
+    // Read again before it ran, it had nothing left to do: no set.
+    assert!(!updates(&bench.take_calls())
+        .iter()
+        .any(|u| u.starts_with("beta")));
+}
+
+#[test]
+fn references_to_a_rejected_resource_add_no_problem_and_manifest_problems_come_together() {
+    let bench = Bench::new();
+    let first = bench.manifest(
+        "first.yaml",
+        "beta:\n  b1: {valeu: x}\nalpha:\n  a1: {value: y, require: 'beta[b1]'}\n  a2: {value: z, require: 'beta[nope]'}\n",
+    );
+    let second = bench.manifest("second.yaml", "alpha:\n  a3: [not, a, mapping]\n");
+    let run = bench.ral("plan", &[&first, &second]);
+    run.expect(2)
+        .stderr_has(&format!("{first}:2: beta[b1]: unknown attribute 'valeu'"))
+        .stderr_has(&format!(
+            "{first}:5: alpha[a2]: require beta[nope]: no such resource"
+        ))
+        .stderr_has(&format!(
+            "{second}:2: alpha[a3]: the attributes must be a mapping"
+        ));
+    assert!(!run.stderr.contains("require beta[b1]"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("3 problems in the manifest"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn exit_statuses_hold_with_a_closed_stdout_and_for_usage_errors() {
+    let bench = Bench::new();
+    bench.sandbox.write("fail", "b1\n");
+    let m = bench.manifest(
+        "m.yaml",
+        "beta:\n  b1: {value: x}\ngamma:\n  /g: {value: y}\n",
+    );
+    let mut child = bench
+        .command("apply", &["--detailed-exitcodes", &m])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The reading end is gone before ral writes anything.
+    drop(child.stdout.take());
+    assert_eq!(child.wait().unwrap().code(), Some(6));
+    bench
+        .ral("plan", &["--detailed-exitcodes", "--jobs", "0", &m])
+        .expect(1);
+    bench.ral("plan", &["--jobs", "0", &m]).expect(2);
+    bench
+        .ral("plan", &["--detailed-exitcodes", "--no-such-flag", &m])
+        .expect(1);
+}
+
+#[test]
+fn a_manifest_path_that_is_not_utf8_is_reported_in_json_without_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let bench = Bench::new();
+    let path = bench
+        .manifests
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"bad\xff.yaml"));
+    let run = run(bench.command("plan", &["-j"]).arg(&path));
+    run.expect(2);
+    let doc = plan_json(&run);
+    let file = doc["error"]["problems"][0]["file"].as_str().unwrap();
+    assert!(file.ends_with("bad\u{fffd}.yaml"), "{file}");
 }

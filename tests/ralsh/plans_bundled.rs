@@ -153,3 +153,24 @@ fn what_ralsh_yaml_prints_plans_nothing() {
     plan.expect(0)
         .stdout_has("Plan: 0 to create, 0 to change, 0 to remove;");
 }
+
+#[test]
+fn defaults_a_provider_does_not_report_and_forced_removals_verify() {
+    let sandbox = seeded();
+    sandbox.write("srv/old/inside", "x\n");
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("m.yaml");
+    // special: daily leaves minute, hour and the rest unreported; their
+    // defaults, which ral adds on creation, must not fail the check.
+    std::fs::write(
+        &manifest,
+        "cron:\n  nightly: {user: root, command: /bin/true, special: daily}\nfile:\n  /srv/old: {ensure: absent, force: true}\n",
+    )
+    .unwrap();
+    let m = manifest.to_str().unwrap();
+    run(&mut sandbox.ral_command("apply", &["--detailed-exitcodes", m])).expect(2);
+    assert!(!sandbox.root().join("srv/old").exists());
+    run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", m]))
+        .expect(0)
+        .stdout_has("0 to create, 0 to change, 0 to remove");
+}

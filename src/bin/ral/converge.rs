@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ral::converge::apply::{self, Events};
 use ral::converge::catalog::Catalog;
 use ral::converge::manifest;
-use ral::converge::plan::{self, Plan, PlanState, TaskState};
+use ral::converge::plan::{self, ErrorKind, Plan, PlanState, TaskState};
 use ral::render::human::Style;
 use ral::render::plan as render;
 use ral::text::escape_lines;
@@ -99,11 +99,9 @@ struct Ending {
 }
 
 pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
-    match mode {
-        // A stop request lets the running tasks finish.
-        Mode::Apply => ral::process::forward_interrupts_graceful(),
-        Mode::Plan => ral::process::forward_interrupts(),
-    }
+    // Until tasks run, nothing has changed: an interrupt ends the run at
+    // once (apply asks for a graceful stop only once its tasks start).
+    ral::process::forward_interrupts();
     let outcome = execute(args, mode);
     ral::process::exit_if_interrupted();
     match outcome {
@@ -129,7 +127,13 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
                     .unwrap_or_default();
                 let problems: Vec<serde_json::Value> = problems
                     .iter()
-                    .map(|p| serde_json::json!({"file": p.file, "line": p.line, "message": p.message}))
+                    .map(|p| {
+                        serde_json::json!({
+                            "file": p.file.to_string_lossy(),
+                            "line": p.line,
+                            "message": p.message,
+                        })
+                    })
                     .collect();
                 let document =
                     serde_json::json!({"error": {"message": message, "problems": problems}});
@@ -151,8 +155,13 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let started = Instant::now();
-    let declared =
-        manifest::read(&args.manifests).map_err(|problems| ral::Error::Manifest { problems })?;
+    let reading = manifest::read_all(&args.manifests);
+    if !reading.complete {
+        return Err(ral::Error::Manifest {
+            problems: reading.problems,
+        }
+        .into());
+    }
     let (host, registry) = load::load(&Setup {
         root: &args.root,
         include: &args.include,
@@ -161,8 +170,18 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         strict: args.strict,
         no_cache: args.no_cache,
     })?;
-    let catalog = Catalog::build(&registry, &declared)
-        .map_err(|problems| ral::Error::Manifest { problems })?;
+    // Every problem in one run: the manifests' own and the catalog's.
+    let catalog = match Catalog::build(&registry, &reading.declared) {
+        Ok(catalog) if reading.problems.is_empty() => catalog,
+        Ok(_) => Err(ral::Error::Manifest {
+            problems: reading.problems,
+        })?,
+        Err(more) => {
+            let mut problems = reading.problems;
+            problems.extend(more);
+            Err(ral::Error::Manifest { problems })?
+        }
+    };
     let jobs = usize::from(args.jobs);
     let mut plan = plan::plan(&host, &catalog, jobs)?;
     let style = Style {
@@ -192,31 +211,42 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         json: args.json,
         error: None,
     };
+    // A stop request now lets the running tasks finish.
+    ral::process::forward_interrupts_graceful();
     let stop = || ral::process::stop_requested().is_some();
     apply::apply(&host, &catalog, &mut plan, jobs, &stop, &mut printer);
-    if let Some(e) = printer.error.take() {
-        // stdout went away; the run itself is done.
+    let write_error = printer.error.take();
+    let ending = Ending {
+        // A task that made changes counts, also when the verification
+        // found them short of the manifest.
+        changes: plan.tasks.iter().any(|t| {
+            !t.changes.is_empty()
+                && (t.state == TaskState::Success
+                    || t.error
+                        .as_ref()
+                        .is_some_and(|e| e.kind == ErrorKind::Verify))
+        }),
+        failures: plan.state != PlanState::Successful,
+    };
+    // The run is over: output that cannot be written changes no status.
+    let written = write_error.map_or(Ok(()), Err).and_then(|()| {
+        if args.json {
+            writeln!(out, "{}", render::document(&catalog, &plan))?;
+        } else {
+            writeln!(
+                out,
+                "{}",
+                render::run_summary(&plan, started.elapsed().as_secs_f64())
+            )?;
+        }
+        out.flush()
+    });
+    if let Err(e) = written {
         if e.kind() != io::ErrorKind::BrokenPipe {
-            return Err(e.into());
+            log::error!("writing the report: {e}");
         }
     }
-    if args.json {
-        writeln!(out, "{}", render::document(&catalog, &plan))?;
-    } else {
-        writeln!(
-            out,
-            "{}",
-            render::run_summary(&plan, started.elapsed().as_secs_f64())
-        )?;
-    }
-    out.flush()?;
-    Ok(Ending {
-        changes: plan
-            .tasks
-            .iter()
-            .any(|t| t.state == TaskState::Success && !t.changes.is_empty()),
-        failures: plan.state != PlanState::Successful,
-    })
+    Ok(ending)
 }
 
 /// Prints each task as it ends (text only; JSON is one document at the

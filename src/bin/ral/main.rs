@@ -102,7 +102,10 @@ fn main() -> ExitCode {
         let args: Vec<std::ffi::OsString> = argv.collect();
         holo::run(&arg0.to_string_lossy(), &args)
     } else {
-        let args = Args::parse();
+        let args = match Args::try_parse() {
+            Ok(args) => args,
+            Err(e) => usage_error(e),
+        };
         match &args.command {
             Some(Command::Plan(converge) | Command::Apply(converge)) => {
                 logging::init("ral", converge.log_level.as_deref(), converge.quiet)
@@ -133,6 +136,23 @@ fn main() -> ExitCode {
     };
     ral::cache_dir::remove_run_cache();
     code
+}
+
+/// Help and version go out as clap prints them; a usage error exits 2, or
+/// 1 with --detailed-exitcodes, where 2 means "changes".
+fn usage_error(error: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let detailed = std::env::args_os().any(|arg| arg == "--detailed-exitcodes");
+    if detailed
+        && !matches!(
+            error.kind(),
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+        )
+    {
+        let _ = error.print();
+        std::process::exit(1);
+    }
+    error.exit()
 }
 
 /// Colour as anstream decides for stdout: NO_COLOR, CLICOLOR and

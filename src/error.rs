@@ -88,6 +88,14 @@ pub enum Error {
     #[error("{}", problems_text(.problems))]
     Manifest { problems: Vec<Problem> },
 
+    /// The state store could not be opened, read or written.
+    #[error("state store {}: {message}", path.display())]
+    Store { path: PathBuf, message: String },
+
+    /// Another run holds the state store's lock.
+    #[error("another ral apply is running ({holder}); its lock is {}", path.display())]
+    Locked { path: PathBuf, holder: String },
+
     /// A provider exists but cannot run on this system.
     #[error("{provider} is not suitable on this system: {reason}")]
     Unsuitable { provider: String, reason: String },

@@ -42,12 +42,13 @@ pub mod quoting;
 pub mod render;
 pub mod resource;
 pub mod secrets;
+pub mod store;
 pub mod text;
 pub mod types;
 pub mod update;
 
 pub use error::Error;
-pub use host::{Host, HostConfig};
+pub use host::{Host, HostConfig, DEFAULT_LOCK_TIMEOUT};
 pub use provider::Provider;
 pub use resource::{Change, Resource};
 pub use types::{AttrType, Value};

@@ -83,6 +83,9 @@ pub struct Reading {
     /// Whether every file could be read as a whole (its problems, if any,
     /// are each resource's own): checking the catalog then adds no noise.
     pub complete: bool,
+    /// The SHA-256 of the manifests' texts (each preceded by its length),
+    /// which a plan records.
+    pub digest: String,
 }
 
 /// Reads manifest files (`-` is YAML on stdin) as one: every resource in
@@ -98,6 +101,8 @@ pub fn read(paths: &[PathBuf]) -> Result<Vec<Declared>, Vec<Problem>> {
 
 /// Reads manifest files, keeping what could be read beside the problems.
 pub fn read_all(paths: &[PathBuf]) -> Reading {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
     let mut reading = Reading {
         complete: true,
         ..Reading::default()
@@ -111,6 +116,8 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
         };
         match text {
             Ok(text) => {
+                hash.update((text.len() as u64).to_le_bytes());
+                hash.update(text.as_bytes());
                 let (found, wrong, whole) = parse_document(&text, path);
                 reading.complete &= whole;
                 reading.declared.extend(found);
@@ -126,6 +133,7 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
             }
         }
     }
+    reading.digest = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
     reading
 }
 

@@ -6,6 +6,8 @@
 pub mod apply;
 pub mod catalog;
 pub mod graph;
+pub mod lifecycle;
 pub mod manifest;
 pub mod plan;
 pub mod read;
+pub mod record;

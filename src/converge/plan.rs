@@ -149,6 +149,9 @@ pub struct Task {
     /// Why the current state is not known yet: its read failed while it
     /// waited for pending changes. It is read again before it runs.
     pub deferred: Option<String>,
+    /// The store says ral applied the resource as the manifest says: the
+    /// system changed since.
+    pub drifted: bool,
 }
 
 /// The tasks for a catalog.
@@ -186,6 +189,16 @@ impl Plan {
 /// attribute changed, a provider that cannot change resources) are
 /// problems of the manifest, all reported together.
 pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> {
+    plan_with_id(host, catalog, jobs, new_id())
+}
+
+/// [`plan`] with the id given (one [`new_id`] made).
+pub fn plan_with_id(
+    host: &Host,
+    catalog: &Catalog,
+    jobs: usize,
+    id: String,
+) -> Result<Plan, Error> {
     let found = read_states(host, catalog, jobs);
     let mut problems: Vec<Problem> = Vec::new();
     let mut tasks: Vec<Task> = Vec::new();
@@ -235,6 +248,7 @@ pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> 
                 seconds: 0.0,
                 transition: None,
                 deferred: None,
+                drifted: false,
             }),
             Ok(current) => match update::Plan::new(provider, &item.request, current.clone()) {
                 Err(e) => {
@@ -275,7 +289,7 @@ pub fn plan(host: &Host, catalog: &Catalog, jobs: usize) -> Result<Plan, Error> 
         return Err(Error::Manifest { problems });
     }
     Ok(Plan {
-        id: new_id(),
+        id,
         state: PlanState::Initial,
         tasks,
         unchanged,
@@ -327,6 +341,7 @@ fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -
         seconds: 0.0,
         transition: Some(placeholder),
         deferred: None,
+        drifted: false,
     }
 }
 
@@ -357,6 +372,7 @@ fn planned_task(
         seconds: 0.0,
         transition: Some(transition),
         deferred: None,
+        drifted: false,
     }
 }
 
@@ -401,7 +417,7 @@ pub(super) fn by_provider<'c>(
 }
 
 /// A plan id: the time and this process, unique on the machine.
-fn new_id() -> String {
+pub fn new_id() -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();

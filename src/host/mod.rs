@@ -80,6 +80,11 @@ impl Host {
         }
     }
 
+    /// The root providers work below.
+    pub fn root(&self) -> &Path {
+        &self.config.root
+    }
+
     /// How many error-level stderr lines providers wrote so far.
     pub fn provider_error_lines(&self) -> usize {
         self.error_lines.load(Ordering::SeqCst)

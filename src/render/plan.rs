@@ -65,6 +65,9 @@ pub fn preview(
             sign(task),
             style.paint(NAME, &item.reference())
         )?;
+        if task.drifted {
+            write!(out, " (drifted)")?;
+        }
         if !task.requires.is_empty() {
             write!(
                 out,
@@ -210,6 +213,7 @@ pub fn document(catalog: &Catalog, plan: &Plan) -> Json {
                 "state": task.state.as_str(),
                 "error": task.error.as_ref().map(|e| json!({"kind": e.kind.as_str(), "message": e.message})),
                 "seconds": task.seconds,
+                "drifted": task.drifted,
             })
         })
         .collect();

@@ -14,6 +14,7 @@ const LAYERS: &[&str] = &[
     "secrets",
     "bounded_read",
     "cache_dir",
+    "store",
     "metadata",
     "log_line",
     "resource",

@@ -41,6 +41,7 @@ mod ral_check_findings;
 mod ral_check_round_trip;
 mod redaction;
 mod simple_output;
+mod state_store;
 mod support;
 mod toolkit;
 mod types;

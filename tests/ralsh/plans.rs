@@ -17,45 +17,45 @@ fn plans_dir() -> PathBuf {
 
 /// `ral SUBCOMMAND` with the plan fixtures and a manifest written to the
 /// sandbox's parent-free temp file `m.yaml` (outside the root).
-struct Bench {
-    sandbox: Sandbox,
-    manifests: tempfile::TempDir,
+pub struct Bench {
+    pub sandbox: Sandbox,
+    pub manifests: tempfile::TempDir,
 }
 
 impl Bench {
-    fn new() -> Bench {
+    pub fn new() -> Bench {
         Bench {
             sandbox: Sandbox::new(),
             manifests: tempfile::tempdir().unwrap(),
         }
     }
 
-    fn manifest(&self, name: &str, text: &str) -> String {
+    pub fn manifest(&self, name: &str, text: &str) -> String {
         let path = self.manifests.path().join(name);
         std::fs::write(&path, text).unwrap();
         path.to_str().unwrap().to_owned()
     }
 
-    fn command(&self, subcommand: &str, args: &[&str]) -> Command {
+    pub fn command(&self, subcommand: &str, args: &[&str]) -> Command {
         let dir = plans_dir();
         let mut with_fixtures = vec!["-I", dir.to_str().unwrap()];
         with_fixtures.extend_from_slice(args);
         self.sandbox.ral_command(subcommand, &with_fixtures)
     }
 
-    fn ral(&self, subcommand: &str, args: &[&str]) -> Run {
+    pub fn ral(&self, subcommand: &str, args: &[&str]) -> Run {
         run(&mut self.command(subcommand, args))
     }
 
     /// The calls logged since the last `take_calls`.
-    fn take_calls(&self) -> Vec<String> {
+    pub fn take_calls(&self) -> Vec<String> {
         let calls = self.sandbox.calls();
         let _ = std::fs::remove_file(self.sandbox.root().join("calls.log"));
         calls
     }
 
     /// The resources a store holds, as JSON.
-    fn store(&self, stem: &str) -> Json {
+    pub fn store(&self, stem: &str) -> Json {
         let text = self.sandbox.read(&format!("{stem}.json"));
         if text.is_empty() {
             Json::Object(Default::default())
@@ -66,7 +66,7 @@ impl Bench {
 }
 
 /// The update calls among `calls`: "STEM NAMES".
-fn updates(calls: &[String]) -> Vec<String> {
+pub fn updates(calls: &[String]) -> Vec<String> {
     calls
         .iter()
         .filter_map(|line| {
@@ -96,7 +96,7 @@ fn position(list: &[String], wanted: &str) -> usize {
         .unwrap_or_else(|| panic!("{wanted:?} not in {list:#?}"))
 }
 
-fn plan_json(run: &Run) -> Json {
+pub fn plan_json(run: &Run) -> Json {
     let doc: Json = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", run.stdout, run.stderr));
     if let Err(e) = plan_schema().validate(&doc) {
@@ -105,7 +105,7 @@ fn plan_json(run: &Run) -> Json {
     doc
 }
 
-fn task<'a>(doc: &'a Json, resource: &str) -> &'a Json {
+pub fn task<'a>(doc: &'a Json, resource: &str) -> &'a Json {
     doc["plan"]["tasks"]
         .as_array()
         .unwrap()

@@ -6,14 +6,18 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ral::converge::apply::{self, Events};
 use ral::converge::catalog::Catalog;
+use ral::converge::lifecycle;
 use ral::converge::manifest;
 use ral::converge::plan::{self, ErrorKind, Plan, PlanState, TaskState};
+use ral::converge::record::{Recorder, Recording};
 use ral::render::human::Style;
 use ral::render::plan as render;
+use ral::store::{Holder, RunLock, Store};
 use ral::text::escape_lines;
 
 use crate::load::{self, Setup};
@@ -33,10 +37,20 @@ pub struct ConvergeArgs {
     #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = load::parse_timeout)]
     timeout: Duration,
 
-    /// How long a provider waits for the lock of a file it edits, in
-    /// seconds (RALSH_LOCK_TIMEOUT).
-    #[arg(long, value_name = "SECONDS", default_value = "15", value_parser = load::parse_lock_timeout)]
-    lock_timeout: Duration,
+    /// How long to wait for another ral apply's lock of the state store
+    /// (without it: fail at once, naming the holder), and for the lock of a
+    /// file a provider edits (RALSH_LOCK_TIMEOUT; without it: 15).
+    #[arg(long, value_name = "SECONDS", value_parser = load::parse_lock_timeout)]
+    lock_timeout: Option<Duration>,
+
+    /// The state store (default: ROOT/var/lib/ral/state.db).
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+
+    /// Plan no removals: items no manifest lists any more stay as they
+    /// are, and stay in the store.
+    #[arg(long)]
+    keep_removed: bool,
 
     /// Log level (error, warn, info, debug, trace, off), or TARGET=LEVEL
     /// pairs and a level, comma-separated; RUST_LOG works too. Default:
@@ -156,6 +170,7 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let started = Instant::now();
     let reading = manifest::read_all(&args.manifests);
+    let reading_digest = reading.digest.clone();
     if !reading.complete {
         return Err(ral::Error::Manifest {
             problems: reading.problems,
@@ -166,7 +181,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         root: &args.root,
         include: &args.include,
         timeout: args.timeout,
-        lock_timeout: args.lock_timeout,
+        lock_timeout: args.lock_timeout.unwrap_or(ral::DEFAULT_LOCK_TIMEOUT),
         strict: args.strict,
         no_cache: args.no_cache,
     })?;
@@ -182,8 +197,50 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
             Err(ral::Error::Manifest { problems })?
         }
     };
+    let mut catalog = catalog;
+    let declared_items = catalog.items.len();
+    let state_path = args
+        .state
+        .clone()
+        .unwrap_or_else(|| host.root().join("var/lib/ral/state.db"));
+    let plan_id = plan::new_id();
+    // A plan reads the store as it is; an apply holds its lock throughout.
+    let (mut store, _lock) = match mode {
+        Mode::Plan => (Store::open_existing(&state_path)?, None),
+        Mode::Apply => {
+            let lock = RunLock::acquire(
+                &state_path,
+                &Holder::me(&plan_id),
+                args.lock_timeout.unwrap_or_default(),
+            )?;
+            let mut store = Store::open(&state_path)?;
+            for dead in store.recover_dead_plans()? {
+                log::warn!(
+                    "plan {dead} was left running by a process that ended; it is marked Failed, \
+                     and this plan reads every resource again"
+                );
+            }
+            (Some(store), Some(lock))
+        }
+    };
+    let stored = match &store {
+        Some(store) => store.items()?,
+        None => Vec::new(),
+    };
+    let leftovers = lifecycle::leftovers(&catalog, &stored, &registry, args.keep_removed);
+    let origin = manifest::Origin {
+        file: std::sync::Arc::from(state_path.as_path()),
+        line: 0,
+    };
+    lifecycle::add_removals(&mut catalog, &registry, &leftovers.remove, &origin);
     let jobs = usize::from(args.jobs);
-    let mut plan = plan::plan(&host, &catalog, jobs)?;
+    let mut plan = plan::plan_with_id(&host, &catalog, jobs, plan_id)?;
+    if let Some(salt) = match &store {
+        Some(store) => store.existing_salt()?,
+        None => None,
+    } {
+        lifecycle::mark_drifted(&catalog, &mut plan, &stored, &salt);
+    }
     let style = Style {
         color: !args.json && crate::use_color(),
     };
@@ -193,6 +250,14 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         Box::new(io::stdout().lock())
     };
     if mode == Mode::Plan {
+        for item in &leftovers.forget {
+            log::info!(
+                "{}[{}] is no longer in any manifest; ral did not create it, so an apply only \
+                 forgets it",
+                item.type_name,
+                item.name
+            );
+        }
         if args.json {
             writeln!(out, "{}", render::document(&catalog, &plan))?;
         } else {
@@ -204,6 +269,25 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
             failures: plan.tasks.iter().any(|t| t.state == TaskState::Failed),
         });
     }
+    let store = store.as_mut().expect("an apply opens the store");
+    if !leftovers.forget.is_empty() {
+        let keys: Vec<(String, String)> = leftovers
+            .forget
+            .iter()
+            .map(|item| (item.provider.clone(), item.name.clone()))
+            .collect();
+        store.forget(&keys)?;
+        for item in &leftovers.forget {
+            log::info!(
+                "{}[{}] is no longer in any manifest; ral did not create it, so it is left as it \
+                 is and forgotten",
+                item.type_name,
+                item.name
+            );
+        }
+    }
+    let mut recorder = Recorder::new(store, &catalog, &stored, declared_items)?;
+    recorder.begin(&plan, &reading_digest, &render::document(&catalog, &plan))?;
     let mut printer = TaskLines {
         out: &mut out,
         catalog: &catalog,
@@ -213,8 +297,22 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     };
     // A stop request now lets the running tasks finish.
     ral::process::forward_interrupts_graceful();
-    let stop = || ral::process::stop_requested().is_some();
-    apply::apply(&host, &catalog, &mut plan, jobs, &stop, &mut printer);
+    let failed_store = AtomicBool::new(false);
+    {
+        let mut events = Recording {
+            recorder: &mut recorder,
+            inner: &mut printer,
+            failed: &failed_store,
+        };
+        let stop =
+            || ral::process::stop_requested().is_some() || failed_store.load(Ordering::SeqCst);
+        apply::apply(&host, &catalog, &mut plan, jobs, &stop, &mut events);
+    }
+    let report = render::document(&catalog, &plan);
+    recorder.finish(&plan, &report)?;
+    if let Some(e) = recorder.failure.take() {
+        return Err(e.into());
+    }
     let write_error = printer.error.take();
     let ending = Ending {
         // A task that made changes counts, also when the verification
@@ -231,7 +329,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     // The run is over: output that cannot be written changes no status.
     let written = write_error.map_or(Ok(()), Err).and_then(|()| {
         if args.json {
-            writeln!(out, "{}", render::document(&catalog, &plan))?;
+            writeln!(out, "{report}")?;
         } else {
             writeln!(
                 out,

@@ -12,6 +12,7 @@ mod logging;
 #[path = "../common/man.rs"]
 mod man;
 mod manual;
+mod state;
 
 use std::process::ExitCode;
 
@@ -55,6 +56,8 @@ enum Command {
     /// dependency order, and verify the result.
     #[command(after_help = APPLY_HELP)]
     Apply(converge::ConvergeArgs),
+    /// What the state store holds: ral state list|history|show|forget.
+    State(state::StateArgs),
     /// Run providers the way the host does and report every violation of
     /// the calling convention.
     Check(conformance::CheckArgs),
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
             (Some(Command::Plan(converge)), _) => converge::run(&converge, converge::Mode::Plan),
             (Some(Command::Apply(converge)), _) => converge::run(&converge, converge::Mode::Apply),
             (Some(Command::Check(check)), _) => conformance::run(&check),
+            (Some(Command::State(state)), _) => state::run(&state),
             (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),
             (None, Some(shell)) => {
                 // Into a buffer: generate() panics on a closed pipe.

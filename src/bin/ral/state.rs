@@ -1,0 +1,318 @@
+//! `ral state list|history|show|forget`: what the state store holds — the
+//! items ral manages with their states and applied properties (sensitive
+//! ones only as digests), the plans run, one plan's full report — and
+//! `forget`, which stops managing items without touching them.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value as Json};
+
+use ral::store::{Holder, RecordedTask, RunLock, Store, StoredItem};
+use ral::text::{escape, escape_lines};
+
+#[derive(Debug, clap::Args)]
+pub struct StateArgs {
+    /// The state store (default: ROOT/var/lib/ral/state.db).
+    #[arg(long, value_name = "FILE", global = true)]
+    state: Option<PathBuf>,
+
+    /// The root whose store is meant when --state is not given.
+    #[arg(long, value_name = "DIR", default_value = "/", global = true)]
+    root: PathBuf,
+
+    /// Print JSON instead of text.
+    #[arg(short = 'j', long, global = true)]
+    json: bool,
+
+    #[command(subcommand)]
+    command: StateCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum StateCommand {
+    /// The items ral manages: state, provider and applied properties.
+    List,
+    /// The plans run, oldest first, with their states, times and counts.
+    History,
+    /// One plan's report, in the shape `ral apply -j` prints.
+    Show {
+        /// The plan's id (see `ral state history`).
+        plan: String,
+    },
+    /// Stop managing items, leaving the resources as they are.
+    Forget {
+        /// Items as TYPE[NAME] (TYPE may be a qualified provider name).
+        #[arg(value_name = "TYPE[NAME]", required = true)]
+        items: Vec<String>,
+    },
+}
+
+pub fn run(args: &StateArgs) -> ExitCode {
+    match execute(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ral state: error: {}", escape_lines(&format!("{e:#}")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn execute(args: &StateArgs) -> anyhow::Result<ExitCode> {
+    let path = args
+        .state
+        .clone()
+        .unwrap_or_else(|| args.root.join("var/lib/ral/state.db"));
+    let mut out = io::stdout().lock();
+    if let StateCommand::Forget { items } = &args.command {
+        let _lock = RunLock::acquire(&path, &Holder::me("ral state forget"), Default::default())?;
+        let mut store = Store::open(&path)?;
+        let stored = store.items()?;
+        let mut keys = Vec::new();
+        for wanted in items {
+            let reference =
+                ral::converge::manifest::parse_reference(wanted, 0).map_err(anyhow::Error::msg)?;
+            let found = stored.iter().find(|item| {
+                item.name == reference.name
+                    && (item.type_name == reference.type_query
+                        || item.provider == reference.type_query)
+            });
+            match found {
+                Some(item) => keys.push((item.provider.clone(), item.name.clone())),
+                None => bail!("{}: no such item in {}", escape(wanted), path.display()),
+            }
+        }
+        store.forget(&keys)?;
+        if !args.json {
+            for wanted in items {
+                writeln!(out, "forgotten: {}", escape(wanted))?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(store) = Store::open_existing(&path)? else {
+        bail!(
+            "{}: no state store here yet (ral apply makes it)",
+            path.display()
+        );
+    };
+    match &args.command {
+        StateCommand::List => list(&mut out, &store.items()?, args.json)?,
+        StateCommand::History => history(&mut out, &store, args.json)?,
+        StateCommand::Show { plan } => {
+            let Some(report) = report(&store, plan)? else {
+                bail!("no plan '{}' in {}", escape(plan), path.display());
+            };
+            if args.json {
+                writeln!(out, "{report}")?;
+            } else {
+                show(&mut out, &report)?;
+            }
+        }
+        StateCommand::Forget { .. } => unreachable!("handled above"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A stored property as shown: a sensitive value's digest is never printed.
+fn shown_property(value: &Json) -> Json {
+    match value {
+        Json::Object(map) if map.len() == 1 && map.contains_key("sha256") => {
+            Json::from(ral::secrets::REDACTED)
+        }
+        other => other.clone(),
+    }
+}
+
+fn list(out: &mut impl Write, items: &[StoredItem], as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        let items: Vec<Json> = items
+            .iter()
+            .map(|item| {
+                let properties: serde_json::Map<String, Json> = item
+                    .properties
+                    .iter()
+                    .map(|(k, v)| (k.clone(), shown_property(v)))
+                    .collect();
+                json!({
+                    "type": item.type_name,
+                    "name": item.name,
+                    "provider": item.provider,
+                    "state": item.state.as_str(),
+                    "created": item.created,
+                    "properties": properties,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", json!({ "items": items }))?;
+        return Ok(());
+    }
+    for item in items {
+        let properties: Vec<String> = item
+            .properties
+            .iter()
+            .map(|(k, v)| format!("{}: {}", escape(k), shown_property(v)))
+            .collect();
+        writeln!(
+            out,
+            "{}[{}]  {}  {}  {}",
+            item.type_name,
+            escape(&item.name),
+            item.state.as_str(),
+            item.provider,
+            properties.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+fn history(out: &mut impl Write, store: &Store, as_json: bool) -> anyhow::Result<()> {
+    let mut plans = Vec::new();
+    for record in store.history()? {
+        let report = report(store, &record.id)?.unwrap_or(Json::Null);
+        plans.push(json!({
+            "id": record.id,
+            "state": record.state,
+            "manifest_digest": record.manifest_digest,
+            "created": record.created,
+            "started": record.started,
+            "ended": record.ended,
+            "counts": report["plan"]["counts"],
+        }));
+    }
+    if as_json {
+        writeln!(out, "{}", json!({ "plans": plans }))?;
+        return Ok(());
+    }
+    for plan in &plans {
+        let counts = &plan["counts"];
+        writeln!(
+            out,
+            "{}  {:<10}  {}  tasks: {} succeeded, {} failed, {} skipped, {} stopped",
+            plan["id"].as_str().unwrap_or_default(),
+            plan["state"].as_str().unwrap_or_default(),
+            utc(plan["created"].as_f64().unwrap_or_default()),
+            counts["success"],
+            counts["failed"],
+            counts["skipped"],
+            counts["stopped"]
+        )?;
+    }
+    Ok(())
+}
+
+/// The plan's document: as it ended, or (for a plan a crash cut short) as
+/// planned with the tasks' recorded states.
+fn report(store: &Store, id: &str) -> anyhow::Result<Option<Json>> {
+    let Some(record) = store.history()?.into_iter().find(|p| p.id == id) else {
+        return Ok(None);
+    };
+    let mut report: Json = match &record.report {
+        Some(text) => serde_json::from_str(text).context("the stored report is not JSON")?,
+        None => return Ok(None),
+    };
+    if record.ended.is_some() && record.state != "Failed" {
+        return Ok(Some(report));
+    }
+    let recorded: Vec<RecordedTask> = store.tasks(id)?;
+    report["plan"]["state"] = Json::from(record.state.clone());
+    if let Some(tasks) = report["plan"]["tasks"].as_array_mut() {
+        for task in tasks {
+            let Some(row) = recorded
+                .iter()
+                .find(|r| Some(r.id as u64) == task["id"].as_u64())
+            else {
+                continue;
+            };
+            task["state"] = Json::from(row.state.clone());
+            if let Some(error) = &row.error {
+                task["error"] = serde_json::from_str(error).unwrap_or(Json::Null);
+            }
+            if let Some(changes) = &row.changes {
+                task["changes"] = serde_json::from_str(changes).unwrap_or(json!([]));
+            }
+            if let Some(seconds) = row.seconds {
+                task["seconds"] = Json::from(seconds);
+            }
+        }
+    }
+    let states: Vec<String> = report["plan"]["tasks"]
+        .as_array()
+        .map(|tasks| {
+            tasks
+                .iter()
+                .map(|t| t["state"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let count = |state: &str| states.iter().filter(|s| *s == state).count();
+    for (key, state) in [
+        ("success", "Success"),
+        ("failed", "Failed"),
+        ("skipped", "Skipped"),
+        ("stopped", "Stopped"),
+    ] {
+        report["plan"]["counts"][key] = Json::from(count(state));
+    }
+    Ok(Some(report))
+}
+
+fn show(out: &mut impl Write, report: &Json) -> anyhow::Result<()> {
+    let plan = &report["plan"];
+    writeln!(
+        out,
+        "plan {}: {}",
+        plan["id"].as_str().unwrap_or_default(),
+        plan["state"].as_str().unwrap_or_default()
+    )?;
+    for task in plan["tasks"].as_array().into_iter().flatten() {
+        let error = task["error"]["message"]
+            .as_str()
+            .map(|m| format!(": {}", escape(m)))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{:<7} {} {}{error}",
+            task["state"].as_str().unwrap_or_default(),
+            task["action"].as_str().unwrap_or_default(),
+            escape(task["resource"].as_str().unwrap_or_default())
+        )?;
+    }
+    Ok(())
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(seconds: f64) -> String {
+    let total = seconds as i64;
+    let (days, rest) = (total.div_euclid(86_400), total.rem_euclid(86_400));
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn times_are_civil_utc() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_795_676_733.5), "2026-11-26 07:05:33 UTC");
+        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00:00 UTC");
+    }
+}

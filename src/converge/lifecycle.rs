@@ -1,0 +1,253 @@
+//! Items and the state store: which stored items a manifest no longer
+//! lists (removed when ral created them, forgotten otherwise), the
+//! properties kept for an item (sensitive values as salted digests), and
+//! the item state each plan step leads to.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value as Json};
+use sha2::{Digest, Sha256};
+
+use crate::discovery::Registry;
+use crate::provider::Provider;
+use crate::store::{ItemState, StoredItem};
+use crate::types::Value;
+use crate::update::Request;
+
+use super::catalog::{Catalog, Item};
+use super::manifest::Origin;
+
+/// The properties the store keeps for a request: every attribute's value
+/// as JSON, a sensitive one as `{"sha256": HEX}` of the salt and its text.
+pub fn properties(provider: &Provider, request: &Request, salt: &str) -> Map<String, Json> {
+    request
+        .attrs
+        .iter()
+        .map(|(key, value)| {
+            let sensitive = provider.attribute(key).is_some_and(|a| a.sensitive);
+            let kept = if sensitive {
+                serde_json::json!({"sha256": digest(salt, value)})
+            } else {
+                Json::from(value)
+            };
+            (key.clone(), kept)
+        })
+        .collect()
+}
+
+fn digest(salt: &str, value: &Value) -> String {
+    let mut hash = Sha256::new();
+    hash.update(salt.as_bytes());
+    hash.update([0]);
+    hash.update(Json::from(value).to_string().as_bytes());
+    hash.finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// What the store means for a catalog: the stored items it no longer
+/// lists, split into those to remove and those to forget.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    /// Created by ral, so removed (ensure: absent) by the plan.
+    pub remove: Vec<StoredItem>,
+    /// Not created by ral (or never applied, or of a provider that cannot
+    /// remove): dropped from the store, left as they are.
+    pub forget: Vec<StoredItem>,
+}
+
+/// Splits the stored items the catalog does not list.
+pub fn leftovers(
+    catalog: &Catalog,
+    stored: &[StoredItem],
+    registry: &Registry,
+    keep_removed: bool,
+) -> Leftovers {
+    let listed: HashSet<(String, &str)> = catalog
+        .items
+        .iter()
+        .map(|item| (item.provider.qualified_name(), item.name()))
+        .collect();
+    let mut out = Leftovers::default();
+    for item in stored {
+        if listed.contains(&(item.provider.clone(), item.name.as_str())) {
+            continue;
+        }
+        let removable = item.created
+            && item.state != ItemState::Initial
+            && registry
+                .resolve(&item.provider)
+                .is_ok_and(crate::update::can_be_absent);
+        if keep_removed {
+            continue;
+        }
+        if removable {
+            out.remove.push(item.clone());
+        } else {
+            out.forget.push(item.clone());
+        }
+    }
+    out
+}
+
+/// Adds a removal item (`ensure: absent`) to the catalog for each stored
+/// item in `remove`, ordered the reverse of how they were applied: what
+/// came after another is removed before it. `store` names the origin.
+pub fn add_removals<'r>(
+    catalog: &mut Catalog<'r>,
+    registry: &'r Registry,
+    remove: &[StoredItem],
+    origin: &Origin,
+) {
+    let first = catalog.items.len();
+    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    for (at, stored) in remove.iter().enumerate() {
+        index.insert((stored.provider.as_str(), stored.name.as_str()), first + at);
+    }
+    for stored in remove {
+        let Ok(provider) = registry.resolve(&stored.provider) else {
+            continue;
+        };
+        let absent = provider
+            .attribute("ensure")
+            .and_then(|ensure| ensure.attr_type.parse_cli("absent").ok());
+        let mut request = Request {
+            name: stored.name.clone(),
+            attrs: Vec::new(),
+        };
+        if let Some(absent) = absent {
+            request.attrs.push(("ensure".to_owned(), absent));
+        }
+        catalog.items.push(Item {
+            provider,
+            type_query: stored.type_name.clone(),
+            origin: origin.clone(),
+            request,
+            requires: Vec::new(),
+        });
+    }
+    // Reverse the stored edges among the removed items.
+    for (at, stored) in remove.iter().enumerate() {
+        for (provider, name) in &stored.requires {
+            if let Some(&prerequisite) = index.get(&(provider.as_str(), name.as_str())) {
+                catalog.items[prerequisite].requires.push(first + at);
+            }
+        }
+    }
+    // The new items go after the others, in an order the edges allow.
+    let removal_order = super::graph::order(
+        &catalog.items[first..]
+            .iter()
+            .map(|item| item.requires.iter().map(|r| r - first).collect())
+            .collect::<Vec<Vec<usize>>>(),
+    )
+    .unwrap_or_else(|_| (0..remove.len()).collect());
+    catalog
+        .order
+        .extend(removal_order.into_iter().map(|at| at + first));
+}
+
+/// The state an item of the catalog is in before the plan runs: new
+/// (Initial), applied as the manifest says (Applied), or applied with
+/// other properties (Updated).
+pub fn state_before(stored: Option<&StoredItem>, properties: &Map<String, Json>) -> ItemState {
+    match stored {
+        None => ItemState::Initial,
+        Some(item) if item.state == ItemState::Initial => ItemState::Initial,
+        Some(item) if &item.properties == properties => ItemState::Applied,
+        Some(_) => ItemState::Updated,
+    }
+}
+
+/// Marks the tasks of items the store says were applied as the manifest
+/// says: the system drifted from what ral applied.
+pub fn mark_drifted(
+    catalog: &Catalog,
+    plan: &mut super::plan::Plan,
+    stored: &[StoredItem],
+    salt: &str,
+) {
+    let by_key: HashMap<(String, &str), &StoredItem> = stored
+        .iter()
+        .map(|item| ((item.provider.clone(), item.name.as_str()), item))
+        .collect();
+    for task in &mut plan.tasks {
+        let item = &catalog.items[task.item];
+        let Some(before) = by_key.get(&(item.provider.qualified_name(), item.name())) else {
+            continue;
+        };
+        let now = properties(item.provider, &item.request, salt);
+        task.drifted = state_before(Some(before), &now) == ItemState::Applied;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider() -> Provider {
+        let yaml = "provider:\n  type: t\n  invoke: json\n  actions: [get, set]\n  suitable: true\n  attributes:\n    name: {}\n    value: {}\n    secret: {sensitive: true}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new("t.yaml")).unwrap();
+        Provider::new(meta, "t.prov".into(), None)
+    }
+
+    fn request(value: &str, secret: &str) -> Request {
+        Request {
+            name: "a".to_owned(),
+            attrs: vec![
+                ("value".to_owned(), Value::from(value)),
+                ("secret".to_owned(), Value::from(secret)),
+            ],
+        }
+    }
+
+    #[test]
+    fn sensitive_properties_are_salted_digests() {
+        let p = provider();
+        let kept = properties(&p, &request("v", "hunter2"), "salt");
+        assert_eq!(kept["value"], "v");
+        let digest = kept["secret"]["sha256"].as_str().unwrap();
+        assert_eq!(digest.len(), 64);
+        assert!(!Json::Object(kept.clone()).to_string().contains("hunter2"));
+        assert_ne!(
+            properties(&p, &request("v", "hunter2"), "pepper")["secret"],
+            kept["secret"]
+        );
+        assert_eq!(properties(&p, &request("v", "hunter2"), "salt"), kept);
+    }
+
+    #[test]
+    fn the_state_before_a_plan_follows_the_applied_properties() {
+        let p = provider();
+        let applied = properties(&p, &request("v", "s"), "salt");
+        let stored = |state: ItemState| StoredItem {
+            provider: "t::t".to_owned(),
+            type_name: "t".to_owned(),
+            name: "a".to_owned(),
+            state,
+            properties: applied.clone(),
+            created: true,
+            requires: Vec::new(),
+        };
+        let other = properties(&p, &request("w", "s"), "salt");
+        assert_eq!(state_before(None, &applied), ItemState::Initial);
+        assert_eq!(
+            state_before(Some(&stored(ItemState::Initial)), &applied),
+            ItemState::Initial
+        );
+        assert_eq!(
+            state_before(Some(&stored(ItemState::Applied)), &applied),
+            ItemState::Applied
+        );
+        assert_eq!(
+            state_before(Some(&stored(ItemState::Applied)), &other),
+            ItemState::Updated
+        );
+        // Updated, and the manifest says again what was applied: Applied.
+        assert_eq!(
+            state_before(Some(&stored(ItemState::Updated)), &applied),
+            ItemState::Applied
+        );
+    }
+}

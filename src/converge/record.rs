@@ -1,0 +1,247 @@
+//! Recording a run in the state store: the items' states before the tasks
+//! run, each task's end (with what it did to its item) committed before any
+//! task that waits for it starts, and the plan's end with its report.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value as Json};
+
+use crate::error::{Error, Result};
+use crate::store::{ItemChange, ItemState, PlanRecord, Store, StoredItem, TaskEnd};
+
+use super::apply::Events;
+use super::catalog::Catalog;
+use super::lifecycle;
+use super::plan::{Action, Plan, TaskState};
+
+/// The store's view of one run.
+pub struct Recorder<'s, 'c, 'r> {
+    store: &'s mut Store,
+    catalog: &'c Catalog<'r>,
+    salt: String,
+    /// What the store held before the run, by (provider, name).
+    stored: HashMap<(String, String), StoredItem>,
+    /// How many catalog items came from the manifest (the rest are
+    /// removals of stored items).
+    declared: usize,
+    /// The first store error; the run stops at it.
+    pub failure: Option<Error>,
+}
+
+impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
+    /// `declared`: how many of the catalog's items the manifests declared.
+    pub fn new(
+        store: &'s mut Store,
+        catalog: &'c Catalog<'r>,
+        stored: &[StoredItem],
+        declared: usize,
+    ) -> Result<Recorder<'s, 'c, 'r>> {
+        let salt = store.salt()?;
+        Ok(Recorder {
+            store,
+            catalog,
+            salt,
+            stored: stored
+                .iter()
+                .map(|item| ((item.provider.clone(), item.name.clone()), item.clone()))
+                .collect(),
+            declared,
+            failure: None,
+        })
+    }
+
+    fn key(&self, item: usize) -> (String, String) {
+        let item = &self.catalog.items[item];
+        (item.provider.qualified_name(), item.name().to_owned())
+    }
+
+    /// The properties kept for a declared item.
+    fn properties(&self, item: usize) -> Map<String, Json> {
+        let item = &self.catalog.items[item];
+        lifecycle::properties(item.provider, &item.request, &self.salt)
+    }
+
+    /// The stored item for catalog item `at` in `state`.
+    fn stored_item(&self, at: usize, state: ItemState, created: bool) -> StoredItem {
+        let item = &self.catalog.items[at];
+        let before = self.stored.get(&self.key(at));
+        StoredItem {
+            provider: item.provider.qualified_name(),
+            type_name: item.provider.type_name().to_owned(),
+            name: item.name().to_owned(),
+            state,
+            properties: self.properties(at),
+            created: created || before.is_some_and(|b| b.created),
+            requires: item.requires.iter().map(|&r| self.key(r)).collect(),
+        }
+    }
+
+    /// Records the plan as it starts: its tasks, and the items' states
+    /// before any runs (new ones Initial, changed ones Updated, removals
+    /// ForRemoval).
+    /// `report` is the plan's document as planned.
+    pub fn begin(&mut self, plan: &Plan, manifest_digest: &str, report: &Json) -> Result<()> {
+        let mut items = Vec::new();
+        for at in 0..self.catalog.items.len() {
+            let key = self.key(at);
+            let before = self.stored.get(&key);
+            let state = if at >= self.declared {
+                ItemState::ForRemoval
+            } else {
+                lifecycle::state_before(before, &self.properties(at))
+            };
+            if before.map(|b| b.state) != Some(state) || before.is_none() {
+                let mut item = self.stored_item(at, state, false);
+                if let Some(before) = before.filter(|_| state != ItemState::Initial) {
+                    // Until it is applied again, it keeps what was applied.
+                    item.properties = before.properties.clone();
+                    item.requires = before.requires.clone();
+                }
+                items.push(item);
+            }
+        }
+        if !items.is_empty() {
+            self.store.put_items(&items)?;
+        }
+        let tasks: Vec<(usize, String, String, String)> = plan
+            .tasks
+            .iter()
+            .map(|task| {
+                let item = &self.catalog.items[task.item];
+                (
+                    task.id,
+                    format!("{}[{}]", item.type_query, item.name()),
+                    item.provider.qualified_name(),
+                    task.action.as_str().to_owned(),
+                )
+            })
+            .collect();
+        let now = crate::store::now();
+        self.store.begin_plan(
+            &PlanRecord {
+                id: plan.id.clone(),
+                manifest_digest: manifest_digest.to_owned(),
+                state: "Running".to_owned(),
+                created: now,
+                started: Some(now),
+                ended: None,
+                report: Some(report.to_string()),
+            },
+            &tasks,
+        )
+    }
+
+    /// Records the end: items without a task are Applied as the manifest
+    /// says (the system already was), and the plan's state and report.
+    pub fn finish(&mut self, plan: &Plan, report: &Json) -> Result<()> {
+        if self.failure.is_none() && plan.state != super::plan::PlanState::Stopped {
+            let with_task: std::collections::HashSet<usize> =
+                plan.tasks.iter().map(|t| t.item).collect();
+            let items: Vec<StoredItem> = (0..self.declared)
+                .filter(|at| !with_task.contains(at))
+                .filter(|&at| {
+                    let before = self.stored.get(&self.key(at));
+                    lifecycle::state_before(before, &self.properties(at)) != ItemState::Applied
+                })
+                .map(|at| self.stored_item(at, ItemState::Applied, false))
+                .collect();
+            if !items.is_empty() {
+                self.store.put_items(&items)?;
+            }
+        }
+        self.store
+            .end_plan(&plan.id, plan.state.as_str(), &report.to_string())
+    }
+
+    fn record_end(&mut self, plan: &Plan, at: usize) -> Result<()> {
+        let task = &plan.tasks[at];
+        let key = self.key(task.item);
+        let applied;
+        let item = match (task.state, task.action) {
+            (TaskState::Success, Action::Remove) => ItemChange::Removed {
+                provider: &key.0,
+                name: &key.1,
+            },
+            (TaskState::Success, _) if task.item >= self.declared => ItemChange::Removed {
+                provider: &key.0,
+                name: &key.1,
+            },
+            (TaskState::Success, action) => {
+                applied = self.stored_item(task.item, ItemState::Applied, action == Action::Create);
+                ItemChange::Applied(&applied)
+            }
+            _ => ItemChange::Keep,
+        };
+        let changes: Vec<Json> = task
+            .changes
+            .iter()
+            .map(|change| {
+                let provider = self.catalog.items[task.item].provider;
+                let shown = |value: &crate::types::Value| {
+                    if provider
+                        .attribute(&change.attr)
+                        .is_some_and(|a| a.sensitive)
+                    {
+                        Json::from(crate::secrets::REDACTED)
+                    } else {
+                        Json::from(value)
+                    }
+                };
+                serde_json::json!({
+                    "attr": change.attr,
+                    "is": shown(&change.is),
+                    "was": change.was.as_ref().map(shown),
+                })
+            })
+            .collect();
+        self.store.task_ended(&TaskEnd {
+            plan_id: &plan.id,
+            task_id: task.id,
+            state: task.state.as_str(),
+            error: task
+                .error
+                .as_ref()
+                .map(|e| serde_json::json!({"kind": e.kind.as_str(), "message": e.message})),
+            changes: Json::Array(changes),
+            seconds: task.seconds,
+            item,
+        })
+    }
+}
+
+/// Wraps the run's other events with the recording.
+pub struct Recording<'a, 's, 'c, 'r> {
+    pub recorder: &'a mut Recorder<'s, 'c, 'r>,
+    pub inner: &'a mut dyn Events,
+    /// Set when the store cannot be written: the run must stop, since what
+    /// it does could not be remembered.
+    pub failed: &'a AtomicBool,
+}
+
+impl Events for Recording<'_, '_, '_, '_> {
+    fn plan_state(&mut self, plan: &Plan) {
+        self.inner.plan_state(plan);
+    }
+
+    fn task_started(&mut self, plan: &Plan, task: usize) {
+        if self.recorder.failure.is_none() {
+            let id = plan.tasks[task].id;
+            if let Err(e) = self.recorder.store.task_started(&plan.id, id) {
+                self.recorder.failure = Some(e);
+                self.failed.store(true, Ordering::SeqCst);
+            }
+        }
+        self.inner.task_started(plan, task);
+    }
+
+    fn task_ended(&mut self, plan: &Plan, task: usize) {
+        if self.recorder.failure.is_none() {
+            if let Err(e) = self.recorder.record_end(plan, task) {
+                self.recorder.failure = Some(e);
+                self.failed.store(true, Ordering::SeqCst);
+            }
+        }
+        self.inner.task_ended(plan, task);
+    }
+}

@@ -1,0 +1,655 @@
+//! The state store: what ral applied, kept in an SQLite database so that a
+//! later run can tell new items from changed ones, remove what a manifest no
+//! longer lists, and report every plan. Items move through LITP's states
+//! (Initial, Applied, Updated, ForRemoval; Removed items are deleted);
+//! plans and their tasks are recorded as they run, each task's end in its
+//! own transaction, so a crash loses no finished change.
+
+mod lock;
+mod schema;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{Map, Value as Json};
+
+use crate::error::{Error, Result};
+
+pub use lock::{Holder, RunLock};
+
+/// The state of an item (a resource a manifest declares), as in LITP's
+/// model item state diagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemState {
+    /// Declared, never applied yet.
+    Initial,
+    /// Applied; the manifest still says what was applied.
+    Applied,
+    /// Applied, but the manifest now says something else.
+    Updated,
+    /// Applied, and no manifest lists it any more: to be removed.
+    ForRemoval,
+}
+
+impl ItemState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemState::Initial => "Initial",
+            ItemState::Applied => "Applied",
+            ItemState::Updated => "Updated",
+            ItemState::ForRemoval => "ForRemoval",
+        }
+    }
+
+    fn parse(text: &str) -> Option<ItemState> {
+        [
+            ItemState::Initial,
+            ItemState::Applied,
+            ItemState::Updated,
+            ItemState::ForRemoval,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == text)
+    }
+}
+
+/// One item as the store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredItem {
+    /// The qualified provider name, which with the name identifies it.
+    pub provider: String,
+    pub type_name: String,
+    pub name: String,
+    pub state: ItemState,
+    /// The attribute values last applied, as JSON; a sensitive value is
+    /// kept as `{"sha256": HEX}`, never in clear.
+    pub properties: Map<String, Json>,
+    /// Whether ral created the resource (it was absent when first
+    /// applied). Only what ral created is removed when no manifest lists
+    /// it any more; the rest is forgotten and left as it is.
+    pub created: bool,
+    /// The items it came after when last applied, as (provider, name).
+    pub requires: Vec<(String, String)>,
+}
+
+/// A plan as the history shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanRecord {
+    pub id: String,
+    pub manifest_digest: String,
+    pub state: String,
+    pub created: f64,
+    pub started: Option<f64>,
+    pub ended: Option<f64>,
+    /// The plan document `ral apply -j` prints: as planned until the
+    /// plan ends, as it ended afterwards.
+    pub report: Option<String>,
+}
+
+/// One task's end, recorded with what it did to its item.
+#[derive(Debug, Clone)]
+pub struct TaskEnd<'a> {
+    pub plan_id: &'a str,
+    pub task_id: usize,
+    pub state: &'a str,
+    /// The error, as `{kind, message}` JSON, if any.
+    pub error: Option<Json>,
+    pub changes: Json,
+    pub seconds: f64,
+    /// What the item becomes: stored (Applied), or deleted (removed).
+    pub item: ItemChange<'a>,
+}
+
+/// What a task's end does to its item.
+#[derive(Debug, Clone)]
+pub enum ItemChange<'a> {
+    /// Nothing (the task failed, was skipped or stopped).
+    Keep,
+    /// Applied with these properties.
+    Applied(&'a StoredItem),
+    /// Removed: the item is gone.
+    Removed { provider: &'a str, name: &'a str },
+}
+
+/// The database, open.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn db_error(path: &Path, error: rusqlite::Error) -> Error {
+    Error::Store {
+        path: path.to_owned(),
+        message: error.to_string(),
+    }
+}
+
+/// Seconds since the epoch, for the records' times.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Store {
+    /// Opens (creating it and its directory when missing) the store at
+    /// `path`, in WAL mode with full synchronous commits, and brings its
+    /// schema up to date. A schema newer than this binary knows is refused.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::Store {
+                path: path.to_owned(),
+                message: format!("cannot create its directory: {e}"),
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| db_error(path, e))?;
+        let mut store = Store {
+            conn,
+            path: path.to_owned(),
+        };
+        store.configure()?;
+        schema::migrate(&mut store.conn).map_err(|message| Error::Store {
+            path: path.to_owned(),
+            message,
+        })?;
+        Ok(store)
+    }
+
+    /// Opens an existing store to read; `None` when there is none yet.
+    pub fn open_existing(path: &Path) -> Result<Option<Store>> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        Store::open(path).map(Some)
+    }
+
+    fn configure(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        self.conn
+            .busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(|e| db_error(&path, e))?;
+        self.conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| db_error(&path, e))?;
+        self.conn
+            .pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| db_error(&path, e))?;
+        self.conn
+            .pragma_update(None, "foreign_keys", "ON")
+            .map_err(|e| db_error(&path, e))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn fail(&self, error: rusqlite::Error) -> Error {
+        db_error(&self.path, error)
+    }
+
+    /// A number that grows with every change of the items: a saved plan
+    /// remembers it, and is refused once it moved.
+    pub fn serial(&self) -> Result<i64> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = 'serial'", [], |row| {
+                row.get::<_, String>(0)
+            })
+            .optional()
+            .map_err(|e| self.fail(e))
+            .map(|value| value.and_then(|v| v.parse().ok()).unwrap_or(0))
+    }
+
+    /// The salt, if the store has one yet (reading only).
+    pub fn existing_salt(&self) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = 'salt'", [], |row| {
+                row.get::<_, String>(0)
+            })
+            .optional()
+            .map_err(|e| self.fail(e))
+    }
+
+    /// The store's own salt for the digests of sensitive values, made
+    /// (random) the first time it is asked for.
+    pub fn salt(&mut self) -> Result<String> {
+        let read = |conn: &Connection| {
+            conn.query_row("SELECT value FROM meta WHERE key = 'salt'", [], |row| {
+                row.get::<_, String>(0)
+            })
+            .optional()
+        };
+        if let Some(salt) = read(&self.conn).map_err(|e| self.fail(e))? {
+            return Ok(salt);
+        }
+        let mut bytes = [0u8; 16];
+        std::io::Read::read_exact(
+            &mut std::fs::File::open("/dev/urandom").map_err(|e| Error::io("/dev/urandom", e))?,
+            &mut bytes,
+        )
+        .map_err(|e| Error::io("/dev/urandom", e))?;
+        let salt: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?1)",
+                params![salt],
+            )
+            .map_err(|e| self.fail(e))?;
+        read(&self.conn)
+            .map_err(|e| self.fail(e))
+            .map(|found| found.unwrap_or(salt))
+    }
+
+    /// Every item, ordered by provider and name.
+    pub fn items(&self) -> Result<Vec<StoredItem>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT provider, type, name, state, properties, created, requires \
+                 FROM items ORDER BY provider, name",
+            )
+            .map_err(|e| self.fail(e))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, String>(4)?,
+                    row.get::<_, bool>(5)?,
+                    row.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(|e| self.fail(e))?;
+        let mut items = Vec::new();
+        for row in rows {
+            let (provider, type_name, name, state, properties, created, requires) =
+                row.map_err(|e| self.fail(e))?;
+            let corrupt = |what: &str| Error::Store {
+                path: self.path.clone(),
+                message: format!("item {provider} '{name}': {what}"),
+            };
+            let state = ItemState::parse(&state).ok_or_else(|| corrupt("unknown state"))?;
+            let properties: Map<String, Json> =
+                serde_json::from_str(&properties).map_err(|_| corrupt("unreadable properties"))?;
+            let requires: Vec<(String, String)> =
+                serde_json::from_str(&requires).map_err(|_| corrupt("unreadable requires"))?;
+            items.push(StoredItem {
+                provider,
+                type_name,
+                name,
+                state,
+                properties,
+                created,
+                requires,
+            });
+        }
+        Ok(items)
+    }
+
+    /// Writes items (inserted or replaced) and bumps the serial, in one
+    /// transaction.
+    pub fn put_items(&mut self, items: &[StoredItem]) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        for item in items {
+            put_item(&tx, item).map_err(|e| db_error(&path, e))?;
+        }
+        bump_serial(&tx).map_err(|e| db_error(&path, e))?;
+        tx.commit().map_err(|e| db_error(&path, e))
+    }
+
+    /// Deletes items by (provider, name); returns how many existed.
+    pub fn forget(&mut self, keys: &[(String, String)]) -> Result<usize> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        let mut gone = 0;
+        for (provider, name) in keys {
+            gone += tx
+                .execute(
+                    "DELETE FROM items WHERE provider = ?1 AND name = ?2",
+                    params![provider, name],
+                )
+                .map_err(|e| db_error(&path, e))?;
+        }
+        bump_serial(&tx).map_err(|e| db_error(&path, e))?;
+        tx.commit().map_err(|e| db_error(&path, e))?;
+        Ok(gone)
+    }
+
+    /// Records a plan that starts running, with its tasks (Initial).
+    pub fn begin_plan(
+        &mut self,
+        plan: &PlanRecord,
+        tasks: &[(usize, String, String, String)],
+    ) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        tx.execute(
+            "INSERT INTO plans (id, manifest_digest, state, created, started, report) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                plan.id,
+                plan.manifest_digest,
+                plan.state,
+                plan.created,
+                plan.started,
+                plan.report
+            ],
+        )
+        .map_err(|e| db_error(&path, e))?;
+        for (task_id, resource, provider, action) in tasks {
+            tx.execute(
+                "INSERT INTO tasks (plan_id, task_id, resource, provider, action, state) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'Initial')",
+                params![plan.id, *task_id as i64, resource, provider, action],
+            )
+            .map_err(|e| db_error(&path, e))?;
+        }
+        tx.commit().map_err(|e| db_error(&path, e))
+    }
+
+    /// Marks a task Running.
+    pub fn task_started(&mut self, plan_id: &str, task_id: usize) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE tasks SET state = 'Running', started = ?3 WHERE plan_id = ?1 AND task_id = ?2",
+                params![plan_id, task_id as i64, now()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Records a task's end and what it did to its item, in one
+    /// transaction committed before this returns.
+    pub fn task_ended(&mut self, end: &TaskEnd) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        tx.execute(
+            "UPDATE tasks SET state = ?3, error = ?4, changes = ?5, seconds = ?6, ended = ?7 \
+             WHERE plan_id = ?1 AND task_id = ?2",
+            params![
+                end.plan_id,
+                end.task_id as i64,
+                end.state,
+                end.error.as_ref().map(Json::to_string),
+                end.changes.to_string(),
+                end.seconds,
+                now()
+            ],
+        )
+        .map_err(|e| db_error(&path, e))?;
+        match &end.item {
+            ItemChange::Keep => {}
+            ItemChange::Applied(item) => {
+                put_item(&tx, item).map_err(|e| db_error(&path, e))?;
+                bump_serial(&tx).map_err(|e| db_error(&path, e))?;
+            }
+            ItemChange::Removed { provider, name } => {
+                tx.execute(
+                    "DELETE FROM items WHERE provider = ?1 AND name = ?2",
+                    params![provider, name],
+                )
+                .map_err(|e| db_error(&path, e))?;
+                bump_serial(&tx).map_err(|e| db_error(&path, e))?;
+            }
+        }
+        tx.commit().map_err(|e| db_error(&path, e))
+    }
+
+    /// Records a plan's end with its report.
+    pub fn end_plan(&mut self, plan_id: &str, state: &str, report: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE plans SET state = ?2, ended = ?3, report = ?4 WHERE id = ?1",
+                params![plan_id, state, now(), report],
+            )
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Plans left Running by a process that died (the caller holds the run
+    /// lock, so no other one runs): each is marked Failed and its Running
+    /// tasks Failed as interrupted. Returns their ids.
+    pub fn recover_dead_plans(&mut self) -> Result<Vec<String>> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        let ids: Vec<String> = {
+            let mut statement = tx
+                .prepare("SELECT id FROM plans WHERE state IN ('Running', 'Stopping')")
+                .map_err(|e| db_error(&path, e))?;
+            let rows = statement
+                .query_map([], |row| row.get::<_, String>(0))
+                .map_err(|e| db_error(&path, e))?;
+            rows.collect::<rusqlite::Result<_>>()
+                .map_err(|e| db_error(&path, e))?
+        };
+        for id in &ids {
+            let error = serde_json::json!({
+                "kind": "interrupted",
+                "message": "the process running the plan ended while this task ran",
+            })
+            .to_string();
+            tx.execute(
+                "UPDATE tasks SET state = 'Failed', error = ?2, ended = ?3 \
+                 WHERE plan_id = ?1 AND state = 'Running'",
+                params![id, error, now()],
+            )
+            .map_err(|e| db_error(&path, e))?;
+            tx.execute(
+                "UPDATE tasks SET state = 'Stopped' WHERE plan_id = ?1 AND state = 'Initial'",
+                params![id],
+            )
+            .map_err(|e| db_error(&path, e))?;
+            tx.execute(
+                "UPDATE plans SET state = 'Failed', ended = ?2 WHERE id = ?1",
+                params![id, now()],
+            )
+            .map_err(|e| db_error(&path, e))?;
+        }
+        tx.commit().map_err(|e| db_error(&path, e))?;
+        Ok(ids)
+    }
+
+    /// Every plan, oldest first.
+    pub fn history(&self) -> Result<Vec<PlanRecord>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT id, manifest_digest, state, created, started, ended, report \
+                 FROM plans ORDER BY created, id",
+            )
+            .map_err(|e| self.fail(e))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok(PlanRecord {
+                    id: row.get(0)?,
+                    manifest_digest: row.get(1)?,
+                    state: row.get(2)?,
+                    created: row.get(3)?,
+                    started: row.get(4)?,
+                    ended: row.get(5)?,
+                    report: row.get(6)?,
+                })
+            })
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.fail(e))
+    }
+
+    /// The tasks of a plan as recorded: (id, resource, provider, action,
+    /// state, error JSON).
+    pub fn tasks(&self, plan_id: &str) -> Result<Vec<RecordedTask>> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT task_id, resource, provider, action, state, error, changes, seconds \
+                 FROM tasks WHERE plan_id = ?1 ORDER BY task_id",
+            )
+            .map_err(|e| self.fail(e))?;
+        let rows = statement
+            .query_map(params![plan_id], |row| {
+                Ok(RecordedTask {
+                    id: row.get::<_, i64>(0)? as usize,
+                    resource: row.get(1)?,
+                    provider: row.get(2)?,
+                    action: row.get(3)?,
+                    state: row.get(4)?,
+                    error: row.get(5)?,
+                    changes: row.get(6)?,
+                    seconds: row.get(7)?,
+                })
+            })
+            .map_err(|e| self.fail(e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.fail(e))
+    }
+}
+
+/// A task as the store recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedTask {
+    pub id: usize,
+    pub resource: String,
+    pub provider: String,
+    pub action: String,
+    pub state: String,
+    pub error: Option<String>,
+    pub changes: Option<String>,
+    pub seconds: Option<f64>,
+}
+
+fn put_item(tx: &rusqlite::Transaction, item: &StoredItem) -> rusqlite::Result<()> {
+    let requires = serde_json::to_string(&item.requires).unwrap_or_else(|_| "[]".to_owned());
+    tx.execute(
+        "INSERT INTO items (provider, name, type, state, properties, created, requires, updated) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT (provider, name) DO UPDATE SET type = ?3, state = ?4, properties = ?5, \
+         created = ?6, requires = ?7, updated = ?8",
+        params![
+            item.provider,
+            item.name,
+            item.type_name,
+            item.state.as_str(),
+            Json::Object(item.properties.clone()).to_string(),
+            item.created,
+            requires,
+            now()
+        ],
+    )
+    .map(|_| ())
+}
+
+fn bump_serial(tx: &rusqlite::Transaction) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('serial', '1') \
+         ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        [],
+    )
+    .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(name: &str, state: ItemState) -> StoredItem {
+        StoredItem {
+            provider: "t::t".to_owned(),
+            type_name: "t".to_owned(),
+            name: name.to_owned(),
+            state,
+            properties: serde_json::json!({"value": name})
+                .as_object()
+                .unwrap()
+                .clone(),
+            created: true,
+            requires: vec![("t::t".to_owned(), "other".to_owned())],
+        }
+    }
+
+    #[test]
+    fn items_round_trip_and_every_change_moves_the_serial() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/state.db");
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.serial().unwrap(), 0);
+        store
+            .put_items(&[item("a", ItemState::Initial), item("b", ItemState::Applied)])
+            .unwrap();
+        assert_eq!(store.serial().unwrap(), 1);
+        assert_eq!(
+            store.items().unwrap(),
+            [item("a", ItemState::Initial), item("b", ItemState::Applied)]
+        );
+        store.put_items(&[item("a", ItemState::Updated)]).unwrap();
+        assert_eq!(store.items().unwrap()[0].state, ItemState::Updated);
+        assert_eq!(
+            store
+                .forget(&[("t::t".to_owned(), "a".to_owned())])
+                .unwrap(),
+            1
+        );
+        assert_eq!(store.serial().unwrap(), 3);
+        drop(store);
+        let again = Store::open(&path).unwrap();
+        assert_eq!(again.items().unwrap(), [item("b", ItemState::Applied)]);
+        let salt = Store::open(&path).unwrap().salt().unwrap();
+        assert_eq!(salt.len(), 32);
+        assert_eq!(Store::open(&path).unwrap().salt().unwrap(), salt);
+    }
+
+    #[test]
+    fn a_plan_left_running_is_failed_with_its_running_tasks_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let record = PlanRecord {
+            id: "p1".to_owned(),
+            manifest_digest: "d".to_owned(),
+            state: "Running".to_owned(),
+            created: 1.0,
+            started: Some(1.0),
+            ended: None,
+            report: None,
+        };
+        let tasks = [
+            (1, "t[a]".to_owned(), "t::t".to_owned(), "create".to_owned()),
+            (2, "t[b]".to_owned(), "t::t".to_owned(), "create".to_owned()),
+        ];
+        store.begin_plan(&record, &tasks).unwrap();
+        store.task_started("p1", 1).unwrap();
+        assert_eq!(store.recover_dead_plans().unwrap(), ["p1"]);
+        let states: Vec<(String, Option<String>)> = store
+            .tasks("p1")
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.state, t.error))
+            .collect();
+        assert_eq!(states[0].0, "Failed");
+        assert!(states[0].1.as_deref().unwrap().contains("\"interrupted\""));
+        assert_eq!(states[1].0, "Stopped");
+        assert_eq!(store.history().unwrap()[0].state, "Failed");
+        assert!(store.recover_dead_plans().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_lock_is_exclusive_names_its_holder_and_goes_with_its_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let held = RunLock::acquire(&path, &Holder::me("p1"), std::time::Duration::ZERO).unwrap();
+        let err = RunLock::acquire(
+            &path,
+            &Holder::me("p2"),
+            std::time::Duration::from_millis(50),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(&format!("process {} on ", std::process::id())),
+            "{err}"
+        );
+        assert!(err.contains("plan p1"), "{err}");
+        drop(held);
+        RunLock::acquire(&path, &Holder::me("p3"), std::time::Duration::ZERO).unwrap();
+    }
+}

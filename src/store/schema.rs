@@ -1,0 +1,68 @@
+//! The store's schema and its migrations: each version's statements run in
+//! one transaction, forward only; a database from a newer ral is refused.
+
+use rusqlite::Connection;
+
+/// The schema this binary writes.
+pub const VERSION: i64 = 1;
+
+/// The statements that bring version `n - 1` to `n`, at index `n - 1`.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE items (
+    provider TEXT NOT NULL,
+    name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    state TEXT NOT NULL,
+    properties TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    requires TEXT NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (provider, name)
+);
+CREATE TABLE plans (
+    id TEXT PRIMARY KEY,
+    manifest_digest TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created REAL NOT NULL,
+    started REAL,
+    ended REAL,
+    report TEXT
+);
+CREATE TABLE tasks (
+    plan_id TEXT NOT NULL REFERENCES plans (id),
+    task_id INTEGER NOT NULL,
+    resource TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    action TEXT NOT NULL,
+    state TEXT NOT NULL,
+    error TEXT,
+    changes TEXT,
+    seconds REAL,
+    started REAL,
+    ended REAL,
+    PRIMARY KEY (plan_id, task_id)
+);
+"];
+
+/// Brings the database to [`VERSION`], or says why it cannot.
+pub fn migrate(conn: &mut Connection) -> Result<(), String> {
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|e| e.to_string())?;
+    if found > VERSION {
+        return Err(format!(
+            "its schema is version {found}, newer than this ral knows (version {VERSION}); \
+             use the ral that wrote it, or a newer one"
+        ));
+    }
+    for version in found + 1..=VERSION {
+        let tx = conn.transaction().map_err(|e| e.to_string())?;
+        tx.execute_batch(MIGRATIONS[(version - 1) as usize])
+            .map_err(|e| format!("migrating to schema version {version}: {e}"))?;
+        tx.pragma_update(None, "user_version", version)
+            .map_err(|e| e.to_string())?;
+        tx.commit().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

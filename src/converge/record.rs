@@ -149,6 +149,15 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             if !items.is_empty() {
                 self.store.put_items(&items)?;
             }
+            // Removals with nothing to do: the resource is gone already (a
+            // run that removed it was cut short before recording it).
+            let gone: Vec<(String, String)> = (self.declared..self.catalog.items.len())
+                .filter(|at| !with_task.contains(at))
+                .map(|at| self.key(at))
+                .collect();
+            if !gone.is_empty() {
+                self.store.forget(&gone)?;
+            }
         }
         self.store
             .end_plan(&plan.id, plan.state.as_str(), &report.to_string())

@@ -280,3 +280,21 @@ fn a_removal_that_fails_leaves_the_item_for_removal_until_it_succeeds() {
     assert_eq!(items(&bench), [pair("beta[b2]", "Applied")]);
     assert!(bench.store("beta").get("b1").is_none());
 }
+
+#[test]
+fn an_item_whose_removal_was_done_but_not_recorded_leaves_the_store() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n  b2: {value: y}\n");
+    bench.ral("apply", &[&m]).expect(0);
+    // As after a kill between the provider's removal and its record: the
+    // resource is gone, the store still has the item.
+    bench.sandbox.write(
+        "beta.json",
+        "{\"b2\": {\"ensure\": \"present\", \"value\": \"y\"}}",
+    );
+    let fewer = bench.manifest("m.yaml", "beta:\n  b2: {value: y}\n");
+    bench
+        .ral("apply", &["--detailed-exitcodes", &fewer])
+        .expect(0);
+    assert_eq!(items(&bench), [pair("beta[b2]", "Applied")]);
+}

@@ -31,7 +31,22 @@ pub type StopRequested<'a> = &'a (dyn Fn() -> bool + Sync);
 
 /// One task's result: what it changed and the transition it made (worked
 /// out again when the state was read again), or the error.
-type Outcome = Result<(Vec<Change>, update::Plan), String>;
+type Outcome = Result<(Vec<Change>, update::Plan), TaskError>;
+
+/// One task of a batch: its transition and request, and for a saved plan
+/// the state it was planned from.
+struct Work {
+    transition: update::Plan,
+    request: update::Request,
+    planned_from: Option<Option<Resource>>,
+}
+
+fn failed(message: String) -> TaskError {
+    TaskError {
+        kind: ErrorKind::Provider,
+        message,
+    }
+}
 
 /// One batch's results, per task index.
 struct Done {
@@ -120,19 +135,24 @@ fn run_tasks(
                     plan.tasks[at].state = TaskState::Running;
                     events.task_started(plan, at);
                 }
-                let work: Vec<(update::Plan, update::Request)> = batch
+                let work: Vec<Work> = batch
                     .iter()
                     .map(|&at| {
                         let task = &plan.tasks[at];
-                        (
-                            task.transition.clone().expect("only planned tasks run"),
-                            catalog.items[task.item].request.clone(),
-                        )
+                        Work {
+                            transition: task.transition.clone().expect("only planned tasks run"),
+                            request: catalog.items[task.item].request.clone(),
+                            planned_from: task.planned_from.clone(),
+                        }
                     })
                     .collect();
                 // What waited for other tasks is read again: those
-                // changes may have changed it, or made it readable.
-                let reread = batch.iter().any(|&at| !plan.tasks[at].requires.is_empty());
+                // changes may have changed it, or made it readable. So is
+                // every task of a saved plan, which must find the state it
+                // was planned from.
+                let reread = batch.iter().any(|&at| {
+                    !plan.tasks[at].requires.is_empty() || plan.tasks[at].planned_from.is_some()
+                });
                 let sender = sender.clone();
                 scope.spawn(move || {
                     let started = Instant::now();
@@ -144,7 +164,11 @@ fn run_tasks(
                     }))
                     .unwrap_or_else(|_| {
                         (0..count)
-                            .map(|_| Err("internal error: the task's thread panicked".to_owned()))
+                            .map(|_| {
+                                Err(failed(
+                                    "internal error: the task's thread panicked".to_owned(),
+                                ))
+                            })
                             .collect()
                     });
                     let _ = sender.send(Done {
@@ -180,13 +204,10 @@ fn run_tasks(
                     task.transition = Some(transition);
                     task.state = TaskState::Success;
                 }
-                Err(message) => {
+                Err(error) => {
                     failures = true;
                     task.state = TaskState::Failed;
-                    task.error = Some(TaskError {
-                        kind: ErrorKind::Provider,
-                        message,
-                    });
+                    task.error = Some(error);
                 }
             }
             events.task_ended(plan, at);
@@ -253,38 +274,48 @@ fn skip_dependents_of_failures(catalog: &Catalog, plan: &mut Plan, events: &mut 
 /// Runs one batch of one provider: the states read again first when
 /// `reread` (a transition that has become empty needs no call), then one
 /// set of many, each answer settled as `ralsh` settles a single update.
-fn run_batch(
-    host: &Host,
-    provider: &Provider,
-    work: Vec<(update::Plan, update::Request)>,
-    reread: bool,
-) -> Vec<Outcome> {
+fn run_batch(host: &Host, provider: &Provider, work: Vec<Work>, reread: bool) -> Vec<Outcome> {
     let mut results: Vec<Option<Outcome>> = vec![None; work.len()];
     let mut pending: Vec<(usize, update::Plan, update::Request)> = Vec::new();
     let fresh: Vec<Found> = if reread {
-        let names: Vec<&str> = work
-            .iter()
-            .map(|(_, request)| request.name.as_str())
-            .collect();
+        let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
         read(host, provider, &names)
     } else {
         Vec::new()
     };
     let mut fresh = fresh.into_iter();
-    for (at, (transition, request)) in work.into_iter().enumerate() {
+    for (at, work) in work.into_iter().enumerate() {
+        let Work {
+            transition,
+            request,
+            planned_from,
+        } = work;
         let transition = match fresh.next() {
             None => transition,
             Some(Err(message)) => {
-                results[at] = Some(Err(format!("could not be read: {message}")));
+                results[at] = Some(Err(failed(format!("could not be read: {message}"))));
                 continue;
             }
-            Some(Ok(found)) => match update::Plan::new(provider, &request, found) {
-                Ok(transition) => transition,
-                Err(e) => {
-                    results[at] = Some(Err(e.to_string()));
-                    continue;
+            Some(Ok(found)) => {
+                if let Some(planned) = &planned_from {
+                    if let Some(message) =
+                        drift(provider, &transition, planned.as_ref(), found.as_ref())
+                    {
+                        results[at] = Some(Err(TaskError {
+                            kind: ErrorKind::Drifted,
+                            message,
+                        }));
+                        continue;
+                    }
                 }
-            },
+                match update::Plan::new(provider, &request, found) {
+                    Ok(transition) => transition,
+                    Err(e) => {
+                        results[at] = Some(Err(failed(e.to_string())));
+                        continue;
+                    }
+                }
+            }
         };
         if transition.should.is_empty() {
             results[at] = Some(Ok((Vec::new(), transition)));
@@ -301,7 +332,7 @@ fn run_batch(
             Err(e) => {
                 let message = e.to_string();
                 for (at, _, _) in &pending {
-                    results[*at] = Some(Err(message.clone()));
+                    results[*at] = Some(Err(failed(message.clone())));
                 }
             }
             Ok(answers) => {
@@ -311,7 +342,7 @@ fn run_batch(
                             update::settle(host, provider, transition, Some(request), answer)
                         })
                         .map(|changes| (changes, transition.clone()))
-                        .map_err(|e| e.to_string());
+                        .map_err(|e| failed(e.to_string()));
                     results[*at] = Some(settled);
                 }
             }
@@ -321,6 +352,48 @@ fn run_batch(
         .into_iter()
         .map(|result| result.expect("every task has a result"))
         .collect()
+}
+
+/// How the state `found` just before a saved plan's task differs from
+/// the state `planned` it was made from, in what the task changes (and
+/// whether the resource exists), if it does.
+fn drift(
+    provider: &Provider,
+    transition: &update::Plan,
+    planned: Option<&Resource>,
+    found: Option<&Resource>,
+) -> Option<String> {
+    let exists = |r: Option<&Resource>| r.is_some_and(|r| !r.is_absent());
+    if exists(planned) != exists(found) {
+        let word = |e: bool| if e { "existed" } else { "did not exist" };
+        return Some(format!(
+            "the resource {} when the plan was made, and {} now",
+            word(exists(planned)),
+            if exists(found) {
+                "exists"
+            } else {
+                "does not exist"
+            }
+        ));
+    }
+    for (key, _) in &transition.should {
+        let then = planned.and_then(|r| r.attrs.get(key));
+        let now = found.and_then(|r| r.attrs.get(key));
+        if then != now {
+            let show = |value: Option<&crate::types::Value>| match (value, provider.attribute(key))
+            {
+                (None, _) => "no value".to_owned(),
+                (Some(v), Some(attribute)) => attribute.show(v),
+                (Some(v), None) => format!("'{}'", crate::text::escape(&v.to_text())),
+            };
+            return Some(format!(
+                "attribute '{key}' was {} when the plan was made, and is {} now",
+                show(then),
+                show(now)
+            ));
+        }
+    }
+    None
 }
 
 /// Reads back every resource whose task succeeded (one read per provider)

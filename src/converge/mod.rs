@@ -11,3 +11,4 @@ pub mod manifest;
 pub mod plan;
 pub mod read;
 pub mod record;
+pub mod saved;

@@ -107,6 +107,8 @@ pub enum ErrorKind {
     Prerequisite,
     /// The plan was stopped.
     Stopped,
+    /// A saved plan's resource changed since the plan was made.
+    Drifted,
 }
 
 impl ErrorKind {
@@ -117,6 +119,7 @@ impl ErrorKind {
             ErrorKind::Verify => "verify",
             ErrorKind::Prerequisite => "prerequisite",
             ErrorKind::Stopped => "stopped",
+            ErrorKind::Drifted => "drifted",
         }
     }
 }
@@ -152,6 +155,9 @@ pub struct Task {
     /// The store says ral applied the resource as the manifest says: the
     /// system changed since.
     pub drifted: bool,
+    /// For a saved plan: the state it was planned from, which the state
+    /// read just before the task runs must still match.
+    pub planned_from: Option<Option<crate::resource::Resource>>,
 }
 
 /// The tasks for a catalog.
@@ -200,6 +206,13 @@ pub fn plan_with_id(
     id: String,
 ) -> Result<Plan, Error> {
     let found = read_states(host, catalog, jobs);
+    plan_from(catalog, &found, id)
+}
+
+/// The plan for the states `found` (one per catalog item): what
+/// [`plan_with_id`] makes of what it reads, and what a saved plan is made
+/// again from.
+pub fn plan_from(catalog: &Catalog, found: &[Found], id: String) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
     let mut tasks: Vec<Task> = Vec::new();
     // The task of each item, if it has one.
@@ -249,6 +262,7 @@ pub fn plan_with_id(
                 transition: None,
                 deferred: None,
                 drifted: false,
+                planned_from: None,
             }),
             Ok(current) => match update::Plan::new(provider, &item.request, current.clone()) {
                 Err(e) => {
@@ -342,6 +356,7 @@ fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -
         transition: Some(placeholder),
         deferred: None,
         drifted: false,
+        planned_from: None,
     }
 }
 
@@ -373,11 +388,12 @@ fn planned_task(
         transition: Some(transition),
         deferred: None,
         drifted: false,
+        planned_from: None,
     }
 }
 
 /// The current state of every item, read per provider.
-fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Found> {
+pub fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Found> {
     let (groups, members) = by_provider(catalog, (0..catalog.items.len()).collect());
     let answers = read_all(host, &groups, jobs);
     let mut found: Vec<Found> = vec![Ok(None); catalog.items.len()];

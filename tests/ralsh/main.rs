@@ -40,6 +40,7 @@ mod ral_check;
 mod ral_check_findings;
 mod ral_check_round_trip;
 mod redaction;
+mod saved_plans;
 mod simple_output;
 mod state_store;
 mod support;

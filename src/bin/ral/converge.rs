@@ -4,6 +4,8 @@
 //! turns arguments into its calls and its events into output.
 
 use std::io::{self, Write};
+
+use anyhow::bail;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +17,7 @@ use ral::converge::lifecycle;
 use ral::converge::manifest;
 use ral::converge::plan::{self, ErrorKind, Plan, PlanState, TaskState};
 use ral::converge::record::{Recorder, Recording};
+use ral::converge::saved;
 use ral::render::human::Style;
 use ral::render::plan as render;
 use ral::store::{Holder, RunLock, Store};
@@ -84,8 +87,14 @@ pub struct ConvergeArgs {
     #[arg(long)]
     detailed_exitcodes: bool,
 
+    /// ral plan: also write the plan to FILE, with what it was made from,
+    /// for `ral apply FILE` to apply exactly.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: Option<PathBuf>,
+
     /// Manifest files (YAML, or JSON by the .json extension), read as one;
-    /// `-` reads YAML from stdin.
+    /// `-` reads YAML from stdin. ral apply also takes one saved plan
+    /// (`ral plan -o FILE`).
     #[arg(value_name = "MANIFEST", required = true)]
     manifests: Vec<PathBuf>,
 }
@@ -169,7 +178,26 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let started = Instant::now();
-    let reading = manifest::read_all(&args.manifests);
+    // `ral apply FILE` of a saved plan reads the manifests it was made from.
+    let saved = match (mode, args.manifests.as_slice()) {
+        (Mode::Apply, [one]) => saved::read(one)?,
+        _ => None,
+    };
+    if mode == Mode::Apply && args.out.is_some() {
+        bail!("-o is for ral plan: ral plan -o FILE MANIFEST..., then ral apply FILE");
+    }
+    let manifests = saved
+        .as_ref()
+        .map_or_else(|| args.manifests.clone(), |s| s.manifests.clone());
+    let reading = manifest::read_all(&manifests);
+    if let Some(saved) = &saved {
+        if reading.digest != saved.manifest_digest {
+            bail!(
+                "plan {} is Invalid: its manifests changed since it was made; make a new plan",
+                saved.id
+            );
+        }
+    }
     let reading_digest = reading.digest.clone();
     if !reading.complete {
         return Err(ral::Error::Manifest {
@@ -203,7 +231,17 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         .state
         .clone()
         .unwrap_or_else(|| host.root().join("var/lib/ral/state.db"));
-    let plan_id = plan::new_id();
+    let plan_id = saved.as_ref().map_or_else(plan::new_id, |s| s.id.clone());
+    if let Some(saved) = &saved {
+        if host.root() != saved.root {
+            bail!(
+                "plan {} is Invalid: it was made for the root {}, not {}",
+                saved.id,
+                saved.root.display(),
+                host.root().display()
+            );
+        }
+    }
     // A plan reads the store as it is; an apply holds its lock throughout.
     let (mut store, _lock) = match mode {
         Mode::Plan => (Store::open_existing(&state_path)?, None),
@@ -220,6 +258,23 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
                      and this plan reads every resource again"
                 );
             }
+            if let Some(saved) = &saved {
+                let serial = store.serial()?;
+                if serial != saved.store_serial {
+                    bail!(
+                        "plan {} is Invalid: the state store changed since it was made (serial {}, \
+                         now {serial}); make a new plan",
+                        saved.id,
+                        saved.store_serial
+                    );
+                }
+                if store.history()?.iter().any(|p| p.id == saved.id) {
+                    bail!(
+                        "plan {} is Invalid: it was applied already (a plan applies at most once)",
+                        saved.id
+                    );
+                }
+            }
             (Some(store), Some(lock))
         }
     };
@@ -234,7 +289,24 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     };
     lifecycle::add_removals(&mut catalog, &registry, &leftovers.remove, &origin);
     let jobs = usize::from(args.jobs);
-    let mut plan = plan::plan_with_id(&host, &catalog, jobs, plan_id)?;
+    // A saved plan is made again from the states it read; each task must
+    // find its resource as it was then.
+    let (found, mut plan) = match &saved {
+        Some(saved) => {
+            let found = saved::found_for(&catalog, saved)
+                .map_err(|e| anyhow::anyhow!("plan {} is Invalid: {e}", saved.id))?;
+            let mut plan = plan::plan_from(&catalog, &found, plan_id)?;
+            for task in &mut plan.tasks {
+                task.planned_from = found[task.item].clone().ok();
+            }
+            (found, plan)
+        }
+        None => {
+            let found = plan::read_states(&host, &catalog, jobs);
+            let plan = plan::plan_from(&catalog, &found, plan_id)?;
+            (found, plan)
+        }
+    };
     if let Some(salt) = match &store {
         Some(store) => store.existing_salt()?,
         None => None,
@@ -258,8 +330,27 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
                 item.name
             );
         }
+        let document = render::document(&catalog, &plan);
+        if let Some(file) = &args.out {
+            let store_serial = match &store {
+                Some(store) => store.serial()?,
+                None => 0,
+            };
+            saved::write(
+                file,
+                &catalog,
+                &found,
+                &document,
+                &saved::Origin {
+                    manifests: &manifests,
+                    manifest_digest: &reading.digest,
+                    root: host.root(),
+                    store_serial,
+                },
+            )?;
+        }
         if args.json {
-            writeln!(out, "{}", render::document(&catalog, &plan))?;
+            writeln!(out, "{document}")?;
         } else {
             render::preview(&mut out, &catalog, &plan, style)?;
         }

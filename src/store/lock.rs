@@ -96,6 +96,7 @@ impl RunLock {
             .open(&path)
             .map_err(|e| fail(format!("cannot open the lock: {e}")))?;
         let deadline = Instant::now() + wait;
+        let mut said = false;
         loop {
             // SAFETY: flock on a descriptor this function owns.
             let taken =
@@ -107,13 +108,20 @@ impl RunLock {
             if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(fail(format!("cannot lock: {error}")));
             }
+            let mut text = String::new();
+            let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
             if Instant::now() >= deadline {
-                let mut text = String::new();
-                let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
                 return Err(Error::Locked {
                     path: path.clone(),
                     holder: Holder::describe(&text),
                 });
+            }
+            if !std::mem::replace(&mut said, true) {
+                log::warn!(
+                    "waiting up to {:.0} s for another ral apply ({}) to finish",
+                    wait.as_secs_f64(),
+                    Holder::describe(&text)
+                );
             }
             // The kernel has no "wait with a time limit" for flock; a short
             // nap between tries is what --lock-timeout costs.

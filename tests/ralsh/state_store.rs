@@ -298,3 +298,109 @@ fn an_item_whose_removal_was_done_but_not_recorded_leaves_the_store() {
         .expect(0);
     assert_eq!(items(&bench), [pair("beta[b2]", "Applied")]);
 }
+
+#[test]
+fn with_a_lock_timeout_a_second_apply_waits_for_the_first_and_then_runs() {
+    let bench = Bench::new();
+    bench.sandbox.write("wait", "b1\n");
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let mut first = bench
+        .command("apply", &[&m])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = bench.sandbox.root().join("started-b1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "b1's update never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut second = bench
+        .command(
+            "apply",
+            &["--lock-timeout", "120", "--detailed-exitcodes", &m],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second says it waits for the first; only then is b1 released.
+    let stderr = second.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let waiting = lines
+        .by_ref()
+        .map(Result::unwrap)
+        .find(|l| l.contains("waiting up to 120 s"));
+    let waiting = waiting.expect("the second apply says it waits");
+    assert!(
+        waiting.contains(&format!("process {} on ", first.id())),
+        "{waiting}"
+    );
+    bench.sandbox.write("release", "");
+    let drain = std::thread::spawn(move || lines.for_each(drop));
+    assert_eq!(first.wait().unwrap().code(), Some(0));
+    // The first made the change; the second found nothing left to do.
+    assert_eq!(second.wait().unwrap().code(), Some(0));
+    drain.join().unwrap();
+    let history = state(&bench, &["-j", "history"]);
+    let doc: Json = serde_json::from_str(&history.stdout).unwrap();
+    let states: Vec<&str> = doc["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["Successful", "Successful"]);
+}
+
+#[test]
+fn after_an_interrupt_the_next_apply_resumes_without_redoing_finished_tasks() {
+    let bench = Bench::new();
+    bench.sandbox.write("wait", "b1\n");
+    let m = bench.manifest(
+        "m.yaml",
+        "beta:\n  b1: {value: x}\nalpha:\n  a1: {value: y, needs: b1}\n",
+    );
+    let mut child = bench
+        .command("apply", &[&m])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = bench.sandbox.root().join("started-b1");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "b1's update never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill with a live child's PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // b1 is released only once the plan logged its stop: a1 never starts.
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    assert!(
+        lines
+            .by_ref()
+            .any(|line| line.unwrap().contains("stopping")),
+        "the plan logs that it stops"
+    );
+    bench.sandbox.write("release", "");
+    let drain = std::thread::spawn(move || lines.for_each(drop));
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    drain.join().unwrap();
+    bench.sandbox.write("wait", "");
+    bench.take_calls();
+    bench.ral("apply", &[&m]).expect(0);
+    let done = updates(&bench.take_calls());
+    assert_eq!(done, ["alpha a1"], "b1 is not done again");
+    let history = state(&bench, &["-j", "history"]);
+    let doc: Json = serde_json::from_str(&history.stdout).unwrap();
+    let states: Vec<&str> = doc["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["Stopped", "Successful"]);
+}

@@ -39,7 +39,11 @@ impl Item<'_> {
 
     /// `TYPE[NAME]`, as the manifest wrote the type.
     pub fn reference(&self) -> String {
-        format!("{}[{}]", self.type_query, escape(&self.request.name))
+        format!(
+            "{}[{}]",
+            escape(&self.type_query),
+            escape(&self.request.name)
+        )
     }
 }
 
@@ -158,7 +162,7 @@ fn lookup(
 ) -> Result<usize, (String, (String, String))> {
     let provider = registry
         .resolve(&reference.type_query)
-        .map_err(|e| (e.to_string(), Default::default()))?;
+        .map_err(|e| (escape(&e.to_string()), Default::default()))?;
     let key = (provider.qualified_name(), reference.name.clone());
     index
         .get(&key)
@@ -221,11 +225,16 @@ fn check_resource<'r>(
     let provider = match registry.resolve(&resource.type_query) {
         Ok(provider) => provider,
         Err(e) => {
-            problems.push(resource.origin.problem(e.to_string()));
+            // The type as written may hold anything, line breaks too.
+            problems.push(resource.origin.problem(escape(&e.to_string())));
             return None;
         }
     };
-    let reference = format!("{}[{}]", resource.type_query, escape(&resource.name));
+    let reference = format!(
+        "{}[{}]",
+        escape(&resource.type_query),
+        escape(&resource.name)
+    );
     let before = problems.len();
     if let Err(message) = check_name(&resource.name) {
         problems.push(resource.origin.problem(format!("{reference}: {message}")));

@@ -55,7 +55,14 @@ pub struct Reference {
 
 impl std::fmt::Display for Reference {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "{}[{}]", self.type_query, self.name)
+        // Escaped: a name with a line break must not forge a line of its own
+        // in a message.
+        write!(
+            f,
+            "{}[{}]",
+            crate::text::escape(&self.type_query),
+            crate::text::escape(&self.name)
+        )
     }
 }
 
@@ -599,6 +606,12 @@ mod tests {
             problems[0].message.starts_with("invalid JSON"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn references_are_shown_escaped() {
+        let r = parse_reference("user[a\nb]", 1).unwrap();
+        assert_eq!(r.to_string(), "user[a\\nb]");
     }
 
     #[test]

@@ -619,3 +619,23 @@ fn a_manifest_path_that_is_not_utf8_is_reported_in_json_without_a_panic() {
     let file = doc["error"]["problems"][0]["file"].as_str().unwrap();
     assert!(file.ends_with("bad\u{fffd}.yaml"), "{file}");
 }
+
+#[test]
+fn names_and_types_with_line_breaks_cannot_forge_lines_of_their_own() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "\"no\\nsuch\": {x: {}}\nbeta:\n  b1: {value: x, require: \"beta[a\\nm.yaml:1: forged]\"}\n",
+    );
+    let run = bench.ral("plan", &[&m]);
+    run.expect(2);
+    assert_eq!(run.stderr.lines().count(), 3, "{}", run.stderr);
+    assert!(
+        !run.stderr
+            .lines()
+            .any(|l| l.starts_with("m.yaml:1: forged")),
+        "{}",
+        run.stderr
+    );
+    run.stderr_has("'no\\nsuch'");
+}

@@ -88,6 +88,11 @@ pub enum Error {
     #[error("{}", problems_text(.problems))]
     Manifest { problems: Vec<Problem> },
 
+    /// An inventory of remote targets that could not be read or accepted,
+    /// or a host pattern that selects nothing from it.
+    #[error("{problem}")]
+    Inventory { problem: Problem },
+
     /// The state store could not be opened, read or written.
     #[error("state store {}: {message}", path.display())]
     Store { path: PathBuf, message: String },
@@ -166,7 +171,7 @@ impl Error {
 /// Shorthand used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// One problem in a manifest, where it stands.
+/// One problem in a manifest or an inventory, where it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     pub file: PathBuf,

@@ -39,6 +39,7 @@ pub mod output_check;
 pub mod process;
 pub mod provider;
 pub mod quoting;
+pub mod remote;
 pub mod render;
 pub mod resource;
 pub mod secrets;

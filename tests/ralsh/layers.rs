@@ -15,6 +15,7 @@ const LAYERS: &[&str] = &[
     "bounded_read",
     "cache_dir",
     "store",
+    "remote",
     "metadata",
     "log_line",
     "resource",

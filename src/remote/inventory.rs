@@ -381,14 +381,16 @@ impl Reader<'_> {
                         self.groups[id].vars.insert(var_name, var);
                     }
                 }
-                other => return Err(self.fail(
-                    section_line,
-                    format!(
+                other => {
+                    return Err(self.fail(
+                        section_line,
+                        format!(
                         "group '{}': unknown key '{}'; a group holds hosts:, children: and vars:",
                         escape(name),
                         escape(other)
                     ),
-                )),
+                    ))
+                }
             }
         }
         Ok(())
@@ -927,4 +929,613 @@ fn flow_depth(line: &str, mut depth: usize) -> usize {
         }
     }
     depth
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Inventory {
+        Inventory::parse(text, Path::new("inv.yaml")).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The problem a text gives, as `line: message`.
+    fn refused(text: &str) -> (usize, String) {
+        match Inventory::parse(text, Path::new("inv.yaml")) {
+            Err(Error::Inventory { problem }) => {
+                assert_eq!(problem.file, Path::new("inv.yaml"));
+                (problem.line, problem.message)
+            }
+            Err(other) => panic!("another error: {other}"),
+            Ok(inventory) => panic!("accepted: {:?}", inventory.hosts()),
+        }
+    }
+
+    fn names(hosts: &[&Host]) -> Vec<String> {
+        hosts.iter().map(|host| host.name.clone()).collect()
+    }
+
+    fn selected(inventory: &Inventory, pattern: &str) -> Vec<String> {
+        names(&inventory.select(pattern).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// In the style of Ansible's inventory guide.
+    const EXAMPLE: &str = "\
+all:
+  vars:
+    ansible_user: deploy
+    ansible_become: yes
+    ntp_server: ntp.example.com
+  hosts:
+    mail.example.com:
+  children:
+    webservers:
+      hosts:
+        foo.example.com:
+        bar.example.com:
+          ansible_port: 2222
+      vars:
+        http_port: 80
+    dbservers:
+      hosts:
+        one.example.com:
+          ansible_host: 192.0.2.50
+        two.example.com:
+        three.example.com:
+          ral_root: /srv/fake-root
+    east:
+      hosts:
+        foo.example.com:
+        one.example.com:
+        two.example.com:
+    west:
+      hosts:
+        bar.example.com:
+        three.example.com:
+      vars:
+        ansible_become: no
+    prod:
+      children:
+        east:
+        west:
+      vars:
+        ansible_ssh_private_key_file: ~/.ssh/prod
+    test:
+      hosts:
+        bar.example.com:
+";
+
+    #[test]
+    fn a_realistic_inventory_resolves_every_host() {
+        let inventory = read(EXAMPLE);
+        let all: Vec<&Host> = inventory.hosts().iter().collect();
+        assert_eq!(
+            names(&all),
+            [
+                "mail.example.com",
+                "foo.example.com",
+                "bar.example.com",
+                "one.example.com",
+                "two.example.com",
+                "three.example.com"
+            ]
+        );
+        let mail = inventory.host("mail.example.com").unwrap();
+        assert_eq!(mail.address, "mail.example.com");
+        assert_eq!(mail.user.as_deref(), Some("deploy"));
+        assert_eq!(mail.sudo, Some(true));
+        assert_eq!(mail.port, None);
+        assert_eq!(mail.private_key_file, None);
+        assert_eq!(mail.groups.iter().collect::<Vec<_>>(), ["all", "ungrouped"]);
+        assert_eq!(mail.vars["ntp_server"], "ntp.example.com");
+        assert_eq!(mail.line, 7);
+
+        let bar = inventory.host("bar.example.com").unwrap();
+        assert_eq!(bar.port, Some(2222));
+        // west (a child of prod) overrides all.
+        assert_eq!(bar.sudo, Some(false));
+        assert_eq!(
+            bar.private_key_file.as_deref(),
+            Some(Path::new("~/.ssh/prod"))
+        );
+        assert_eq!(
+            bar.groups.iter().collect::<Vec<_>>(),
+            ["all", "prod", "test", "webservers", "west"]
+        );
+        assert_eq!(bar.vars["http_port"], "80");
+
+        let one = inventory.host("one.example.com").unwrap();
+        assert_eq!(one.address, "192.0.2.50");
+        assert_eq!(one.sudo, Some(true));
+        assert!(!one.vars.contains_key("http_port"));
+        let three = inventory.host("three.example.com").unwrap();
+        assert_eq!(three.root.as_deref(), Some(Path::new("/srv/fake-root")));
+        assert_eq!(
+            inventory.groups().collect::<Vec<_>>(),
+            [
+                "all",
+                "dbservers",
+                "east",
+                "prod",
+                "test",
+                "ungrouped",
+                "webservers",
+                "west"
+            ]
+        );
+    }
+
+    #[test]
+    fn host_vars_beat_child_groups_which_beat_parents_which_beat_all() {
+        let inventory = read(
+            "\
+all:
+  vars: {level: all, a: all, b: all, c: all}
+  children:
+    parent:
+      vars: {level: parent, a: parent, b: parent}
+      children:
+        child:
+          vars: {level: child, a: child}
+          hosts:
+            h1: {level: host}
+            h2:
+",
+        );
+        let h1 = inventory.host("h1").unwrap();
+        assert_eq!(h1.vars["level"], "host");
+        assert_eq!(h1.vars["a"], "child");
+        assert_eq!(h1.vars["b"], "parent");
+        assert_eq!(h1.vars["c"], "all");
+        assert_eq!(inventory.host("h2").unwrap().vars["level"], "child");
+        assert_eq!(
+            h1.groups.iter().collect::<Vec<_>>(),
+            ["all", "child", "parent"]
+        );
+    }
+
+    #[test]
+    fn depth_decides_not_file_order_and_siblings_go_by_name() {
+        // The child is written before its parent's vars, and a top-level
+        // group's vars come after all's: depth still decides.
+        let inventory = read(
+            "\
+web:
+  children:
+    web_eu:
+      hosts: {h: }
+      vars: {x: child}
+  vars: {x: parent, y: web}
+zeta:
+  hosts: {h: }
+  vars: {y: zeta}
+all:
+  vars: {x: all, y: all}
+",
+        );
+        let h = inventory.host("h").unwrap();
+        assert_eq!(h.vars["x"], "child");
+        // web and zeta are both at depth one: the later name wins.
+        assert_eq!(h.vars["y"], "zeta");
+    }
+
+    #[test]
+    fn a_host_named_twice_merges_its_variables_and_groups() {
+        let inventory = read(
+            "\
+all:
+  hosts:
+    h: {ansible_port: 22, a: first}
+  children:
+    g:
+      hosts:
+        h: {ansible_port: 2200}
+",
+        );
+        assert_eq!(inventory.hosts().len(), 1);
+        let h = &inventory.hosts()[0];
+        assert_eq!(h.port, Some(2200));
+        assert_eq!(h.vars["a"], "first");
+        assert!(!h.groups.contains("ungrouped"));
+    }
+
+    #[test]
+    fn a_null_known_variable_unsets_an_inherited_one() {
+        let inventory =
+            read("all:\n  vars: {ansible_user: deploy}\n  hosts:\n    h: {ansible_user: ~}\n");
+        assert_eq!(inventory.host("h").unwrap().user, None);
+    }
+
+    #[test]
+    fn booleans_are_read_as_ansible_reads_them() {
+        for (text, sudo) in [
+            ("true", true),
+            ("True", true),
+            ("yes", true),
+            ("'yes'", true),
+            ("on", true),
+            ("false", false),
+            ("no", false),
+            ("NO", false),
+            ("off", false),
+        ] {
+            let inventory = read(&format!(
+                "all:\n  hosts:\n    h: {{ansible_become: {text}}}\n"
+            ));
+            assert_eq!(inventory.hosts()[0].sudo, Some(sudo), "{text}");
+        }
+    }
+
+    #[test]
+    fn lists_and_mappings_are_kept_as_json() {
+        let inventory = read("all:\n  hosts:\n    h:\n      dns: [a, b]\n      empty:\n");
+        let h = &inventory.hosts()[0];
+        assert_eq!(h.vars["dns"], r#"["a","b"]"#);
+        assert_eq!(h.vars["empty"], "");
+    }
+
+    #[test]
+    fn ranges_expand_with_padding_letters_and_steps() {
+        let inventory = read(
+            "\
+all:
+  hosts:
+    web[01:03].example:
+      ansible_port: 2222
+    db-[a:c]:
+    odd[1:7:3]:
+    r[1:2]-[x:y]:
+    n[8:10]:
+",
+        );
+        let all: Vec<&Host> = inventory.hosts().iter().collect();
+        assert_eq!(
+            names(&all),
+            [
+                "web01.example",
+                "web02.example",
+                "web03.example",
+                "db-a",
+                "db-b",
+                "db-c",
+                "odd1",
+                "odd4",
+                "odd7",
+                "r1-x",
+                "r1-y",
+                "r2-x",
+                "r2-y",
+                "n8",
+                "n9",
+                "n10"
+            ]
+        );
+        assert!(inventory.hosts()[..3].iter().all(|h| h.port == Some(2222)));
+        assert_eq!(inventory.hosts()[1].line, 3);
+    }
+
+    #[test]
+    fn malformed_ranges_are_refused_on_their_line() {
+        for (range, why) in [
+            ("web[01:3]", "one width"),
+            ("web[3:1]", "START is after END"),
+            ("web[1:]", "is not a range"),
+            ("web[1]", "is not a range"),
+            ("web[a:3]", "is not a range"),
+            ("web[a:C]", "one case"),
+            ("web[aa:b]", "is not a range"),
+            ("web[1:3", "not closed"),
+            ("web]1", "closes no range"),
+            ("web[1:3:0]", "positive integer"),
+            ("web[1:3:x]", "positive integer"),
+            ("web[1:2:3:4]", "is not a range"),
+            ("web[0:99999]", "more than 10000 hosts"),
+            ("w[1:200][1:200]", "more than 10000 hosts"),
+            ("web[1:2][3", "after a range"),
+        ] {
+            let (line, message) = refused(&format!("all:\n  hosts:\n    {range}:\n"));
+            assert_eq!(line, 3, "{range}");
+            assert!(message.contains(why), "{range}: {message}");
+            assert!(message.contains("[START:END]"), "{range}: {message}");
+        }
+    }
+
+    #[test]
+    fn patterns_select_in_inventory_order_without_duplicates() {
+        let inventory = read(EXAMPLE);
+        let every = [
+            "mail.example.com",
+            "foo.example.com",
+            "bar.example.com",
+            "one.example.com",
+            "two.example.com",
+            "three.example.com",
+        ];
+        assert_eq!(selected(&inventory, "all"), every);
+        assert_eq!(selected(&inventory, "*"), every);
+        // A union, given in the other order.
+        assert_eq!(
+            selected(&inventory, "dbservers,webservers"),
+            [
+                "foo.example.com",
+                "bar.example.com",
+                "one.example.com",
+                "two.example.com",
+                "three.example.com"
+            ]
+        );
+        assert_eq!(
+            selected(&inventory, "webservers:dbservers:bar.example.com"),
+            selected(&inventory, "dbservers,webservers")
+        );
+        // Exclusion and intersection, wherever they stand.
+        assert_eq!(
+            selected(&inventory, "!west,dbservers"),
+            ["one.example.com", "two.example.com"]
+        );
+        assert_eq!(
+            selected(&inventory, "webservers:&east"),
+            ["foo.example.com"]
+        );
+        assert_eq!(
+            selected(&inventory, "prod:&dbservers:!three.example.com"),
+            ["one.example.com", "two.example.com"]
+        );
+        // Only exclusions start from every host.
+        assert_eq!(selected(&inventory, "!prod"), ["mail.example.com"]);
+        // Groups of groups.
+        assert_eq!(
+            selected(&inventory, "prod"),
+            [
+                "foo.example.com",
+                "bar.example.com",
+                "one.example.com",
+                "two.example.com",
+                "three.example.com"
+            ]
+        );
+        assert_eq!(selected(&inventory, "ungrouped"), ["mail.example.com"]);
+        // Wildcards over hosts and groups.
+        assert_eq!(
+            selected(&inventory, "t*.example.com"),
+            ["two.example.com", "three.example.com"]
+        );
+        assert_eq!(
+            selected(&inventory, "*servers:!w*"),
+            ["one.example.com", "two.example.com"]
+        );
+        assert_eq!(selected(&inventory, "?ne.example.com"), ["one.example.com"]);
+        assert_eq!(
+            selected(&inventory, " east , mail.example.com "),
+            [
+                "mail.example.com",
+                "foo.example.com",
+                "one.example.com",
+                "two.example.com"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pattern_term_matching_nothing_or_an_empty_selection_is_an_error() {
+        let inventory = read(EXAMPLE);
+        for (pattern, needle) in [
+            (
+                "webservers,nosuch",
+                "'nosuch' in the host pattern matches no host or group",
+            ),
+            ("webservers:!nosuch", "'!nosuch'"),
+            ("webservers:&no*", "'&no*'"),
+            (
+                "webservers:&dbservers",
+                "'webservers:&dbservers' selects no host",
+            ),
+            ("all:!all", "selects no host"),
+            ("", "an empty term"),
+            ("webservers,,dbservers", "an empty term"),
+            ("webservers:!", "an empty term"),
+        ] {
+            match inventory.select(pattern) {
+                Err(Error::Inventory { problem }) => {
+                    assert_eq!(problem.line, 0);
+                    assert!(
+                        problem.message.contains(needle),
+                        "{pattern}: {}",
+                        problem.message
+                    );
+                    assert!(problem.to_string().starts_with("inv.yaml: "));
+                }
+                other => panic!("{pattern}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_shapes_and_values_are_refused_on_their_line() {
+        for (text, line, needle) in [
+            ("all:\n  hosts: [a, b]\n", 2, "hosts must be a mapping"),
+            ("all:\n  hosts: web1\n", 2, "hosts must be a mapping"),
+            ("all:\n  children: [g]\n", 2, "children must be a mapping"),
+            ("all:\n  vars: x\n", 2, "vars must be a mapping"),
+            ("all: [a]\n", 1, "group 'all' must be a mapping"),
+            ("all:\n  hostz: {}\n", 2, "unknown key 'hostz'"),
+            (
+                "all:\n  hosts:\n    h: x\n",
+                3,
+                "must be a mapping NAME: VALUE",
+            ),
+            (
+                "all:\n  hosts:\n    h:\n      ansible_port: ssh\n",
+                4,
+                "ansible_port: expected a port",
+            ),
+            (
+                "all:\n  hosts:\n    h:\n      ansible_port: 0\n",
+                4,
+                "expected a port",
+            ),
+            (
+                "all:\n  hosts:\n    h:\n      ansible_port: 65536\n",
+                4,
+                "not '65536'",
+            ),
+            (
+                "all:\n  hosts:\n    h:\n      ansible_port: -22\n",
+                4,
+                "expected a port",
+            ),
+            (
+                "all:\n  hosts:\n    h:\n      ansible_port: 22.0\n",
+                4,
+                "expected a port",
+            ),
+            (
+                "all:\n  hosts:\n    h:\n      ansible_port: [22]\n",
+                4,
+                "not a list",
+            ),
+            (
+                "all:\n  vars:\n    ral_root: srv/root\n",
+                3,
+                "ral_root: expected an absolute path",
+            ),
+            (
+                "all:\n  vars:\n    ansible_become: maybe\n",
+                3,
+                "expected a boolean",
+            ),
+            (
+                "all:\n  vars:\n    ansible_user: ''\n",
+                3,
+                "expected a non-empty text",
+            ),
+            (
+                "all:\n  vars:\n    ansible_host: {a: b}\n",
+                3,
+                "not a mapping",
+            ),
+            ("- all\n", 1, "the top level must map group names"),
+            (
+                "all:\n  hosts:\n    h:\n    h:\n",
+                4,
+                "'h' is given twice (first on line 3)",
+            ),
+            (
+                "all:\n  vars: &v {a: b}\n",
+                2,
+                "anchors and aliases are not allowed",
+            ),
+            ("all:\n  hosts:\n    'bad host':\n", 3, "cannot hold ' '"),
+            ("all:\n  hosts:\n    -h:\n", 3, "cannot start with '-'"),
+            ("all:\n  children:\n    'a,b':\n", 3, "cannot hold ','"),
+            (
+                "all:\n  children:\n    g:\n      children:\n        all:\n",
+                5,
+                "'all' cannot be the child",
+            ),
+            ("all:\n  hosts: {a: }\n---\nall:\n", 3, "one YAML document"),
+            ("all:\n  hosts: {a: [}\n", 2, "invalid YAML"),
+            ("all:\n  vars: !!str x\n", 2, "tags"),
+        ] {
+            let (got_line, message) = refused(text);
+            assert!(message.contains(needle), "{text:?}: {message}");
+            assert_eq!(got_line, line, "{text:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_cycle_in_children_is_refused() {
+        let (line, message) = refused(
+            "\
+a:
+  children:
+    b:
+b:
+  children:
+    c:
+c:
+  children:
+    a:
+",
+        );
+        assert!(message.contains("is its own ancestor"), "{message}");
+        assert!((1..=9).contains(&line), "{line}");
+        let (_, message) = refused("g:\n  children:\n    g:\n");
+        assert!(message.contains("'g' is its own ancestor"), "{message}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_it_is_read() {
+        // Groups nested in children: deeper than allowed.
+        let mut text = String::from("all:\n");
+        for level in 0..40 {
+            let pad = "  ".repeat(2 * level + 1);
+            text.push_str(&format!("{pad}children:\n{pad}  g{level}:\n"));
+        }
+        let (line, message) = refused(&text);
+        assert!(message.contains("nests deeper than"), "{message}");
+        assert!(line > 1, "{line}");
+        // Flow nesting too deep for the YAML reader.
+        let text = format!(
+            "all:\n  vars:\n    x: {}{}\n",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        let (line, message) = refused(&text);
+        assert_eq!(line, 3);
+        assert!(message.contains("64 levels"), "{message}");
+        // Group depth through top-level chains, not nesting.
+        let mut text = String::new();
+        for level in 0..30 {
+            text.push_str(&format!("g{level}:\n  children:\n    g{}:\n", level + 1));
+        }
+        let (_, message) = refused(&text);
+        assert!(message.contains("nests deeper than 24 groups"), "{message}");
+    }
+
+    #[test]
+    fn an_empty_inventory_has_no_hosts_and_selects_nothing() {
+        let inventory = read("# nothing yet\n");
+        assert!(inventory.hosts().is_empty());
+        assert!(inventory.select("all").is_err());
+        let inventory = read("all:\n");
+        assert!(inventory.hosts().is_empty());
+    }
+
+    #[test]
+    fn glob_matches_stars_and_question_marks() {
+        assert!(glob("web*", "web01"));
+        assert!(glob("*", ""));
+        assert!(glob("*.example.*", "a.example.com"));
+        assert!(glob("a*b*c", "aXbYbZc"));
+        assert!(!glob("a*b*c", "aXbYbZ"));
+        assert!(glob("w?b", "web"));
+        assert!(!glob("web", "web1"));
+    }
+
+    #[test]
+    fn load_reads_a_file_and_names_it() {
+        let dir = std::env::temp_dir().join(format!("ral-inventory-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("hosts.yaml");
+        std::fs::write(&path, "all:\n  hosts:\n    h:\n      ansible_port: x\n").unwrap();
+        let error = Inventory::load(&path).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "{}:4: ansible_port: expected a port, an integer from 1 to 65535, not 'x'",
+                path.display()
+            )
+        );
+        std::fs::write(&path, EXAMPLE).unwrap();
+        assert_eq!(Inventory::load(&path).unwrap().file(), path);
+        let missing = Inventory::load(&dir.join("none.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.contains("could not read the inventory"),
+            "{missing}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -47,6 +47,7 @@ pub mod store;
 pub mod text;
 pub mod types;
 pub mod update;
+pub mod yaml_doc;
 
 pub use error::Error;
 pub use host::{Host, HostConfig, DEFAULT_LOCK_TIMEOUT};

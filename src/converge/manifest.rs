@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node};
+use marked_yaml::types::{MarkedScalarNode, Node};
 
 use crate::error::Problem;
+use crate::yaml_doc::{self, mapping_or_empty};
 
 /// Where something was declared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,7 +179,7 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
     }
     // An editor's byte-order mark is not part of the first type.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if let Some((line, message)) = shape_problem(text) {
+    if let Some((line, message)) = yaml_doc::shape_problem(text, "a manifest", MAX_DEPTH) {
         return Err(at(line, message));
     }
     if text.trim().is_empty() {
@@ -226,115 +227,8 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
 /// at depth three, and a hash value in an array of hashes at six.
 pub const MAX_DEPTH: usize = 32;
 
-/// Refuses, before the YAML reader sees it, a text it would read wrongly
-/// or dangerously: a second YAML document (which would be ignored), or
-/// nesting so deep that walking it could exhaust the stack. Indentation
-/// and `- ` entries count as block nesting, brackets and braces as flow
-/// nesting (those inside quotes too, which can only refuse more).
-fn shape_problem(text: &str) -> Option<(usize, String)> {
-    let mut content = false;
-    let mut flow: usize = 0;
-    for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
-        let marker = |m: &str| {
-            line == m || line.starts_with(&format!("{m} ")) || line.starts_with(&format!("{m}\t"))
-        };
-        if marker("---") || marker("...") {
-            if content {
-                return Some((
-                    number,
-                    "a manifest is one YAML document; give each document its own file".to_owned(),
-                ));
-            }
-            continue;
-        }
-        let trimmed = line.trim_start();
-        if !trimmed.is_empty() && !trimmed.starts_with('#') {
-            content = true;
-        }
-        let indent = line.len() - trimmed.len();
-        let mut rest = trimmed;
-        let mut dashes = 0;
-        while let Some(after) = rest.strip_prefix("- ") {
-            dashes += 1;
-            rest = after.trim_start();
-        }
-        // A top-level block key cannot stand inside an open flow
-        // collection: whatever an unbalanced plain value opened is over.
-        if indent == 0 && trimmed.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-            flow = 0;
-        }
-        flow = flow_depth(line, flow);
-        if indent / 2 + dashes > MAX_DEPTH * 2 || dashes > MAX_DEPTH || flow > MAX_DEPTH {
-            return Some((
-                number,
-                format!("the manifest nests deeper than {MAX_DEPTH} levels here"),
-            ));
-        }
-    }
-    None
-}
-
-/// The flow nesting after `line`, starting at `depth`. Outside a flow
-/// collection a bracket opens one only where a value starts (after `:`,
-/// `-` or at the line's start), so `note: a [b` is text; inside one every
-/// bracket counts, as YAML allows none in plain text there. Quoted text is
-/// skipped (a quote opens it only where a value starts, so the apostrophe
-/// of `don't` does not).
-fn flow_depth(line: &str, mut depth: usize) -> usize {
-    let mut quote: Option<char> = None;
-    // The last character outside quotes that was not a blank.
-    let mut last = ':';
-    let mut blank_before = true;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        let after_blank = std::mem::replace(&mut blank_before, matches!(c, ' ' | '\t'));
-        if let Some(q) = quote {
-            if q == '"' && c == '\\' {
-                chars.next();
-            } else if c == q {
-                // '' inside single quotes is an escaped quote.
-                if q == '\'' && chars.peek() == Some(&'\'') {
-                    chars.next();
-                } else {
-                    quote = None;
-                    last = c;
-                }
-            }
-            continue;
-        }
-        let starts_value = matches!(last, ':' | '-' | '[' | '{' | ',');
-        match c {
-            ' ' | '\t' => continue,
-            '\'' | '"' if starts_value => quote = Some(c),
-            '[' | '{' if depth > 0 || starts_value => depth += 1,
-            ']' | '}' if depth > 0 => depth -= 1,
-            // A comment starts only after a blank.
-            '#' if after_blank => break,
-            _ => {}
-        }
-        last = c;
-        if depth > MAX_DEPTH {
-            break;
-        }
-    }
-    depth
-}
-
 fn top_level_shape() -> String {
     "the top level must map types to resources: TYPE: {NAME: {ATTRIBUTE: VALUE}}".to_owned()
-}
-
-/// A mapping, or an empty one for no value (`user:` with nothing under it
-/// declares no users, `alice: ~` sets no attributes); `None` otherwise.
-fn mapping_or_empty(node: &Node) -> Option<MarkedMappingNode> {
-    match node {
-        Node::Mapping(map) => Some(map.clone()),
-        Node::Scalar(scalar) if raw(node) == Raw::Null => {
-            Some(MarkedMappingNode::new_empty(*scalar.span()))
-        }
-        _ => None,
-    }
 }
 
 fn declared_resource(
@@ -452,7 +346,7 @@ fn raw(node: &Node) -> Raw {
 }
 
 fn line_of_scalar(scalar: &MarkedScalarNode) -> usize {
-    line_of(scalar, 0)
+    yaml_doc::line_of(scalar)
 }
 
 fn line_of(scalar: &MarkedScalarNode, fallback: usize) -> usize {
@@ -460,34 +354,7 @@ fn line_of(scalar: &MarkedScalarNode, fallback: usize) -> usize {
 }
 
 fn load_problem(file: &Path, error: marked_yaml::LoadError) -> Problem {
-    use marked_yaml::LoadError;
-    let (line, message) = match error {
-        LoadError::TopLevelMustBeMapping(mark) | LoadError::TopLevelMustBeSequence(mark) => {
-            (mark.line(), top_level_shape())
-        }
-        LoadError::UnexpectedAnchor(mark) => (
-            mark.line(),
-            "anchors and aliases are not allowed: write each value out".to_owned(),
-        ),
-        LoadError::MappingKeyMustBeScalar(mark) => {
-            (mark.line(), "a key must be a plain text".to_owned())
-        }
-        LoadError::UnexpectedTag(mark) => {
-            (mark.line(), "YAML tags (!name) are not allowed".to_owned())
-        }
-        LoadError::ScanError(mark, e) => (mark.line(), format!("invalid YAML: {}", e.info())),
-        LoadError::DuplicateKey(keys) => {
-            let first = keys.prev_key.span().start().map_or(0, |m| m.line());
-            let again = keys.key.span().start().map_or(0, |m| m.line());
-            (
-                again,
-                format!(
-                    "'{}' is given twice (first on line {first})",
-                    crate::text::escape(keys.key.as_str())
-                ),
-            )
-        }
-    };
+    let (line, message) = yaml_doc::load_problem(error, &top_level_shape());
     Problem {
         file: file.to_owned(),
         line,
@@ -584,9 +451,6 @@ mod tests {
         let deep = format!("t: {{a: {{x: {}1{}}}}}\n", "[".repeat(100), "]".repeat(100));
         assert!(parsed(&deep).1[0].message.contains("nests deeper"));
         // A leading document marker and a byte-order mark are fine.
-        let many =
-            "alpha:\n  a:\n".to_owned() + &"    note: don't [stop, {value: '[x'}\n".repeat(40);
-        assert!(shape_problem(&many).is_none());
         let (found, problems) = parsed("\u{feff}---\nalpha:\n  a: {value: '[x'}\n");
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(found[0].type_query, "alpha");

@@ -21,10 +21,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode, Node};
+use marked_yaml::types::{MarkedScalarNode, Node};
 
 use crate::error::{Error, Problem, Result};
 use crate::text::escape;
+use crate::yaml_doc::{self, is_null, line_of, mapping_or_empty};
 
 /// The largest inventory file read.
 pub const MAX_FILE: usize = 4 << 20;
@@ -88,7 +89,7 @@ impl Inventory {
     /// Reads an inventory from `text`; `file` names it in errors.
     pub fn parse(text: &str, file: &Path) -> Result<Inventory> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        if let Some((line, message)) = nesting_problem(text) {
+        if let Some((line, message)) = yaml_doc::shape_problem(text, "an inventory", MAX_DEPTH) {
             return Err(problem(file, line, message));
         }
         let mut reader = Reader {
@@ -761,23 +762,9 @@ fn problem(file: &Path, line: usize, message: String) -> Error {
     }
 }
 
-fn line_of(scalar: &MarkedScalarNode) -> usize {
-    scalar.span().start().map_or(0, |mark| mark.line())
-}
-
-fn is_null(scalar: &MarkedScalarNode) -> bool {
-    scalar.may_coerce() && matches!(scalar.as_str(), "" | "~" | "null" | "Null" | "NULL")
-}
-
-/// A mapping, or an empty one for no value (`web1:` with nothing after it).
-fn mapping_or_empty(node: &Node) -> Option<MarkedMappingNode> {
-    match node {
-        Node::Mapping(map) => Some(map.clone()),
-        Node::Scalar(scalar) if is_null(scalar) => {
-            Some(MarkedMappingNode::new_empty(*scalar.span()))
-        }
-        _ => None,
-    }
+fn load_problem(file: &Path, error: marked_yaml::LoadError) -> Error {
+    let (line, message) = yaml_doc::load_problem(error, &top_level_shape());
+    problem(file, line, message)
 }
 
 /// A value as a message shows it.
@@ -806,129 +793,6 @@ fn json(node: &Node) -> serde_json::Value {
 fn top_level_shape() -> String {
     "the top level must map group names to groups: all: {hosts: ..., children: ..., vars: ...}"
         .to_owned()
-}
-
-fn load_problem(file: &Path, error: marked_yaml::LoadError) -> Error {
-    use marked_yaml::LoadError;
-    let (line, message) = match error {
-        LoadError::TopLevelMustBeMapping(mark) | LoadError::TopLevelMustBeSequence(mark) => {
-            (mark.line(), top_level_shape())
-        }
-        LoadError::UnexpectedAnchor(mark) => (
-            mark.line(),
-            "anchors and aliases are not allowed: write each value out".to_owned(),
-        ),
-        LoadError::MappingKeyMustBeScalar(mark) => {
-            (mark.line(), "a key must be a plain text".to_owned())
-        }
-        LoadError::UnexpectedTag(mark) => {
-            (mark.line(), "YAML tags (!name) are not allowed".to_owned())
-        }
-        LoadError::ScanError(mark, e) => (mark.line(), format!("invalid YAML: {}", e.info())),
-        LoadError::DuplicateKey(keys) => {
-            let first = keys.prev_key.span().start().map_or(0, |m| m.line());
-            let again = keys.key.span().start().map_or(0, |m| m.line());
-            (
-                again,
-                format!(
-                    "'{}' is given twice (first on line {first})",
-                    escape(keys.key.as_str())
-                ),
-            )
-        }
-    };
-    problem(file, line, message)
-}
-
-/// Refuses, before the YAML reader sees it, a second document (which it
-/// would ignore) or nesting deeper than [`MAX_DEPTH`] (which could
-/// exhaust the stack). Block nesting is counted from the indentation of
-/// lines and their `- ` entries, flow nesting from brackets and braces
-/// where a value starts or inside a flow collection; quoted text is
-/// skipped. Overcounting can only refuse more.
-fn nesting_problem(text: &str) -> Option<(usize, String)> {
-    let mut content = false;
-    let mut indents: Vec<usize> = Vec::new();
-    let mut flow = 0usize;
-    for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
-        let marker = |m: &str| line == m || line.starts_with(&format!("{m} "));
-        if marker("---") || marker("...") {
-            if content {
-                return Some((number, "an inventory is one YAML document".to_owned()));
-            }
-            continue;
-        }
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        content = true;
-        let mut indent = line.len() - trimmed.len();
-        if flow == 0 {
-            while indents.last().is_some_and(|&top| top > indent) {
-                indents.pop();
-            }
-            if indents.last() != Some(&indent) {
-                indents.push(indent);
-            }
-            // Each `- ` opens one more level, at its own column.
-            let mut rest = trimmed;
-            while let Some(after) = rest.strip_prefix("- ") {
-                let skipped = after.len() - after.trim_start().len();
-                indent += 2 + skipped;
-                rest = after.trim_start();
-                indents.push(indent);
-            }
-        }
-        flow = flow_depth(trimmed, flow);
-        if indents.len() + flow > MAX_DEPTH {
-            return Some((
-                number,
-                format!("the inventory nests deeper than {MAX_DEPTH} levels here"),
-            ));
-        }
-    }
-    None
-}
-
-/// The flow nesting after `line`, starting at `depth` (see
-/// [`nesting_problem`]).
-fn flow_depth(line: &str, mut depth: usize) -> usize {
-    let mut quote: Option<char> = None;
-    let mut last = ':';
-    let mut blank_before = true;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        let after_blank = std::mem::replace(&mut blank_before, matches!(c, ' ' | '\t'));
-        if let Some(q) = quote {
-            if q == '"' && c == '\\' {
-                chars.next();
-            } else if c == q {
-                if q == '\'' && chars.peek() == Some(&'\'') {
-                    chars.next();
-                } else {
-                    quote = None;
-                    last = c;
-                }
-            }
-            continue;
-        }
-        let starts_value = matches!(last, ':' | '-' | '[' | '{' | ',');
-        match c {
-            ' ' | '\t' => continue,
-            '\'' | '"' if starts_value => quote = Some(c),
-            '[' | '{' if depth > 0 || starts_value => depth += 1,
-            ']' | '}' if depth > 0 => depth -= 1,
-            '#' if after_blank => break,
-            _ => {}
-        }
-        last = c;
-        if depth > MAX_DEPTH {
-            break;
-        }
-    }
-    depth
 }
 
 #[cfg(test)]

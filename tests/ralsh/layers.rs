@@ -8,6 +8,7 @@ use std::path::Path;
 const LAYERS: &[&str] = &[
     "error",
     "text",
+    "yaml_doc",
     "quoting",
     "fnv",
     "types",

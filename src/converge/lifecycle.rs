@@ -74,14 +74,24 @@ pub fn leftovers(
         if listed.contains(&(item.provider.clone(), item.name.as_str())) {
             continue;
         }
-        let removable = item.created
-            && item.state != ItemState::Initial
-            && registry
-                .resolve(&item.provider)
-                .is_ok_and(crate::update::can_be_absent);
         if keep_removed {
             continue;
         }
+        // Without its provider (a data directory not given this time),
+        // nothing can be decided: the item stays as it is.
+        let Ok(provider) = registry.resolve(&item.provider) else {
+            log::warn!(
+                "{}[{}] is in no manifest, but its provider {} is not found: it stays in the \
+                 state store, untouched",
+                item.type_name,
+                crate::text::escape(&item.name),
+                item.provider
+            );
+            continue;
+        };
+        let removable = item.created
+            && item.state != ItemState::Initial
+            && crate::update::can_be_absent(provider);
         if removable {
             out.remove.push(item.clone());
         } else {

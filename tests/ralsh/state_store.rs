@@ -404,3 +404,18 @@ fn after_an_interrupt_the_next_apply_resumes_without_redoing_finished_tasks() {
         .collect();
     assert_eq!(states, ["Stopped", "Successful"]);
 }
+
+#[test]
+fn an_item_whose_provider_is_not_found_stays_untouched() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    bench.ral("apply", &[&m]).expect(0);
+    // The same store, without the fixtures' data directory: beta is unknown.
+    bench.sandbox.write("etc/hosts", "127.0.0.1 localhost\n");
+    let hosts = bench.manifest("hosts.yaml", "host:\n  db.internal: {ip: 10.0.0.5}\n");
+    let run = crate::support::run(&mut bench.sandbox.ral_command("apply", &[&hosts]));
+    run.expect(0)
+        .stderr_has("beta[b1] is in no manifest, but its provider beta::beta is not found");
+    assert!(items(&bench).contains(&pair("beta[b1]", "Applied")));
+    assert_eq!(bench.store("beta")["b1"]["value"], "x");
+}

@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::host::{check_name, Host};
 use crate::invoke::{Update, UpdateAnswer};
-use crate::metadata::Kind;
+use crate::metadata::{Attribute, Kind};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::secrets::REDACTED;
@@ -61,34 +61,13 @@ impl Request {
                     "'name=' is not allowed: the name is the argument after the type".to_owned(),
                 ));
             }
-            let settable = || settable_names(provider).join(", ");
-            let Some(attribute) = provider.attribute(key) else {
-                return Err(reject(format!(
-                    "unknown attribute '{}'; settable attributes: {}",
-                    escape(key),
-                    settable()
-                )));
-            };
-            if attribute.kind == Kind::Read {
-                return Err(reject(format!(
-                    "attribute '{key}' is read-only; settable attributes: {}",
-                    settable()
-                )));
-            }
+            let attribute = settable_attribute(provider, key).map_err(reject)?;
             let value = attribute.attr_type.parse_cli(raw).map_err(|reason| {
-                if attribute.sensitive {
-                    // The reason may quote the value; say only what was expected.
-                    reject(format!(
-                        "invalid value {REDACTED} for sensitive attribute '{key}': expected {}",
-                        attribute.attr_type
-                    ))
-                } else {
-                    reject(format!(
-                        "invalid value '{}' for attribute '{key}' of type {}: {reason}",
-                        escape(raw),
-                        attribute.attr_type
-                    ))
-                }
+                reject(invalid_value(
+                    attribute,
+                    &format!("'{}'", escape(raw)),
+                    &reason,
+                ))
             })?;
             if attrs.iter().any(|(k, _)| k == key) {
                 return Err(reject(format!("attribute '{key}' is given twice")));
@@ -108,18 +87,55 @@ impl Request {
     }
 }
 
-fn settable_names(provider: &Provider) -> Vec<&str> {
-    let names: Vec<&str> = provider
-        .meta
-        .attributes
-        .values()
-        .filter(|a| a.name != "name" && a.kind != Kind::Read)
-        .map(|a| a.name.as_str())
-        .collect();
-    if names.is_empty() {
-        vec!["(none)"]
+/// The declared attribute `key`, if a request may set it; else why not,
+/// naming those it may set.
+pub fn settable_attribute<'p>(
+    provider: &'p Provider,
+    key: &str,
+) -> std::result::Result<&'p Attribute, String> {
+    let settable = || {
+        let names: Vec<&str> = provider
+            .meta
+            .attributes
+            .values()
+            .filter(|a| a.name != "name" && a.kind != Kind::Read)
+            .map(|a| a.name.as_str())
+            .collect();
+        if names.is_empty() {
+            "(none)".to_owned()
+        } else {
+            names.join(", ")
+        }
+    };
+    match provider.attribute(key) {
+        None => Err(format!(
+            "unknown attribute '{}'; settable attributes: {}",
+            escape(key),
+            settable()
+        )),
+        Some(attribute) if attribute.kind == Kind::Read => Err(format!(
+            "attribute '{key}' is read-only; settable attributes: {}",
+            settable()
+        )),
+        Some(attribute) => Ok(attribute),
+    }
+}
+
+/// Why a value does not fit `attribute`: `shown` is the value as the
+/// message quotes it, left out (with the reason, which may quote it) for a
+/// sensitive attribute.
+pub fn invalid_value(attribute: &Attribute, shown: &str, reason: &str) -> String {
+    let key = &attribute.name;
+    if attribute.sensitive {
+        format!(
+            "invalid value {REDACTED} for sensitive attribute '{key}': expected {}",
+            attribute.attr_type
+        )
     } else {
-        names
+        format!(
+            "invalid value {shown} for attribute '{key}' of type {}: {reason}",
+            attribute.attr_type
+        )
     }
 }
 

@@ -10,11 +10,10 @@ use std::path::Path;
 use crate::discovery::Registry;
 use crate::error::Problem;
 use crate::host::check_name;
-use crate::metadata::Kind;
 use crate::provider::Provider;
 use crate::text::escape;
 use crate::types::{AttrType, Value};
-use crate::update::Request;
+use crate::update::{invalid_value, settable_attribute, Request};
 
 use super::graph;
 use super::manifest::{Declared, Origin, Raw, Reference};
@@ -246,39 +245,25 @@ fn check_resource<'r>(
             ..resource.origin.clone()
         };
         let key = attr.name.as_str();
-        let settable = || settable_names(provider);
-        let Some(attribute) = provider.attribute(key).filter(|_| key != "name") else {
-            let message = if key == "name" {
-                "'name' is not an attribute here: the name is the key above the attributes"
-                    .to_owned()
-            } else {
-                format!(
-                    "unknown attribute '{}' of {}; settable attributes: {}",
-                    escape(key),
-                    provider.qualified_name(),
-                    settable()
-                )
-            };
-            problems.push(at.problem(format!("{reference}: {message}")));
-            continue;
-        };
-        if attribute.kind == Kind::Read {
+        if key == "name" {
             problems.push(at.problem(format!(
-                "{reference}: attribute '{key}' is read-only; settable attributes: {}",
-                settable()
+                "{reference}: 'name' is not an attribute here: the name is the key above the \
+                 attributes"
             )));
             continue;
         }
+        let attribute = match settable_attribute(provider, key) {
+            Ok(attribute) => attribute,
+            Err(message) => {
+                problems.push(at.problem(format!("{reference}: {message}")));
+                continue;
+            }
+        };
         match convert(&attribute.attr_type, &attr.value) {
             Ok(value) => attrs.push((key.to_owned(), value)),
-            Err(_) if attribute.sensitive => problems.push(at.problem(format!(
-                "{reference}: invalid value for sensitive attribute '{key}': expected {}",
-                attribute.attr_type
-            ))),
             Err(reason) => problems.push(at.problem(format!(
-                "{reference}: invalid value {} for attribute '{key}' of type {}: {reason}",
-                shown(&attr.value),
-                attribute.attr_type
+                "{reference}: {}",
+                invalid_value(attribute, &shown(&attr.value), &reason)
             ))),
         }
     }
@@ -303,21 +288,6 @@ fn check_resource<'r>(
         },
         requires: Vec::new(),
     })
-}
-
-fn settable_names(provider: &Provider) -> String {
-    let names: Vec<&str> = provider
-        .meta
-        .attributes
-        .values()
-        .filter(|a| a.name != "name" && a.kind != Kind::Read)
-        .map(|a| a.name.as_str())
-        .collect();
-    if names.is_empty() {
-        "(none)".to_owned()
-    } else {
-        names.join(", ")
-    }
 }
 
 /// A value as a message quotes it.

@@ -5,6 +5,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::metadata::{Attribute, Metadata, Suitable};
+use crate::resource::Change;
+use crate::secrets::REDACTED;
+use crate::types::Value;
 
 /// A provider ready to be called.
 #[derive(Debug, Clone)]
@@ -38,6 +41,30 @@ impl Provider {
 
     pub fn attribute(&self, name: &str) -> Option<&Attribute> {
         self.meta.attributes.get(name)
+    }
+
+    /// A value as JSON output shows it: `"[redacted]"` for a sensitive
+    /// attribute.
+    pub fn shown_json(&self, attr: &str, value: &Value) -> serde_json::Value {
+        if self.attribute(attr).is_some_and(|a| a.sensitive) {
+            serde_json::Value::from(REDACTED)
+        } else {
+            serde_json::Value::from(value)
+        }
+    }
+
+    /// Changes as JSON, `[{attr, is, was}]`, sensitive values redacted.
+    pub fn changes_json(&self, changes: &[Change]) -> serde_json::Value {
+        changes
+            .iter()
+            .map(|change| {
+                serde_json::json!({
+                    "attr": change.attr,
+                    "is": self.shown_json(&change.attr, &change.is),
+                    "was": change.was.as_ref().map(|was| self.shown_json(&change.attr, was)),
+                })
+            })
+            .collect()
     }
 
     pub fn is_suitable(&self) -> bool {

@@ -182,28 +182,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             }
             _ => ItemChange::Keep,
         };
-        let changes: Vec<Json> = task
-            .changes
-            .iter()
-            .map(|change| {
-                let provider = self.catalog.items[task.item].provider;
-                let shown = |value: &crate::types::Value| {
-                    if provider
-                        .attribute(&change.attr)
-                        .is_some_and(|a| a.sensitive)
-                    {
-                        Json::from(crate::secrets::REDACTED)
-                    } else {
-                        Json::from(value)
-                    }
-                };
-                serde_json::json!({
-                    "attr": change.attr,
-                    "is": shown(&change.is),
-                    "was": change.was.as_ref().map(shown),
-                })
-            })
-            .collect();
+        let provider = self.catalog.items[task.item].provider;
         self.store.task_ended(&TaskEnd {
             plan_id: &plan.id,
             task_id: task.id,
@@ -212,7 +191,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 .error
                 .as_ref()
                 .map(|e| serde_json::json!({"kind": e.kind.as_str(), "message": e.message})),
-            changes: Json::Array(changes),
+            changes: provider.changes_json(&task.changes),
             seconds: task.seconds,
             item,
         })

@@ -135,12 +135,8 @@ struct RalBlock<'a> {
 }
 
 /// A value, or `"[redacted]"` for a sensitive attribute.
-pub fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
-    if provider.attribute(attr).is_some_and(|a| a.sensitive) {
-        Json::from(REDACTED)
-    } else {
-        Json::from(value)
-    }
+fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
+    provider.shown_json(attr, value)
 }
 
 /// One entry of `result`: the resource and its changes, or, when that
@@ -150,18 +146,10 @@ fn result_entry(provider: &Provider, name: &str, outcome: &Result<Outcome, Strin
         Ok(outcome) => outcome,
         Err(message) => return json!({ "name": name, "error": { "message": message } }),
     };
-    let changes: Vec<Json> = outcome
-        .changes
-        .iter()
-        .map(|c| {
-            json!({
-                "attr": c.attr,
-                "is": shown(provider, &c.attr, &c.is),
-                "was": c.was.as_ref().map_or(Json::Null, |was| shown(provider, &c.attr, was)),
-            })
-        })
-        .collect();
-    json!({ "resource": resource(provider, &outcome.resource), "changes": changes })
+    json!({
+        "resource": resource(provider, &outcome.resource),
+        "changes": provider.changes_json(&outcome.changes),
+    })
 }
 
 /// `{"result": [...]}` for one or more updates, with `"noop": true` on a

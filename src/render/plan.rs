@@ -190,17 +190,6 @@ pub fn document(catalog: &Catalog, plan: &Plan) -> Json {
         .map(|task| {
             let item = &catalog.items[task.item];
             let provider = item.provider;
-            let changes: Vec<Json> = task
-                .changes
-                .iter()
-                .map(|change| {
-                    json!({
-                        "attr": change.attr,
-                        "is": super::json::shown(provider, &change.attr, &change.is),
-                        "was": change.was.as_ref().map(|was| super::json::shown(provider, &change.attr, was)),
-                    })
-                })
-                .collect();
             json!({
                 "id": task.id,
                 "resource": format!("{}[{}]", item.type_query, item.name()),
@@ -208,7 +197,7 @@ pub fn document(catalog: &Catalog, plan: &Plan) -> Json {
                 "name": item.name(),
                 "provider": provider.qualified_name(),
                 "action": task.action.as_str(),
-                "changes": changes,
+                "changes": provider.changes_json(&task.changes),
                 "requires": task.requires,
                 "state": task.state.as_str(),
                 "error": task.error.as_ref().map(|e| json!({"kind": e.kind.as_str(), "message": e.message})),

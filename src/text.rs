@@ -42,6 +42,11 @@ pub fn needs_escape(c: char) -> bool {
         )
 }
 
+/// Bytes as lowercase hexadecimal (digests, salts).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,10 +40,7 @@ fn digest(salt: &str, value: &Value) -> String {
     hash.update(salt.as_bytes());
     hash.update([0]);
     hash.update(Json::from(value).to_string().as_bytes());
-    hash.finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::text::hex(&hash.finalize())
 }
 
 /// What the store means for a catalog: the stored items it no longer

@@ -141,7 +141,7 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
             }
         }
     }
-    reading.digest = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    reading.digest = crate::text::hex(&hash.finalize());
     reading
 }
 

@@ -227,7 +227,7 @@ impl Store {
             &mut bytes,
         )
         .map_err(|e| Error::io("/dev/urandom", e))?;
-        let salt: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let salt = crate::text::hex(&bytes);
         self.conn
             .execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?1)",

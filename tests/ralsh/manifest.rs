@@ -341,14 +341,7 @@ fn conflicts_are_usage_errors() {
 
 #[test]
 fn ral_plan_of_what_the_bundled_providers_print_plans_nothing() {
-    let sandbox = Sandbox::new();
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(fixtures_dir().join("seed/."))
-        .arg(sandbox.root())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let sandbox = Sandbox::seeded();
     // Text a YAML reader could take for something else.
     let append = |file: &str, lines: &str| {
         let text = sandbox.read(file) + lines;

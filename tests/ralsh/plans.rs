@@ -47,6 +47,17 @@ impl Bench {
         run(&mut self.command(subcommand, args))
     }
 
+    /// Waits until the store fixture's update of `name` has started (it
+    /// creates ROOT/started-NAME, see `wait` in store.py).
+    pub fn await_started(&self, name: &str) {
+        let started = self.sandbox.root().join(format!("started-{name}"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !started.exists() {
+            assert!(Instant::now() < deadline, "{name}'s update never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The calls logged since the last `take_calls`.
     pub fn take_calls(&self) -> Vec<String> {
         let calls = self.sandbox.calls();
@@ -411,12 +422,7 @@ fn an_interrupt_stops_the_plan_lets_the_running_task_finish_and_stops_the_rest()
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = bench.sandbox.root().join("started-b1");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "b1's update never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    bench.await_started("b1");
     // SAFETY: kill with a live child's PID.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     // Release b1 only once the plan has logged its stop, so nothing else

@@ -4,7 +4,6 @@
 //! the schema version check, redaction, and `ral state`.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
@@ -37,6 +36,19 @@ fn items(bench: &Bench) -> Vec<(String, String)> {
                 item["state"].as_str().unwrap().to_owned(),
             )
         })
+        .collect()
+}
+
+/// The states of the plans `ral state -j history` lists, oldest first.
+fn plan_states(bench: &Bench) -> Vec<String> {
+    let history = state(bench, &["-j", "history"]);
+    history.expect(0);
+    let doc: Json = serde_json::from_str(&history.stdout).unwrap();
+    doc["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["state"].as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -184,12 +196,7 @@ fn a_second_apply_fails_at_once_naming_the_holder_and_a_killed_holder_leaves_no_
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = bench.sandbox.root().join("started-b1");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "b1's update never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    bench.await_started("b1");
     let second = bench.ral("apply", &[&m]);
     second
         .expect(2)
@@ -310,12 +317,7 @@ fn with_a_lock_timeout_a_second_apply_waits_for_the_first_and_then_runs() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = bench.sandbox.root().join("started-b1");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "b1's update never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    bench.await_started("b1");
     let mut second = bench
         .command(
             "apply",
@@ -343,14 +345,7 @@ fn with_a_lock_timeout_a_second_apply_waits_for_the_first_and_then_runs() {
     // The first made the change; the second found nothing left to do.
     assert_eq!(second.wait().unwrap().code(), Some(0));
     drain.join().unwrap();
-    let history = state(&bench, &["-j", "history"]);
-    let doc: Json = serde_json::from_str(&history.stdout).unwrap();
-    let states: Vec<&str> = doc["plans"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["state"].as_str().unwrap())
-        .collect();
+    let states = plan_states(&bench);
     assert_eq!(states, ["Successful", "Successful"]);
 }
 
@@ -368,12 +363,7 @@ fn after_an_interrupt_the_next_apply_resumes_without_redoing_finished_tasks() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = bench.sandbox.root().join("started-b1");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "b1's update never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    bench.await_started("b1");
     // SAFETY: kill with a live child's PID.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     // b1 is released only once the plan logged its stop: a1 never starts.
@@ -394,14 +384,7 @@ fn after_an_interrupt_the_next_apply_resumes_without_redoing_finished_tasks() {
     bench.ral("apply", &[&m]).expect(0);
     let done = updates(&bench.take_calls());
     assert_eq!(done, ["alpha a1"], "b1 is not done again");
-    let history = state(&bench, &["-j", "history"]);
-    let doc: Json = serde_json::from_str(&history.stdout).unwrap();
-    let states: Vec<&str> = doc["plans"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["state"].as_str().unwrap())
-        .collect();
+    let states = plan_states(&bench);
     assert_eq!(states, ["Stopped", "Successful"]);
 }
 

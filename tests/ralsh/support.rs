@@ -78,6 +78,19 @@ impl Sandbox {
         }
     }
 
+    /// A sandbox whose root is a copy of tests/fixtures/seed.
+    pub fn seeded() -> Sandbox {
+        let sandbox = Sandbox::new();
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(fixtures_dir().join("seed/."))
+            .arg(sandbox.root())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        sandbox
+    }
+
     pub fn root(&self) -> &Path {
         self.root.path()
     }

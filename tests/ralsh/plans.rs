@@ -645,3 +645,17 @@ fn names_and_types_with_line_breaks_cannot_forge_lines_of_their_own() {
     );
     run.stderr_has("'no\\nsuch'");
 }
+
+#[test]
+fn quiet_prints_nothing_and_the_exit_status_still_tells() {
+    let bench = Bench::new();
+    bench.sandbox.write("fail", "b2\n");
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n  b2: {value: y}\n");
+    let planned = bench.ral("plan", &["-q", "--detailed-exitcodes", &m]);
+    planned.expect(2);
+    assert_eq!(planned.stdout, "");
+    let applied = bench.ral("apply", &["-q", &m]);
+    applied.expect(1);
+    assert_eq!(applied.stdout, "");
+    assert_eq!(bench.store("beta")["b1"]["value"], "x");
+}

@@ -96,18 +96,8 @@ pub struct Reading {
     pub digest: String,
 }
 
-/// Reads manifest files (`-` is YAML on stdin) as one: every resource in
-/// file order, or every problem found in any of them.
-pub fn read(paths: &[PathBuf]) -> Result<Vec<Declared>, Vec<Problem>> {
-    let reading = read_all(paths);
-    if reading.problems.is_empty() {
-        Ok(reading.declared)
-    } else {
-        Err(reading.problems)
-    }
-}
-
-/// Reads manifest files, keeping what could be read beside the problems.
+/// Reads manifest files (`-` is YAML on stdin) as one, keeping what could
+/// be read beside the problems.
 pub fn read_all(paths: &[PathBuf]) -> Reading {
     use sha2::Digest;
     let mut hash = sha2::Sha256::new();

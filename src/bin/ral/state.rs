@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use serde_json::{json, Value as Json};
 
-use ral::store::{Holder, RecordedTask, RunLock, Store, StoredItem};
+use ral::store::{Holder, PlanRecord, RecordedTask, RunLock, Store, StoredItem};
 use ral::text::{escape, escape_lines};
 
 #[derive(Debug, clap::Args)]
@@ -102,7 +102,8 @@ fn execute(args: &StateArgs) -> anyhow::Result<ExitCode> {
         StateCommand::List => list(&mut out, &store.items()?, args.json)?,
         StateCommand::History => history(&mut out, &store, args.json)?,
         StateCommand::Show { plan } => {
-            let Some(report) = report(&store, plan)? else {
+            let record = store.history()?.into_iter().find(|p| &p.id == plan);
+            let Some(report) = record.map(|r| report(&store, &r)).transpose()?.flatten() else {
                 bail!("no plan '{}' in {}", escape(plan), path.display());
             };
             if args.json {
@@ -171,7 +172,7 @@ fn list(out: &mut impl Write, items: &[StoredItem], as_json: bool) -> anyhow::Re
 fn history(out: &mut impl Write, store: &Store, as_json: bool) -> anyhow::Result<()> {
     let mut plans = Vec::new();
     for record in store.history()? {
-        let report = report(store, &record.id)?.unwrap_or(Json::Null);
+        let report = report(store, &record)?.unwrap_or(Json::Null);
         plans.push(json!({
             "id": record.id,
             "state": record.state,
@@ -205,10 +206,8 @@ fn history(out: &mut impl Write, store: &Store, as_json: bool) -> anyhow::Result
 
 /// The plan's document: as it ended, or (for a plan a crash cut short) as
 /// planned with the tasks' recorded states.
-fn report(store: &Store, id: &str) -> anyhow::Result<Option<Json>> {
-    let Some(record) = store.history()?.into_iter().find(|p| p.id == id) else {
-        return Ok(None);
-    };
+fn report(store: &Store, record: &PlanRecord) -> anyhow::Result<Option<Json>> {
+    let id = record.id.as_str();
     let mut report: Json = match &record.report {
         Some(text) => serde_json::from_str(text).context("the stored report is not JSON")?,
         None => return Ok(None),

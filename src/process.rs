@@ -49,9 +49,9 @@ pub mod streams;
 pub use orphans::adopt_orphans;
 
 pub use signals::{
-    exit_if_interrupted, forward_interrupts, forward_interrupts_deferred,
-    forward_interrupts_graceful, is_interrupted, keep_on_interrupt, remove_on_interrupt,
-    stop_requested,
+    end_on_interrupt, exit_if_interrupted, forward_interrupts, forward_interrupts_deferred,
+    forward_interrupts_graceful, is_interrupted, keep_on_interrupt, keep_running_on_interrupt,
+    remove_on_interrupt, stop_requested,
 };
 
 /// The longest line accepted from a provider, in bytes.
@@ -117,6 +117,21 @@ impl ProviderEnv {
         vars.push(("LC_ALL".into(), "C".into()));
         vars.push(("RALSH_ROOT_DIR".into(), root.into()));
         ProviderEnv { vars }
+    }
+
+    /// The caller's whole environment, for a program that acts for the
+    /// user rather than for a provider: ssh, which needs the user's agent
+    /// socket, home and config. (The providers it starts on a target get
+    /// a scrubbed environment there.)
+    pub fn inherited() -> ProviderEnv {
+        ProviderEnv {
+            vars: std::env::vars_os().collect(),
+        }
+    }
+
+    /// Every variable, as a child gets them.
+    pub fn vars(&self) -> &[(OsString, OsString)] {
+        &self.vars
     }
 
     /// Sets (or replaces) one variable.

@@ -97,7 +97,9 @@ fn git_diff(
         args: &args,
         env: &runner.base_env,
         fd3: false,
+        stdin: None,
         timeout: runner.timeout,
+        release: false,
     };
     let mut diff = Vec::new();
     let ended = run_streams(&call, &mut |stream, line| match stream {

@@ -147,7 +147,9 @@ impl Runner {
             args: &args,
             env: &env,
             fd3: op.fd3,
+            stdin: None,
             timeout: self.timeout,
+            release: false,
         };
         let mut stdout = Vec::new();
         let mut on_output = on_output;

@@ -103,7 +103,9 @@ impl Resources {
             args: &[],
             env: &env,
             fd3: false,
+            stdin: None,
             timeout: runner.timeout,
+            release: false,
         };
         let mut output = Vec::new();
         let ended = run_streams(&call, &mut |_, line| {

@@ -173,6 +173,28 @@ pub fn keep_on_interrupt(dir: &Path) {
     dirs.retain(|d| d != dir);
 }
 
+/// Processes this process started on purpose to outlive their call (an
+/// ssh master), ended when this process is ended by a forwarded signal.
+static END_ON_INTERRUPT: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Sends `pid` SIGTERM if this process is ended by a forwarded signal;
+/// [`keep_running_on_interrupt`] undoes it. `pid` must be a child of this
+/// process (an orphan it adopted counts) that it does not reap before then,
+/// so the ID cannot name another process.
+pub fn end_on_interrupt(pid: i32) {
+    END_ON_INTERRUPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(pid);
+}
+
+pub fn keep_running_on_interrupt(pid: i32) {
+    END_ON_INTERRUPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&p| p != pid);
+}
+
 /// Ends this process by the signal that interrupted calls. Their groups
 /// got SIGTERM from the handler, and the calls that noticed ended them;
 /// what is left of groups still registered (calls in other threads that
@@ -192,6 +214,10 @@ fn reraise(signal: libc::c_int) -> ! {
     }
     // And whatever left those groups.
     super::orphans::kill_all_now();
+    for pid in std::mem::take(&mut *END_ON_INTERRUPT.lock().unwrap_or_else(|e| e.into_inner())) {
+        // SAFETY: kill takes plain integers; the caller vouched for the ID.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
     let dirs = std::mem::take(
         &mut *REMOVE_ON_INTERRUPT
             .lock()

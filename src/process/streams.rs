@@ -5,7 +5,7 @@
 //!
 //! These are the plugin rules for the one runner of the parent module:
 //! the environment is the caller's choice, given whole, and the working
-//! directory the caller's own; stdin is `/dev/null`; lines are passed on
+//! directory the caller's own; stdin is `/dev/null` or a document; lines are passed on
 //! raw, whole up to [`MAX_STREAM_LINE`] and in pieces beyond; fd 3 is kept
 //! up to [`MAX_FD3`]; and the output passed on is capped
 //! ([`MAX_STREAM_OUTPUT`]). The limits are the runner's, as for a provider
@@ -51,7 +51,12 @@ pub struct StreamCall<'a> {
     pub env: &'a [(OsString, OsString)],
     /// Open a pipe on file descriptor 3 and collect what arrives there.
     pub fd3: bool,
+    /// Fed to stdin; stdin is `/dev/null` when `None`.
+    pub stdin: Option<&'a [u8]>,
     pub timeout: Duration,
+    /// What the run leaves running and not holding its output is not
+    /// ended with it (it starts a daemon on purpose: an ssh master).
+    pub release: bool,
 }
 
 /// How the program ended.
@@ -92,10 +97,10 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         args: call.args,
         env: call.env,
         dir: None,
-        stdin: None,
+        stdin: call.stdin,
         fd3: call.fd3.then_some(MAX_FD3),
         timeout: call.timeout,
-        release: false,
+        release: call.release,
         last_words: false,
     };
     let mut passed = PassedOn {

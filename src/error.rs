@@ -93,6 +93,11 @@ pub enum Error {
     #[error("{problem}")]
     Inventory { problem: Problem },
 
+    /// A remote target could not be named, reached or prepared (its ssh
+    /// error, or what its shell said).
+    #[error("{target}: {message}")]
+    Remote { target: String, message: String },
+
     /// The state store could not be opened, read or written.
     #[error("state store {}: {message}", path.display())]
     Store { path: PathBuf, message: String },

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::discovery::Describer;
@@ -15,6 +16,7 @@ use crate::metadata::Action;
 use crate::output_check::OutputCheck;
 use crate::process::{self, Call, ProviderEnv};
 use crate::provider::Provider;
+use crate::remote::{script, Session};
 use crate::resource::{Resource, ResourceSink};
 use crate::text::escape;
 
@@ -33,6 +35,9 @@ pub struct HostConfig {
     pub lock_timeout: Duration,
     /// The directory of the Python toolkit, passed as `RALSH_PROVIDER_LIB`.
     pub provider_lib: Option<PathBuf>,
+    /// Run the providers on this target instead of here; `root` is then
+    /// the target's.
+    pub remote: Option<Arc<Session>>,
 }
 
 /// How long providers wait for a lock by default: lckpwdf(3)'s 15 seconds.
@@ -46,15 +51,23 @@ impl Default for HostConfig {
             strict: false,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             provider_lib: None,
+            remote: None,
         }
     }
 }
+
+/// How much longer than the time limit a remote call may take before ssh
+/// itself is ended: the target's watchdog ends the provider at the limit
+/// and gives it two seconds; the rest is for the network.
+const REMOTE_MARGIN: Duration = Duration::from_secs(10);
 
 /// Runs providers and keeps the counters that decide the final exit status.
 #[derive(Debug)]
 pub struct Host {
     config: HostConfig,
     env: ProviderEnv,
+    /// A remote call's environment on the target, as `VAR=VALUE` words.
+    remote_env: Vec<String>,
     error_lines: AtomicUsize,
     problem_lines: AtomicUsize,
     check: OutputCheck,
@@ -71,13 +84,23 @@ impl Host {
             env.set("RALSH_PROVIDER_LIB", lib);
         }
         let strict = config.strict;
+        let remote_env = match &config.remote {
+            Some(session) => remote_env(&config, session),
+            None => Vec::new(),
+        };
         Host {
             config,
             env,
+            remote_env,
             error_lines: AtomicUsize::new(0),
             problem_lines: AtomicUsize::new(0),
             check: OutputCheck::new(strict),
         }
+    }
+
+    /// The settings it was made with.
+    pub fn config(&self) -> &HostConfig {
+        &self.config
     }
 
     /// The root providers work below.
@@ -178,6 +201,9 @@ impl Runner for Host {
             program.display(),
             escape(&invocation.shown.join(" "))
         );
+        if let Some(session) = &self.config.remote {
+            return self.run_remote(session, label, program, invocation, sink, idle);
+        }
         let call = Call {
             label,
             program,
@@ -194,19 +220,107 @@ impl Runner for Host {
             starts_daemons: invocation.starts_daemons,
         };
         let finished = process::run(&call, sink, idle)?;
-        // A describe's stderr fails discovery of that provider instead.
-        if !describing {
-            self.error_lines
-                .fetch_add(finished.error_lines, Ordering::SeqCst);
-            self.problem_lines
-                .fetch_add(finished.problem_lines, Ordering::SeqCst);
-        }
+        self.count(action, &finished);
         Ok(finished)
     }
 
     fn check(&self) -> &OutputCheck {
         &self.check
     }
+}
+
+impl Host {
+    /// Counts a call's problem lines; a describe's stderr fails discovery
+    /// of that provider instead.
+    fn count(&self, action: Action, finished: &process::Finished) {
+        if action != Action::Describe {
+            self.error_lines
+                .fetch_add(finished.error_lines, Ordering::SeqCst);
+            self.problem_lines
+                .fetch_add(finished.problem_lines, Ordering::SeqCst);
+        }
+    }
+
+    /// One call on the target: ssh runs the provider's copy there through
+    /// the watchdog of [`script::provider`], with the scrubbed environment
+    /// made for the target.
+    fn run_remote(
+        &self,
+        session: &Session,
+        label: &str,
+        program: &Path,
+        invocation: Invocation,
+        sink: &mut process::LineSink,
+        idle: &mut process::Idle,
+    ) -> Result<process::Finished> {
+        let label = format!("{}: {label}", session.target.name);
+        let action = invocation.action;
+        let remote_program = session.remote_path(program).ok_or_else(|| Error::Remote {
+            target: session.target.name.clone(),
+            message: format!("{} was not copied there", program.display()),
+        })?;
+        let limit = self.config.timeout.as_secs_f64().ceil() as u64;
+        let command = script::provider(
+            limit,
+            invocation.starts_daemons,
+            &self.remote_env,
+            &remote_program,
+            &invocation.args,
+            session.target.sudo,
+        );
+        let call = Call {
+            label: &label,
+            program: session.program(),
+            action,
+            args: session.call_args(command),
+            env: session.env(),
+            timeout: self.config.timeout + REMOTE_MARGIN,
+            max_answer: invocation.max_answer,
+            max_line: invocation.max_line,
+            stdin: invocation.stdin,
+            log_stderr: action != Action::Describe,
+            secrets: invocation.secrets,
+            sensitive: invocation.sensitive,
+            starts_daemons: invocation.starts_daemons,
+        };
+        match process::run(&call, sink, idle) {
+            Ok(finished) => {
+                self.count(action, &finished);
+                Ok(finished)
+            }
+            Err(Error::Exit { status, .. })
+                if status == format!("exit status {}", script::TIMED_OUT) =>
+            {
+                Err(Error::Timeout {
+                    provider: label,
+                    action: action.as_str().to_owned(),
+                    limit: self.config.timeout,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The environment of a provider on a target: what a local one gets, with
+/// the target's root, the default PATH (the caller's means nothing there)
+/// and the toolkit's copy; the target's HOME is added there.
+fn remote_env(config: &HostConfig, session: &Session) -> Vec<String> {
+    let mut env = vec![
+        format!("PATH={}", process::DEFAULT_PATH),
+        "LANG=C".to_owned(),
+        "LC_ALL=C".to_owned(),
+        format!("RALSH_ROOT_DIR={}", config.root.display()),
+        format!("RALSH_LOCK_TIMEOUT={}", config.lock_timeout.as_secs_f64()),
+    ];
+    if let Some(lib) = config
+        .provider_lib
+        .as_deref()
+        .and_then(|lib| session.remote_path(lib))
+    {
+        env.push(format!("RALSH_PROVIDER_LIB={lib}"));
+    }
+    env
 }
 
 impl Describer for Host {

@@ -1,0 +1,280 @@
+//! What is copied to a target: the directories the providers in use live
+//! in (each provider with its `.yaml` and helper files) and the Python
+//! toolkit, named by the digest of their content.
+//!
+//! A target keeps one directory per digest (`~/.cache/ral/DIGEST`, see
+//! `script.rs`), so the files go over once and later runs only ask
+//! whether they are there. The payload that writes them is a `sh` script:
+//! a here-document per text file, octal `printf` for anything a
+//! here-document cannot carry exactly (no final newline, a NUL byte, a
+//! line equal to the delimiter), then the mode, and a `.complete` marker
+//! as its last step.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::bounded_read;
+use crate::error::{Error, Result};
+use crate::quoting::quote_word;
+use crate::text::hex;
+
+/// The most bytes a bundle may hold: providers and their helpers, not
+/// data.
+pub const MAX_BUNDLE: usize = 32 << 20;
+/// The most bytes one file of a bundle may hold.
+const MAX_FILE: usize = 8 << 20;
+/// Bytes per `printf` line of a file sent in octal.
+const OCTAL_CHUNK: usize = 2048;
+
+/// One file to copy.
+#[derive(Debug, Clone)]
+struct File {
+    /// `dN/NAME`, below the bundle's directory.
+    path: String,
+    executable: bool,
+    bytes: Vec<u8>,
+}
+
+/// The files of some local directories, each directory copied as `dN`.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    /// Local directory → its name in the bundle.
+    dirs: BTreeMap<PathBuf, String>,
+    files: Vec<File>,
+    digest: String,
+}
+
+impl Bundle {
+    /// Reads the regular files directly in each of `dirs` (not below
+    /// them, and not hidden ones). Links are followed, as the providers
+    /// found through them are run.
+    pub fn collect(dirs: &[PathBuf]) -> Result<Bundle> {
+        let mut unique: Vec<&PathBuf> = Vec::new();
+        for dir in dirs {
+            if !unique.contains(&dir) {
+                unique.push(dir);
+            }
+        }
+        let mut names = BTreeMap::new();
+        let mut files = Vec::new();
+        let mut total = 0;
+        for (index, dir) in unique.iter().enumerate() {
+            let name = format!("d{index}");
+            let read_error = |e| Error::io(format!("reading {} to copy it", dir.display()), e);
+            let mut entries: Vec<_> = fs::read_dir(dir)
+                .map_err(read_error)?
+                .collect::<std::io::Result<_>>()
+                .map_err(read_error)?;
+            entries.sort_by_key(|entry| entry.file_name());
+            for entry in entries {
+                let file_name = entry.file_name();
+                let Some(file_name) = file_name.to_str() else {
+                    continue;
+                };
+                let path = entry.path();
+                let Ok(meta) = fs::metadata(&path) else {
+                    continue;
+                };
+                if file_name.starts_with('.') || !meta.is_file() || !safe_name(file_name) {
+                    continue;
+                }
+                let bytes = bounded_read::read_file(&path, MAX_FILE, bounded_read::Links::Follow)
+                    .map_err(|e| {
+                    Error::io(format!("reading {} to copy it", path.display()), e)
+                })?;
+                total += bytes.len();
+                if total > MAX_BUNDLE {
+                    return Err(Error::io(
+                        format!("copying {} to targets", dir.display()),
+                        std::io::Error::other(format!(
+                            "the provider directories hold more than {} MiB",
+                            MAX_BUNDLE >> 20
+                        )),
+                    ));
+                }
+                files.push(File {
+                    path: format!("{name}/{file_name}"),
+                    executable: meta.permissions().mode() & 0o111 != 0,
+                    bytes,
+                });
+            }
+            names.insert((*dir).clone(), name);
+        }
+        let mut hasher = Sha256::new();
+        for file in &files {
+            hasher.update(file.path.as_bytes());
+            hasher.update([0, u8::from(file.executable)]);
+            hasher.update((file.bytes.len() as u64).to_le_bytes());
+            hasher.update(&file.bytes);
+        }
+        let digest = hex(&hasher.finalize()[..16]);
+        Ok(Bundle {
+            dirs: names,
+            files,
+            digest,
+        })
+    }
+
+    /// Names the content: equal digests, equal files.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// How many files it holds.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Where a local file or directory of the bundle is on a target whose
+    /// copy is in `remote_dir`; `None` when it is not in the bundle.
+    pub fn remote_path(&self, remote_dir: &str, local: &Path) -> Option<String> {
+        if let Some(name) = self.dirs.get(local) {
+            return Some(format!("{remote_dir}/{name}"));
+        }
+        let parent = local.parent()?;
+        let name = self.dirs.get(parent)?;
+        let file = local.file_name()?.to_str()?;
+        Some(format!("{remote_dir}/{name}/{file}"))
+    }
+
+    /// The `sh` script that writes every file in the current directory.
+    pub fn payload(&self) -> Vec<u8> {
+        let delimiter = format!("RAL_END_OF_FILE_{}", self.digest);
+        let mut out = Vec::new();
+        for name in self.dirs.values() {
+            out.extend_from_slice(format!("mkdir -m 700 {name} || exit 1\n").as_bytes());
+        }
+        for file in &self.files {
+            let target = quote_word(&file.path);
+            if fits_here_document(&file.bytes, &delimiter) {
+                out.extend_from_slice(
+                    format!("cat > {target} <<'{delimiter}' || exit 1\n").as_bytes(),
+                );
+                out.extend_from_slice(&file.bytes);
+                out.extend_from_slice(format!("{delimiter}\n").as_bytes());
+            } else {
+                out.extend_from_slice(format!(": > {target} || exit 1\n").as_bytes());
+                for chunk in file.bytes.chunks(OCTAL_CHUNK) {
+                    out.extend_from_slice(b"printf '");
+                    for byte in chunk {
+                        out.extend_from_slice(format!("\\{byte:03o}").as_bytes());
+                    }
+                    out.extend_from_slice(format!("' >> {target} || exit 1\n").as_bytes());
+                }
+            }
+            let mode = if file.executable { "700" } else { "600" };
+            out.extend_from_slice(format!("chmod {mode} {target} || exit 1\n").as_bytes());
+        }
+        out.extend_from_slice(b": > .complete || exit 1\n");
+        out
+    }
+}
+
+/// File names written bare into the payload's quoting are kept to a safe
+/// alphabet all the same.
+fn safe_name(name: &str) -> bool {
+    name.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-+,@".contains(c))
+}
+
+/// Whether a here-document carries `bytes` exactly: text ending in a
+/// newline, no NUL, no carriage return at all (a line ending a shell may
+/// read otherwise), and no line equal to the delimiter.
+fn fits_here_document(bytes: &[u8], delimiter: &str) -> bool {
+    bytes.last() == Some(&b'\n')
+        && !bytes.iter().any(|&b| b == 0 || b == b'\r')
+        && !bytes
+            .split(|&b| b == b'\n')
+            .any(|line| line == delimiter.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    fn write(dir: &Path, name: &str, bytes: &[u8], mode: u32) {
+        fs::write(dir.join(name), bytes).unwrap();
+        fs::set_permissions(dir.join(name), fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn the_payload_writes_every_file_exactly_with_its_mode() {
+        let source = tempfile::tempdir().unwrap();
+        let a = source.path().join("a");
+        let b = source.path().join("b");
+        fs::create_dir_all(&a).unwrap();
+        fs::create_dir_all(&b).unwrap();
+        write(&a, "x.prov", b"#!/bin/sh\necho '$HOME' `id`\n", 0o755);
+        write(&a, "x.yaml", b"no final newline", 0o644);
+        write(&b, "bin.dat", b"\0\x01\xff\r\n'\"\\%s", 0o644);
+        let tricky = format!("a\nRAL_END_OF_FILE_{}\nb\n", "0".repeat(32));
+        write(&b, "tricky", tricky.as_bytes(), 0o644);
+        write(&a, ".hidden", b"skipped", 0o644);
+        fs::create_dir(a.join("sub")).unwrap();
+        let bundle = Bundle::collect(&[a.clone(), b.clone(), a.clone()]).unwrap();
+        assert_eq!(bundle.len(), 4);
+        let out = tempfile::tempdir().unwrap();
+        let mut sh = Command::new("sh")
+            .arg("-s")
+            .current_dir(out.path())
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        sh.stdin
+            .take()
+            .unwrap()
+            .write_all(&bundle.payload())
+            .unwrap();
+        assert!(sh.wait().unwrap().success());
+        for (dir, name) in [
+            (&a, "x.prov"),
+            (&a, "x.yaml"),
+            (&b, "bin.dat"),
+            (&b, "tricky"),
+        ] {
+            let remote = bundle.remote_path(out.path().to_str().unwrap(), &dir.join(name));
+            let remote = PathBuf::from(remote.unwrap());
+            assert_eq!(
+                fs::read(&remote).unwrap(),
+                fs::read(dir.join(name)).unwrap(),
+                "{name}"
+            );
+            let mode = fs::metadata(&remote).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, if name == "x.prov" { 0o700 } else { 0o600 }, "{name}");
+        }
+        assert!(out.path().join(".complete").exists());
+        assert!(!out.path().join("d0/.hidden").exists());
+        assert_eq!(
+            bundle.remote_path("/r", &a).as_deref(),
+            Some("/r/d0"),
+            "a directory maps too"
+        );
+        assert_eq!(bundle.remote_path("/r", Path::new("/elsewhere/x")), None);
+    }
+
+    #[test]
+    fn the_digest_follows_the_content() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "p.prov", b"one\n", 0o755);
+        let first = Bundle::collect(&[dir.path().to_owned()]).unwrap();
+        let again = Bundle::collect(&[dir.path().to_owned()]).unwrap();
+        assert_eq!(first.digest(), again.digest());
+        assert_eq!(first.digest().len(), 32);
+        write(dir.path(), "p.prov", b"two\n", 0o755);
+        let changed = Bundle::collect(&[dir.path().to_owned()]).unwrap();
+        assert_ne!(first.digest(), changed.digest());
+        write(dir.path(), "p.prov", b"two\n", 0o644);
+        let mode = Bundle::collect(&[dir.path().to_owned()]).unwrap();
+        assert_ne!(changed.digest(), mode.digest());
+    }
+}

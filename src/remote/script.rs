@@ -1,0 +1,266 @@
+//! The command lines ral sends to a target: each is one string that the
+//! target's login shell parses exactly once (`exec /bin/sh -c SCRIPT ral
+//! ARG...`), with every argument quoted by [`quote_word`], so no value can
+//! run anything there. The scripts themselves need only a POSIX `sh` and
+//! the standard utilities (`find`, `id`, `mkdir`, `mv`, `rm`, `sleep`,
+//! `kill`, `env`).
+//!
+//! - [`probe`]: makes sure the private cache directory
+//!   (`~/.cache/ral`, 0700, ours, not a link) exists and says whether the
+//!   bundle of a digest is there: `ral-bundle have DIR` or `ral-bundle
+//!   need DIR`.
+//! - [`upload`]: the same checks, then runs the payload read on stdin (see
+//!   `bundle.rs`) in a fresh directory that is renamed into place only when
+//!   the payload reached its end, so a cut upload is never used.
+//! - [`provider`]: runs one provider call the way the local runner does:
+//!   in `/`, with exactly the environment given (`env -i`), under a
+//!   watchdog that ends the whole process group (SIGTERM, then SIGKILL
+//!   after two seconds) at the time limit or when the connection is gone,
+//!   and with what the provider left running ended when it exits, unless
+//!   its calls start daemons.
+
+use crate::quoting::quote_word;
+
+/// The exit status of a provider call that the watchdog ended.
+pub const TIMED_OUT: i32 = 124;
+
+/// Checks shared by [`probe`] and [`upload`]: `$1` is the bundle's digest;
+/// `r` is left naming the private cache directory.
+const PRIVATE_DIR: &str = r#"set -u
+umask 077
+fail() { echo "error: $*" >&2; exit 3; }
+mine() {
+  [ -n "$(find "$1" -prune -user "$(id -u)" ! -perm -g+w ! -perm -o+w -print 2>/dev/null)" ]
+}
+[ -n "${HOME:-}" ] && [ -d "$HOME/" ] || fail "no home directory to keep providers in"
+c=$HOME/.cache
+[ -d "$c/" ] || mkdir -m 700 "$c" || fail "cannot make $c"
+mine "$c/" || fail "$c is owned by another user or writable by others"
+r=$c/ral
+[ -L "$r" ] && fail "$r is a symbolic link"
+[ -d "$r" ] || mkdir -m 700 "$r" || fail "cannot make $r"
+mine "$r" || fail "$r is owned by another user or writable by others"
+chmod 700 "$r" || fail "cannot make $r private"
+case $1 in *[!0-9a-f]*|'') fail "bad bundle digest";; esac
+b=$r/$1
+"#;
+
+/// The probe: says whether the bundle is there.
+const PROBE: &str = r#"if [ -d "$b" ] && [ -f "$b/.complete" ]; then
+  echo "ral-bundle have $b"
+else
+  echo "ral-bundle need $b"
+fi
+"#;
+
+/// The upload: the payload on stdin, written in a directory of its own.
+const UPLOAD: &str = r#"t=$r/.upload-$1-$$
+rm -rf "$t" && mkdir -m 700 "$t" && cd "$t" || fail "cannot make $t"
+if ! sh -s || [ ! -f .complete ]; then
+  cd / && rm -rf "$t"
+  fail "the upload to $b was cut short"
+fi
+cd /
+if [ -f "$b/.complete" ]; then
+  rm -rf "$t"
+else
+  rm -rf "$b" && mv "$t" "$b" || fail "cannot move the upload to $b"
+fi
+echo "ral-bundle have $b"
+"#;
+
+/// The provider call: `$1` the ssh session's process (the login shell's
+/// parent), `$2` the time limit in whole seconds, `$3` `sweep` or `keep`
+/// (what the provider leaves running), then `VAR=VALUE` words and the
+/// program with its arguments, for `env -i`. The watchdog ends the group
+/// at the time limit, and also as soon as the session's process is gone
+/// (the connection was lost, or ral was interrupted): nothing is left
+/// running for nobody. The watchdog is ended by SIGKILL (a trap could be
+/// set too late), so its `sleep` holds none of the session's descriptors.
+const PROVIDER: &str = r#"o=$1 t=$2 m=$3
+shift 3
+cd / || exit 125
+fired=
+trap 'fired=1' TERM
+exec 4>&2
+(
+  n=0
+  while [ "$n" -lt "$t" ] && kill -0 "$o" 2>/dev/null; do
+    sleep 1 4>&-
+    n=$((n + 1))
+  done
+  trap '' TERM
+  [ "$n" -lt "$t" ] ||
+    echo "error: ran longer than $t s on the target; its processes were ended" >&4
+  kill -TERM 0
+  sleep 2
+  kill -KILL 0
+) </dev/null >/dev/null 2>&1 &
+w=$!
+exec 3<&0
+env -i HOME="$HOME" "$@" <&3 3<&- 4>&- &
+p=$!
+exec 3<&- 4>&-
+wait "$p"
+rc=$?
+[ -n "$fired" ] && exit 124
+kill -KILL "$w" 2>/dev/null
+if [ "$m" = sweep ]; then
+  trap '' TERM
+  kill -TERM 0 2>/dev/null
+fi
+exit "$rc"
+"#;
+
+/// `exec /bin/sh -c SCRIPT ral ["$PPID"] ARGS...`, through `sudo -n` when
+/// asked. `$PPID` is the one word the login shell expands: its parent, the
+/// ssh session's process.
+fn command(script: &str, session: bool, args: &[&str], sudo: bool) -> String {
+    let mut line = String::from("exec ");
+    if sudo {
+        line.push_str("sudo -n -- ");
+    }
+    line.push_str("/bin/sh -c ");
+    line.push_str(&quote_word(script));
+    line.push_str(" ral");
+    if session {
+        line.push_str(" \"$PPID\"");
+    }
+    for arg in args {
+        line.push(' ');
+        line.push_str(&quote_word(arg));
+    }
+    line
+}
+
+/// The probe for the bundle `digest`.
+pub fn probe(digest: &str) -> String {
+    command(&format!("{PRIVATE_DIR}{PROBE}"), false, &[digest], false)
+}
+
+/// The upload of the bundle `digest`, whose payload follows on stdin.
+pub fn upload(digest: &str) -> String {
+    command(&format!("{PRIVATE_DIR}{UPLOAD}"), false, &[digest], false)
+}
+
+/// One provider call: `env` as `VAR=VALUE` words (the wrapper adds the
+/// target's HOME), then `program` and `args`.
+pub fn provider(
+    timeout_secs: u64,
+    keep_leftovers: bool,
+    env: &[String],
+    program: &str,
+    args: &[String],
+    sudo: bool,
+) -> String {
+    let limit = timeout_secs.max(1).to_string();
+    let mode = if keep_leftovers { "keep" } else { "sweep" };
+    let mut words: Vec<&str> = vec![&limit, mode];
+    words.extend(env.iter().map(String::as_str));
+    words.push(program);
+    words.extend(args.iter().map(String::as_str));
+    command(PROVIDER, true, &words, sudo)
+}
+
+/// The directory a probe or upload answered with (`ral-bundle have DIR`),
+/// and whether the bundle is there.
+pub fn parse_answer(line: &str) -> Option<(bool, &str)> {
+    let rest = line.strip_prefix("ral-bundle ")?;
+    let (state, dir) = rest.split_once(' ')?;
+    match state {
+        "have" => Some((true, dir)),
+        "need" => Some((false, dir)),
+        _ => None,
+    }
+    .filter(|(_, dir)| dir.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_passes_its_arguments_through_one_shell_unchanged() {
+        let hostile = ["a b", "'", "$(id)", "`id`", "x\ny", "$HOME", "-n", ""];
+        let env: Vec<String> = vec!["RALSH_ROOT_DIR=/r o".into()];
+        let args: Vec<String> = hostile.iter().map(|s| s.to_string()).collect();
+        let line = provider(5, false, &env, "/p/x.prov", &args, false);
+        let words = shell_words::split(&line).unwrap();
+        assert_eq!(words[..3], ["exec", "/bin/sh", "-c"]);
+        assert_eq!(words[3], PROVIDER);
+        let mut expected = vec![
+            "ral",
+            "$PPID",
+            "5",
+            "sweep",
+            "RALSH_ROOT_DIR=/r o",
+            "/p/x.prov",
+        ];
+        expected.extend(hostile);
+        assert_eq!(words[4..], expected);
+    }
+
+    /// Runs a provider command line as the target's login shell would,
+    /// leading a process group of its own as sshd makes it.
+    fn run_here(line: &str) -> std::process::Output {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_quick_provider_ends_its_call_at_once_with_its_status_and_output() {
+        let env = vec!["A=1".to_owned()];
+        // The watchdog of a call that ends at once must never outlive it
+        // (it would hold the session open up to the limit, then report a
+        // timeout): many quick calls, each ending clean.
+        for round in 0..40 {
+            let args = vec!["-c".to_owned(), "echo \"$A $HOME\"; exit 3".to_owned()];
+            let out = run_here(&provider(30, round % 2 == 0, &env, "/bin/sh", &args, false));
+            assert_eq!(out.status.code(), Some(3), "round {round}");
+            let home = std::env::var("HOME").unwrap_or_default();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), format!("1 {home}\n"));
+            assert_eq!(String::from_utf8_lossy(&out.stderr), "", "round {round}");
+        }
+    }
+
+    #[test]
+    fn the_watchdog_ends_a_provider_at_the_limit() {
+        let args = vec!["-c".to_owned(), "trap '' TERM; sleep 60".to_owned()];
+        let out = run_here(&provider(1, false, &[], "/bin/sh", &args, false));
+        assert_eq!(out.status.code(), Some(TIMED_OUT));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("ran longer than 1 s on the target"),
+            "{stderr}"
+        );
+    }
+
+    #[test]
+    fn sudo_goes_before_the_shell() {
+        let line = probe("ab12");
+        assert!(line.starts_with("exec /bin/sh -c '"), "{line}");
+        let sudo = provider(1, true, &[], "/p", &[], true);
+        assert!(sudo.starts_with("exec sudo -n -- /bin/sh -c '"), "{sudo}");
+        assert!(shell_words::split(&sudo)
+            .unwrap()
+            .contains(&"keep".to_owned()));
+    }
+
+    #[test]
+    fn answers_name_an_absolute_directory() {
+        assert_eq!(
+            parse_answer("ral-bundle have /h/.cache/ral/ab"),
+            Some((true, "/h/.cache/ral/ab"))
+        );
+        assert_eq!(parse_answer("ral-bundle need /x"), Some((false, "/x")));
+        assert_eq!(parse_answer("ral-bundle have x"), None);
+        assert_eq!(parse_answer("ral-bundle maybe /x"), None);
+        assert_eq!(parse_answer("Welcome!"), None);
+    }
+}

@@ -5,7 +5,7 @@ use crate::support::Sandbox;
 
 /// Every awkward value the calling convention must carry. `CANARY` is
 /// replaced by a path that only exists if something ran.
-const VALUES: &[&str] = &[
+pub const VALUES: &[&str] = &[
     "plain",
     "with spaces  and  runs",
     "single ' quote",

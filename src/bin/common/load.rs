@@ -62,6 +62,7 @@ pub fn load_with(
         strict: setup.strict,
         lock_timeout: setup.lock_timeout,
         provider_lib,
+        remote: None,
     });
     // The bundled providers are not even written out when none has the
     // one type asked for.

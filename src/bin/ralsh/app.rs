@@ -22,9 +22,9 @@ use crate::load::{self, Setup};
 use crate::logging;
 use crate::progress::Progress;
 
-/// The three exit statuses ralsh uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
+/// The three exit statuses ralsh uses, from best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
     Success = 0,
     NotFound = 1,
     Error = 2,
@@ -32,7 +32,7 @@ enum Status {
 
 /// What stdout carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
+pub enum Form {
     Human,
     Json,
     /// `--yaml`: a manifest for `ral plan`.
@@ -40,13 +40,16 @@ enum Form {
 }
 
 /// Output settings derived from the arguments and the terminal.
-struct Output {
-    form: Form,
+#[derive(Clone)]
+pub struct Output {
+    pub form: Form,
     /// `-q`: nothing on stdout.
-    quiet: bool,
+    pub quiet: bool,
+    /// A progress line for long listings, where stderr is a terminal.
+    pub progress: bool,
     /// `-v`: providers with their summaries.
-    long: bool,
-    style: human::Style,
+    pub long: bool,
+    pub style: human::Style,
 }
 
 pub fn run() -> ExitCode {
@@ -83,10 +86,15 @@ pub fn run() -> ExitCode {
     let output = Output {
         form,
         quiet: args.quiet,
+        progress: !args.quiet,
         long: args.long,
         style: human::Style { color: use_color() },
     };
-    let outcome = execute(&args, &output);
+    let outcome = if args.remote.is_remote() {
+        crate::targets::execute(&args, &output)
+    } else {
+        execute(&args, &output)
+    };
     // An interrupt ends ralsh by that signal, before anything reports the
     // error it caused: `Error::Interrupted`, or a write that failed on a
     // closed pipe while ralsh was blocked writing (the provider was ended
@@ -142,7 +150,7 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
-fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
+pub fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
     if is_broken_pipe(error) {
         return ExitCode::SUCCESS;
     }
@@ -160,7 +168,26 @@ fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
 
 fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     let (host, registry) = load(args)?;
-    let status = dispatch(args, output, &host, &registry)?;
+    // The buffer outside the box: the printers' many small writes go
+    // straight into it, and only its flushes are dynamic calls.
+    let mut stdout: Box<dyn Write> = if output.quiet {
+        Box::new(io::sink())
+    } else {
+        Box::new(io::stdout().lock())
+    };
+    run_on(args, output, &host, &registry, &mut stdout)
+}
+
+/// Runs the command with `host` and writes its output to `out`; a
+/// provider that logged errors makes the status an error.
+pub fn run_on(
+    args: &Args,
+    output: &Output,
+    host: &Host,
+    registry: &Registry,
+    out: &mut dyn Write,
+) -> anyhow::Result<Status> {
+    let status = dispatch(args, output, host, registry, out)?;
     if host.provider_error_lines() > 0 {
         log::error!("a provider logged errors; exiting with status 2");
         return Ok(Status::Error);
@@ -169,7 +196,7 @@ fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
 }
 
 /// The options that decide the host and the providers.
-fn setup(args: &Args) -> Setup<'_> {
+pub fn setup(args: &Args) -> Setup<'_> {
     Setup {
         root: &args.root,
         include: &args.include,
@@ -206,16 +233,10 @@ fn dispatch(
     output: &Output,
     host: &Host,
     registry: &Registry,
+    target: &mut dyn Write,
 ) -> anyhow::Result<Status> {
     // One buffer for everything printed; a listing flushes it whenever the
     // provider pauses, so a slow provider's resources show as they come.
-    // The buffer outside the box: the printers' many small writes go
-    // straight into it, and only its flushes are dynamic calls.
-    let target: Box<dyn Write> = if output.quiet {
-        Box::new(io::sink())
-    } else {
-        Box::new(io::stdout().lock())
-    };
     let out = io::BufWriter::with_capacity(64 * 1024, target);
     let mut printer: Box<dyn Printer> = match output.form {
         Form::Json => Box::new(JsonPrinter::new(out)),
@@ -254,10 +275,10 @@ fn run_command<'p>(
         return Ok(Status::Success);
     }
     if args.yaml {
-        return manifest(printer, host, provider, args);
+        return manifest(printer, host, provider, args, output);
     }
     let Some(name) = &args.name else {
-        return list(printer, host, provider, args.absent, args.quiet);
+        return list(printer, host, provider, args.absent, output.progress);
     };
     if args.attrs.is_empty() {
         if args.noop {
@@ -330,10 +351,11 @@ fn manifest<'p>(
     host: &Host,
     provider: &'p Provider,
     args: &Args,
+    output: &Output,
 ) -> anyhow::Result<Status> {
     let names = args.names();
     if names.is_empty() {
-        return list(printer, host, provider, args.absent, args.quiet);
+        return list(printer, host, provider, args.absent, output.progress);
     }
     let results = host.get_many(provider, &names)?;
     ral::process::exit_if_interrupted();
@@ -393,13 +415,13 @@ fn list<'p>(
     host: &Host,
     provider: &'p Provider,
     skip_absent: bool,
-    quiet: bool,
+    progress: bool,
 ) -> anyhow::Result<Status> {
     let mut listing = Listing {
         printer,
         provider,
         skip_absent,
-        progress: Progress::new(provider.qualified_name(), quiet),
+        progress: Progress::new(provider.qualified_name(), !progress),
         count: 0,
     };
     let listed = host.list(provider, &mut listing);

@@ -76,7 +76,8 @@ pub struct Args {
     #[arg(long)]
     pub no_cache: bool,
 
-    /// Root directory for providers that edit files (RALSH_ROOT_DIR).
+    /// Root directory for providers that edit files (RALSH_ROOT_DIR); with
+    /// -t, a directory on the targets.
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
 
@@ -94,6 +95,9 @@ pub struct Args {
     /// of one qualified name per line.
     #[arg(short = 'v', long)]
     pub long: bool,
+
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
 
     /// Print a completion script for SHELL and exit.
     #[arg(long, value_name = "SHELL", conflicts_with = "provider")]

@@ -13,6 +13,9 @@ mod logging;
 mod man;
 mod manual;
 mod progress;
+#[path = "../common/remote.rs"]
+mod remote;
+mod targets;
 
 fn main() -> std::process::ExitCode {
     let code = app::run();

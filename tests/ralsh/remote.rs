@@ -1,0 +1,367 @@
+//! `ralsh -t`/`-i`: providers run on targets over a real sshd (started by
+//! each test on 127.0.0.1), each target with its own fake root.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value as Json;
+
+use crate::pids::{assert_gone, pids_in};
+use crate::quoting::VALUES;
+use crate::sshd::{free_port, Sshd};
+use crate::support::{fixtures_dir, run, Run};
+
+/// The hosts file each target's root starts with.
+const HOSTS: &str = "127.0.0.1 localhost\n";
+
+/// A server, a controller (its HOME and temporary directory) and targets,
+/// each with a root of its own.
+struct Fleet {
+    sshd: Sshd,
+    controller: tempfile::TempDir,
+    roots: Vec<(String, tempfile::TempDir)>,
+    inventory: PathBuf,
+}
+
+impl Fleet {
+    /// Targets named `names`, and, when `down` is set, one more named
+    /// `down` at a port where nothing listens.
+    fn new(names: &[&str], down: bool) -> Fleet {
+        let sshd = Sshd::start();
+        let controller = tempfile::tempdir().unwrap();
+        std::fs::create_dir(controller.path().join("tmp")).unwrap();
+        let mut inventory = String::from("all:\n  hosts:\n");
+        let mut roots = Vec::new();
+        for name in names {
+            let root = tempfile::tempdir().unwrap();
+            std::fs::create_dir(root.path().join("etc")).unwrap();
+            std::fs::write(root.path().join("etc/hosts"), HOSTS).unwrap();
+            inventory.push_str(&format!(
+                "    {name}:\n      ral_root: {}\n",
+                root.path().display()
+            ));
+            roots.push((name.to_string(), root));
+        }
+        if down {
+            inventory.push_str(&format!(
+                "    down:\n      ansible_host: 127.0.0.1\n      ansible_port: {}\n      ral_root: /nonexistent\n",
+                free_port()
+            ));
+        }
+        let file = controller.path().join("inventory.yaml");
+        std::fs::write(&file, inventory).unwrap();
+        Fleet {
+            sshd,
+            controller,
+            roots,
+            inventory: file,
+        }
+    }
+
+    fn root(&self, name: &str) -> &Path {
+        self.roots
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, root)| root.path())
+            .unwrap()
+    }
+
+    fn read(&self, name: &str, file: &str) -> String {
+        std::fs::read_to_string(self.root(name).join(file)).unwrap_or_default()
+    }
+
+    /// ralsh with a clean environment, the controller's HOME and TMPDIR,
+    /// and the test sshd's ssh config.
+    fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ralsh"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.controller.path())
+            .env("XDG_CACHE_HOME", self.controller.path())
+            .env("TMPDIR", self.controller.path().join("tmp"))
+            .arg("--ssh-config")
+            .arg(self.sshd.ssh_config());
+        command
+    }
+
+    /// ralsh on the inventory's targets.
+    fn ralsh(&self, args: &[&str]) -> Run {
+        run(self.command().arg("-i").arg(&self.inventory).args(args))
+    }
+
+    /// No ssh of this controller is left running: every master was
+    /// closed. (Its control sockets are in the controller's TMPDIR, which
+    /// every ssh it starts names on its command line.)
+    #[track_caller]
+    fn assert_no_ssh_left(&self) {
+        let marker = self.controller.path().join("tmp").display().to_string();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&marker) {
+                assert_gone(pid, &marker);
+            }
+        }
+        let left: Vec<_> = std::fs::read_dir(self.controller.path().join("tmp"))
+            .unwrap()
+            .collect();
+        assert!(left.is_empty(), "the control directory is left: {left:?}");
+    }
+}
+
+fn targets(doc: &Json) -> &Vec<Json> {
+    doc["targets"].as_array().expect("a targets array")
+}
+
+#[test]
+fn list_find_update_and_noop_run_on_every_target_over_one_connection_each() {
+    let fleet = Fleet::new(&["t1", "t2"], false);
+    std::fs::write(fleet.root("t2").join("etc/hosts"), "10.0.0.2 only-on-t2\n").unwrap();
+
+    let listed = fleet.ralsh(&["host"]);
+    listed.expect(0);
+    let t1_at = listed.stdout.find("== t1 ==").expect("a t1 group");
+    let t2_at = listed.stdout.find("== t2 ==").expect("a t2 group");
+    assert!(t1_at < t2_at, "{}", listed.stdout);
+    assert!(listed.stdout[t1_at..t2_at].contains("'localhost'"));
+    assert!(!listed.stdout[t1_at..t2_at].contains("only-on-t2"));
+    assert!(listed.stdout[t2_at..].contains("'only-on-t2'"));
+    assert_eq!(fleet.sshd.accepted(), 2, "one connection per target");
+
+    let found = fleet.ralsh(&["-j", "host", "localhost"]);
+    found.expect(0);
+    let doc: Json = serde_json::from_str(&found.stdout).unwrap();
+    let all = targets(&doc);
+    assert_eq!(all[0]["target"], "t1");
+    assert_eq!(all[0]["resource"]["ip"], "127.0.0.1");
+    assert_eq!(all[1]["target"], "t2");
+    assert_eq!(all[1]["resource"]["ensure"], "absent", "not on t2: {doc}");
+    // With -a an absent resource is not found: the worst status wins.
+    fleet.ralsh(&["-a", "host", "localhost"]).expect(1);
+    assert_eq!(fleet.sshd.accepted(), 6);
+
+    let noop = fleet.ralsh(&["-n", "host", "web", "ip=10.1.1.1"]);
+    noop.expect(0).stdout_has("ip: (none) -> '10.1.1.1'");
+    assert_eq!(fleet.read("t1", "etc/hosts"), HOSTS, "noop changed nothing");
+
+    let changed = fleet.ralsh(&["-t", "t2", "host", "web", "ip=10.1.1.1"]);
+    changed.expect(0);
+    assert!(!changed.stdout.contains("== t1 =="), "-t picks t2 only");
+    assert_eq!(fleet.read("t1", "etc/hosts"), HOSTS);
+    assert!(fleet.read("t2", "etc/hosts").contains("10.1.1.1\tweb"));
+    fleet.assert_no_ssh_left();
+}
+
+#[test]
+fn hostile_values_reach_the_target_exactly_and_run_nothing() {
+    let fleet = Fleet::new(&["t1"], false);
+    let root = fleet.root("t1");
+    let canary = root.join("canary");
+    let canary = canary.to_str().unwrap();
+    for (provider, suffix) in [("quote::bash", "bash"), ("quote::python", "python")] {
+        for template in VALUES {
+            let value = template.replace("CANARY", canary);
+            let name = if value.chars().any(char::is_control) {
+                "plain".to_owned()
+            } else {
+                format!("n {value} end")
+            };
+            let value_arg = format!("value={value}");
+            let mut command = fleet.command();
+            command
+                .args(["-t", "target-by-name", "--root"])
+                .arg(root)
+                .arg("-I")
+                .arg(fixtures_dir())
+                .args([provider, &name, &value_arg]);
+            run(&mut command).expect(0);
+            assert_eq!(
+                fleet.read("t1", &format!("value.{suffix}")),
+                value,
+                "{value:?}"
+            );
+            assert_eq!(
+                fleet.read("t1", &format!("name.{suffix}")),
+                name,
+                "{name:?}"
+            );
+            assert!(!Path::new(canary).exists(), "{value:?} ran a command");
+        }
+    }
+}
+
+#[test]
+fn providers_are_copied_once_into_a_private_directory_and_a_foreign_one_is_refused() {
+    let fleet = Fleet::new(&["t1"], false);
+    let first = fleet.ralsh(&["-l", "info", "host"]);
+    first.expect(0).stderr_has("t1: copied ");
+    let cache = fleet.sshd.home().join(".cache/ral");
+    let bundles: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
+    assert_eq!(bundles.len(), 1, "one directory per digest: {bundles:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(bundles[0].path().join("d0/etc_hosts.prov").exists());
+
+    let second = fleet.ralsh(&["-l", "info", "host"]);
+    second.expect(0);
+    assert!(
+        !second.stderr.contains("copied"),
+        "nothing copied the second time: {}",
+        second.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        1,
+        "no second copy"
+    );
+
+    // A directory another user owns or can write is not used.
+    std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
+    let refused = fleet.ralsh(&["host"]);
+    refused
+        .expect(2)
+        .stderr_has("is owned by another user or writable by others");
+    std::os::unix::fs::chown(&cache, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    fleet
+        .ralsh(&["host"])
+        .expect(2)
+        .stderr_has("is owned by another user or writable by others");
+}
+
+#[test]
+fn providers_on_a_target_get_the_scrubbed_environment_in_slash() {
+    let fleet = Fleet::new(&["t1"], false);
+    let mut command = fleet.command();
+    command
+        .env("LEAK_ME", "secret")
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .arg("-I")
+        .arg(fixtures_dir())
+        .arg("envdump");
+    run(&mut command).expect(0);
+    let env = fleet.read("t1", "env");
+    let mut names: Vec<&str> = env
+        .split('\0')
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| entry.split_once('=').unwrap().0)
+        // bash itself adds these when it starts.
+        .filter(|key| !["PWD", "SHLVL", "_"].contains(key))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "HOME",
+            "LANG",
+            "LC_ALL",
+            "PATH",
+            "RALSH_LOCK_TIMEOUT",
+            "RALSH_PROVIDER_LIB",
+            "RALSH_ROOT_DIR",
+        ]
+    );
+    assert!(env.contains(&format!("RALSH_ROOT_DIR={}\0", fleet.root("t1").display())));
+    assert!(env.contains(&format!("HOME={}\0", fleet.sshd.home().display())));
+    assert_eq!(fleet.read("t1", "cwd"), "/\n");
+}
+
+#[test]
+fn the_time_limit_ends_the_remote_provider_and_its_child() {
+    let fleet = Fleet::new(&["t1"], false);
+    let mut command = fleet.command();
+    command
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .args(["--timeout", "2", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang");
+    let result = run(&mut command);
+    result
+        .expect(2)
+        .stderr_has("t1: hang::hang: list did not finish within 2s");
+    let pids = pids_in(&fleet.root("t1").join("pids"));
+    assert_eq!(
+        pids.len(),
+        2,
+        "the provider and its child that ignores SIGTERM"
+    );
+    for pid in pids {
+        assert_gone(pid, "hang");
+    }
+    fleet.assert_no_ssh_left();
+}
+
+#[test]
+fn an_unreachable_target_is_reported_and_the_others_still_run() {
+    let fleet = Fleet::new(&["t1", "t2"], true);
+    let human = fleet.ralsh(&["host", "localhost"]);
+    human.expect(2).stderr_has("ralsh: error: down: ");
+    let down_at = human.stdout.find("== down ==").expect("a group for down");
+    assert!(
+        human.stdout[down_at..].contains("error: "),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout[down_at..].contains("Connection refused"),
+        "{}",
+        human.stdout
+    );
+    assert_eq!(human.stdout.matches("'localhost'").count(), 2);
+
+    let json = fleet.ralsh(&["-j", "host", "localhost"]);
+    json.expect(2);
+    let doc: Json = serde_json::from_str(&json.stdout).unwrap();
+    let all = targets(&doc);
+    let names: Vec<&str> = all.iter().map(|t| t["target"].as_str().unwrap()).collect();
+    assert_eq!(names, ["t1", "t2", "down"]);
+    assert_eq!(all[0]["resource"]["name"], "localhost");
+    assert_eq!(all[1]["resource"]["name"], "localhost");
+    let message = all[2]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Connection refused"), "{message}");
+    fleet.assert_no_ssh_left();
+}
+
+#[test]
+fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
+    let fleet = Fleet::new(&["t1"], false);
+    let root = fleet.root("t1");
+    // The provider says "started" on this FIFO once it and its child run.
+    let held = root.join("held");
+    let status = Command::new("mkfifo").arg(&held).status().unwrap();
+    assert!(status.success());
+    let mut command = fleet.command();
+    command
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .args(["--timeout", "120", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut ralsh = command.spawn().unwrap();
+    let mut fifo = std::fs::File::open(&held).unwrap();
+    let mut said = [0u8; 8];
+    use std::io::Read;
+    fifo.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"started\n");
+    // SAFETY: kill with plain integers, to the ralsh this test started.
+    unsafe { libc::kill(ralsh.id() as i32, libc::SIGINT) };
+    let status = ralsh.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGINT),
+        "ralsh ends by the signal"
+    );
+    for pid in pids_in(&root.join("pids")) {
+        assert_gone(pid, "hang");
+    }
+    fleet.assert_no_ssh_left();
+}

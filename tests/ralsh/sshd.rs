@@ -1,0 +1,154 @@
+//! A real OpenSSH server for the remote tests, started by each test on
+//! 127.0.0.1 at a free port, with host and user keys made in a temporary
+//! directory and its own HOME for the logins (so nothing is copied into a
+//! real home). Its log is kept, to count the connections it accepted.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+pub struct Sshd {
+    pub dir: tempfile::TempDir,
+    child: Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+fn keygen(path: &Path) {
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .expect("ssh-keygen runs (openssh-client)");
+    assert!(status.success());
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Sshd {
+    /// Starts sshd and waits until it listens (it says so on its log).
+    pub fn start() -> Sshd {
+        assert!(
+            Path::new(SSHD).exists(),
+            "the remote tests need {SSHD} (Debian's openssh-server; .ci/run installs it)"
+        );
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(
+            unsafe { libc::geteuid() },
+            0,
+            "the remote tests log in as root to an sshd of their own: run them as root (CI does)"
+        );
+        // sshd refuses to start without its privilege separation directory,
+        // which a system without a running sshd may lack.
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        keygen(&d.join("host_key"));
+        keygen(&d.join("user_key"));
+        std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).unwrap();
+        std::fs::create_dir(d.join("home")).unwrap();
+        for attempt in 0.. {
+            let port = free_port();
+            std::fs::write(
+                d.join("sshd_config"),
+                format!(
+                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {dir}/host_key\n\
+                     PidFile none\nAuthorizedKeysFile {dir}/authorized_keys\nStrictModes no\n\
+                     PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+                     PermitRootLogin prohibit-password\nMaxStartups 100\nMaxSessions 100\n\
+                     SetEnv HOME={dir}/home\nLogLevel INFO\n",
+                    dir = d.display()
+                ),
+            )
+            .unwrap();
+            std::fs::write(
+                d.join("ssh_config"),
+                format!(
+                    "Host *\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  \
+                     IdentityFile {dir}/user_key\n  IdentitiesOnly yes\n  \
+                     StrictHostKeyChecking accept-new\n  UserKnownHostsFile {dir}/known_hosts\n",
+                    dir = d.display()
+                ),
+            )
+            .unwrap();
+            let mut child = Command::new(SSHD)
+                .args(["-D", "-e", "-f"])
+                .arg(d.join("sshd_config"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+            let mut said = Vec::new();
+            let listening = loop {
+                match lines.next() {
+                    Some(Ok(line)) => {
+                        let done = line.contains("Server listening on 127.0.0.1");
+                        said.push(line);
+                        if done {
+                            break true;
+                        }
+                    }
+                    _ => break false,
+                }
+            };
+            if !listening {
+                let _ = child.kill();
+                let _ = child.wait();
+                // Someone took the port in between: try another.
+                assert!(attempt < 5, "sshd did not start:\n{}", said.join("\n"));
+                continue;
+            }
+            let log = Arc::new(Mutex::new(said));
+            let keep = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for line in lines.map_while(Result::ok) {
+                    keep.lock().unwrap().push(line);
+                }
+            });
+            return Sshd {
+                dir,
+                child,
+                log,
+            };
+        }
+        unreachable!()
+    }
+
+    pub fn ssh_config(&self) -> PathBuf {
+        self.dir.path().join("ssh_config")
+    }
+
+    /// The HOME of the logins: where the providers are copied.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// How many connections sshd accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.contains("Accepted publickey for root"))
+            .count()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

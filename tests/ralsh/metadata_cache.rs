@@ -279,3 +279,29 @@ fn metadata_too_deep_to_parse_quickly_is_refused_once_and_remembered() {
         "holds 200000 '[' and '{' characters; metadata may hold at most 256",
     );
 }
+
+#[test]
+fn metadata_too_deep_under_a_time_limit_is_refused_by_its_bound_not_timed_out() {
+    // The same 200,000 levels under --timeout 5: the describe prints them
+    // at once, and the bound, not the time limit, refuses them (before
+    // metadata was bounded, the parse ran 86 s past the limit).
+    let sandbox = Sandbox::new();
+    let data = broken_provider(
+        "printf 'provider:\\n  type: broken\\n  desc:\\n'\n\
+         awk 'BEGIN { for (l = 0; l < 20; l++) { s = \"   \"; for (i = 0; i < 10000; i++) s = s \"[\"; print s } }'",
+    );
+    let run = run(&mut ralsh(
+        &sandbox,
+        data.path(),
+        &["--timeout", "5", "broken"],
+    ));
+    run.expect(2)
+        .stderr_has("skipping provider")
+        .stderr_has("holds 200000 '[' and '{' characters; metadata may hold at most 256");
+    assert!(
+        !run.stderr.contains("did not finish within"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(describes(&sandbox), 1);
+}

@@ -614,6 +614,53 @@ mod tests {
     }
 
     #[test]
+    fn metadata_one_past_a_bound_is_refused_before_parsing_and_at_it_accepted() {
+        // Small inputs right at the bounds. Text the parser would refuse
+        // with a message of its own (an unclosed '[') gets the bound's:
+        // the bound is checked first, not after a parse.
+        // (MINIMAL holds one '[' and one '{'.)
+        let brackets = |count: usize| {
+            MINIMAL.replace(
+                "name: {}",
+                &format!("name: {{desc: '{}'}}", "[".repeat(count - 2)),
+            )
+        };
+        assert!(parse(&brackets(MAX_BRACKETS)).is_ok());
+        let refused = "it holds 257 '[' and '{' characters; metadata may hold at most 256";
+        let err = parse(&brackets(MAX_BRACKETS + 1)).unwrap_err().to_string();
+        assert!(err.contains(refused), "{err}");
+        let unclosed = format!("{MINIMAL}  desc: {}\n", "[".repeat(MAX_BRACKETS - 1));
+        let err = parse(&unclosed).unwrap_err().to_string();
+        assert!(err.contains(refused), "{err}");
+        // One bracket fewer, the parser sees it, and says what it thinks.
+        let err = parse(&unclosed.replacen('[', "", 1))
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("metadata may hold"), "{err}");
+
+        // Padded with a comment to a size.
+        let sized = |size: usize| {
+            let text = format!("{MINIMAL}#{}\n", "x".repeat(size - MINIMAL.len() - 2));
+            assert_eq!(text.len(), size);
+            text
+        };
+        assert!(parse(&sized(MAX_METADATA)).is_ok());
+        let err = parse(&sized(MAX_METADATA + 1)).unwrap_err().to_string();
+        assert!(
+            err.contains("it is 262145 bytes long; metadata may be at most 262144 bytes"),
+            "{err}"
+        );
+        // Unparsable as well as too long: the size is what is said.
+        let unparsable = format!("{}: [\n", sized(MAX_METADATA - 3));
+        assert_eq!(unparsable.len(), MAX_METADATA + 1);
+        let err = parse(&unparsable).unwrap_err().to_string();
+        assert!(
+            err.contains("metadata may be at most 262144 bytes"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn yaml_anchors_are_refused_before_parsing() {
         // 2,500 aliases of a 5,000-item anchor took the parser 2.8 s and
         // 887 MB; an anchor is refused before it sees one.

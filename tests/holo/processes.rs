@@ -331,3 +331,53 @@ fn a_fully_detached_daemon_a_plugin_started_is_ended_with_it() {
     assert!(!stderr.contains("kept its output open"), "{stderr}");
     assert_eq!(output.status.code(), Some(0), "{stderr}");
 }
+
+/// A plugin whose scan prints its entity and starts `sleep 6543` out of
+/// the plugin's process group, holding its output, by `leave`: `setsid`
+/// (a session of its own) or `setpgid(0, 0)` (a group of its own). It
+/// writes the escapee's PID to target/child.pid once it runs there.
+fn escaping_scan(leave: &str) -> String {
+    let leave = match leave {
+        "setsid" => "setsid",
+        "setpgid" => {
+            "python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])'"
+        }
+        other => panic!("{other}"),
+    };
+    format!(
+        "#!/bin/bash\ncase \"$1\" in\ninfo) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;\n\
+         scan) echo 'ENTITY: t:one'\n  mkfifo target/ready\n  \
+         (exec {leave} sh -c 'echo $$ > \"$0\"; exec sleep 6543' target/ready) &\n  \
+         read pid < target/ready; echo \"$pid\" > target/child.pid ;;\nesac\n"
+    )
+}
+
+#[test]
+fn a_process_that_left_the_plugins_group_during_scan_is_killed() {
+    // The issue's case for `ral holo scan` (the tests above go through
+    // apply), with both ways out of the group. The time limit (10 s) only
+    // keeps a broken ral from waiting long: the linger is 2 s.
+    for leave in ["setsid", "setpgid"] {
+        let work = tempfile::tempdir().unwrap();
+        root_with_script(work.path(), &escaping_scan(leave));
+        let output = ral(work.path(), &["scan", "--timeout", "10"])
+            .output()
+            .unwrap();
+        let child = pid_in(&work.path().join("target/child.pid"));
+        let _child = KillOnDrop::new(&[child]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{leave}: {stdout}\n{stderr}");
+        assert!(stdout.contains("t:one"), "{leave}: {stdout}");
+        assert!(
+            stderr.contains(
+                ">> plugin t: processes started by 'scan' kept its output open after it \
+                 exited; they were killed\n"
+            ),
+            "{leave}: {stderr}"
+        );
+        assert!(!stderr.contains("did not finish"), "{leave}: {stderr}");
+        assert_gone(child, "6543");
+        assert_eq!(cache_dirs_left(work.path()), 0);
+    }
+}

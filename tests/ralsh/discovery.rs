@@ -242,3 +242,107 @@ fn data_directories_are_searched_in_order_and_the_first_wins() {
         "host::etc_hosts { 'include_one':\n}\n"
     );
 }
+
+/// Provider metadata of type `kind` holding `brackets` '[' and '{'
+/// characters in all, padded with comment lines to `size` bytes.
+fn metadata_of_size(kind: &str, brackets: usize, size: usize) -> String {
+    // Its own '[' and '{' are three; the rest go in a quoted desc.
+    let mut text = format!(
+        "provider:\n  type: {kind}\n  invoke: simple\n  actions: [list]\n  suitable: true\n  \
+         desc: '{}'\n  attributes: {{name: {{}}}}\n",
+        "[".repeat(brackets - 3)
+    );
+    // Lines of at most 4 KiB (a describe's lines are bounded), each at
+    // least "#\n".
+    while text.len() < size {
+        let left = size - text.len();
+        let line = if left <= 4096 {
+            left
+        } else {
+            4096.min(left - 2)
+        };
+        assert!(line >= 2);
+        text.push('#');
+        text.push_str(&"x".repeat(line - 2));
+        text.push('\n');
+    }
+    assert_eq!(text.len(), size);
+    text
+}
+
+#[test]
+fn metadata_one_past_a_bound_is_skipped_with_the_bounds_message_and_at_it_loaded() {
+    // The bounds: 256 '[' and '{' characters, 262,144 bytes. Each provider
+    // comes twice, with a .yaml and with a describe. One past the bracket
+    // bound, the text is an unclosed '[', which the YAML parser would
+    // refuse with a message of its own: the bound's message shows it was
+    // checked first. At both bounds at once, metadata loads.
+    use std::os::unix::fs::PermissionsExt;
+    let data = tempfile::tempdir().unwrap();
+    let providers = data.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    // Metadata of type KIND for each case.
+    let metadata = |case: &str, kind: &str| match case {
+        "deep" => format!("provider:\n  type: {kind}\n  desc: {}\n", "[".repeat(257)),
+        "big" => metadata_of_size(kind, 4, 262_145),
+        _ => metadata_of_size(kind, 256, 262_144),
+    };
+    let write_script = |name: &str, script: &str| {
+        let path = providers.join(format!("{name}.prov"));
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    for name in ["deep", "big", "edge"] {
+        let yaml_name = format!("{name}_yaml");
+        write_script(&yaml_name, "#!/bin/sh\necho '# simple'\n");
+        std::fs::write(
+            providers.join(format!("{yaml_name}.yaml")),
+            metadata(name, &yaml_name),
+        )
+        .unwrap();
+        let describe_name = format!("{name}_describe");
+        write_script(
+            &describe_name,
+            &format!(
+                "#!/bin/sh\ncat <<'EOF'\n{}EOF\n",
+                metadata(name, &describe_name)
+            ),
+        );
+    }
+    let sandbox = Sandbox::new();
+    let run = with_dirs(&sandbox, &[data.path()], None, &["-j"]);
+    let doc = run.expect(0).json();
+    let names = names_in(&doc["providers"]);
+    assert!(names.contains(&"edge_yaml::edge_yaml"), "{names:?}");
+    assert!(names.contains(&"edge_describe::edge_describe"), "{names:?}");
+    let too_deep = "it holds 257 '[' and '{' characters; metadata may hold at most 256";
+    for (file, reason) in [
+        ("deep_yaml.prov", format!("deep_yaml.yaml: {too_deep}")),
+        ("deep_describe.prov", too_deep.to_owned()),
+        (
+            "big_yaml.prov",
+            "big_yaml.yaml: cannot read it: it is larger than 262144 bytes".to_owned(),
+        ),
+        (
+            "big_describe.prov",
+            "it is 262145 bytes long; metadata may be at most 262144 bytes".to_owned(),
+        ),
+    ] {
+        let warning = format!(
+            "ralsh: warn: skipping provider {}: ",
+            providers.join(file).display()
+        );
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with(&warning))
+            .unwrap_or_else(|| panic!("{file} not skipped: {}", run.stderr));
+        assert!(line.contains(&reason), "{file}: {line}");
+    }
+    assert_eq!(
+        run.stderr.lines().count(),
+        4,
+        "only the four warnings: {}",
+        run.stderr
+    );
+}

@@ -1,10 +1,12 @@
-//! Processes that leave the provider's process group (`setsid`) are ended
-//! with the call all the same: ralsh is their subreaper. A provider with
+//! Processes that leave the provider's process group (`setsid`, or
+//! `setpgid(0, 0)`) are ended with the call all the same: ralsh is their
+//! subreaper. A provider with
 //! the `starts_daemons` feature keeps the daemons its updates start.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use crate::pids::{assert_gone, pid_in, KillOnDrop};
 use crate::support::{Run, Sandbox};
 
 /// A provider `NAME` (simple convention, list and update) in DATA/providers,
@@ -52,14 +54,23 @@ fn still_running(pid: u32) -> bool {
     !stat.is_empty() && !zombie && command.windows(4).any(|w| w == b"6543")
 }
 
-/// Shell lines that start `sleep 6543` in a session of its own (setsid),
-/// with `redirections`, and write its PID to ROOT/pid once it runs there:
-/// the escapee tells its PID through a FIFO the provider waits on.
-fn start_escapee(redirections: &str, ignore_term: bool) -> String {
+/// Leaves the process group for a session of its own, then runs the rest
+/// of its arguments.
+const SETSID: &str = "setsid";
+/// Leaves the process group for a group of its own in the same session
+/// (`setpgid(0, 0)`), then runs the rest of its arguments.
+const SETPGID: &str =
+    "python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])'";
+
+/// Shell lines that start `sleep 6543` out of the provider's process group
+/// (by `leave`: [`SETSID`] or [`SETPGID`]), with `redirections`, and write
+/// its PID to ROOT/pid once it runs there: the escapee tells its PID
+/// through a FIFO the provider waits on.
+fn start_escapee(leave: &str, redirections: &str, ignore_term: bool) -> String {
     let trap = if ignore_term { "trap '' TERM; " } else { "" };
     format!(
         "  mkfifo \"$RALSH_ROOT_DIR/ready\"\n  \
-         ({trap}exec setsid sh -c 'echo $$ > \"$0\"; exec sleep 6543' \"$RALSH_ROOT_DIR/ready\" {redirections}) &\n  \
+         ({trap}exec {leave} sh -c 'echo $$ > \"$0\"; exec sleep 6543' \"$RALSH_ROOT_DIR/ready\" {redirections}) &\n  \
          read pid < \"$RALSH_ROOT_DIR/ready\"; echo \"$pid\" > \"$RALSH_ROOT_DIR/pid\"; rm \"$RALSH_ROOT_DIR/ready\"\n"
     )
 }
@@ -76,12 +87,13 @@ impl Drop for Cleanup {
     }
 }
 
-/// A provider whose list prints one resource and starts an escapee.
-fn escaping_list(redirections: &str, ignore_term: bool) -> String {
+/// A provider whose list prints one resource and starts an escapee (which
+/// leaves by `leave`).
+fn escaping_list(leave: &str, redirections: &str, ignore_term: bool) -> String {
     format!(
         "#!/bin/sh\ncase \"$1\" in\nral_action=list)\n  echo '# simple'\n  echo 'name: only'\n{}  ;;\n\
          *) echo '# simple'; echo 'name: only'; echo 'ensure: present' ;;\nesac\n",
-        start_escapee(redirections, ignore_term)
+        start_escapee(leave, redirections, ignore_term)
     )
 }
 
@@ -89,7 +101,12 @@ fn escaping_list(redirections: &str, ignore_term: bool) -> String {
 fn a_process_that_left_the_group_holding_stdout_is_killed_after_the_linger() {
     let sandbox = Sandbox::new();
     let data = tempfile::tempdir().unwrap();
-    write_provider(data.path(), "escaping", &escaping_list("", false), "");
+    write_provider(
+        data.path(),
+        "escaping",
+        &escaping_list(SETSID, "", false),
+        "",
+    );
     let run = ralsh(&sandbox, data.path(), &["escaping"]);
     let _cleanup = Cleanup(Some(escapee(&sandbox)));
     run.expect(0).stdout_has("'only'");
@@ -98,19 +115,59 @@ fn a_process_that_left_the_group_holding_stdout_is_killed_after_the_linger() {
 }
 
 #[test]
-fn a_process_that_left_the_group_and_ignores_sigterm_is_killed_at_the_time_limit() {
-    // It holds stdout, so the call cannot end before it does; at the time
-    // limit the group gets SIGTERM, and the escapee SIGKILL after the grace.
+fn a_process_that_left_the_group_by_setpgid_holding_stdout_is_killed_after_the_linger() {
+    // A group of its own in the same session: out of reach of a signal to
+    // the provider's group, as much as a new session is.
     let sandbox = Sandbox::new();
     let data = tempfile::tempdir().unwrap();
-    write_provider(data.path(), "stubborn", &escaping_list("", true), "");
-    let mut all = vec!["-I", data.path().to_str().unwrap(), "--timeout", "1"];
-    all.push("stubborn");
-    let run = sandbox.ralsh(&all);
-    let _cleanup = Cleanup(Some(escapee(&sandbox)));
-    // The linger (2 s) never comes: the time limit is first.
-    run.expect(2).stderr_has("did not finish within 1s");
-    assert!(!still_running(escapee(&sandbox)), "the escapee still runs");
+    write_provider(
+        data.path(),
+        "escaping",
+        &escaping_list(SETPGID, "", false),
+        "",
+    );
+    let run = ralsh(&sandbox, data.path(), &["escaping"]);
+    let pid = pid_in(&sandbox.root().join("pid"));
+    let _escapee = KillOnDrop::new(&[pid]);
+    run.expect(0).stdout_has("'only'");
+    run.stderr_has("escaping::escaping: list exited, but processes it started kept its output open for 2s; killing them");
+    assert_gone(pid, "6543");
+}
+
+#[test]
+fn a_process_that_left_the_group_and_ignores_sigterm_is_killed_at_the_time_limit() {
+    // The provider runs on after starting the escapee, so the linger
+    // (which starts when the provider exits) never comes before the time
+    // limit; the limit leaves the provider ample time to tell the
+    // escapee's PID. At the limit the group gets SIGTERM, and the escapee,
+    // which holds stdout and ignores SIGTERM, SIGKILL after the grace.
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\nral_action=list)\n  echo '# simple'\n  echo 'name: only'\n\
+         {}  exec sleep 6544 ;;\n*) echo '# simple' ;;\nesac\n",
+        start_escapee(SETSID, "", true)
+    );
+    write_provider(data.path(), "stubborn", &script, "");
+    let run = sandbox.ralsh(&[
+        "-I",
+        data.path().to_str().unwrap(),
+        "--timeout",
+        "5",
+        "stubborn",
+    ]);
+    let pid = pid_in(&sandbox.root().join("pid"));
+    let _escapee = KillOnDrop::new(&[pid]);
+    run.expect(2).stderr_has(
+        "stubborn::stubborn: list did not finish within 5s; the provider and its children were \
+         killed",
+    );
+    assert!(
+        !run.stderr.contains("kept its output open"),
+        "ended by the linger, not the time limit: {}",
+        run.stderr
+    );
+    assert_gone(pid, "6543");
 }
 
 #[test]
@@ -120,7 +177,7 @@ fn a_fully_detached_daemon_is_ended_when_the_call_ends() {
     write_provider(
         data.path(),
         "detaching",
-        &escaping_list("</dev/null >/dev/null 2>&1", true),
+        &escaping_list(SETSID, "</dev/null >/dev/null 2>&1", true),
         "",
     );
     let run = ralsh(&sandbox, data.path(), &["detaching"]);
@@ -141,7 +198,7 @@ fn a_provider_that_starts_daemons_keeps_those_its_update_started() {
     let data = tempfile::tempdir().unwrap();
     // The update starts a detached daemon, as an init script does; the list
     // starts one too, which is ended as for any provider.
-    let detached = start_escapee("</dev/null >/dev/null 2>&1", false);
+    let detached = start_escapee(SETSID, "</dev/null >/dev/null 2>&1", false);
     let script = format!(
         "#!/bin/sh\ncase \"$1\" in\nral_action=update)\n{detached}  \
          echo '# simple'; echo 'name: svc'; echo 'ensure: present'; echo 'ral_was: absent' ;;\n\
@@ -177,7 +234,7 @@ fn a_leftover_holding_stdout_is_killed_but_a_released_daemon_is_not() {
     // the daemon stays.
     let sandbox = Sandbox::new();
     let data = tempfile::tempdir().unwrap();
-    let detached = start_escapee("</dev/null >/dev/null 2>&1", false);
+    let detached = start_escapee(SETSID, "</dev/null >/dev/null 2>&1", false);
     let script = format!(
         "#!/bin/sh\ncase \"$1\" in\nral_action=update)\n{detached}  \
          sleep 6544 &\n  echo $! > \"$RALSH_ROOT_DIR/holder\"\n  \

@@ -22,6 +22,7 @@ mod mutations;
 mod output_schema;
 #[path = "../common/pids.rs"]
 mod pids;
+mod plan_schema;
 mod plans;
 mod plans_bundled;
 mod process;

@@ -197,10 +197,24 @@ fn broken_provider(describe_body: &str) -> tempfile::TempDir {
 /// warn; the reason is still there at level info. A changed file is
 /// described and warned about again.
 fn assert_skipped_once(data: &Path, args: &[&str], reason: &str) {
+    assert_verdict_remembered(data, args, reason, "broken.prov", 1);
+}
+
+/// [`assert_skipped_once`] for the file `changed` in DATA/providers (the
+/// `.prov`, or its `.yaml`), where each check describes `describes_each` times
+/// (none when a `.yaml` gives the metadata).
+fn assert_verdict_remembered(
+    data: &Path,
+    args: &[&str],
+    reason: &str,
+    changed: &str,
+    describes_each: usize,
+) {
     let sandbox = Sandbox::new();
     let first = run(&mut ralsh(&sandbox, data, args));
     first.stderr_has("skipping provider").stderr_has(reason);
-    assert_eq!(describes(&sandbox), 1);
+    assert_eq!(describes(&sandbox), describes_each);
+    // Not looked at again: a new look would warn again.
     let second = run(&mut ralsh(&sandbox, data, args));
     assert!(!second.stderr.contains("broken"), "{}", second.stderr);
     let mut with_info = args.to_vec();
@@ -208,16 +222,20 @@ fn assert_skipped_once(data: &Path, args: &[&str], reason: &str) {
     run(&mut ralsh(&sandbox, data, &with_info))
         .stderr_has("(unchanged since it was found broken)")
         .stderr_has(reason);
-    assert_eq!(describes(&sandbox), 1, "described once, then remembered");
+    assert_eq!(
+        describes(&sandbox),
+        describes_each,
+        "checked once, then remembered"
+    );
 
-    let script = data.join("providers/broken.prov");
-    let mut text = std::fs::read_to_string(&script).unwrap();
+    let file = data.join("providers").join(changed);
+    let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("# changed\n");
-    std::fs::write(&script, text).unwrap();
+    std::fs::write(&file, text).unwrap();
     run(&mut ralsh(&sandbox, data, args))
         .stderr_has("skipping provider")
         .stderr_has(reason);
-    assert_eq!(describes(&sandbox), 2);
+    assert_eq!(describes(&sandbox), 2 * describes_each);
 }
 
 #[test]
@@ -277,5 +295,51 @@ fn metadata_too_deep_to_parse_quickly_is_refused_once_and_remembered() {
         data.path(),
         &[],
         "holds 200000 '[' and '{' characters; metadata may hold at most 256",
+    );
+}
+
+#[test]
+fn metadata_too_deep_under_a_time_limit_is_refused_by_its_bound_not_timed_out() {
+    // The same 200,000 levels under --timeout 5: the describe prints them
+    // at once, and the bound, not the time limit, refuses them (before
+    // metadata was bounded, the parse ran 86 s past the limit).
+    let sandbox = Sandbox::new();
+    let data = broken_provider(
+        "printf 'provider:\\n  type: broken\\n  desc:\\n'\n\
+         awk 'BEGIN { for (l = 0; l < 20; l++) { s = \"   \"; for (i = 0; i < 10000; i++) s = s \"[\"; print s } }'",
+    );
+    let run = run(&mut ralsh(
+        &sandbox,
+        data.path(),
+        &["--timeout", "5", "broken"],
+    ));
+    run.expect(2)
+        .stderr_has("skipping provider")
+        .stderr_has("holds 200000 '[' and '{' characters; metadata may hold at most 256");
+    assert!(
+        !run.stderr.contains("did not finish within"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(describes(&sandbox), 1);
+}
+
+#[test]
+fn a_broken_yaml_is_warned_about_once_and_checked_again_when_it_changes() {
+    // The describe path is tested above; a .yaml's verdict is remembered
+    // by the same file identity. Its provider is never described.
+    let data = broken_provider("echo described");
+    std::fs::write(
+        data.path().join("providers/broken.yaml"),
+        "provider:\n  type: broken\n  invoke: simple\n  actions: [list]\n  suitable: true\n  \
+         colour: red\n  attributes: {name: {}}\n",
+    )
+    .unwrap();
+    assert_verdict_remembered(
+        data.path(),
+        &[],
+        "broken.yaml: provider: unknown field `colour`",
+        "broken.yaml",
+        0,
     );
 }

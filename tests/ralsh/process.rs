@@ -835,3 +835,40 @@ fn a_flood_on_stderr_is_logged_up_to_the_cap_then_summed_up() {
     ));
     assert!(run.stderr.lines().count() < 5010);
 }
+
+#[test]
+fn long_lines_on_stderr_are_logged_up_to_the_byte_cap_then_summed_up() {
+    // 300 warnings of 8 KiB (2.4 MiB), far fewer lines than the line cap:
+    // the byte cap (1 MiB) holds, exactly 128 fit, the rest is counted.
+    let run = ralsh_with_provider(
+        "wide",
+        "#!/bin/sh\necho '# simple'\necho 'name: only'\n\
+         awk 'BEGIN { pad = sprintf(\"%8188s\", \"\"); gsub(/ /, \"x\", pad); \
+         for (i = 0; i < 300; i++) printf \"warn: %04d%s\\n\", i, pad > \"/dev/stderr\" }'\n",
+        &[],
+        &[],
+    );
+    run.expect(0).stdout_has("'only'");
+    let logged: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.split_once("[wide::wide] ").map(|(_, message)| message))
+        .filter(|message| message.ends_with("xxxx"))
+        .collect();
+    let head = &run.stderr[..run.stderr.len().min(500)];
+    assert!(logged.iter().all(|message| message.len() == 8192), "{head}");
+    let bytes: usize = logged.iter().map(|message| message.len()).sum();
+    assert!(bytes <= 1024 * 1024, "{bytes} bytes logged");
+    assert_eq!(logged.len(), 128, "{head}");
+    assert!(logged[127].starts_with("0127x"), "{head}");
+    run.stderr_has(
+        "172 more lines (1409024 bytes) of its stderr during list were not logged: at most 5000 \
+         lines or 1024 KiB are, per call",
+    );
+    // The cap, the line prefixes and the summary: nothing else.
+    assert!(
+        run.stderr.len() < 1024 * 1024 + 129 * 64,
+        "{} bytes on stderr",
+        run.stderr.len()
+    );
+}

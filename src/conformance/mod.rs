@@ -9,7 +9,10 @@
 //! something, non-zero exits, stderr noise, and slow actions; and, for a
 //! provider that creates and deletes, a round trip that checks each change
 //! was made and reported honestly, and that awkward names and values are
-//! stored exactly or refused (`round_trip.rs`).
+//! stored exactly or refused (`round_trip.rs`). When nothing is listed to
+//! work on, a resource is made from the metadata (its ensure and required
+//! attributes) on the temporary root; a check that still finds nothing to
+//! work on is named in the report as not run, with why.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -62,13 +65,39 @@ pub struct Report {
     pub steps: Vec<(&'static str, Duration)>,
     /// What the round trip did (created, changed, refused, deleted).
     pub round_trip: Vec<String>,
+    /// The checks that could not run, with why: the provider is then not
+    /// fully checked, findings or not.
+    pub not_run: Vec<NotRun>,
+}
+
+/// Checks that did not run, for one reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotRun {
+    /// Steps: find of a listed name, noop, update, round trip.
+    pub checks: Vec<&'static str>,
+    pub why: String,
+    /// How to have them run.
+    pub hint: Option<&'static str>,
 }
 
 impl Report {
+    /// No findings: nothing it checked was wrong.
     pub fn is_clean(&self) -> bool {
         self.findings.is_empty()
     }
+
+    /// Every check ran.
+    pub fn is_fully_checked(&self) -> bool {
+        self.not_run.is_empty()
+    }
 }
+
+/// What to do when nothing is listed to work on, on a temporary root.
+const HINT_SEED: &str = "pass --seed DIR, a directory holding resources of this type in the \
+     files the provider reads (etc/..., var/...), copied in as the root";
+/// The same on a root given with --root.
+const HINT_ROOT: &str = "check on a root that holds resources of this type, or on a copy of \
+     one with --seed DIR";
 
 /// How many listed resources are looked up with find.
 const MAX_FINDS: usize = 25;
@@ -91,6 +120,7 @@ pub fn check(source: &Path, options: &CheckOptions) -> Report {
             findings: Vec::new(),
             steps: Vec::new(),
             round_trip: Vec::new(),
+            not_run: Vec::new(),
         },
     };
     checker.run(source);
@@ -180,19 +210,74 @@ impl Checker<'_> {
             return;
         };
         self.check_find(&provider, &listed);
-        if provider.meta.supports(provider.meta.update_action()) {
-            if let Some(first) = listed.first() {
-                // noop first: a real update could hide what a noop changed.
-                self.check_noop(&provider, first);
-                self.check_update_without_change(&provider, first);
+        let updates = provider.meta.supports(provider.meta.update_action());
+        let creates = updates && crate::update::can_be_absent(&provider);
+        // The round trip copies a resource that exists; failing one, it
+        // works on one made from the metadata, as do noop and update when
+        // nothing at all is listed.
+        let mut template = listed.iter().find(|r| !r.is_absent()).cloned();
+        let mut made = None;
+        let mut lacking = if listed.is_empty() {
+            "nothing is listed to work on".to_owned()
+        } else {
+            "nothing present is listed to copy".to_owned()
+        };
+        if template.is_none() && creates && self.options.scratch {
+            match self.make_up(&provider) {
+                Ok(resource) => {
+                    made = Some(resource.name.clone());
+                    template = Some(resource);
+                }
+                Err(why) => lacking = format!("{lacking}, and {why}"),
             }
-            if self.options.scratch {
-                self.check_round_trip(&provider, &listed);
-            } else {
-                self.report
-                    .round_trip
-                    .push("not run: it runs only on a temporary copy, not on --root".to_owned());
+        } else if template.is_none() && updates && !creates {
+            lacking.push_str(", and none can be created (its ensure has no 'absent')");
+        }
+        let mut skipped = Vec::new();
+        if listed.is_empty() && made.is_none() {
+            skipped.push("find of a listed name");
+        }
+        if updates {
+            match listed.first().or(template.as_ref()).cloned() {
+                Some(subject) => {
+                    // noop first: a real update could hide what a noop changed.
+                    self.check_noop(&provider, &subject);
+                    self.check_update_without_change(&provider, &subject);
+                }
+                None => {
+                    if provider.meta.supports_noop {
+                        skipped.push("noop");
+                    }
+                    skipped.push("update");
+                }
             }
+            if creates && self.options.scratch {
+                match &template {
+                    Some(template) => self.check_round_trip(&provider, template),
+                    None => skipped.push("round trip"),
+                }
+            }
+        }
+        if let Some(name) = made {
+            self.delete(&provider, &name);
+        }
+        if !skipped.is_empty() {
+            self.report.not_run.push(NotRun {
+                checks: skipped,
+                why: lacking,
+                hint: Some(if self.options.scratch {
+                    HINT_SEED
+                } else {
+                    HINT_ROOT
+                }),
+            });
+        }
+        if updates && !self.options.scratch {
+            self.report.not_run.push(NotRun {
+                checks: vec!["round trip"],
+                why: "it runs only on a temporary copy, not on --root".to_owned(),
+                hint: None,
+            });
         }
     }
 

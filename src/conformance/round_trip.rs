@@ -1,7 +1,8 @@
 //! The round trip of `ral check`, for a provider that can create and
 //! delete resources: create one (a copy of a listed resource's required
 //! attributes), find it, change it, find it, delete it, find it, on the
-//! temporary root, checking at each step that what was asked was done and
+//! temporary root (when nothing is listed, the resource copied is first
+//! made from the metadata: `make_up`), checking at each step that what was asked was done and
 //! what was reported is true. Then names built from characters that
 //! shells and regular expressions treat specially, and a value holding a
 //! line break: each must come back exactly, or be refused; it must never
@@ -18,6 +19,11 @@ use crate::update::{self, Plan, Request};
 /// The name of the resource the round trip creates (its last path
 /// component, for providers whose names are paths).
 const NEW: &str = "ralcheck1";
+/// The name of the resource made from the metadata when nothing is
+/// listed (below `/` for providers whose names are paths).
+const MADE: &str = "ralcheck0";
+/// A value made up for a required attribute, when its type takes it.
+const MADE_VALUE: &str = "ral-check";
 /// A name made of characters shells and regular expressions treat
 /// specially.
 const AWKWARD: &str = "ral check.*[x]$(y)";
@@ -37,13 +43,9 @@ impl Checker<'_> {
         self.report.round_trip.push(done);
     }
 
-    pub(super) fn check_round_trip(&mut self, provider: &Provider, listed: &[Resource]) {
-        if !update::can_be_absent(provider) {
-            return;
-        }
-        let Some(template) = listed.iter().find(|r| !r.is_absent()) else {
-            return;
-        };
+    /// The round trip, copying `template` (a resource that exists), for a
+    /// provider whose resources can be absent.
+    pub(super) fn check_round_trip(&mut self, provider: &Provider, template: &Resource) {
         self.check_lookalikes(provider, template);
         let name = sibling(&template.name, NEW);
         if !self.create(provider, template, &name) {
@@ -53,6 +55,103 @@ impl Checker<'_> {
         self.check_two_lines(provider, &name);
         self.delete(provider, &name);
         self.check_awkward_name(provider, template);
+    }
+
+    /// Creates a resource from the metadata alone (a name of its own, an
+    /// ensure that is not absent, a value for each required attribute) for
+    /// the checks to work on when nothing is listed, and returns it as
+    /// find reports it; or says why it could not.
+    pub(super) fn make_up(&mut self, provider: &Provider) -> Result<Resource, String> {
+        let name = if provider.meta.names_are_paths {
+            format!("/{MADE}")
+        } else {
+            MADE.to_owned()
+        };
+        if let Some(named) = provider.attribute("name") {
+            if !named.attr_type.accepts_text(&name) {
+                return Err(format!(
+                    "the name '{name}' does not fit its type {}",
+                    named.attr_type
+                ));
+            }
+        }
+        let mut attrs: Vec<(String, Value)> = Vec::new();
+        if let Some(ensure) = provider.attribute("ensure") {
+            let value = match &ensure.attr_type {
+                t if t.accepts_text("present") => Some("present".to_owned()),
+                AttrType::Enum(values) => values.iter().find(|v| *v != "absent").cloned(),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                format!(
+                    "no ensure but absent can be made up for {}",
+                    ensure.attr_type
+                )
+            })?;
+            attrs.push(("ensure".to_owned(), Value::String(value)));
+        }
+        for attribute in provider.meta.attributes.values() {
+            if !attribute.required || attribute.name == "name" || attribute.name == "ensure" {
+                continue;
+            }
+            let value = attribute
+                .default
+                .clone()
+                .or_else(|| made_value(&attribute.attr_type))
+                .ok_or_else(|| {
+                    format!(
+                        "no value can be made up for its required attribute '{}' ({})",
+                        attribute.name, attribute.attr_type
+                    )
+                })?;
+            attrs.push((attribute.name.clone(), value));
+        }
+        match self.try_apply(provider, &name, attrs.clone()) {
+            Ok(()) => {}
+            Err(e) if refused(&e) => {
+                return Err(format!(
+                    "creating '{name}' from the metadata was refused: {e}"
+                ))
+            }
+            Err(e) => {
+                self.find(
+                    "round trip",
+                    format!("create '{name}': {e}"),
+                    "update must succeed or refuse with ral_error",
+                );
+                return Err(format!(
+                    "creating '{name}' from the metadata failed (see below)"
+                ));
+            }
+        }
+        let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
+        self.note(format!(
+            "nothing listed: created '{name}' from the metadata ({})",
+            keys.join(", ")
+        ));
+        self.expect_found(provider, &name, &attrs, "created");
+        let Some(made) = self.found(provider, &name) else {
+            return Err(format!(
+                "find does not report '{name}', created from the metadata"
+            ));
+        };
+        // list and find must agree on it too, if list shows it at all.
+        match self
+            .list_quietly(provider)
+            .and_then(|listed| listed.into_iter().find(|r| r.name == name))
+        {
+            Some(listed) if listed == made => {}
+            Some(listed) => self.find(
+                "find",
+                format!(
+                    "find '{name}' disagrees with list: {}",
+                    super::differences(&listed, &made)
+                ),
+                "find NAME must report exactly what list reports for NAME",
+            ),
+            None => self.note("list does not report it".to_owned()),
+        }
+        Ok(made)
     }
 
     /// Creates `name` as a copy of the template (its ensure and settable
@@ -174,7 +273,7 @@ impl Checker<'_> {
     }
 
     /// Deletes `name`; find must not report it any more.
-    fn delete(&mut self, provider: &Provider, name: &str) {
+    pub(super) fn delete(&mut self, provider: &Provider, name: &str) {
         let attrs = vec![("ensure".to_owned(), Value::String("absent".to_owned()))];
         if !self.apply(provider, name, attrs, "delete") {
             return;
@@ -275,6 +374,12 @@ impl Checker<'_> {
         let Some(after) = self.list_quietly(provider) else {
             return;
         };
+        if before.is_empty() && after.is_empty() {
+            // A provider that lists nothing (file's listing is empty by
+            // design) is asked with find instead.
+            self.check_awkward_name_by_find(provider, template, &name);
+            return;
+        }
         let named: Vec<&Resource> = after.iter().filter(|r| r.name == name).collect();
         let others_kept = before.iter().all(|old| after.iter().any(|new| new == old));
         if named.len() != 1 || after.len() != before.len() + 1 || !others_kept {
@@ -299,6 +404,38 @@ impl Checker<'_> {
                 "round trip",
                 format!(
                     "after deleting '{name}' the listing is not what it was before it was created"
+                ),
+                HINT_NAMES,
+            );
+        }
+    }
+
+    /// The awkward name created, checked without a listing: find reports
+    /// it under exactly that name, and the template stays as it was, both
+    /// while it exists and once it is deleted.
+    fn check_awkward_name_by_find(&mut self, provider: &Provider, template: &Resource, name: &str) {
+        if self.found(provider, name).is_none() {
+            self.find(
+                "round trip",
+                format!("'{name}' was created, but find does not report it"),
+                HINT_NAMES,
+            );
+        }
+        let gone = vec![("ensure".to_owned(), Value::String("absent".to_owned()))];
+        let deleted = self.apply(provider, name, gone, "delete");
+        if deleted && self.found(provider, name).is_some() {
+            self.find(
+                "round trip",
+                format!("'{name}' was deleted, but find still reports it"),
+                HINT_NAMES,
+            );
+        }
+        if self.found(provider, &template.name).as_ref() != Some(template) {
+            self.find(
+                "round trip",
+                format!(
+                    "creating and deleting '{name}' changed or deleted '{}'",
+                    template.name
                 ),
                 HINT_NAMES,
             );
@@ -377,7 +514,10 @@ impl Checker<'_> {
             let Some(attribute) = provider.attribute(key) else {
                 continue;
             };
-            if attribute.kind == Kind::Write || found.attrs.get(key) == Some(value) {
+            if attribute.kind == Kind::Write
+                || found.attrs.get(key) == Some(value)
+                || update::present_met(key, value, found.attrs.get(key))
+            {
                 continue;
             }
             let now = found
@@ -424,6 +564,26 @@ fn creation(
     Some(attrs)
 }
 
+/// A value of type `attr_type` for an attribute the metadata requires,
+/// when one can be made up: a word, 1, true, an enum's first member, an
+/// array of one; none for a hash or a pattern that takes none of those.
+fn made_value(attr_type: &AttrType) -> Option<Value> {
+    match attr_type {
+        AttrType::Enum(values) => values
+            .iter()
+            .find(|v| *v != "absent")
+            .map(|v| Value::String(v.clone())),
+        AttrType::Array(inner) => Some(Value::Array(vec![made_value(inner)?])),
+        AttrType::Optional(inner) => made_value(inner),
+        AttrType::Variant(types) => types.iter().find_map(made_value),
+        AttrType::Hash => None,
+        AttrType::Integer(Some((min, max))) => Some(Value::Integer(1.clamp(*min, *max))),
+        _ => [MADE_VALUE, "1", "true"]
+            .into_iter()
+            .find_map(|text| attr_type.parse_cli(text).ok()),
+    }
+}
+
 /// Whether an update failed because the provider (or ral, before calling
 /// it) refused the request, rather than by breaking the convention.
 fn refused(error: &Error) -> bool {
@@ -453,5 +613,22 @@ mod tests {
         assert_eq!(sibling("/srv", NEW), "/ralcheck1");
         assert_eq!(sibling("alice", NEW), "ralcheck1");
         assert_eq!(last_component("/etc/motd"), "motd");
+    }
+
+    #[test]
+    fn values_are_made_up_only_where_the_type_takes_one() {
+        let made = |text: &str| made_value(&AttrType::parse(text).unwrap());
+        let word = || Value::String(MADE_VALUE.to_owned());
+        assert_eq!(made("string"), Some(word()));
+        assert_eq!(made("enum[absent, present]"), Some(Value::from("present")));
+        assert_eq!(made("integer[0, 9]"), Some(Value::Integer(1)));
+        assert_eq!(made("integer[1000, 2000]"), Some(Value::Integer(1000)));
+        assert_eq!(made("boolean"), Some(Value::Bool(true)));
+        assert_eq!(made("array[string]"), Some(Value::Array(vec![word()])));
+        assert_eq!(made("optional[string]"), Some(word()));
+        assert_eq!(made("variant[hash, integer]"), Some(Value::Integer(1)));
+        assert_eq!(made("pattern[/^[a-z-]+$/]"), Some(word()));
+        assert_eq!(made("pattern[/^[0-7]{3,4}$/]"), None);
+        assert_eq!(made("hash"), None);
     }
 }

@@ -1,6 +1,7 @@
 //! Holo's output layout: paragraphs separated by one blank line, `!!` error
-//! and `>>` warning lines, bold entity IDs, and colour only where a stream
-//! is a terminal.
+//! and `>>` warning lines, bold entity IDs, and colour as anstream decides
+//! for each stream (NO_COLOR, CLICOLOR, CLICOLOR_FORCE, TERM, and whether
+//! it is a terminal), painted with anstyle's styles.
 //!
 //! Holo tracks paragraphs across stdout and stderr together: the first
 //! tracked write of a run is preceded by a newline on stdout, and ending a
@@ -8,15 +9,32 @@
 //! ends with a blank line. Some output (diff text, `scan --short` lines,
 //! `Unrecognized argument`) bypasses the tracker, exactly as in Holo.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
-const BOLD: &str = "\x1b[1m";
-const RED: &str = "\x1b[1;31m";
-const YELLOW: &str = "\x1b[1;33m";
-const CYAN: &str = "\x1b[36m";
-const PLAIN_RED: &str = "\x1b[31m";
-const GREEN: &str = "\x1b[32m";
-const RESET: &str = "\x1b[0m";
+use anstyle::{AnsiColor, Style};
+
+/// Holo's styles: entity IDs and diff headers bold, `!!` lines bold red,
+/// `>>` lines bold yellow, hunk headers cyan, removed lines red, added
+/// lines green.
+const BOLD: Style = Style::new().bold();
+const RED: Style = AnsiColor::Red.on_default().bold();
+const YELLOW: Style = AnsiColor::Yellow.on_default().bold();
+const CYAN: Style = AnsiColor::Cyan.on_default();
+const PLAIN_RED: Style = AnsiColor::Red.on_default();
+const GREEN: Style = AnsiColor::Green.on_default();
+
+/// `text` in `style`, reset after it.
+fn paint(style: Style, text: &str) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+/// Colour as anstream decides for a stream.
+fn colour_for(stream: &impl anstream::stream::RawStream) -> bool {
+    matches!(
+        anstream::AutoStream::choice(stream),
+        anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi
+    )
+}
 
 /// Which of the two output streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +65,8 @@ impl Printer {
         Printer {
             had_output: false,
             trailing_newlines: 0,
-            colour_out: std::io::stdout().is_terminal(),
-            colour_err: std::io::stderr().is_terminal(),
+            colour_out: colour_for(&std::io::stdout()),
+            colour_err: colour_for(&std::io::stderr()),
             out_to_err: false,
         }
     }
@@ -106,10 +124,10 @@ impl Printer {
         self.write(To::Err, line.as_bytes());
     }
 
-    fn tagged(&self, to: To, colour: &str, tag: &str, message: &str) -> String {
+    fn tagged(&self, to: To, style: Style, tag: &str, message: &str) -> String {
         let message = message.strip_suffix('\n').unwrap_or(message);
         if self.colour(to) {
-            format!("{colour}{tag}{message}{RESET}\n")
+            format!("{}\n", paint(style, &format!("{tag}{message}")))
         } else {
             format!("{tag}{message}\n")
         }
@@ -127,11 +145,11 @@ impl Printer {
         } else {
             None
         };
-        let mut bytes = Vec::with_capacity(line.len() + 12);
-        if let Some(colour) = colour {
-            bytes.extend_from_slice(colour.as_bytes());
+        let mut bytes = Vec::with_capacity(line.len() + 16);
+        if let Some(style) = colour {
+            bytes.extend_from_slice(style.render().to_string().as_bytes());
             bytes.extend_from_slice(line);
-            bytes.extend_from_slice(RESET.as_bytes());
+            bytes.extend_from_slice(style.render_reset().to_string().as_bytes());
         } else {
             bytes.extend_from_slice(line);
         }
@@ -139,16 +157,16 @@ impl Printer {
         self.write(To::Err, &bytes);
     }
 
-    /// An entity ID in bold (on a terminal).
+    /// An entity ID in bold (where colour is used).
     pub fn bold(&self, to: To, text: &str) -> String {
         if self.colour(to) {
-            format!("{BOLD}{text}{RESET}")
+            paint(BOLD, text)
         } else {
             text.to_owned()
         }
     }
 
-    /// Colours diff lines (on a terminal), as Holo does.
+    /// Colours diff lines (where colour is used), as Holo does.
     pub fn colour_diff(&self, to: To, diff: &str) -> String {
         if !self.colour(to) {
             return diff.to_owned();
@@ -174,7 +192,10 @@ impl Printer {
                 None
             };
             match colour {
-                Some(colour) => out.push_str(&format!("{colour}{body}{RESET}{end}")),
+                Some(style) => {
+                    out.push_str(&paint(style, body));
+                    out.push_str(end);
+                }
                 None => out.push_str(line),
             }
         }

@@ -225,6 +225,9 @@ fn sighup_ends_the_plugin_and_removes_the_cache_and_the_lock() {
     a_signal_ends_the_plugin_and_removes_the_cache_and_the_lock(libc::SIGHUP);
 }
 
+/// `!! ` lines as Holo colours them: anstyle's bold and red.
+const RED: &str = "\x1b[1m\x1b[31m";
+
 #[test]
 fn colour_only_when_the_stream_is_a_terminal() {
     let work = tempfile::tempdir().unwrap();
@@ -232,7 +235,10 @@ fn colour_only_when_the_stream_is_a_terminal() {
         work.path(),
         "apply) echo '!! plugin says no' >&2; exit 1 ;;",
     );
-    let plain = ral(work.path(), &["apply"]).output().unwrap();
+    let plain = ral(work.path(), &["apply"])
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .unwrap();
     let text = [plain.stdout, plain.stderr].concat();
     assert!(String::from_utf8_lossy(&text).contains("!! exit status 1"));
     assert!(!text.contains(&0x1b), "no escape sequences off a terminal");
@@ -244,6 +250,10 @@ fn colour_only_when_the_stream_is_a_terminal() {
         .current_dir(work.path())
         .env("HOLO_ROOT_DIR", "./target/")
         .env("TMPDIR", "./target/tmp")
+        .env("TERM", "xterm")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR")
+        .env_remove("CLICOLOR_FORCE")
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -253,13 +263,65 @@ fn colour_only_when_the_stream_is_a_terminal() {
         "{shown:?}"
     );
     assert!(
-        shown.contains("\x1b[1;31m!! plugin says no\x1b[0m"),
+        shown.contains(&format!("{RED}!! plugin says no\x1b[0m")),
         "{shown:?}"
     );
     assert!(
-        shown.contains("\x1b[1;31m!! exit status 1\x1b[0m"),
+        shown.contains(&format!("{RED}!! exit status 1\x1b[0m")),
         "{shown:?}"
     );
+}
+
+#[test]
+fn colour_follows_clicolor_force_and_no_color_as_anstream_reads_them() {
+    let work = tempfile::tempdir().unwrap();
+    root_with_plugin(
+        work.path(),
+        "apply) echo '!! plugin says no' >&2; exit 1 ;;",
+    );
+    // Off a terminal, CLICOLOR_FORCE turns colour on for both streams.
+    let mut forced = ral(work.path(), &["apply"]);
+    forced.env("CLICOLOR_FORCE", "1").env_remove("NO_COLOR");
+    let output = forced.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        stdout.contains("Working on \x1b[1mt:one\x1b[0m"),
+        "{stdout:?}"
+    );
+    assert!(
+        stderr.contains(&format!("{RED}!! plugin says no\x1b[0m"))
+            && stderr.contains(&format!("{RED}!! exit status 1\x1b[0m")),
+        "{stderr:?}"
+    );
+    // NO_COLOR turns it off, on a terminal too (script(1) gives one).
+    let mut no_color = ral(work.path(), &["apply"]);
+    no_color.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE");
+    let output = no_color.output().unwrap();
+    let text = [output.stdout, output.stderr].concat();
+    assert!(String::from_utf8_lossy(&text).contains("!! exit status 1"));
+    assert!(
+        !text.contains(&0x1b),
+        "{:?}",
+        String::from_utf8_lossy(&text)
+    );
+    let line = format!("{} holo apply", env!("CARGO_BIN_EXE_ral"));
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(work.path())
+        .env("HOLO_ROOT_DIR", "./target/")
+        .env("TMPDIR", "./target/tmp")
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(shown.contains("!! exit status 1"), "{shown:?}");
+    assert!(!shown.contains('\x1b'), "{shown:?}");
 }
 
 /// True while `pid` is the escapee (its command line holds 6543).

@@ -2,8 +2,11 @@
 //! drop a change: fixture key = value providers with one bug each (a name
 //! read as a pattern, a value's line break splitting the line, a dropped
 //! attribute, a change reported but not made) fail, the correct one
-//! passes; and the report says which root it used.
+//! passes; and the report says which root it used. When nothing is
+//! listed, the round trip works on a resource made from the metadata, and
+//! what could still not run is named, never passed over in silence.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::{fixtures_dir, run, Run};
@@ -13,13 +16,25 @@ fn kv() -> std::path::PathBuf {
 }
 
 fn check(provider: &str, seed: bool) -> Run {
+    check_on(provider, seed.then(|| kv().join("seed")).as_deref())
+}
+
+fn check_on(provider: &str, seed: Option<&Path>) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
     command.args(["check", "--slow", "60"]);
-    if seed {
-        command.arg("--seed").arg(kv().join("seed"));
+    if let Some(seed) = seed {
+        command.arg("--seed").arg(seed);
     }
     command.arg(kv().join("providers").join(format!("{provider}.prov")));
     run(&mut command)
+}
+
+/// A seed with the store's directory but no entries in it: the listing
+/// succeeds and is empty.
+fn empty_seed() -> tempfile::TempDir {
+    let seed = tempfile::tempdir().unwrap();
+    std::fs::create_dir(seed.path().join("etc")).unwrap();
+    seed
 }
 
 #[test]
@@ -103,9 +118,97 @@ fn the_round_trip_never_runs_on_a_root_given_with_root() {
         .arg(root.path())
         .arg(kv().join("providers/kv_regex.prov")))
     .expect(0)
-    .stdout_has("round trip: not run: it runs only on a temporary copy, not on --root");
+    .stdout_has(&format!(
+        "PARTIAL  {}",
+        kv().join("providers/kv_regex.prov").display()
+    ))
+    .stdout_has("not run: round trip: it runs only on a temporary copy, not on --root")
+    .stdout_has("0 of 1 provider(s) clean, 1 not fully checked (see 'not run')");
     assert_eq!(
         std::fs::read_to_string(root.path().join("etc/kv.conf")).unwrap(),
         before
     );
+}
+
+#[test]
+fn with_nothing_listed_the_round_trip_works_on_a_resource_made_from_the_metadata() {
+    let seed = empty_seed();
+    check_on("kv", Some(seed.path()))
+        .expect(0)
+        .stdout_has(&format!("ok  {}", kv().join("providers/kv.prov").display()))
+        .stdout_has("round trip: nothing listed: created 'ralcheck0' from the metadata (ensure); created 'ralcheck1' (ensure, value); changed value; two lines 'ralcheck1' refused; deleted 'ralcheck1'; created and deleted 'ral check.*[x]$(y)'; deleted 'ralcheck0'")
+        .stdout_has("1 of 1 provider(s) clean");
+}
+
+#[test]
+fn buggy_providers_with_nothing_listed_are_not_called_clean() {
+    // kv_regex finds no entry whose value is empty, as the one made from
+    // the metadata (ensure alone) is: its round trip cannot go on, and
+    // both the finding and what did not run are said.
+    let seed = empty_seed();
+    let run = check_on("kv_regex", Some(seed.path()));
+    run.expect(1)
+        .stdout_has(&format!("FAIL  {}", kv().join("providers/kv_regex.prov").display()))
+        .stdout_has("'ralcheck0' was created, but find does not report it")
+        .stdout_has("not run: find of a listed name, update, round trip: nothing is listed to work on, and find does not report 'ralcheck0', created from the metadata")
+        .stdout_has("hint: pass --seed DIR, a directory holding resources of this type")
+        .stdout_has("0 of 1 provider(s) clean");
+    for (provider, finding) in [
+        (
+            "kv_drops",
+            "resource 'ralcheck1': the answer leaves out 'value', which the request set to ''",
+        ),
+        (
+            "kv_fakes",
+            "'ralcheck1' was changed with value 'ral-check-changed', but find reports ''",
+        ),
+        (
+            "kv_newline",
+            "two lines 'ralcheck1': kv_newline::kv_newline: update: line 4: expected 'key: value', found 'check'",
+        ),
+    ] {
+        check_on(provider, Some(seed.path()))
+            .expect(1)
+            .stdout_has(&format!("FAIL  {}", kv().join("providers").join(format!("{provider}.prov")).display()))
+            .stdout_has("nothing listed: created 'ralcheck0' from the metadata")
+            .stdout_has(finding);
+    }
+}
+
+#[test]
+fn checks_that_find_nothing_to_work_on_are_named_as_not_run() {
+    // On --root nothing is made up: with an empty store, noop, update and
+    // the round trip have nothing to work on, and the report says so.
+    let root = empty_seed();
+    run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .args(["check", "--slow", "60", "--root"])
+        .arg(root.path())
+        .arg(kv().join("providers/kv_regex.prov")))
+    .expect(0)
+        .stdout_has(&format!(
+            "PARTIAL  {}",
+            kv().join("providers/kv_regex.prov").display()
+        ))
+        .stdout_has("not run: find of a listed name, update: nothing is listed to work on")
+        .stdout_has("hint: check on a root that holds resources of this type, or on a copy of one with --seed DIR")
+        .stdout_has("not run: round trip: it runs only on a temporary copy, not on --root")
+        .stdout_has("0 of 1 provider(s) clean, 1 not fully checked (see 'not run')");
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("etc/kv.conf")).unwrap(),
+        "",
+        "nothing was created on --root"
+    );
+    // A provider whose resources cannot be created (an ensure without
+    // absent, as libral's services) gets none made up.
+    let initd = fixtures_dir().join("libral/providers/initd.prov");
+    let seed = empty_seed();
+    run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .args(["check", "--slow", "60", "--seed"])
+        .arg(seed.path())
+        .arg(&initd))
+    .expect(0)
+    .stdout_has(&format!("PARTIAL  {}", initd.display()))
+    .stdout_has("not run: find of a listed name, update: nothing is listed to work on, and none can be created (its ensure has no 'absent')")
+    .stdout_has("hint: pass --seed DIR")
+    .stdout_has("0 of 1 provider(s) clean, 1 not fully checked");
 }

@@ -1,8 +1,10 @@
 //! `ral check PROVIDER.prov...`, the conformance checker's command: runs
 //! each provider on its own temporary fake root (a copy of `--seed DIR`
 //! when given) through `ral::conformance` and prints every finding with a
-//! hint. Exit status: 0 when every provider is clean, 1 when there
-//! are findings, 2 when the check itself could not run.
+//! hint, and every check that could not run with why. Exit status: 0
+//! when no provider has findings (each is clean, or not fully checked
+//! and said to be), 1 when there are findings, 2 when the check itself
+//! could not run.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,9 +16,12 @@ use ral::text::escape_lines;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit status: 0 when every provider is clean, 1 when there are findings, \
-    2 when the check could not run (a missing file, a file that is not a provider, a bad \
-    option).\n\n\
+    after_help = "Exit status: 0 when no provider has findings: each is clean, or PARTIAL, \
+    not fully checked (a check that could not run, as when nothing is listed to work on and \
+    nothing could be made from the metadata, or the round trip on --root, is named on its \
+    'not run' line, and the last line counts these apart from the clean ones); 1 when there \
+    are findings; 2 when the check could not run (a missing file, a file that is not a \
+    provider, a bad option).\n\n\
     Example:\n  ral check --seed tests/fixtures/seed providers/*.prov"
 )]
 pub struct CheckArgs {
@@ -84,6 +89,8 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
     }
     let mut stdout = std::io::stdout().lock();
     let mut clean = 0;
+    let mut partial = 0;
+    let mut failed = 0;
     for provider in &args.providers {
         let scratch = tempfile::tempdir()?;
         let root = match (&args.root, &args.seed) {
@@ -118,21 +125,31 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             "      root: {} ({root_was})",
             escape_lines(&root.display().to_string())
         )?;
-        if report.is_clean() {
-            clean += 1;
+        match (report.is_clean(), report.is_fully_checked()) {
+            (false, _) => failed += 1,
+            (true, false) => partial += 1,
+            (true, true) => clean += 1,
         }
     }
-    writeln!(
+    write!(
         stdout,
         "{clean} of {} provider(s) clean",
         args.providers.len()
     )?;
-    Ok(clean == args.providers.len())
+    if partial > 0 {
+        write!(stdout, ", {partial} not fully checked (see 'not run')")?;
+    }
+    writeln!(stdout)?;
+    Ok(failed == 0)
 }
 
 fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
     let name = report.provider.as_deref().unwrap_or("?");
-    let verdict = if report.is_clean() { "ok" } else { "FAIL" };
+    let verdict = match (report.is_clean(), report.is_fully_checked()) {
+        (false, _) => "FAIL",
+        (true, false) => "PARTIAL",
+        (true, true) => "ok",
+    };
     writeln!(out, "{verdict}  {} ({name})", report.source.display())?;
     let ms = |took: std::time::Duration| took.as_secs_f64() * 1000.0;
     let mut steps: Vec<String> = report
@@ -162,6 +179,17 @@ fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
             "      round trip: {}",
             escape_lines(&report.round_trip.join("; "))
         )?;
+    }
+    for not_run in &report.not_run {
+        writeln!(
+            out,
+            "      not run: {}: {}",
+            not_run.checks.join(", "),
+            escape_lines(&not_run.why)
+        )?;
+        if let Some(hint) = not_run.hint {
+            writeln!(out, "      hint: {hint}")?;
+        }
     }
     for finding in &report.findings {
         writeln!(

@@ -365,3 +365,82 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     }
     fleet.assert_no_ssh_left();
 }
+
+#[test]
+fn ral_apply_converges_every_target_with_a_store_per_target_here() {
+    let fleet = Fleet::new(&["t1", "t2"], false);
+    let manifest = fleet.controller.path().join("site.yaml");
+    std::fs::write(
+        &manifest,
+        "host:\n  web:\n    ip: 10.0.0.5\n  db:\n    ip: 10.0.0.6\n",
+    )
+    .unwrap();
+    let state = fleet.controller.path().join("state");
+    let ral = |subcommand: &str, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", fleet.controller.path())
+            .env("XDG_CACHE_HOME", fleet.controller.path())
+            .env("TMPDIR", fleet.controller.path().join("tmp"))
+            .arg(subcommand)
+            .arg("--ssh-config")
+            .arg(fleet.sshd.ssh_config())
+            .arg("-i")
+            .arg(&fleet.inventory)
+            .arg("--state")
+            .arg(&state)
+            .args(args)
+            .arg(&manifest);
+        run(&mut command)
+    };
+    let planned = ral("plan", &["--detailed-exitcodes"]);
+    planned.expect(2);
+    assert_eq!(
+        planned.stdout.matches("Plan: 2 to create").count(),
+        2,
+        "{}",
+        planned.stdout
+    );
+    assert_eq!(
+        fleet.read("t1", "etc/hosts"),
+        HOSTS,
+        "a plan changes nothing"
+    );
+
+    let applied = ral("apply", &[]);
+    applied.expect(0);
+    for target in ["t1", "t2"] {
+        let hosts = fleet.read(target, "etc/hosts");
+        assert!(
+            hosts.contains("10.0.0.5\tweb") && hosts.contains("10.0.0.6\tdb"),
+            "{target}: {hosts}"
+        );
+        assert!(
+            state.join(format!("{target}.db")).exists(),
+            "{target}'s store"
+        );
+    }
+    let again = ral("apply", &["-j", "--detailed-exitcodes"]);
+    again.expect(0);
+    let doc: Json = serde_json::from_str(&again.stdout).unwrap();
+    for entry in targets(&doc) {
+        assert_eq!(entry["plan"]["state"], "Successful", "{entry}");
+        assert_eq!(entry["plan"]["counts"]["unchanged"], 2, "{entry}");
+        assert_eq!(
+            entry["plan"]["tasks"].as_array().unwrap().len(),
+            0,
+            "{entry}"
+        );
+    }
+
+    // A resource dropped from the manifest is removed from every target
+    // its store says ral created it on.
+    std::fs::write(&manifest, "host:\n  web:\n    ip: 10.0.0.5\n").unwrap();
+    ral("apply", &[]).expect(0);
+    for target in ["t1", "t2"] {
+        assert!(!fleet.read(target, "etc/hosts").contains("db"), "{target}");
+    }
+    fleet.assert_no_ssh_left();
+}

@@ -32,9 +32,10 @@ pub struct ConvergeArgs {
     #[arg(short = 'I', long = "include", value_name = "DIR")]
     include: Vec<PathBuf>,
 
-    /// Root directory for providers that edit files (RALSH_ROOT_DIR).
+    /// Root directory for providers that edit files (RALSH_ROOT_DIR); with
+    /// -t, a directory on the targets.
     #[arg(long, value_name = "DIR", default_value = "/")]
-    root: PathBuf,
+    pub root: PathBuf,
 
     /// Time limit for each provider call, in seconds.
     #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = load::parse_timeout)]
@@ -46,9 +47,12 @@ pub struct ConvergeArgs {
     #[arg(long, value_name = "SECONDS", value_parser = load::parse_lock_timeout)]
     lock_timeout: Option<Duration>,
 
-    /// The state store (default: ROOT/var/lib/ral/state.db).
+    /// The state store (default: ROOT/var/lib/ral/state.db). With -t, a
+    /// directory on this machine holding one store per target,
+    /// TARGET.db (default: $XDG_STATE_HOME/ral/targets, or
+    /// ~/.local/state/ral/targets).
     #[arg(long, value_name = "FILE")]
-    state: Option<PathBuf>,
+    pub state: Option<PathBuf>,
 
     /// Plan no removals: items no manifest lists any more stay as they
     /// are, and stay in the store.
@@ -76,7 +80,7 @@ pub struct ConvergeArgs {
     /// Print one JSON document (schemas/ral-plan.schema.json) instead of
     /// text.
     #[arg(short = 'j', long)]
-    json: bool,
+    pub json: bool,
 
     /// How many providers are read, and how many tasks run, at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -85,7 +89,7 @@ pub struct ConvergeArgs {
     /// Exit 0 when there were no changes, 2 when there were (for plan:
     /// are pending), 4 on failures, 6 for both; 1 when nothing ran.
     #[arg(long)]
-    detailed_exitcodes: bool,
+    pub detailed_exitcodes: bool,
 
     /// ral plan: also write the plan to FILE, with what it was made from,
     /// for `ral apply FILE` to apply exactly.
@@ -97,6 +101,9 @@ pub struct ConvergeArgs {
     /// (`ral plan -o FILE`).
     #[arg(value_name = "MANIFEST", required = true)]
     manifests: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
 }
 
 /// Which command runs.
@@ -116,9 +123,48 @@ impl Mode {
 }
 
 /// How a run ended, for the exit status.
-struct Ending {
-    changes: bool,
-    failures: bool,
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ending {
+    pub changes: bool,
+    pub failures: bool,
+    /// Some target could not be planned or applied at all (with -t).
+    pub errors: bool,
+}
+
+/// The exit status of an ending.
+fn exit_code(args: &ConvergeArgs, ending: Ending) -> u8 {
+    match (args.detailed_exitcodes, ending) {
+        (true, Ending { errors: true, .. }) => 1,
+        (false, Ending { errors: true, .. }) => 2,
+        (false, Ending { failures, .. }) => u8::from(failures),
+        (
+            true,
+            Ending {
+                changes, failures, ..
+            },
+        ) => 2 * u8::from(changes) + 4 * u8::from(failures),
+    }
+}
+
+/// What every target's run shares: the manifests as read, and when the run
+/// started.
+pub struct Input<'a> {
+    pub manifests: &'a [PathBuf],
+    pub reading: &'a manifest::Reading,
+    pub saved: Option<&'a saved::SavedPlan>,
+    pub started: Instant,
+}
+
+/// The options that decide the host and the providers, with `root`.
+pub fn setup<'a>(args: &'a ConvergeArgs, root: &'a std::path::Path) -> Setup<'a> {
+    Setup {
+        root,
+        include: &args.include,
+        timeout: args.timeout,
+        lock_timeout: args.lock_timeout.unwrap_or(ral::DEFAULT_LOCK_TIMEOUT),
+        strict: args.strict,
+        no_cache: args.no_cache,
+    }
 }
 
 pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
@@ -128,14 +174,7 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
     let outcome = execute(args, mode);
     ral::process::exit_if_interrupted();
     match outcome {
-        Ok(ending) => {
-            let code = match (args.detailed_exitcodes, ending.changes, ending.failures) {
-                (false, _, false) => 0,
-                (false, _, true) => 1,
-                (true, changes, failures) => 2 * u8::from(changes) + 4 * u8::from(failures),
-            };
-            ExitCode::from(code)
-        }
+        Ok(ending) => ExitCode::from(exit_code(args, ending)),
         // `ral plan | head`: the reader has seen what it wanted.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
@@ -198,41 +237,76 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
             );
         }
     }
-    let reading_digest = reading.digest.clone();
     if !reading.complete {
         return Err(ral::Error::Manifest {
             problems: reading.problems,
         }
         .into());
     }
-    let (host, registry) = load::load(&Setup {
-        root: &args.root,
-        include: &args.include,
-        timeout: args.timeout,
-        lock_timeout: args.lock_timeout.unwrap_or(ral::DEFAULT_LOCK_TIMEOUT),
-        strict: args.strict,
-        no_cache: args.no_cache,
-    })?;
+    let input = Input {
+        manifests: &manifests,
+        reading: &reading,
+        saved: saved.as_ref(),
+        started,
+    };
+    if args.remote.is_remote() {
+        if saved.is_some() || args.out.is_some() {
+            bail!(
+                "a saved plan is made for one machine and its store: ral plan -o and ral apply \
+                 FILE do not take -t or -i"
+            );
+        }
+        return crate::targets::execute(args, mode, &input);
+    }
+    let (host, registry) = load::load(&setup(args, &args.root))?;
+    let state_path = args
+        .state
+        .clone()
+        .unwrap_or_else(|| host.root().join("var/lib/ral/state.db"));
+    let mut out: Box<dyn Write> = if args.quiet {
+        Box::new(io::sink())
+    } else {
+        Box::new(io::stdout().lock())
+    };
+    converge(args, mode, &input, &host, &registry, &state_path, &mut out)
+}
+
+/// Plans (and, for apply, converges) `host`'s system to the manifests with
+/// the store at `state_path`, writing the output to `out`.
+pub fn converge(
+    args: &ConvergeArgs,
+    mode: Mode,
+    input: &Input,
+    host: &ral::Host,
+    registry: &ral::discovery::Registry,
+    state_path: &std::path::Path,
+    mut out: &mut dyn Write,
+) -> anyhow::Result<Ending> {
+    let Input {
+        manifests,
+        reading,
+        saved,
+        started,
+    } = *input;
+    let reading_digest = reading.digest.clone();
+    let registry = registry;
     // Every problem in one run: the manifests' own and the catalog's.
-    let catalog = match Catalog::build(&registry, &reading.declared) {
+    let catalog = match Catalog::build(registry, &reading.declared) {
         Ok(catalog) if reading.problems.is_empty() => catalog,
         Ok(_) => Err(ral::Error::Manifest {
-            problems: reading.problems,
+            problems: reading.problems.clone(),
         })?,
         Err(more) => {
-            let mut problems = reading.problems;
+            let mut problems = reading.problems.clone();
             problems.extend(more);
             Err(ral::Error::Manifest { problems })?
         }
     };
     let mut catalog = catalog;
     let declared_items = catalog.items.len();
-    let state_path = args
-        .state
-        .clone()
-        .unwrap_or_else(|| host.root().join("var/lib/ral/state.db"));
-    let plan_id = saved.as_ref().map_or_else(plan::new_id, |s| s.id.clone());
-    if let Some(saved) = &saved {
+    let state_path = state_path.to_owned();
+    let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
+    if let Some(saved) = saved {
         if host.root() != saved.root {
             bail!(
                 "plan {} is Invalid: it was made for the root {}, not {}",
@@ -282,16 +356,16 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         Some(store) => store.items()?,
         None => Vec::new(),
     };
-    let leftovers = lifecycle::leftovers(&catalog, &stored, &registry, args.keep_removed);
+    let leftovers = lifecycle::leftovers(&catalog, &stored, registry, args.keep_removed);
     let origin = manifest::Origin {
         file: std::sync::Arc::from(state_path.as_path()),
         line: 0,
     };
-    lifecycle::add_removals(&mut catalog, &registry, &leftovers.remove, &origin);
+    lifecycle::add_removals(&mut catalog, registry, &leftovers.remove, &origin);
     let jobs = usize::from(args.jobs);
     // A saved plan is made again from the states it read; each task must
     // find its resource as it was then.
-    let (found, mut plan) = match &saved {
+    let (found, mut plan) = match saved {
         Some(saved) => {
             let found = saved::found_for(&catalog, saved)
                 .map_err(|e| anyhow::anyhow!("plan {} is Invalid: {e}", saved.id))?;
@@ -302,7 +376,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
             (found, plan)
         }
         None => {
-            let found = plan::read_states(&host, &catalog, jobs);
+            let found = plan::read_states(host, &catalog, jobs);
             let plan = plan::plan_from(&catalog, &found, plan_id)?;
             (found, plan)
         }
@@ -315,11 +389,6 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     }
     let style = Style {
         color: !args.json && crate::use_color(),
-    };
-    let mut out: Box<dyn Write> = if args.quiet {
-        Box::new(io::sink())
-    } else {
-        Box::new(io::stdout().lock())
     };
     if mode == Mode::Plan {
         for item in &leftovers.forget {
@@ -342,7 +411,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
                 &found,
                 &document,
                 &saved::Origin {
-                    manifests: &manifests,
+                    manifests,
                     manifest_digest: &reading.digest,
                     root: host.root(),
                     store_serial,
@@ -358,6 +427,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         return Ok(Ending {
             changes: plan.has_changes(),
             failures: plan.tasks.iter().any(|t| t.state == TaskState::Failed),
+            errors: false,
         });
     }
     let store = store.as_mut().expect("an apply opens the store");
@@ -380,7 +450,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let mut recorder = Recorder::new(store, &catalog, &stored, declared_items)?;
     recorder.begin(&plan, &reading_digest, &render::document(&catalog, &plan))?;
     let mut printer = TaskLines {
-        out: &mut out,
+        out,
         catalog: &catalog,
         style,
         json: args.json,
@@ -397,7 +467,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         };
         let stop =
             || ral::process::stop_requested().is_some() || failed_store.load(Ordering::SeqCst);
-        apply::apply(&host, &catalog, &mut plan, jobs, &stop, &mut events);
+        apply::apply(host, &catalog, &mut plan, jobs, &stop, &mut events);
     }
     let report = render::document(&catalog, &plan);
     recorder.finish(&plan, &report)?;
@@ -416,8 +486,10 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
                         .is_some_and(|e| e.kind == ErrorKind::Verify))
         }),
         failures: plan.state != PlanState::Successful,
+        errors: false,
     };
     // The run is over: output that cannot be written changes no status.
+    let out = printer.out;
     let written = write_error.map_or(Ok(()), Err).and_then(|()| {
         if args.json {
             writeln!(out, "{report}")?;

@@ -12,7 +12,10 @@ mod logging;
 #[path = "../common/man.rs"]
 mod man;
 mod manual;
+#[path = "../common/remote.rs"]
+mod remote;
 mod state;
+mod targets;
 
 use std::process::ExitCode;
 

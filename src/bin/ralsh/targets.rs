@@ -155,7 +155,8 @@ fn print_json(out: &mut dyn Write, outcomes: &[(&str, Outcome)]) -> anyhow::Resu
         }
         entries.push(Value::Object(entry));
     }
-    serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "targets": entries }))?;
-    writeln!(out)?;
+    let document = serde_json::to_string_pretty(&serde_json::json!({ "targets": entries }))?;
+    // An io::Error, so a closed stdout reads as one.
+    writeln!(out, "{document}")?;
     Ok(())
 }

@@ -117,11 +117,7 @@ impl Sshd {
                     keep.lock().unwrap().push(line);
                 }
             });
-            return Sshd {
-                dir,
-                child,
-                log,
-            };
+            return Sshd { dir, child, log };
         }
         unreachable!()
     }

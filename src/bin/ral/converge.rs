@@ -289,7 +289,6 @@ pub fn converge(
         started,
     } = *input;
     let reading_digest = reading.digest.clone();
-    let registry = registry;
     // Every problem in one run: the manifests' own and the catalog's.
     let catalog = match Catalog::build(registry, &reading.declared) {
         Ok(catalog) if reading.problems.is_empty() => catalog,

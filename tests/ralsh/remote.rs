@@ -27,7 +27,10 @@ impl Fleet {
     /// Targets named `names`, and, when `down` is set, one more named
     /// `down` at a port where nothing listens.
     fn new(names: &[&str], down: bool) -> Fleet {
-        let sshd = Sshd::start();
+        Fleet::with_sshd(Sshd::start(), names, down)
+    }
+
+    fn with_sshd(sshd: Sshd, names: &[&str], down: bool) -> Fleet {
         let controller = tempfile::tempdir().unwrap();
         std::fs::create_dir(controller.path().join("tmp")).unwrap();
         let mut inventory = String::from("all:\n  hosts:\n");
@@ -443,4 +446,53 @@ fn ral_apply_converges_every_target_with_a_store_per_target_here() {
         assert!(!fleet.read(target, "etc/hosts").contains("db"), "{target}");
     }
     fleet.assert_no_ssh_left();
+}
+
+#[test]
+fn sudo_and_ansible_become_run_the_providers_through_sudo_n() {
+    // A sudo first on the sessions' PATH that notes how it was called and
+    // runs the command, as sudo -n does for root.
+    let sshd = Sshd::start_with(" PATH=DIR/bin:/usr/bin:/bin");
+    let bin = sshd.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let noted = sshd.dir.path().join("sudo.calls");
+    std::fs::write(
+        bin.join("sudo"),
+        format!(
+            "#!/bin/sh\necho \"$1 $2 $3 $4\" >> {}\n[ \"$1 $2\" = '-n --' ] || exit 1\nshift 2\nexec \"$@\"\n",
+            noted.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("sudo"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fleet = Fleet::with_sshd(sshd, &["t1"], false);
+    fleet.ralsh(&["host", "localhost"]).expect(0);
+    assert!(!noted.exists(), "no sudo unless asked");
+    fleet.ralsh(&["--sudo", "host", "localhost"]).expect(0);
+    let calls = std::fs::read_to_string(&noted).unwrap();
+    assert_eq!(calls, "-n -- /bin/sh -c\n", "one call, the provider's find");
+
+    let inventory = fleet.controller.path().join("become.yaml");
+    std::fs::write(
+        &inventory,
+        format!(
+            "all:\n  vars:\n    ansible_become: true\n  hosts:\n    t1:\n      ral_root: {}\n",
+            fleet.root("t1").display()
+        ),
+    )
+    .unwrap();
+    run(fleet
+        .command()
+        .arg("-i")
+        .arg(&inventory)
+        .args(["host", "web", "ip=10.9.9.9"]))
+    .expect(0);
+    let calls = std::fs::read_to_string(&noted).unwrap();
+    assert_eq!(
+        calls.lines().count(),
+        3,
+        "find and update through sudo: {calls}"
+    );
+    assert!(fleet.read("t1", "etc/hosts").contains("10.9.9.9\tweb"));
 }

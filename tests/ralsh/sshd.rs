@@ -38,6 +38,12 @@ pub fn free_port() -> u16 {
 impl Sshd {
     /// Starts sshd and waits until it listens (it says so on its log).
     pub fn start() -> Sshd {
+        Sshd::start_with("")
+    }
+
+    /// [`Sshd::start`] with more variables for the sessions, as
+    /// ` NAME=VALUE` words (`DIR` stands for the server's directory).
+    pub fn start_with(session_env: &str) -> Sshd {
         assert!(
             Path::new(SSHD).exists(),
             "the remote tests need {SSHD} (Debian's openssh-server; .ci/run installs it)"
@@ -66,8 +72,9 @@ impl Sshd {
                      PidFile none\nAuthorizedKeysFile {dir}/authorized_keys\nStrictModes no\n\
                      PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
                      PermitRootLogin prohibit-password\nMaxStartups 100\nMaxSessions 100\n\
-                     SetEnv HOME={dir}/home\nLogLevel INFO\n",
-                    dir = d.display()
+                     SetEnv HOME={dir}/home{env}\nLogLevel INFO\n",
+                    dir = d.display(),
+                    env = session_env.replace("DIR", &d.display().to_string()),
                 ),
             )
             .unwrap();

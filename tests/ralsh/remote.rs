@@ -496,3 +496,24 @@ fn sudo_and_ansible_become_run_the_providers_through_sudo_n() {
     );
     assert!(fleet.read("t1", "etc/hosts").contains("10.9.9.9\tweb"));
 }
+
+#[test]
+fn thirty_targets_at_once_all_get_through_sshds_default_startup_limit() {
+    // sshd drops new connections at random once 10 are logging in; ral
+    // opens at most 10 at a time, so none of 30 targets run together is
+    // dropped.
+    let names: Vec<String> = (1..=30).map(|i| format!("n{i:02}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let fleet = Fleet::new(&names, false);
+    let run = fleet.ralsh(&["--forks", "30", "-j", "host", "localhost"]);
+    run.expect(0);
+    let doc: Json = serde_json::from_str(&run.stdout).unwrap();
+    let all = targets(&doc);
+    assert_eq!(all.len(), 30);
+    for (entry, name) in all.iter().zip(&names) {
+        assert_eq!(entry["target"], *name);
+        assert_eq!(entry["resource"]["ip"], "127.0.0.1", "{entry}");
+    }
+    assert_eq!(fleet.sshd.accepted(), 30);
+    fleet.assert_no_ssh_left();
+}

@@ -2,6 +2,8 @@
 //! 127.0.0.1 at a free port, with host and user keys made in a temporary
 //! directory and its own HOME for the logins (so nothing is copied into a
 //! real home). Its log is kept, to count the connections it accepted.
+//! Its limits are sshd's defaults (MaxStartups 10:30:100: beyond 10
+//! connections still logging in, it starts dropping new ones).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -71,7 +73,7 @@ impl Sshd {
                     "Port {port}\nListenAddress 127.0.0.1\nHostKey {dir}/host_key\n\
                      PidFile none\nAuthorizedKeysFile {dir}/authorized_keys\nStrictModes no\n\
                      PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
-                     PermitRootLogin prohibit-password\nMaxStartups 100\nMaxSessions 100\n\
+                     PermitRootLogin prohibit-password\n\
                      SetEnv HOME={dir}/home{env}\nLogLevel INFO\n",
                     dir = d.display(),
                     env = session_env.replace("DIR", &d.display().to_string()),

@@ -46,7 +46,7 @@ mod runner;
 mod signals;
 pub mod streams;
 
-pub use orphans::adopt_orphans;
+pub use orphans::{adopt_orphans, adopted_child};
 
 pub use signals::{
     end_on_interrupt, exit_if_interrupted, forward_interrupts, forward_interrupts_deferred,

@@ -428,6 +428,23 @@ fn holds_a_pipe(pid: i32, pipes: &[u64]) -> bool {
 }
 
 /// The children of `pid` (of all its threads).
+/// The child of this process (an orphan it adopted counts) whose command
+/// line's first word is `title` (as a daemon sets it, ssh's master
+/// `ssh: PATH [mux]`): how a daemon a released call started is found
+/// again, without asking it. `None` unless this process adopts orphans,
+/// since only then is a daemon its child.
+pub fn adopted_child(title: &str) -> Option<i32> {
+    if !ADOPTING.load(Ordering::SeqCst) {
+        return None;
+    }
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    children_of(me).into_iter().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|line| line.split(|&b| b == 0).next() == Some(title.as_bytes()))
+    })
+}
+
 fn children_of(pid: i32) -> Vec<i32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();

@@ -177,7 +177,9 @@ pub fn keep_on_interrupt(dir: &Path) {
 /// ssh master), ended when this process is ended by a forwarded signal.
 static END_ON_INTERRUPT: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
-/// Sends `pid` SIGTERM if this process is ended by a forwarded signal;
+/// Sends `pid` SIGKILL if this process is ended by a forwarded signal (a
+/// daemon such as ssh's master can miss a SIGTERM that lands while it
+/// goes back to waiting, and what it holds needs no clean end);
 /// [`keep_running_on_interrupt`] undoes it. `pid` must be a child of this
 /// process (an orphan it adopted counts) that it does not reap before then,
 /// so the ID cannot name another process.
@@ -216,7 +218,7 @@ fn reraise(signal: libc::c_int) -> ! {
     super::orphans::kill_all_now();
     for pid in std::mem::take(&mut *END_ON_INTERRUPT.lock().unwrap_or_else(|e| e.into_inner())) {
         // SAFETY: kill takes plain integers; the caller vouched for the ID.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     let dirs = std::mem::take(
         &mut *REMOVE_ON_INTERRUPT

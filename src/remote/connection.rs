@@ -97,15 +97,13 @@ impl Connector {
     /// when it is not): one round trip when it is.
     pub fn open(&self, target: &Target, bundle: &Arc<Bundle>) -> Result<Session> {
         let index = self.count.fetch_add(1, Ordering::SeqCst);
+        let control = self.control_dir.path().join(index.to_string());
         let mut session = Session {
             target: target.clone(),
             program: self.settings.program.clone(),
             env: self.env.clone(),
-            base_args: base_args(
-                &self.settings,
-                target,
-                &self.control_dir.path().join(index.to_string()),
-            ),
+            base_args: base_args(&self.settings, target, &control),
+            control,
             remote_dir: String::new(),
             bundle: Arc::clone(bundle),
             uploaded: false,
@@ -200,6 +198,8 @@ pub struct Session {
     program: PathBuf,
     env: ProviderEnv,
     base_args: Vec<String>,
+    /// The master's control socket.
+    control: PathBuf,
     /// The bundle's directory on the target.
     remote_dir: String,
     bundle: Arc<Bundle>,
@@ -250,35 +250,44 @@ impl Session {
         args
     }
 
-    /// Closes the master; later calls fail. Done once, also on drop.
+    /// Closes the master (`ssh -O exit`); later calls fail. Done once,
+    /// also on drop. (A SIGTERM is what an interrupt gives it; here the
+    /// master is asked, since a signal that lands while it is finishing a
+    /// session is sometimes lost.)
     pub fn close(&self) {
         if !self.open.swap(false, Ordering::SeqCst) {
             return;
         }
-        let master = *self.master.lock().unwrap_or_else(|e| e.into_inner());
+        log::debug!("{}: closing the connection", self.target.name);
         match self.ssh(&["-O", "exit"], None, None, false) {
-            Ok(_) => {}
+            // After an interrupt nothing starts: the master stays listed
+            // for the interrupt's end to kill.
             Err(e) => log::debug!("{}: closing the connection: {e}", self.target.name),
-        }
-        if let Some(pid) = master {
-            process::keep_running_on_interrupt(pid);
+            Ok(_) => {
+                if let Some(pid) = *self.master.lock().unwrap_or_else(|e| e.into_inner()) {
+                    process::keep_running_on_interrupt(pid);
+                }
+            }
         }
     }
 
-    /// The master's process ID (`ssh -O check`), so that an interrupt can
-    /// end it: it is a child this process adopted.
+    /// Finds the master, so that an interrupt can end it too: among this
+    /// process's children by the title ssh gives it (it was adopted when
+    /// ssh went to the background), else by asking it (`ssh -O check`).
     fn find_master(&self) {
-        let Ok((_, _, stderr)) = self.ssh(&["-O", "check"], None, None, false) else {
-            return;
-        };
-        let pid = stderr.iter().find_map(|line| {
-            line.split_once("(pid=")?
-                .1
-                .split_once(')')?
-                .0
-                .parse::<i32>()
-                .ok()
+        let title = format!("ssh: {} [mux]", self.control.display());
+        let pid = process::adopted_child(&title).or_else(|| {
+            let (_, _, stderr) = self.ssh(&["-O", "check"], None, None, false).ok()?;
+            stderr.iter().find_map(|line| {
+                line.split_once("(pid=")?
+                    .1
+                    .split_once(')')?
+                    .0
+                    .parse::<i32>()
+                    .ok()
+            })
         });
+        log::debug!("{}: connected (master {pid:?})", self.target.name);
         if let Some(pid) = pid {
             process::end_on_interrupt(pid);
             *self.master.lock().unwrap_or_else(|e| e.into_inner()) = Some(pid);

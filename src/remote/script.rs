@@ -34,11 +34,14 @@ mine() {
 }
 [ -n "${HOME:-}" ] && [ -d "$HOME/" ] || fail "no home directory to keep providers in"
 c=$HOME/.cache
-[ -d "$c/" ] || mkdir -m 700 "$c" || fail "cannot make $c"
-mine "$c/" || fail "$c is owned by another user or writable by others"
 r=$c/ral
+# mkdir first, then look: another run may make them at the same time.
+mkdir -m 700 "$c" 2>/dev/null
+[ -d "$c/" ] || fail "cannot make $c"
+mine "$c/" || fail "$c is owned by another user or writable by others"
+mkdir -m 700 "$r" 2>/dev/null
 [ -L "$r" ] && fail "$r is a symbolic link"
-[ -d "$r" ] || mkdir -m 700 "$r" || fail "cannot make $r"
+[ -d "$r" ] || fail "cannot make $r"
 mine "$r" || fail "$r is owned by another user or writable by others"
 chmod 700 "$r" || fail "cannot make $r private"
 case $1 in *[!0-9a-f]*|'') fail "bad bundle digest";; esac
@@ -61,11 +64,11 @@ if ! sh -s || [ ! -f .complete ]; then
   fail "the upload to $b was cut short"
 fi
 cd /
-if [ -f "$b/.complete" ]; then
-  rm -rf "$t"
-else
-  rm -rf "$b" && mv "$t" "$b" || fail "cannot move the upload to $b"
-fi
+# A complete copy is never replaced: runs may be using it. Of two uploads
+# at once, the second one's mv may land inside the first's copy: removed.
+[ -d "$b" ] || mv "$t" "$b" 2>/dev/null
+rm -rf "$t" "$b/${t##*/}"
+[ -f "$b/.complete" ] || fail "cannot move the upload to $b"
 echo "ral-bundle have $b"
 "#;
 

@@ -345,9 +345,9 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
         .arg(&fleet.inventory)
         .args(["--timeout", "120", "-I"])
         .arg(fixtures_dir())
-        .arg("hang")
+        .args(["-l", "debug", "hang"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stderr(std::fs::File::create(fleet.controller.path().join("stderr")).unwrap());
     let mut ralsh = command.spawn().unwrap();
     let mut fifo = std::fs::File::open(&held).unwrap();
     let mut said = [0u8; 8];
@@ -363,6 +363,8 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
         Some(libc::SIGINT),
         "ralsh ends by the signal"
     );
+    let said = std::fs::read_to_string(fleet.controller.path().join("stderr")).unwrap();
+    assert!(said.contains("t1: connected (master Some("), "{said}");
     for pid in pids_in(&root.join("pids")) {
         assert_gone(pid, "hang");
     }

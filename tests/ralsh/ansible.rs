@@ -119,6 +119,15 @@ impl Play {
         }
     }
 
+    /// A play on a copy of tests/fixtures/seed (users, groups, hosts).
+    fn seeded() -> Play {
+        Play {
+            sandbox: Sandbox::seeded(),
+            home: tempfile::tempdir().unwrap(),
+            ral_path: true,
+        }
+    }
+
     fn root(&self) -> &Path {
         self.sandbox.root()
     }
@@ -826,4 +835,38 @@ fn collection_builds_and_installs_as_the_readme_says() {
         filename.starts_with(installed.to_str().unwrap()),
         "ansible-doc read {filename}"
     );
+}
+
+#[test]
+fn readme_playbook_runs_as_shown() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("```yaml\n- hosts: web\n  become: true\n  tasks:\n")
+        .expect("README.md shows a playbook");
+    let playbook = &readme[start..];
+    let tasks = &playbook[playbook.find("  tasks:\n").unwrap() + "  tasks:\n".len()
+        ..playbook.find("\n```").unwrap() + 1];
+    let play = Play::seeded();
+    // The state store below the fake root, as every path of the manifest.
+    let store = play.root().join("var/lib/ral/site.db");
+    let tasks = tasks.replace("/var/lib/ral/site.db", store.to_str().unwrap());
+    assert!(tasks.contains("ral.core.resource:") && tasks.contains("ral.core.apply:"));
+    let done = play.run(&tasks, &["site"], &[]);
+    done.run.expect(0);
+    let site = done.result("site");
+    assert_eq!(site["changed"], true, "{site}");
+    assert_eq!(site["plan_state"], "Successful", "{site}");
+    assert_eq!(site["counts"]["success"], 4, "{site}");
+    assert!(store.is_file());
+    assert!(play
+        .sandbox
+        .read("etc/hosts")
+        .contains("10.0.0.5\tdb.internal db\n"));
+    assert!(play
+        .sandbox
+        .read("etc/passwd")
+        .contains("carol:x:1500:2000:"));
+    assert!(play.sandbox.read("etc/group").contains("devs:x:2000:carol"));
+    assert_eq!(play.sandbox.read("srv/app/app.ini"), "port = 80\n");
 }

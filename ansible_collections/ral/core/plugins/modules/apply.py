@@ -1,0 +1,314 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright: ral contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: apply
+short_description: Bring the managed host to a ral manifest (ral apply)
+version_added: "0.1.0"
+description:
+  - Runs C(ral apply -j) on the managed host with a ral manifest, which declares many
+    resources (users, groups, files, hosts entries, mounts, packages, services) with
+    their dependencies; ral plans what differs and runs the tasks in dependency order,
+    then verifies the result.
+  - The manifest is a file on the managed host (O(manifest)) or given inline
+    (O(content)), which the module writes to a temporary file on the managed host.
+  - Returns the plan's id, each task with its resource, action, changes, state and
+    error, and a diff per changed resource. The task fails when any of ral's tasks
+    failed, was skipped or was stopped, and the failing ones are in RV(failed_tasks).
+  - A manifest that ral refuses (an unknown type or attribute, a value that does not fit
+    its type, a dependency cycle) fails the task with ral's message, and nothing runs.
+  - ral remembers what it applied in a state store (by default
+    C(ROOT/var/lib/ral/state.db)), and removes the resources it created that no manifest
+    applied with that store lists any more. Two C(ral.core.apply) tasks with different
+    manifests on one host therefore need different O(state) files, or
+    O(keep_removed=true); otherwise each removes what the other created.
+requirements:
+  - C(ral) on the managed host, and what its providers need there (python3 for the
+    bundled ones).
+author:
+  - ral maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Check mode runs C(ral plan), which never changes anything (nor the state store),
+        and reports the pending tasks as changes.
+  diff_mode:
+    support: full
+    details:
+      - One diff per changed resource, with the old and new values of the attributes
+        that change.
+  platform:
+    platforms: posix
+options:
+  manifest:
+    description:
+      - The path of a manifest on the managed host (YAML, or JSON by the C(.json)
+        extension).
+      - Exactly one of O(manifest) and O(content) is required.
+    type: path
+  content:
+    description:
+      - The manifest itself, written to a temporary file on the managed host.
+      - >-
+        A string is taken as YAML text, which ral types by the providers' metadata (so
+        C(mode: 0640) there stays the text C(0640)). A mapping is written as JSON; note
+        that Ansible's YAML has already read unquoted values such as C(0640) as numbers
+        then, so prefer a string (a block scalar, or a template lookup).
+      - Exactly one of O(manifest) and O(content) is required.
+    type: raw
+  root:
+    description:
+      - The root directory the providers work below (C(ral apply --root),
+        C(RALSH_ROOT_DIR)). The default is V(/).
+    type: path
+  include:
+    description:
+      - Extra data directories on the managed host whose C(providers/) are searched
+        before the bundled providers (C(ral apply -I), in order).
+    type: list
+    elements: path
+    default: []
+  state:
+    description:
+      - The state store file on the managed host (C(ral apply --state FILE)). The default
+        is C(ROOT/var/lib/ral/state.db).
+      - This is ral's store of what it applied, not a desired state; the manifest says
+        what is present or absent.
+    type: path
+    aliases: [state_file]
+  keep_removed:
+    description:
+      - Plan no removals (C(ral apply --keep-removed)) of resources that an earlier run
+        with the same state store applied and the manifest no longer lists.
+    type: bool
+    default: false
+  ral_path:
+    description:
+      - The path of C(ral) on the managed host.
+      - By default C(ral) is looked for on the C(PATH) (and in the sbin directories); the
+        task fails naming the path when it is not there.
+    type: path
+notes:
+  - The module runs C(ral apply -j), and C(ral plan -j) in check mode, without
+    C(--detailed-exitcodes), and reads ral's exit status as 0 (every task succeeded or
+    nothing was to be done), 1 (a task failed, was skipped or was stopped; for
+    C(ral plan), a resource could not be read) and 2 (nothing ran).
+  - Lines ral logs as warnings become the task's warnings.
+seealso:
+  - module: ral.core.resource
+"""
+
+EXAMPLES = r"""
+- name: Converge the site manifest shipped with the role
+  ral.core.apply:
+    manifest: /etc/ral/site.yaml
+
+- name: An inline manifest
+  ral.core.apply:
+    content: |
+      group:
+        devs: {gid: 2000}
+      user:
+        carol: {uid: 1500, gid: 2000, shell: /bin/bash, groups: [devs]}
+      host:
+        db.internal: {ip: 10.0.0.5}
+    state: /var/lib/ral/site.db
+  register: site
+
+- name: A manifest from a template
+  ral.core.apply:
+    content: "{{ lookup('ansible.builtin.template', 'site.yaml.j2') }}"
+    state: /var/lib/ral/templated.db
+"""
+
+RETURN = r"""
+plan_id:
+  description: The id of ral's plan (in the state store, for C(ral state show)).
+  returned: when a plan was made
+  type: str
+  sample: 1795684179-911447-30290
+plan_state:
+  description: >-
+    The plan's state: V(Successful) or V(Failed) after ral apply, V(Initial) in check
+    mode.
+  returned: when a plan was made
+  type: str
+  sample: Successful
+tasks:
+  description:
+    - Every task of the plan, as C(ral apply -j) prints them (schemas/ral-plan.schema.json
+      in ral's repository).
+    - Each has its C(id), C(resource) (C(TYPE[NAME])), C(type), C(name), C(provider),
+      C(action) (create, change, remove, unknown), C(changes) (C([{attr, is, was}])),
+      C(requires) (task ids), C(state) (Initial, Running, Success, Failed, Skipped,
+      Stopped), C(error) (C({kind, message}) or null) and C(seconds).
+  returned: when a plan was made
+  type: list
+  elements: dict
+  sample:
+    - id: 1
+      resource: host[db.internal]
+      type: host
+      name: db.internal
+      provider: host::etc_hosts
+      action: create
+      changes:
+        - {attr: ensure, is: present, was: absent}
+        - {attr: ip, is: 10.0.0.5, was: null}
+      requires: []
+      state: Success
+      error: null
+      seconds: 0.15
+      drifted: false
+failed_tasks:
+  description: The tasks that failed, were skipped or stopped, or could not be read.
+  returned: when a plan was made
+  type: list
+  elements: dict
+counts:
+  description: >-
+    How many resources are to be created, changed, removed, unknown and unchanged, and
+    how many tasks succeeded, failed, were skipped and stopped.
+  returned: when a plan was made
+  type: dict
+  sample: {create: 1, change: 0, remove: 0, unknown: 0, unchanged: 2, success: 1,
+           failed: 0, skipped: 0, stopped: 0}
+problems:
+  description: >-
+    The problems ral found in the manifest, each with C(file), C(line) and C(message)
+    (an inline O(content) is named C(content)).
+  returned: when ral refused the manifest
+  type: list
+  elements: dict
+cmd:
+  description: The ral command line that ran.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes
+from ansible_collections.ral.core.plugins.module_utils.ral import (
+    change_diff,
+    common_args,
+    ral_binary,
+    run_json,
+)
+
+# Task states that count as failures: ral apply's exit status is 1 for them.
+FAILED_STATES = ('Failed', 'Skipped', 'Stopped')
+
+
+def write_content(module, content):
+    """CONTENT in a temporary file on the managed host (in the module's own
+    temporary directory, removed when the module ends): YAML text as it is,
+    a mapping as JSON."""
+    if isinstance(content, (dict, list)):
+        suffix, data = '.json', json.dumps(content)
+    elif isinstance(content, str):
+        suffix, data = '.yaml', content
+    else:
+        module.fail_json(msg='content must be YAML text or a mapping, not %s'
+                         % type(content).__name__)
+    fd, path = tempfile.mkstemp(prefix='manifest-', suffix=suffix, dir=module.tmpdir)
+    with os.fdopen(fd, 'wb') as f:
+        f.write(to_bytes(data, errors='surrogate_or_strict'))
+    return path
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            manifest=dict(type='path'),
+            content=dict(type='raw'),
+            root=dict(type='path'),
+            include=dict(type='list', elements='path', default=[]),
+            state=dict(type='path', aliases=['state_file']),
+            keep_removed=dict(type='bool', default=False),
+            ral_path=dict(type='path'),
+        ),
+        mutually_exclusive=[('manifest', 'content')],
+        required_one_of=[('manifest', 'content')],
+        supports_check_mode=True,
+    )
+    params = module.params
+    ral = ral_binary(module, 'ral')
+    cmd = [ral, 'plan' if module.check_mode else 'apply', '-j']
+    cmd += common_args(module)
+    if params['state']:
+        cmd += ['--state', params['state']]
+    if params['keep_removed']:
+        cmd.append('--keep-removed')
+    inline = None
+    if params['content'] is not None:
+        inline = write_content(module, params['content'])
+        manifest = inline
+    else:
+        manifest = params['manifest']
+    cmd += ['--', manifest]
+
+    rc, doc, err = run_json(module, cmd)
+
+    def named(text):
+        """TEXT with the temporary file of an inline manifest called content."""
+        return text.replace(inline, 'content') if inline and isinstance(text, str) else text
+
+    if 'plan' not in doc:
+        error = doc.get('error') or {}
+        problems = error.get('problems') or []
+        for problem in problems:
+            problem['file'] = named(problem.get('file'))
+            problem['message'] = named(problem.get('message'))
+        module.fail_json(
+            msg=named(error.get('message') or 'ral failed (exit status %d): %s' % (rc, err.strip())),
+            problems=problems, cmd=cmd, rc=rc, stderr=named(err))
+
+    plan = doc['plan']
+    tasks = plan.get('tasks', [])
+    failed_tasks = [t for t in tasks if t.get('state') in FAILED_STATES or t.get('error')]
+    if module.check_mode:
+        done = [t for t in tasks if t.get('action') != 'unknown']
+    else:
+        done = [t for t in tasks if t.get('state') == 'Success']
+    outcome = dict(
+        changed=bool(done),
+        plan_id=plan.get('id'),
+        plan_state=plan.get('state'),
+        tasks=tasks,
+        failed_tasks=failed_tasks,
+        counts=plan.get('counts', {}),
+        cmd=cmd,
+    )
+    if module._diff:
+        diffs = []
+        for task in done:
+            before, after = change_diff(task.get('changes', []))
+            diffs.append(dict(before_header=task['resource'], after_header=task['resource'],
+                              before=before, after=after))
+        outcome['diff'] = diffs
+    if rc != 0 or failed_tasks:
+        reasons = ['%s: %s' % (t['resource'], (t.get('error') or {}).get('message') or t['state'])
+                   for t in failed_tasks]
+        module.fail_json(
+            msg='%s of %d tasks did not succeed: %s'
+                % (len(failed_tasks), len(tasks), '; '.join(reasons) or 'ral exit status %d' % rc),
+            rc=rc, stderr=named(err), **outcome)
+    module.exit_json(**outcome)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,872 @@
+//! The Ansible collection ral.core (ansible_collections/ral/core): real
+//! playbooks run by ansible-playbook, from a virtualenv with ansible-core
+//! from PyPI, with `connection: local` against a fake root, the modules
+//! calling the ralsh and ral just built. Pipelining is on, as the modules
+//! must work with it.
+//!
+//! The virtualenv is `$RAL_TEST_ANSIBLE_VENV`, or `target/ansible-venv` of
+//! this repository, which `.ci/run` makes; without it these tests fail
+//! saying how to make it (they never skip).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value as Json;
+
+use crate::support::{assert_same_tree, run, tree_snapshot, Run, Sandbox};
+
+const HOSTS: &str = "127.0.0.1\tlocalhost\n";
+
+/// The program NAME of the virtualenv VENV, or why it cannot be used.
+fn venv_program(venv: &Path, name: &str) -> Result<PathBuf, String> {
+    let program = venv.join("bin").join(name);
+    if program.is_file() {
+        return Ok(program);
+    }
+    Err(format!(
+        "{} is missing: the Ansible tests need a virtualenv with ansible-core. \
+         Make it with `python3 -m venv {venv} && {venv}/bin/pip install ansible-core` \
+         (bash .ci/run does), or point RAL_TEST_ANSIBLE_VENV at one",
+        program.display(),
+        venv = venv.display()
+    ))
+}
+
+fn venv() -> PathBuf {
+    match std::env::var_os("RAL_TEST_ANSIBLE_VENV") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ansible-venv"),
+    }
+}
+
+#[track_caller]
+fn ansible_program(name: &str) -> PathBuf {
+    venv_program(&venv(), name).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// The playbook around a test's TASKS: the module defaults pass the root
+/// (and the built ralsh and ral as ral_path), and a last task writes the
+/// RESULTS registered by the tasks to a file, in check mode too.
+const PLAYBOOK: &str = r#"- hosts: localhost
+  connection: local
+  gather_facts: false
+  module_defaults:
+    ral.core.resource: {RALSH_PATH root: "{{ root }}"}
+    ral.core.apply: {RAL_PATH root: "{{ root }}"}
+  tasks:
+TASKS
+    - name: results
+      check_mode: false
+      changed_when: false
+      diff: false
+      ansible.builtin.copy:
+        dest: "{{ out }}"
+        content: "{{ RESULTS | to_json }}"
+"#;
+
+/// A fake root with etc/hosts, and a private directory for HOME, the
+/// caches, Ansible's temporary files, the playbook and its results.
+struct Play {
+    sandbox: Sandbox,
+    home: tempfile::TempDir,
+    /// Whether module_defaults pass the built ralsh and ral as ral_path.
+    ral_path: bool,
+}
+
+/// What one ansible-playbook run left behind: its output, and the
+/// registered results the playbook's last task wrote (Null when it did
+/// not get there).
+struct PlayRun {
+    run: Run,
+    results: Json,
+}
+
+impl PlayRun {
+    #[track_caller]
+    fn result(&self, name: &str) -> &Json {
+        let result = &self.results[name];
+        assert!(
+            result.is_object(),
+            "no result {name}; stdout:\n{}\nstderr:\n{}",
+            self.run.stdout,
+            self.run.stderr
+        );
+        result
+    }
+
+    /// The result printed on the `fatal: [localhost]: FAILED! => {...}`
+    /// line of a task that failed and was not ignored.
+    #[track_caller]
+    fn fatal(&self) -> Json {
+        let line = self
+            .run
+            .stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("fatal: [localhost]: FAILED! => "))
+            .unwrap_or_else(|| panic!("no failed task:\n{}", self.run.stdout));
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+}
+
+impl Play {
+    fn new() -> Play {
+        let sandbox = Sandbox::new();
+        sandbox.write("etc/hosts", HOSTS);
+        Play {
+            sandbox,
+            home: tempfile::tempdir().unwrap(),
+            ral_path: true,
+        }
+    }
+
+    /// A play on a copy of tests/fixtures/seed (users, groups, hosts).
+    fn seeded() -> Play {
+        Play {
+            sandbox: Sandbox::seeded(),
+            home: tempfile::tempdir().unwrap(),
+            ral_path: true,
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.sandbox.root()
+    }
+
+    /// ansible-playbook with a private environment: HOME, XDG_CACHE_HOME,
+    /// ANSIBLE_HOME and ANSIBLE_LOCAL_TEMP in this play's directory, an
+    /// empty ansible.cfg, the collection found through
+    /// ANSIBLE_COLLECTIONS_PATH (this repository), pipelining on.
+    fn command(&self, program: &str, path: &std::ffi::OsStr) -> Command {
+        let home = self.home.path();
+        let config = home.join("ansible.cfg");
+        std::fs::write(&config, "").unwrap();
+        let mut command = Command::new(ansible_program(program));
+        command
+            .env_clear()
+            .current_dir(home)
+            .env("PATH", path)
+            .env("HOME", home)
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .env("ANSIBLE_HOME", home.join("ansible"))
+            .env("ANSIBLE_LOCAL_TEMP", home.join("ansible-local"))
+            .env("ANSIBLE_REMOTE_TEMP", home.join("ansible-remote"))
+            .env("ANSIBLE_CONFIG", &config)
+            .env("ANSIBLE_COLLECTIONS_PATH", env!("CARGO_MANIFEST_DIR"))
+            .env("ANSIBLE_PIPELINING", "true")
+            .env("ANSIBLE_NOCOLOR", "true")
+            .env("ANSIBLE_LOCALHOST_WARNING", "false")
+            .env("ANSIBLE_INVENTORY_UNPARSED_WARNING", "false")
+            .env("LC_ALL", "C.UTF-8");
+        command
+    }
+
+    /// Runs a playbook of TASKS (YAML, indented for a play's task list)
+    /// with these ansible-playbook ARGS, and reads back the variables
+    /// named in REGISTERED.
+    fn run(&self, tasks: &str, registered: &[&str], args: &[&str]) -> PlayRun {
+        self.run_with_path(tasks, registered, args, &std::env::var_os("PATH").unwrap())
+    }
+
+    fn run_with_path(
+        &self,
+        tasks: &str,
+        registered: &[&str],
+        args: &[&str],
+        path: &std::ffi::OsStr,
+    ) -> PlayRun {
+        let home = self.home.path();
+        let out = home.join("results.json");
+        let _ = std::fs::remove_file(&out);
+        let vars = serde_json::json!({
+            "ralsh": env!("CARGO_BIN_EXE_ralsh"),
+            "ral": env!("CARGO_BIN_EXE_ral"),
+            "root": self.root(),
+            "out": out,
+        });
+        std::fs::write(home.join("vars.json"), vars.to_string()).unwrap();
+        let ral_path = |var: &str| {
+            if self.ral_path {
+                format!("ral_path: \"{{{{ {var} }}}}\", ")
+            } else {
+                String::new()
+            }
+        };
+        let results: Vec<String> = registered
+            .iter()
+            .map(|name| format!("'{name}': {name}"))
+            .collect();
+        let playbook = PLAYBOOK
+            .replace("RALSH_PATH ", &ral_path("ralsh"))
+            .replace("RAL_PATH ", &ral_path("ral"))
+            .replace("TASKS\n", tasks)
+            .replace("RESULTS", &format!("{{{}}}", results.join(", ")));
+        std::fs::write(home.join("playbook.yml"), &playbook).unwrap();
+        let run = run(self
+            .command("ansible-playbook", path)
+            .arg("-e")
+            .arg("@vars.json")
+            .args(args)
+            .arg("playbook.yml"));
+        let results = match std::fs::read_to_string(&out) {
+            Ok(text) => serde_json::from_str(&text).unwrap(),
+            Err(_) => Json::Null,
+        };
+        PlayRun { run, results }
+    }
+}
+
+/// The attribute changes of a result, as (attr, is, was).
+fn changes(result: &Json) -> Vec<(String, Json, Json)> {
+    result["changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no changes in {result}"))
+        .iter()
+        .map(|c| {
+            (
+                c["attr"].as_str().unwrap().to_owned(),
+                c["is"].clone(),
+                c["was"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn missing_virtualenv_is_a_failure_saying_how_to_make_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let why = venv_program(empty.path(), "ansible-playbook").unwrap_err();
+    assert!(why.contains("bin/ansible-playbook is missing"), "{why}");
+    assert!(why.contains("pip install ansible-core"), "{why}");
+    assert!(why.contains("RAL_TEST_ANSIBLE_VENV"), "{why}");
+}
+
+#[test]
+fn ansible_doc_reads_both_modules() {
+    let play = Play::new();
+    let path = std::env::var_os("PATH").unwrap();
+    for (module, options) in [
+        (
+            "ral.core.resource",
+            &["type", "name", "attributes", "root", "include", "ral_path"][..],
+        ),
+        (
+            "ral.core.apply",
+            &[
+                "manifest", "content", "root", "include", "state", "ral_path",
+            ][..],
+        ),
+    ] {
+        let run = run(play.command("ansible-doc", &path).args(["-j", module]));
+        run.expect(0);
+        let doc: Json = serde_json::from_str(&run.stdout).unwrap();
+        let doc = &doc[module];
+        for option in options {
+            assert!(
+                doc["doc"]["options"][option]["description"].is_array(),
+                "{module} documents no {option}: {doc}"
+            );
+        }
+        assert!(doc["examples"].as_str().unwrap().contains(module));
+        assert!(doc["return"].is_object(), "{module}: no RETURN");
+        assert_eq!(doc["doc"]["attributes"]["check_mode"]["support"], "full");
+        assert_eq!(doc["doc"]["attributes"]["diff_mode"]["support"], "full");
+    }
+}
+
+#[test]
+fn resource_creates_then_changes_nothing_then_reads() {
+    let play = Play::new();
+    let task = "      ral.core.resource:\n        type: host\n        name: web\n        \
+                attributes: {ip: 10.0.0.5, host_aliases: [www, \"w2\"]}\n";
+    let done = play.run(
+        &format!(
+            "    - register: create\n{task}    - register: again\n{task}    \
+             - register: read\n      ral.core.resource: {{type: host, name: web}}\n"
+        ),
+        &["create", "again", "read"],
+        &[],
+    );
+    done.run.expect(0);
+    let create = done.result("create");
+    assert_eq!(create["changed"], true, "{create}");
+    assert_eq!(create["resource"]["ip"], "10.0.0.5");
+    assert_eq!(
+        create["resource"]["host_aliases"],
+        serde_json::json!(["www", "w2"])
+    );
+    assert_eq!(create["resource"]["ral"]["provider"], "host::etc_hosts");
+    assert!(changes(create).contains(&("ip".into(), "10.0.0.5".into(), Json::Null)));
+    // Lists go to ralsh as JSON arrays.
+    assert!(create["cmd"]
+        .as_array()
+        .unwrap()
+        .contains(&r#"host_aliases=["www", "w2"]"#.into()));
+    assert_eq!(
+        play.sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.5\tweb www w2\n")
+    );
+    let again = done.result("again");
+    assert_eq!(again["changed"], false, "{again}");
+    assert_eq!(again["changes"], serde_json::json!([]));
+    assert_eq!(again["resource"]["ip"], "10.0.0.5");
+    let read = done.result("read");
+    assert_eq!(read["changed"], false);
+    assert_eq!(
+        read["resource"]["host_aliases"],
+        serde_json::json!(["www", "w2"])
+    );
+    assert!(
+        done.run.stdout.contains("ok=4    changed=1 "),
+        "{}",
+        done.run.stdout
+    );
+}
+
+#[test]
+fn resource_values_are_typed_as_in_json_and_include_adds_providers() {
+    let play = Play::new();
+    let fixtures = crate::support::fixtures_dir();
+    let done = play.run(
+        &format!(
+            "    - register: typed\n      ral.core.resource:\n        type: typed\n        \
+             name: t1\n        include: [{fixtures:?}]\n        attributes:\n          \
+             port: 8080\n          ratio: 0.5\n          ports: [80, 443]\n          \
+             tags: [\"a,b\", c]\n          labels: {{k: v, n: 1}}\n          nice: null\n          \
+             enabled: true\n          size: auto\n          owner: alice\n"
+        ),
+        &["typed"],
+        &[],
+    );
+    done.run.expect(0);
+    let typed = done.result("typed");
+    assert_eq!(typed["changed"], true, "{typed}");
+    let resource = &typed["resource"];
+    assert_eq!(resource["ral"]["provider"], "typed::typed", "{typed}");
+    assert_eq!(resource["port"], 8080);
+    assert_eq!(resource["ratio"], 0.5);
+    assert_eq!(resource["ports"], serde_json::json!([80, 443]));
+    assert_eq!(resource["tags"], serde_json::json!(["a,b", "c"]));
+    assert_eq!(resource["labels"], serde_json::json!({"k": "v", "n": "1"}));
+    assert_eq!(resource["nice"], Json::Null);
+    assert_eq!(resource["enabled"], true);
+    // What the provider was called with: each value of its declared type.
+    let update = play
+        .sandbox
+        .calls()
+        .into_iter()
+        .find(|call| call.starts_with("ral_action=update"))
+        .expect("an update call");
+    for arg in [
+        " port=8080 ",
+        " ratio=0.5 ",
+        " ports=(80 443) ",
+        " tags=(a,b c) ",
+        " labels=('k=v' 'n=1') ",
+        " nice='' ",
+        " enabled=true ",
+        " size=auto ",
+        " owner=alice ",
+    ] {
+        assert!(update.contains(arg), "{arg:?} not in {update}");
+    }
+    assert_eq!(play.sandbox.read("tags.t1"), "2\0a,b\0c\0");
+}
+
+#[test]
+fn resource_check_mode_changes_nothing_and_reports_the_changes() {
+    let play = Play::new();
+    play.sandbox
+        .write("etc/hosts", &format!("{HOSTS}10.0.0.5\tweb\n"));
+    let before = tree_snapshot(play.root());
+    let done = play.run(
+        "    - register: change\n      ral.core.resource: \
+         {type: host, name: web, attributes: {ip: 10.0.0.6}}\n    \
+         - register: create\n      ral.core.resource: \
+         {type: host, name: db, attributes: {ip: 10.0.0.7}}\n",
+        &["change", "create"],
+        &["--check"],
+    );
+    done.run.expect(0);
+    assert_same_tree(&before, play.root(), "check mode");
+    let change = done.result("change");
+    assert_eq!(change["changed"], true, "{change}");
+    assert_eq!(
+        changes(change),
+        [("ip".into(), "10.0.0.6".into(), "10.0.0.5".into())]
+    );
+    assert_eq!(change["resource"]["ip"], "10.0.0.6");
+    assert!(change["cmd"].as_array().unwrap().contains(&"-n".into()));
+    let create = done.result("create");
+    assert_eq!(create["changed"], true, "{create}");
+    assert!(changes(create).contains(&("ensure".into(), "present".into(), "absent".into())));
+}
+
+#[test]
+fn resource_diff_mode_shows_the_resource_before_and_after() {
+    let play = Play::new();
+    play.sandbox
+        .write("etc/hosts", &format!("{HOSTS}10.0.0.5\tweb\n"));
+    let done = play.run(
+        "    - register: change\n      ral.core.resource: \
+         {type: host, name: web, attributes: {ip: 10.0.0.6, comment: front}}\n",
+        &["change"],
+        &["--diff"],
+    );
+    done.run.expect(0);
+    let diff = &done.result("change")["diff"];
+    assert_eq!(diff["before"]["ip"], "10.0.0.5", "{diff}");
+    assert_eq!(diff["after"]["ip"], "10.0.0.6", "{diff}");
+    assert_eq!(diff["before"]["comment"], "", "{diff}");
+    assert_eq!(diff["after"]["comment"], "front", "{diff}");
+    assert_eq!(diff["before"]["name"], "web");
+    let out = &done.run.stdout;
+    assert!(out.contains("--- before\n+++ after\n"), "{out}");
+    assert!(out.contains("-    \"ip\": \"10.0.0.5\""), "{out}");
+    assert!(out.contains("+    \"ip\": \"10.0.0.6\""), "{out}");
+    assert!(out.contains("+    \"comment\": \"front\","), "{out}");
+    assert_eq!(
+        play.sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.6\tweb\t# front\n")
+    );
+
+    // Without --diff, no diff.
+    let done = play.run(
+        "    - register: change\n      ral.core.resource: \
+         {type: host, name: web, attributes: {ip: 10.0.0.7}}\n",
+        &["change"],
+        &[],
+    );
+    assert_eq!(done.result("change").get("diff"), None);
+    assert!(!done.run.stdout.contains("--- before"));
+}
+
+#[test]
+fn resource_bad_attributes_fail_with_ralsh_message_and_change_nothing() {
+    let play = Play::new();
+    let before = tree_snapshot(play.root());
+    let done = play.run(
+        "    - register: unknown\n      ignore_errors: true\n      ral.core.resource: \
+         {type: host, name: web, attributes: {ip: 10.0.0.5, bogus: 1}}\n    \
+         - register: badtype\n      ignore_errors: true\n      ral.core.resource: \
+         {type: host, name: web, attributes: {ensure: maybe}}\n    \
+         - register: badvalue\n      ignore_errors: true\n      ral.core.resource: \
+         {type: host, name: web, attributes: {ip: not-an-ip}}\n    \
+         - register: notype\n      ignore_errors: true\n      ral.core.resource: \
+         {type: nosuchtype}\n",
+        &["unknown", "badtype", "badvalue", "notype"],
+        &[],
+    );
+    done.run.expect(0);
+    assert_same_tree(&before, play.root(), "rejected attributes");
+    for (name, message) in [
+        (
+            "unknown",
+            "host::etc_hosts: unknown attribute 'bogus'; settable attributes: ensure, ip, host_aliases, comment",
+        ),
+        (
+            "badtype",
+            "host::etc_hosts: invalid value 'maybe' for attribute 'ensure' of type enum[present, absent]: expected one of present, absent",
+        ),
+        (
+            "badvalue",
+            "invalid ip 'not-an-ip' for host 'web': not an IPv4 or IPv6 address",
+        ),
+        ("notype", "unknown provider or type 'nosuchtype'"),
+    ] {
+        let result = done.result(name);
+        assert_eq!(result["failed"], true, "{result}");
+        assert_eq!(result["changed"], false, "{result}");
+        assert_eq!(result["rc"], 2, "{result}");
+        let msg = result["msg"].as_str().unwrap();
+        assert!(msg.contains(message), "{name}: {msg}");
+        assert!(done.run.stdout.contains(message), "{}", done.run.stdout);
+    }
+    assert!(done.run.stdout.contains("ignored=4"), "{}", done.run.stdout);
+}
+
+#[test]
+fn resource_without_a_name_lists_and_never_changes() {
+    let play = Play::new();
+    play.sandbox.write(
+        "etc/hosts",
+        &format!("{HOSTS}10.0.0.5\tweb www\n10.0.0.6\tdb\n"),
+    );
+    let before = tree_snapshot(play.root());
+    let done = play.run(
+        "    - register: list\n      ral.core.resource: {type: host}\n    \
+         - register: checked\n      check_mode: true\n      ral.core.resource: {type: host}\n    \
+         - register: nameless\n      ignore_errors: true\n      \
+         ral.core.resource: {type: host, attributes: {ip: 10.0.0.1}}\n",
+        &["list", "checked", "nameless"],
+        &[],
+    );
+    done.run.expect(0);
+    assert_same_tree(&before, play.root(), "a listing");
+    for name in ["list", "checked"] {
+        let result = done.result(name);
+        assert_eq!(result["changed"], false, "{result}");
+        let names: Vec<&str> = result["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["localhost", "web", "db"], "{result}");
+        assert_eq!(
+            result["resources"][1]["host_aliases"],
+            serde_json::json!(["www"])
+        );
+    }
+    // attributes need a name: a listing changes nothing.
+    let nameless = done.result("nameless");
+    assert_eq!(nameless["failed"], true);
+    assert!(
+        nameless["msg"].as_str().unwrap().contains("name"),
+        "{nameless}"
+    );
+}
+
+#[test]
+fn ral_path_missing_fails_naming_it_and_the_default_is_found_on_path() {
+    let mut play = Play::new();
+    play.ral_path = false;
+    let missing = play.home.path().join("nowhere/ralsh");
+    let done = play.run_with_path(
+        &format!(
+            "    - register: missing\n      ignore_errors: true\n      ral.core.resource: \
+             {{type: host, ral_path: {missing:?}}}\n    \
+             - register: missing_ral\n      ignore_errors: true\n      ral.core.apply: \
+             {{content: 'host: {{}}', ral_path: {missing:?}}}\n    \
+             - register: unset\n      ignore_errors: true\n      ral.core.resource: {{type: host}}\n"
+        ),
+        &["missing", "missing_ral", "unset"],
+        &[],
+        std::ffi::OsStr::new("/usr/bin:/bin"),
+    );
+    done.run.expect(0);
+    for name in ["missing", "missing_ral"] {
+        let result = done.result(name);
+        assert_eq!(result["failed"], true, "{result}");
+        assert_eq!(
+            result["msg"],
+            format!(
+                "ral_path {}: no such file on the managed host",
+                missing.display()
+            )
+        );
+    }
+    let unset = done.result("unset");
+    assert_eq!(unset["failed"], true, "{unset}");
+    assert!(
+        unset["msg"]
+            .as_str()
+            .unwrap()
+            .starts_with("ralsh not found on the managed host (PATH is /usr/bin:/bin)"),
+        "{unset}"
+    );
+
+    // With ralsh and ral on PATH, ral_path is not needed.
+    let bin = Path::new(env!("CARGO_BIN_EXE_ralsh")).parent().unwrap();
+    let mut path = std::ffi::OsString::from(bin);
+    path.push(":/usr/bin:/bin");
+    let done = play.run_with_path(
+        "    - register: list\n      ral.core.resource: {type: host}\n    \
+         - register: plan\n      check_mode: true\n      ral.core.apply: \
+         {content: 'host: {db: {ip: 10.0.0.9}}'}\n",
+        &["list", "plan"],
+        &[],
+        &path,
+    );
+    done.run.expect(0);
+    let list = done.result("list");
+    assert_eq!(list["resources"][0]["name"], "localhost", "{list}");
+    assert_eq!(list["cmd"][0], env!("CARGO_BIN_EXE_ralsh"));
+    let plan = done.result("plan");
+    assert_eq!(plan["changed"], true, "{plan}");
+    assert_eq!(plan["cmd"][0], env!("CARGO_BIN_EXE_ral"));
+}
+
+const SITE: &str = "host:\n  db: {ip: 10.0.0.9}\n  web: {ip: 10.0.0.5, host_aliases: [www]}\n";
+
+#[test]
+fn apply_creates_then_changes_nothing() {
+    let play = Play::new();
+    let manifest = play.home.path().join("site.yaml");
+    std::fs::write(&manifest, SITE).unwrap();
+    let state = play.home.path().join("site.db");
+    let task = format!("      ral.core.apply: {{manifest: {manifest:?}, state: {state:?}}}\n",);
+    let done = play.run(
+        &format!("    - register: create\n{task}    - register: again\n{task}"),
+        &["create", "again"],
+        &[],
+    );
+    done.run.expect(0);
+    let create = done.result("create");
+    assert_eq!(create["changed"], true, "{create}");
+    assert_eq!(create["plan_state"], "Successful");
+    assert!(!create["plan_id"].as_str().unwrap().is_empty());
+    let tasks = create["tasks"].as_array().unwrap();
+    let resources: Vec<&str> = tasks
+        .iter()
+        .map(|t| t["resource"].as_str().unwrap())
+        .collect();
+    assert_eq!(resources, ["host[db]", "host[web]"], "{create}");
+    assert!(tasks
+        .iter()
+        .all(|t| t["state"] == "Success" && t["action"] == "create"));
+    assert_eq!(create["failed_tasks"], serde_json::json!([]));
+    assert_eq!(create["counts"]["create"], 2);
+    assert_eq!(
+        play.sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.9\tdb\n10.0.0.5\tweb www\n")
+    );
+    assert!(state.is_file(), "the state option names ral's store");
+    assert!(!play.root().join("var").exists());
+    let again = done.result("again");
+    assert_eq!(again["changed"], false, "{again}");
+    assert_eq!(again["tasks"], serde_json::json!([]));
+    assert_eq!(again["counts"]["unchanged"], 2);
+    assert_ne!(again["plan_id"], create["plan_id"]);
+}
+
+#[test]
+fn apply_inline_content_check_mode_changes_nothing_then_applies_with_diff() {
+    let play = Play::new();
+    play.sandbox
+        .write("etc/hosts", &format!("{HOSTS}10.0.0.4\tdb\n"));
+    let before = tree_snapshot(play.root());
+    let content = serde_json::to_string(SITE).unwrap();
+    let done = play.run(
+        &format!(
+            "    - register: plan\n      check_mode: true\n      \
+             ral.core.apply: {{content: {content}}}\n"
+        ),
+        &["plan"],
+        &["--diff"],
+    );
+    done.run.expect(0);
+    assert_same_tree(&before, play.root(), "check mode");
+    let plan = done.result("plan");
+    assert_eq!(plan["changed"], true, "{plan}");
+    assert_eq!(plan["plan_state"], "Initial");
+    assert_eq!(plan["cmd"][1], "plan");
+    assert_eq!(plan["counts"]["change"], 1);
+    assert_eq!(plan["counts"]["create"], 1);
+    assert_eq!(
+        plan["diff"][0]["before"],
+        serde_json::json!({"ip": "10.0.0.4"})
+    );
+    assert_eq!(
+        plan["diff"][0]["after"],
+        serde_json::json!({"ip": "10.0.0.9"})
+    );
+
+    // A mapping as content, applied with --diff: a diff per resource.
+    let done = play.run(
+        "    - register: apply\n      ral.core.apply:\n        content:\n          \
+         host:\n            db: {ip: 10.0.0.9}\n            \
+         web: {ip: 10.0.0.5, host_aliases: [www]}\n",
+        &["apply"],
+        &["--diff"],
+    );
+    done.run.expect(0);
+    let apply = done.result("apply");
+    assert_eq!(apply["changed"], true, "{apply}");
+    assert_eq!(apply["plan_state"], "Successful");
+    let diffs = apply["diff"].as_array().unwrap();
+    assert_eq!(diffs.len(), 2, "{apply}");
+    assert_eq!(diffs[0]["before_header"], "host[db]");
+    assert_eq!(diffs[1]["before"], serde_json::json!({"ensure": "absent"}));
+    assert_eq!(
+        diffs[1]["after"],
+        serde_json::json!({"ensure": "present", "ip": "10.0.0.5", "host_aliases": ["www"]})
+    );
+    let out = &done.run.stdout;
+    assert!(
+        out.contains("--- before: host[db]\n+++ after: host[db]\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("-    \"ip\": \"10.0.0.4\"\n+    \"ip\": \"10.0.0.9\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("--- before: host[web]\n+++ after: host[web]\n"),
+        "{out}"
+    );
+    assert_eq!(
+        play.sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.9\tdb\n10.0.0.5\tweb www\n")
+    );
+    // The store under the root, by default, holds what was applied.
+    assert!(play.root().join("var/lib/ral/state.db").is_file());
+
+    // Check mode again: nothing pending.
+    let done = play.run(
+        &format!(
+            "    - register: plan\n      check_mode: true\n      \
+             ral.core.apply: {{content: {content}}}\n"
+        ),
+        &["plan"],
+        &[],
+    );
+    let plan = done.result("plan");
+    assert_eq!(plan["changed"], false, "{plan}");
+    assert_eq!(plan["tasks"], serde_json::json!([]));
+}
+
+#[test]
+fn apply_with_a_failing_task_fails_the_play_naming_it() {
+    let play = Play::new();
+    let done = play.run(
+        "    - ral.core.apply:\n        content: |\n          host:\n            \
+         bad: {ip: 10.0.0.300}\n            good: {ip: 10.0.0.8}\n",
+        &[],
+        &[],
+    );
+    done.run.expect(2);
+    let fatal = done.fatal();
+    assert_eq!(fatal["plan_state"], "Failed", "{fatal}");
+    assert_eq!(fatal["rc"], 1);
+    // The good task ran: the failure is the bad one's alone.
+    assert_eq!(fatal["changed"], true, "{fatal}");
+    let failed = fatal["failed_tasks"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{fatal}");
+    assert_eq!(failed[0]["resource"], "host[bad]");
+    assert_eq!(failed[0]["state"], "Failed");
+    let message = "invalid ip '10.0.0.300' for host 'bad'";
+    assert!(
+        failed[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(message),
+        "{fatal}"
+    );
+    let msg = fatal["msg"].as_str().unwrap();
+    assert!(
+        msg.starts_with("1 of 2 tasks did not succeed: host[bad]: "),
+        "{msg}"
+    );
+    assert!(msg.contains(message), "{msg}");
+    assert!(done.run.stdout.contains("failed=1"), "{}", done.run.stdout);
+    assert_eq!(
+        play.sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.8\tgood\n")
+    );
+}
+
+#[test]
+fn apply_refused_manifest_fails_with_ral_message_and_changes_nothing() {
+    let play = Play::new();
+    let before = tree_snapshot(play.root());
+    let done = play.run(
+        "    - register: refused\n      ignore_errors: true\n      ral.core.apply:\n        \
+         content: |\n          host:\n            db: {ip: 10.0.0.9}\n            \
+         bad: {ipx: 10.0.0.1}\n    \
+         - register: missing\n      ignore_errors: true\n      \
+         ral.core.apply: {manifest: /nonexistent/site.yaml}\n    \
+         - register: both\n      ignore_errors: true\n      \
+         ral.core.apply: {manifest: /x.yaml, content: 'host: {}'}\n",
+        &["refused", "missing", "both"],
+        &[],
+    );
+    done.run.expect(0);
+    assert_same_tree(&before, play.root(), "a refused manifest");
+    let refused = done.result("refused");
+    assert_eq!(refused["failed"], true, "{refused}");
+    assert_eq!(refused["rc"], 2);
+    assert_eq!(
+        refused["msg"],
+        "content:3: host[bad]: unknown attribute 'ipx'; settable attributes: ensure, ip, host_aliases, comment"
+    );
+    assert_eq!(refused["problems"][0]["file"], "content");
+    assert_eq!(refused["problems"][0]["line"], 3);
+    let missing = done.result("missing");
+    assert_eq!(missing["failed"], true, "{missing}");
+    assert!(
+        missing["msg"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/site.yaml"),
+        "{missing}"
+    );
+    let both = done.result("both");
+    assert_eq!(both["failed"], true, "{both}");
+    assert!(
+        both["msg"].as_str().unwrap().contains("mutually exclusive"),
+        "{both}"
+    );
+}
+
+#[test]
+fn collection_builds_and_installs_as_the_readme_says() {
+    let play = Play::new();
+    let home = play.home.path();
+    let path = std::env::var_os("PATH").unwrap();
+    let collection = Path::new(env!("CARGO_MANIFEST_DIR")).join("ansible_collections/ral/core");
+    run(play
+        .command("ansible-galaxy", &path)
+        .arg("collection")
+        .arg("build")
+        .arg(&collection))
+    .expect(0);
+    let tarball = home.join("ral-core-0.1.0.tar.gz");
+    assert!(tarball.is_file(), "no {}", tarball.display());
+    // Installed where ansible-galaxy puts collections by default
+    // (ANSIBLE_HOME/collections), and found there without
+    // ANSIBLE_COLLECTIONS_PATH.
+    let installed = home.join("ansible/collections");
+    run(play
+        .command("ansible-galaxy", &path)
+        .env_remove("ANSIBLE_COLLECTIONS_PATH")
+        .args(["collection", "install"])
+        .arg(&tarball))
+    .expect(0);
+    let run = run(play
+        .command("ansible-doc", &path)
+        .env_remove("ANSIBLE_COLLECTIONS_PATH")
+        .args(["-j", "ral.core.apply"]));
+    run.expect(0);
+    let doc: Json = serde_json::from_str(&run.stdout).unwrap();
+    let filename = doc["ral.core.apply"]["doc"]["filename"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no filename: {doc}\n{}", run.stderr));
+    assert!(
+        filename.starts_with(installed.to_str().unwrap()),
+        "ansible-doc read {filename}"
+    );
+}
+
+#[test]
+fn readme_playbook_runs_as_shown() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("```yaml\n- hosts: web\n  become: true\n  tasks:\n")
+        .expect("README.md shows a playbook");
+    let playbook = &readme[start..];
+    let tasks = &playbook[playbook.find("  tasks:\n").unwrap() + "  tasks:\n".len()
+        ..playbook.find("\n```").unwrap() + 1];
+    let play = Play::seeded();
+    // The state store below the fake root, as every path of the manifest.
+    let store = play.root().join("var/lib/ral/site.db");
+    let tasks = tasks.replace("/var/lib/ral/site.db", store.to_str().unwrap());
+    assert!(tasks.contains("ral.core.resource:") && tasks.contains("ral.core.apply:"));
+    let done = play.run(&tasks, &["site"], &[]);
+    done.run.expect(0);
+    let site = done.result("site");
+    assert_eq!(site["changed"], true, "{site}");
+    assert_eq!(site["plan_state"], "Successful", "{site}");
+    assert_eq!(site["counts"]["success"], 4, "{site}");
+    assert!(store.is_file());
+    assert!(play
+        .sandbox
+        .read("etc/hosts")
+        .contains("10.0.0.5\tdb.internal db\n"));
+    assert!(play
+        .sandbox
+        .read("etc/passwd")
+        .contains("carol:x:1500:2000:"));
+    assert!(play.sandbox.read("etc/group").contains("devs:x:2000:carol"));
+    assert_eq!(play.sandbox.read("srv/app/app.ini"), "port = 80\n");
+}

@@ -204,9 +204,15 @@ fn a_second_apply_fails_at_once_naming_the_holder_and_a_killed_holder_leaves_no_
         .stderr_has(&format!("process {} on ", holder.id()));
     // `ral plan` needs no lock.
     bench.ral("plan", &[&m]).expect(0);
-    // Killed mid-task: the kernel lets the lock go.
+    // Killed mid-task: the kernel lets the lock go. What a killed ral
+    // leaves running (its provider, waiting) is ended as well, as a
+    // machine that lost both would have it.
+    let provider = crate::pids::KillOnDrop::new(&crate::pids::pids_in(
+        &bench.sandbox.root().join("started-b1"),
+    ));
     holder.kill().unwrap();
     holder.wait().unwrap();
+    drop(provider);
     bench.sandbox.write("wait", "");
     let rerun = bench.ral("apply", &["-j", &m]);
     rerun

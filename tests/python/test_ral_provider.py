@@ -132,6 +132,22 @@ class Edits(Sandbox):
         self.assertEqual(after.st_mode & 0o7777, 0o640)
         self.assertEqual(self.names("etc"), [".hosts.ral-lock", "hosts"])
 
+    @unittest.skipUnless(os.geteuid() == 0, "giving a file to another owner "
+                         "(chown to 65534:65534) needs root; CI runs as root")
+    def test_a_file_is_replaced_keeping_its_owner(self):
+        write(self.path("etc/shadow"), b"old\n", 0o640)
+        os.chown(self.path("etc/shadow"), 65534, 65534)
+        target = ral.Root().file("etc/shadow")
+        with ral.Edit(ral.Lock.beside(target)) as edit:
+            edit.read(target)
+            edit.write(target, b"new\n")
+            edit.commit()
+        after = os.stat(self.path("etc/shadow"))
+        self.assertEqual(read(self.path("etc/shadow")), b"new\n")
+        # The new file is made by root; the old one's owner is given to it.
+        self.assertEqual((after.st_uid, after.st_gid), (65534, 65534))
+        self.assertEqual(after.st_mode & 0o7777, 0o640)
+
     def test_a_new_file_gets_the_mode_asked_for(self):
         os.makedirs(self.path("etc"))
         target = ral.Root().file("etc/fstab")

@@ -6,7 +6,7 @@
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 
-use serde_json::json;
+use serde_json::{json, Value as Json};
 
 use crate::pids::{assert_running, pid_in, KillOnDrop};
 use crate::support::{assert_same_tree, fixtures_dir, names_in, run, tree_snapshot, Run, Sandbox};
@@ -258,6 +258,70 @@ fn service_enables_and_disables_with_the_links_update_rc_d_makes() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o755 & !umask());
+}
+
+const LINKS_JOURNAL: &str = "etc/.rc.d.ral-links.ral-journal";
+
+#[test]
+fn service_finishes_a_change_of_the_links_a_crash_interrupted() {
+    // 'db enable=true' was killed after the first of its seven links: its
+    // journal names them all.
+    let sandbox = init_sandbox();
+    let steps: Vec<Json> = "2345"
+        .chars()
+        .map(|level| json!(["link", level.to_string(), "S01db"]))
+        .chain(
+            "016"
+                .chars()
+                .map(|level| json!(["link", level.to_string(), "K01db"])),
+        )
+        .collect();
+    sandbox.write(
+        LINKS_JOURNAL,
+        &json!({"name": "db", "steps": steps}).to_string(),
+    );
+    link(&sandbox, '2', "S01db", "db");
+
+    // Readers see the change finished, and write nothing.
+    let doc = ralsh(&sandbox, &["-j", "service", "db"]).expect(0).json();
+    assert_eq!(doc["resource"]["enable"], true);
+    assert_eq!(links_of(&sandbox, "db"), ["rc2.d/S01db -> ../init.d/db"]);
+
+    // The next change of any service's links finishes it first.
+    ralsh(&sandbox, &["-l", "info", "service", "web", "enable=false"])
+        .expect(0)
+        .stderr_has("finished an interrupted change of the links of 'db'");
+    assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+
+    // 'web enable=true' was killed after two of its four renames: readers
+    // see it enabled (so running it again changes nothing), and the next
+    // change finishes it.
+    let renames: Vec<Json> = "2345"
+        .chars()
+        .map(|level| json!(["rename", level.to_string(), "K01web", "S01web"]))
+        .collect();
+    sandbox.write(
+        LINKS_JOURNAL,
+        &json!({"name": "web", "steps": renames}).to_string(),
+    );
+    for level in ["rc2.d", "rc3.d"] {
+        let dir = sandbox.root().join("etc").join(level);
+        std::fs::rename(dir.join("K01web"), dir.join("S01web")).unwrap();
+    }
+    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    assert_eq!(doc["resource"]["enable"], true);
+    ralsh(&sandbox, &["service", "web", "enable=true"])
+        .expect(0)
+        .stdout_has("no changes needed");
+    ralsh(&sandbox, &["service", "db", "enable=false"])
+        .expect(0)
+        .stdout_has("enable: true -> false");
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
+    assert_eq!(links_of(&sandbox, "db"), default_links("db", 'K'));
+    // A change of several links leaves no journal behind.
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
 }
 
 /// The process's umask (read without changing it, from /proc).

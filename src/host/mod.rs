@@ -195,32 +195,72 @@ impl Runner for Host {
         idle: &mut process::Idle,
     ) -> Result<process::Finished> {
         let action = invocation.action;
-        let describing = action == Action::Describe;
         log::debug!(
             "{label}: running {} {}",
             program.display(),
             escape(&invocation.shown.join(" "))
         );
-        if let Some(session) = &self.config.remote {
-            return self.run_remote(session, label, program, invocation, sink, idle);
-        }
+        // On a target, ssh is the program: it runs the provider's copy
+        // there through the watchdog of `script::provider`, with the
+        // environment made for the target; the target's time limit comes
+        // first, ssh's a margin later.
+        let remote_label;
+        let (label, program, args, env, timeout) = match &self.config.remote {
+            Some(session) => {
+                let args;
+                (remote_label, args) = self.remote_call(session, label, program, &invocation)?;
+                let timeout = self.config.timeout + REMOTE_MARGIN;
+                (
+                    remote_label.as_str(),
+                    session.program(),
+                    args,
+                    session.env(),
+                    timeout,
+                )
+            }
+            None => (
+                label,
+                program,
+                invocation.args,
+                &self.env,
+                self.config.timeout,
+            ),
+        };
         let call = Call {
             label,
             program,
             action,
-            args: invocation.args,
-            env: &self.env,
-            timeout: self.config.timeout,
+            args,
+            env,
+            timeout,
             max_answer: invocation.max_answer,
             max_line: invocation.max_line,
             stdin: invocation.stdin,
-            log_stderr: !describing,
+            log_stderr: action != Action::Describe,
             secrets: invocation.secrets,
             sensitive: invocation.sensitive,
             starts_daemons: invocation.starts_daemons,
         };
-        let finished = process::run(&call, sink, idle)?;
-        self.count(action, &finished);
+        let finished = match process::run(&call, sink, idle) {
+            Err(Error::Exit { status, .. })
+                if self.config.remote.is_some()
+                    && status == format!("exit status {}", script::TIMED_OUT) =>
+            {
+                return Err(Error::Timeout {
+                    provider: label.to_owned(),
+                    action: action.as_str().to_owned(),
+                    limit: self.config.timeout,
+                });
+            }
+            other => other?,
+        };
+        // A describe's stderr fails discovery of that provider instead.
+        if action != Action::Describe {
+            self.error_lines
+                .fetch_add(finished.error_lines, Ordering::SeqCst);
+            self.problem_lines
+                .fetch_add(finished.problem_lines, Ordering::SeqCst);
+        }
         Ok(finished)
     }
 
@@ -230,31 +270,14 @@ impl Runner for Host {
 }
 
 impl Host {
-    /// Counts a call's problem lines; a describe's stderr fails discovery
-    /// of that provider instead.
-    fn count(&self, action: Action, finished: &process::Finished) {
-        if action != Action::Describe {
-            self.error_lines
-                .fetch_add(finished.error_lines, Ordering::SeqCst);
-            self.problem_lines
-                .fetch_add(finished.problem_lines, Ordering::SeqCst);
-        }
-    }
-
-    /// One call on the target: ssh runs the provider's copy there through
-    /// the watchdog of [`script::provider`], with the scrubbed environment
-    /// made for the target.
-    fn run_remote(
+    /// A call's label and ssh's arguments on `session`'s target.
+    fn remote_call(
         &self,
         session: &Session,
         label: &str,
         program: &Path,
-        invocation: Invocation,
-        sink: &mut process::LineSink,
-        idle: &mut process::Idle,
-    ) -> Result<process::Finished> {
-        let label = format!("{}: {label}", session.target.name);
-        let action = invocation.action;
+        invocation: &Invocation,
+    ) -> Result<(String, Vec<String>)> {
         let remote_program = session.remote_path(program).ok_or_else(|| Error::Remote {
             target: session.target.name.clone(),
             message: format!("{} was not copied there", program.display()),
@@ -268,37 +291,10 @@ impl Host {
             &invocation.args,
             session.target.sudo,
         );
-        let call = Call {
-            label: &label,
-            program: session.program(),
-            action,
-            args: session.call_args(command),
-            env: session.env(),
-            timeout: self.config.timeout + REMOTE_MARGIN,
-            max_answer: invocation.max_answer,
-            max_line: invocation.max_line,
-            stdin: invocation.stdin,
-            log_stderr: action != Action::Describe,
-            secrets: invocation.secrets,
-            sensitive: invocation.sensitive,
-            starts_daemons: invocation.starts_daemons,
-        };
-        match process::run(&call, sink, idle) {
-            Ok(finished) => {
-                self.count(action, &finished);
-                Ok(finished)
-            }
-            Err(Error::Exit { status, .. })
-                if status == format!("exit status {}", script::TIMED_OUT) =>
-            {
-                Err(Error::Timeout {
-                    provider: label,
-                    action: action.as_str().to_owned(),
-                    limit: self.config.timeout,
-                })
-            }
-            Err(e) => Err(e),
-        }
+        Ok((
+            format!("{}: {label}", session.target.name),
+            session.call_args(command),
+        ))
     }
 }
 

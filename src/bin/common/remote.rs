@@ -4,13 +4,16 @@
 //! the providers copied there, and a host per target that runs its
 //! providers over that connection.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use ral::discovery::Registry;
 use ral::remote::{self, inventory::Inventory, Bundle, Connector, Session, SshSettings, Target};
+use ral::text::escape_lines;
 use ral::{Host, HostConfig};
+use serde_json::{Map, Value};
 
 /// The options that choose remote targets.
 #[derive(Debug, Clone, clap::Args)]
@@ -155,16 +158,143 @@ impl Fleet {
     }
 }
 
-/// The whole text of an error, causes included, as one line each.
-pub fn message(error: &anyhow::Error) -> String {
-    format!("{error:#}")
-}
-
 /// `--ssh-config` must name a file (ssh would otherwise fail each target
 /// with the same message).
 pub fn check_files(args: &RemoteArgs) -> anyhow::Result<()> {
     if let Some(config) = &args.ssh_config {
         std::fs::metadata(config).with_context(|| format!("--ssh-config {}", config.display()))?;
     }
+    Ok(())
+}
+
+/// What one target's run gave: its outcome (`T`), its output as the
+/// command prints it here, and why it failed as a whole (no connection, a
+/// command error).
+pub struct TargetRun<'t, T> {
+    pub name: &'t str,
+    pub outcome: T,
+    pub out: Vec<u8>,
+    pub error: Option<String>,
+}
+
+impl Fleet {
+    /// Runs `work` on every target (connected, with its host), `--forks`
+    /// at a time, in the targets' order; a target that could not be
+    /// connected, whose work failed, or that an interrupt kept from
+    /// starting gets `failed` with the error.
+    pub fn run_all<'t, T: Send + Clone + Sync>(
+        &'t self,
+        local: &Host,
+        failed: T,
+        work: impl Fn(&Target, &Host, &mut Vec<u8>) -> anyhow::Result<T> + Sync,
+    ) -> Vec<TargetRun<'t, T>> {
+        let results = remote::fan_out(&self.targets, self.forks, |target| {
+            let mut out = Vec::new();
+            let result = self
+                .connect(target, local)
+                .map_err(anyhow::Error::new)
+                .and_then(|(host, _session)| work(target, &host, &mut out));
+            match result {
+                Ok(outcome) => (outcome, out, None),
+                Err(e) => (failed.clone(), out, Some(format!("{e:#}"))),
+            }
+        });
+        // After an interrupt the binary ends here, before anything is shown.
+        ral::process::exit_if_interrupted();
+        self.targets
+            .iter()
+            .zip(results)
+            .map(|(target, result)| {
+                let (outcome, out, error) = result.unwrap_or_else(|| {
+                    (
+                        failed.clone(),
+                        Vec::new(),
+                        Some("not run: interrupted".to_owned()),
+                    )
+                });
+                TargetRun {
+                    name: &target.name,
+                    outcome,
+                    out,
+                    error,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Shows the runs on stdout (unless `quiet`): each target's output under a
+/// `== NAME ==` line, or, with `json`, `{"targets": [{"target": NAME,
+/// ...the usual document...}]}` with an `error` member for a target that
+/// failed as a whole; then each such error on stderr after `program: error:`.
+pub fn report<T>(
+    runs: &[TargetRun<T>],
+    json: bool,
+    quiet: bool,
+    program: &str,
+) -> anyhow::Result<()> {
+    if !quiet {
+        let mut stdout = std::io::stdout().lock();
+        if json {
+            print_json(&mut stdout, runs)?;
+        } else {
+            print_grouped(&mut stdout, runs)?;
+        }
+        stdout.flush()?;
+    }
+    for run in runs {
+        if let Some(error) = &run.error {
+            eprintln!(
+                "{program}: error: {}",
+                escape_lines(&named(run.name, error))
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `error`, starting with the target's name.
+fn named(name: &str, error: &str) -> String {
+    match error
+        .strip_prefix(name)
+        .is_some_and(|rest| rest.starts_with(": "))
+    {
+        true => error.to_owned(),
+        false => format!("{name}: {error}"),
+    }
+}
+
+fn print_grouped<T>(out: &mut dyn Write, runs: &[TargetRun<T>]) -> std::io::Result<()> {
+    for run in runs {
+        writeln!(out, "== {} ==", run.name)?;
+        out.write_all(&run.out)?;
+        if let Some(error) = &run.error {
+            writeln!(out, "error: {}", escape_lines(error))?;
+        }
+    }
+    Ok(())
+}
+
+fn print_json<T>(out: &mut dyn Write, runs: &[TargetRun<T>]) -> anyhow::Result<()> {
+    let mut entries = Vec::new();
+    for run in runs {
+        let mut entry = Map::new();
+        entry.insert("target".to_owned(), Value::from(run.name));
+        if !run.out.is_empty() {
+            match serde_json::from_slice::<Value>(&run.out)? {
+                Value::Object(document) => entry.extend(document),
+                other => {
+                    entry.insert("result".to_owned(), other);
+                }
+            }
+        }
+        if let Some(error) = &run.error {
+            entry.insert("error".to_owned(), serde_json::json!({ "message": error }));
+        }
+        entries.push(Value::Object(entry));
+    }
+    let document = serde_json::to_string_pretty(&serde_json::json!({ "targets": entries }))?;
+    // An io::Error, so a closed stdout reads as one.
+    writeln!(out, "{document}")?;
     Ok(())
 }

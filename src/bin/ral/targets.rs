@@ -3,22 +3,11 @@
 //! (`STATE_DIR/TARGET.db`); the output grouped under each target's name
 //! or gathered in `{"targets": [...]}`, and the worst outcome.
 
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-
-use ral::text::escape_lines;
-use serde_json::{Map, Value};
 
 use crate::converge::{self, ConvergeArgs, Ending, Input, Mode};
 use crate::load;
 use crate::remote::{self, Fleet};
-
-/// What one target gave.
-struct Outcome {
-    ending: Ending,
-    out: Vec<u8>,
-    error: Option<String>,
-}
 
 pub fn execute(args: &ConvergeArgs, mode: Mode, input: &Input) -> anyhow::Result<Ending> {
     // An interrupt between calls is only noted too, so that the masters
@@ -33,69 +22,25 @@ pub fn execute(args: &ConvergeArgs, mode: Mode, input: &Input) -> anyhow::Result
     // Discovery runs here; each target gets its own root.
     let (local, registry) = load::load(&converge::setup(args, Path::new("/")))?;
     let fleet = Fleet::new(&args.remote, targets, &local, &registry)?;
-    let results = ral::remote::fan_out(&fleet.targets, fleet.forks, |target| {
-        let mut out = Vec::new();
+    let failed = Ending {
+        errors: true,
+        ..Ending::default()
+    };
+    let runs = fleet.run_all(&local, failed, |target, host, out| {
         let state = state_dir.join(format!("{}.db", file_name(&target.name)));
-        let result = fleet
-            .connect(target, &local)
-            .map_err(anyhow::Error::new)
-            .and_then(|(host, _session)| {
-                converge::converge(args, mode, input, &host, &registry, &state, &mut out)
-            });
-        match result {
-            Ok(ending) => Outcome {
-                ending,
-                out,
-                error: None,
-            },
-            Err(e) => Outcome {
-                ending: Ending {
-                    errors: true,
-                    ..Ending::default()
-                },
-                out,
-                error: Some(remote::message(&e)),
-            },
-        }
+        converge::converge(args, mode, input, host, &registry, &state, out)
     });
-    ral::process::exit_if_interrupted();
-    let outcomes: Vec<(&str, Outcome)> = fleet
-        .targets
-        .iter()
-        .zip(results)
-        .map(|(target, outcome)| {
-            let outcome = outcome.unwrap_or(Outcome {
-                ending: Ending {
-                    errors: true,
-                    ..Ending::default()
-                },
-                out: Vec::new(),
-                error: Some("not run: interrupted".to_owned()),
-            });
-            (target.name.as_str(), outcome)
-        })
-        .collect();
-    if !args.quiet {
-        let mut stdout = io::stdout().lock();
-        if args.json {
-            print_json(&mut stdout, &outcomes)?;
-        } else {
-            print_grouped(&mut stdout, &outcomes)?;
-        }
-        stdout.flush()?;
-    }
+    remote::report(
+        &runs,
+        args.json,
+        args.quiet,
+        &format!("ral {}", mode_name(mode)),
+    )?;
     let mut all = Ending::default();
-    for (name, outcome) in &outcomes {
-        if let Some(error) = &outcome.error {
-            eprintln!(
-                "ral {}: error: {}",
-                mode_name(mode),
-                escape_lines(&named(name, error))
-            );
-        }
-        all.changes |= outcome.ending.changes;
-        all.failures |= outcome.ending.failures;
-        all.errors |= outcome.ending.errors;
+    for run in &runs {
+        all.changes |= run.outcome.changes;
+        all.failures |= run.outcome.failures;
+        all.errors |= run.outcome.errors;
     }
     Ok(all)
 }
@@ -131,49 +76,6 @@ fn file_name(name: &str) -> String {
         }
     }
     out
-}
-
-/// `error`, starting with the target's name.
-fn named(name: &str, error: &str) -> String {
-    match error
-        .strip_prefix(name)
-        .is_some_and(|rest| rest.starts_with(": "))
-    {
-        true => error.to_owned(),
-        false => format!("{name}: {error}"),
-    }
-}
-
-fn print_grouped(out: &mut dyn Write, outcomes: &[(&str, Outcome)]) -> io::Result<()> {
-    for (name, outcome) in outcomes {
-        writeln!(out, "== {name} ==")?;
-        out.write_all(&outcome.out)?;
-        if let Some(error) = &outcome.error {
-            writeln!(out, "error: {}", escape_lines(error))?;
-        }
-    }
-    Ok(())
-}
-
-fn print_json(out: &mut dyn Write, outcomes: &[(&str, Outcome)]) -> anyhow::Result<()> {
-    let mut entries = Vec::new();
-    for (name, outcome) in outcomes {
-        let mut entry = Map::new();
-        entry.insert("target".to_owned(), Value::from(*name));
-        if !outcome.out.is_empty() {
-            if let Value::Object(document) = serde_json::from_slice::<Value>(&outcome.out)? {
-                entry.extend(document);
-            }
-        }
-        if let Some(error) = &outcome.error {
-            entry.insert("error".to_owned(), serde_json::json!({ "message": error }));
-        }
-        entries.push(Value::Object(entry));
-    }
-    let document = serde_json::to_string_pretty(&serde_json::json!({ "targets": entries }))?;
-    // An io::Error, so a closed stdout reads as one.
-    writeln!(out, "{document}")?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use crate::support::Sandbox;
 
 /// Every awkward value the calling convention must carry. `CANARY` is
 /// replaced by a path that only exists if something ran.
-pub const VALUES: &[&str] = &[
+const VALUES: &[&str] = &[
     "plain",
     "with spaces  and  runs",
     "single ' quote",
@@ -49,19 +49,32 @@ pub const VALUES: &[&str] = &[
     "> CANARY",
 ];
 
+/// Each of [`VALUES`] with `CANARY` made a path below `root`, and a name
+/// holding it: `(name, value)`. Names come back through `# simple`
+/// output, one trimmed line, so only values may hold control characters
+/// (names are checked below).
+pub fn cases(root: &std::path::Path) -> Vec<(String, String)> {
+    let canary = root.join("canary");
+    let canary = canary.to_str().unwrap();
+    VALUES
+        .iter()
+        .map(|template| {
+            let value = template.replace("CANARY", canary);
+            let name = if value.chars().any(char::is_control) {
+                "plain".to_owned()
+            } else {
+                format!("n {value} end")
+            };
+            (name, value)
+        })
+        .collect()
+}
+
 fn round_trip(provider: &str, suffix: &str) {
     let sandbox = Sandbox::new();
     let canary = sandbox.root().join("canary");
     let canary = canary.to_str().unwrap();
-    for template in VALUES {
-        let value = template.replace("CANARY", canary);
-        // Names come back through `# simple` output, one trimmed line, so
-        // only values may hold control characters (names are checked below).
-        let name = if value.chars().any(char::is_control) {
-            "plain".to_owned()
-        } else {
-            format!("n {value} end")
-        };
+    for (name, value) in cases(sandbox.root()) {
         let value_arg = format!("value={value}");
         let run = sandbox.ralsh(&[provider, &name, &value_arg]);
         run.expect(0);

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::Value as Json;
 
 use crate::pids::{assert_gone, pids_in};
-use crate::quoting::VALUES;
+use crate::quoting::cases;
 use crate::sshd::{free_port, Sshd};
 use crate::support::{fixtures_dir, run, Run};
 
@@ -165,13 +165,7 @@ fn hostile_values_reach_the_target_exactly_and_run_nothing() {
     let canary = root.join("canary");
     let canary = canary.to_str().unwrap();
     for (provider, suffix) in [("quote::bash", "bash"), ("quote::python", "python")] {
-        for template in VALUES {
-            let value = template.replace("CANARY", canary);
-            let name = if value.chars().any(char::is_control) {
-                "plain".to_owned()
-            } else {
-                format!("n {value} end")
-            };
+        for (name, value) in cases(root) {
             let value_arg = format!("value={value}");
             let mut command = fleet.command();
             command

@@ -61,6 +61,10 @@ impl Default for HostConfig {
 /// and gives it two seconds; the rest is for the network.
 const REMOTE_MARGIN: Duration = Duration::from_secs(10);
 
+/// The longest command line sent to a target (one argument to ssh, one to
+/// `sh -c` there, which Linux caps at 128 KiB), with room to spare.
+const MAX_REMOTE_COMMAND: usize = 120 * 1024;
+
 /// Runs providers and keeps the counters that decide the final exit status.
 #[derive(Debug)]
 pub struct Host {
@@ -291,6 +295,20 @@ impl Host {
             &invocation.args,
             session.target.sudo,
         );
+        // The command line is one argument, for ssh here and `sh -c` there:
+        // Linux takes at most 128 KiB for one.
+        if command.len() > MAX_REMOTE_COMMAND {
+            return Err(Error::Request {
+                provider: format!("{}: {label}", session.target.name),
+                message: format!(
+                    "the call's arguments make a command line of {} bytes, more than the {} a \
+                     target's shell takes in one; a json-convention provider reads them on stdin \
+                     instead",
+                    command.len(),
+                    MAX_REMOTE_COMMAND
+                ),
+            });
+        }
         Ok((
             format!("{}: {label}", session.target.name),
             session.call_args(command),

@@ -65,10 +65,22 @@ impl Connector {
     pub fn new(settings: SshSettings) -> Result<Connector> {
         // Socket paths must stay short (108 bytes): the runtime directory
         // or /tmp, and a number per target.
-        let base = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|dir| dir.is_absolute() && dir.is_dir() && dir.as_os_str().len() < 60)
-            .unwrap_or_else(std::env::temp_dir);
+        // ssh reads ControlPath as a config value (words, `%` tokens): the
+        // directory's name keeps to letters, digits and `/._-`.
+        let plain = |dir: &PathBuf| {
+            dir.to_str().is_some_and(|text| {
+                text.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+            })
+        };
+        let base = [
+            std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+            Some(std::env::temp_dir()),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|dir| dir.is_absolute() && dir.is_dir() && dir.as_os_str().len() < 60 && plain(dir))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
         let control_dir = tempfile::Builder::new()
             .prefix("ral-ssh-")
             .tempdir_in(&base)

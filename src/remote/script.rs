@@ -64,8 +64,12 @@ if ! sh -s || [ ! -f .complete ]; then
   fail "the upload to $b was cut short"
 fi
 cd /
-# A complete copy is never replaced: runs may be using it. Of two uploads
-# at once, the second one's mv may land inside the first's copy: removed.
+# A complete copy is never replaced: runs may be using it. An incomplete
+# one (a cut removal) is moved aside first. Of two uploads at once, the
+# second one's mv may land inside the first's copy: removed.
+if [ -d "$b" ] && [ ! -f "$b/.complete" ]; then
+  mv "$b" "$r/.stale-$1-$$" && rm -rf "$r/.stale-$1-$$"
+fi
 [ -d "$b" ] || mv "$t" "$b" 2>/dev/null
 rm -rf "$t" "$b/${t##*/}"
 [ -f "$b/.complete" ] || fail "cannot move the upload to $b"
@@ -75,42 +79,56 @@ echo "ral-bundle have $b"
 /// The provider call: `$1` the ssh session's process (the login shell's
 /// parent), `$2` the time limit in whole seconds, `$3` `sweep` or `keep`
 /// (what the provider leaves running), then `VAR=VALUE` words and the
-/// program with its arguments, for `env -i`. The watchdog ends the group
-/// at the time limit, and also as soon as the session's process is gone
-/// (the connection was lost, or ral was interrupted): nothing is left
-/// running for nobody. The watchdog is ended by SIGKILL (a trap could be
-/// set too late), so its `sleep` holds none of the session's descriptors.
+/// program with its arguments, for `env -i`.
+///
+/// The provider's process group is the wrapper's (sshd made it), so a
+/// SIGTERM the provider sends its own group must not end the wrapper or
+/// the watchdog: both catch TERM and go on. The watchdog (no descriptor of
+/// the session, so it never holds a call open) tells the wrapper of a
+/// timeout with USR1, then ends the group: SIGTERM, two seconds, SIGKILL.
+/// It also ends the group as soon as the session's process is gone (ral
+/// closed the connection or was interrupted): nothing is left running for
+/// nobody. When the provider exits, what it left in the group gets
+/// SIGTERM, and SIGKILL two seconds later from a background killer that
+/// holds nothing of the session either; unless its calls start daemons.
 const PROVIDER: &str = r#"o=$1 t=$2 m=$3
 shift 3
 cd / || exit 125
-fired=
-trap 'fired=1' TERM
-exec 4>&2
+w=$$ fired=
+trap : TERM
+trap 'fired=1' USR1
 (
+  trap : TERM
   n=0
   while [ "$n" -lt "$t" ] && kill -0 "$o" 2>/dev/null; do
-    sleep 1 4>&-
+    sleep 1
     n=$((n + 1))
   done
-  trap '' TERM
-  [ "$n" -lt "$t" ] ||
-    echo "error: ran longer than $t s on the target; its processes were ended" >&4
+  [ "$n" -lt "$t" ] || kill -USR1 "$w" 2>/dev/null
   kill -TERM 0
   sleep 2
   kill -KILL 0
 ) </dev/null >/dev/null 2>&1 &
-w=$!
+d=$!
 exec 3<&0
-env -i HOME="$HOME" "$@" <&3 3<&- 4>&- &
+env -i HOME="$HOME" "$@" <&3 3<&- &
 p=$!
-exec 3<&- 4>&-
-wait "$p"
-rc=$?
-[ -n "$fired" ] && exit 124
-kill -KILL "$w" 2>/dev/null
+exec 3<&-
+while :; do
+  wait "$p"
+  rc=$?
+  [ -n "$fired" ] && break
+  kill -0 "$p" 2>/dev/null || break
+done
+if [ -n "$fired" ]; then
+  echo "error: ran longer than $t s on the target; its processes were ended" >&2
+  exit 124
+fi
+kill -KILL "$d" 2>/dev/null
 if [ "$m" = sweep ]; then
   trap '' TERM
   kill -TERM 0 2>/dev/null
+  (sleep 2; kill -KILL 0) </dev/null >/dev/null 2>&1 &
 fi
 exit "$rc"
 "#;
@@ -230,6 +248,49 @@ mod tests {
             assert_eq!(String::from_utf8_lossy(&out.stdout), format!("1 {home}\n"));
             assert_eq!(String::from_utf8_lossy(&out.stderr), "", "round {round}");
         }
+    }
+
+    #[test]
+    fn a_provider_that_signals_its_own_group_is_not_taken_for_a_timeout() {
+        let args = vec![
+            "-c".to_owned(),
+            "trap '' TERM; kill -TERM 0; echo done".to_owned(),
+        ];
+        let out = run_here(&provider(30, false, &[], "/bin/sh", &args, false));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    }
+
+    #[test]
+    fn what_a_provider_leaves_is_ended_even_when_it_ignores_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!(
+            "(trap '' TERM; exec sleep 60) </dev/null >/dev/null 2>&1 & echo $! > {}",
+            pid_file.display()
+        );
+        let args = vec!["-c".to_owned(), script];
+        let out = run_here(&provider(30, false, &[], "/bin/sh", &args, false));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SIGKILL comes two seconds after the sweep's SIGTERM.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        let alive = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+        };
+        while alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(!alive(pid), "the leftover {pid} still runs");
     }
 
     #[test]

@@ -115,6 +115,15 @@ impl Fleet {
     }
 }
 
+/// Whether `pid` runs (a zombie does not).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
 fn targets(doc: &Json) -> &Vec<Json> {
     doc["targets"].as_array().expect("a targets array")
 }
@@ -359,7 +368,23 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     );
     let said = std::fs::read_to_string(fleet.controller.path().join("stderr")).unwrap();
     assert!(said.contains("t1: connected (master Some("), "{said}");
-    for pid in pids_in(&root.join("pids")) {
+    let pids = pids_in(&root.join("pids"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while pids.iter().any(|pid| running(*pid)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if pids.iter().any(|pid| running(*pid)) {
+        let ps = Command::new("ps")
+            .args(["-eo", "pid,ppid,pgid,sid,stat,etime,args"])
+            .output()
+            .unwrap();
+        panic!(
+            "the remote provider {pids:?} still runs; ralsh said:\n{said}\nprocesses:\n{}\nsshd:\n{}",
+            String::from_utf8_lossy(&ps.stdout),
+            fleet.sshd.log()
+        );
+    }
+    for pid in pids {
         assert_gone(pid, "hang");
     }
     fleet.assert_no_ssh_left();

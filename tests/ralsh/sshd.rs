@@ -74,7 +74,7 @@ impl Sshd {
                      PidFile none\nAuthorizedKeysFile {dir}/authorized_keys\nStrictModes no\n\
                      PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
                      PermitRootLogin prohibit-password\n\
-                     SetEnv HOME={dir}/home{env}\nLogLevel INFO\n",
+                     SetEnv HOME={dir}/home{env}\nLogLevel DEBUG\n",
                     dir = d.display(),
                     env = session_env.replace("DIR", &d.display().to_string()),
                 ),
@@ -138,6 +138,11 @@ impl Sshd {
     /// The HOME of the logins: where the providers are copied.
     pub fn home(&self) -> PathBuf {
         self.dir.path().join("home")
+    }
+
+    /// Everything sshd logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
     }
 
     /// How many connections sshd accepted so far.

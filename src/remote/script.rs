@@ -88,7 +88,8 @@ echo "ral-bundle have $b"
 /// timeout with USR1, then ends the group: SIGTERM, two seconds, SIGKILL.
 /// It also ends the group as soon as the session's process is gone (ral
 /// closed the connection or was interrupted): nothing is left running for
-/// nobody. When the provider exits, what it left in the group gets
+/// nobody. (Where that process is another user's, as with Dropbear, `kill
+/// -0` fails though it runs: `/proc` says so where there is one.) When the provider exits, what it left in the group gets
 /// SIGTERM, and SIGKILL two seconds later from a background killer that
 /// holds nothing of the session either; unless its calls start daemons.
 const PROVIDER: &str = r#"o=$1 t=$2 m=$3
@@ -100,7 +101,7 @@ trap 'fired=1' USR1
 (
   trap : TERM
   n=0
-  while [ "$n" -lt "$t" ] && kill -0 "$o" 2>/dev/null; do
+  while [ "$n" -lt "$t" ] && { kill -0 "$o" || [ -d "/proc/$o" ]; } 2>/dev/null; do
     sleep 1
     n=$((n + 1))
   done

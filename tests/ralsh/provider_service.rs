@@ -324,6 +324,33 @@ fn service_finishes_a_change_of_the_links_a_crash_interrupted() {
     assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
 }
 
+#[test]
+fn service_finishes_a_journal_whose_rc_directory_is_gone() {
+    // 'web enable=false' was killed after its rename in rc2.d; rcS.d, named
+    // by a later step, has been removed since.
+    let sandbox = init_sandbox();
+    sandbox.write(
+        LINKS_JOURNAL,
+        &json!({"name": "web", "steps": [
+            ["rename", "2", "S01web", "K01web"],
+            ["rename", "S", "S01web", "K01web"],
+        ]})
+        .to_string(),
+    );
+    let dir = sandbox.root().join("etc/rc2.d");
+    std::fs::rename(dir.join("S01web"), dir.join("K01web")).unwrap();
+
+    // The step with no directory is skipped, not a crash that wedges every
+    // later change.
+    ralsh(&sandbox, &["-j", "service", "web"]).expect(0);
+    ralsh(&sandbox, &["service", "db", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    assert!(!sandbox.root().join("etc/rcS.d").exists());
+}
+
 /// The process's umask (read without changing it, from /proc).
 fn umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")

@@ -351,6 +351,41 @@ fn service_finishes_a_journal_whose_rc_directory_is_gone() {
     assert!(!sandbox.root().join("etc/rcS.d").exists());
 }
 
+#[test]
+fn service_disable_replaces_a_stop_link_beside_the_start_link() {
+    // rc2.d holds both K01web and S01web: disabling renames S01web over
+    // K01web, as update-rc.d's mv does.
+    let sandbox = init_sandbox();
+    link(&sandbox, '2', "K01web", "web");
+
+    // A journal of that change, killed before its first rename: readers
+    // see it made.
+    let renames: Vec<Json> = "2345"
+        .chars()
+        .map(|level| json!(["rename", level.to_string(), "S01web", "K01web"]))
+        .collect();
+    sandbox.write(
+        LINKS_JOURNAL,
+        &json!({"name": "web", "steps": renames}).to_string(),
+    );
+    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    assert_eq!(doc["resource"]["enable"], false);
+    ralsh(&sandbox, &["service", "db", "enable=true"]).expect(0);
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
+
+    // Without a journal: the change itself.
+    ralsh(&sandbox, &["service", "web", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
+    link(&sandbox, '3', "K01web", "web");
+    ralsh(&sandbox, &["service", "web", "enable=false"])
+        .expect(0)
+        .stdout_has("enable: true -> false");
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+}
+
 /// The process's umask (read without changing it, from /proc).
 fn umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")

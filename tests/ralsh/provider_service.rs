@@ -386,6 +386,29 @@ fn service_disable_replaces_a_stop_link_beside_the_start_link() {
     assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
 }
 
+#[test]
+fn service_undoes_a_change_of_the_links_that_fails_and_keeps_no_journal() {
+    // A directory where 'web enable=false' renames rc4.d/S01web to: the
+    // third of its four renames fails.
+    let sandbox = init_sandbox();
+    let in_the_way = sandbox.root().join("etc/rc4.d/K01web");
+    std::fs::create_dir(&in_the_way).unwrap();
+    ralsh(&sandbox, &["service", "web", "enable=false"])
+        .expect(2)
+        .stderr_has("cannot change the links of 'web'");
+    // The renames made before it are undone, and no journal stays for
+    // readers to see the change made or for the next change to fail on.
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    assert_eq!(doc["resource"]["enable"], true);
+    std::fs::remove_dir(&in_the_way).unwrap();
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
+    ralsh(&sandbox, &["service", "db", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
+}
+
 /// The process's umask (read without changing it, from /proc).
 fn umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")

@@ -409,6 +409,31 @@ fn service_undoes_a_change_of_the_links_that_fails_and_keeps_no_journal() {
     assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
 }
 
+#[test]
+fn service_ignores_a_journal_whose_level_is_not_one_level() {
+    // "" and "2345" are in "0123456S" as substrings, but name no rc?.d: a
+    // journal naming them is not one ral wrote.
+    for level in ["", "2345", "S0"] {
+        let sandbox = init_sandbox();
+        sandbox.write(
+            LINKS_JOURNAL,
+            &json!({"name": "db", "steps": [
+                ["link", "2", "S01db"],
+                ["link", level, "S01db"],
+            ]})
+            .to_string(),
+        );
+        let doc = ralsh(&sandbox, &["-j", "service", "db"]).expect(0).json();
+        assert_eq!(doc["resource"]["enable"], false, "level {level:?}");
+        ralsh(&sandbox, &["service", "web", "enable=false"])
+            .expect(0)
+            .stderr_has("ignoring the unreadable journal");
+        assert!(links_of(&sandbox, "db").is_empty(), "level {level:?}");
+        assert!(!sandbox.root().join(format!("etc/rc{level}.d")).exists());
+        assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    }
+}
+
 /// The process's umask (read without changing it, from /proc).
 fn umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")

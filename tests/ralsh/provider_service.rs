@@ -434,6 +434,30 @@ fn service_ignores_a_journal_whose_level_is_not_one_level() {
     }
 }
 
+#[test]
+fn service_ignores_a_journal_too_deep_or_too_large_to_parse() {
+    // Nested too deeply for Python's parser, and a journal of valid steps
+    // padded past the 1 MiB cap: neither is one ral wrote.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let large = format!(
+        "{}{}",
+        json!({"name": "db", "steps": [["link", "2", "S01db"], ["link", "3", "S01db"]]}),
+        " ".repeat(1 << 20)
+    );
+    let clean = ralsh(&init_sandbox(), &["-j", "service"]).expect(0).json();
+    for journal in [deep, large] {
+        let sandbox = init_sandbox();
+        sandbox.write(LINKS_JOURNAL, &journal);
+        let doc = ralsh(&sandbox, &["-j", "service"]).expect(0).json();
+        assert_eq!(doc["resources"], clean["resources"]);
+        ralsh(&sandbox, &["service", "web", "enable=false"])
+            .expect(0)
+            .stderr_has("ignoring the unreadable journal");
+        assert!(links_of(&sandbox, "db").is_empty());
+        assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    }
+}
+
 /// The process's umask (read without changing it, from /proc).
 fn umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")

@@ -52,6 +52,7 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TEMP_TAG = ".ral-tmp-"
 LOCK_TAG = ".ral-lock"
 JOURNAL_TAG = ".ral-journal"
+JOURNAL_MAX = 1 << 20       # bytes; a larger journal is not one ral wrote
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -631,9 +632,10 @@ class Dir:
         except (FileNotFoundError, NotADirectoryError):
             return None
 
-    def read(self, name):
+    def read(self, name, limit=-1):
         """(bytes, stat) of the regular file NAME, or (None, None) when it
-        does not exist. A link, a FIFO or a device is an error."""
+        does not exist. A link, a FIFO or a device is an error. At most
+        LIMIT bytes are read when it is given."""
         try:
             fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
         except FileNotFoundError:
@@ -649,7 +651,7 @@ class Dir:
                 if not stat.S_ISREG(info.st_mode):
                     raise CallError("%s is not a regular file"
                                     % quoted(self.show(name)))
-                return fh.read(), info
+                return fh.read(limit), info
         except OSError as err:
             raise os_error(err, "read %s" % quoted(self.show(name)))
 
@@ -701,9 +703,25 @@ class Target:
     def key(self):
         return (self.dir.rel, self.name)
 
-    def read(self):
-        """(bytes, stat), or (None, None) when the file does not exist."""
-        return self.dir.read(self.name)
+    def read(self, limit=-1):
+        """(bytes, stat), or (None, None) when the file does not exist; at
+        most LIMIT bytes when it is given."""
+        return self.dir.read(self.name, limit)
+
+
+def read_journal(target):
+    """The JSON document of the journal TARGET, or None when there is none.
+    Raises ValueError for one that is not a journal ral wrote: larger than
+    JOURNAL_MAX, not JSON, or nested too deeply to parse."""
+    data, _ = target.read(JOURNAL_MAX + 1)
+    if data is None:
+        return None
+    if len(data) > JOURNAL_MAX:
+        raise ValueError("larger than %d bytes" % JOURNAL_MAX)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply")
 
 
 # ------------------------------------------------------------------ locks
@@ -862,11 +880,10 @@ class Lock:
         dicts), or []; a journal that does not parse is ignored."""
         if self.journal() is None:
             return []
-        data, _ = self.dir.read(self.journal())
-        if data is None:
-            return []
         try:
-            document = json.loads(data.decode("utf-8"))
+            document = read_journal(self.dir.file(self.journal()))
+            if document is None:
+                return []
             entries = document["files"]
             for entry in entries:
                 if not (isinstance(entry["dir"], str)
@@ -876,7 +893,8 @@ class Lock:
                         and "/" not in entry["temp"] + entry["name"]):
                     raise ValueError("bad entry")
             return entries
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError,
+                RecursionError):
             log.warning("ignoring the unreadable journal %s"
                         % quoted(self.dir.show(self.journal())))
             return []

@@ -7,6 +7,7 @@ import contextlib
 import errno
 import fcntl
 import io
+import json
 import os
 import subprocess
 import sys
@@ -252,6 +253,29 @@ class Journal(Sandbox):
         self.assertEqual(read(self.path("etc/passwd")), b"root\nuseradd-made\n")
         self.assertEqual(self.names("etc"), [".pwd.lock", "passwd", "shadow"])
         self.assertIn("was changed by another program", self.stderr.getvalue())
+
+
+    def test_a_journal_too_deep_or_too_large_to_parse_is_ignored(self):
+        write(self.path("etc/passwd"), b"root\n")
+        root = ral.Root()
+        passwd = root.file("etc/passwd")
+        temp = ral.temp_name("passwd")
+        was = ral._identity(os.lstat(self.path("etc/passwd")))
+        # A journal that would replace passwd, were it read.
+        valid = json.dumps({"ral_journal": 1, "files": [
+            {"dir": "etc", "temp": temp, "name": "passwd", "was": was}]})
+        for journal in (b"[" * 100000 + b"]" * 100000,
+                        valid.encode() + b" " * (1 << 20)):
+            write(self.path("etc/" + temp), b"root\nbob\n")
+            write(self.path("etc/.pwd.lock.ral-journal"), journal)
+            lock = ral.Lock.accounts(root)
+            self.assertEqual(lock.read(passwd)[0], b"root\n")
+            with ral.Edit(ral.Lock.accounts(root)) as edit:
+                self.assertEqual(edit.read(passwd), b"root\n")
+            self.assertNotIn(".pwd.lock.ral-journal", self.names("etc"))
+            self.assertIn("ignoring the unreadable journal",
+                          self.stderr.getvalue())
+        self.assertEqual(read(self.path("etc/passwd")), b"root\n")
 
 
 class Batches(Sandbox):

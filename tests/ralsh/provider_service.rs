@@ -324,6 +324,140 @@ fn service_finishes_a_change_of_the_links_a_crash_interrupted() {
     assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
 }
 
+#[test]
+fn service_finishes_a_journal_whose_rc_directory_is_gone() {
+    // 'web enable=false' was killed after its rename in rc2.d; rcS.d, named
+    // by a later step, has been removed since.
+    let sandbox = init_sandbox();
+    sandbox.write(
+        LINKS_JOURNAL,
+        &json!({"name": "web", "steps": [
+            ["rename", "2", "S01web", "K01web"],
+            ["rename", "S", "S01web", "K01web"],
+        ]})
+        .to_string(),
+    );
+    let dir = sandbox.root().join("etc/rc2.d");
+    std::fs::rename(dir.join("S01web"), dir.join("K01web")).unwrap();
+
+    // The step with no directory is skipped, not a crash that wedges every
+    // later change.
+    ralsh(&sandbox, &["-j", "service", "web"]).expect(0);
+    ralsh(&sandbox, &["service", "db", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    assert!(!sandbox.root().join("etc/rcS.d").exists());
+}
+
+#[test]
+fn service_disable_replaces_a_stop_link_beside_the_start_link() {
+    // rc2.d holds both K01web and S01web: disabling renames S01web over
+    // K01web, as update-rc.d's mv does.
+    let sandbox = init_sandbox();
+    link(&sandbox, '2', "K01web", "web");
+
+    // A journal of that change, killed before its first rename: readers
+    // see it made.
+    let renames: Vec<Json> = "2345"
+        .chars()
+        .map(|level| json!(["rename", level.to_string(), "S01web", "K01web"]))
+        .collect();
+    sandbox.write(
+        LINKS_JOURNAL,
+        &json!({"name": "web", "steps": renames}).to_string(),
+    );
+    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    assert_eq!(doc["resource"]["enable"], false);
+    ralsh(&sandbox, &["service", "db", "enable=true"]).expect(0);
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
+
+    // Without a journal: the change itself.
+    ralsh(&sandbox, &["service", "web", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
+    link(&sandbox, '3', "K01web", "web");
+    ralsh(&sandbox, &["service", "web", "enable=false"])
+        .expect(0)
+        .stdout_has("enable: true -> false");
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+}
+
+#[test]
+fn service_undoes_a_change_of_the_links_that_fails_and_keeps_no_journal() {
+    // A directory where 'web enable=false' renames rc4.d/S01web to: the
+    // third of its four renames fails.
+    let sandbox = init_sandbox();
+    let in_the_way = sandbox.root().join("etc/rc4.d/K01web");
+    std::fs::create_dir(&in_the_way).unwrap();
+    ralsh(&sandbox, &["service", "web", "enable=false"])
+        .expect(2)
+        .stderr_has("cannot change the links of 'web'");
+    // The renames made before it are undone, and no journal stays for
+    // readers to see the change made or for the next change to fail on.
+    assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    assert_eq!(doc["resource"]["enable"], true);
+    std::fs::remove_dir(&in_the_way).unwrap();
+    assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
+    ralsh(&sandbox, &["service", "db", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
+}
+
+#[test]
+fn service_ignores_a_journal_whose_level_is_not_one_level() {
+    // "" and "2345" are in "0123456S" as substrings, but name no rc?.d: a
+    // journal naming them is not one ral wrote.
+    for level in ["", "2345", "S0"] {
+        let sandbox = init_sandbox();
+        sandbox.write(
+            LINKS_JOURNAL,
+            &json!({"name": "db", "steps": [
+                ["link", "2", "S01db"],
+                ["link", level, "S01db"],
+            ]})
+            .to_string(),
+        );
+        let doc = ralsh(&sandbox, &["-j", "service", "db"]).expect(0).json();
+        assert_eq!(doc["resource"]["enable"], false, "level {level:?}");
+        ralsh(&sandbox, &["service", "web", "enable=false"])
+            .expect(0)
+            .stderr_has("ignoring the unreadable journal");
+        assert!(links_of(&sandbox, "db").is_empty(), "level {level:?}");
+        assert!(!sandbox.root().join(format!("etc/rc{level}.d")).exists());
+        assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    }
+}
+
+#[test]
+fn service_ignores_a_journal_too_deep_or_too_large_to_parse() {
+    // Nested too deeply for Python's parser, and a journal of valid steps
+    // padded past the 1 MiB cap: neither is one ral wrote.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let large = format!(
+        "{}{}",
+        json!({"name": "db", "steps": [["link", "2", "S01db"], ["link", "3", "S01db"]]}),
+        " ".repeat(1 << 20)
+    );
+    let clean = ralsh(&init_sandbox(), &["-j", "service"]).expect(0).json();
+    for journal in [deep, large] {
+        let sandbox = init_sandbox();
+        sandbox.write(LINKS_JOURNAL, &journal);
+        let doc = ralsh(&sandbox, &["-j", "service"]).expect(0).json();
+        assert_eq!(doc["resources"], clean["resources"]);
+        ralsh(&sandbox, &["service", "web", "enable=false"])
+            .expect(0)
+            .stderr_has("ignoring the unreadable journal");
+        assert!(links_of(&sandbox, "db").is_empty());
+        assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
+    }
+}
+
 /// The process's umask (read without changing it, from /proc).
 fn umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")

@@ -68,4 +68,19 @@ mod tests {
             "got [redacted] and [redacted], shown"
         );
     }
+
+    #[test]
+    fn each_value_of_a_sensitive_hash_is_a_secret_too() {
+        let mut map = indexmap::IndexMap::new();
+        map.insert("user".to_owned(), Value::from("alice-token"));
+        map.insert("key".to_owned(), Value::from("k3y"));
+        let hash = Value::Hash(map);
+        let found = secret_texts(|key| key == "creds", [("creds", &hash)]);
+        assert!(found.contains(&"alice-token".to_owned()), "{found:?}");
+        assert!(found.contains(&"k3y".to_owned()), "{found:?}");
+        assert_eq!(
+            redact("echoed k3y and alice-token", &found),
+            "echoed [redacted] and [redacted]"
+        );
+    }
 }

@@ -220,3 +220,23 @@ fn a_provider_without_update_refuses_changes_before_anything_runs() {
     run.expect(2)
         .stderr_has("flood::flood does not support the update action");
 }
+
+#[test]
+fn reported_changes_are_kept_and_the_others_derived_once_each() {
+    let sandbox = sandbox_with_found();
+    // The provider reports the change of `enabled` itself (with its old
+    // value) and asks ral to derive the rest.
+    sandbox.write(
+        "update.out",
+        "# simple\nname: a\nenabled: true\nral_was: false\nral_derive: true\n",
+    );
+    let run = sandbox.ralsh(&["scripted", "a", "tags=x,z", "enabled=true"]);
+    run.expect(0);
+    let changes: Vec<&str> = run.stdout.lines().filter(|l| l.contains(" -> ")).collect();
+    assert_eq!(
+        changes,
+        ["enabled: false -> true", "tags: ['x', 'y'] -> ['x', 'z']"],
+        "{}",
+        run.stdout
+    );
+}

@@ -81,6 +81,29 @@ fn a_created_resource_has_no_old_values() {
 }
 
 #[test]
+fn a_created_resource_has_no_old_values_whatever_its_attributes_hold() {
+    // Only `ensure=absent` asks for no resource: an attribute whose value
+    // is the word "absent" is still created.
+    let sandbox = Sandbox::new();
+    sandbox.write("find.out", "# simple\nname: new\nral_unknown: true\n");
+    sandbox.write(
+        "update.out",
+        "# simple\nname: new\nensure: present\nral_was: absent\ncolor: absent\nral_was: \n",
+    );
+    let doc = sandbox
+        .ralsh(&["-j", "scripted", "new", "color=absent"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["result"][0]["changes"],
+        json!([
+            {"attr": "ensure", "is": "present", "was": "absent"},
+            {"attr": "color", "is": "absent", "was": null}
+        ])
+    );
+}
+
+#[test]
 fn defaults_ral_adds_to_a_creation_are_not_missed_in_the_answer() {
     // The request never set 'color'; ral added its default. An answer that
     // does not mention it leaves out nothing that was asked for.

@@ -102,7 +102,8 @@ fn python_example_passes_ral_check() {
         .env("PATH", std::env::var_os("PATH").unwrap())
         .env("HOME", cache.path())
         .arg("check")
-        .arg("--seed")
+        // Correctness, not speed: a loaded machine must not fail it.
+        .args(["--slow", "60", "--seed"])
         .arg(fixtures_dir().join("seed"))
         .arg(fixtures_dir().join("providers/example_tokens.prov")));
     // The seed holds a token, so find, noop and update all run.

@@ -308,3 +308,34 @@ fn register(group: i32) -> Option<usize> {
     }
     slot
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_taken_back_is_no_longer_removed_on_interrupt_and_the_others_are() {
+        let kept = Path::new("/nonexistent/ral-signals-test/kept");
+        let still = Path::new("/nonexistent/ral-signals-test/still");
+        remove_on_interrupt(kept);
+        remove_on_interrupt(still);
+        keep_on_interrupt(kept);
+        let listed = REMOVE_ON_INTERRUPT.lock().unwrap().clone();
+        assert!(!listed.contains(&kept.to_path_buf()), "{listed:?}");
+        assert!(listed.contains(&still.to_path_buf()), "{listed:?}");
+        keep_on_interrupt(still);
+    }
+
+    #[test]
+    fn a_process_taken_back_is_no_longer_ended_on_interrupt_and_the_others_are() {
+        // IDs no process has here; an interrupt never comes in unit tests.
+        let (kept, still) = (i32::MAX - 11, i32::MAX - 12);
+        end_on_interrupt(kept);
+        end_on_interrupt(still);
+        keep_running_on_interrupt(kept);
+        let listed = END_ON_INTERRUPT.lock().unwrap().clone();
+        assert!(!listed.contains(&kept), "{listed:?}");
+        assert!(listed.contains(&still), "{listed:?}");
+        keep_running_on_interrupt(still);
+    }
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use ral::discovery::Registry;
-use ral::remote::{self, inventory::Inventory, Bundle, Connector, Session, SshSettings, Target};
+use ral::remote::{self, inventory::Inventory, Bundle, Connector, SshSettings, Target};
 use ral::text::escape_lines;
 use ral::{Host, HostConfig};
 use serde_json::{Map, Value};
@@ -134,12 +134,10 @@ impl Fleet {
         })
     }
 
-    /// Connects to `target`; the host then runs its providers there.
-    pub fn connect(
-        &self,
-        target: &Target,
-        local: &Host,
-    ) -> ral::error::Result<(Host, Arc<Session>)> {
+    /// Connects to `target`; the host then runs its providers there, and
+    /// the connection closes when the host is dropped (it holds the only
+    /// reference to the session).
+    pub fn connect(&self, target: &Target, local: &Host) -> ral::error::Result<Host> {
         let session = Arc::new(self.connector.open(target, &self.bundle)?);
         if session.uploaded() {
             log::info!(
@@ -151,10 +149,10 @@ impl Fleet {
         }
         let config = HostConfig {
             root: target.root.clone().unwrap_or_else(|| PathBuf::from("/")),
-            remote: Some(Arc::clone(&session)),
+            remote: Some(session),
             ..local.config().clone()
         };
-        Ok((Host::new(config), session))
+        Ok(Host::new(config))
     }
 }
 
@@ -193,7 +191,7 @@ impl Fleet {
             let result = self
                 .connect(target, local)
                 .map_err(anyhow::Error::new)
-                .and_then(|(host, _session)| work(target, &host, &mut out));
+                .and_then(|host| work(target, &host, &mut out));
             match result {
                 Ok(outcome) => (outcome, out, None),
                 Err(e) => (failed.clone(), out, Some(format!("{e:#}"))),

@@ -1,16 +1,15 @@
 //! Items and the state store: which stored items a manifest no longer
 //! lists (removed when ral created them, forgotten otherwise), the
-//! properties kept for an item (sensitive values as salted digests), and
+//! properties kept for an item (sensitive values as keyed digests), and
 //! the item state each plan step leads to.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value as Json};
-use sha2::{Digest, Sha256};
 
 use crate::discovery::Registry;
 use crate::provider::Provider;
-use crate::store::{ItemState, StoredItem};
+use crate::store::{ItemState, StoreKey, StoredItem};
 use crate::types::Value;
 use crate::update::Request;
 
@@ -18,29 +17,35 @@ use super::catalog::{Catalog, Item};
 use super::manifest::Origin;
 
 /// The properties the store keeps for a request: every attribute's value
-/// as JSON, a sensitive one as `{"sha256": HEX}` of the salt and its text.
-pub fn properties(provider: &Provider, request: &Request, salt: &str) -> Map<String, Json> {
+/// as JSON, a sensitive one as `{"hmac": HEX}`, its keyed digest under the
+/// store's key (a store written before keys kept `{"sha256": ...}`: such an
+/// item reads as Updated once, and is kept keyed from then on).
+pub fn properties(provider: &Provider, request: &Request, key: &StoreKey) -> Map<String, Json> {
     request
         .attrs
         .iter()
-        .map(|(key, value)| {
-            let sensitive = provider.attribute(key).is_some_and(|a| a.sensitive);
+        .map(|(attr, value)| {
+            let sensitive = provider.attribute(attr).is_some_and(|a| a.sensitive);
             let kept = if sensitive {
-                serde_json::json!({"sha256": digest(salt, value)})
+                serde_json::json!({"hmac": digest(key, provider, &request.name, attr, value)})
             } else {
                 Json::from(value)
             };
-            (key.clone(), kept)
+            (attr.clone(), kept)
         })
         .collect()
 }
 
-fn digest(salt: &str, value: &Value) -> String {
-    let mut hash = Sha256::new();
-    hash.update(salt.as_bytes());
-    hash.update([0]);
-    hash.update(Json::from(value).to_string().as_bytes());
-    crate::text::hex(&hash.finalize())
+/// The keyed digest of one sensitive value, bound to its provider, item
+/// and attribute: the same secret in two places gives two digests, so the
+/// store does not even tell that two secrets are equal.
+fn digest(key: &StoreKey, provider: &Provider, name: &str, attr: &str, value: &Value) -> String {
+    key.digest(&[
+        provider.qualified_name().as_bytes(),
+        name.as_bytes(),
+        attr.as_bytes(),
+        Json::from(value).to_string().as_bytes(),
+    ])
 }
 
 /// What the store means for a catalog: the stored items it no longer
@@ -173,7 +178,7 @@ pub fn mark_drifted(
     catalog: &Catalog,
     plan: &mut super::plan::Plan,
     stored: &[StoredItem],
-    salt: &str,
+    key: &StoreKey,
 ) {
     let by_key: HashMap<(String, &str), &StoredItem> = stored
         .iter()
@@ -184,7 +189,7 @@ pub fn mark_drifted(
         let Some(before) = by_key.get(&(item.provider.qualified_name(), item.name())) else {
             continue;
         };
-        let now = properties(item.provider, &item.request, salt);
+        let now = properties(item.provider, &item.request, key);
         task.drifted = state_before(Some(before), &now) == ItemState::Applied;
     }
 }
@@ -210,24 +215,30 @@ mod tests {
     }
 
     #[test]
-    fn sensitive_properties_are_salted_digests() {
+    fn sensitive_properties_are_keyed_digests() {
         let p = provider();
-        let kept = properties(&p, &request("v", "hunter2"), "salt");
+        let key = StoreKey::from_bytes([7; 32]);
+        let kept = properties(&p, &request("v", "hunter2"), &key);
         assert_eq!(kept["value"], "v");
-        let digest = kept["secret"]["sha256"].as_str().unwrap();
+        let digest = kept["secret"]["hmac"].as_str().unwrap();
         assert_eq!(digest.len(), 64);
         assert!(!Json::Object(kept.clone()).to_string().contains("hunter2"));
+        let other = StoreKey::from_bytes([8; 32]);
         assert_ne!(
-            properties(&p, &request("v", "hunter2"), "pepper")["secret"],
+            properties(&p, &request("v", "hunter2"), &other)["secret"],
             kept["secret"]
         );
-        assert_eq!(properties(&p, &request("v", "hunter2"), "salt"), kept);
+        assert_eq!(properties(&p, &request("v", "hunter2"), &key), kept);
+        // The same secret for another attribute or item digests otherwise.
+        let mut renamed = request("v", "hunter2");
+        renamed.name = "b".to_owned();
+        assert_ne!(properties(&p, &renamed, &key)["secret"], kept["secret"]);
     }
 
     #[test]
     fn the_state_before_a_plan_follows_the_applied_properties() {
         let p = provider();
-        let applied = properties(&p, &request("v", "s"), "salt");
+        let applied = properties(&p, &request("v", "s"), &StoreKey::from_bytes([7; 32]));
         let stored = |state: ItemState| StoredItem {
             provider: "t::t".to_owned(),
             type_name: "t".to_owned(),
@@ -237,7 +248,7 @@ mod tests {
             created: true,
             requires: Vec::new(),
         };
-        let other = properties(&p, &request("w", "s"), "salt");
+        let other = properties(&p, &request("w", "s"), &StoreKey::from_bytes([7; 32]));
         assert_eq!(state_before(None, &applied), ItemState::Initial);
         assert_eq!(
             state_before(Some(&stored(ItemState::Initial)), &applied),

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
-use crate::store::{ItemChange, ItemState, PlanRecord, Store, StoredItem, TaskEnd};
+use crate::store::{ItemChange, ItemState, PlanRecord, Store, StoreKey, StoredItem, TaskEnd};
 
 use super::apply::Events;
 use super::catalog::Catalog;
@@ -19,7 +19,7 @@ use super::plan::{Action, Plan, TaskState};
 pub struct Recorder<'s, 'c, 'r> {
     store: &'s mut Store,
     catalog: &'c Catalog<'r>,
-    salt: String,
+    key: StoreKey,
     /// What the store held before the run, by (provider, name).
     stored: HashMap<(String, String), StoredItem>,
     /// How many catalog items came from the manifest (the rest are
@@ -37,11 +37,11 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         stored: &[StoredItem],
         declared: usize,
     ) -> Result<Recorder<'s, 'c, 'r>> {
-        let salt = store.salt()?;
+        let key = store.key()?;
         Ok(Recorder {
             store,
             catalog,
-            salt,
+            key,
             stored: stored
                 .iter()
                 .map(|item| ((item.provider.clone(), item.name.clone()), item.clone()))
@@ -59,7 +59,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     /// The properties kept for a declared item.
     fn properties(&self, item: usize) -> Map<String, Json> {
         let item = &self.catalog.items[item];
-        lifecycle::properties(item.provider, &item.request, &self.salt)
+        lifecycle::properties(item.provider, &item.request, &self.key)
     }
 
     /// The stored item for catalog item `at` in `state`.

@@ -5,6 +5,7 @@
 //! plans and their tasks are recorded as they run, each task's end in its
 //! own transaction, so a crash loses no finished change.
 
+mod key;
 mod lock;
 mod schema;
 
@@ -15,6 +16,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
 
+pub use key::StoreKey;
 pub use lock::{Holder, RunLock};
 
 /// The state of an item (a resource a manifest declares), as in LITP's
@@ -62,7 +64,7 @@ pub struct StoredItem {
     pub name: String,
     pub state: ItemState,
     /// The attribute values last applied, as JSON; a sensitive value is
-    /// kept as `{"sha256": HEX}`, never in clear.
+    /// kept as `{"hmac": HEX}` under the store's key, never in clear.
     pub properties: Map<String, Json>,
     /// Whether ral created the resource (it was absent when first
     /// applied). Only what ral created is removed when no manifest lists
@@ -152,6 +154,7 @@ impl Store {
             path: path.to_owned(),
             message,
         })?;
+        store.make_id()?;
         Ok(store)
     }
 
@@ -179,6 +182,24 @@ impl Store {
             .map_err(|e| db_error(&path, e))
     }
 
+    /// Gives a new store its identity (a store from before identities
+    /// gets one the first time it is opened).
+    fn make_id(&mut self) -> Result<()> {
+        let mut bytes = [0u8; 16];
+        std::io::Read::read_exact(
+            &mut std::fs::File::open("/dev/urandom").map_err(|e| Error::io("/dev/urandom", e))?,
+            &mut bytes,
+        )
+        .map_err(|e| Error::io("/dev/urandom", e))?;
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?1)",
+                params![crate::text::hex(&bytes)],
+            )
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -199,44 +220,24 @@ impl Store {
             .map(|value| value.and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
-    /// The salt, if the store has one yet (reading only).
-    pub fn existing_salt(&self) -> Result<Option<String>> {
+    /// The store's identity: random, made when the store is created, so
+    /// that a saved plan made against one store is refused by another.
+    pub fn id(&self) -> Result<String> {
         self.conn
-            .query_row("SELECT value FROM meta WHERE key = 'salt'", [], |row| {
+            .query_row("SELECT value FROM meta WHERE key = 'store_id'", [], |row| {
                 row.get::<_, String>(0)
             })
-            .optional()
             .map_err(|e| self.fail(e))
     }
 
-    /// The store's own salt for the digests of sensitive values, made
-    /// (random) the first time it is asked for.
-    pub fn salt(&mut self) -> Result<String> {
-        let read = |conn: &Connection| {
-            conn.query_row("SELECT value FROM meta WHERE key = 'salt'", [], |row| {
-                row.get::<_, String>(0)
-            })
-            .optional()
-        };
-        if let Some(salt) = read(&self.conn).map_err(|e| self.fail(e))? {
-            return Ok(salt);
-        }
-        let mut bytes = [0u8; 16];
-        std::io::Read::read_exact(
-            &mut std::fs::File::open("/dev/urandom").map_err(|e| Error::io("/dev/urandom", e))?,
-            &mut bytes,
-        )
-        .map_err(|e| Error::io("/dev/urandom", e))?;
-        let salt = crate::text::hex(&bytes);
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', ?1)",
-                params![salt],
-            )
-            .map_err(|e| self.fail(e))?;
-        read(&self.conn)
-            .map_err(|e| self.fail(e))
-            .map(|found| found.unwrap_or(salt))
+    /// The store's secret key if it has one yet (reading only).
+    pub fn existing_key(&self) -> Result<Option<StoreKey>> {
+        StoreKey::read(&self.path)
+    }
+
+    /// The store's secret key, made the first time it is asked for.
+    pub fn key(&self) -> Result<StoreKey> {
+        StoreKey::read_or_make(&self.path)
     }
 
     /// Every item, ordered by provider and name.
@@ -594,9 +595,11 @@ mod tests {
         drop(store);
         let again = Store::open(&path).unwrap();
         assert_eq!(again.items().unwrap(), [item("b", ItemState::Applied)]);
-        let salt = Store::open(&path).unwrap().salt().unwrap();
-        assert_eq!(salt.len(), 32);
-        assert_eq!(Store::open(&path).unwrap().salt().unwrap(), salt);
+        let id = Store::open(&path).unwrap().id().unwrap();
+        assert_eq!(id.len(), 32);
+        assert_eq!(Store::open(&path).unwrap().id().unwrap(), id);
+        let other = Store::open(&dir.path().join("other.db")).unwrap();
+        assert_ne!(other.id().unwrap(), id);
     }
 
     #[test]

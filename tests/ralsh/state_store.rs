@@ -174,7 +174,7 @@ fn sensitive_values_are_kept_only_as_digests() {
     }
     let listed = state(&bench, &["list"]);
     listed.expect(0).stdout_has("secret: \"[redacted]\"");
-    assert!(!listed.stdout.contains("sha256"), "{}", listed.stdout);
+    assert!(!listed.stdout.contains("hmac"), "{}", listed.stdout);
     // The same secret again is no change; another one is.
     bench.ral("plan", &["--detailed-exitcodes", &m]).expect(0);
     let other = bench.manifest("m.yaml", "alpha:\n  a1: {value: v, secret: other}\n");

@@ -380,11 +380,11 @@ pub fn converge(
             (found, plan)
         }
     };
-    if let Some(salt) = match &store {
-        Some(store) => store.existing_salt()?,
+    if let Some(key) = match &store {
+        Some(store) => store.existing_key()?,
         None => None,
     } {
-        lifecycle::mark_drifted(&catalog, &mut plan, &stored, &salt);
+        lifecycle::mark_drifted(&catalog, &mut plan, &stored, &key);
     }
     let style = Style {
         color: !args.json && crate::use_color(),

@@ -120,7 +120,9 @@ fn execute(args: &StateArgs) -> anyhow::Result<ExitCode> {
 /// A stored property as shown: a sensitive value's digest is never printed.
 fn shown_property(value: &Json) -> Json {
     match value {
-        Json::Object(map) if map.len() == 1 && map.contains_key("sha256") => {
+        Json::Object(map)
+            if map.len() == 1 && (map.contains_key("hmac") || map.contains_key("sha256")) =>
+        {
             Json::from(ral::secrets::REDACTED)
         }
         other => other.clone(),

@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod catalog;
 pub mod graph;
+pub mod input;
 pub mod lifecycle;
 pub mod manifest;
 pub mod plan;

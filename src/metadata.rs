@@ -97,6 +97,66 @@ impl Kind {
     }
 }
 
+/// Where a simple-convention provider gets its sensitive values
+/// (`provider.sensitive_in`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SensitiveIn {
+    /// On its command line with the other attributes, as libral does:
+    /// every user can read them in `/proc/PID/cmdline`.
+    #[default]
+    Args,
+    /// Each in an environment variable named as the attribute, listed in
+    /// [`SENSITIVE_VAR`], and never on its command line: a process's
+    /// environment is readable only by its owner (and root).
+    Env,
+}
+
+impl SensitiveIn {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SensitiveIn::Args => "args",
+            SensitiveIn::Env => "env",
+        }
+    }
+}
+
+/// The variable that names, separated by spaces, the sensitive attributes
+/// a `sensitive_in: env` provider was given in its environment: only those
+/// are attributes, whatever else its environment holds.
+pub const SENSITIVE_VAR: &str = "RALSH_SENSITIVE";
+
+/// Variables of a provider's environment that ral sets or passes on (see
+/// `ProviderEnv`), which a sensitive attribute in the environment must not
+/// replace. Every other upper-case name is refused too (see
+/// [`env_name_problem`]).
+pub const PROVIDER_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "LC_ALL"];
+
+/// Why `name` cannot be an environment variable holding a sensitive
+/// attribute, if it cannot: it must be a shell variable name, and not one
+/// of the provider's environment nor any upper-case name, which belong to
+/// the environment's conventions (`RALSH_*`, `LD_PRELOAD`, `IFS`,
+/// `PYTHONPATH`, ...) and could change how the provider runs.
+pub fn env_name_problem(name: &str) -> Option<String> {
+    if !is_identifier(name) {
+        return Some(format!(
+            "'{}' is not a shell variable name",
+            crate::text::escape(name)
+        ));
+    }
+    if PROVIDER_ENV.contains(&name) || name.starts_with("RALSH_") {
+        return Some(format!(
+            "'{name}' is a variable of the provider's environment that ral sets"
+        ));
+    }
+    if name.chars().any(|c| c.is_ascii_uppercase()) {
+        return Some(format!(
+            "'{name}' has upper-case letters: such names belong to the environment's own \
+             variables (PATH, LD_PRELOAD, RALSH_*, ...), which an attribute must not replace"
+        ));
+    }
+    None
+}
+
 /// One command-line tool a provider needs, or needs to be absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandCheck {
@@ -157,6 +217,8 @@ pub struct Metadata {
     /// Its names are absolute paths, and a resource depends on those of
     /// the same type that name its parent directories.
     pub names_are_paths: bool,
+    /// Where its sensitive values go (simple convention only).
+    pub sensitive_in: SensitiveIn,
     pub attributes: AttrMap<Attribute>,
 }
 
@@ -300,6 +362,8 @@ struct RawProvider {
     name: Option<String>,
     #[serde(default, deserialize_with = "text_list")]
     features: Vec<String>,
+    #[serde(default, deserialize_with = "optional_text")]
+    sensitive_in: Option<String>,
     attributes: IndexMap<String, RawAttribute>,
 }
 
@@ -458,6 +522,7 @@ impl RawProvider {
         if !attributes.contains_key("name") {
             return Err("provider.attributes must declare the 'name' attribute".to_owned());
         }
+        let sensitive_in = check_sensitive_in(self.sensitive_in.as_deref(), invoke, &attributes)?;
         Ok(Metadata {
             type_name: self.type_name,
             name,
@@ -468,6 +533,7 @@ impl RawProvider {
             supports_noop,
             starts_daemons,
             names_are_paths,
+            sensitive_in,
             attributes,
         })
     }
@@ -548,6 +614,49 @@ impl RawAttribute {
             refers_to: self.refers_to,
         })
     }
+}
+
+/// `provider.sensitive_in`, checked against the convention and the
+/// sensitive attributes it would put in the environment.
+fn check_sensitive_in(
+    text: Option<&str>,
+    invoke: Invoke,
+    attributes: &AttrMap<Attribute>,
+) -> std::result::Result<SensitiveIn, String> {
+    let sensitive_in = match text {
+        None | Some("args") => return Ok(SensitiveIn::Args),
+        Some("env") => SensitiveIn::Env,
+        Some(other) => {
+            return Err(format!(
+                "provider.sensitive_in: unknown value '{}' (expected args or env)",
+                crate::text::escape(other)
+            ))
+        }
+    };
+    if invoke != Invoke::Simple {
+        return Err(format!(
+            "provider.sensitive_in: 'env' is for the simple convention; a {} provider reads \
+             every value on stdin, never on its command line",
+            invoke.as_str()
+        ));
+    }
+    for attribute in attributes.values().filter(|a| a.sensitive) {
+        let path = format!("provider.attributes.{}", attribute.name);
+        if let Some(problem) = env_name_problem(&attribute.name) {
+            return Err(format!(
+                "{path}: a sensitive attribute is passed in an environment variable of its \
+                 name (sensitive_in: env), and {problem}"
+            ));
+        }
+        if attribute.attr_type.may_hold_collection() {
+            return Err(format!(
+                "{path}: a sensitive attribute passed in the environment (sensitive_in: env) \
+                 must hold one value, not an array or a hash (type {})",
+                attribute.attr_type
+            ));
+        }
+    }
+    Ok(sensitive_in)
 }
 
 fn parse_command_check(entry: &str) -> std::result::Result<CommandCheck, String> {
@@ -751,6 +860,81 @@ mod tests {
             err.contains("provider.attributes.name: the name cannot refer to another resource"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn sensitive_in_is_args_or_env_and_env_names_are_checked() {
+        let with = |key: &str, attributes: &str| {
+            parse(
+                &MINIMAL
+                    .replace("  suitable: true\n", &format!("  suitable: true\n{key}"))
+                    .replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")),
+            )
+        };
+        let secret = "    password: {sensitive: true}\n";
+        assert_eq!(with("", secret).unwrap().sensitive_in, SensitiveIn::Args);
+        let meta = with("  sensitive_in: args\n", secret).unwrap();
+        assert_eq!(meta.sensitive_in, SensitiveIn::Args);
+        let meta = with("  sensitive_in: env\n", secret).unwrap();
+        assert_eq!(meta.sensitive_in, SensitiveIn::Env);
+        // Non-sensitive attributes may have any name.
+        assert!(with("  sensitive_in: env\n", "    PATH: {}\n").is_ok());
+        for (key, attributes, needle) in [
+            (
+                "  sensitive_in: argv\n",
+                secret,
+                "provider.sensitive_in: unknown value 'argv' (expected args or env)",
+            ),
+            (
+                "  sensitive_in: [env]\n",
+                secret,
+                "provider.sensitive_in: invalid type: sequence, expected a string",
+            ),
+            (
+                "  sensitive_in: env\n",
+                "    PATH: {sensitive: true}\n",
+                "provider.attributes.PATH: a sensitive attribute is passed in an environment \
+                 variable of its name (sensitive_in: env), and 'PATH' is a variable of the \
+                 provider's environment that ral sets",
+            ),
+            (
+                "  sensitive_in: env\n",
+                "    RALSH_SENSITIVE: {sensitive: true}\n",
+                "'RALSH_SENSITIVE' is a variable of the provider's environment that ral sets",
+            ),
+            (
+                "  sensitive_in: env\n",
+                "    LD_PRELOAD: {sensitive: true}\n",
+                "provider.attributes.LD_PRELOAD: a sensitive attribute is passed in an \
+                 environment variable of its name (sensitive_in: env), and 'LD_PRELOAD' has \
+                 upper-case letters",
+            ),
+            (
+                "  sensitive_in: env\n",
+                "    keys: {sensitive: true, type: 'optional[array[string]]'}\n",
+                "provider.attributes.keys: a sensitive attribute passed in the environment \
+                 (sensitive_in: env) must hold one value, not an array or a hash (type \
+                 optional[array[string]])",
+            ),
+        ] {
+            let err = with(key, attributes).unwrap_err().to_string();
+            assert!(err.starts_with("/p/my_prov.yaml: "), "{err}");
+            assert!(err.contains(needle), "{key}{attributes}: {err}");
+        }
+        // The json convention reads values on stdin: 'env' means nothing.
+        let json = MINIMAL
+            .replace("invoke: simple", "invoke: json")
+            .replace("actions: [list]", "actions: [get]")
+            .replace(
+                "  suitable: true\n",
+                "  suitable: true\n  sensitive_in: env\n",
+            );
+        let err = parse(&json).unwrap_err().to_string();
+        assert!(
+            err.contains("provider.sensitive_in: 'env' is for the simple convention"),
+            "{err}"
+        );
+        assert!(parse(&json.replace("sensitive_in: env", "sensitive_in: args")).is_ok());
     }
 
     #[test]

@@ -93,6 +93,16 @@ impl AttrType {
     pub fn accepts_text(&self, text: &str) -> bool {
         self.parse_cli(text).is_ok()
     }
+
+    /// True when a value of the type may be an array or a hash.
+    pub fn may_hold_collection(&self) -> bool {
+        match self {
+            AttrType::Array(_) | AttrType::Hash => true,
+            AttrType::Optional(inner) => inner.may_hold_collection(),
+            AttrType::Variant(types) => types.iter().any(AttrType::may_hold_collection),
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Display for AttrType {

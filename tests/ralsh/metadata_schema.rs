@@ -113,6 +113,20 @@ fn schema_and_parser_agree_on_good_and_bad_snippets() {
             true,
         ),
         ("type: thing", "type: thing\n  desc: 5", false),
+        ("type: thing", "type: thing\n  sensitive_in: env", true),
+        ("type: thing", "type: thing\n  sensitive_in: args", true),
+        ("type: thing", "type: thing\n  sensitive_in: argv", false),
+        ("type: thing", "type: thing\n  sensitive_in: [env]", false),
+        (
+            "type: thing\n  invoke: simple\n  actions: [list, find]",
+            "type: thing\n  invoke: json\n  actions: [get]\n  sensitive_in: env",
+            false,
+        ),
+        (
+            "type: thing\n  invoke: simple\n  actions: [list, find]",
+            "type: thing\n  invoke: json\n  actions: [get]\n  sensitive_in: args",
+            true,
+        ),
         ("type: thing", "type: thing\n  colour: blue", false),
         (
             "    name: {}",
@@ -220,6 +234,20 @@ fn schema_and_parser_agree_on_good_and_bad_snippets() {
         let text = base.replace("    name: {}", &format!("    name: {{}}\n    {attribute}"));
         assert!(!rust_accepts(&text), "parser must reject {attribute}");
         assert!(schema_accepts(&text), "schema outline accepts {attribute}");
+    }
+    // Nor can it relate sensitive_in to the names and types of the
+    // sensitive attributes it puts in the environment.
+    let in_env = base.replace("type: thing", "type: thing\n  sensitive_in: env");
+    for attribute in [
+        "PATH: {sensitive: true}",
+        "Password: {sensitive: true}",
+        "keys: {sensitive: true, type: 'array[string]'}",
+    ] {
+        let text = in_env.replace("    name: {}", &format!("    name: {{}}\n    {attribute}"));
+        assert!(!rust_accepts(&text), "parser must reject {attribute}");
+        assert!(schema_accepts(&text), "schema outline accepts {attribute}");
+        let text = base.replace("    name: {}", &format!("    name: {{}}\n    {attribute}"));
+        assert!(rust_accepts(&text), "on the command line: {attribute}");
     }
     // Any ensure enum, as libral's service providers have.
     let services = base.replace(

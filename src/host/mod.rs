@@ -194,7 +194,7 @@ impl Runner for Host {
         &self,
         label: &str,
         program: &Path,
-        invocation: Invocation,
+        mut invocation: Invocation,
         sink: &mut process::LineSink,
         idle: &mut process::Idle,
     ) -> Result<process::Finished> {
@@ -208,11 +208,20 @@ impl Runner for Host {
         // there through the watchdog of `script::provider`, with the
         // environment made for the target; the target's time limit comes
         // first, ssh's a margin later.
+        // Variables of the call (sensitive values) go into the provider's
+        // environment: here, in a copy of the host's; on a target, on
+        // ssh's stdin (where the simple convention has nothing else) to a
+        // shell that exports them there, never on a command line.
         let remote_label;
+        let local_env;
+        let mut stdin = invocation.stdin.take();
         let (label, program, args, env, timeout) = match &self.config.remote {
             Some(session) => {
                 let args;
                 (remote_label, args) = self.remote_call(session, label, program, &invocation)?;
+                if !invocation.env.is_empty() {
+                    stdin = Some(script::exports(&invocation.env));
+                }
                 let timeout = self.config.timeout + REMOTE_MARGIN;
                 (
                     remote_label.as_str(),
@@ -222,13 +231,19 @@ impl Runner for Host {
                     timeout,
                 )
             }
-            None => (
-                label,
-                program,
-                invocation.args,
-                &self.env,
-                self.config.timeout,
-            ),
+            None => {
+                let env = if invocation.env.is_empty() {
+                    &self.env
+                } else {
+                    let mut env = self.env.clone();
+                    for (key, value) in &invocation.env {
+                        env.set(key, value);
+                    }
+                    local_env = env;
+                    &local_env
+                };
+                (label, program, invocation.args, env, self.config.timeout)
+            }
         };
         let call = Call {
             label,
@@ -239,7 +254,7 @@ impl Runner for Host {
             timeout,
             max_answer: invocation.max_answer,
             max_line: invocation.max_line,
-            stdin: invocation.stdin,
+            stdin,
             log_stderr: action != Action::Describe,
             secrets: invocation.secrets,
             sensitive: invocation.sensitive,
@@ -287,12 +302,18 @@ impl Host {
             message: format!("{} was not copied there", program.display()),
         })?;
         let limit = self.config.timeout.as_secs_f64().ceil() as u64;
+        // With variables for the call, a shell there reads them on stdin
+        // and runs the provider with them exported.
+        let (remote_program, args) = match invocation.env.is_empty() {
+            true => (remote_program, invocation.args.clone()),
+            false => script::with_exports(&remote_program, &invocation.args),
+        };
         let command = script::provider(
             limit,
             invocation.starts_daemons,
             &self.remote_env,
             &remote_program,
-            &invocation.args,
+            &args,
             session.target.sudo,
         );
         // The command line is one argument, for ssh here and `sh -c` there:

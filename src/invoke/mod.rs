@@ -27,6 +27,10 @@ use crate::types::Value;
 pub struct Invocation {
     pub action: Action,
     pub args: Vec<String>,
+    /// Variables added to the provider's environment for this call: the
+    /// sensitive values of a `sensitive_in: env` provider, which never go
+    /// on its command line.
+    pub env: Vec<(String, String)>,
     /// The JSON document for stdin (json convention); `/dev/null` without.
     pub stdin: Option<Vec<u8>>,
     pub max_line: usize,
@@ -51,6 +55,7 @@ impl Invocation {
             action,
             shown: args.clone(),
             args,
+            env: Vec::new(),
             stdin: None,
             max_line: MAX_LINE,
             max_answer: MAX_ANSWER,

@@ -8,11 +8,13 @@
 //! provider has no find) and set (one update call per resource).
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Mutex;
 
 use super::{require, Invocation, OutputError, Runner, Update, UpdateAnswer};
 use crate::error::{Error, Result};
-use crate::metadata::Action;
+use crate::metadata::{Action, SensitiveIn, SENSITIVE_VAR};
 use crate::output_check::Raw;
 use crate::process::Budget;
 use crate::provider::Provider;
@@ -481,20 +483,25 @@ fn update_one(
     let name = update.name;
     let mut parser = UpdateParser::new(name);
     let fail = |e: OutputError| e.redacted(&secrets).into_error(provider, Action::Update);
-    let args = arguments(
-        Action::Update,
-        Some(name),
-        update.should.iter().map(|(k, v)| (k.as_str(), v)),
-        noop,
-    );
+    let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
+    let in_env = |key: &str| provider.meta.sensitive_in == SensitiveIn::Env && is_sensitive(key);
+    let on_command_line = || {
+        update
+            .should
+            .iter()
+            .filter(|(k, _)| !in_env(k))
+            .map(|(k, v)| (k.as_str(), v))
+    };
+    let args = arguments(Action::Update, Some(name), on_command_line(), noop);
+    if on_command_line().any(|(k, _)| is_sensitive(k)) {
+        warn_visible(provider);
+    }
+    let env = environment(provider, update.should.iter().filter(|(k, _)| in_env(k)))?;
     let hidden = Value::String(REDACTED.to_owned());
     let shown = arguments(
         Action::Update,
         Some(name),
-        update.should.iter().map(|(k, v)| {
-            let sensitive = provider.attribute(k).is_some_and(|a| a.sensitive);
-            (k.as_str(), if sensitive { &hidden } else { v })
-        }),
+        on_command_line().map(|(k, v)| (k, if is_sensitive(k) { &hidden } else { v })),
         noop,
     );
     runner.run(
@@ -502,6 +509,7 @@ fn update_one(
         &provider.source,
         Invocation {
             shown,
+            env,
             secrets: secrets.clone(),
             ..Invocation::to(provider, Action::Update, args)
         },
@@ -535,6 +543,59 @@ fn update_one(
         changes,
         derive: report.derive,
     })
+}
+
+/// The environment variables of a `sensitive_in: env` call: each sensitive
+/// value under its attribute's name, as its text, and [`SENSITIVE_VAR`]
+/// naming them; nothing when there are none. (Metadata made sure the names
+/// are shell variable names of no other use and the values are scalars.)
+fn environment<'a>(
+    provider: &Provider,
+    sensitive: impl Iterator<Item = &'a (String, Value)>,
+) -> Result<Vec<(String, String)>> {
+    let mut env = Vec::new();
+    for (key, value) in sensitive {
+        let text = value.to_text();
+        // No variable can hold a NUL, as no argument can.
+        if text.contains('\0') {
+            return Err(Error::Request {
+                provider: provider.qualified_name(),
+                message: format!(
+                    "the value of the sensitive attribute '{key}' holds a NUL character, which \
+                     no environment variable can hold"
+                ),
+            });
+        }
+        env.push((key.clone(), text));
+    }
+    if !env.is_empty() {
+        let names: Vec<&str> = env.iter().map(|(key, _)| key.as_str()).collect();
+        let names = names.join(" ");
+        env.push((SENSITIVE_VAR.to_owned(), names));
+    }
+    Ok(env)
+}
+
+/// The providers already warned about in this process.
+static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Warns, once per provider in a run, that the sensitive values it is
+/// given on its command line are visible to every user.
+fn warn_visible(provider: &Provider) {
+    let label = provider.qualified_name();
+    let first = WARNED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(label.clone());
+    if first {
+        log::warn!(
+            "{label}: its sensitive values are passed on its command line, which every user of \
+             this machine can read in /proc while it runs; a provider that reads them from its \
+             environment says so with 'sensitive_in: env' under 'provider:' in its metadata \
+             ({})",
+            provider.source.display()
+        );
+    }
 }
 
 /// A listed or found resource, typed against the metadata.

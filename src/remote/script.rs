@@ -184,6 +184,34 @@ pub fn provider(
     command(PROVIDER, true, &words, sudo)
 }
 
+/// The shell that runs a provider with variables read on its stdin (see
+/// [`exports`]) exported: values that must not be on any command line.
+/// The provider's stdin is then at its end, as the simple convention has
+/// it.
+const WITH_EXPORTS: &str = r#"eval "$(cat)" || exit 125
+exec "$@"
+"#;
+
+/// `program` with `args`, run through [`WITH_EXPORTS`]: the program and
+/// arguments to give [`provider`] instead.
+pub fn with_exports(program: &str, args: &[String]) -> (String, Vec<String>) {
+    let mut words = vec!["-c".to_owned(), WITH_EXPORTS.to_owned(), "ral".to_owned()];
+    words.push(program.to_owned());
+    words.extend(args.iter().cloned());
+    ("/bin/sh".to_owned(), words)
+}
+
+/// The stdin of [`with_exports`]: `NAME=VALUE` and `export NAME` lines,
+/// each value one quoted word. Names are shell variable names (metadata
+/// checks them) and values hold no NUL (the convention checks them).
+pub fn exports(vars: &[(String, String)]) -> Vec<u8> {
+    let mut text = String::new();
+    for (name, value) in vars {
+        text.push_str(&format!("{name}={}\nexport {name}\n", quote_word(value)));
+    }
+    text.into_bytes()
+}
+
 /// The directory a probe or upload answered with (`ral-bundle have DIR`),
 /// and whether the bundle is there.
 pub fn parse_answer(line: &str) -> Option<(bool, &str)> {
@@ -249,6 +277,46 @@ mod tests {
             assert_eq!(String::from_utf8_lossy(&out.stdout), format!("1 {home}\n"));
             assert_eq!(String::from_utf8_lossy(&out.stderr), "", "round {round}");
         }
+    }
+
+    #[test]
+    fn exported_values_reach_the_provider_on_stdin_and_no_command_line() {
+        use std::io::Write;
+        let secret = "s3cr'et $(id) `id`\nline two";
+        let vars = vec![
+            ("password".to_owned(), secret.to_owned()),
+            ("RALSH_SENSITIVE".to_owned(), "password".to_owned()),
+        ];
+        // The provider prints its variable, and its own command line.
+        let args = vec![
+            "-c".to_owned(),
+            "printf '%s|%s|' \"$password\" \"$RALSH_SENSITIVE\"; tr '\\0' ' ' </proc/$$/cmdline"
+                .to_owned(),
+        ];
+        let (program, args) = with_exports("/bin/sh", &args);
+        let line = provider(30, false, &[], &program, &args, false);
+        assert!(!line.contains("s3cr"), "{line}");
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .process_group(0)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&exports(&vars))
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (shown, cmdline) = stdout.split_at(secret.len() + "|password|".len());
+        assert_eq!(shown, format!("{secret}|password|"));
+        assert!(!cmdline.contains("s3cr"), "{cmdline}");
     }
 
     #[test]

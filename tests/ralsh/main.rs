@@ -44,6 +44,7 @@ mod ral_check_round_trip;
 mod redaction;
 mod remote;
 mod saved_plans;
+mod sensitive_env;
 mod simple_output;
 mod sshd;
 mod state_store;

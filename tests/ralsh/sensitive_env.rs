@@ -1,0 +1,124 @@
+//! Sensitive values of simple-convention providers: with `sensitive_in:
+//! env` each is an environment variable of the attribute's name, which
+//! only the provider's owner can read, and never on its command line,
+//! which every user can read in /proc; without it (libral's providers)
+//! the value is on the command line as before, and ral warns once per run.
+//! The fixtures `secretive` and `secretive_args` are one bash script that
+//! does `eval "$@"` and records its command line and environment.
+
+use crate::support::{fixtures_dir, run, Sandbox};
+
+const SECRET: &str = "s3cr'et $(id) `id`\nline two";
+
+/// The NUL-separated entries a fixture recorded in ROOT/FILE.
+fn entries(sandbox: &Sandbox, file: &str) -> Vec<String> {
+    let bytes = std::fs::read(sandbox.root().join(file)).unwrap();
+    String::from_utf8(bytes)
+        .unwrap()
+        .split('\0')
+        .filter(|entry| !entry.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_sensitive_value_is_in_the_environment_and_never_on_the_command_line() {
+    let sandbox = Sandbox::new();
+    let password = format!("password={SECRET}");
+    let run = sandbox.ralsh(&["-j", "secretive", "a", "comment=plain", &password]);
+    run.expect(0);
+    assert!(!run.stdout.contains("s3cr"), "{}", run.stdout);
+    assert!(!run.stderr.contains("s3cr"), "{}", run.stderr);
+    assert!(!run.stderr.contains("/proc"), "no warning: {}", run.stderr);
+
+    let cmdline = entries(&sandbox, "cmdline.a");
+    assert!(
+        cmdline.iter().all(|arg| !arg.contains("s3cr")),
+        "{cmdline:?}"
+    );
+    assert_eq!(
+        cmdline[2..],
+        ["ral_action=update", "name=a", "comment=plain"]
+    );
+    let env = entries(&sandbox, "env.a");
+    assert!(env.contains(&format!("password={SECRET}")), "{env:?}");
+    assert!(
+        env.contains(&"RALSH_SENSITIVE=password".to_owned()),
+        "{env:?}"
+    );
+    // The script's `eval "$@"` leaves $password as the environment has it.
+    assert_eq!(sandbox.read("password.a"), SECRET);
+}
+
+#[test]
+fn without_a_sensitive_value_nothing_is_added_to_the_environment() {
+    let sandbox = Sandbox::new();
+    sandbox
+        .ralsh(&["secretive", "a", "comment=plain"])
+        .expect(0);
+    let env = entries(&sandbox, "env.a");
+    assert!(
+        env.iter()
+            .all(|var| !var.starts_with("password=") && !var.starts_with("RALSH_SENSITIVE=")),
+        "{env:?}"
+    );
+    assert_eq!(sandbox.read("password.a"), "unset");
+}
+
+#[test]
+fn a_value_holding_a_nul_is_refused_before_the_provider_runs() {
+    let sandbox = Sandbox::new();
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("m.yaml");
+    std::fs::write(&manifest, "secretive:\n  a: {password: \"x\\0y\"}\n").unwrap();
+    let fixtures = fixtures_dir();
+    let run = run(&mut sandbox.ral_command(
+        "apply",
+        &["-I", fixtures.to_str().unwrap(), manifest.to_str().unwrap()],
+    ));
+    // The task fails, as one with a NUL on the command line does ("nul
+    // byte found in provided data").
+    run.expect(1).stdout_has(
+        "s): secretive::secretive: the value of the sensitive attribute 'password' holds a NUL \
+         character, which no environment variable can hold",
+    );
+    assert!(!sandbox.root().join("made.a").exists(), "{run:?}");
+}
+
+#[test]
+fn libral_providers_keep_the_value_on_the_command_line_with_one_warning_per_run() {
+    let sandbox = Sandbox::new();
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("m.yaml");
+    std::fs::write(
+        &manifest,
+        "secretive_args:\n  a: {password: one-s3cret}\n  b: {password: two-s3cret}\n\
+         secretive:\n  c: {password: three-s3cret}\n",
+    )
+    .unwrap();
+    let fixtures = fixtures_dir();
+    let run = run(&mut sandbox.ral_command(
+        "apply",
+        &["-I", fixtures.to_str().unwrap(), manifest.to_str().unwrap()],
+    ));
+    run.expect(0);
+    let warning = "secretive_args::secretive_args: its sensitive values are passed on its \
+                   command line, which every user of this machine can read in /proc while it \
+                   runs; a provider that reads them from its environment says so with \
+                   'sensitive_in: env' under 'provider:' in its metadata";
+    assert_eq!(run.stderr.matches(warning).count(), 1, "{}", run.stderr);
+    assert_eq!(run.stderr.matches("/proc").count(), 1, "{}", run.stderr);
+    assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+    assert!(!run.stdout.contains("s3cret"), "{}", run.stdout);
+    for (name, secret) in [("a", "one-s3cret"), ("b", "two-s3cret")] {
+        assert!(
+            entries(&sandbox, &format!("cmdline.{name}")).contains(&format!("password={secret}")),
+            "{name}"
+        );
+        assert_eq!(sandbox.read(&format!("password.{name}")), secret);
+    }
+    assert!(!entries(&sandbox, "cmdline.c")
+        .iter()
+        .any(|arg| arg.contains("s3cret")));
+    assert_eq!(sandbox.read("password.c"), "three-s3cret");
+}

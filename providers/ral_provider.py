@@ -339,15 +339,30 @@ log = Log()
 # ----------------------------------------------------------------- input
 
 
-def simple_args(argv):
+SENSITIVE_VAR = "RALSH_SENSITIVE"
+
+
+def simple_args(argv, environ=None):
     """The arguments of a simple-convention call: KEY=WORD for one value,
-    KEY=(WORD WORD ...) for an array, each WORD shell-quoted."""
+    KEY=(WORD WORD ...) for an array, each WORD shell-quoted; and, for a
+    provider whose metadata says sensitive_in: env, the sensitive values
+    ral passed in the environment: each variable RALSH_SENSITIVE names
+    (space-separated) holds one value as it is. No other variable is
+    taken for an attribute."""
     args = {}
+    environ = os.environ if environ is None else environ
+    for key in environ.get(SENSITIVE_VAR, "").split():
+        if key not in environ:
+            raise CallError("%s names %s, which is not in the environment"
+                            % (SENSITIVE_VAR, quoted(key)))
+        args[key] = environ[key]
     for arg in argv:
         if "=" not in arg:
             raise CallError("malformed argument %s: expected KEY=VALUE"
                             % quoted(arg))
         key, raw = arg.split("=", 1)
+        if key in args:
+            raise CallError("argument %s is given twice" % quoted(key))
         is_list = raw.startswith("(") and raw.endswith(")")
         try:
             words = shlex.split(raw[1:-1] if is_list else raw)

@@ -466,6 +466,27 @@ class Output(Sandbox):
             '"attribute": "ip", "old": "10.0.0.1", "new": "10.0.0.2"}\n')
 
 
+class SimpleArgs(unittest.TestCase):
+    def test_sensitive_values_come_from_the_variables_ral_names_only(self):
+        environ = {"RALSH_SENSITIVE": "password token", "password": "s3 'x' $(id)",
+                   "token": "", "comment": "stray", "PATH": "/bin"}
+        args = ral.simple_args(["ral_action=update", "name='a b'", "shell=/bin/sh"],
+                               environ)
+        self.assertEqual(args, {"ral_action": "update", "name": "a b", "shell": "/bin/sh",
+                                "password": "s3 'x' $(id)", "token": ""})
+        # Without RALSH_SENSITIVE, no variable is an attribute.
+        self.assertEqual(ral.simple_args(["ral_action=list"], {"password": "x"}),
+                         {"ral_action": "list"})
+        for argv, environ, message in [
+                (["password=x"], {"RALSH_SENSITIVE": "password", "password": "y"},
+                 "argument 'password' is given twice"),
+                (["ral_action=update"], {"RALSH_SENSITIVE": "password"},
+                 "RALSH_SENSITIVE names 'password', which is not in the environment")]:
+            with self.assertRaises(ral.CallError) as caught:
+                ral.simple_args(argv, environ)
+            self.assertEqual(str(caught.exception), message)
+
+
 class Requests(unittest.TestCase):
     def check(self, should, **options):
         return ral.check_should({"name": "a", "should": should},

@@ -122,3 +122,71 @@ fn libral_providers_keep_the_value_on_the_command_line_with_one_warning_per_run(
         .any(|arg| arg.contains("s3cret")));
     assert_eq!(sandbox.read("password.c"), "three-s3cret");
 }
+
+/// `ral apply` of MANIFEST on one target of a test sshd whose root is
+/// ROOT, with the fixture providers.
+fn apply_on_a_target(root: &std::path::Path, manifest: &str) -> crate::support::Run {
+    let sshd = crate::sshd::Sshd::start();
+    let controller = tempfile::tempdir().unwrap();
+    std::fs::create_dir(controller.path().join("tmp")).unwrap();
+    let inventory = controller.path().join("inventory.yaml");
+    std::fs::write(
+        &inventory,
+        format!(
+            "all:\n  hosts:\n    t1:\n      ral_root: {}\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let file = controller.path().join("m.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ral"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", controller.path())
+        .env("XDG_CACHE_HOME", controller.path())
+        .env("XDG_STATE_HOME", controller.path())
+        .env("TMPDIR", controller.path().join("tmp"))
+        .arg("apply")
+        .arg("--ssh-config")
+        .arg(sshd.ssh_config())
+        .arg("-i")
+        .arg(&inventory)
+        .arg("-I")
+        .arg(fixtures_dir())
+        .arg(&file);
+    run(&mut command)
+}
+
+#[test]
+fn on_a_target_the_value_is_on_no_command_line_here_or_there() {
+    let root = tempfile::tempdir().unwrap();
+    let run = apply_on_a_target(
+        root.path(),
+        "secretive:\n  a: {comment: plain, password: \"t0p s3cret 'q' $(id)\"}\n\
+         secretive_args:\n  b: {password: b-s3cret}\n",
+    );
+    run.expect(0);
+    let read = |file: &str| std::fs::read_to_string(root.path().join(file)).unwrap_or_default();
+    assert_eq!(read("password.a"), "t0p s3cret 'q' $(id)");
+    // While the provider ran, no process on this machine (ssh here, the
+    // wrapper and the provider there) had it on its command line.
+    assert_eq!(read("seen.a"), "", "command lines holding the secret");
+    assert!(read("env.a").contains("\0password=t0p s3cret 'q' $(id)\0"));
+    let cmdline = read("cmdline.a");
+    assert!(
+        cmdline.contains("\0ral_action=update\0name=a\0"),
+        "{cmdline:?}"
+    );
+    assert!(cmdline.contains("\0comment=plain\0"), "{cmdline:?}");
+    // The libral way, for comparison: there it is, in the provider's own
+    // command line and those that carried it.
+    assert_eq!(read("password.b"), "b-s3cret");
+    let seen = read("seen.b");
+    assert!(seen.lines().count() >= 2, "{seen}");
+    assert!(
+        !run.stdout.contains("s3cret") && !run.stderr.contains("s3cret"),
+        "{run:?}"
+    );
+}

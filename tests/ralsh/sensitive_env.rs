@@ -190,3 +190,69 @@ fn on_a_target_the_value_is_on_no_command_line_here_or_there() {
         "{run:?}"
     );
 }
+
+/// ralsh with the fixture providers, ARGS, and INPUT on its stdin.
+fn ralsh_with_stdin(sandbox: &Sandbox, args: &[&str], input: &str) -> crate::support::Run {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = sandbox
+        .fixture_command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    crate::support::Run {
+        status: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+#[test]
+fn ralsh_reads_values_from_stdin_so_that_no_command_line_holds_them() {
+    let sandbox = Sandbox::new();
+    let input = serde_json::json!({"password": SECRET, "comment": "plain"}).to_string();
+    let run = ralsh_with_stdin(
+        &sandbox,
+        &["-j", "--attrs-stdin", "secretive", "a", "ensure=present"],
+        &input,
+    );
+    run.expect(0);
+    assert_eq!(run.json()["result"][0]["resource"]["comment"], "plain");
+    assert_eq!(sandbox.read("password.a"), SECRET);
+    // Neither ralsh's command line nor any other held it while the
+    // provider ran.
+    assert_eq!(sandbox.read("seen.a"), "");
+    assert!(entries(&sandbox, "cmdline.a").contains(&"comment=plain".to_owned()));
+
+    // A name holding '=' would set another attribute: refused, as is a
+    // value that is not a text.
+    for (input, message) in [
+        (
+            r#"{"comment=pwn": "x"}"#,
+            "ralsh: error: --attrs-stdin: 'comment=pwn' is not an attribute name (letters, \
+             digits and '_', not starting with a digit)",
+        ),
+        (
+            r#"{"comment": 5}"#,
+            "ralsh: error: --attrs-stdin: the value of 'comment' is not a string",
+        ),
+        (
+            "[1]",
+            "ralsh: error: --attrs-stdin: stdin is not a JSON object of attribute texts",
+        ),
+    ] {
+        let sandbox = Sandbox::new();
+        let run = ralsh_with_stdin(&sandbox, &["--attrs-stdin", "secretive", "b"], input);
+        run.expect(2).stderr_has(message);
+        assert!(!sandbox.root().join("made.b").exists(), "{input}");
+    }
+}

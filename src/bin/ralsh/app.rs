@@ -280,7 +280,15 @@ fn run_command<'p>(
     let Some(name) = &args.name else {
         return list(printer, host, provider, args.absent, output.progress);
     };
-    if args.attrs.is_empty() {
+    let stdin_attrs;
+    let attrs = match args.attrs_stdin {
+        true => {
+            stdin_attrs = attrs_from_stdin(&args.attrs)?;
+            &stdin_attrs
+        }
+        false => &args.attrs,
+    };
+    if attrs.is_empty() {
         if args.noop {
             log::info!("--noop has no effect without attributes to change");
         }
@@ -293,7 +301,40 @@ fn run_command<'p>(
             None => Status::NotFound,
         });
     }
-    change(printer, host, provider, name, &args.attrs, args.noop)
+    change(printer, host, provider, name, attrs, args.noop)
+}
+
+/// The most bytes `--attrs-stdin` reads.
+const MAX_STDIN_ATTRS: usize = 16 * 1024 * 1024;
+
+/// `words` followed by the `ATTR=VALUE` pairs of the JSON object on stdin
+/// (`--attrs-stdin`). Each key must be a plain attribute name: one holding
+/// `=` would otherwise set another attribute.
+fn attrs_from_stdin(words: &[String]) -> anyhow::Result<Vec<String>> {
+    let text = ral::converge::input::read_text_at_most(std::path::Path::new("-"), MAX_STDIN_ATTRS)
+        .map_err(|e| anyhow::anyhow!("--attrs-stdin: {e}"))?;
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!("--attrs-stdin: stdin is not a JSON object of attribute texts: {e}")
+        })?;
+    let mut all = words.to_vec();
+    for (key, value) in object {
+        if !ral::metadata::is_identifier(&key) {
+            bail!(
+                "--attrs-stdin: '{}' is not an attribute name (letters, digits and '_', not \
+                 starting with a digit)",
+                ral::text::escape(&key)
+            );
+        }
+        let serde_json::Value::String(text) = value else {
+            bail!(
+                "--attrs-stdin: the value of '{key}' is not a string: give the text ralsh \
+                 takes on its command line"
+            );
+        };
+        all.push(format!("{key}={text}"));
+    }
+    Ok(all)
 }
 
 /// `ralsh TYPE NAME [NAME...] ATTR=VALUE...`: words before the first

@@ -43,6 +43,12 @@ pub struct Args {
     )]
     pub yaml: bool,
 
+    /// Also read ATTR=VALUE pairs from stdin, as one JSON object of texts
+    /// (`{"password": "..."}`): values there are not on ralsh's command
+    /// line, which every user can read in /proc. Needs NAME.
+    #[arg(long, requires = "name", conflicts_with_all = ["yaml", "explain"])]
+    pub attrs_stdin: bool,
+
     /// Describe the provider: its attributes with desc, type and kind.
     #[arg(short = 'e', long)]
     pub explain: bool,

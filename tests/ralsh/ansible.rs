@@ -94,6 +94,25 @@ impl PlayRun {
         result
     }
 
+    /// The result `ansible-playbook -v` printed for the task that ended
+    /// `OUTCOME` (`changed`, `ok`), over several lines.
+    #[track_caller]
+    fn printed(&self, outcome: &str) -> Json {
+        let start = format!("{outcome}: [localhost] => {{");
+        let mut lines = self.run.stdout.lines().skip_while(|line| *line != start);
+        let mut text = String::from("{");
+        lines
+            .next()
+            .unwrap_or_else(|| panic!("no {start}:\n{}", self.run.stdout));
+        for line in lines {
+            text.push_str(line);
+            if line == "}" {
+                break;
+            }
+        }
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
     /// The result printed on the `fatal: [localhost]: FAILED! => {...}`
     /// line of a task that failed and was not ignored.
     #[track_caller]
@@ -296,11 +315,12 @@ fn resource_creates_then_changes_nothing_then_reads() {
     );
     assert_eq!(create["resource"]["ral"]["provider"], "host::etc_hosts");
     assert!(changes(create).contains(&("ip".into(), "10.0.0.5".into(), Json::Null)));
-    // Lists go to ralsh as JSON arrays.
+    // Values go to ralsh on stdin, never on its command line.
     assert!(create["cmd"]
         .as_array()
         .unwrap()
-        .contains(&r#"host_aliases=["www", "w2"]"#.into()));
+        .contains(&"--attrs-stdin".into()));
+    assert!(!create["cmd"].to_string().contains("10.0.0.5"), "{create}");
     assert_eq!(
         play.sandbox.read("etc/hosts"),
         format!("{HOSTS}10.0.0.5\tweb www w2\n")
@@ -869,4 +889,92 @@ fn readme_playbook_runs_as_shown() {
         .contains("carol:x:1500:2000:"));
     assert!(play.sandbox.read("etc/group").contains("devs:x:2000:carol"));
     assert_eq!(play.sandbox.read("srv/app/app.ini"), "port = 80\n");
+}
+
+#[test]
+fn resource_keeps_sensitive_values_off_command_lines_and_out_of_its_result() {
+    let play = Play::new();
+    let fixtures = crate::support::fixtures_dir();
+    // The secretive fixture scans every command line on the machine for
+    // the password while it runs (ROOT/seen.NAME).
+    let done = play.run(
+        &format!(
+            "    - register: secret\n      ral.core.resource:\n        type: secretive\n        \
+             name: a\n        include: [{fixtures:?}]\n        attributes:\n          \
+             password: pw-s3cret-hash\n          comment: plain\n"
+        ),
+        &["secret"],
+        // At -vvv the results hold the invocation, and Ansible prints them.
+        &["-vvv", "--diff"],
+    );
+    done.run.expect(0);
+    let result = done.result("secret");
+    assert_eq!(result["changed"], true, "{result}");
+    assert!(!result.to_string().contains("s3cret"), "{result}");
+    assert!(!done.run.stdout.contains("s3cret"), "{}", done.run.stdout);
+    assert!(!done.run.stderr.contains("s3cret"), "{}", done.run.stderr);
+    let shown = &done.printed("changed")["invocation"]["module_args"]["attributes"];
+    assert_eq!(shown["password"], "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER");
+    // The plain value is shown; no value is on ralsh's command line.
+    assert_eq!(shown["comment"], "plain");
+    let cmd = result["cmd"].as_array().unwrap();
+    assert!(cmd.contains(&"--attrs-stdin".into()), "{result}");
+    assert!(!result["cmd"].to_string().contains("plain"), "{result}");
+    assert_eq!(play.sandbox.read("password.a"), "pw-s3cret-hash");
+    assert_eq!(play.sandbox.read("seen.a"), "", "command lines holding it");
+}
+
+#[test]
+fn resource_refuses_attribute_names_that_are_not_plain_names() {
+    let play = Play::new();
+    let before = tree_snapshot(play.root());
+    let done = play.run(
+        "    - register: pwn\n      ignore_errors: true\n      ral.core.resource: \
+         {type: host, name: web, attributes: {ip: 10.0.0.5, 'comment=pwn': x}}\n    \
+         - register: space\n      ignore_errors: true\n      ral.core.resource: \
+         {type: host, name: web, attributes: {'ip address': 10.0.0.5}}\n",
+        &["pwn", "space"],
+        &[],
+    );
+    done.run.expect(0);
+    assert_same_tree(&before, play.root(), "refused attribute names");
+    for (name, attr) in [("pwn", "'comment=pwn'"), ("space", "'ip address'")] {
+        let result = done.result(name);
+        assert_eq!(result["failed"], true, "{result}");
+        assert_eq!(result["changed"], false, "{result}");
+        assert_eq!(
+            result["msg"],
+            format!(
+                "attributes: {attr} is not an attribute name (letters, digits and '_', not \
+                 starting with a digit)"
+            ),
+            "{result}"
+        );
+    }
+}
+
+#[test]
+fn apply_returns_no_inline_manifest_and_no_sensitive_value() {
+    let play = Play::new();
+    let fixtures = crate::support::fixtures_dir();
+    let content = serde_json::to_string("secretive:\n  a: {password: pw-s3cret-hash}\n").unwrap();
+    let done = play.run(
+        &format!(
+            "    - register: applied\n      ral.core.apply: {{content: {content}, include: \
+             [{fixtures:?}]}}\n"
+        ),
+        &["applied"],
+        &["-vvv", "--diff"],
+    );
+    done.run.expect(0);
+    let applied = done.result("applied");
+    assert_eq!(applied["changed"], true, "{applied}");
+    assert_eq!(
+        done.printed("changed")["invocation"]["module_args"]["content"],
+        "CONTENT_NOT_SHOWN"
+    );
+    assert!(!applied.to_string().contains("s3cret"), "{applied}");
+    assert!(!done.run.stdout.contains("s3cret"), "{}", done.run.stdout);
+    assert_eq!(play.sandbox.read("password.a"), "pw-s3cret-hash");
+    assert_eq!(play.sandbox.read("seen.a"), "", "command lines holding it");
 }

@@ -41,12 +41,12 @@ def common_args(module):
     return args
 
 
-def run_json(module, cmd):
-    """Runs CMD (a list, never through a shell) and returns its exit status,
-    the JSON document it printed and its stderr. Fails the module when
-    stdout holds no JSON document. Lines ral logged as warnings become the
-    module's warnings."""
-    rc, out, err = module.run_command(cmd)
+def run_json(module, cmd, data=None):
+    """Runs CMD (a list, never through a shell), with DATA on its stdin
+    when given, and returns its exit status, the JSON document it printed
+    and its stderr. Fails the module when stdout holds no JSON document.
+    Lines ral logged as warnings become the module's warnings."""
+    rc, out, err = module.run_command(cmd, data=data)
     for line in err.splitlines():
         if ': warn: ' in line:
             module.warn(line)

@@ -64,6 +64,9 @@ options:
         that Ansible's YAML has already read unquoted values such as C(0640) as numbers
         then, so prefer a string (a block scalar, or a template lookup).
       - Exactly one of O(manifest) and O(content) is required.
+      - A manifest may hold sensitive values (passwords), so the task's returned
+        C(invocation) shows V(CONTENT_NOT_SHOWN) in its place; ral prints sensitive values
+        as C([redacted]) in the tasks and diffs it reports.
     type: raw
   root:
     description:
@@ -209,6 +212,9 @@ from ansible_collections.ral.core.plugins.module_utils.ral import (
     run_json,
 )
 
+# What the returned invocation shows instead of an inline manifest.
+CONTENT_NOT_SHOWN = 'CONTENT_NOT_SHOWN'
+
 # Task states that count as failures: ral apply's exit status is 1 for them.
 FAILED_STATES = ('Failed', 'Skipped', 'Stopped')
 
@@ -257,6 +263,9 @@ def main():
     if params['content'] is not None:
         inline = write_content(module, params['content'])
         manifest = inline
+        # The returned invocation is made from the parameters when the
+        # module exits: the manifest, which may hold secrets, is not in it.
+        params['content'] = CONTENT_NOT_SHOWN
     else:
         manifest = params['manifest']
     cmd += ['--', manifest]

@@ -59,16 +59,23 @@ options:
   attributes:
     description:
       - The attributes to set, as a mapping of attribute name to value.
-      - Values are typed as in JSON and passed to ralsh as C(ATTR=VALUE) on its command
-        line; ralsh converts each to the type the provider declares. Strings pass as they
-        are, booleans as V(true)/V(false), numbers in decimal, lists as JSON arrays,
+      - Each name must be a plain attribute name (letters, digits and C(_), not starting
+        with a digit); any other name (one holding C(=), say) fails the task before
+        anything runs.
+      - Values are typed as in JSON and passed to ralsh on its standard input (C(ralsh
+        --attrs-stdin)), never on its command line, which every user of the managed host
+        can read; ralsh converts each to the type the provider declares. Strings pass as
+        they are, booleans as V(true)/V(false), numbers in decimal, lists as JSON arrays,
         mappings as JSON objects, and null as the empty value (no value, for
         C(optional[...]) attributes).
       - V(ensure=absent) removes the resource; setting attributes of a resource that does
         not exist creates it.
       - Needs O(name). Without O(attributes) the resource is only read.
-      - Sensitive values (passwords) are redacted in what ralsh prints, but the task's own
-        arguments are not; use C(no_log) on tasks that set them.
+      - The values of the attributes the provider's metadata marks sensitive (passwords)
+        are asked of ralsh first (C(ralsh -j --explain TYPE)) and kept out of everything
+        the task returns, its C(invocation) included, as C(no_log) values are; when the
+        metadata cannot be read, every value given is. ralsh itself prints them as
+        C([redacted]).
     type: dict
   root:
     description:
@@ -180,13 +187,15 @@ resources:
   type: list
   elements: dict
 cmd:
-  description: The ralsh command line that ran.
+  description: The ralsh command line that ran (the attributes' values went on its
+    standard input, not here).
   returned: always
   type: list
   elements: str
 """
 
 import json
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ral.core.plugins.module_utils.ral import (
@@ -206,6 +215,38 @@ def command_line_value(value):
     if isinstance(value, (list, dict, int, float)):
         return json.dumps(value)
     return str(value)
+
+
+# A plain attribute name, as ral's metadata declares them.
+ATTRIBUTE_NAME = re.compile(r'\A[A-Za-z_][A-Za-z0-9_]*\Z')
+
+
+def texts(value):
+    """Every text VALUE could show up as: its command-line text, and those
+    of its elements and members."""
+    found = [command_line_value(value)]
+    if isinstance(value, list):
+        for item in value:
+            found += texts(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            found += texts(item)
+    return [text for text in found if text]
+
+
+def sensitive_attributes(module, attributes):
+    """The attributes among ATTRIBUTES that the provider's metadata marks
+    sensitive, asked of ralsh; all of them when it cannot say."""
+    cmd = [ral_binary(module, 'ralsh'), '-j', '--explain'] + common_args(module)
+    cmd += ['--', module.params['type']]
+    rc, out, err = module.run_command(cmd)
+    try:
+        providers = json.loads(out)['providers']
+        declared = providers[0]['attributes']
+        sensitive = set(a['name'] for a in declared if a.get('sensitive'))
+    except (ValueError, KeyError, IndexError, TypeError):
+        return set(attributes)
+    return set(attr for attr in attributes if attr in sensitive)
 
 
 def error_message(doc, rc, err):
@@ -229,19 +270,31 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    cmd = [ral_binary(module, 'ralsh'), '-j']
     changing = params['attributes'] is not None and params['name'] is not None
+    stdin = None
+    if changing:
+        attributes = params['attributes']
+        for attr in attributes:
+            if not isinstance(attr, str) or not ATTRIBUTE_NAME.match(attr):
+                module.fail_json(
+                    msg="attributes: %r is not an attribute name (letters, digits and '_', "
+                        "not starting with a digit)" % (attr,))
+        for attr in sensitive_attributes(module, attributes):
+            for text in texts(attributes[attr]):
+                module.no_log_values.add(text)
+        stdin = json.dumps(dict((attr, command_line_value(value))
+                                for attr, value in attributes.items()))
+    cmd = [ral_binary(module, 'ralsh'), '-j']
     if changing and module.check_mode:
         cmd.append('-n')
     cmd += common_args(module)
+    if changing:
+        cmd.append('--attrs-stdin')
     cmd += ['--', params['type']]
     if params['name'] is not None:
         cmd.append(params['name'])
-    if changing:
-        for attr, value in params['attributes'].items():
-            cmd.append('%s=%s' % (attr, command_line_value(value)))
 
-    rc, doc, err = run_json(module, cmd)
+    rc, doc, err = run_json(module, cmd, data=stdin)
     if 'error' in doc and 'resources' not in doc:
         module.fail_json(msg=error_message(doc, rc, err), cmd=cmd, rc=rc, stderr=err)
 

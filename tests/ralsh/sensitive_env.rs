@@ -193,10 +193,14 @@ fn on_a_target_the_value_is_on_no_command_line_here_or_there() {
 
 /// ralsh with the fixture providers, ARGS, and INPUT on its stdin.
 fn ralsh_with_stdin(sandbox: &Sandbox, args: &[&str], input: &str) -> crate::support::Run {
+    run_with_stdin(&mut sandbox.fixture_command(args), input)
+}
+
+/// Runs COMMAND with INPUT on its stdin.
+fn run_with_stdin(command: &mut std::process::Command, input: &str) -> crate::support::Run {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = sandbox
-        .fixture_command(args)
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -255,4 +259,105 @@ fn ralsh_reads_values_from_stdin_so_that_no_command_line_holds_them() {
         run.expect(2).stderr_has(message);
         assert!(!sandbox.root().join("made.b").exists(), "{input}");
     }
+}
+
+#[test]
+fn every_bundled_provider_with_sensitive_attributes_keeps_them_off_its_command_line() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let meta = ral::metadata::Metadata::parse(&text, &path).unwrap();
+        if meta.attributes.values().any(|a| a.sensitive) {
+            // json providers read every value on stdin.
+            assert!(
+                meta.invoke == ral::metadata::Invoke::Json
+                    || meta.sensitive_in == ral::metadata::SensitiveIn::Env,
+                "{}",
+                path.display()
+            );
+            checked.push(meta.name);
+        }
+    }
+    assert!(checked.contains(&"etc_passwd".to_owned()), "{checked:?}");
+}
+
+#[test]
+fn the_bundled_user_provider_sets_a_password_hash_that_no_command_line_holds() {
+    const HASH: &str = "$6$c2FsdA$SecretiveHashForTheTest0123456789";
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
+    sandbox.write("etc/shadow", "root:*:19700:0:99999:7:::\n");
+    sandbox.write("etc/group", "root:x:0:\n");
+    // python3 (which the provider runs) is first a script that looks for
+    // the hash on every command line of the machine, then the real one.
+    let shims = tempfile::tempdir().unwrap();
+    let path = std::env::var_os("PATH").unwrap();
+    let python = std::env::split_paths(&path)
+        .map(|dir| dir.join("python3"))
+        .find(|file| file.is_file())
+        .expect("python3 on PATH");
+    let seen = sandbox.root().join("seen");
+    let shim = shims.path().join("python3");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/bash\n: >> {seen}\nfor f in /proc/[0-9]*/cmdline; do\n  \
+             c=$(tr '\\0' ' ' 2>/dev/null <\"$f\") || continue\n  \
+             case $c in *'{HASH}'*) printf '%s\\n' \"$c\" >> {seen} ;; esac\ndone\n\
+             exec {python} \"$@\"\n",
+            seen = seen.display(),
+            python = python.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut dirs = vec![shims.path().to_owned()];
+    dirs.extend(std::env::split_paths(&path));
+    let shimmed = std::env::join_paths(dirs).unwrap();
+
+    let input = serde_json::json!({ "password": HASH }).to_string();
+    let mut command = sandbox.command();
+    command.env("PATH", &shimmed).args([
+        "--attrs-stdin",
+        "user",
+        "carol",
+        "ensure=present",
+        "uid=1500",
+    ]);
+    run_with_stdin(&mut command, &input).expect(0);
+    assert!(
+        sandbox
+            .read("etc/shadow")
+            .contains(&format!("\ncarol:{HASH}:")),
+        "{}",
+        sandbox.read("etc/shadow")
+    );
+    assert!(seen.exists(), "the python3 shim did not run");
+    assert_eq!(sandbox.read("seen"), "", "command lines holding the hash");
+
+    // On ralsh's command line, the shim sees it there.
+    let other = HASH.replace("Secretive", "Other");
+    let mut command = sandbox.command();
+    command
+        .env("PATH", &shimmed)
+        .args(["user", "carol", &format!("password={other}")]);
+    std::fs::write(
+        &shim,
+        std::fs::read_to_string(&shim)
+            .unwrap()
+            .replace(HASH, &other),
+    )
+    .unwrap();
+    run(&mut command).expect(0);
+    assert!(
+        sandbox.read("seen").contains("ralsh"),
+        "{}",
+        sandbox.read("seen")
+    );
 }

@@ -895,11 +895,11 @@ fn readme_playbook_runs_as_shown() {
 fn resource_keeps_sensitive_values_off_command_lines_and_out_of_its_result() {
     let play = Play::new();
     let fixtures = crate::support::fixtures_dir();
-    // The secretive fixture scans every command line on the machine for
+    // The envsecret fixture scans every command line on the machine for
     // the password while it runs (ROOT/seen.NAME).
     let done = play.run(
         &format!(
-            "    - register: secret\n      ral.core.resource:\n        type: secretive\n        \
+            "    - register: secret\n      ral.core.resource:\n        type: envsecret\n        \
              name: a\n        include: [{fixtures:?}]\n        attributes:\n          \
              password: pw-s3cret-hash\n          comment: plain\n"
         ),
@@ -957,7 +957,7 @@ fn resource_refuses_attribute_names_that_are_not_plain_names() {
 fn apply_returns_no_inline_manifest_and_no_sensitive_value() {
     let play = Play::new();
     let fixtures = crate::support::fixtures_dir();
-    let content = serde_json::to_string("secretive:\n  a: {password: pw-s3cret-hash}\n").unwrap();
+    let content = serde_json::to_string("envsecret:\n  a: {password: pw-s3cret-hash}\n").unwrap();
     let done = play.run(
         &format!(
             "    - register: applied\n      ral.core.apply: {{content: {content}, include: \

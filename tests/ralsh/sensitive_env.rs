@@ -3,7 +3,7 @@
 //! only the provider's owner can read, and never on its command line,
 //! which every user can read in /proc; without it (libral's providers)
 //! the value is on the command line as before, and ral warns once per run.
-//! The fixtures `secretive` and `secretive_args` are one bash script that
+//! The fixtures `envsecret` and `argsecret` are one bash script that
 //! does `eval "$@"` and records its command line and environment.
 
 use crate::support::{fixtures_dir, run, Sandbox};
@@ -25,7 +25,7 @@ fn entries(sandbox: &Sandbox, file: &str) -> Vec<String> {
 fn a_sensitive_value_is_in_the_environment_and_never_on_the_command_line() {
     let sandbox = Sandbox::new();
     let password = format!("password={SECRET}");
-    let run = sandbox.ralsh(&["-j", "secretive", "a", "comment=plain", &password]);
+    let run = sandbox.ralsh(&["-j", "envsecret", "a", "comment=plain", &password]);
     run.expect(0);
     assert!(!run.stdout.contains("s3cr"), "{}", run.stdout);
     assert!(!run.stderr.contains("s3cr"), "{}", run.stderr);
@@ -54,7 +54,7 @@ fn a_sensitive_value_is_in_the_environment_and_never_on_the_command_line() {
 fn without_a_sensitive_value_nothing_is_added_to_the_environment() {
     let sandbox = Sandbox::new();
     sandbox
-        .ralsh(&["secretive", "a", "comment=plain"])
+        .ralsh(&["envsecret", "a", "comment=plain"])
         .expect(0);
     let env = entries(&sandbox, "env.a");
     assert!(
@@ -70,7 +70,7 @@ fn a_value_holding_a_nul_is_refused_before_the_provider_runs() {
     let sandbox = Sandbox::new();
     let manifests = tempfile::tempdir().unwrap();
     let manifest = manifests.path().join("m.yaml");
-    std::fs::write(&manifest, "secretive:\n  a: {password: \"x\\0y\"}\n").unwrap();
+    std::fs::write(&manifest, "envsecret:\n  a: {password: \"x\\0y\"}\n").unwrap();
     let fixtures = fixtures_dir();
     let run = run(&mut sandbox.ral_command(
         "apply",
@@ -79,7 +79,7 @@ fn a_value_holding_a_nul_is_refused_before_the_provider_runs() {
     // The task fails, as one with a NUL on the command line does ("nul
     // byte found in provided data").
     run.expect(1).stdout_has(
-        "s): secretive::secretive: the value of the sensitive attribute 'password' holds a NUL \
+        "s): envsecret::envsecret: the value of the sensitive attribute 'password' holds a NUL \
          character, which no environment variable can hold",
     );
     assert!(!sandbox.root().join("made.a").exists(), "{run:?}");
@@ -92,8 +92,8 @@ fn libral_providers_keep_the_value_on_the_command_line_with_one_warning_per_run(
     let manifest = manifests.path().join("m.yaml");
     std::fs::write(
         &manifest,
-        "secretive_args:\n  a: {password: one-s3cret}\n  b: {password: two-s3cret}\n\
-         secretive:\n  c: {password: three-s3cret}\n",
+        "argsecret:\n  a: {password: one-s3cret}\n  b: {password: two-s3cret}\n\
+         envsecret:\n  c: {password: three-s3cret}\n",
     )
     .unwrap();
     let fixtures = fixtures_dir();
@@ -102,7 +102,7 @@ fn libral_providers_keep_the_value_on_the_command_line_with_one_warning_per_run(
         &["-I", fixtures.to_str().unwrap(), manifest.to_str().unwrap()],
     ));
     run.expect(0);
-    let warning = "secretive_args::secretive_args: its sensitive values are passed on its \
+    let warning = "argsecret::argsecret: its sensitive values are passed on its \
                    command line, which every user of this machine can read in /proc while it \
                    runs; a provider that reads them from its environment says so with \
                    'sensitive_in: env' under 'provider:' in its metadata";
@@ -164,8 +164,8 @@ fn on_a_target_the_value_is_on_no_command_line_here_or_there() {
     let root = tempfile::tempdir().unwrap();
     let run = apply_on_a_target(
         root.path(),
-        "secretive:\n  a: {comment: plain, password: \"t0p s3cret 'q' $(id)\"}\n\
-         secretive_args:\n  b: {password: b-s3cret}\n",
+        "envsecret:\n  a: {comment: plain, password: \"t0p s3cret 'q' $(id)\"}\n\
+         argsecret:\n  b: {password: b-s3cret}\n",
     );
     run.expect(0);
     let read = |file: &str| std::fs::read_to_string(root.path().join(file)).unwrap_or_default();
@@ -226,7 +226,7 @@ fn ralsh_reads_values_from_stdin_so_that_no_command_line_holds_them() {
     let input = serde_json::json!({"password": SECRET, "comment": "plain"}).to_string();
     let run = ralsh_with_stdin(
         &sandbox,
-        &["-j", "--attrs-stdin", "secretive", "a", "ensure=present"],
+        &["-j", "--attrs-stdin", "envsecret", "a", "ensure=present"],
         &input,
     );
     run.expect(0);
@@ -255,7 +255,7 @@ fn ralsh_reads_values_from_stdin_so_that_no_command_line_holds_them() {
         ),
     ] {
         let sandbox = Sandbox::new();
-        let run = ralsh_with_stdin(&sandbox, &["--attrs-stdin", "secretive", "b"], input);
+        let run = ralsh_with_stdin(&sandbox, &["--attrs-stdin", "envsecret", "b"], input);
         run.expect(2).stderr_has(message);
         assert!(!sandbox.root().join("made.b").exists(), "{input}");
     }

@@ -47,6 +47,7 @@ mod saved_plans;
 mod simple_output;
 mod sshd;
 mod state_store;
+mod store_paths;
 mod support;
 mod toolkit;
 mod types;

@@ -48,8 +48,9 @@ pub struct ConvergeArgs {
     lock_timeout: Option<Duration>,
 
     /// The state store (default: ROOT/var/lib/ral/state.db). With -t, a
-    /// directory on this machine holding one store per target,
-    /// TARGET.db (default: $XDG_STATE_HOME/ral/targets, or
+    /// directory on this machine holding one store per target and root,
+    /// named from the user, host and port ssh uses and the root
+    /// (default: $XDG_STATE_HOME/ral/targets, or
     /// ~/.local/state/ral/targets).
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,

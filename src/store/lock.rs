@@ -58,10 +58,9 @@ impl Holder {
         };
         let written = field("pid");
         match (pid, written) {
-            (Some(pid), Some(written)) if written != pid.to_string() => format!(
-                "process {pid}, through another path to the same store (its lock file \
-                 names another)"
-            ),
+            // Reached through another name, or not written yet: the
+            // kernel's word is all there is.
+            (Some(pid), Some(written)) if written != pid.to_string() => format!("process {pid}"),
             (Some(pid), None) => format!("process {pid}"),
             (_, written) => format!(
                 "process {} on {} since {} (unix time), plan {}",
@@ -91,14 +90,29 @@ fn flock_holder(id: FileId) -> Option<u32> {
         libc::minor(dev as libc::dev_t)
     );
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    locks.lines().find_map(|line| {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        // A waiter's line starts "N: ->": it holds nothing.
-        match words.as_slice() {
-            [_, "FLOCK", _, "WRITE", pid, file, ..] if *file == wanted => pid.parse().ok(),
-            _ => None,
-        }
-    })
+    // (pid, MAJ:MIN:INODE) of every flock held for writing; a waiter's
+    // line starts "N: ->" and holds nothing.
+    let held: Vec<(&str, &str)> = locks
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                [_, "FLOCK", _, "WRITE", pid, file, ..] => Some((*pid, *file)),
+                _ => None,
+            }
+        })
+        .collect();
+    if let Some((pid, _)) = held.iter().find(|(_, file)| *file == wanted) {
+        return pid.parse().ok();
+    }
+    // Some file systems (btrfs, overlayfs) show stat another device than
+    // the kernel's list: the inode alone then, if only one holder has it.
+    let suffix = format!(":{ino}");
+    let mut same_inode = held.iter().filter(|(_, file)| file.ends_with(&suffix));
+    match (same_inode.next(), same_inode.next()) {
+        (Some((pid, _)), None) => pid.parse().ok(),
+        _ => None,
+    }
 }
 
 /// The held lock: the database file's descriptor, flocked. Dropping it (or the process ending) lets go.

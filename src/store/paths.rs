@@ -9,6 +9,13 @@
 //! (a hard link would be a second way in), and are private (0600). With
 //! `--state FILE` the directories are the user's choice and are followed;
 //! the files still are not.
+//!
+//! SQLite opens its files by name: it is given the directory's path as the
+//! kernel names the open descriptor (no link on the way), refuses any link
+//! it meets, and never follows one as the last component; the database it
+//! opened is then checked to be the file checked here. What remains is a
+//! race with someone swapping a directory while the store opens, which
+//! only whoever may write in the store's directory can run.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -148,7 +155,7 @@ fn open_below(
                 }
                 made = true;
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
             Err(e) => {
                 let message = match lstat_at(dir, name) {
                     Ok(Some(stat)) if is_link(&stat) => {

@@ -42,6 +42,15 @@ pub fn execute(args: &ConvergeArgs, mode: Mode, input: &Input) -> anyhow::Result
     };
     let runs = fleet.run_all(&local, failed, |target, host, out| {
         let destination = Destination::resolve(ssh_config.as_deref(), target)?;
+        let older = state_dir.join(format!("{}.db", file_name(&target.name)));
+        if older.exists() {
+            log::warn!(
+                "{}: {} is a store of an older ral, named by the target only, and is not \
+                 used any more: its items are not managed (see ral state list --state)",
+                target.name,
+                older.display()
+            );
+        }
         let root = target.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let identity = Identity::new(&destination.uri(), &root);
         let store_at = StoreAt {
@@ -173,7 +182,7 @@ fn store_file(destination: &Destination, root: &str) -> String {
     format!("{}-{}.db", &whole[..cut], &digest[..32])
 }
 
-/// A target's name as a file name: `/`, NUL and `%` are escaped as `%XX`,
+/// A target's name as a file name (what stores were named by before): `/`, NUL and `%` are escaped as `%XX`,
 /// and so is a leading dot, so distinct names stay distinct files.
 fn file_name(name: &str) -> String {
     let mut out = String::new();

@@ -4,14 +4,17 @@
 //! the database: a copy of `state.db` (a backup, a bug report) then holds
 //! digests nobody can test guesses against without the key.
 
-use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::path::Path;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use super::paths::StoreDir;
 use crate::error::{Error, Result};
+
+/// The key file's name: the database's with this suffix.
+const SUFFIX: &str = ".key";
 
 /// The key's length in bytes.
 const LEN: usize = 32;
@@ -28,13 +31,6 @@ impl std::fmt::Debug for StoreKey {
 }
 
 impl StoreKey {
-    /// The key file of the store at `store`: `STORE.key` beside it.
-    pub fn path_for(store: &Path) -> PathBuf {
-        let mut name = store.as_os_str().to_owned();
-        name.push(".key");
-        PathBuf::from(name)
-    }
-
     /// A key made from bytes (tests, and keys read back).
     pub fn from_bytes(bytes: [u8; LEN]) -> StoreKey {
         StoreKey(bytes)
@@ -64,58 +60,41 @@ impl StoreKey {
                 == 0
     }
 
-    /// Reads the key of the store at `store`; `None` when it has none yet.
-    pub fn read(store: &Path) -> Result<Option<StoreKey>> {
-        let path = StoreKey::path_for(store);
-        let bytes = match crate::bounded_read::read_file(
-            &path,
-            4 * LEN,
-            crate::bounded_read::Links::Refuse,
-        ) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(key_error(&path, format!("cannot read the key: {e}"))),
+    /// Reads the key of the store in `dir`; `None` when it has none yet.
+    pub(crate) fn read(dir: &StoreDir) -> Result<Option<StoreKey>> {
+        let Some(bytes) = dir.read_small(SUFFIX, 4 * LEN)? else {
+            return Ok(None);
         };
-        parse(&bytes)
-            .map(Some)
-            .ok_or_else(|| key_error(&path, "the key file is damaged (not 64 hex digits)"))
+        parse(&bytes).map(Some).ok_or_else(|| {
+            key_error(
+                &dir.path_of(SUFFIX),
+                "the key file is damaged (not 64 hex digits)",
+            )
+        })
     }
 
-    /// The key of the store at `store`, made (random, 0600) when it has
+    /// The key of the store in `dir`, made (random, 0600) when it has
     /// none. Two runs making it at once agree on one: the key is written
     /// to a temporary file and linked into place, and the loser reads the
     /// winner's.
-    pub fn read_or_make(store: &Path) -> Result<StoreKey> {
-        if let Some(key) = StoreKey::read(store)? {
+    pub(crate) fn read_or_make(dir: &StoreDir) -> Result<StoreKey> {
+        if let Some(key) = StoreKey::read(dir)? {
             return Ok(key);
         }
-        let path = StoreKey::path_for(store);
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
         let mut bytes = [0u8; LEN];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut random| random.read_exact(&mut bytes))
             .map_err(|e| Error::io("/dev/urandom", e))?;
-        let temporary = tempfile::Builder::new()
-            .prefix(".ral-key-")
-            .permissions(std::fs::Permissions::from_mode(0o600))
-            .tempfile_in(dir)
-            .map_err(|e| key_error(&path, format!("cannot write the key: {e}")))?;
-        let mut file = temporary.as_file();
-        file.write_all(format!("{}\n", crate::text::hex(&bytes)).as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| key_error(&path, format!("cannot write the key: {e}")))?;
-        match std::fs::hard_link(temporary.path(), &path) {
-            Ok(()) => {
-                sync_dir(dir);
-                Ok(StoreKey(bytes))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => StoreKey::read(store)?
-                .ok_or_else(|| key_error(&path, "the key file vanished while it was made")),
-            Err(e) => Err(key_error(&path, format!("cannot write the key: {e}"))),
+        let text = format!("{}\n", crate::text::hex(&bytes));
+        if dir.create_once(SUFFIX, text.as_bytes())? {
+            return Ok(StoreKey(bytes));
         }
+        StoreKey::read(dir)?.ok_or_else(|| {
+            key_error(
+                &dir.path_of(SUFFIX),
+                "the key file vanished while it was made",
+            )
+        })
     }
 }
 
@@ -138,30 +117,32 @@ fn key_error(path: &Path, message: impl Into<String>) -> Error {
     }
 }
 
-/// Makes a new directory entry durable; a failure only costs durability.
-fn sync_dir(dir: &Path) {
-    if let Ok(dir) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY)
-        .open(dir)
-    {
-        let _ = dir.sync_all();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Location;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+
+    fn key_path(store: &Path) -> PathBuf {
+        PathBuf::from(format!("{}.key", store.display()))
+    }
+
+    fn dir_of(store: &Path) -> StoreDir {
+        StoreDir::open(&Location::File(store.to_owned()), true)
+            .unwrap()
+            .unwrap()
+    }
 
     #[test]
     fn a_key_is_made_once_private_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("state.db");
-        assert!(StoreKey::read(&store).unwrap().is_none());
-        let made = StoreKey::read_or_make(&store).unwrap();
-        let again = StoreKey::read_or_make(&store).unwrap();
+        assert!(StoreKey::read(&dir_of(&store)).unwrap().is_none());
+        let made = StoreKey::read_or_make(&dir_of(&store)).unwrap();
+        let again = StoreKey::read_or_make(&dir_of(&store)).unwrap();
         assert_eq!(made.digest(&[b"x"]), again.digest(&[b"x"]));
-        let mode = std::fs::metadata(StoreKey::path_for(&store))
+        let mode = std::fs::metadata(key_path(&store))
             .unwrap()
             .permissions()
             .mode();
@@ -187,13 +168,13 @@ mod tests {
     fn a_damaged_or_linked_key_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("state.db");
-        std::fs::write(StoreKey::path_for(&store), "zz\n").unwrap();
-        let err = StoreKey::read(&store).unwrap_err().to_string();
+        std::fs::write(key_path(&store), "zz\n").unwrap();
+        let err = StoreKey::read(&dir_of(&store)).unwrap_err().to_string();
         assert!(err.contains("damaged"), "{err}");
-        std::fs::remove_file(StoreKey::path_for(&store)).unwrap();
+        std::fs::remove_file(key_path(&store)).unwrap();
         std::fs::write(dir.path().join("elsewhere"), "x").unwrap();
-        std::os::unix::fs::symlink("elsewhere", StoreKey::path_for(&store)).unwrap();
-        let err = StoreKey::read(&store).unwrap_err().to_string();
+        std::os::unix::fs::symlink("elsewhere", key_path(&store)).unwrap();
+        let err = StoreKey::read(&dir_of(&store)).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
     }
 }

@@ -1,13 +1,23 @@
-//! One apply at a time: an exclusive flock on `STATE.lock`, which the
-//! kernel lets go of when the holder dies (so no stale lock can exist), and
-//! the holder's particulars written into it for whoever finds it taken.
+//! One apply at a time: an exclusive flock on the database file itself,
+//! opened without following a link, so that every path reaching the store
+//! (a linked directory, a link to the file, a hard link) finds it taken.
+//! The kernel lets go of it when the holder dies (so no stale lock can
+//! exist). The holder's particulars are written into `STORE.lock` for
+//! whoever finds the lock taken; one reaching the store by another name
+//! learns the holder's process from the kernel's list of locks.
+//!
+//! flock and SQLite's own (fcntl) locks are independent on Linux. The
+//! descriptor must outlive SQLite's connection: closing any descriptor of
+//! the database drops the process's fcntl locks on it, so the store keeps
+//! the lock until after its connection is closed.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::fs::File;
+use std::io::{Seek, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::paths::{FileId, StoreDir};
 use crate::error::{Error, Result};
 
 /// Who holds the lock.
@@ -38,20 +48,28 @@ impl Holder {
         )
     }
 
-    fn describe(text: &str) -> String {
+    /// The holder as `text` (the lock file) names it, if it names
+    /// `pid` (or no process is known).
+    fn describe(text: &str, pid: Option<u32>) -> String {
         let field = |key: &str| {
             text.split_whitespace()
                 .find_map(|word| word.strip_prefix(&format!("{key}=")))
-                .unwrap_or("?")
-                .to_owned()
+                .map(str::to_owned)
         };
-        format!(
-            "process {} on {} since {} (unix time), plan {}",
-            field("pid"),
-            field("host"),
-            field("since"),
-            field("plan")
-        )
+        let written = field("pid");
+        match (pid, written) {
+            // Reached through another name, or not written yet: the
+            // kernel's word is all there is.
+            (Some(pid), Some(written)) if written != pid.to_string() => format!("process {pid}"),
+            (Some(pid), None) => format!("process {pid}"),
+            (_, written) => format!(
+                "process {} on {} since {} (unix time), plan {}",
+                written.unwrap_or_else(|| "?".to_owned()),
+                field("host").unwrap_or_else(|| "?".to_owned()),
+                field("since").unwrap_or_else(|| "?".to_owned()),
+                field("plan").unwrap_or_else(|| "?".to_owned())
+            ),
+        }
     }
 }
 
@@ -61,83 +79,122 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "?".to_owned())
 }
 
-/// The held lock; dropping it (or the process ending) lets it go.
+/// The process holding a flock on the file `id`, as the kernel lists it
+/// in /proc/locks (`N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF`, the
+/// device numbers in hex).
+fn flock_holder(id: FileId) -> Option<u32> {
+    let (dev, ino) = id;
+    let wanted = format!(
+        "{:02x}:{:02x}:{ino}",
+        libc::major(dev as libc::dev_t),
+        libc::minor(dev as libc::dev_t)
+    );
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // (pid, MAJ:MIN:INODE) of every flock held for writing; a waiter's
+    // line starts "N: ->" and holds nothing.
+    let held: Vec<(&str, &str)> = locks
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                [_, "FLOCK", _, "WRITE", pid, file, ..] => Some((*pid, *file)),
+                _ => None,
+            }
+        })
+        .collect();
+    if let Some((pid, _)) = held.iter().find(|(_, file)| *file == wanted) {
+        return pid.parse().ok();
+    }
+    // Some file systems (btrfs, overlayfs) show stat another device than
+    // the kernel's list: the inode alone then, if only one holder has it.
+    let suffix = format!(":{ino}");
+    let mut same_inode = held.iter().filter(|(_, file)| file.ends_with(&suffix));
+    match (same_inode.next(), same_inode.next()) {
+        (Some((pid, _)), None) => pid.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The held lock: the database file's descriptor, flocked. Dropping it (or the process ending) lets go.
 #[derive(Debug)]
 pub struct RunLock {
-    file: File,
+    db: File,
     path: PathBuf,
+    id: FileId,
 }
 
 impl RunLock {
-    /// The lock of the store at `store`: `STORE.lock` beside it.
-    pub fn path_for(store: &Path) -> PathBuf {
-        let mut name = store.as_os_str().to_owned();
-        name.push(".lock");
-        PathBuf::from(name)
-    }
-
-    /// Takes the lock of the store at `store` for `holder`, waiting up to
-    /// `wait` for another holder to let go (not at all for zero).
-    pub fn acquire(store: &Path, holder: &Holder, wait: Duration) -> Result<RunLock> {
-        let path = RunLock::path_for(store);
+    /// Takes the lock of the store in `dir` (making its empty database
+    /// file, 0600, when missing) for `holder`, waiting up to `wait` for
+    /// another holder to let go (not at all for zero).
+    pub(crate) fn acquire(dir: &StoreDir, holder: &Holder, wait: Duration) -> Result<RunLock> {
+        let db = dir.open_db(true)?.expect("made when missing");
+        let id = dir.id_of(&db)?;
+        let path = dir.path_of(".lock");
         let fail = |message: String| Error::Store {
             path: path.clone(),
             message,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| fail(format!("cannot create its directory: {e}")))?;
-        }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| fail(format!("cannot open the lock: {e}")))?;
         let deadline = Instant::now() + wait;
         let mut said = false;
         loop {
             // SAFETY: flock on a descriptor this function owns.
-            let taken =
-                unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+            let taken = unsafe { libc::flock(db.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
             if taken {
                 break;
             }
             let error = std::io::Error::last_os_error();
             if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(fail(format!("cannot lock: {error}")));
+                return Err(fail(format!(
+                    "cannot lock {}: {error}",
+                    dir.path_of("").display()
+                )));
             }
-            let mut text = String::new();
-            let _ = file.rewind().and_then(|()| file.read_to_string(&mut text));
+            // Read only: the holder may be writing it.
+            let text = dir
+                .read_small(".lock", 4096)
+                .ok()
+                .flatten()
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
+            let who = Holder::describe(&text, flock_holder(id));
             if Instant::now() >= deadline {
                 return Err(Error::Locked {
                     path: path.clone(),
-                    holder: Holder::describe(&text),
+                    holder: who,
                 });
             }
             if !std::mem::replace(&mut said, true) {
                 log::warn!(
-                    "waiting up to {:.0} s for another ral apply ({}) to finish",
+                    "waiting up to {:.0} s for another ral apply ({who}) to finish",
                     wait.as_secs_f64(),
-                    Holder::describe(&text)
                 );
             }
             // The kernel has no "wait with a time limit" for flock; a short
             // nap between tries is what --lock-timeout costs.
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Checked once held: a second name of a store in use is reported
+        // with its holder above.
+        dir.check_db(&db)?;
+        let mut file = dir.open_private(".lock")?;
         let written = file
             .set_len(0)
             .and_then(|()| file.rewind())
             .and_then(|()| file.write_all(holder.to_line().as_bytes()))
             .and_then(|()| file.sync_data());
         written.map_err(|e| fail(format!("cannot write the holder: {e}")))?;
-        Ok(RunLock { file, path })
+        Ok(RunLock { db, path, id })
     }
 
+    /// The lock file, naming the holder.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The database file the lock is on.
+    pub(crate) fn db_id(&self) -> FileId {
+        self.id
     }
 }
 
@@ -146,6 +203,6 @@ impl Drop for RunLock {
         // What is written stays: it names the last holder, and is only read
         // while someone holds the lock again.
         // SAFETY: unlocks the descriptor this value owns.
-        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+        unsafe { libc::flock(self.db.as_raw_fd(), libc::LOCK_UN) };
     }
 }

@@ -7,17 +7,58 @@
 
 mod key;
 mod lock;
+mod paths;
 mod schema;
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use std::os::unix::fs::MetadataExt;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
 
 pub use key::StoreKey;
 pub use lock::{Holder, RunLock};
+pub use paths::Location;
+
+use paths::StoreDir;
+
+/// What a store keeps the state of: a machine and a root on it. A store
+/// records it when made and refuses to serve another, so that the items
+/// of one system are never planned against another (and resources ral
+/// never created there removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// `local`, or a target's destination as ssh resolves it
+    /// (`ssh://USER@HOST:PORT`).
+    pub target: String,
+    /// The root, made absolute (without resolving links).
+    pub root: String,
+}
+
+impl Identity {
+    /// This machine, below `root`.
+    pub fn local(root: &Path) -> Identity {
+        Identity::new("local", root)
+    }
+
+    /// `target`, below `root`: `.` and repeated or trailing slashes do
+    /// not make another root.
+    pub fn new(target: &str, root: &Path) -> Identity {
+        let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
+        let root: PathBuf = absolute.components().collect();
+        Identity {
+            target: target.to_owned(),
+            root: root.to_string_lossy().into_owned(),
+        }
+    }
+
+    fn describe(target: &str, root: &str) -> String {
+        format!("{target}, root {root}")
+    }
+}
 
 /// The state of an item (a resource a manifest declares), as in LITP's
 /// model item state diagram.
@@ -117,6 +158,10 @@ pub enum ItemChange<'a> {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    dir: StoreDir,
+    /// Declared after `conn`, so dropped after it: closing the locked
+    /// descriptor while SQLite has the file open would drop its locks.
+    lock: Option<RunLock>,
 }
 
 fn db_error(path: &Path, error: rusqlite::Error) -> Error {
@@ -134,36 +179,172 @@ pub fn now() -> f64 {
 }
 
 impl Store {
-    /// Opens (creating it and its directory when missing) the store at
-    /// `path`, in WAL mode with full synchronous commits, and brings its
-    /// schema up to date. A schema newer than this binary knows is refused.
+    /// Opens (creating it and its directory when missing) the store file
+    /// at `path`, with no identity to check and no lock (tests, tools).
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Store {
-                path: path.to_owned(),
-                message: format!("cannot create its directory: {e}"),
-            })?;
-        }
-        let conn = Connection::open(path).map_err(|e| db_error(path, e))?;
-        let mut store = Store {
-            conn,
-            path: path.to_owned(),
-        };
-        store.configure()?;
-        schema::migrate(&mut store.conn).map_err(|message| Error::Store {
-            path: path.to_owned(),
-            message,
-        })?;
-        store.make_id()?;
-        Ok(store)
+        Store::open_at(&Location::File(path.to_owned()), None)
+    }
+
+    /// Opens an existing store file to read; `None` when there is none.
+    pub fn open_existing(path: &Path) -> Result<Option<Store>> {
+        Store::open_existing_at(&Location::File(path.to_owned()), None)
+    }
+
+    /// Opens (creating it and its directories when missing) the store at
+    /// `location`, in WAL mode with full synchronous commits, brings its
+    /// schema up to date and checks that it is `identity`'s. A schema
+    /// newer than this binary knows is refused.
+    pub fn open_at(location: &Location, identity: Option<&Identity>) -> Result<Store> {
+        let dir = StoreDir::open(location, true)?.expect("made when missing");
+        let db = dir.open_db(true)?.expect("made when missing");
+        let id = dir.check_db(&db)?;
+        // Closed before SQLite opens the file (see `lock`).
+        drop(db);
+        Store::connect(location, dir, id, None, identity)
     }
 
     /// Opens an existing store to read; `None` when there is none yet.
-    pub fn open_existing(path: &Path) -> Result<Option<Store>> {
-        if !path.exists() {
+    pub fn open_existing_at(
+        location: &Location,
+        identity: Option<&Identity>,
+    ) -> Result<Option<Store>> {
+        let Some(dir) = StoreDir::open(location, false)? else {
             return Ok(None);
+        };
+        let Some(db) = dir.open_db(false)? else {
+            return Ok(None);
+        };
+        let id = dir.check_db(&db)?;
+        drop(db);
+        Store::connect(location, dir, id, None, identity).map(Some)
+    }
+
+    /// Takes the run lock of the store at `location` for `holder` (waiting
+    /// up to `wait` for another holder), then opens it as
+    /// [`Store::open_at`]; the lock is held as long as the store is open.
+    pub fn open_locked(
+        location: &Location,
+        identity: Option<&Identity>,
+        holder: &Holder,
+        wait: std::time::Duration,
+    ) -> Result<Store> {
+        let dir = StoreDir::open(location, true)?.expect("made when missing");
+        let lock = RunLock::acquire(&dir, holder, wait)?;
+        let id = lock.db_id();
+        Store::connect(location, dir, id, Some(lock), identity)
+    }
+
+    /// Opens the database file `dir` holds, which is `id`, through SQLite.
+    fn connect(
+        location: &Location,
+        dir: StoreDir,
+        id: paths::FileId,
+        lock: Option<RunLock>,
+        identity: Option<&Identity>,
+    ) -> Result<Store> {
+        let path = location.path();
+        dir.check_journals()?;
+        // SQLite opens the database and its journals by name: the name
+        // the kernel gives the open directory holds no link, and SQLite
+        // refuses any it meets (NOFOLLOW) and never follows one as the
+        // last component of its files.
+        let name = dir.sqlite_path()?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&name, flags).map_err(|e| db_error(&path, e))?;
+        let opened = std::fs::symlink_metadata(&name)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if opened != Some(id) || dir.db_id()? != Some(id) {
+            return Err(Error::Store {
+                path,
+                message: "the file was replaced while it was opened".to_owned(),
+            });
         }
-        Store::open(path).map(Some)
+        let mut store = Store {
+            conn,
+            path: path.clone(),
+            dir,
+            lock,
+        };
+        store.configure()?;
+        schema::migrate(&mut store.conn).map_err(|message| Error::Store {
+            path: path.clone(),
+            message,
+        })?;
+        store.make_id()?;
+        if let Some(identity) = identity {
+            store.check_identity(identity, matches!(location, Location::InRoot(_)))?;
+        }
+        Ok(store)
+    }
+
+    /// Records `identity` in a store that has none, and refuses a store
+    /// made for another. A root's own store (inside it) belongs to that
+    /// root wherever it is mounted: only its target must match, and the
+    /// root it records follows the root's path.
+    fn check_identity(&mut self, identity: &Identity, in_root: bool) -> Result<()> {
+        let target = self.meta("target")?;
+        let root = self.meta("root")?;
+        let (Some(target), Some(root)) = (target, root) else {
+            self.set_meta("target", &identity.target)?;
+            return self.set_meta("root", &identity.root);
+        };
+        let same_root = root == identity.root;
+        if target == identity.target && (same_root || in_root) {
+            if !same_root {
+                log::info!(
+                    "{}: the root's store, made for the root {root}, now serves it at {}",
+                    self.path.display(),
+                    identity.root
+                );
+                self.set_meta("root", &identity.root)?;
+            }
+            return Ok(());
+        }
+        Err(Error::Store {
+            path: self.path.clone(),
+            message: format!(
+                "it keeps the state of {}, and is used now for {}: a store serves one machine \
+                 and root (give another --state, or none)",
+                Identity::describe(&target, &root),
+                Identity::describe(&identity.target, &identity.root)
+            ),
+        })
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
+                row.get::<_, String>(0)
+            })
+            .optional()
+            .map_err(|e| self.fail(e))
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value = ?2",
+                params![key, value],
+            )
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
+    }
+
+    /// The machine and root the store keeps the state of, once recorded.
+    pub fn identity(&self) -> Result<Option<Identity>> {
+        Ok(match (self.meta("target")?, self.meta("root")?) {
+            (Some(target), Some(root)) => Some(Identity { target, root }),
+            _ => None,
+        })
+    }
+
+    /// The run lock, when the store was opened with it.
+    pub fn lock(&self) -> Option<&RunLock> {
+        self.lock.as_ref()
     }
 
     fn configure(&mut self) -> Result<()> {
@@ -232,12 +413,12 @@ impl Store {
 
     /// The store's secret key if it has one yet (reading only).
     pub fn existing_key(&self) -> Result<Option<StoreKey>> {
-        StoreKey::read(&self.path)
+        StoreKey::read(&self.dir)
     }
 
     /// The store's secret key, made the first time it is asked for.
     pub fn key(&self) -> Result<StoreKey> {
-        StoreKey::read_or_make(&self.path)
+        StoreKey::read_or_make(&self.dir)
     }
 
     /// Every item, ordered by provider and name.
@@ -639,20 +820,69 @@ mod tests {
     fn the_lock_is_exclusive_names_its_holder_and_goes_with_its_value() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
-        let held = RunLock::acquire(&path, &Holder::me("p1"), std::time::Duration::ZERO).unwrap();
-        let err = RunLock::acquire(
-            &path,
-            &Holder::me("p2"),
-            std::time::Duration::from_millis(50),
-        )
-        .unwrap_err()
-        .to_string();
+        let at = Location::File(path.clone());
+        let wait = std::time::Duration::from_millis(50);
+        let held = Store::open_locked(&at, None, &Holder::me("p1"), wait).unwrap();
+        let err = Store::open_locked(&at, None, &Holder::me("p2"), wait)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             err.contains(&format!("process {} on ", std::process::id())),
             "{err}"
         );
         assert!(err.contains("plan p1"), "{err}");
+        // Through a second name of the file, its lock file names nobody:
+        // the kernel still knows the holder.
+        let other = dir.path().join("other.db");
+        std::fs::hard_link(&path, &other).unwrap();
+        let err = Store::open_locked(&Location::File(other), None, &Holder::me("p2"), wait)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains(&format!("process {}", std::process::id())),
+            "{err}"
+        );
         drop(held);
-        RunLock::acquire(&path, &Holder::me("p3"), std::time::Duration::ZERO).unwrap();
+        std::fs::remove_file(dir.path().join("other.db")).unwrap();
+        Store::open_locked(&at, None, &Holder::me("p3"), std::time::Duration::ZERO).unwrap();
+    }
+
+    #[test]
+    fn a_store_refuses_another_machine_or_root_but_follows_its_own_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = Location::File(dir.path().join("s.db"));
+        let a = Identity::local(Path::new("/srv/a/"));
+        assert_eq!(a.root, "/srv/a");
+        Store::open_at(&at, Some(&a)).unwrap();
+        Store::open_at(&at, Some(&Identity::local(Path::new("/srv/./a")))).unwrap();
+        let err = Store::open_at(&at, Some(&Identity::local(Path::new("/srv/b"))))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains(
+                "it keeps the state of local, root /srv/a, and is used now for local, root /srv/b"
+            ),
+            "{err}"
+        );
+        let remote = Identity::new("ssh://u@h:22", Path::new("/srv/a"));
+        assert!(Store::open_at(&at, Some(&remote)).is_err());
+        assert_eq!(
+            Store::open(at.path().as_path())
+                .unwrap()
+                .identity()
+                .unwrap(),
+            Some(a)
+        );
+
+        let root = tempfile::tempdir().unwrap();
+        let own = Location::InRoot(root.path().to_owned());
+        Store::open_at(&own, Some(&Identity::local(root.path()))).unwrap();
+        let moved = Identity::local(Path::new("/mnt/image"));
+        let store = Store::open_at(&own, Some(&moved)).unwrap();
+        assert_eq!(store.identity().unwrap(), Some(moved));
+        assert!(Store::open_at(&own, Some(&remote)).is_err());
     }
 }

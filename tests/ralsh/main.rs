@@ -48,6 +48,7 @@ mod sensitive_env;
 mod simple_output;
 mod sshd;
 mod state_store;
+mod store_paths;
 mod support;
 mod toolkit;
 mod types;

@@ -441,10 +441,16 @@ fn ral_apply_converges_every_target_with_a_store_per_target_here() {
             hosts.contains("10.0.0.5\tweb") && hosts.contains("10.0.0.6\tdb"),
             "{target}: {hosts}"
         );
-        assert!(
-            state.join(format!("{target}.db")).exists(),
-            "{target}'s store"
-        );
+        // Named from where ssh connects (the test's ssh config sends every
+        // name to root@127.0.0.1) and the target's root.
+        let root = fleet.root(target).display().to_string().replace('/', "%2F");
+        let named = std::fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .any(|name| {
+                name.starts_with("root@127.0.0.1:") && name.ends_with(&format!("{root}.db"))
+            });
+        assert!(named, "{target}'s store");
     }
     let again = ral("apply", &["-j", "--detailed-exitcodes"]);
     again.expect(0);

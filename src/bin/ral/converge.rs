@@ -20,7 +20,7 @@ use ral::converge::record::{Recorder, Recording};
 use ral::converge::saved;
 use ral::render::human::Style;
 use ral::render::plan as render;
-use ral::store::{Holder, RunLock, Store};
+use ral::store::{Holder, Identity, Location, Store};
 use ral::text::escape_lines;
 
 use crate::load::{self, Setup};
@@ -48,8 +48,9 @@ pub struct ConvergeArgs {
     lock_timeout: Option<Duration>,
 
     /// The state store (default: ROOT/var/lib/ral/state.db). With -t, a
-    /// directory on this machine holding one store per target,
-    /// TARGET.db (default: $XDG_STATE_HOME/ral/targets, or
+    /// directory on this machine holding one store per target and root,
+    /// named from the user, host and port ssh uses and the root
+    /// (default: $XDG_STATE_HOME/ral/targets, or
     /// ~/.local/state/ral/targets).
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
@@ -259,27 +260,36 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         return crate::targets::execute(args, mode, &input);
     }
     let (host, registry) = load::load(&setup(args, &args.root))?;
-    let state_path = args
-        .state
-        .clone()
-        .unwrap_or_else(|| host.root().join("var/lib/ral/state.db"));
+    let store_at = StoreAt {
+        location: match &args.state {
+            Some(file) => Location::File(file.clone()),
+            None => Location::InRoot(host.root().to_owned()),
+        },
+        identity: Identity::local(host.root()),
+    };
     let mut out: Box<dyn Write> = if args.quiet {
         Box::new(io::sink())
     } else {
         Box::new(io::stdout().lock())
     };
-    converge(args, mode, &input, &host, &registry, &state_path, &mut out)
+    converge(args, mode, &input, &host, &registry, &store_at, &mut out)
+}
+
+/// Which state store a run uses, and what it must be the store of.
+pub struct StoreAt {
+    pub location: Location,
+    pub identity: Identity,
 }
 
 /// Plans (and, for apply, converges) `host`'s system to the manifests with
-/// the store at `state_path`, writing the output to `out`.
+/// the store `store_at`, writing the output to `out`.
 pub fn converge(
     args: &ConvergeArgs,
     mode: Mode,
     input: &Input,
     host: &ral::Host,
     registry: &ral::discovery::Registry,
-    state_path: &std::path::Path,
+    store_at: &StoreAt,
     mut out: &mut dyn Write,
 ) -> anyhow::Result<Ending> {
     let Input {
@@ -303,7 +313,7 @@ pub fn converge(
     };
     let mut catalog = catalog;
     let declared_items = catalog.items.len();
-    let state_path = state_path.to_owned();
+    let state_path = store_at.location.path();
     let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
     if let Some(saved) = saved {
         if host.root() != saved.root {
@@ -316,15 +326,15 @@ pub fn converge(
         }
     }
     // A plan reads the store as it is; an apply holds its lock throughout.
-    let (mut store, _lock) = match mode {
-        Mode::Plan => (Store::open_existing(&state_path)?, None),
+    let mut store = match mode {
+        Mode::Plan => Store::open_existing_at(&store_at.location, Some(&store_at.identity))?,
         Mode::Apply => {
-            let lock = RunLock::acquire(
-                &state_path,
+            let mut store = Store::open_locked(
+                &store_at.location,
+                Some(&store_at.identity),
                 &Holder::me(&plan_id),
                 args.lock_timeout.unwrap_or_default(),
             )?;
-            let mut store = Store::open(&state_path)?;
             for dead in store.recover_dead_plans()? {
                 log::warn!(
                     "plan {dead} was left running by a process that ended; it is marked Failed, \
@@ -348,7 +358,7 @@ pub fn converge(
                     );
                 }
             }
-            (Some(store), Some(lock))
+            Some(store)
         }
     };
     let stored = match &store {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use serde_json::{json, Value as Json};
 
-use ral::store::{Holder, PlanRecord, RecordedTask, RunLock, Store, StoredItem};
+use ral::store::{Holder, Identity, Location, PlanRecord, RecordedTask, Store, StoredItem};
 use ral::text::{escape, escape_lines};
 
 #[derive(Debug, clap::Args)]
@@ -61,14 +61,24 @@ pub fn run(args: &StateArgs) -> ExitCode {
 }
 
 fn execute(args: &StateArgs) -> anyhow::Result<ExitCode> {
-    let path = args
-        .state
-        .clone()
-        .unwrap_or_else(|| args.root.join("var/lib/ral/state.db"));
+    // A store named with --state is looked at whatever it serves (a
+    // target's store, say); a root's own is checked to be this machine's.
+    let (location, identity) = match &args.state {
+        Some(file) => (Location::File(file.clone()), None),
+        None => (
+            Location::InRoot(args.root.clone()),
+            Some(Identity::local(&args.root)),
+        ),
+    };
+    let path = location.path();
     let mut out = io::stdout().lock();
     if let StateCommand::Forget { items } = &args.command {
-        let _lock = RunLock::acquire(&path, &Holder::me("ral state forget"), Default::default())?;
-        let mut store = Store::open(&path)?;
+        let mut store = Store::open_locked(
+            &location,
+            identity.as_ref(),
+            &Holder::me("ral state forget"),
+            Default::default(),
+        )?;
         let stored = store.items()?;
         let mut keys = Vec::new();
         for wanted in items {
@@ -92,7 +102,7 @@ fn execute(args: &StateArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(store) = Store::open_existing(&path)? else {
+    let Some(store) = Store::open_existing_at(&location, identity.as_ref())? else {
         bail!(
             "{}: no state store here yet (ral apply makes it)",
             path.display()

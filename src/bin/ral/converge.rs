@@ -217,26 +217,18 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let started = Instant::now();
-    // `ral apply FILE` of a saved plan reads the manifests it was made from.
-    let saved = match (mode, args.manifests.as_slice()) {
-        (Mode::Apply, [one]) => saved::read(one)?,
-        _ => None,
-    };
     if mode == Mode::Apply && args.out.is_some() {
         bail!("-o is for ral plan: ral plan -o FILE MANIFEST..., then ral apply FILE");
     }
-    let manifests = saved
-        .as_ref()
-        .map_or_else(|| args.manifests.clone(), |s| s.manifests.clone());
-    let reading = manifest::read_all(&manifests);
-    if let Some(saved) = &saved {
-        if reading.digest != saved.manifest_digest {
-            bail!(
-                "plan {} is Invalid: its manifests changed since it was made; make a new plan",
-                saved.id
-            );
+    // `ral apply FILE` of a saved plan: the file is one exactly when it
+    // carries the mark, and must then verify whole.
+    if let (Mode::Apply, [one]) = (mode, args.manifests.as_slice()) {
+        if let Some(file) = saved::read(one)? {
+            return execute_saved(args, file, started);
         }
     }
+    let manifests = args.manifests.clone();
+    let reading = manifest::read_all(&manifests);
     if !reading.complete {
         return Err(ral::Error::Manifest {
             problems: reading.problems,
@@ -246,11 +238,11 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let input = Input {
         manifests: &manifests,
         reading: &reading,
-        saved: saved.as_ref(),
+        saved: None,
         started,
     };
     if args.remote.is_remote() {
-        if saved.is_some() || args.out.is_some() {
+        if args.out.is_some() {
             bail!(
                 "a saved plan is made for one machine and its store: ral plan -o and ral apply \
                  FILE do not take -t or -i"
@@ -259,16 +251,81 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         return crate::targets::execute(args, mode, &input);
     }
     let (host, registry) = load::load(&setup(args, &args.root))?;
-    let state_path = args
-        .state
+    let state_path = state_path(args, &host);
+    converge(
+        args,
+        mode,
+        &input,
+        &host,
+        &registry,
+        &state_path,
+        &mut output(args),
+    )
+}
+
+/// The state store of a run on this machine.
+fn state_path(args: &ConvergeArgs, host: &ral::Host) -> PathBuf {
+    args.state
         .clone()
-        .unwrap_or_else(|| host.root().join("var/lib/ral/state.db"));
-    let mut out: Box<dyn Write> = if args.quiet {
+        .unwrap_or_else(|| host.root().join("var/lib/ral/state.db"))
+}
+
+fn output(args: &ConvergeArgs) -> Box<dyn Write> {
+    if args.quiet {
         Box::new(io::sink())
     } else {
         Box::new(io::stdout().lock())
+    }
+}
+
+/// `ral apply FILE` of a saved plan: the file is verified against the
+/// store before anything it names is read, then the manifests it names are
+/// read (for the catalog and the sensitive values) and must be those it
+/// was made from.
+fn execute_saved(
+    args: &ConvergeArgs,
+    file: saved::SavedFile,
+    started: Instant,
+) -> anyhow::Result<Ending> {
+    if args.remote.is_remote() {
+        bail!(
+            "a saved plan is made for one machine and its store: ral plan -o and ral apply FILE \
+             do not take -t or -i"
+        );
+    }
+    let (host, registry) = load::load(&setup(args, &args.root))?;
+    let state_path = state_path(args, &host);
+    let store = Store::open_existing(&state_path)?;
+    let saved = file.verify(store.as_ref(), &state_path, host.root())?;
+    drop(store);
+    let reading = manifest::read_all(&saved.manifests);
+    if !saved.manifests_match(&reading.digest) {
+        bail!(
+            "plan {} is Invalid: its manifests changed since it was made; make a new plan",
+            saved.id
+        );
+    }
+    if !reading.complete {
+        return Err(ral::Error::Manifest {
+            problems: reading.problems,
+        }
+        .into());
+    }
+    let input = Input {
+        manifests: &saved.manifests,
+        reading: &reading,
+        saved: Some(&saved),
+        started,
     };
-    converge(args, mode, &input, &host, &registry, &state_path, &mut out)
+    converge(
+        args,
+        Mode::Apply,
+        &input,
+        &host,
+        &registry,
+        &state_path,
+        &mut output(args),
+    )
 }
 
 /// Plans (and, for apply, converges) `host`'s system to the manifests with
@@ -305,18 +362,11 @@ pub fn converge(
     let declared_items = catalog.items.len();
     let state_path = state_path.to_owned();
     let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
-    if let Some(saved) = saved {
-        if host.root() != saved.root {
-            bail!(
-                "plan {} is Invalid: it was made for the root {}, not {}",
-                saved.id,
-                saved.root.display(),
-                host.root().display()
-            );
-        }
-    }
     // A plan reads the store as it is; an apply holds its lock throughout.
+    // A saved plan is bound to its store: `-o` makes the store (and its
+    // key) when there is none yet.
     let (mut store, _lock) = match mode {
+        Mode::Plan if args.out.is_some() => (Some(Store::open(&state_path)?), None),
         Mode::Plan => (Store::open_existing(&state_path)?, None),
         Mode::Apply => {
             let lock = RunLock::acquire(
@@ -332,6 +382,12 @@ pub fn converge(
                 );
             }
             if let Some(saved) = &saved {
+                if store.history()?.iter().any(|p| p.id == saved.id) {
+                    bail!(
+                        "plan {} is Invalid: it was already applied (a plan applies at most once)",
+                        saved.id
+                    );
+                }
                 let serial = store.serial()?;
                 if serial != saved.store_serial {
                     bail!(
@@ -339,12 +395,6 @@ pub fn converge(
                          now {serial}); make a new plan",
                         saved.id,
                         saved.store_serial
-                    );
-                }
-                if store.history()?.iter().any(|p| p.id == saved.id) {
-                    bail!(
-                        "plan {} is Invalid: it was applied already (a plan applies at most once)",
-                        saved.id
                     );
                 }
             }
@@ -362,30 +412,24 @@ pub fn converge(
     };
     lifecycle::add_removals(&mut catalog, registry, &leftovers.remove, &origin);
     let jobs = usize::from(args.jobs);
-    // A saved plan is made again from the states it read; each task must
-    // find its resource as it was then.
-    let (found, mut plan) = match saved {
-        Some(saved) => {
-            let found = saved::found_for(&catalog, saved)
-                .map_err(|e| anyhow::anyhow!("plan {} is Invalid: {e}", saved.id))?;
-            let mut plan = plan::plan_from(&catalog, &found, plan_id)?;
-            for task in &mut plan.tasks {
-                task.planned_from = found[task.item].clone().ok();
-            }
-            (found, plan)
-        }
+    // A saved plan runs the tasks it holds, each of which must find its
+    // resource as it was planned from.
+    let mut plan = match saved {
+        Some(saved) => saved
+            .plan(&catalog)
+            .map_err(|e| anyhow::anyhow!("plan {} is Invalid: {e}", saved.id))?,
         None => {
             let found = plan::read_states(host, &catalog, jobs);
-            let plan = plan::plan_from(&catalog, &found, plan_id)?;
-            (found, plan)
+            let mut plan = plan::plan_from(&catalog, &found, plan_id)?;
+            if let Some(key) = match &store {
+                Some(store) => store.existing_key()?,
+                None => None,
+            } {
+                lifecycle::mark_drifted(&catalog, &mut plan, &stored, &key);
+            }
+            plan
         }
     };
-    if let Some(key) = match &store {
-        Some(store) => store.existing_key()?,
-        None => None,
-    } {
-        lifecycle::mark_drifted(&catalog, &mut plan, &stored, &key);
-    }
     let style = Style {
         color: !args.json && crate::use_color(),
     };
@@ -399,21 +443,18 @@ pub fn converge(
             );
         }
         let document = render::document(&catalog, &plan);
-        if let Some(file) = &args.out {
-            let store_serial = match &store {
-                Some(store) => store.serial()?,
-                None => 0,
-            };
+        if let (Some(file), Some(store)) = (&args.out, &store) {
             saved::write(
                 file,
                 &catalog,
-                &found,
-                &document,
+                &plan,
                 &saved::Origin {
                     manifests,
                     manifest_digest: &reading.digest,
                     root: host.root(),
-                    store_serial,
+                    store_id: &store.id()?,
+                    store_serial: store.serial()?,
+                    key: &store.key()?,
                 },
             )?;
         }

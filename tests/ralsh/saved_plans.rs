@@ -195,7 +195,7 @@ fn a_saved_plan_runs_its_own_tasks_and_an_edited_task_is_refused() {
 fn a_saved_plan_whose_manifests_were_rewritten_with_their_digest_is_refused() {
     let bench = Bench::new();
     let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
-    let evil = bench.manifest("evil.yaml", "beta:\n  b4444: {value: uid-4444}\n");
+    let evil = bench.manifest("evil.yaml", "beta:\n  b1: {value: uid-4444}\n");
     let saved = plan_path(&bench);
     let other = bench.manifests.path().join("q.plan");
     let other = other.to_str().unwrap();
@@ -295,7 +295,6 @@ fn a_saved_plan_is_refused_by_another_store() {
     bench
         .ral("plan", &["--state", a, "-o", &saved, &m])
         .expect(0);
-    assert!(std::path::Path::new(a).exists());
     bench.take_calls();
     // Store B does not exist, then exists fresh: refused both times.
     for _ in 0..2 {
@@ -309,6 +308,7 @@ fn a_saved_plan_is_refused_by_another_store() {
         bench.take_calls();
     }
     assert_eq!(bench.store("beta"), serde_json::json!({}));
+    assert!(std::path::Path::new(a).exists());
     // Store A takes it.
     bench.ral("apply", &["--state", a, &saved]).expect(0);
     assert_eq!(bench.store("beta")["b1"]["value"], "x");

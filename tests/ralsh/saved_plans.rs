@@ -438,3 +438,21 @@ fn a_saved_plan_holds_the_removals_of_stored_items() {
         serde_json::json!({"b1": {"ensure": "present", "value": "x"}})
     );
 }
+
+#[test]
+fn a_saved_plan_is_for_this_machine_only() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let saved = plan_path(&bench);
+    bench
+        .ral("plan", &["-t", "elsewhere", "-o", &saved, &m])
+        .expect(2)
+        .stderr_has("do not take -t or -i");
+    bench.ral("plan", &["-o", &saved, &m]).expect(0);
+    bench.take_calls();
+    bench
+        .ral("apply", &["-t", "elsewhere", &saved])
+        .expect(2)
+        .stderr_has("do not take -t or -i");
+    assert!(updates(&bench.take_calls()).is_empty());
+}

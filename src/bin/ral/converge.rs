@@ -91,14 +91,15 @@ pub struct ConvergeArgs {
     #[arg(long)]
     pub detailed_exitcodes: bool,
 
-    /// ral plan: also write the plan to FILE, with what it was made from,
-    /// for `ral apply FILE` to apply exactly.
+    /// ral plan: also write the plan's tasks to FILE (0600), bound to the
+    /// state store (made when missing), for `ral apply FILE` to run exactly.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<PathBuf>,
 
     /// Manifest files (YAML, or JSON by the .json extension), read as one;
     /// `-` reads YAML from stdin. ral apply also takes one saved plan
-    /// (`ral plan -o FILE`).
+    /// (`ral plan -o FILE`): a file whose text starts with
+    /// `{"ral_saved_plan":`.
     #[arg(value_name = "MANIFEST", required = true)]
     manifests: Vec<PathBuf>,
 

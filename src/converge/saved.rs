@@ -74,6 +74,9 @@ struct Body {
     /// The manifests' digest, keyed: the plain digest of a manifest with a
     /// password in it would let a guess be tested offline.
     manifest_digest: String,
+    /// Whether it was made with `--keep-removed` (no removals planned):
+    /// the items of the store its manifests do not list are then kept.
+    keep_removed: bool,
     unchanged: usize,
     tasks: Vec<SavedTask>,
 }
@@ -222,6 +225,7 @@ pub struct Origin<'a> {
     pub store_id: &'a str,
     pub store_serial: i64,
     pub key: &'a StoreKey,
+    pub keep_removed: bool,
 }
 
 /// Writes `plan` (of `catalog`) to `path`, readable by its owner only,
@@ -285,6 +289,7 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         target: LOCAL.to_owned(),
         manifests,
         manifest_digest: manifest_digest(key, origin.manifest_digest),
+        keep_removed: origin.keep_removed,
         unchanged: plan.unchanged,
         tasks,
     };
@@ -317,6 +322,8 @@ pub struct SavedFile {
     pub path: PathBuf,
     /// The bytes the tag authenticates.
     signed: String,
+    /// The tag, as the file spells it.
+    tag: String,
     framed: Framed,
 }
 
@@ -336,7 +343,13 @@ pub fn read(path: &Path) -> Result<Option<SavedFile>> {
     if path.as_os_str() == "-" {
         return Ok(None);
     }
-    let text = super::input::read_text(path).map_err(|e| invalid(path, e))?;
+    let text = super::input::read_text(path).map_err(|message| Error::Manifest {
+        problems: vec![crate::error::Problem {
+            file: path.to_owned(),
+            line: 0,
+            message,
+        }],
+    })?;
     if !is_marked(&text) {
         return Ok(None);
     }
@@ -356,16 +369,23 @@ pub fn read(path: &Path) -> Result<Option<SavedFile>> {
         }
         None => return Err(changed("its format is not a number".to_owned())),
     }
-    let signed = text
+    let (signed, tag) = text
         .strip_suffix(END)
-        .and_then(|rest| rest.len().checked_sub(TAG_LEN).map(|at| &rest[..at]))
-        .filter(|signed| signed.ends_with(TAG_FIELD))
+        .and_then(|rest| {
+            let at = rest.len().checked_sub(TAG_LEN)?;
+            rest.is_char_boundary(at).then(|| rest.split_at(at))
+        })
+        .filter(|(signed, _)| signed.ends_with(TAG_FIELD))
         .ok_or_else(|| changed("it does not end with its tag".to_owned()))?;
     let framed: Framed =
         serde_json::from_str(&text).map_err(|e| changed(format!("it does not parse ({e})")))?;
+    if framed.hmac != tag {
+        return Err(changed("its tag is spelled otherwise".to_owned()));
+    }
     Ok(Some(SavedFile {
         path: path.to_owned(),
         signed: signed.to_owned(),
+        tag: tag.to_owned(),
         framed,
     }))
 }
@@ -376,6 +396,9 @@ pub struct SavedPlan {
     pub id: String,
     pub manifests: Vec<PathBuf>,
     pub store_serial: i64,
+    /// Made with `--keep-removed`: the items its manifests do not list
+    /// are kept, not removed (nor forgotten).
+    pub keep_removed: bool,
     manifest_digest: String,
     unchanged: usize,
     tasks: Vec<SavedTask>,
@@ -395,6 +418,7 @@ impl SavedFile {
         let SavedFile {
             path,
             signed,
+            tag,
             framed,
         } = self;
         let body = framed.plan;
@@ -416,7 +440,7 @@ impl SavedFile {
         let Some(key) = store.existing_key()? else {
             return Err(elsewhere(Some(&id)));
         };
-        if !key.verify(&[signed.as_bytes()], &framed.hmac) {
+        if !key.verify(&[signed.as_bytes()], &tag) {
             return Err(if body.store == id {
                 refuse(CHANGED.to_owned())
             } else {
@@ -446,6 +470,7 @@ impl SavedFile {
             id: body.id,
             manifests: body.manifests.into_iter().map(PathBuf::from).collect(),
             store_serial: body.store_serial,
+            keep_removed: body.keep_removed,
             manifest_digest: body.manifest_digest,
             unchanged: body.unchanged,
             tasks: body.tasks,

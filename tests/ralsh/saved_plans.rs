@@ -9,6 +9,14 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::Value as Json;
 
 use crate::plans::{plan_json, task, updates, Bench};
+use crate::support::{run, Run};
+
+/// `ral state --root ROOT ARGS...`.
+fn state(bench: &Bench, args: &[&str]) -> Run {
+    let mut command = bench.sandbox.ral_command("state", &[]);
+    command.args(args);
+    run(&mut command)
+}
 
 /// The path of the saved plan `p.plan` beside the bench's manifests.
 fn plan_path(bench: &Bench) -> String {
@@ -231,8 +239,9 @@ fn a_saved_plan_whose_recorded_state_was_edited_is_refused() {
     write_back(&saved, &doc);
     refused(&bench, &saved, "was changed after it was written");
     // Nothing recorded b1 as applied.
-    let history = bench.ral("state", &["history"]);
-    assert!(!history.stdout.contains("Successful"), "{history:?}");
+    let listed = state(&bench, &["list"]);
+    listed.expect(0);
+    assert!(!listed.stdout.contains("beta[b1]"), "{listed:?}");
 }
 
 #[test]
@@ -455,4 +464,29 @@ fn a_saved_plan_is_for_this_machine_only() {
         .expect(2)
         .stderr_has("do not take -t or -i");
     assert!(updates(&bench.take_calls()).is_empty());
+}
+
+#[test]
+fn a_saved_plan_made_with_keep_removed_keeps_what_its_manifests_do_not_list() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n  b2: {value: y}\n");
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let saved = plan_path(&bench);
+    bench
+        .ral("plan", &["--keep-removed", "-o", &saved, &m])
+        .expect(0);
+    // Applied without the flag, it still keeps b2, in the store too.
+    bench.take_calls();
+    bench.ral("apply", &[&saved]).expect(0);
+    assert!(updates(&bench.take_calls()).is_empty());
+    assert_eq!(bench.store("beta")["b2"]["value"], "y");
+    state(&bench, &["list"]).expect(0).stdout_has("beta[b2]");
+    // A plan made to remove b2 does not take the flag.
+    bench.ral("plan", &["-o", &saved, &m]).expect(0);
+    bench
+        .ral("apply", &["--keep-removed", &saved])
+        .expect(2)
+        .stderr_has("was made without --keep-removed");
+    assert_eq!(bench.store("beta")["b2"]["value"], "y");
 }

@@ -299,6 +299,13 @@ fn execute_saved(
     let store = Store::open_existing(&state_path)?;
     let saved = file.verify(store.as_ref(), &state_path, host.root())?;
     drop(store);
+    if args.keep_removed && !saved.keep_removed {
+        bail!(
+            "plan {} was made without --keep-removed, and applies as it was made: make a new \
+             plan with ral plan --keep-removed -o",
+            saved.id
+        );
+    }
     let reading = manifest::read_all(&saved.manifests);
     if !saved.manifests_match(&reading.digest) {
         bail!(
@@ -406,7 +413,9 @@ pub fn converge(
         Some(store) => store.items()?,
         None => Vec::new(),
     };
-    let leftovers = lifecycle::leftovers(&catalog, &stored, registry, args.keep_removed);
+    // A saved plan removes what it was made to remove.
+    let keep_removed = saved.map_or(args.keep_removed, |s| s.keep_removed);
+    let leftovers = lifecycle::leftovers(&catalog, &stored, registry, keep_removed);
     let origin = manifest::Origin {
         file: std::sync::Arc::from(state_path.as_path()),
         line: 0,
@@ -456,6 +465,7 @@ pub fn converge(
                     store_id: &store.id()?,
                     store_serial: store.serial()?,
                     key: &store.key()?,
+                    keep_removed: args.keep_removed,
                 },
             )?;
         }

@@ -336,20 +336,18 @@ fn invalid(path: &Path, message: impl Into<String>) -> Error {
 
 const CHANGED: &str = "it was changed after it was written (or ral did not write it)";
 
-/// Reads `path` as a saved plan: `None` when it is not one (no mark: a
-/// manifest); an error when it has the mark but is not a whole saved plan
-/// of this format. Standard input is never a saved plan.
+/// Reads `path` as a saved plan: `None` when it is not one (no mark, or
+/// not readable: a manifest); an error when it has the mark but is not a
+/// whole saved plan of this format. Standard input is never a saved plan.
 pub fn read(path: &Path) -> Result<Option<SavedFile>> {
     if path.as_os_str() == "-" {
         return Ok(None);
     }
-    let text = super::input::read_text(path).map_err(|message| Error::Manifest {
-        problems: vec![crate::error::Problem {
-            file: path.to_owned(),
-            line: 0,
-            message,
-        }],
-    })?;
+    // What cannot be read is no saved plan: the manifest reader, which
+    // reads inputs the same way, says why in its own words.
+    let Ok(text) = super::input::read_text(path) else {
+        return Ok(None);
+    };
     if !is_marked(&text) {
         return Ok(None);
     }

@@ -293,10 +293,7 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         unchanged: plan.unchanged,
         tasks,
     };
-    let body = serde_json::to_string_pretty(&body).expect("a saved plan serializes");
-    let signed = format!("{MARK}{FORMAT},\"plan\":{body}{TAG_FIELD}");
-    let tag = key.digest(&[signed.as_bytes()]);
-    let text = format!("{signed}{tag}{END}");
+    let text = seal(&body, key);
     // Written whole or not at all, created 0600 (the temporary file is).
     let dir = path
         .parent()
@@ -310,6 +307,14 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
     file.persist(path)
         .map_err(|e| Error::io(path.display().to_string(), e.error))?;
     Ok(())
+}
+
+/// The file's text for `body`: framed, and tagged under `key`.
+fn seal(body: &Body, key: &StoreKey) -> String {
+    let body = serde_json::to_string_pretty(body).expect("a saved plan serializes");
+    let signed = format!("{MARK}{FORMAT},\"plan\":{body}{TAG_FIELD}");
+    let tag = key.digest(&[signed.as_bytes()]);
+    format!("{signed}{tag}{END}")
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -687,5 +692,106 @@ impl Planned {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(store: &Store, root: &Path) -> Body {
+        Body {
+            id: "1-000001-1".to_owned(),
+            store: store.id().unwrap(),
+            store_serial: 0,
+            root: root.to_string_lossy().into_owned(),
+            target: LOCAL.to_owned(),
+            manifests: vec!["/m.yaml".to_owned()],
+            manifest_digest: manifest_digest(&store.key().unwrap(), "abc"),
+            keep_removed: false,
+            unchanged: 0,
+            tasks: vec![SavedTask {
+                id: 1,
+                provider: "beta::beta".to_owned(),
+                type_query: "beta".to_owned(),
+                name: "b1".to_owned(),
+                action: "create".to_owned(),
+                requires: Vec::new(),
+                drifted: false,
+                read: Observed::Read {
+                    found: false,
+                    attrs: vec![Attr::Plain(PlainAttr {
+                        attr: "ensure".to_owned(),
+                        value: Json::from("absent"),
+                    })],
+                },
+                request: vec![Attr::Secret(SecretAttr {
+                    attr: "secret".to_owned(),
+                    hmac: "00".repeat(32),
+                })],
+                should: Vec::new(),
+            }],
+        }
+    }
+
+    fn verified(file: &Path, store: &Store, root: &Path) -> Result<SavedPlan> {
+        let saved = read(file)?.expect("the file has the mark");
+        saved.verify(Some(store), store.path(), root)
+    }
+
+    #[test]
+    fn every_byte_is_authenticated() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).unwrap();
+        let root = dir.path();
+        let text = seal(&body(&store, root), &store.key().unwrap());
+        let file = dir.path().join("p.plan");
+        std::fs::write(&file, &text).unwrap();
+        let plan = verified(&file, &store, root).unwrap();
+        assert_eq!(plan.id, "1-000001-1");
+        assert!(plan.manifests_match("abc"));
+        assert!(!plan.manifests_match("abd"));
+        // Past the mark, any byte changed is refused; in the mark, the
+        // file is no saved plan any more.
+        for at in 0..text.len() {
+            let mut bytes = text.clone().into_bytes();
+            bytes[at] ^= 1;
+            std::fs::write(&file, &bytes).unwrap();
+            match read(&file) {
+                Ok(None) => assert!(at < MARK.len(), "byte {at}: not a saved plan"),
+                Ok(Some(saved)) => {
+                    let refused = saved.verify(Some(&store), store.path(), root);
+                    assert!(refused.is_err(), "byte {at} changed, and verified");
+                }
+                Err(_) => {}
+            }
+        }
+        // Cut short, or with a byte added at the end: refused.
+        for changed in [&text[..text.len() - 1], &format!("{text}\n")] {
+            std::fs::write(&file, changed).unwrap();
+            assert!(read(&file).is_err());
+        }
+    }
+
+    #[test]
+    fn a_plan_is_bound_to_its_store_root_and_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("a.db")).unwrap();
+        let other = Store::open(&dir.path().join("b.db")).unwrap();
+        let root = dir.path();
+        let file = dir.path().join("p.plan");
+        let key = store.key().unwrap();
+        std::fs::write(&file, seal(&body(&store, root), &key)).unwrap();
+        let message = |result: Result<SavedPlan>| result.err().unwrap().to_string();
+        assert!(message(verified(&file, &other, root)).contains("another state store"));
+        let elsewhere = dir.path().join("elsewhere");
+        assert!(message(verified(&file, &store, &elsewhere)).contains("made for the root"));
+        let mut remote = body(&store, root);
+        remote.target = "web1".to_owned();
+        std::fs::write(&file, seal(&remote, &key)).unwrap();
+        assert!(message(verified(&file, &store, root)).contains("made for the target web1"));
+        // Sealed under another store's key, with this store's id: changed.
+        std::fs::write(&file, seal(&body(&store, root), &other.key().unwrap())).unwrap();
+        assert!(message(verified(&file, &store, root)).contains("was changed after it was written"));
     }
 }

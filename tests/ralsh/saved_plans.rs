@@ -490,3 +490,15 @@ fn a_saved_plan_made_with_keep_removed_keeps_what_its_manifests_do_not_list() {
         .stderr_has("was made without --keep-removed");
     assert_eq!(bench.store("beta")["b2"]["value"], "y");
 }
+
+#[test]
+fn a_saved_plan_is_not_made_from_standard_input() {
+    // Its manifests are read again when it is applied.
+    let bench = Bench::new();
+    let saved = plan_path(&bench);
+    bench
+        .ral("plan", &["-o", &saved, "-"])
+        .expect(2)
+        .stderr_has("ral plan -o takes manifest files, not -");
+    assert!(!std::path::Path::new(&saved).exists());
+}

@@ -228,6 +228,12 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
             return execute_saved(args, file, started);
         }
     }
+    if args.out.is_some() && args.manifests.iter().any(|m| m.as_os_str() == "-") {
+        bail!(
+            "ral apply FILE reads a saved plan's manifests again (for its sensitive values): \
+             ral plan -o takes manifest files, not - (standard input)"
+        );
+    }
     let manifests = args.manifests.clone();
     let reading = manifest::read_all(&manifests);
     if !reading.complete {

@@ -502,3 +502,39 @@ fn a_saved_plan_is_not_made_from_standard_input() {
         .stderr_has("ral plan -o takes manifest files, not -");
     assert!(!std::path::Path::new(&saved).exists());
 }
+
+#[test]
+fn a_sensitive_value_that_changed_since_the_plan_is_drift_and_is_not_shown() {
+    let bench = Bench::new();
+    let stored = |secret: &str| {
+        format!(
+            "{{\"u1\": {{\"ensure\": \"present\", \"value\": \"x\", \"secret\": \"{secret}\"}}}}"
+        )
+    };
+    bench.sandbox.write("alpha.json", &stored("old-secret"));
+    let m = bench.manifest("m.yaml", "alpha:\n  u1: {value: x, secret: new-secret}\n");
+    let saved = plan_path(&bench);
+    // Found as planned: it runs.
+    bench.ral("plan", &["-o", &saved, &m]).expect(0);
+    bench.ral("apply", &[&saved]).expect(0);
+    assert_eq!(bench.store("alpha")["u1"]["secret"], "new-secret");
+    // Changed by someone else since the plan: drifted, and not run.
+    bench.sandbox.write("alpha.json", &stored("old-secret"));
+    bench.ral("plan", &["-o", &saved, &m]).expect(0);
+    bench.sandbox.write("alpha.json", &stored("their-secret"));
+    bench.take_calls();
+    let run = bench.ral("apply", &["-j", &saved]);
+    run.expect(1);
+    let doc = plan_json(&run);
+    let drifted = task(&doc, "alpha[u1]");
+    assert_eq!(drifted["error"]["kind"], "drifted");
+    assert_eq!(
+        drifted["error"]["message"],
+        "sensitive attribute 'secret' changed since the plan was made"
+    );
+    assert!(updates(&bench.take_calls()).is_empty());
+    for secret in ["old-secret", "their-secret", "new-secret"] {
+        assert!(!run.stdout.contains(secret) && !run.stderr.contains(secret));
+    }
+    assert_eq!(bench.store("alpha")["u1"]["secret"], "their-secret");
+}

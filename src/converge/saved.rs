@@ -276,16 +276,25 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
             }
         })
         .collect();
+    // Paths are kept as text: one that is not UTF-8 could not be read back.
+    let text_of = |p: &Path| {
+        absolute(p).to_str().map(str::to_owned).ok_or_else(|| {
+            invalid(
+                path,
+                format!("{} is not UTF-8: a saved plan cannot name it", p.display()),
+            )
+        })
+    };
     let manifests = origin
         .manifests
         .iter()
-        .map(|p| absolute(p).to_string_lossy().into_owned())
-        .collect();
+        .map(|p| text_of(p))
+        .collect::<Result<_>>()?;
     let body = Body {
         id: plan.id.clone(),
         store: origin.store_id.to_owned(),
         store_serial: origin.store_serial,
-        root: absolute(origin.root).to_string_lossy().into_owned(),
+        root: text_of(origin.root)?,
         target: LOCAL.to_owned(),
         manifests,
         manifest_digest: manifest_digest(key, origin.manifest_digest),

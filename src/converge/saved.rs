@@ -407,6 +407,8 @@ pub struct SavedPlan {
     pub path: PathBuf,
     pub id: String,
     pub manifests: Vec<PathBuf>,
+    /// The identity of the store it was verified against.
+    pub store_id: String,
     pub store_serial: i64,
     /// Made with `--keep-removed`: the items its manifests do not list
     /// are kept, not removed (nor forgotten).
@@ -481,6 +483,7 @@ impl SavedFile {
             path,
             id: body.id,
             manifests: body.manifests.into_iter().map(PathBuf::from).collect(),
+            store_id: body.store,
             store_serial: body.store_serial,
             keep_removed: body.keep_removed,
             manifest_digest: body.manifest_digest,

@@ -396,6 +396,15 @@ pub fn converge(
                 );
             }
             if let Some(saved) = &saved {
+                // Verified before the lock: still the same store.
+                if store.id()? != saved.store_id {
+                    bail!(
+                        "plan {} is Invalid: the state store {} was replaced since the plan \
+                         was verified",
+                        saved.id,
+                        state_path.display()
+                    );
+                }
                 if store.history()?.iter().any(|p| p.id == saved.id) {
                     bail!(
                         "plan {} is Invalid: it was already applied (a plan applies at most once)",

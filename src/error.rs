@@ -102,6 +102,11 @@ pub enum Error {
     #[error("state store {}: {message}", path.display())]
     Store { path: PathBuf, message: String },
 
+    /// A saved plan (`ral plan -o`) cannot be applied: it is damaged,
+    /// changed, or made for another store, root or target.
+    #[error("saved plan {}: {message}", path.display())]
+    SavedPlan { path: PathBuf, message: String },
+
     /// Another run holds the state store's lock.
     #[error("another ral apply is running ({holder}); its lock is {}", path.display())]
     Locked { path: PathBuf, holder: String },

@@ -18,6 +18,7 @@ use crate::update;
 use super::catalog::Catalog;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
 use super::read::{read, read_all, Found};
+use super::saved::Planned;
 
 /// What a run reports as it goes; `ral apply` prints it.
 pub trait Events {
@@ -38,7 +39,7 @@ type Outcome = Result<(Vec<Change>, update::Plan), TaskError>;
 struct Work {
     transition: update::Plan,
     request: update::Request,
-    planned_from: Option<Option<Resource>>,
+    planned_from: Option<Planned>,
 }
 
 fn failed(message: String) -> TaskError {
@@ -296,26 +297,31 @@ fn run_batch(host: &Host, provider: &Provider, work: Vec<Work>, reread: bool) ->
                 results[at] = Some(Err(failed(format!("could not be read: {message}"))));
                 continue;
             }
-            Some(Ok(found)) => {
-                if let Some(planned) = &planned_from {
-                    if let Some(message) =
-                        drift(provider, &transition, planned.as_ref(), found.as_ref())
-                    {
-                        results[at] = Some(Err(TaskError {
-                            kind: ErrorKind::Drifted,
-                            message,
-                        }));
-                        continue;
-                    }
+            // A saved plan's task runs as planned, once its resource is
+            // found as it was then; it is told the state found now.
+            Some(Ok(found)) if planned_from.is_some() => {
+                let planned = planned_from.as_ref().expect("a saved plan's task");
+                if let Some(message) = drift(provider, &transition, planned, found.as_ref()) {
+                    results[at] = Some(Err(TaskError {
+                        kind: ErrorKind::Drifted,
+                        message,
+                    }));
+                    continue;
                 }
-                match update::Plan::new(provider, &request, found) {
-                    Ok(transition) => transition,
-                    Err(e) => {
-                        results[at] = Some(Err(failed(e.to_string())));
-                        continue;
-                    }
+                let mut transition = transition;
+                transition.found = found.is_some();
+                if let Some(now) = found {
+                    transition.state = now;
                 }
+                transition
             }
+            Some(Ok(found)) => match update::Plan::new(provider, &request, found) {
+                Ok(transition) => transition,
+                Err(e) => {
+                    results[at] = Some(Err(failed(e.to_string())));
+                    continue;
+                }
+            },
         };
         if transition.should.is_empty() {
             results[at] = Some(Ok((Vec::new(), transition)));
@@ -356,32 +362,42 @@ fn run_batch(host: &Host, provider: &Provider, work: Vec<Work>, reread: bool) ->
 
 /// How the state `found` just before a saved plan's task differs from
 /// the state `planned` it was made from, in what the task changes (and
-/// whether the resource exists), if it does.
+/// whether the resource exists), if it does. A resource that does not
+/// exist has no attributes to differ in: a simple provider reports one as
+/// `ensure: absent`, a listing leaves it out, and both mean the same.
 fn drift(
     provider: &Provider,
     transition: &update::Plan,
-    planned: Option<&Resource>,
+    planned: &Planned,
     found: Option<&Resource>,
 ) -> Option<String> {
     let exists = |r: Option<&Resource>| r.is_some_and(|r| !r.is_absent());
-    if exists(planned) != exists(found) {
+    let (then, now) = (exists(planned.state.as_ref()), exists(found));
+    if then != now {
         let word = |e: bool| if e { "existed" } else { "did not exist" };
         return Some(format!(
             "the resource {} when the plan was made, and {} now",
-            word(exists(planned)),
-            if exists(found) {
-                "exists"
-            } else {
-                "does not exist"
-            }
+            word(then),
+            if now { "exists" } else { "does not exist" }
         ));
     }
+    if !then {
+        return None;
+    }
     for (key, _) in &transition.should {
-        let then = planned.and_then(|r| r.attrs.get(key));
         let now = found.and_then(|r| r.attrs.get(key));
+        let attribute = provider.attribute(key);
+        if attribute.is_some_and(|a| a.sensitive) {
+            if !planned.secret_unchanged(&transition.name, key, now) {
+                return Some(format!(
+                    "sensitive attribute '{key}' changed since the plan was made"
+                ));
+            }
+            continue;
+        }
+        let then = planned.state.as_ref().and_then(|r| r.attrs.get(key));
         if then != now {
-            let show = |value: Option<&crate::types::Value>| match (value, provider.attribute(key))
-            {
+            let show = |value: Option<&crate::types::Value>| match (value, attribute) {
                 (None, _) => "no value".to_owned(),
                 (Some(v), Some(attribute)) => attribute.show(v),
                 (Some(v), None) => format!("'{}'", crate::text::escape(&v.to_text())),

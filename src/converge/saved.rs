@@ -1,111 +1,309 @@
-//! Saved plans: `ral plan -o FILE` writes the plan with what it was made
-//! from (the manifests and their digest, the root, the store's serial, and
-//! the state it read of every resource), and `ral apply FILE` makes exactly
-//! that plan again from those states, refusing it whole when the manifests
-//! or the store changed since, or when it was applied already.
+//! Saved plans: `ral plan -o FILE` writes the tasks of a plan with all
+//! they need, and `ral apply FILE` runs exactly those tasks or nothing
+//! (Terraform's rule): the plan is never made again from the manifests.
+//!
+//! A file is a saved plan exactly when its text starts with
+//! `{"ral_saved_plan":` ([`is_marked`]); anything else is a manifest. Its
+//! layout is fixed: `{"ral_saved_plan":2,"plan":BODY,"hmac":"TAG"}` and a
+//! newline, where TAG is the HMAC-SHA256, under the state store's key, of
+//! every byte before it. One changed byte anywhere and the file is refused
+//! whole. The body binds the plan to its store (identity and serial), root
+//! and target, names the manifests it was made from (with their digest,
+//! keyed too), and holds every task: its resource, action, the ids it waits
+//! for, the attributes it asks for and sets, and the state it was planned
+//! from. Sensitive values never enter the file, only their keyed digests:
+//! `ral apply` takes them from the manifests again and checks each against
+//! its digest.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value as Json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
 use crate::error::{Error, Result};
-use crate::resource::Resource;
+use crate::provider::Provider;
+use crate::resource::{Change, Resource};
+use crate::secrets::REDACTED;
+use crate::store::{Store, StoreKey};
 use crate::types::Value;
+use crate::update;
 
-use super::catalog::Catalog;
-use super::read::Found;
+use super::catalog::{Catalog, Item};
+use super::plan::{Action, ErrorKind, Plan, PlanState, Task, TaskError, TaskState};
 
-/// The key that marks a saved plan's JSON.
-const MARK: &str = "ral_saved_plan";
+/// How every saved plan starts: the rule that tells it from a manifest.
+const MARK: &str = "{\"ral_saved_plan\":";
 /// The format this binary writes and reads.
-const FORMAT: u64 = 1;
+const FORMAT: u64 = 2;
+/// What comes between the body and the tag.
+const TAG_FIELD: &str = ",\"hmac\":\"";
+/// What follows the tag.
+const END: &str = "\"}\n";
+/// The length of a tag (hex HMAC-SHA256).
+const TAG_LEN: usize = 64;
+/// The target a plan made on this machine is for (remote targets do not
+/// take saved plans yet).
+pub const LOCAL: &str = "local";
 
-/// A saved plan, read back.
-#[derive(Debug, Clone)]
-pub struct SavedPlan {
-    pub id: String,
-    pub manifests: Vec<PathBuf>,
-    pub manifest_digest: String,
-    pub root: PathBuf,
-    pub store_serial: i64,
-    /// What the plan read of each resource.
-    pub observed: Vec<Observed>,
+/// Whether `text` is a saved plan's (and must then verify as one).
+pub fn is_marked(text: &str) -> bool {
+    text.starts_with(MARK)
 }
 
-/// What a saved plan read of one resource: its attributes, `None` when
-/// it was not found, or the read's error.
-#[derive(Debug, Clone)]
-pub struct Observed {
-    pub provider: String,
-    pub name: String,
-    pub state: std::result::Result<Option<Map<String, Json>>, String>,
+/// The file, as written and read.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Framed {
+    ral_saved_plan: u64,
+    plan: Body,
+    hmac: String,
 }
 
-fn invalid(path: &Path, message: impl Into<String>) -> Error {
-    Error::Store {
-        path: path.to_owned(),
-        message: message.into(),
+/// What a saved plan holds.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Body {
+    id: String,
+    /// The identity of the state store it was made against.
+    store: String,
+    store_serial: i64,
+    root: String,
+    target: String,
+    manifests: Vec<String>,
+    /// The manifests' digest, keyed: the plain digest of a manifest with a
+    /// password in it would let a guess be tested offline.
+    manifest_digest: String,
+    /// Whether it was made with `--keep-removed` (no removals planned):
+    /// the items of the store its manifests do not list are then kept.
+    keep_removed: bool,
+    unchanged: usize,
+    tasks: Vec<SavedTask>,
+}
+
+/// One task, with all it needs to run.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SavedTask {
+    id: usize,
+    provider: String,
+    /// The type (or qualified provider name) the manifest listed it under.
+    #[serde(rename = "type")]
+    type_query: String,
+    name: String,
+    action: String,
+    requires: Vec<usize>,
+    drifted: bool,
+    /// The state it was planned from.
+    read: Observed,
+    /// Every attribute the manifest asks for (the request).
+    request: Vec<Attr>,
+    /// The attributes the task sets.
+    should: Vec<Attr>,
+}
+
+/// What the plan's read of a task's resource gave.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+enum Observed {
+    /// Read: `found` tells whether the provider knew it at all; `attrs`
+    /// is the state (the absent state when not found).
+    Read { found: bool, attrs: Vec<Attr> },
+    /// The read failed: the task fails without running.
+    Failed { error: String },
+    /// The read failed while it waited for other tasks: it is read again
+    /// before it runs, and does what that state calls for.
+    Deferred { error: String },
+}
+
+/// One attribute's value, or a sensitive one's keyed digest.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Attr {
+    Plain(PlainAttr),
+    Secret(SecretAttr),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainAttr {
+    attr: String,
+    value: Json,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SecretAttr {
+    attr: String,
+    hmac: String,
+}
+
+impl Attr {
+    fn name(&self) -> &str {
+        match self {
+            Attr::Plain(a) => &a.attr,
+            Attr::Secret(a) => &a.attr,
+        }
     }
 }
 
-/// What a saved plan records besides the catalog.
-pub struct Origin<'a> {
-    pub manifests: &'a [PathBuf],
-    pub manifest_digest: &'a str,
-    pub root: &'a Path,
-    pub store_serial: i64,
+/// The keyed digest of a sensitive value, bound to its provider, resource
+/// and attribute.
+fn secret_digest(key: &StoreKey, provider: &str, name: &str, attr: &str, value: &Value) -> String {
+    let value = Json::from(value).to_string();
+    key.digest(&secret_parts(provider, name, attr, &value))
 }
 
-/// Writes the plan `document` (as `ral plan -j` prints it) with what it
-/// was made from: `found` holds each catalog item's state.
-pub fn write(
-    path: &Path,
-    catalog: &Catalog,
-    found: &[Found],
-    document: &Json,
-    origin: &Origin,
-) -> Result<()> {
-    let observed: Vec<Json> = catalog
-        .items
+/// Whether `hmac` is [`secret_digest`]'s for these.
+fn secret_matches(
+    key: &StoreKey,
+    provider: &str,
+    name: &str,
+    attr: &str,
+    value: &Value,
+    hmac: &str,
+) -> bool {
+    let value = Json::from(value).to_string();
+    key.verify(&secret_parts(provider, name, attr, &value), hmac)
+}
+
+fn secret_parts<'a>(
+    provider: &'a str,
+    name: &'a str,
+    attr: &'a str,
+    value: &'a str,
+) -> [&'a [u8]; 5] {
+    [
+        b"ral saved plan: sensitive value",
+        provider.as_bytes(),
+        name.as_bytes(),
+        attr.as_bytes(),
+        value.as_bytes(),
+    ]
+}
+
+/// The keyed digest of the manifests' digest.
+fn manifest_digest(key: &StoreKey, digest: &str) -> String {
+    key.digest(&manifest_parts(digest))
+}
+
+fn manifest_parts(digest: &str) -> [&[u8]; 2] {
+    [b"ral saved plan: manifests", digest.as_bytes()]
+}
+
+/// The attributes as the file keeps them.
+fn attrs_out<'a>(
+    key: &StoreKey,
+    provider: &Provider,
+    name: &str,
+    attrs: impl Iterator<Item = (&'a String, &'a Value)>,
+) -> Vec<Attr> {
+    let qualified = provider.qualified_name();
+    attrs
+        .map(|(attr, value)| {
+            if provider.attribute(attr).is_some_and(|a| a.sensitive) {
+                Attr::Secret(SecretAttr {
+                    attr: attr.clone(),
+                    hmac: secret_digest(key, &qualified, name, attr, value),
+                })
+            } else {
+                Attr::Plain(PlainAttr {
+                    attr: attr.clone(),
+                    value: Json::from(value),
+                })
+            }
+        })
+        .collect()
+}
+
+/// What a saved plan records besides its tasks.
+pub struct Origin<'a> {
+    pub manifests: &'a [PathBuf],
+    /// The manifests' digest as read.
+    pub manifest_digest: &'a str,
+    pub root: &'a Path,
+    pub store_id: &'a str,
+    pub store_serial: i64,
+    pub key: &'a StoreKey,
+    pub keep_removed: bool,
+}
+
+/// Writes `plan` (of `catalog`) to `path`, readable by its owner only,
+/// whole or not at all.
+pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Result<()> {
+    let key = origin.key;
+    let tasks = plan
+        .tasks
         .iter()
-        .zip(found)
-        .map(|(item, found)| {
-            let state = match found {
-                Ok(Some(resource)) => json!({"attrs": Json::Object(
-                    resource.attrs.iter().map(|(k, v)| (k.clone(), Json::from(v))).collect()
-                )}),
-                Ok(None) => json!({"attrs": null}),
-                Err(message) => json!({"error": message}),
+        .map(|task| {
+            let item = &catalog.items[task.item];
+            let provider = item.provider;
+            let name = item.name();
+            let read = match (&task.error, &task.deferred, &task.transition) {
+                (Some(error), _, _) if task.state == TaskState::Failed => Observed::Failed {
+                    error: error.message.clone(),
+                },
+                (_, Some(error), _) => Observed::Deferred {
+                    error: error.clone(),
+                },
+                (_, None, Some(transition)) => Observed::Read {
+                    found: transition.found,
+                    attrs: attrs_out(key, provider, name, transition.state.attrs.iter()),
+                },
+                (_, None, None) => Observed::Failed {
+                    error: "its state could not be read".to_owned(),
+                },
             };
-            json!({
-                "provider": item.provider.qualified_name(),
-                "name": item.name(),
-                "state": state,
-            })
+            let should = task.transition.as_ref().map_or_else(Vec::new, |t| {
+                attrs_out(key, provider, name, t.should.iter().map(|(k, v)| (k, v)))
+            });
+            SavedTask {
+                id: task.id,
+                provider: provider.qualified_name(),
+                type_query: item.type_query.clone(),
+                name: name.to_owned(),
+                action: task.action.as_str().to_owned(),
+                requires: task.requires.clone(),
+                drifted: task.drifted,
+                read,
+                request: attrs_out(
+                    key,
+                    provider,
+                    name,
+                    item.request.attrs.iter().map(|(k, v)| (k, v)),
+                ),
+                should,
+            }
         })
         .collect();
-    let manifests: Vec<String> = origin
+    // Paths are kept as text: one that is not UTF-8 could not be read back.
+    let text_of = |p: &Path| {
+        absolute(p).to_str().map(str::to_owned).ok_or_else(|| {
+            invalid(
+                path,
+                format!("{} is not UTF-8: a saved plan cannot name it", p.display()),
+            )
+        })
+    };
+    let manifests = origin
         .manifests
         .iter()
-        .map(|p| {
-            std::path::absolute(p)
-                .unwrap_or_else(|_| p.clone())
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    let saved = json!({
-        MARK: FORMAT,
-        "id": document["plan"]["id"],
-        "manifests": manifests,
-        "manifest_digest": origin.manifest_digest,
-        "root": origin.root.to_string_lossy(),
-        "store_serial": origin.store_serial,
-        "observed": observed,
-        "plan": document,
-    });
-    let text = serde_json::to_string_pretty(&saved).expect("JSON values serialize");
-    // Written whole or not at all.
+        .map(|p| text_of(p))
+        .collect::<Result<_>>()?;
+    let body = Body {
+        id: plan.id.clone(),
+        store: origin.store_id.to_owned(),
+        store_serial: origin.store_serial,
+        root: text_of(origin.root)?,
+        target: LOCAL.to_owned(),
+        manifests,
+        manifest_digest: manifest_digest(key, origin.manifest_digest),
+        keep_removed: origin.keep_removed,
+        unchanged: plan.unchanged,
+        tasks,
+    };
+    let text = seal(&body, key);
+    // Written whole or not at all, created 0600 (the temporary file is).
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -120,100 +318,492 @@ pub fn write(
     Ok(())
 }
 
-/// Reads `path` as a saved plan; `None` when it is not one (a manifest).
-pub fn read(path: &Path) -> Result<Option<SavedPlan>> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(None);
-    };
-    if !text.trim_start().starts_with('{') {
+/// The file's text for `body`: framed, and tagged under `key`.
+fn seal(body: &Body, key: &StoreKey) -> String {
+    let body = serde_json::to_string_pretty(body).expect("a saved plan serializes");
+    let signed = format!("{MARK}{FORMAT},\"plan\":{body}{TAG_FIELD}");
+    let tag = key.digest(&[signed.as_bytes()]);
+    format!("{signed}{tag}{END}")
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// A file that carries the saved-plan mark and parses as one, not yet
+/// verified against a store.
+pub struct SavedFile {
+    pub path: PathBuf,
+    /// The bytes the tag authenticates.
+    signed: String,
+    /// The tag, as the file spells it.
+    tag: String,
+    framed: Framed,
+}
+
+fn invalid(path: &Path, message: impl Into<String>) -> Error {
+    Error::SavedPlan {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+const CHANGED: &str = "it was changed after it was written (or ral did not write it)";
+
+/// Reads `path` as a saved plan: `None` when it is not one (no mark, or
+/// not readable: a manifest); an error when it has the mark but is not a
+/// whole saved plan of this format. Standard input is never a saved plan.
+pub fn read(path: &Path) -> Result<Option<SavedFile>> {
+    if path.as_os_str() == "-" {
         return Ok(None);
     }
-    let Ok(doc) = serde_json::from_str::<Json>(&text) else {
+    // What cannot be read is no saved plan: the manifest reader, which
+    // reads inputs the same way, says why in its own words.
+    let Ok(text) = super::input::read_text(path) else {
         return Ok(None);
     };
-    let Some(format) = doc.get(MARK) else {
+    if !is_marked(&text) {
         return Ok(None);
-    };
-    if format.as_u64() != Some(FORMAT) {
-        return Err(invalid(
-            path,
-            format!("a saved plan of format {format}; this ral reads format {FORMAT}"),
-        ));
     }
-    let text_of = |key: &str| {
-        doc[key]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| invalid(path, format!("the saved plan has no '{key}'")))
-    };
-    let manifests = doc["manifests"]
-        .as_array()
-        .ok_or_else(|| invalid(path, "the saved plan has no 'manifests'"))?
-        .iter()
-        .filter_map(Json::as_str)
-        .map(PathBuf::from)
-        .collect();
-    let mut observed = Vec::new();
-    for entry in doc["observed"].as_array().into_iter().flatten() {
-        let provider = entry["provider"].as_str().unwrap_or_default().to_owned();
-        let name = entry["name"].as_str().unwrap_or_default().to_owned();
-        let state = &entry["state"];
-        let state = match (state.get("error"), &state["attrs"]) {
-            (Some(error), _) => Err(error.as_str().unwrap_or_default().to_owned()),
-            (None, Json::Object(attrs)) => Ok(Some(attrs.clone())),
-            (None, _) => Ok(None),
-        };
-        observed.push(Observed {
-            provider,
-            name,
-            state,
-        });
+    let changed = |detail: String| invalid(path, format!("{CHANGED}: {detail}"));
+    let loose: Json =
+        serde_json::from_str(&text).map_err(|e| changed(format!("it is not JSON ({e})")))?;
+    match loose.get("ral_saved_plan").and_then(Json::as_u64) {
+        Some(FORMAT) => {}
+        Some(other) => {
+            return Err(invalid(
+                path,
+                format!(
+                    "it is a saved plan of format {other}; this ral reads format {FORMAT}: make \
+                     the plan again"
+                ),
+            ))
+        }
+        None => return Err(changed("its format is not a number".to_owned())),
     }
-    Ok(Some(SavedPlan {
-        id: text_of("id")?,
-        manifests,
-        manifest_digest: text_of("manifest_digest")?,
-        root: PathBuf::from(text_of("root")?),
-        store_serial: doc["store_serial"]
-            .as_i64()
-            .ok_or_else(|| invalid(path, "the saved plan has no 'store_serial'"))?,
-        observed,
+    let (signed, tag) = text
+        .strip_suffix(END)
+        .and_then(|rest| {
+            let at = rest.len().checked_sub(TAG_LEN)?;
+            rest.is_char_boundary(at).then(|| rest.split_at(at))
+        })
+        .filter(|(signed, _)| signed.ends_with(TAG_FIELD))
+        .ok_or_else(|| changed("it does not end with its tag".to_owned()))?;
+    let framed: Framed =
+        serde_json::from_str(&text).map_err(|e| changed(format!("it does not parse ({e})")))?;
+    if framed.hmac != tag {
+        return Err(changed("its tag is spelled otherwise".to_owned()));
+    }
+    Ok(Some(SavedFile {
+        path: path.to_owned(),
+        signed: signed.to_owned(),
+        tag: tag.to_owned(),
+        framed,
     }))
 }
 
-/// The state each catalog item was planned from, typed again by its
-/// provider's metadata; an error when the catalog holds an item the saved
-/// plan did not read (its manifests or the store differ).
-pub fn found_for(catalog: &Catalog, saved: &SavedPlan) -> std::result::Result<Vec<Found>, String> {
-    let by_key: std::collections::HashMap<(&str, &str), &Observed> = saved
-        .observed
-        .iter()
-        .map(|o| ((o.provider.as_str(), o.name.as_str()), o))
-        .collect();
-    catalog
-        .items
-        .iter()
-        .map(|item| {
-            let provider = item.provider.qualified_name();
-            let observed = by_key
-                .get(&(provider.as_str(), item.name()))
-                .ok_or_else(|| format!("{} is not in the saved plan", item.reference()))?;
-            Ok(match &observed.state {
-                Err(message) => Err(message.clone()),
-                Ok(None) => Ok(None),
-                Ok(Some(attrs)) => {
-                    let mut resource = Resource::with_capacity(item.name(), attrs.len());
-                    for (key, json) in attrs {
-                        let value = item
-                            .provider
-                            .attribute(key)
-                            .and_then(|a| a.attr_type.check_json(json).ok())
-                            .unwrap_or_else(|| Value::from_json(json));
-                        resource.attrs.insert(key.clone(), value);
-                    }
-                    Ok(Some(resource))
-                }
-            })
+/// A saved plan verified against the store it is to be applied to.
+pub struct SavedPlan {
+    pub path: PathBuf,
+    pub id: String,
+    pub manifests: Vec<PathBuf>,
+    /// The identity of the store it was verified against.
+    pub store_id: String,
+    pub store_serial: i64,
+    /// Made with `--keep-removed`: the items its manifests do not list
+    /// are kept, not removed (nor forgotten).
+    pub keep_removed: bool,
+    manifest_digest: String,
+    unchanged: usize,
+    tasks: Vec<SavedTask>,
+    key: StoreKey,
+}
+
+impl SavedFile {
+    /// Verifies the file for the store `store` (at `store_path`) and the
+    /// root `root` of this machine: its tag under the store's key, the
+    /// store's identity, the root and the target.
+    pub fn verify(
+        self,
+        store: Option<&Store>,
+        store_path: &Path,
+        root: &Path,
+    ) -> Result<SavedPlan> {
+        let SavedFile {
+            path,
+            signed,
+            tag,
+            framed,
+        } = self;
+        let body = framed.plan;
+        let refuse = |message: String| invalid(&path, message);
+        let elsewhere = |id: Option<&str>| {
+            refuse(format!(
+                "it was made for another state store (store {}), not for {} ({})",
+                body.store,
+                store_path.display(),
+                id.map_or("which does not exist".to_owned(), |id| format!(
+                    "store {id}"
+                ))
+            ))
+        };
+        let Some(store) = store else {
+            return Err(elsewhere(None));
+        };
+        let id = store.id()?;
+        let Some(key) = store.existing_key()? else {
+            return Err(elsewhere(Some(&id)));
+        };
+        if !key.verify(&[signed.as_bytes()], &tag) {
+            return Err(if body.store == id {
+                refuse(CHANGED.to_owned())
+            } else {
+                elsewhere(Some(&id))
+            });
+        }
+        if body.store != id {
+            return Err(elsewhere(Some(&id)));
+        }
+        let here = absolute(root);
+        if Path::new(&body.root) != here {
+            return Err(refuse(format!(
+                "plan {} is Invalid: it was made for the root {}, not {}",
+                body.id,
+                body.root,
+                here.display()
+            )));
+        }
+        if body.target != LOCAL {
+            return Err(refuse(format!(
+                "plan {} is Invalid: it was made for the target {}, not this machine",
+                body.id, body.target
+            )));
+        }
+        Ok(SavedPlan {
+            path,
+            id: body.id,
+            manifests: body.manifests.into_iter().map(PathBuf::from).collect(),
+            store_id: body.store,
+            store_serial: body.store_serial,
+            keep_removed: body.keep_removed,
+            manifest_digest: body.manifest_digest,
+            unchanged: body.unchanged,
+            tasks: body.tasks,
+            key,
         })
-        .collect()
+    }
+}
+
+impl SavedPlan {
+    /// Whether the manifests read now (`digest`, as read) are those the
+    /// plan was made from.
+    pub fn manifests_match(&self, digest: &str) -> bool {
+        self.key
+            .verify(&manifest_parts(digest), &self.manifest_digest)
+    }
+
+    /// The plan's tasks, on the catalog made from its manifests (and the
+    /// store's removals): exactly those the file holds, with the sensitive
+    /// values taken from the manifests and checked against their digests.
+    /// An error when the catalog and the file do not agree.
+    pub fn plan(&self, catalog: &Catalog) -> std::result::Result<Plan, String> {
+        let index: HashMap<(String, &str), usize> = catalog
+            .items
+            .iter()
+            .enumerate()
+            .map(|(at, item)| ((item.provider.qualified_name(), item.name()), at))
+            .collect();
+        let mut seen = HashSet::new();
+        let mut tasks = Vec::with_capacity(self.tasks.len());
+        for (at, saved) in self.tasks.iter().enumerate() {
+            let reference = format!("{}[{}]", saved.type_query, saved.name);
+            if saved.id != at + 1 {
+                return Err(format!("task {} of {reference} is out of order", saved.id));
+            }
+            if let Some(id) = saved.requires.iter().find(|&&id| id == 0 || id >= saved.id) {
+                return Err(format!(
+                    "{reference} waits for task {id}, which is not before it"
+                ));
+            }
+            let item_at = *index
+                .get(&(saved.provider.clone(), saved.name.as_str()))
+                .filter(|&&i| catalog.items[i].type_query == saved.type_query)
+                .ok_or_else(|| {
+                    format!("{reference} is not in its manifests or the state store any more")
+                })?;
+            if !seen.insert(item_at) {
+                return Err(format!("{reference} has two tasks"));
+            }
+            tasks.push(self.task(saved, item_at, &catalog.items[item_at])?);
+        }
+        Ok(Plan {
+            id: self.id.clone(),
+            state: PlanState::Initial,
+            tasks,
+            unchanged: self.unchanged,
+        })
+    }
+
+    fn task(&self, saved: &SavedTask, at: usize, item: &Item) -> std::result::Result<Task, String> {
+        let provider = item.provider;
+        let qualified = provider.qualified_name();
+        let name = item.name();
+        let reference = item.reference();
+        let secret_of = |attr: &str, hmac: &str, value: &Value| {
+            secret_matches(&self.key, &qualified, name, attr, value, hmac)
+        };
+        // The request the manifests make now must be the one planned.
+        let asked = &item.request.attrs;
+        let same_request = asked.len() == saved.request.len()
+            && asked
+                .iter()
+                .zip(&saved.request)
+                .all(|((key, value), attr)| match attr {
+                    Attr::Plain(a) => &a.attr == key && a.value == Json::from(value),
+                    Attr::Secret(a) => &a.attr == key && secret_of(key, &a.hmac, value),
+                });
+        if !same_request {
+            return Err(format!(
+                "the manifests ask for {reference} otherwise than when it was made"
+            ));
+        }
+        let action = match saved.action.as_str() {
+            "create" => Action::Create,
+            "change" => Action::Change,
+            "remove" => Action::Remove,
+            "unknown" => Action::Unknown,
+            other => return Err(format!("{reference} has the unknown action '{other}'")),
+        };
+        let mut task = Task {
+            id: saved.id,
+            item: at,
+            action,
+            changes: Vec::new(),
+            requires: saved.requires.clone(),
+            state: TaskState::Initial,
+            error: None,
+            seconds: 0.0,
+            transition: None,
+            deferred: None,
+            drifted: saved.drifted,
+            planned_from: None,
+        };
+        let (found, attrs) = match &saved.read {
+            Observed::Failed { error } => {
+                task.state = TaskState::Failed;
+                task.error = Some(TaskError {
+                    kind: ErrorKind::Read,
+                    message: error.clone(),
+                });
+                return Ok(task);
+            }
+            Observed::Deferred { error } => {
+                task.deferred = Some(error.clone());
+                task.transition = Some(update::Plan {
+                    name: name.to_owned(),
+                    found: false,
+                    state: Resource::bare(name),
+                    should: Vec::new(),
+                });
+                return Ok(task);
+            }
+            Observed::Read { found, attrs } => (*found, attrs),
+        };
+        let mut state = Resource::with_capacity(name, attrs.len());
+        let mut secrets = Vec::new();
+        for attr in attrs {
+            match attr {
+                Attr::Plain(a) => {
+                    let value = provider
+                        .attribute(&a.attr)
+                        .and_then(|t| t.attr_type.check_json(&a.value).ok())
+                        .unwrap_or_else(|| Value::from_json(&a.value));
+                    state.attrs.insert(a.attr.clone(), value);
+                }
+                Attr::Secret(a) => secrets.push((a.attr.clone(), a.hmac.clone())),
+            }
+        }
+        let mut should = Vec::with_capacity(saved.should.len());
+        for attr in &saved.should {
+            let key = attr.name();
+            let asked = asked.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+            let value = match attr {
+                Attr::Secret(a) => asked
+                    .filter(|v| secret_of(key, &a.hmac, v))
+                    .cloned()
+                    .ok_or_else(|| {
+                        format!(
+                            "the manifests no longer give the sensitive value of '{key}' for \
+                             {reference}"
+                        )
+                    })?,
+                Attr::Plain(a) => match asked.filter(|v| Json::from(*v) == a.value) {
+                    Some(v) => v.clone(),
+                    // A default filled in on creation.
+                    None => provider
+                        .attribute(key)
+                        .ok_or_else(|| format!("{reference} has no attribute '{key}'"))?
+                        .attr_type
+                        .check_json(&a.value)
+                        .map_err(|e| format!("{reference}: attribute '{key}': {e}"))?,
+                },
+            };
+            should.push((key.to_owned(), value));
+        }
+        task.changes = should
+            .iter()
+            .map(|(key, value)| Change {
+                attr: key.clone(),
+                is: value.clone(),
+                was: state.attrs.get(key).cloned().or_else(|| {
+                    secrets
+                        .iter()
+                        .any(|(a, _)| a == key)
+                        .then(|| Value::from(REDACTED))
+                }),
+            })
+            .collect();
+        task.planned_from = Some(Planned {
+            state: found.then(|| state.clone()),
+            secrets,
+            key: self.key.clone(),
+            provider: qualified.clone(),
+        });
+        task.transition = Some(update::Plan {
+            name: name.to_owned(),
+            found,
+            state,
+            should,
+        });
+        Ok(task)
+    }
+}
+
+/// The state a saved plan's task was planned from, which the state read
+/// just before it runs must still match.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// `None` when the provider did not know the resource; without its
+    /// sensitive attributes.
+    pub state: Option<Resource>,
+    /// The keyed digests of the sensitive values it had.
+    secrets: Vec<(String, String)>,
+    key: StoreKey,
+    provider: String,
+}
+
+impl Planned {
+    /// Whether the sensitive attribute `attr` of `name` had `value` (or no
+    /// value) when the plan was made.
+    pub fn secret_unchanged(&self, name: &str, attr: &str, value: Option<&Value>) -> bool {
+        let then = self.secrets.iter().find(|(a, _)| a == attr);
+        match (then, value) {
+            (None, None) => true,
+            (Some((_, hmac)), Some(value)) => {
+                secret_matches(&self.key, &self.provider, name, attr, value, hmac)
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(store: &Store, root: &Path) -> Body {
+        Body {
+            id: "1-000001-1".to_owned(),
+            store: store.id().unwrap(),
+            store_serial: 0,
+            root: root.to_string_lossy().into_owned(),
+            target: LOCAL.to_owned(),
+            manifests: vec!["/m.yaml".to_owned()],
+            manifest_digest: manifest_digest(&store.key().unwrap(), "abc"),
+            keep_removed: false,
+            unchanged: 0,
+            tasks: vec![SavedTask {
+                id: 1,
+                provider: "beta::beta".to_owned(),
+                type_query: "beta".to_owned(),
+                name: "b1".to_owned(),
+                action: "create".to_owned(),
+                requires: Vec::new(),
+                drifted: false,
+                read: Observed::Read {
+                    found: false,
+                    attrs: vec![Attr::Plain(PlainAttr {
+                        attr: "ensure".to_owned(),
+                        value: Json::from("absent"),
+                    })],
+                },
+                request: vec![Attr::Secret(SecretAttr {
+                    attr: "secret".to_owned(),
+                    hmac: "00".repeat(32),
+                })],
+                should: Vec::new(),
+            }],
+        }
+    }
+
+    fn verified(file: &Path, store: &Store, root: &Path) -> Result<SavedPlan> {
+        let saved = read(file)?.expect("the file has the mark");
+        saved.verify(Some(store), store.path(), root)
+    }
+
+    #[test]
+    fn every_byte_is_authenticated() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).unwrap();
+        let root = dir.path();
+        let text = seal(&body(&store, root), &store.key().unwrap());
+        let file = dir.path().join("p.plan");
+        std::fs::write(&file, &text).unwrap();
+        let plan = verified(&file, &store, root).unwrap();
+        assert_eq!(plan.id, "1-000001-1");
+        assert!(plan.manifests_match("abc"));
+        assert!(!plan.manifests_match("abd"));
+        // Past the mark, any byte changed is refused; in the mark, the
+        // file is no saved plan any more.
+        for at in 0..text.len() {
+            let mut bytes = text.clone().into_bytes();
+            bytes[at] ^= 1;
+            std::fs::write(&file, &bytes).unwrap();
+            match read(&file) {
+                Ok(None) => assert!(at < MARK.len(), "byte {at}: not a saved plan"),
+                Ok(Some(saved)) => {
+                    let refused = saved.verify(Some(&store), store.path(), root);
+                    assert!(refused.is_err(), "byte {at} changed, and verified");
+                }
+                Err(_) => {}
+            }
+        }
+        // Cut short, or with a byte added at the end: refused.
+        for changed in [&text[..text.len() - 1], &format!("{text}\n")] {
+            std::fs::write(&file, changed).unwrap();
+            assert!(read(&file).is_err());
+        }
+    }
+
+    #[test]
+    fn a_plan_is_bound_to_its_store_root_and_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("a.db")).unwrap();
+        let other = Store::open(&dir.path().join("b.db")).unwrap();
+        let root = dir.path();
+        let file = dir.path().join("p.plan");
+        let key = store.key().unwrap();
+        std::fs::write(&file, seal(&body(&store, root), &key)).unwrap();
+        let message = |result: Result<SavedPlan>| result.err().unwrap().to_string();
+        assert!(message(verified(&file, &other, root)).contains("another state store"));
+        let elsewhere = dir.path().join("elsewhere");
+        assert!(message(verified(&file, &store, &elsewhere)).contains("made for the root"));
+        let mut remote = body(&store, root);
+        remote.target = "web1".to_owned();
+        std::fs::write(&file, seal(&remote, &key)).unwrap();
+        assert!(message(verified(&file, &store, root)).contains("made for the target web1"));
+        // Sealed under another store's key, with this store's id: changed.
+        std::fs::write(&file, seal(&body(&store, root), &other.key().unwrap())).unwrap();
+        assert!(message(verified(&file, &store, root)).contains("was changed after it was written"));
+    }
 }

@@ -92,14 +92,15 @@ pub struct ConvergeArgs {
     #[arg(long)]
     pub detailed_exitcodes: bool,
 
-    /// ral plan: also write the plan to FILE, with what it was made from,
-    /// for `ral apply FILE` to apply exactly.
+    /// ral plan: also write the plan's tasks to FILE (0600), bound to the
+    /// state store (made when missing), for `ral apply FILE` to run exactly.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<PathBuf>,
 
     /// Manifest files (YAML, or JSON by the .json extension), read as one;
     /// `-` reads YAML from stdin. ral apply also takes one saved plan
-    /// (`ral plan -o FILE`).
+    /// (`ral plan -o FILE`): a file whose text starts with
+    /// `{"ral_saved_plan":`.
     #[arg(value_name = "MANIFEST", required = true)]
     manifests: Vec<PathBuf>,
 
@@ -218,26 +219,24 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let started = Instant::now();
-    // `ral apply FILE` of a saved plan reads the manifests it was made from.
-    let saved = match (mode, args.manifests.as_slice()) {
-        (Mode::Apply, [one]) => saved::read(one)?,
-        _ => None,
-    };
     if mode == Mode::Apply && args.out.is_some() {
         bail!("-o is for ral plan: ral plan -o FILE MANIFEST..., then ral apply FILE");
     }
-    let manifests = saved
-        .as_ref()
-        .map_or_else(|| args.manifests.clone(), |s| s.manifests.clone());
-    let reading = manifest::read_all(&manifests);
-    if let Some(saved) = &saved {
-        if reading.digest != saved.manifest_digest {
-            bail!(
-                "plan {} is Invalid: its manifests changed since it was made; make a new plan",
-                saved.id
-            );
+    // `ral apply FILE` of a saved plan: the file is one exactly when it
+    // carries the mark, and must then verify whole.
+    if let (Mode::Apply, [one]) = (mode, args.manifests.as_slice()) {
+        if let Some(file) = saved::read(one)? {
+            return execute_saved(args, file, started);
         }
     }
+    if args.out.is_some() && args.manifests.iter().any(|m| m.as_os_str() == "-") {
+        bail!(
+            "ral apply FILE reads a saved plan's manifests again (for its sensitive values): \
+             ral plan -o takes manifest files, not - (standard input)"
+        );
+    }
+    let manifests = args.manifests.clone();
+    let reading = manifest::read_all(&manifests);
     if !reading.complete {
         return Err(ral::Error::Manifest {
             problems: reading.problems,
@@ -247,11 +246,11 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let input = Input {
         manifests: &manifests,
         reading: &reading,
-        saved: saved.as_ref(),
+        saved: None,
         started,
     };
     if args.remote.is_remote() {
-        if saved.is_some() || args.out.is_some() {
+        if args.out.is_some() {
             bail!(
                 "a saved plan is made for one machine and its store: ral plan -o and ral apply \
                  FILE do not take -t or -i"
@@ -260,19 +259,93 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         return crate::targets::execute(args, mode, &input);
     }
     let (host, registry) = load::load(&setup(args, &args.root))?;
-    let store_at = StoreAt {
+    let store_at = store_at(args, &host);
+    converge(
+        args,
+        mode,
+        &input,
+        &host,
+        &registry,
+        &store_at,
+        &mut output(args),
+    )
+}
+
+/// The state store of a run on this machine, and what it must be the
+/// store of.
+fn store_at(args: &ConvergeArgs, host: &ral::Host) -> StoreAt {
+    StoreAt {
         location: match &args.state {
             Some(file) => Location::File(file.clone()),
             None => Location::InRoot(host.root().to_owned()),
         },
         identity: Identity::local(host.root()),
-    };
-    let mut out: Box<dyn Write> = if args.quiet {
+    }
+}
+
+fn output(args: &ConvergeArgs) -> Box<dyn Write> {
+    if args.quiet {
         Box::new(io::sink())
     } else {
         Box::new(io::stdout().lock())
+    }
+}
+
+/// `ral apply FILE` of a saved plan: the file is verified against the
+/// store before anything it names is read, then the manifests it names are
+/// read (for the catalog and the sensitive values) and must be those it
+/// was made from.
+fn execute_saved(
+    args: &ConvergeArgs,
+    file: saved::SavedFile,
+    started: Instant,
+) -> anyhow::Result<Ending> {
+    if args.remote.is_remote() {
+        bail!(
+            "a saved plan is made for one machine and its store: ral plan -o and ral apply FILE \
+             do not take -t or -i"
+        );
+    }
+    let (host, registry) = load::load(&setup(args, &args.root))?;
+    let store_at = store_at(args, &host);
+    let store = Store::open_existing_at(&store_at.location, Some(&store_at.identity))?;
+    let saved = file.verify(store.as_ref(), &store_at.location.path(), host.root())?;
+    drop(store);
+    if args.keep_removed && !saved.keep_removed {
+        bail!(
+            "plan {} was made without --keep-removed, and applies as it was made: make a new \
+             plan with ral plan --keep-removed -o",
+            saved.id
+        );
+    }
+    let reading = manifest::read_all(&saved.manifests);
+    if !saved.manifests_match(&reading.digest) {
+        bail!(
+            "plan {} is Invalid: its manifests changed since it was made; make a new plan",
+            saved.id
+        );
+    }
+    if !reading.complete {
+        return Err(ral::Error::Manifest {
+            problems: reading.problems,
+        }
+        .into());
+    }
+    let input = Input {
+        manifests: &saved.manifests,
+        reading: &reading,
+        saved: Some(&saved),
+        started,
     };
-    converge(args, mode, &input, &host, &registry, &store_at, &mut out)
+    converge(
+        args,
+        Mode::Apply,
+        &input,
+        &host,
+        &registry,
+        &store_at,
+        &mut output(args),
+    )
 }
 
 /// Which state store a run uses, and what it must be the store of.
@@ -315,18 +388,14 @@ pub fn converge(
     let declared_items = catalog.items.len();
     let state_path = store_at.location.path();
     let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
-    if let Some(saved) = saved {
-        if host.root() != saved.root {
-            bail!(
-                "plan {} is Invalid: it was made for the root {}, not {}",
-                saved.id,
-                saved.root.display(),
-                host.root().display()
-            );
-        }
-    }
     // A plan reads the store as it is; an apply holds its lock throughout.
+    // A saved plan is bound to its store: `-o` makes the store (and its
+    // key) when there is none yet.
     let mut store = match mode {
+        Mode::Plan if args.out.is_some() => Some(Store::open_at(
+            &store_at.location,
+            Some(&store_at.identity),
+        )?),
         Mode::Plan => Store::open_existing_at(&store_at.location, Some(&store_at.identity))?,
         Mode::Apply => {
             let mut store = Store::open_locked(
@@ -342,6 +411,21 @@ pub fn converge(
                 );
             }
             if let Some(saved) = &saved {
+                // Verified before the lock: still the same store.
+                if store.id()? != saved.store_id {
+                    bail!(
+                        "plan {} is Invalid: the state store {} was replaced since the plan \
+                         was verified",
+                        saved.id,
+                        state_path.display()
+                    );
+                }
+                if store.history()?.iter().any(|p| p.id == saved.id) {
+                    bail!(
+                        "plan {} is Invalid: it was already applied (a plan applies at most once)",
+                        saved.id
+                    );
+                }
                 let serial = store.serial()?;
                 if serial != saved.store_serial {
                     bail!(
@@ -349,12 +433,6 @@ pub fn converge(
                          now {serial}); make a new plan",
                         saved.id,
                         saved.store_serial
-                    );
-                }
-                if store.history()?.iter().any(|p| p.id == saved.id) {
-                    bail!(
-                        "plan {} is Invalid: it was applied already (a plan applies at most once)",
-                        saved.id
                     );
                 }
             }
@@ -365,37 +443,33 @@ pub fn converge(
         Some(store) => store.items()?,
         None => Vec::new(),
     };
-    let leftovers = lifecycle::leftovers(&catalog, &stored, registry, args.keep_removed);
+    // A saved plan removes what it was made to remove.
+    let keep_removed = saved.map_or(args.keep_removed, |s| s.keep_removed);
+    let leftovers = lifecycle::leftovers(&catalog, &stored, registry, keep_removed);
     let origin = manifest::Origin {
         file: std::sync::Arc::from(state_path.as_path()),
         line: 0,
     };
     lifecycle::add_removals(&mut catalog, registry, &leftovers.remove, &origin);
     let jobs = usize::from(args.jobs);
-    // A saved plan is made again from the states it read; each task must
-    // find its resource as it was then.
-    let (found, mut plan) = match saved {
-        Some(saved) => {
-            let found = saved::found_for(&catalog, saved)
-                .map_err(|e| anyhow::anyhow!("plan {} is Invalid: {e}", saved.id))?;
-            let mut plan = plan::plan_from(&catalog, &found, plan_id)?;
-            for task in &mut plan.tasks {
-                task.planned_from = found[task.item].clone().ok();
-            }
-            (found, plan)
-        }
+    // A saved plan runs the tasks it holds, each of which must find its
+    // resource as it was planned from.
+    let mut plan = match saved {
+        Some(saved) => saved
+            .plan(&catalog)
+            .map_err(|e| anyhow::anyhow!("plan {} is Invalid: {e}", saved.id))?,
         None => {
             let found = plan::read_states(host, &catalog, jobs);
-            let plan = plan::plan_from(&catalog, &found, plan_id)?;
-            (found, plan)
+            let mut plan = plan::plan_from(&catalog, &found, plan_id)?;
+            if let Some(key) = match &store {
+                Some(store) => store.existing_key()?,
+                None => None,
+            } {
+                lifecycle::mark_drifted(&catalog, &mut plan, &stored, &key);
+            }
+            plan
         }
     };
-    if let Some(key) = match &store {
-        Some(store) => store.existing_key()?,
-        None => None,
-    } {
-        lifecycle::mark_drifted(&catalog, &mut plan, &stored, &key);
-    }
     let style = Style {
         color: !args.json && crate::use_color(),
     };
@@ -409,21 +483,19 @@ pub fn converge(
             );
         }
         let document = render::document(&catalog, &plan);
-        if let Some(file) = &args.out {
-            let store_serial = match &store {
-                Some(store) => store.serial()?,
-                None => 0,
-            };
+        if let (Some(file), Some(store)) = (&args.out, &store) {
             saved::write(
                 file,
                 &catalog,
-                &found,
-                &document,
+                &plan,
                 &saved::Origin {
                     manifests,
                     manifest_digest: &reading.digest,
                     root: host.root(),
-                    store_serial,
+                    store_id: &store.id()?,
+                    store_serial: store.serial()?,
+                    key: &store.key()?,
+                    keep_removed: args.keep_removed,
                 },
             )?;
         }

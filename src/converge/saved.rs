@@ -122,7 +122,7 @@ pub fn write(
 
 /// Reads `path` as a saved plan; `None` when it is not one (a manifest).
 pub fn read(path: &Path) -> Result<Option<SavedPlan>> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = super::input::read_text(path) else {
         return Ok(None);
     };
     if !text.trim_start().starts_with('{') {

@@ -10,6 +10,7 @@ mod concurrent_edits;
 mod discovery;
 mod escapees;
 mod example;
+mod hostile_inputs;
 mod json_convention;
 mod layers;
 mod libral_cli;

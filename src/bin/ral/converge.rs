@@ -219,7 +219,8 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     let started = Instant::now();
     // `ral apply FILE` of a saved plan reads the manifests it was made from.
     let saved = match (mode, args.manifests.as_slice()) {
-        (Mode::Apply, [one]) => saved::read(one)?,
+        // Standard input is read once, as a manifest.
+        (Mode::Apply, [one]) if one.as_os_str() != "-" => saved::read(one)?,
         _ => None,
     };
     if mode == Mode::Apply && args.out.is_some() {

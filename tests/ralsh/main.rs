@@ -7,6 +7,7 @@ mod bundled;
 mod cli;
 mod completion;
 mod concurrent_edits;
+mod destroy_guard;
 mod discovery;
 mod escapees;
 mod example;

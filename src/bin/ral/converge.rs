@@ -59,6 +59,14 @@ pub struct ConvergeArgs {
     #[arg(long)]
     keep_removed: bool,
 
+    /// Remove everything ral manages that these manifests do not list,
+    /// also when that is everything: without it, manifests that declare
+    /// no resource, or name none of the resources ral manages, are
+    /// refused. MANIFEST may then be omitted (no manifest: remove all
+    /// that ral created).
+    #[arg(long, conflicts_with = "keep_removed")]
+    destroy: bool,
+
     /// Log level (error, warn, info, debug, trace, off), or TARGET=LEVEL
     /// pairs and a level, comma-separated; RUST_LOG works too. Default:
     /// warn (error with -q).
@@ -99,7 +107,7 @@ pub struct ConvergeArgs {
     /// Manifest files (YAML, or JSON by the .json extension), read as one;
     /// `-` reads YAML from stdin. ral apply also takes one saved plan
     /// (`ral plan -o FILE`).
-    #[arg(value_name = "MANIFEST", required = true)]
+    #[arg(value_name = "MANIFEST", required_unless_present = "destroy")]
     manifests: Vec<PathBuf>,
 
     #[command(flatten)]
@@ -244,6 +252,8 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         }
         .into());
     }
+    // An empty or emptied file must not read as "remove everything".
+    lifecycle::check_declared(&manifests, reading.declared.len(), args.destroy)?;
     let input = Input {
         manifests: &manifests,
         reading: &reading,
@@ -357,6 +367,7 @@ pub fn converge(
         None => Vec::new(),
     };
     let leftovers = lifecycle::leftovers(&catalog, &stored, registry, args.keep_removed);
+    lifecycle::check_sweep(manifests, &catalog, &stored, &leftovers, args.destroy)?;
     let origin = manifest::Origin {
         file: std::sync::Arc::from(state_path.as_path()),
         line: 0,

@@ -99,3 +99,22 @@ fn a_manifest_over_64_mib_is_refused() {
         );
     }
 }
+
+#[test]
+fn apply_reads_standard_input_once_as_a_manifest() {
+    // `ral apply FILE` first looks whether FILE is a saved plan; for `-`
+    // that look must not swallow the manifest.
+    let bench = Bench::new();
+    let mut command = bench.command("apply", &["-"]);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"beta:\n  b1: {value: x}\n").unwrap();
+    drop(child.stdin.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(bench.store("beta")["b1"]["value"], "x");
+}

@@ -410,6 +410,13 @@ pub fn converge(
                 item.name
             );
         }
+        if !args.json && args.out.is_none() {
+            // Text alone: the JSON document, most of a large plan's time
+            // and memory, is not made.
+            render::preview(&mut out, &catalog, &plan, style)?;
+            out.flush()?;
+            return Ok(planned(&plan));
+        }
         let document = render::document(&catalog, &plan);
         if let Some(file) = &args.out {
             let store_serial = match &store {
@@ -435,11 +442,7 @@ pub fn converge(
             render::preview(&mut out, &catalog, &plan, style)?;
         }
         out.flush()?;
-        return Ok(Ending {
-            changes: plan.has_changes(),
-            failures: plan.tasks.iter().any(|t| t.state == TaskState::Failed),
-            errors: false,
-        });
+        return Ok(planned(&plan));
     }
     let store = store.as_mut().expect("an apply opens the store");
     if !leftovers.forget.is_empty() {
@@ -519,6 +522,16 @@ pub fn converge(
         }
     }
     Ok(ending)
+}
+
+/// How a plan (without apply) ended: changes pending, resources that could
+/// not be read.
+fn planned(plan: &Plan) -> Ending {
+    Ending {
+        changes: plan.has_changes(),
+        failures: plan.tasks.iter().any(|t| t.state == TaskState::Failed),
+        errors: false,
+    }
 }
 
 /// Prints each task as it ends (text only; JSON is one document at the

@@ -1,9 +1,11 @@
 //! Items and the state store: which stored items a manifest no longer
 //! lists (removed when ral created them, forgotten otherwise), the
 //! properties kept for an item (sensitive values as keyed digests), and
-//! the item state each plan step leads to.
+//! the item state each plan step leads to; and the refusal of a run that
+//! would remove everything without being asked to.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value as Json};
 
@@ -101,6 +103,109 @@ pub fn leftovers(
         }
     }
     out
+}
+
+/// A run refused because it would remove everything ral manages while
+/// naming nothing of it: what an empty, truncated or wrong file looks
+/// like. `--destroy` asks for such a run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Sweep {
+    /// The manifests declare no resource at all.
+    #[error(
+        "{files}: no resource is declared, so this run would remove everything ral manages; \
+         refused, nothing ran (to remove everything ral manages that these manifests do not \
+         list, give --destroy)"
+    )]
+    NothingDeclared { files: String },
+    /// The manifests name none of the items in the store, and some of
+    /// those would be removed.
+    #[error(
+        "{files}: lists none of the resources ral manages ({managed}), so this run would \
+         remove the {removals} ral created ({examples}); refused, nothing ran (to remove \
+         everything ral manages that these manifests do not list, give --destroy)"
+    )]
+    NoneListed {
+        files: String,
+        managed: usize,
+        removals: usize,
+        /// The first few removals, `TYPE[NAME]`.
+        examples: String,
+    },
+}
+
+/// How many removals a [`Sweep::NoneListed`] names.
+const EXAMPLES: usize = 3;
+
+/// Refuses a run whose manifests declare no resource, unless `destroy`:
+/// checked as soon as the manifests are read, before anything else runs.
+pub fn check_declared(manifests: &[PathBuf], declared: usize, destroy: bool) -> Result<(), Sweep> {
+    if destroy || declared > 0 {
+        return Ok(());
+    }
+    Err(Sweep::NothingDeclared {
+        files: files(manifests),
+    })
+}
+
+/// Refuses, unless `destroy`, a run that declares nothing, or whose
+/// catalog names none of the `stored` items while `leftovers` removes
+/// some of them: the plan would remove every item ral manages.
+pub fn check_sweep(
+    manifests: &[PathBuf],
+    catalog: &Catalog,
+    stored: &[StoredItem],
+    leftovers: &Leftovers,
+    destroy: bool,
+) -> Result<(), Sweep> {
+    check_declared(manifests, catalog.items.len(), destroy)?;
+    if destroy || leftovers.remove.is_empty() {
+        return Ok(());
+    }
+    let listed: HashSet<(String, &str)> = catalog
+        .items
+        .iter()
+        .map(|item| (item.provider.qualified_name(), item.name()))
+        .collect();
+    if stored
+        .iter()
+        .any(|item| listed.contains(&(item.provider.clone(), item.name.as_str())))
+    {
+        return Ok(());
+    }
+    let mut examples: Vec<String> = leftovers
+        .remove
+        .iter()
+        .take(EXAMPLES)
+        .map(|item| {
+            format!(
+                "{}[{}]",
+                crate::text::escape(&item.type_name),
+                crate::text::escape(&item.name)
+            )
+        })
+        .collect();
+    if leftovers.remove.len() > EXAMPLES {
+        examples.push("...".to_owned());
+    }
+    Err(Sweep::NoneListed {
+        files: files(manifests),
+        managed: stored.len(),
+        removals: leftovers.remove.len(),
+        examples: examples.join(", "),
+    })
+}
+
+/// The manifests' names, for a message.
+fn files(manifests: &[PathBuf]) -> String {
+    let names: Vec<String> = manifests
+        .iter()
+        .map(|path| crate::text::escape(&path.to_string_lossy()))
+        .collect();
+    match names.as_slice() {
+        [] => "no manifest".to_owned(),
+        [one] => one.clone(),
+        more => more.join(", "),
+    }
 }
 
 /// Adds a removal item (`ensure: absent`) to the catalog for each stored
@@ -233,6 +338,96 @@ mod tests {
         let mut renamed = request("v", "hunter2");
         renamed.name = "b".to_owned();
         assert_ne!(properties(&p, &renamed, &key)["secret"], kept["secret"]);
+    }
+
+    fn stored(name: &str, created: bool) -> StoredItem {
+        StoredItem {
+            provider: "t::t".to_owned(),
+            type_name: "t".to_owned(),
+            name: name.to_owned(),
+            state: ItemState::Applied,
+            properties: Map::new(),
+            created,
+            requires: Vec::new(),
+        }
+    }
+
+    fn catalog<'r>(provider: &'r Provider, names: &[&str]) -> Catalog<'r> {
+        let origin = Origin {
+            file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
+            line: 1,
+        };
+        Catalog {
+            items: names
+                .iter()
+                .map(|name| Item {
+                    provider,
+                    type_query: "t".to_owned(),
+                    origin: origin.clone(),
+                    request: Request {
+                        name: (*name).to_owned(),
+                        attrs: Vec::new(),
+                    },
+                    requires: Vec::new(),
+                })
+                .collect(),
+            order: (0..names.len()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_run_that_would_remove_everything_is_refused_unless_asked_for() {
+        let p = provider();
+        let files = [PathBuf::from("a.yaml"), PathBuf::from("b.yaml")];
+        let store = [stored("a", true), stored("b", true), stored("c", false)];
+        let leftovers = |remove: &[&StoredItem]| Leftovers {
+            remove: remove.iter().map(|&item| item.clone()).collect(),
+            forget: Vec::new(),
+        };
+        // Nothing declared: refused whatever the store holds.
+        let none = catalog(&p, &[]);
+        let refused = check_sweep(&files, &none, &[], &Leftovers::default(), false);
+        assert_eq!(
+            refused,
+            Err(Sweep::NothingDeclared {
+                files: "a.yaml, b.yaml".to_owned()
+            })
+        );
+        assert!(refused.unwrap_err().to_string().contains("--destroy"));
+        assert!(check_declared(&files, 0, false).is_err());
+        assert!(check_declared(&files, 1, false).is_ok());
+        assert!(check_declared(&[], 0, true).is_ok());
+        assert!(check_sweep(&files, &none, &store, &Leftovers::default(), true).is_ok());
+        // Naming none of the stored items while removing some: refused.
+        let other = catalog(&p, &["x"]);
+        let all = leftovers(&[&store[0], &store[1]]);
+        assert_eq!(
+            check_sweep(&files[..1], &other, &store, &all, false),
+            Err(Sweep::NoneListed {
+                files: "a.yaml".to_owned(),
+                managed: 3,
+                removals: 2,
+                examples: "t[a], t[b]".to_owned(),
+            })
+        );
+        assert!(check_sweep(&files, &other, &store, &all, true).is_ok());
+        // Nothing to remove (only forgotten, or --keep-removed): allowed.
+        assert!(check_sweep(&files, &other, &store, &Leftovers::default(), false).is_ok());
+        // One stored item named: the others are removed as usual.
+        let named = catalog(&p, &["x", "c"]);
+        assert!(check_sweep(&files, &named, &store, &all, false).is_ok());
+        // Many removals: the first few are named.
+        let many: Vec<StoredItem> = (0..5).map(|n| stored(&n.to_string(), true)).collect();
+        let Err(Sweep::NoneListed { examples, .. }) = check_sweep(
+            &files,
+            &other,
+            &many,
+            &leftovers(&many.iter().collect::<Vec<_>>()),
+            false,
+        ) else {
+            panic!("not refused");
+        };
+        assert_eq!(examples, "t[0], t[1], t[2], ...");
     }
 
     #[test]

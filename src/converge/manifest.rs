@@ -97,7 +97,8 @@ pub struct Reading {
 }
 
 /// Reads manifest files (`-` is YAML on stdin) as one, keeping what could
-/// be read beside the problems.
+/// be read beside the problems. Each is a regular file (or `-`) of at most
+/// [`super::input::MAX_INPUT_BYTES`].
 pub fn read_all(paths: &[PathBuf]) -> Reading {
     use sha2::Digest;
     let mut hash = sha2::Sha256::new();
@@ -106,13 +107,9 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
         ..Reading::default()
     };
     for path in paths {
-        let text = if path.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
-        } else {
-            std::fs::read_to_string(path)
-        };
-        match text {
+        // A regular file or standard input, bounded: a FIFO, a device or a
+        // directory is refused at once instead of blocking or never ending.
+        match super::input::read_text(path) {
             Ok(text) => {
                 hash.update((text.len() as u64).to_le_bytes());
                 hash.update(text.as_bytes());
@@ -121,12 +118,13 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
                 reading.declared.extend(found);
                 reading.problems.extend(wrong);
             }
-            Err(e) => {
+            Err(why) => {
                 reading.complete = false;
+                let why = why.strip_prefix("cannot read it: ").unwrap_or(&why);
                 reading.problems.push(Problem {
                     file: path.clone(),
                     line: 0,
-                    message: format!("cannot read the manifest: {e}"),
+                    message: format!("cannot read the manifest: {why}"),
                 });
             }
         }

@@ -413,19 +413,18 @@ pub(super) fn by_provider<'c>(
 ) -> (Vec<Group<'c>>, Vec<Vec<usize>>) {
     let mut groups: Vec<Group> = Vec::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
+    // Each provider's slot, by its address: one lookup per item, however
+    // many providers there are.
+    let mut slots: std::collections::HashMap<*const Provider, usize> = Default::default();
     for at in items {
         let item = &catalog.items[at];
-        let slot = match groups
-            .iter()
-            .position(|(p, _)| std::ptr::eq(*p, item.provider))
-        {
-            Some(slot) => slot,
-            None => {
+        let slot = *slots
+            .entry(std::ptr::from_ref(item.provider))
+            .or_insert_with(|| {
                 groups.push((item.provider, Vec::new()));
                 members.push(Vec::new());
                 groups.len() - 1
-            }
-        };
+            });
         groups[slot].1.push(item.name());
         members[slot].push(at);
     }

@@ -6,6 +6,8 @@
 //! panic or a silent success. A whole-call error
 //! (`{"error": {"kind", "message"}}`) becomes [`OutputError::Call`].
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{json, Map, Value as Json};
 
 use super::{
@@ -276,10 +278,11 @@ impl super::Convention for JsonConvention {
             }
             other => other?,
         };
-        Ok(names
-            .iter()
-            .map(|name| {
-                let Some(entry) = entries.iter().find(|entry| entry.name == *name) else {
+        Ok(answers_for(&entries, names)
+            .into_iter()
+            .zip(names)
+            .map(|(entry, name)| {
+                let Some(entry) = entry else {
                     return Ok(None);
                 };
                 match &entry.body {
@@ -340,9 +343,16 @@ impl super::Convention for JsonConvention {
         )?;
         let report =
             parse_set(&text).map_err(|e| e.redacted(&secrets).into_error(provider, Action::Set))?;
+        // Each name's entries, in the answer's order, found through a map
+        // so that a batch of N updates is matched in time linear in N.
+        let mut by_name: HashMap<&str, Vec<&SetEntry>> = HashMap::new();
+        for entry in &report.entries {
+            by_name.entry(entry.name.as_str()).or_default().push(entry);
+        }
+        let asked: HashSet<&str> = updates.iter().map(|update| update.name).collect();
         // Side effects: resources the answer names that were not asked for.
         for entry in &report.entries {
-            if updates.iter().any(|update| update.name == entry.name) {
+            if asked.contains(entry.name.as_str()) {
                 continue;
             }
             match &entry.body {
@@ -365,13 +375,9 @@ impl super::Convention for JsonConvention {
         Ok(updates
             .iter()
             .map(|update| {
-                let mine: Vec<&SetEntry> = report
-                    .entries
-                    .iter()
-                    .filter(|e| e.name == update.name)
-                    .collect();
+                let mine: &[&SetEntry] = by_name.get(update.name).map_or(&[], Vec::as_slice);
                 let mut changes = Vec::new();
-                for entry in &mine {
+                for entry in mine {
                     let reported = entry.body.as_ref().map_err(|error| Error::Reported {
                         provider: label.clone(),
                         action: Action::Set.as_str().to_owned(),
@@ -409,6 +415,22 @@ impl super::Convention for JsonConvention {
             })
             .collect())
     }
+}
+
+/// The entry of a get answer for each name asked, in the order asked:
+/// the first entry of that name (a provider may answer in any order, name
+/// a resource twice, or add resources not asked for, which are left out),
+/// or `None` when the answer does not name it. One map, so that matching
+/// N names is linear in N.
+fn answers_for<'e>(entries: &'e [GetEntry], names: &[&str]) -> Vec<Option<&'e GetEntry>> {
+    let mut by_name: HashMap<&str, &GetEntry> = HashMap::with_capacity(entries.len());
+    for entry in entries {
+        by_name.entry(entry.name.as_str()).or_insert(entry);
+    }
+    names
+        .iter()
+        .map(|name| by_name.get(name).copied())
+        .collect()
 }
 
 /// Runs one call and returns its whole stdout.
@@ -490,6 +512,130 @@ mod tests {
             Err(OutputError::Protocol(message)) => message,
             other => panic!("expected a protocol error, got {other:?}"),
         }
+    }
+
+    /// A runner whose provider answers every call with `answer`.
+    struct Canned {
+        answer: String,
+        check: crate::output_check::OutputCheck,
+    }
+
+    impl Runner for Canned {
+        fn run(
+            &self,
+            _label: &str,
+            _program: &std::path::Path,
+            _invocation: Invocation,
+            sink: &mut crate::process::LineSink,
+            _idle: &mut crate::process::Idle,
+        ) -> Result<crate::process::Finished> {
+            for line in self.answer.lines() {
+                sink(line)?;
+            }
+            Ok(crate::process::Finished {
+                stderr_lines: 0,
+                problem_lines: 0,
+                error_lines: 0,
+                stderr_tail: Vec::new(),
+            })
+        }
+
+        fn check(&self) -> &crate::output_check::OutputCheck {
+            &self.check
+        }
+    }
+
+    fn provider() -> Provider {
+        let yaml = "provider:\n  type: t\n  invoke: json\n  actions: [get, set]\n  suitable: true\n  attributes:\n    name: {}\n    value: {}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new("t.yaml")).unwrap();
+        Provider::new(meta, "t.prov".into(), None)
+    }
+
+    #[test]
+    fn get_answers_are_matched_to_the_names_asked() {
+        use super::super::Convention;
+        // Out of order, b twice (the first counts), x not asked for, c
+        // missing, d unknown.
+        let runner = Canned {
+            answer: r#"{"resources": [
+                {"name": "b", "value": "b1"}, {"name": "x", "value": "x"},
+                {"name": "a", "value": "a"}, {"name": "b", "value": "b2"},
+                {"name": "d", "error": {"kind": "unknown", "message": "no d"}},
+                {"name": "e", "error": {"kind": "failed", "message": "broken e"}}
+            ]}"#
+            .to_owned(),
+            check: Default::default(),
+        };
+        let found = JsonConvention
+            .get_many(&runner, &provider(), &["a", "b", "c", "d", "e", "a"])
+            .unwrap();
+        let value = |at: usize| match &found[at] {
+            Ok(Some(resource)) => resource
+                .attrs
+                .get("value")
+                .unwrap()
+                .as_str()
+                .map(str::to_owned),
+            Ok(None) => None,
+            Err(e) => panic!("{at}: {e}"),
+        };
+        assert_eq!(found.len(), 6);
+        assert_eq!(value(0).as_deref(), Some("a"));
+        assert_eq!(value(1).as_deref(), Some("b1"));
+        assert_eq!(value(2), None, "c is not in the answer");
+        assert_eq!(value(3), None, "d is unknown");
+        let Err(Error::Reported { message, .. }) = &found[4] else {
+            panic!("e: {:?}", found[4]);
+        };
+        assert_eq!(message, "broken e");
+        assert_eq!(value(5).as_deref(), Some("a"), "a name asked twice");
+    }
+
+    #[test]
+    fn answers_for_picks_the_first_entry_of_each_name_asked() {
+        let entry = |name: &str, value: &str| GetEntry {
+            name: name.to_owned(),
+            body: Ok([("value".to_owned(), Json::from(value))]
+                .into_iter()
+                .collect()),
+        };
+        let entries = [entry("z", "1"), entry("y", "2"), entry("z", "3")];
+        let picked = answers_for(&entries, &["y", "z", "w"]);
+        let values: Vec<Option<&Json>> = picked
+            .iter()
+            .map(|e| e.map(|e| &e.body.as_ref().unwrap()["value"]))
+            .collect();
+        assert_eq!(
+            values,
+            [Some(&Json::from("2")), Some(&Json::from("1")), None]
+        );
+    }
+
+    #[test]
+    fn a_get_of_many_names_answered_in_reverse_is_matched_whole() {
+        use super::super::Convention;
+        // Names answered in reverse order, each matched to its own answer.
+        // (That the matching is linear is a speed figure: bench/plan_scale.py
+        // measures it, no test times it.)
+        let names: Vec<String> = (0..5_000).map(|n| format!("n{n}")).collect();
+        let resources: Vec<Json> = names
+            .iter()
+            .rev()
+            .map(|n| json!({"name": n, "value": n}))
+            .collect();
+        let runner = Canned {
+            answer: json!({ "resources": resources }).to_string(),
+            check: Default::default(),
+        };
+        let asked: Vec<&str> = names.iter().map(String::as_str).collect();
+        let found = JsonConvention
+            .get_many(&runner, &provider(), &asked)
+            .unwrap();
+        assert!(found.iter().zip(&names).all(|(one, name)| matches!(
+            one,
+            Ok(Some(resource)) if &resource.name == name
+                && resource.attrs.get("value").and_then(|v| v.as_str()) == Some(name)
+        )));
     }
 
     #[test]

@@ -60,6 +60,14 @@ pub struct ConvergeArgs {
     #[arg(long)]
     keep_removed: bool,
 
+    /// Remove everything ral manages that these manifests do not list,
+    /// also when that is everything: without it, manifests that declare
+    /// no resource, or name none of the resources ral manages, are
+    /// refused. MANIFEST may then be omitted (no manifest: remove all
+    /// that ral created).
+    #[arg(long, conflicts_with = "keep_removed")]
+    destroy: bool,
+
     /// Log level (error, warn, info, debug, trace, off), or TARGET=LEVEL
     /// pairs and a level, comma-separated; RUST_LOG works too. Default:
     /// warn (error with -q).
@@ -101,7 +109,7 @@ pub struct ConvergeArgs {
     /// `-` reads YAML from stdin. ral apply also takes one saved plan
     /// (`ral plan -o FILE`): a file whose text starts with
     /// `{"ral_saved_plan":`.
-    #[arg(value_name = "MANIFEST", required = true)]
+    #[arg(value_name = "MANIFEST", required_unless_present = "destroy")]
     manifests: Vec<PathBuf>,
 
     #[command(flatten)]
@@ -243,6 +251,8 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         }
         .into());
     }
+    // An empty or emptied file must not read as "remove everything".
+    lifecycle::check_declared(&manifests, reading.declared.len(), args.destroy)?;
     let input = Input {
         manifests: &manifests,
         reading: &reading,
@@ -446,6 +456,12 @@ pub fn converge(
     // A saved plan removes what it was made to remove.
     let keep_removed = saved.map_or(args.keep_removed, |s| s.keep_removed);
     let leftovers = lifecycle::leftovers(&catalog, &stored, registry, keep_removed);
+    // A saved plan passed this check when it was made (or was made with
+    // --destroy): no file is written for a plan the check refuses, and the
+    // file cannot be changed since.
+    if saved.is_none() {
+        lifecycle::check_sweep(manifests, &catalog, &stored, &leftovers, args.destroy)?;
+    }
     let origin = manifest::Origin {
         file: std::sync::Arc::from(state_path.as_path()),
         line: 0,
@@ -482,6 +498,13 @@ pub fn converge(
                 item.name
             );
         }
+        if !args.json && args.out.is_none() {
+            // Text alone: the JSON document, most of a large plan's time
+            // and memory, is not made.
+            render::preview(&mut out, &catalog, &plan, style)?;
+            out.flush()?;
+            return Ok(planned(&plan));
+        }
         let document = render::document(&catalog, &plan);
         if let (Some(file), Some(store)) = (&args.out, &store) {
             saved::write(
@@ -505,11 +528,7 @@ pub fn converge(
             render::preview(&mut out, &catalog, &plan, style)?;
         }
         out.flush()?;
-        return Ok(Ending {
-            changes: plan.has_changes(),
-            failures: plan.tasks.iter().any(|t| t.state == TaskState::Failed),
-            errors: false,
-        });
+        return Ok(planned(&plan));
     }
     let store = store.as_mut().expect("an apply opens the store");
     if !leftovers.forget.is_empty() {
@@ -589,6 +608,16 @@ pub fn converge(
         }
     }
     Ok(ending)
+}
+
+/// How a plan (without apply) ended: changes pending, resources that could
+/// not be read.
+fn planned(plan: &Plan) -> Ending {
+    Ending {
+        changes: plan.has_changes(),
+        failures: plan.tasks.iter().any(|t| t.state == TaskState::Failed),
+        errors: false,
+    }
 }
 
 /// Prints each task as it ends (text only; JSON is one document at the

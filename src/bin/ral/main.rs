@@ -83,13 +83,15 @@ enum Command {
 
 const PLAN_HELP: &str = "Exit status: 0 when the plan could be made (changes or not), 1 when the \
     state of some resources could not be read, 2 when nothing ran (a usage, manifest or \
-    validation error). With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 \
+    validation error, or a removal of everything ral manages not asked for with --destroy). \
+    With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 \
     unreadable resources, 6 both; 1 when nothing ran.\n\n\
     Example:\n  ral plan --root /tmp/fake site.yaml";
 
 const APPLY_HELP: &str = "Exit status: 0 when every task succeeded or there was nothing to do, 1 \
     when a task failed, was skipped or was stopped, 2 when nothing ran (a usage, manifest or \
-    validation error). With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 \
+    validation error, or a removal of everything ral manages not asked for with --destroy). \
+    With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 \
     both; 1 when nothing ran. The first SIGINT or SIGTERM stops the plan: running tasks \
     finish, the rest are Stopped; a second one ends the running tasks.\n\n\
     Example:\n  ral apply --root /tmp/fake users.yaml files.yaml";

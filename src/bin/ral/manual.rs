@@ -28,8 +28,8 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
                 ("ROOT/var/lib/ral/state.db, state.db.lock", "ral apply, state: the state store and the lock of the apply that runs."),
             ],
             exit_status: &[
-                ("ral plan", "0 the plan was made; 1 some resources could not be read; 2 nothing ran (a usage, manifest or validation error). With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 unreadable resources, 6 both, 1 nothing ran."),
-                ("ral apply", "0 every task succeeded or there was nothing to do; 1 a task failed, was skipped or was stopped; 2 nothing ran. With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 both, 1 nothing ran."),
+                ("ral plan", "0 the plan was made; 1 some resources could not be read; 2 nothing ran (a usage, manifest or validation error, or a removal of everything ral manages not asked for with --destroy). With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 unreadable resources, 6 both, 1 nothing ran."),
+                ("ral apply", "0 every task succeeded or there was nothing to do; 1 a task failed, was skipped or was stopped; 2 nothing ran (as for ral plan). With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 both, 1 nothing ran."),
                 ("ral state", "0 success; 2 an error (no store, an unknown plan or item)."),
                 ("ral check", "0 when no provider has findings (each is clean, or PARTIAL: not fully checked, with what did not run and why on its not run line); 1 when there are findings; 2 when the check could not run."),
                 ("ral holo", "As Holo's: 0 success; 1 a generator failed (with --strict, also a plugin); 2 a usage error; 255 a configuration, plugin info, scan, selector or lock error."),

@@ -1,5 +1,5 @@
 //! One ssh connection per target: a ControlMaster whose socket lives in a
-//! private directory of this run, opened by the first round trip (which
+//! private directory of this run (`control_dir.rs`), opened by the first round trip (which
 //! also asks whether the providers are there), shared by every provider
 //! call, and closed at the end (`ssh -O exit`; on an interrupt the master
 //! is ended with everything else this process started).
@@ -17,6 +17,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::bundle::Bundle;
+use super::control_dir::ControlDir;
 use super::script;
 use super::Target;
 use crate::error::{Error, Result};
@@ -55,7 +56,7 @@ impl Default for SshSettings {
 /// and the bound on connections opened at once.
 pub struct Connector {
     settings: SshSettings,
-    control_dir: tempfile::TempDir,
+    control_dir: ControlDir,
     env: ProviderEnv,
     opening: Gate,
     count: AtomicUsize,
@@ -81,11 +82,7 @@ impl Connector {
         .flatten()
         .find(|dir| dir.is_absolute() && dir.is_dir() && dir.as_os_str().len() < 60 && plain(dir))
         .unwrap_or_else(|| PathBuf::from("/tmp"));
-        let control_dir = tempfile::Builder::new()
-            .prefix("ral-ssh-")
-            .tempdir_in(&base)
-            .map_err(|e| Error::io(format!("making a directory in {}", base.display()), e))?;
-        process::remove_on_interrupt(control_dir.path());
+        let control_dir = ControlDir::create(&base)?;
         let mut settings = settings;
         settings.program = find_program(&settings.program).ok_or_else(|| {
             Error::io(

@@ -288,6 +288,7 @@ impl Host {
         })?;
         let limit = self.config.timeout.as_secs_f64().ceil() as u64;
         let command = script::provider(
+            session.script_pid(),
             limit,
             invocation.starts_daemons,
             &self.remote_env,

@@ -538,3 +538,95 @@ fn thirty_targets_at_once_all_get_through_sshds_default_startup_limit() {
     assert_eq!(fleet.sshd.accepted(), 30);
     fleet.assert_no_ssh_left();
 }
+
+/// The processes whose command line names `marker`.
+fn processes_naming(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if running(pid) && String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_its_directory() {
+    let fleet = Fleet::new(&["t1"], false);
+    let root = fleet.root("t1");
+    // The provider says "started" on this FIFO once it and its child run.
+    let held = root.join("held");
+    let status = Command::new("mkfifo").arg(&held).status().unwrap();
+    assert!(status.success());
+    let mut command = fleet.command();
+    command
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .args(["--timeout", "300", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut ralsh = command.spawn().unwrap();
+    let mut fifo = std::fs::File::open(&held).unwrap();
+    let mut said = [0u8; 8];
+    use std::io::Read;
+    fifo.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"started\n");
+
+    // The run's control directory is private.
+    let tmp = fleet.controller.path().join("tmp");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+
+    // SIGKILL to ralsh's whole process group: nothing of it can clean up.
+    let killed = std::time::Instant::now();
+    // SAFETY: kill with plain integers, to the group of the ralsh this
+    // test started.
+    unsafe { libc::kill(-(ralsh.id() as i32), libc::SIGKILL) };
+    ralsh.wait().unwrap();
+    // The provider and its child that ignores SIGTERM are gone within a
+    // few seconds (assert_gone waits up to 10 s), not at --timeout.
+    for pid in pids_in(&root.join("pids")) {
+        assert_gone(pid, "hang");
+    }
+    // So is every ssh of this run (they name its control directory).
+    let marker = tmp.display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_naming(&marker).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for pid in processes_naming(&marker) {
+        assert_gone(pid, &marker);
+    }
+    eprintln!("everything gone {:?} after the kill", killed.elapsed());
+    assert_eq!(mode & 0o777, 0o700, "{}", dirs[0].display());
+
+    // The killed run's directory is left; the next run removes it, and
+    // leaves a live run's (its lock held) alone.
+    assert!(dirs[0].exists());
+    let live = tmp.join(format!("ral-ssh-{}-live", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    let lock = std::fs::File::create(live.join("lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+        0
+    );
+    fleet.ralsh(&["host", "localhost"]).expect(0);
+    assert!(!dirs[0].exists(), "the killed run's directory is swept");
+    assert!(live.join("lock").exists(), "a live run's directory stays");
+    drop(lock);
+    std::fs::remove_dir_all(&live).unwrap();
+    fleet.assert_no_ssh_left();
+}

@@ -8,7 +8,8 @@
 //! a here-document per text file, octal `printf` for anything a
 //! here-document cannot carry exactly (no final newline, a NUL byte, a
 //! line equal to the delimiter), then the mode, and a `.complete` marker
-//! as its last step.
+//! as its last step. Each run checks the copy against the files' SHA-256
+//! ([`Bundle::manifest`]) before it uses it.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -46,6 +47,8 @@ pub struct Bundle {
     dirs: BTreeMap<PathBuf, String>,
     files: Vec<File>,
     digest: String,
+    /// See [`Bundle::manifest`].
+    manifest: String,
 }
 
 impl Bundle {
@@ -112,16 +115,29 @@ impl Bundle {
             hasher.update(&file.bytes);
         }
         let digest = hex(&hasher.finalize()[..16]);
+        let manifest = files
+            .iter()
+            .map(|file| format!("{}  {}", hex(&Sha256::digest(&file.bytes)), file.path))
+            .collect::<Vec<_>>()
+            .join("\n");
         Ok(Bundle {
             dirs: names,
             files,
             digest,
+            manifest,
         })
     }
 
     /// Names the content: equal digests, equal files.
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// Each file's SHA-256 and path, as `sha256sum -c` reads them
+    /// (`HEX  dN/NAME` lines, in order): what a target checks its copy
+    /// against before each run (see `script.rs`).
+    pub fn manifest(&self) -> &str {
+        &self.manifest
     }
 
     /// How many files it holds.

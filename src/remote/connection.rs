@@ -110,7 +110,7 @@ impl Connector {
         })
     }
 
-    /// Connects to `target` and makes sure `bundle` is
+    /// Connects to `target` and makes sure an intact copy of `bundle` is
     /// there (copying it when it is not): one round trip when it is.
     pub fn open(&self, target: &Target, bundle: &Arc<Bundle>) -> Result<Session> {
         let index = self.count.fetch_add(1, Ordering::SeqCst);
@@ -136,7 +136,7 @@ impl Connector {
             let payload = bundle.payload();
             let answer = session.control(
                 &["-o", "ControlMaster=no"],
-                script::upload(bundle.digest()),
+                script::upload(bundle.digest(), bundle.manifest()),
                 Some(&payload),
             )?;
             let (present, _) = session.answer(&answer)?;
@@ -287,7 +287,7 @@ impl Session {
             args.extend(["-o".into(), option.into()]);
         }
         args.extend(["--".into(), self.target.destination.clone().into()]);
-        args.push(script::session(self.bundle.digest()).into());
+        args.push(script::session(self.bundle.digest(), self.bundle.manifest()).into());
         let label = format!("{}: ssh", self.target.name);
         let mut master = Daemon::start(&label, &self.program, &args, self.env.vars(), stderr)?;
         let until = std::time::Instant::now() + self.timeout;
@@ -306,6 +306,11 @@ impl Session {
             };
             if let Some(pid) = line.strip_prefix("ral-session ") {
                 self.script = pid.trim().parse().unwrap_or(0);
+            } else if let Some(why) = line.strip_prefix("ral-bundle damaged ") {
+                log::warn!(
+                    "{}: the copy of the providers there cannot be used ({why}); copying it again",
+                    self.target.name
+                );
             } else if let Some((present, dir)) = script::parse_answer(&line) {
                 break Some((present, dir.to_owned()));
             }

@@ -3,16 +3,18 @@
 //! ARG...`), with every argument quoted by [`quote_word`], so no value can
 //! run anything there. The scripts themselves need only a POSIX `sh` and
 //! the standard utilities (`find`, `id`, `mkdir`, `mv`, `rm`, `sleep`,
-//! `kill`, `env`, `cat`).
+//! `kill`, `env`, `cat`, `sed`, `sort`, `sha256sum`).
 //!
 //! - [`session`]: the command of the connection's master: makes sure the
 //!   private cache directory (`~/.cache/ral`, 0700, ours, not a link)
-//!   exists, says whether the bundle of a digest is there (`ral-bundle
-//!   have DIR` or `ral-bundle need DIR`), then stays until the controller
+//!   exists, says whether an intact copy of the bundle of a digest is
+//!   there (`ral-bundle have DIR` or `ral-bundle need DIR`; each file's
+//!   SHA-256 checked, no link anywhere), then stays until the controller
 //!   is gone.
 //! - [`upload`]: the same checks, then runs the payload read on stdin (see
 //!   `bundle.rs`) in a fresh directory that is renamed into place only when
-//!   the payload reached its end, so a cut upload is never used.
+//!   the payload reached its end, so a cut upload is never used; a copy
+//!   there that is not intact is replaced.
 //! - [`provider`]: runs one provider call the way the local runner does:
 //!   in `/`, with exactly the environment given (`env -i`), under a
 //!   watchdog that ends the whole process group (SIGTERM, then SIGKILL
@@ -49,14 +51,42 @@ case $1 in *[!0-9a-f]*|'') fail "bad bundle digest";; esac
 b=$r/$1
 "#;
 
-/// The session's script: says whether the bundle is there, with its own
-/// process ID, then waits for the end of its stdin: the
+/// Whether the copy in `$b` is the one sent, `$2` listing its files as
+/// `sha256sum -c` reads them (`DIGEST  dN/NAME` lines): no link anywhere,
+/// everything ours and written by us alone, exactly those files, each
+/// with its content. Sets `why` when a copy is there but not intact.
+/// (`.upload-*` is another upload's copy, briefly inside: see [`UPLOAD`].
+/// `__pycache__` holds the bytecode Python writes beside its modules,
+/// which a provider started with `python3 -I` cannot send elsewhere: not
+/// part of the copy, but no link either, nor writable by others; Python
+/// takes a file there only while its source's size and time match.)
+const INTACT: &str = r#"command -v sha256sum >/dev/null || fail "sha256sum is missing: the copy of the providers cannot be checked"
+intact() {
+  why=
+  if [ -L "$b" ]; then why="$b is a symbolic link"; return 1; fi
+  [ -d "$b" ] && [ -f "$b/.complete" ] || return 1
+  odd=$(cd "$b" && find . -path './.upload-*' -prune -o \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w -o ! -user "$(id -u)" ! -path '*/__pycache__*' \) -print | head -n 1)
+  if [ -n "$odd" ]; then why="$b/${odd#./} is a link, not a plain file of ours, or writable by others"; return 1; fi
+  have=$(cd "$b" && find . \( -path './.upload-*' -o -name __pycache__ \) -prune -o -type f ! -name .complete -print | sed 's|^\./||' | LC_ALL=C sort)
+  want=$(printf '%s\n' "$2" | sed 's/^[0-9a-f]*  //' | LC_ALL=C sort)
+  if [ "$have" != "$want" ]; then why="$b does not hold the files copied"; return 1; fi
+  if [ -n "$2" ]; then
+    bad=$(cd "$b" && printf '%s\n' "$2" | sha256sum -c 2>/dev/null | sed -n 's/: FAILED.*$//p' | head -n 1)
+    if [ -n "$bad" ]; then why="$b/$bad differs from the file sent"; return 1; fi
+  fi
+}
+"#;
+
+/// The session's script: says whether an intact copy of the bundle is
+/// there (`ral-bundle damaged WHY` first when one is there but changed),
+/// with its own process ID, then waits for the end of its stdin: the
 /// controller's end, however it ends. Provider calls watch it (see
 /// [`PROVIDER`]).
 const SESSION: &str = r#"echo "ral-session $$"
-if [ -d "$b" ] && [ -f "$b/.complete" ]; then
+if intact "$@"; then
   echo "ral-bundle have $b"
 else
+  [ -z "$why" ] || echo "ral-bundle damaged $why"
   echo "ral-bundle need $b"
 fi
 exec cat >/dev/null
@@ -70,15 +100,17 @@ if ! sh -s || [ ! -f .complete ]; then
   fail "the upload to $b was cut short"
 fi
 cd /
-# A complete copy is never replaced: runs may be using it. An incomplete
-# one (a cut removal) is moved aside first. Of two uploads at once, the
-# second one's mv may land inside the first's copy: removed.
-if [ -d "$b" ] && [ ! -f "$b/.complete" ]; then
+# An intact copy is never replaced: runs may be using it. Anything else
+# there (a cut removal, a changed copy, a link) is moved aside first. Of
+# two uploads at once, the second one's mv may land inside the first's
+# copy: removed.
+if { [ -e "$b" ] || [ -L "$b" ]; } && ! intact "$@"; then
   mv "$b" "$r/.stale-$1-$$" && rm -rf "$r/.stale-$1-$$"
 fi
-[ -d "$b" ] || mv "$t" "$b" 2>/dev/null
+[ -e "$b" ] || [ -L "$b" ] || mv "$t" "$b" 2>/dev/null
 rm -rf "$t" "$b/${t##*/}"
 [ -f "$b/.complete" ] || fail "cannot move the upload to $b"
+intact "$@" || fail "the copy in $b is not the one sent: ${why:-it is incomplete}"
 echo "ral-bundle have $b"
 "#;
 
@@ -167,14 +199,26 @@ fn command(script: &str, session: bool, args: &[&str], sudo: bool) -> String {
     line
 }
 
-/// The session's command for the bundle `digest`.
-pub fn session(digest: &str) -> String {
-    command(&format!("{PRIVATE_DIR}{SESSION}"), false, &[digest], false)
+/// The session's command for the bundle `digest` whose files `manifest`
+/// lists (see [`INTACT`]).
+pub fn session(digest: &str, manifest: &str) -> String {
+    command(
+        &format!("{PRIVATE_DIR}{INTACT}{SESSION}"),
+        false,
+        &[digest, manifest],
+        false,
+    )
 }
 
-/// The upload of the bundle `digest`, whose payload follows on stdin.
-pub fn upload(digest: &str) -> String {
-    command(&format!("{PRIVATE_DIR}{UPLOAD}"), false, &[digest], false)
+/// The upload of the bundle `digest` whose files `manifest` lists; the
+/// payload follows on stdin.
+pub fn upload(digest: &str, manifest: &str) -> String {
+    command(
+        &format!("{PRIVATE_DIR}{INTACT}{UPLOAD}"),
+        false,
+        &[digest, manifest],
+        false,
+    )
 }
 
 /// One provider call in the session whose script runs as `session` (see
@@ -392,7 +436,7 @@ mod tests {
 
     #[test]
     fn sudo_goes_before_the_shell() {
-        let line = session("ab12");
+        let line = session("ab12", "");
         assert!(line.starts_with("exec /bin/sh -c '"), "{line}");
         let sudo = provider(1, 1, true, &[], "/p", &[], true);
         assert!(sudo.starts_with("exec sudo -n -- /bin/sh -c '"), "{sudo}");

@@ -630,3 +630,76 @@ fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_i
     std::fs::remove_dir_all(&live).unwrap();
     fleet.assert_no_ssh_left();
 }
+
+#[test]
+fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
+    let fleet = Fleet::new(&["t1"], false);
+    fleet
+        .ralsh(&["-l", "info", "host"])
+        .expect(0)
+        .stderr_has("t1: copied ");
+    let cache = fleet.sshd.home().join(".cache/ral");
+    let bundle = std::fs::read_dir(&cache)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let provider = bundle.join("d0/etc_hosts.prov");
+    let sent = std::fs::read(&provider).unwrap();
+    // The provider, changed, would leave a mark in the root.
+    let mark = fleet.root("t1").join("tampered");
+    let evil = format!("#!/bin/sh\ntouch {}\nexit 1\n", mark.display());
+    let again = |fleet: &Fleet, why: &str| {
+        let run = fleet.ralsh(&["-l", "info", "host", "localhost"]);
+        run.expect(0)
+            .stderr_has("t1: the copy of the providers there cannot be used (")
+            .stderr_has(why)
+            .stderr_has("t1: copied ");
+        assert!(!mark.exists(), "the changed provider ran");
+        assert_eq!(std::fs::read(&provider).unwrap(), sent, "copied again");
+    };
+
+    std::fs::write(&provider, &evil).unwrap();
+    again(&fleet, "d0/etc_hosts.prov differs from the file sent");
+
+    // A file more (a module a provider would import first).
+    std::fs::write(bundle.join("d0/json.py"), "raise SystemExit(1)\n").unwrap();
+    again(&fleet, "does not hold the files copied");
+    assert!(!bundle.join("d0/json.py").exists());
+
+    // A file replaced by a link.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().join("etc_hosts.prov");
+    std::fs::write(&outside, &evil).unwrap();
+    std::fs::remove_file(&provider).unwrap();
+    std::os::unix::fs::symlink(&outside, &provider).unwrap();
+    again(&fleet, "d0/etc_hosts.prov is a link");
+
+    // The whole directory replaced by a link to an exact copy: never
+    // used, and what it points to is left as it is.
+    let copy = elsewhere.path().join("copy");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&bundle)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(copy.join("d0/etc_hosts.prov"), &evil).unwrap();
+    std::fs::remove_dir_all(&bundle).unwrap();
+    std::os::unix::fs::symlink(&copy, &bundle).unwrap();
+    again(&fleet, "is a symbolic link");
+    assert!(std::fs::symlink_metadata(&bundle).unwrap().is_dir());
+    assert_eq!(
+        std::fs::read_to_string(copy.join("d0/etc_hosts.prov")).unwrap(),
+        evil,
+        "the link's target is untouched"
+    );
+    assert!(outside.exists());
+
+    // Left alone, the copy is used as it is: nothing copied.
+    let run = fleet.ralsh(&["-l", "info", "host", "localhost"]);
+    run.expect(0);
+    assert!(!run.stderr.contains("copied"), "{}", run.stderr);
+}

@@ -554,32 +554,29 @@ fn processes_naming(marker: &str) -> Vec<i32> {
     found
 }
 
-#[test]
-fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_its_directory() {
-    let fleet = Fleet::new(&["t1"], false);
+/// Starts `command` (a run on the fleet's `t1` whose provider hangs) as
+/// the leader of a process group, waits until the provider and its child
+/// run on the target, SIGKILLs the whole group, and checks that nothing
+/// of the run is left: not the provider, not its child (which ignores
+/// SIGTERM), not one ssh. Returns the run's control directory, left
+/// behind, and its mode.
+fn kill_and_check(fleet: &Fleet, mut command: Command) -> (PathBuf, u32) {
     let root = fleet.root("t1");
     // The provider says "started" on this FIFO once it and its child run.
     let held = root.join("held");
     let status = Command::new("mkfifo").arg(&held).status().unwrap();
     assert!(status.success());
-    let mut command = fleet.command();
     command
-        .arg("-i")
-        .arg(&fleet.inventory)
-        .args(["--timeout", "300", "-I"])
-        .arg(fixtures_dir())
-        .arg("hang")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut ralsh = command.spawn().unwrap();
+    let mut run = command.spawn().unwrap();
     let mut fifo = std::fs::File::open(&held).unwrap();
     let mut said = [0u8; 8];
     use std::io::Read;
     fifo.read_exact(&mut said).unwrap();
     assert_eq!(&said, b"started\n");
 
-    // The run's control directory is private.
     let tmp = fleet.controller.path().join("tmp");
     let dirs: Vec<PathBuf> = std::fs::read_dir(&tmp)
         .unwrap()
@@ -589,18 +586,18 @@ fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_i
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
 
-    // SIGKILL to ralsh's whole process group: nothing of it can clean up.
+    // SIGKILL to the whole process group: nothing of it can clean up.
     let killed = std::time::Instant::now();
-    // SAFETY: kill with plain integers, to the group of the ralsh this
-    // test started.
-    unsafe { libc::kill(-(ralsh.id() as i32), libc::SIGKILL) };
-    ralsh.wait().unwrap();
-    // The provider and its child that ignores SIGTERM are gone within a
-    // few seconds (assert_gone waits up to 10 s), not at --timeout.
+    // SAFETY: kill with plain integers, to the group of the run this test
+    // started.
+    unsafe { libc::kill(-(run.id() as i32), libc::SIGKILL) };
+    run.wait().unwrap();
+    // The provider and its child are gone within a few seconds
+    // (assert_gone waits up to 10 s), not at --timeout.
     for pid in pids_in(&root.join("pids")) {
         assert_gone(pid, "hang");
     }
-    // So is every ssh of this run (they name its control directory).
+    // So is every ssh of the run (they name its control directory).
     let marker = tmp.display().to_string();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !processes_naming(&marker).is_empty() && std::time::Instant::now() < deadline {
@@ -610,12 +607,29 @@ fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_i
         assert_gone(pid, &marker);
     }
     eprintln!("everything gone {:?} after the kill", killed.elapsed());
-    assert_eq!(mode & 0o777, 0o700, "{}", dirs[0].display());
+    (dirs.into_iter().next().unwrap(), mode)
+}
+
+#[test]
+fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_its_directory() {
+    let fleet = Fleet::new(&["t1"], false);
+    let mut command = fleet.command();
+    command
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .args(["--timeout", "300", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang");
+    let (dir, mode) = kill_and_check(&fleet, command);
+    assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
 
     // The killed run's directory is left; the next run removes it, and
     // leaves a live run's (its lock held) alone.
-    assert!(dirs[0].exists());
-    let live = tmp.join(format!("ral-ssh-{}-live", std::process::id()));
+    assert!(dir.exists());
+    let live = fleet
+        .controller
+        .path()
+        .join(format!("tmp/ral-ssh-{}-live", std::process::id()));
     std::fs::create_dir(&live).unwrap();
     let lock = std::fs::File::create(live.join("lock")).unwrap();
     // SAFETY: flock on a descriptor this test owns.
@@ -624,11 +638,36 @@ fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_i
         0
     );
     fleet.ralsh(&["host", "localhost"]).expect(0);
-    assert!(!dirs[0].exists(), "the killed run's directory is swept");
+    assert!(!dir.exists(), "the killed run's directory is swept");
     assert!(live.join("lock").exists(), "a live run's directory stays");
     drop(lock);
     std::fs::remove_dir_all(&live).unwrap();
     fleet.assert_no_ssh_left();
+}
+
+#[test]
+fn a_killed_ral_apply_leaves_nothing_running_on_the_target() {
+    let fleet = Fleet::new(&["t1"], false);
+    let manifest = fleet.controller.path().join("site.yaml");
+    std::fs::write(&manifest, "hang:\n  x: {}\n").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", fleet.controller.path())
+        .env("XDG_CACHE_HOME", fleet.controller.path())
+        .env("TMPDIR", fleet.controller.path().join("tmp"))
+        .arg("apply")
+        .arg("--ssh-config")
+        .arg(fleet.sshd.ssh_config())
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .arg("--state")
+        .arg(fleet.controller.path().join("state"))
+        .args(["--timeout", "300", "-I"])
+        .arg(fixtures_dir())
+        .arg(&manifest);
+    kill_and_check(&fleet, command);
 }
 
 #[test]

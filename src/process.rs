@@ -39,6 +39,7 @@ use crate::text::escape;
 use pipes::{text, Piece};
 use runner::Stream;
 
+mod daemon;
 mod group;
 mod orphans;
 mod pipes;
@@ -46,6 +47,7 @@ mod runner;
 mod signals;
 pub mod streams;
 
+pub use daemon::Daemon;
 pub use orphans::{adopt_orphans, adopted_child};
 
 pub use signals::{

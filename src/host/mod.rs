@@ -309,6 +309,7 @@ impl Host {
             false => script::with_exports(&remote_program, &invocation.args),
         };
         let command = script::provider(
+            session.script_pid(),
             limit,
             invocation.starts_daemons,
             &self.remote_env,

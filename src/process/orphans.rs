@@ -35,6 +35,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     live: Vec::new(),
     released: Vec::new(),
     inherited: Vec::new(),
+    kept: Vec::new(),
     given_up: Vec::new(),
 });
 
@@ -54,6 +55,9 @@ struct State {
     /// The children this process had when it became a subreaper: it
     /// inherited them through exec, no call started them.
     inherited: Vec<i32>,
+    /// Children started to outlive the calls (see `daemon.rs`): their
+    /// owner ends them.
+    kept: Vec<i32>,
     /// Processes that outlived SIGKILL (stuck in the kernel, or not ours
     /// to signal), with their start times: not waited for again.
     given_up: Vec<(i32, u64)>,
@@ -65,6 +69,7 @@ impl State {
     fn may_end(&self, pid: i32, stat: &Stat, own: Option<i32>) -> bool {
         if self.live.iter().any(|&(leader, _)| leader == pid)
             || self.inherited.contains(&pid)
+            || self.kept.contains(&pid)
             || self.given_up.contains(&(pid, stat.start))
         {
             return false;
@@ -124,6 +129,18 @@ pub(super) fn register(leader: i32) {
     }
     let start = stat_of(leader).map_or(0, |stat| stat.start);
     lock().live.push((leader, start));
+}
+
+/// Keeps the child `pid` out of the sweeps until [`forget`]; must be
+/// called, like the spawn, under the spawn gate.
+pub(super) fn keep(pid: i32) {
+    lock().kept.push(pid);
+}
+
+/// Takes a kept child, now reaped, off the list; under the spawn gate, so
+/// that no new child can have its ID yet.
+pub(super) fn forget(pid: i32) {
+    lock().kept.retain(|&p| p != pid);
 }
 
 /// Ends at once with SIGKILL the orphans of the call of `leader` (exited,

@@ -8,7 +8,8 @@
 //! a here-document per text file, octal `printf` for anything a
 //! here-document cannot carry exactly (no final newline, a NUL byte, a
 //! line equal to the delimiter), then the mode, and a `.complete` marker
-//! as its last step.
+//! as its last step. Each run checks the copy against the files' SHA-256
+//! ([`Bundle::manifest`]) before it uses it.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -25,6 +26,9 @@ use crate::text::hex;
 /// The most bytes a bundle may hold: providers and their helpers, not
 /// data.
 pub const MAX_BUNDLE: usize = 32 << 20;
+/// The most bytes of the manifest, which travels on a target's command
+/// line (Linux takes 128 KiB in one argument).
+const MAX_MANIFEST: usize = 96 << 10;
 /// The most bytes one file of a bundle may hold.
 const MAX_FILE: usize = 8 << 20;
 /// Bytes per `printf` line of a file sent in octal.
@@ -46,6 +50,8 @@ pub struct Bundle {
     dirs: BTreeMap<PathBuf, String>,
     files: Vec<File>,
     digest: String,
+    /// See [`Bundle::manifest`].
+    manifest: String,
 }
 
 impl Bundle {
@@ -112,16 +118,39 @@ impl Bundle {
             hasher.update(&file.bytes);
         }
         let digest = hex(&hasher.finalize()[..16]);
+        let manifest = files
+            .iter()
+            .map(|file| format!("{}  {}", hex(&Sha256::digest(&file.bytes)), file.path))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if manifest.len() > MAX_MANIFEST {
+            return Err(Error::io(
+                "copying the provider directories to targets",
+                std::io::Error::other(format!(
+                    "they hold {} files, more than a target's command line can list for its \
+                     check of the copy",
+                    files.len()
+                )),
+            ));
+        }
         Ok(Bundle {
             dirs: names,
             files,
             digest,
+            manifest,
         })
     }
 
     /// Names the content: equal digests, equal files.
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// Each file's SHA-256 and path, as `sha256sum -c` reads them
+    /// (`HEX  dN/NAME` lines, in order): what a target checks its copy
+    /// against before each run (see `script.rs`).
+    pub fn manifest(&self) -> &str {
+        &self.manifest
     }
 
     /// How many files it holds.
@@ -260,6 +289,94 @@ mod tests {
             "a directory maps too"
         );
         assert_eq!(bundle.remote_path("/r", Path::new("/elsewhere/x")), None);
+    }
+
+    /// Runs a target's command line here, as its login shell would, with
+    /// `home` as HOME and `stdin` fed; its stdout.
+    fn run_on_target(line: &str, home: &Path, stdin: &[u8]) -> (bool, String, String) {
+        use std::io::Write;
+        let mut sh = Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .env("HOME", home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        sh.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = sh.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_copy_is_used_only_while_it_matches_the_manifest() {
+        use crate::remote::script;
+        let source = tempfile::tempdir().unwrap();
+        write(source.path(), "p.prov", b"#!/bin/sh\necho p\n", 0o755);
+        write(source.path(), "p.yaml", b"no final newline", 0o644);
+        let bundle = Bundle::collect(&[source.path().to_owned()]).unwrap();
+        let (digest, manifest) = (bundle.digest(), bundle.manifest());
+        assert_eq!(manifest.lines().count(), 2, "{manifest}");
+        let home = tempfile::tempdir().unwrap();
+        let copy = home.path().join(".cache/ral").join(digest);
+        let session = script::session(digest, manifest);
+        let probe = || run_on_target(&session, home.path(), b"").1;
+
+        assert!(probe().contains("ral-bundle need "), "nothing there yet");
+        let (ok, out, err) = run_on_target(
+            &script::upload(digest, manifest),
+            home.path(),
+            &bundle.payload(),
+        );
+        assert!(ok && out.contains("ral-bundle have "), "{out} {err}");
+        let said = probe();
+        assert!(said.starts_with("ral-session "), "{said}");
+        assert!(said.contains("ral-bundle have "), "{said}");
+
+        // Changed, one file more, a link: each found, named, and replaced
+        // by the next upload.
+        let provider = copy.join("d0/p.prov");
+        let damage: [(&str, &dyn Fn()); 3] = [
+            ("d0/p.prov differs from the file sent", &|| {
+                fs::write(&provider, b"#!/bin/sh\necho evil\n").unwrap()
+            }),
+            ("does not hold the files copied", &|| {
+                fs::write(copy.join("d0/extra.py"), b"").unwrap()
+            }),
+            ("is a symbolic link", &|| {
+                let aside = home.path().join("aside");
+                fs::rename(&copy, &aside).unwrap();
+                std::os::unix::fs::symlink(&aside, &copy).unwrap();
+            }),
+        ];
+        for (why, harm) in damage {
+            harm();
+            let said = probe();
+            assert!(said.contains("ral-bundle damaged "), "{why}: {said}");
+            assert!(said.contains(why), "{why}: {said}");
+            assert!(said.contains("ral-bundle need "), "{why}: {said}");
+            let (ok, out, err) = run_on_target(
+                &script::upload(digest, manifest),
+                home.path(),
+                &bundle.payload(),
+            );
+            assert!(ok && out.contains("ral-bundle have "), "{why}: {out} {err}");
+            assert!(probe().contains("ral-bundle have "), "{why}: repaired");
+            assert_eq!(fs::read(&provider).unwrap(), b"#!/bin/sh\necho p\n");
+        }
+        assert!(
+            fs::symlink_metadata(&copy).unwrap().is_dir(),
+            "the link was replaced"
+        );
+        assert!(
+            home.path().join("aside/d0/p.prov").exists(),
+            "and not followed"
+        );
     }
 
     #[test]

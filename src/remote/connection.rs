@@ -1,8 +1,15 @@
 //! One ssh connection per target: a ControlMaster whose socket lives in a
-//! private directory of this run, opened by the first round trip (which
-//! also asks whether the providers are there), shared by every provider
-//! call, and closed at the end (`ssh -O exit`; on an interrupt the master
-//! is ended with everything else this process started).
+//! private directory of this run (`control_dir.rs`), shared by every
+//! provider call.
+//!
+//! The master is a child of this process that stays in the foreground
+//! (no ControlPersist) and runs the session's script on the target
+//! (`script::session`): it says whether the providers are there, then
+//! reads the master's stdin, a pipe only this process writes to, until
+//! its end. Closing the pipe closes the connection once no call runs;
+//! and when this process dies, even by SIGKILL, the pipe closes with it:
+//! the script ends, the calls' watchdogs on the target see it gone and
+//! end their providers, and the master, its last session closed, exits.
 //!
 //! Everything the user set up for ssh applies: their config (or the one
 //! `--ssh-config` names), keys, agent, known hosts and jumps. ral only
@@ -11,24 +18,26 @@
 //! inventory gives.
 
 use std::ffi::OsString;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::bundle::Bundle;
+use super::control_dir::ControlDir;
 use super::script;
 use super::Target;
 use crate::error::{Error, Result};
 use crate::process::streams::{run_streams, Stream, StreamCall};
-use crate::process::{self, ProviderEnv};
+use crate::process::{self, Daemon, ProviderEnv};
 
 /// The most connections being opened at once: sshd drops new ones beyond
 /// its MaxStartups (10 by default) while they authenticate.
 pub const MAX_OPENING: usize = 10;
-/// How long an idle master stays up when ral could not close it (killed):
-/// the safety net, not the way it ends.
-const CONTROL_PERSIST: &str = "60";
+/// How long a master has to exit once its stdin is closed (it then waits
+/// for the session's script to end on the target) before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(3);
 
 /// How ssh is run.
 #[derive(Debug, Clone)]
@@ -55,7 +64,7 @@ impl Default for SshSettings {
 /// and the bound on connections opened at once.
 pub struct Connector {
     settings: SshSettings,
-    control_dir: tempfile::TempDir,
+    control_dir: ControlDir,
     env: ProviderEnv,
     opening: Gate,
     count: AtomicUsize,
@@ -81,11 +90,7 @@ impl Connector {
         .flatten()
         .find(|dir| dir.is_absolute() && dir.is_dir() && dir.as_os_str().len() < 60 && plain(dir))
         .unwrap_or_else(|| PathBuf::from("/tmp"));
-        let control_dir = tempfile::Builder::new()
-            .prefix("ral-ssh-")
-            .tempdir_in(&base)
-            .map_err(|e| Error::io(format!("making a directory in {}", base.display()), e))?;
-        process::remove_on_interrupt(control_dir.path());
+        let control_dir = ControlDir::create(&base)?;
         let mut settings = settings;
         settings.program = find_program(&settings.program).ok_or_else(|| {
             Error::io(
@@ -105,8 +110,8 @@ impl Connector {
         })
     }
 
-    /// Connects to `target` and makes sure `bundle` is there (copying it
-    /// when it is not): one round trip when it is.
+    /// Connects to `target` and makes sure an intact copy of `bundle` is
+    /// there (copying it when it is not): one round trip when it is.
     pub fn open(&self, target: &Target, bundle: &Arc<Bundle>) -> Result<Session> {
         let index = self.count.fetch_add(1, Ordering::SeqCst);
         let control = self.control_dir.path().join(index.to_string());
@@ -119,31 +124,19 @@ impl Connector {
             remote_dir: String::new(),
             bundle: Arc::clone(bundle),
             uploaded: false,
-            open: AtomicBool::new(false),
             master: Mutex::new(None),
+            script: 0,
             timeout: self.settings.connect_timeout + Duration::from_secs(20),
         };
-        let answer = {
+        let (present, dir) = {
             let _opening = self.opening.enter();
-            session.control(
-                &[
-                    "-o",
-                    "ControlMaster=yes",
-                    "-o",
-                    &format!("ControlPersist={CONTROL_PERSIST}"),
-                ],
-                script::probe(bundle.digest()),
-                None,
-            )?
+            session.start_master()?
         };
-        session.open.store(true, Ordering::SeqCst);
-        session.find_master();
-        let (present, dir) = session.answer(&answer)?;
         if !present {
             let payload = bundle.payload();
             let answer = session.control(
                 &["-o", "ControlMaster=no"],
-                script::upload(bundle.digest()),
+                script::upload(bundle.digest(), bundle.manifest()),
                 Some(&payload),
             )?;
             let (present, _) = session.answer(&answer)?;
@@ -216,10 +209,10 @@ pub struct Session {
     remote_dir: String,
     bundle: Arc<Bundle>,
     uploaded: bool,
-    /// The master runs (and is to be closed).
-    open: AtomicBool,
-    /// The master's process ID, when known.
-    master: Mutex<Option<i32>>,
+    /// The master, until the connection is closed.
+    master: Mutex<Option<Daemon>>,
+    /// The process ID of the session's script on the target.
+    script: u32,
     /// The limit of a control round trip.
     timeout: Duration,
 }
@@ -262,48 +255,103 @@ impl Session {
         args
     }
 
-    /// Closes the master (`ssh -O exit`); later calls fail. Done once,
-    /// also on drop. (A SIGTERM is what an interrupt gives it; here the
-    /// master is asked, since a signal that lands while it is finishing a
-    /// session is sometimes lost.)
+    /// The process ID of the session's script on the target, which the
+    /// provider calls watch (see `script::provider`).
+    pub fn script_pid(&self) -> u32 {
+        self.script
+    }
+
+    /// Closes the connection: the master's stdin, so the session's script
+    /// ends and the master with it (killed if it takes longer than
+    /// [`CLOSE_GRACE`]); later calls fail. Done once, also on drop.
     pub fn close(&self) {
-        if !self.open.swap(false, Ordering::SeqCst) {
-            return;
-        }
-        log::debug!("{}: closing the connection", self.target.name);
-        match self.ssh(&["-O", "exit"], None, None, false) {
-            // After an interrupt nothing starts: the master stays listed
-            // for the interrupt's end to kill.
-            Err(e) => log::debug!("{}: closing the connection: {e}", self.target.name),
-            Ok(_) => {
-                if let Some(pid) = *self.master.lock().unwrap_or_else(|e| e.into_inner()) {
-                    process::keep_running_on_interrupt(pid);
-                }
-            }
+        let master = self.master.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut master) = master {
+            log::debug!("{}: closing the connection", self.target.name);
+            master.end(CLOSE_GRACE);
         }
     }
 
-    /// Finds the master, so that an interrupt can end it too: among this
-    /// process's children by the title ssh gives it (it was adopted when
-    /// ssh went to the background), else by asking it (`ssh -O check`).
-    fn find_master(&self) {
-        let title = format!("ssh: {} [mux]", self.control.display());
-        let pid = process::adopted_child(&title).or_else(|| {
-            let (_, _, stderr) = self.ssh(&["-O", "check"], None, None, false).ok()?;
-            stderr.iter().find_map(|line| {
-                line.split_once("(pid=")?
-                    .1
-                    .split_once(')')?
-                    .0
-                    .parse::<i32>()
-                    .ok()
-            })
-        });
-        log::debug!("{}: connected (master {pid:?})", self.target.name);
-        if let Some(pid) = pid {
-            process::end_on_interrupt(pid);
-            *self.master.lock().unwrap_or_else(|e| e.into_inner()) = Some(pid);
+    /// Starts the master, whose session's script answers whether the
+    /// bundle is there, and in which directory; waits for that answer.
+    fn start_master(&mut self) -> Result<(bool, String)> {
+        let stderr_path = self.control.with_extension("err");
+        let stderr = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&stderr_path)
+            .map_err(|e| Error::io(format!("creating {}", stderr_path.display()), e))?;
+        let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
+        for option in ["ControlMaster=yes", "ControlPersist=no"] {
+            args.extend(["-o".into(), option.into()]);
         }
+        args.extend(["--".into(), self.target.destination.clone().into()]);
+        args.push(script::session(self.bundle.digest(), self.bundle.manifest()).into());
+        let label = format!("{}: ssh", self.target.name);
+        let mut master = Daemon::start(&label, &self.program, &args, self.env.vars(), stderr)?;
+        let until = std::time::Instant::now() + self.timeout;
+        let mut lines = Vec::new();
+        let answer = loop {
+            let line = match master.read_line(until) {
+                Ok(Some(line)) => line,
+                Ok(None) => break None,
+                Err(Error::Timeout { .. }) => {
+                    return Err(self.error(format!(
+                        "no answer within {}s; is it reachable?",
+                        self.timeout.as_secs()
+                    )))
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(pid) = line.strip_prefix("ral-session ") {
+                self.script = pid.trim().parse().unwrap_or(0);
+            } else if let Some(why) = line.strip_prefix("ral-bundle damaged ") {
+                log::warn!(
+                    "{}: the copy of the providers there cannot be used ({why}); copying it again",
+                    self.target.name
+                );
+            } else if let Some((present, dir)) = script::parse_answer(&line) {
+                break Some((present, dir.to_owned()));
+            }
+            lines.push(line);
+        };
+        let Some(answer) = answer.filter(|_| self.script > 0) else {
+            // The master ended: what went wrong is on its stderr.
+            master.end(CLOSE_GRACE);
+            let said = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            let said: Vec<&str> = said
+                .lines()
+                .map(|line| line.strip_prefix("error: ").unwrap_or(line))
+                .filter(|line| !line.trim().is_empty())
+                .collect();
+            let message = if said.is_empty() {
+                format!(
+                    "its shell did not answer as expected (it said: {})",
+                    lines.join(" / ")
+                )
+            } else {
+                said.join("; ")
+            };
+            return Err(self.error(message));
+        };
+        // What ssh and the script said on the way (only read here: later
+        // lines stay in the file until the run's directory goes).
+        for line in std::fs::read_to_string(&stderr_path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+        {
+            log::warn!("{}: ssh: {line}", self.target.name);
+        }
+        log::debug!(
+            "{}: connected (master {:?}, session script {})",
+            self.target.name,
+            Some(master.pid()),
+            self.script
+        );
+        *self.master.lock().unwrap_or_else(|e| e.into_inner()) = Some(master);
+        Ok(answer)
     }
 
     /// One ssh run of this target outside the provider calls: `options`
@@ -314,7 +362,6 @@ impl Session {
         options: &[&str],
         command: Option<String>,
         stdin: Option<&[u8]>,
-        release: bool,
     ) -> Result<(process::streams::Ended, Vec<String>, Vec<String>)> {
         let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
         args.extend(options.iter().map(OsString::from));
@@ -331,7 +378,7 @@ impl Session {
             fd3: false,
             stdin,
             timeout: self.timeout,
-            release,
+            release: false,
         };
         let mut stdout = Vec::new();
         let mut stderr = Vec::new();
@@ -345,8 +392,8 @@ impl Session {
         Ok((ended, stdout, stderr))
     }
 
-    /// A probe or upload: its stdout lines, or the error its stderr
-    /// explains. The master it may start stays up for the later calls.
+    /// An upload through the master: its stdout lines, or the error its
+    /// stderr explains.
     fn control(
         &self,
         options: &[&str],
@@ -354,7 +401,7 @@ impl Session {
         stdin: Option<&[u8]>,
     ) -> Result<Vec<String>> {
         let (ended, stdout, stderr) =
-            self.ssh(options, Some(command), stdin, true)
+            self.ssh(options, Some(command), stdin)
                 .map_err(|e| match e {
                     Error::Timeout { limit, .. } => self.error(format!(
                         "no answer within {}s; is it reachable?",

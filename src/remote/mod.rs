@@ -19,6 +19,7 @@ use crate::text::escape;
 
 mod bundle;
 mod connection;
+mod control_dir;
 mod fan_out;
 pub mod inventory;
 pub mod script;

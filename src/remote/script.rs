@@ -3,15 +3,18 @@
 //! ARG...`), with every argument quoted by [`quote_word`], so no value can
 //! run anything there. The scripts themselves need only a POSIX `sh` and
 //! the standard utilities (`find`, `id`, `mkdir`, `mv`, `rm`, `sleep`,
-//! `kill`, `env`).
+//! `kill`, `env`, `cat`, `sed`, `sort`, `sha256sum`).
 //!
-//! - [`probe`]: makes sure the private cache directory
-//!   (`~/.cache/ral`, 0700, ours, not a link) exists and says whether the
-//!   bundle of a digest is there: `ral-bundle have DIR` or `ral-bundle
-//!   need DIR`.
+//! - [`session`]: the command of the connection's master: makes sure the
+//!   private cache directory (`~/.cache/ral`, 0700, ours, not a link)
+//!   exists, says whether an intact copy of the bundle of a digest is
+//!   there (`ral-bundle have DIR` or `ral-bundle need DIR`; each file's
+//!   SHA-256 checked, no link anywhere), then stays until the controller
+//!   is gone.
 //! - [`upload`]: the same checks, then runs the payload read on stdin (see
 //!   `bundle.rs`) in a fresh directory that is renamed into place only when
-//!   the payload reached its end, so a cut upload is never used.
+//!   the payload reached its end, so a cut upload is never used; a copy
+//!   there that is not intact is replaced.
 //! - [`provider`]: runs one provider call the way the local runner does:
 //!   in `/`, with exactly the environment given (`env -i`), under a
 //!   watchdog that ends the whole process group (SIGTERM, then SIGKILL
@@ -24,7 +27,7 @@ use crate::quoting::quote_word;
 /// The exit status of a provider call that the watchdog ended.
 pub const TIMED_OUT: i32 = 124;
 
-/// Checks shared by [`probe`] and [`upload`]: `$1` is the bundle's digest;
+/// Checks shared by [`session`] and [`upload`]: `$1` is the bundle's digest;
 /// `r` is left naming the private cache directory.
 const PRIVATE_DIR: &str = r#"set -u
 umask 077
@@ -48,12 +51,45 @@ case $1 in *[!0-9a-f]*|'') fail "bad bundle digest";; esac
 b=$r/$1
 "#;
 
-/// The probe: says whether the bundle is there.
-const PROBE: &str = r#"if [ -d "$b" ] && [ -f "$b/.complete" ]; then
+/// Whether the copy in `$b` is the one sent, `$2` listing its files as
+/// `sha256sum -c` reads them (`DIGEST  dN/NAME` lines): no link anywhere,
+/// everything ours and written by us alone, exactly those files, each
+/// with its content. Sets `why` when a copy is there but not intact.
+/// (`.upload-*` is another upload's copy, briefly inside: see [`UPLOAD`].
+/// `__pycache__` holds the bytecode Python writes beside its modules,
+/// which a provider started with `python3 -I` cannot send elsewhere: not
+/// part of the copy, but no link either, nor writable by others; Python
+/// takes a file there only while its source's size and time match.)
+const INTACT: &str = r#"command -v sha256sum >/dev/null || fail "sha256sum is missing: the copy of the providers cannot be checked"
+intact() {
+  why=
+  if [ -L "$b" ]; then why="$b is a symbolic link"; return 1; fi
+  [ -d "$b" ] && [ -f "$b/.complete" ] || return 1
+  odd=$(cd "$b" && find . -path './.upload-*' -prune -o \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w -o ! -user "$(id -u)" ! -path '*/__pycache__*' \) -print | head -n 1)
+  if [ -n "$odd" ]; then why="$b/${odd#./} is a link, not a plain file of ours, or writable by others"; return 1; fi
+  have=$(cd "$b" && find . \( -path './.upload-*' -o -name __pycache__ \) -prune -o -type f ! -name .complete -print | sed 's|^\./||' | LC_ALL=C sort)
+  want=$(printf '%s\n' "$2" | sed 's/^[0-9a-f]*  //' | LC_ALL=C sort)
+  if [ "$have" != "$want" ]; then why="$b does not hold the files copied"; return 1; fi
+  if [ -n "$2" ]; then
+    bad=$(cd "$b" && printf '%s\n' "$2" | sha256sum -c 2>/dev/null | sed -n 's/: FAILED.*$//p' | head -n 1)
+    if [ -n "$bad" ]; then why="$b/$bad differs from the file sent"; return 1; fi
+  fi
+}
+"#;
+
+/// The session's script: says whether an intact copy of the bundle is
+/// there (`ral-bundle damaged WHY` first when one is there but changed),
+/// with its own process ID, then waits for the end of its stdin: the
+/// controller's end, however it ends. Provider calls watch it (see
+/// [`PROVIDER`]).
+const SESSION: &str = r#"echo "ral-session $$"
+if intact "$@"; then
   echo "ral-bundle have $b"
 else
+  [ -z "$why" ] || echo "ral-bundle damaged $why"
   echo "ral-bundle need $b"
 fi
+exec cat >/dev/null
 "#;
 
 /// The upload: the payload on stdin, written in a directory of its own.
@@ -64,22 +100,25 @@ if ! sh -s || [ ! -f .complete ]; then
   fail "the upload to $b was cut short"
 fi
 cd /
-# A complete copy is never replaced: runs may be using it. An incomplete
-# one (a cut removal) is moved aside first. Of two uploads at once, the
-# second one's mv may land inside the first's copy: removed.
-if [ -d "$b" ] && [ ! -f "$b/.complete" ]; then
+# An intact copy is never replaced: runs may be using it. Anything else
+# there (a cut removal, a changed copy, a link) is moved aside first. Of
+# two uploads at once, the second one's mv may land inside the first's
+# copy: removed.
+if { [ -e "$b" ] || [ -L "$b" ]; } && ! intact "$@"; then
   mv "$b" "$r/.stale-$1-$$" && rm -rf "$r/.stale-$1-$$"
 fi
-[ -d "$b" ] || mv "$t" "$b" 2>/dev/null
+[ -e "$b" ] || [ -L "$b" ] || mv "$t" "$b" 2>/dev/null
 rm -rf "$t" "$b/${t##*/}"
 [ -f "$b/.complete" ] || fail "cannot move the upload to $b"
+intact "$@" || fail "the copy in $b is not the one sent: ${why:-it is incomplete}"
 echo "ral-bundle have $b"
 "#;
 
 /// The provider call: `$1` the ssh session's process (the login shell's
-/// parent), `$2` the time limit in whole seconds, `$3` `sweep` or `keep`
-/// (what the provider leaves running), then `VAR=VALUE` words and the
-/// program with its arguments, for `env -i`.
+/// parent), `$2` the session script's (see [`SESSION`]), `$3` the time
+/// limit in whole seconds, `$4` `sweep` or `keep` (what the provider
+/// leaves running), then `VAR=VALUE` words and the program with its
+/// arguments, for `env -i`.
 ///
 /// The provider's process group is the wrapper's (sshd made it), so a
 /// SIGTERM the provider sends its own group must not end the wrapper or
@@ -87,13 +126,17 @@ echo "ral-bundle have $b"
 /// the session, so it never holds a call open) tells the wrapper of a
 /// timeout with USR1, then ends the group: SIGTERM, two seconds, SIGKILL.
 /// It also ends the group as soon as the session's process is gone (ral
-/// closed the connection or was interrupted): nothing is left running for
-/// nobody. (Where that process is another user's, as with Dropbear, `kill
-/// -0` fails though it runs: `/proc` says so where there is one.) When the provider exits, what it left in the group gets
+/// closed the connection or was interrupted), or the session script is
+/// (ral ended, even by SIGKILL: the master, which shares the connection
+/// with the call, outlives it until the call ends): nothing is left
+/// running for nobody. (Where such a process is another user's, as with
+/// Dropbear or under sudo, `kill -0` may fail though it runs: `/proc` says
+/// so where there is one.) When the provider exits, what it left in the
+/// group gets
 /// SIGTERM, and SIGKILL two seconds later from a background killer that
 /// holds nothing of the session either; unless its calls start daemons.
-const PROVIDER: &str = r#"o=$1 t=$2 m=$3
-shift 3
+const PROVIDER: &str = r#"o=$1 l=$2 t=$3 m=$4
+shift 4
 cd / || exit 125
 w=$$ fired=
 trap : TERM
@@ -101,7 +144,8 @@ trap 'fired=1' USR1
 (
   trap : TERM
   n=0
-  while [ "$n" -lt "$t" ] && { kill -0 "$o" || [ -d "/proc/$o" ]; } 2>/dev/null; do
+  while [ "$n" -lt "$t" ] && { kill -0 "$o" || [ -d "/proc/$o" ]; } 2>/dev/null &&
+    { kill -0 "$l" || [ -d "/proc/$l" ]; } 2>/dev/null; do
     sleep 1
     n=$((n + 1))
   done
@@ -155,19 +199,33 @@ fn command(script: &str, session: bool, args: &[&str], sudo: bool) -> String {
     line
 }
 
-/// The probe for the bundle `digest`.
-pub fn probe(digest: &str) -> String {
-    command(&format!("{PRIVATE_DIR}{PROBE}"), false, &[digest], false)
+/// The session's command for the bundle `digest` whose files `manifest`
+/// lists (see [`INTACT`]).
+pub fn session(digest: &str, manifest: &str) -> String {
+    command(
+        &format!("{PRIVATE_DIR}{INTACT}{SESSION}"),
+        false,
+        &[digest, manifest],
+        false,
+    )
 }
 
-/// The upload of the bundle `digest`, whose payload follows on stdin.
-pub fn upload(digest: &str) -> String {
-    command(&format!("{PRIVATE_DIR}{UPLOAD}"), false, &[digest], false)
+/// The upload of the bundle `digest` whose files `manifest` lists; the
+/// payload follows on stdin.
+pub fn upload(digest: &str, manifest: &str) -> String {
+    command(
+        &format!("{PRIVATE_DIR}{INTACT}{UPLOAD}"),
+        false,
+        &[digest, manifest],
+        false,
+    )
 }
 
-/// One provider call: `env` as `VAR=VALUE` words (the wrapper adds the
+/// One provider call in the session whose script runs as `session` (see
+/// [`SESSION`]): `env` as `VAR=VALUE` words (the wrapper adds the
 /// target's HOME), then `program` and `args`.
 pub fn provider(
+    session: u32,
     timeout_secs: u64,
     keep_leftovers: bool,
     env: &[String],
@@ -177,7 +235,8 @@ pub fn provider(
 ) -> String {
     let limit = timeout_secs.max(1).to_string();
     let mode = if keep_leftovers { "keep" } else { "sweep" };
-    let mut words: Vec<&str> = vec![&limit, mode];
+    let session = session.to_string();
+    let mut words: Vec<&str> = vec![&session, &limit, mode];
     words.extend(env.iter().map(String::as_str));
     words.push(program);
     words.extend(args.iter().map(String::as_str));
@@ -234,13 +293,14 @@ mod tests {
         let hostile = ["a b", "'", "$(id)", "`id`", "x\ny", "$HOME", "-n", ""];
         let env: Vec<String> = vec!["RALSH_ROOT_DIR=/r o".into()];
         let args: Vec<String> = hostile.iter().map(|s| s.to_string()).collect();
-        let line = provider(5, false, &env, "/p/x.prov", &args, false);
+        let line = provider(42, 5, false, &env, "/p/x.prov", &args, false);
         let words = shell_words::split(&line).unwrap();
         assert_eq!(words[..3], ["exec", "/bin/sh", "-c"]);
         assert_eq!(words[3], PROVIDER);
         let mut expected = vec![
             "ral",
             "$PPID",
+            "42",
             "5",
             "sweep",
             "RALSH_ROOT_DIR=/r o",
@@ -248,6 +308,12 @@ mod tests {
         ];
         expected.extend(hostile);
         assert_eq!(words[4..], expected);
+    }
+
+    /// The session script's process ID for calls run here: this process,
+    /// which outlives them.
+    fn me() -> u32 {
+        std::process::id()
     }
 
     /// Runs a provider command line as the target's login shell would,
@@ -271,7 +337,15 @@ mod tests {
         // timeout): many quick calls, each ending clean.
         for round in 0..40 {
             let args = vec!["-c".to_owned(), "echo \"$A $HOME\"; exit 3".to_owned()];
-            let out = run_here(&provider(30, round % 2 == 0, &env, "/bin/sh", &args, false));
+            let out = run_here(&provider(
+                me(),
+                30,
+                round % 2 == 0,
+                &env,
+                "/bin/sh",
+                &args,
+                false,
+            ));
             assert_eq!(out.status.code(), Some(3), "round {round}");
             let home = std::env::var("HOME").unwrap_or_default();
             assert_eq!(String::from_utf8_lossy(&out.stdout), format!("1 {home}\n"));
@@ -325,7 +399,7 @@ mod tests {
             "-c".to_owned(),
             "trap '' TERM; kill -TERM 0; echo done".to_owned(),
         ];
-        let out = run_here(&provider(30, false, &[], "/bin/sh", &args, false));
+        let out = run_here(&provider(me(), 30, false, &[], "/bin/sh", &args, false));
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "");
@@ -340,7 +414,7 @@ mod tests {
             pid_file.display()
         );
         let args = vec!["-c".to_owned(), script];
-        let out = run_here(&provider(30, false, &[], "/bin/sh", &args, false));
+        let out = run_here(&provider(me(), 30, false, &[], "/bin/sh", &args, false));
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         let pid: i32 = std::fs::read_to_string(&pid_file)
             .unwrap()
@@ -363,9 +437,63 @@ mod tests {
     }
 
     #[test]
+    fn the_watchdog_ends_the_provider_group_once_the_session_script_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        // The session's script stands in: a process that ends when the
+        // test closes its stdin, as the real one does.
+        let mut script = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let session = script.id();
+        let provider_script = format!(
+            "(trap '' TERM; exec sleep 60) & echo $! > {}; exec sleep 60",
+            pid_file.display()
+        );
+        let args = vec!["-c".to_owned(), provider_script];
+        let line = provider(session, 300, false, &[], "/bin/sh", &args, false);
+        let call = std::thread::spawn(move || run_here(&line));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !pid_file.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let started = std::time::Instant::now();
+        drop(script.stdin.take());
+        script.wait().unwrap();
+        let out = call.join().unwrap();
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "the call ended {took:?} after the session script, {out:?}"
+        );
+        let leftover: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let alive = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+        };
+        while alive(leftover) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(
+            !alive(leftover),
+            "the provider's child {leftover} still runs"
+        );
+    }
+
+    #[test]
     fn the_watchdog_ends_a_provider_at_the_limit() {
         let args = vec!["-c".to_owned(), "trap '' TERM; sleep 60".to_owned()];
-        let out = run_here(&provider(1, false, &[], "/bin/sh", &args, false));
+        let out = run_here(&provider(me(), 1, false, &[], "/bin/sh", &args, false));
         assert_eq!(out.status.code(), Some(TIMED_OUT));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -376,9 +504,9 @@ mod tests {
 
     #[test]
     fn sudo_goes_before_the_shell() {
-        let line = probe("ab12");
+        let line = session("ab12", "");
         assert!(line.starts_with("exec /bin/sh -c '"), "{line}");
-        let sudo = provider(1, true, &[], "/p", &[], true);
+        let sudo = provider(1, 1, true, &[], "/p", &[], true);
         assert!(sudo.starts_with("exec sudo -n -- /bin/sh -c '"), "{sudo}");
         assert!(shell_words::split(&sudo)
             .unwrap()

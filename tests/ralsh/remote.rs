@@ -544,3 +544,207 @@ fn thirty_targets_at_once_all_get_through_sshds_default_startup_limit() {
     assert_eq!(fleet.sshd.accepted(), 30);
     fleet.assert_no_ssh_left();
 }
+
+/// The processes whose command line names `marker`.
+fn processes_naming(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if running(pid) && String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Starts `command` (a run on the fleet's `t1` whose provider hangs) as
+/// the leader of a process group, waits until the provider and its child
+/// run on the target, SIGKILLs the whole group, and checks that nothing
+/// of the run is left: not the provider, not its child (which ignores
+/// SIGTERM), not one ssh. Returns the run's control directory, left
+/// behind, and its mode.
+fn kill_and_check(fleet: &Fleet, mut command: Command) -> (PathBuf, u32) {
+    let root = fleet.root("t1");
+    // The provider says "started" on this FIFO once it and its child run.
+    let held = root.join("held");
+    let status = Command::new("mkfifo").arg(&held).status().unwrap();
+    assert!(status.success());
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut run = command.spawn().unwrap();
+    let mut fifo = std::fs::File::open(&held).unwrap();
+    let mut said = [0u8; 8];
+    use std::io::Read;
+    fifo.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"started\n");
+
+    let tmp = fleet.controller.path().join("tmp");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+
+    // SIGKILL to the whole process group: nothing of it can clean up.
+    let killed = std::time::Instant::now();
+    // SAFETY: kill with plain integers, to the group of the run this test
+    // started.
+    unsafe { libc::kill(-(run.id() as i32), libc::SIGKILL) };
+    run.wait().unwrap();
+    // The provider and its child are gone within a few seconds
+    // (assert_gone waits up to 10 s), not at --timeout.
+    for pid in pids_in(&root.join("pids")) {
+        assert_gone(pid, "hang");
+    }
+    // So is every ssh of the run (they name its control directory).
+    let marker = tmp.display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_naming(&marker).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for pid in processes_naming(&marker) {
+        assert_gone(pid, &marker);
+    }
+    eprintln!("everything gone {:?} after the kill", killed.elapsed());
+    (dirs.into_iter().next().unwrap(), mode)
+}
+
+#[test]
+fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_its_directory() {
+    let fleet = Fleet::new(&["t1"], false);
+    let mut command = fleet.command();
+    command
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .args(["--timeout", "300", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang");
+    let (dir, mode) = kill_and_check(&fleet, command);
+    assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+
+    // The killed run's directory is left; the next run removes it, and
+    // leaves a live run's (its lock held) alone.
+    assert!(dir.exists());
+    let live = fleet
+        .controller
+        .path()
+        .join(format!("tmp/ral-ssh-{}-live", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+    let lock = std::fs::File::create(live.join("lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+        0
+    );
+    fleet.ralsh(&["host", "localhost"]).expect(0);
+    assert!(!dir.exists(), "the killed run's directory is swept");
+    assert!(live.join("lock").exists(), "a live run's directory stays");
+    drop(lock);
+    std::fs::remove_dir_all(&live).unwrap();
+    fleet.assert_no_ssh_left();
+}
+
+#[test]
+fn a_killed_ral_apply_leaves_nothing_running_on_the_target() {
+    let fleet = Fleet::new(&["t1"], false);
+    let manifest = fleet.controller.path().join("site.yaml");
+    std::fs::write(&manifest, "hang:\n  x: {}\n").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", fleet.controller.path())
+        .env("XDG_CACHE_HOME", fleet.controller.path())
+        .env("TMPDIR", fleet.controller.path().join("tmp"))
+        .arg("apply")
+        .arg("--ssh-config")
+        .arg(fleet.sshd.ssh_config())
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .arg("--state")
+        .arg(fleet.controller.path().join("state"))
+        .args(["--timeout", "300", "-I"])
+        .arg(fixtures_dir())
+        .arg(&manifest);
+    kill_and_check(&fleet, command);
+}
+
+#[test]
+fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
+    let fleet = Fleet::new(&["t1"], false);
+    fleet
+        .ralsh(&["-l", "info", "host"])
+        .expect(0)
+        .stderr_has("t1: copied ");
+    let cache = fleet.sshd.home().join(".cache/ral");
+    let bundle = std::fs::read_dir(&cache)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let provider = bundle.join("d0/etc_hosts.prov");
+    let sent = std::fs::read(&provider).unwrap();
+    // The provider, changed, would leave a mark in the root.
+    let mark = fleet.root("t1").join("tampered");
+    let evil = format!("#!/bin/sh\ntouch {}\nexit 1\n", mark.display());
+    let again = |fleet: &Fleet, why: &str| {
+        let run = fleet.ralsh(&["-l", "info", "host", "localhost"]);
+        run.expect(0)
+            .stderr_has("t1: the copy of the providers there cannot be used (")
+            .stderr_has(why)
+            .stderr_has("t1: copied ");
+        assert!(!mark.exists(), "the changed provider ran");
+        assert_eq!(std::fs::read(&provider).unwrap(), sent, "copied again");
+    };
+
+    std::fs::write(&provider, &evil).unwrap();
+    again(&fleet, "d0/etc_hosts.prov differs from the file sent");
+
+    // A file more (a module a provider would import first).
+    std::fs::write(bundle.join("d0/json.py"), "raise SystemExit(1)\n").unwrap();
+    again(&fleet, "does not hold the files copied");
+    assert!(!bundle.join("d0/json.py").exists());
+
+    // A file replaced by a link.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().join("etc_hosts.prov");
+    std::fs::write(&outside, &evil).unwrap();
+    std::fs::remove_file(&provider).unwrap();
+    std::os::unix::fs::symlink(&outside, &provider).unwrap();
+    again(&fleet, "d0/etc_hosts.prov is a link");
+
+    // The whole directory replaced by a link to an exact copy: never
+    // used, and what it points to is left as it is.
+    let copy = elsewhere.path().join("copy");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&bundle)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(copy.join("d0/etc_hosts.prov"), &evil).unwrap();
+    std::fs::remove_dir_all(&bundle).unwrap();
+    std::os::unix::fs::symlink(&copy, &bundle).unwrap();
+    again(&fleet, "is a symbolic link");
+    assert!(std::fs::symlink_metadata(&bundle).unwrap().is_dir());
+    assert_eq!(
+        std::fs::read_to_string(copy.join("d0/etc_hosts.prov")).unwrap(),
+        evil,
+        "the link's target is untouched"
+    );
+    assert!(outside.exists());
+
+    // Left alone, the copy is used as it is: nothing copied.
+    let run = fleet.ralsh(&["-l", "info", "host", "localhost"]);
+    run.expect(0);
+    assert!(!run.stderr.contains("copied"), "{}", run.stderr);
+}

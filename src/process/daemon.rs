@@ -1,0 +1,200 @@
+//! A child that runs beside the calls for as long as its owner needs it
+//! (an ssh master): started like a call (argv only, its own process
+//! group, refused after a forwarded interrupt and killed by one), but
+//! kept out of the sweeps for what calls leave behind, and ended only by
+//! its owner.
+//!
+//! Its stdin is a pipe whose write end only this process holds, until the
+//! daemon is ended: when this process dies, however it dies (SIGKILL
+//! included), the daemon reads end of file there. An ssh master passes
+//! that on to the command it runs on the target, which is how the target
+//! learns that the controller is gone.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::pipes::{text, LineReader, PollSet};
+use super::{orphans, signals};
+use crate::error::{Error, Result};
+
+/// The longest stdout line read from a daemon.
+const MAX_LINE: usize = 64 * 1024;
+/// How long [`Daemon::end`] waits for a daemon that got SIGKILL to go.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How often [`Daemon::end`] looks whether the daemon has gone.
+const EXIT_POLL: Duration = Duration::from_millis(10);
+
+/// A running daemon; ended (SIGKILL to its group) when dropped.
+pub struct Daemon {
+    label: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// `None` only while it is being started.
+    stdout: Option<LineReader>,
+    /// A line begun on stdout and not yet ended.
+    partial: Vec<u8>,
+    reaped: bool,
+}
+
+impl Daemon {
+    /// Starts `program` with `args`, exactly the environment `env`, stdout
+    /// on a pipe read by [`Daemon::read_line`] and stderr into `stderr`.
+    pub fn start(
+        label: &str,
+        program: &Path,
+        args: &[OsString],
+        env: &[(OsString, OsString)],
+        stderr: File,
+    ) -> Result<Daemon> {
+        let spawn_error = |source| Error::Spawn {
+            provider: label.to_owned(),
+            file: program.to_owned(),
+            action: "its start".to_owned(),
+            source,
+        };
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .process_group(0);
+        // Under the spawn gate, as a call: a sweep never sees it unlisted,
+        // and an interrupt either refuses it or finds it listed.
+        let mut child = signals::with_spawn_gate(|| {
+            if let Some(signal) = signals::interrupted() {
+                return Err(Error::Interrupted { signal });
+            }
+            let child = command.spawn().map_err(spawn_error)?;
+            let pid = child.id() as i32;
+            orphans::keep(pid);
+            signals::end_on_interrupt(pid);
+            Ok(child)
+        })?;
+        drop(command);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let mut daemon = Daemon {
+            label: label.to_owned(),
+            child,
+            stdin,
+            stdout: None,
+            partial: Vec::new(),
+            reaped: false,
+        };
+        // Dropped on an error, the daemon is ended.
+        let reader = stdout
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))
+            .and_then(LineReader::new)
+            .map_err(|e| Error::io(format!("{label}: setting up its pipes"), e))?;
+        daemon.stdout = Some(reader);
+        Ok(daemon)
+    }
+
+    /// The daemon's process ID (also its group's).
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The next line the daemon writes on stdout, without its newline;
+    /// `None` once stdout is closed (the daemon ended). Fails when `until`
+    /// passes first, or a forwarded interrupt arrives.
+    pub fn read_line(&mut self, until: Instant) -> Result<Option<String>> {
+        let Some(stdout) = self.stdout.as_mut() else {
+            return Ok(None);
+        };
+        loop {
+            while let Some(piece) = stdout.next_piece(MAX_LINE) {
+                self.partial.extend_from_slice(piece.bytes);
+                if piece.ends {
+                    let line = text(&self.partial).into_owned();
+                    self.partial.clear();
+                    return Ok(Some(line));
+                }
+            }
+            if stdout.is_done() {
+                return Ok(None);
+            }
+            if let Some(signal) = signals::interrupted() {
+                return Err(Error::Interrupted { signal });
+            }
+            if Instant::now() >= until {
+                return Err(Error::Timeout {
+                    provider: self.label.clone(),
+                    action: "its start".to_owned(),
+                    limit: Duration::ZERO,
+                });
+            }
+            let mut set = PollSet::default();
+            set.add(Some(stdout.fd()), libc::POLLIN);
+            set.wait(until)
+                .map(|_| ())
+                .map_err(|e| Error::io(format!("{}: waiting for its output", self.label), e))?;
+            stdout
+                .fill()
+                .map_err(|e| Error::io(format!("{}: reading its output", self.label), e))?;
+        }
+    }
+
+    /// Closes its stdin, gives it up to `grace` to exit, then kills its
+    /// group, and reaps it.
+    pub fn end(&mut self, grace: Duration) {
+        if self.reaped {
+            return;
+        }
+        self.stdin = None;
+        let until = Instant::now() + grace;
+        while Instant::now() < until && !self.try_reap() {
+            std::thread::sleep(EXIT_POLL);
+        }
+        if !self.reaped {
+            // SAFETY: signals the group made for this child; its unreaped
+            // leader keeps the group ID ours.
+            unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+            let until = Instant::now() + KILL_WAIT;
+            while !self.try_reap() {
+                if Instant::now() >= until {
+                    log::warn!(
+                        "{}: process {} outlived SIGKILL; leaving it",
+                        self.label,
+                        self.pid()
+                    );
+                    self.reaped = true;
+                    return;
+                }
+                std::thread::sleep(EXIT_POLL);
+            }
+        }
+    }
+
+    /// Reaps the daemon if it has exited; whether it is reaped. Under the
+    /// spawn gate, so that its ID leaves the kept list before any new
+    /// child can take it.
+    fn try_reap(&mut self) -> bool {
+        let pid = self.pid();
+        let child = &mut self.child;
+        let reaped = signals::with_spawn_gate(|| match child.try_wait() {
+            Ok(None) => false,
+            // Reaped now, or by someone else (an error): gone either way.
+            Ok(Some(_)) | Err(_) => {
+                orphans::forget(pid);
+                signals::keep_running_on_interrupt(pid);
+                true
+            }
+        });
+        self.reaped = reaped;
+        reaped
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.end(Duration::ZERO);
+    }
+}

@@ -368,7 +368,7 @@ mod tests {
                 .to_owned(),
         ];
         let (program, args) = with_exports("/bin/sh", &args);
-        let line = provider(30, false, &[], &program, &args, false);
+        let line = provider(me(), 30, false, &[], &program, &args, false);
         assert!(!line.contains("s3cr"), "{line}");
         use std::os::unix::process::CommandExt;
         let mut child = std::process::Command::new("sh")

@@ -226,11 +226,61 @@ pub struct Origin<'a> {
     pub store_serial: i64,
     pub key: &'a StoreKey,
     pub keep_removed: bool,
+    /// The state store's database: the plan is never written over it or
+    /// the files beside it that share its name.
+    pub store_path: &'a Path,
+}
+
+/// Refuses to write a plan to `path` when that would replace one of its
+/// manifests (the plan could then never apply) or one of the state
+/// store's files (and the record of what ral created).
+fn check_target(path: &Path, origin: &Origin) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |meta: std::fs::Metadata| (meta.dev(), meta.ino());
+    // The file is replaced by a rename: a link at `path` is replaced, not
+    // what it points to.
+    if let Ok(target) = std::fs::symlink_metadata(path).map(id) {
+        for manifest in origin.manifests {
+            if std::fs::metadata(manifest).map(id).ok() == Some(target) {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "it is the manifest {}: ral plan -o would write over it",
+                        manifest.display()
+                    ),
+                ));
+            }
+        }
+    }
+    let dir_of = |p: &Path| {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::metadata(dir.unwrap_or(Path::new(".")))
+            .map(id)
+            .ok()
+    };
+    let store_dir = dir_of(origin.store_path);
+    let (Some(name), Some(db)) = (path.file_name(), origin.store_path.file_name()) else {
+        return Ok(());
+    };
+    if store_dir.is_some()
+        && dir_of(path) == store_dir
+        && name.as_encoded_bytes().starts_with(db.as_encoded_bytes())
+    {
+        return Err(invalid(
+            path,
+            format!(
+                "it is one of the state store's files ({}): ral plan -o would write over it",
+                origin.store_path.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Writes `plan` (of `catalog`) to `path`, readable by its owner only,
 /// whole or not at all.
 pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Result<()> {
+    check_target(path, origin)?;
     let key = origin.key;
     let tasks = plan
         .tasks

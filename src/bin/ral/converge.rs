@@ -496,6 +496,7 @@ pub fn converge(
                     store_serial: store.serial()?,
                     key: &store.key()?,
                     keep_removed: args.keep_removed,
+                    store_path: &state_path,
                 },
             )?;
         }

@@ -86,3 +86,71 @@ fn plan_o_never_writes_over_the_state_stores_files() {
         )
         .expect(0);
 }
+
+/// A simple provider `waiter` whose find of `slow` makes ROOT/started and
+/// waits for ROOT/release: a `ral plan` that reads it is held between
+/// reading the store and writing its plan.
+fn waiter_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let providers = dir.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    std::fs::write(
+        providers.join("waiter.yaml"),
+        "provider:\n  type: waiter\n  invoke: simple\n  actions: [list, find, update]\n  \
+         suitable: true\n  desc: waits\n  attributes:\n    name: {desc: the name}\n    \
+         ensure: {desc: exists or not, type: 'enum[present, absent]'}\n",
+    )
+    .unwrap();
+    let script = providers.join("waiter.prov");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\neval \"$@\"\nr=$RALSH_ROOT_DIR\ncase $ral_action in\n  list) echo '# simple' ;;\n  \
+         find)\n    if [ \"$name\" = slow ]; then : > \"$r/started\"\n      \
+         while [ ! -e \"$r/release\" ]; do sleep 0.01; done; fi\n    \
+         printf '# simple\\nname: %s\\nensure: absent\\n' \"$name\" ;;\n  \
+         update) printf '# simple\\nname: %s\\nensure: present\\n' \"$name\" ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// An apply that ends while `ral plan -o` reads the resources: the plan
+/// was made from the store as it was before, so it must carry that
+/// store's serial and be refused, not the serial found when it is written
+/// (it then applied, its removals decided on a store that was no more).
+#[test]
+fn a_saved_plan_carries_the_serial_of_the_store_it_was_made_from() {
+    let bench = Bench::new();
+    let waiter = waiter_dir();
+    let waiter = waiter.path().to_str().unwrap();
+    let m1 = bench.manifest("m1.yaml", "beta:\n  a: {value: x}\n");
+    bench.ral("apply", &[&m1]).expect(0);
+    let m2 = bench.manifest("m2.yaml", "waiter:\n  slow: {}\n");
+    let saved = bench.manifests.path().join("p.plan");
+    let saved = saved.to_str().unwrap();
+    let mut planning = bench
+        .command("plan", &["-I", waiter, "-o", saved, &m2])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = bench.sandbox.root().join("started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the plan never read slow"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let m3 = bench.manifest("m3.yaml", "beta:\n  a: {value: x}\n  b: {value: y}\n");
+    bench.ral("apply", &[&m3]).expect(0);
+    std::fs::write(bench.sandbox.root().join("release"), "").unwrap();
+    assert!(planning.wait().unwrap().success());
+    bench.take_calls();
+    bench
+        .ral("apply", &["-I", waiter, saved])
+        .expect(2)
+        .stderr_has("the state store changed since it was made");
+    assert!(bench.store("beta").get("a").is_some(), "a was removed");
+}

@@ -439,6 +439,13 @@ pub fn converge(
             Some(store)
         }
     };
+    // The serial a saved plan carries is the one of the items it is made
+    // from: read first, so that an apply ending in between makes the plan
+    // stale (refused), never current.
+    let serial_read = match &store {
+        Some(store) => store.serial()?,
+        None => 0,
+    };
     let stored = match &store {
         Some(store) => store.items()?,
         None => Vec::new(),
@@ -493,7 +500,7 @@ pub fn converge(
                     manifest_digest: &reading.digest,
                     root: host.root(),
                     store_id: &store.id()?,
-                    store_serial: store.serial()?,
+                    store_serial: serial_read,
                     key: &store.key()?,
                     keep_removed: args.keep_removed,
                     store_path: &state_path,

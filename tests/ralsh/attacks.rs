@@ -239,3 +239,20 @@ fn the_ansible_modules_log_no_sensitive_value_on_the_managed_host() {
     assert!(!logged.contains("Hunter2"), "{logged}");
     assert!(sandbox.root().join("made.a2").exists());
 }
+
+/// `ral state list` shows a stored value with a bidirectional override
+/// (U+202E) escaped, as `ral plan` and `ral apply` do: printed as it is,
+/// it reorders what the terminal shows after it.
+#[test]
+fn ral_state_list_escapes_what_a_terminal_would_reorder() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: \"a\\u202eb\"}\n");
+    bench
+        .ral("apply", &[&m])
+        .expect(0)
+        .stdout_has("a\\u{202e}b");
+    let run = crate::support::run(&mut bench.sandbox.ral_command("state", &["list"]));
+    run.expect(0);
+    assert!(!run.stdout.contains('\u{202e}'), "{}", run.stdout);
+    assert!(run.stdout.contains("a\\u{202e}b"), "{}", run.stdout);
+}

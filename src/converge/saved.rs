@@ -412,10 +412,15 @@ pub fn read(path: &Path) -> Result<Option<SavedFile>> {
     let Ok(text) = super::input::read_text(path) else {
         return Ok(None);
     };
+    let changed = |detail: String| invalid(path, format!("{CHANGED}: {detail}"));
     if !is_marked(&text) {
+        // Blanks or a byte-order mark put before the mark (an editor's
+        // doing) leave a saved plan, changed: never a manifest.
+        if is_marked(text.trim_start_matches(|c: char| c == '\u{feff}' || c.is_whitespace())) {
+            return Err(changed("something was put before its mark".to_owned()));
+        }
         return Ok(None);
     }
-    let changed = |detail: String| invalid(path, format!("{CHANGED}: {detail}"));
     let loose: Json =
         serde_json::from_str(&text).map_err(|e| changed(format!("it is not JSON ({e})")))?;
     match loose.get("ral_saved_plan").and_then(Json::as_u64) {

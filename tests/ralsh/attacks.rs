@@ -256,3 +256,31 @@ fn ral_state_list_escapes_what_a_terminal_would_reorder() {
     assert!(!run.stdout.contains('\u{202e}'), "{}", run.stdout);
     assert!(run.stdout.contains("a\\u{202e}b"), "{}", run.stdout);
 }
+
+/// A saved plan given with other manifests, to `ral plan`, or with a
+/// blank or byte-order mark before its mark, is refused as a saved plan
+/// (not read as a manifest, with a dozen problems about its members).
+#[test]
+fn a_saved_plan_is_never_read_as_a_manifest() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let saved = bench.manifests.path().join("p.plan");
+    let saved = saved.to_str().unwrap();
+    bench.ral("plan", &["-o", saved, &m]).expect(0);
+    bench
+        .ral("apply", &[saved, &m])
+        .expect(2)
+        .stderr_has("is a saved plan: ral apply takes it alone");
+    bench
+        .ral("plan", &[saved])
+        .expect(2)
+        .stderr_has("is a saved plan: ral apply takes it alone");
+    let text = std::fs::read_to_string(saved).unwrap();
+    for before in [" ", "\n", "\u{feff}"] {
+        let changed = bench.manifest("q.plan", &format!("{before}{text}"));
+        let run = bench.ral("apply", &[&changed]);
+        run.expect(2)
+            .stderr_has("it was changed after it was written");
+    }
+    assert!(bench.store("beta").get("b1").is_none(), "it ran");
+}

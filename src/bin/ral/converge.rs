@@ -229,6 +229,16 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
             return execute_saved(args, file, started);
         }
     }
+    // Anywhere else a saved plan is no manifest.
+    for path in &args.manifests {
+        if !matches!(saved::read(path), Ok(None)) {
+            bail!(
+                "{} is a saved plan: ral apply takes it alone (ral apply {})",
+                path.display(),
+                path.display()
+            );
+        }
+    }
     if args.out.is_some() && args.manifests.iter().any(|m| m.as_os_str() == "-") {
         bail!(
             "ral apply FILE reads a saved plan's manifests again (for its sensitive values): \

@@ -35,7 +35,7 @@ use super::plan::{Action, ErrorKind, Plan, PlanState, Task, TaskError, TaskState
 /// How every saved plan starts: the rule that tells it from a manifest.
 const MARK: &str = "{\"ral_saved_plan\":";
 /// The format this binary writes and reads.
-const FORMAT: u64 = 2;
+const FORMAT: u64 = 3;
 /// What comes between the body and the tag.
 const TAG_FIELD: &str = ",\"hmac\":\"";
 /// What follows the tag.
@@ -78,7 +78,35 @@ struct Body {
     /// the items of the store its manifests do not list are then kept.
     keep_removed: bool,
     unchanged: usize,
+    /// The programs of the providers its tasks run: the same must run
+    /// them at apply.
+    providers: Vec<ProviderFile>,
     tasks: Vec<SavedTask>,
+}
+
+/// A provider's program, as the plan was made with it.
+#[derive(Serialize, Deserialize, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+struct ProviderFile {
+    provider: String,
+    source: String,
+    sha256: String,
+}
+
+impl ProviderFile {
+    /// `provider`'s program as it is now: its path, and the digest of its
+    /// bytes (`-` when it cannot be read).
+    fn of(provider: &Provider) -> ProviderFile {
+        use sha2::{Digest, Sha256};
+        ProviderFile {
+            provider: provider.qualified_name(),
+            source: provider.source.to_string_lossy().into_owned(),
+            sha256: std::fs::read(&provider.source).map_or_else(
+                |_| "-".to_owned(),
+                |bytes| crate::text::hex(&Sha256::digest(bytes)),
+            ),
+        }
+    }
 }
 
 /// One task, with all it needs to run.
@@ -340,6 +368,16 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         .iter()
         .map(|p| text_of(p))
         .collect::<Result<_>>()?;
+    let mut providers: Vec<ProviderFile> = Vec::new();
+    for task in &plan.tasks {
+        let provider = catalog.items[task.item].provider;
+        if !providers
+            .iter()
+            .any(|p| p.provider == provider.qualified_name())
+        {
+            providers.push(ProviderFile::of(provider));
+        }
+    }
     let body = Body {
         id: plan.id.clone(),
         store: origin.store_id.to_owned(),
@@ -350,6 +388,7 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         manifest_digest: manifest_digest(key, origin.manifest_digest),
         keep_removed: origin.keep_removed,
         unchanged: plan.unchanged,
+        providers,
         tasks,
     };
     let text = seal(&body, key);
@@ -470,6 +509,7 @@ pub struct SavedPlan {
     pub keep_removed: bool,
     manifest_digest: String,
     unchanged: usize,
+    providers: Vec<ProviderFile>,
     tasks: Vec<SavedTask>,
     key: StoreKey,
 }
@@ -543,6 +583,7 @@ impl SavedFile {
             keep_removed: body.keep_removed,
             manifest_digest: body.manifest_digest,
             unchanged: body.unchanged,
+            providers: body.providers,
             tasks: body.tasks,
             key,
         })
@@ -569,6 +610,7 @@ impl SavedPlan {
             .map(|(at, item)| ((item.provider.qualified_name(), item.name()), at))
             .collect();
         let mut seen = HashSet::new();
+        let mut checked = HashSet::new();
         let mut tasks = Vec::with_capacity(self.tasks.len());
         for (at, saved) in self.tasks.iter().enumerate() {
             let reference = format!("{}[{}]", saved.type_query, saved.name);
@@ -588,6 +630,25 @@ impl SavedPlan {
                 })?;
             if !seen.insert(item_at) {
                 return Err(format!("{reference} has two tasks"));
+            }
+            let provider = catalog.items[item_at].provider;
+            if checked.insert(saved.provider.as_str()) {
+                let now = ProviderFile::of(provider);
+                let then = self.providers.iter().find(|p| p.provider == saved.provider);
+                if then != Some(&now) {
+                    return Err(format!(
+                        "its provider {} is {} now, {}",
+                        saved.provider,
+                        now.source,
+                        match then {
+                            Some(then) if then.source == now.source => {
+                                "whose program changed since the plan was made".to_owned()
+                            }
+                            Some(then) => format!("not {} as when the plan was made", then.source),
+                            None => "and the plan does not name it".to_owned(),
+                        }
+                    ));
+                }
             }
             tasks.push(self.task(saved, item_at, &catalog.items[item_at])?);
         }
@@ -777,6 +838,7 @@ mod tests {
             manifest_digest: manifest_digest(&store.key().unwrap(), "abc"),
             keep_removed: false,
             unchanged: 0,
+            providers: Vec::new(),
             tasks: vec![SavedTask {
                 id: 1,
                 provider: "beta::beta".to_owned(),

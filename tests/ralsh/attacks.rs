@@ -284,3 +284,75 @@ fn a_saved_plan_is_never_read_as_a_manifest() {
     }
     assert!(bench.store("beta").get("b1").is_none(), "it ran");
 }
+
+/// A copy of the plan fixtures' beta provider in a directory of its own,
+/// changed to make ROOT/other-beta-ran when it runs.
+fn other_beta() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let providers = dir.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    let fixtures = crate::support::fixtures_dir().join("plans/providers");
+    std::fs::copy(fixtures.join("beta.yaml"), providers.join("beta.yaml")).unwrap();
+    let script = std::fs::read_to_string(fixtures.join("store.py")).unwrap();
+    let script = script.replacen(
+        "\nroot = ",
+        "\nopen(os.path.join(os.environ['RALSH_ROOT_DIR'], 'other-beta-ran'), 'w').close()\nroot = ",
+        1,
+    );
+    std::fs::write(providers.join("beta.prov"), script).unwrap();
+    std::fs::set_permissions(
+        providers.join("beta.prov"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    dir
+}
+
+/// A saved plan runs its tasks with the providers it was made with: a
+/// provider of the same name found elsewhere at apply (another -I), or
+/// whose program changed since, is refused, not run in its place.
+#[test]
+fn a_saved_plan_runs_with_the_providers_it_was_made_with() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let saved = bench.manifests.path().join("p.plan");
+    let saved = saved.to_str().unwrap();
+    bench.ral("plan", &["-o", saved, &m]).expect(0);
+    let other = other_beta();
+    let run = run_ral(&bench, &["-I", other.path().to_str().unwrap(), saved]);
+    run.expect(2).stderr_has("its provider beta::beta is");
+    assert!(!bench.sandbox.root().join("other-beta-ran").exists());
+    // The same directory, the program changed.
+    let copy = tempfile::tempdir().unwrap();
+    let fixtures = crate::support::fixtures_dir().join("plans/providers");
+    std::fs::create_dir(copy.path().join("providers")).unwrap();
+    for name in ["beta.yaml", "store.py"] {
+        std::fs::copy(
+            fixtures.join(name),
+            copy.path().join("providers").join(name),
+        )
+        .unwrap();
+    }
+    let prov = copy.path().join("providers/beta.prov");
+    std::fs::copy(fixtures.join("store.py"), &prov).unwrap();
+    let include = copy.path().to_str().unwrap();
+    bench.take_calls();
+    let plan = |out: &str| run_ral_plan(&bench, &["-I", include, "-o", out, &m]);
+    plan(saved).expect(0);
+    let other_program = other.path().join("providers/beta.prov");
+    std::fs::copy(&other_program, &prov).unwrap();
+    run_ral(&bench, &["-I", include, saved])
+        .expect(2)
+        .stderr_has("its provider beta::beta is");
+    assert!(!bench.sandbox.root().join("other-beta-ran").exists());
+}
+
+/// `ral apply ARGS` with only the given provider directories (not the
+/// bench's fixtures).
+fn run_ral(bench: &Bench, args: &[&str]) -> crate::support::Run {
+    crate::support::run(&mut bench.sandbox.ral_command("apply", args))
+}
+
+fn run_ral_plan(bench: &Bench, args: &[&str]) -> crate::support::Run {
+    crate::support::run(&mut bench.sandbox.ral_command("plan", args))
+}

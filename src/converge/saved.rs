@@ -85,7 +85,7 @@ struct Body {
 }
 
 /// A provider's program, as the plan was made with it.
-#[derive(Serialize, Deserialize, Clone, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct ProviderFile {
     provider: String,
@@ -635,7 +635,9 @@ impl SavedPlan {
             if checked.insert(saved.provider.as_str()) {
                 let now = ProviderFile::of(provider);
                 let then = self.providers.iter().find(|p| p.provider == saved.provider);
-                if then != Some(&now) {
+                // The program decides, not its path: bundled providers
+                // live in a cache directory that may be another one.
+                if then.is_none_or(|then| then.sha256 != now.sha256) {
                     return Err(format!(
                         "its provider {} is {} now, {}",
                         saved.provider,

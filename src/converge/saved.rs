@@ -267,7 +267,17 @@ fn check_target(path: &Path, origin: &Origin) -> Result<()> {
     let id = |meta: std::fs::Metadata| (meta.dev(), meta.ino());
     // The file is replaced by a rename: a link at `path` is replaced, not
     // what it points to.
-    if let Ok(target) = std::fs::symlink_metadata(path).map(id) {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        // Renamed over a device or a link (`-o /dev/null`, `-o
+        // /dev/stdout`), the plan would replace it.
+        if !meta.is_file() {
+            return Err(invalid(
+                path,
+                "it is not a regular file: ral plan -o writes a file of its own, and would \
+                 replace it",
+            ));
+        }
+        let target = id(meta);
         for manifest in origin.manifests {
             if std::fs::metadata(manifest).map(id).ok() == Some(target) {
                 return Err(invalid(

@@ -356,3 +356,32 @@ fn run_ral(bench: &Bench, args: &[&str]) -> crate::support::Run {
 fn run_ral_plan(bench: &Bench, args: &[&str]) -> crate::support::Run {
     crate::support::run(&mut bench.sandbox.ral_command("plan", args))
 }
+
+/// `ral plan -o FILE` where FILE is no regular file (a FIFO, a link, as
+/// /dev/null and /dev/stdout are a device and a link): refused and left
+/// as it was. The plan was renamed over it: run as root, `-o /dev/null`
+/// replaced the machine's /dev/null with a file.
+#[test]
+fn plan_o_replaces_only_a_regular_file() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let dir = bench.manifests.path();
+    let fifo = dir.join("fifo");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(dir.join("elsewhere"), &link).unwrap();
+    for out in [&fifo, &link] {
+        bench
+            .ral("plan", &["-o", out.to_str().unwrap(), &m])
+            .expect(2)
+            .stderr_has("is not a regular file");
+        let kind = std::fs::symlink_metadata(out).unwrap().file_type();
+        assert!(!kind.is_file(), "{} was replaced", out.display());
+    }
+    // A plan written before is replaced by the next.
+    let saved = dir.join("p.plan");
+    let saved = saved.to_str().unwrap();
+    bench.ral("plan", &["-o", saved, &m]).expect(0);
+    bench.ral("plan", &["-o", saved, &m]).expect(0);
+}

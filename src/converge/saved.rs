@@ -35,7 +35,7 @@ use super::plan::{Action, ErrorKind, Plan, PlanState, Task, TaskError, TaskState
 /// How every saved plan starts: the rule that tells it from a manifest.
 const MARK: &str = "{\"ral_saved_plan\":";
 /// The format this binary writes and reads.
-const FORMAT: u64 = 2;
+const FORMAT: u64 = 3;
 /// What comes between the body and the tag.
 const TAG_FIELD: &str = ",\"hmac\":\"";
 /// What follows the tag.
@@ -78,7 +78,35 @@ struct Body {
     /// the items of the store its manifests do not list are then kept.
     keep_removed: bool,
     unchanged: usize,
+    /// The programs of the providers its tasks run: the same must run
+    /// them at apply.
+    providers: Vec<ProviderFile>,
     tasks: Vec<SavedTask>,
+}
+
+/// A provider's program, as the plan was made with it.
+#[derive(Serialize, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct ProviderFile {
+    provider: String,
+    source: String,
+    sha256: String,
+}
+
+impl ProviderFile {
+    /// `provider`'s program as it is now: its path, and the digest of its
+    /// bytes (`-` when it cannot be read).
+    fn of(provider: &Provider) -> ProviderFile {
+        use sha2::{Digest, Sha256};
+        ProviderFile {
+            provider: provider.qualified_name(),
+            source: provider.source.to_string_lossy().into_owned(),
+            sha256: std::fs::read(&provider.source).map_or_else(
+                |_| "-".to_owned(),
+                |bytes| crate::text::hex(&Sha256::digest(bytes)),
+            ),
+        }
+    }
 }
 
 /// One task, with all it needs to run.
@@ -226,11 +254,71 @@ pub struct Origin<'a> {
     pub store_serial: i64,
     pub key: &'a StoreKey,
     pub keep_removed: bool,
+    /// The state store's database: the plan is never written over it or
+    /// the files beside it that share its name.
+    pub store_path: &'a Path,
+}
+
+/// Refuses to write a plan to `path` when that would replace one of its
+/// manifests (the plan could then never apply) or one of the state
+/// store's files (and the record of what ral created).
+fn check_target(path: &Path, origin: &Origin) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |meta: std::fs::Metadata| (meta.dev(), meta.ino());
+    // The file is replaced by a rename: a link at `path` is replaced, not
+    // what it points to.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        // Renamed over a device or a link (`-o /dev/null`, `-o
+        // /dev/stdout`), the plan would replace it.
+        if !meta.is_file() {
+            return Err(invalid(
+                path,
+                "it is not a regular file: ral plan -o writes a file of its own, and would \
+                 replace it",
+            ));
+        }
+        let target = id(meta);
+        for manifest in origin.manifests {
+            if std::fs::metadata(manifest).map(id).ok() == Some(target) {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "it is the manifest {}: ral plan -o would write over it",
+                        manifest.display()
+                    ),
+                ));
+            }
+        }
+    }
+    let dir_of = |p: &Path| {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::metadata(dir.unwrap_or(Path::new(".")))
+            .map(id)
+            .ok()
+    };
+    let store_dir = dir_of(origin.store_path);
+    let (Some(name), Some(db)) = (path.file_name(), origin.store_path.file_name()) else {
+        return Ok(());
+    };
+    if store_dir.is_some()
+        && dir_of(path) == store_dir
+        && name.as_encoded_bytes().starts_with(db.as_encoded_bytes())
+    {
+        return Err(invalid(
+            path,
+            format!(
+                "it is one of the state store's files ({}): ral plan -o would write over it",
+                origin.store_path.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Writes `plan` (of `catalog`) to `path`, readable by its owner only,
 /// whole or not at all.
 pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Result<()> {
+    check_target(path, origin)?;
     let key = origin.key;
     let tasks = plan
         .tasks
@@ -290,6 +378,16 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         .iter()
         .map(|p| text_of(p))
         .collect::<Result<_>>()?;
+    let mut providers: Vec<ProviderFile> = Vec::new();
+    for task in &plan.tasks {
+        let provider = catalog.items[task.item].provider;
+        if !providers
+            .iter()
+            .any(|p| p.provider == provider.qualified_name())
+        {
+            providers.push(ProviderFile::of(provider));
+        }
+    }
     let body = Body {
         id: plan.id.clone(),
         store: origin.store_id.to_owned(),
@@ -300,6 +398,7 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         manifest_digest: manifest_digest(key, origin.manifest_digest),
         keep_removed: origin.keep_removed,
         unchanged: plan.unchanged,
+        providers,
         tasks,
     };
     let text = seal(&body, key);
@@ -362,10 +461,15 @@ pub fn read(path: &Path) -> Result<Option<SavedFile>> {
     let Ok(text) = super::input::read_text(path) else {
         return Ok(None);
     };
+    let changed = |detail: String| invalid(path, format!("{CHANGED}: {detail}"));
     if !is_marked(&text) {
+        // Blanks or a byte-order mark put before the mark (an editor's
+        // doing) leave a saved plan, changed: never a manifest.
+        if is_marked(text.trim_start_matches(|c: char| c == '\u{feff}' || c.is_whitespace())) {
+            return Err(changed("something was put before its mark".to_owned()));
+        }
         return Ok(None);
     }
-    let changed = |detail: String| invalid(path, format!("{CHANGED}: {detail}"));
     let loose: Json =
         serde_json::from_str(&text).map_err(|e| changed(format!("it is not JSON ({e})")))?;
     match loose.get("ral_saved_plan").and_then(Json::as_u64) {
@@ -415,6 +519,7 @@ pub struct SavedPlan {
     pub keep_removed: bool,
     manifest_digest: String,
     unchanged: usize,
+    providers: Vec<ProviderFile>,
     tasks: Vec<SavedTask>,
     key: StoreKey,
 }
@@ -488,6 +593,7 @@ impl SavedFile {
             keep_removed: body.keep_removed,
             manifest_digest: body.manifest_digest,
             unchanged: body.unchanged,
+            providers: body.providers,
             tasks: body.tasks,
             key,
         })
@@ -514,6 +620,7 @@ impl SavedPlan {
             .map(|(at, item)| ((item.provider.qualified_name(), item.name()), at))
             .collect();
         let mut seen = HashSet::new();
+        let mut checked = HashSet::new();
         let mut tasks = Vec::with_capacity(self.tasks.len());
         for (at, saved) in self.tasks.iter().enumerate() {
             let reference = format!("{}[{}]", saved.type_query, saved.name);
@@ -533,6 +640,27 @@ impl SavedPlan {
                 })?;
             if !seen.insert(item_at) {
                 return Err(format!("{reference} has two tasks"));
+            }
+            let provider = catalog.items[item_at].provider;
+            if checked.insert(saved.provider.as_str()) {
+                let now = ProviderFile::of(provider);
+                let then = self.providers.iter().find(|p| p.provider == saved.provider);
+                // The program decides, not its path: bundled providers
+                // live in a cache directory that may be another one.
+                if then.is_none_or(|then| then.sha256 != now.sha256) {
+                    return Err(format!(
+                        "its provider {} is {} now, {}",
+                        saved.provider,
+                        now.source,
+                        match then {
+                            Some(then) if then.source == now.source => {
+                                "whose program changed since the plan was made".to_owned()
+                            }
+                            Some(then) => format!("not {} as when the plan was made", then.source),
+                            None => "and the plan does not name it".to_owned(),
+                        }
+                    ));
+                }
             }
             tasks.push(self.task(saved, item_at, &catalog.items[item_at])?);
         }
@@ -722,6 +850,7 @@ mod tests {
             manifest_digest: manifest_digest(&store.key().unwrap(), "abc"),
             keep_removed: false,
             unchanged: 0,
+            providers: Vec::new(),
             tasks: vec![SavedTask {
                 id: 1,
                 provider: "beta::beta".to_owned(),

@@ -40,7 +40,7 @@ fn venv() -> PathBuf {
 }
 
 #[track_caller]
-fn ansible_program(name: &str) -> PathBuf {
+pub fn ansible_program(name: &str) -> PathBuf {
     venv_program(&venv(), name).unwrap_or_else(|why| panic!("{why}"))
 }
 

@@ -3,6 +3,7 @@
 
 mod ansible;
 mod answers;
+mod attacks;
 mod bundled;
 mod cli;
 mod completion;

@@ -748,3 +748,42 @@ fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
     run.expect(0);
     assert!(!run.stderr.contains("copied"), "{}", run.stderr);
 }
+
+/// A `sensitive_in: env` provider on a target gets its secret, quotes,
+/// newlines and `$(...)` unchanged, in its environment, and no command
+/// line on the machine (ralsh's, ssh's, sshd's shell's, the wrapper's,
+/// the provider's) ever holds it: the envsecret fixture scans them all.
+#[test]
+fn a_sensitive_value_reaches_a_target_on_no_command_line() {
+    use std::io::Write;
+    let fleet = Fleet::new(&["t1"], false);
+    // No single quote: quoted on a command line, the value would then
+    // differ from itself, and the fixture, which looks for it whole,
+    // would not see it there.
+    let secret = "s3cr\"et $(id) `id`\nline two\\";
+    let mut command = fleet.command();
+    command
+        .arg("-i")
+        .arg(&fleet.inventory)
+        .arg("-I")
+        .arg(fixtures_dir())
+        .args(["--attrs-stdin", "envsecret", "a", "ensure=present"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let input = serde_json::json!({ "password": secret }).to_string();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("s3cr") && !stderr.contains("s3cr"));
+    assert_eq!(fleet.read("t1", "password.a"), secret);
+    assert_eq!(fleet.read("t1", "seen.a"), "");
+}

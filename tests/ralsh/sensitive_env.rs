@@ -197,7 +197,7 @@ fn ralsh_with_stdin(sandbox: &Sandbox, args: &[&str], input: &str) -> crate::sup
 }
 
 /// Runs COMMAND with INPUT on its stdin.
-fn run_with_stdin(command: &mut std::process::Command, input: &str) -> crate::support::Run {
+pub fn run_with_stdin(command: &mut std::process::Command, input: &str) -> crate::support::Run {
     use std::io::Write;
     use std::process::Stdio;
     let mut child = command

@@ -237,6 +237,16 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
             return execute_saved(args, file, started);
         }
     }
+    // Anywhere else a saved plan is no manifest.
+    for path in &args.manifests {
+        if !matches!(saved::read(path), Ok(None)) {
+            bail!(
+                "{} is a saved plan: ral apply takes it alone (ral apply {})",
+                path.display(),
+                path.display()
+            );
+        }
+    }
     if args.out.is_some() && args.manifests.iter().any(|m| m.as_os_str() == "-") {
         bail!(
             "ral apply FILE reads a saved plan's manifests again (for its sensitive values): \
@@ -449,6 +459,13 @@ pub fn converge(
             Some(store)
         }
     };
+    // The serial a saved plan carries is the one of the items it is made
+    // from: read first, so that an apply ending in between makes the plan
+    // stale (refused), never current.
+    let serial_read = match &store {
+        Some(store) => store.serial()?,
+        None => 0,
+    };
     let stored = match &store {
         Some(store) => store.items()?,
         None => Vec::new(),
@@ -516,9 +533,10 @@ pub fn converge(
                     manifest_digest: &reading.digest,
                     root: host.root(),
                     store_id: &store.id()?,
-                    store_serial: store.serial()?,
+                    store_serial: serial_read,
                     key: &store.key()?,
                     keep_removed: args.keep_removed,
+                    store_path: &state_path,
                 },
             )?;
         }

@@ -166,7 +166,7 @@ fn list(out: &mut impl Write, items: &[StoredItem], as_json: bool) -> anyhow::Re
         let properties: Vec<String> = item
             .properties
             .iter()
-            .map(|(k, v)| format!("{}: {}", escape(k), shown_property(v)))
+            .map(|(k, v)| format!("{}: {}", escape(k), escape(&shown_property(v).to_string())))
             .collect();
         writeln!(
             out,

@@ -313,10 +313,11 @@ const MAX_STDIN_ATTRS: usize = 16 * 1024 * 1024;
 fn attrs_from_stdin(words: &[String]) -> anyhow::Result<Vec<String>> {
     let text = ral::converge::input::read_text_at_most(std::path::Path::new("-"), MAX_STDIN_ATTRS)
         .map_err(|e| anyhow::anyhow!("--attrs-stdin: {e}"))?;
-    let object: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("--attrs-stdin: stdin is not a JSON object of attribute texts: {e}")
-        })?;
+    // Every member as written: a name given twice is then refused as on
+    // the command line, not read as one of its values.
+    let Members(object) = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!("--attrs-stdin: stdin is not a JSON object of attribute texts: {e}")
+    })?;
     let mut all = words.to_vec();
     for (key, value) in object {
         if !ral::metadata::is_identifier(&key) {
@@ -335,6 +336,33 @@ fn attrs_from_stdin(words: &[String]) -> anyhow::Result<Vec<String>> {
         all.push(format!("{key}={text}"));
     }
     Ok(all)
+}
+
+/// The members of a JSON object in order, each one as written (a map
+/// would keep one value of a name given twice).
+struct Members(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Members, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// `ralsh TYPE NAME [NAME...] ATTR=VALUE...`: words before the first

@@ -11,6 +11,37 @@ from __future__ import annotations
 import json
 import os
 
+from ansible.module_utils.basic import AnsibleModule
+
+# What the managed host's log shows instead of a value that may be secret.
+NOT_LOGGED = 'NOT_LOGGING_PARAMETER'
+
+
+class Module(AnsibleModule):
+    """An AnsibleModule that logs its invocation on the managed host (its
+    syslog or journal: "Invoked with PARAMETERS") only when the module calls
+    log_invocation. AnsibleModule logs every parameter as it is made,
+    before a module can know which of its values are secrets (the
+    attributes the provider marks sensitive, an inline manifest)."""
+
+    def _log_invocation(self):
+        if getattr(self, '_may_log_invocation', False):
+            super()._log_invocation()
+
+    def log_invocation(self, hidden=None):
+        """Logs the invocation once, with the parameters in HIDDEN (a dict
+        NAME: VALUE) shown as those values instead of their own."""
+        self._may_log_invocation = True
+        if self.no_log:
+            return
+        shown = dict(self.params)
+        self.params.update(hidden or {})
+        try:
+            self._log_invocation()
+        finally:
+            self.params.clear()
+            self.params.update(shown)
+
 
 def ral_binary(module, program):
     """The path of PROGRAM (ralsh or ral): the ral_path option when given,

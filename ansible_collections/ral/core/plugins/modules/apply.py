@@ -203,9 +203,9 @@ import json
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.ral.core.plugins.module_utils.ral import (
+    Module,
     change_diff,
     common_args,
     ral_binary,
@@ -237,7 +237,7 @@ def write_content(module, content):
 
 
 def main():
-    module = AnsibleModule(
+    module = Module(
         argument_spec=dict(
             manifest=dict(type='path'),
             content=dict(type='raw'),
@@ -268,6 +268,7 @@ def main():
         params['content'] = CONTENT_NOT_SHOWN
     else:
         manifest = params['manifest']
+    module.log_invocation()
     cmd += ['--', manifest]
 
     rc, doc, err = run_json(module, cmd)

@@ -197,8 +197,9 @@ cmd:
 import json
 import re
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ral.core.plugins.module_utils.ral import (
+    NOT_LOGGED,
+    Module,
     change_diff,
     common_args,
     ral_binary,
@@ -257,7 +258,7 @@ def error_message(doc, rc, err):
 
 
 def main():
-    module = AnsibleModule(
+    module = Module(
         argument_spec=dict(
             type=dict(type='str', required=True),
             name=dict(type='str'),
@@ -272,6 +273,8 @@ def main():
     params = module.params
     changing = params['attributes'] is not None and params['name'] is not None
     stdin = None
+    if not changing:
+        module.log_invocation()
     if changing:
         attributes = params['attributes']
         for attr in attributes:
@@ -279,9 +282,13 @@ def main():
                 module.fail_json(
                     msg="attributes: %r is not an attribute name (letters, digits and '_', "
                         "not starting with a digit)" % (attr,))
-        for attr in sensitive_attributes(module, attributes):
+        sensitive = sensitive_attributes(module, attributes)
+        for attr in sensitive:
             for text in texts(attributes[attr]):
                 module.no_log_values.add(text)
+        module.log_invocation(hidden=dict(attributes=dict(
+            (attr, NOT_LOGGED if attr in sensitive else value)
+            for attr, value in attributes.items())))
         stdin = json.dumps(dict((attr, command_line_value(value))
                                 for attr, value in attributes.items()))
     cmd = [ral_binary(module, 'ralsh'), '-j']

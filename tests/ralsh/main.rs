@@ -20,6 +20,7 @@ mod manifest;
 mod manuals;
 mod metadata_cache;
 mod metadata_schema;
+mod misplaced_inputs;
 #[path = "../common/mutations.rs"]
 mod mutations;
 mod output_schema;

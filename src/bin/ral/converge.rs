@@ -251,6 +251,14 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         }
         .into());
     }
+    // A manifest whose resources are all wrong declares none: its problems
+    // say why, not the refusal of an empty manifest.
+    if reading.declared.is_empty() && !reading.problems.is_empty() {
+        return Err(ral::Error::Manifest {
+            problems: reading.problems,
+        }
+        .into());
+    }
     // An empty or emptied file must not read as "remove everything".
     lifecycle::check_declared(&manifests, reading.declared.len(), args.destroy)?;
     let input = Input {

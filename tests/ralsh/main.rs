@@ -11,6 +11,7 @@ mod destroy_guard;
 mod discovery;
 mod escapees;
 mod example;
+mod forgotten_items;
 mod hostile_inputs;
 mod json_convention;
 mod layers;

@@ -217,6 +217,33 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
     }
 }
 
+/// One line per item no manifest lists any more that is only forgotten
+/// (ral did not create it): dropping a resource from the manifest does not
+/// always remove it, and the user sees which it does not.
+fn forgotten_lines(
+    out: &mut impl Write,
+    forget: &[ral::store::StoredItem],
+    tense: &str,
+) -> io::Result<()> {
+    for item in forget {
+        // Why it is not removed, as lifecycle::leftovers decides.
+        let why = if !item.created {
+            "ral did not create it"
+        } else if item.state == ral::store::ItemState::Initial {
+            "it was never applied"
+        } else {
+            "its provider cannot remove"
+        };
+        writeln!(
+            out,
+            "= {}[{}] {tense} only forgotten, left as it is: no manifest lists it, and {why}",
+            ral::text::escape(&item.type_name),
+            ral::text::escape(&item.name)
+        )?;
+    }
+    Ok(())
+}
+
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         cause
@@ -506,6 +533,9 @@ pub fn converge(
                 item.name
             );
         }
+        if !args.json {
+            forgotten_lines(&mut out, &leftovers.forget, "is")?;
+        }
         if !args.json && args.out.is_none() {
             // Text alone: the JSON document, most of a large plan's time
             // and memory, is not made.
@@ -546,6 +576,9 @@ pub fn converge(
             .map(|item| (item.provider.clone(), item.name.clone()))
             .collect();
         store.forget(&keys)?;
+        if !args.json {
+            forgotten_lines(&mut out, &leftovers.forget, "was")?;
+        }
         for item in &leftovers.forget {
             log::info!(
                 "{}[{}] is no longer in any manifest; ral did not create it, so it is left as it \

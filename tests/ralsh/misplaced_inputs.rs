@@ -91,3 +91,23 @@ fn a_manifest_of_malformed_entries_reports_them_not_an_empty_manifest() {
     }
     assert_eq!(bench.take_calls(), Vec::<String>::new(), "nothing ran");
 }
+
+#[test]
+fn a_saved_plan_applied_to_another_root_names_the_root_it_was_made_for() {
+    let (bench, plan, _) = with_saved_plan();
+    let other = Bench::new();
+    let refused = other.ral("apply", &[&plan]);
+    refused.expect(2).stderr_has(&format!(
+        "it was made for another state store (store {}, of the root {}), not for ",
+        saved_store_id(&plan),
+        bench.sandbox.root().display()
+    ));
+    assert_eq!(other.take_calls(), Vec::<String>::new(), "nothing ran");
+}
+
+/// The store identity a saved plan names.
+fn saved_store_id(plan: &str) -> String {
+    let text = std::fs::read_to_string(plan).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["plan"]["store"].as_str().unwrap().to_owned()
+}

@@ -111,3 +111,17 @@ fn saved_store_id(plan: &str) -> String {
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     doc["plan"]["store"].as_str().unwrap().to_owned()
 }
+
+#[test]
+fn a_file_system_error_is_told_once() {
+    let (bench, _, next) = with_saved_plan();
+    let dir = bench.manifests.path().to_str().unwrap().to_owned();
+    let refused = bench.ral("plan", &["-o", &dir, &next]);
+    refused.expect(2);
+    assert_eq!(
+        refused.stderr.matches("Is a directory").count(),
+        1,
+        "{}",
+        refused.stderr
+    );
+}

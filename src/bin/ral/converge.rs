@@ -249,6 +249,9 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
         cause
             .downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<ral::Error>()
+                .is_some_and(ral::Error::is_broken_pipe)
     })
 }
 

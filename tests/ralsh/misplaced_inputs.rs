@@ -113,6 +113,22 @@ fn saved_store_id(plan: &str) -> String {
 }
 
 #[test]
+fn a_plan_is_never_written_over_its_own_manifest() {
+    let (bench, _, next) = with_saved_plan();
+    let before = std::fs::read_to_string(&next).unwrap();
+    let dir = bench.manifests.path().to_str().unwrap().to_owned();
+    let aliased = format!("{dir}/./next.yaml");
+    for out in [next.as_str(), aliased.as_str()] {
+        bench
+            .ral("plan", &["-o", out, &next])
+            .expect(2)
+            .stderr_has(&format!("-o {out}: it is the manifest {next}"));
+    }
+    assert_eq!(std::fs::read_to_string(&next).unwrap(), before);
+    assert_eq!(bench.take_calls(), Vec::<String>::new(), "nothing ran");
+}
+
+#[test]
 fn a_file_system_error_is_told_once() {
     let (bench, _, next) = with_saved_plan();
     let dir = bench.manifests.path().to_str().unwrap().to_owned();

@@ -123,10 +123,12 @@ pub enum Error {
     Interrupted { signal: i32 },
 
     /// A file-system operation of the host itself failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {error}")]
     Io {
         context: String,
-        source: std::io::Error,
+        /// Not `source`: the message already says it, and a source would
+        /// print it twice in an error chain (`{:#}`).
+        error: std::io::Error,
     },
 }
 
@@ -160,7 +162,7 @@ impl Error {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {
             context: context.into(),
-            source,
+            error: source,
         }
     }
 
@@ -174,7 +176,7 @@ impl Error {
 
     /// True when the error is a closed standard output (`ralsh x | head`).
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+        matches!(self, Error::Io { error, .. } if error.kind() == std::io::ErrorKind::BrokenPipe)
     }
 }
 

@@ -167,6 +167,16 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
     }
     // An editor's byte-order mark is not part of the first type.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // A saved plan where a manifest is read (beside manifests, from -, or
+    // given to ral plan): one clear problem, not a dozen about its fields.
+    if super::saved::is_marked(text) {
+        return Err(at(
+            1,
+            "a saved plan (written by ral plan -o), not a manifest: apply it alone, from its \
+             file: ral apply FILE"
+                .to_owned(),
+        ));
+    }
     if let Some((line, message)) = yaml_doc::shape_problem(text, "a manifest", MAX_DEPTH) {
         return Err(at(line, message));
     }
@@ -356,6 +366,20 @@ mod tests {
 
     fn parsed(text: &str) -> (Vec<Declared>, Vec<Problem>) {
         parse(text, Path::new("m.yaml"))
+    }
+
+    #[test]
+    fn a_saved_plan_read_as_a_manifest_is_one_problem_naming_it() {
+        let (found, problems) =
+            parsed("{\"ral_saved_plan\":2,\"plan\":{\"id\": \"x\"},\"hmac\":\"00\"}\n");
+        assert!(found.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .message
+                .contains("a saved plan (written by ral plan -o), not a manifest"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -544,8 +544,11 @@ impl SavedFile {
         let refuse = |message: String| invalid(&path, message);
         let elsewhere = |id: Option<&str>| {
             refuse(format!(
-                "it was made for another state store (store {}), not for {} ({})",
+                // The root it names (not yet verified) tells which
+                // --root or --state was meant.
+                "it was made for another state store (store {}, of the root {}), not for {} ({})",
                 body.store,
+                crate::text::escape(&body.root),
                 store_path.display(),
                 id.map_or("which does not exist".to_owned(), |id| format!(
                     "store {id}"

@@ -12,6 +12,7 @@ mod destroy_guard;
 mod discovery;
 mod escapees;
 mod example;
+mod forgotten_items;
 mod hostile_inputs;
 mod json_convention;
 mod layers;
@@ -21,6 +22,7 @@ mod manifest;
 mod manuals;
 mod metadata_cache;
 mod metadata_schema;
+mod misplaced_inputs;
 #[path = "../common/mutations.rs"]
 mod mutations;
 mod output_schema;

@@ -217,11 +217,64 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
     }
 }
 
+/// Refuses `ral plan -o FILE` where FILE is one of the manifests (by any
+/// path): the plan would replace the manifest it was made from, and a
+/// swapped or repeated argument would lose the user's manifest.
+fn refuse_out_over_manifest(out: &std::path::Path, manifests: &[PathBuf]) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(target) = std::fs::metadata(out) else {
+        return Ok(());
+    };
+    for manifest in manifests.iter().filter(|m| m.as_os_str() != "-") {
+        if let Ok(read) = std::fs::metadata(manifest) {
+            if (read.dev(), read.ino()) == (target.dev(), target.ino()) {
+                bail!(
+                    "-o {}: it is the manifest {}: the plan would replace it; give -o another \
+                     file",
+                    out.display(),
+                    manifest.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One line per item no manifest lists any more that is only forgotten
+/// (ral did not create it): dropping a resource from the manifest does not
+/// always remove it, and the user sees which it does not.
+fn forgotten_lines(
+    out: &mut impl Write,
+    forget: &[ral::store::StoredItem],
+    tense: &str,
+) -> io::Result<()> {
+    for item in forget {
+        // Why it is not removed, as lifecycle::leftovers decides.
+        let why = if !item.created {
+            "ral did not create it"
+        } else if item.state == ral::store::ItemState::Initial {
+            "it was never applied"
+        } else {
+            "its provider cannot remove"
+        };
+        writeln!(
+            out,
+            "= {}[{}] {tense} only forgotten, left as it is: no manifest lists it, and {why}",
+            ral::text::escape(&item.type_name),
+            ral::text::escape(&item.name)
+        )?;
+    }
+    Ok(())
+}
+
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         cause
             .downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<ral::Error>()
+                .is_some_and(ral::Error::is_broken_pipe)
     })
 }
 
@@ -253,9 +306,20 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
              ral plan -o takes manifest files, not - (standard input)"
         );
     }
+    if let Some(out) = &args.out {
+        refuse_out_over_manifest(out, &args.manifests)?;
+    }
     let manifests = args.manifests.clone();
     let reading = manifest::read_all(&manifests);
     if !reading.complete {
+        return Err(ral::Error::Manifest {
+            problems: reading.problems,
+        }
+        .into());
+    }
+    // A manifest whose resources are all wrong declares none: its problems
+    // say why, not the refusal of an empty manifest.
+    if reading.declared.is_empty() && !reading.problems.is_empty() {
         return Err(ral::Error::Manifest {
             problems: reading.problems,
         }
@@ -515,6 +579,9 @@ pub fn converge(
                 item.name
             );
         }
+        if !args.json {
+            forgotten_lines(&mut out, &leftovers.forget, "is")?;
+        }
         if !args.json && args.out.is_none() {
             // Text alone: the JSON document, most of a large plan's time
             // and memory, is not made.
@@ -556,6 +623,9 @@ pub fn converge(
             .map(|item| (item.provider.clone(), item.name.clone()))
             .collect();
         store.forget(&keys)?;
+        if !args.json {
+            forgotten_lines(&mut out, &leftovers.forget, "was")?;
+        }
         for item in &leftovers.forget {
             log::info!(
                 "{}[{}] is no longer in any manifest; ral did not create it, so it is left as it \

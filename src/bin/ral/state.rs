@@ -168,12 +168,15 @@ fn list(out: &mut impl Write, items: &[StoredItem], as_json: bool) -> anyhow::Re
             .iter()
             .map(|(k, v)| format!("{}: {}", escape(k), escape(&shown_property(v).to_string())))
             .collect();
+        // Whether dropping it from the manifests removes it (created) or
+        // only forgets it (adopted: it existed before ral applied it).
         writeln!(
             out,
-            "{}[{}]  {}  {}  {}",
+            "{}[{}]  {}  {}  {}  {}",
             item.type_name,
             escape(&item.name),
             item.state.as_str(),
+            if item.created { "created" } else { "adopted" },
             item.provider,
             properties.join(", ")
         )?;

@@ -259,6 +259,31 @@ pub struct Origin<'a> {
     pub store_path: &'a Path,
 }
 
+/// Refuses `path` as the file of a plan when it is one of `manifests`,
+/// by any path to it (device and inode): the plan would replace the
+/// manifest it was made from, and could then never apply. `ral plan -o`
+/// asks before it reads anything; writing the plan asks again.
+pub fn check_not_a_manifest(path: &Path, manifests: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |meta: std::fs::Metadata| (meta.dev(), meta.ino());
+    let Ok(target) = std::fs::metadata(path).map(id) else {
+        return Ok(());
+    };
+    for manifest in manifests.iter().filter(|m| m.as_os_str() != "-") {
+        if std::fs::metadata(manifest).map(id).ok() == Some(target) {
+            return Err(invalid(
+                path,
+                format!(
+                    "it is the manifest {}: ral plan -o would write over it; give -o another \
+                     file",
+                    manifest.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses to write a plan to `path` when that would replace one of its
 /// manifests (the plan could then never apply) or one of the state
 /// store's files (and the record of what ral created).
@@ -277,18 +302,7 @@ fn check_target(path: &Path, origin: &Origin) -> Result<()> {
                  replace it",
             ));
         }
-        let target = id(meta);
-        for manifest in origin.manifests {
-            if std::fs::metadata(manifest).map(id).ok() == Some(target) {
-                return Err(invalid(
-                    path,
-                    format!(
-                        "it is the manifest {}: ral plan -o would write over it",
-                        manifest.display()
-                    ),
-                ));
-            }
-        }
+        check_not_a_manifest(path, origin.manifests)?;
     }
     let dir_of = |p: &Path| {
         let dir = p.parent().filter(|d| !d.as_os_str().is_empty());

@@ -29,7 +29,10 @@ fn with_saved_plan() -> (Bench, String, String) {
     (bench, plan, next)
 }
 
+/// Read as a manifest (on standard input, which is never a saved plan).
 const SAVED: &str = "a saved plan (written by ral plan -o), not a manifest: apply it alone";
+/// Named as a file: refused before anything is read as a manifest.
+const ALONE: &str = "ral apply takes it alone";
 
 #[test]
 fn a_saved_plan_given_to_ral_plan_is_named_a_saved_plan() {
@@ -37,7 +40,7 @@ fn a_saved_plan_given_to_ral_plan_is_named_a_saved_plan() {
     bench
         .ral("plan", &[&plan])
         .expect(2)
-        .stderr_has(&format!("{plan}:1: {SAVED}"));
+        .stderr_has(&format!("{plan} is a saved plan: {ALONE}"));
     assert_eq!(bench.take_calls(), Vec::<String>::new(), "nothing ran");
 }
 
@@ -45,7 +48,7 @@ fn a_saved_plan_given_to_ral_plan_is_named_a_saved_plan() {
 fn a_saved_plan_beside_a_manifest_is_one_problem_and_nothing_runs() {
     let (bench, plan, next) = with_saved_plan();
     let refused = bench.ral("apply", &[&plan, &next]);
-    refused.expect(2).stderr_has(SAVED);
+    refused.expect(2).stderr_has(ALONE);
     assert!(
         !refused.stderr.contains("must map resource names"),
         "one problem, not one per field of the plan: {}",
@@ -122,7 +125,7 @@ fn a_plan_is_never_written_over_its_own_manifest() {
         bench
             .ral("plan", &["-o", out, &next])
             .expect(2)
-            .stderr_has(&format!("-o {out}: it is the manifest {next}"));
+            .stderr_has(&format!("{out}: it is the manifest {next}"));
     }
     assert_eq!(std::fs::read_to_string(&next).unwrap(), before);
     assert_eq!(bench.take_calls(), Vec::<String>::new(), "nothing ran");
@@ -131,11 +134,11 @@ fn a_plan_is_never_written_over_its_own_manifest() {
 #[test]
 fn a_file_system_error_is_told_once() {
     let (bench, _, next) = with_saved_plan();
-    let dir = bench.manifests.path().to_str().unwrap().to_owned();
-    let refused = bench.ral("plan", &["-o", &dir, &next]);
+    let missing = bench.manifests.path().join("missing/p.plan");
+    let refused = bench.ral("plan", &["-o", missing.to_str().unwrap(), &next]);
     refused.expect(2);
     assert_eq!(
-        refused.stderr.matches("Is a directory").count(),
+        refused.stderr.matches("No such file or directory").count(),
         1,
         "{}",
         refused.stderr

@@ -217,29 +217,6 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
     }
 }
 
-/// Refuses `ral plan -o FILE` where FILE is one of the manifests (by any
-/// path): the plan would replace the manifest it was made from, and a
-/// swapped or repeated argument would lose the user's manifest.
-fn refuse_out_over_manifest(out: &std::path::Path, manifests: &[PathBuf]) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(target) = std::fs::metadata(out) else {
-        return Ok(());
-    };
-    for manifest in manifests.iter().filter(|m| m.as_os_str() != "-") {
-        if let Ok(read) = std::fs::metadata(manifest) {
-            if (read.dev(), read.ino()) == (target.dev(), target.ino()) {
-                bail!(
-                    "-o {}: it is the manifest {}: the plan would replace it; give -o another \
-                     file",
-                    out.display(),
-                    manifest.display()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
 /// One line per item no manifest lists any more that is only forgotten
 /// (ral did not create it): dropping a resource from the manifest does not
 /// always remove it, and the user sees which it does not.
@@ -307,7 +284,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         );
     }
     if let Some(out) = &args.out {
-        refuse_out_over_manifest(out, &args.manifests)?;
+        saved::check_not_a_manifest(out, &args.manifests)?;
     }
     let manifests = args.manifests.clone();
     let reading = manifest::read_all(&manifests);

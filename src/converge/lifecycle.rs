@@ -112,9 +112,9 @@ pub fn leftovers(
 pub enum Sweep {
     /// The manifests declare no resource at all.
     #[error(
-        "{files}: no resource is declared, so this run would remove everything ral manages; \
-         refused, nothing ran (to remove everything ral manages that these manifests do not \
-         list, give --destroy)"
+        "{files}: no resource is declared: an empty manifest means removing everything ral \
+         manages (whatever that is now), so it is refused and nothing ran (to remove \
+         everything ral manages that these manifests do not list, give --destroy)"
     )]
     NothingDeclared { files: String },
     /// The manifests name none of the items in the store, and some of

@@ -21,6 +21,7 @@ mod metadata_schema;
 #[path = "../common/mutations.rs"]
 mod mutations;
 mod output_schema;
+mod ownership;
 #[path = "../common/pids.rs"]
 mod pids;
 mod plan_schema;

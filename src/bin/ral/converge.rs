@@ -15,6 +15,7 @@ use ral::converge::apply::{self, Events};
 use ral::converge::catalog::Catalog;
 use ral::converge::lifecycle;
 use ral::converge::manifest;
+use ral::converge::ownership;
 use ral::converge::plan::{self, ErrorKind, Plan, PlanState, TaskState};
 use ral::converge::record::{Recorder, Recording};
 use ral::converge::saved;
@@ -351,11 +352,29 @@ pub fn converge(
             (Some(store), Some(lock))
         }
     };
-    let stored = match &store {
+    let mut stored = match &store {
         Some(store) => store.items()?,
         None => Vec::new(),
     };
-    let leftovers = lifecycle::leftovers(&catalog, &stored, registry, args.keep_removed);
+    // What a run that ended early was doing is settled before planning, so
+    // that what it created is known as ral's (ownership's docs).
+    let unsettled = match store.as_mut() {
+        Some(store) => ownership::settle_store(
+            host,
+            registry,
+            store,
+            mode == Mode::Apply,
+            &mut stored,
+            usize::from(args.jobs),
+        )?,
+        None => Vec::new(),
+    };
+    let decidable: Vec<_> = stored
+        .iter()
+        .filter(|i| !unsettled.contains(&(i.provider.clone(), i.name.clone())))
+        .cloned()
+        .collect();
+    let leftovers = lifecycle::leftovers(&catalog, &decidable, registry, args.keep_removed);
     let origin = manifest::Origin {
         file: std::sync::Arc::from(state_path.as_path()),
         line: 0,

@@ -30,6 +30,13 @@
 //! read, and one made later is not ral's by the record, only a leak at
 //! worst, never the removal of something ral did not create. A fleet keeps
 //! one store per target, and each target's run settles its own store.
+//! `ral plan` takes no lock, so it may settle the intent of an apply still
+//! running; it writes nothing, so that shows only in its own output.
+//!
+//! One window stays: killed after a provider answered that someone else
+//! made the resource (`ensure` was `present`) but before that answer was
+//! recorded, the rerun has only the intent, which says the resource did
+//! not exist when read, and takes it as ral's.
 //!
 //! A task that ends records its creation from the provider's own word where
 //! it gives one (`ensure` was `absent`, or `present` because someone else

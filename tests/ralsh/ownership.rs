@@ -231,3 +231,69 @@ fn a_resource_someone_else_made_between_the_read_and_the_task_is_not_rals() {
         "b1 was left as it is"
     );
 }
+
+#[test]
+fn one_made_by_someone_else_before_the_read_again_is_not_rals_whatever_the_kill() {
+    let bench = Bench::new();
+    // a1 waits for b1, so its state is read again just before its call.
+    bench.sandbox.write("wait", "b1\na1\n");
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: one, needs: b1}\nbeta:\n  b1: {value: x}\n",
+    );
+    let apply = spawn_apply(&bench, &[&m]);
+    let root = bench.sandbox.root();
+    await_marker(root, "started-b1");
+    let _b1 = KillOnDrop::new(&[pid_in(&root.join("started-b1"))]);
+    // The plan read a1 absent; another process makes it while b1 runs.
+    bench.sandbox.write(
+        "alpha.json",
+        "{\"a1\": {\"ensure\": \"present\", \"value\": \"theirs\"}}",
+    );
+    bench.sandbox.write("release-b1", "");
+    await_marker(root, "started-a1");
+    // The intent says what the read just before the call found.
+    assert_eq!(intents(&bench), [intent("a1", "change", true)]);
+    let a1 = KillOnDrop::new(&[pid_in(&root.join("started-a1"))]);
+    kill_group(apply);
+    drop(a1);
+    bench.sandbox.write("wait", "");
+    bench.ral("apply", &[&m]).expect(0);
+    let fewer = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    bench.take_calls();
+    bench.ral("apply", &[&fewer]).expect(0);
+    assert!(updates(&bench.take_calls()).is_empty());
+    assert_eq!(
+        bench.store("alpha")["a1"]["value"],
+        "one",
+        "a1 was left as it is"
+    );
+}
+
+#[test]
+fn one_made_by_someone_else_before_the_read_again_is_not_taken_as_created() {
+    let bench = Bench::new();
+    bench.sandbox.write("wait", "b1\n");
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: one, needs: b1}\nbeta:\n  b1: {value: x}\n",
+    );
+    let apply = bench
+        .command("apply", &[&m])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    await_marker(bench.sandbox.root(), "started-b1");
+    bench.sandbox.write(
+        "alpha.json",
+        "{\"a1\": {\"ensure\": \"present\", \"value\": \"theirs\"}}",
+    );
+    bench.sandbox.write("release-b1", "");
+    assert!(apply.wait_with_output().unwrap().status.success());
+    let fewer = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    bench.take_calls();
+    bench.ral("apply", &[&fewer]).expect(0);
+    assert!(updates(&bench.take_calls()).is_empty());
+    assert_eq!(bench.store("alpha")["a1"]["value"], "one");
+}

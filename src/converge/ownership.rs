@@ -46,7 +46,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use crate::discovery::Registry;
 use crate::error::Result;
@@ -293,13 +293,10 @@ pub fn apply_to(stored: &mut Vec<StoredItem>, settlement: &Settlement) {
     });
 }
 
-/// The properties kept for what an intent asks, as the items keep them.
-pub fn asked(provider: &Provider, request: &update::Request, key: &StoreKey) -> Map<String, Json> {
-    lifecycle::properties(provider, request, key)
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::Map;
+
     use super::*;
 
     fn provider() -> Provider {
@@ -364,7 +361,7 @@ mod tests {
             ],
         };
         let mut i = intent(IntentAction::Create, false);
-        i.properties = asked(&p, &request, &key);
+        i.properties = lifecycle::properties(&p, &request, &key);
         let found = resource(&[("ensure", "present"), ("value", "v"), ("secret", "s")]);
         assert!(matches(&p, &i, &found, Some(&key)));
         assert!(!matches(&p, &i, &found, None), "no key, no match");

@@ -209,9 +209,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             item,
         })
     }
-}
 
-impl Recorder<'_, '_, '_> {
     /// Records the intents of tasks about to call their provider.
     fn record_intents(&mut self, plan: &Plan, calls: &[Calling]) -> Result<()> {
         let intents: Vec<Intent> = calls

@@ -25,6 +25,31 @@ pub trait Events {
     fn plan_state(&mut self, plan: &Plan);
     fn task_started(&mut self, plan: &Plan, task: usize);
     fn task_ended(&mut self, plan: &Plan, task: usize);
+    /// The tasks `calls` are about to call their provider, from the state
+    /// read last. False stops them before the call: what they would do
+    /// could not be recorded first.
+    fn tasks_calling(&mut self, _plan: &Plan, _calls: &[Calling]) -> bool {
+        true
+    }
+}
+
+/// A task about to call its provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Calling {
+    /// The task's index in the plan.
+    pub task: usize,
+    /// What the call does, from the state read last.
+    pub action: Action,
+    /// Whether the resource existed when read last.
+    pub existed: bool,
+}
+
+/// What a batch's thread tells the scheduler.
+enum Message {
+    /// Its tasks are about to call their provider; the answer says
+    /// whether they may.
+    Calling(Vec<Calling>, mpsc::Sender<bool>),
+    Done(Done),
 }
 
 /// What decides that a run should stop: checked between tasks.
@@ -34,9 +59,10 @@ pub type StopRequested<'a> = &'a (dyn Fn() -> bool + Sync);
 /// out again when the state was read again), or the error.
 type Outcome = Result<(Vec<Change>, update::Plan), TaskError>;
 
-/// One task of a batch: its transition and request, and for a saved plan
-/// the state it was planned from.
+/// One task of a batch: its index in the plan, its transition and request,
+/// and for a saved plan the state it was planned from.
 struct Work {
+    task: usize,
     transition: update::Plan,
     request: update::Request,
     planned_from: Option<Planned>,
@@ -111,7 +137,7 @@ fn run_tasks(
     stop: StopRequested,
     events: &mut dyn Events,
 ) {
-    let (sender, receiver) = mpsc::channel::<Done>();
+    let (sender, receiver) = mpsc::channel::<Message>();
     // The providers with a batch running.
     let mut busy: Vec<*const Provider> = Vec::new();
     // Whether a task failed since the last pass that skips dependents (the
@@ -141,6 +167,7 @@ fn run_tasks(
                     .map(|&at| {
                         let task = &plan.tasks[at];
                         Work {
+                            task: at,
                             transition: task.transition.clone().expect("only planned tasks run"),
                             request: catalog.items[task.item].request.clone(),
                             planned_from: task.planned_from.clone(),
@@ -160,8 +187,14 @@ fn run_tasks(
                     // A panic in the batch fails its tasks instead of
                     // leaving the scheduler waiting for them forever.
                     let count = work.len();
+                    // The scheduler records the intents before the call.
+                    let may_call = |calls: Vec<Calling>| {
+                        let (reply, answer) = mpsc::channel();
+                        sender.send(Message::Calling(calls, reply)).is_ok()
+                            && answer.recv().unwrap_or(false)
+                    };
                     let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_batch(host, provider, work, reread)
+                        run_batch(host, provider, work, reread, &may_call)
                     }))
                     .unwrap_or_else(|_| {
                         (0..count)
@@ -172,11 +205,11 @@ fn run_tasks(
                             })
                             .collect()
                     });
-                    let _ = sender.send(Done {
+                    let _ = sender.send(Message::Done(Done {
                         tasks: batch,
                         results,
                         seconds: started.elapsed().as_secs_f64(),
-                    });
+                    }));
                 });
             }
         }
@@ -186,7 +219,11 @@ fn run_tasks(
         // Wakes for a finished batch, or now and then to notice a stop
         // request while a long task runs.
         let done = match receiver.recv_timeout(Duration::from_millis(100)) {
-            Ok(done) => done,
+            Ok(Message::Done(done)) => done,
+            Ok(Message::Calling(calls, reply)) => {
+                let _ = reply.send(events.tasks_calling(plan, &calls));
+                continue;
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
@@ -273,11 +310,19 @@ fn skip_dependents_of_failures(catalog: &Catalog, plan: &mut Plan, events: &mut 
 }
 
 /// Runs one batch of one provider: the states read again first when
-/// `reread` (a transition that has become empty needs no call), then one
-/// set of many, each answer settled as `ralsh` settles a single update.
-fn run_batch(host: &Host, provider: &Provider, work: Vec<Work>, reread: bool) -> Vec<Outcome> {
+/// `reread` (a transition that has become empty needs no call), then, once
+/// `may_call` agreed (the intents are recorded), one set of many, each
+/// answer settled as `ralsh` settles a single update.
+fn run_batch(
+    host: &Host,
+    provider: &Provider,
+    work: Vec<Work>,
+    reread: bool,
+    may_call: &dyn Fn(Vec<Calling>) -> bool,
+) -> Vec<Outcome> {
     let mut results: Vec<Option<Outcome>> = vec![None; work.len()];
     let mut pending: Vec<(usize, update::Plan, update::Request)> = Vec::new();
+    let mut calls: Vec<Calling> = Vec::new();
     let fresh: Vec<Found> = if reread {
         let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
         read(host, provider, &names)
@@ -287,6 +332,7 @@ fn run_batch(host: &Host, provider: &Provider, work: Vec<Work>, reread: bool) ->
     let mut fresh = fresh.into_iter();
     for (at, work) in work.into_iter().enumerate() {
         let Work {
+            task,
             transition,
             request,
             planned_from,
@@ -326,8 +372,25 @@ fn run_batch(host: &Host, provider: &Provider, work: Vec<Work>, reread: bool) ->
         if transition.should.is_empty() {
             results[at] = Some(Ok((Vec::new(), transition)));
         } else {
+            calls.push(Calling {
+                task,
+                action: super::plan::action_of(provider, &transition),
+                existed: super::ownership::exists(
+                    provider,
+                    transition.found.then_some(&transition.state),
+                ),
+            });
             pending.push((at, transition, request));
         }
+    }
+    if !pending.is_empty() && !may_call(calls) {
+        for (at, _, _) in &pending {
+            results[*at] = Some(Err(failed(
+                "not run: what it was about to do could not be recorded in the state store"
+                    .to_owned(),
+            )));
+        }
+        pending.clear();
     }
     if !pending.is_empty() {
         let updates: Vec<_> = pending

@@ -29,13 +29,24 @@ pub fn properties(provider: &Provider, request: &Request, key: &StoreKey) -> Map
         .map(|(attr, value)| {
             let sensitive = provider.attribute(attr).is_some_and(|a| a.sensitive);
             let kept = if sensitive {
-                serde_json::json!({"hmac": digest(key, provider, &request.name, attr, value)})
+                kept_value(provider, &request.name, attr, value, key)
             } else {
                 Json::from(value)
             };
             (attr.clone(), kept)
         })
         .collect()
+}
+
+/// How the store keeps one sensitive value: `{"hmac": HEX}`.
+pub fn kept_value(
+    provider: &Provider,
+    name: &str,
+    attr: &str,
+    value: &Value,
+    key: &StoreKey,
+) -> Json {
+    serde_json::json!({"hmac": digest(key, provider, name, attr, value)})
 }
 
 /// The keyed digest of one sensitive value, bound to its provider, item
@@ -56,8 +67,8 @@ fn digest(key: &StoreKey, provider: &Provider, name: &str, attr: &str, value: &V
 pub struct Leftovers {
     /// Created by ral, so removed (ensure: absent) by the plan.
     pub remove: Vec<StoredItem>,
-    /// Not created by ral (or never applied, or of a provider that cannot
-    /// remove): dropped from the store, left as they are.
+    /// Not created by ral (or of a provider that cannot remove): dropped
+    /// from the store, left as they are.
     pub forget: Vec<StoredItem>,
 }
 
@@ -93,9 +104,9 @@ pub fn leftovers(
             );
             continue;
         };
-        let removable = item.created
-            && item.state != ItemState::Initial
-            && crate::update::can_be_absent(provider);
+        // Created by ral, also when not yet as asked (Initial: a run that
+        // ended early created it, as settling its intent found).
+        let removable = item.created && crate::update::can_be_absent(provider);
         if removable {
             out.remove.push(item.clone());
         } else {

@@ -9,6 +9,7 @@ pub mod graph;
 pub mod input;
 pub mod lifecycle;
 pub mod manifest;
+pub mod ownership;
 pub mod plan;
 pub mod read;
 pub mod record;

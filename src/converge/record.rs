@@ -1,6 +1,8 @@
 //! Recording a run in the state store: the items' states before the tasks
-//! run, each task's end (with what it did to its item) committed before any
-//! task that waits for it starts, and the plan's end with its report.
+//! run, each task's intent committed before its provider is called (see
+//! `ownership`), each task's end (with what it did to its item, clearing
+//! the intent) committed before any task that waits for it starts, and the
+//! plan's end with its report.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,11 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
-use crate::store::{ItemChange, ItemState, PlanRecord, Store, StoreKey, StoredItem, TaskEnd};
+use crate::store::{
+    Intent, IntentAction, ItemChange, ItemState, PlanRecord, Store, StoreKey, StoredItem, TaskEnd,
+};
 
-use super::apply::Events;
+use super::apply::{Calling, Events};
 use super::catalog::Catalog;
 use super::lifecycle;
+use super::ownership;
 use super::plan::{Action, Plan, TaskState};
 
 /// The store's view of one run.
@@ -176,8 +181,16 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 provider: &key.0,
                 name: &key.1,
             },
-            (TaskState::Success, action) => {
-                applied = self.stored_item(task.item, ItemState::Applied, action == Action::Create);
+            (TaskState::Success, _) => {
+                // What the task did decides, not what was planned: read
+                // again just before the call, the resource may have
+                // existed by then; and the provider may say it did.
+                let provider = self.catalog.items[task.item].provider;
+                let created = task
+                    .transition
+                    .as_ref()
+                    .is_some_and(|t| ownership::created_by(provider, t, &task.changes));
+                applied = self.stored_item(task.item, ItemState::Applied, created);
                 ItemChange::Applied(&applied)
             }
             _ => ItemChange::Keep,
@@ -195,6 +208,32 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             seconds: task.seconds,
             item,
         })
+    }
+
+    /// Records the intents of tasks about to call their provider.
+    fn record_intents(&mut self, plan: &Plan, calls: &[Calling]) -> Result<()> {
+        let intents: Vec<Intent> = calls
+            .iter()
+            .map(|call| {
+                let task = &plan.tasks[call.task];
+                let item = &self.catalog.items[task.item];
+                Intent {
+                    provider: item.provider.qualified_name(),
+                    name: item.name().to_owned(),
+                    resource: format!("{}[{}]", item.type_query, item.name()),
+                    plan_id: plan.id.clone(),
+                    task_id: task.id,
+                    action: match call.action {
+                        Action::Create => IntentAction::Create,
+                        Action::Remove => IntentAction::Remove,
+                        Action::Change | Action::Unknown => IntentAction::Change,
+                    },
+                    existed: call.existed,
+                    properties: self.properties(task.item),
+                }
+            })
+            .collect();
+        self.store.record_intents(&intents)
     }
 }
 
@@ -231,5 +270,15 @@ impl Events for Recording<'_, '_, '_, '_> {
             }
         }
         self.inner.task_ended(plan, task);
+    }
+
+    fn tasks_calling(&mut self, plan: &Plan, calls: &[Calling]) -> bool {
+        if self.recorder.failure.is_none() {
+            if let Err(e) = self.recorder.record_intents(plan, calls) {
+                self.recorder.failure = Some(e);
+                self.failed.store(true, Ordering::SeqCst);
+            }
+        }
+        self.recorder.failure.is_none() && self.inner.tasks_calling(plan, calls)
     }
 }

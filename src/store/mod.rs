@@ -5,6 +5,7 @@
 //! plans and their tasks are recorded as they run, each task's end in its
 //! own transaction, so a crash loses no finished change.
 
+mod intents;
 mod key;
 mod lock;
 mod paths;
@@ -19,6 +20,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
 
+pub use intents::{Intent, IntentAction, Settlement};
 pub use key::StoreKey;
 pub use lock::{Holder, RunLock};
 pub use paths::Location;
@@ -543,7 +545,8 @@ impl Store {
     }
 
     /// Records a task's end and what it did to its item, in one
-    /// transaction committed before this returns.
+    /// transaction committed before this returns; a task that changed its
+    /// item clears its intent in it (a failed one leaves it to be settled).
     pub fn task_ended(&mut self, end: &TaskEnd) -> Result<()> {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
@@ -565,6 +568,7 @@ impl Store {
             ItemChange::Keep => {}
             ItemChange::Applied(item) => {
                 put_item(&tx, item).map_err(|e| db_error(&path, e))?;
+                intents::clear(&tx, &item.provider, &item.name).map_err(|e| db_error(&path, e))?;
                 bump_serial(&tx).map_err(|e| db_error(&path, e))?;
             }
             ItemChange::Removed { provider, name } => {
@@ -573,6 +577,7 @@ impl Store {
                     params![provider, name],
                 )
                 .map_err(|e| db_error(&path, e))?;
+                intents::clear(&tx, provider, name).map_err(|e| db_error(&path, e))?;
                 bump_serial(&tx).map_err(|e| db_error(&path, e))?;
             }
         }

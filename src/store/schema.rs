@@ -1,13 +1,18 @@
 //! The store's schema and its migrations: each version's statements run in
 //! one transaction, forward only; a database from a newer ral is refused.
+//!
+//! Version 1: items, plans and their tasks. Version 2: intents, what a
+//! task is about to do to its resource, committed before the provider is
+//! called (see `intents.rs`).
 
 use rusqlite::Connection;
 
 /// The schema this binary writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 /// The statements that bring version `n - 1` to `n`, at index `n - 1`.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE items (
     provider TEXT NOT NULL,
@@ -43,7 +48,22 @@ CREATE TABLE tasks (
     ended REAL,
     PRIMARY KEY (plan_id, task_id)
 );
-"];
+",
+    "
+CREATE TABLE intents (
+    provider TEXT NOT NULL,
+    name TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    plan_id TEXT NOT NULL,
+    task_id INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    existed INTEGER NOT NULL,
+    properties TEXT NOT NULL,
+    recorded REAL NOT NULL,
+    PRIMARY KEY (provider, name)
+);
+",
+];
 
 /// Brings the database to [`VERSION`], or says why it cannot.
 pub fn migrate(conn: &mut Connection) -> Result<(), String> {

@@ -26,6 +26,7 @@ mod misplaced_inputs;
 #[path = "../common/mutations.rs"]
 mod mutations;
 mod output_schema;
+mod ownership;
 #[path = "../common/pids.rs"]
 mod pids;
 mod plan_schema;

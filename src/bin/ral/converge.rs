@@ -15,6 +15,7 @@ use ral::converge::apply::{self, Events};
 use ral::converge::catalog::Catalog;
 use ral::converge::lifecycle;
 use ral::converge::manifest;
+use ral::converge::ownership;
 use ral::converge::plan::{self, ErrorKind, Plan, PlanState, TaskState};
 use ral::converge::record::{Recorder, Recording};
 use ral::converge::saved;
@@ -507,13 +508,31 @@ pub fn converge(
         Some(store) => store.serial()?,
         None => 0,
     };
-    let stored = match &store {
+    let mut stored = match &store {
         Some(store) => store.items()?,
         None => Vec::new(),
     };
+    // What a run that ended early was doing is settled before planning, so
+    // that what it created is known as ral's (ownership's docs).
+    let unsettled = match store.as_mut() {
+        Some(store) => ownership::settle_store(
+            host,
+            registry,
+            store,
+            mode == Mode::Apply,
+            &mut stored,
+            usize::from(args.jobs),
+        )?,
+        None => Vec::new(),
+    };
+    let decidable: Vec<_> = stored
+        .iter()
+        .filter(|i| !unsettled.contains(&(i.provider.clone(), i.name.clone())))
+        .cloned()
+        .collect();
     // A saved plan removes what it was made to remove.
     let keep_removed = saved.map_or(args.keep_removed, |s| s.keep_removed);
-    let leftovers = lifecycle::leftovers(&catalog, &stored, registry, keep_removed);
+    let leftovers = lifecycle::leftovers(&catalog, &decidable, registry, keep_removed);
     // A saved plan passed this check when it was made (or was made with
     // --destroy): no file is written for a plan the check refuses, and the
     // file cannot be changed since.

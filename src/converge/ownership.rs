@@ -1,0 +1,436 @@
+//! Ownership that survives any kill: whether ral created a resource (and
+//! so removes it once no manifest lists it) is decided from facts recorded
+//! before anything changes, never from where a kill fell.
+//!
+//! Before a task calls its provider, the store commits an intent: the item,
+//! the action, what is asked, and whether the resource existed when last
+//! read (the read just before the call where the scheduler reads again,
+//! else the plan's). The transaction that records the task's end clears it.
+//! The next run (`ral apply`, and `ral plan`, which keeps the result to
+//! itself) settles every intent left over, before it plans, from a fresh
+//! read of its resource:
+//!
+//! - it existed before: never ral's; the item keeps `created` as it was,
+//!   and a removal whose resource is gone removes the item;
+//! - it did not exist, and exists now: ral created it; the item is
+//!   recorded as created, Applied when the resource is as asked, else left
+//!   as it was for the plan to finish;
+//! - it did not exist, and still does not: nothing happened.
+//!
+//! Every kill point: before the call (intent committed), nothing changed,
+//! and the settling finds it so; during the call, or after the change but
+//! before the answer is recorded, the resource is there or not, and the
+//! settling finds which; after the end is recorded, no intent is left;
+//! between that record and the next task, the next task had no intent yet;
+//! during verification, every end is recorded already. A kill while
+//! settling leaves all or nothing of it (one transaction), and the intents
+//! stay until it is written, so the following run settles them again. A
+//! killed ral can leave its provider running (it has its own process
+//! group): the settling sees the change if the provider made it before the
+//! read, and one made later is not ral's by the record, only a leak at
+//! worst, never the removal of something ral did not create. A fleet keeps
+//! one store per target, and each target's run settles its own store.
+//! `ral plan` takes no lock, so it may settle the intent of an apply still
+//! running; it writes nothing, so that shows only in its own output.
+//!
+//! One window stays: killed after a provider answered that someone else
+//! made the resource (`ensure` was `present`) but before that answer was
+//! recorded, the rerun has only the intent, which says the resource did
+//! not exist when read, and takes it as ral's.
+//!
+//! A task that ends records its creation from the provider's own word where
+//! it gives one (`ensure` was `absent`, or `present` because someone else
+//! made it between ral's read and the task, or no `ensure` change at all):
+//! see [`created_by`]. A task that failed leaves its intent, since a
+//! provider may fail after creating part of a resource.
+
+use std::collections::HashMap;
+
+use serde_json::Value as Json;
+
+use crate::discovery::Registry;
+use crate::error::Result;
+use crate::host::Host;
+use crate::metadata::Kind;
+use crate::provider::Provider;
+use crate::resource::{Change, Resource};
+use crate::store::{Intent, IntentAction, ItemState, Settlement, Store, StoreKey, StoredItem};
+use crate::types::Value;
+use crate::update;
+
+use super::lifecycle;
+use super::read::read_all;
+
+/// What settling found: what to write, and the items whose intent could
+/// not be settled (their resource could not be read), which this run
+/// leaves as they are.
+#[derive(Debug, Default)]
+pub struct Settled {
+    pub settlement: Settlement,
+    pub unsettled: Vec<(String, String)>,
+}
+
+/// Settles the intents an earlier run left in `store`, before a run plans
+/// with the items `stored` (read from it), which are brought up to date.
+/// `write`: an apply, which holds the store's lock, writes the settlement
+/// (so no run of its own is among those left over); a plan only uses it.
+/// Returns the items whose intent could not be settled.
+pub fn settle_store(
+    host: &Host,
+    registry: &Registry,
+    store: &mut Store,
+    write: bool,
+    stored: &mut Vec<StoredItem>,
+    jobs: usize,
+) -> Result<Vec<(String, String)>> {
+    let intents = store.intents()?;
+    if intents.is_empty() {
+        return Ok(Vec::new());
+    }
+    let key = if write {
+        Some(store.key()?)
+    } else {
+        store.existing_key()?
+    };
+    let settled = settle(host, registry, &intents, stored, key.as_ref(), jobs);
+    if write {
+        store.settle_intents(&settled.settlement)?;
+    }
+    apply_to(stored, &settled.settlement);
+    Ok(settled.unsettled)
+}
+
+/// Settles the `intents` left over by an earlier run against `stored`,
+/// reading each one's resource (one read per provider). `key` is the
+/// store's, to compare sensitive values with their digests (without one
+/// such a value never matches).
+pub fn settle(
+    host: &Host,
+    registry: &Registry,
+    intents: &[Intent],
+    stored: &[StoredItem],
+    key: Option<&StoreKey>,
+    jobs: usize,
+) -> Settled {
+    let mut settled = Settled::default();
+    let mut groups: Vec<(&Provider, Vec<&str>)> = Vec::new();
+    let mut members: Vec<Vec<&Intent>> = Vec::new();
+    for intent in intents {
+        let Ok(provider) = registry.resolve(&intent.provider) else {
+            log::warn!(
+                "{}: a run that ended early left what it was doing unsettled, and its provider \
+                 {} is not found: it stays in the state store, untouched",
+                crate::text::escape(&intent.resource),
+                intent.provider
+            );
+            settled
+                .unsettled
+                .push((intent.provider.clone(), intent.name.clone()));
+            continue;
+        };
+        match groups.iter().position(|(p, _)| std::ptr::eq(*p, provider)) {
+            Some(at) => {
+                groups[at].1.push(&intent.name);
+                members[at].push(intent);
+            }
+            None => {
+                groups.push((provider, vec![&intent.name]));
+                members.push(vec![intent]);
+            }
+        }
+    }
+    if groups.is_empty() {
+        return settled;
+    }
+    let by_key: HashMap<(&str, &str), &StoredItem> = stored
+        .iter()
+        .map(|item| ((item.provider.as_str(), item.name.as_str()), item))
+        .collect();
+    let answers = read_all(host, &groups, jobs);
+    for ((provider, _), (answer, intents)) in groups.iter().zip(answers.into_iter().zip(members)) {
+        for (found, intent) in answer.into_iter().zip(intents) {
+            let item_key = (intent.provider.clone(), intent.name.clone());
+            let found = match found {
+                Ok(found) => found,
+                Err(message) => {
+                    log::warn!(
+                        "{}: a run that ended early left what it was doing unsettled, and it \
+                         cannot be read ({message}): it stays in the state store, untouched",
+                        crate::text::escape(&intent.resource)
+                    );
+                    settled.unsettled.push(item_key);
+                    continue;
+                }
+            };
+            settled.settlement.settled.push(item_key.clone());
+            // An item forgotten since (`ral state forget`) stays forgotten.
+            let Some(&before) = by_key.get(&(intent.provider.as_str(), intent.name.as_str()))
+            else {
+                continue;
+            };
+            let exists = exists(provider, found.as_ref());
+            match decide(intent, exists) {
+                Decision::Nothing => {}
+                Decision::Removed => {
+                    log::info!(
+                        "{}: removed by a run that ended early; it leaves the state store",
+                        crate::text::escape(&intent.resource)
+                    );
+                    settled.settlement.removed.push(item_key);
+                }
+                Decision::Created => {
+                    log::info!(
+                        "{}: created by a run that ended early; it is known as ral's",
+                        crate::text::escape(&intent.resource)
+                    );
+                    let mut item = before.clone();
+                    item.created = true;
+                    let resource = found.as_ref().expect("it exists");
+                    if matches(provider, intent, resource, key) {
+                        item.state = ItemState::Applied;
+                        item.properties = intent.properties.clone();
+                    }
+                    if &item != before {
+                        settled.settlement.items.push(item);
+                    }
+                }
+            }
+        }
+    }
+    settled
+}
+
+/// What a leftover intent means, given whether its resource exists now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing to record: what the item says stays true.
+    Nothing,
+    /// Ral created the resource.
+    Created,
+    /// The removal was done: the item goes.
+    Removed,
+}
+
+/// The rule of the module docs, for one intent.
+pub fn decide(intent: &Intent, exists_now: bool) -> Decision {
+    match (intent.existed, exists_now) {
+        (true, false) if intent.action == IntentAction::Remove => Decision::Removed,
+        (true, _) => Decision::Nothing,
+        (false, true) => Decision::Created,
+        (false, false) => Decision::Nothing,
+    }
+}
+
+/// Whether a resource as read exists (where resources cannot be absent,
+/// it always does).
+pub fn exists(provider: &Provider, found: Option<&Resource>) -> bool {
+    !update::can_be_absent(provider) || found.is_some_and(|r| !r.is_absent())
+}
+
+/// Whether the resource is as the intent asked, in every attribute that
+/// can be read back (`ensure: present` met by any whole form of
+/// existence; a sensitive value by its keyed digest).
+fn matches(provider: &Provider, intent: &Intent, found: &Resource, key: Option<&StoreKey>) -> bool {
+    intent.properties.iter().all(|(attr, asked)| {
+        let attribute = provider.attribute(attr);
+        if attribute.is_some_and(|a| a.kind == Kind::Write) {
+            return true;
+        }
+        let value = found.attrs.get(attr);
+        if attr == "ensure" && asked.as_str() == Some("present") {
+            return update::present_met(attr, &Value::from("present"), value);
+        }
+        let Some(value) = value else {
+            return false;
+        };
+        if attribute.is_some_and(|a| a.sensitive) {
+            return key.is_some_and(|key| {
+                lifecycle::kept_value(provider, &intent.name, attr, value, key) == *asked
+            });
+        }
+        Json::from(value) == *asked
+    })
+}
+
+/// Whether a task that succeeded created its resource: its transition
+/// created it (the resource was absent when last read), and the provider
+/// does not say otherwise. A provider that reports what `ensure` was says
+/// who made it: `absent` (or nothing) is ral's creation; any other value,
+/// or no `ensure` change where one was asked for, means someone else made
+/// it between ral's read and the task. A change ral derived for the
+/// provider says only what the read said.
+pub fn created_by(provider: &Provider, transition: &update::Plan, changes: &[Change]) -> bool {
+    if !transition.creates(provider) {
+        return false;
+    }
+    let asked = transition.should.iter().any(|(key, _)| key == "ensure");
+    match changes.iter().find(|change| change.attr == "ensure") {
+        Some(change) => change
+            .was
+            .as_ref()
+            .and_then(Value::as_str)
+            .is_none_or(|was| was.is_empty() || was == "absent"),
+        None => !asked,
+    }
+}
+
+/// Applies a settlement to the items as read, for a run that plans with
+/// them (written or not).
+pub fn apply_to(stored: &mut Vec<StoredItem>, settlement: &Settlement) {
+    for item in &settlement.items {
+        if let Some(slot) = stored
+            .iter_mut()
+            .find(|s| s.provider == item.provider && s.name == item.name)
+        {
+            *slot = item.clone();
+        }
+    }
+    stored.retain(|s| {
+        !settlement
+            .removed
+            .iter()
+            .any(|(provider, name)| &s.provider == provider && &s.name == name)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Map;
+
+    use super::*;
+
+    fn provider() -> Provider {
+        let yaml = "provider:\n  type: t\n  invoke: json\n  actions: [get, set]\n  suitable: true\n  attributes:\n    name: {}\n    ensure: {type: 'enum[present, absent]'}\n    value: {}\n    secret: {sensitive: true}\n    pass: {kind: w}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new("t.yaml")).unwrap();
+        Provider::new(meta, "t.prov".into(), None)
+    }
+
+    fn intent(action: IntentAction, existed: bool) -> Intent {
+        Intent {
+            provider: "t::t".to_owned(),
+            name: "a".to_owned(),
+            resource: "t[a]".to_owned(),
+            plan_id: "p".to_owned(),
+            task_id: 1,
+            action,
+            existed,
+            properties: Map::new(),
+        }
+    }
+
+    fn resource(attrs: &[(&str, &str)]) -> Resource {
+        let mut r = Resource::bare("a");
+        for (k, v) in attrs {
+            r.attrs.insert((*k).to_owned(), Value::from(*v));
+        }
+        r
+    }
+
+    #[test]
+    fn a_leftover_intent_is_settled_by_what_existed_before_and_exists_now() {
+        use Decision::*;
+        use IntentAction::*;
+        let cases = [
+            (Create, false, true, Created),
+            (Create, false, false, Nothing),
+            (Change, true, true, Nothing),
+            (Change, true, false, Nothing),
+            (Remove, true, false, Removed),
+            (Remove, true, true, Nothing),
+        ];
+        for (action, existed, now, decision) in cases {
+            assert_eq!(
+                decide(&intent(action, existed), now),
+                decision,
+                "{action:?} existed {existed} exists {now}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_settled_creation_matches_only_what_was_asked() {
+        let p = provider();
+        let key = StoreKey::from_bytes([3; 32]);
+        let request = update::Request {
+            name: "a".to_owned(),
+            attrs: vec![
+                ("ensure".to_owned(), Value::from("present")),
+                ("value".to_owned(), Value::from("v")),
+                ("secret".to_owned(), Value::from("s")),
+                ("pass".to_owned(), Value::from("never read back")),
+            ],
+        };
+        let mut i = intent(IntentAction::Create, false);
+        i.properties = lifecycle::properties(&p, &request, &key);
+        let found = resource(&[("ensure", "present"), ("value", "v"), ("secret", "s")]);
+        assert!(matches(&p, &i, &found, Some(&key)));
+        assert!(!matches(&p, &i, &found, None), "no key, no match");
+        let other = resource(&[("ensure", "present"), ("value", "v"), ("secret", "t")]);
+        assert!(!matches(&p, &i, &other, Some(&key)));
+        let short = resource(&[("ensure", "present"), ("secret", "s")]);
+        assert!(!matches(&p, &i, &short, Some(&key)));
+    }
+
+    #[test]
+    fn the_providers_word_on_ensure_decides_created_or_adopted() {
+        let p = provider();
+        let request = update::Request {
+            name: "a".to_owned(),
+            attrs: vec![
+                ("ensure".to_owned(), Value::from("present")),
+                ("value".to_owned(), Value::from("v")),
+            ],
+        };
+        let creating = update::Plan::new(&p, &request, None).unwrap();
+        let ensure = |was: Option<&str>| Change {
+            attr: "ensure".to_owned(),
+            is: Value::from("present"),
+            was: was.map(Value::from),
+        };
+        let value = Change {
+            attr: "value".to_owned(),
+            is: Value::from("v"),
+            was: None,
+        };
+        assert!(created_by(
+            &p,
+            &creating,
+            &[ensure(Some("absent")), value.clone()]
+        ));
+        assert!(created_by(&p, &creating, &[ensure(None)]));
+        assert!(!created_by(&p, &creating, &[ensure(Some("present"))]));
+        assert!(!created_by(&p, &creating, std::slice::from_ref(&value)));
+        // Without ensure asked for, the read decides.
+        let mut plain = request.clone();
+        plain.attrs.remove(0);
+        let creating = update::Plan::new(&p, &plain, None).unwrap();
+        assert!(created_by(&p, &creating, std::slice::from_ref(&value)));
+        // A change of what existed creates nothing, whatever it says.
+        let found = resource(&[("ensure", "present"), ("value", "w")]);
+        let changing = update::Plan::new(&p, &request, Some(found)).unwrap();
+        assert!(!created_by(&p, &changing, &[ensure(Some("absent"))]));
+    }
+
+    #[test]
+    fn a_settlement_applies_to_the_items_read() {
+        let item = |name: &str, created: bool| StoredItem {
+            provider: "t::t".to_owned(),
+            type_name: "t".to_owned(),
+            name: name.to_owned(),
+            state: ItemState::Initial,
+            properties: Map::new(),
+            created,
+            requires: Vec::new(),
+        };
+        let mut stored = vec![item("a", false), item("b", true), item("c", false)];
+        apply_to(
+            &mut stored,
+            &Settlement {
+                items: vec![item("a", true)],
+                removed: vec![("t::t".to_owned(), "b".to_owned())],
+                settled: Vec::new(),
+            },
+        );
+        assert_eq!(stored, [item("a", true), item("c", false)]);
+    }
+}

@@ -165,6 +165,12 @@ mod tests {
     }
 
     #[test]
+    fn a_key_is_never_shown_in_a_debug_dump() {
+        let key = StoreKey::from_bytes([0xab; LEN]);
+        assert_eq!(format!("{key:?}"), "StoreKey(..)");
+    }
+
+    #[test]
     fn a_damaged_or_linked_key_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("state.db");

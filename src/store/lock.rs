@@ -83,13 +83,19 @@ fn hostname() -> String {
 /// in /proc/locks (`N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF`, the
 /// device numbers in hex).
 fn flock_holder(id: FileId) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    holder_in(&locks, id)
+}
+
+/// The process that `locks`, the text of /proc/locks, names as holding a
+/// flock on the file `id` (apart so that a test can give it any list).
+fn holder_in(locks: &str, id: FileId) -> Option<u32> {
     let (dev, ino) = id;
     let wanted = format!(
         "{:02x}:{:02x}:{ino}",
         libc::major(dev as libc::dev_t),
         libc::minor(dev as libc::dev_t)
     );
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
     // (pid, MAJ:MIN:INODE) of every flock held for writing; a waiter's
     // line starts "N: ->" and holds nothing.
     let held: Vec<(&str, &str)> = locks
@@ -204,5 +210,91 @@ impl Drop for RunLock {
         // while someone holds the lock again.
         // SAFETY: unlocks the descriptor this value owns.
         unsafe { libc::flock(self.db.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Location;
+
+    #[test]
+    fn the_lock_file_names_the_holder_only_where_the_kernel_agrees() {
+        let text = "pid=5 host=h1 since=100 plan=p1\n";
+        let full = "process 5 on h1 since 100 (unix time), plan p1";
+        assert_eq!(Holder::describe(text, Some(5)), full);
+        assert_eq!(Holder::describe(text, None), full);
+        // A file an earlier holder left, the store reached by another name:
+        // only the kernel's word.
+        assert_eq!(Holder::describe(text, Some(7)), "process 7");
+        assert_eq!(Holder::describe("", Some(7)), "process 7");
+        assert_eq!(
+            Holder::describe("", None),
+            "process ? on ? since ? (unix time), plan ?"
+        );
+    }
+
+    #[test]
+    fn a_holder_is_this_process_on_this_machine() {
+        let mut name = [0u8; 256];
+        // SAFETY: the buffer and its length are this function's.
+        assert_eq!(
+            unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) },
+            0
+        );
+        let end = name.iter().position(|&b| b == 0).unwrap();
+        let host = String::from_utf8_lossy(&name[..end]).into_owned();
+        let me = Holder::me("p1");
+        assert_eq!(me.pid, std::process::id());
+        assert_eq!(me.host, host);
+        assert_eq!(
+            Holder::describe(&me.to_line(), Some(me.pid)),
+            format!(
+                "process {} on {host} since {} (unix time), plan p1",
+                me.pid, me.since
+            )
+        );
+    }
+
+    #[test]
+    fn the_kernels_list_names_the_process_holding_the_file() {
+        let dev = libc::makedev(8, 3);
+        let locks = "1: FLOCK  ADVISORY  WRITE 200 08:03:77 0 EOF\n\
+                     2: POSIX  ADVISORY  WRITE 250 08:03:42 0 EOF\n\
+                     3: FLOCK  ADVISORY  WRITE 300 08:03:42 0 EOF\n\
+                     3: -> FLOCK  ADVISORY  WRITE 400 08:03:42 0 EOF\n";
+        assert_eq!(holder_in(locks, (dev, 42)), Some(300));
+        assert_eq!(holder_in(locks, (dev, 77)), Some(200));
+        assert_eq!(holder_in(locks, (dev, 99)), None);
+        // A file system whose stat shows another device than the list
+        // (btrfs, overlayfs): the inode alone, when one holder has it.
+        let elsewhere = libc::makedev(0, 0x2a);
+        assert_eq!(holder_in(locks, (elsewhere, 42)), Some(300));
+        let two = "1: FLOCK  ADVISORY  WRITE 200 00:2b:42 0 EOF\n\
+                   2: FLOCK  ADVISORY  WRITE 300 00:2c:42 0 EOF\n";
+        assert_eq!(holder_in(two, (elsewhere, 42)), None);
+    }
+
+    #[test]
+    fn the_lock_is_taken_at_once_or_refused_at_once_and_its_file_names_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = Location::File(dir.path().join("state.db"));
+        let store = StoreDir::open(&at, true).unwrap().unwrap();
+        let lock = RunLock::acquire(&store, &Holder::me("p1"), Duration::ZERO).unwrap();
+        assert_eq!(lock.path(), dir.path().join("state.db.lock"));
+        let written = std::fs::read_to_string(lock.path()).unwrap();
+        let me = Holder::me("p1");
+        assert!(
+            written.starts_with(&format!("pid={} host={} since=", me.pid, me.host))
+                && written.ends_with(" plan=p1\n"),
+            "{written}"
+        );
+        // Not waiting: refused on the first try, naming the holder.
+        match RunLock::acquire(&store, &Holder::me("p2"), Duration::ZERO) {
+            Err(Error::Locked { holder, .. }) => {
+                assert!(holder.contains("plan p1"), "{holder}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

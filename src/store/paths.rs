@@ -553,4 +553,103 @@ mod tests {
         assert!(!store.create_once(".key", b"other").unwrap());
         assert_eq!(store.read_small(".key", 4).unwrap().unwrap(), b"k");
     }
+
+    fn store_in(dir: &Path) -> StoreDir {
+        StoreDir::open(&Location::File(dir.join("s.db")), true)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn below_the_root_a_file_a_link_and_a_directory_that_cannot_be_made_are_each_said() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("var"), "x").unwrap();
+        for create in [false, true] {
+            let err = StoreDir::open(&Location::InRoot(root.path().to_owned()), create)
+                .unwrap_err()
+                .to_string();
+            assert!(err.ends_with("/var: is not a directory"), "{err}");
+        }
+        // Only read (a plan): a link is refused, not taken for a missing store.
+        let other = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), other.path().join("var")).unwrap();
+        let err = StoreDir::open(&Location::InRoot(other.path().to_owned()), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/var: is a symbolic link"), "{err}");
+        // /proc/self takes no new directory, even from root: the failed
+        // mkdir is reported as such (and nothing is made anywhere).
+        let err = StoreDir::open(&Location::InRoot(PathBuf::from("/proc/self")), true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/proc/self/var: cannot make the directory"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missing_store_is_none_unmade_and_a_wrong_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = Location::File(dir.path().join("missing/s.db"));
+        assert!(StoreDir::open(&missing, false).unwrap().is_none());
+        assert!(!dir.path().join("missing").exists());
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        let err = StoreDir::open(&Location::File(dir.path().join("file/s.db")), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("file/s.db: cannot open its directory"),
+            "{err}"
+        );
+
+        let store = StoreDir::open(&Location::File(dir.path().join("s.db")), false)
+            .unwrap()
+            .unwrap();
+        assert!(store.open_db(false).unwrap().is_none());
+        assert!(!dir.path().join("s.db").exists());
+        std::os::unix::fs::symlink("file", dir.path().join("s.db")).unwrap();
+        for create in [false, true] {
+            let err = store.open_db(create).unwrap_err().to_string();
+            assert!(err.contains("s.db: is a symbolic link"), "{err}");
+        }
+    }
+
+    #[test]
+    fn journals_are_made_private_and_refused_with_a_second_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(dir.path());
+        let wal = dir.path().join("s.db-wal");
+        std::fs::write(&wal, "").unwrap();
+        std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o644)).unwrap();
+        store.check_journals().unwrap();
+        assert_eq!(std::fs::metadata(&wal).unwrap().mode() & 0o777, 0o600);
+        std::fs::hard_link(&wal, dir.path().join("copy")).unwrap();
+        let err = store.check_journals().unwrap_err().to_string();
+        assert!(err.contains("s.db-wal: has 2 names"), "{err}");
+    }
+
+    #[test]
+    fn small_files_are_read_whole_up_to_their_bound_never_waited_on_nor_inherited() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(dir.path());
+        std::fs::write(dir.path().join("s.db.key"), "abcd").unwrap();
+        assert_eq!(store.read_small(".key", 4).unwrap().unwrap(), b"abcd");
+        let err = store.read_small(".key", 3).unwrap_err().to_string();
+        assert!(err.contains("s.db.key: is larger than 3 bytes"), "{err}");
+        // A FIFO in its place is refused at once, not waited on.
+        std::fs::remove_file(dir.path().join("s.db.key")).unwrap();
+        let fifo = CString::new(dir.path().join("s.db.key").as_os_str().as_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let err = store.read_small(".key", 64).unwrap_err().to_string();
+        assert!(err.contains("s.db.key: is not a regular file"), "{err}");
+        // Providers are children: none may inherit the database file, whose
+        // flock would then outlive ral.
+        let db = store.open_db(true).unwrap().unwrap();
+        // SAFETY: F_GETFD on a descriptor the File owns.
+        let flags = unsafe { libc::fcntl(db.as_raw_fd(), libc::F_GETFD) };
+        assert_ne!(flags & libc::FD_CLOEXEC, 0);
+    }
 }

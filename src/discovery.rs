@@ -402,6 +402,17 @@ fn provider_from(meta: Metadata, source: &Path, host: &dyn Describer) -> Provide
     provider
 }
 
+#[cfg(test)]
+impl Registry {
+    /// A registry of the given providers, for other modules' unit tests.
+    pub(crate) fn of(providers: Vec<Provider>) -> Registry {
+        Registry {
+            providers,
+            broken: 0,
+        }
+    }
+}
+
 impl Registry {
     fn add(&mut self, provider: Provider) {
         let name = provider.qualified_name();

@@ -439,6 +439,92 @@ mod tests {
             panic!("not refused");
         };
         assert_eq!(examples, "t[0], t[1], t[2], ...");
+        // Exactly as many as are named: no ellipsis.
+        let three = &many[..EXAMPLES];
+        let Err(Sweep::NoneListed { examples, .. }) = check_sweep(
+            &files,
+            &other,
+            three,
+            &leftovers(&three.iter().collect::<Vec<_>>()),
+            false,
+        ) else {
+            panic!("not refused");
+        };
+        assert_eq!(examples, "t[0], t[1], t[2]");
+    }
+
+    /// A provider of type `u` whose `ensure` takes `ensure` (its values).
+    fn provider_u(ensure: &str) -> Provider {
+        let yaml = format!(
+            "provider:\n  type: u\n  invoke: json\n  actions: [get, set]\n  suitable: true\n  attributes:\n    name: {{}}\n    ensure: {{type: '{ensure}'}}\n"
+        );
+        let meta = crate::metadata::Metadata::parse(&yaml, std::path::Path::new("u.yaml")).unwrap();
+        Provider::new(meta, "u.prov".into(), None)
+    }
+
+    fn stored_of(provider: &str, name: &str, created: bool) -> StoredItem {
+        StoredItem {
+            provider: provider.to_owned(),
+            type_name: provider.split("::").next().unwrap().to_owned(),
+            ..stored(name, created)
+        }
+    }
+
+    fn names(items: &[StoredItem]) -> Vec<&str> {
+        items.iter().map(|item| item.name.as_str()).collect()
+    }
+
+    #[test]
+    fn only_what_ral_created_and_can_remove_is_removed_the_rest_forgotten() {
+        let p = provider();
+        let registry = Registry::of(vec![provider(), provider_u("enum[present]")]);
+        let listed = catalog(&p, &["kept"]);
+        let store = [
+            stored("kept", true),
+            stored("made", true),
+            stored("adopted", false),
+            stored_of("u::u", "cannot-go", true),
+            stored_of("v::v", "no-provider", true),
+        ];
+        let out = leftovers(&listed, &store, &registry, false);
+        assert_eq!(names(&out.remove), ["made"]);
+        assert_eq!(names(&out.forget), ["adopted", "cannot-go"]);
+        // --keep-removed: nothing removed, nothing forgotten.
+        let out = leftovers(&listed, &store, &registry, true);
+        assert!(out.remove.is_empty() && out.forget.is_empty());
+    }
+
+    #[test]
+    fn removals_are_absent_requests_ordered_the_reverse_of_their_edges() {
+        let p = provider();
+        let registry = Registry::of(vec![provider_u("enum[present, absent]")]);
+        let mut listed = catalog(&p, &["kept"]);
+        let item = |name: &str, requires: &[&str]| StoredItem {
+            requires: requires
+                .iter()
+                .map(|r| ("u::u".to_owned(), (*r).to_owned()))
+                .collect(),
+            ..stored_of("u::u", name, true)
+        };
+        // c requires b, which requires a: c goes first, a last.
+        let remove = [item("a", &[]), item("b", &["a"]), item("c", &["b"])];
+        let origin = Origin {
+            file: std::sync::Arc::from(std::path::Path::new("state.db")),
+            line: 0,
+        };
+        add_removals(&mut listed, &registry, &remove, &origin);
+        let added: Vec<(&str, Vec<usize>)> = listed.items[1..]
+            .iter()
+            .map(|item| (item.name(), item.requires.clone()))
+            .collect();
+        assert_eq!(added, [("a", vec![2]), ("b", vec![3]), ("c", vec![])]);
+        for item in &listed.items[1..] {
+            assert_eq!(
+                item.request.attrs,
+                [("ensure".to_owned(), Value::from("absent"))]
+            );
+        }
+        assert_eq!(listed.order, [0, 3, 2, 1]);
     }
 
     #[test]

@@ -372,6 +372,58 @@ mod tests {
     }
 
     #[test]
+    fn a_resource_exists_unless_read_absent_where_it_can_be() {
+        let p = provider();
+        assert!(!exists(&p, None));
+        assert!(!exists(&p, Some(&resource(&[("ensure", "absent")]))));
+        assert!(exists(&p, Some(&resource(&[("ensure", "present")]))));
+        assert!(exists(&p, Some(&resource(&[("value", "v")]))));
+        // Where resources cannot be absent, each one exists, read or not.
+        let yaml = "provider:\n  type: t\n  invoke: json\n  actions: [get, set]\n  suitable: true\n  attributes:\n    name: {}\n    ensure: {type: 'enum[present]'}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new("t.yaml")).unwrap();
+        let always = Provider::new(meta, "t.prov".into(), None);
+        assert!(exists(&always, None));
+        assert!(exists(&always, Some(&resource(&[("ensure", "absent")]))));
+    }
+
+    #[test]
+    fn ensure_present_is_met_by_any_whole_form_and_another_ensure_only_by_itself() {
+        let p = provider();
+        let asking = |ensure: &str| {
+            let mut i = intent(IntentAction::Create, false);
+            i.properties.insert("ensure".to_owned(), Json::from(ensure));
+            i
+        };
+        let present = asking("present");
+        assert!(matches(
+            &p,
+            &present,
+            &resource(&[("ensure", "directory")]),
+            None
+        ));
+        assert!(matches(&p, &present, &resource(&[]), None));
+        assert!(!matches(
+            &p,
+            &present,
+            &resource(&[("ensure", "incomplete")]),
+            None
+        ));
+        let directory = asking("directory");
+        assert!(matches(
+            &p,
+            &directory,
+            &resource(&[("ensure", "directory")]),
+            None
+        ));
+        assert!(!matches(
+            &p,
+            &directory,
+            &resource(&[("ensure", "file")]),
+            None
+        ));
+    }
+
+    #[test]
     fn the_providers_word_on_ensure_decides_created_or_adopted() {
         let p = provider();
         let request = update::Request {
@@ -426,11 +478,12 @@ mod tests {
         apply_to(
             &mut stored,
             &Settlement {
-                items: vec![item("a", true)],
+                items: vec![item("c", true)],
                 removed: vec![("t::t".to_owned(), "b".to_owned())],
                 settled: Vec::new(),
             },
         );
-        assert_eq!(stored, [item("a", true), item("c", false)]);
+        // Each written item replaces its own (not the first of its provider).
+        assert_eq!(stored, [item("a", false), item("c", true)]);
     }
 }

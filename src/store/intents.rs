@@ -322,5 +322,23 @@ mod tests {
             .unwrap();
         assert_eq!(store.serial().unwrap(), serial + 1);
         assert!(store.intents().unwrap().is_empty());
+        // Items written alone, or removed alone, change the serial too.
+        let mut applied = item("kept");
+        applied.state = ItemState::Applied;
+        store
+            .settle_intents(&Settlement {
+                items: vec![applied],
+                ..Settlement::default()
+            })
+            .unwrap();
+        assert_eq!(store.serial().unwrap(), serial + 2);
+        store
+            .settle_intents(&Settlement {
+                removed: vec![("t::t".to_owned(), "kept".to_owned())],
+                ..Settlement::default()
+            })
+            .unwrap();
+        assert_eq!(store.serial().unwrap(), serial + 3);
+        assert!(store.items().unwrap().is_empty());
     }
 }

@@ -528,6 +528,43 @@ mod tests {
     }
 
     #[test]
+    fn only_a_task_whose_item_was_applied_as_asked_is_drifted() {
+        use super::super::plan::{Action, Plan, PlanState, Task, TaskState};
+        let p = provider();
+        let listed = catalog(&p, &["same", "other", "new"]);
+        let task = |item: usize| Task {
+            id: item + 1,
+            item,
+            action: Action::Change,
+            changes: Vec::new(),
+            requires: Vec::new(),
+            state: TaskState::Initial,
+            error: None,
+            seconds: 0.0,
+            transition: None,
+            deferred: None,
+            drifted: false,
+            planned_from: None,
+        };
+        let mut plan = Plan {
+            id: "p".to_owned(),
+            state: PlanState::Initial,
+            tasks: vec![task(0), task(1), task(2)],
+            unchanged: 0,
+        };
+        // "same" was applied as the manifest says (no attributes); "other"
+        // with a value the manifest no longer asks for; "new" never.
+        let mut other = stored("other", true);
+        other
+            .properties
+            .insert("value".to_owned(), Json::from("old"));
+        let key = StoreKey::from_bytes([7; 32]);
+        mark_drifted(&listed, &mut plan, &[stored("same", true), other], &key);
+        let drifted: Vec<bool> = plan.tasks.iter().map(|t| t.drifted).collect();
+        assert_eq!(drifted, [true, false, false]);
+    }
+
+    #[test]
     fn the_state_before_a_plan_follows_the_applied_properties() {
         let p = provider();
         let applied = properties(&p, &request("v", "s"), &StoreKey::from_bytes([7; 32]));

@@ -282,3 +282,171 @@ impl Events for Recording<'_, '_, '_, '_> {
         self.recorder.failure.is_none() && self.inner.tasks_calling(plan, calls)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::converge::catalog::Item;
+    use crate::converge::manifest::Origin;
+    use crate::converge::plan::PlanState;
+    use crate::provider::Provider;
+    use crate::types::Value;
+    use crate::update::Request;
+
+    fn provider() -> Provider {
+        let yaml = "provider:\n  type: t\n  invoke: json\n  actions: [get, set]\n  suitable: true\n  attributes:\n    name: {}\n    value: {}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new("t.yaml")).unwrap();
+        Provider::new(meta, "t.prov".into(), None)
+    }
+
+    #[test]
+    fn a_changed_item_keeps_what_was_applied_until_its_task_applies_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let p = provider();
+        let request = |value: &str| Request {
+            name: "a".to_owned(),
+            attrs: vec![("value".to_owned(), Value::from(value))],
+        };
+        let key = store.key().unwrap();
+        let applied = StoredItem {
+            provider: "t::t".to_owned(),
+            type_name: "t".to_owned(),
+            name: "a".to_owned(),
+            state: ItemState::Applied,
+            properties: lifecycle::properties(&p, &request("old"), &key),
+            created: true,
+            requires: Vec::new(),
+        };
+        store.put_items(std::slice::from_ref(&applied)).unwrap();
+        let catalog = Catalog {
+            items: vec![Item {
+                provider: &p,
+                type_query: "t".to_owned(),
+                origin: Origin {
+                    file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
+                    line: 1,
+                },
+                request: request("new"),
+                requires: Vec::new(),
+            }],
+            order: vec![0],
+        };
+        let plan = Plan {
+            id: "p".to_owned(),
+            state: PlanState::Running,
+            tasks: Vec::new(),
+            unchanged: 0,
+        };
+        let mut recorder =
+            Recorder::new(&mut store, &catalog, std::slice::from_ref(&applied), 1).unwrap();
+        recorder.begin(&plan, "d", &Json::Null).unwrap();
+        // Updated, with the old properties: a run that stops here leaves
+        // no claim that the new ones were applied.
+        let updated = StoredItem {
+            state: ItemState::Updated,
+            ..applied
+        };
+        assert_eq!(store.items().unwrap(), [updated]);
+    }
+
+    #[test]
+    fn an_item_already_as_declared_is_recorded_applied_when_the_plan_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let p = provider();
+        let catalog = Catalog {
+            items: vec![Item {
+                provider: &p,
+                type_query: "t".to_owned(),
+                origin: Origin {
+                    file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
+                    line: 1,
+                },
+                request: Request {
+                    name: "a".to_owned(),
+                    attrs: vec![("value".to_owned(), Value::from("v"))],
+                },
+                requires: Vec::new(),
+            }],
+            order: vec![0],
+        };
+        // No task: the resource was read as the manifest says.
+        let mut plan = Plan {
+            id: "p".to_owned(),
+            state: PlanState::Running,
+            tasks: Vec::new(),
+            unchanged: 1,
+        };
+        let mut recorder = Recorder::new(&mut store, &catalog, &[], 1).unwrap();
+        recorder.begin(&plan, "d", &Json::Null).unwrap();
+        plan.state = PlanState::Successful;
+        recorder.finish(&plan, &Json::Null).unwrap();
+        let items = store.items().unwrap();
+        let states: Vec<(&str, ItemState, bool)> = items
+            .iter()
+            .map(|item| (item.name.as_str(), item.state, item.created))
+            .collect();
+        assert_eq!(states, [("a", ItemState::Applied, false)]);
+    }
+
+    #[test]
+    fn a_declared_item_whose_removal_succeeded_leaves_the_store() {
+        use crate::converge::plan::{Action, Task, TaskState};
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let p = provider();
+        let applied = StoredItem {
+            provider: "t::t".to_owned(),
+            type_name: "t".to_owned(),
+            name: "a".to_owned(),
+            state: ItemState::Applied,
+            properties: Map::new(),
+            created: true,
+            requires: Vec::new(),
+        };
+        store.put_items(std::slice::from_ref(&applied)).unwrap();
+        // Declared (not one of the store's removals), and removed.
+        let catalog = Catalog {
+            items: vec![Item {
+                provider: &p,
+                type_query: "t".to_owned(),
+                origin: Origin {
+                    file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
+                    line: 1,
+                },
+                request: Request {
+                    name: "a".to_owned(),
+                    attrs: Vec::new(),
+                },
+                requires: Vec::new(),
+            }],
+            order: vec![0],
+        };
+        let mut plan = Plan {
+            id: "p".to_owned(),
+            state: PlanState::Running,
+            tasks: vec![Task {
+                id: 1,
+                item: 0,
+                action: Action::Remove,
+                changes: Vec::new(),
+                requires: Vec::new(),
+                state: TaskState::Initial,
+                error: None,
+                seconds: 0.0,
+                transition: None,
+                deferred: None,
+                drifted: false,
+                planned_from: None,
+            }],
+            unchanged: 0,
+        };
+        let mut recorder =
+            Recorder::new(&mut store, &catalog, std::slice::from_ref(&applied), 1).unwrap();
+        recorder.begin(&plan, "d", &Json::Null).unwrap();
+        plan.tasks[0].state = TaskState::Success;
+        recorder.record_end(&plan, 0).unwrap();
+        assert!(store.items().unwrap().is_empty());
+    }
+}

@@ -299,39 +299,53 @@ mod tests {
         Provider::new(meta, "t.prov".into(), None)
     }
 
-    #[test]
-    fn a_changed_item_keeps_what_was_applied_until_its_task_applies_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
-        let p = provider();
-        let request = |value: &str| Request {
+    /// Item `a` asking for `value`.
+    fn request(value: &str) -> Request {
+        Request {
             name: "a".to_owned(),
             attrs: vec![("value".to_owned(), Value::from(value))],
-        };
-        let key = store.key().unwrap();
-        let applied = StoredItem {
-            provider: "t::t".to_owned(),
-            type_name: "t".to_owned(),
-            name: "a".to_owned(),
-            state: ItemState::Applied,
-            properties: lifecycle::properties(&p, &request("old"), &key),
-            created: true,
-            requires: Vec::new(),
-        };
-        store.put_items(std::slice::from_ref(&applied)).unwrap();
-        let catalog = Catalog {
+        }
+    }
+
+    /// A catalog of one item of `p`, declared in m.yaml.
+    fn one_item(p: &Provider, request: Request) -> Catalog<'_> {
+        Catalog {
             items: vec![Item {
-                provider: &p,
+                provider: p,
                 type_query: "t".to_owned(),
                 origin: Origin {
                     file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
                     line: 1,
                 },
-                request: request("new"),
+                request,
                 requires: Vec::new(),
             }],
             order: vec![0],
-        };
+        }
+    }
+
+    /// Item `a` as the store keeps it once ral created and applied it.
+    fn applied_item(properties: Map<String, Json>) -> StoredItem {
+        StoredItem {
+            provider: "t::t".to_owned(),
+            type_name: "t".to_owned(),
+            name: "a".to_owned(),
+            state: ItemState::Applied,
+            properties,
+            created: true,
+            requires: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_changed_item_keeps_what_was_applied_until_its_task_applies_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let p = provider();
+        let key = store.key().unwrap();
+        let applied = applied_item(lifecycle::properties(&p, &request("old"), &key));
+        store.put_items(std::slice::from_ref(&applied)).unwrap();
+        let catalog = one_item(&p, request("new"));
         let plan = Plan {
             id: "p".to_owned(),
             state: PlanState::Running,
@@ -355,22 +369,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("state.db")).unwrap();
         let p = provider();
-        let catalog = Catalog {
-            items: vec![Item {
-                provider: &p,
-                type_query: "t".to_owned(),
-                origin: Origin {
-                    file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
-                    line: 1,
-                },
-                request: Request {
-                    name: "a".to_owned(),
-                    attrs: vec![("value".to_owned(), Value::from("v"))],
-                },
-                requires: Vec::new(),
-            }],
-            order: vec![0],
-        };
+        let catalog = one_item(&p, request("v"));
         // No task: the resource was read as the manifest says.
         let mut plan = Plan {
             id: "p".to_owned(),
@@ -396,33 +395,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("state.db")).unwrap();
         let p = provider();
-        let applied = StoredItem {
-            provider: "t::t".to_owned(),
-            type_name: "t".to_owned(),
-            name: "a".to_owned(),
-            state: ItemState::Applied,
-            properties: Map::new(),
-            created: true,
-            requires: Vec::new(),
-        };
+        let applied = applied_item(Map::new());
         store.put_items(std::slice::from_ref(&applied)).unwrap();
         // Declared (not one of the store's removals), and removed.
-        let catalog = Catalog {
-            items: vec![Item {
-                provider: &p,
-                type_query: "t".to_owned(),
-                origin: Origin {
-                    file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
-                    line: 1,
-                },
-                request: Request {
-                    name: "a".to_owned(),
-                    attrs: Vec::new(),
-                },
-                requires: Vec::new(),
-            }],
-            order: vec![0],
-        };
+        let catalog = one_item(
+            &p,
+            Request {
+                name: "a".to_owned(),
+                attrs: Vec::new(),
+            },
+        );
         let mut plan = Plan {
             id: "p".to_owned(),
             state: PlanState::Running,

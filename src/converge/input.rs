@@ -21,16 +21,7 @@ pub fn read_text(path: &Path) -> Result<String, String> {
 /// [`read_text`] with another bound.
 pub fn read_text_at_most(path: &Path, max: usize) -> Result<String, String> {
     let bytes = if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .take(max as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
-        if bytes.len() > max {
-            return Err(format!("standard input is larger than {max} bytes"));
-        }
-        bytes
+        read_stream(std::io::stdin().lock(), max)?
     } else {
         read_file(path, max, Links::Follow).map_err(|e| match e.kind() {
             std::io::ErrorKind::Other => e.to_string(),
@@ -43,6 +34,20 @@ pub fn read_text_at_most(path: &Path, max: usize) -> Result<String, String> {
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+/// Reads all of standard input (or a test's stand-in), refusing it as soon
+/// as it holds more than `max` bytes rather than after reading it all.
+fn read_stream(stream: impl Read, max: usize) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    stream
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read standard input: {e}"))?;
+    if bytes.len() > max {
+        return Err(format!("standard input is larger than {max} bytes"));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -71,5 +76,21 @@ mod tests {
         assert!(read_text(&file).unwrap_err().contains("not UTF-8"));
         let missing = read_text(&dir.path().join("none")).unwrap_err();
         assert!(missing.starts_with("cannot read it: "), "{missing}");
+    }
+
+    #[test]
+    fn standard_input_of_exactly_the_bound_is_read_and_one_byte_more_is_not() {
+        let at_bound = vec![b'a'; 5];
+        assert_eq!(read_stream(&at_bound[..], 5).unwrap(), at_bound);
+        assert_eq!(
+            read_stream(&[b'a'; 6][..], 5).unwrap_err(),
+            "standard input is larger than 5 bytes"
+        );
+        // An endless stream is cut off just past the bound, not read whole.
+        assert_eq!(
+            read_stream(std::io::repeat(b'a'), 5).unwrap_err(),
+            "standard input is larger than 5 bytes"
+        );
+        assert_eq!(read_stream(&b""[..], 5).unwrap(), b"");
     }
 }

@@ -150,6 +150,69 @@ impl Connector {
     }
 }
 
+/// What ssh makes of `target` with `settings`' configuration file and
+/// the target's port and user: the `KEY VALUE` lines of `ssh -G`, which
+/// reads the configuration and connects nowhere. It runs through the
+/// process runner like every child, so no sweep of another thread's
+/// orphans takes it for one.
+pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<String>> {
+    let error = |message: String| Error::Remote {
+        target: target.name.clone(),
+        message,
+    };
+    let program = find_program(&settings.program).ok_or_else(|| {
+        error(format!(
+            "{} is not on PATH: remote targets need OpenSSH's ssh client",
+            settings.program.display()
+        ))
+    })?;
+    let mut args: Vec<OsString> = vec!["-G".into()];
+    if let Some(config) = &settings.config {
+        args.extend(["-F".into(), config.clone().into_os_string()]);
+    }
+    if let Some(port) = target.port {
+        args.extend(["-p".into(), port.to_string().into()]);
+    }
+    if let Some(user) = &target.user {
+        args.extend(["-l".into(), user.into()]);
+    }
+    args.extend(["--".into(), target.destination.clone().into()]);
+    let env = ProviderEnv::inherited();
+    let label = format!("{}: ssh -G", target.name);
+    let call = StreamCall {
+        label: &label,
+        program: &program,
+        arg0: &OsString::from("ssh"),
+        args: &args,
+        env: env.vars(),
+        fd3: false,
+        stdin: None,
+        timeout: settings.connect_timeout,
+        release: false,
+    };
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let ended = run_streams(&call, &mut |stream, line| {
+        let line = String::from_utf8_lossy(line).trim_end().to_owned();
+        match stream {
+            Stream::Stdout => stdout.push(line),
+            Stream::Stderr => stderr.push(line),
+        }
+    })?;
+    if !ended.success() {
+        let said = stderr.join(" / ");
+        return Err(error(format!(
+            "ssh -G {}: {}",
+            target.destination,
+            if said.is_empty() {
+                &ended.status
+            } else {
+                &said
+            }
+        )));
+    }
+    Ok(stdout)
+}
+
 /// `program` itself when it names a path, else the first executable of
 /// that name on PATH: calls run in `/`, so a bare name would not do.
 fn find_program(program: &Path) -> Option<PathBuf> {

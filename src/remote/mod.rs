@@ -25,7 +25,7 @@ pub mod inventory;
 pub mod script;
 
 pub use bundle::Bundle;
-pub use connection::{Connector, Session, SshSettings};
+pub use connection::{ssh_resolved, Connector, Session, SshSettings};
 pub use fan_out::fan_out;
 
 /// One machine to run on.

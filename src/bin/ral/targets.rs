@@ -6,9 +6,8 @@
 //! worst outcome.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use ral::remote::Target;
 use ral::store::{Identity, Location};
 use sha2::{Digest, Sha256};
@@ -106,33 +105,12 @@ struct Destination {
 
 impl Destination {
     fn resolve(ssh_config: Option<&Path>, target: &Target) -> anyhow::Result<Destination> {
-        let mut command = Command::new("ssh");
-        command.arg("-G");
-        // The options the connection gives, in its order (see
-        // ral::remote's connection).
-        if let Some(config) = ssh_config {
-            command.arg("-F").arg(config);
-        }
-        if let Some(port) = target.port {
-            command.arg("-p").arg(port.to_string());
-        }
-        if let Some(user) = &target.user {
-            command.arg("-l").arg(user);
-        }
-        command.arg(&target.destination);
-        let output = command
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .context("running ssh -G to tell which machine the target is")?;
-        if !output.status.success() {
-            bail!(
-                "ssh -G {}: {}",
-                target.destination,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
-        }
-        Destination::parse(&String::from_utf8_lossy(&output.stdout)).with_context(|| {
+        let settings = ral::remote::SshSettings {
+            config: ssh_config.map(Path::to_owned),
+            ..Default::default()
+        };
+        let said = ral::remote::ssh_resolved(&settings, target)?.join("\n");
+        Destination::parse(&said).with_context(|| {
             format!(
                 "ssh -G {} printed no user, hostname or port",
                 target.destination

@@ -180,6 +180,23 @@ impl Error {
     }
 }
 
+/// True when any error of `chain` (an error and its sources, as
+/// `anyhow::Error::chain` gives them) is a closed output: the reader has
+/// seen what it wanted (`ralsh x | head`), which ends a command quietly
+/// and successfully.
+pub fn is_broken_pipe<'a>(
+    chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> bool {
+    chain.into_iter().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<Error>()
+                .is_some_and(Error::is_broken_pipe)
+    })
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

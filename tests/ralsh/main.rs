@@ -6,6 +6,7 @@ mod answers;
 mod attacks;
 mod bundled;
 mod cli;
+mod closed_stdout;
 mod completion;
 mod concurrent_edits;
 mod destroy_guard;

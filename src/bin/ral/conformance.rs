@@ -54,6 +54,8 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     match check_all(args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        // `ral check ... | head`: the reader has seen what it wanted.
+        Err(e) if ral::error::is_broken_pipe(e.chain()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ral: error: {}", escape_lines(&format!("{e:#}")));
             ExitCode::from(2)

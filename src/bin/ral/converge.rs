@@ -187,7 +187,7 @@ pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
     match outcome {
         Ok(ending) => ExitCode::from(exit_code(args, ending)),
         // `ral plan | head`: the reader has seen what it wanted.
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if ral::error::is_broken_pipe(e.chain()) => ExitCode::SUCCESS,
         Err(e) => {
             let message = format!("{e:#}");
             if args.json && !args.quiet {
@@ -243,17 +243,6 @@ fn forgotten_lines(
         )?;
     }
     Ok(())
-}
-
-fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        cause
-            .downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-            || cause
-                .downcast_ref::<ral::Error>()
-                .is_some_and(ral::Error::is_broken_pipe)
-    })
 }
 
 fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {

@@ -53,6 +53,8 @@ enum StateCommand {
 pub fn run(args: &StateArgs) -> ExitCode {
     match execute(args) {
         Ok(code) => code,
+        // `ral state ... | head`: the reader has seen what it wanted.
+        Err(e) if ral::error::is_broken_pipe(e.chain()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ral state: error: {}", escape_lines(&format!("{e:#}")));
             ExitCode::from(2)

@@ -139,19 +139,8 @@ fn use_color() -> bool {
     )
 }
 
-fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        cause
-            .downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-            || cause
-                .downcast_ref::<ral::Error>()
-                .is_some_and(ral::Error::is_broken_pipe)
-    })
-}
-
 pub fn report(error: &anyhow::Error, as_json: bool) -> ExitCode {
-    if is_broken_pipe(error) {
+    if ral::error::is_broken_pipe(error.chain()) {
         return ExitCode::SUCCESS;
     }
     let message = format!("{error:#}");

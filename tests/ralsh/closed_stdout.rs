@@ -1,0 +1,72 @@
+//! Every command whose reader goes away (`ral state show ID | head -c 10`)
+//! ends quietly, with exit status 0, as a closed stdout does elsewhere:
+//! the reader has seen what it wanted.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::support::{run, Sandbox};
+
+/// Runs `command` with its stdout closed before it writes anything: its
+/// exit status and its stderr.
+fn with_stdout_closed(command: &mut Command) -> (Option<i32>, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_command_ends_quietly_and_successfully_when_its_reader_goes_away() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "127.0.0.1 localhost\n");
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("site.yaml");
+    std::fs::write(&manifest, "host:\n  web: {ip: 10.0.0.5}\n").unwrap();
+    let m = manifest.to_str().unwrap();
+    run(&mut sandbox.ral_command("apply", &[m])).expect(0);
+    let history = run(&mut sandbox.ral_command("state", &["history", "-j"]));
+    let history: serde_json::Value = serde_json::from_str(&history.expect(0).stdout).unwrap();
+    let id = history["plans"][0]["id"].as_str().unwrap().to_owned();
+    let check = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .args(["check", "--slow", "60"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/etc_hosts.prov"));
+        command
+    };
+    let mut commands: Vec<(String, Command)> = Vec::new();
+    for args in [
+        vec!["state", "list"],
+        vec!["state", "list", "-j"],
+        vec!["state", "history"],
+        vec!["state", "show", &id],
+        vec!["state", "show", &id, "-j"],
+        vec!["plan", m],
+        vec!["plan", "-j", m],
+    ] {
+        commands.push((
+            format!("ral {}", args.join(" ")),
+            sandbox.ral_command(args[0], &args[1..]),
+        ));
+    }
+    commands.push(("ral check".to_owned(), check()));
+    for args in [vec!["host"], vec!["-j", "host"], vec!["host", "web"]] {
+        let mut command = sandbox.command();
+        command.args(&args);
+        commands.push((format!("ralsh {}", args.join(" ")), command));
+    }
+    for (name, mut command) in commands {
+        let (status, stderr) = with_stdout_closed(&mut command);
+        assert_eq!((status, stderr.as_str()), (Some(0), ""), "{name}");
+    }
+}

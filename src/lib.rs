@@ -32,6 +32,7 @@ pub mod fnv;
 pub mod holo;
 mod host;
 pub mod invoke;
+pub mod local_time;
 pub mod log_line;
 pub mod metadata;
 pub mod metadata_cache;

@@ -63,10 +63,12 @@ impl Holder {
             (Some(pid), Some(written)) if written != pid.to_string() => format!("process {pid}"),
             (Some(pid), None) => format!("process {pid}"),
             (_, written) => format!(
-                "process {} on {} since {} (unix time), plan {}",
+                "process {} on {} since {}, plan {}",
                 written.unwrap_or_else(|| "?".to_owned()),
                 field("host").unwrap_or_else(|| "?".to_owned()),
-                field("since").unwrap_or_else(|| "?".to_owned()),
+                field("since")
+                    .and_then(|since| since.parse().ok())
+                    .map_or_else(|| "?".to_owned(), crate::local_time::local_date),
                 field("plan").unwrap_or_else(|| "?".to_owned())
             ),
         }
@@ -221,17 +223,17 @@ mod tests {
     #[test]
     fn the_lock_file_names_the_holder_only_where_the_kernel_agrees() {
         let text = "pid=5 host=h1 since=100 plan=p1\n";
-        let full = "process 5 on h1 since 100 (unix time), plan p1";
+        let full = format!(
+            "process 5 on h1 since {}, plan p1",
+            crate::local_time::local_date(100)
+        );
         assert_eq!(Holder::describe(text, Some(5)), full);
         assert_eq!(Holder::describe(text, None), full);
         // A file an earlier holder left, the store reached by another name:
         // only the kernel's word.
         assert_eq!(Holder::describe(text, Some(7)), "process 7");
         assert_eq!(Holder::describe("", Some(7)), "process 7");
-        assert_eq!(
-            Holder::describe("", None),
-            "process ? on ? since ? (unix time), plan ?"
-        );
+        assert_eq!(Holder::describe("", None), "process ? on ? since ?, plan ?");
     }
 
     #[test]
@@ -250,8 +252,9 @@ mod tests {
         assert_eq!(
             Holder::describe(&me.to_line(), Some(me.pid)),
             format!(
-                "process {} on {host} since {} (unix time), plan p1",
-                me.pid, me.since
+                "process {} on {host} since {}, plan p1",
+                me.pid,
+                crate::local_time::local_date(me.since as i64)
             )
         );
     }

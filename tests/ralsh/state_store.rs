@@ -413,3 +413,35 @@ fn an_item_whose_provider_is_not_found_stays_untouched() {
     assert!(items(&bench).contains(&pair("beta[b1]", "Applied")));
     assert_eq!(bench.store("beta")["b1"]["value"], "x");
 }
+
+#[test]
+fn the_history_shows_each_plan_at_its_local_date() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    bench.ral("apply", &[&m]).expect(0);
+    let history = state(&bench, &["-j", "history"]);
+    let doc: Json = serde_json::from_str(&history.expect(0).stdout).unwrap();
+    let created = doc["plans"][0]["created"].as_f64().unwrap() as i64;
+    // A zone nine hours east of UTC, named JST, as a POSIX TZ string
+    // (no zone files needed): the date is the moment's there.
+    let at = |tz: &str| {
+        let mut command = bench.sandbox.ral_command("state", &["history"]);
+        run(command.env("TZ", tz)).expect(0).stdout.clone()
+    };
+    let (utc, tokyo) = (at("UTC0"), at("JST-9"));
+    let shown = |text: &str, zone: &str| -> i64 {
+        let date = regex::Regex::new(&format!(r"(\d+)-(\d+)-(\d+) (\d+):(\d+):(\d+) {zone}"))
+            .unwrap()
+            .captures(text)
+            .unwrap_or_else(|| panic!("no {zone} date in {text:?}"))
+            .iter()
+            .skip(1)
+            .map(|n| n.unwrap().as_str().parse::<i64>().unwrap())
+            .collect::<Vec<_>>();
+        // The time of day, in seconds.
+        date[3] * 3_600 + date[4] * 60 + date[5]
+    };
+    assert_eq!(created.rem_euclid(86_400), shown(&utc, "UTC"));
+    let ahead = (shown(&tokyo, "JST") - shown(&utc, "UTC")).rem_euclid(86_400);
+    assert_eq!(ahead, 9 * 3_600, "{utc}{tokyo}");
+}

@@ -211,7 +211,7 @@ fn history(out: &mut impl Write, store: &Store, as_json: bool) -> anyhow::Result
             "{}  {:<10}  {}  tasks: {} succeeded, {} failed, {} skipped, {} stopped",
             plan["id"].as_str().unwrap_or_default(),
             plan["state"].as_str().unwrap_or_default(),
-            utc(plan["created"].as_f64().unwrap_or_default()),
+            ral::local_time::local_date(plan["created"].as_f64().unwrap_or_default() as i64),
             counts["success"],
             counts["failed"],
             counts["skipped"],
@@ -297,38 +297,4 @@ fn show(out: &mut impl Write, report: &Json) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
-fn utc(seconds: f64) -> String {
-    let total = seconds as i64;
-    let (days, rest) = (total.div_euclid(86_400), total.rem_euclid(86_400));
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::utc;
-
-    #[test]
-    fn times_are_civil_utc() {
-        assert_eq!(utc(0.0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_795_676_733.5), "2026-11-26 07:05:33 UTC");
-        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00:00 UTC");
-    }
 }

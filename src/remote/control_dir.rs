@@ -181,9 +181,15 @@ mod tests {
             .path()
             .join(format!("ral-ssh-{}-making", std::process::id()));
         fs::create_dir(&making).unwrap();
+        // Another user's: what is stale for its owner is not for anyone
+        // else (asked as another uid, since only root could chown it).
         let foreign = base.path().join("ral-ssh-999999997-foreign");
         fs::create_dir(&foreign).unwrap();
-        std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        assert!(stale(&foreign, me));
+        assert!(!stale(&foreign, me.wrapping_add(1)));
+        fs::remove_dir(&foreign).unwrap();
         let other = base.path().join("ral-ssh-old");
         fs::create_dir(&other).unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
@@ -196,7 +202,6 @@ mod tests {
         assert!(ours.path().join(LOCK).exists(), "a live run's stays");
         assert!(making.exists(), "one being made stays");
         assert!(other.exists(), "another name stays");
-        assert!(foreign.exists(), "another user's stays");
         assert!(fs::symlink_metadata(&link).is_ok(), "a link stays");
         assert!(elsewhere.path().exists());
 

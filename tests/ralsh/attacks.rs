@@ -2,10 +2,7 @@
 //! values: each test shows one way in that is now closed (or, marked
 //! ignored, one that is still open).
 
-use std::path::Path;
 use std::process::Command;
-
-use serde_json::{json, Value as Json};
 
 use crate::plans::Bench;
 use crate::sensitive_env::run_with_stdin;
@@ -160,86 +157,6 @@ fn a_saved_plan_carries_the_serial_of_the_store_it_was_made_from() {
         .expect(2)
         .stderr_has("the state store changed since it was made");
     assert!(bench.store("beta").get("a").is_some(), "a was removed");
-}
-
-/// What an Ansible module of ral.core logs on the managed host (its
-/// syslog or journal, where AnsibleModule writes "Invoked with ..." for
-/// every run) when run with ARGS: the module is run as Ansible runs it,
-/// with its `log` recording instead.
-fn ansible_logged(module: &str, args: &Json) -> String {
-    let python = crate::ansible::ansible_program("python");
-    let dir = tempfile::tempdir().unwrap();
-    let args_file = dir.path().join("args.json");
-    std::fs::write(
-        &args_file,
-        json!({ "ANSIBLE_MODULE_ARGS": args }).to_string(),
-    )
-    .unwrap();
-    let logged = dir.path().join("logged");
-    let module = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("ansible_collections/ral/core/plugins/modules")
-        .join(module);
-    let script = "import runpy, sys\n\
-        from ansible.module_utils import basic\n\
-        out = open(sys.argv[3], 'w')\n\
-        basic.AnsibleModule.log = lambda self, msg, log_args=None: out.write(msg + '\\n')\n\
-        sys.argv = sys.argv[1:3]\n\
-        try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n\
-        except SystemExit:\n    pass\n\
-        out.close()\n";
-    let run = crate::support::run(
-        Command::new(python)
-            .env("PYTHONPATH", env!("CARGO_MANIFEST_DIR"))
-            .arg("-c")
-            .arg(script)
-            .arg(&module)
-            .arg(&args_file)
-            .arg(&logged),
-    );
-    assert_eq!(run.status, 0, "{}{}", run.stdout, run.stderr);
-    std::fs::read_to_string(&logged).unwrap()
-}
-
-/// The Ansible modules never log a sensitive value on the managed host:
-/// AnsibleModule logs every parameter when it is made, before the module
-/// knows which attributes are sensitive (resource) or hides its inline
-/// manifest (apply); both went to the host's syslog in clear.
-#[test]
-fn the_ansible_modules_log_no_sensitive_value_on_the_managed_host() {
-    let sandbox = Sandbox::new();
-    let root = sandbox.root().to_str().unwrap().to_owned();
-    let fixtures = crate::support::fixtures_dir();
-    let bin = |name: &str| {
-        Path::new(env!("CARGO_BIN_EXE_ralsh"))
-            .with_file_name(name)
-            .to_str()
-            .unwrap()
-            .to_owned()
-    };
-    let logged = ansible_logged(
-        "resource.py",
-        &json!({
-            "type": "envsecret", "name": "a1", "root": root,
-            "include": [fixtures], "ral_path": bin("ralsh"),
-            "attributes": {"password": "Hunter2 'q'\nline", "comment": "plain"},
-        }),
-    );
-    assert!(logged.contains("Invoked with"), "{logged}");
-    assert!(logged.contains("plain"), "{logged}");
-    assert!(!logged.contains("Hunter2"), "{logged}");
-    assert!(sandbox.root().join("made.a1").exists());
-
-    let logged = ansible_logged(
-        "apply.py",
-        &json!({
-            "content": "envsecret:\n  a2: {password: Hunter2}\n", "root": root,
-            "include": [fixtures], "ral_path": bin("ral"),
-            "state": sandbox.root().join("s.db"),
-        }),
-    );
-    assert!(logged.contains("Invoked with"), "{logged}");
-    assert!(!logged.contains("Hunter2"), "{logged}");
-    assert!(sandbox.root().join("made.a2").exists());
 }
 
 /// `ral state list` shows a stored value with a bidirectional override

@@ -498,59 +498,6 @@ fn a_temporary_cache_directory_another_user_could_write_is_not_used() {
 }
 
 #[test]
-fn a_temporary_cache_directory_another_user_owns_is_not_used() {
-    // The issue's case: another user made TMPDIR/ral-UID first (here:
-    // nobody, mode 0755). Root could write there all the same; it must
-    // not, and the run works from a fresh private directory.
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(
-        uid, 0,
-        "this test gives a directory to another user (chown), which takes root; run the tests \
-         as root (CI does)"
-    );
-    let sandbox = Sandbox::new();
-    sandbox.write("etc/hosts", "10.0.0.1 db\n");
-    let tmp = tempfile::tempdir().unwrap();
-    let shared = tmp.path().join(format!("ral-{uid}"));
-    std::fs::create_dir(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
-    let mut command = sandbox.command();
-    command
-        .env_remove("HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env("TMPDIR", tmp.path())
-        .arg("host");
-    let run = run(&mut command);
-    run.expect(0).stdout_has("host::etc_hosts { 'db':");
-    run.stderr_has(&format!(
-        "not using {}: not a private directory of this user",
-        shared.display()
-    ));
-    assert_eq!(
-        std::fs::read_dir(&shared).unwrap().count(),
-        0,
-        "nothing written there"
-    );
-    let meta = std::fs::metadata(&shared).unwrap();
-    assert_eq!(
-        (meta.uid(), meta.mode() & 0o7777),
-        (65534, 0o755),
-        "left as it was"
-    );
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(
-        left,
-        [shared.file_name().unwrap()],
-        "the run's directory is gone"
-    );
-}
-
-#[test]
 fn setting_attributes_of_an_absent_resource_creates_it_for_every_bundled_provider() {
     // The README says so: no ensure=present needed.
     let sandbox = Sandbox::new();

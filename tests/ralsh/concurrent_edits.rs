@@ -10,7 +10,6 @@
 //!   the usual way, leads to a decoy outside the root: nothing outside
 //!   changes, whatever the updates report.
 
-use std::collections::BTreeSet;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -18,8 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value as Json;
 
-use crate::provider_accounts::shadow_tools_accept;
-use crate::support::{names_in, tree_snapshot, Run, Sandbox};
+use crate::support::{names_in, shadow_tools_accept, tree_snapshot, Run, Sandbox};
 
 const WORKERS: usize = 8;
 const CREATES: usize = 25;
@@ -41,13 +39,6 @@ fn listed(_: &Sandbox, listing: &Json, name: &str) -> bool {
     names_in(&listing["resources"]).contains(&name)
 }
 
-fn accounts(sandbox: &Sandbox) {
-    sandbox.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
-    sandbox.write("etc/shadow", "root:*:19700:0:99999:7:::\n");
-    sandbox.write("etc/group", "root:x:0:\nusers:x:100:\n");
-    sandbox.write("etc/gshadow", "root:*::\nusers:!::\n");
-}
-
 const HOST: Case = Case {
     kind: "host",
     setup: |sandbox| sandbox.write("etc/hosts", "127.0.0.1\tlocalhost\n"),
@@ -62,14 +53,14 @@ const HOST: Case = Case {
 
 const USER: Case = Case {
     kind: "user",
-    setup: accounts,
+    setup: Sandbox::write_accounts,
     create: |w, n| (format!("u{w}-{n}"), vec!["ensure=present".into()]),
     kept: listed,
 };
 
 const GROUP: Case = Case {
     kind: "group",
-    setup: accounts,
+    setup: Sandbox::write_accounts,
     create: |w, n| (format!("g{w}-{n}"), vec!["ensure=present".into()]),
     kept: listed,
 };
@@ -96,7 +87,7 @@ const MOUNT: Case = Case {
 
 /// alice, with a home directory and an empty crontab spool.
 fn alice(sandbox: &Sandbox) {
-    accounts(sandbox);
+    sandbox.write_accounts();
     sandbox.write(
         "etc/passwd",
         "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n",
@@ -301,61 +292,6 @@ fn parallel_service_enables_all_survive() {
 #[test]
 fn parallel_creates_through_the_readme_bash_provider_all_survive() {
     check_parallel_creates(&SETTING);
-}
-
-#[test]
-fn ralsh_and_useradd_side_by_side_lose_nothing() {
-    // useradd -R chroots, which needs root; it takes the same lock.
-    // SAFETY: geteuid has no preconditions.
-    let useradd = Path::new("/usr/sbin/useradd");
-    if unsafe { libc::geteuid() } != 0 || !useradd.exists() {
-        eprintln!("skipped: useradd -R needs root and /usr/sbin/useradd");
-        return;
-    }
-    let sandbox = Sandbox::new();
-    accounts(&sandbox);
-    sandbox.ralsh(&["-j", "user"]).expect(0);
-    let made_by_useradd: Vec<String> = std::thread::scope(|scope| {
-        let tool = scope.spawn(|| {
-            (0..40)
-                .map(|n| {
-                    let name = format!("tool{n}");
-                    let status = std::process::Command::new(useradd)
-                        .arg("-R")
-                        .arg(sandbox.root())
-                        .arg(&name)
-                        .status()
-                        .unwrap();
-                    assert!(status.success(), "useradd {name}: {status}");
-                    name
-                })
-                .collect()
-        });
-        let ours: Vec<_> = (0..4)
-            .map(|w| {
-                let sandbox = &sandbox;
-                scope.spawn(move || {
-                    for n in 0..10 {
-                        let name = format!("ral{w}-{n}");
-                        sandbox.ralsh(&["user", &name, "ensure=present"]).expect(0);
-                    }
-                })
-            })
-            .collect();
-        ours.into_iter().for_each(|worker| worker.join().unwrap());
-        tool.join().unwrap()
-    });
-    let doc = sandbox.ralsh(&["-j", "user"]).expect(0).json();
-    let listed: BTreeSet<&str> = names_in(&doc["resources"]).into_iter().collect();
-    for name in &made_by_useradd {
-        assert!(listed.contains(name.as_str()), "{name} was lost");
-    }
-    for w in 0..4 {
-        for n in 0..10 {
-            assert!(listed.contains(format!("ral{w}-{n}").as_str()));
-        }
-    }
-    assert_ne!(shadow_tools_accept(sandbox.root()), Some(false));
 }
 
 // ------------------------------------------------------ the symlink race

@@ -1,7 +1,6 @@
 //! Integration tests: the built `ralsh` binary against fixture providers
 //! (tests/fixtures) and the bundled ones, always on a temporary fake root.
 
-mod ansible;
 mod answers;
 mod attacks;
 mod bundled;
@@ -40,20 +39,19 @@ mod provider_cron;
 mod provider_failures;
 mod provider_file;
 mod provider_mount;
-mod provider_package;
 mod provider_service;
 mod provider_ssh_key;
 mod provider_user;
 mod quoting;
+#[path = "../common/quoting_cases.rs"]
+mod quoting_cases;
 mod ral_check;
 mod ral_check_findings;
 mod ral_check_round_trip;
 mod redaction;
-mod remote;
 mod saved_plans;
 mod sensitive_env;
 mod simple_output;
-mod sshd;
 mod state_store;
 mod store_paths;
 mod support;

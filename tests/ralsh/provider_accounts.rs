@@ -5,13 +5,12 @@
 //! second ralsh) within a bound.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 use serde_json::json;
 
 use crate::provider_user::files;
-use crate::support::{fixtures_dir, Sandbox};
+use crate::support::{fixtures_dir, shadow_tools_accept, Sandbox};
 
 const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
 const SHADOW: &str = "root:*:19700:0:99999:7:::\nalice:!:19700:0:99999:7:::\n";
@@ -25,30 +24,6 @@ fn accounts_sandbox() -> Sandbox {
     sandbox.write("etc/group", GROUP);
     sandbox.write("etc/gshadow", GSHADOW);
     sandbox
-}
-
-/// Whether `pwck -r -q` and `grpck -r` accept the files below `root`, when
-/// they can run here (they chroot, which needs root); `None` otherwise.
-pub fn shadow_tools_accept(root: &Path) -> Option<bool> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let check = |tool: &str, args: &[&str]| {
-        let path = Path::new("/usr/sbin").join(tool);
-        path.exists().then(|| {
-            Command::new(path)
-                .args(args)
-                .arg("-R")
-                .arg(root)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .unwrap()
-                .success()
-        })
-    };
-    Some(check("pwck", &["-r", "-q"])? && check("grpck", &["-r"])?)
 }
 
 #[test]

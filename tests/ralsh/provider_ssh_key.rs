@@ -53,9 +53,13 @@ fn mode(sandbox: &Sandbox, relative: &str) -> u32 {
     meta.permissions().mode() & 0o7777
 }
 
-fn is_root() -> bool {
+fn own_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    unsafe { libc::geteuid() }
+}
+
+fn is_root() -> bool {
+    own_uid() == 0
 }
 
 #[test]
@@ -172,11 +176,16 @@ fn creates_a_key_with_a_private_directory_and_file() {
     );
     assert_eq!(mode(&sandbox, "home/bob/.ssh"), 0o700);
     assert_eq!(mode(&sandbox, "home/bob/.ssh/authorized_keys"), 0o600);
-    if is_root() {
-        for path in ["home/bob/.ssh", "home/bob/.ssh/authorized_keys"] {
-            let meta = std::fs::metadata(sandbox.root().join(path)).unwrap();
-            assert_eq!((meta.uid(), meta.gid()), (1001, 1002), "owner of {path}");
-        }
+    // bob's, where the provider can give them away; otherwise they stay
+    // the running user's (not root's, not anyone else's).
+    // SAFETY: getegid has no preconditions and cannot fail.
+    let owner = match is_root() {
+        true => (1001, 1002),
+        false => (own_uid(), unsafe { libc::getegid() }),
+    };
+    for path in ["home/bob/.ssh", "home/bob/.ssh/authorized_keys"] {
+        let meta = std::fs::metadata(sandbox.root().join(path)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), owner, "owner of {path}");
     }
     // the other users' files are untouched
     assert_eq!(sandbox.read(ALICE_KEYS), alice_keys());
@@ -345,5 +354,5 @@ fn never_reads_or_writes_through_a_link_a_user_planted_in_their_home() {
         .stderr_has("home/bob/.ssh/authorized_keys' is a symbolic link");
     assert_eq!(sandbox.read("etc/shadow"), shadow);
     let meta = std::fs::symlink_metadata(sandbox.root().join("etc/shadow")).unwrap();
-    assert_eq!(meta.uid(), 0, "the shadow file keeps its owner");
+    assert_eq!(meta.uid(), own_uid(), "the shadow file keeps its owner");
 }

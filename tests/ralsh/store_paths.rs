@@ -6,12 +6,11 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value as Json;
 
 use crate::plans::Bench;
-use crate::sshd::Sshd;
 use crate::support::run;
 
 const ONE: &str = "alpha:\n  a1: {value: one}\n";
@@ -200,55 +199,4 @@ fn a_state_file_shared_by_two_roots_is_refused() {
     );
     // The root it was made for still uses it.
     bench.ral("plan", &["--state", shared, &m]).expect(0);
-}
-
-#[test]
-fn a_target_under_two_roots_has_two_stores() {
-    let sshd = Sshd::start();
-    let controller = tempfile::tempdir().unwrap();
-    std::fs::create_dir(controller.path().join("tmp")).unwrap();
-    let roots = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    for root in &roots {
-        std::fs::create_dir(root.path().join("etc")).unwrap();
-        std::fs::write(root.path().join("etc/hosts"), "127.0.0.1 localhost\n").unwrap();
-    }
-    let ral = |subcommand: &str, root: &Path, manifest: &str| {
-        let file = controller.path().join("site.yaml");
-        std::fs::write(&file, manifest).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
-        command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", controller.path())
-            .env("XDG_CACHE_HOME", controller.path())
-            .env("TMPDIR", controller.path().join("tmp"))
-            .arg(subcommand)
-            .arg("--ssh-config")
-            .arg(sshd.ssh_config())
-            .args(["-t", "t1", "--root"])
-            .arg(root)
-            .arg(&file);
-        run(&mut command)
-    };
-    ral("apply", roots[0].path(), "host:\n  web: {ip: 10.0.0.5}\n").expect(0);
-    // Under the other root ral created nothing: nothing to remove there.
-    let planned = ral("plan", roots[1].path(), "host:\n  db: {ip: 10.0.0.6}\n");
-    planned
-        .expect(0)
-        .stdout_has("Plan: 1 to create, 0 to change, 0 to remove");
-    assert!(!planned.stdout.contains("web"), "{}", planned.stdout);
-    // Each store is named from where ssh connects and the root.
-    let mut stores: Vec<String> =
-        std::fs::read_dir(controller.path().join(".local/state/ral/targets"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|name| name.ends_with(".db"))
-            .collect();
-    stores.sort();
-    assert_eq!(stores.len(), 1, "a plan makes no store: {stores:?}");
-    let escaped = roots[0].path().display().to_string().replace('/', "%2F");
-    assert!(
-        stores[0].starts_with("root@127.0.0.1:") && stores[0].ends_with(&format!("{escaped}.db")),
-        "{stores:?}"
-    );
 }

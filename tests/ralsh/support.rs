@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value as Json;
@@ -126,6 +126,14 @@ impl Sandbox {
         let path = self.root.path().join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, contents).unwrap();
+    }
+
+    /// The account files with root only (and the `users` group).
+    pub fn write_accounts(&self) {
+        self.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
+        self.write("etc/shadow", "root:*:19700:0:99999:7:::\n");
+        self.write("etc/group", "root:x:0:\nusers:x:100:\n");
+        self.write("etc/gshadow", "root:*::\nusers:!::\n");
     }
 
     /// Reads a file below the fake root ("" when missing).
@@ -272,4 +280,28 @@ pub fn run_command_without_root(sandbox: &Sandbox) -> Command {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("XDG_CACHE_HOME", sandbox.cache.path());
     command
+}
+
+/// Whether `pwck -r -q` and `grpck -r` accept the files below `root`, when
+/// they can run here (they chroot, which needs root); `None` otherwise.
+pub fn shadow_tools_accept(root: &Path) -> Option<bool> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let check = |tool: &str, args: &[&str]| {
+        let path = Path::new("/usr/sbin").join(tool);
+        path.exists().then(|| {
+            Command::new(path)
+                .args(args)
+                .arg("-R")
+                .arg(root)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap()
+                .success()
+        })
+    };
+    Some(check("pwck", &["-r", "-q"])? && check("grpck", &["-r"])?)
 }

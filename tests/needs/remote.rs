@@ -6,10 +6,33 @@ use std::process::Command;
 
 use serde_json::Value as Json;
 
+use crate::host::Test;
 use crate::pids::{assert_gone, pids_in};
-use crate::quoting::cases;
+use crate::quoting_cases::cases;
 use crate::sshd::{free_port, Sshd};
 use crate::support::{fixtures_dir, run, Run};
+use crate::tests;
+
+/// This module's tests and what each needs.
+pub fn tests() -> Vec<Test> {
+    [tests![[Sshd]
+        list_find_update_and_noop_run_on_every_target_over_one_connection_each,
+        hostile_values_reach_the_target_exactly_and_run_nothing,
+        providers_are_copied_once_into_a_private_directory_and_a_foreign_one_is_refused,
+        providers_on_a_target_get_the_scrubbed_environment_in_slash,
+        the_time_limit_ends_the_remote_provider_and_its_child,
+        an_unreachable_target_is_reported_and_the_others_still_run,
+        an_interrupt_ends_the_remote_provider_and_closes_the_connection,
+        ral_apply_converges_every_target_with_a_store_per_target_here,
+        sudo_and_ansible_become_run_the_providers_through_sudo_n,
+        thirty_targets_at_once_all_get_through_sshds_default_startup_limit,
+        a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_its_directory,
+        a_killed_ral_apply_leaves_nothing_running_on_the_target,
+        a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed,
+        a_sensitive_value_reaches_a_target_on_no_command_line,
+    ]]
+    .concat()
+}
 
 /// The hosts file each target's root starts with.
 const HOSTS: &str = "127.0.0.1 localhost\n";
@@ -128,7 +151,6 @@ fn targets(doc: &Json) -> &Vec<Json> {
     doc["targets"].as_array().expect("a targets array")
 }
 
-#[test]
 fn list_find_update_and_noop_run_on_every_target_over_one_connection_each() {
     let fleet = Fleet::new(&["t1", "t2"], false);
     std::fs::write(fleet.root("t2").join("etc/hosts"), "10.0.0.2 only-on-t2\n").unwrap();
@@ -167,7 +189,6 @@ fn list_find_update_and_noop_run_on_every_target_over_one_connection_each() {
     fleet.assert_no_ssh_left();
 }
 
-#[test]
 fn hostile_values_reach_the_target_exactly_and_run_nothing() {
     let fleet = Fleet::new(&["t1"], false);
     let root = fleet.root("t1");
@@ -199,7 +220,6 @@ fn hostile_values_reach_the_target_exactly_and_run_nothing() {
     }
 }
 
-#[test]
 fn providers_are_copied_once_into_a_private_directory_and_a_foreign_one_is_refused() {
     let fleet = Fleet::new(&["t1"], false);
     let first = fleet.ralsh(&["-l", "info", "host"]);
@@ -239,7 +259,6 @@ fn providers_are_copied_once_into_a_private_directory_and_a_foreign_one_is_refus
         .stderr_has("is owned by another user or writable by others");
 }
 
-#[test]
 fn providers_on_a_target_get_the_scrubbed_environment_in_slash() {
     let fleet = Fleet::new(&["t1"], false);
     let mut command = fleet.command();
@@ -277,7 +296,6 @@ fn providers_on_a_target_get_the_scrubbed_environment_in_slash() {
     assert_eq!(fleet.read("t1", "cwd"), "/\n");
 }
 
-#[test]
 fn the_time_limit_ends_the_remote_provider_and_its_child() {
     let fleet = Fleet::new(&["t1"], false);
     let mut command = fleet.command();
@@ -303,7 +321,6 @@ fn the_time_limit_ends_the_remote_provider_and_its_child() {
     fleet.assert_no_ssh_left();
 }
 
-#[test]
 fn an_unreachable_target_is_reported_and_the_others_still_run() {
     let fleet = Fleet::new(&["t1", "t2"], true);
     let human = fleet.ralsh(&["host", "localhost"]);
@@ -334,7 +351,6 @@ fn an_unreachable_target_is_reported_and_the_others_still_run() {
     fleet.assert_no_ssh_left();
 }
 
-#[test]
 fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     let fleet = Fleet::new(&["t1"], false);
     let root = fleet.root("t1");
@@ -390,7 +406,6 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     fleet.assert_no_ssh_left();
 }
 
-#[test]
 fn ral_apply_converges_every_target_with_a_store_per_target_here() {
     let fleet = Fleet::new(&["t1", "t2"], false);
     let manifest = fleet.controller.path().join("site.yaml");
@@ -475,7 +490,6 @@ fn ral_apply_converges_every_target_with_a_store_per_target_here() {
     fleet.assert_no_ssh_left();
 }
 
-#[test]
 fn sudo_and_ansible_become_run_the_providers_through_sudo_n() {
     // A sudo first on the sessions' PATH that notes how it was called and
     // runs the command, as sudo -n does for root.
@@ -524,7 +538,6 @@ fn sudo_and_ansible_become_run_the_providers_through_sudo_n() {
     assert!(fleet.read("t1", "etc/hosts").contains("10.9.9.9\tweb"));
 }
 
-#[test]
 fn thirty_targets_at_once_all_get_through_sshds_default_startup_limit() {
     // sshd drops new connections at random once 10 are logging in; ral
     // opens at most 10 at a time, so none of 30 targets run together is
@@ -616,7 +629,6 @@ fn kill_and_check(fleet: &Fleet, mut command: Command) -> (PathBuf, u32) {
     (dirs.into_iter().next().unwrap(), mode)
 }
 
-#[test]
 fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_its_directory() {
     let fleet = Fleet::new(&["t1"], false);
     let mut command = fleet.command();
@@ -651,7 +663,6 @@ fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_i
     fleet.assert_no_ssh_left();
 }
 
-#[test]
 fn a_killed_ral_apply_leaves_nothing_running_on_the_target() {
     let fleet = Fleet::new(&["t1"], false);
     let manifest = fleet.controller.path().join("site.yaml");
@@ -676,7 +687,6 @@ fn a_killed_ral_apply_leaves_nothing_running_on_the_target() {
     kill_and_check(&fleet, command);
 }
 
-#[test]
 fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
     let fleet = Fleet::new(&["t1"], false);
     fleet
@@ -753,7 +763,6 @@ fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
 /// newlines and `$(...)` unchanged, in its environment, and no command
 /// line on the machine (ralsh's, ssh's, sshd's shell's, the wrapper's,
 /// the provider's) ever holds it: the envsecret fixture scans them all.
-#[test]
 fn a_sensitive_value_reaches_a_target_on_no_command_line() {
     use std::io::Write;
     let fleet = Fleet::new(&["t1"], false);

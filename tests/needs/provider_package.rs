@@ -12,7 +12,34 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value as Json};
 
+use crate::host::Test;
 use crate::support::{assert_same_tree, names_in, run, tree_snapshot, Sandbox};
+use crate::tests;
+
+/// This module's tests and what each needs.
+pub fn tests() -> Vec<Test> {
+    [
+        tests![[Root]
+            package_lists_and_finds_what_dpkg_and_apt_know,
+            package_installs_changes_versions_removes_and_purges,
+            parallel_installs_wait_for_each_other_and_all_land,
+            package_dependencies_come_along_and_are_reported,
+            package_noop_previews_and_leaves_the_root_byte_identical,
+            package_rejects_bad_requests_and_changes_nothing,
+            package_fast_listing_equals_python_after_installs,
+        ],
+        tests![[]
+            package_lists_a_large_database,
+            package_fast_listing_equals_python_on_synthetic_databases,
+            package_fast_listing_escapes_and_skips_what_python_does,
+            package_fast_listing_runs_dpkg_query_as_python_does,
+            package_fast_listing_falls_back_to_python,
+            package_provider_hands_other_calls_to_python,
+            package_listing_through_ralsh_runs_no_python,
+        ],
+    ]
+    .concat()
+}
 
 const DPKG_STATUS: &str = "var/lib/dpkg/status";
 const REPO: &str = "srv/apt-repo";
@@ -342,7 +369,6 @@ fn ral() -> Json {
     json!({"type": "package", "provider": "package::dpkg"})
 }
 
-#[test]
 fn package_lists_and_finds_what_dpkg_and_apt_know() {
     let arch = native_arch();
     let status = [
@@ -409,7 +435,6 @@ fn package_lists_and_finds_what_dpkg_and_apt_know() {
     sandbox.ralsh(&["package", "Not_A_Name"]).expect(1);
 }
 
-#[test]
 fn package_lists_a_large_database() {
     require_tools(&["dpkg-query"]);
     let sandbox = Sandbox::new();
@@ -423,7 +448,6 @@ fn package_lists_a_large_database() {
     assert_eq!(doc["resources"][1234]["version"], "1.1234-1");
 }
 
-#[test]
 fn package_installs_changes_versions_removes_and_purges() {
     let host_before = host_package_state();
     let sandbox = package_sandbox("");
@@ -538,7 +562,6 @@ fn package_installs_changes_versions_removes_and_purges() {
     );
 }
 
-#[test]
 fn parallel_installs_wait_for_each_other_and_all_land() {
     // dpkg and apt take their own locks (apt-get waits for dpkg's, as the
     // provider asks it to): ralsh processes installing at once must all
@@ -565,7 +588,6 @@ fn parallel_installs_wait_for_each_other_and_all_land() {
     }
 }
 
-#[test]
 fn package_dependencies_come_along_and_are_reported() {
     let sandbox = package_sandbox("");
     // A noop batch: ral-hello comes with ral-tools and is asked for too,
@@ -612,7 +634,6 @@ fn package_dependencies_come_along_and_are_reported() {
     );
 }
 
-#[test]
 fn package_noop_previews_and_leaves_the_root_byte_identical() {
     let sandbox = package_sandbox("");
     sandbox
@@ -670,7 +691,6 @@ fn package_noop_previews_and_leaves_the_root_byte_identical() {
     assert_same_tree(&before, sandbox.root(), "noop");
 }
 
-#[test]
 fn package_rejects_bad_requests_and_changes_nothing() {
     let sandbox = package_sandbox("");
     let before = tree_snapshot(sandbox.root());
@@ -894,7 +914,6 @@ fn assert_python_listing(root: &Path, stubs: &Stubs, dirs: &[&str]) -> Json {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", answer.stdout))
 }
 
-#[test]
 fn package_fast_listing_equals_python_on_synthetic_databases() {
     require_tools(&["dpkg-query"]);
     let stubs = Stubs::new();
@@ -981,7 +1000,6 @@ fn package_fast_listing_equals_python_on_synthetic_databases() {
     assert_eq!(names_in(&doc["resources"]).len(), 2000);
 }
 
-#[test]
 fn package_fast_listing_equals_python_after_installs() {
     let sandbox = package_sandbox("");
     let stubs = Stubs::new();
@@ -1011,7 +1029,6 @@ fn package_fast_listing_equals_python_after_installs() {
     );
 }
 
-#[test]
 fn package_fast_listing_escapes_and_skips_what_python_does() {
     let stubs = Stubs::new();
     let root = tempfile::tempdir().unwrap();
@@ -1037,7 +1054,6 @@ fn package_fast_listing_escapes_and_skips_what_python_does() {
     }
 }
 
-#[test]
 fn package_fast_listing_runs_dpkg_query_as_python_does() {
     let stubs = Stubs::new();
     // A dpkg-query that lists its arguments, working directory, stdin and
@@ -1098,7 +1114,6 @@ fn package_fast_listing_runs_dpkg_query_as_python_does() {
     }
 }
 
-#[test]
 fn package_fast_listing_falls_back_to_python() {
     let stubs = Stubs::new();
     let root = tempfile::tempdir().unwrap();
@@ -1154,7 +1169,6 @@ fn package_fast_listing_falls_back_to_python() {
     assert_eq!(names_in(&doc["resources"]), ["ral-accent", "ral-plain"]);
 }
 
-#[test]
 fn package_provider_hands_other_calls_to_python() {
     require_tools(&["dpkg-query"]);
     let stubs = Stubs::new();
@@ -1199,7 +1213,6 @@ fn package_provider_hands_other_calls_to_python() {
     }
 }
 
-#[test]
 fn package_listing_through_ralsh_runs_no_python() {
     require_tools(&["dpkg-query"]);
     let stubs = Stubs::new();

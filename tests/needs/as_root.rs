@@ -1,0 +1,219 @@
+//! Tests that need root, which a fresh machine's user may not be: a cache
+//! directory given to another user (chown), a manifest of bundled
+//! resources that sets a file's owner, and useradd -R (it chroots) beside
+//! ralsh on one root.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::host::Test;
+use crate::support::{names_in, run, shadow_tools_accept, tree_snapshot, Sandbox};
+use crate::tests;
+
+/// This module's tests and what each needs.
+pub fn tests() -> Vec<Test> {
+    tests![[Root]
+        a_temporary_cache_directory_another_user_owns_is_not_used,
+        a_manifest_of_bundled_resources_converges_and_the_next_plan_is_empty,
+        ralsh_and_useradd_side_by_side_lose_nothing,
+    ]
+}
+
+fn a_temporary_cache_directory_another_user_owns_is_not_used() {
+    // The issue's case: another user made TMPDIR/ral-UID first (here:
+    // nobody, mode 0755). Root could write there all the same; it must
+    // not, and the run works from a fresh private directory.
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "10.0.0.1 db\n");
+    let tmp = tempfile::tempdir().unwrap();
+    let shared = tmp.path().join(format!("ral-{uid}"));
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
+    let mut command = sandbox.command();
+    command
+        .env_remove("HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("TMPDIR", tmp.path())
+        .arg("host");
+    let run = run(&mut command);
+    run.expect(0).stdout_has("host::etc_hosts { 'db':");
+    run.stderr_has(&format!(
+        "not using {}: not a private directory of this user",
+        shared.display()
+    ));
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        0,
+        "nothing written there"
+    );
+    let meta = std::fs::metadata(&shared).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.mode() & 0o7777),
+        (65534, 0o755),
+        "left as it was"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        [shared.file_name().unwrap()],
+        "the run's directory is gone"
+    );
+}
+
+const MANIFEST: &str = "\
+group:
+  devs: {gid: 2000}
+user:
+  carol: {uid: 1500, gid: 2000, home: /home/carol, shell: /bin/bash, groups: [devs]}
+file:
+  /srv/app/app.ini:
+    content: \"port = 80\\n\"
+    mode: \"0640\"
+    owner: carol
+    group: devs
+  /srv/app: {ensure: directory, mode: \"0750\"}
+host:
+  db.internal: {ip: 10.0.0.5, host_aliases: [db]}
+mount:
+  /data: {device: LABEL=data, fstype: ext4}
+";
+
+fn a_manifest_of_bundled_resources_converges_and_the_next_plan_is_empty() {
+    let sandbox = Sandbox::seeded();
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest: PathBuf = manifests.path().join("site.yaml");
+    std::fs::write(&manifest, MANIFEST).unwrap();
+    let m = manifest.to_str().unwrap();
+    let before = tree_snapshot(sandbox.root());
+
+    run(&mut sandbox.ral_command("plan", &[m]))
+        .expect(0)
+        .stdout_has("+ file[/srv/app/app.ini] (waits for ")
+        .stdout_has("Plan: 6 to create, 0 to change, 0 to remove; 0 unchanged.");
+    let plan_left = tree_snapshot(sandbox.root());
+    assert_eq!(before, plan_left, "ral plan changed the root");
+
+    run(&mut sandbox.ral_command("apply", &["--detailed-exitcodes", m]))
+        .expect(2)
+        .stdout_has("Tasks: 6 succeeded, 0 failed, 0 skipped, 0 stopped. Plan Successful");
+    run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", m]))
+        .expect(0)
+        .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 6 unchanged.");
+
+    let line_of = |file: &str, start: &str| -> String {
+        sandbox
+            .read(file)
+            .lines()
+            .find(|line| line.starts_with(start))
+            .unwrap_or_else(|| panic!("{file} has no line starting {start:?}"))
+            .to_owned()
+    };
+    assert_eq!(
+        line_of("etc/passwd", "carol:"),
+        "carol:x:1500:2000::/home/carol:/bin/bash"
+    );
+    assert_eq!(line_of("etc/group", "devs:"), "devs:x:2000:carol");
+    assert!(line_of("etc/shadow", "carol:").starts_with("carol:"));
+    let hosts: Vec<String> = line_of("etc/hosts", "10.0.0.5")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(hosts, ["10.0.0.5", "db.internal", "db"]);
+    let mount: Vec<String> = line_of("etc/fstab", "LABEL=data")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(mount, ["LABEL=data", "/data", "ext4", "defaults", "0", "0"]);
+    assert_eq!(sandbox.read("srv/app/app.ini"), "port = 80\n");
+    let ini = std::fs::metadata(sandbox.root().join("srv/app/app.ini")).unwrap();
+    assert_eq!(ini.mode() & 0o7777, 0o640);
+    assert_eq!((ini.uid(), ini.gid()), (1500, 2000));
+    let dir = std::fs::metadata(sandbox.root().join("srv/app")).unwrap();
+    assert!(dir.is_dir());
+    assert_eq!(dir.mode() & 0o7777, 0o750);
+
+    // Nothing but what the manifest names changed. The empty lock files
+    // the providers take (as useradd leaves etc/.pwd.lock) stay by design.
+    let after = tree_snapshot(sandbox.root());
+    // The state store is ral's own record, beside what it manages.
+    let is_lock = |path: &String| {
+        path.ends_with(".ral-lock") || path == "etc/.pwd.lock" || path.starts_with("var/lib/ral")
+    };
+    let changed: BTreeSet<String> = before
+        .keys()
+        .chain(after.keys())
+        .filter(|path| before.get(*path) != after.get(*path))
+        .map(|path| path.display().to_string())
+        .filter(|path| !is_lock(path))
+        .collect();
+    let expected: BTreeSet<String> = [
+        "etc/passwd",
+        "etc/shadow",
+        "etc/group",
+        "etc/gshadow",
+        "etc/hosts",
+        "etc/fstab",
+        "srv/app",
+        "srv/app/app.ini",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    assert_eq!(changed, expected);
+}
+
+fn ralsh_and_useradd_side_by_side_lose_nothing() {
+    // useradd -R chroots, which needs root; it takes the same lock.
+    let useradd = Path::new("/usr/sbin/useradd");
+    let sandbox = Sandbox::new();
+    sandbox.write_accounts();
+    sandbox.ralsh(&["-j", "user"]).expect(0);
+    let made_by_useradd: Vec<String> = std::thread::scope(|scope| {
+        let tool = scope.spawn(|| {
+            (0..40)
+                .map(|n| {
+                    let name = format!("tool{n}");
+                    let status = std::process::Command::new(useradd)
+                        .arg("-R")
+                        .arg(sandbox.root())
+                        .arg(&name)
+                        .status()
+                        .unwrap();
+                    assert!(status.success(), "useradd {name}: {status}");
+                    name
+                })
+                .collect()
+        });
+        let ours: Vec<_> = (0..4)
+            .map(|w| {
+                let sandbox = &sandbox;
+                scope.spawn(move || {
+                    for n in 0..10 {
+                        let name = format!("ral{w}-{n}");
+                        sandbox.ralsh(&["user", &name, "ensure=present"]).expect(0);
+                    }
+                })
+            })
+            .collect();
+        ours.into_iter().for_each(|worker| worker.join().unwrap());
+        tool.join().unwrap()
+    });
+    let doc = sandbox.ralsh(&["-j", "user"]).expect(0).json();
+    let listed: BTreeSet<&str> = names_in(&doc["resources"]).into_iter().collect();
+    for name in &made_by_useradd {
+        assert!(listed.contains(name.as_str()), "{name} was lost");
+    }
+    for w in 0..4 {
+        for n in 0..10 {
+            assert!(listed.contains(format!("ral{w}-{n}").as_str()));
+        }
+    }
+    assert_ne!(shadow_tools_accept(sandbox.root()), Some(false));
+}

@@ -1,0 +1,136 @@
+//! Tests that reach a target over ssh, against the tests' own sshd (see
+//! `sshd.rs`), which a fresh machine may lack: a sensitive value on no
+//! command line on either side, and one store per target and root.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::host::Test;
+use crate::sshd::Sshd;
+use crate::support::{fixtures_dir, run};
+use crate::tests;
+
+/// This module's tests and what each needs.
+pub fn tests() -> Vec<Test> {
+    tests![[Sshd]
+        on_a_target_the_value_is_on_no_command_line_here_or_there,
+        a_target_under_two_roots_has_two_stores,
+    ]
+}
+
+/// `ral apply` of MANIFEST on one target of a test sshd whose root is
+/// ROOT, with the fixture providers.
+fn apply_on_a_target(root: &std::path::Path, manifest: &str) -> crate::support::Run {
+    let sshd = crate::sshd::Sshd::start();
+    let controller = tempfile::tempdir().unwrap();
+    std::fs::create_dir(controller.path().join("tmp")).unwrap();
+    let inventory = controller.path().join("inventory.yaml");
+    std::fs::write(
+        &inventory,
+        format!(
+            "all:\n  hosts:\n    t1:\n      ral_root: {}\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let file = controller.path().join("m.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ral"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", controller.path())
+        .env("XDG_CACHE_HOME", controller.path())
+        .env("XDG_STATE_HOME", controller.path())
+        .env("TMPDIR", controller.path().join("tmp"))
+        .arg("apply")
+        .arg("--ssh-config")
+        .arg(sshd.ssh_config())
+        .arg("-i")
+        .arg(&inventory)
+        .arg("-I")
+        .arg(fixtures_dir())
+        .arg(&file);
+    run(&mut command)
+}
+
+fn on_a_target_the_value_is_on_no_command_line_here_or_there() {
+    let root = tempfile::tempdir().unwrap();
+    let run = apply_on_a_target(
+        root.path(),
+        "envsecret:\n  a: {comment: plain, password: \"t0p s3cret 'q' $(id)\"}\n\
+         argsecret:\n  b: {password: b-s3cret}\n",
+    );
+    run.expect(0);
+    let read = |file: &str| std::fs::read_to_string(root.path().join(file)).unwrap_or_default();
+    assert_eq!(read("password.a"), "t0p s3cret 'q' $(id)");
+    // While the provider ran, no process on this machine (ssh here, the
+    // wrapper and the provider there) had it on its command line.
+    assert_eq!(read("seen.a"), "", "command lines holding the secret");
+    assert!(read("env.a").contains("\0password=t0p s3cret 'q' $(id)\0"));
+    let cmdline = read("cmdline.a");
+    assert!(
+        cmdline.contains("\0ral_action=update\0name=a\0"),
+        "{cmdline:?}"
+    );
+    assert!(cmdline.contains("\0comment=plain\0"), "{cmdline:?}");
+    // The libral way, for comparison: there it is, in the provider's own
+    // command line and those that carried it.
+    assert_eq!(read("password.b"), "b-s3cret");
+    let seen = read("seen.b");
+    assert!(seen.lines().count() >= 2, "{seen}");
+    assert!(
+        !run.stdout.contains("s3cret") && !run.stderr.contains("s3cret"),
+        "{run:?}"
+    );
+}
+
+fn a_target_under_two_roots_has_two_stores() {
+    let sshd = Sshd::start();
+    let controller = tempfile::tempdir().unwrap();
+    std::fs::create_dir(controller.path().join("tmp")).unwrap();
+    let roots = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    for root in &roots {
+        std::fs::create_dir(root.path().join("etc")).unwrap();
+        std::fs::write(root.path().join("etc/hosts"), "127.0.0.1 localhost\n").unwrap();
+    }
+    let ral = |subcommand: &str, root: &Path, manifest: &str| {
+        let file = controller.path().join("site.yaml");
+        std::fs::write(&file, manifest).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", controller.path())
+            .env("XDG_CACHE_HOME", controller.path())
+            .env("TMPDIR", controller.path().join("tmp"))
+            .arg(subcommand)
+            .arg("--ssh-config")
+            .arg(sshd.ssh_config())
+            .args(["-t", "t1", "--root"])
+            .arg(root)
+            .arg(&file);
+        run(&mut command)
+    };
+    ral("apply", roots[0].path(), "host:\n  web: {ip: 10.0.0.5}\n").expect(0);
+    // Under the other root ral created nothing: nothing to remove there.
+    let planned = ral("plan", roots[1].path(), "host:\n  db: {ip: 10.0.0.6}\n");
+    planned
+        .expect(0)
+        .stdout_has("Plan: 1 to create, 0 to change, 0 to remove");
+    assert!(!planned.stdout.contains("web"), "{}", planned.stdout);
+    // Each store is named from where ssh connects and the root.
+    let mut stores: Vec<String> =
+        std::fs::read_dir(controller.path().join(".local/state/ral/targets"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".db"))
+            .collect();
+    stores.sort();
+    assert_eq!(stores.len(), 1, "a plan makes no store: {stores:?}");
+    let escaped = roots[0].path().display().to_string().replace('/', "%2F");
+    assert!(
+        stores[0].starts_with("root@127.0.0.1:") && stores[0].ends_with(&format!("{escaped}.db")),
+        "{stores:?}"
+    );
+}

@@ -176,6 +176,7 @@ pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<Strin
     if let Some(user) = &target.user {
         args.extend(["-l".into(), user.into()]);
     }
+    args.extend(target.ssh_args.iter().map(OsString::from));
     args.extend(["--".into(), target.destination.clone().into()]);
     let env = ProviderEnv::inherited();
     let label = format!("{}: ssh -G", target.name);
@@ -211,6 +212,23 @@ pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<Strin
         )));
     }
     Ok(stdout)
+}
+
+/// What to do about the ssh failures a first connection runs into, to
+/// follow what ssh said.
+fn hint(said: &[&str]) -> &'static str {
+    let has = |words: &str| said.iter().any(|line| line.contains(words));
+    if has("Host key verification failed") || has("No ED25519 host key is known") {
+        ". The target's host key is not known here (ral runs ssh with BatchMode=yes, \
+         which asks nothing): add it to known_hosts (ssh-keyscan), or name a known_hosts \
+         file or StrictHostKeyChecking=accept-new with -o in the inventory's \
+         ansible_ssh_common_args or in --ssh-config"
+    } else if has("REMOTE HOST IDENTIFICATION HAS CHANGED") {
+        ". The target's host key is not the one known here: if it was really changed, \
+         remove the old one (ssh-keygen -R HOST)"
+    } else {
+        ""
+    }
 }
 
 /// `program` itself when it names a path, else the first executable of
@@ -257,6 +275,7 @@ fn base_args(settings: &SshSettings, target: &Target, control: &Path) -> Vec<Str
     if let Some(key) = &target.identity {
         args.extend(["-i".to_owned(), key.display().to_string()]);
     }
+    args.extend(target.ssh_args.iter().cloned());
     args
 }
 
@@ -394,7 +413,7 @@ impl Session {
                     lines.join(" / ")
                 )
             } else {
-                said.join("; ")
+                said.join("; ") + hint(&said)
             };
             return Err(self.error(message));
         };
@@ -587,6 +606,7 @@ mod tests {
             port: Some(2222),
             user: Some("deploy".into()),
             identity: Some("/k/id".into()),
+            ssh_args: vec!["-o".into(), "ControlPath=/elsewhere".into(), "-4".into()],
             sudo: false,
             root: None,
         };
@@ -598,6 +618,11 @@ mod tests {
         let text = args.join(" ");
         assert!(text.starts_with("-F /c/config -o BatchMode=yes"), "{text}");
         assert!(text.contains("-o ControlPath=/s/0"), "{text}");
-        assert!(text.ends_with("-T -p 2222 -l deploy -i /k/id"), "{text}");
+        // The inventory's own options come last: ssh keeps the first value
+        // of an option, so ral's ControlPath wins.
+        assert!(
+            text.ends_with("-T -p 2222 -l deploy -i /k/id -o ControlPath=/elsewhere -4"),
+            "{text}"
+        );
     }
 }

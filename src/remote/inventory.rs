@@ -11,7 +11,8 @@
 //! child group < the host itself; groups at the same depth apply in name
 //! order. The connection variables ral uses (`ansible_host`,
 //! `ansible_port`, `ansible_user`, `ansible_ssh_private_key_file`,
-//! `ansible_become`, `ral_root`) are checked where they are written, so an
+//! `ansible_ssh_common_args`, `ansible_ssh_extra_args`, `ansible_become`,
+//! `ral_root`) are checked where they are written, so an
 //! error names the line that holds the bad value; every other variable is
 //! kept as text.
 //!
@@ -53,6 +54,10 @@ pub struct Host {
     pub user: Option<String>,
     /// `ansible_ssh_private_key_file`.
     pub private_key_file: Option<PathBuf>,
+    /// `ansible_ssh_common_args`, as words: more options for ssh.
+    pub ssh_common_args: Vec<String>,
+    /// `ansible_ssh_extra_args`, as words: more options for ssh.
+    pub ssh_extra_args: Vec<String>,
     /// `ansible_become`: run the providers with elevated rights.
     pub sudo: Option<bool>,
     /// `ral_root`: the target's root, as `--root`; always absolute.
@@ -254,6 +259,8 @@ enum Var {
     Port(u16),
     User(String),
     KeyFile(PathBuf),
+    SshCommonArgs(Vec<String>),
+    SshExtraArgs(Vec<String>),
     Sudo(bool),
     Root(PathBuf),
     /// A known variable set to null: as if it were not set.
@@ -475,6 +482,8 @@ impl Reader<'_> {
             "ansible_host" => Var::Address(text.to_owned()),
             "ansible_user" => Var::User(text.to_owned()),
             "ansible_ssh_private_key_file" => Var::KeyFile(PathBuf::from(text)),
+            "ansible_ssh_common_args" => Var::SshCommonArgs(ssh_args(text).map_err(|e| wrong(&e))?),
+            "ansible_ssh_extra_args" => Var::SshExtraArgs(ssh_args(text).map_err(|e| wrong(&e))?),
             "ansible_port" => match text.parse::<u16>() {
                 Ok(port) if port > 0 && text.bytes().all(|b| b.is_ascii_digit()) => Var::Port(port),
                 _ => return Err(wrong("expected a port, an integer from 1 to 65535")),
@@ -536,6 +545,8 @@ impl Reader<'_> {
                 port: None,
                 user: None,
                 private_key_file: None,
+                ssh_common_args: Vec::new(),
+                ssh_extra_args: Vec::new(),
                 sudo: None,
                 root: None,
                 groups: BTreeSet::new(),
@@ -548,6 +559,8 @@ impl Reader<'_> {
                     Var::Port(port) => host.port = Some(*port),
                     Var::User(user) => host.user = Some(user.clone()),
                     Var::KeyFile(file) => host.private_key_file = Some(file.clone()),
+                    Var::SshCommonArgs(args) => host.ssh_common_args = args.clone(),
+                    Var::SshExtraArgs(args) => host.ssh_extra_args = args.clone(),
                     Var::Sudo(sudo) => host.sudo = Some(*sudo),
                     Var::Root(root) => host.root = Some(root.clone()),
                     Var::Unset => {}
@@ -637,9 +650,56 @@ const KNOWN: &[&str] = &[
     "ansible_port",
     "ansible_user",
     "ansible_ssh_private_key_file",
+    "ansible_ssh_common_args",
+    "ansible_ssh_extra_args",
     "ansible_become",
     "ral_root",
 ];
+
+/// `ansible_ssh_common_args` or `ansible_ssh_extra_args` as the words ssh
+/// gets, after ral's own options (which therefore win: ssh keeps the
+/// first value of an option). Options that would change what ssh does
+/// rather than how it connects (run no command, go to the background,
+/// drive or replace ral's connection sharing, ask for a terminal) are
+/// refused, as is `--`, which would end the options early.
+fn ssh_args(text: &str) -> std::result::Result<Vec<String>, String> {
+    // ssh's flags that take a value (the rest of the word, or the next).
+    const VALUED: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+    // What ral's sessions cannot work with.
+    const REFUSED: &str = "fGMNOSsTtVW";
+    let words = shell_words::split(text).map_err(|e| format!("expected ssh options ({e})"))?;
+    let mut value_next = false;
+    for word in &words {
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        let Some(flags) = word.strip_prefix('-').filter(|flags| !flags.is_empty()) else {
+            return Err(format!("expected ssh options, and {word:?} is not one"));
+        };
+        for (at, flag) in flags.char_indices() {
+            if REFUSED.contains(flag) {
+                return Err(format!(
+                    "-{flag} would change what ral's ssh sessions do; give only options of how \
+                     to connect (such as -o StrictHostKeyChecking=yes)"
+                ));
+            }
+            if !flag.is_ascii_alphanumeric() {
+                return Err(format!("expected ssh options, and {word:?} is not one"));
+            }
+            if VALUED.contains(flag) {
+                value_next = at + flag.len_utf8() == flags.len();
+                break;
+            }
+        }
+    }
+    if value_next {
+        return Err(format!(
+            "{:?} expects a value after it",
+            words.last().map_or("", String::as_str)
+        ));
+    }
+    Ok(words)
+}
 
 /// Refuses names a pattern could never select, or an ssh command line
 /// could misread.
@@ -1211,6 +1271,45 @@ all:
                 }
                 other => panic!("{pattern}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn ssh_arguments_are_words_of_options_and_the_host_overrides_each() {
+        let inventory = read(
+            "all:\n  vars:\n    ansible_ssh_common_args: >-\n      -o StrictHostKeyChecking=no \
+             -o 'UserKnownHostsFile=/tmp/known hosts'\n    ansible_ssh_extra_args: -4\n  \
+             hosts:\n    a:\n    b: {ansible_ssh_extra_args: -oServerAliveInterval=5 -vC}\n",
+        );
+        let a = inventory.host("a").unwrap();
+        assert_eq!(
+            a.ssh_common_args,
+            [
+                "-o",
+                "StrictHostKeyChecking=no",
+                "-o",
+                "UserKnownHostsFile=/tmp/known hosts"
+            ]
+        );
+        assert_eq!(a.ssh_extra_args, ["-4"]);
+        let b = inventory.host("b").unwrap();
+        assert_eq!(b.ssh_common_args, a.ssh_common_args);
+        assert_eq!(b.ssh_extra_args, ["-oServerAliveInterval=5", "-vC"]);
+        for (args, needle) in [
+            ("-N", "-N would change what ral's ssh sessions do"),
+            ("-vtt", "-t would change"),
+            ("-o ControlMaster=no -f", "-f would change"),
+            ("-- host", "\"--\" is not one"),
+            ("host", "\"host\" is not one"),
+            ("-o", "\"-o\" expects a value after it"),
+            ("-o 'unclosed", "expected ssh options ("),
+        ] {
+            let (line, message) = refused(&format!(
+                "all:\n  hosts:\n    h:\n      ansible_ssh_common_args: \"{}\"\n",
+                args.replace('"', "\\\"")
+            ));
+            assert_eq!(line, 4, "{args}");
+            assert!(message.contains(needle), "{args}: {message}");
         }
     }
 

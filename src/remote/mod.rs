@@ -39,6 +39,9 @@ pub struct Target {
     pub port: Option<u16>,
     pub user: Option<String>,
     pub identity: Option<PathBuf>,
+    /// More ssh options (the inventory's `ansible_ssh_common_args`, then
+    /// `ansible_ssh_extra_args`), after ral's own.
+    pub ssh_args: Vec<String>,
     /// Run the providers through `sudo -n`.
     pub sudo: bool,
     /// The root the providers work below, on the target.
@@ -60,6 +63,7 @@ impl Target {
             port: None,
             user: None,
             identity: None,
+            ssh_args: Vec::new(),
             sudo: false,
             root: None,
         })
@@ -72,6 +76,7 @@ impl Target {
             port: host.port,
             user: host.user.clone(),
             identity: host.private_key_file.clone(),
+            ssh_args: [host.ssh_common_args.as_slice(), &host.ssh_extra_args].concat(),
             sudo: host.sudo.unwrap_or(false),
             root: host.root.clone(),
         }

@@ -8,6 +8,7 @@
 //! this repository, which `.ci/run` makes; without it these tests are
 //! ignored, saying how to make it (see `host.rs`).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,6 +27,7 @@ pub fn tests() -> Vec<Test> {
         resource_check_mode_changes_nothing_and_reports_the_changes,
         resource_diff_mode_shows_the_resource_before_and_after,
         resource_bad_attributes_fail_with_ralsh_message_and_change_nothing,
+        resource_refuses_an_integer_mode_and_takes_a_quoted_one,
         resource_without_a_name_lists_and_never_changes,
         ral_path_missing_fails_naming_it_and_the_default_is_found_on_path,
         apply_creates_then_changes_nothing,
@@ -492,6 +494,52 @@ fn resource_bad_attributes_fail_with_ralsh_message_and_change_nothing() {
         assert!(done.run.stdout.contains(message), "{}", done.run.stdout);
     }
     assert!(done.run.stdout.contains("ignored=4"), "{}", done.run.stdout);
+}
+
+/// YAML reads `mode: 0640` as the octal number 416, which ralsh would take
+/// as the mode 0416: an integer mode is refused, naming the fix, and a
+/// quoted one works.
+fn resource_refuses_an_integer_mode_and_takes_a_quoted_one() {
+    let play = Play::new();
+    let file = play.root().join("srv/app.ini");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let path = file.to_str().unwrap().to_owned();
+    let path = path.strip_prefix(play.root().to_str().unwrap()).unwrap();
+    let before = tree_snapshot(play.root());
+    let done = play.run(
+        &format!(
+            "    - register: octal\n      ignore_errors: true\n      ral.core.resource: \
+             {{type: file, name: {path}, attributes: {{content: x, mode: 0640}}}}\n    \
+             - register: decimal\n      ignore_errors: true\n      ral.core.resource: \
+             {{type: file, name: {path}, attributes: {{content: x, mode: 640}}}}\n"
+        ),
+        &["octal", "decimal"],
+        &[],
+    );
+    done.run.expect(0);
+    assert_same_tree(&before, play.root(), "an integer mode");
+    for (name, integer) in [("octal", 416), ("decimal", 640)] {
+        let result = done.result(name);
+        assert_eq!(result["failed"], true, "{result}");
+        let msg = result["msg"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("mode: the integer {integer} is not a mode"))
+                && msg.contains("Quote it, as in mode: '0640'"),
+            "{name}: {msg}"
+        );
+    }
+    let done = play.run(
+        &format!(
+            "    - register: quoted\n      ral.core.resource: \
+             {{type: file, name: {path}, attributes: {{content: x, mode: '0640'}}}}\n"
+        ),
+        &["quoted"],
+        &[],
+    );
+    done.run.expect(0);
+    assert_eq!(done.result("quoted")["changed"], true);
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640);
 }
 
 fn resource_without_a_name_lists_and_never_changes() {

@@ -1,6 +1,7 @@
 //! Tests that reach a target over ssh, against the tests' own sshd (see
 //! `sshd.rs`), which a fresh machine may lack: a sensitive value on no
-//! command line on either side, and one store per target and root.
+//! command line on either side, one store per target and root, and the
+//! inventory's connection variables.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,6 +16,7 @@ pub fn tests() -> Vec<Test> {
     tests![[Sshd]
         on_a_target_the_value_is_on_no_command_line_here_or_there,
         a_target_under_two_roots_has_two_stores,
+        an_inventory_gives_ssh_its_port_user_key_and_options,
     ]
 }
 
@@ -133,4 +135,95 @@ fn a_target_under_two_roots_has_two_stores() {
         stores[0].starts_with("root@127.0.0.1:") && stores[0].ends_with(&format!("{escaped}.db")),
         "{stores:?}"
     );
+}
+
+/// Every connection variable of an inventory reaches ssh: the port, the
+/// user and the key, and the options of `ansible_ssh_common_args` and
+/// `ansible_ssh_extra_args` (the usual way to say which host keys to
+/// trust). Without them the connection fails, and a host key that is not
+/// known is reported with what to do about it.
+fn an_inventory_gives_ssh_its_port_user_key_and_options() {
+    let sshd = Sshd::start();
+    let controller = tempfile::tempdir().unwrap();
+    let c = controller.path();
+    std::fs::create_dir(c.join("tmp")).unwrap();
+    // Neither this user's ~/.ssh/config (it is replaced) nor a known_hosts
+    // file outside the test is read.
+    std::fs::write(
+        c.join("ssh_config"),
+        format!(
+            "Host *\n  UserKnownHostsFile {}/unknown\n  GlobalKnownHostsFile /dev/null\n  \
+             IdentitiesOnly yes\n",
+            c.display()
+        ),
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("etc")).unwrap();
+    std::fs::write(root.path().join("etc/hosts"), "127.0.0.1 localhost\n").unwrap();
+    std::fs::write(c.join("site.yaml"), "host:\n  web: {ip: 10.0.0.5}\n").unwrap();
+    let pinned = format!(
+        "-o UserKnownHostsFile={}",
+        sshd.pinned_known_hosts().display()
+    );
+    let port = sshd.port.to_string();
+    let key = sshd.user_key().display().to_string();
+    let plan = |vars: &[(&str, &str)]| {
+        let mut inventory = "all:\n  hosts:\n    t1:\n      ansible_host: 127.0.0.1\n".to_owned();
+        for (name, value) in vars {
+            inventory.push_str(&format!("      {name}: '{value}'\n"));
+        }
+        std::fs::write(c.join("inventory.yaml"), inventory).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", c)
+            .env("TMPDIR", c.join("tmp"))
+            .arg("plan")
+            .arg("--ssh-config")
+            .arg(c.join("ssh_config"))
+            .arg("-i")
+            .arg(c.join("inventory.yaml"))
+            .args(["-t", "t1", "--root"])
+            .arg(root.path())
+            .arg(c.join("site.yaml"));
+        run(&mut command)
+    };
+    let all = [
+        ("ansible_port", port.as_str()),
+        ("ansible_user", "root"),
+        ("ansible_ssh_private_key_file", key.as_str()),
+        ("ansible_ssh_common_args", pinned.as_str()),
+    ];
+    plan(&all)
+        .expect(0)
+        .stdout_has("Plan: 1 to create, 0 to change, 0 to remove");
+    // The options given as extra arguments instead.
+    let mut extra = all;
+    extra[3] = ("ansible_ssh_extra_args", pinned.as_str());
+    plan(&extra).expect(0);
+
+    let unknown = plan(&all[..3]);
+    unknown
+        .expect(2)
+        .stderr_has("Host key verification failed")
+        .stderr_has("The target's host key is not known here")
+        .stderr_has("ansible_ssh_common_args");
+    let free = crate::sshd::free_port().to_string();
+    for (index, value, said) in [
+        (0, free.as_str(), "Connection refused"),
+        (1, "ral-no-such-user", "Permission denied"),
+        (2, "/dev/null", "Permission denied"),
+    ] {
+        let mut wrong = all;
+        wrong[index].1 = value;
+        let run = plan(&wrong);
+        run.expect(2).stderr_has(said);
+        assert!(
+            !run.stderr.contains("host key is not known"),
+            "{}",
+            run.stderr
+        );
+    }
 }

@@ -15,6 +15,7 @@ const SSHD: &str = "/usr/sbin/sshd";
 
 pub struct Sshd {
     pub dir: tempfile::TempDir,
+    pub port: u16,
     child: Child,
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -126,7 +127,12 @@ impl Sshd {
                     keep.lock().unwrap().push(line);
                 }
             });
-            return Sshd { dir, child, log };
+            return Sshd {
+                dir,
+                port,
+                child,
+                log,
+            };
         }
         unreachable!()
     }
@@ -136,6 +142,20 @@ impl Sshd {
     }
 
     /// The HOME of the logins: where the providers are copied.
+    /// A known_hosts file that holds this server's host key, as ssh looks
+    /// it up for 127.0.0.1 at its port.
+    pub fn pinned_known_hosts(&self) -> PathBuf {
+        let key = std::fs::read_to_string(self.dir.path().join("host_key.pub")).unwrap();
+        let file = self.dir.path().join("pinned_known_hosts");
+        std::fs::write(&file, format!("[127.0.0.1]:{} {key}", self.port)).unwrap();
+        file
+    }
+
+    /// The key the server takes for root.
+    pub fn user_key(&self) -> PathBuf {
+        self.dir.path().join("user_key")
+    }
+
     pub fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }

@@ -27,7 +27,8 @@ pub struct RemoteArgs {
     /// An Ansible YAML inventory naming the targets: all its hosts, unless
     /// -t or --limit select some. Host variables ansible_host,
     /// ansible_port, ansible_user, ansible_ssh_private_key_file,
-    /// ansible_become (as --sudo) and ral_root (as --root) apply.
+    /// ansible_ssh_common_args, ansible_ssh_extra_args, ansible_become (as
+    /// --sudo) and ral_root (as --root) apply.
     #[arg(short = 'i', long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
 

@@ -235,19 +235,46 @@ def texts(value):
     return [text for text in found if text]
 
 
-def sensitive_attributes(module, attributes):
-    """The attributes among ATTRIBUTES that the provider's metadata marks
-    sensitive, asked of ralsh; all of them when it cannot say."""
+def declared_attributes(module):
+    """The attributes the provider of the type declares, by name, asked of
+    ralsh; None when it cannot say."""
     cmd = [ral_binary(module, 'ralsh'), '-j', '--explain'] + common_args(module)
     cmd += ['--', module.params['type']]
     rc, out, err = module.run_command(cmd)
     try:
-        providers = json.loads(out)['providers']
-        declared = providers[0]['attributes']
-        sensitive = set(a['name'] for a in declared if a.get('sensitive'))
+        declared = json.loads(out)['providers'][0]['attributes']
+        return dict((a['name'], a) for a in declared)
     except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def sensitive_attributes(declared, attributes):
+    """The attributes among ATTRIBUTES that the provider's metadata marks
+    sensitive; all of them when it cannot say."""
+    if declared is None:
         return set(attributes)
-    return set(attr for attr in attributes if attr in sensitive)
+    return set(attr for attr in attributes
+               if attr in declared and declared[attr].get('sensitive'))
+
+
+# A type that takes octal digits only, as file modes do.
+OCTAL_PATTERN = re.compile(r'\Apattern\[/\^?\[0-7\]')
+
+
+def integer_mode_error(declared, attributes):
+    """Why an integer given for a mode is refused, or None. YAML reads an
+    unquoted 0640 as the octal number 0640 (416) and 640 as six hundred
+    and forty: neither reaches ral as the digits written, so a mode must
+    be a quoted string."""
+    for attr, value in attributes.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        kind = ((declared or {}).get(attr) or {}).get('type', '')
+        if attr == 'mode' or OCTAL_PATTERN.match(kind):
+            return ("attributes: %s: the integer %d is not a mode: YAML reads an unquoted "
+                    "mode with a leading 0 (0640) as an octal number (416) and one without "
+                    "(640) as a decimal one. Quote it, as in %s: '0640'" % (attr, value, attr))
+    return None
 
 
 def error_message(doc, rc, err):
@@ -282,7 +309,11 @@ def main():
                 module.fail_json(
                     msg="attributes: %r is not an attribute name (letters, digits and '_', "
                         "not starting with a digit)" % (attr,))
-        sensitive = sensitive_attributes(module, attributes)
+        declared = declared_attributes(module)
+        refused = integer_mode_error(declared, attributes)
+        if refused:
+            module.fail_json(msg=refused)
+        sensitive = sensitive_attributes(declared, attributes)
         for attr in sensitive:
             for text in texts(attributes[attr]):
                 module.no_log_values.add(text)

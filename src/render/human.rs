@@ -125,14 +125,17 @@ pub fn provider_names(out: &mut impl Write, providers: &[Provider]) -> io::Resul
     Ok(())
 }
 
-/// Providers with their summaries, names aligned, in discovery order.
+/// Providers with their summaries, names aligned, sorted by name as
+/// without `-v`.
 pub fn providers(out: &mut impl Write, providers: &[Provider], style: Style) -> io::Result<()> {
     let width = providers
         .iter()
         .map(|p| p.qualified_name().len())
         .max()
         .unwrap_or(0);
-    for provider in providers {
+    let mut sorted: Vec<&Provider> = providers.iter().collect();
+    sorted.sort_by_cached_key(|p| p.qualified_name());
+    for provider in sorted {
         let name = provider.qualified_name();
         let padding = " ".repeat(width - name.len());
         let summary = match &provider.unsuitable {

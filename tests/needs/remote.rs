@@ -167,6 +167,8 @@ fn list_find_update_and_noop_run_on_every_target_over_one_connection_each() {
 
     let found = fleet.ralsh(&["-j", "host", "localhost"]);
     found.expect(0);
+    // One form for -j everywhere: one line, as without -t.
+    assert_eq!(found.stdout.lines().count(), 1, "{}", found.stdout);
     let doc: Json = serde_json::from_str(&found.stdout).unwrap();
     let all = targets(&doc);
     assert_eq!(all[0]["target"], "t1");

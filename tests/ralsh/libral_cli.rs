@@ -41,6 +41,17 @@ fn ralsh_alone_prints_sorted_qualified_names_and_v_adds_summaries() {
         "{host}"
     );
     assert_eq!(long.stdout.lines().count(), lines.len());
+    // In the same order as the names alone.
+    let long_names: Vec<&str> = long
+        .stdout
+        .lines()
+        .map(|line| line.split_whitespace().next().unwrap())
+        .collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|line| line.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(long_names, names);
 }
 
 #[test]

@@ -292,7 +292,8 @@ fn print_json<T>(out: &mut dyn Write, runs: &[TargetRun<T>]) -> anyhow::Result<(
         }
         entries.push(Value::Object(entry));
     }
-    let document = serde_json::to_string_pretty(&serde_json::json!({ "targets": entries }))?;
+    // One line, as -j prints without -t.
+    let document = serde_json::to_string(&serde_json::json!({ "targets": entries }))?;
     // An io::Error, so a closed stdout reads as one.
     writeln!(out, "{document}")?;
     Ok(())

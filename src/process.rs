@@ -194,9 +194,14 @@ pub struct Finished {
     pub problem_lines: usize,
     /// How many of them were at error level.
     pub error_lines: usize,
+    /// The first [`QUOTED_PROBLEMS`] warnings and errors, as `LEVEL: line`.
+    pub problem_quotes: Vec<String>,
     /// The last lines of stderr.
     pub stderr_tail: Vec<String>,
 }
+
+/// How many of a call's warning and error lines are kept to be quoted.
+pub const QUOTED_PROBLEMS: usize = 5;
 
 /// What the line consumer tells the runner after each line.
 pub enum Budget {
@@ -274,6 +279,7 @@ pub fn run(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished
         stderr_lines: summary.lines,
         problem_lines: summary.problems,
         error_lines: summary.errors,
+        problem_quotes: summary.quotes,
         stderr_tail: summary.tail,
     })
 }
@@ -388,6 +394,8 @@ struct StderrSummary {
     lines: usize,
     problems: usize,
     errors: usize,
+    /// The first warnings and errors, as `LEVEL: line`.
+    quotes: Vec<String>,
     tail: Vec<String>,
     /// For each line of the tail: whether it was logged.
     tail_shown: Vec<bool>,
@@ -449,6 +457,10 @@ impl StderrLog {
         // warnings and errors are problems.
         if level <= log::Level::Warn {
             self.summary.problems += 1;
+            if self.summary.quotes.len() < QUOTED_PROBLEMS {
+                let level = level.as_str().to_ascii_lowercase();
+                self.summary.quotes.push(format!("{level}: {message}"));
+            }
         }
         if level == log::Level::Error {
             self.summary.errors += 1;

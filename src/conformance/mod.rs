@@ -150,6 +150,7 @@ impl Checker<'_> {
     /// problems.
     fn step<T>(&mut self, step: &'static str, run: impl FnOnce(&Host) -> T) -> T {
         let stderr_before = self.host.provider_problem_lines();
+        self.host.take_problem_quotes();
         let started = Instant::now();
         let result = run(&self.host);
         let took = started.elapsed();
@@ -167,9 +168,17 @@ impl Checker<'_> {
         }
         let noise = self.host.provider_problem_lines() - stderr_before;
         if noise > 0 {
+            let quotes = self.host.take_problem_quotes();
+            let mut said: Vec<String> = quotes.iter().map(|line| format!("'{line}'")).collect();
+            if quotes.len() < noise {
+                said.push(format!("and {} more", noise - quotes.len()));
+            }
             self.find(
                 step,
-                format!("wrote {noise} warning or error line(s) to stderr"),
+                format!(
+                    "wrote {noise} warning or error line(s) to stderr: {}",
+                    said.join("; ")
+                ),
                 "warn: and error: (or unprefixed) lines are for real problems; \
                  commentary goes at debug: or info:",
             );

@@ -2,8 +2,10 @@
 //! delete resources: create one (a copy of a listed resource's required
 //! attributes), find it, change it, find it, delete it, find it, on the
 //! temporary root (when nothing is listed, the resource copied is first
-//! made from the metadata: `make_up`), checking at each step that what was asked was done and
-//! what was reported is true. Then names built from characters that
+//! made from the metadata: `make_up`), checking at each step that what
+//! was asked was done and what was reported is true. The change sets each
+//! read-write attribute it can make a value for, arrays and hashes too,
+//! one update each, and reads it back. Then names built from characters that
 //! shells and regular expressions treat specially, and a value holding a
 //! line break: each must come back exactly, or be refused; it must never
 //! split a line or reach another resource.
@@ -187,52 +189,62 @@ impl Checker<'_> {
         false
     }
 
-    /// Sets every read-write attribute whose value differs from the
-    /// template's to the template's value (or, failing any, flips a
-    /// boolean, picks another enum value or sets a string).
+    /// Sets the read-write attributes whose values differ from the
+    /// template's to the template's values, all in one update; then each
+    /// other read-write attribute, one update each, to a value made up
+    /// for its type (arrays and hashes too). Each change must be read
+    /// back; an attribute no value can be made up for is named.
     fn change(&mut self, provider: &Provider, template: &Resource, name: &str) {
         let Some(current) = self.found(provider, name) else {
             return;
         };
-        let settable = |key: &str| {
-            key != "name"
-                && key != "ensure"
-                && provider
-                    .attribute(key)
-                    .is_some_and(|a| a.kind == Kind::ReadWrite)
+        let settable = |a: &&crate::metadata::Attribute| {
+            a.name != "name" && a.name != "ensure" && a.kind == Kind::ReadWrite
         };
-        let mut attrs: Vec<(String, Value)> = template
+        let copied: Vec<(String, Value)> = template
             .attrs
             .iter()
-            .filter(|(key, value)| settable(key) && current.attrs.get(*key) != Some(value))
+            .filter(|(key, value)| {
+                provider.attribute(key).as_ref().is_some_and(settable)
+                    && current.attrs.get(*key) != Some(value)
+            })
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
-        if attrs.is_empty() {
-            attrs.extend(provider.meta.attributes.values().find_map(|a| {
-                if !settable(&a.name) {
-                    return None;
+        if !copied.is_empty() && self.apply(provider, name, copied.clone(), "change") {
+            let keys: Vec<&str> = copied.iter().map(|(k, _)| k.as_str()).collect();
+            self.note(format!("changed {}", keys.join(", ")));
+            self.expect_found(provider, name, &copied, "changed");
+        }
+        let others: Vec<&crate::metadata::Attribute> = provider
+            .meta
+            .attributes
+            .values()
+            .filter(settable)
+            .filter(|a| !copied.iter().any(|(key, _)| *key == a.name))
+            .collect();
+        let mut skipped = Vec::new();
+        for attribute in others {
+            let now = current.attrs.get(&attribute.name);
+            let value = match other_value(&attribute.attr_type, now) {
+                Some(value) if !attribute.sensitive => value,
+                _ => {
+                    skipped.push(attribute.name.as_str());
+                    continue;
                 }
-                let now = current.attrs.get(&a.name);
-                let other = match &a.attr_type {
-                    AttrType::Boolean => Value::Bool(!matches!(now, Some(Value::Bool(true)))),
-                    AttrType::Enum(values) => Value::String(
-                        values
-                            .iter()
-                            .find(|v| now.and_then(Value::as_str) != Some(v.as_str()))?
-                            .clone(),
-                    ),
-                    AttrType::String if !a.sensitive => Value::String(CHANGED.to_owned()),
-                    _ => return None,
-                };
-                Some((a.name.clone(), other))
-            }));
+            };
+            let attrs = vec![(attribute.name.clone(), value)];
+            let what = format!("change of {} of", attribute.name);
+            if self.apply(provider, name, attrs.clone(), &what) {
+                self.note(format!("changed {}", attribute.name));
+                self.expect_found(provider, name, &attrs, "changed");
+            }
         }
-        if attrs.is_empty() || !self.apply(provider, name, attrs.clone(), "change") {
-            return;
+        if !skipped.is_empty() {
+            self.note(format!(
+                "not changed (sensitive, or no value to make up): {}",
+                skipped.join(", ")
+            ));
         }
-        let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
-        self.note(format!("changed {}", keys.join(", ")));
-        self.expect_found(provider, name, &attrs, "changed");
     }
 
     /// A string attribute set to two lines must come back as two lines of
@@ -584,6 +596,48 @@ fn made_value(attr_type: &AttrType) -> Option<Value> {
     }
 }
 
+/// A value of type `attr_type` other than `now`, when one can be made
+/// up: a boolean flipped, another enum member, a new word, another number,
+/// an array of one other element, a hash of one entry.
+fn other_value(attr_type: &AttrType, now: Option<&Value>) -> Option<Value> {
+    let differs = |value: &Value| Some(value) != now;
+    match attr_type {
+        AttrType::Boolean => Some(Value::Bool(!matches!(now, Some(Value::Bool(true))))),
+        AttrType::Enum(values) => values
+            .iter()
+            .map(|v| Value::String(v.clone()))
+            .find(|v| v.as_str() != Some("absent") && differs(v)),
+        AttrType::Integer(range) => {
+            let (min, max) = range.unwrap_or((i64::MIN, i64::MAX));
+            [1, 2, min, max]
+                .into_iter()
+                .map(|n| Value::Integer(n.clamp(min, max)))
+                .find(differs)
+        }
+        AttrType::Float => [1.5, 2.5].into_iter().map(Value::Float).find(differs),
+        AttrType::Array(inner) => {
+            let first = match now {
+                Some(Value::Array(items)) => items.first(),
+                _ => None,
+            };
+            let one = Value::Array(vec![other_value(inner, first)?]);
+            differs(&one).then_some(one)
+        }
+        AttrType::Hash => {
+            let taken = matches!(now, Some(Value::Hash(h)) if h.contains_key(MADE_VALUE));
+            let key = if taken { CHANGED } else { MADE_VALUE };
+            let entry = (key.to_owned(), Value::String(CHANGED.to_owned()));
+            Some(Value::Hash([entry].into_iter().collect()))
+        }
+        AttrType::Optional(inner) => other_value(inner, now),
+        AttrType::Variant(types) => types.iter().find_map(|t| other_value(t, now)),
+        AttrType::String | AttrType::Pattern(_) => [CHANGED, MADE_VALUE, "1", "true"]
+            .into_iter()
+            .filter_map(|text| attr_type.parse_cli(text).ok())
+            .find(differs),
+    }
+}
+
 /// Whether an update failed because the provider (or ral, before calling
 /// it) refused the request, rather than by breaking the convention.
 fn refused(error: &Error) -> bool {
@@ -630,5 +684,46 @@ mod tests {
         assert_eq!(made("pattern[/^[a-z-]+$/]"), Some(word()));
         assert_eq!(made("pattern[/^[0-7]{3,4}$/]"), None);
         assert_eq!(made("hash"), None);
+    }
+
+    #[test]
+    fn another_value_differs_from_the_current_one_for_every_type_it_can() {
+        let other = |text: &str, now: Option<Value>| {
+            other_value(&AttrType::parse(text).unwrap(), now.as_ref())
+        };
+        let word = |w: &str| Value::String(w.to_owned());
+        assert_eq!(
+            other("boolean", Some(Value::Bool(true))),
+            Some(Value::Bool(false))
+        );
+        assert_eq!(other("boolean", None), Some(Value::Bool(true)));
+        assert_eq!(
+            other("enum[absent, present, latest]", Some(word("present"))),
+            Some(word("latest"))
+        );
+        assert_eq!(
+            other("integer[1, 9]", Some(Value::Integer(1))),
+            Some(Value::Integer(2))
+        );
+        assert_eq!(other("integer[5, 5]", Some(Value::Integer(5))), None);
+        assert_eq!(other("string", Some(word(CHANGED))), Some(word(MADE_VALUE)));
+        assert_eq!(
+            other("array[string]", Some(Value::Array(vec![word("root")]))),
+            Some(Value::Array(vec![word(CHANGED)]))
+        );
+        assert_eq!(
+            other("array[string]", Some(Value::Array(vec![word(CHANGED)]))),
+            Some(Value::Array(vec![word(MADE_VALUE)]))
+        );
+        let hash = other("hash", None).unwrap();
+        assert_eq!(
+            other("hash", Some(hash.clone())).map(|h| h == hash),
+            Some(false)
+        );
+        assert_eq!(other("pattern[/^[0-7]{3,4}$/]", Some(word("0644"))), None);
+        assert_eq!(
+            other("optional[boolean]", Some(Value::Null)),
+            Some(Value::Bool(true))
+        );
     }
 }

@@ -74,6 +74,10 @@ pub struct Host {
     remote_env: Vec<String>,
     error_lines: AtomicUsize,
     problem_lines: AtomicUsize,
+    /// The warning and error lines of the calls, to be quoted (at most
+    /// [`QUOTED_PROBLEMS`](crate::process::QUOTED_PROBLEMS) a call, and
+    /// as many until taken).
+    problem_quotes: std::sync::Mutex<Vec<String>>,
     check: OutputCheck,
 }
 
@@ -98,6 +102,7 @@ impl Host {
             remote_env,
             error_lines: AtomicUsize::new(0),
             problem_lines: AtomicUsize::new(0),
+            problem_quotes: std::sync::Mutex::new(Vec::new()),
             check: OutputCheck::new(strict),
         }
     }
@@ -119,6 +124,17 @@ impl Host {
 
     /// How many warning and error lines providers wrote on stderr so far
     /// (describe excluded).
+    /// The warning and error lines kept since the last time they were
+    /// taken (see [`Host::provider_problem_lines`] for how many there were).
+    pub fn take_problem_quotes(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .problem_quotes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
+    }
+
     pub fn provider_problem_lines(&self) -> usize {
         self.problem_lines.load(Ordering::SeqCst)
     }
@@ -279,6 +295,13 @@ impl Runner for Host {
                 .fetch_add(finished.error_lines, Ordering::SeqCst);
             self.problem_lines
                 .fetch_add(finished.problem_lines, Ordering::SeqCst);
+            let mut quotes = self
+                .problem_quotes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if quotes.len() < 64 {
+                quotes.extend(finished.problem_quotes.iter().cloned());
+            }
         }
         Ok(finished)
     }

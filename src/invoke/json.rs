@@ -536,6 +536,7 @@ mod tests {
                 stderr_lines: 0,
                 problem_lines: 0,
                 error_lines: 0,
+                problem_quotes: Vec::new(),
                 stderr_tail: Vec::new(),
             })
         }

@@ -71,7 +71,7 @@ fn each_violation_is_found_with_a_hint() {
         ),
         (
             "noisy",
-            "list: wrote 1 warning or error line(s) to stderr",
+            "list: wrote 1 warning or error line(s) to stderr: 'warn: something odd'",
             "lines are for real problems; commentary goes at debug: or info:",
         ),
         (

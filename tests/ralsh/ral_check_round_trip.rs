@@ -212,3 +212,27 @@ fn checks_that_find_nothing_to_work_on_are_named_as_not_run() {
     .stdout_has("hint: pass --seed DIR")
     .stdout_has("0 of 1 provider(s) clean, 1 not fully checked");
 }
+
+#[test]
+fn every_settable_attribute_is_changed_and_read_back_arrays_and_hashes_too() {
+    // A json provider with an array, a hash and a string: the correct one
+    // passes with each changed; one that keeps the old array on a change
+    // (and says nothing) fails, naming the attribute and both values.
+    let aliases = fixtures_dir().join("check/aliases");
+    let check = |provider: &str| {
+        run(Command::new(env!("CARGO_BIN_EXE_ral"))
+            .args(["check", "--slow", "60", "--seed"])
+            .arg(aliases.join("seed"))
+            .arg(aliases.join("providers").join(format!("{provider}.prov"))))
+    };
+    check("aliases")
+        .expect(0)
+        .stdout_has("changed recipients; changed options; changed note;");
+    check("aliases_keeps_arrays")
+        .expect(1)
+        .stdout_has(
+            "round trip: 'ralcheck1' was changed with recipients 'ral-check-changed', but find \
+             reports 'root'",
+        )
+        .stdout_has("0 of 1 provider(s) clean");
+}

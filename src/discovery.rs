@@ -460,10 +460,21 @@ impl Registry {
                 provider: unsuitable.qualified_name(),
                 reason: unsuitable.unsuitable.clone().unwrap_or_default(),
             }),
-            ([], None) => Err(Error::UnknownProvider {
-                query: query.to_owned(),
-                broken: self.broken,
-            }),
+            ([], None) => {
+                let names: Vec<String> = self
+                    .providers
+                    .iter()
+                    .flat_map(|p| [p.type_name().to_owned(), p.qualified_name()])
+                    .collect();
+                Err(Error::UnknownProvider {
+                    query: query.to_owned(),
+                    suggestion: crate::suggest::did_you_mean(
+                        query,
+                        names.iter().map(String::as_str),
+                    ),
+                    broken: self.broken,
+                })
+            }
             (many, _) => Err(Error::AmbiguousType {
                 query: query.to_owned(),
                 candidates: many.iter().map(|p| p.qualified_name()).collect(),

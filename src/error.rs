@@ -71,10 +71,16 @@ pub enum Error {
 
     /// No provider matches a name given by the user.
     #[error(
-        "unknown provider or type '{query}'; run `ralsh` without arguments to list providers{}",
+        "unknown provider or type '{query}'{suggestion}; run `ralsh` without arguments to list \
+         providers{}",
         broken_note(*.broken)
     )]
-    UnknownProvider { query: String, broken: usize },
+    UnknownProvider {
+        query: String,
+        /// ` (did you mean 'NAME'?)`, or empty.
+        suggestion: String,
+        broken: usize,
+    },
 
     /// A type has several suitable providers, so a bare type is ambiguous.
     #[error("type '{query}' has several providers: {}; name one of them", candidates.join(", "))]

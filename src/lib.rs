@@ -45,6 +45,7 @@ pub mod render;
 pub mod resource;
 pub mod secrets;
 pub mod store;
+pub mod suggest;
 pub mod text;
 pub mod types;
 pub mod update;

@@ -109,8 +109,9 @@ pub fn settable_attribute<'p>(
     };
     match provider.attribute(key) {
         None => Err(format!(
-            "unknown attribute '{}'; settable attributes: {}",
+            "unknown attribute '{}'{}; settable attributes: {}",
             escape(key),
+            crate::suggest::did_you_mean(key, provider.meta.attributes.keys().map(String::as_str)),
             settable()
         )),
         Some(attribute) if attribute.kind == Kind::Read => Err(format!(

@@ -8,6 +8,7 @@ use std::path::Path;
 const LAYERS: &[&str] = &[
     "error",
     "text",
+    "suggest",
     "local_time",
     "yaml_doc",
     "quoting",

@@ -54,6 +54,7 @@ mod sensitive_env;
 mod simple_output;
 mod state_store;
 mod store_paths;
+mod suggestions;
 mod support;
 mod toolkit;
 mod types;

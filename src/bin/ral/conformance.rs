@@ -71,6 +71,34 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
+/// ` (did you mean 'DIR/NAME'?)` for the file of `missing`'s directory
+/// whose name is closest to it, or nothing.
+fn nearby(missing: &Path) -> String {
+    let (Some(name), dir) = (
+        missing.file_name().and_then(|n| n.to_str()),
+        missing.parent(),
+    ) else {
+        return String::new();
+    };
+    let dir = dir
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return String::new();
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    match ral::suggest::closest(name, names.iter().map(String::as_str)) {
+        Some(close) => format!(
+            " (did you mean '{}'?)",
+            missing.with_file_name(close).display()
+        ),
+        None => String::new(),
+    }
+}
+
 fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
     let timeout = seconds(args.timeout, "--timeout")?;
     let slow = seconds(args.slow, "--slow")?;
@@ -86,7 +114,7 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             );
         }
         if !provider.is_file() {
-            anyhow::bail!("{}: no such file", provider.display());
+            anyhow::bail!("{}: no such file{}", provider.display(), nearby(provider));
         }
     }
     let mut stdout = std::io::stdout().lock();

@@ -217,6 +217,21 @@ pub fn load_with(args: &Args, cache: &MetadataCache) -> anyhow::Result<(Host, Re
     load::load_with(&setup(args), cache, only_type)
 }
 
+/// An unknown type or provider, with the closest known name: the
+/// registry of `ralsh TYPE` holds that type's providers only, so the names
+/// to suggest from are those of every provider (found again, from the
+/// metadata cache as a rule; only on this error).
+fn with_suggestion(args: &Args, query: &str, error: ral::Error) -> ral::Error {
+    if !matches!(&error, ral::Error::UnknownProvider { suggestion, .. } if suggestion.is_empty()) {
+        return error;
+    }
+    let all = load::load_with(&setup(args), &cache_for(args), None);
+    match all.as_ref().map(|(_, registry)| registry.resolve(query)) {
+        Ok(Err(full @ ral::Error::UnknownProvider { .. })) => full,
+        _ => error,
+    }
+}
+
 fn dispatch(
     args: &Args,
     output: &Output,
@@ -255,7 +270,9 @@ fn run_command<'p>(
         printer.providers(registry.providers(), output.long)?;
         return Ok(Status::Success);
     };
-    let provider = registry.resolve(query)?;
+    let provider = registry
+        .resolve(query)
+        .map_err(|e| with_suggestion(args, query, e))?;
     if args.explain {
         if args.name.is_some() {
             bail!("--explain takes only a provider: ralsh --explain {query}");

@@ -497,8 +497,8 @@ fn resource_bad_attributes_fail_with_ralsh_message_and_change_nothing() {
 }
 
 /// YAML reads `mode: 0640` as the octal number 416, which ralsh would take
-/// as the mode 0416: an integer mode is refused, naming the fix, and a
-/// quoted one works.
+/// as the mode 0416: an integer mode is refused by both modules, naming
+/// the fix, and a quoted one works.
 fn resource_refuses_an_integer_mode_and_takes_a_quoted_one() {
     let play = Play::new();
     let file = play.root().join("srv/app.ini");
@@ -518,6 +518,24 @@ fn resource_refuses_an_integer_mode_and_takes_a_quoted_one() {
     );
     done.run.expect(0);
     assert_same_tree(&before, play.root(), "an integer mode");
+    // The same trap in ral.core.apply's content given as a mapping.
+    let applied = play.run(
+        &format!(
+            "    - register: mapping\n      ignore_errors: true\n      ral.core.apply:\n        \
+             content:\n          file:\n            {path}: {{content: x, mode: 0640}}\n"
+        ),
+        &["mapping"],
+        &[],
+    );
+    applied.run.expect(0);
+    assert_same_tree(&before, play.root(), "an integer mode in a manifest");
+    let mapping = applied.result("mapping");
+    assert_eq!(mapping["failed"], true, "{mapping}");
+    let msg = mapping["msg"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("content: file[{path}]: mode: the integer 416 is not a mode")),
+        "{msg}"
+    );
     for (name, integer) in [("octal", 416), ("decimal", 640)] {
         let result = done.result(name);
         assert_eq!(result["failed"], true, "{result}");
@@ -829,7 +847,7 @@ fn apply_refused_manifest_fails_with_ral_message_and_changes_nothing() {
     assert_eq!(refused["rc"], 2);
     assert_eq!(
         refused["msg"],
-        "content:3: host[bad]: unknown attribute 'ipx'; settable attributes: ensure, ip, host_aliases, comment"
+        "content:3: host[bad]: unknown attribute 'ipx' (did you mean 'ip'?); settable attributes: ensure, ip, host_aliases, comment"
     );
     assert_eq!(refused["problems"][0]["file"], "content");
     assert_eq!(refused["problems"][0]["line"], 3);

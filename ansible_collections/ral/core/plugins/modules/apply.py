@@ -62,7 +62,8 @@ options:
         A string is taken as YAML text, which ral types by the providers' metadata (so
         C(mode: 0640) there stays the text C(0640)). A mapping is written as JSON; note
         that Ansible's YAML has already read unquoted values such as C(0640) as numbers
-        then, so prefer a string (a block scalar, or a template lookup).
+        then, so prefer a string (a block scalar, or a template lookup). In a mapping, an
+        integer C(mode) fails the task, saying to quote it.
       - Exactly one of O(manifest) and O(content) is required.
       - A manifest may hold sensitive values (passwords), so the task's returned
         C(invocation) shows V(CONTENT_NOT_SHOWN) in its place; ral prints sensitive values
@@ -219,10 +220,32 @@ CONTENT_NOT_SHOWN = 'CONTENT_NOT_SHOWN'
 FAILED_STATES = ('Failed', 'Skipped', 'Stopped')
 
 
+def integer_mode(content):
+    """The first resource of a manifest mapping whose mode is an integer
+    (YAML read an unquoted 0640 as 416), as (TYPE, NAME, VALUE), or None."""
+    if not isinstance(content, dict):
+        return None
+    for type_name, resources in content.items():
+        if not isinstance(resources, dict):
+            continue
+        for name, attributes in resources.items():
+            mode = attributes.get('mode') if isinstance(attributes, dict) else None
+            if isinstance(mode, int) and not isinstance(mode, bool):
+                return type_name, name, mode
+    return None
+
+
 def write_content(module, content):
     """CONTENT in a temporary file on the managed host (in the module's own
     temporary directory, removed when the module ends): YAML text as it is,
     a mapping as JSON."""
+    found = integer_mode(content)
+    if found:
+        module.fail_json(
+            msg="content: %s[%s]: mode: the integer %d is not a mode: YAML reads an unquoted "
+                "mode with a leading 0 (0640) as an octal number (416) and one without (640) "
+                "as a decimal one. Quote it, as in mode: '0640', or give content as YAML text"
+                % found)
     if isinstance(content, (dict, list)):
         suffix, data = '.json', json.dumps(content)
     elif isinstance(content, str):

@@ -68,6 +68,10 @@ options:
         they are, booleans as V(true)/V(false), numbers in decimal, lists as JSON arrays,
         mappings as JSON objects, and null as the empty value (no value, for
         C(optional[...]) attributes).
+      - >-
+        An integer given for a mode (an attribute named C(mode), or whose type takes
+        octal digits) fails the task: YAML reads an unquoted C(mode: 0640) as the number
+        416 and C(mode: 640) as six hundred and forty. Quote it, as in C(mode: '0640').
       - V(ensure=absent) removes the resource; setting attributes of a resource that does
         not exist creates it.
       - Needs O(name). Without O(attributes) the resource is only read.

@@ -49,6 +49,7 @@ mod ral_check;
 mod ral_check_findings;
 mod ral_check_round_trip;
 mod redaction;
+mod saved_plan_edges;
 mod saved_plans;
 mod sensitive_env;
 mod simple_output;

@@ -3,7 +3,9 @@
 //! working directory where nothing can be written), and a read that failed
 //! when the plan was made, which its task keeps word for word.
 
-use crate::plans::{plan_json, task, Bench};
+use serde_json::Value as Json;
+
+use crate::plans::{plan_json, task, updates, Bench};
 use crate::support::run;
 
 #[test]
@@ -56,4 +58,85 @@ fn a_read_that_failed_when_the_plan_was_made_fails_its_task_with_the_providers_w
     assert_eq!(b1["error"]["kind"], "read", "{b1}");
     let message = b1["error"]["message"].as_str().unwrap();
     assert!(message.contains("the store is broken"), "{message}");
+}
+
+/// Edits the saved plan at `path` and seals it again with its store's key,
+/// as only someone holding that key could: what ral still refuses then is
+/// refused by its own checks of the plan, not by the seal.
+fn reseal(bench: &Bench, path: &str, edit: impl FnOnce(&mut Json)) {
+    let key_file = bench.sandbox.root().join("var/lib/ral/state.db.key");
+    let hex = std::fs::read_to_string(key_file).unwrap();
+    let bytes: Vec<u8> = (0..64)
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap())
+        .collect();
+    let key = ral::store::StoreKey::from_bytes(bytes.try_into().unwrap());
+    let mut doc: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut doc["plan"]);
+    // The tag covers every byte before it, its field's name included.
+    let signed = format!(
+        "{{\"ral_saved_plan\":{},\"plan\":{},\"hmac\":\"",
+        doc["ral_saved_plan"], doc["plan"]
+    );
+    let tag = key.digest(&[signed.as_bytes()]);
+    std::fs::write(path, format!("{signed}{tag}\"}}\n")).unwrap();
+}
+
+/// A saved plan of two tasks, b1 then a1 (which needs b1), and its path.
+fn two_tasks(bench: &Bench) -> String {
+    let m = bench.manifest(
+        "m.yaml",
+        "beta:\n  b1: {value: x}\nalpha:\n  a1: {value: z, needs: b1}\n",
+    );
+    let saved = bench.manifests.path().join("p.plan");
+    let saved = saved.to_str().unwrap().to_owned();
+    bench.ral("plan", &["-o", &saved, &m]).expect(0);
+    saved
+}
+
+#[test]
+fn a_resealed_plan_is_still_checked_task_by_task() {
+    // Sealed again as it was, it applies: the seal is made right here.
+    let bench = Bench::new();
+    let saved = two_tasks(&bench);
+    reseal(&bench, &saved, |_| {});
+    bench.ral("apply", &[&saved]).expect(0);
+
+    let cases: [(&str, fn(&mut Json)); 6] = [
+        ("is out of order", |plan| {
+            plan["tasks"][0]["id"] = Json::from(2);
+        }),
+        ("waits for task 2, which is not before it", |plan| {
+            plan["tasks"][1]["requires"] = serde_json::json!([2]);
+        }),
+        ("waits for task 0, which is not before it", |plan| {
+            plan["tasks"][1]["requires"] = serde_json::json!([0]);
+        }),
+        ("has two tasks", |plan| {
+            let mut again = plan["tasks"][0].clone();
+            again["id"] = Json::from(3);
+            again["requires"] = serde_json::json!([]);
+            plan["tasks"].as_array_mut().unwrap().push(again);
+        }),
+        ("has the unknown action 'explode'", |plan| {
+            plan["tasks"][0]["action"] = Json::from("explode");
+        }),
+        (
+            "is not in its manifests or the state store any more",
+            |plan| {
+                plan["tasks"][0]["type"] = Json::from("beta::beta");
+            },
+        ),
+    ];
+    for (said, edit) in cases {
+        let bench = Bench::new();
+        let saved = two_tasks(&bench);
+        reseal(&bench, &saved, edit);
+        bench.take_calls();
+        bench.ral("apply", &[&saved]).expect(2).stderr_has(said);
+        assert!(
+            updates(&bench.take_calls()).is_empty(),
+            "{said}: something ran"
+        );
+    }
 }

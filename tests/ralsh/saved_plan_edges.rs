@@ -82,6 +82,9 @@ fn reseal(bench: &Bench, path: &str, edit: impl FnOnce(&mut Json)) {
     std::fs::write(path, format!("{signed}{tag}\"}}\n")).unwrap();
 }
 
+/// A change made to a saved plan's body.
+type Edit = fn(&mut Json);
+
 /// A saved plan of two tasks, b1 then a1 (which needs b1), and its path.
 fn two_tasks(bench: &Bench) -> String {
     let m = bench.manifest(
@@ -102,7 +105,7 @@ fn a_resealed_plan_is_still_checked_task_by_task() {
     reseal(&bench, &saved, |_| {});
     bench.ral("apply", &[&saved]).expect(0);
 
-    let cases: [(&str, fn(&mut Json)); 6] = [
+    let cases: [(&str, Edit); 6] = [
         ("is out of order", |plan| {
             plan["tasks"][0]["id"] = Json::from(2);
         }),

@@ -222,7 +222,9 @@ impl<'p, W: Write> ResourceStream<'p, W> {
 
     /// Ends the document (with the error that cut the listing short, if
     /// any) and gives the writer back.
-    pub fn finish(mut self, error_message: Option<&str>) -> io::Result<W> {
+    /// Ends the document (and flushes); the writer stays with the stream,
+    /// also when writing failed ([`ResourceStream::into_inner`]).
+    pub fn finish(&mut self, error_message: Option<&str>) -> io::Result<()> {
         match (self.count, error_message) {
             (0, None) => self.out.write_all(b"{\"resources\": []}\n")?,
             (0, Some(message)) => writeln!(self.out, "{}", error(message, None))?,
@@ -233,8 +235,11 @@ impl<'p, W: Write> ResourceStream<'p, W> {
                 self.out.write_all(b"}\n")?;
             }
         }
-        self.out.flush()?;
-        Ok(self.out)
+        self.out.flush()
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
     }
 }
 
@@ -284,12 +289,15 @@ impl<'p, W: Write> Printer<'p> for JsonPrinter<'p, W> {
     }
 
     fn end_list(&mut self, provider: &'p Provider, error: Option<&str>) -> io::Result<()> {
-        let stream = match self.list.take() {
+        let mut stream = match self.list.take() {
             Some(stream) => stream,
             None => ResourceStream::new(self.out.take().expect("the writer"), provider),
         };
-        self.out = Some(stream.finish(error)?);
-        Ok(())
+        // The writer comes back whatever happened, so that a closed stdout
+        // is an error to report, not a writer lost.
+        let finished = stream.finish(error);
+        self.out = Some(stream.into_inner());
+        finished
     }
 
     fn found(
@@ -341,5 +349,36 @@ mod tests {
         .unwrap();
         assert_eq!(streamed, built);
         assert!(!streamed.contains("hush"));
+    }
+
+    /// A stdout whose reader has gone: every write fails as a closed pipe
+    /// does.
+    struct Closed;
+
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_listing_that_cannot_be_ended_keeps_the_writer_for_what_follows() {
+        // `ralsh -j TYPE | head -c 5`: the end of the listing meets the
+        // closed pipe; the error is reported, and flushing afterwards (as
+        // ralsh does on its way out) must not find the writer gone.
+        let yaml = "---\nprovider:\n  type: t\n  invoke: simple\n  actions: [list]\n  suitable: true\n  desc: d\n  attributes:\n    name: {}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, Path::new("t.yaml")).unwrap();
+        let provider = Provider::new(meta, "t.prov".into(), None);
+        let item = Resource::bare("x");
+        let mut printer = JsonPrinter::new(io::BufWriter::new(Closed));
+        printer.listed(&provider, &item).unwrap();
+        let ended = printer.end_list(&provider, None).unwrap_err();
+        assert_eq!(ended.kind(), io::ErrorKind::BrokenPipe);
+        let flushed = printer.flush().unwrap_err();
+        assert_eq!(flushed.kind(), io::ErrorKind::BrokenPipe);
     }
 }

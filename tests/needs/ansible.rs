@@ -533,7 +533,9 @@ fn resource_refuses_an_integer_mode_and_takes_a_quoted_one() {
     assert_eq!(mapping["failed"], true, "{mapping}");
     let msg = mapping["msg"].as_str().unwrap();
     assert!(
-        msg.contains(&format!("content: file[{path}]: mode: the integer 416 is not a mode")),
+        msg.contains(&format!(
+            "content: file[{path}]: mode: the integer 416 is not a mode"
+        )),
         "{msg}"
     );
     for (name, integer) in [("octal", 416), ("decimal", 640)] {

@@ -70,3 +70,50 @@ fn every_command_ends_quietly_and_successfully_when_its_reader_goes_away() {
         assert_eq!((status, stderr.as_str()), (Some(0), ""), "{name}");
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_in_the_middle_of_a_listing_ends_it_quietly() {
+    // The provider lists two names, waits on a FIFO, then lists a third:
+    // the reader takes the first bytes and goes, and only then does the
+    // provider go on, so the end of the listing meets a closed pipe.
+    use std::io::{Read, Write};
+    for form in [&[][..], &["-j"], &["--yaml"]] {
+        let sandbox = Sandbox::new();
+        sandbox.write("flood", "gated");
+        let gate = sandbox.root().join("gate");
+        assert!(Command::new("mkfifo")
+            .arg(&gate)
+            .status()
+            .unwrap()
+            .success());
+        let mut command = sandbox.fixture_command(&["--timeout", "20"]);
+        let mut child = command
+            .args(form)
+            .arg("flood")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 5];
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut first)
+            .unwrap();
+        drop(child.stdout.take());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&gate)
+            .unwrap()
+            .write_all(b"go\n")
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            (output.status.code(), stderr.as_ref()),
+            (Some(0), ""),
+            "{form:?}"
+        );
+    }
+}

@@ -17,6 +17,7 @@ pub fn tests() -> Vec<Test> {
         on_a_target_the_value_is_on_no_command_line_here_or_there,
         a_target_under_two_roots_has_two_stores,
         an_inventory_gives_ssh_its_port_user_key_and_options,
+        a_target_that_fails_fails_the_run_whether_its_output_is_read_or_not,
     ]
 }
 
@@ -225,5 +226,51 @@ fn an_inventory_gives_ssh_its_port_user_key_and_options() {
             "{}",
             run.stderr
         );
+    }
+}
+
+/// A target nothing answers on fails the run (exit 2), also when the
+/// reader of the output has gone before it was written.
+fn a_target_that_fails_fails_the_run_whether_its_output_is_read_or_not() {
+    let home = tempfile::tempdir().unwrap();
+    let target = format!("ssh://root@127.0.0.1:{}", crate::sshd::free_port());
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("site.yaml"),
+        "host:\n  web: {ip: 10.0.0.5}\n",
+    )
+    .unwrap();
+    let site = home.path().join("site.yaml");
+    let commands: [(&str, Vec<&std::ffi::OsStr>); 2] = [
+        (env!("CARGO_BIN_EXE_ralsh"), vec!["host".as_ref()]),
+        (
+            env!("CARGO_BIN_EXE_ral"),
+            vec!["plan".as_ref(), site.as_os_str()],
+        ),
+    ];
+    for (program, args) in commands {
+        for closed in [false, true] {
+            let mut command = Command::new(program);
+            command
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", home.path())
+                .args(&args[..1])
+                .args(["-t", &target, "--root"])
+                .arg(root.path())
+                .args(&args[1..])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            let mut child = command.spawn().unwrap();
+            if closed {
+                drop(child.stdout.take());
+            }
+            let output = child.wait_with_output().unwrap();
+            assert_eq!(
+                output.status.code(),
+                Some(2),
+                "{program} {args:?}, stdout closed: {closed}"
+            );
+        }
     }
 }

@@ -117,3 +117,36 @@ fn a_reader_that_goes_away_in_the_middle_of_a_listing_ends_it_quietly() {
         );
     }
 }
+
+#[test]
+fn a_closed_stdout_never_hides_the_outcome_or_what_a_command_writes() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "127.0.0.1 localhost\n");
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("site.yaml");
+    std::fs::write(&manifest, "host:\n  web: {ip: 10.0.0.5}\n").unwrap();
+    let m = manifest.to_str().unwrap();
+    // Changes pending: 2 with --detailed-exitcodes, read or not.
+    let (status, stderr) =
+        with_stdout_closed(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", m]));
+    assert_eq!((status, stderr.as_str()), (Some(2), ""));
+    // The saved plan is written all the same, and applies.
+    let saved = manifests.path().join("p.plan");
+    let (status, stderr) =
+        with_stdout_closed(&mut sandbox.ral_command("plan", &["-o", saved.to_str().unwrap(), m]));
+    assert_eq!((status, stderr.as_str()), (Some(0), ""));
+    run(&mut sandbox.ral_command("apply", &[saved.to_str().unwrap()])).expect(0);
+    assert!(sandbox.read("etc/hosts").contains("10.0.0.5"));
+    // A provider that fails its check fails it, read or not.
+    let noisy =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/check/providers/noisy.prov");
+    let mut check = Command::new(env!("CARGO_BIN_EXE_ral"));
+    check.args(["check", "--slow", "60"]).arg(&noisy);
+    let (status, _) = with_stdout_closed(&mut check);
+    assert_eq!(status, Some(1));
+    // The manual ends quietly.
+    let mut manual = Command::new(env!("CARGO_BIN_EXE_ral"));
+    manual.arg("--man");
+    let (status, stderr) = with_stdout_closed(&mut manual);
+    assert_eq!((status, stderr.as_str()), (Some(0), ""));
+}

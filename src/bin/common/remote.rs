@@ -233,7 +233,8 @@ pub fn report<T>(
     program: &str,
 ) -> anyhow::Result<()> {
     if !quiet {
-        let mut stdout = std::io::stdout().lock();
+        // The exit status tells each target's outcome, read or not.
+        let mut stdout = crate::unread::stdout();
         if json {
             print_json(&mut stdout, runs)?;
         } else {

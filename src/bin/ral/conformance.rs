@@ -117,7 +117,9 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             anyhow::bail!("{}: no such file{}", provider.display(), nearby(provider));
         }
     }
-    let mut stdout = std::io::stdout().lock();
+    // Every provider is checked even when the reader has gone: the exit
+    // status is the verdict.
+    let mut stdout = crate::unread::stdout();
     let mut clean = 0;
     let mut partial = 0;
     let mut failed = 0;

@@ -16,6 +16,8 @@ mod manual;
 mod remote;
 mod state;
 mod targets;
+#[path = "../common/unread.rs"]
+mod unread;
 
 use std::process::ExitCode;
 
@@ -134,7 +136,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             // arg_required_else_help leaves --man as the only way here.
-            (None, None) => match manual::render(&mut std::io::stdout()) {
+            (None, None) => match manual::render(&mut unread::stdout()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("ral: error: {e}");

@@ -16,6 +16,8 @@ mod progress;
 #[path = "../common/remote.rs"]
 mod remote;
 mod targets;
+#[path = "../common/unread.rs"]
+mod unread;
 
 fn main() -> std::process::ExitCode {
     let code = app::run();

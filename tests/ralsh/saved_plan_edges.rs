@@ -143,3 +143,87 @@ fn a_resealed_plan_is_still_checked_task_by_task() {
         );
     }
 }
+
+#[test]
+fn a_resealed_request_other_than_the_manifests_is_refused_plain_or_secret() {
+    let plan = |bench: &Bench| {
+        let m = bench.manifest("m.yaml", "alpha:\n  u1: {value: v, secret: s3cret}\n");
+        let saved = bench.manifests.path().join("p.plan");
+        let saved = saved.to_str().unwrap().to_owned();
+        bench.ral("plan", &["-o", &saved, &m]).expect(0);
+        saved
+    };
+    let cases: [Edit; 2] = [
+        |plan| {
+            for attr in plan["tasks"][0]["request"].as_array_mut().unwrap() {
+                if attr["attr"] == "value" {
+                    attr["value"] = Json::from("w");
+                }
+            }
+        },
+        |plan| {
+            for attr in plan["tasks"][0]["request"].as_array_mut().unwrap() {
+                if attr["attr"] == "secret" {
+                    attr["hmac"] = Json::from("00".repeat(32));
+                }
+            }
+        },
+    ];
+    for edit in cases {
+        let bench = Bench::new();
+        let saved = plan(&bench);
+        reseal(&bench, &saved, edit);
+        bench.take_calls();
+        bench
+            .ral("apply", &[&saved])
+            .expect(2)
+            .stderr_has("the manifests ask for alpha[u1] otherwise than when it was made");
+        assert!(updates(&bench.take_calls()).is_empty());
+    }
+}
+
+#[test]
+fn a_secret_that_had_no_value_then_and_has_none_now_is_no_drift() {
+    let bench = Bench::new();
+    bench.sandbox.write(
+        "alpha.json",
+        "{\"u1\": {\"ensure\": \"present\", \"value\": \"x\"}}",
+    );
+    let m = bench.manifest("m.yaml", "alpha:\n  u1: {value: x, secret: first-s3cret}\n");
+    let saved = bench.manifests.path().join("p.plan");
+    let saved = saved.to_str().unwrap();
+    bench.ral("plan", &["-o", saved, &m]).expect(0);
+    bench.ral("apply", &[saved]).expect(0);
+    assert_eq!(bench.store("alpha")["u1"]["secret"], "first-s3cret");
+}
+
+#[test]
+fn a_task_refused_as_drifted_shows_the_old_value_of_a_secret_redacted() {
+    let bench = Bench::new();
+    let stored = |value: &str| {
+        format!(
+            "{{\"u1\": {{\"ensure\": \"present\", \"value\": \"{value}\", \"secret\": \"old-s3cret\"}}}}"
+        )
+    };
+    bench.sandbox.write("alpha.json", &stored("x"));
+    let m = bench.manifest("m.yaml", "alpha:\n  u1: {value: y, secret: new-s3cret}\n");
+    let saved = bench.manifests.path().join("p.plan");
+    let saved = saved.to_str().unwrap();
+    bench.ral("plan", &["-o", saved, &m]).expect(0);
+    // Someone else changes the plain value: the task is refused, and its
+    // planned changes are shown, the secret's old value redacted.
+    bench.sandbox.write("alpha.json", &stored("theirs"));
+    let applied = bench.ral("apply", &["-j", saved]);
+    applied.expect(1);
+    let doc = plan_json(&applied);
+    let u1 = task(&doc, "alpha[u1]");
+    assert_eq!(u1["error"]["kind"], "drifted", "{u1}");
+    let change = u1["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["attr"] == "secret")
+        .unwrap_or_else(|| panic!("no change of the secret: {u1}"));
+    assert_eq!(change["was"], "[redacted]", "{u1}");
+    assert!(!applied.stdout.contains("s3cret"));
+}

@@ -161,9 +161,10 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     dir: StoreDir,
+    /// Held, never read: the run lock lasts as long as the store is open.
     /// Declared after `conn`, so dropped after it: closing the locked
     /// descriptor while SQLite has the file open would drop its locks.
-    lock: Option<RunLock>,
+    _lock: Option<RunLock>,
 }
 
 fn db_error(path: &Path, error: rusqlite::Error) -> Error {
@@ -185,11 +186,6 @@ impl Store {
     /// at `path`, with no identity to check and no lock (tests, tools).
     pub fn open(path: &Path) -> Result<Store> {
         Store::open_at(&Location::File(path.to_owned()), None)
-    }
-
-    /// Opens an existing store file to read; `None` when there is none.
-    pub fn open_existing(path: &Path) -> Result<Option<Store>> {
-        Store::open_existing_at(&Location::File(path.to_owned()), None)
     }
 
     /// Opens (creating it and its directories when missing) the store at
@@ -268,7 +264,7 @@ impl Store {
             conn,
             path: path.clone(),
             dir,
-            lock,
+            _lock: lock,
         };
         store.configure()?;
         schema::migrate(&mut store.conn).map_err(|message| Error::Store {
@@ -342,11 +338,6 @@ impl Store {
             (Some(target), Some(root)) => Some(Identity { target, root }),
             _ => None,
         })
-    }
-
-    /// The run lock, when the store was opened with it.
-    pub fn lock(&self) -> Option<&RunLock> {
-        self.lock.as_ref()
     }
 
     fn configure(&mut self) -> Result<()> {

@@ -422,6 +422,18 @@ fn the_history_shows_each_plan_at_its_local_date() {
     let history = state(&bench, &["-j", "history"]);
     let doc: Json = serde_json::from_str(&history.expect(0).stdout).unwrap();
     let created = doc["plans"][0]["created"].as_f64().unwrap() as i64;
+    // The moments recorded are the clock's, within this test's run.
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    for moment in ["created", "started", "ended"] {
+        let at = doc["plans"][0][moment].as_f64().unwrap();
+        assert!(
+            at > after - 600.0 && at <= after,
+            "{moment}: {at}, now {after}"
+        );
+    }
     // A zone nine hours east of UTC, named JST, as a POSIX TZ string
     // (no zone files needed): the date is the moment's there.
     let at = |tz: &str| {

@@ -218,14 +218,16 @@ pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<Strin
 /// follow what ssh said.
 fn hint(said: &[&str]) -> &'static str {
     let has = |words: &str| said.iter().any(|line| line.contains(words));
-    if has("Host key verification failed") || has("No ED25519 host key is known") {
+    // A changed key also says "Host key verification failed": it is
+    // asked first, and never answered with a way to trust the new key.
+    if has("REMOTE HOST IDENTIFICATION HAS CHANGED") {
+        ". The target's host key is not the one known here, which may mean someone is in \
+         between: if the key was really changed, remove the old one (ssh-keygen -R HOST)"
+    } else if has("Host key verification failed") || has("host key is known") {
         ". The target's host key is not known here (ral runs ssh with BatchMode=yes, \
          which asks nothing): add it to known_hosts (ssh-keyscan), or name a known_hosts \
          file or StrictHostKeyChecking=accept-new with -o in the inventory's \
          ansible_ssh_common_args or in --ssh-config"
-    } else if has("REMOTE HOST IDENTIFICATION HAS CHANGED") {
-        ". The target's host key is not the one known here: if it was really changed, \
-         remove the old one (ssh-keygen -R HOST)"
     } else {
         ""
     }
@@ -413,7 +415,7 @@ impl Session {
                     lines.join(" / ")
                 )
             } else {
-                said.join("; ") + hint(&said)
+                said.join("; ").trim_end_matches('.').to_owned() + hint(&said)
             };
             return Err(self.error(message));
         };
@@ -624,5 +626,18 @@ mod tests {
             text.ends_with("-T -p 2222 -l deploy -i /k/id -o ControlPath=/elsewhere -4"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_changed_host_key_is_never_answered_with_a_way_to_trust_the_new_one() {
+        let changed = [
+            "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @",
+            "Host key verification failed.",
+        ];
+        assert!(hint(&changed).contains("someone is in between"));
+        assert!(!hint(&changed).contains("accept-new"));
+        let unknown = ["Host key verification failed."];
+        assert!(hint(&unknown).contains("ssh-keyscan"));
+        assert_eq!(hint(&["Connection refused"]), "");
     }
 }

@@ -665,11 +665,44 @@ const KNOWN: &[&str] = &[
 fn ssh_args(text: &str) -> std::result::Result<Vec<String>, String> {
     // ssh's flags that take a value (the rest of the word, or the next).
     const VALUED: &str = "BbcDEeFIiJLlmOoPpQRSWw";
-    // What ral's sessions cannot work with.
-    const REFUSED: &str = "fGMNOSsTtVW";
+    // What ral's sessions cannot work with: no command, the background, a
+    // terminal, connection sharing of another's, no stdin, queries,
+    // another configuration file (--ssh-config names it), debug output
+    // that would drown the providers' own.
+    const REFUSED: &str = "FfGMNnOQSsTtVvW";
+    // The same as -o options, and the options ral sets itself per call.
+    const REFUSED_OPTIONS: [&str; 10] = [
+        "controlmaster",
+        "controlpath",
+        "controlpersist",
+        "sessiontype",
+        "requesttty",
+        "forkafterauthentication",
+        "remotecommand",
+        "stdinnull",
+        "loglevel",
+        "batchmode",
+    ];
+    let refuse_option = |option: &str| {
+        let name = option
+            .split(|c: char| c == '=' || c.is_whitespace())
+            .next()
+            .unwrap_or_default();
+        if REFUSED_OPTIONS.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "-o {name} would change what ral's ssh sessions do (ral sets it); give only \
+                 options of how to connect (such as -o StrictHostKeyChecking=yes)"
+            ));
+        }
+        Ok(())
+    };
     let words = shell_words::split(text).map_err(|e| format!("expected ssh options ({e})"))?;
     let mut value_next = false;
+    let mut option_next = false;
     for word in &words {
+        if std::mem::take(&mut option_next) {
+            refuse_option(word)?;
+        }
         if std::mem::take(&mut value_next) {
             continue;
         }
@@ -687,7 +720,15 @@ fn ssh_args(text: &str) -> std::result::Result<Vec<String>, String> {
                 return Err(format!("expected ssh options, and {word:?} is not one"));
             }
             if VALUED.contains(flag) {
-                value_next = at + flag.len_utf8() == flags.len();
+                let rest = &flags[at + flag.len_utf8()..];
+                value_next = rest.is_empty();
+                if flag == 'o' {
+                    if value_next {
+                        option_next = true;
+                    } else {
+                        refuse_option(rest)?;
+                    }
+                }
                 break;
             }
         }
@@ -1279,7 +1320,7 @@ all:
         let inventory = read(
             "all:\n  vars:\n    ansible_ssh_common_args: >-\n      -o StrictHostKeyChecking=no \
              -o 'UserKnownHostsFile=/tmp/known hosts'\n    ansible_ssh_extra_args: -4\n  \
-             hosts:\n    a:\n    b: {ansible_ssh_extra_args: -oServerAliveInterval=5 -vC}\n",
+             hosts:\n    a:\n    b: {ansible_ssh_extra_args: -oServerAliveInterval=5 -4C}\n",
         );
         let a = inventory.host("a").unwrap();
         assert_eq!(
@@ -1294,15 +1335,21 @@ all:
         assert_eq!(a.ssh_extra_args, ["-4"]);
         let b = inventory.host("b").unwrap();
         assert_eq!(b.ssh_common_args, a.ssh_common_args);
-        assert_eq!(b.ssh_extra_args, ["-oServerAliveInterval=5", "-vC"]);
+        assert_eq!(b.ssh_extra_args, ["-oServerAliveInterval=5", "-4C"]);
         for (args, needle) in [
             ("-N", "-N would change what ral's ssh sessions do"),
-            ("-vtt", "-t would change"),
-            ("-o ControlMaster=no -f", "-f would change"),
+            ("-4tt", "-t would change"),
+            ("-o ServerAliveInterval=5 -f", "-f would change"),
             ("-- host", "\"--\" is not one"),
             ("host", "\"host\" is not one"),
             ("-o", "\"-o\" expects a value after it"),
             ("-o 'unclosed", "expected ssh options ("),
+            ("-oControlMaster=no", "-o ControlMaster would change"),
+            ("-o controlpath=/tmp/x", "-o controlpath would change"),
+            ("-o 'SessionType none'", "-o SessionType would change"),
+            ("-4 -oRequestTTY=force", "-o RequestTTY would change"),
+            ("-F /tmp/other_config", "-F would change"),
+            ("-v", "-v would change"),
         ] {
             let (line, message) = refused(&format!(
                 "all:\n  hosts:\n    h:\n      ansible_ssh_common_args: \"{}\"\n",

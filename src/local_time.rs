@@ -15,17 +15,27 @@ pub fn local_date(seconds: i64) -> String {
             return format!("{seconds} (unix time)");
         }
         let mut buffer = [0u8; 64];
-        let format = c"%Y-%m-%d %H:%M:%S %Z";
-        let written = libc::strftime(
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-            format.as_ptr(),
-            &tm,
-        );
-        if written == 0 {
+        let mut format = |format: &std::ffi::CStr| {
+            let written = libc::strftime(
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+                format.as_ptr(),
+                &tm,
+            );
+            String::from_utf8_lossy(&buffer[..written]).into_owned()
+        };
+        let date = format(c"%Y-%m-%d %H:%M:%S");
+        // The zone's name comes from TZ or a zone file, which a hostile
+        // one may fill with escapes; a zone without a name (a TZ that
+        // names no zone) is shown by its offset.
+        let zone = match format(c"%Z") {
+            name if name.trim().is_empty() => format(c"%z"),
+            name => crate::text::escape(&name),
+        };
+        if date.is_empty() {
             return format!("{seconds} (unix time)");
         }
-        String::from_utf8_lossy(&buffer[..written]).into_owned()
+        format!("{date} {zone}")
     }
 }
 

@@ -6,16 +6,24 @@
 
 /// The candidate `query` most likely stands for, if one is close enough.
 pub fn closest<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    if query.is_empty() {
+    // A name longer than this is no typo of a known one, and comparing
+    // it would cost time in proportion to its length.
+    const LONGEST: usize = 256;
+    if query.is_empty() || query.len() > LONGEST {
         return None;
     }
+    let exact = query;
+    // Case is no edit: `HOST` is `host`.
+    let query = query.to_lowercase();
+    let query = query.as_str();
     let allowed = (query.chars().count() / 3).max(1);
     candidates
         .into_iter()
-        .filter(|candidate| *candidate != query)
+        .filter(|candidate| *candidate != exact)
         .filter_map(|candidate| {
-            let edits = strsim::damerau_levenshtein(query, candidate);
-            let holds = query.chars().count() >= 3 && candidate.contains(query);
+            let lower = candidate.to_lowercase();
+            let edits = strsim::damerau_levenshtein(query, &lower);
+            let holds = query.chars().count() >= 3 && lower.contains(query);
             // A name holding the query ranks after any within the edits.
             let rank = if edits <= allowed {
                 edits
@@ -54,6 +62,9 @@ mod tests {
             None,
             "the name itself is no suggestion"
         );
+        assert_eq!(closest("HOST", types), Some("host"));
+        assert_eq!(closest("HoSt", types), Some("host"));
+        assert_eq!(closest(&"u".repeat(300), types), None);
         let attrs = ["ensure", "ip", "host_aliases", "comment"];
         assert_eq!(closest("aliases", attrs), Some("host_aliases"));
         assert_eq!(closest("comments", attrs), Some("comment"));

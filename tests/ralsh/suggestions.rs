@@ -61,4 +61,23 @@ fn mistyped_names_are_answered_with_the_closest_known_one() {
         "no such file (did you mean '{}'?)",
         providers.join("etc_hosts.prov").display()
     ));
+    // Only provider files are offered: no other file is suggested to run.
+    let other = run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .arg("check")
+        .arg(providers.join("etc_passwd.pyy")));
+    other.expect(2).stderr_has("no such file");
+    assert!(!other.stderr.contains("did you mean"), "{}", other.stderr);
+    run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .arg("check")
+        .arg(&providers))
+    .expect(2)
+    .stderr_has(&format!(
+        "{} is a directory: give its providers",
+        providers.display()
+    ));
+    // Case is no edit.
+    let mut upper = sandbox.command();
+    run(upper.arg("HOST"))
+        .expect(2)
+        .stderr_has("unknown provider or type 'HOST' (did you mean 'host'?)");
 }

@@ -71,8 +71,9 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
-/// ` (did you mean 'DIR/NAME'?)` for the file of `missing`'s directory
-/// whose name is closest to it, or nothing.
+/// ` (did you mean 'DIR/NAME.prov'?)` for the provider file of
+/// `missing`'s directory whose name is closest to it, or nothing: only
+/// `.prov` files are named, so that no other file is offered to be run.
 fn nearby(missing: &Path) -> String {
     let (Some(name), dir) = (
         missing.file_name().and_then(|n| n.to_str()),
@@ -89,6 +90,7 @@ fn nearby(missing: &Path) -> String {
     let names: Vec<String> = entries
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".prov"))
         .collect();
     match ral::suggest::closest(name, names.iter().map(String::as_str)) {
         Some(close) => format!(
@@ -111,6 +113,13 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
                 "{} is a provider's metadata; check the provider itself, {}",
                 provider.display(),
                 provider.with_extension("prov").display()
+            );
+        }
+        if provider.is_dir() {
+            anyhow::bail!(
+                "{} is a directory: give its providers ({}/*.prov)",
+                provider.display(),
+                provider.display()
             );
         }
         if !provider.is_file() {

@@ -164,16 +164,26 @@ impl Checker<'_> {
             matches!(kind, Kind::ReadWrite | Kind::InitOnly)
         });
         let minimal = creation(provider, template, |_| false);
+        let mut refusals = Vec::new();
         for attrs in [full, minimal].into_iter().flatten() {
+            let keys: Vec<String> = attrs.iter().map(|(k, _)| k.clone()).collect();
             match self.try_apply(provider, name, attrs.clone()) {
                 Ok(()) => {
-                    let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
                     self.note(format!("created '{name}' ({})", keys.join(", ")));
                     self.expect_found(provider, name, &attrs, "created");
                     return true;
                 }
                 Err(e) if refused(&e) => {
-                    self.note(format!("create '{name}' refused: {e}"));
+                    let said = e.to_string();
+                    if !refusals.contains(&said) {
+                        self.note(format!(
+                            "create '{name}' ({}) refused: {said}",
+                            keys.join(", ")
+                        ));
+                        refusals.push(said);
+                    } else {
+                        self.note(format!("create '{name}' ({}) refused too", keys.join(", ")));
+                    }
                     continue;
                 }
                 Err(e) => {
@@ -186,6 +196,18 @@ impl Checker<'_> {
                 }
             }
         }
+        // Nothing to change, read back or delete: said, never passed over.
+        self.report.not_run.push(super::NotRun {
+            checks: vec!["round trip"],
+            why: format!(
+                "the provider refused to create '{name}' as a copy of '{}'",
+                template.name
+            ),
+            hint: Some(
+                "a provider that cannot create what ral check makes up (a package no source \
+                 offers, a service without its script) can still be checked by the rest",
+            ),
+        });
         false
     }
 
@@ -210,10 +232,12 @@ impl Checker<'_> {
             })
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
-        if !copied.is_empty() && self.apply(provider, name, copied.clone(), "change") {
+        if !copied.is_empty()
+            && self.apply(provider, name, copied.clone(), "change")
+            && self.expect_found(provider, name, &copied, "changed")
+        {
             let keys: Vec<&str> = copied.iter().map(|(k, _)| k.as_str()).collect();
             self.note(format!("changed {}", keys.join(", ")));
-            self.expect_found(provider, name, &copied, "changed");
         }
         let others: Vec<&crate::metadata::Attribute> = provider
             .meta
@@ -226,24 +250,29 @@ impl Checker<'_> {
         for attribute in others {
             let now = current.attrs.get(&attribute.name);
             let value = match other_value(&attribute.attr_type, now) {
-                Some(value) if !attribute.sensitive => value,
-                _ => {
-                    skipped.push(attribute.name.as_str());
+                _ if attribute.sensitive => {
+                    skipped.push(format!("{} (sensitive: not read back)", attribute.name));
+                    continue;
+                }
+                Some(value) => value,
+                None => {
+                    skipped.push(format!(
+                        "{} (no other value of {} to make up)",
+                        attribute.name, attribute.attr_type
+                    ));
                     continue;
                 }
             };
             let attrs = vec![(attribute.name.clone(), value)];
             let what = format!("change of {} of", attribute.name);
-            if self.apply(provider, name, attrs.clone(), &what) {
+            if self.apply(provider, name, attrs.clone(), &what)
+                && self.expect_found(provider, name, &attrs, "changed")
+            {
                 self.note(format!("changed {}", attribute.name));
-                self.expect_found(provider, name, &attrs, "changed");
             }
         }
         if !skipped.is_empty() {
-            self.note(format!(
-                "not changed (sensitive, or no value to make up): {}",
-                skipped.join(", ")
-            ));
+            self.note(format!("not changed: {}", skipped.join(", ")));
         }
     }
 
@@ -467,7 +496,7 @@ impl Checker<'_> {
         match self.try_apply(provider, name, attrs) {
             Ok(()) => true,
             Err(e) if refused(&e) => {
-                self.note(format!("{what} '{name}' refused"));
+                self.note(format!("{what} '{name}' refused: {e}"));
                 false
             }
             Err(e) => {
@@ -506,22 +535,24 @@ impl Checker<'_> {
             .filter(|found| !found.is_absent())
     }
 
-    /// Find must report `name` with every value of `attrs`.
+    /// Find must report `name` with every value of `attrs`: false (and a
+    /// finding) when it does not.
     fn expect_found(
         &mut self,
         provider: &Provider,
         name: &str,
         attrs: &[(String, Value)],
         done: &str,
-    ) {
+    ) -> bool {
         let Some(found) = self.found(provider, name) else {
             self.find(
                 "round trip",
                 format!("'{name}' was {done}, but find does not report it"),
                 HINT_APPLIED,
             );
-            return;
+            return false;
         };
+        let mut all = true;
         for (key, value) in attrs {
             let Some(attribute) = provider.attribute(key) else {
                 continue;
@@ -532,6 +563,7 @@ impl Checker<'_> {
             {
                 continue;
             }
+            all = false;
             let now = found
                 .attrs
                 .get(key)
@@ -549,6 +581,7 @@ impl Checker<'_> {
                 },
             );
         }
+        all
     }
 }
 

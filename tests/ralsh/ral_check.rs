@@ -41,14 +41,24 @@ fn every_bundled_provider_passes() {
         &["--seed", seed.to_str().unwrap(), "--slow", "60"],
         &providers,
     );
+    // package and service cannot create what the round trip makes up (a
+    // package no source offers, a service without its script): those two
+    // are not fully checked, and say why.
     run.expect(0)
-        .stdout_has(&format!("{0} of {0} provider(s) clean\n", providers.len()))
+        .stdout_has(&format!(
+            "{} of {} provider(s) clean, 2 not fully checked (see 'not run')\n",
+            providers.len() - 2,
+            providers.len()
+        ))
+        .stdout_has("PARTIAL  ")
+        .stdout_has("not run: round trip: the provider refused to create 'ralcheck1' as a copy of 'ral-demo'")
+        .stdout_has("not run: round trip: the provider refused to create 'ralcheck1' as a copy of 'httpd'")
         .stdout_has("noop ")
         // file lists nothing by design: its round trip works on a file
         // made from the metadata.
         .stdout_has("round trip: nothing listed: created '/ralcheck0' from the metadata (ensure); list does not report it; created '/ralcheck1'")
         .stdout_has("deleted '/ralcheck0'");
-    assert!(!run.stdout.contains("not run:"), "{}", run.stdout);
+    assert_eq!(run.stdout.matches("not run:").count(), 2, "{}", run.stdout);
 }
 
 #[test]

@@ -41,7 +41,7 @@ fn empty_seed() -> tempfile::TempDir {
 fn a_correct_provider_passes_the_round_trip_and_the_report_says_what_ran() {
     let run = check("kv", true);
     run.expect(0)
-        .stdout_has("round trip: created 'ralcheck1' (ensure, value); changed value; two lines 'ralcheck1' refused; deleted 'ralcheck1'; created and deleted 'ral check.*[x]$(y)'")
+        .stdout_has("round trip: created 'ralcheck1' (ensure, value); changed value; two lines 'ralcheck1' refused: kv::kv: update reported an error: a value must be one line; deleted 'ralcheck1'; created and deleted 'ral check.*[x]$(y)'")
         .stdout_has(&format!(
             "(a fresh copy of --seed {}, removed afterwards)",
             kv().join("seed").display()
@@ -136,7 +136,7 @@ fn with_nothing_listed_the_round_trip_works_on_a_resource_made_from_the_metadata
     check_on("kv", Some(seed.path()))
         .expect(0)
         .stdout_has(&format!("ok  {}", kv().join("providers/kv.prov").display()))
-        .stdout_has("round trip: nothing listed: created 'ralcheck0' from the metadata (ensure); created 'ralcheck1' (ensure, value); changed value; two lines 'ralcheck1' refused; deleted 'ralcheck1'; created and deleted 'ral check.*[x]$(y)'; deleted 'ralcheck0'")
+        .stdout_has("round trip: nothing listed: created 'ralcheck0' from the metadata (ensure); created 'ralcheck1' (ensure, value); changed value; two lines 'ralcheck1' refused: kv::kv: update reported an error: a value must be one line; deleted 'ralcheck1'; created and deleted 'ral check.*[x]$(y)'; deleted 'ralcheck0'")
         .stdout_has("1 of 1 provider(s) clean");
 }
 

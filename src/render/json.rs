@@ -13,10 +13,12 @@ use super::Printer;
 use crate::types::Value;
 use crate::update::Outcome;
 
-/// `{"providers": [...]}`.
+/// `{"providers": [...]}`, sorted by name as the text forms are.
 pub fn providers(providers: &[Provider]) -> Json {
-    let list: Vec<Json> = providers
-        .iter()
+    let mut sorted: Vec<&Provider> = providers.iter().collect();
+    sorted.sort_by_cached_key(|p| p.qualified_name());
+    let list: Vec<Json> = sorted
+        .into_iter()
         .map(|p| {
             let attributes: Vec<Json> = p
                 .meta

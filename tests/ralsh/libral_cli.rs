@@ -52,6 +52,18 @@ fn ralsh_alone_prints_sorted_qualified_names_and_v_adds_summaries() {
         .map(|line| line.split_whitespace().next().unwrap())
         .collect();
     assert_eq!(long_names, names);
+    // And -j, in the same order.
+    let doc = sandbox
+        .ralsh(&["-j", "-I", broken.to_str().unwrap()])
+        .expect(0)
+        .json();
+    let json_names: Vec<String> = doc["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(json_names, names);
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub enum Need {
     Sshd,
     /// A virtualenv with ansible-core (see [`ansible_venv`]).
     AnsibleVenv,
+    /// Debian's dpkg and apt tools (the package provider's tests).
+    Dpkg,
 }
 
 impl fmt::Display for Need {
@@ -32,6 +34,7 @@ impl fmt::Display for Need {
             Need::Root => "root",
             Need::Sshd => "sshd",
             Need::AnsibleVenv => "ansible-venv",
+            Need::Dpkg => "dpkg",
         })
     }
 }
@@ -105,6 +108,23 @@ impl Host {
         .collect::<Vec<_>>();
         if !sshd_tools.is_empty() {
             missing.push((Need::Sshd, sshd_tools.join("; ")));
+        }
+        let dpkg: Vec<&str> = [
+            "dpkg",
+            "dpkg-deb",
+            "dpkg-query",
+            "apt-get",
+            "apt-cache",
+            "sha256sum",
+        ]
+        .into_iter()
+        .filter(|tool| !executable(tool))
+        .collect();
+        if !dpkg.is_empty() {
+            missing.push((
+                Need::Dpkg,
+                format!("no {} (Debian's dpkg, apt and coreutils)", dpkg.join(", ")),
+            ));
         }
         let venv = ansible_venv();
         if !executable(venv.join("bin/ansible-playbook")) {

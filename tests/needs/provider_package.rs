@@ -19,7 +19,7 @@ use crate::tests;
 /// This module's tests and what each needs.
 pub fn tests() -> Vec<Test> {
     [
-        tests![[Root]
+        tests![[Root, Dpkg]
             package_lists_and_finds_what_dpkg_and_apt_know,
             package_installs_changes_versions_removes_and_purges,
             parallel_installs_wait_for_each_other_and_all_land,
@@ -28,7 +28,7 @@ pub fn tests() -> Vec<Test> {
             package_rejects_bad_requests_and_changes_nothing,
             package_fast_listing_equals_python_after_installs,
         ],
-        tests![[]
+        tests![[Dpkg]
             package_lists_a_large_database,
             package_fast_listing_equals_python_on_synthetic_databases,
             package_fast_listing_escapes_and_skips_what_python_does,

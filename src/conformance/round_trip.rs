@@ -664,10 +664,13 @@ fn other_value(attr_type: &AttrType, now: Option<&Value>) -> Option<Value> {
         }
         AttrType::Optional(inner) => other_value(inner, now),
         AttrType::Variant(types) => types.iter().find_map(|t| other_value(t, now)),
-        AttrType::String | AttrType::Pattern(_) => [CHANGED, MADE_VALUE, "1", "true"]
-            .into_iter()
-            .filter_map(|text| attr_type.parse_cli(text).ok())
-            .find(differs),
+        // Words, numbers, and the file modes patterns often stand for.
+        AttrType::String | AttrType::Pattern(_) => {
+            [CHANGED, MADE_VALUE, "1", "true", "0600", "0644"]
+                .into_iter()
+                .filter_map(|text| attr_type.parse_cli(text).ok())
+                .find(differs)
+        }
     }
 }
 
@@ -753,7 +756,15 @@ mod tests {
             other("hash", Some(hash.clone())).map(|h| h == hash),
             Some(false)
         );
-        assert_eq!(other("pattern[/^[0-7]{3,4}$/]", Some(word("0644"))), None);
+        assert_eq!(
+            other("pattern[/^[0-7]{4}$/]", Some(word("0644"))),
+            Some(word("0600"))
+        );
+        assert_eq!(
+            other("pattern[/^[0-7]{4}$/]", Some(word("0600"))),
+            Some(word("0644"))
+        );
+        assert_eq!(other("pattern[/^[a-f]{8}$/]", None), None);
         assert_eq!(
             other("optional[boolean]", Some(Value::Null)),
             Some(Value::Bool(true))

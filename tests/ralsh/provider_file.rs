@@ -89,8 +89,14 @@ fn file_creates_changes_and_deletes() {
         .stdout_has("ensure: 'absent' -> 'file'");
     assert_eq!(sandbox.read("srv/secret"), "top secret\n");
     assert_eq!(mode_of(&sandbox, "srv/secret"), 0o600);
+    // Three digits would never match the four the file reports (and a
+    // plan would show it drifted for ever): refused before any call.
     sandbox
         .ralsh(&["file", "/srv/secret", "content=top secret\n", "mode=600"])
+        .expect(2)
+        .stderr_has("invalid value '600' for attribute 'mode'");
+    sandbox
+        .ralsh(&["file", "/srv/secret", "content=top secret\n", "mode=0600"])
         .expect(0)
         .stdout_has("no changes needed");
 

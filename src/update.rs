@@ -93,6 +93,17 @@ pub fn settable_attribute<'p>(
     provider: &'p Provider,
     key: &str,
 ) -> std::result::Result<&'p Attribute, String> {
+    settable_attribute_or(provider, key, &[])
+}
+
+/// [`settable_attribute`] where `also` are names the caller takes besides
+/// the provider's (a manifest's `require` and `before`): they are
+/// suggested for a mistyped name too.
+pub fn settable_attribute_or<'p>(
+    provider: &'p Provider,
+    key: &str,
+    also: &[&str],
+) -> std::result::Result<&'p Attribute, String> {
     let settable = || {
         let names: Vec<&str> = provider
             .meta
@@ -111,7 +122,10 @@ pub fn settable_attribute<'p>(
         None => Err(format!(
             "unknown attribute '{}'{}; settable attributes: {}",
             escape(key),
-            crate::suggest::did_you_mean(key, provider.meta.attributes.keys().map(String::as_str)),
+            crate::suggest::did_you_mean(
+                key,
+                (provider.meta.attributes.keys().map(String::as_str)).chain(also.iter().copied())
+            ),
             settable()
         )),
         Some(attribute) if attribute.kind == Kind::Read => Err(format!(

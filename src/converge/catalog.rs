@@ -13,7 +13,7 @@ use crate::host::check_name;
 use crate::provider::Provider;
 use crate::text::escape;
 use crate::types::{AttrType, Value};
-use crate::update::{invalid_value, settable_attribute, Request};
+use crate::update::{invalid_value, settable_attribute_or, Request};
 
 use super::graph;
 use super::manifest::{Declared, Origin, Raw, Reference};
@@ -252,7 +252,9 @@ fn check_resource<'r>(
             )));
             continue;
         }
-        let attribute = match settable_attribute(provider, key) {
+        // In a manifest, `require` and `before` are names too.
+        let attribute = match settable_attribute_or(provider, key, &super::manifest::METAPARAMETERS)
+        {
             Ok(attribute) => attribute,
             Err(message) => {
                 problems.push(at.problem(format!("{reference}: {message}")));

@@ -42,7 +42,8 @@ fn mistyped_names_are_answered_with_the_closest_known_one() {
     let manifest = manifests.path().join("site.yaml");
     std::fs::write(
         &manifest,
-        "hots:\n  web: {ip: 10.0.0.5}\nhost:\n  db: {ip: 10.0.0.6, aliases: [x]}\n",
+        "hots:\n  web: {ip: 10.0.0.5}\nhost:\n  db: {ip: 10.0.0.6, aliases: [x]}\n  \
+         app: {ip: 10.0.0.7, requires: \"host[db]\"}\n",
     )
     .unwrap();
     run(&mut sandbox.ral_command("plan", &[manifest.to_str().unwrap()]))
@@ -50,6 +51,9 @@ fn mistyped_names_are_answered_with_the_closest_known_one() {
         .stderr_has("site.yaml:2: unknown provider or type 'hots' (did you mean 'host'?)")
         .stderr_has(
             "site.yaml:4: host[db]: unknown attribute 'aliases' (did you mean 'host_aliases'?)",
+        )
+        .stderr_has(
+            "site.yaml:5: host[app]: unknown attribute 'requires' (did you mean 'require'?)",
         );
 
     let providers = Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");

@@ -261,8 +261,9 @@ def sensitive_attributes(declared, attributes):
                if attr in declared and declared[attr].get('sensitive'))
 
 
-# A type that takes octal digits only, as file modes do.
-OCTAL_PATTERN = re.compile(r'\Apattern\[/\^?\[0-7\]')
+# A type that takes octal digits only, as file modes do (also inside
+# optional[...] or variant[...]).
+OCTAL_PATTERN = re.compile(r'pattern\[/\^?\[0-7\]')
 
 
 def integer_mode_error(declared, attributes):
@@ -274,7 +275,7 @@ def integer_mode_error(declared, attributes):
         if not isinstance(value, int) or isinstance(value, bool):
             continue
         kind = ((declared or {}).get(attr) or {}).get('type', '')
-        if attr == 'mode' or OCTAL_PATTERN.match(kind):
+        if attr == 'mode' or OCTAL_PATTERN.search(kind):
             return ("attributes: %s: the integer %d is not a mode: YAML reads an unquoted "
                     "mode with a leading 0 (0640) as an octal number (416) and one without "
                     "(640) as a decimal one. Quote it, as in %s: '0640'" % (attr, value, attr))

@@ -29,8 +29,8 @@ use super::control_dir::ControlDir;
 use super::script;
 use super::Target;
 use crate::error::{Error, Result};
-use crate::process::streams::{run_streams, Stream, StreamCall};
-use crate::process::{self, Daemon, ProviderEnv};
+use crate::process::streams::{run_streams, Ended, Stream, StreamCall};
+use crate::process::{Daemon, ProviderEnv};
 
 /// The most connections being opened at once: sshd drops new ones beyond
 /// its MaxStartups (10 by default) while they authenticate.
@@ -191,14 +191,7 @@ pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<Strin
         timeout: settings.connect_timeout,
         release: false,
     };
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let ended = run_streams(&call, &mut |stream, line| {
-        let line = String::from_utf8_lossy(line).trim_end().to_owned();
-        match stream {
-            Stream::Stdout => stdout.push(line),
-            Stream::Stderr => stderr.push(line),
-        }
-    })?;
+    let (ended, stdout, stderr) = run_collecting(&call)?;
     if !ended.success() {
         let said = stderr.join(" / ");
         return Err(error(format!(
@@ -212,6 +205,20 @@ pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<Strin
         )));
     }
     Ok(stdout)
+}
+
+/// Runs an ssh `call` to its end: how it ended, and its stdout and stderr
+/// lines (trimmed, as text).
+fn run_collecting(call: &StreamCall) -> Result<(Ended, Vec<String>, Vec<String>)> {
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let ended = run_streams(call, &mut |stream, line| {
+        let line = String::from_utf8_lossy(line).trim_end().to_owned();
+        match stream {
+            Stream::Stdout => stdout.push(line),
+            Stream::Stderr => stderr.push(line),
+        }
+    })?;
+    Ok((ended, stdout, stderr))
 }
 
 /// What to do about the ssh failures a first connection runs into, to
@@ -446,7 +453,7 @@ impl Session {
         options: &[&str],
         command: Option<String>,
         stdin: Option<&[u8]>,
-    ) -> Result<(process::streams::Ended, Vec<String>, Vec<String>)> {
+    ) -> Result<(Ended, Vec<String>, Vec<String>)> {
         let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
         args.extend(options.iter().map(OsString::from));
         args.extend(["--".into(), self.target.destination.clone().into()]);
@@ -464,16 +471,7 @@ impl Session {
             timeout: self.timeout,
             release: false,
         };
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
-        let ended = run_streams(&call, &mut |stream, line| {
-            let line = String::from_utf8_lossy(line).trim_end().to_owned();
-            match stream {
-                Stream::Stdout => stdout.push(line),
-                Stream::Stderr => stderr.push(line),
-            }
-        })?;
-        Ok((ended, stdout, stderr))
+        run_collecting(&call)
     }
 
     /// An upload through the master: its stdout lines, or the error its

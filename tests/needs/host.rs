@@ -109,17 +109,11 @@ impl Host {
         if !sshd_tools.is_empty() {
             missing.push((Need::Sshd, sshd_tools.join("; ")));
         }
-        let dpkg: Vec<&str> = [
-            "dpkg",
-            "dpkg-deb",
-            "dpkg-query",
-            "apt-get",
-            "apt-cache",
-            "sha256sum",
-        ]
-        .into_iter()
-        .filter(|tool| !executable(tool))
-        .collect();
+        let dpkg: Vec<&str> = crate::provider_package::PACKAGE_TOOLS
+            .iter()
+            .copied()
+            .filter(|tool| !executable(tool))
+            .collect();
         if !dpkg.is_empty() {
             missing.push((
                 Need::Dpkg,

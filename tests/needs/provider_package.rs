@@ -214,7 +214,7 @@ fn apt_config(sandbox: &Sandbox) -> PathBuf {
 
 /// The tools the package tests run: Debian's dpkg and apt, and coreutils'
 /// sha256sum.
-const PACKAGE_TOOLS: &[&str] = &[
+pub const PACKAGE_TOOLS: &[&str] = &[
     "dpkg",
     "dpkg-deb",
     "dpkg-query",

@@ -23,14 +23,22 @@ fn with_stdout_closed(command: &mut Command) -> (Option<i32>, String) {
     )
 }
 
-#[test]
-fn every_command_ends_quietly_and_successfully_when_its_reader_goes_away() {
+/// A root with a hosts file, and a manifest (in its own directory) that
+/// adds one entry: the root, the directory and the manifest's path.
+fn one_host() -> (Sandbox, tempfile::TempDir, String) {
     let sandbox = Sandbox::new();
     sandbox.write("etc/hosts", "127.0.0.1 localhost\n");
     let manifests = tempfile::tempdir().unwrap();
     let manifest = manifests.path().join("site.yaml");
     std::fs::write(&manifest, "host:\n  web: {ip: 10.0.0.5}\n").unwrap();
-    let m = manifest.to_str().unwrap();
+    let path = manifest.to_str().unwrap().to_owned();
+    (sandbox, manifests, path)
+}
+
+#[test]
+fn every_command_ends_quietly_and_successfully_when_its_reader_goes_away() {
+    let (sandbox, _manifests, manifest) = one_host();
+    let m = manifest.as_str();
     run(&mut sandbox.ral_command("apply", &[m])).expect(0);
     let history = run(&mut sandbox.ral_command("state", &["history", "-j"]));
     let history: serde_json::Value = serde_json::from_str(&history.expect(0).stdout).unwrap();
@@ -120,12 +128,8 @@ fn a_reader_that_goes_away_in_the_middle_of_a_listing_ends_it_quietly() {
 
 #[test]
 fn a_closed_stdout_never_hides_the_outcome_or_what_a_command_writes() {
-    let sandbox = Sandbox::new();
-    sandbox.write("etc/hosts", "127.0.0.1 localhost\n");
-    let manifests = tempfile::tempdir().unwrap();
-    let manifest = manifests.path().join("site.yaml");
-    std::fs::write(&manifest, "host:\n  web: {ip: 10.0.0.5}\n").unwrap();
-    let m = manifest.to_str().unwrap();
+    let (sandbox, manifests, manifest) = one_host();
+    let m = manifest.as_str();
     // Changes pending: 2 with --detailed-exitcodes, read or not.
     let (status, stderr) =
         with_stdout_closed(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", m]));

@@ -659,3 +659,33 @@ fn quiet_prints_nothing_and_the_exit_status_still_tells() {
     assert_eq!(applied.stdout, "");
     assert_eq!(bench.store("beta")["b1"]["value"], "x");
 }
+
+#[test]
+fn a_manifest_that_cannot_be_read_whole_stops_the_plan_at_its_own_problems() {
+    // a.yaml does not parse, and b.yaml requires what a.yaml would have
+    // declared: only a.yaml's problem is said, not a missing requirement
+    // that is only its echo. A bad reference is reported on its own line.
+    let sandbox = crate::support::Sandbox::new();
+    sandbox.write("etc/hosts", "127.0.0.1 localhost\n");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let a = write("a.yaml", "host:\n  db: {ip: 10.0.0.6\n");
+    let b = write(
+        "b.yaml",
+        "host:\n  web:\n    ip: 10.0.0.5\n    require: \"host[db]\"\n",
+    );
+    let run_ab = run(&mut sandbox.ral_command("plan", &[&a, &b]));
+    run_ab.expect(2).stderr_has("a.yaml:3: invalid YAML");
+    assert_eq!(run_ab.stderr.lines().count(), 1, "{}", run_ab.stderr);
+    let c = write(
+        "c.yaml",
+        "host:\n  web:\n    ip: 10.0.0.5\n    require: \"no reference\"\n",
+    );
+    run(&mut sandbox.ral_command("plan", &[&c]))
+        .expect(2)
+        .stderr_has("c.yaml:4: host[web]: require: 'no reference' is not a reference TYPE[NAME]");
+}

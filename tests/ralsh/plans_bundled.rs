@@ -45,3 +45,36 @@ fn defaults_a_provider_does_not_report_and_forced_removals_verify() {
         .expect(0)
         .stdout_has("0 to create, 0 to change, 0 to remove");
 }
+
+#[test]
+fn an_array_of_names_orders_a_resource_after_each_and_problems_are_on_their_own_lines() {
+    // A user's supplementary groups, a list, make it wait for each group.
+    let sandbox = Sandbox::seeded();
+    let manifests = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = manifests.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let site = write(
+        "site.yaml",
+        "group:\n  devs: {gid: 2000}\nuser:\n  carol: {uid: 1500, gid: 2000, groups: [devs], \
+         home: /home/carol, shell: /bin/bash}\n",
+    );
+    run(&mut sandbox.ral_command("plan", &[&site]))
+        .expect(0)
+        .stdout_has("+ user[carol] (waits for group[devs])");
+    // An attribute or a reference written on a line of its own is
+    // reported at that line, not at its resource's.
+    let wrong = write(
+        "wrong.yaml",
+        "host:\n  web:\n    ip: 10.0.0.5\n    require: \"host[nosuch]\"\n  db:\n    ip: 10.0.0.6\n    \
+         aliases: [x]\n",
+    );
+    run(&mut sandbox.ral_command("plan", &[&wrong]))
+        .expect(2)
+        .stderr_has(
+            "wrong.yaml:4: host[web]: require host[nosuch]: no such resource in the manifest",
+        )
+        .stderr_has("wrong.yaml:7: host[db]: unknown attribute 'aliases'");
+}

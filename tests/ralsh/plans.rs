@@ -689,3 +689,25 @@ fn a_manifest_that_cannot_be_read_whole_stops_the_plan_at_its_own_problems() {
         .expect(2)
         .stderr_has("c.yaml:4: host[web]: require: 'no reference' is not a reference TYPE[NAME]");
 }
+
+#[test]
+fn a_task_deferred_until_its_requirements_ran_gets_the_next_id() {
+    // a1 cannot be read before b1 is made, so its task is deferred: it
+    // still takes the next number, never an earlier task's.
+    let bench = Bench::new();
+    bench.sandbox.write("broken-alpha", "");
+    let m = bench.manifest(
+        "m.yaml",
+        "beta:\n  b1: {value: x}\nalpha:\n  a1: {value: z, needs: b1}\n",
+    );
+    let planned = bench.ral("plan", &["-j", &m]);
+    let doc = plan_json(&planned);
+    let ids: Vec<u64> = doc["plan"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2], "{doc}");
+    assert_eq!(task(&doc, "alpha[a1]")["action"], "unknown", "{doc}");
+}

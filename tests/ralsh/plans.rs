@@ -711,3 +711,13 @@ fn a_task_deferred_until_its_requirements_ran_gets_the_next_id() {
     assert_eq!(ids, [1, 2], "{doc}");
     assert_eq!(task(&doc, "alpha[a1]")["action"], "unknown", "{doc}");
 }
+
+#[test]
+fn a_value_absent_of_another_attribute_than_ensure_is_a_change_not_a_removal() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: absent}\n");
+    let doc = plan_json(&bench.ral("plan", &["-j", &m]));
+    assert_eq!(task(&doc, "beta[b1]")["action"], "change", "{doc}");
+}

@@ -529,22 +529,12 @@ mod tests {
 
     #[test]
     fn only_a_task_whose_item_was_applied_as_asked_is_drifted() {
-        use super::super::plan::{Action, Plan, PlanState, Task, TaskState};
+        use super::super::plan::{Action, Plan, PlanState, Task};
         let p = provider();
         let listed = catalog(&p, &["same", "other", "new"]);
         let task = |item: usize| Task {
             id: item + 1,
-            item,
-            action: Action::Change,
-            changes: Vec::new(),
-            requires: Vec::new(),
-            state: TaskState::Initial,
-            error: None,
-            seconds: 0.0,
-            transition: None,
-            deferred: None,
-            drifted: false,
-            planned_from: None,
+            ..Task::pending(item, Action::Change, Vec::new())
         };
         let mut plan = Plan {
             id: "p".to_owned(),

@@ -160,6 +160,27 @@ pub struct Task {
     pub planned_from: Option<super::saved::Planned>,
 }
 
+impl Task {
+    /// A task of `item` not yet run or numbered (id 0): no changes, error,
+    /// transition, deferral or drift; callers set what they know.
+    pub fn pending(item: usize, action: Action, requires: Vec<usize>) -> Task {
+        Task {
+            id: 0,
+            item,
+            action,
+            changes: Vec::new(),
+            requires,
+            state: TaskState::Initial,
+            error: None,
+            seconds: 0.0,
+            transition: None,
+            deferred: None,
+            drifted: false,
+            planned_from: None,
+        }
+    }
+}
+
 /// The tasks for a catalog.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -248,21 +269,12 @@ pub fn plan_from(catalog: &Catalog, found: &[Found], id: String) -> Result<Plan,
         };
         let task = match &current {
             Err(message) => Some(Task {
-                id: 0,
-                item: at,
-                action: Action::Unknown,
-                changes: Vec::new(),
-                requires: requires.clone(),
                 state: TaskState::Failed,
                 error: Some(TaskError {
                     kind: ErrorKind::Read,
                     message: message.clone(),
                 }),
-                seconds: 0.0,
-                transition: None,
-                deferred: None,
-                drifted: false,
-                planned_from: None,
+                ..Task::pending(at, Action::Unknown, requires.clone())
             }),
             Ok(current) => match update::Plan::new(provider, &item.request, current.clone()) {
                 Err(e) => {
@@ -345,18 +357,8 @@ fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -
         should: Vec::new(),
     };
     Task {
-        id: 0,
-        item: at,
-        action: Action::Unknown,
-        changes: Vec::new(),
-        requires,
-        state: TaskState::Initial,
-        error: None,
-        seconds: 0.0,
         transition: Some(placeholder),
-        deferred: None,
-        drifted: false,
-        planned_from: None,
+        ..Task::pending(at, Action::Unknown, requires)
     }
 }
 
@@ -377,18 +379,9 @@ fn planned_task(
         })
         .collect();
     Task {
-        id: 0,
-        item,
-        action,
         changes,
-        requires,
-        state: TaskState::Initial,
-        error: None,
-        seconds: 0.0,
         transition: Some(transition),
-        deferred: None,
-        drifted: false,
-        planned_from: None,
+        ..Task::pending(item, action, requires)
     }
 }
 

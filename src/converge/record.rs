@@ -410,17 +410,7 @@ mod tests {
             state: PlanState::Running,
             tasks: vec![Task {
                 id: 1,
-                item: 0,
-                action: Action::Remove,
-                changes: Vec::new(),
-                requires: Vec::new(),
-                state: TaskState::Initial,
-                error: None,
-                seconds: 0.0,
-                transition: None,
-                deferred: None,
-                drifted: false,
-                planned_from: None,
+                ..Task::pending(0, Action::Remove, Vec::new())
             }],
             unchanged: 0,
         };

@@ -721,17 +721,8 @@ impl SavedPlan {
         };
         let mut task = Task {
             id: saved.id,
-            item: at,
-            action,
-            changes: Vec::new(),
-            requires: saved.requires.clone(),
-            state: TaskState::Initial,
-            error: None,
-            seconds: 0.0,
-            transition: None,
-            deferred: None,
             drifted: saved.drifted,
-            planned_from: None,
+            ..Task::pending(at, action, saved.requires.clone())
         };
         let (found, attrs) = match &saved.read {
             Observed::Failed { error } => {

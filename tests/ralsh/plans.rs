@@ -279,6 +279,19 @@ fn an_unreadable_provider_fails_its_own_resources_and_their_dependents_only() {
     assert_eq!(task(&doc, "beta[b1]")["error"]["kind"], "read");
     assert_eq!(task(&doc, "alpha[a1]")["state"], "Skipped");
     assert_eq!(task(&doc, "gamma[/srv]")["state"], "Success");
+    // A task that failed at planning is shown as ended, once, and the
+    // tasks still to run are not.
+    let run = bench.ral("apply", &[&m]);
+    run.expect(1);
+    let ended = |state: &str, resource: &str| {
+        run.stdout
+            .lines()
+            .filter(|line| line.starts_with(state) && line.contains(resource))
+            .count()
+    };
+    assert_eq!(ended("Failed", "beta[b1]"), 1, "{}", run.stdout);
+    assert_eq!(ended("Skipped", "alpha[a1]"), 1, "{}", run.stdout);
+    assert_eq!(ended("Initial", ""), 0, "{}", run.stdout);
 }
 
 #[test]

@@ -24,6 +24,7 @@
 pub mod bounded_read;
 pub mod bundled;
 pub mod cache_dir;
+pub mod cli;
 pub mod conformance;
 pub mod converge;
 pub mod discovery;

@@ -9,6 +9,15 @@ use crate::resource::Change;
 use crate::secrets::REDACTED;
 use crate::types::Value;
 
+/// One attribute's change as output shows it (`{attr, is, was}`): its
+/// values as JSON, a sensitive one redacted.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ShownChange {
+    pub attr: String,
+    pub is: serde_json::Value,
+    pub was: Option<serde_json::Value>,
+}
+
 /// A provider ready to be called.
 #[derive(Debug, Clone)]
 pub struct Provider {
@@ -53,18 +62,24 @@ impl Provider {
         }
     }
 
-    /// Changes as JSON, `[{attr, is, was}]`, sensitive values redacted.
-    pub fn changes_json(&self, changes: &[Change]) -> serde_json::Value {
+    /// Changes as output shows them, sensitive values redacted.
+    pub fn shown_changes(&self, changes: &[Change]) -> Vec<ShownChange> {
         changes
             .iter()
-            .map(|change| {
-                serde_json::json!({
-                    "attr": change.attr,
-                    "is": self.shown_json(&change.attr, &change.is),
-                    "was": change.was.as_ref().map(|was| self.shown_json(&change.attr, was)),
-                })
+            .map(|change| ShownChange {
+                attr: change.attr.clone(),
+                is: self.shown_json(&change.attr, &change.is),
+                was: change
+                    .was
+                    .as_ref()
+                    .map(|was| self.shown_json(&change.attr, was)),
             })
             .collect()
+    }
+
+    /// [`Provider::shown_changes`] as JSON, `[{attr, is, was}]`.
+    pub fn changes_json(&self, changes: &[Change]) -> serde_json::Value {
+        serde_json::to_value(self.shown_changes(changes)).unwrap_or_default()
     }
 
     pub fn is_suitable(&self) -> bool {

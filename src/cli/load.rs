@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::bundled;
+use crate::discovery::{self, Registry};
+use crate::host::{Host, HostConfig};
+use crate::metadata_cache::MetadataCache;
 use anyhow::{bail, Context};
-use ral::discovery::{self, Registry};
-use ral::metadata_cache::MetadataCache;
-use ral::{bundled, Host, HostConfig};
 
 /// The options that decide the host and the providers.
 pub struct Setup<'a> {
@@ -29,7 +30,6 @@ pub fn cache_for(no_cache: bool) -> MetadataCache {
 }
 
 /// [`load_with`] the cache the options ask for, every type.
-#[allow(dead_code)] // ral's; ralsh loads one type
 pub fn load(setup: &Setup) -> anyhow::Result<(Host, Registry)> {
     load_with(setup, &cache_for(setup.no_cache), None)
 }
@@ -75,7 +75,7 @@ pub fn load_with(
     let dirs = discovery::data_dirs(setup.include, std::env::var_os("RALSH_DATA_DIR"), bundled);
     let registry = discovery::discover(&host, &dirs, cache, only_type);
     // An interrupted discovery found nothing; that is not to be shown.
-    ral::process::exit_if_interrupted();
+    crate::process::exit_if_interrupted();
     Ok((host, registry))
 }
 

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use ral::text::{escape, escape_lines};
+use crate::text::{escape, escape_lines};
 
 /// Sets up env_logger for `program`: `level` (from `-l`), then RUST_LOG,
 /// then warn (error with `-q`, which asks for nothing but the exit status
@@ -23,7 +23,7 @@ pub fn init(program: &'static str, level: Option<&str>, quiet: bool) {
         // the message's author did.
         let message = escape_lines(&record.args().to_string());
         // Our own records have their module as target; provider stderr
-        // lines are logged from ral::process under the provider's name.
+        // lines are logged from crate::process under the provider's name.
         let target = record.target();
         if record.module_path() == Some(target) {
             writeln!(out, "{program}: {level}: {message}")

@@ -8,11 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::discovery::Registry;
+use crate::host::{Host, HostConfig};
+use crate::remote::{self, inventory::Inventory, Bundle, Connector, SshSettings, Target};
+use crate::text::escape_lines;
 use anyhow::{bail, Context};
-use ral::discovery::Registry;
-use ral::remote::{self, inventory::Inventory, Bundle, Connector, SshSettings, Target};
-use ral::text::escape_lines;
-use ral::{Host, HostConfig};
 use serde_json::{Map, Value};
 
 /// The options that choose remote targets.
@@ -138,7 +138,7 @@ impl Fleet {
     /// Connects to `target`; the host then runs its providers there, and
     /// the connection closes when the host is dropped (it holds the only
     /// reference to the session).
-    pub fn connect(&self, target: &Target, local: &Host) -> ral::error::Result<Host> {
+    pub fn connect(&self, target: &Target, local: &Host) -> crate::error::Result<Host> {
         let session = Arc::new(self.connector.open(target, &self.bundle)?);
         if session.uploaded() {
             log::info!(
@@ -199,7 +199,7 @@ impl Fleet {
             }
         });
         // After an interrupt the binary ends here, before anything is shown.
-        ral::process::exit_if_interrupted();
+        crate::process::exit_if_interrupted();
         self.targets
             .iter()
             .zip(results)
@@ -234,7 +234,7 @@ pub fn report<T>(
 ) -> anyhow::Result<()> {
     if !quiet {
         // The exit status tells each target's outcome, read or not.
-        let mut stdout = crate::unread::stdout();
+        let mut stdout = super::unread::stdout();
         if json {
             print_json(&mut stdout, runs)?;
         } else {

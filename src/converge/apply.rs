@@ -13,6 +13,7 @@ use crate::host::Host;
 use crate::metadata::{Invoke, Kind};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
+use crate::store::StoredItem;
 use crate::update;
 
 use super::catalog::Catalog;
@@ -21,16 +22,20 @@ use super::read::{read, read_all, Found};
 use super::saved::Planned;
 
 /// What a run reports as it goes; `ral apply` prints it.
+/// Each gets the catalog the plan's tasks refer to.
 pub trait Events {
-    fn plan_state(&mut self, plan: &Plan);
-    fn task_started(&mut self, plan: &Plan, task: usize);
-    fn task_ended(&mut self, plan: &Plan, task: usize);
+    fn plan_state(&mut self, catalog: &Catalog, plan: &Plan);
+    fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize);
+    fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize);
     /// The tasks `calls` are about to call their provider, from the state
     /// read last. False stops them before the call: what they would do
     /// could not be recorded first.
-    fn tasks_calling(&mut self, _plan: &Plan, _calls: &[Calling]) -> bool {
+    fn tasks_calling(&mut self, _catalog: &Catalog, _plan: &Plan, _calls: &[Calling]) -> bool {
         true
     }
+    /// Before the tasks run: stored items no manifest lists any more that
+    /// were forgotten, left as they are (see `run::Prepared::forget`).
+    fn forgotten(&mut self, _items: &[StoredItem]) {}
 }
 
 /// A task about to call its provider.
@@ -93,11 +98,11 @@ pub fn apply(
     events: &mut dyn Events,
 ) {
     plan.state = PlanState::Running;
-    events.plan_state(plan);
+    events.plan_state(catalog, plan);
     // Tasks failed at planning (unreadable state) are over already.
     for at in 0..plan.tasks.len() {
         if plan.tasks[at].state == TaskState::Failed {
-            events.task_ended(plan, at);
+            events.task_ended(catalog, plan, at);
         }
     }
     run_tasks(host, catalog, plan, jobs.max(1), stop, events);
@@ -110,7 +115,7 @@ pub fn apply(
                     kind: ErrorKind::Stopped,
                     message: "the plan was stopped before this task ran".to_owned(),
                 });
-                events.task_ended(plan, at);
+                events.task_ended(catalog, plan, at);
             }
         }
     }
@@ -126,7 +131,7 @@ pub fn apply(
     } else {
         PlanState::Successful
     };
-    events.plan_state(plan);
+    events.plan_state(catalog, plan);
 }
 
 fn run_tasks(
@@ -149,7 +154,7 @@ fn run_tasks(
         }
         if plan.state == PlanState::Running && stop() {
             plan.state = PlanState::Stopping;
-            events.plan_state(plan);
+            events.plan_state(catalog, plan);
         }
         if plan.state == PlanState::Running {
             while busy.len() < jobs {
@@ -160,7 +165,7 @@ fn run_tasks(
                 busy.push(provider);
                 for &at in &batch {
                     plan.tasks[at].state = TaskState::Running;
-                    events.task_started(plan, at);
+                    events.task_started(catalog, plan, at);
                 }
                 let work: Vec<Work> = batch
                     .iter()
@@ -221,7 +226,7 @@ fn run_tasks(
         let done = match receiver.recv_timeout(Duration::from_millis(100)) {
             Ok(Message::Done(done)) => done,
             Ok(Message::Calling(calls, reply)) => {
-                let _ = reply.send(events.tasks_calling(plan, &calls));
+                let _ = reply.send(events.tasks_calling(catalog, plan, &calls));
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -248,7 +253,7 @@ fn run_tasks(
                     task.error = Some(error);
                 }
             }
-            events.task_ended(plan, at);
+            events.task_ended(catalog, plan, at);
         }
     });
 }
@@ -305,7 +310,7 @@ fn skip_dependents_of_failures(catalog: &Catalog, plan: &mut Plan, events: &mut 
             kind: ErrorKind::Prerequisite,
             message: format!("not run: {} did not succeed", names.join(", ")),
         });
-        events.task_ended(plan, at);
+        events.task_ended(catalog, plan, at);
     }
 }
 
@@ -507,7 +512,7 @@ fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: 
                         provider.qualified_name()
                     ),
                 });
-                events.task_ended(plan, at);
+                events.task_ended(catalog, plan, at);
             }
         }
     }

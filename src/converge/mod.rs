@@ -13,4 +13,8 @@ pub mod ownership;
 pub mod plan;
 pub mod read;
 pub mod record;
+pub mod report;
+pub mod run;
 pub mod saved;
+pub mod state;
+pub mod target_store;

@@ -5,6 +5,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Problem};
 use crate::host::Host;
 use crate::provider::Provider;
@@ -15,7 +17,8 @@ use super::catalog::Catalog;
 use super::read::{read_all, Found, Group};
 
 /// What a task does to its resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Action {
     Create,
     Change,
@@ -37,7 +40,7 @@ impl Action {
 }
 
 /// A task's state (LITP's task states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TaskState {
     Initial,
     Running,
@@ -71,7 +74,7 @@ impl TaskState {
 }
 
 /// A plan's state (LITP's plan states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PlanState {
     Initial,
     Running,
@@ -95,7 +98,8 @@ impl PlanState {
 }
 
 /// Why a task did not succeed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ErrorKind {
     /// Its resource's current state could not be read.
     Read,
@@ -109,6 +113,9 @@ pub enum ErrorKind {
     Stopped,
     /// A saved plan's resource changed since the plan was made.
     Drifted,
+    /// The process running it ended before it did (the store's recovery
+    /// of a dead plan says so).
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -120,11 +127,12 @@ impl ErrorKind {
             ErrorKind::Prerequisite => "prerequisite",
             ErrorKind::Stopped => "stopped",
             ErrorKind::Drifted => "drifted",
+            ErrorKind::Interrupted => "interrupted",
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskError {
     pub kind: ErrorKind,
     pub message: String,

@@ -19,6 +19,13 @@ use super::catalog::Catalog;
 use super::lifecycle;
 use super::ownership;
 use super::plan::{Action, Plan, TaskState};
+use super::report::Report;
+
+/// A report as the store keeps it: JSON, which serialising a report of
+/// strings, numbers and JSON values cannot fail to make.
+fn report_text(report: &Report) -> String {
+    serde_json::to_string(report).unwrap_or_default()
+}
 
 /// The store's view of one run.
 pub struct Recorder<'s, 'c, 'r> {
@@ -86,7 +93,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     /// before any runs (new ones Initial, changed ones Updated, removals
     /// ForRemoval).
     /// `report` is the plan's document as planned.
-    pub fn begin(&mut self, plan: &Plan, manifest_digest: &str, report: &Json) -> Result<()> {
+    pub fn begin(&mut self, plan: &Plan, manifest_digest: &str, report: &Report) -> Result<()> {
         let mut items = Vec::new();
         for at in 0..self.catalog.items.len() {
             let key = self.key(at);
@@ -131,7 +138,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 created: now,
                 started: Some(now),
                 ended: None,
-                report: Some(report.to_string()),
+                report: Some(report_text(report)),
             },
             &tasks,
         )
@@ -139,7 +146,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
 
     /// Records the end: items without a task are Applied as the manifest
     /// says (the system already was), and the plan's state and report.
-    pub fn finish(&mut self, plan: &Plan, report: &Json) -> Result<()> {
+    pub fn finish(&mut self, plan: &Plan, report: &Report) -> Result<()> {
         if self.failure.is_none() && plan.state != super::plan::PlanState::Stopped {
             let with_task: std::collections::HashSet<usize> =
                 plan.tasks.iter().map(|t| t.item).collect();
@@ -165,7 +172,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             }
         }
         self.store
-            .end_plan(&plan.id, plan.state.as_str(), &report.to_string())
+            .end_plan(&plan.id, plan.state.as_str(), &report_text(report))
     }
 
     fn record_end(&mut self, plan: &Plan, at: usize) -> Result<()> {
@@ -247,11 +254,11 @@ pub struct Recording<'a, 's, 'c, 'r> {
 }
 
 impl Events for Recording<'_, '_, '_, '_> {
-    fn plan_state(&mut self, plan: &Plan) {
-        self.inner.plan_state(plan);
+    fn plan_state(&mut self, catalog: &Catalog, plan: &Plan) {
+        self.inner.plan_state(catalog, plan);
     }
 
-    fn task_started(&mut self, plan: &Plan, task: usize) {
+    fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
         if self.recorder.failure.is_none() {
             let id = plan.tasks[task].id;
             if let Err(e) = self.recorder.store.task_started(&plan.id, id) {
@@ -259,27 +266,31 @@ impl Events for Recording<'_, '_, '_, '_> {
                 self.failed.store(true, Ordering::SeqCst);
             }
         }
-        self.inner.task_started(plan, task);
+        self.inner.task_started(catalog, plan, task);
     }
 
-    fn task_ended(&mut self, plan: &Plan, task: usize) {
+    fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
         if self.recorder.failure.is_none() {
             if let Err(e) = self.recorder.record_end(plan, task) {
                 self.recorder.failure = Some(e);
                 self.failed.store(true, Ordering::SeqCst);
             }
         }
-        self.inner.task_ended(plan, task);
+        self.inner.task_ended(catalog, plan, task);
     }
 
-    fn tasks_calling(&mut self, plan: &Plan, calls: &[Calling]) -> bool {
+    fn tasks_calling(&mut self, catalog: &Catalog, plan: &Plan, calls: &[Calling]) -> bool {
         if self.recorder.failure.is_none() {
             if let Err(e) = self.recorder.record_intents(plan, calls) {
                 self.recorder.failure = Some(e);
                 self.failed.store(true, Ordering::SeqCst);
             }
         }
-        self.recorder.failure.is_none() && self.inner.tasks_calling(plan, calls)
+        self.recorder.failure.is_none() && self.inner.tasks_calling(catalog, plan, calls)
+    }
+
+    fn forgotten(&mut self, items: &[StoredItem]) {
+        self.inner.forgotten(items);
     }
 }
 
@@ -354,7 +365,9 @@ mod tests {
         };
         let mut recorder =
             Recorder::new(&mut store, &catalog, std::slice::from_ref(&applied), 1).unwrap();
-        recorder.begin(&plan, "d", &Json::Null).unwrap();
+        recorder
+            .begin(&plan, "d", &Report::of(&catalog, &plan))
+            .unwrap();
         // Updated, with the old properties: a run that stops here leaves
         // no claim that the new ones were applied.
         let updated = StoredItem {
@@ -378,9 +391,13 @@ mod tests {
             unchanged: 1,
         };
         let mut recorder = Recorder::new(&mut store, &catalog, &[], 1).unwrap();
-        recorder.begin(&plan, "d", &Json::Null).unwrap();
+        recorder
+            .begin(&plan, "d", &Report::of(&catalog, &plan))
+            .unwrap();
         plan.state = PlanState::Successful;
-        recorder.finish(&plan, &Json::Null).unwrap();
+        recorder
+            .finish(&plan, &Report::of(&catalog, &plan))
+            .unwrap();
         let items = store.items().unwrap();
         let states: Vec<(&str, ItemState, bool)> = items
             .iter()
@@ -416,7 +433,9 @@ mod tests {
         };
         let mut recorder =
             Recorder::new(&mut store, &catalog, std::slice::from_ref(&applied), 1).unwrap();
-        recorder.begin(&plan, "d", &Json::Null).unwrap();
+        recorder
+            .begin(&plan, "d", &Report::of(&catalog, &plan))
+            .unwrap();
         plan.tasks[0].state = TaskState::Success;
         recorder.record_end(&plan, 0).unwrap();
         assert!(store.items().unwrap().is_empty());

@@ -20,12 +20,14 @@ use crate::text::escape;
 mod bundle;
 mod connection;
 mod control_dir;
+mod destination;
 mod fan_out;
 pub mod inventory;
 pub mod script;
 
 pub use bundle::Bundle;
 pub use connection::{ssh_resolved, Connector, Session, SshSettings};
+pub use destination::Destination;
 pub use fan_out::fan_out;
 
 /// One machine to run on.

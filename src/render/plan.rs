@@ -1,7 +1,8 @@
 //! Plans for people and programs: the preview Terraform-style (`+`
 //! create, `~` change, `-` remove), one line per task as `ral apply` ends
 //! it, the summary, and the JSON document `schemas/ral-plan.schema.json`
-//! describes. Sensitive values are redacted in both forms.
+//! describes (`converge::report` makes it). Sensitive values are redacted
+//! in both forms.
 
 use std::io::{self, Write};
 
@@ -9,7 +10,9 @@ use serde_json::{json, Value as Json};
 
 use crate::converge::catalog::Catalog;
 use crate::converge::plan::{Action, Plan, Task, TaskState};
+use crate::error::Problem;
 use crate::resource::Change;
+use crate::store::{ItemState, StoredItem};
 use crate::text::escape;
 
 use super::human::{self, Style, NAME, NEW, OLD};
@@ -182,46 +185,42 @@ pub fn run_summary(plan: &Plan, seconds: f64) -> String {
     )
 }
 
-/// The plan as one JSON document.
-pub fn document(catalog: &Catalog, plan: &Plan) -> Json {
-    let tasks: Vec<Json> = plan
-        .tasks
+/// One line per stored item no manifest lists any more that is only
+/// forgotten (ral did not create it): dropping a resource from the
+/// manifest does not always remove it, and the user sees which it does
+/// not. `tense`: "is" for a plan, "was" for an apply.
+pub fn forgotten(out: &mut impl Write, items: &[StoredItem], tense: &str) -> io::Result<()> {
+    for item in items {
+        // Why it is not removed, as lifecycle::leftovers decides.
+        let why = if !item.created {
+            "ral did not create it"
+        } else if item.state == ItemState::Initial {
+            "it was never applied"
+        } else {
+            "its provider cannot remove"
+        };
+        writeln!(
+            out,
+            "= {}[{}] {tense} only forgotten, left as it is: no manifest lists it, and {why}",
+            escape(&item.type_name),
+            escape(&item.name)
+        )?;
+    }
+    Ok(())
+}
+
+/// The document `--json` prints when nothing ran: the message, and each
+/// problem of the manifests with its file and line.
+pub fn error_document(message: &str, problems: &[Problem]) -> Json {
+    let problems: Vec<Json> = problems
         .iter()
-        .map(|task| {
-            let item = &catalog.items[task.item];
-            let provider = item.provider;
+        .map(|p| {
             json!({
-                "id": task.id,
-                "resource": format!("{}[{}]", item.type_query, item.name()),
-                "type": provider.type_name(),
-                "name": item.name(),
-                "provider": provider.qualified_name(),
-                "action": task.action.as_str(),
-                "changes": provider.changes_json(&task.changes),
-                "requires": task.requires,
-                "state": task.state.as_str(),
-                "error": task.error.as_ref().map(|e| json!({"kind": e.kind.as_str(), "message": e.message})),
-                "seconds": task.seconds,
-                "drifted": task.drifted,
+                "file": p.file.to_string_lossy(),
+                "line": p.line,
+                "message": p.message,
             })
         })
         .collect();
-    json!({
-        "plan": {
-            "id": plan.id,
-            "state": plan.state.as_str(),
-            "tasks": tasks,
-            "counts": {
-                "create": plan.count(Action::Create),
-                "change": plan.count(Action::Change),
-                "remove": plan.count(Action::Remove),
-                "unknown": plan.count(Action::Unknown),
-                "unchanged": plan.unchanged,
-                "success": plan.count_state(TaskState::Success),
-                "failed": plan.count_state(TaskState::Failed),
-                "skipped": plan.count_state(TaskState::Skipped),
-                "stopped": plan.count_state(TaskState::Stopped),
-            }
-        }
-    })
+    json!({"error": {"message": message, "problems": problems}})
 }

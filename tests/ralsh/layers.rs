@@ -35,6 +35,7 @@ const LAYERS: &[&str] = &[
     "converge",
     "render",
     "holo",
+    "cli",
 ];
 
 /// The modules the crate root re-exports from.
@@ -112,4 +113,48 @@ fn no_module_imports_a_layer_above_it() {
         }
     }
     assert!(wrong.is_empty(), "imports of a layer above: {wrong:#?}");
+}
+
+/// What the binaries must leave to the library: the state store and the
+/// parts of a run that use it are `converge::run`'s and `converge::state`'s.
+const NOT_FOR_BINARIES: &[&str] = &[
+    "ral::store",
+    "ral::converge::record",
+    "ral::converge::ownership",
+    "ral::converge::lifecycle",
+];
+
+#[test]
+fn the_binaries_leave_the_store_to_the_library_and_share_code_through_it() {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin");
+    let mut all = Vec::new();
+    binaries(&bin, &mut all);
+    assert!(all.len() > 10, "{all:?}");
+    let mut wrong = Vec::new();
+    for file in all {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let relative = file.strip_prefix(&bin).unwrap().display().to_string();
+        for used in NOT_FOR_BINARIES {
+            if text.contains(used) {
+                wrong.push(format!("{relative} uses {used}"));
+            }
+        }
+        // Code both binaries need is a library module (`ral::cli`), not a
+        // file compiled into each.
+        if text.contains("#[path") {
+            wrong.push(format!("{relative} includes a file by #[path]"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+fn binaries(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            binaries(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }

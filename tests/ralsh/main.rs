@@ -18,6 +18,7 @@ mod json_convention;
 mod layers;
 mod libral_cli;
 mod libral_providers;
+mod library_run;
 mod manifest;
 mod manuals;
 mod metadata_cache;

@@ -5,19 +5,11 @@
 mod conformance;
 mod converge;
 mod holo;
-#[path = "../common/load.rs"]
-mod load;
-#[path = "../common/logging.rs"]
-mod logging;
-#[path = "../common/man.rs"]
-mod man;
 mod manual;
-#[path = "../common/remote.rs"]
-mod remote;
 mod state;
 mod targets;
-#[path = "../common/unread.rs"]
-mod unread;
+
+use ral::cli::{load, logging, man, remote, unread};
 
 use std::process::ExitCode;
 

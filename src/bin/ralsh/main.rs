@@ -5,19 +5,11 @@
 mod app;
 mod args;
 mod complete;
-#[path = "../common/load.rs"]
-mod load;
-#[path = "../common/logging.rs"]
-mod logging;
-#[path = "../common/man.rs"]
-mod man;
 mod manual;
 mod progress;
-#[path = "../common/remote.rs"]
-mod remote;
 mod targets;
-#[path = "../common/unread.rs"]
-mod unread;
+
+use ral::cli::{load, logging, man, remote};
 
 fn main() -> std::process::ExitCode {
     let code = app::run();

@@ -1,0 +1,529 @@
+//! One whole `ral plan` or `ral apply` on one host, as a library call.
+//!
+//! [`Input`] reads the manifests (or verifies a saved plan against its
+//! store), [`prepare`] opens the state store (an apply locks it for the
+//! whole run), recovers the plans dead runs left, settles their intents,
+//! refuses a run that would sweep away what it does not name, plans the
+//! removals of what no manifest lists and marks drift; [`Prepared::save`]
+//! binds the plan to its store (`ral plan -o`) and [`Prepared::apply`]
+//! runs it while the store records every step. The binaries parse
+//! arguments and print what these return; a Rust program gets the same
+//! run from the same calls.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::discovery::Registry;
+use crate::error::Error;
+use crate::host::Host;
+use crate::store::{Holder, Identity, Location, Store, StoreKey, StoredItem};
+
+use super::apply::{self, Events, StopRequested};
+use super::catalog::Catalog;
+use super::lifecycle::{self, Sweep};
+use super::manifest::{self, Origin, Reading};
+use super::ownership;
+use super::plan::{self, ErrorKind, Plan, PlanState, TaskState};
+use super::record::{Recorder, Recording};
+use super::report::Report;
+use super::saved::{self, SavedFile, SavedPlan};
+
+/// Which command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Read and plan; change nothing, not even the store.
+    Plan,
+    /// Plan, run the tasks and record them.
+    Apply,
+}
+
+/// What a run is asked for besides its input.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub mode: Mode,
+    /// How many providers are read, and how many tasks run, at once.
+    pub jobs: usize,
+    /// Plan no removals: what no manifest lists stays, in the store too.
+    pub keep_removed: bool,
+    /// Remove what the manifests do not list also when that is
+    /// everything (see [`Sweep`]).
+    pub destroy: bool,
+    /// How long an apply waits for another run's lock of the store; zero
+    /// fails at once, naming the holder.
+    pub lock_timeout: Duration,
+    /// The plan is to be saved ([`Prepared::save`]): the store is made
+    /// when there is none, for the plan to be bound to it.
+    pub saving: bool,
+}
+
+/// Which state store a run uses, and what it must be the store of.
+#[derive(Debug, Clone)]
+pub struct StoreAt {
+    pub location: Location,
+    pub identity: Identity,
+}
+
+impl StoreAt {
+    /// The store of a run on this machine: `file`, or the one inside
+    /// `root`.
+    pub fn local(root: &Path, file: Option<&Path>) -> StoreAt {
+        StoreAt {
+            location: match file {
+                Some(file) => Location::File(file.to_owned()),
+                None => Location::InRoot(root.to_owned()),
+            },
+            identity: Identity::local(root),
+        }
+    }
+}
+
+/// Why a run did not start, or stopped short of its end.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Ral(#[from] Error),
+    /// It would remove what the manifests do not name.
+    #[error(transparent)]
+    Sweep(#[from] Sweep),
+    /// A saved plan that can no longer be applied.
+    #[error("plan {plan} is Invalid: {why}")]
+    Invalid { plan: String, why: Invalid },
+    /// `--keep-removed` given for a saved plan made without it.
+    #[error(
+        "plan {plan} was made without --keep-removed, and applies as it was made: make a new \
+         plan with ral plan --keep-removed -o"
+    )]
+    SavedWithoutKeepRemoved { plan: String },
+}
+
+/// Why a saved plan is Invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    #[error("its manifests changed since it was made; make a new plan")]
+    ManifestsChanged,
+    #[error("the state store {} was replaced since the plan was verified", .0.display())]
+    StoreReplaced(PathBuf),
+    #[error("it was already applied (a plan applies at most once)")]
+    AlreadyApplied,
+    #[error(
+        "the state store changed since it was made (serial {planned}, now {now}); make a new plan"
+    )]
+    StoreChanged { planned: i64, now: i64 },
+    /// Its tasks do not fit the manifests read again.
+    #[error("{0}")]
+    Tasks(String),
+}
+
+fn invalid(plan: &SavedPlan, why: Invalid) -> RunError {
+    RunError::Invalid {
+        plan: plan.id.clone(),
+        why,
+    }
+}
+
+/// What a run converges to: the manifests, read whole and checked, and
+/// for `ral apply FILE` the saved plan they were planned from.
+pub struct Input {
+    pub manifests: Vec<PathBuf>,
+    pub reading: Reading,
+    pub saved: Option<SavedPlan>,
+}
+
+impl Input {
+    /// Reads `manifests` as one. Every problem is reported together, and
+    /// manifests that declare nothing are refused unless `destroy`: an
+    /// empty or emptied file must not read as "remove everything".
+    pub fn read(manifests: &[PathBuf], destroy: bool) -> Result<Input, RunError> {
+        let reading = manifest::read_all(manifests);
+        // A manifest whose resources are all wrong declares none: its
+        // problems say why, not the refusal of an empty manifest.
+        if !reading.complete || (reading.declared.is_empty() && !reading.problems.is_empty()) {
+            return Err(Error::Manifest {
+                problems: reading.problems,
+            }
+            .into());
+        }
+        lifecycle::check_declared(manifests, reading.declared.len(), destroy)?;
+        Ok(Input {
+            manifests: manifests.to_vec(),
+            reading,
+            saved: None,
+        })
+    }
+
+    /// A saved plan, verified against the store `store_at` of `host`
+    /// before anything it names is read; then the manifests it names,
+    /// which must be those it was made from.
+    pub fn saved(
+        file: SavedFile,
+        host: &Host,
+        store_at: &StoreAt,
+        keep_removed: bool,
+    ) -> Result<Input, RunError> {
+        let store = Store::open_existing_at(&store_at.location, Some(&store_at.identity))?;
+        let saved = file.verify(store.as_ref(), &store_at.location.path(), host.root())?;
+        drop(store);
+        if keep_removed && !saved.keep_removed {
+            return Err(RunError::SavedWithoutKeepRemoved { plan: saved.id });
+        }
+        let reading = manifest::read_all(&saved.manifests);
+        if !saved.manifests_match(&reading.digest) {
+            return Err(invalid(&saved, Invalid::ManifestsChanged));
+        }
+        if !reading.complete {
+            return Err(Error::Manifest {
+                problems: reading.problems,
+            }
+            .into());
+        }
+        Ok(Input {
+            manifests: saved.manifests.clone(),
+            reading,
+            saved: Some(saved),
+        })
+    }
+}
+
+/// How a run ended, for the exit status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Something changed (apply), or is to change (plan).
+    pub changes: bool,
+    /// A task did not succeed, or a resource could not be read.
+    pub failures: bool,
+}
+
+/// A plan made, with what it needs to be saved or applied.
+pub struct Prepared<'a> {
+    pub catalog: Catalog<'a>,
+    pub plan: Plan,
+    /// Items no manifest lists any more that ral leaves as they are and
+    /// (on apply) forgets: it did not create them, they were never
+    /// applied, or their provider cannot remove.
+    pub forget: Vec<StoredItem>,
+    input: &'a Input,
+    options: Options,
+    /// `None` for a plan without a store yet.
+    store: Option<Store>,
+    state_path: PathBuf,
+    /// The store's items as the plan found them (intents settled).
+    stored: Vec<StoredItem>,
+    /// How many catalog items the manifests declared (the rest are
+    /// removals).
+    declared_items: usize,
+    /// The store's serial when its items were read.
+    serial_read: i64,
+}
+
+/// Plans `host` to `input` with the store `store_at`: everything before
+/// the first provider call that changes anything.
+pub fn prepare<'a>(
+    host: &Host,
+    registry: &'a Registry,
+    store_at: &StoreAt,
+    input: &'a Input,
+    options: Options,
+) -> Result<Prepared<'a>, RunError> {
+    let mut catalog = checked_catalog(registry, &input.reading)?;
+    let declared_items = catalog.items.len();
+    let state_path = store_at.location.path();
+    let saved = input.saved.as_ref();
+    let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
+    let mut store = open_store(store_at, &options, &plan_id, saved)?;
+    let StoreRead {
+        serial: serial_read,
+        stored,
+        decidable,
+    } = read_store(host, registry, store.as_mut(), &options)?;
+    // A saved plan removes what it was made to remove.
+    let keep_removed = saved.map_or(options.keep_removed, |s| s.keep_removed);
+    let leftovers = lifecycle::leftovers(&catalog, &decidable, registry, keep_removed);
+    // A saved plan passed this check when it was made (or was made with
+    // --destroy): no file is written for a plan the check refuses, and the
+    // file cannot be changed since.
+    if saved.is_none() {
+        let destroy = options.destroy;
+        lifecycle::check_sweep(&input.manifests, &catalog, &stored, &leftovers, destroy)?;
+    }
+    let origin = Origin {
+        file: Arc::from(state_path.as_path()),
+        line: 0,
+    };
+    lifecycle::add_removals(&mut catalog, registry, &leftovers.remove, &origin);
+    let plan = match saved {
+        // A saved plan runs the tasks it holds, each of which must find
+        // its resource as it was planned from.
+        Some(saved) => saved
+            .plan(&catalog)
+            .map_err(|e| invalid(saved, Invalid::Tasks(e)))?,
+        None => {
+            let key = store
+                .as_ref()
+                .map(Store::existing_key)
+                .transpose()?
+                .flatten();
+            let drift = key.as_ref().map(|key| (stored.as_slice(), key));
+            plan_anew(host, &catalog, plan_id, drift, options.jobs)?
+        }
+    };
+    if options.mode == Mode::Plan {
+        log_forgotten(&leftovers.forget, "an apply only forgets it");
+    }
+    Ok(Prepared {
+        catalog,
+        plan,
+        forget: leftovers.forget,
+        input,
+        options,
+        store,
+        state_path,
+        stored,
+        declared_items,
+        serial_read,
+    })
+}
+
+/// The plan from one read per provider, its tasks marked drifted where
+/// `drift` (the stored items and the store's key) says ral applied them as
+/// declared and they changed since.
+fn plan_anew(
+    host: &Host,
+    catalog: &Catalog,
+    id: String,
+    drift: Option<(&[StoredItem], &StoreKey)>,
+    jobs: usize,
+) -> Result<Plan, Error> {
+    let found = plan::read_states(host, catalog, jobs);
+    let mut plan = plan::plan_from(catalog, &found, id)?;
+    if let Some((stored, key)) = drift {
+        lifecycle::mark_drifted(catalog, &mut plan, stored, key);
+    }
+    Ok(plan)
+}
+
+/// The catalog of what the manifests declare; every problem in one
+/// error: the manifests' own and the catalog's.
+fn checked_catalog<'a>(registry: &'a Registry, reading: &Reading) -> Result<Catalog<'a>, Error> {
+    match Catalog::build(registry, &reading.declared) {
+        Ok(catalog) if reading.problems.is_empty() => Ok(catalog),
+        Ok(_) => Err(Error::Manifest {
+            problems: reading.problems.clone(),
+        }),
+        Err(more) => {
+            let mut problems = reading.problems.clone();
+            problems.extend(more);
+            Err(Error::Manifest { problems })
+        }
+    }
+}
+
+/// What the store holds as a run starts.
+#[derive(Default)]
+struct StoreRead {
+    serial: i64,
+    stored: Vec<StoredItem>,
+    /// The items whose intents are settled: only about those is anything
+    /// decided.
+    decidable: Vec<StoredItem>,
+}
+
+/// The store's serial and items, with what a run that ended early was
+/// doing settled first, so that what it created is known as ral's
+/// (ownership's docs). No store: nothing stored.
+fn read_store(
+    host: &Host,
+    registry: &Registry,
+    store: Option<&mut Store>,
+    options: &Options,
+) -> Result<StoreRead, Error> {
+    let Some(store) = store else {
+        return Ok(StoreRead::default());
+    };
+    // The serial a saved plan carries is the one of the items it is made
+    // from: read first, so that an apply ending in between makes the plan
+    // stale (refused), never current.
+    let serial = store.serial()?;
+    let mut stored = store.items()?;
+    let apply = options.mode == Mode::Apply;
+    let unsettled =
+        ownership::settle_store(host, registry, store, apply, &mut stored, options.jobs)?;
+    let decidable = stored
+        .iter()
+        .filter(|i| !unsettled.contains(&(i.provider.clone(), i.name.clone())))
+        .cloned()
+        .collect();
+    Ok(StoreRead {
+        serial,
+        stored,
+        decidable,
+    })
+}
+
+/// A plan reads the store as it is (`None` when there is none); an apply
+/// holds its lock throughout, after recovering the plans of runs that
+/// died, and a saved plan must find the store it was made against.
+fn open_store(
+    store_at: &StoreAt,
+    options: &Options,
+    plan_id: &str,
+    saved: Option<&SavedPlan>,
+) -> Result<Option<Store>, RunError> {
+    let identity = Some(&store_at.identity);
+    if options.mode == Mode::Plan {
+        // A saved plan is bound to its store: saving makes the store (and
+        // its key) when there is none yet.
+        return Ok(match options.saving {
+            true => Some(Store::open_at(&store_at.location, identity)?),
+            false => Store::open_existing_at(&store_at.location, identity)?,
+        });
+    }
+    let mut store = Store::open_locked(
+        &store_at.location,
+        identity,
+        &Holder::me(plan_id),
+        options.lock_timeout,
+    )?;
+    for dead in store.recover_dead_plans()? {
+        log::warn!(
+            "plan {dead} was left running by a process that ended; it is marked Failed, and \
+             this plan reads every resource again"
+        );
+    }
+    if let Some(saved) = saved {
+        // Verified before the lock: still the same store.
+        if store.id()? != saved.store_id {
+            let path = store_at.location.path();
+            return Err(invalid(saved, Invalid::StoreReplaced(path)));
+        }
+        if store.history()?.iter().any(|p| p.id == saved.id) {
+            return Err(invalid(saved, Invalid::AlreadyApplied));
+        }
+        let now = store.serial()?;
+        if now != saved.store_serial {
+            let planned = saved.store_serial;
+            return Err(invalid(saved, Invalid::StoreChanged { planned, now }));
+        }
+    }
+    Ok(Some(store))
+}
+
+impl Prepared<'_> {
+    /// The plan as a report: what `--json` prints and the store keeps.
+    pub fn report(&self) -> Report {
+        Report::of(&self.catalog, &self.plan)
+    }
+
+    /// How the plan ends when it is not applied: changes pending,
+    /// resources that could not be read.
+    pub fn planned(&self) -> Outcome {
+        Outcome {
+            changes: self.plan.has_changes(),
+            failures: self.plan.tasks.iter().any(|t| t.state == TaskState::Failed),
+        }
+    }
+
+    /// Writes the plan's tasks to `file` (0600), bound to the store and
+    /// the root, for `ral apply FILE` to run exactly. Needs
+    /// [`Options::saving`].
+    pub fn save(&self, file: &Path, root: &Path) -> Result<(), RunError> {
+        let store = self.store.as_ref().ok_or_else(|| Error::Store {
+            path: self.state_path.clone(),
+            message: "a plan is saved only when prepared for saving".to_owned(),
+        })?;
+        saved::write(
+            file,
+            &self.catalog,
+            &self.plan,
+            &saved::Origin {
+                manifests: &self.input.manifests,
+                manifest_digest: &self.input.reading.digest,
+                root,
+                store_id: &store.id()?,
+                store_serial: self.serial_read,
+                key: &store.key()?,
+                keep_removed: self.options.keep_removed,
+                store_path: &self.state_path,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Runs the plan (prepared with [`Mode::Apply`]): forgets what is
+    /// only forgotten, records the plan, runs its tasks (`stop` is asked
+    /// between them) and verifies them, recording each step. `events`
+    /// hears of each step as it happens.
+    pub fn apply(
+        &mut self,
+        host: &Host,
+        stop: StopRequested,
+        events: &mut dyn Events,
+    ) -> Result<Outcome, RunError> {
+        let store = self.store.as_mut().ok_or_else(|| Error::Store {
+            path: self.state_path.clone(),
+            message: "a plan is applied only when prepared for applying".to_owned(),
+        })?;
+        if !self.forget.is_empty() {
+            let keys: Vec<(String, String)> = self
+                .forget
+                .iter()
+                .map(|item| (item.provider.clone(), item.name.clone()))
+                .collect();
+            store.forget(&keys)?;
+            log_forgotten(&self.forget, "it is left as it is and forgotten");
+            events.forgotten(&self.forget);
+        }
+        let mut recorder = Recorder::new(store, &self.catalog, &self.stored, self.declared_items)?;
+        let report = Report::of(&self.catalog, &self.plan);
+        recorder.begin(&self.plan, &self.input.reading.digest, &report)?;
+        let failed_store = AtomicBool::new(false);
+        {
+            let mut recording = Recording {
+                recorder: &mut recorder,
+                inner: events,
+                failed: &failed_store,
+            };
+            let stop = || stop() || failed_store.load(Ordering::SeqCst);
+            apply::apply(
+                host,
+                &self.catalog,
+                &mut self.plan,
+                self.options.jobs,
+                &stop,
+                &mut recording,
+            );
+        }
+        recorder.finish(&self.plan, &Report::of(&self.catalog, &self.plan))?;
+        if let Some(e) = recorder.failure.take() {
+            return Err(e.into());
+        }
+        Ok(applied(&self.plan))
+    }
+}
+
+fn log_forgotten(items: &[StoredItem], what_happens: &str) {
+    for item in items {
+        log::info!(
+            "{}[{}] is no longer in any manifest; ral did not create it, so {what_happens}",
+            item.type_name,
+            item.name
+        );
+    }
+}
+
+/// How an applied plan ended.
+fn applied(plan: &Plan) -> Outcome {
+    Outcome {
+        // A task that made changes counts, also when the verification
+        // found them short of the manifest.
+        changes: plan.tasks.iter().any(|t| {
+            !t.changes.is_empty()
+                && (t.state == TaskState::Success
+                    || t.error
+                        .as_ref()
+                        .is_some_and(|e| e.kind == ErrorKind::Verify))
+        }),
+        failures: plan.state != PlanState::Successful,
+    }
+}

@@ -1,0 +1,185 @@
+//! The engine as a library call: a Rust program plans, applies and
+//! reads the state store through `ral::converge::run` and
+//! `ral::converge::state` alone, as the `ral` binary does, with the plan
+//! fixtures (tests/fixtures/plans) on a temporary root.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ral::converge::apply::Events;
+use ral::converge::catalog::Catalog;
+use ral::converge::plan::{Action, Plan, TaskState};
+use ral::converge::run::{self, Input, Mode, Options, Outcome, RunError, StoreAt};
+use ral::converge::state::{ItemState, StateStore, StoredItem};
+use ral::discovery::{self, Registry};
+use ral::metadata_cache::MetadataCache;
+use ral::{Host, HostConfig};
+
+use crate::plans::Bench;
+use crate::support::fixtures_dir;
+
+fn host(root: &Path) -> Host {
+    Host::new(HostConfig {
+        timeout: Duration::from_secs(60),
+        root: root.canonicalize().unwrap(),
+        strict: false,
+        lock_timeout: Duration::from_secs(15),
+        provider_lib: None,
+        remote: None,
+    })
+}
+
+fn registry(host: &Host) -> Registry {
+    let dirs = discovery::data_dirs(&[fixtures_dir().join("plans")], None, None);
+    discovery::discover(host, &dirs, &MetadataCache::disabled(), None)
+}
+
+fn options(mode: Mode) -> Options {
+    Options {
+        mode,
+        jobs: 4,
+        keep_removed: false,
+        destroy: false,
+        lock_timeout: Duration::ZERO,
+        saving: false,
+    }
+}
+
+/// What the run told as it went.
+#[derive(Default)]
+struct Heard {
+    ended: Vec<(String, TaskState)>,
+    forgotten: Vec<String>,
+}
+
+impl Events for Heard {
+    fn plan_state(&mut self, _catalog: &Catalog, _plan: &Plan) {}
+    fn task_started(&mut self, _catalog: &Catalog, _plan: &Plan, _task: usize) {}
+    fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+        let task = &plan.tasks[task];
+        let name = catalog.items[task.item].reference();
+        self.ended.push((name, task.state));
+    }
+    fn forgotten(&mut self, items: &[StoredItem]) {
+        self.forgotten
+            .extend(items.iter().map(|i| format!("{}[{}]", i.type_name, i.name)));
+    }
+}
+
+/// Plans and applies `manifest` on `host`, returning the outcome and
+/// what was heard.
+fn apply(
+    host: &Host,
+    registry: &Registry,
+    store_at: &StoreAt,
+    manifest: &Path,
+) -> (Outcome, Heard) {
+    let input = Input::read(&[manifest.to_owned()], false).unwrap();
+    let mut prepared =
+        run::prepare(host, registry, store_at, &input, options(Mode::Apply)).unwrap();
+    let mut heard = Heard::default();
+    let outcome = prepared.apply(host, &|| false, &mut heard).unwrap();
+    (outcome, heard)
+}
+
+#[test]
+fn a_program_plans_applies_and_reads_the_store_through_the_library() {
+    let bench = Bench::new();
+    let host = host(bench.sandbox.root());
+    let registry = registry(&host);
+    let store_at = StoreAt::local(host.root(), None);
+    let both = PathBuf::from(bench.manifest(
+        "both.yaml",
+        "alpha:\n  a1: {value: one}\nbeta:\n  b1: {value: x}\n",
+    ));
+
+    // A plan reads and changes nothing, not even the store.
+    let input = Input::read(std::slice::from_ref(&both), false).unwrap();
+    let planned = run::prepare(&host, &registry, &store_at, &input, options(Mode::Plan)).unwrap();
+    let actions: Vec<Action> = planned.plan.tasks.iter().map(|t| t.action).collect();
+    assert_eq!(actions, [Action::Create, Action::Create]);
+    assert_eq!(
+        planned.planned(),
+        Outcome {
+            changes: true,
+            failures: false
+        }
+    );
+    let report = planned.report();
+    assert_eq!(report.plan.counts.create, 2);
+    assert_eq!(report.plan.tasks[0].resource, "alpha[a1]");
+    let store = StateStore::new(host.root(), None);
+    assert!(
+        store.items().is_err(),
+        "a plan made a store: {:?}",
+        store.path()
+    );
+
+    let (outcome, heard) = apply(&host, &registry, &store_at, &both);
+    assert_eq!(
+        outcome,
+        Outcome {
+            changes: true,
+            failures: false
+        }
+    );
+    // They run side by side: the order they end in is not known.
+    let mut ended = heard.ended;
+    ended.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        ended,
+        [
+            ("alpha[a1]".to_owned(), TaskState::Success),
+            ("beta[b1]".to_owned(), TaskState::Success)
+        ]
+    );
+    assert_eq!(bench.store("beta")["b1"]["value"], "x");
+    let items = store.items().unwrap();
+    assert_eq!(items.len(), 2);
+    assert!(items
+        .iter()
+        .all(|i| i.state == ItemState::Applied && i.created));
+    let history = store.history().unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].counts.unwrap().success, 2);
+    assert_eq!(store.report(&history[0].id).unwrap().plan.tasks.len(), 2);
+
+    // Dropped from the manifest, what ral created is removed.
+    let one = PathBuf::from(bench.manifest("one.yaml", "alpha:\n  a1: {value: one}\n"));
+    let (outcome, heard) = apply(&host, &registry, &store_at, &one);
+    assert!(outcome.changes && !outcome.failures);
+    assert_eq!(heard.ended, [("beta[b1]".to_owned(), TaskState::Success)]);
+    assert!(heard.forgotten.is_empty());
+    assert!(bench.store("beta").get("b1").is_none());
+    assert_eq!(store.items().unwrap().len(), 1);
+}
+
+#[test]
+fn the_library_refuses_an_empty_manifest_and_a_second_apply_with_typed_errors() {
+    let bench = Bench::new();
+    let host = host(bench.sandbox.root());
+    let registry = registry(&host);
+    let empty = PathBuf::from(bench.manifest("empty.yaml", "# nothing yet\n"));
+    match Input::read(&[empty], false) {
+        Err(RunError::Sweep(_)) => {}
+        other => panic!(
+            "an empty manifest was not refused as a sweep: {:?}",
+            other.err()
+        ),
+    }
+
+    // While one apply holds the store, another fails at once, naming it.
+    let store_at = StoreAt::local(host.root(), None);
+    let one = PathBuf::from(bench.manifest("one.yaml", "alpha:\n  a1: {value: one}\n"));
+    let input = Input::read(&[one], false).unwrap();
+    let first = run::prepare(&host, &registry, &store_at, &input, options(Mode::Apply)).unwrap();
+    match run::prepare(&host, &registry, &store_at, &input, options(Mode::Apply)) {
+        Err(RunError::Ral(ral::Error::Locked { .. })) => {}
+        other => panic!(
+            "a second apply was not refused as locked: {:?}",
+            other.err()
+        ),
+    }
+    drop(first);
+    assert!(run::prepare(&host, &registry, &store_at, &input, options(Mode::Apply)).is_ok());
+}

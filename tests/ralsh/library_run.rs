@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ral::converge::apply::Events;
+use ral::converge::apply::{Calling, Events};
 use ral::converge::catalog::Catalog;
 use ral::converge::plan::{Action, Plan, TaskState};
 use ral::converge::run::{self, Input, Mode, Options, Outcome, RunError, StoreAt};
@@ -182,4 +182,46 @@ fn the_library_refuses_an_empty_manifest_and_a_second_apply_with_typed_errors() 
     }
     drop(first);
     assert!(run::prepare(&host, &registry, &store_at, &input, options(Mode::Apply)).is_ok());
+}
+
+/// Refuses every call, as a recorder that cannot write the intents does.
+struct Refusing(Heard);
+
+impl Events for Refusing {
+    fn plan_state(&mut self, _catalog: &Catalog, _plan: &Plan) {}
+    fn task_started(&mut self, _catalog: &Catalog, _plan: &Plan, _task: usize) {}
+    fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+        self.0.task_ended(catalog, plan, task);
+    }
+    fn tasks_calling(&mut self, _catalog: &Catalog, _plan: &Plan, _calls: &[Calling]) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_task_whose_call_is_refused_before_it_starts_never_reaches_its_provider() {
+    let bench = Bench::new();
+    let host = host(bench.sandbox.root());
+    let registry = registry(&host);
+    let store_at = StoreAt::local(host.root(), None);
+    let m = PathBuf::from(bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n"));
+    let input = Input::read(&[m], false).unwrap();
+    let mut prepared =
+        run::prepare(&host, &registry, &store_at, &input, options(Mode::Apply)).unwrap();
+    bench.take_calls();
+    let mut refusing = Refusing(Heard::default());
+    let outcome = prepared.apply(&host, &|| false, &mut refusing).unwrap();
+    assert!(outcome.failures && !outcome.changes);
+    assert_eq!(
+        refusing.0.ended,
+        [("beta[b1]".to_owned(), TaskState::Failed)]
+    );
+    let error = prepared.plan.tasks[0].error.as_ref().unwrap();
+    assert!(error.message.contains("could not be recorded"), "{error:?}");
+    let calls = bench.take_calls();
+    assert!(
+        !calls.iter().any(|c| c.contains("set")),
+        "the provider was called: {calls:#?}"
+    );
+    assert!(bench.store("beta").get("b1").is_none());
 }

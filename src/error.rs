@@ -38,7 +38,7 @@ pub enum Error {
     Exit {
         provider: String,
         action: String,
-        status: String,
+        status: Exited,
         stderr: Vec<String>,
         logged: bool,
     },
@@ -201,6 +201,38 @@ pub fn is_broken_pipe<'a>(
                 .downcast_ref::<Error>()
                 .is_some_and(Error::is_broken_pipe)
     })
+}
+
+/// How a program that did not succeed ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exited {
+    /// With this exit code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+    /// Neither (which Unix does not do).
+    Unknown,
+}
+
+impl From<std::process::ExitStatus> for Exited {
+    fn from(status: std::process::ExitStatus) -> Exited {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Exited::Code(code),
+            (None, Some(signal)) => Exited::Signal(signal),
+            (None, None) => Exited::Unknown,
+        }
+    }
+}
+
+impl std::fmt::Display for Exited {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Exited::Code(code) => write!(f, "exit status {code}"),
+            Exited::Signal(signal) => write!(f, "killed by signal {signal}"),
+            Exited::Unknown => write!(f, "an unknown end"),
+        }
+    }
 }
 
 /// Shorthand used throughout the crate.

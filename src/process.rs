@@ -27,9 +27,9 @@
 //! after them; the library never ends the process itself. A binary does,
 //! with [`exit_if_interrupted`].
 
+use crate::error::Exited;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -270,7 +270,7 @@ pub fn run(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished
         return Err(Error::Exit {
             provider: call.label.to_owned(),
             action: call.action.as_str().to_owned(),
-            status: describe_status(status),
+            status: Exited::from(status),
             stderr: unshown,
             logged,
         });
@@ -522,15 +522,6 @@ fn interpreter_of(program: &Path) -> Option<PathBuf> {
 
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
-}
-
-fn describe_status(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(signal)) => format!("killed by signal {signal}"),
-        (None, None) => status.to_string(),
-    }
 }
 
 /// Splits a `LEVEL:` prefix off a stderr line; the default level is warn.

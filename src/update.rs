@@ -156,7 +156,7 @@ pub fn invalid_value(attribute: &Attribute, shown: &str, reason: &str) -> String
 
 /// What must happen to one resource, worked out before anything changes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub struct Transition {
     pub name: String,
     /// Whether find knew the resource at all.
     pub found: bool,
@@ -166,14 +166,18 @@ pub struct Plan {
     pub should: Vec<(String, Value)>,
 }
 
-impl Plan {
+impl Transition {
     /// Works out the transition from `found` to the request:
     /// - delete (present to absent) passes only `ensure`;
     /// - absent to absent is no change;
     /// - create (absent to present) fills in defaults and checks that
     ///   every required attribute is given;
     /// - changing an init-only attribute of an existing resource is refused.
-    pub fn new(provider: &Provider, request: &Request, found: Option<Resource>) -> Result<Plan> {
+    pub fn new(
+        provider: &Provider,
+        request: &Request,
+        found: Option<Resource>,
+    ) -> Result<Transition> {
         let reject = |message: String| Error::Request {
             provider: provider.qualified_name(),
             message,
@@ -246,7 +250,7 @@ impl Plan {
                         && !(exists && present_met(key, value, state.attrs.get(key))))
             })
             .collect();
-        Ok(Plan {
+        Ok(Transition {
             name: request.name.clone(),
             found: known,
             state,
@@ -255,8 +259,16 @@ impl Plan {
     }
 }
 
-impl Plan {
-    /// The update a convention sends for this plan.
+/// What a transition does to its resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    Create,
+    Change,
+    Remove,
+}
+
+impl Transition {
+    /// The update a convention sends for this transition.
     pub fn as_update(&self) -> Update<'_> {
         Update {
             name: &self.name,
@@ -265,15 +277,32 @@ impl Plan {
         }
     }
 
-    /// Whether the plan creates the resource: it was not there (not found,
-    /// or found absent), and it is not asked to be absent.
+    /// What it does: creating is bringing a resource that was not there
+    /// (not found, or found absent) to anything but absent; removing is
+    /// asking for absent.
+    pub fn effect(&self, provider: &Provider) -> Effect {
+        let removes = self
+            .should
+            .iter()
+            .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"));
+        let was_there = self.found && !self.state.is_absent();
+        if can_be_absent(provider) && !was_there && !removes {
+            Effect::Create
+        } else if removes {
+            Effect::Remove
+        } else {
+            Effect::Change
+        }
+    }
+
+    /// Whether it creates the resource (see [`Transition::effect`]).
     pub fn creates(&self, provider: &Provider) -> bool {
-        can_be_absent(provider)
-            && (!self.found || self.state.is_absent())
-            && !self
-                .should
-                .iter()
-                .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"))
+        self.effect(provider) == Effect::Create
+    }
+
+    /// Its changes, each from the value found.
+    pub fn changes(&self) -> Vec<Change> {
+        derived(&self.state, &self.should, &[])
     }
 }
 
@@ -303,14 +332,14 @@ pub fn apply_many(
         }
     }
     // A resource that cannot be found fails alone; the others go on.
-    let plans: Vec<Result<Plan>> = requests
+    let plans: Vec<Result<Transition>> = requests
         .iter()
         .map(|request| {
             host.find(provider, &request.name)
-                .and_then(|found| Plan::new(provider, request, found))
+                .and_then(|found| Transition::new(provider, request, found))
         })
         .collect();
-    let pending: Vec<&Plan> = plans
+    let pending: Vec<&Transition> = plans
         .iter()
         .filter_map(|plan| plan.as_ref().ok())
         .filter(|plan| !plan.should.is_empty())
@@ -365,7 +394,7 @@ pub fn apply_many(
 pub fn settle(
     host: &Host,
     provider: &Provider,
-    plan: &Plan,
+    plan: &Transition,
     asked: Option<&Request>,
     answer: UpdateAnswer,
 ) -> Result<Vec<Change>> {
@@ -409,7 +438,7 @@ pub fn present_met(key: &str, wanted: &Value, found: Option<&Value>) -> bool {
 fn check_answer(
     host: &Host,
     provider: &Provider,
-    plan: &Plan,
+    plan: &Transition,
     asked: Option<&Request>,
     changes: &[Change],
 ) -> Result<()> {
@@ -518,18 +547,18 @@ mod tests {
         Some(resource)
     }
 
-    fn keys(plan: &Plan) -> Vec<&str> {
+    fn keys(plan: &Transition) -> Vec<&str> {
         plan.should.iter().map(|(k, _)| k.as_str()).collect()
     }
 
     #[test]
     fn a_creation_gets_defaults_and_needs_required_attributes() {
         let p = provider(FULL);
-        let plan = Plan::new(&p, &request(&p, &["size=3"]), None).unwrap();
+        let plan = Transition::new(&p, &request(&p, &["size=3"]), None).unwrap();
         assert_eq!(keys(&plan), ["size", "color"]);
         assert!(plan.creates(&p));
         assert!(plan.as_update().state.is_none());
-        let err = Plan::new(&p, &request(&p, &["color=blue"]), None).unwrap_err();
+        let err = Transition::new(&p, &request(&p, &["color=blue"]), None).unwrap_err();
         assert!(
             err.to_string()
                 .contains("needs the required attribute(s) size"),
@@ -544,11 +573,12 @@ mod tests {
             ("ensure", Value::from("present")),
             ("size", Value::Integer(1)),
         ]);
-        let plan = Plan::new(&p, &request(&p, &["ensure=absent", "size=9"]), present).unwrap();
+        let plan =
+            Transition::new(&p, &request(&p, &["ensure=absent", "size=9"]), present).unwrap();
         assert_eq!(keys(&plan), ["ensure"]);
         assert!(!plan.creates(&p));
         let absent = found(&[("ensure", Value::from("absent"))]);
-        let plan = Plan::new(&p, &request(&p, &["ensure=absent"]), absent).unwrap();
+        let plan = Transition::new(&p, &request(&p, &["ensure=absent"]), absent).unwrap();
         assert!(plan.should.is_empty());
     }
 
@@ -560,15 +590,16 @@ mod tests {
             ("size", Value::Integer(1)),
             ("uid", Value::Integer(5)),
         ]);
-        let plan = Plan::new(&p, &request(&p, &["size=1", "color=blue"]), present.clone()).unwrap();
+        let plan =
+            Transition::new(&p, &request(&p, &["size=1", "color=blue"]), present.clone()).unwrap();
         assert_eq!(keys(&plan), ["color"]);
-        let err = Plan::new(&p, &request(&p, &["uid=6"]), present.clone()).unwrap_err();
+        let err = Transition::new(&p, &request(&p, &["uid=6"]), present.clone()).unwrap_err();
         assert!(
             err.to_string()
                 .contains("can only be set when 'a' is created"),
             "{err}"
         );
-        assert!(Plan::new(&p, &request(&p, &["uid=5"]), present)
+        assert!(Transition::new(&p, &request(&p, &["uid=5"]), present)
             .unwrap()
             .should
             .is_empty());
@@ -579,7 +610,7 @@ mod tests {
         let p = provider("    ensure: {type: 'enum[present, file, absent, incomplete]'}\n");
         let with = |ensure: &str| found(&[("ensure", Value::from(ensure))]);
         for (now, needed) in [("file", false), ("present", false), ("incomplete", true)] {
-            let plan = Plan::new(&p, &request(&p, &["ensure=present"]), with(now)).unwrap();
+            let plan = Transition::new(&p, &request(&p, &["ensure=present"]), with(now)).unwrap();
             assert_eq!(!plan.should.is_empty(), needed, "{now}");
         }
         assert!(!present_met(
@@ -596,7 +627,7 @@ mod tests {
             provider("    ensure: {type: 'enum[running, stopped]'}\n    color: {default: red}\n");
         assert!(!can_be_absent(&p));
         // Not found: no defaults, nothing required, no creation.
-        let plan = Plan::new(&p, &request(&p, &["ensure=running"]), None).unwrap();
+        let plan = Transition::new(&p, &request(&p, &["ensure=running"]), None).unwrap();
         assert_eq!(keys(&plan), ["ensure"]);
         assert!(!plan.creates(&p));
         assert!(

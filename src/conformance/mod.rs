@@ -25,7 +25,7 @@ use crate::metadata::{Action, Kind, Metadata};
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::types::{AttrType, Value};
-use crate::update::Plan;
+use crate::update::Transition;
 
 mod round_trip;
 
@@ -428,7 +428,7 @@ impl Checker<'_> {
         if should.is_empty() {
             return;
         }
-        let plan = Plan {
+        let plan = Transition {
             name: resource.name.clone(),
             found: true,
             state: resource.clone(),
@@ -492,7 +492,7 @@ impl Checker<'_> {
         };
         let files_before = snapshot(&self.options.root);
         let listed_before = self.list_quietly(provider);
-        let plan = Plan {
+        let plan = Transition {
             name: resource.name.clone(),
             found: true,
             state: resource.clone(),

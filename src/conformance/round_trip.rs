@@ -16,7 +16,7 @@ use crate::metadata::Kind;
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::types::{AttrType, Value};
-use crate::update::{self, Plan, Request};
+use crate::update::{self, Request, Transition};
 
 /// The name of the resource the round trip creates (its last path
 /// component, for providers whose names are paths).
@@ -370,7 +370,7 @@ impl Checker<'_> {
                     .get("ensure")
                     .map(|e| ("ensure".to_owned(), e.clone())),
             );
-            let plan = Plan {
+            let plan = Transition {
                 name: name.clone(),
                 found: true,
                 state,

@@ -18,7 +18,7 @@ use crate::update;
 
 use super::catalog::Catalog;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
-use super::read::{read, read_all, Found};
+use super::read::{read, read_all, Observed};
 use super::saved::Planned;
 
 /// What a run reports as it goes; `ral apply` prints it.
@@ -62,13 +62,13 @@ pub type StopRequested<'a> = &'a (dyn Fn() -> bool + Sync);
 
 /// One task's result: what it changed and the transition it made (worked
 /// out again when the state was read again), or the error.
-type Outcome = Result<(Vec<Change>, update::Plan), TaskError>;
+type Outcome = Result<(Vec<Change>, update::Transition), TaskError>;
 
 /// One task of a batch: its index in the plan, its transition and request,
 /// and for a saved plan the state it was planned from.
 struct Work {
     task: usize,
-    transition: update::Plan,
+    transition: update::Transition,
     request: update::Request,
     planned_from: Option<Planned>,
 }
@@ -326,9 +326,9 @@ fn run_batch(
     may_call: &dyn Fn(Vec<Calling>) -> bool,
 ) -> Vec<Outcome> {
     let mut results: Vec<Option<Outcome>> = vec![None; work.len()];
-    let mut pending: Vec<(usize, update::Plan, update::Request)> = Vec::new();
+    let mut pending: Vec<(usize, update::Transition, update::Request)> = Vec::new();
     let mut calls: Vec<Calling> = Vec::new();
-    let fresh: Vec<Found> = if reread {
+    let fresh: Vec<Observed> = if reread {
         let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
         read(host, provider, &names)
     } else {
@@ -344,15 +344,15 @@ fn run_batch(
         } = work;
         let transition = match fresh.next() {
             None => transition,
-            Some(Err(message)) => {
+            Some(Observed::Unreadable(message)) => {
                 results[at] = Some(Err(failed(format!("could not be read: {message}"))));
                 continue;
             }
             // A saved plan's task runs as planned, once its resource is
             // found as it was then; it is told the state found now.
-            Some(Ok(found)) if planned_from.is_some() => {
+            Some(found) if planned_from.is_some() => {
                 let planned = planned_from.as_ref().expect("a saved plan's task");
-                if let Some(message) = drift(provider, &transition, planned, found.as_ref()) {
+                if let Some(message) = drift(provider, &transition, planned, found.resource()) {
                     results[at] = Some(Err(TaskError {
                         kind: ErrorKind::Drifted,
                         message,
@@ -360,13 +360,14 @@ fn run_batch(
                     continue;
                 }
                 let mut transition = transition;
-                transition.found = found.is_some();
-                if let Some(now) = found {
+                transition.found = found.resource().is_some();
+                if let Some(now) = found.into_resource() {
                     transition.state = now;
                 }
                 transition
             }
-            Some(Ok(found)) => match update::Plan::new(provider, &request, found) {
+            Some(found) => match update::Transition::new(provider, &request, found.into_resource())
+            {
                 Ok(transition) => transition,
                 Err(e) => {
                     results[at] = Some(Err(failed(e.to_string())));
@@ -435,7 +436,7 @@ fn run_batch(
 /// `ensure: absent`, a listing leaves it out, and both mean the same.
 fn drift(
     provider: &Provider,
-    transition: &update::Plan,
+    transition: &update::Transition,
     planned: &Planned,
     found: Option<&Resource>,
 ) -> Option<String> {
@@ -499,8 +500,12 @@ fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: 
             let at = task_of[&item];
             let provider = catalog.items[item].provider;
             let mismatch = match found {
-                Err(message) => Some(format!("could not be read back: {message}")),
-                Ok(found) => mismatch(provider, &catalog.items[item].request, found),
+                Observed::Unreadable(message) => Some(format!("could not be read back: {message}")),
+                found => mismatch(
+                    provider,
+                    &catalog.items[item].request,
+                    found.into_resource(),
+                ),
             };
             if let Some(message) = mismatch {
                 let task = &mut plan.tasks[at];
@@ -526,7 +531,7 @@ fn mismatch(
     request: &update::Request,
     found: Option<Resource>,
 ) -> Option<String> {
-    let again = match update::Plan::new(provider, request, found) {
+    let again = match update::Transition::new(provider, request, found) {
         Ok(again) => again,
         Err(e) => return Some(format!("afterwards: {e}")),
     };

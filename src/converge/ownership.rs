@@ -59,7 +59,7 @@ use crate::types::Value;
 use crate::update;
 
 use super::lifecycle;
-use super::read::read_all;
+use super::read::{read_all, Observed};
 
 /// What settling found: what to write, and the items whose intent could
 /// not be settled (their resource could not be read), which this run
@@ -151,8 +151,7 @@ pub fn settle(
         for (found, intent) in answer.into_iter().zip(intents) {
             let item_key = (intent.provider.clone(), intent.name.clone());
             let found = match found {
-                Ok(found) => found,
-                Err(message) => {
+                Observed::Unreadable(message) => {
                     log::warn!(
                         "{}: a run that ended early left what it was doing unsettled, and it \
                          cannot be read ({message}): it stays in the state store, untouched",
@@ -161,6 +160,7 @@ pub fn settle(
                     settled.unsettled.push(item_key);
                     continue;
                 }
+                found => found.into_resource(),
             };
             settled.settlement.settled.push(item_key.clone());
             // An item forgotten since (`ral state forget`) stays forgotten.
@@ -259,7 +259,11 @@ fn matches(provider: &Provider, intent: &Intent, found: &Resource, key: Option<&
 /// or no `ensure` change where one was asked for, means someone else made
 /// it between ral's read and the task. A change ral derived for the
 /// provider says only what the read said.
-pub fn created_by(provider: &Provider, transition: &update::Plan, changes: &[Change]) -> bool {
+pub fn created_by(
+    provider: &Provider,
+    transition: &update::Transition,
+    changes: &[Change],
+) -> bool {
     if !transition.creates(provider) {
         return false;
     }
@@ -433,7 +437,7 @@ mod tests {
                 ("value".to_owned(), Value::from("v")),
             ],
         };
-        let creating = update::Plan::new(&p, &request, None).unwrap();
+        let creating = update::Transition::new(&p, &request, None).unwrap();
         let ensure = |was: Option<&str>| Change {
             attr: "ensure".to_owned(),
             is: Value::from("present"),
@@ -455,11 +459,11 @@ mod tests {
         // Without ensure asked for, the read decides.
         let mut plain = request.clone();
         plain.attrs.remove(0);
-        let creating = update::Plan::new(&p, &plain, None).unwrap();
+        let creating = update::Transition::new(&p, &plain, None).unwrap();
         assert!(created_by(&p, &creating, std::slice::from_ref(&value)));
         // A change of what existed creates nothing, whatever it says.
         let found = resource(&[("ensure", "present"), ("value", "w")]);
-        let changing = update::Plan::new(&p, &request, Some(found)).unwrap();
+        let changing = update::Transition::new(&p, &request, Some(found)).unwrap();
         assert!(!created_by(&p, &changing, &[ensure(Some("absent"))]));
     }
 

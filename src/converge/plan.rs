@@ -14,7 +14,7 @@ use crate::resource::Change;
 use crate::update;
 
 use super::catalog::Catalog;
-use super::read::{read_all, Found, Group};
+use super::read::{read_all, Group, Observed};
 
 /// What a task does to its resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,7 +156,7 @@ pub struct Task {
     /// How long it ran.
     pub seconds: f64,
     /// What the update is to do; `None` when the read failed.
-    pub transition: Option<update::Plan>,
+    pub transition: Option<update::Transition>,
     /// Why the current state is not known yet: its read failed while it
     /// waited for pending changes. It is read again before it runs.
     pub deferred: Option<String>,
@@ -241,7 +241,7 @@ pub fn plan_with_id(
 /// The plan for the states `found` (one per catalog item): what
 /// [`plan_with_id`] makes of what it reads, and what a saved plan is made
 /// again from.
-pub fn plan_from(catalog: &Catalog, found: &[Found], id: String) -> Result<Plan, Error> {
+pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
     let mut tasks: Vec<Task> = Vec::new();
     // The task of each item, if it has one.
@@ -265,7 +265,7 @@ pub fn plan_from(catalog: &Catalog, found: &[Found], id: String) -> Result<Plan,
         // they are made (a user's keys before the user exists): what is to
         // be done is not known until it is read again, before it runs.
         let current = match &found[at] {
-            Err(message) if !requires.is_empty() => {
+            Observed::Unreadable(message) if !requires.is_empty() => {
                 let mut task = deferred_task(at, item, requires.clone());
                 task.deferred = Some(message.clone());
                 task.id = tasks.len() + 1;
@@ -275,37 +275,39 @@ pub fn plan_from(catalog: &Catalog, found: &[Found], id: String) -> Result<Plan,
             }
             other => other.clone(),
         };
-        let task = match &current {
-            Err(message) => Some(Task {
+        let task = match current {
+            Observed::Unreadable(message) => Some(Task {
                 state: TaskState::Failed,
                 error: Some(TaskError {
                     kind: ErrorKind::Read,
-                    message: message.clone(),
+                    message,
                 }),
                 ..Task::pending(at, Action::Unknown, requires.clone())
             }),
-            Ok(current) => match update::Plan::new(provider, &item.request, current.clone()) {
-                Err(e) => {
-                    problems.push(item.origin.problem(format!(
-                        "{}: {}",
-                        item.reference(),
-                        unprefixed(&e, provider)
-                    )));
-                    None
-                }
-                Ok(transition) if transition.should.is_empty() => None,
-                Ok(transition) => {
-                    if !provider.meta.supports(provider.meta.update_action()) {
+            current => {
+                match update::Transition::new(provider, &item.request, current.into_resource()) {
+                    Err(e) => {
                         problems.push(item.origin.problem(format!(
-                            "{}: {} cannot change resources (it has no {} action)",
+                            "{}: {}",
                             item.reference(),
-                            provider.qualified_name(),
-                            provider.meta.update_action().as_str()
+                            unprefixed(&e, provider)
                         )));
+                        None
                     }
-                    Some(planned_task(provider, at, requires.clone(), transition))
+                    Ok(transition) if transition.should.is_empty() => None,
+                    Ok(transition) => {
+                        if !provider.meta.supports(provider.meta.update_action()) {
+                            problems.push(item.origin.problem(format!(
+                                "{}: {} cannot change resources (it has no {} action)",
+                                item.reference(),
+                                provider.qualified_name(),
+                                provider.meta.update_action().as_str()
+                            )));
+                        }
+                        Some(planned_task(provider, at, requires.clone(), transition))
+                    }
                 }
-            },
+            }
         };
         match task {
             Some(mut task) => {
@@ -341,24 +343,18 @@ fn unprefixed(error: &Error, provider: &Provider) -> String {
 }
 
 /// What a transition does to its resource.
-pub fn action_of(provider: &Provider, transition: &update::Plan) -> Action {
-    if transition.creates(provider) {
-        Action::Create
-    } else if transition
-        .should
-        .iter()
-        .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"))
-    {
-        Action::Remove
-    } else {
-        Action::Change
+pub fn action_of(provider: &Provider, transition: &update::Transition) -> Action {
+    match transition.effect(provider) {
+        update::Effect::Create => Action::Create,
+        update::Effect::Change => Action::Change,
+        update::Effect::Remove => Action::Remove,
     }
 }
 
 /// The task of a resource that could not be read yet: it does whatever
 /// its state, read again before it runs, calls for.
 fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -> Task {
-    let placeholder = update::Plan {
+    let placeholder = update::Transition {
         name: item.name().to_owned(),
         found: false,
         state: crate::resource::Resource::bare(item.name()),
@@ -374,30 +370,21 @@ fn planned_task(
     provider: &Provider,
     item: usize,
     requires: Vec<usize>,
-    transition: update::Plan,
+    transition: update::Transition,
 ) -> Task {
     let action = action_of(provider, &transition);
-    let changes = transition
-        .should
-        .iter()
-        .map(|(key, value)| Change {
-            attr: key.clone(),
-            is: value.clone(),
-            was: transition.state.attrs.get(key).cloned(),
-        })
-        .collect();
     Task {
-        changes,
+        changes: transition.changes(),
         transition: Some(transition),
         ..Task::pending(item, action, requires)
     }
 }
 
 /// The current state of every item, read per provider.
-pub fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Found> {
+pub fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Observed> {
     let (groups, members) = by_provider(catalog, (0..catalog.items.len()).collect());
     let answers = read_all(host, &groups, jobs);
-    let mut found: Vec<Found> = vec![Ok(None); catalog.items.len()];
+    let mut found: Vec<Observed> = vec![Observed::NotFound; catalog.items.len()];
     for (answer, items) in answers.into_iter().zip(members) {
         for (one, at) in answer.into_iter().zip(items) {
             found[at] = one;

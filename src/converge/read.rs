@@ -15,15 +15,47 @@ use crate::resource::Resource;
 /// A provider with the names to read from it.
 pub type Group<'a> = (&'a Provider, Vec<&'a str>);
 
-/// What one read found for one name: the resource, not found, or why it
-/// could not be read.
-pub type Found = std::result::Result<Option<Resource>, String>;
+/// What one read found for one name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed {
+    /// The provider knows the resource, in this state (which may be
+    /// `ensure: absent`).
+    Found(Resource),
+    /// The provider does not know it.
+    NotFound,
+    /// It could not be read: why.
+    Unreadable(String),
+}
+
+impl Observed {
+    fn from_found(found: Option<Resource>) -> Observed {
+        found.map_or(Observed::NotFound, Observed::Found)
+    }
+
+    /// The state found, `None` when the provider does not know the
+    /// resource (or it could not be read).
+    pub fn resource(&self) -> Option<&Resource> {
+        match self {
+            Observed::Found(resource) => Some(resource),
+            _ => None,
+        }
+    }
+
+    /// [`Observed::resource`], taken.
+    pub fn into_resource(self) -> Option<Resource> {
+        match self {
+            Observed::Found(resource) => Some(resource),
+            _ => None,
+        }
+    }
+}
 
 /// Reads the named resources of each provider; `groups` pairs a provider
 /// with its names. At most `jobs` providers are read at once. The answer
 /// has one result per name, in order, per group.
-pub fn read_all(host: &Host, groups: &[Group], jobs: usize) -> Vec<Vec<Found>> {
-    let results: Vec<Mutex<Vec<Found>>> = groups.iter().map(|_| Mutex::new(Vec::new())).collect();
+pub fn read_all(host: &Host, groups: &[Group], jobs: usize) -> Vec<Vec<Observed>> {
+    let results: Vec<Mutex<Vec<Observed>>> =
+        groups.iter().map(|_| Mutex::new(Vec::new())).collect();
     let next = AtomicUsize::new(0);
     let work = || loop {
         let at = next.fetch_add(1, Ordering::SeqCst);
@@ -49,7 +81,7 @@ pub fn read_all(host: &Host, groups: &[Group], jobs: usize) -> Vec<Vec<Found>> {
 /// One provider's resources: a listing picked through when the provider
 /// would otherwise be run once per name (a simple provider, several names
 /// or no find), else one get of all the names.
-pub fn read(host: &Host, provider: &Provider, names: &[&str]) -> Vec<Found> {
+pub fn read(host: &Host, provider: &Provider, names: &[&str]) -> Vec<Observed> {
     let meta = &provider.meta;
     let listing = meta.invoke == Invoke::Simple
         && meta.supports(Action::List)
@@ -60,7 +92,10 @@ pub fn read(host: &Host, provider: &Provider, names: &[&str]) -> Vec<Found> {
         host.get_many(provider, names).map(|found| {
             found
                 .into_iter()
-                .map(|one| one.map_err(|e| e.to_string()))
+                .map(|one| match one {
+                    Ok(found) => Observed::from_found(found),
+                    Err(e) => Observed::Unreadable(e.to_string()),
+                })
                 .collect()
         })
     };
@@ -69,13 +104,16 @@ pub fn read(host: &Host, provider: &Provider, names: &[&str]) -> Vec<Found> {
         // Nothing could be read: each name fails with the reason.
         Err(e) => {
             let message = e.to_string();
-            names.iter().map(|_| Err(message.clone())).collect()
+            names
+                .iter()
+                .map(|_| Observed::Unreadable(message.clone()))
+                .collect()
         }
     }
 }
 
 /// Lists every resource and keeps the named ones.
-fn list_picking(host: &Host, provider: &Provider, names: &[&str]) -> Result<Vec<Found>> {
+fn list_picking(host: &Host, provider: &Provider, names: &[&str]) -> Result<Vec<Observed>> {
     let wanted: HashMap<&str, usize> = names
         .iter()
         .enumerate()
@@ -89,5 +127,5 @@ fn list_picking(host: &Host, provider: &Provider, names: &[&str]) -> Result<Vec<
         Ok(())
     };
     host.list(provider, &mut pick)?;
-    Ok(found.into_iter().map(Ok).collect())
+    Ok(found.into_iter().map(Observed::from_found).collect())
 }

@@ -735,7 +735,7 @@ impl SavedPlan {
             }
             Observed::Deferred { error } => {
                 task.deferred = Some(error.clone());
-                task.transition = Some(update::Plan {
+                task.transition = Some(update::Transition {
                     name: name.to_owned(),
                     found: false,
                     state: Resource::bare(name),
@@ -805,7 +805,7 @@ impl SavedPlan {
             key: self.key.clone(),
             provider: qualified.clone(),
         });
-        task.transition = Some(update::Plan {
+        task.transition = Some(update::Transition {
             name: name.to_owned(),
             found,
             state,

@@ -176,7 +176,7 @@ impl Runner {
 /// "signal: killed".
 pub fn exit_text(ended: &Ended) -> String {
     let Some(signal) = ended.signal else {
-        return ended.status.clone();
+        return ended.status.to_string();
     };
     let name = match signal {
         libc::SIGHUP => "hangup",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::discovery::Describer;
-use crate::error::{Error, Result};
+use crate::error::{Error, Exited, Result};
 use crate::invoke::{self, Invocation, Runner, Update, UpdateAnswer};
 use crate::metadata::Action;
 use crate::output_check::OutputCheck;
@@ -278,8 +278,7 @@ impl Runner for Host {
         };
         let finished = match process::run(&call, sink, idle) {
             Err(Error::Exit { status, .. })
-                if self.config.remote.is_some()
-                    && status == format!("exit status {}", script::TIMED_OUT) =>
+                if self.config.remote.is_some() && status == Exited::Code(script::TIMED_OUT) =>
             {
                 return Err(Error::Timeout {
                     provider: label.to_owned(),

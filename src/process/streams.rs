@@ -16,9 +16,9 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use super::describe_status;
 use super::pipes::Piece;
 use super::runner::{self, Handler};
+use crate::error::Exited;
 use crate::error::{Error, Result};
 
 pub use super::runner::Stream;
@@ -66,8 +66,8 @@ pub struct Ended {
     pub code: Option<i32>,
     /// The signal that ended it, if one did.
     pub signal: Option<i32>,
-    /// "exit status N" or "killed by signal N".
-    pub status: String,
+    /// "exit status N" or "killed by signal N" when shown.
+    pub status: Exited,
     /// Everything written to file descriptor 3 (at most [`MAX_FD3`] bytes).
     pub fd3: Vec<u8>,
     /// Processes it started still held its output [`OUTPUT_LINGER`](super::OUTPUT_LINGER) after
@@ -113,7 +113,7 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
     Ok(Ended {
         code: exit.status.code(),
         signal: std::os::unix::process::ExitStatusExt::signal(&exit.status),
-        status: describe_status(exit.status),
+        status: Exited::from(exit.status),
         fd3: exit.fd3,
         killed_leftovers: exit.killed_leftovers,
     })

@@ -198,9 +198,9 @@ pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<Strin
             "ssh -G {}: {}",
             target.destination,
             if said.is_empty() {
-                &ended.status
+                ended.status.to_string()
             } else {
-                &said
+                said
             }
         )));
     }

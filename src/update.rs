@@ -14,7 +14,7 @@ use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::secrets::REDACTED;
 use crate::text::escape;
-use crate::types::Value;
+use crate::types::{Value, Written};
 
 /// A checked change request: typed values for declared, settable attributes.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,9 +32,97 @@ pub struct Outcome {
     pub noop: bool,
 }
 
+/// Where a request was written, for the words of its problems.
+#[derive(Debug, Clone, Copy)]
+pub enum WrittenIn<'a> {
+    /// `ralsh TYPE NAME attr=value...`
+    CommandLine,
+    /// A manifest, which takes `also` (its metaparameters) besides the
+    /// provider's attributes: they are suggested for a mistyped name too.
+    Manifest { also: &'a [&'a str] },
+}
+
+/// One problem of a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestProblem {
+    /// The attribute it is about, by its index among those given; `None`
+    /// for the name.
+    pub attr: Option<usize>,
+    pub message: String,
+}
+
 impl Request {
-    /// Checks `attr=value` arguments against the provider's metadata. Nothing
-    /// runs when this fails.
+    /// Checks a name and attributes as written against the provider's
+    /// metadata, the one check of every request: the name is valid, each
+    /// attribute is declared, settable and given once, and each value
+    /// converts to its type. Every problem is reported.
+    pub fn check(
+        provider: &Provider,
+        name: &str,
+        attrs: &[(&str, &Written)],
+        written_in: WrittenIn,
+    ) -> std::result::Result<Request, Vec<RequestProblem>> {
+        let mut problems = Vec::new();
+        if let Err(message) = check_name(name) {
+            problems.push(RequestProblem {
+                attr: None,
+                message,
+            });
+        }
+        let also = match written_in {
+            WrittenIn::CommandLine => &[][..],
+            WrittenIn::Manifest { also } => also,
+        };
+        let mut checked: Vec<(String, Value)> = Vec::new();
+        for (at, &(key, written)) in attrs.iter().enumerate() {
+            let mut problem = |message: String| {
+                problems.push(RequestProblem {
+                    attr: Some(at),
+                    message,
+                })
+            };
+            if key == "name" {
+                problem(
+                    match written_in {
+                        WrittenIn::CommandLine => {
+                            "'name=' is not allowed: the name is the argument after the type"
+                        }
+                        WrittenIn::Manifest { .. } => {
+                            "'name' is not an attribute here: the name is the key above the \
+                         attributes"
+                        }
+                    }
+                    .to_owned(),
+                );
+                continue;
+            }
+            let attribute = match settable_attribute_or(provider, key, also) {
+                Ok(attribute) => attribute,
+                Err(message) => {
+                    problem(message);
+                    continue;
+                }
+            };
+            match attribute.attr_type.convert_written(written) {
+                Err(reason) => problem(invalid_value(attribute, &written.shown(), &reason)),
+                Ok(_) if checked.iter().any(|(k, _)| k == key) => {
+                    problem(format!("attribute '{key}' is given twice"))
+                }
+                Ok(value) => checked.push((key.to_owned(), value)),
+            }
+        }
+        match problems.is_empty() {
+            true => Ok(Request {
+                name: name.to_owned(),
+                attrs: checked,
+            }),
+            false => Err(problems),
+        }
+    }
+
+    /// Checks `attr=value` arguments against the provider's metadata
+    /// ([`Request::check`]), failing at the first problem. Nothing runs
+    /// when this fails.
     pub fn parse(provider: &Provider, name: &str, args: &[String]) -> Result<Request> {
         let reject = |message: String| Error::Request {
             provider: provider.qualified_name(),
@@ -48,35 +136,20 @@ impl Request {
             });
         }
         check_name(name).map_err(reject)?;
-        let mut attrs: Vec<(String, Value)> = Vec::new();
+        let mut written = Vec::new();
         for arg in args {
-            let Some((key, raw)) = arg.split_once('=') else {
+            let Some((key, text)) = arg.split_once('=') else {
                 return Err(reject(format!(
                     "argument '{}' is not of the form attribute=value",
                     escape(arg)
                 )));
             };
-            if key == "name" {
-                return Err(reject(
-                    "'name=' is not allowed: the name is the argument after the type".to_owned(),
-                ));
-            }
-            let attribute = settable_attribute(provider, key).map_err(reject)?;
-            let value = attribute.attr_type.parse_cli(raw).map_err(|reason| {
-                reject(invalid_value(
-                    attribute,
-                    &format!("'{}'", escape(raw)),
-                    &reason,
-                ))
-            })?;
-            if attrs.iter().any(|(k, _)| k == key) {
-                return Err(reject(format!("attribute '{key}' is given twice")));
-            }
-            attrs.push((key.to_owned(), value));
+            written.push((key, Written::Text(text.to_owned())));
         }
-        Ok(Request {
-            name: name.to_owned(),
-            attrs,
+        let attrs: Vec<(&str, &Written)> = written.iter().map(|(k, v)| (*k, v)).collect();
+        Request::check(provider, name, &attrs, WrittenIn::CommandLine).map_err(|problems| {
+            let first = problems.into_iter().next().expect("a problem");
+            reject(first.message)
         })
     }
 
@@ -545,6 +618,59 @@ mod tests {
             resource.attrs.insert(key.to_string(), value.clone());
         }
         Some(resource)
+    }
+
+    #[test]
+    fn the_command_line_and_a_manifest_are_checked_alike_and_every_problem_is_told() {
+        let p = provider(FULL);
+        let three = Written::Text("3".to_owned());
+        let from_text = Request::check(&p, "a", &[("size", &three)], WrittenIn::CommandLine);
+        let manifest = WrittenIn::Manifest { also: &["require"] };
+        let from_manifest = Request::check(&p, "a", &[("size", &three)], manifest);
+        assert_eq!(from_text.unwrap(), from_manifest.unwrap());
+        assert_eq!(
+            request(&p, &["size=3"]).attrs,
+            [("size".to_owned(), Value::Integer(3))]
+        );
+
+        let wrong = Written::Text("big".to_owned());
+        let list = Written::List(vec![]);
+        let attrs = [
+            ("size", &wrong),
+            ("colour", &three),
+            ("name", &three),
+            ("color", &list),
+        ];
+        let problems = Request::check(&p, "", &attrs, manifest).unwrap_err();
+        let at: Vec<Option<usize>> = problems.iter().map(|p| p.attr).collect();
+        assert_eq!(at, [None, Some(0), Some(1), Some(2), Some(3)]);
+        assert!(
+            problems[1].message.contains("invalid value 'big'"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[2].message.contains("did you mean 'color'"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[3].message.contains("the key above"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[4].message.contains("a list is not"),
+            "{problems:?}"
+        );
+        let problems = Request::check(&p, "a", &[("name", &three)], WrittenIn::CommandLine);
+        assert!(problems.unwrap_err()[0]
+            .message
+            .contains("'name=' is not allowed"));
+        // The command line fails at the first, naming it.
+        let words = ["size=big".to_owned(), "size=3".to_owned()];
+        let error = Request::parse(&p, "a", &words).unwrap_err().to_string();
+        assert!(error.contains("invalid value 'big'"), "{error}");
+        let words = ["size=3".to_owned(), "size=4".to_owned()];
+        let error = Request::parse(&p, "a", &words).unwrap_err().to_string();
+        assert!(error.contains("'size' is given twice"), "{error}");
     }
 
     fn keys(plan: &Transition) -> Vec<&str> {

@@ -9,14 +9,13 @@ use std::path::Path;
 
 use crate::discovery::Registry;
 use crate::error::Problem;
-use crate::host::check_name;
 use crate::provider::Provider;
 use crate::text::escape;
-use crate::types::{AttrType, Value};
-use crate::update::{invalid_value, settable_attribute_or, Request};
+use crate::types::{Value, Written};
+use crate::update::{Request, WrittenIn};
 
 use super::graph;
-use super::manifest::{Declared, Origin, Raw, Reference};
+use super::manifest::{Declared, Origin, Reference};
 
 /// One resource of the manifest, checked.
 #[derive(Debug, Clone)]
@@ -234,44 +233,30 @@ fn check_resource<'r>(
         escape(&resource.type_query),
         escape(&resource.name)
     );
-    let before = problems.len();
-    if let Err(message) = check_name(&resource.name) {
-        problems.push(resource.origin.problem(format!("{reference}: {message}")));
-    }
-    let mut attrs: Vec<(String, Value)> = Vec::new();
-    for attr in &resource.attrs {
-        let at = Origin {
-            line: attr.line,
-            ..resource.origin.clone()
-        };
-        let key = attr.name.as_str();
-        if key == "name" {
-            problems.push(at.problem(format!(
-                "{reference}: 'name' is not an attribute here: the name is the key above the \
-                 attributes"
-            )));
-            continue;
-        }
-        // In a manifest, `require` and `before` are names too.
-        let attribute = match settable_attribute_or(provider, key, &super::manifest::METAPARAMETERS)
-        {
-            Ok(attribute) => attribute,
-            Err(message) => {
-                problems.push(at.problem(format!("{reference}: {message}")));
-                continue;
+    let written: Vec<(&str, &Written)> = resource
+        .attrs
+        .iter()
+        .map(|attr| (attr.name.as_str(), &attr.value))
+        .collect();
+    let also = WrittenIn::Manifest {
+        also: &super::manifest::METAPARAMETERS,
+    };
+    let mut attrs = match Request::check(provider, &resource.name, &written, also) {
+        Ok(request) => request.attrs,
+        Err(found) => {
+            for problem in found {
+                let at = match problem.attr {
+                    Some(index) => Origin {
+                        line: resource.attrs[index].line,
+                        ..resource.origin.clone()
+                    },
+                    None => resource.origin.clone(),
+                };
+                problems.push(at.problem(format!("{reference}: {}", problem.message)));
             }
-        };
-        match convert(&attribute.attr_type, &attr.value) {
-            Ok(value) => attrs.push((key.to_owned(), value)),
-            Err(reason) => problems.push(at.problem(format!(
-                "{reference}: {}",
-                invalid_value(attribute, &shown(&attr.value), &reason)
-            ))),
+            return None;
         }
-    }
-    if problems.len() > before {
-        return None;
-    }
+    };
     // `ensure` defaults to present where the type has that value.
     if !attrs.iter().any(|(key, _)| key == "ensure") {
         if let Some(ensure) = provider.attribute("ensure") {
@@ -290,49 +275,4 @@ fn check_resource<'r>(
         },
         requires: Vec::new(),
     })
-}
-
-/// A value as a message quotes it.
-fn shown(raw: &Raw) -> String {
-    match raw {
-        Raw::Null => "null".to_owned(),
-        Raw::Text(text) => format!("'{}'", escape(text)),
-        Raw::List(_) => "(a list)".to_owned(),
-        Raw::Map(_) => "(a mapping)".to_owned(),
-    }
-}
-
-/// Types a manifest value as ralsh's command line types its text: a scalar
-/// by [`AttrType::parse_cli`], a list element by element, a mapping into a
-/// hash of texts.
-pub fn convert(attr_type: &AttrType, raw: &Raw) -> Result<Value, String> {
-    match (attr_type, raw) {
-        (AttrType::Optional(_), Raw::Null) => Ok(Value::Null),
-        (_, Raw::Null) => Err(
-            "it has no value (null); write '' for an empty text, or leave the attribute out"
-                .to_owned(),
-        ),
-        (_, Raw::Text(text)) => attr_type.parse_cli(text),
-        (AttrType::Optional(inner), _) => convert(inner, raw),
-        (AttrType::Variant(types), _) => types
-            .iter()
-            .find_map(|t| convert(t, raw).ok())
-            .ok_or_else(|| format!("it is none of {attr_type}")),
-        (AttrType::Array(inner), Raw::List(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(at, item)| convert(inner, item).map_err(|e| format!("element {at}: {e}")))
-            .collect::<Result<_, _>>()
-            .map(Value::Array),
-        (AttrType::Hash, Raw::Map(pairs)) => pairs
-            .iter()
-            .map(|(key, value)| match value {
-                Raw::Text(text) => Ok((key.clone(), Value::String(text.clone()))),
-                _ => Err(format!("the value of '{}' must be a text", escape(key))),
-            })
-            .collect::<Result<_, _>>()
-            .map(Value::Hash),
-        (_, Raw::List(_)) => Err(format!("a list is not a {attr_type}")),
-        (_, Raw::Map(_)) => Err(format!("a mapping is not a {attr_type}")),
-    }
 }

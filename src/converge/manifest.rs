@@ -9,6 +9,7 @@ use std::sync::Arc;
 use marked_yaml::types::{MarkedScalarNode, Node};
 
 use crate::error::Problem;
+use crate::types::Written;
 use crate::yaml_doc::{self, mapping_or_empty};
 
 /// Where something was declared.
@@ -28,21 +29,11 @@ impl Origin {
     }
 }
 
-/// A value as written: text, a list, a mapping, or nothing.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Raw {
-    /// `null`, `~` or nothing, unquoted.
-    Null,
-    Text(String),
-    List(Vec<Raw>),
-    Map(Vec<(String, Raw)>),
-}
-
 /// One attribute as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawAttr {
     pub name: String,
-    pub value: Raw,
+    pub value: Written,
     pub line: usize,
 }
 
@@ -323,19 +314,19 @@ pub fn parse_reference(text: &str, line: usize) -> Result<Reference, String> {
     })
 }
 
-fn raw(node: &Node) -> Raw {
+fn raw(node: &Node) -> Written {
     match node {
         Node::Scalar(scalar) => {
             let text = scalar.as_str();
             let null = matches!(text, "" | "~" | "null" | "Null" | "NULL");
             if scalar.may_coerce() && null {
-                Raw::Null
+                Written::Null
             } else {
-                Raw::Text(text.to_owned())
+                Written::Text(text.to_owned())
             }
         }
-        Node::Sequence(items) => Raw::List(items.iter().map(raw).collect()),
-        Node::Mapping(map) => Raw::Map(
+        Node::Sequence(items) => Written::List(items.iter().map(raw).collect()),
+        Node::Mapping(map) => Written::Map(
             map.iter()
                 .map(|(key, value)| (key.as_str().to_owned(), raw(value)))
                 .collect(),
@@ -394,10 +385,10 @@ mod tests {
             ("user", "alice")
         );
         assert_eq!(found[0].origin.line, 2);
-        assert_eq!(found[0].attrs[0].value, Raw::Text("1500".to_owned()));
+        assert_eq!(found[0].attrs[0].value, Written::Text("1500".to_owned()));
         assert_eq!(found[1].origin.line, 4);
         assert_eq!(found[1].attrs[1].line, 6);
-        assert_eq!(found[1].attrs[0].value, Raw::Text("x\n".to_owned()));
+        assert_eq!(found[1].attrs[0].value, Written::Text("x\n".to_owned()));
         assert_eq!(found[1].require[0].to_string(), "user[alice]");
         assert_eq!(found[1].require[0].line, 7);
     }
@@ -406,18 +397,21 @@ mod tests {
     fn values_keep_their_text_and_null_is_only_unquoted() {
         let (found, _) =
             parsed("t:\n  a: {x: 0640, y: '', z: ~, w: 'null', l: [1, b], m: {k: v}}\n");
-        let values: Vec<&Raw> = found[0].attrs.iter().map(|a| &a.value).collect();
-        assert_eq!(values[0], &Raw::Text("0640".to_owned()));
-        assert_eq!(values[1], &Raw::Text(String::new()));
-        assert_eq!(values[2], &Raw::Null);
-        assert_eq!(values[3], &Raw::Text("null".to_owned()));
+        let values: Vec<&Written> = found[0].attrs.iter().map(|a| &a.value).collect();
+        assert_eq!(values[0], &Written::Text("0640".to_owned()));
+        assert_eq!(values[1], &Written::Text(String::new()));
+        assert_eq!(values[2], &Written::Null);
+        assert_eq!(values[3], &Written::Text("null".to_owned()));
         assert_eq!(
             values[4],
-            &Raw::List(vec![Raw::Text("1".to_owned()), Raw::Text("b".to_owned())])
+            &Written::List(vec![
+                Written::Text("1".to_owned()),
+                Written::Text("b".to_owned())
+            ])
         );
         assert_eq!(
             values[5],
-            &Raw::Map(vec![("k".to_owned(), Raw::Text("v".to_owned()))])
+            &Written::Map(vec![("k".to_owned(), Written::Text("v".to_owned()))])
         );
     }
 

@@ -26,14 +26,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
-use crate::converge::catalog::convert;
-use crate::converge::manifest::{Raw, METAPARAMETERS};
+use crate::converge::manifest::METAPARAMETERS;
 use crate::host::check_name;
 use crate::metadata::Kind;
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::text::escape;
 use crate::types::Value;
+use crate::types::Written;
 use crate::update::Outcome;
 
 use super::{human, yaml, Printer};
@@ -123,7 +123,7 @@ impl<W: Write> ManifestPrinter<W> {
         let why = if METAPARAMETERS.contains(&key) {
             format!("in a manifest, '{key}' orders resources and is no attribute")
         } else {
-            match convert(&attr.attr_type, &as_written(value)) {
+            match attr.attr_type.convert_written(&as_written(value)) {
                 Ok(back) if back == *value => return true,
                 Ok(back) => format!(
                     "its value {} would read back as {}",
@@ -189,17 +189,17 @@ impl<W: Write> ManifestPrinter<W> {
 
 /// What the manifest reader gets from the YAML written for `value`: the
 /// text of each scalar (strings that read as null are quoted, so only a
-/// null is [`Raw::Null`]), a list, or a mapping.
-fn as_written(value: &Value) -> Raw {
+/// null is [`Written::Null`]), a list, or a mapping.
+fn as_written(value: &Value) -> Written {
     match value {
-        Value::Null => Raw::Null,
-        Value::Array(items) => Raw::List(items.iter().map(as_written).collect()),
-        Value::Hash(map) => Raw::Map(
+        Value::Null => Written::Null,
+        Value::Array(items) => Written::List(items.iter().map(as_written).collect()),
+        Value::Hash(map) => Written::Map(
             map.iter()
                 .map(|(key, item)| (key.clone(), as_written(item)))
                 .collect(),
         ),
-        scalar => Raw::Text(yaml::text_of(scalar).expect("a scalar").into_owned()),
+        scalar => Written::Text(yaml::text_of(scalar).expect("a scalar").into_owned()),
     }
 }
 
@@ -345,7 +345,8 @@ provider:
                 assert!(resource.require.is_empty() && resource.before.is_empty());
                 for attr in resource.attrs {
                     let ty = &provider.attribute(&attr.name).unwrap().attr_type;
-                    let value = convert(ty, &attr.value)
+                    let value = ty
+                        .convert_written(&attr.value)
                         .unwrap_or_else(|e| panic!("{}: {e}\n{text}", attr.name));
                     item.attrs.insert(attr.name, value);
                 }
@@ -471,7 +472,7 @@ provider:
     #[test]
     fn values_are_written_as_the_reader_reads_them() {
         let ty = |text: &str| AttrType::parse(text).unwrap();
-        let back = |t: &str, value: &Value| convert(&ty(t), &as_written(value));
+        let back = |t: &str, value: &Value| ty(t).convert_written(&as_written(value));
         assert_eq!(back("optional[string]", &s("")), Ok(Value::Null));
         assert_eq!(back("optional[string]", &Value::Null), Ok(Value::Null));
         assert!(back("variant[integer, string]", &Value::Integer(5)).is_err());

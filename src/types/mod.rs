@@ -23,10 +23,12 @@
 mod convert;
 mod parse;
 mod value;
+mod written;
 
 use std::fmt;
 
 pub use value::Value;
+pub use written::Written;
 
 /// A map keyed by attribute names, in insertion order, hashed with FNV (see
 /// [`crate::fnv`]: attribute names are hashed for every attribute listed).

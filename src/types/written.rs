@@ -1,0 +1,72 @@
+//! Values as a person wrote them, before their type is known: a manifest's
+//! text, list, mapping or nothing, and the command line's text (always
+//! [`Written::Text`]). One converter takes both to a typed [`Value`], so a
+//! manifest and `ralsh TYPE NAME attr=value` accept the same values.
+
+use crate::text::escape;
+
+use super::{AttrType, Value};
+
+/// A value as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Written {
+    /// `null`, `~` or nothing, unquoted (manifests only).
+    Null,
+    Text(String),
+    List(Vec<Written>),
+    Map(Vec<(String, Written)>),
+}
+
+impl Written {
+    /// The value as a message quotes it: a text in quotes, escaped; a
+    /// list or a mapping by its kind.
+    pub fn shown(&self) -> String {
+        match self {
+            Written::Null => "null".to_owned(),
+            Written::Text(text) => format!("'{}'", escape(text)),
+            Written::List(_) => "(a list)".to_owned(),
+            Written::Map(_) => "(a mapping)".to_owned(),
+        }
+    }
+}
+
+impl AttrType {
+    /// Converts a written value: a text as on the command line, a list
+    /// into an array, a mapping of texts into a hash; null only into an
+    /// optional type.
+    pub fn convert_written(&self, written: &Written) -> Result<Value, String> {
+        match (self, written) {
+            (AttrType::Optional(_), Written::Null) => Ok(Value::Null),
+            (_, Written::Null) => Err(
+                "it has no value (null); write '' for an empty text, or leave the attribute out"
+                    .to_owned(),
+            ),
+            (_, Written::Text(text)) => self.parse_cli(text),
+            (AttrType::Optional(inner), _) => inner.convert_written(written),
+            (AttrType::Variant(types), _) => types
+                .iter()
+                .find_map(|t| t.convert_written(written).ok())
+                .ok_or_else(|| format!("it is none of {self}")),
+            (AttrType::Array(inner), Written::List(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(at, item)| {
+                    inner
+                        .convert_written(item)
+                        .map_err(|e| format!("element {at}: {e}"))
+                })
+                .collect::<Result<_, _>>()
+                .map(Value::Array),
+            (AttrType::Hash, Written::Map(pairs)) => pairs
+                .iter()
+                .map(|(key, value)| match value {
+                    Written::Text(text) => Ok((key.clone(), Value::String(text.clone()))),
+                    _ => Err(format!("the value of '{}' must be a text", escape(key))),
+                })
+                .collect::<Result<_, _>>()
+                .map(Value::Hash),
+            (_, Written::List(_)) => Err(format!("a list is not a {self}")),
+            (_, Written::Map(_)) => Err(format!("a mapping is not a {self}")),
+        }
+    }
+}

@@ -404,13 +404,13 @@ pub fn apply_many(
             });
         }
     }
-    // A resource that cannot be found fails alone; the others go on.
+    // One read of all the names; a resource that cannot be read fails
+    // alone, the others go on.
+    let names: Vec<&str> = requests.iter().map(|r| r.name.as_str()).collect();
     let plans: Vec<Result<Transition>> = requests
         .iter()
-        .map(|request| {
-            host.find(provider, &request.name)
-                .and_then(|found| Transition::new(provider, request, found))
-        })
+        .zip(host.get_many(provider, &names)?)
+        .map(|(request, found)| found.and_then(|found| Transition::new(provider, request, found)))
         .collect();
     let pending: Vec<&Transition> = plans
         .iter()

@@ -240,3 +240,28 @@ fn reported_changes_are_kept_and_the_others_derived_once_each() {
         run.stdout
     );
 }
+
+#[test]
+fn several_names_are_read_in_one_get_and_changed_in_one_set() {
+    let sandbox = Sandbox::new();
+    let plans = crate::support::fixtures_dir().join("plans");
+    let run = sandbox.ralsh(&[
+        "-I",
+        plans.to_str().unwrap(),
+        "alpha",
+        "a1",
+        "a2",
+        "a3",
+        "value=x",
+    ]);
+    run.expect(0);
+    let calls: Vec<String> = sandbox
+        .calls()
+        .into_iter()
+        .filter(|call| call.contains(" begin "))
+        .collect();
+    assert_eq!(
+        calls,
+        ["alpha begin get a1,a2,a3", "alpha begin set a1,a2,a3"]
+    );
+}

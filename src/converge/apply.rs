@@ -20,6 +20,7 @@ use super::catalog::Catalog;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
 use super::read::{read, read_all, Observed};
 use super::saved::Planned;
+use super::schedule::{Node, Schedule};
 
 /// What a run reports as it goes; `ral apply` prints it.
 /// Each gets the catalog the plan's tasks refer to.
@@ -143,82 +144,28 @@ fn run_tasks(
     events: &mut dyn Events,
 ) {
     let (sender, receiver) = mpsc::channel::<Message>();
-    // The providers with a batch running.
-    let mut busy: Vec<*const Provider> = Vec::new();
-    // Whether a task failed since the last pass that skips dependents (the
-    // tasks failed at planning count from the start).
-    let mut failures = true;
-    std::thread::scope(|scope| loop {
-        if std::mem::take(&mut failures) {
-            skip_dependents_of_failures(catalog, plan, events);
+    let mut schedule = schedule_of(catalog, plan);
+    // What waits for a task failed at planning never runs.
+    for at in 0..plan.tasks.len() {
+        if plan.tasks[at].state.is_unsuccessful() {
+            let off = schedule.did_not_succeed(at);
+            skip(catalog, plan, off, events);
         }
+    }
+    std::thread::scope(|scope| loop {
         if plan.state == PlanState::Running && stop() {
             plan.state = PlanState::Stopping;
             events.plan_state(catalog, plan);
         }
         if plan.state == PlanState::Running {
-            while busy.len() < jobs {
-                let Some(batch) = next_batch(catalog, plan, &busy) else {
+            while schedule.running() < jobs {
+                let Some(batch) = schedule.next_batch() else {
                     break;
                 };
-                let provider = catalog.items[plan.tasks[batch[0]].item].provider;
-                busy.push(provider);
-                for &at in &batch {
-                    plan.tasks[at].state = TaskState::Running;
-                    events.task_started(catalog, plan, at);
-                }
-                let work: Vec<Work> = batch
-                    .iter()
-                    .map(|&at| {
-                        let task = &plan.tasks[at];
-                        Work {
-                            task: at,
-                            transition: task.transition.clone().expect("only planned tasks run"),
-                            request: catalog.items[task.item].request.clone(),
-                            planned_from: task.planned_from.clone(),
-                        }
-                    })
-                    .collect();
-                // What waited for other tasks is read again: those
-                // changes may have changed it, or made it readable. So is
-                // every task of a saved plan, which must find the state it
-                // was planned from.
-                let reread = batch.iter().any(|&at| {
-                    !plan.tasks[at].requires.is_empty() || plan.tasks[at].planned_from.is_some()
-                });
-                let sender = sender.clone();
-                scope.spawn(move || {
-                    let started = Instant::now();
-                    // A panic in the batch fails its tasks instead of
-                    // leaving the scheduler waiting for them forever.
-                    let count = work.len();
-                    // The scheduler records the intents before the call.
-                    let may_call = |calls: Vec<Calling>| {
-                        let (reply, answer) = mpsc::channel();
-                        sender.send(Message::Calling(calls, reply)).is_ok()
-                            && answer.recv().unwrap_or(false)
-                    };
-                    let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_batch(host, provider, work, reread, &may_call)
-                    }))
-                    .unwrap_or_else(|_| {
-                        (0..count)
-                            .map(|_| {
-                                Err(failed(
-                                    "internal error: the task's thread panicked".to_owned(),
-                                ))
-                            })
-                            .collect()
-                    });
-                    let _ = sender.send(Message::Done(Done {
-                        tasks: batch,
-                        results,
-                        seconds: started.elapsed().as_secs_f64(),
-                    }));
-                });
+                start_batch(host, catalog, plan, batch, &sender, scope, events);
             }
         }
-        if busy.is_empty() {
+        if schedule.running() == 0 {
             break;
         }
         // Wakes for a finished batch, or now and then to notice a stop
@@ -232,8 +179,8 @@ fn run_tasks(
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        let provider = catalog.items[plan.tasks[done.tasks[0]].item].provider;
-        busy.retain(|p| !std::ptr::eq(*p, provider));
+        schedule.batch_ended(schedule.provider_of(done.tasks[0]));
+        let mut off = Vec::new();
         for (at, result) in done.tasks.into_iter().zip(done.results) {
             let task = &mut plan.tasks[at];
             task.seconds = done.seconds;
@@ -246,63 +193,118 @@ fn run_tasks(
                     task.changes = changes;
                     task.transition = Some(transition);
                     task.state = TaskState::Success;
+                    schedule.succeeded(at);
                 }
                 Err(error) => {
-                    failures = true;
                     task.state = TaskState::Failed;
                     task.error = Some(error);
+                    off.extend(schedule.did_not_succeed(at));
                 }
             }
             events.task_ended(catalog, plan, at);
         }
+        off.sort_unstable();
+        skip(catalog, plan, off, events);
     });
 }
 
-/// The next tasks to start together: the first ready task (in plan order)
-/// of a provider that is not busy, with, for a json provider, every other
-/// ready task of that provider.
-fn next_batch(catalog: &Catalog, plan: &Plan, busy: &[*const Provider]) -> Option<Vec<usize>> {
-    let ready = |at: usize| {
-        let task = &plan.tasks[at];
-        task.state == TaskState::Initial
-            && task
-                .requires
-                .iter()
-                .all(|&id| plan.tasks[id - 1].state == TaskState::Success)
-    };
-    let provider_of = |at: usize| catalog.items[plan.tasks[at].item].provider;
-    let first = (0..plan.tasks.len())
-        .find(|&at| ready(at) && !busy.iter().any(|p| std::ptr::eq(*p, provider_of(at))))?;
-    let provider = provider_of(first);
-    let mut batch = vec![first];
-    if provider.meta.invoke == Invoke::Json {
-        batch.extend(
-            (first + 1..plan.tasks.len())
-                .filter(|&at| ready(at) && std::ptr::eq(provider_of(at), provider)),
-        );
+/// The schedule of the plan's tasks: providers by index (their qualified
+/// names tell them apart), json ones taking their ready tasks as one
+/// batch.
+fn schedule_of(catalog: &Catalog, plan: &Plan) -> Schedule {
+    let providers: Vec<&Provider> = plan
+        .tasks
+        .iter()
+        .map(|task| catalog.items[task.item].provider)
+        .collect();
+    let (index, count) = Schedule::index_providers(providers.iter().map(|p| p.qualified_name()));
+    let mut batched = vec![false; count];
+    for (provider, &at) in providers.iter().zip(&index) {
+        batched[at] = provider.meta.invoke == Invoke::Json;
     }
-    Some(batch)
+    let nodes = plan.tasks.iter().zip(&index).map(|(task, &provider)| Node {
+        provider,
+        requires: &task.requires,
+        pending: task.state == TaskState::Initial,
+    });
+    Schedule::new(batched, nodes)
 }
 
-/// Marks Skipped every waiting task with a prerequisite that did not
-/// succeed (in plan order, so a chain is skipped in one pass).
-fn skip_dependents_of_failures(catalog: &Catalog, plan: &mut Plan, events: &mut dyn Events) {
-    for at in 0..plan.tasks.len() {
-        if plan.tasks[at].state != TaskState::Initial {
-            continue;
-        }
-        let failed: Vec<usize> = plan.tasks[at]
+/// Starts `batch` (tasks of one provider) on a thread of `scope`; its
+/// results come back on `sender`.
+fn start_batch<'scope, 'env>(
+    host: &'env Host,
+    catalog: &'env Catalog,
+    plan: &mut Plan,
+    batch: Vec<usize>,
+    sender: &mpsc::Sender<Message>,
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    events: &mut dyn Events,
+) {
+    let provider = catalog.items[plan.tasks[batch[0]].item].provider;
+    for &at in &batch {
+        plan.tasks[at].state = TaskState::Running;
+        events.task_started(catalog, plan, at);
+    }
+    let work: Vec<Work> = batch
+        .iter()
+        .map(|&at| {
+            let task = &plan.tasks[at];
+            Work {
+                task: at,
+                transition: task.transition.clone().expect("only planned tasks run"),
+                request: catalog.items[task.item].request.clone(),
+                planned_from: task.planned_from.clone(),
+            }
+        })
+        .collect();
+    // What waited for other tasks is read again: those changes may have
+    // changed it, or made it readable. So is every task of a saved plan,
+    // which must find the state it was planned from.
+    let reread = batch
+        .iter()
+        .any(|&at| !plan.tasks[at].requires.is_empty() || plan.tasks[at].planned_from.is_some());
+    let sender = sender.clone();
+    scope.spawn(move || {
+        let started = Instant::now();
+        // A panic in the batch fails its tasks instead of leaving the
+        // scheduler waiting for them forever.
+        let count = work.len();
+        // The scheduler records the intents before the call.
+        let may_call = |calls: Vec<Calling>| {
+            let (reply, answer) = mpsc::channel();
+            sender.send(Message::Calling(calls, reply)).is_ok() && answer.recv().unwrap_or(false)
+        };
+        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_batch(host, provider, work, reread, &may_call)
+        }))
+        .unwrap_or_else(|_| {
+            (0..count)
+                .map(|_| {
+                    Err(failed(
+                        "internal error: the task's thread panicked".to_owned(),
+                    ))
+                })
+                .collect()
+        });
+        let _ = sender.send(Message::Done(Done {
+            tasks: batch,
+            results,
+            seconds: started.elapsed().as_secs_f64(),
+        }));
+    });
+}
+
+/// Marks Skipped the tasks `off` (in plan order: what they wait for is
+/// marked first), each naming the tasks it waits for that did not
+/// succeed.
+fn skip(catalog: &Catalog, plan: &mut Plan, off: Vec<usize>, events: &mut dyn Events) {
+    for at in off {
+        let names: Vec<String> = plan.tasks[at]
             .requires
             .iter()
-            .copied()
-            .filter(|&id| plan.tasks[id - 1].state.is_unsuccessful())
-            .collect();
-        if failed.is_empty() {
-            continue;
-        }
-        let names: Vec<String> = failed
-            .iter()
-            .map(|id| catalog.items[plan.tasks[id - 1].item].reference())
+            .filter(|&&before| plan.tasks[before].state.is_unsuccessful())
+            .map(|&before| catalog.items[plan.tasks[before].item].reference())
             .collect();
         let task = &mut plan.tasks[at];
         task.state = TaskState::Skipped;

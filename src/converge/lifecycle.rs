@@ -533,7 +533,6 @@ mod tests {
         let p = provider();
         let listed = catalog(&p, &["same", "other", "new"]);
         let task = |item: usize| Task {
-            id: item + 1,
             ..Task::pending(item, Action::Change, Vec::new())
         };
         let mut plan = Plan {

@@ -16,5 +16,6 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod saved;
+pub mod schedule;
 pub mod state;
 pub mod target_store;

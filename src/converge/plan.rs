@@ -141,15 +141,14 @@ pub struct TaskError {
 /// One change to one resource.
 #[derive(Debug, Clone)]
 pub struct Task {
-    /// 1-based, in the order the tasks may run.
-    pub id: usize,
     /// The catalog item it changes.
     pub item: usize,
     pub action: Action,
     /// Planned: from the current state to the manifest. After a run: what
     /// the provider reported.
     pub changes: Vec<Change>,
-    /// The tasks it waits for, by id.
+    /// The tasks it waits for, by their index in the plan (always before
+    /// its own).
     pub requires: Vec<usize>,
     pub state: TaskState,
     pub error: Option<TaskError>,
@@ -169,11 +168,10 @@ pub struct Task {
 }
 
 impl Task {
-    /// A task of `item` not yet run or numbered (id 0): no changes, error,
-    /// transition, deferral or drift; callers set what they know.
+    /// A task of `item` not yet run: no changes, error, transition,
+    /// deferral or drift; callers set what they know.
     pub fn pending(item: usize, action: Action, requires: Vec<usize>) -> Task {
         Task {
-            id: 0,
             item,
             action,
             changes: Vec::new(),
@@ -200,6 +198,12 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The id a task at `index` is shown and recorded by: 1-based, in the
+    /// order the tasks may run.
+    pub fn task_id(index: usize) -> usize {
+        index + 1
+    }
+
     /// How many tasks have `action`.
     pub fn count(&self, action: Action) -> usize {
         self.tasks.iter().filter(|t| t.action == action).count()
@@ -268,8 +272,7 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
             Observed::Unreadable(message) if !requires.is_empty() => {
                 let mut task = deferred_task(at, item, requires.clone());
                 task.deferred = Some(message.clone());
-                task.id = tasks.len() + 1;
-                task_of[at] = Some(task.id);
+                task_of[at] = Some(tasks.len());
                 tasks.push(task);
                 continue;
             }
@@ -310,9 +313,8 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
             }
         };
         match task {
-            Some(mut task) => {
-                task.id = tasks.len() + 1;
-                task_of[at] = Some(task.id);
+            Some(task) => {
+                task_of[at] = Some(tasks.len());
                 tasks.push(task);
             }
             None => {

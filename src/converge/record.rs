@@ -119,10 +119,11 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         let tasks: Vec<(usize, String, String, String)> = plan
             .tasks
             .iter()
-            .map(|task| {
+            .enumerate()
+            .map(|(at, task)| {
                 let item = &self.catalog.items[task.item];
                 (
-                    task.id,
+                    Plan::task_id(at),
                     format!("{}[{}]", item.type_query, item.name()),
                     item.provider.qualified_name(),
                     task.action.as_str().to_owned(),
@@ -205,7 +206,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         let provider = self.catalog.items[task.item].provider;
         self.store.task_ended(&TaskEnd {
             plan_id: &plan.id,
-            task_id: task.id,
+            task_id: Plan::task_id(at),
             state: task.state.as_str(),
             error: task
                 .error
@@ -229,7 +230,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                     name: item.name().to_owned(),
                     resource: format!("{}[{}]", item.type_query, item.name()),
                     plan_id: plan.id.clone(),
-                    task_id: task.id,
+                    task_id: Plan::task_id(call.task),
                     action: match call.action {
                         Action::Create => IntentAction::Create,
                         Action::Remove => IntentAction::Remove,
@@ -260,7 +261,7 @@ impl Events for Recording<'_, '_, '_, '_> {
 
     fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
         if self.recorder.failure.is_none() {
-            let id = plan.tasks[task].id;
+            let id = Plan::task_id(task);
             if let Err(e) = self.recorder.store.task_started(&plan.id, id) {
                 self.recorder.failure = Some(e);
                 self.failed.store(true, Ordering::SeqCst);
@@ -426,7 +427,6 @@ mod tests {
             id: "p".to_owned(),
             state: PlanState::Running,
             tasks: vec![Task {
-                id: 1,
                 ..Task::pending(0, Action::Remove, Vec::new())
             }],
             unchanged: 0,

@@ -91,18 +91,19 @@ impl Report {
         let tasks: Vec<TaskReport> = plan
             .tasks
             .iter()
-            .map(|task| {
+            .enumerate()
+            .map(|(at, task)| {
                 let item = &catalog.items[task.item];
                 let provider = item.provider;
                 TaskReport {
-                    id: task.id,
+                    id: Plan::task_id(at),
                     resource: format!("{}[{}]", item.type_query, item.name()),
                     type_name: provider.type_name().to_owned(),
                     name: item.name().to_owned(),
                     provider: provider.qualified_name(),
                     action: task.action,
                     changes: provider.shown_changes(&task.changes),
-                    requires: task.requires.clone(),
+                    requires: task.requires.iter().map(|&r| Plan::task_id(r)).collect(),
                     state: task.state,
                     error: task.error.clone(),
                     seconds: task.seconds,

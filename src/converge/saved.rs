@@ -337,7 +337,8 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
     let tasks = plan
         .tasks
         .iter()
-        .map(|task| {
+        .enumerate()
+        .map(|(at, task)| {
             let item = &catalog.items[task.item];
             let provider = item.provider;
             let name = item.name();
@@ -360,12 +361,12 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
                 attrs_out(key, provider, name, t.should.iter().map(|(k, v)| (k, v)))
             });
             SavedTask {
-                id: task.id,
+                id: Plan::task_id(at),
                 provider: provider.qualified_name(),
                 type_query: item.type_query.clone(),
                 name: name.to_owned(),
                 action: task.action.as_str().to_owned(),
-                requires: task.requires.clone(),
+                requires: task.requires.iter().map(|&r| Plan::task_id(r)).collect(),
                 drifted: task.drifted,
                 read,
                 request: attrs_out(
@@ -719,10 +720,11 @@ impl SavedPlan {
             "unknown" => Action::Unknown,
             other => return Err(format!("{reference} has the unknown action '{other}'")),
         };
+        // Checked above: every task it waits for is before it.
+        let requires = saved.requires.iter().map(|id| id - 1).collect();
         let mut task = Task {
-            id: saved.id,
             drifted: saved.drifted,
-            ..Task::pending(at, action, saved.requires.clone())
+            ..Task::pending(at, action, requires)
         };
         let (found, attrs) = match &saved.read {
             Observed::Failed { error } => {

@@ -44,11 +44,11 @@ fn change_text(catalog: &Catalog, task: &Task, change: &Change, style: Style) ->
     }
 }
 
-/// The resources of the tasks `ids` waits for.
-fn waits_for(catalog: &Catalog, plan: &Plan, ids: &[usize]) -> String {
-    let names: Vec<String> = ids
+/// The resources of the tasks `tasks` (indices) waits for.
+fn waits_for(catalog: &Catalog, plan: &Plan, tasks: &[usize]) -> String {
+    let names: Vec<String> = tasks
         .iter()
-        .map(|&id| catalog.items[plan.tasks[id - 1].item].reference())
+        .map(|&at| catalog.items[plan.tasks[at].item].reference())
         .collect();
     names.join(", ")
 }

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::pids::{assert_gone, pid_in, KillOnDrop};
-use crate::support::{Run, Sandbox};
+use crate::support::Sandbox;
 
 /// A provider `NAME` (simple convention, list and update) in DATA/providers,
 /// with the extra lines `yaml_extra` in its provider section.
@@ -25,12 +25,6 @@ fn write_provider(data: &Path, name: &str, script: &str, yaml_extra: &str) {
         ),
     )
     .unwrap();
-}
-
-fn ralsh(sandbox: &Sandbox, data: &Path, args: &[&str]) -> Run {
-    let mut all = vec!["-I", data.to_str().unwrap(), "--timeout", "120"];
-    all.extend_from_slice(args);
-    sandbox.ralsh(&all)
 }
 
 /// The process ID the provider wrote to ROOT/pid.
@@ -107,7 +101,7 @@ fn a_process_that_left_the_group_holding_stdout_is_killed_after_the_linger() {
         &escaping_list(SETSID, "", false),
         "",
     );
-    let run = ralsh(&sandbox, data.path(), &["escaping"]);
+    let run = sandbox.ralsh_in(data.path(), &["--timeout", "120", "escaping"]);
     let _cleanup = Cleanup(Some(escapee(&sandbox)));
     run.expect(0).stdout_has("'only'");
     run.stderr_has("escaping::escaping: list exited, but processes it started kept its output open for 2s; killing them");
@@ -126,7 +120,7 @@ fn a_process_that_left_the_group_by_setpgid_holding_stdout_is_killed_after_the_l
         &escaping_list(SETPGID, "", false),
         "",
     );
-    let run = ralsh(&sandbox, data.path(), &["escaping"]);
+    let run = sandbox.ralsh_in(data.path(), &["--timeout", "120", "escaping"]);
     let pid = pid_in(&sandbox.root().join("pid"));
     let _escapee = KillOnDrop::new(&[pid]);
     run.expect(0).stdout_has("'only'");
@@ -180,7 +174,7 @@ fn a_fully_detached_daemon_is_ended_when_the_call_ends() {
         &escaping_list(SETSID, "</dev/null >/dev/null 2>&1", true),
         "",
     );
-    let run = ralsh(&sandbox, data.path(), &["detaching"]);
+    let run = sandbox.ralsh_in(data.path(), &["--timeout", "120", "detaching"]);
     let _cleanup = Cleanup(Some(escapee(&sandbox)));
     run.expect(0).stdout_has("'only'");
     // Nothing held the output: no linger, no warning.
@@ -210,7 +204,10 @@ fn a_provider_that_starts_daemons_keeps_those_its_update_started() {
         &script,
         "  features: [starts_daemons]\n",
     );
-    let run = ralsh(&sandbox, data.path(), &["daemons", "svc", "ensure=present"]);
+    let run = sandbox.ralsh_in(
+        data.path(),
+        &["--timeout", "120", "daemons", "svc", "ensure=present"],
+    );
     let started = escapee(&sandbox);
     let _cleanup = Cleanup(Some(started));
     run.expect(0).stdout_has("ensure: 'absent' -> 'present'");
@@ -219,7 +216,7 @@ fn a_provider_that_starts_daemons_keeps_those_its_update_started() {
         "the daemon the update started was ended"
     );
 
-    let run = ralsh(&sandbox, data.path(), &["daemons"]);
+    let run = sandbox.ralsh_in(data.path(), &["--timeout", "120", "daemons"]);
     let listed = escapee(&sandbox);
     let _cleanup_list = Cleanup(Some(listed));
     run.expect(0);
@@ -247,7 +244,10 @@ fn a_leftover_holding_stdout_is_killed_but_a_released_daemon_is_not() {
         &script,
         "  features: [starts_daemons]\n",
     );
-    let run = ralsh(&sandbox, data.path(), &["daemons", "svc", "ensure=present"]);
+    let run = sandbox.ralsh_in(
+        data.path(),
+        &["--timeout", "120", "daemons", "svc", "ensure=present"],
+    );
     let daemon = escapee(&sandbox);
     let _cleanup = Cleanup(Some(daemon));
     run.expect(0)
@@ -294,7 +294,7 @@ fn an_unfinished_last_line_after_leftovers_were_killed_is_dropped_aloud() {
     let data = tempfile::tempdir().unwrap();
     let script = "#!/bin/sh\nprintf '# simple\\nname: a\\nname: b'\n(exec sleep 6544) &\n";
     write_provider(data.path(), "unfinished", script, "");
-    let run = ralsh(&sandbox, data.path(), &["unfinished"]);
+    let run = sandbox.ralsh_in(data.path(), &["--timeout", "120", "unfinished"]);
     run.expect(0)
         .stdout_has("'a'")
         .stderr_has("unfinished::unfinished: list: dropping its unfinished last line 'name: b...'");

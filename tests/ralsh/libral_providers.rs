@@ -3,7 +3,7 @@
 //! with `eval`, `ral_unknown` for names they do not know. ralsh lists,
 //! finds and updates them unchanged.
 
-use crate::support::{fixtures_dir, Run, Sandbox};
+use crate::support::{fixtures_dir, Sandbox};
 
 /// A root with the services `cron` (running, enabled) and `ntp`
 /// (stopped, disabled).
@@ -16,17 +16,10 @@ fn services() -> Sandbox {
     sandbox
 }
 
-fn ralsh(sandbox: &Sandbox, args: &[&str]) -> Run {
-    let data = fixtures_dir().join("libral");
-    let mut all = vec!["-I", data.to_str().unwrap()];
-    all.extend_from_slice(args);
-    sandbox.ralsh(&all)
-}
-
 #[test]
 fn libral_style_service_providers_load() {
     let sandbox = services();
-    let run = ralsh(&sandbox, &["-j"]);
+    let run = sandbox.ralsh_in(&libral(), &["-j"]);
     let doc = run.expect(0).json();
     let names: Vec<&str> = doc["providers"]
         .as_array()
@@ -43,7 +36,10 @@ fn libral_style_service_providers_load() {
 fn libral_style_services_are_listed_and_found() {
     let sandbox = services();
     for provider in ["service::initd", "service::unitd"] {
-        let doc = ralsh(&sandbox, &["-j", provider]).expect(0).json();
+        let doc = sandbox
+            .ralsh_in(&libral(), &["-j", provider])
+            .expect(0)
+            .json();
         let listed: Vec<(&str, &str, &str)> = doc["resources"]
             .as_array()
             .unwrap()
@@ -60,12 +56,13 @@ fn libral_style_services_are_listed_and_found() {
             listed,
             [("cron", "running", "true"), ("ntp", "stopped", "false")]
         );
-        ralsh(&sandbox, &[provider, "ntp"])
+        sandbox
+            .ralsh_in(&libral(), &[provider, "ntp"])
             .expect(0)
             .stdout_has("ensure => 'stopped',");
         // A service it does not know is not found (ral_unknown), never
         // "absent": its ensure has no such value.
-        let run = ralsh(&sandbox, &["-j", provider, "nosuch"]);
+        let run = sandbox.ralsh_in(&libral(), &["-j", provider, "nosuch"]);
         assert_eq!(run.expect(1).stdout.trim(), "{}");
     }
 }
@@ -73,13 +70,14 @@ fn libral_style_services_are_listed_and_found() {
 #[test]
 fn libral_style_services_are_started_stopped_and_enabled() {
     let sandbox = services();
-    ralsh(
-        &sandbox,
-        &["service::initd", "ntp", "ensure=running", "enable=true"],
-    )
-    .expect(0)
-    .stdout_has("ensure: 'stopped' -> 'running'")
-    .stdout_has("enable: 'false' -> 'true'");
+    sandbox
+        .ralsh_in(
+            &libral(),
+            &["service::initd", "ntp", "ensure=running", "enable=true"],
+        )
+        .expect(0)
+        .stdout_has("ensure: 'stopped' -> 'running'")
+        .stdout_has("enable: 'false' -> 'true'");
     assert!(sandbox.root().join("init/ntp.running").exists());
     assert!(sandbox.root().join("init/ntp.enabled").exists());
     // Only what differs reached the provider, quoted for its eval.
@@ -88,26 +86,31 @@ fn libral_style_services_are_started_stopped_and_enabled() {
         "update ral_action=update name=ntp ensure=running enable=true\n"
     );
 
-    ralsh(&sandbox, &["service::unitd", "cron", "ensure=stopped"])
+    sandbox
+        .ralsh_in(&libral(), &["service::unitd", "cron", "ensure=stopped"])
         .expect(0)
         .stdout_has("ensure: 'running' -> 'stopped'");
     assert!(!sandbox.root().join("init/cron.running").exists());
 
     // Converged: no call at all.
-    ralsh(&sandbox, &["service::unitd", "cron", "ensure=stopped"])
+    sandbox
+        .ralsh_in(&libral(), &["service::unitd", "cron", "ensure=stopped"])
         .expect(0)
         .stdout_has("no changes needed");
     assert_eq!(sandbox.read("init.log").lines().count(), 2);
 
     // The provider's own refusal, and ensure values the type does not have.
-    ralsh(&sandbox, &["service::unitd", "cron", "enable=mask"])
+    sandbox
+        .ralsh_in(&libral(), &["service::unitd", "cron", "enable=mask"])
         .expect(2)
         .stderr_has("illegal value for enable: 'mask'");
-    ralsh(&sandbox, &["service::initd", "cron", "ensure=absent"])
+    sandbox
+        .ralsh_in(&libral(), &["service::initd", "cron", "ensure=absent"])
         .expect(2)
         .stderr_has("invalid value 'absent' for attribute 'ensure' of type enum[running, stopped]");
     // A service that does not exist cannot be created.
-    ralsh(&sandbox, &["service::initd", "nosuch", "ensure=running"])
+    sandbox
+        .ralsh_in(&libral(), &["service::initd", "nosuch", "ensure=running"])
         .expect(2)
         .stderr_has("resource 'nosuch' does not exist and cannot be created");
     assert!(!sandbox.root().join("init/nosuch").exists());
@@ -116,9 +119,18 @@ fn libral_style_services_are_started_stopped_and_enabled() {
 #[test]
 fn noop_on_a_libral_style_service_changes_nothing() {
     let sandbox = services();
-    ralsh(&sandbox, &["-n", "service::initd", "ntp", "ensure=running"])
+    sandbox
+        .ralsh_in(
+            &libral(),
+            &["-n", "service::initd", "ntp", "ensure=running"],
+        )
         .expect(0)
         .stdout_has("ensure: 'stopped' -> 'running' (noop: would change)");
     assert!(!sandbox.root().join("init/ntp.running").exists());
     assert!(!sandbox.root().join("init.log").exists());
+}
+
+/// The libral fixture providers.
+fn libral() -> std::path::PathBuf {
+    fixtures_dir().join("libral")
 }

@@ -4,7 +4,6 @@
 //! bypasses it, and concurrent first runs agree.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::support::{fixtures_dir, run, Sandbox};
 
@@ -22,12 +21,6 @@ fn data_dir() -> tempfile::TempDir {
         .unwrap();
     }
     dir
-}
-
-fn ralsh(sandbox: &Sandbox, data: &Path, args: &[&str]) -> Command {
-    let mut command = sandbox.command();
-    command.arg("-I").arg(data).args(args);
-    command
 }
 
 fn describes(sandbox: &Sandbox) -> usize {
@@ -52,7 +45,7 @@ fn describe_runs_once_per_version_of_the_file() {
     let sandbox = Sandbox::new();
     let data = data_dir();
     for _ in 0..3 {
-        run(&mut ralsh(&sandbox, data.path(), &["counted"]))
+        run(&mut sandbox.command_in(data.path(), &["counted"]))
             .expect(0)
             .stdout_has("counted::counted { 'two':");
     }
@@ -64,8 +57,8 @@ fn describe_runs_once_per_version_of_the_file() {
     let mut text = std::fs::read_to_string(&script).unwrap();
     text.push_str("# changed\n");
     std::fs::write(&script, text).unwrap();
-    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
-    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    run(&mut sandbox.command_in(data.path(), &["counted"])).expect(0);
+    run(&mut sandbox.command_in(data.path(), &["counted"])).expect(0);
     assert_eq!(describes(&sandbox), 2);
 }
 
@@ -73,9 +66,9 @@ fn describe_runs_once_per_version_of_the_file() {
 fn resolving_a_type_does_not_describe_providers_known_from_the_cache() {
     let sandbox = Sandbox::new();
     let data = data_dir();
-    run(&mut ralsh(&sandbox, data.path(), &[])).expect(0);
+    run(&mut sandbox.command_in(data.path(), &[])).expect(0);
     assert_eq!(describes(&sandbox), 1);
-    run(&mut ralsh(&sandbox, data.path(), &["listed"]))
+    run(&mut sandbox.command_in(data.path(), &["listed"]))
         .expect(0)
         .stdout_has("listed::listed { 'only':");
     assert_eq!(describes(&sandbox), 1, "the other type was not described");
@@ -88,26 +81,26 @@ fn a_changed_yaml_invalidates_what_the_cache_knew_of_its_provider() {
     // found under that one and no longer under the old.
     let sandbox = Sandbox::new();
     let data = data_dir();
-    run(&mut ralsh(&sandbox, data.path(), &["listed"]))
+    run(&mut sandbox.command_in(data.path(), &["listed"]))
         .expect(0)
         .stdout_has("listed::listed { 'only':");
     let yaml = data.path().join("providers/listed.yaml");
     let text = std::fs::read_to_string(&yaml).unwrap();
     std::fs::write(&yaml, text.replace("type: listed", "type: renamed")).unwrap();
-    run(&mut ralsh(&sandbox, data.path(), &["renamed"]))
+    run(&mut sandbox.command_in(data.path(), &["renamed"]))
         .expect(0)
         .stdout_has("renamed::listed { 'only':");
-    run(&mut ralsh(&sandbox, data.path(), &["listed"])).expect(2);
+    run(&mut sandbox.command_in(data.path(), &["listed"])).expect(2);
 }
 
 #[test]
 fn a_corrupt_entry_is_ignored_and_rewritten() {
     let sandbox = Sandbox::new();
     let data = data_dir();
-    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    run(&mut sandbox.command_in(data.path(), &["counted"])).expect(0);
     let [entry] = entries(&sandbox).try_into().expect("one entry");
     std::fs::write(&entry, "{\"format\": 1, \"ral\": tr").unwrap();
-    let out = run(&mut ralsh(&sandbox, data.path(), &["counted"]));
+    let out = run(&mut sandbox.command_in(data.path(), &["counted"]));
     out.expect(0).stdout_has("'one'");
     assert!(!out.stderr.contains("error"), "{}", out.stderr);
     assert_eq!(describes(&sandbox), 2);
@@ -117,7 +110,7 @@ fn a_corrupt_entry_is_ignored_and_rewritten() {
         .as_str()
         .unwrap()
         .contains("type: counted"));
-    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    run(&mut sandbox.command_in(data.path(), &["counted"])).expect(0);
     assert_eq!(describes(&sandbox), 2);
 }
 
@@ -126,12 +119,7 @@ fn no_cache_describes_every_time_and_writes_nothing() {
     let sandbox = Sandbox::new();
     let data = data_dir();
     for _ in 0..2 {
-        run(&mut ralsh(
-            &sandbox,
-            data.path(),
-            &["--no-cache", "counted"],
-        ))
-        .expect(0);
+        run(&mut sandbox.command_in(data.path(), &["--no-cache", "counted"])).expect(0);
     }
     assert_eq!(describes(&sandbox), 2);
     assert!(entries(&sandbox).is_empty());
@@ -143,7 +131,8 @@ fn concurrent_first_runs_agree_and_leave_one_valid_entry() {
     let data = data_dir();
     let children: Vec<_> = (0..8)
         .map(|_| {
-            ralsh(&sandbox, data.path(), &["-j", "counted"])
+            sandbox
+                .command_in(data.path(), &["-j", "counted"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -171,7 +160,7 @@ fn concurrent_first_runs_agree_and_leave_one_valid_entry() {
         .unwrap()
         .contains("type: counted"));
     let before = describes(&sandbox);
-    run(&mut ralsh(&sandbox, data.path(), &["counted"])).expect(0);
+    run(&mut sandbox.command_in(data.path(), &["counted"])).expect(0);
     assert_eq!(describes(&sandbox), before, "the entry is used");
 }
 
@@ -211,15 +200,15 @@ fn assert_verdict_remembered(
     describes_each: usize,
 ) {
     let sandbox = Sandbox::new();
-    let first = run(&mut ralsh(&sandbox, data, args));
+    let first = run(&mut sandbox.command_in(data, args));
     first.stderr_has("skipping provider").stderr_has(reason);
     assert_eq!(describes(&sandbox), describes_each);
     // Not looked at again: a new look would warn again.
-    let second = run(&mut ralsh(&sandbox, data, args));
+    let second = run(&mut sandbox.command_in(data, args));
     assert!(!second.stderr.contains("broken"), "{}", second.stderr);
     let mut with_info = args.to_vec();
     with_info.extend(["-l", "info"]);
-    run(&mut ralsh(&sandbox, data, &with_info))
+    run(&mut sandbox.command_in(data, &with_info))
         .stderr_has("(unchanged since it was found broken)")
         .stderr_has(reason);
     assert_eq!(
@@ -232,7 +221,7 @@ fn assert_verdict_remembered(
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("# changed\n");
     std::fs::write(&file, text).unwrap();
-    run(&mut ralsh(&sandbox, data, args))
+    run(&mut sandbox.command_in(data, args))
         .stderr_has("skipping provider")
         .stderr_has(reason);
     assert_eq!(describes(&sandbox), 2 * describes_each);
@@ -252,34 +241,22 @@ fn a_describe_that_hangs_is_not_run_again_until_the_file_changes() {
 fn a_describe_that_timed_out_is_tried_again_with_a_longer_limit() {
     let sandbox = Sandbox::new();
     let data = broken_provider("exec sleep 60");
-    let first = run(&mut ralsh(
-        &sandbox,
-        data.path(),
-        &["--timeout", "0.5", "broken"],
-    ));
+    let first = run(&mut sandbox.command_in(data.path(), &["--timeout", "0.5", "broken"]));
     first
         .expect(2)
         .stderr_has("describe did not finish within 0.5s");
     // Remembered for the same limit: not described again, and the error
     // says a provider was skipped.
-    let again = run(&mut ralsh(
-        &sandbox,
-        data.path(),
-        &["--timeout", "0.5", "broken"],
-    ));
+    let again = run(&mut sandbox.command_in(data.path(), &["--timeout", "0.5", "broken"]));
     again
         .expect(2)
         .stderr_has("unknown provider or type 'broken'")
         .stderr_has("(1 provider was skipped as broken; -l info says why)");
     assert_eq!(describes(&sandbox), 1);
     // A longer limit gives it another chance.
-    run(&mut ralsh(
-        &sandbox,
-        data.path(),
-        &["--timeout", "1", "broken"],
-    ))
-    .expect(2)
-    .stderr_has("describe did not finish within 1s");
+    run(&mut sandbox.command_in(data.path(), &["--timeout", "1", "broken"]))
+        .expect(2)
+        .stderr_has("describe did not finish within 1s");
     assert_eq!(describes(&sandbox), 2);
 }
 
@@ -308,11 +285,7 @@ fn metadata_too_deep_under_a_time_limit_is_refused_by_its_bound_not_timed_out() 
         "printf 'provider:\\n  type: broken\\n  desc:\\n'\n\
          awk 'BEGIN { for (l = 0; l < 20; l++) { s = \"   \"; for (i = 0; i < 10000; i++) s = s \"[\"; print s } }'",
     );
-    let run = run(&mut ralsh(
-        &sandbox,
-        data.path(),
-        &["--timeout", "5", "broken"],
-    ));
+    let run = run(&mut sandbox.command_in(data.path(), &["--timeout", "5", "broken"]));
     run.expect(2)
         .stderr_has("skipping provider")
         .stderr_has("holds 200000 '[' and '{' characters; metadata may hold at most 256");

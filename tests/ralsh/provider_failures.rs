@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use crate::support::{Run, Sandbox};
+use crate::support::Sandbox;
 
 fn provider(data: &Path, script: &str) {
     let providers = data.join("providers");
@@ -20,12 +20,6 @@ fn provider(data: &Path, script: &str) {
     .unwrap();
 }
 
-fn ralsh(sandbox: &Sandbox, data: &Path, args: &[&str]) -> Run {
-    let mut all = vec!["-I", data.to_str().unwrap()];
-    all.extend_from_slice(args);
-    sandbox.ralsh(&all)
-}
-
 #[test]
 fn a_missing_interpreter_is_named() {
     let sandbox = Sandbox::new();
@@ -34,7 +28,8 @@ fn a_missing_interpreter_is_named() {
         data.path(),
         "#! /usr/bin/ral-no-such-python\nprint('# simple')\n",
     );
-    ralsh(&sandbox, data.path(), &["failing"])
+    sandbox
+        .ralsh_in(data.path(), &["failing"])
         .expect(2)
         .stderr_has("could not run")
         .stderr_has("for list: interpreter /usr/bin/ral-no-such-python not found");
@@ -48,7 +43,7 @@ fn a_traceback_is_shown_once_and_json_stays_one_document() {
         data.path(),
         "#!/usr/bin/env python3\nimport sys\nprint('# simple')\nsys.stdout.flush()\nraise RuntimeError('the database is gone')\n",
     );
-    let run = ralsh(&sandbox, data.path(), &["failing"]);
+    let run = sandbox.ralsh_in(data.path(), &["failing"]);
     run.expect(2)
         .stderr_has("[failing::failing] Traceback (most recent call last):")
         .stderr_has("failing::failing: list failed: exit status 1 (its stderr is above)");
@@ -60,14 +55,14 @@ fn a_traceback_is_shown_once_and_json_stays_one_document() {
         "{}",
         run.stderr
     );
-    let json = ralsh(&sandbox, data.path(), &["-j", "failing"]);
+    let json = sandbox.ralsh_in(data.path(), &["-j", "failing"]);
     json.expect(2);
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).expect("one JSON document");
     assert!(doc["error"]["message"]
         .as_str()
         .unwrap()
         .contains("list failed: exit status 1"));
-    let found = ralsh(&sandbox, data.path(), &["-j", "failing", "x"]);
+    let found = sandbox.ralsh_in(data.path(), &["-j", "failing", "x"]);
     found.expect(2);
     let doc: serde_json::Value = serde_json::from_str(&found.stdout).expect("one JSON document");
     assert!(doc.get("error").is_some(), "{doc}");

@@ -17,11 +17,6 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(fixtures_dir().join("service").join(name)).unwrap()
 }
 
-/// Runs ralsh with the bundled providers only.
-fn ralsh(sandbox: &Sandbox, args: &[&str]) -> Run {
-    run(sandbox.command().args(args))
-}
-
 /// Runs ralsh with tests/fixtures/service, which holds the fake systemctl,
 /// first on PATH.
 fn ralsh_with_fake_systemctl(sandbox: &Sandbox, args: &[&str]) -> Run {
@@ -132,7 +127,7 @@ fn init_sandbox() -> Sandbox {
 #[test]
 fn service_lists_init_scripts_and_finds_them() {
     let sandbox = init_sandbox();
-    let doc = ralsh(&sandbox, &["-j", "service"]).expect(0).json();
+    let doc = sandbox.ralsh_bundled(&["-j", "service"]).expect(0).json();
     let ral = json!({"type": "service", "provider": RAL});
     // legacy has no status action: its running state is unknown (no value).
     assert_eq!(
@@ -143,13 +138,14 @@ fn service_lists_init_scripts_and_finds_them() {
             {"name": "web", "ensure": "running", "enable": true, "ral": ral},
         ])
     );
-    let run = ralsh(&sandbox, &["service", "web"]);
+    let run = sandbox.ralsh_bundled(&["service", "web"]);
     assert_eq!(
         run.expect(0).stdout,
         "service::service { 'web':\n  ensure => 'running',\n  enable => true,\n}\n"
     );
     // NAME.service means the script NAME.
-    let doc = ralsh(&sandbox, &["-j", "service", "web.service"])
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "web.service"])
         .expect(0)
         .json();
     assert_eq!(doc["resource"]["name"], "web.service");
@@ -157,7 +153,8 @@ fn service_lists_init_scripts_and_finds_them() {
     // The listing left out README, skeleton, backups, hidden files, the
     // script that is not executable and the shutdown script.
     for unknown in ["nosuch", "poweroff-now"] {
-        ralsh(&sandbox, &["service", unknown])
+        sandbox
+            .ralsh_bundled(&["service", unknown])
             .expect(1)
             .stderr_has(&format!("no resource named '{unknown}'"));
     }
@@ -166,7 +163,8 @@ fn service_lists_init_scripts_and_finds_them() {
 #[test]
 fn service_starts_and_stops_through_the_init_script() {
     let sandbox = init_sandbox();
-    let doc = ralsh(&sandbox, &["-j", "service", "db", "ensure=running"])
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "db", "ensure=running"])
         .expect(0)
         .json();
     assert_eq!(
@@ -174,24 +172,28 @@ fn service_starts_and_stops_through_the_init_script() {
         json!([{"attr": "ensure", "is": "running", "was": "stopped"}])
     );
     assert!(sandbox.root().join("run/fake/db.running").exists());
-    ralsh(&sandbox, &["service", "db", "ensure=running"])
+    sandbox
+        .ralsh_bundled(&["service", "db", "ensure=running"])
         .expect(0)
         .stdout_has("no changes needed");
     // absent means stopped (and present running).
-    ralsh(&sandbox, &["service", "db", "ensure=absent"])
+    sandbox
+        .ralsh_bundled(&["service", "db", "ensure=absent"])
         .expect(0)
         .stdout_has("ensure: 'running' -> 'stopped'");
     assert!(!sandbox.root().join("run/fake/db.running").exists());
 
     // Several services in one batch: only web needs stopping.
-    ralsh(&sandbox, &["service", "web", "db", "ensure=stopped"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "db", "ensure=stopped"])
         .expect(0)
         .stdout_has("ensure: 'running' -> 'stopped'");
     assert!(!sandbox.root().join("run/fake/web.running").exists());
 
     // Without a status action the state is unknown: start runs every time
     // and is judged by its exit status alone.
-    ralsh(&sandbox, &["service", "legacy", "ensure=running"])
+    sandbox
+        .ralsh_bundled(&["service", "legacy", "ensure=running"])
         .expect(0)
         .stdout_has("ensure: (none) -> 'running'");
     assert!(sandbox.root().join("run/fake/legacy.running").exists());
@@ -201,12 +203,10 @@ fn service_starts_and_stops_through_the_init_script() {
 fn service_enables_and_disables_with_the_links_update_rc_d_makes() {
     let sandbox = init_sandbox();
     // No links yet: 'update-rc.d db defaults' makes them from the header.
-    let doc = ralsh(
-        &sandbox,
-        &["-j", "service", "db", "enable=true", "ensure=running"],
-    )
-    .expect(0)
-    .json();
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "db", "enable=true", "ensure=running"])
+        .expect(0)
+        .json();
     assert_eq!(
         doc["result"][0]["changes"],
         json!([
@@ -215,17 +215,20 @@ fn service_enables_and_disables_with_the_links_update_rc_d_makes() {
         ])
     );
     assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
-    ralsh(&sandbox, &["service", "db", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["service", "db", "enable=true"])
         .expect(0)
         .stdout_has("no changes needed");
 
     // 'update-rc.d web disable' turns the S links into K links, and
     // 'update-rc.d web enable' back; the stop links stay as they are.
-    ralsh(&sandbox, &["service", "web", "enable=false"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "enable=false"])
         .expect(0)
         .stdout_has("enable: true -> false");
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
-    ralsh(&sandbox, &["service", "web", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "enable=true"])
         .expect(0)
         .stdout_has("enable: false -> true");
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
@@ -240,7 +243,8 @@ fn service_enables_and_disables_with_the_links_update_rc_d_makes() {
             .replace("# Default-Start:     2 3 4 5", "# Default-Start:     S 3 5")
             .replace("# Default-Stop:      0 1 6", "# Default-Stop:      0 6"),
     );
-    ralsh(&sandbox, &["service", "clock", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["service", "clock", "enable=true"])
         .expect(0)
         .stdout_has("enable: false -> true");
     assert_eq!(
@@ -283,12 +287,16 @@ fn service_finishes_a_change_of_the_links_a_crash_interrupted() {
     link(&sandbox, '2', "S01db", "db");
 
     // Readers see the change finished, and write nothing.
-    let doc = ralsh(&sandbox, &["-j", "service", "db"]).expect(0).json();
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "db"])
+        .expect(0)
+        .json();
     assert_eq!(doc["resource"]["enable"], true);
     assert_eq!(links_of(&sandbox, "db"), ["rc2.d/S01db -> ../init.d/db"]);
 
     // The next change of any service's links finishes it first.
-    ralsh(&sandbox, &["-l", "info", "service", "web", "enable=false"])
+    sandbox
+        .ralsh_bundled(&["-l", "info", "service", "web", "enable=false"])
         .expect(0)
         .stderr_has("finished an interrupted change of the links of 'db'");
     assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
@@ -310,12 +318,17 @@ fn service_finishes_a_change_of_the_links_a_crash_interrupted() {
         let dir = sandbox.root().join("etc").join(level);
         std::fs::rename(dir.join("K01web"), dir.join("S01web")).unwrap();
     }
-    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "web"])
+        .expect(0)
+        .json();
     assert_eq!(doc["resource"]["enable"], true);
-    ralsh(&sandbox, &["service", "web", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "enable=true"])
         .expect(0)
         .stdout_has("no changes needed");
-    ralsh(&sandbox, &["service", "db", "enable=false"])
+    sandbox
+        .ralsh_bundled(&["service", "db", "enable=false"])
         .expect(0)
         .stdout_has("enable: true -> false");
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
@@ -342,8 +355,9 @@ fn service_finishes_a_journal_whose_rc_directory_is_gone() {
 
     // The step with no directory is skipped, not a crash that wedges every
     // later change.
-    ralsh(&sandbox, &["-j", "service", "web"]).expect(0);
-    ralsh(&sandbox, &["service", "db", "enable=true"])
+    sandbox.ralsh_bundled(&["-j", "service", "web"]).expect(0);
+    sandbox
+        .ralsh_bundled(&["service", "db", "enable=true"])
         .expect(0)
         .stdout_has("enable: false -> true");
     assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
@@ -368,18 +382,25 @@ fn service_disable_replaces_a_stop_link_beside_the_start_link() {
         LINKS_JOURNAL,
         &json!({"name": "web", "steps": renames}).to_string(),
     );
-    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "web"])
+        .expect(0)
+        .json();
     assert_eq!(doc["resource"]["enable"], false);
-    ralsh(&sandbox, &["service", "db", "enable=true"]).expect(0);
+    sandbox
+        .ralsh_bundled(&["service", "db", "enable=true"])
+        .expect(0);
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
 
     // Without a journal: the change itself.
-    ralsh(&sandbox, &["service", "web", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "enable=true"])
         .expect(0)
         .stdout_has("enable: false -> true");
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
     link(&sandbox, '3', "K01web", "web");
-    ralsh(&sandbox, &["service", "web", "enable=false"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "enable=false"])
         .expect(0)
         .stdout_has("enable: true -> false");
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'K'));
@@ -393,17 +414,22 @@ fn service_undoes_a_change_of_the_links_that_fails_and_keeps_no_journal() {
     let sandbox = init_sandbox();
     let in_the_way = sandbox.root().join("etc/rc4.d/K01web");
     std::fs::create_dir(&in_the_way).unwrap();
-    ralsh(&sandbox, &["service", "web", "enable=false"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "enable=false"])
         .expect(2)
         .stderr_has("cannot change the links of 'web'");
     // The renames made before it are undone, and no journal stays for
     // readers to see the change made or for the next change to fail on.
     assert!(!sandbox.root().join(LINKS_JOURNAL).exists());
-    let doc = ralsh(&sandbox, &["-j", "service", "web"]).expect(0).json();
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "web"])
+        .expect(0)
+        .json();
     assert_eq!(doc["resource"]["enable"], true);
     std::fs::remove_dir(&in_the_way).unwrap();
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
-    ralsh(&sandbox, &["service", "db", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["service", "db", "enable=true"])
         .expect(0)
         .stdout_has("enable: false -> true");
     assert_eq!(links_of(&sandbox, "db"), default_links("db", 'S'));
@@ -423,9 +449,13 @@ fn service_ignores_a_journal_whose_level_is_not_one_level() {
             ]})
             .to_string(),
         );
-        let doc = ralsh(&sandbox, &["-j", "service", "db"]).expect(0).json();
+        let doc = sandbox
+            .ralsh_bundled(&["-j", "service", "db"])
+            .expect(0)
+            .json();
         assert_eq!(doc["resource"]["enable"], false, "level {level:?}");
-        ralsh(&sandbox, &["service", "web", "enable=false"])
+        sandbox
+            .ralsh_bundled(&["service", "web", "enable=false"])
             .expect(0)
             .stderr_has("ignoring the unreadable journal");
         assert!(links_of(&sandbox, "db").is_empty(), "level {level:?}");
@@ -444,13 +474,17 @@ fn service_ignores_a_journal_too_deep_or_too_large_to_parse() {
         json!({"name": "db", "steps": [["link", "2", "S01db"], ["link", "3", "S01db"]]}),
         " ".repeat(1 << 20)
     );
-    let clean = ralsh(&init_sandbox(), &["-j", "service"]).expect(0).json();
+    let clean = init_sandbox()
+        .ralsh_bundled(&["-j", "service"])
+        .expect(0)
+        .json();
     for journal in [deep, large] {
         let sandbox = init_sandbox();
         sandbox.write(LINKS_JOURNAL, &journal);
-        let doc = ralsh(&sandbox, &["-j", "service"]).expect(0).json();
+        let doc = sandbox.ralsh_bundled(&["-j", "service"]).expect(0).json();
         assert_eq!(doc["resources"], clean["resources"]);
-        ralsh(&sandbox, &["service", "web", "enable=false"])
+        sandbox
+            .ralsh_bundled(&["service", "web", "enable=false"])
             .expect(0)
             .stderr_has("ignoring the unreadable journal");
         assert!(links_of(&sandbox, "db").is_empty());
@@ -475,19 +509,17 @@ fn umask() -> u32 {
 fn service_noop_reports_changes_and_leaves_the_root_alone() {
     let sandbox = init_sandbox();
     let before = tree_snapshot(sandbox.root());
-    let doc = ralsh(
-        &sandbox,
-        &[
+    let doc = sandbox
+        .ralsh_bundled(&[
             "-n",
             "-j",
             "service",
             "web",
             "ensure=stopped",
             "enable=false",
-        ],
-    )
-    .expect(0)
-    .json();
+        ])
+        .expect(0)
+        .json();
     assert_eq!(doc["noop"], true);
     assert_eq!(
         doc["result"][0]["changes"],
@@ -496,15 +528,14 @@ fn service_noop_reports_changes_and_leaves_the_root_alone() {
             {"attr": "enable", "is": false, "was": true},
         ])
     );
-    ralsh(
-        &sandbox,
-        &["-n", "service", "db", "ensure=running", "enable=true"],
-    )
-    .expect(0)
-    .stdout_has("ensure: 'stopped' -> 'running' (noop: would change)")
-    .stdout_has("enable: false -> true (noop: would change)");
+    sandbox
+        .ralsh_bundled(&["-n", "service", "db", "ensure=running", "enable=true"])
+        .expect(0)
+        .stdout_has("ensure: 'stopped' -> 'running' (noop: would change)")
+        .stdout_has("enable: false -> true (noop: would change)");
     // A change that would fail fails under noop too.
-    ralsh(&sandbox, &["-n", "service", "legacy", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["-n", "service", "legacy", "enable=true"])
         .expect(2)
         .stderr_has("has no Default-Start runlevels");
     assert_same_tree(&before, sandbox.root(), "noop");
@@ -520,10 +551,7 @@ fn service_reports_failures_unknown_services_and_bad_values() {
     );
     // A failing start fails that service only; the other one still starts.
     sandbox.write("run/fake/legacy.running", "");
-    let run = ralsh(
-        &sandbox,
-        &["-j", "service", "db", "legacy", "ensure=running"],
-    );
+    let run = sandbox.ralsh_bundled(&["-j", "service", "db", "legacy", "ensure=running"]);
     run.expect(2).stderr_has(&format!(
         "'db': ensure: {root}/etc/init.d/db start failed (exit status 1):\n\
          db: cannot bind to port 8080: Address already in use"
@@ -539,36 +567,42 @@ fn service_reports_failures_unknown_services_and_bad_values() {
     // A start that exits 0 without starting anything is caught by status.
     std::fs::remove_file(sandbox.root().join("run/fake/db.fail")).unwrap();
     sandbox.write("run/fake/db.lazy", "");
-    ralsh(&sandbox, &["service", "db", "ensure=running"])
+    sandbox
+        .ralsh_bundled(&["service", "db", "ensure=running"])
         .expect(2)
         .stderr_has(&format!(
             "'db': ensure: {root}/etc/init.d/db start succeeded, but \
              '{root}/etc/init.d/db status' then says it is stopped"
         ));
 
-    ralsh(&sandbox, &["service", "nosuch", "ensure=running"])
+    sandbox
+        .ralsh_bundled(&["service", "nosuch", "ensure=running"])
         .expect(2)
         .stderr_has(&format!(
             "'nosuch': no such service: '{root}/etc/init.d/nosuch' does not exist (unknown)"
         ));
-    ralsh(&sandbox, &["service", "notes", "ensure=running"])
+    sandbox
+        .ralsh_bundled(&["service", "notes", "ensure=running"])
         .expect(2)
         .stderr_has(&format!(
             "'notes': '{root}/etc/init.d/notes' is not executable (unknown)"
         ));
-    ralsh(&sandbox, &["service", "legacy", "enable=true"])
+    sandbox
+        .ralsh_bundled(&["service", "legacy", "enable=true"])
         .expect(2)
         .stderr_has(&format!(
             "'legacy': enable: cannot enable 'legacy': '{root}/etc/init.d/legacy' has no \
              Default-Start runlevels (no '### BEGIN INIT INFO' header)"
         ));
-    ralsh(&sandbox, &["service", "web", "ensure=restarted"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "ensure=restarted"])
         .expect(2)
         .stderr_has(
             "invalid value 'restarted' for attribute 'ensure' of type \
              enum[running, stopped, present, absent]",
         );
-    ralsh(&sandbox, &["service", "web", "enable=yes"])
+    sandbox
+        .ralsh_bundled(&["service", "web", "enable=yes"])
         .expect(2)
         .stderr_has("invalid value 'yes' for attribute 'enable' of type boolean");
     assert!(sandbox.root().join("run/fake/web.running").exists());
@@ -584,7 +618,7 @@ fn service_daemon_left_by_a_script_does_not_hold_up_ralsh() {
     // end it: it still runs when ralsh has returned.
     let sandbox = init_sandbox();
     sandbox.write("run/fake/db.daemon", "");
-    let run = ralsh(&sandbox, &["service", "db", "ensure=running"]);
+    let run = sandbox.ralsh_bundled(&["service", "db", "ensure=running"]);
     let daemon = pid_in(&sandbox.root().join("run/fake/db.daemon.pid"));
     let _daemon = KillOnDrop::new(&[daemon]);
     run.expect(0).stdout_has("ensure: 'stopped' -> 'running'");
@@ -603,7 +637,7 @@ fn service_manager_follows_the_root() {
     // below the root every call fails, saying what is missing.
     let sandbox = Sandbox::new();
     let root = real_root(&sandbox);
-    let doc = ralsh(&sandbox, &["-j"]).expect(0).json();
+    let doc = sandbox.ralsh_bundled(&["-j"]).expect(0).json();
     let provider = doc["providers"]
         .as_array()
         .unwrap()
@@ -611,14 +645,17 @@ fn service_manager_follows_the_root() {
         .find(|p| p["name"] == RAL)
         .expect("service::service is listed");
     assert_eq!(provider["suitable"], true);
-    ralsh(&sandbox, &["service"]).expect(2).stderr_has(&format!(
-        "no service manager below '{root}': systemd is not running \
+    sandbox
+        .ralsh_bundled(&["service"])
+        .expect(2)
+        .stderr_has(&format!(
+            "no service manager below '{root}': systemd is not running \
          ('{root}/run/systemd/system' is not a directory) and '{root}/etc/init.d' does not exist"
-    ));
+        ));
 
     // With etc/init.d, the init scripts (none yet).
     std::fs::create_dir_all(sandbox.root().join("etc/init.d")).unwrap();
-    let doc = ralsh(&sandbox, &["-j", "service"]).expect(0).json();
+    let doc = sandbox.ralsh_bundled(&["-j", "service"]).expect(0).json();
     assert_eq!(doc["resources"], json!([]));
 
     // With run/systemd/system, systemd wins (sd_booted's test), and only

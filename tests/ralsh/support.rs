@@ -121,6 +121,24 @@ impl Sandbox {
         run(&mut self.fixture_command(args))
     }
 
+    /// Runs ralsh with the fixture providers and those of `data`.
+    pub fn ralsh_in(&self, data: &Path, args: &[&str]) -> Run {
+        run(self.fixture_command(&[]).arg("-I").arg(data).args(args))
+    }
+
+    /// A ralsh command with the providers of `data` and the bundled ones
+    /// (no fixtures).
+    pub fn command_in(&self, data: &Path, args: &[&str]) -> Command {
+        let mut command = self.command();
+        command.arg("-I").arg(data).args(args);
+        command
+    }
+
+    /// Runs ralsh with the bundled providers only.
+    pub fn ralsh_bundled(&self, args: &[&str]) -> Run {
+        run(self.command().args(args))
+    }
+
     /// Writes a file below the fake root.
     pub fn write(&self, relative: &str, contents: &str) {
         let path = self.root.path().join(relative);

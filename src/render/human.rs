@@ -7,6 +7,7 @@
 
 use std::io::{self, Write};
 
+use crate::error::Error;
 use crate::metadata::Attribute;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
@@ -332,7 +333,7 @@ impl<'p, W: Write> super::Printer<'p> for HumanPrinter<W> {
     fn outcomes(
         &mut self,
         provider: &Provider,
-        results: &[(String, Result<Outcome, String>)],
+        results: &[(String, Result<Outcome, Error>)],
         _noop: bool,
     ) -> io::Result<()> {
         for (_, result) in results {

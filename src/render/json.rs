@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value as Json};
 
+use crate::error::Error;
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::secrets::REDACTED;
@@ -143,10 +144,13 @@ fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
 
 /// One entry of `result`: the resource and its changes, or, when that
 /// resource failed in a batch, its name and the error.
-fn result_entry(provider: &Provider, name: &str, outcome: &Result<Outcome, String>) -> Json {
+fn result_entry(provider: &Provider, name: &str, outcome: &Result<Outcome, Error>) -> Json {
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(message) => return json!({ "name": name, "error": { "message": message } }),
+        Err(error) => {
+            let message = error.to_string();
+            return json!({ "name": name, "error": { "message": message } });
+        }
     };
     json!({
         "resource": resource(provider, &outcome.resource),
@@ -158,7 +162,7 @@ fn result_entry(provider: &Provider, name: &str, outcome: &Result<Outcome, Strin
 /// preview.
 pub fn outcomes(
     provider: &Provider,
-    results: &[(String, Result<Outcome, String>)],
+    results: &[(String, Result<Outcome, Error>)],
     noop: bool,
 ) -> Json {
     let entries: Vec<Json> = results
@@ -321,7 +325,7 @@ impl<'p, W: Write> Printer<'p> for JsonPrinter<'p, W> {
     fn outcomes(
         &mut self,
         provider: &Provider,
-        results: &[(String, Result<Outcome, String>)],
+        results: &[(String, Result<Outcome, Error>)],
         noop: bool,
     ) -> io::Result<()> {
         writeln!(self.out(), "{}", outcomes(provider, results, noop))

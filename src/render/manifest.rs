@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
 use crate::converge::manifest::METAPARAMETERS;
+use crate::error::Error;
 use crate::host::check_name;
 use crate::metadata::Kind;
 use crate::provider::Provider;
@@ -258,7 +259,7 @@ impl<'p, W: Write> Printer<'p> for ManifestPrinter<W> {
     fn outcomes(
         &mut self,
         _provider: &Provider,
-        _results: &[(String, Result<Outcome, String>)],
+        _results: &[(String, Result<Outcome, Error>)],
         _noop: bool,
     ) -> io::Result<()> {
         Err(resources_only())

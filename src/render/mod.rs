@@ -13,6 +13,7 @@ pub mod yaml;
 
 use std::io;
 
+use crate::error::Error;
 use crate::provider::Provider;
 use crate::resource::Resource;
 use crate::update::Outcome;
@@ -53,7 +54,7 @@ pub trait Printer<'p> {
     fn outcomes(
         &mut self,
         provider: &Provider,
-        results: &[(String, Result<Outcome, String>)],
+        results: &[(String, Result<Outcome, Error>)],
         noop: bool,
     ) -> io::Result<()>;
 }

@@ -402,16 +402,16 @@ fn change(
         let outcome = outcomes.pop().expect("one outcome")?;
         outcomes.push(Ok(outcome));
     }
-    let results: Vec<(String, Result<update::Outcome, String>)> = names
+    let results: Vec<(String, ral::error::Result<update::Outcome>)> = names
         .iter()
+        .map(|name| name.to_string())
         .zip(outcomes)
-        .map(|(name, outcome)| (name.to_string(), outcome.map_err(|e| e.to_string())))
         .collect();
     printer.outcomes(provider, &results, noop)?;
     let mut status = Status::Success;
     for (_, result) in &results {
-        if let Err(message) = result {
-            eprintln!("ralsh: error: {}", escape_lines(message));
+        if let Err(error) = result {
+            eprintln!("ralsh: error: {}", escape_lines(&error.to_string()));
             status = Status::Error;
         }
     }

@@ -66,7 +66,7 @@ impl Request {
         if let Err(message) = check_name(name) {
             problems.push(RequestProblem {
                 attr: None,
-                message,
+                message: message.to_string(),
             });
         }
         let also = match written_in {
@@ -135,7 +135,7 @@ impl Request {
                 action: update.as_str().to_owned(),
             });
         }
-        check_name(name).map_err(reject)?;
+        check_name(name).map_err(|bad| reject(bad.to_string()))?;
         let mut written = Vec::new();
         for arg in args {
             let Some((key, text)) = arg.split_once('=') else {

@@ -184,9 +184,9 @@ impl Host {
         names: &[&str],
     ) -> Result<Vec<Result<Option<Resource>>>> {
         for name in names {
-            check_name(name).map_err(|message| Error::Request {
+            check_name(name).map_err(|bad| Error::Request {
                 provider: provider.qualified_name(),
-                message,
+                message: bad.to_string(),
             })?;
         }
         invoke::convention(provider.meta.invoke).get_many(self, provider, names)
@@ -412,23 +412,27 @@ impl Describer for Host {
 
 /// Names travel as one line of `# simple` output, trimmed; a name that could
 /// not come back unchanged is refused before anything runs.
-pub fn check_name(name: &str) -> std::result::Result<(), String> {
+pub fn check_name(name: &str) -> std::result::Result<(), BadName> {
     if name.is_empty() {
-        return Err("the resource name must not be empty".to_owned());
+        Err(BadName::Empty)
+    } else if name.trim() != name {
+        Err(BadName::Whitespace(name.to_owned()))
+    } else if name.chars().any(char::is_control) {
+        Err(BadName::Control(name.to_owned()))
+    } else {
+        Ok(())
     }
-    if name.trim() != name {
-        return Err(format!(
-            "the resource name '{}' must not start or end with whitespace",
-            escape(name)
-        ));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(format!(
-            "the resource name '{}' must not contain control characters",
-            escape(name)
-        ));
-    }
-    Ok(())
+}
+
+/// Why a resource name cannot be passed to a provider.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadName {
+    #[error("the resource name must not be empty")]
+    Empty,
+    #[error("the resource name '{}' must not start or end with whitespace", escape(.0))]
+    Whitespace(String),
+    #[error("the resource name '{}' must not contain control characters", escape(.0))]
+    Control(String),
 }
 
 #[cfg(test)]
@@ -447,7 +451,7 @@ mod tests {
             ("a\u{7f}b", "must not contain control characters"),
         ] {
             let err = check_name(name).unwrap_err();
-            assert!(err.contains(why), "{name:?}: {err}");
+            assert!(err.to_string().contains(why), "{name:?}: {err}");
         }
     }
 }

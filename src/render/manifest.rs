@@ -79,7 +79,10 @@ impl<W: Write> ManifestPrinter<W> {
 
     fn push(&mut self, provider: &Provider, item: &Resource) -> io::Result<()> {
         if let Err(why) = check_name(&item.name) {
-            self.left_out.unnamable.get_or_insert((0, why)).0 += 1;
+            self.left_out
+                .unnamable
+                .get_or_insert((0, why.to_string()))
+                .0 += 1;
             return Ok(());
         }
         if self.written == 0 {

@@ -18,8 +18,8 @@ use crate::update;
 
 use super::catalog::Catalog;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
+use super::planned::Planned;
 use super::read::{read, read_all, Observed};
-use super::saved::Planned;
 use super::schedule::{Node, Schedule};
 
 /// What a run reports as it goes; `ral apply` prints it.

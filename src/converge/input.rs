@@ -8,6 +8,14 @@ use std::path::Path;
 
 use crate::bounded_read::{read_file, Links};
 
+/// How every saved plan starts: the rule that tells it from a manifest.
+pub const MARK: &str = "{\"ral_saved_plan\":";
+
+/// Whether `text` is a saved plan's (and must then verify as one).
+pub fn is_marked(text: &str) -> bool {
+    text.starts_with(MARK)
+}
+
 /// The most a manifest or a saved plan may hold: far above any real one,
 /// far below what would exhaust memory.
 pub const MAX_INPUT_BYTES: usize = 64 << 20;

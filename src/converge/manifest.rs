@@ -160,7 +160,7 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // A saved plan where a manifest is read (beside manifests, from -, or
     // given to ral plan): one clear problem, not a dozen about its fields.
-    if super::saved::is_marked(text) {
+    if super::input::is_marked(text) {
         return Err(at(
             1,
             "a saved plan (written by ral plan -o), not a manifest: apply it alone, from its \

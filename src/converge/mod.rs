@@ -11,6 +11,7 @@ pub mod lifecycle;
 pub mod manifest;
 pub mod ownership;
 pub mod plan;
+pub mod planned;
 pub mod read;
 pub mod record;
 pub mod report;

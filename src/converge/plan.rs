@@ -164,7 +164,7 @@ pub struct Task {
     pub drifted: bool,
     /// For a saved plan: the state it was planned from, which the state
     /// read just before the task runs must still match.
-    pub planned_from: Option<super::saved::Planned>,
+    pub planned_from: Option<super::planned::Planned>,
 }
 
 impl Task {

@@ -30,10 +30,10 @@ use crate::types::Value;
 use crate::update;
 
 use super::catalog::{Catalog, Item};
+use super::input::{is_marked, read_text, MARK};
 use super::plan::{Action, ErrorKind, Plan, PlanState, Task, TaskError, TaskState};
+use super::planned::{secret_digest, secret_matches, Planned};
 
-/// How every saved plan starts: the rule that tells it from a manifest.
-const MARK: &str = "{\"ral_saved_plan\":";
 /// The format this binary writes and reads.
 const FORMAT: u64 = 3;
 /// What comes between the body and the tag.
@@ -45,11 +45,6 @@ const TAG_LEN: usize = 64;
 /// The target a plan made on this machine is for (remote targets do not
 /// take saved plans yet).
 pub const LOCAL: &str = "local";
-
-/// Whether `text` is a saved plan's (and must then verify as one).
-pub fn is_marked(text: &str) -> bool {
-    text.starts_with(MARK)
-}
 
 /// The file, as written and read.
 #[derive(Serialize, Deserialize)]
@@ -173,41 +168,6 @@ impl Attr {
             Attr::Secret(a) => &a.attr,
         }
     }
-}
-
-/// The keyed digest of a sensitive value, bound to its provider, resource
-/// and attribute.
-fn secret_digest(key: &StoreKey, provider: &str, name: &str, attr: &str, value: &Value) -> String {
-    let value = Json::from(value).to_string();
-    key.digest(&secret_parts(provider, name, attr, &value))
-}
-
-/// Whether `hmac` is [`secret_digest`]'s for these.
-fn secret_matches(
-    key: &StoreKey,
-    provider: &str,
-    name: &str,
-    attr: &str,
-    value: &Value,
-    hmac: &str,
-) -> bool {
-    let value = Json::from(value).to_string();
-    key.verify(&secret_parts(provider, name, attr, &value), hmac)
-}
-
-fn secret_parts<'a>(
-    provider: &'a str,
-    name: &'a str,
-    attr: &'a str,
-    value: &'a str,
-) -> [&'a [u8]; 5] {
-    [
-        b"ral saved plan: sensitive value",
-        provider.as_bytes(),
-        name.as_bytes(),
-        attr.as_bytes(),
-        value.as_bytes(),
-    ]
 }
 
 /// The keyed digest of the manifests' digest.
@@ -473,7 +433,7 @@ pub fn read(path: &Path) -> Result<Option<SavedFile>> {
     }
     // What cannot be read is no saved plan: the manifest reader, which
     // reads inputs the same way, says why in its own words.
-    let Ok(text) = super::input::read_text(path) else {
+    let Ok(text) = read_text(path) else {
         return Ok(None);
     };
     let changed = |detail: String| invalid(path, format!("{CHANGED}: {detail}"));
@@ -801,12 +761,12 @@ impl SavedPlan {
                 }),
             })
             .collect();
-        task.planned_from = Some(Planned {
-            state: found.then(|| state.clone()),
+        task.planned_from = Some(Planned::new(
+            found.then(|| state.clone()),
             secrets,
-            key: self.key.clone(),
-            provider: qualified.clone(),
-        });
+            self.key.clone(),
+            qualified.clone(),
+        ));
         task.transition = Some(update::Transition {
             name: name.to_owned(),
             found,
@@ -814,34 +774,6 @@ impl SavedPlan {
             should,
         });
         Ok(task)
-    }
-}
-
-/// The state a saved plan's task was planned from, which the state read
-/// just before it runs must still match.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    /// `None` when the provider did not know the resource; without its
-    /// sensitive attributes.
-    pub state: Option<Resource>,
-    /// The keyed digests of the sensitive values it had.
-    secrets: Vec<(String, String)>,
-    key: StoreKey,
-    provider: String,
-}
-
-impl Planned {
-    /// Whether the sensitive attribute `attr` of `name` had `value` (or no
-    /// value) when the plan was made.
-    pub fn secret_unchanged(&self, name: &str, attr: &str, value: Option<&Value>) -> bool {
-        let then = self.secrets.iter().find(|(a, _)| a == attr);
-        match (then, value) {
-            (None, None) => true,
-            (Some((_, hmac)), Some(value)) => {
-                secret_matches(&self.key, &self.provider, name, attr, value, hmac)
-            }
-            _ => false,
-        }
     }
 }
 

@@ -108,63 +108,29 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
         .inspect_err(|e| log::warn!("the Python toolkit is unavailable: {e}"))
         .ok();
     for provider in &args.providers {
-        if provider.extension().is_some_and(|ext| ext == "yaml") {
-            anyhow::bail!(
-                "{} is a provider's metadata; check the provider itself, {}",
-                provider.display(),
-                provider.with_extension("prov").display()
-            );
-        }
-        if provider.is_dir() {
-            anyhow::bail!(
-                "{} is a directory: give its providers ({}/*.prov)",
-                provider.display(),
-                provider.display()
-            );
-        }
-        if !provider.is_file() {
-            anyhow::bail!("{}: no such file{}", provider.display(), nearby(provider));
-        }
+        check_argument(provider)?;
     }
     // Every provider is checked even when the reader has gone: the exit
     // status is the verdict.
     let mut stdout = crate::unread::stdout();
-    let mut clean = 0;
-    let mut partial = 0;
-    let mut failed = 0;
+    let (mut clean, mut partial, mut failed) = (0, 0, 0);
     for provider in &args.providers {
         let scratch = tempfile::tempdir()?;
-        let root = match (&args.root, &args.seed) {
-            (Some(root), _) => root.canonicalize()?,
-            (None, Some(seed)) => {
-                copy_tree(seed, scratch.path())?;
-                scratch.path().canonicalize()?
-            }
-            (None, None) => scratch.path().canonicalize()?,
+        let root = root_for(args, scratch.path())?;
+        let options = CheckOptions {
+            root: root.clone(),
+            scratch: args.root.is_none(),
+            timeout,
+            slow,
+            provider_lib: provider_lib.clone(),
         };
-        let report = conformance::check(
-            provider,
-            &CheckOptions {
-                root: root.clone(),
-                scratch: args.root.is_none(),
-                timeout,
-                slow,
-                provider_lib: provider_lib.clone(),
-            },
-        );
+        let report = conformance::check(provider, &options);
         print_report(&mut stdout, &report)?;
-        let root_was = match (&args.root, &args.seed) {
-            (Some(_), _) => "given with --root, used as it is".to_owned(),
-            (None, Some(seed)) => format!(
-                "a fresh copy of --seed {}, removed afterwards",
-                seed.display()
-            ),
-            (None, None) => "empty (no --seed), removed afterwards".to_owned(),
-        };
         writeln!(
             stdout,
-            "      root: {} ({root_was})",
-            escape_lines(&root.display().to_string())
+            "      root: {} ({})",
+            escape_lines(&root.display().to_string()),
+            root_was(args)
         )?;
         match (report.is_clean(), report.is_fully_checked()) {
             (false, _) => failed += 1,
@@ -182,6 +148,54 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
     }
     writeln!(stdout)?;
     Ok(failed == 0)
+}
+
+/// Refuses what is not a provider's executable: its metadata, a
+/// directory, a missing file (naming a file nearby).
+fn check_argument(provider: &Path) -> anyhow::Result<()> {
+    if provider.extension().is_some_and(|ext| ext == "yaml") {
+        anyhow::bail!(
+            "{} is a provider's metadata; check the provider itself, {}",
+            provider.display(),
+            provider.with_extension("prov").display()
+        );
+    }
+    if provider.is_dir() {
+        anyhow::bail!(
+            "{} is a directory: give its providers ({}/*.prov)",
+            provider.display(),
+            provider.display()
+        );
+    }
+    if !provider.is_file() {
+        anyhow::bail!("{}: no such file{}", provider.display(), nearby(provider));
+    }
+    Ok(())
+}
+
+/// The root one provider is checked under: --root as it is, else a fresh
+/// copy of --seed (or an empty directory) in `scratch`.
+fn root_for(args: &CheckArgs, scratch: &Path) -> anyhow::Result<PathBuf> {
+    Ok(match (&args.root, &args.seed) {
+        (Some(root), _) => root.canonicalize()?,
+        (None, Some(seed)) => {
+            copy_tree(seed, scratch)?;
+            scratch.canonicalize()?
+        }
+        (None, None) => scratch.canonicalize()?,
+    })
+}
+
+/// What the root of a check was, for its report.
+fn root_was(args: &CheckArgs) -> String {
+    match (&args.root, &args.seed) {
+        (Some(_), _) => "given with --root, used as it is".to_owned(),
+        (None, Some(seed)) => format!(
+            "a fresh copy of --seed {}, removed afterwards",
+            seed.display()
+        ),
+        (None, None) => "empty (no --seed), removed afterwards".to_owned(),
+    }
 }
 
 fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {

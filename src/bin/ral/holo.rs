@@ -71,6 +71,19 @@ pub fn run(program: &str, args: &[OsString]) -> ExitCode {
         }
         other => return usage_error(program, Some(format!("unknown operation '{other}'"))),
     };
+    let options = match parse_options(op, &args[0], &args[1..]) {
+        Ok(options) => options,
+        Err(message) => return usage_error(program, Some(message)),
+    };
+    ral::process::forward_interrupts_deferred();
+    let code = ral::holo::run(&options);
+    // A signal noted after the last check still ends the process by it.
+    ral::process::exit_if_interrupted();
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The options and selectors after the operation `op` (named `op_name`).
+fn parse_options(op: Op, op_name: &str, args: &[String]) -> Result<Options, String> {
     let mut options = Options {
         op,
         scan_format: ScanFormat::Report,
@@ -81,10 +94,9 @@ pub fn run(program: &str, args: &[OsString]) -> ExitCode {
         timeout: DEFAULT_TIMEOUT,
         selectors: Vec::new(),
     };
-    let op_name = args[0].as_str();
     let mut porcelain = false;
     let mut short = false;
-    let mut rest = args[1..].iter();
+    let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match (op, arg.as_str()) {
             (Op::Scan, "-s" | "--short") => short = true,
@@ -93,20 +105,13 @@ pub fn run(program: &str, args: &[OsString]) -> ExitCode {
             (Op::Apply, "--noop") => options.noop = true,
             (Op::Scan | Op::Apply, "--json") => options.json = true,
             (_, "--strict") => options.strict = true,
-            (_, "--timeout") => match rest.next().map(|v| seconds(v)) {
-                Some(Ok(limit)) => options.timeout = limit,
-                Some(Err(message)) => return usage_error(program, Some(message)),
-                None => return usage_error(program, Some("--timeout needs a value".to_owned())),
+            (_, "--timeout") => match rest.next() {
+                Some(value) => options.timeout = seconds(value)?,
+                None => return Err("--timeout needs a value".to_owned()),
             },
-            (_, flag) if flag.starts_with("--timeout=") => match seconds(&flag[10..]) {
-                Ok(limit) => options.timeout = limit,
-                Err(message) => return usage_error(program, Some(message)),
-            },
+            (_, flag) if flag.starts_with("--timeout=") => options.timeout = seconds(&flag[10..])?,
             (_, flag) if flag.starts_with('-') && flag.len() > 1 => {
-                return usage_error(
-                    program,
-                    Some(format!("unknown option '{flag}' for {op_name}")),
-                )
+                return Err(format!("unknown option '{flag}' for {op_name}"))
             }
             (_, selector) => options.selectors.push(selector.to_owned()),
         }
@@ -118,11 +123,7 @@ pub fn run(program: &str, args: &[OsString]) -> ExitCode {
     } else {
         ScanFormat::Report
     };
-    ral::process::forward_interrupts_deferred();
-    let code = ral::holo::run(&options);
-    // A signal noted after the last check still ends the process by it.
-    ral::process::exit_if_interrupted();
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    Ok(options)
 }
 
 fn seconds(text: &str) -> Result<Duration, String> {

@@ -4,8 +4,10 @@
 
 mod conformance;
 mod converge;
+mod converge_args;
 mod holo;
 mod manual;
+mod one_run;
 mod state;
 mod targets;
 
@@ -48,11 +50,11 @@ enum Command {
     /// Show what it takes to bring the system to the manifests: one read
     /// per provider, no change.
     #[command(after_help = PLAN_HELP)]
-    Plan(converge::ConvergeArgs),
+    Plan(converge_args::ConvergeArgs),
     /// Bring the system to the manifests: plan, then run the tasks in
     /// dependency order, and verify the result.
     #[command(after_help = APPLY_HELP)]
-    Apply(converge::ConvergeArgs),
+    Apply(converge_args::ConvergeArgs),
     /// What the state store holds: ral state list|history|show|forget.
     State(state::StateArgs),
     /// Run providers the way the host does and report every violation of
@@ -115,8 +117,12 @@ fn main() -> ExitCode {
             _ => init_logging(),
         }
         match (args.command, args.completions) {
-            (Some(Command::Plan(converge)), _) => converge::run(&converge, converge::Mode::Plan),
-            (Some(Command::Apply(converge)), _) => converge::run(&converge, converge::Mode::Apply),
+            (Some(Command::Plan(converge)), _) => {
+                converge::run(&converge, converge_args::Mode::Plan)
+            }
+            (Some(Command::Apply(converge)), _) => {
+                converge::run(&converge, converge_args::Mode::Apply)
+            }
             (Some(Command::Check(check)), _) => conformance::run(&check),
             (Some(Command::State(state)), _) => state::run(&state),
             (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),

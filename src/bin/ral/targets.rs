@@ -12,8 +12,9 @@ use ral::converge::run::Input;
 use ral::converge::target_store;
 use ral::remote::Destination;
 
-use crate::converge::{self, ConvergeArgs, Ending, Mode, Run};
+use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
+use crate::one_run::Run;
 use crate::remote::{self, Fleet};
 
 pub fn execute(
@@ -32,7 +33,7 @@ pub fn execute(
         None => target_store::default_state_dir()?,
     };
     // Discovery runs here; each target gets its own root.
-    let (local, registry) = load::load(&converge::setup(args, Path::new("/")))?;
+    let (local, registry) = load::load(&converge_args::setup(args, Path::new("/")))?;
     let fleet = Fleet::new(&args.remote, targets, &local, &registry)?;
     let ssh_config = args
         .remote
@@ -64,7 +65,7 @@ pub fn execute(
         let store_at = target_store::store_at(&state_dir, &destination, &root);
         run.converge(input, host, &registry, &store_at, out)
     });
-    let command = format!("ral {}", converge::mode_name(mode));
+    let command = format!("ral {}", converge_args::mode_name(mode));
     remote::report(&runs, args.json, args.quiet, &command)?;
     Ok(runs.iter().fold(Ending::default(), |all, run| Ending {
         changes: all.changes || run.outcome.changes,

@@ -14,8 +14,8 @@ use clap_complete::engine::CompletionCandidate;
 use clap_complete::env::Shells;
 use clap_complete::{CompleteEnv, Shell};
 
-use crate::app;
 use crate::args::{self, Args};
+use crate::command;
 
 /// The variable that turns a run into a completion request.
 const VAR: &str = "RALSH_COMPLETE";
@@ -109,7 +109,7 @@ fn listed_names(mut args: Args) -> Vec<String> {
 /// The providers for a completion: a cache that is read but not written,
 /// since a completion's short time limit must not decide for later runs.
 fn load(args: &Args) -> anyhow::Result<(ral::Host, ral::discovery::Registry)> {
-    app::load_with(args, &app::cache_for(args).read_only())
+    command::load_with(args, &command::cache_for(args).read_only())
 }
 
 /// The words that start with what was typed, quoted for the shell where

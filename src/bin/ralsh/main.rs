@@ -4,6 +4,7 @@
 
 mod app;
 mod args;
+mod command;
 mod complete;
 mod manual;
 mod progress;

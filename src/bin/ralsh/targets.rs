@@ -2,8 +2,8 @@
 //! at once; the results grouped under each target's name (human output)
 //! or gathered in `{"targets": [...]}` (`--json`), and the worst status.
 
-use crate::app::{self, Form, Output, Status};
 use crate::args::Args;
+use crate::command::{self, Form, Output, Status};
 use crate::load;
 use crate::remote::{self, Fleet};
 
@@ -17,20 +17,20 @@ pub fn execute(args: &Args, output: &Output) -> anyhow::Result<Status> {
     // its own root.
     let local_setup = load::Setup {
         root: std::path::Path::new("/"),
-        ..app::setup(args)
+        ..command::setup(args)
     };
     let only_type = args
         .provider
         .as_deref()
         .map(|query| query.split_once("::").map_or(query, |(kind, _)| kind));
-    let (local, registry) = load::load_with(&local_setup, &app::cache_for(args), only_type)?;
+    let (local, registry) = load::load_with(&local_setup, &command::cache_for(args), only_type)?;
     let fleet = Fleet::new(&args.remote, targets, &local, &registry)?;
     let per_target = Output {
         progress: false,
         ..output.clone()
     };
     let runs = fleet.run_all(&local, Status::Error, |_, host, out| {
-        app::run_on(args, &per_target, host, &registry, out)
+        command::run_on(args, &per_target, host, &registry, out)
     });
     remote::report(&runs, output.form == Form::Json, output.quiet, "ralsh")?;
     let failed: Vec<&str> = runs

@@ -1,0 +1,168 @@
+//! The options of `ral plan` and `ral apply`, and what they make: the
+//! library's options, the host's setup, and the exit status of how a run
+//! ended.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ral::converge::run::{Options, Outcome};
+
+use crate::load::{self, Setup};
+
+pub use ral::converge::run::Mode;
+
+#[derive(Debug, clap::Args)]
+pub struct ConvergeArgs {
+    /// Also search DIR/providers for providers (before RALSH_DATA_DIR and
+    /// the bundled providers); repeatable.
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+
+    /// Root directory for providers that edit files (RALSH_ROOT_DIR); with
+    /// -t, a directory on the targets.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+
+    /// Time limit for each provider call, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = load::parse_timeout)]
+    pub timeout: Duration,
+
+    /// How long to wait for another ral apply's lock of the state store
+    /// (without it: fail at once, naming the holder), and for the lock of a
+    /// file a provider edits (RALSH_LOCK_TIMEOUT; without it: 15).
+    #[arg(long, value_name = "SECONDS", value_parser = load::parse_lock_timeout)]
+    pub lock_timeout: Option<Duration>,
+
+    /// The state store (default: ROOT/var/lib/ral/state.db). With -t, a
+    /// directory on this machine holding one store per target and root,
+    /// named from the user, host and port ssh uses and the root
+    /// (default: $XDG_STATE_HOME/ral/targets, or
+    /// ~/.local/state/ral/targets).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+
+    /// Plan no removals: items no manifest lists any more stay as they
+    /// are, and stay in the store.
+    #[arg(long)]
+    pub keep_removed: bool,
+
+    /// Remove everything ral manages that these manifests do not list,
+    /// also when that is everything: without it, manifests that declare
+    /// no resource, or name none of the resources ral manages, are
+    /// refused. MANIFEST may then be omitted (no manifest: remove all
+    /// that ral created).
+    #[arg(long, conflicts_with = "keep_removed")]
+    pub destroy: bool,
+
+    /// Log level (error, warn, info, debug, trace, off), or TARGET=LEVEL
+    /// pairs and a level, comma-separated; RUST_LOG works too. Default:
+    /// warn (error with -q).
+    #[arg(short = 'l', long = "log-level", value_name = "LEVEL", value_parser = load::parse_log_level)]
+    pub log_level: Option<String>,
+
+    /// Print nothing on stdout: only the exit status tells the outcome.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// Treat provider output that breaks the metadata as an error.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Run every provider's describe instead of using the metadata cache.
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// Print one JSON document (schemas/ral-plan.schema.json) instead of
+    /// text.
+    #[arg(short = 'j', long)]
+    pub json: bool,
+
+    /// How many providers are read, and how many tasks run, at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: u16,
+
+    /// Exit 0 when there were no changes, 2 when there were (for plan:
+    /// are pending), 4 on failures, 6 for both; 1 when nothing ran.
+    #[arg(long)]
+    pub detailed_exitcodes: bool,
+
+    /// ral plan: also write the plan's tasks to FILE (0600), bound to the
+    /// state store (made when missing), for `ral apply FILE` to run exactly.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Manifest files (YAML, or JSON by the .json extension), read as one;
+    /// `-` reads YAML from stdin. ral apply also takes one saved plan
+    /// (`ral plan -o FILE`): a file whose text starts with
+    /// `{"ral_saved_plan":`.
+    #[arg(value_name = "MANIFEST", required_unless_present = "destroy")]
+    pub manifests: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
+}
+
+/// How a run ended, for the exit status.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ending {
+    pub changes: bool,
+    pub failures: bool,
+    /// Some target could not be planned or applied at all (with -t).
+    pub errors: bool,
+}
+
+impl From<Outcome> for Ending {
+    fn from(outcome: Outcome) -> Ending {
+        Ending {
+            changes: outcome.changes,
+            failures: outcome.failures,
+            errors: false,
+        }
+    }
+}
+
+/// The exit status of an ending.
+pub fn exit_code(args: &ConvergeArgs, ending: Ending) -> u8 {
+    match (args.detailed_exitcodes, ending) {
+        (true, Ending { errors: true, .. }) => 1,
+        (false, Ending { errors: true, .. }) => 2,
+        (false, Ending { failures, .. }) => u8::from(failures),
+        (
+            true,
+            Ending {
+                changes, failures, ..
+            },
+        ) => 2 * u8::from(changes) + 4 * u8::from(failures),
+    }
+}
+
+pub fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Plan => "plan",
+        Mode::Apply => "apply",
+    }
+}
+
+/// The options that decide the host and the providers, with `root`.
+pub fn setup<'a>(args: &'a ConvergeArgs, root: &'a std::path::Path) -> Setup<'a> {
+    Setup {
+        root,
+        include: &args.include,
+        timeout: args.timeout,
+        lock_timeout: args.lock_timeout.unwrap_or(ral::DEFAULT_LOCK_TIMEOUT),
+        strict: args.strict,
+        no_cache: args.no_cache,
+    }
+}
+
+/// What the library is asked for.
+pub fn options(args: &ConvergeArgs, mode: Mode) -> Options {
+    Options {
+        mode,
+        jobs: usize::from(args.jobs),
+        keep_removed: args.keep_removed,
+        destroy: args.destroy,
+        lock_timeout: args.lock_timeout.unwrap_or_default(),
+        saving: args.out.is_some(),
+    }
+}

@@ -1,0 +1,153 @@
+//! One `ral plan` or `ral apply` on one host (this machine or a target):
+//! the library prepares the plan, and this prints it, or applies it and
+//! prints each task as it ends and the summary or the JSON report.
+
+use std::io::{self, Write};
+use std::time::Instant;
+
+use ral::converge::apply::Events;
+use ral::converge::catalog::Catalog;
+use ral::converge::plan::{Plan, PlanState, TaskState};
+use ral::converge::run::{self, Input, Prepared, StoreAt};
+use ral::render::human::Style;
+use ral::render::plan as render;
+
+use crate::converge_args::{options, ConvergeArgs, Ending, Mode};
+
+/// One command's run, on this machine or one target.
+pub struct Run<'a> {
+    pub args: &'a ConvergeArgs,
+    pub mode: Mode,
+    pub started: Instant,
+}
+
+impl Run<'_> {
+    /// Plans (and, for apply, converges) `host`'s system to `input` with
+    /// the store `store_at`, writing the output to `out`.
+    pub fn converge(
+        &self,
+        input: &Input,
+        host: &ral::Host,
+        registry: &ral::discovery::Registry,
+        store_at: &StoreAt,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<Ending> {
+        let options = options(self.args, self.mode);
+        let mut prepared = run::prepare(host, registry, store_at, input, options)?;
+        let style = Style {
+            color: !self.args.json && crate::use_color(),
+        };
+        match self.mode {
+            Mode::Plan => self.print_plan(&prepared, host, style, out),
+            Mode::Apply => self.apply(&mut prepared, host, style, out),
+        }
+    }
+
+    fn print_plan(
+        &self,
+        prepared: &Prepared,
+        host: &ral::Host,
+        style: Style,
+        mut out: &mut dyn Write,
+    ) -> anyhow::Result<Ending> {
+        let args = self.args;
+        if !args.json {
+            render::forgotten(&mut out, &prepared.forget, "is")?;
+        }
+        if let Some(file) = &args.out {
+            prepared.save(file, host.root())?;
+        }
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(&prepared.report())?)?;
+        } else {
+            // Text alone: the JSON document, most of a large plan's time
+            // and memory, is not made.
+            render::preview(&mut out, &prepared.catalog, &prepared.plan, style)?;
+        }
+        out.flush()?;
+        Ok(prepared.planned().into())
+    }
+
+    fn apply(
+        &self,
+        prepared: &mut Prepared,
+        host: &ral::Host,
+        style: Style,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<Ending> {
+        let json = self.args.json;
+        let mut printer = TaskLines {
+            out,
+            style,
+            json,
+            error: None,
+        };
+        // A stop request now lets the running tasks finish.
+        ral::process::forward_interrupts_graceful();
+        let stop = || ral::process::stop_requested().is_some();
+        let outcome = prepared.apply(host, &stop, &mut printer)?;
+        // The run is over: output that cannot be written changes no status.
+        let TaskLines { out, error, .. } = printer;
+        let written = error.map_or(Ok(()), Err).and_then(|()| {
+            if json {
+                writeln!(out, "{}", serde_json::to_string(&prepared.report())?)?;
+            } else {
+                let seconds = self.started.elapsed().as_secs_f64();
+                writeln!(out, "{}", render::run_summary(&prepared.plan, seconds))?;
+            }
+            out.flush()
+        });
+        if let Err(e) = written {
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                log::error!("writing the report: {e}");
+            }
+        }
+        Ok(outcome.into())
+    }
+}
+
+/// Prints each task as it ends (text only; JSON is one document at the
+/// end), and the plan's stop on stderr.
+struct TaskLines<'a> {
+    out: &'a mut dyn Write,
+    style: Style,
+    json: bool,
+    error: Option<io::Error>,
+}
+
+impl TaskLines<'_> {
+    fn write(&mut self, print: impl FnOnce(&mut dyn Write) -> io::Result<()>) {
+        if self.json || self.error.is_some() {
+            return;
+        }
+        if let Err(e) = print(&mut self.out).and_then(|()| self.out.flush()) {
+            self.error = Some(e);
+        }
+    }
+}
+
+impl Events for TaskLines<'_> {
+    fn plan_state(&mut self, _catalog: &Catalog, plan: &Plan) {
+        if plan.state == PlanState::Stopping {
+            let running = plan.count_state(TaskState::Running);
+            log::warn!(
+                "stopping: no new task starts; waiting for {running} running task(s) \
+                 (a second interrupt ends them)"
+            );
+        }
+    }
+
+    fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+        let task = &plan.tasks[task];
+        log::info!("started {}", catalog.items[task.item].reference());
+    }
+
+    fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+        let style = self.style;
+        self.write(|mut out| render::task_ended(&mut out, catalog, plan, task, style));
+    }
+
+    fn forgotten(&mut self, items: &[ral::converge::state::StoredItem]) {
+        self.write(|mut out| render::forgotten(&mut out, items, "was"));
+    }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures for remote targets (README "Remote targets", BENCHMARKS.md).
+"""Figures for remote targets (docs/remote.md, BENCHMARKS.md).
 
 Starts its own sshd on 127.0.0.1 at a free port (keys made in a temporary
 directory, the logins' HOME there too, sshd's default MaxStartups), then

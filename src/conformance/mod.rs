@@ -200,7 +200,7 @@ impl Checker<'_> {
                 self.find(
                     "metadata",
                     e.to_string(),
-                    "see the metadata section of README.md",
+                    "see the metadata section of docs/providers.md",
                 );
                 return;
             }

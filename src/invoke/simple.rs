@@ -97,7 +97,7 @@ pub fn arguments<'a>(
 /// One `key=value` argument. Scalars are one quoted word; arrays and hashes
 /// are written `key=(word word)`, so that bash's `eval "$@"` makes a real
 /// array, and a Python provider recovers the list with
-/// `shlex.split(raw[1:-1])` on the argument (see README).
+/// `shlex.split(raw[1:-1])` on the argument (see docs/providers.md).
 pub fn argument(key: &str, value: &Value) -> String {
     match value {
         Value::Array(_) | Value::Hash(_) => format!("{key}=({})", value.shell_words().join(" ")),

@@ -499,7 +499,7 @@ fn a_temporary_cache_directory_another_user_could_write_is_not_used() {
 
 #[test]
 fn setting_attributes_of_an_absent_resource_creates_it_for_every_bundled_provider() {
-    // The README says so: no ensure=present needed.
+    // docs/cli.md (Updates) says so: no ensure=present needed.
     let sandbox = Sandbox::new();
     sandbox.write(
         "etc/passwd",

@@ -65,7 +65,8 @@ const GROUP: Case = Case {
     kept: listed,
 };
 
-/// The README's bash provider, which follows the same rules with flock(1).
+/// The bash provider of docs/providers.md, which follows the same rules
+/// with flock(1).
 const SETTING: Case = Case {
     kind: "setting",
     setup: |sandbox| sandbox.write("etc/example.conf", ""),

@@ -1,15 +1,16 @@
-//! The providers shown in README.md work as the README says, and the README
-//! shows them verbatim: a bash one (simple convention) and a Python one on
-//! ral_provider.py (json convention), which `ral check` passes.
+//! The providers shown in docs/providers.md (the provider author's guide)
+//! work as it says, and it shows them verbatim: a bash one (simple
+//! convention) and a Python one on ral_provider.py (json convention), which
+//! `ral check` passes.
 
 use std::process::Command;
 
 use crate::support::{fixtures_dir, run, Sandbox};
 
 #[test]
-fn readme_shows_the_tested_example_provider_verbatim() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+fn the_guide_shows_the_tested_example_providers_verbatim() {
+    let guide =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/providers.md")).unwrap();
     for file in [
         "example_setting.prov",
         "example_setting.yaml",
@@ -18,8 +19,8 @@ fn readme_shows_the_tested_example_provider_verbatim() {
     ] {
         let text = std::fs::read_to_string(fixtures_dir().join("providers").join(file)).unwrap();
         assert!(
-            readme.contains(&text),
-            "README.md must contain {file} verbatim"
+            guide.contains(&text),
+            "docs/providers.md must contain {file} verbatim"
         );
     }
 }

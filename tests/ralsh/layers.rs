@@ -1,6 +1,7 @@
 //! The library's modules form a straight line of layers: each may use only
-//! the modules before it in `LAYERS` (and itself). README.md's layout
-//! section gives the same order and the command that shows the imports.
+//! the modules before it in `LAYERS` (and itself). The layout section of
+//! docs/architecture.md gives the same order and the command that shows
+//! the imports.
 
 use std::path::Path;
 

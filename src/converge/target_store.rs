@@ -86,11 +86,7 @@ mod tests {
     use crate::remote::Destination;
 
     fn at(user: &str, host: &str, port: u16) -> Destination {
-        Destination {
-            user: user.to_owned(),
-            host: host.to_owned(),
-            port,
-        }
+        Destination::new(user, host, port)
     }
 
     #[test]

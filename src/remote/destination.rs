@@ -19,6 +19,14 @@ pub struct Destination {
 }
 
 impl Destination {
+    pub fn new(user: &str, host: &str, port: u16) -> Destination {
+        Destination {
+            user: user.to_owned(),
+            host: host.to_owned(),
+            port,
+        }
+    }
+
     pub fn resolve(ssh_config: Option<&Path>, target: &Target) -> Result<Destination> {
         let settings = SshSettings {
             config: ssh_config.map(Path::to_owned),
@@ -62,11 +70,7 @@ mod tests {
     use super::Destination;
 
     fn at(user: &str, host: &str, port: u16) -> Destination {
-        Destination {
-            user: user.to_owned(),
-            host: host.to_owned(),
-            port,
-        }
+        Destination::new(user, host, port)
     }
 
     #[test]

@@ -279,6 +279,14 @@ fn an_unreadable_provider_fails_its_own_resources_and_their_dependents_only() {
     assert_eq!(task(&doc, "beta[b1]")["error"]["kind"], "read");
     assert_eq!(task(&doc, "alpha[a1]")["state"], "Skipped");
     assert_eq!(task(&doc, "gamma[/srv]")["state"], "Success");
+    // A skipped task names what it waited for that did not succeed, and
+    // only that: a2 also waited for gamma[/srv/app/conf], which succeeded.
+    for skipped in ["alpha[a1]", "alpha[a2]"] {
+        assert_eq!(
+            task(&doc, skipped)["error"]["message"],
+            "not run: beta[b1] did not succeed"
+        );
+    }
     // A task that failed at planning is shown as ended, once, and the
     // tasks still to run are not.
     let run = bench.ral("apply", &[&m]);

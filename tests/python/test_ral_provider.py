@@ -1,4 +1,4 @@
-"""Unit tests of providers/ral_provider.py, the toolkit of the Python
+"""Unit tests of providers/ral_provider/, the toolkit of the Python
 providers: the path walk below the root, locked and journaled edits, lock
 waits, the output limits, and the command runner. Run by the Rust test
 `toolkit::python_unit_tests_pass` (python3 -I -S this file)."""
@@ -212,7 +212,7 @@ class Journal(Sandbox):
                 raise OSError(errno.EIO, "simulated crash")
             return real_rename(src, dst, **kwargs)
 
-        ral.os.rename = failing_rename
+        ral.files.os.rename = failing_rename
         try:
             with self.assertRaises(ral.CallError):
                 with ral.Edit(ral.Lock.accounts(root)) as edit:
@@ -222,7 +222,7 @@ class Journal(Sandbox):
                     edit.write(passwd, b"root\nbob\n")
                     edit.commit()
         finally:
-            ral.os.rename = real_rename
+            ral.files.os.rename = real_rename
         self.assertEqual(calls, [".pwd.lock.ral-journal", "shadow", "passwd"])
         # The state a crash leaves: shadow replaced, passwd not yet.
         self.assertEqual(read(self.path("etc/shadow")), b"root-shadow\nbob-shadow\n")
@@ -260,7 +260,7 @@ class Journal(Sandbox):
         root = ral.Root()
         passwd = root.file("etc/passwd")
         temp = ral.temp_name("passwd")
-        was = ral._identity(os.lstat(self.path("etc/passwd")))
+        was = ral.files._identity(os.lstat(self.path("etc/passwd")))
         # A journal that would replace passwd, were it read.
         valid = json.dumps({"ral_journal": 1, "files": [
             {"dir": "etc", "temp": temp, "name": "passwd", "was": was}]})
@@ -536,6 +536,37 @@ class Commands(Sandbox):
         result = ral.Commands().query(["sleep", "30"], timeout=0.2)
         self.assertIsNone(result.status)
         self.assertIn("did not finish within 0.2s", result.outcome())
+
+
+class Package(unittest.TestCase):
+    """The toolkit was one file, ral_provider.py; providers written on it
+    keep working with the package."""
+
+    # Every public name of the one-file toolkit.
+    NAMES = """LINE_MAX RESOURCE_MAX LOCK_WAIT MAX_LINKS DEFAULT_PATH TEMP_TAG
+        LOCK_TAG JOURNAL_TAG JOURNAL_MAX clean clean_lines quoted shown
+        type_name has_control decode split_lines CallError UpdateError
+        Missing os_error write_out emit error_entry check_resource_fits
+        simple_line check_line_fits emit_simple emit_simple_error join_words
+        Log log SENSITIVE_VAR simple_args read_request get_names set_request
+        check_should each_update Root Dir Target read_journal Lock fsync_dir
+        temp_name Edit Batch Result shown_command command_env Running
+        Commands describe main""".split()
+
+    def test_every_name_of_the_one_file_toolkit_is_at_the_top(self):
+        missing = [name for name in self.NAMES if not hasattr(ral, name)]
+        self.assertEqual(missing, [])
+        self.assertLessEqual(set(self.NAMES), set(ral.__all__))
+
+    def test_log_is_the_log_every_module_writes_to(self):
+        # Not the submodule of the same name.
+        self.assertIsInstance(ral.log, ral.Log)
+        self.assertIs(ral.log, ral.files.log)
+        self.assertIs(ral.log, ral.commands.log)
+        self.assertIs(ral.log, ral.protocol.log)
+        namespace = {}
+        exec("from ral_provider import *", namespace)
+        self.assertIs(namespace["log"], ral.log)
 
 
 if __name__ == "__main__":

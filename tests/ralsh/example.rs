@@ -1,6 +1,6 @@
 //! The providers shown in README.md work as the README says, and the README
 //! shows them verbatim: a bash one (simple convention) and a Python one on
-//! ral_provider.py (json convention), which `ral check` passes.
+//! the ral_provider toolkit (json convention), which `ral check` passes.
 
 use std::process::Command;
 

@@ -4,9 +4,10 @@ One package for what every provider needs and none should write again:
 
 - protocol: the calling conventions: reading the request (simple:
   `KEY=VALUE` arguments; json: one document on stdin), whether the call
-  writing the answer within the sizes ral reads back, errors
-  (`ral_error`, json error kinds), describe (the `.yaml` beside the
-  script);
+  is noop (noop()), writing the answer within the sizes ral reads back,
+  errors (`ral_error`, json error kinds), describe (the `.yaml` beside the
+  script), and run(get=..., set=...), which does all of that around a json
+  provider's two functions;
 - text and errors: text for messages and answers (control characters made
   visible, quoting), and CallError / UpdateError;
 - log: logging on stderr with resource context (`creating`, `updating`,
@@ -28,6 +29,11 @@ in `RALSH_PROVIDER_LIB`:
     import os, sys
     sys.path.insert(0, os.environ["RALSH_PROVIDER_LIB"])
     import ral_provider as ral
+
+    def get(names): ...             # -> resources
+    def set(updates): ...           # -> change entries; ral.noop()
+
+    sys.exit(ral.run(get=get, set=set))
 """
 
 from .text import (
@@ -40,17 +46,17 @@ from .files import (
     JOURNAL_MAX, JOURNAL_TAG, LOCK_TAG, LOCK_WAIT, MAX_LINKS, TEMP_TAG, Batch,
     Dir, Edit, Lock, Root, Target, fsync_dir, read_journal, temp_name)
 from .protocol import (
-    LINE_MAX, RESOURCE_MAX, SENSITIVE_VAR, check_line_fits,
+    DOCUMENT_MAX, LINE_MAX, RESOURCE_MAX, SENSITIVE_VAR, check_line_fits,
     check_resource_fits, check_should, describe, each_update, emit,
     emit_simple, emit_simple_error, error_entry, get_names, join_words, main,
-    read_request, set_request, simple_args, simple_line, write_out)
+    noop, read_request, run, set_request, simple_args, simple_line, write_out)
 # Last, after every submodule is loaded: importing the submodule `log`
 # made `ral_provider.log` that module, and the name has always meant the
 # Log every provider writes to.
 from .log import Log, log
 
 __all__ = [
-    "LINE_MAX", "RESOURCE_MAX", "LOCK_WAIT", "MAX_LINKS",
+    "LINE_MAX", "RESOURCE_MAX", "DOCUMENT_MAX", "LOCK_WAIT", "MAX_LINKS",
     "DEFAULT_PATH", "TEMP_TAG", "LOCK_TAG", "JOURNAL_TAG", "JOURNAL_MAX",
     "clean", "clean_lines", "quoted", "shown", "type_name", "has_control",
     "decode", "split_lines", "CallError", "UpdateError", "Missing", "os_error",
@@ -60,5 +66,5 @@ __all__ = [
     "set_request", "check_should", "each_update", "Root", "Dir", "Target",
     "read_journal", "Lock", "fsync_dir", "temp_name", "Edit", "Batch",
     "Result", "shown_command", "command_env", "Running", "Commands",
-    "describe", "main",
+    "describe", "main", "noop", "run",
 ]

@@ -1,7 +1,10 @@
 """The calling conventions: reading a call (simple: `KEY=VALUE`
-arguments; json: one document on stdin), writing the answer within the
-sizes ral reads back, and mapping errors to the convention's
-(`ral_error`, json error kinds, `internal error` for a bug)."""
+arguments; json: one document on stdin), whether it is noop, writing the
+answer within the sizes ral reads back, and mapping errors to the
+convention's (`ral_error`, json error kinds, `internal error` for a bug).
+
+A json provider writes get(names) and set(updates) and hands them to
+run(); the older main(json_actions=..., simple_actions=...) still works."""
 
 import json
 import os
@@ -16,6 +19,8 @@ from .text import clean, clean_lines, quoted, type_name
 # output, and one resource of an answer.
 LINE_MAX = 64 * 1024
 RESOURCE_MAX = 1024 * 1024
+# The longest json answer the host reads (invoke/json.rs).
+DOCUMENT_MAX = 64 * 1024 * 1024
 
 
 def write_out(text):
@@ -255,13 +260,119 @@ def describe():
     write_out(text)
 
 
+# ----------------------------------------------------------------- calls
+
+
+class _Call:
+    """The call under way: its action, and whether it is noop."""
+
+    action = None
+    noop = False
+
+
+_call = _Call()
+
+
+def _begin(action, is_noop):
+    """Starts the call ACTION. The Log learns noop from here too, so that
+    its 'would be created' lines agree with noop()."""
+    _call.action = action
+    _call.noop = is_noop
+    log.noop = is_noop
+
+
+def noop():
+    """True when the call under way must change nothing and only report
+    what it would change: `ral.noop` of a json set request, or `ral_noop`
+    among a simple call's arguments. This is how a provider learns it;
+    it passes it on to what changes things (Edit, Batch, Commands)."""
+    return _call.noop
+
+
+def _oversized(entry):
+    """The size of ENTRY's json form when ral could not read it back (more
+    than RESOURCE_MAX bytes), else None."""
+    size = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+    return size if size > RESOURCE_MAX else None
+
+
+def _fitting(entries, said):
+    """ENTRIES, each one ral could not read back replaced by an error entry
+    for its name; SAID words what that entry would have been."""
+    kept = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            # A bug in the provider, reported as one.
+            raise TypeError("an answer entry must be an object with a "
+                            "string 'name', not %s" % type_name(entry))
+        size = _oversized(entry)
+        if size is not None:
+            entry = error_entry(entry["name"], UpdateError(
+                "%s is %d bytes long as ral reads it back, more than the %d "
+                "it accepts" % (said, size, RESOURCE_MAX)))
+        kept.append(entry)
+    return kept
+
+
+def _emit_checked(document):
+    """Emits DOCUMENT, or a call error when it is longer than ral reads."""
+    text = json.dumps(document, ensure_ascii=False)
+    size = len(text.encode("utf-8")) + 1
+    if size > DOCUMENT_MAX:
+        raise CallError("the answer is %d bytes long, more than the %d ral "
+                        "reads" % (size, DOCUMENT_MAX))
+    write_out(text + "\n")
+
+
+def _answer_get(get, names):
+    """Answers a get with what GET(NAMES) returns: a requested name it
+    says nothing about does not exist (ensure absent)."""
+    resources = _fitting(list(get(names) or []), "this resource")
+    given = set(resource["name"] for resource in resources)
+    resources.extend({"name": name, "ensure": "absent"}
+                     for name in names if name not in given)
+    _emit_checked({"resources": resources})
+
+
+def _answer_set(set_, updates):
+    """Answers a set with the change entries SET_(UPDATES) returns."""
+    changes = _fitting(list(set_(updates) or []),
+                       "the report of this change (which was made)")
+    _emit_checked({"changes": changes, "derive": False})
+
+
+def run(get, set=None):
+    """Runs a json provider from two functions and returns its exit
+    status (0), for sys.exit:
+
+        get(names) -> resources: the resources named (all of them when
+            NAMES is empty), each a dict with a "name"; a name left out
+            is answered as not existing ({"ensure": "absent"}), and one
+            that could never exist may be an error_entry;
+        set(updates) -> change entries (or error_entry ones), the
+            updates being those of the request; noop() says whether to
+            change anything.
+
+    The toolkit reads the request, writes the answer, refuses entries
+    longer than ral reads back (each becomes an error for its name) and
+    reports a CallError as the call's error and any other exception as an
+    internal error. UpdateErrors are each_update's to catch, one update at
+    a time; check_resource_fits refuses a change before it is written."""
+    actions = {"get": lambda names: _answer_get(get, names)}
+    if set is not None:
+        actions["set"] = lambda updates, is_noop: _answer_set(set, updates)
+    return main(json_actions=actions)
+
+
 def main(json_actions=None, simple_actions=None):
     """Runs the provider: parses the call, dispatches to an action, and
     reports errors in the provider's convention. The json actions are
-    get(names) and set(updates, noop); the simple ones list(args),
-    find(args) and update(args), each args a dict from simple_args. The
-    answer is always written with exit status 0, as both conventions
-    want; only a crash of Python itself exits otherwise."""
+    get(names) and set(updates, noop), each writing its own answer (run()
+    writes it for them); the simple ones list(args), find(args) and
+    update(args), each args a dict from simple_args. Under both, noop()
+    says whether the call is noop. The answer is always written with exit
+    status 0, as both conventions want; only a crash of Python itself
+    exits otherwise."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(encoding="utf-8", errors="replace")
@@ -269,6 +380,7 @@ def main(json_actions=None, simple_actions=None):
             pass
     argv = sys.argv[1:]
     simple = simple_actions is not None
+    _begin(None, False)
     try:
         if simple:
             args = simple_args(argv)
@@ -291,14 +403,17 @@ def main(json_actions=None, simple_actions=None):
                             % (quoted(action),
                                ", ".join(sorted(list(actions) + ["describe"]))))
         if simple:
-            log.noop = "ral_noop" in args
+            # ral_noop's value does not matter: its presence means noop.
+            _begin(action, "ral_noop" in args)
             actions[action](args)
         elif action == "get":
-            actions[action](get_names(read_request()))
+            names = get_names(read_request())
+            _begin(action, False)
+            actions[action](names)
         else:
-            noop, updates = set_request(read_request())
-            log.noop = noop
-            actions[action](updates, noop)
+            is_noop, updates = set_request(read_request())
+            _begin(action, is_noop)
+            actions[action](updates, is_noop)
     except CallError as err:
         if simple:
             emit_simple_error(str(err))

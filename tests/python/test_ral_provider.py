@@ -569,5 +569,123 @@ class Package(unittest.TestCase):
         self.assertIs(namespace["log"], ral.log)
 
 
+class Calls(Sandbox):
+    """A whole call through run() (and the older main()): request on stdin,
+    answer on stdout, as ral makes it."""
+
+    def call(self, action, request, entry=None, argv=None, **actions):
+        saved = sys.argv, sys.stdin, sys.stdout
+        sys.argv = ["provider"] + (argv or ["ral_action=" + action])
+        sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(request).encode()))
+        sys.stdout = io.StringIO()
+        try:
+            status = (entry or ral.run)(**actions)
+            text = sys.stdout.getvalue()
+        finally:
+            sys.argv, sys.stdin, sys.stdout = saved
+        self.assertEqual(status, 0)
+        return text if argv else json.loads(text)
+
+    def test_a_get_answers_what_it_returns_and_absent_for_the_rest(self):
+        def get(names):
+            self.assertEqual(names, ["a", "b"])
+            return [{"name": "a", "ensure": "present"}]
+        self.assertEqual(self.call("get", {"names": ["a", "b", "a"]}, get=get),
+                         {"resources": [{"name": "a", "ensure": "present"},
+                                        {"name": "b", "ensure": "absent"}]})
+
+    def test_noop_reaches_set_one_way_and_noop_changes_nothing(self):
+        write(self.path("etc/hosts"), b"old\n")
+        seen = []
+
+        def set(updates):
+            seen.append((updates, ral.noop(), ral.log.noop))
+            target = ral.Root().file("etc/hosts")
+            with ral.Edit(ral.Lock.beside(target), ral.noop()) as edit:
+                edit.read(target)
+                edit.write(target, b"new\n")
+                edit.commit()
+            return [{"name": "h", "content": {"is": "new", "was": "old"}}]
+        updates = [{"name": "h", "is": {}, "should": {"content": "new"}}]
+        answer = self.call("set", {"ral": {"noop": True}, "updates": updates},
+                           get=list, set=set)
+        self.assertEqual(seen, [(updates, True, True)])
+        self.assertEqual(answer, {"changes": [
+            {"name": "h", "content": {"is": "new", "was": "old"}}],
+            "derive": False})
+        self.assertEqual(read(self.path("etc/hosts")), b"old\n")
+        self.assertEqual(self.names("etc"), ["hosts"])
+        # Without noop the same set changes the file.
+        seen.clear()
+        self.call("set", {"updates": updates}, get=list, set=set)
+        self.assertEqual(seen, [(updates, False, False)])
+        self.assertEqual(read(self.path("etc/hosts")), b"new\n")
+
+    def test_an_answer_ral_could_not_read_back_is_refused(self):
+        big = {"name": "big", "comment": "x" * ral.RESOURCE_MAX}
+        answer = self.call("get", {"names": []},
+                           get=lambda names: [{"name": "a"}, big])
+        self.assertEqual(answer["resources"][0], {"name": "a"})
+        error = answer["resources"][1]["error"]
+        self.assertEqual(answer["resources"][1]["name"], "big")
+        self.assertIn("more than the %d it accepts" % ral.RESOURCE_MAX,
+                      error["message"])
+        answer = self.call("set", {"updates": []}, get=list,
+                           set=lambda updates: [big])
+        self.assertEqual(answer["derive"], False)
+        self.assertIn("the report of this change (which was made)",
+                      answer["changes"][0]["error"]["message"])
+
+    def test_exceptions_become_the_conventions_errors(self):
+        def refused(updates):
+            raise ral.CallError("no such database", "forbidden")
+
+        def buggy(names):
+            return {}["oops"]
+        self.assertEqual(
+            self.call("set", {"updates": []}, get=list, set=refused),
+            {"error": {"kind": "forbidden", "message": "no such database"}})
+        self.assertEqual(
+            self.call("get", {"names": []}, get=buggy),
+            {"error": {"kind": "failed",
+                       "message": "internal error: KeyError: 'oops'"}})
+        # An answer that is not a list of named objects is a bug too.
+        self.assertEqual(
+            self.call("get", {"names": []}, get=lambda names: ["a"])["error"]
+            ["message"], "internal error: TypeError: an answer entry must be "
+            "an object with a string 'name', not a string")
+        # A provider without set says so.
+        self.assertIn("unknown action 'set': expected one of describe, get",
+                      self.call("set", {"updates": []}, get=list)
+                      ["error"]["message"])
+
+    def test_the_older_main_still_works(self):
+        seen = []
+
+        def do_get(names):
+            ral.emit({"resources": [{"name": n, "ensure": "absent"}
+                                    for n in names]})
+
+        def do_set(updates, noop):
+            seen.append((noop, ral.noop()))
+            ral.emit({"changes": [], "derive": False})
+        actions = {"get": do_get, "set": do_set}
+        self.assertEqual(
+            self.call("get", {"names": ["x"]}, ral.main, json_actions=actions),
+            {"resources": [{"name": "x", "ensure": "absent"}]})
+        self.call("set", {"ral": {"noop": True}, "updates": []}, ral.main,
+                  json_actions=actions)
+        self.assertEqual(seen, [(True, True)])
+
+        def update(args):
+            seen.append(ral.noop())
+            ral.emit_simple([("name", args["name"])])
+        text = self.call(None, None, ral.main,
+                         argv=["ral_action=update", "name=h", "ral_noop=true"],
+                         simple_actions={"update": update})
+        self.assertEqual(text, "# simple\nname: h\n")
+        self.assertEqual(seen[-1], True)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

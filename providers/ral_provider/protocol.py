@@ -325,12 +325,17 @@ def _emit_checked(document):
 
 
 def _answer_get(get, names):
-    """Answers a get with what GET(NAMES) returns: a requested name it
-    says nothing about does not exist (ensure absent)."""
+    """Answers a get with what GET(NAMES) returns, the named resources in
+    the order asked: a name it says nothing about does not exist (ensure
+    absent)."""
     resources = _fitting(list(get(names) or []), "this resource")
-    given = set(resource["name"] for resource in resources)
-    resources.extend({"name": name, "ensure": "absent"}
-                     for name in names if name not in given)
+    if names:
+        found = dict((resource["name"], resource) for resource in resources)
+        asked = set(names)
+        resources = [found.get(name, {"name": name, "ensure": "absent"})
+                     for name in names] \
+            + [resource for resource in resources
+               if resource["name"] not in asked]
     _emit_checked({"resources": resources})
 
 

@@ -588,11 +588,21 @@ class Calls(Sandbox):
 
     def test_a_get_answers_what_it_returns_and_absent_for_the_rest(self):
         def get(names):
-            self.assertEqual(names, ["a", "b"])
-            return [{"name": "a", "ensure": "present"}]
-        self.assertEqual(self.call("get", {"names": ["a", "b", "a"]}, get=get),
-                         {"resources": [{"name": "a", "ensure": "present"},
-                                        {"name": "b", "ensure": "absent"}]})
+            self.assertEqual(names, ["a", "b", "c"])
+            return [{"name": "c", "ensure": "present"},
+                    {"name": "x", "ensure": "present"},
+                    {"name": "a", "ensure": "present"}]
+        # In the order asked, with what get added after.
+        self.assertEqual(
+            self.call("get", {"names": ["a", "b", "a", "c"]}, get=get),
+            {"resources": [{"name": "a", "ensure": "present"},
+                           {"name": "b", "ensure": "absent"},
+                           {"name": "c", "ensure": "present"},
+                           {"name": "x", "ensure": "present"}]})
+        # All of them: as get gives them.
+        self.assertEqual(self.call("get", {"names": []},
+                                   get=lambda names: iter([{"name": "z"}])),
+                         {"resources": [{"name": "z"}]})
 
     def test_noop_reaches_set_one_way_and_noop_changes_nothing(self):
         write(self.path("etc/hosts"), b"old\n")

@@ -23,6 +23,8 @@ class Log:
     """
 
     def __init__(self):
+        # Set by the protocol when a call starts, as noop() says, so that
+        # 'would be created' lines agree with what the provider does.
         self.noop = False
 
     def line(self, level, message):

@@ -48,11 +48,18 @@ def error_entry(name, err):
                       "message": clean_lines(str(err))}}
 
 
+def _oversized(entry):
+    """The size of ENTRY's json form when ral could not read it back (more
+    than RESOURCE_MAX bytes), else None."""
+    size = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+    return size if size > RESOURCE_MAX else None
+
+
 def check_resource_fits(resource):
     """Refuses, before anything is written, a resource that ral could not
     read back: its json form must fit in RESOURCE_MAX bytes."""
-    size = len(json.dumps(resource, ensure_ascii=False).encode("utf-8"))
-    if size > RESOURCE_MAX:
+    size = _oversized(resource)
+    if size is not None:
         raise UpdateError("%s would be %d bytes long as ral reads it back, "
                           "more than the %d it accepts; nothing was changed"
                           % (quoted(resource.get("name")), size, RESOURCE_MAX))
@@ -264,19 +271,17 @@ def describe():
 
 
 class _Call:
-    """The call under way: its action, and whether it is noop."""
+    """The call under way: whether it is noop."""
 
-    action = None
     noop = False
 
 
 _call = _Call()
 
 
-def _begin(action, is_noop):
-    """Starts the call ACTION. The Log learns noop from here too, so that
-    its 'would be created' lines agree with noop()."""
-    _call.action = action
+def _begin(is_noop):
+    """Starts a call. The Log learns noop from here too, so that its
+    'would be created' lines agree with noop()."""
     _call.noop = is_noop
     log.noop = is_noop
 
@@ -287,13 +292,6 @@ def noop():
     among a simple call's arguments. This is how a provider learns it;
     it passes it on to what changes things (Edit, Batch, Commands)."""
     return _call.noop
-
-
-def _oversized(entry):
-    """The size of ENTRY's json form when ral could not read it back (more
-    than RESOURCE_MAX bytes), else None."""
-    size = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
-    return size if size > RESOURCE_MAX else None
 
 
 def _fitting(entries, said):
@@ -385,7 +383,7 @@ def main(json_actions=None, simple_actions=None):
             pass
     argv = sys.argv[1:]
     simple = simple_actions is not None
-    _begin(None, False)
+    _begin(False)
     try:
         if simple:
             args = simple_args(argv)
@@ -409,15 +407,15 @@ def main(json_actions=None, simple_actions=None):
                                ", ".join(sorted(list(actions) + ["describe"]))))
         if simple:
             # ral_noop's value does not matter: its presence means noop.
-            _begin(action, "ral_noop" in args)
+            _begin("ral_noop" in args)
             actions[action](args)
         elif action == "get":
             names = get_names(read_request())
-            _begin(action, False)
+            _begin(False)
             actions[action](names)
         else:
             is_noop, updates = set_request(read_request())
-            _begin(action, is_noop)
+            _begin(is_noop)
             actions[action](updates, is_noop)
     except CallError as err:
         if simple:

@@ -7,16 +7,13 @@ use std::path::Path;
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
     println!("cargo:rerun-if-changed={}", dir.display());
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("providers/ must exist")
-        .map(|entry| entry.expect("readable providers/ entry").file_name())
-        .map(|name| name.into_string().expect("provider file names are UTF-8"))
-        .filter(|name| {
-            [".prov", ".yaml", ".py"]
-                .iter()
-                .any(|ext| name.ends_with(ext))
-        })
-        .collect();
+    let mut names = provider_files(&dir, "");
+    // The Python toolkit is a package: a directory of modules, which goes
+    // along as NAME/FILE (but not the __pycache__ Python writes beside it).
+    for package in packages(&dir) {
+        println!("cargo:rerun-if-changed={}", dir.join(&package).display());
+        names.extend(provider_files(&dir.join(&package), &format!("{package}/")));
+    }
     names.sort();
     // FNV-1a over names and contents: a stable digest that names the cache
     // directory, so a changed provider never reuses an old extraction.
@@ -46,6 +43,37 @@ fn main() {
     .unwrap();
     let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("bundled_providers.rs");
     std::fs::write(out, source).expect("write bundled_providers.rs");
+}
+
+/// The provider files directly in `dir` (scripts, metadata, Python
+/// modules), each named `prefix` and its file name.
+fn provider_files(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("providers/ must exist")
+        .map(|entry| entry.expect("readable providers/ entry").file_name())
+        .map(|name| name.into_string().expect("provider file names are UTF-8"))
+        .filter(|name| {
+            [".prov", ".yaml", ".py"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+        })
+        .map(|name| format!("{prefix}{name}"))
+        .collect()
+}
+
+/// The Python packages in `dir`: its subdirectories with an `__init__.py`.
+fn packages(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("providers/ must exist")
+        .map(|entry| entry.expect("readable providers/ entry").path())
+        .filter(|path| path.join("__init__.py").is_file())
+        .map(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .expect("package names are UTF-8")
+                .to_owned()
+        })
+        .collect()
 }
 
 /// The type of each bundled provider, read from its `.yaml` file, so that

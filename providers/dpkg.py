@@ -493,9 +493,8 @@ def do_get(names):
     root = fake_root()
     db = Database(root)
     if not names:
-        ral.emit({"resources": [resource(name, state_of(entry))
-                            for name, entry in db.entries.items()]})
-        return
+        return [resource(name, state_of(entry))
+                for name, entry in db.entries.items()]
     resources = []
     ask_apt = []
     for name in names:
@@ -518,7 +517,7 @@ def do_get(names):
         else:
             resources.append({"name": name, "error": {
                 "kind": "unknown", "message": unknown_message(name)}})
-    ral.emit({"resources": resources})
+    return resources
 
 
 # -------------------------------------------------------------------- set
@@ -725,7 +724,8 @@ def merged(entries):
     return final
 
 
-def do_set(updates, noop):
+def do_set(updates):
+    noop = ral.noop()
     root = fake_root()
     db = Database(root)
     if not db.exists:
@@ -749,10 +749,10 @@ def do_set(updates, noop):
         except UpdateError as err:
             entries = [ral.error_entry(update["name"], err)]
         changes.extend(entries)
-    ral.emit({"changes": merged(changes), "derive": False})
+    return merged(changes)
 
 
 if __name__ == "__main__":
-    sys.exit(ral.main(json_actions={"get": do_get, "set": do_set}))
+    sys.exit(ral.run(get=do_get, set=do_set))
 
 

@@ -125,9 +125,7 @@ def do_get(names):
                 "kind": "unknown",
                 "message": name_problem(name, "user name")
                 + "; no such user can be created"}})
-        else:
-            resources.append({"name": name, "ensure": "absent"})
-    ral.emit({"resources": resources})
+    return resources
 
 
 # -------------------------------------------------------------------- set
@@ -412,14 +410,13 @@ def remove_tree(directory, name):
         shutil.rmtree(directory.show(name))
 
 
-def do_set(updates, noop):
+def do_set(updates):
     root = ral.Root()
     work = []
-    changes = change_each(root, updates, noop, Databases,
-                          lambda update, db: apply_update(update, db, work),
-                          after=lambda: do_work(root, work))
-    ral.emit({"changes": changes, "derive": False})
+    return change_each(root, updates, Databases,
+                       lambda update, db: apply_update(update, db, work),
+                       after=lambda: do_work(root, work))
 
 
 if __name__ == "__main__":
-    sys.exit(ral.main(json_actions={"get": do_get, "set": do_set}))
+    sys.exit(ral.run(get=do_get, set=do_set))

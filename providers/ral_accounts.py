@@ -217,12 +217,13 @@ class Accounts:
         self.edit.commit()
 
 
-def change_each(root, updates, noop, load, apply, after=None):
+def change_each(root, updates, load, apply, after=None):
     """Runs APPLY(update, db) for every update on the account files that
-    LOAD(root, edit) reads under lckpwdf's lock (none for a preview); the
-    edits of an update that fails are undone. The changed files are then
-    saved as one edit, and AFTER(), if given, runs while the lock is still
-    held. Returns the change entries."""
+    LOAD(root, edit) reads under lckpwdf's lock (none for a preview, under
+    noop); the edits of an update that fails are undone. The changed files
+    are then saved as one edit, and AFTER(), if given, runs while the lock
+    is still held (not under noop). Returns the change entries."""
+    noop = ral.noop()
     with ral.Edit(ral.Lock.accounts(root), noop) as edit:
         db = load(root, edit)
 

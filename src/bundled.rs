@@ -42,7 +42,7 @@ pub fn provider_files(kind: Option<&str>) -> impl Iterator<Item = &'static str> 
 }
 
 /// A set of embedded files that is written out together into one cache
-/// directory: `SUB/NAME` for each file.
+/// directory: `SUB/NAME` for each file (NAME may be `PACKAGE/FILE`).
 struct FileSet {
     /// The directory's name without the version and digest.
     label: &'static str,
@@ -71,7 +71,7 @@ impl FileSet {
             files: embedded::FILES
                 .iter()
                 .copied()
-                .filter(|(name, _)| LIB_FILES.contains(name))
+                .filter(|(name, _)| name.starts_with(LIB_PACKAGE))
                 .collect(),
         }
     }
@@ -180,6 +180,13 @@ impl FileSet {
             .mode(0o700)
             .create(&dir)?;
         for (name, contents) in &self.files {
+            // A package's modules are NAME/FILE: its directory first.
+            if let Some((package, _)) = name.rsplit_once('/') {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir.join(package))?;
+            }
             let mode = if name.ends_with(".prov") {
                 0o700
             } else {
@@ -201,8 +208,9 @@ impl FileSet {
     }
 }
 
-/// The files of the toolkit that providers which are not bundled may use.
-const LIB_FILES: [&str; 1] = ["ral_provider.py"];
+/// The toolkit that providers which are not bundled may use: the files of
+/// the Python package `ral_provider`.
+const LIB_PACKAGE: &str = "ral_provider/";
 
 /// Returns the data directory holding the bundled providers, writing them out
 /// first when needed.
@@ -210,9 +218,9 @@ pub fn data_dir() -> Result<PathBuf> {
     FileSet::providers().materialize()
 }
 
-/// Returns the directory holding `ral_provider.py` for providers that are
-/// not bundled (passed to them as `RALSH_PROVIDER_LIB`), writing it out
-/// first when needed. It is a directory of its own, so that using it does
+/// Returns the directory holding the package `ral_provider` for providers
+/// that are not bundled (passed to them as `RALSH_PROVIDER_LIB`), writing it
+/// out first when needed. It is a directory of its own, so that using it does
 /// not write out every bundled provider.
 pub fn provider_lib() -> Result<PathBuf> {
     let set = FileSet::provider_lib();

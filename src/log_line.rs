@@ -2,11 +2,11 @@
 //!
 //! After its level prefix, a stderr line may be `ral_log` followed by a JSON
 //! object naming the resource, the action under way and, for a change, the
-//! attribute with its old and new values (ral_provider.py's logger writes
-//! them). ralsh shows such a line as `RESOURCE: ACTION: ATTR: OLD -> NEW:
-//! MESSAGE`, with the values of sensitive attributes redacted by name, so a
-//! provider cannot leak a password by logging its change. Any other line
-//! is shown as it is.
+//! attribute with its old and new values (the Log of the ral_provider
+//! toolkit writes them). ralsh shows such a line as `RESOURCE: ACTION:
+//! ATTR: OLD -> NEW: MESSAGE`, with the values of sensitive attributes
+//! redacted by name, so a provider cannot leak a password by logging its
+//! change. Any other line is shown as it is.
 
 use serde_json::{Map, Value as Json};
 

@@ -48,6 +48,8 @@ struct File {
 pub struct Bundle {
     /// Local directory → its name in the bundle.
     dirs: BTreeMap<PathBuf, String>,
+    /// `dN/PACKAGE`: the Python packages in those directories.
+    packages: Vec<String>,
     files: Vec<File>,
     digest: String,
     /// See [`Bundle::manifest`].
@@ -56,8 +58,10 @@ pub struct Bundle {
 
 impl Bundle {
     /// Reads the regular files directly in each of `dirs` (not below
-    /// them, and not hidden ones). Links are followed, as the providers
-    /// found through them are run.
+    /// them, and not hidden ones), and those of the Python packages there
+    /// (a subdirectory with an `__init__.py`, such as the toolkit
+    /// `ral_provider`), which travel with their directory. Links are
+    /// followed, as the providers found through them are run.
     pub fn collect(dirs: &[PathBuf]) -> Result<Bundle> {
         let mut unique: Vec<&PathBuf> = Vec::new();
         for dir in dirs {
@@ -66,47 +70,15 @@ impl Bundle {
             }
         }
         let mut names = BTreeMap::new();
+        let mut packages = Vec::new();
         let mut files = Vec::new();
         let mut total = 0;
         for (index, dir) in unique.iter().enumerate() {
             let name = format!("d{index}");
-            let read_error = |e| Error::io(format!("reading {} to copy it", dir.display()), e);
-            let mut entries: Vec<_> = fs::read_dir(dir)
-                .map_err(read_error)?
-                .collect::<std::io::Result<_>>()
-                .map_err(read_error)?;
-            entries.sort_by_key(|entry| entry.file_name());
-            for entry in entries {
-                let file_name = entry.file_name();
-                let Some(file_name) = file_name.to_str() else {
-                    continue;
-                };
-                let path = entry.path();
-                let Ok(meta) = fs::metadata(&path) else {
-                    continue;
-                };
-                if file_name.starts_with('.') || !meta.is_file() || !safe_name(file_name) {
-                    continue;
-                }
-                let bytes = bounded_read::read_file(&path, MAX_FILE, bounded_read::Links::Follow)
-                    .map_err(|e| {
-                    Error::io(format!("reading {} to copy it", path.display()), e)
-                })?;
-                total += bytes.len();
-                if total > MAX_BUNDLE {
-                    return Err(Error::io(
-                        format!("copying {} to targets", dir.display()),
-                        std::io::Error::other(format!(
-                            "the provider directories hold more than {} MiB",
-                            MAX_BUNDLE >> 20
-                        )),
-                    ));
-                }
-                files.push(File {
-                    path: format!("{name}/{file_name}"),
-                    executable: meta.permissions().mode() & 0o111 != 0,
-                    bytes,
-                });
+            for package in read_files(dir, &name, &mut files, &mut total)? {
+                let below = format!("{name}/{package}");
+                read_files(&dir.join(&package), &below, &mut files, &mut total)?;
+                packages.push(below);
             }
             names.insert((*dir).clone(), name);
         }
@@ -135,6 +107,7 @@ impl Bundle {
         }
         Ok(Bundle {
             dirs: names,
+            packages,
             files,
             digest,
             manifest,
@@ -169,9 +142,16 @@ impl Bundle {
             return Some(format!("{remote_dir}/{name}"));
         }
         let parent = local.parent()?;
-        let name = self.dirs.get(parent)?;
         let file = local.file_name()?.to_str()?;
-        Some(format!("{remote_dir}/{name}/{file}"))
+        if let Some(name) = self.dirs.get(parent) {
+            return Some(format!("{remote_dir}/{name}/{file}"));
+        }
+        // A file of a package in one of the directories.
+        let name = self.dirs.get(parent.parent()?)?;
+        let package = format!("{name}/{}", parent.file_name()?.to_str()?);
+        self.packages
+            .contains(&package)
+            .then(|| format!("{remote_dir}/{package}/{file}"))
     }
 
     /// The `sh` script that writes every file in the current directory.
@@ -180,6 +160,9 @@ impl Bundle {
         let mut out = Vec::new();
         for name in self.dirs.values() {
             out.extend_from_slice(format!("mkdir -m 700 {name} || exit 1\n").as_bytes());
+        }
+        for package in &self.packages {
+            out.extend_from_slice(format!("mkdir -m 700 {package} || exit 1\n").as_bytes());
         }
         for file in &self.files {
             let target = quote_word(&file.path);
@@ -205,6 +188,65 @@ impl Bundle {
         out.extend_from_slice(b": > .complete || exit 1\n");
         out
     }
+}
+
+/// Adds the regular files directly in `dir` (not hidden ones) to `files`
+/// as `prefix/NAME`, counting their bytes in `total`; returns the names of
+/// the Python packages in `dir` (safe-named subdirectories holding an
+/// `__init__.py`; `__pycache__` holds none).
+fn read_files(
+    dir: &Path,
+    prefix: &str,
+    files: &mut Vec<File>,
+    total: &mut usize,
+) -> Result<Vec<String>> {
+    let read_error = |e| Error::io(format!("reading {} to copy it", dir.display()), e);
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(read_error)?
+        .collect::<std::io::Result<_>>()
+        .map_err(read_error)?;
+    entries.sort_by_key(|entry| entry.file_name());
+    let mut packages = Vec::new();
+    for entry in entries {
+        let file_name = entry.file_name();
+        let Some(file_name) = file_name.to_str() else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = fs::metadata(&path) else {
+            continue;
+        };
+        if file_name.starts_with('.') || !safe_name(file_name) {
+            continue;
+        }
+        if meta.is_dir() {
+            if path.join("__init__.py").is_file() {
+                packages.push(file_name.to_owned());
+            }
+            continue;
+        }
+        if !meta.is_file() {
+            continue;
+        }
+        let bytes = bounded_read::read_file(&path, MAX_FILE, bounded_read::Links::Follow)
+            .map_err(|e| Error::io(format!("reading {} to copy it", path.display()), e))?;
+        *total += bytes.len();
+        if *total > MAX_BUNDLE {
+            return Err(Error::io(
+                format!("copying {} to targets", dir.display()),
+                std::io::Error::other(format!(
+                    "the provider directories hold more than {} MiB",
+                    MAX_BUNDLE >> 20
+                )),
+            ));
+        }
+        files.push(File {
+            path: format!("{prefix}/{file_name}"),
+            executable: meta.permissions().mode() & 0o111 != 0,
+            bytes,
+        });
+    }
+    Ok(packages)
 }
 
 /// File names written bare into the payload's quoting are kept to a safe
@@ -249,8 +291,14 @@ mod tests {
         write(&b, "tricky", tricky.as_bytes(), 0o644);
         write(&a, ".hidden", b"skipped", 0o644);
         fs::create_dir(a.join("sub")).unwrap();
+        write(&a.join("sub"), "not_copied.py", b"", 0o644);
+        // A package travels with its directory, without Python's cache.
+        fs::create_dir_all(a.join("pkg/__pycache__")).unwrap();
+        write(&a.join("pkg"), "__init__.py", b"from .m import x\n", 0o644);
+        write(&a.join("pkg"), "m.py", b"x = 1\n", 0o644);
+        write(&a.join("pkg/__pycache__"), "m.pyc", b"\0", 0o644);
         let bundle = Bundle::collect(&[a.clone(), b.clone(), a.clone()]).unwrap();
-        assert_eq!(bundle.len(), 4);
+        assert_eq!(bundle.len(), 6);
         let out = tempfile::tempdir().unwrap();
         let mut sh = Command::new("sh")
             .arg("-s")
@@ -268,6 +316,8 @@ mod tests {
         for (dir, name) in [
             (&a, "x.prov"),
             (&a, "x.yaml"),
+            (&a, "pkg/__init__.py"),
+            (&a, "pkg/m.py"),
             (&b, "bin.dat"),
             (&b, "tricky"),
         ] {
@@ -283,6 +333,9 @@ mod tests {
         }
         assert!(out.path().join(".complete").exists());
         assert!(!out.path().join("d0/.hidden").exists());
+        assert!(!out.path().join("d0/sub").exists());
+        assert_eq!(bundle.remote_path("/r", &a.join("sub/not_copied.py")), None);
+        assert!(!out.path().join("d0/pkg/__pycache__").exists());
         assert_eq!(
             bundle.remote_path("/r", &a).as_deref(),
             Some("/r/d0"),

@@ -1,4 +1,4 @@
-"""Unit tests of providers/ral_provider.py, the toolkit of the Python
+"""Unit tests of providers/ral_provider/, the toolkit of the Python
 providers: the path walk below the root, locked and journaled edits, lock
 waits, the output limits, and the command runner. Run by the Rust test
 `toolkit::python_unit_tests_pass` (python3 -I -S this file)."""
@@ -212,7 +212,7 @@ class Journal(Sandbox):
                 raise OSError(errno.EIO, "simulated crash")
             return real_rename(src, dst, **kwargs)
 
-        ral.os.rename = failing_rename
+        ral.files.os.rename = failing_rename
         try:
             with self.assertRaises(ral.CallError):
                 with ral.Edit(ral.Lock.accounts(root)) as edit:
@@ -222,7 +222,7 @@ class Journal(Sandbox):
                     edit.write(passwd, b"root\nbob\n")
                     edit.commit()
         finally:
-            ral.os.rename = real_rename
+            ral.files.os.rename = real_rename
         self.assertEqual(calls, [".pwd.lock.ral-journal", "shadow", "passwd"])
         # The state a crash leaves: shadow replaced, passwd not yet.
         self.assertEqual(read(self.path("etc/shadow")), b"root-shadow\nbob-shadow\n")
@@ -260,7 +260,7 @@ class Journal(Sandbox):
         root = ral.Root()
         passwd = root.file("etc/passwd")
         temp = ral.temp_name("passwd")
-        was = ral._identity(os.lstat(self.path("etc/passwd")))
+        was = ral.files._identity(os.lstat(self.path("etc/passwd")))
         # A journal that would replace passwd, were it read.
         valid = json.dumps({"ral_journal": 1, "files": [
             {"dir": "etc", "temp": temp, "name": "passwd", "was": was}]})
@@ -536,6 +536,165 @@ class Commands(Sandbox):
         result = ral.Commands().query(["sleep", "30"], timeout=0.2)
         self.assertIsNone(result.status)
         self.assertIn("did not finish within 0.2s", result.outcome())
+
+
+class Package(unittest.TestCase):
+    """The toolkit was one file, ral_provider.py; providers written on it
+    keep working with the package."""
+
+    # Every public name of the one-file toolkit.
+    NAMES = """LINE_MAX RESOURCE_MAX LOCK_WAIT MAX_LINKS DEFAULT_PATH TEMP_TAG
+        LOCK_TAG JOURNAL_TAG JOURNAL_MAX clean clean_lines quoted shown
+        type_name has_control decode split_lines CallError UpdateError
+        Missing os_error write_out emit error_entry check_resource_fits
+        simple_line check_line_fits emit_simple emit_simple_error join_words
+        Log log SENSITIVE_VAR simple_args read_request get_names set_request
+        check_should each_update Root Dir Target read_journal Lock fsync_dir
+        temp_name Edit Batch Result shown_command command_env Running
+        Commands describe main""".split()
+
+    def test_every_name_of_the_one_file_toolkit_is_at_the_top(self):
+        missing = [name for name in self.NAMES if not hasattr(ral, name)]
+        self.assertEqual(missing, [])
+        self.assertLessEqual(set(self.NAMES), set(ral.__all__))
+
+    def test_log_is_the_log_every_module_writes_to(self):
+        # Not the submodule of the same name.
+        self.assertIsInstance(ral.log, ral.Log)
+        self.assertIs(ral.log, ral.files.log)
+        self.assertIs(ral.log, ral.commands.log)
+        self.assertIs(ral.log, ral.protocol.log)
+        namespace = {}
+        exec("from ral_provider import *", namespace)
+        self.assertIs(namespace["log"], ral.log)
+
+
+class Calls(Sandbox):
+    """A whole call through run() (and the older main()): request on stdin,
+    answer on stdout, as ral makes it."""
+
+    def call(self, action, request, entry=None, argv=None, **actions):
+        saved = sys.argv, sys.stdin, sys.stdout
+        sys.argv = ["provider"] + (argv or ["ral_action=" + action])
+        sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(request).encode()))
+        sys.stdout = io.StringIO()
+        try:
+            status = (entry or ral.run)(**actions)
+            text = sys.stdout.getvalue()
+        finally:
+            sys.argv, sys.stdin, sys.stdout = saved
+        self.assertEqual(status, 0)
+        return text if argv else json.loads(text)
+
+    def test_a_get_answers_what_it_returns_and_absent_for_the_rest(self):
+        def get(names):
+            self.assertEqual(names, ["a", "b", "c"])
+            return [{"name": "c", "ensure": "present"},
+                    {"name": "x", "ensure": "present"},
+                    {"name": "a", "ensure": "present"}]
+        # In the order asked, with what get added after.
+        self.assertEqual(
+            self.call("get", {"names": ["a", "b", "a", "c"]}, get=get),
+            {"resources": [{"name": "a", "ensure": "present"},
+                           {"name": "b", "ensure": "absent"},
+                           {"name": "c", "ensure": "present"},
+                           {"name": "x", "ensure": "present"}]})
+        # All of them: as get gives them.
+        self.assertEqual(self.call("get", {"names": []},
+                                   get=lambda names: iter([{"name": "z"}])),
+                         {"resources": [{"name": "z"}]})
+
+    def test_noop_reaches_set_one_way_and_noop_changes_nothing(self):
+        write(self.path("etc/hosts"), b"old\n")
+        seen = []
+
+        def set(updates):
+            seen.append((updates, ral.noop(), ral.log.noop))
+            target = ral.Root().file("etc/hosts")
+            with ral.Edit(ral.Lock.beside(target), ral.noop()) as edit:
+                edit.read(target)
+                edit.write(target, b"new\n")
+                edit.commit()
+            return [{"name": "h", "content": {"is": "new", "was": "old"}}]
+        updates = [{"name": "h", "is": {}, "should": {"content": "new"}}]
+        answer = self.call("set", {"ral": {"noop": True}, "updates": updates},
+                           get=list, set=set)
+        self.assertEqual(seen, [(updates, True, True)])
+        self.assertEqual(answer, {"changes": [
+            {"name": "h", "content": {"is": "new", "was": "old"}}],
+            "derive": False})
+        self.assertEqual(read(self.path("etc/hosts")), b"old\n")
+        self.assertEqual(self.names("etc"), ["hosts"])
+        # Without noop the same set changes the file.
+        seen.clear()
+        self.call("set", {"updates": updates}, get=list, set=set)
+        self.assertEqual(seen, [(updates, False, False)])
+        self.assertEqual(read(self.path("etc/hosts")), b"new\n")
+
+    def test_an_answer_ral_could_not_read_back_is_refused(self):
+        big = {"name": "big", "comment": "x" * ral.RESOURCE_MAX}
+        answer = self.call("get", {"names": []},
+                           get=lambda names: [{"name": "a"}, big])
+        self.assertEqual(answer["resources"][0], {"name": "a"})
+        error = answer["resources"][1]["error"]
+        self.assertEqual(answer["resources"][1]["name"], "big")
+        self.assertIn("more than the %d it accepts" % ral.RESOURCE_MAX,
+                      error["message"])
+        answer = self.call("set", {"updates": []}, get=list,
+                           set=lambda updates: [big])
+        self.assertEqual(answer["derive"], False)
+        self.assertIn("the report of this change (which was made)",
+                      answer["changes"][0]["error"]["message"])
+
+    def test_exceptions_become_the_conventions_errors(self):
+        def refused(updates):
+            raise ral.CallError("no such database", "forbidden")
+
+        def buggy(names):
+            return {}["oops"]
+        self.assertEqual(
+            self.call("set", {"updates": []}, get=list, set=refused),
+            {"error": {"kind": "forbidden", "message": "no such database"}})
+        self.assertEqual(
+            self.call("get", {"names": []}, get=buggy),
+            {"error": {"kind": "failed",
+                       "message": "internal error: KeyError: 'oops'"}})
+        # An answer that is not a list of named objects is a bug too.
+        self.assertEqual(
+            self.call("get", {"names": []}, get=lambda names: ["a"])["error"]
+            ["message"], "internal error: TypeError: an answer entry must be "
+            "an object with a string 'name', not a string")
+        # A provider without set says so.
+        self.assertIn("unknown action 'set': expected one of describe, get",
+                      self.call("set", {"updates": []}, get=list)
+                      ["error"]["message"])
+
+    def test_the_older_main_still_works(self):
+        seen = []
+
+        def do_get(names):
+            ral.emit({"resources": [{"name": n, "ensure": "absent"}
+                                    for n in names]})
+
+        def do_set(updates, noop):
+            seen.append((noop, ral.noop()))
+            ral.emit({"changes": [], "derive": False})
+        actions = {"get": do_get, "set": do_set}
+        self.assertEqual(
+            self.call("get", {"names": ["x"]}, ral.main, json_actions=actions),
+            {"resources": [{"name": "x", "ensure": "absent"}]})
+        self.call("set", {"ral": {"noop": True}, "updates": []}, ral.main,
+                  json_actions=actions)
+        self.assertEqual(seen, [(True, True)])
+
+        def update(args):
+            seen.append(ral.noop())
+            ral.emit_simple([("name", args["name"])])
+        text = self.call(None, None, ral.main,
+                         argv=["ral_action=update", "name=h", "ral_noop=true"],
+                         simple_actions={"update": update})
+        self.assertEqual(text, "# simple\nname: h\n")
+        self.assertEqual(seen[-1], True)
 
 
 if __name__ == "__main__":

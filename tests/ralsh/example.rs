@@ -1,7 +1,7 @@
 //! The providers shown in docs/providers.md (the provider author's guide)
 //! work as it says, and it shows them verbatim: a bash one (simple
-//! convention) and a Python one on ral_provider.py (json convention), which
-//! `ral check` passes.
+//! convention) and a Python one on the ral_provider toolkit (json
+//! convention), which `ral check` passes.
 
 use std::process::Command;
 

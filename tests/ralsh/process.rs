@@ -184,7 +184,8 @@ fn providers_get_only_the_documented_environment() {
         "{}",
         lib.display()
     );
-    assert!(lib.join("ral_provider.py").is_file());
+    assert!(lib.join("ral_provider/__init__.py").is_file());
+    assert!(lib.join("ral_provider/protocol.py").is_file());
     let root = sandbox.root().canonicalize().unwrap();
     let expected_path = std::env::var("PATH").unwrap();
     assert_eq!(

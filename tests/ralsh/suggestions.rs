@@ -68,7 +68,7 @@ fn mistyped_names_are_answered_with_the_closest_known_one() {
     // Only provider files are offered: no other file is suggested to run.
     let other = run(Command::new(env!("CARGO_BIN_EXE_ral"))
         .arg("check")
-        .arg(providers.join("ral_provider.pyy")));
+        .arg(providers.join("ral_accounts.pyy")));
     other.expect(2).stderr_has("no such file");
     assert!(!other.stderr.contains("did you mean"), "{}", other.stderr);
     run(Command::new(env!("CARGO_BIN_EXE_ral"))

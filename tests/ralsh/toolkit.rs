@@ -1,4 +1,4 @@
-//! The Python toolkit of the providers (providers/ral_provider.py): its own
+//! The Python toolkit of the providers (providers/ral_provider/): its own
 //! unit tests (tests/python), run with the interpreter the providers use.
 
 use std::process::Command;

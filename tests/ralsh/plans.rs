@@ -329,6 +329,33 @@ fn the_verification_catches_a_provider_that_reports_success_but_changed_nothing(
 }
 
 #[test]
+fn the_verification_tells_a_removal_not_made_from_a_value_that_reads_absent() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: old}\n  a2: {value: old}\n",
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("lie", "a1\na2\n");
+    // a1 is to go, a2 to hold the text "absent": neither is done.
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {ensure: absent}\n  a2: {value: absent}\n",
+    );
+    let run = bench.ral("apply", &["-j", &m]);
+    run.expect(1);
+    let doc = plan_json(&run);
+    assert_eq!(
+        task(&doc, "alpha[a1]")["error"]["message"],
+        "alpha::alpha reported success, but the resource still exists afterwards"
+    );
+    assert_eq!(
+        task(&doc, "alpha[a2]")["error"]["message"],
+        "alpha::alpha reported success, but attribute 'value' is 'old' afterwards, not 'absent'"
+    );
+}
+
+#[test]
 fn every_validation_error_is_reported_with_its_file_and_line_and_nothing_runs() {
     let bench = Bench::new();
     let first = bench.manifest(

@@ -183,6 +183,8 @@ mod tests {
     fn a_task_starts_once_all_it_waits_for_succeeded_and_a_provider_runs_one_batch_at_once() {
         // 0 and 1 of provider 0 (simple), 2 of provider 1 waits for both.
         let mut s = schedule(&[false, false], &[(0, &[]), (0, &[]), (1, &[0, 1])]);
+        let providers: Vec<usize> = (0..3).map(|t| s.provider_of(t)).collect();
+        assert_eq!(providers, [0, 0, 1]);
         assert_eq!(s.next_batch(), Some(vec![0]));
         // Provider 0 is busy; 2 waits.
         assert_eq!(s.next_batch(), None);

@@ -331,10 +331,7 @@ fn the_verification_catches_a_provider_that_reports_success_but_changed_nothing(
 #[test]
 fn the_verification_tells_a_removal_not_made_from_a_value_that_reads_absent() {
     let bench = Bench::new();
-    let m = bench.manifest(
-        "m.yaml",
-        "alpha:\n  a1: {value: old}\n  a2: {value: old}\n",
-    );
+    let m = bench.manifest("m.yaml", "alpha:\n  a1: {value: old}\n  a2: {value: old}\n");
     bench.ral("apply", &[&m]).expect(0);
     bench.sandbox.write("lie", "a1\na2\n");
     // a1 is to go, a2 to hold the text "absent": neither is done.

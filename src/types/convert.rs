@@ -63,16 +63,9 @@ impl AttrType {
             (AttrType::Pattern(_) | AttrType::Enum(_), Json::String(text)) => {
                 self.convert_text(text, Source::CommandLine)
             }
-            (AttrType::Array(inner), Json::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(index, item)| {
-                    inner
-                        .check_json(item)
-                        .map_err(|e| format!("element {index}: {e}"))
-                })
-                .collect::<Result<_, _>>()
-                .map(Value::Array),
+            (AttrType::Array(inner), Json::Array(items)) => {
+                elements(items, |item| inner.check_json(item))
+            }
             (AttrType::Hash, Json::Object(map)) => map
                 .iter()
                 .map(|(key, item)| {
@@ -219,6 +212,20 @@ fn choose(
             ))
         }
     }
+}
+
+/// An array of `items`, each converted by `convert`; the first element
+/// that does not convert fails the whole, naming its index.
+pub(super) fn elements<T>(
+    items: &[T],
+    convert: impl Fn(&T) -> Result<Value, String>,
+) -> Result<Value, String> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(at, item)| convert(item).map_err(|e| format!("element {at}: {e}")))
+        .collect::<Result<_, _>>()
+        .map(Value::Array)
 }
 
 fn in_range(integer: i64, range: Option<(i64, i64)>) -> Result<i64, String> {

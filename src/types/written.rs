@@ -47,16 +47,9 @@ impl AttrType {
                 .iter()
                 .find_map(|t| t.convert_written(written).ok())
                 .ok_or_else(|| format!("it is none of {self}")),
-            (AttrType::Array(inner), Written::List(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(at, item)| {
-                    inner
-                        .convert_written(item)
-                        .map_err(|e| format!("element {at}: {e}"))
-                })
-                .collect::<Result<_, _>>()
-                .map(Value::Array),
+            (AttrType::Array(inner), Written::List(items)) => {
+                super::convert::elements(items, |item| inner.convert_written(item))
+            }
             (AttrType::Hash, Written::Map(pairs)) => pairs
                 .iter()
                 .map(|(key, value)| match value {

@@ -15,6 +15,7 @@ use crate::update;
 
 use super::catalog::Catalog;
 use super::read::{read_all, Group, Observed};
+use super::schedule::Schedule;
 
 /// What a task does to its resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -401,20 +402,15 @@ pub(super) fn by_provider<'c>(
     catalog: &'c Catalog,
     items: Vec<usize>,
 ) -> (Vec<Group<'c>>, Vec<Vec<usize>>) {
-    let mut groups: Vec<Group> = Vec::new();
-    let mut members: Vec<Vec<usize>> = Vec::new();
-    // Each provider's slot, by its address: one lookup per item, however
-    // many providers there are.
-    let mut slots: std::collections::HashMap<*const Provider, usize> = Default::default();
-    for at in items {
+    let providers = items.iter().map(|&at| catalog.items[at].provider);
+    let (slot_of, count) = Schedule::index_providers(providers.map(Provider::qualified_name));
+    let mut groups: Vec<Group> = Vec::with_capacity(count);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for (at, slot) in items.into_iter().zip(slot_of) {
         let item = &catalog.items[at];
-        let slot = *slots
-            .entry(std::ptr::from_ref(item.provider))
-            .or_insert_with(|| {
-                groups.push((item.provider, Vec::new()));
-                members.push(Vec::new());
-                groups.len() - 1
-            });
+        if slot == groups.len() {
+            groups.push((item.provider, Vec::new()));
+        }
         groups[slot].1.push(item.name());
         members[slot].push(at);
     }

@@ -460,10 +460,18 @@ impl Prepared<'_> {
         stop: StopRequested,
         events: &mut dyn Events,
     ) -> Result<Outcome, RunError> {
-        let store = self.store.as_mut().ok_or_else(|| Error::Store {
-            path: self.state_path.clone(),
-            message: "a plan is applied only when prepared for applying".to_owned(),
-        })?;
+        // Only an apply's store is locked, with its dead plans recovered:
+        // a plan prepared for saving has a store too, but not those.
+        let store = match (self.options.mode, self.store.as_mut()) {
+            (Mode::Apply, Some(store)) => store,
+            _ => {
+                return Err(Error::Store {
+                    path: self.state_path.clone(),
+                    message: "a plan is applied only when prepared for applying".to_owned(),
+                }
+                .into())
+            }
+        };
         if !self.forget.is_empty() {
             let keys: Vec<(String, String)> = self
                 .forget

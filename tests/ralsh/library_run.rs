@@ -225,3 +225,28 @@ fn a_task_whose_call_is_refused_before_it_starts_never_reaches_its_provider() {
     );
     assert!(bench.store("beta").get("b1").is_none());
 }
+
+#[test]
+fn a_plan_prepared_for_saving_is_never_applied() {
+    let bench = Bench::new();
+    let host = host(bench.sandbox.root());
+    let registry = registry(&host);
+    let store_at = StoreAt::local(host.root(), None);
+    let m = PathBuf::from(bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n"));
+    let input = Input::read(&[m], false).unwrap();
+    let saving = Options {
+        saving: true,
+        ..options(Mode::Plan)
+    };
+    // It has a store (made for the plan to be bound to), but not locked.
+    let mut prepared = run::prepare(&host, &registry, &store_at, &input, saving).unwrap();
+    bench.take_calls();
+    match prepared.apply(&host, &|| false, &mut Heard::default()) {
+        Err(RunError::Ral(ral::Error::Store { message, .. })) => {
+            assert!(message.contains("prepared for applying"), "{message}")
+        }
+        other => panic!("a plan prepared for saving was applied: {:?}", other.err()),
+    }
+    assert!(bench.take_calls().iter().all(|c| !c.contains("set")));
+    assert!(bench.store("beta").get("b1").is_none());
+}

@@ -172,20 +172,20 @@ class Accounts:
     missing etc directory raises ral.Missing."""
 
     def __init__(self, root, names, edit=None, optional=()):
-        self.etc = root.directory("etc")
+        # Every file is read in the directory the lock was taken in.
         self.lock = edit.lock if edit is not None else ral.Lock.accounts(root)
         self.edit = edit
         self.tables = {}
         for name in names:
             try:
-                self.tables[name] = self.load(root, name)
+                self.tables[name] = self.load(name)
             except CallError:
                 if name not in optional:
                     raise
                 self.tables[name] = None
 
-    def load(self, root, name):
-        target = root.file("etc/" + name)
+    def load(self, name):
+        target = self.lock.dir.entry(name)
         if self.edit is not None:
             data = self.edit.read(target)
         else:

@@ -23,6 +23,9 @@ from .text import quoted
 LOCK_WAIT = 15.0
 # Symbolic links followed while resolving one path, as the kernel allows.
 MAX_LINKS = 40
+# Times a path's walk opens again a directory that was a link or a file when
+# first opened: another process is swapping it, and each try may lose again.
+MAX_CHANGES = 8
 # Names of our files beside the ones we edit.
 TEMP_TAG = ".ral-tmp-"
 LOCK_TAG = ".ral-lock"
@@ -97,6 +100,7 @@ class Root:
         fds = [os.dup(self.fd)]
         names = []
         links = 0
+        changed = 0     # entries that changed between open and readlink
         via = ""        # the last link followed, for messages
         try:
             while pending:
@@ -132,6 +136,13 @@ class Root:
                                            % quoted(self.show(where)))
                     target = _readlink(fds[-1], part)
                     if target is None:
+                        if changed < MAX_CHANGES:
+                            # Not a directory when opened, not a link now:
+                            # either a file or swapped meanwhile; open it
+                            # again to tell.
+                            changed += 1
+                            pending.insert(0, part)
+                            continue
                         raise CallError("%s is not a directory"
                                         % quoted(self.show(where)))
                     if not follow:
@@ -240,27 +251,43 @@ class Dir:
     def subdir(self, name, create=None):
         """The directory NAME in this one, never through a symbolic link;
         CREATE (mode, uid, gid) makes it when missing."""
-        try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
-        except FileNotFoundError:
-            if create is None:
-                raise Missing("the directory %s does not exist"
-                              % quoted(self.show(name)))
-            fd = _make_dir(self.fd, name, create, self.show(name))
-        except OSError as err:
-            if _readlink(self.fd, name) is not None:
-                raise CallError("%s is a symbolic link, which ral does not "
-                                "follow here; refusing to use it"
-                                % quoted(self.show(name)))
-            if err.errno == errno.ENOTDIR:
-                raise CallError("%s is not a directory"
-                                % quoted(self.show(name)))
-            raise os_error(err, "open %s" % quoted(self.show(name)))
+        for tries in range(MAX_CHANGES + 1):
+            try:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+                break
+            except FileNotFoundError:
+                if create is None:
+                    raise Missing("the directory %s does not exist"
+                                  % quoted(self.show(name)))
+                fd = _make_dir(self.fd, name, create, self.show(name))
+                break
+            except OSError as err:
+                if _readlink(self.fd, name) is not None:
+                    raise CallError("%s is a symbolic link, which ral does "
+                                    "not follow here; refusing to use it"
+                                    % quoted(self.show(name)))
+                if err.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise os_error(err, "open %s" % quoted(self.show(name)))
+                if tries == MAX_CHANGES:
+                    raise CallError("%s is not a directory"
+                                    % quoted(self.show(name)))
+                # A file, or swapped since the open: try again to tell.
         return Dir(self.root, fd, [p for p in (self.rel, name) if p])
 
     def file(self, name):
         """The file NAME in this directory as a Target (never followed)."""
         return Target(self, name)
+
+    def entry(self, name):
+        """The file NAME in this directory as a Target, a symbolic link
+        resolved inside the root (as Root.file does). Unlike a new walk
+        from the root, a file that is no link is found in this directory,
+        the very one opened, even if its path leads elsewhere by now."""
+        if _readlink(self.fd, name) is None:
+            return Target(self, name)
+        # Rare: walked again from the root, which resolves the link and
+        # names it in messages.
+        return self.root.file("/".join(p for p in (self.rel, name) if p))
 
     def close(self):
         if self.fd is not None:

@@ -118,6 +118,65 @@ class Walk(Sandbox):
         self.assertIn("is not a regular file", str(caught.exception))
 
 
+    def test_a_directory_swapped_back_between_open_and_readlink_is_opened(self):
+        # The race a swapper wins: the open meets a link (refused with
+        # O_NOFOLLOW), and by the readlink the directory is back. The walk
+        # opens it again rather than calling it "not a directory".
+        write(self.path("etc.real/hosts"), b"inside\n")
+        os.symlink("/nowhere", self.path("etc"))
+        real_readlink = ral.files._readlink
+        swaps = []
+
+        def swapping_readlink(dir_fd, name):
+            if name == "etc" and not swaps:
+                swaps.append(name)
+                os.rename(self.path("etc"), self.path("etc.link"))
+                os.rename(self.path("etc.real"), self.path("etc"))
+            return real_readlink(dir_fd, name)
+
+        ral.files._readlink = swapping_readlink
+        try:
+            target = ral.Root().file("etc/hosts")
+        finally:
+            ral.files._readlink = real_readlink
+        self.assertEqual(swaps, ["etc"])
+        self.assertEqual(target.read()[0], b"inside\n")
+
+    def test_a_file_on_the_way_is_not_a_directory(self):
+        write(self.path("etc"), b"a file\n")
+        with self.assertRaises(ral.CallError) as caught:
+            ral.Root().file("etc/hosts")
+        self.assertIn("/etc' is not a directory", str(caught.exception))
+        with self.assertRaises(ral.CallError) as caught:
+            ral.Root().directory("").subdir("etc")
+        self.assertIn("/etc' is not a directory", str(caught.exception))
+
+    def test_an_entry_is_found_in_the_directory_opened(self):
+        write(self.path("etc/passwd"), b"opened\n")
+        write(self.path("etc/real-group"), b"group\n")
+        os.symlink("real-group", self.path("etc/group"))
+        etc = ral.Root().directory("etc")
+        # The path now leads to another directory; the one opened is used.
+        os.rename(self.path("etc"), self.path("etc.old"))
+        write(self.path("etc/passwd"), b"swapped in\n")
+        self.assertEqual(etc.entry("passwd").read()[0], b"opened\n")
+        # A link is resolved inside the root, from the directory's path.
+        os.rename(self.path("etc"), self.path("etc.new"))
+        os.rename(self.path("etc.old"), self.path("etc"))
+        self.assertEqual(etc.entry("group").name, "real-group")
+        self.assertEqual(etc.entry("group").read()[0], b"group\n")
+
+    def test_the_account_files_are_read_where_the_lock_is(self):
+        from ral_accounts import Accounts
+        write(self.path("etc/passwd"), b"alice:x:1000:1000::/home/alice:/bin/sh\n")
+        root = ral.Root()
+        with ral.Edit(ral.Lock.accounts(root)) as edit:
+            os.rename(self.path("etc"), self.path("etc.locked"))
+            write(self.path("etc/passwd"), b"mallory:x:0:0::/:/bin/sh\n")
+            db = Accounts(root, ["passwd"], edit)
+            self.assertEqual([r.name for r in db["passwd"].records()], ["alice"])
+
+
 class Edits(Sandbox):
     def test_a_file_is_replaced_keeping_its_mode_and_nothing_is_left(self):
         write(self.path("etc/hosts"), b"old\n", 0o640)

@@ -399,7 +399,12 @@ fn check_swap_race(race: &Race, updates: usize) {
     );
     // Updates did get through (to the directory inside the root) while it
     // was being swapped, so the race was run, not just refused.
-    assert!(succeeded > 0, "{}: no update succeeded", race.case.kind);
+    assert!(
+        succeeded > 0,
+        "{}: no update succeeded; the first said: {}",
+        race.case.kind,
+        results[0].stderr
+    );
     // What stays below the root is well formed.
     sandbox.ralsh(&["-j", race.case.kind]).expect(0);
     assert_eq!(temporary_files(sandbox.root()), Vec::<PathBuf>::new());

@@ -156,7 +156,7 @@ impl OutputCheck {
                         escape(resource),
                         raw.shown(),
                         declared.attr_type,
-                        escape(&reason)
+                        escape(&reason.to_string())
                     ),
                 }
             }

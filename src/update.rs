@@ -14,7 +14,7 @@ use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::secrets::REDACTED;
 use crate::text::escape;
-use crate::types::{Value, Written};
+use crate::types::{Mismatch, Value, Written};
 
 /// A checked change request: typed values for declared, settable attributes.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,18 +161,10 @@ impl Request {
 }
 
 /// The declared attribute `key`, if a request may set it; else why not,
-/// naming those it may set.
-pub fn settable_attribute<'p>(
-    provider: &'p Provider,
-    key: &str,
-) -> std::result::Result<&'p Attribute, String> {
-    settable_attribute_or(provider, key, &[])
-}
-
-/// [`settable_attribute`] where `also` are names the caller takes besides
-/// the provider's (a manifest's `require` and `before`): they are
-/// suggested for a mistyped name too.
-pub fn settable_attribute_or<'p>(
+/// naming those it may set. `also` are names the caller takes besides the
+/// provider's (a manifest's `require` and `before`): they are suggested for
+/// a mistyped name too.
+fn settable_attribute_or<'p>(
     provider: &'p Provider,
     key: &str,
     also: &[&str],
@@ -212,7 +204,7 @@ pub fn settable_attribute_or<'p>(
 /// Why a value does not fit `attribute`: `shown` is the value as the
 /// message quotes it, left out (with the reason, which may quote it) for a
 /// sensitive attribute.
-pub fn invalid_value(attribute: &Attribute, shown: &str, reason: &str) -> String {
+fn invalid_value(attribute: &Attribute, shown: &str, reason: &Mismatch) -> String {
     let key = &attribute.name;
     if attribute.sensitive {
         format!(

@@ -10,7 +10,7 @@
 use indexmap::IndexMap;
 use serde_json::Value as Json;
 
-use super::{AttrType, Value};
+use super::{AttrType, Found, Mismatch, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
@@ -20,18 +20,18 @@ enum Source {
 
 impl AttrType {
     /// Converts a value typed by a person on the command line.
-    pub fn parse_cli(&self, raw: &str) -> Result<Value, String> {
+    pub fn parse_cli(&self, raw: &str) -> Result<Value, Mismatch> {
         self.convert_text(raw, Source::CommandLine)
     }
 
     /// Converts a value read from `# simple` provider output.
-    pub fn parse_wire(&self, raw: &str) -> Result<Value, String> {
+    pub fn parse_wire(&self, raw: &str) -> Result<Value, Mismatch> {
         self.convert_text(raw, Source::SimpleOutput)
     }
 
     /// Checks a JSON value (json convention output, or a JSON literal on the
     /// command line) against the type.
-    pub fn check_json(&self, json: &Json) -> Result<Value, String> {
+    pub fn check_json(&self, json: &Json) -> Result<Value, Mismatch> {
         match (self, json) {
             (AttrType::Optional(_), Json::Null) => Ok(Value::Null),
             (AttrType::Optional(inner), other) => inner.check_json(other),
@@ -47,19 +47,19 @@ impl AttrType {
                     _ => choose(types, |t| t.check_json(json)),
                 }
             }
-            (_, Json::Null) => Err("null is not allowed (only optional[T] may be null)".to_owned()),
+            (_, Json::Null) => Err(Mismatch::Null),
             (AttrType::String, Json::String(text)) => Ok(Value::String(text.clone())),
             (AttrType::Boolean, Json::Bool(flag)) => Ok(Value::Bool(*flag)),
             (AttrType::Integer(range), Json::Number(number)) => {
                 let integer = number
                     .as_i64()
-                    .ok_or_else(|| format!("expected an integer, found {number}"))?;
+                    .ok_or_else(|| Mismatch::Fraction(number.to_string()))?;
                 in_range(integer, *range).map(Value::Integer)
             }
             (AttrType::Float, Json::Number(number)) => number
                 .as_f64()
                 .map(Value::Float)
-                .ok_or_else(|| format!("{number} is not a float")),
+                .ok_or_else(|| Mismatch::NotFloat(number.to_string())),
             (AttrType::Pattern(_) | AttrType::Enum(_), Json::String(text)) => {
                 self.convert_text(text, Source::CommandLine)
             }
@@ -71,16 +71,17 @@ impl AttrType {
                 .map(|(key, item)| {
                     hash_text(item)
                         .map(|text| (key.clone(), Value::String(text)))
-                        .ok_or_else(|| {
-                            format!(
-                                "the value of '{key}' is {}; hash values are text",
-                                json_kind(item)
-                            )
+                        .ok_or_else(|| Mismatch::HashValueNotText {
+                            key: key.clone(),
+                            found: json_kind(item),
                         })
                 })
                 .collect::<Result<_, _>>()
                 .map(Value::Hash),
-            (expected, found) => Err(format!("expected {expected}, found {}", json_kind(found))),
+            (expected, found) => Err(Mismatch::WrongKind {
+                expected: expected.to_string(),
+                found: json_kind(found),
+            }),
         }
     }
 
@@ -98,13 +99,13 @@ impl AttrType {
         }
     }
 
-    fn convert_text(&self, raw: &str, source: Source) -> Result<Value, String> {
+    fn convert_text(&self, raw: &str, source: Source) -> Result<Value, Mismatch> {
         match self {
             AttrType::String => Ok(Value::String(raw.to_owned())),
             AttrType::Boolean => match raw {
                 "true" => Ok(Value::Bool(true)),
                 "false" => Ok(Value::Bool(false)),
-                _ => Err("expected true or false".to_owned()),
+                _ => Err(Mismatch::NotBoolean),
             },
             AttrType::Integer(range) => in_range(decimal_integer(raw)?, *range).map(Value::Integer),
             AttrType::Float => decimal_float(raw).map(Value::Float),
@@ -112,14 +113,18 @@ impl AttrType {
                 if pattern.is_match(raw) {
                     Ok(Value::String(raw.to_owned()))
                 } else {
-                    Err(format!("does not match /{}/", pattern.source))
+                    Err(Mismatch::NoMatch {
+                        pattern: pattern.source.clone(),
+                    })
                 }
             }
             AttrType::Enum(members) => {
                 if members.iter().any(|member| member == raw) {
                     Ok(Value::String(raw.to_owned()))
                 } else {
-                    Err(format!("expected one of {}", members.join(", ")))
+                    Err(Mismatch::NotAMember {
+                        members: members.clone(),
+                    })
                 }
             }
             AttrType::Array(inner) => {
@@ -133,7 +138,11 @@ impl AttrType {
                     .map(|(index, item)| {
                         inner
                             .convert_text(item, source)
-                            .map_err(|e| format!("element {index} ('{item}'): {e}"))
+                            .map_err(|reason| Mismatch::Element {
+                                index,
+                                item: Some(item.clone()),
+                                reason: Box::new(reason),
+                            })
                     })
                     .collect::<Result<_, _>>()
                     .map(Value::Array)
@@ -145,7 +154,7 @@ impl AttrType {
                 let mut map = IndexMap::new();
                 for item in split_items(raw, source)? {
                     let Some((key, value)) = item.split_once('=') else {
-                        return Err(format!("'{item}' is not key=value"));
+                        return Err(Mismatch::NotKeyValue { item });
                     };
                     map.insert(key.to_owned(), Value::String(value.to_owned()));
                 }
@@ -170,46 +179,39 @@ fn hash_text(json: &Json) -> Option<String> {
 }
 
 /// The items of an array or hash written as text.
-fn split_items(raw: &str, source: Source) -> Result<Vec<String>, String> {
+fn split_items(raw: &str, source: Source) -> Result<Vec<String>, Mismatch> {
     match source {
         Source::CommandLine if raw.trim().is_empty() => Ok(Vec::new()),
         Source::CommandLine => Ok(raw.split(',').map(|item| item.trim().to_owned()).collect()),
-        Source::SimpleOutput => shell_words::split(raw)
-            .map_err(|_| "not a list of shell words (unbalanced quotes)".to_owned()),
+        Source::SimpleOutput => shell_words::split(raw).map_err(|_| Mismatch::UnbalancedQuotes),
     }
 }
 
-fn json_literal(raw: &str) -> Result<Json, String> {
-    serde_json::from_str(raw).map_err(|e| format!("not valid JSON: {e}"))
+fn json_literal(raw: &str) -> Result<Json, Mismatch> {
+    serde_json::from_str(raw).map_err(|e| Mismatch::BadJson(e.to_string()))
 }
 
 /// A variant takes the value when exactly one reading exists.
 fn choose(
     types: &[AttrType],
-    convert: impl Fn(&AttrType) -> Result<Value, String>,
-) -> Result<Value, String> {
+    convert: impl Fn(&AttrType) -> Result<Value, Mismatch>,
+) -> Result<Value, Mismatch> {
     let mut readings: Vec<(&AttrType, Value)> = Vec::new();
     let mut reasons = Vec::new();
     for candidate in types {
         match convert(candidate) {
             Ok(value) => readings.push((candidate, value)),
-            Err(reason) => reasons.push(format!("not {candidate}: {reason}")),
+            Err(reason) => reasons.push((candidate.to_string(), reason)),
         }
     }
     match readings.split_first() {
-        None => Err(format!(
-            "matches none of its types ({})",
-            reasons.join("; ")
-        )),
+        None => Err(Mismatch::NoneOf { reasons }),
         Some(((_, first), rest)) if rest.iter().all(|(_, other)| other == first) => {
             Ok(first.clone())
         }
         Some(_) => {
-            let names: Vec<String> = readings.iter().map(|(t, _)| t.to_string()).collect();
-            Err(format!(
-                "is ambiguous: it reads as {}",
-                names.join(" and as ")
-            ))
+            let readings = readings.iter().map(|(t, _)| t.to_string()).collect();
+            Err(Mismatch::Ambiguous { readings })
         }
     }
 }
@@ -218,38 +220,45 @@ fn choose(
 /// that does not convert fails the whole, naming its index.
 pub(super) fn elements<T>(
     items: &[T],
-    convert: impl Fn(&T) -> Result<Value, String>,
-) -> Result<Value, String> {
+    convert: impl Fn(&T) -> Result<Value, Mismatch>,
+) -> Result<Value, Mismatch> {
     items
         .iter()
         .enumerate()
-        .map(|(at, item)| convert(item).map_err(|e| format!("element {at}: {e}")))
+        .map(|(index, item)| {
+            convert(item).map_err(|reason| Mismatch::Element {
+                index,
+                item: None,
+                reason: Box::new(reason),
+            })
+        })
         .collect::<Result<_, _>>()
         .map(Value::Array)
 }
 
-fn in_range(integer: i64, range: Option<(i64, i64)>) -> Result<i64, String> {
+fn in_range(integer: i64, range: Option<(i64, i64)>) -> Result<i64, Mismatch> {
     match range {
-        Some((min, max)) if integer < min || integer > max => {
-            Err(format!("{integer} is outside the range {min} to {max}"))
-        }
+        Some((min, max)) if integer < min || integer > max => Err(Mismatch::OutOfRange {
+            value: integer,
+            min,
+            max,
+        }),
         _ => Ok(integer),
     }
 }
 
 /// A decimal integer: an optional sign and ASCII digits. Leading zeros do
 /// not make it octal; hex, exponents and fractions are refused.
-pub(super) fn decimal_integer(text: &str) -> Result<i64, String> {
+pub(super) fn decimal_integer(text: &str) -> Result<i64, Mismatch> {
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("expected a decimal integer".to_owned());
+        return Err(Mismatch::NotInteger);
     }
-    text.parse::<i64>()
-        .map_err(|_| "the integer is out of the 64-bit range".to_owned())
+    text.parse::<i64>().map_err(|_| Mismatch::IntegerTooLarge)
 }
 
 /// A decimal number: sign, digits, optional fraction and exponent.
-fn decimal_float(text: &str) -> Result<f64, String> {
+fn decimal_float(text: &str) -> Result<f64, Mismatch> {
     let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
         Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
@@ -266,26 +275,24 @@ fn decimal_float(text: &str) -> Result<f64, String> {
         || !digits(fraction)
         || !exponent_ok
     {
-        return Err("expected a decimal number".to_owned());
+        return Err(Mismatch::NotNumber);
     }
-    let number: f64 = text
-        .parse()
-        .map_err(|_| "expected a decimal number".to_owned())?;
+    let number: f64 = text.parse().map_err(|_| Mismatch::NotNumber)?;
     if number.is_finite() {
         Ok(number)
     } else {
-        Err("the number is too large".to_owned())
+        Err(Mismatch::NumberTooLarge)
     }
 }
 
-fn json_kind(json: &Json) -> &'static str {
+fn json_kind(json: &Json) -> Found {
     match json {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(number) if number.is_i64() || number.is_u64() => "an integer",
-        Json::Number(_) => "a float",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
+        Json::Null => Found::JsonNull,
+        Json::Bool(_) => Found::Boolean,
+        Json::Number(number) if number.is_i64() || number.is_u64() => Found::Integer,
+        Json::Number(_) => Found::Float,
+        Json::String(_) => Found::String,
+        Json::Array(_) => Found::Array,
+        Json::Object(_) => Found::Object,
     }
 }

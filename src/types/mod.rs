@@ -21,12 +21,14 @@
 //! | `variant[T1, T2]` | a value exactly one of the types accepts in one way |
 
 mod convert;
+mod mismatch;
 mod parse;
 mod value;
 mod written;
 
 use std::fmt;
 
+pub use mismatch::{BadType, Found, Mismatch};
 pub use value::Value;
 pub use written::Written;
 
@@ -58,15 +60,12 @@ pub struct Pattern {
 }
 
 impl Pattern {
-    pub fn new(source: &str) -> Result<Pattern, String> {
-        let regex = regex::Regex::new(source).map_err(|e| {
-            let detail = e.to_string();
-            let last = detail.lines().last().unwrap_or_default().trim().to_owned();
-            format!("invalid regular expression /{source}/: {last}")
-        })?;
+    /// Compiles `source`; a regular expression the `regex` crate refuses
+    /// is the type string's error.
+    pub(super) fn new(source: &str) -> Result<Pattern, regex::Error> {
         Ok(Pattern {
             source: source.to_owned(),
-            regex,
+            regex: regex::Regex::new(source)?,
         })
     }
 
@@ -86,7 +85,7 @@ impl Eq for Pattern {}
 impl AttrType {
     /// Parses a type string from metadata. Keywords are case-insensitive and
     /// spaces around brackets and commas are ignored.
-    pub fn parse(text: &str) -> Result<AttrType, String> {
+    pub fn parse(text: &str) -> Result<AttrType, BadType> {
         parse::parse(text)
     }
 

@@ -1,18 +1,22 @@
 //! The type-expression parser: a small recursive descent over the type
 //! string, with errors that say what was expected and where.
 
-use super::{AttrType, Pattern};
+use super::{AttrType, BadType, Pattern};
 
 /// Parses a whole type string.
-pub fn parse(text: &str) -> Result<AttrType, String> {
+pub fn parse(text: &str) -> Result<AttrType, BadType> {
+    let bad = |reason| BadType {
+        text: text.to_owned(),
+        reason,
+    };
     let mut parser = Parser { text, pos: 0 };
-    let parsed = parser.ty().map_err(|e| format!("type '{text}': {e}"))?;
+    let parsed = parser.ty().map_err(bad)?;
     parser.skip_space();
     if parser.pos < text.len() {
-        return Err(format!(
-            "type '{text}': unexpected '{}' after the type",
+        return Err(bad(format!(
+            "unexpected '{}' after the type",
             &text[parser.pos..]
-        ));
+        )));
     }
     Ok(parsed)
 }
@@ -191,7 +195,11 @@ impl Parser<'_> {
                 '/' if !escaped => {
                     let source = self.text[start..start + offset].replace("\\/", "/");
                     self.pos = start + offset + 1;
-                    return Pattern::new(&source);
+                    return Pattern::new(&source).map_err(|e| {
+                        let detail = e.to_string();
+                        let last = detail.lines().last().unwrap_or_default().trim();
+                        format!("invalid regular expression /{source}/: {last}")
+                    });
                 }
                 '\\' => escaped = !escaped,
                 _ => escaped = false,
@@ -252,14 +260,20 @@ mod tests {
             ("variant[integer,]", "expected a type name but found ']'"),
         ] {
             let err = parse(text).unwrap_err();
-            assert!(err.contains(needle), "{text:?}: {err}");
-            assert!(err.starts_with(&format!("type '{text}'")), "{err}");
+            assert!(err.to_string().contains(needle), "{text:?}: {err}");
+            assert!(
+                err.to_string().starts_with(&format!("type '{text}'")),
+                "{err}"
+            );
         }
     }
 
     #[test]
     fn deep_nesting_is_refused() {
         let text = format!("{}string{}", "array[".repeat(12), "]".repeat(12));
-        assert!(parse(&text).unwrap_err().contains("nest deeper"));
+        assert!(parse(&text)
+            .unwrap_err()
+            .to_string()
+            .contains("nest deeper"));
     }
 }

@@ -26,7 +26,10 @@ fn cli_table(type_text: &str, good: &[(&str, Value)], bad: &[(&str, &str)]) {
         let err = parsed
             .parse_cli(input)
             .expect_err(&format!("{type_text} must reject {input:?}"));
-        assert!(err.contains(reason), "{type_text} <- {input:?}: {err}");
+        assert!(
+            err.to_string().contains(reason),
+            "{type_text} <- {input:?}: {err}"
+        );
     }
 }
 
@@ -231,6 +234,7 @@ fn simple_output_arrays_and_hashes_are_shell_words() {
     assert!(array
         .parse_wire("'open")
         .unwrap_err()
+        .to_string()
         .contains("unbalanced quotes"));
     let hash = ty("hash");
     assert_eq!(
@@ -253,14 +257,17 @@ fn json_values_keep_their_types() {
     assert!(integer
         .check_json(&json!(true))
         .unwrap_err()
+        .to_string()
         .contains("expected integer, found a boolean"));
     assert!(integer
         .check_json(&json!(5.5))
         .unwrap_err()
+        .to_string()
         .contains("expected an integer, found 5.5"));
     assert!(integer
         .check_json(&json!(null))
         .unwrap_err()
+        .to_string()
         .contains("null is not allowed"));
     assert_eq!(
         ty("boolean").check_json(&json!(false)),
@@ -274,6 +281,7 @@ fn json_values_keep_their_types() {
     assert!(ty("array[string]")
         .check_json(&json!(["a", 1]))
         .unwrap_err()
+        .to_string()
         .contains("element 1: expected string, found an integer"));
     // JSON carries its type, which settles a variant.
     assert_eq!(
@@ -287,10 +295,51 @@ fn json_values_keep_their_types() {
     assert!(ty("variant[string, pattern[/a/]]")
         .check_json(&json!(3))
         .unwrap_err()
+        .to_string()
         .contains("matches none"));
     // A hash is the same however it is written.
     assert_eq!(
         ty("hash").check_json(&json!({"k": 1})),
         ty("hash").parse_cli("k=1")
+    );
+}
+
+#[test]
+fn mismatches_are_told_apart_by_kind() {
+    use super::{BadType, Found, Mismatch, Written};
+    assert_eq!(
+        ty("integer[1, 10]").parse_cli("11"),
+        Err(Mismatch::OutOfRange {
+            value: 11,
+            min: 1,
+            max: 10
+        })
+    );
+    assert_eq!(
+        ty("enum[a, b]").parse_cli("c"),
+        Err(Mismatch::NotAMember {
+            members: vec!["a".into(), "b".into()]
+        })
+    );
+    assert!(matches!(
+        ty("array[integer]").parse_cli("1,x"),
+        Err(Mismatch::Element { index: 1, item: Some(item), reason })
+            if item == "x" && *reason == Mismatch::NotInteger
+    ));
+    assert_eq!(
+        ty("boolean").convert_written(&Written::List(Vec::new())),
+        Err(Mismatch::WrongKind {
+            expected: "boolean".into(),
+            found: Found::List
+        })
+    );
+    assert!(matches!(
+        AttrType::parse("integer[3, 1]"),
+        Err(BadType { text, reason }) if text == "integer[3, 1]" && reason.contains("is empty")
+    ));
+    // What came from outside prints escaped.
+    assert_eq!(
+        ty("hash").parse_cli("a\u{1b}[2J").unwrap_err().to_string(),
+        "'a\\u{1b}[2J' is not key=value"
     );
 }

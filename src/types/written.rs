@@ -5,7 +5,7 @@
 
 use crate::text::escape;
 
-use super::{AttrType, Value};
+use super::{AttrType, Found, Mismatch, Value};
 
 /// A value as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,25 +28,34 @@ impl Written {
             Written::Map(_) => "(a mapping)".to_owned(),
         }
     }
+
+    /// The kind of value written, for a [`Mismatch`].
+    fn found(&self) -> Found {
+        match self {
+            Written::Null => Found::JsonNull,
+            Written::Text(_) => Found::String,
+            Written::List(_) => Found::List,
+            Written::Map(_) => Found::Mapping,
+        }
+    }
 }
 
 impl AttrType {
     /// Converts a written value: a text as on the command line, a list
     /// into an array, a mapping of texts into a hash; null only into an
     /// optional type.
-    pub fn convert_written(&self, written: &Written) -> Result<Value, String> {
+    pub fn convert_written(&self, written: &Written) -> Result<Value, Mismatch> {
         match (self, written) {
             (AttrType::Optional(_), Written::Null) => Ok(Value::Null),
-            (_, Written::Null) => Err(
-                "it has no value (null); write '' for an empty text, or leave the attribute out"
-                    .to_owned(),
-            ),
+            (_, Written::Null) => Err(Mismatch::NoValue),
             (_, Written::Text(text)) => self.parse_cli(text),
             (AttrType::Optional(inner), _) => inner.convert_written(written),
             (AttrType::Variant(types), _) => types
                 .iter()
                 .find_map(|t| t.convert_written(written).ok())
-                .ok_or_else(|| format!("it is none of {self}")),
+                .ok_or_else(|| Mismatch::NotAnyOf {
+                    variant: self.to_string(),
+                }),
             (AttrType::Array(inner), Written::List(items)) => {
                 super::convert::elements(items, |item| inner.convert_written(item))
             }
@@ -54,12 +63,17 @@ impl AttrType {
                 .iter()
                 .map(|(key, value)| match value {
                     Written::Text(text) => Ok((key.clone(), Value::String(text.clone()))),
-                    _ => Err(format!("the value of '{}' must be a text", escape(key))),
+                    other => Err(Mismatch::HashValueNotText {
+                        key: key.clone(),
+                        found: other.found(),
+                    }),
                 })
                 .collect::<Result<_, _>>()
                 .map(Value::Hash),
-            (_, Written::List(_)) => Err(format!("a list is not a {self}")),
-            (_, Written::Map(_)) => Err(format!("a mapping is not a {self}")),
+            (_, Written::List(_) | Written::Map(_)) => Err(Mismatch::WrongKind {
+                expected: self.to_string(),
+                found: written.found(),
+            }),
         }
     }
 }

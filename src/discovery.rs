@@ -332,13 +332,11 @@ fn read_yaml(yaml: &Path) -> Result<String> {
     };
     // A file of the wrong kind or size stays so until it changes; a failed
     // read (EIO, EMFILE) may pass, and is not remembered.
-    let bytes = bounded_read::read_file(yaml, MAX_METADATA, Links::Follow).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::Other {
-            invalid(format!("cannot read it: {e}"))
-        } else {
-            Error::io(format!("reading {}", yaml.display()), e)
-        }
-    })?;
+    let bytes =
+        bounded_read::read_file(yaml, MAX_METADATA, Links::Follow).map_err(|e| match e {
+            bounded_read::Refused::Io(e) => Error::io(format!("reading {}", yaml.display()), e),
+            lasting => invalid(format!("cannot read it: {lasting}")),
+        })?;
     String::from_utf8(bytes).map_err(|e| invalid(format!("it is not UTF-8 text: {e}")))
 }
 

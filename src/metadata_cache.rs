@@ -180,7 +180,7 @@ impl MetadataCache {
         // its place is ignored (and replaced by the next put).
         let text = match bounded_read::read_file(&path, MAX_ENTRY, Links::Refuse) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) if e.is_missing() => return None,
             Err(e) => {
                 log::info!("ignoring the cache entry {}: {e}", path.display());
                 return None;

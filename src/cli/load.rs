@@ -81,9 +81,24 @@ pub fn load_with(
 
 const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
 
+/// An option's value that is refused (clap prints it after the option).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadOptionValue {
+    #[error(
+        "'{0}' is not a log level: use one of {levels}, or TARGET=LEVEL pairs and a level, \
+         comma-separated",
+        levels = LEVELS.join(", ")
+    )]
+    LogLevel(String),
+    #[error("'{0}' is not a number of seconds")]
+    NotSeconds(String),
+    #[error("'{text}' must be {allowed}")]
+    OutOfRange { text: String, allowed: &'static str },
+}
+
 /// A log level, or env_logger directives whose levels are all known words
 /// (a misspelt level would otherwise silently read as a module name).
-pub fn parse_log_level(text: &str) -> Result<String, String> {
+pub fn parse_log_level(text: &str) -> Result<String, BadOptionValue> {
     let known = |level: &str| LEVELS.contains(&level.to_ascii_lowercase().as_str());
     let valid = !text.is_empty()
         && text
@@ -95,30 +110,41 @@ pub fn parse_log_level(text: &str) -> Result<String, String> {
     if valid {
         Ok(text.to_owned())
     } else {
-        Err(format!(
-            "'{text}' is not a log level: use one of {}, or TARGET=LEVEL pairs and a level, \
-             comma-separated",
-            LEVELS.join(", ")
-        ))
+        Err(BadOptionValue::LogLevel(text.to_owned()))
     }
 }
 
-pub fn parse_timeout(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .parse()
-        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
-    if !(seconds > 0.0 && seconds <= 86_400.0 * 365.0) {
-        return Err(format!("'{text}' must be a positive number of seconds"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
+/// `--timeout`: more than 0 seconds, at most a year.
+pub fn parse_timeout(text: &str) -> Result<Duration, BadOptionValue> {
+    seconds_in(
+        text,
+        |s| s > 0.0 && s <= 86_400.0 * 365.0,
+        "a positive number of seconds",
+    )
 }
 
-pub fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
+/// `--lock-timeout`: 0 (do not wait) to a day.
+pub fn parse_lock_timeout(text: &str) -> Result<Duration, BadOptionValue> {
+    seconds_in(
+        text,
+        |s| (0.0..=86_400.0).contains(&s),
+        "from 0 to 86400 seconds",
+    )
+}
+
+fn seconds_in(
+    text: &str,
+    allowed: impl Fn(f64) -> bool,
+    said: &'static str,
+) -> Result<Duration, BadOptionValue> {
     let seconds: f64 = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
-    if !(0.0..=86_400.0).contains(&seconds) {
-        return Err(format!("'{text}' must be from 0 to 86400 seconds"));
+        .map_err(|_| BadOptionValue::NotSeconds(text.to_owned()))?;
+    if !allowed(seconds) {
+        return Err(BadOptionValue::OutOfRange {
+            text: text.to_owned(),
+            allowed: said,
+        });
     }
     Ok(Duration::from_secs_f64(seconds))
 }

@@ -3,10 +3,9 @@
 //! [`MAX_INPUT_BYTES`]. A FIFO, a device or a directory is refused at once
 //! instead of blocking or reading without end.
 
-use std::io::Read;
 use std::path::Path;
 
-use crate::bounded_read::{read_file, Links};
+use crate::bounded_read::{read_at_most, read_file, Links, Refused};
 
 /// How every saved plan starts: the rule that tells it from a manifest.
 pub const MARK: &str = "{\"ral_saved_plan\":";
@@ -20,42 +19,61 @@ pub fn is_marked(text: &str) -> bool {
 /// far below what would exhaust memory.
 pub const MAX_INPUT_BYTES: usize = 64 << 20;
 
-/// Reads `path` (`-`: standard input) as UTF-8 text, or says why it
-/// cannot be read: the message is meant to follow the file's name.
-pub fn read_text(path: &Path) -> Result<String, String> {
+/// Why a manifest or saved plan could not be read. It prints as what
+/// follows the file's name in a message.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    /// The file is refused (not a regular file, too large) or could not
+    /// be opened or read.
+    #[error("{}", refused_text(.0))]
+    File(Refused),
+    /// Standard input could not be read or is too large.
+    #[error("{}", stdin_text(.0))]
+    Stdin(Refused),
+    /// The bytes are no UTF-8 text.
+    #[error("it is not UTF-8 text (byte {valid_up_to} is not valid)")]
+    NotUtf8 { valid_up_to: usize },
+}
+
+impl Unreadable {
+    /// Why, without the "cannot read it" a failed read is introduced by.
+    pub fn reason(&self) -> String {
+        match self {
+            Unreadable::File(Refused::Io(e)) => e.to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
+fn refused_text(refused: &Refused) -> String {
+    match refused {
+        Refused::Io(e) => format!("cannot read it: {e}"),
+        other => other.to_string(),
+    }
+}
+
+fn stdin_text(refused: &Refused) -> String {
+    match refused {
+        Refused::TooLarge { max } => format!("standard input is larger than {max} bytes"),
+        other => format!("cannot read standard input: {other}"),
+    }
+}
+
+/// Reads `path` (`-`: standard input) as UTF-8 text.
+pub fn read_text(path: &Path) -> Result<String, Unreadable> {
     read_text_at_most(path, MAX_INPUT_BYTES)
 }
 
 /// [`read_text`] with another bound.
-pub fn read_text_at_most(path: &Path, max: usize) -> Result<String, String> {
+pub fn read_text_at_most(path: &Path, max: usize) -> Result<String, Unreadable> {
     let bytes = if path.as_os_str() == "-" {
-        read_stream(std::io::stdin().lock(), max)?
+        read_at_most(std::io::stdin().lock(), max).map_err(Unreadable::Stdin)?
     } else {
-        read_file(path, max, Links::Follow).map_err(|e| match e.kind() {
-            std::io::ErrorKind::Other => e.to_string(),
-            _ => format!("cannot read it: {e}"),
-        })?
+        read_file(path, max, Links::Follow).map_err(Unreadable::File)?
     };
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "it is not UTF-8 text (byte {} is not valid)",
-            e.utf8_error().valid_up_to()
-        )
+    String::from_utf8(bytes).map_err(|e| Unreadable::NotUtf8 {
+        valid_up_to: e.utf8_error().valid_up_to(),
     })
-}
-
-/// Reads all of standard input (or a test's stand-in), refusing it as soon
-/// as it holds more than `max` bytes rather than after reading it all.
-fn read_stream(stream: impl Read, max: usize) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::new();
-    stream
-        .take(max as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read standard input: {e}"))?;
-    if bytes.len() > max {
-        return Err(format!("standard input is larger than {max} bytes"));
-    }
-    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -69,36 +87,50 @@ mod tests {
         std::fs::write(&file, "a: {}\n").unwrap();
         assert_eq!(read_text(&file).unwrap(), "a: {}\n");
         assert_eq!(
-            read_text_at_most(&file, 3).unwrap_err(),
+            read_text_at_most(&file, 3).unwrap_err().to_string(),
             "it is larger than 3 bytes"
         );
         assert_eq!(
-            read_text(Path::new("/dev/zero")).unwrap_err(),
+            read_text(Path::new("/dev/zero")).unwrap_err().to_string(),
             "it is not a regular file"
         );
         assert_eq!(
-            read_text(dir.path()).unwrap_err(),
+            read_text(dir.path()).unwrap_err().to_string(),
             "it is not a regular file"
         );
         std::fs::write(&file, b"a: \xff\n").unwrap();
-        assert!(read_text(&file).unwrap_err().contains("not UTF-8"));
+        assert!(matches!(
+            read_text(&file),
+            Err(Unreadable::NotUtf8 { valid_up_to: 3 })
+        ));
         let missing = read_text(&dir.path().join("none")).unwrap_err();
-        assert!(missing.starts_with("cannot read it: "), "{missing}");
+        assert!(
+            missing.to_string().starts_with("cannot read it: "),
+            "{missing}"
+        );
+        assert!(!missing.reason().starts_with("cannot read it"), "{missing}");
     }
 
     #[test]
     fn standard_input_of_exactly_the_bound_is_read_and_one_byte_more_is_not() {
+        let read_stream = |stream: Box<dyn std::io::Read + '_>, max| {
+            read_at_most(stream, max).map_err(Unreadable::Stdin)
+        };
         let at_bound = vec![b'a'; 5];
-        assert_eq!(read_stream(&at_bound[..], 5).unwrap(), at_bound);
+        assert_eq!(read_stream(Box::new(&at_bound[..]), 5).unwrap(), at_bound);
         assert_eq!(
-            read_stream(&[b'a'; 6][..], 5).unwrap_err(),
+            read_stream(Box::new(&[b'a'; 6][..]), 5)
+                .unwrap_err()
+                .to_string(),
             "standard input is larger than 5 bytes"
         );
         // An endless stream is cut off just past the bound, not read whole.
         assert_eq!(
-            read_stream(std::io::repeat(b'a'), 5).unwrap_err(),
+            read_stream(Box::new(std::io::repeat(b'a')), 5)
+                .unwrap_err()
+                .to_string(),
             "standard input is larger than 5 bytes"
         );
-        assert_eq!(read_stream(&b""[..], 5).unwrap(), b"");
+        assert_eq!(read_stream(Box::new(&b""[..]), 5).unwrap(), b"");
     }
 }

@@ -111,7 +111,7 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
             }
             Err(why) => {
                 reading.complete = false;
-                let why = why.strip_prefix("cannot read it: ").unwrap_or(&why);
+                let why = why.reason();
                 reading.problems.push(Problem {
                     file: path.clone(),
                     line: 0,
@@ -279,7 +279,9 @@ fn declared_resource(
 
 /// `TYPE[NAME]` or a list of them.
 fn references(node: &Node, line: usize) -> Result<Vec<Reference>, String> {
-    let one = |scalar: &MarkedScalarNode| parse_reference(scalar.as_str(), line_of(scalar, line));
+    let one = |scalar: &MarkedScalarNode| {
+        parse_reference(scalar.as_str(), line_of(scalar, line)).map_err(|e| e.to_string())
+    };
     match node {
         Node::Scalar(scalar) => Ok(vec![one(scalar)?]),
         Node::Sequence(items) => items
@@ -293,14 +295,18 @@ fn references(node: &Node, line: usize) -> Result<Vec<Reference>, String> {
     }
 }
 
+/// A text that is no `TYPE[NAME]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{}' is not a reference TYPE[NAME]", crate::text::escape(.text))]
+pub struct NotAReference {
+    pub text: String,
+}
+
 /// Parses `TYPE[NAME]`; the name runs to the last `]`, so it may hold
 /// brackets itself.
-pub fn parse_reference(text: &str, line: usize) -> Result<Reference, String> {
-    let wrong = || {
-        format!(
-            "'{}' is not a reference TYPE[NAME]",
-            crate::text::escape(text)
-        )
+pub fn parse_reference(text: &str, line: usize) -> Result<Reference, NotAReference> {
+    let wrong = || NotAReference {
+        text: text.to_owned(),
     };
     let (type_query, rest) = text.split_once('[').ok_or_else(wrong)?;
     let name = rest.strip_suffix(']').ok_or_else(wrong)?;

@@ -28,6 +28,7 @@ use super::ownership;
 use super::plan::{self, ErrorKind, Plan, PlanState, TaskState};
 use super::record::{Recorder, Recording};
 use super::report::Report;
+use super::saved::Disagreement;
 use super::saved::{self, SavedFile, SavedPlan};
 
 /// Which command runs.
@@ -113,7 +114,7 @@ pub enum Invalid {
     StoreChanged { planned: i64, now: i64 },
     /// Its tasks do not fit the manifests read again.
     #[error("{0}")]
-    Tasks(String),
+    Tasks(#[from] Disagreement),
 }
 
 fn invalid(plan: &SavedPlan, why: Invalid) -> RunError {

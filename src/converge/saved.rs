@@ -26,7 +26,7 @@ use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::secrets::REDACTED;
 use crate::store::{Store, StoreKey};
-use crate::types::Value;
+use crate::types::{Mismatch, Value};
 use crate::update;
 
 use super::catalog::{Catalog, Item};
@@ -590,7 +590,7 @@ impl SavedPlan {
     /// store's removals): exactly those the file holds, with the sensitive
     /// values taken from the manifests and checked against their digests.
     /// An error when the catalog and the file do not agree.
-    pub fn plan(&self, catalog: &Catalog) -> std::result::Result<Plan, String> {
+    pub fn plan(&self, catalog: &Catalog) -> std::result::Result<Plan, Disagreement> {
         let index: HashMap<(String, &str), usize> = catalog
             .items
             .iter()
@@ -603,21 +603,22 @@ impl SavedPlan {
         for (at, saved) in self.tasks.iter().enumerate() {
             let reference = format!("{}[{}]", saved.type_query, saved.name);
             if saved.id != at + 1 {
-                return Err(format!("task {} of {reference} is out of order", saved.id));
+                return Err(Disagreement::OutOfOrder {
+                    id: saved.id,
+                    reference,
+                });
             }
-            if let Some(id) = saved.requires.iter().find(|&&id| id == 0 || id >= saved.id) {
-                return Err(format!(
-                    "{reference} waits for task {id}, which is not before it"
-                ));
+            if let Some(&id) = saved.requires.iter().find(|&&id| id == 0 || id >= saved.id) {
+                return Err(Disagreement::WaitsForLater { reference, id });
             }
             let item_at = *index
                 .get(&(saved.provider.clone(), saved.name.as_str()))
                 .filter(|&&i| catalog.items[i].type_query == saved.type_query)
-                .ok_or_else(|| {
-                    format!("{reference} is not in its manifests or the state store any more")
+                .ok_or_else(|| Disagreement::Gone {
+                    reference: reference.clone(),
                 })?;
             if !seen.insert(item_at) {
-                return Err(format!("{reference} has two tasks"));
+                return Err(Disagreement::Twice { reference });
             }
             let provider = catalog.items[item_at].provider;
             if checked.insert(saved.provider.as_str()) {
@@ -626,18 +627,11 @@ impl SavedPlan {
                 // The program decides, not its path: bundled providers
                 // live in a cache directory that may be another one.
                 if then.is_none_or(|then| then.sha256 != now.sha256) {
-                    return Err(format!(
-                        "its provider {} is {} now, {}",
-                        saved.provider,
-                        now.source,
-                        match then {
-                            Some(then) if then.source == now.source => {
-                                "whose program changed since the plan was made".to_owned()
-                            }
-                            Some(then) => format!("not {} as when the plan was made", then.source),
-                            None => "and the plan does not name it".to_owned(),
-                        }
-                    ));
+                    return Err(Disagreement::ProviderChanged {
+                        provider: saved.provider.clone(),
+                        now: now.source,
+                        then: then.map(|then| then.source.clone()),
+                    });
                 }
             }
             tasks.push(self.task(saved, item_at, &catalog.items[item_at])?);
@@ -650,7 +644,12 @@ impl SavedPlan {
         })
     }
 
-    fn task(&self, saved: &SavedTask, at: usize, item: &Item) -> std::result::Result<Task, String> {
+    fn task(
+        &self,
+        saved: &SavedTask,
+        at: usize,
+        item: &Item,
+    ) -> std::result::Result<Task, Disagreement> {
         let provider = item.provider;
         let qualified = provider.qualified_name();
         let name = item.name();
@@ -669,16 +668,19 @@ impl SavedPlan {
                     Attr::Secret(a) => &a.attr == key && secret_of(key, &a.hmac, value),
                 });
         if !same_request {
-            return Err(format!(
-                "the manifests ask for {reference} otherwise than when it was made"
-            ));
+            return Err(Disagreement::RequestChanged { reference });
         }
         let action = match saved.action.as_str() {
             "create" => Action::Create,
             "change" => Action::Change,
             "remove" => Action::Remove,
             "unknown" => Action::Unknown,
-            other => return Err(format!("{reference} has the unknown action '{other}'")),
+            other => {
+                return Err(Disagreement::UnknownAction {
+                    reference,
+                    action: other.to_owned(),
+                })
+            }
         };
         // Checked above: every task it waits for is before it.
         let requires = saved.requires.iter().map(|id| id - 1).collect();
@@ -729,21 +731,26 @@ impl SavedPlan {
                 Attr::Secret(a) => asked
                     .filter(|v| secret_of(key, &a.hmac, v))
                     .cloned()
-                    .ok_or_else(|| {
-                        format!(
-                            "the manifests no longer give the sensitive value of '{key}' for \
-                             {reference}"
-                        )
+                    .ok_or_else(|| Disagreement::SecretGone {
+                        reference: reference.clone(),
+                        attr: key.to_owned(),
                     })?,
                 Attr::Plain(a) => match asked.filter(|v| Json::from(*v) == a.value) {
                     Some(v) => v.clone(),
                     // A default filled in on creation.
                     None => provider
                         .attribute(key)
-                        .ok_or_else(|| format!("{reference} has no attribute '{key}'"))?
+                        .ok_or_else(|| Disagreement::NoAttribute {
+                            reference: reference.clone(),
+                            attr: key.to_owned(),
+                        })?
                         .attr_type
                         .check_json(&a.value)
-                        .map_err(|e| format!("{reference}: attribute '{key}': {e}"))?,
+                        .map_err(|reason| Disagreement::BadValue {
+                            reference: reference.clone(),
+                            attr: key.to_owned(),
+                            reason,
+                        })?,
                 },
             };
             should.push((key.to_owned(), value));
@@ -774,6 +781,51 @@ impl SavedPlan {
             should,
         });
         Ok(task)
+    }
+}
+
+/// How a saved plan's tasks and the catalog made again from its manifests
+/// disagree: the plan cannot be applied as it was made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Disagreement {
+    #[error("task {id} of {reference} is out of order")]
+    OutOfOrder { id: usize, reference: String },
+    #[error("{reference} waits for task {id}, which is not before it")]
+    WaitsForLater { reference: String, id: usize },
+    #[error("{reference} is not in its manifests or the state store any more")]
+    Gone { reference: String },
+    #[error("{reference} has two tasks")]
+    Twice { reference: String },
+    /// The provider's program is not the one the plan was made with.
+    #[error("its provider {provider} is {now} now, {}", provider_then(.now, .then.as_deref()))]
+    ProviderChanged {
+        provider: String,
+        now: String,
+        /// Where it was when the plan was made; `None` when the plan does
+        /// not name it.
+        then: Option<String>,
+    },
+    #[error("the manifests ask for {reference} otherwise than when it was made")]
+    RequestChanged { reference: String },
+    #[error("{reference} has the unknown action '{action}'")]
+    UnknownAction { reference: String, action: String },
+    #[error("the manifests no longer give the sensitive value of '{attr}' for {reference}")]
+    SecretGone { reference: String, attr: String },
+    #[error("{reference} has no attribute '{attr}'")]
+    NoAttribute { reference: String, attr: String },
+    #[error("{reference}: attribute '{attr}': {reason}")]
+    BadValue {
+        reference: String,
+        attr: String,
+        reason: Mismatch,
+    },
+}
+
+fn provider_then(now: &str, then: Option<&str>) -> String {
+    match then {
+        Some(then) if then == now => "whose program changed since the plan was made".to_owned(),
+        Some(then) => format!("not {then} as when the plan was made"),
+        None => "and the plan does not name it".to_owned(),
     }
 }
 

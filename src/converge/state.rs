@@ -14,7 +14,7 @@ use crate::text::escape;
 
 pub use crate::store::{ItemState, StoredItem};
 
-use super::manifest::parse_reference;
+use super::manifest::{parse_reference, NotAReference};
 use super::report::{Counts, Report};
 
 /// Why `ral state` could not answer.
@@ -30,7 +30,7 @@ pub enum StateError {
     NoItem { item: String, path: PathBuf },
     /// An item not written `TYPE[NAME]`.
     #[error("{0}")]
-    Reference(String),
+    Reference(#[from] NotAReference),
 }
 
 type Result<T> = std::result::Result<T, StateError>;

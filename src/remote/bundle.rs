@@ -228,8 +228,14 @@ fn read_files(
         if !meta.is_file() {
             continue;
         }
-        let bytes = bounded_read::read_file(&path, MAX_FILE, bounded_read::Links::Follow)
-            .map_err(|e| Error::io(format!("reading {} to copy it", path.display()), e))?;
+        let bytes =
+            bounded_read::read_file(&path, MAX_FILE, bounded_read::Links::Follow).map_err(|e| {
+                let e = match e {
+                    bounded_read::Refused::Io(e) => e,
+                    lasting => std::io::Error::other(lasting.to_string()),
+                };
+                Error::io(format!("reading {} to copy it", path.display()), e)
+            })?;
         *total += bytes.len();
         if *total > MAX_BUNDLE {
             return Err(Error::io(

@@ -267,9 +267,9 @@ impl Store {
             _lock: lock,
         };
         store.configure()?;
-        schema::migrate(&mut store.conn).map_err(|message| Error::Store {
+        schema::migrate(&mut store.conn).map_err(|e| Error::Store {
             path: path.clone(),
-            message,
+            message: e.to_string(),
         })?;
         store.make_id()?;
         if let Some(identity) = identity {

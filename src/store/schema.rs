@@ -65,24 +65,35 @@ CREATE TABLE intents (
 ",
 ];
 
+/// Why the database cannot be brought to [`VERSION`].
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error(
+        "its schema is version {found}, newer than this ral knows (version {VERSION}); use the \
+         ral that wrote it, or a newer one"
+    )]
+    Newer { found: i64 },
+    #[error("migrating to schema version {version}: {error}")]
+    Migration {
+        version: i64,
+        error: rusqlite::Error,
+    },
+    #[error("{0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
 /// Brings the database to [`VERSION`], or says why it cannot.
-pub fn migrate(conn: &mut Connection) -> Result<(), String> {
-    let found: i64 = conn
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .map_err(|e| e.to_string())?;
+pub fn migrate(conn: &mut Connection) -> Result<(), SchemaError> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     if found > VERSION {
-        return Err(format!(
-            "its schema is version {found}, newer than this ral knows (version {VERSION}); \
-             use the ral that wrote it, or a newer one"
-        ));
+        return Err(SchemaError::Newer { found });
     }
     for version in found + 1..=VERSION {
-        let tx = conn.transaction().map_err(|e| e.to_string())?;
+        let tx = conn.transaction()?;
         tx.execute_batch(MIGRATIONS[(version - 1) as usize])
-            .map_err(|e| format!("migrating to schema version {version}: {e}"))?;
-        tx.pragma_update(None, "user_version", version)
-            .map_err(|e| e.to_string())?;
-        tx.commit().map_err(|e| e.to_string())?;
+            .map_err(|error| SchemaError::Migration { version, error })?;
+        tx.pragma_update(None, "user_version", version)?;
+        tx.commit()?;
     }
     Ok(())
 }

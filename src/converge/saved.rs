@@ -723,6 +723,46 @@ impl SavedPlan {
                 Attr::Secret(a) => secrets.push((a.attr.clone(), a.hmac.clone())),
             }
         }
+        let should = self.should(saved, item, &secret_of)?;
+        task.changes = should
+            .iter()
+            .map(|(key, value)| Change {
+                attr: key.clone(),
+                is: value.clone(),
+                was: state.attrs.get(key).cloned().or_else(|| {
+                    secrets
+                        .iter()
+                        .any(|(a, _)| a == key)
+                        .then(|| Value::from(REDACTED))
+                }),
+            })
+            .collect();
+        task.planned_from = Some(Planned::new(
+            found.then(|| state.clone()),
+            secrets,
+            self.key.clone(),
+            qualified.clone(),
+        ));
+        task.transition = Some(update::Transition {
+            name: name.to_owned(),
+            found,
+            state,
+            should,
+        });
+        Ok(task)
+    }
+
+    /// The values a task sets, as the manifests give them now: each
+    /// sensitive one must still match its digest.
+    fn should(
+        &self,
+        saved: &SavedTask,
+        item: &Item,
+        secret_of: &dyn Fn(&str, &str, &Value) -> bool,
+    ) -> std::result::Result<Vec<(String, Value)>, Disagreement> {
+        let provider = item.provider;
+        let reference = item.reference();
+        let asked = &item.request.attrs;
         let mut should = Vec::with_capacity(saved.should.len());
         for attr in &saved.should {
             let key = attr.name();
@@ -755,32 +795,7 @@ impl SavedPlan {
             };
             should.push((key.to_owned(), value));
         }
-        task.changes = should
-            .iter()
-            .map(|(key, value)| Change {
-                attr: key.clone(),
-                is: value.clone(),
-                was: state.attrs.get(key).cloned().or_else(|| {
-                    secrets
-                        .iter()
-                        .any(|(a, _)| a == key)
-                        .then(|| Value::from(REDACTED))
-                }),
-            })
-            .collect();
-        task.planned_from = Some(Planned::new(
-            found.then(|| state.clone()),
-            secrets,
-            self.key.clone(),
-            qualified.clone(),
-        ));
-        task.transition = Some(update::Transition {
-            name: name.to_owned(),
-            found,
-            state,
-            should,
-        });
-        Ok(task)
+        Ok(should)
     }
 }
 

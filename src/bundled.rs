@@ -79,27 +79,31 @@ impl FileSet {
     /// One line of the manifest kept in the completion marker: a file's
     /// name, size, modification and change times and inode as written (the
     /// change time catches a rewrite that restores the modification time).
-    fn manifest_line(name: &str, meta: &fs::Metadata) -> String {
-        format!(
-            "{name} {} {}.{} {}.{} {}\n",
+    fn manifest_line(out: &mut String, name: &str, meta: &fs::Metadata) {
+        use std::fmt::Write;
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            out,
+            "{name} {} {}.{} {}.{} {}",
             meta.len(),
             meta.mtime(),
             meta.mtime_nsec(),
             meta.ctime(),
             meta.ctime_nsec(),
             meta.ino()
-        )
+        );
     }
 
-    /// The manifest of `dir` as it is now, if every file is there.
+    /// The manifest of `dir` as it is now, if every file is there. Made
+    /// on every run that may need the files, into one string.
     fn manifest(&self, dir: &Path) -> Option<String> {
-        self.files
-            .iter()
-            .map(|(name, _)| {
-                let meta = fs::symlink_metadata(dir.join(self.sub).join(name)).ok()?;
-                Some(Self::manifest_line(name, &meta))
-            })
-            .collect()
+        let base = dir.join(self.sub);
+        let mut out = String::with_capacity(self.files.len() * 64);
+        for (name, _) in &self.files {
+            let meta = fs::symlink_metadata(base.join(name)).ok()?;
+            Self::manifest_line(&mut out, name, &meta);
+        }
+        Some(out)
     }
 
     /// True when `dir` holds exactly the files written there, unchanged

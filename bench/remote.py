@@ -39,6 +39,7 @@ import section  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RALSH = os.path.join(REPO, "target/release/ralsh")
 TARGETS = 50
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def free_port():
@@ -173,7 +174,11 @@ def main():
     try:
         controller = os.path.join(work, "controller")
         os.makedirs(os.path.join(controller, "tmp"))
-        env = {"PATH": os.environ["PATH"], "HOME": controller,
+        # The system's PATH, not the caller's: a Python version manager's
+        # shim ahead of /usr/bin/python3 would add its own start-up to every
+        # provider call that runs Python, here but not on the targets (sshd
+        # gives sessions its own PATH).
+        env = {"PATH": SYSTEM_PATH, "HOME": controller,
                "XDG_CACHE_HOME": controller, "TMPDIR": os.path.join(controller, "tmp")}
         ssh_config = os.path.join(work, "ssh_config")
         local = [RALSH, "user", "root"]
@@ -246,7 +251,7 @@ def main():
     out = [
         f"The script starts its own sshd ({openssh}, its default limits) on 127.0.0.1; "
         f"every target is an inventory entry on that one server, so this machine "
-        f"plays the controller and all the targets. {version} from PyPI in a "
+        f"plays the controller and all the targets, with the system's PATH. {version} from PyPI in a "
         f"virtualenv, with its default settings (5 forks, no pipelining). CPU is "
         f"user and system time: the client's (the command and the children it "
         f"waited for) and sshd's (the connections it reaped); Ansible's "

@@ -35,6 +35,10 @@
 # PUPPET_RUNS (default 3), FILES (1000), TASKS (1000), PLANNED (10000).
 set -euo pipefail
 export LC_ALL=C
+# The system's PATH: a Python version manager's shim ahead of
+# /usr/bin/python3 would add its own start-up to every call of the file
+# provider (Python), and to no call of Puppet's.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 BENCH=$(cd "$(dirname "$0")" && pwd)
 RUNS=${RUNS:-5}
 PUPPET_RUNS=${PUPPET_RUNS:-3}

@@ -204,15 +204,20 @@ def main():
                 ssh_runs = sum('execve("/usr/bin/ssh"' in line and "= 0" in line for line in f)
 
         # 50 targets on the one sshd.
+        # The same hosts for both; Ansible is given the ssh config through
+        # its inventory, ralsh through --ssh-config (it refuses an -F in
+        # ansible_ssh_common_args, which would change what its sessions do).
         inventory = os.path.join(work, "inventory.yaml")
-        with open(inventory, "w") as f:
-            f.write("all:\n  vars:\n")
-            f.write(f"    ansible_ssh_common_args: -F {ssh_config}\n")
-            f.write("    ansible_python_interpreter: /usr/bin/python3\n")
-            f.write("  hosts:\n")
-            for i in range(1, TARGETS + 1):
-                f.write(f"    h{i:02}:\n      ansible_host: 127.0.0.1\n"
-                        f"      ansible_port: {port}\n      ansible_user: root\n")
+        ans_inventory = os.path.join(work, "ansible-inventory.yaml")
+        for path, extra in ((inventory, ""),
+                            (ans_inventory, f"    ansible_ssh_common_args: -F {ssh_config}\n")):
+            with open(path, "w") as f:
+                f.write("all:\n  vars:\n" + extra)
+                f.write("    ansible_python_interpreter: /usr/bin/python3\n")
+                f.write("  hosts:\n")
+                for i in range(1, TARGETS + 1):
+                    f.write(f"    h{i:02}:\n      ansible_host: 127.0.0.1\n"
+                            f"      ansible_port: {port}\n      ansible_user: root\n")
         fleet = [RALSH, "--ssh-config", ssh_config, "-i", inventory, "user", "root"]
         timed(fleet, env, 1)
         before = accepted(log)
@@ -222,7 +227,7 @@ def main():
         ansible, version = ensure_ansible(args.ansible)
         ans_env = dict(env)
         ans_env["ANSIBLE_LOCAL_TEMP"] = os.path.join(controller, "ansible-tmp")
-        adhoc = [ansible, "all", "-i", inventory, "-m", "getent",
+        adhoc = [ansible, "all", "-i", ans_inventory, "-m", "getent",
                  "-a", "database=passwd key=root"]
         first, later, first_cpu = [], [], []
         for _ in range(max(1, args.fleet_runs // 2)):

@@ -115,7 +115,7 @@ def assemble(strict=True):
         if os.path.exists(notes):
             text = _read(notes).strip("\n")
             _check_notes(name, text)
-            parts.append(text + "\n")
+            parts.append("*Notes (hand-written, `bench/notes/%s.md`):*\n\n%s\n" % (name, text))
     return "\n".join(parts)
 
 

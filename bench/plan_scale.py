@@ -16,8 +16,9 @@ Run from the repository root after `cargo build --release`:
 
 Prints, per N, the best wall time, the time per resource and ral's peak
 RSS (ru_maxrss of the ral process, reaped with os.wait4; the provider is
-its child, counted only if larger). Linear planning shows as a time per
-resource that stays flat while N grows twentyfold.
+its child, counted only if larger), and writes them as the plan_scale
+section of BENCHMARKS.md (bench/section.py). Linear planning shows as a
+time per resource that stays flat while N grows.
 """
 import argparse
 import os
@@ -25,6 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import section  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAL = os.path.join(ROOT, "target", "release", "ral")
@@ -69,6 +73,9 @@ def main():
     if not os.path.exists(RAL):
         sys.exit("build first: cargo build --release")
     sizes = [int(s) for s in opts.sizes.split(",")]
+    sec = section.Section("plan_scale", "Planning time against the number of resources",
+                          "bench/plan_scale.py")
+    rows = []
     with tempfile.TemporaryDirectory() as work:
         cache = os.path.join(work, "cache")
         os.mkdir(cache)
@@ -81,6 +88,24 @@ def main():
             peak = max(m for _, m in runs)
             print("%10d %9.3f %14.1f %9.1f" % (size, best, best / size * 1e6, peak),
                   flush=True)
+            rows.append((size, best, peak))
+    out = ["`ral plan` (release build) of one manifest of N resources of the bench's "
+           "json provider, each planned as a change: reading and checking the "
+           "manifest, one get of N names, matching the answer, planning and "
+           "printing N tasks. Best wall time of %d runs per size; peak RSS is the "
+           "largest of ral's own." % opts.repeat, "",
+           "| resources | best wall | per resource | peak RSS |",
+           "| --- | --- | --- | --- |"]
+    for size, best, peak in rows:
+        out.append("| {:,} | {:.3f} s | {:.1f} µs | {:.1f} MiB |".format(
+            size, best, best / size * 1e6, peak))
+    if len(rows) >= 2:
+        (small, small_best, _), (large, large_best, _) = rows[0], rows[-1]
+        out += ["", "From {:,} to {:,} resources ({:.0f} times as many), the time per "
+                "resource goes from {:.1f} µs to {:.1f} µs ({:.2f} times).".format(
+                    small, large, large / small, small_best / small * 1e6,
+                    large_best / large * 1e6, (large_best / large) / (small_best / small))]
+    sec.write("\n".join(out))
 
 
 if __name__ == "__main__":

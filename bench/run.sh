@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Runs every speed and memory comparison of issue 6 and writes BENCHMARKS.md.
+# Runs every speed and memory comparison of issue 6 and writes its sections
+# of BENCHMARKS.md: bench/sections/run.md (ralsh against the providers and
+# the system tools, start-up floor, cold cache, peak memory) and, where
+# Puppet is installed, bench/sections/run_puppet.md (bench/report.py
+# formats them, bench/assemble.py rebuilds BENCHMARKS.md).
 #
 # Builds the release binaries, generates synthetic providers in a scratch
 # directory, times each pair of commands with hyperfine (median of at least
@@ -12,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT_DIR=$PWD
 RUNS=${RUNS:-20}
+# Taken now: the date, commit, machine and load average of this run.
+HEADER=$(python3 bench/section.py header bench/run.sh)
 
 need() { # need COMMAND PACKAGE
   command -v "$1" >/dev/null && return
@@ -109,9 +115,5 @@ if command -v puppet >/dev/null; then
   peak_kb packages_puppet "puppet resource package"
 fi
 
-# 5. The parsers and writers alone (criterion); the report reads its
-#    estimates from target/criterion.
-cargo bench --quiet --bench parsers >/dev/null 2>&1
-
-python3 "$ROOT_DIR/bench/report.py" "$W/results" "$ROOT_DIR/target/criterion" > "$ROOT_DIR/BENCHMARKS.md"
-echo "bench: wrote BENCHMARKS.md" >&2
+# The parsers and writers alone are bench/criterion.py's.
+python3 "$ROOT_DIR/bench/report.py" "$W/results" "$HEADER"

@@ -39,6 +39,7 @@ ORDER = [
     ("remote", "bench/remote.py"),
     ("parsers", "bench/criterion.py"),
     ("scheduler", "bench/criterion.py"),
+    ("instructions", "bench/instructions.py"),
 ]
 
 INTRO = """\

@@ -372,6 +372,9 @@ def main():
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(text)
         log(f"wrote {args.output}")
+        if args.output == SECTION:
+            # BENCHMARKS.md is assembled from the sections.
+            subprocess.run([sys.executable, str(REPO / "bench" / "assemble.py")], check=True)
     log(f"built in {t1 - t0:.0f} s, measured in {time.monotonic() - t1:.0f} s; profiles in {CACHE / 'out'}")
 
 

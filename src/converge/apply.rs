@@ -28,6 +28,20 @@ pub trait Events {
     fn plan_state(&mut self, catalog: &Catalog, plan: &Plan);
     fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize);
     fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize);
+    /// Tasks that start together (a batch); by default each in turn.
+    fn tasks_started(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        for &task in tasks {
+            self.task_started(catalog, plan, task);
+        }
+    }
+    /// Tasks that end together (a batch, or tasks skipped, stopped or
+    /// failed by the verification at once); by default each in turn. The
+    /// state store records them in one transaction.
+    fn tasks_ended(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        for &task in tasks {
+            self.task_ended(catalog, plan, task);
+        }
+    }
     /// The tasks `calls` are about to call their provider, from the state
     /// read last. False stops them before the call: what they would do
     /// could not be recorded first.
@@ -101,23 +115,27 @@ pub fn apply(
     plan.state = PlanState::Running;
     events.plan_state(catalog, plan);
     // Tasks failed at planning (unreadable state) are over already.
-    for at in 0..plan.tasks.len() {
-        if plan.tasks[at].state == TaskState::Failed {
-            events.task_ended(catalog, plan, at);
-        }
+    let failed: Vec<usize> = (0..plan.tasks.len())
+        .filter(|&at| plan.tasks[at].state == TaskState::Failed)
+        .collect();
+    if !failed.is_empty() {
+        events.tasks_ended(catalog, plan, &failed);
     }
     run_tasks(host, catalog, plan, jobs.max(1), stop, events);
     if plan.state == PlanState::Stopping {
-        for at in 0..plan.tasks.len() {
-            if plan.tasks[at].state == TaskState::Initial {
-                let task = &mut plan.tasks[at];
-                task.state = TaskState::Stopped;
-                task.error = Some(TaskError {
-                    kind: ErrorKind::Stopped,
-                    message: "the plan was stopped before this task ran".to_owned(),
-                });
-                events.task_ended(catalog, plan, at);
-            }
+        let stopped: Vec<usize> = (0..plan.tasks.len())
+            .filter(|&at| plan.tasks[at].state == TaskState::Initial)
+            .collect();
+        for &at in &stopped {
+            let task = &mut plan.tasks[at];
+            task.state = TaskState::Stopped;
+            task.error = Some(TaskError {
+                kind: ErrorKind::Stopped,
+                message: "the plan was stopped before this task ran".to_owned(),
+            });
+        }
+        if !stopped.is_empty() {
+            events.tasks_ended(catalog, plan, &stopped);
         }
     }
     // After a second interrupt no call may start: nothing can be read
@@ -181,7 +199,7 @@ fn run_tasks(
         };
         schedule.batch_ended(schedule.provider_of(done.tasks[0]));
         let mut off = Vec::new();
-        for (at, result) in done.tasks.into_iter().zip(done.results) {
+        for (&at, result) in done.tasks.iter().zip(done.results) {
             let task = &mut plan.tasks[at];
             task.seconds = done.seconds;
             match result {
@@ -201,8 +219,8 @@ fn run_tasks(
                     off.extend(schedule.did_not_succeed(at));
                 }
             }
-            events.task_ended(catalog, plan, at);
         }
+        events.tasks_ended(catalog, plan, &done.tasks);
         off.sort_unstable();
         skip(catalog, plan, off, events);
     });
@@ -244,8 +262,8 @@ fn start_batch<'scope, 'env>(
     let provider = catalog.items[plan.tasks[batch[0]].item].provider;
     for &at in &batch {
         plan.tasks[at].state = TaskState::Running;
-        events.task_started(catalog, plan, at);
     }
+    events.tasks_started(catalog, plan, &batch);
     let work: Vec<Work> = batch
         .iter()
         .map(|&at| {
@@ -299,7 +317,10 @@ fn start_batch<'scope, 'env>(
 /// marked first), each naming the tasks it waits for that did not
 /// succeed.
 fn skip(catalog: &Catalog, plan: &mut Plan, off: Vec<usize>, events: &mut dyn Events) {
-    for at in off {
+    if off.is_empty() {
+        return;
+    }
+    for &at in &off {
         let names: Vec<String> = plan.tasks[at]
             .requires
             .iter()
@@ -312,8 +333,8 @@ fn skip(catalog: &Catalog, plan: &mut Plan, off: Vec<usize>, events: &mut dyn Ev
             kind: ErrorKind::Prerequisite,
             message: format!("not run: {} did not succeed", names.join(", ")),
         });
-        events.task_ended(catalog, plan, at);
     }
+    events.tasks_ended(catalog, plan, &off);
 }
 
 /// Runs one batch of one provider: the states read again first when

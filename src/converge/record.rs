@@ -21,6 +21,13 @@ use super::ownership;
 use super::plan::{Action, Plan, TaskState};
 use super::report::Report;
 
+/// What a task's end does to its item, held until it is recorded.
+enum Outcome {
+    Keep,
+    Applied(StoredItem),
+    Removed,
+}
+
 /// A report as the store keeps it: JSON, which serialising a report of
 /// strings, numbers and JSON values cannot fail to make.
 fn report_text(report: &Report) -> String {
@@ -176,19 +183,12 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             .end_plan(&plan.id, plan.state.as_str(), &report_text(report))
     }
 
-    fn record_end(&mut self, plan: &Plan, at: usize) -> Result<()> {
+    /// What task `at`'s end does to its item.
+    fn outcome(&self, plan: &Plan, at: usize) -> Outcome {
         let task = &plan.tasks[at];
-        let key = self.key(task.item);
-        let applied;
-        let item = match (task.state, task.action) {
-            (TaskState::Success, Action::Remove) => ItemChange::Removed {
-                provider: &key.0,
-                name: &key.1,
-            },
-            (TaskState::Success, _) if task.item >= self.declared => ItemChange::Removed {
-                provider: &key.0,
-                name: &key.1,
-            },
+        match (task.state, task.action) {
+            (TaskState::Success, Action::Remove) => Outcome::Removed,
+            (TaskState::Success, _) if task.item >= self.declared => Outcome::Removed,
             (TaskState::Success, _) => {
                 // What the task did decides, not what was planned: read
                 // again just before the call, the resource may have
@@ -198,24 +198,44 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                     .transition
                     .as_ref()
                     .is_some_and(|t| ownership::created_by(provider, t, &task.changes));
-                applied = self.stored_item(task.item, ItemState::Applied, created);
-                ItemChange::Applied(&applied)
+                Outcome::Applied(self.stored_item(task.item, ItemState::Applied, created))
             }
-            _ => ItemChange::Keep,
-        };
-        let provider = self.catalog.items[task.item].provider;
-        self.store.task_ended(&TaskEnd {
-            plan_id: &plan.id,
-            task_id: Plan::task_id(at),
-            state: task.state.as_str(),
-            error: task
-                .error
-                .as_ref()
-                .map(|e| serde_json::json!({"kind": e.kind.as_str(), "message": e.message})),
-            changes: provider.changes_json(&task.changes),
-            seconds: task.seconds,
-            item,
-        })
+            _ => Outcome::Keep,
+        }
+    }
+
+    /// Records the ends of `tasks` (a batch's, or tasks skipped or stopped
+    /// together) in one transaction.
+    fn record_ends(&mut self, plan: &Plan, tasks: &[usize]) -> Result<()> {
+        let owned: Vec<((String, String), Outcome)> = tasks
+            .iter()
+            .map(|&at| (self.key(plan.tasks[at].item), self.outcome(plan, at)))
+            .collect();
+        let ends: Vec<TaskEnd> = tasks
+            .iter()
+            .zip(&owned)
+            .map(|(&at, ((provider, name), outcome))| {
+                let task = &plan.tasks[at];
+                TaskEnd {
+                    plan_id: &plan.id,
+                    task_id: Plan::task_id(at),
+                    state: task.state.as_str(),
+                    error: task.error.as_ref().map(
+                        |e| serde_json::json!({"kind": e.kind.as_str(), "message": e.message}),
+                    ),
+                    changes: self.catalog.items[task.item]
+                        .provider
+                        .changes_json(&task.changes),
+                    seconds: task.seconds,
+                    item: match outcome {
+                        Outcome::Keep => ItemChange::Keep,
+                        Outcome::Applied(item) => ItemChange::Applied(item),
+                        Outcome::Removed => ItemChange::Removed { provider, name },
+                    },
+                }
+            })
+            .collect();
+        self.store.tasks_ended(&ends)
     }
 
     /// Records the intents of tasks about to call their provider.
@@ -260,24 +280,32 @@ impl Events for Recording<'_, '_, '_, '_> {
     }
 
     fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
-        if self.recorder.failure.is_none() {
-            let id = Plan::task_id(task);
-            if let Err(e) = self.recorder.store.task_started(&plan.id, id) {
-                self.recorder.failure = Some(e);
-                self.failed.store(true, Ordering::SeqCst);
-            }
-        }
-        self.inner.task_started(catalog, plan, task);
+        self.tasks_started(catalog, plan, &[task]);
     }
 
     fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+        self.tasks_ended(catalog, plan, &[task]);
+    }
+
+    fn tasks_started(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
         if self.recorder.failure.is_none() {
-            if let Err(e) = self.recorder.record_end(plan, task) {
+            let ids: Vec<usize> = tasks.iter().map(|&at| Plan::task_id(at)).collect();
+            if let Err(e) = self.recorder.store.tasks_started(&plan.id, &ids) {
                 self.recorder.failure = Some(e);
                 self.failed.store(true, Ordering::SeqCst);
             }
         }
-        self.inner.task_ended(catalog, plan, task);
+        self.inner.tasks_started(catalog, plan, tasks);
+    }
+
+    fn tasks_ended(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        if self.recorder.failure.is_none() {
+            if let Err(e) = self.recorder.record_ends(plan, tasks) {
+                self.recorder.failure = Some(e);
+                self.failed.store(true, Ordering::SeqCst);
+            }
+        }
+        self.inner.tasks_ended(catalog, plan, tasks);
     }
 
     fn tasks_calling(&mut self, catalog: &Catalog, plan: &Plan, calls: &[Calling]) -> bool {
@@ -437,7 +465,7 @@ mod tests {
             .begin(&plan, "d", &Report::of(&catalog, &plan))
             .unwrap();
         plan.tasks[0].state = TaskState::Success;
-        recorder.record_end(&plan, 0).unwrap();
+        recorder.record_ends(&plan, &[0]).unwrap();
         assert!(store.items().unwrap().is_empty());
     }
 }

@@ -267,10 +267,10 @@ mod tests {
             item: change,
         };
         // A failed task leaves its intent for the next run to settle.
-        store.task_ended(&end(ItemChange::Keep)).unwrap();
+        store.tasks_ended(&[end(ItemChange::Keep)]).unwrap();
         assert_eq!(store.intents().unwrap().len(), 2);
         store
-            .task_ended(&end(ItemChange::Applied(&applied)))
+            .tasks_ended(&[end(ItemChange::Applied(&applied))])
             .unwrap();
         let left: Vec<String> = store
             .intents()
@@ -280,12 +280,89 @@ mod tests {
             .collect();
         assert_eq!(left, ["a"]);
         store
-            .task_ended(&end(ItemChange::Removed {
+            .tasks_ended(&[end(ItemChange::Removed {
                 provider: "t::t",
                 name: "a",
-            }))
+            })])
             .unwrap();
         assert!(store.intents().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_batch_starts_and_ends_together_each_task_recorded_as_it_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        store.put_items(&[item("b")]).unwrap();
+        store
+            .record_intents(&[intent("a", false), intent("b", true), intent("c", false)])
+            .unwrap();
+        let record = PlanRecord {
+            id: "p1".to_owned(),
+            manifest_digest: "d".to_owned(),
+            state: "Running".to_owned(),
+            created: 1.0,
+            started: Some(1.0),
+            ended: None,
+            report: None,
+        };
+        let tasks: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(at, n)| {
+                (
+                    at + 1,
+                    format!("t[{n}]"),
+                    "t::t".to_owned(),
+                    "create".to_owned(),
+                )
+            })
+            .collect();
+        store.begin_plan(&record, &tasks).unwrap();
+        store.tasks_started("p1", &[1, 2, 3]).unwrap();
+        let states = |store: &Store| -> Vec<String> {
+            store
+                .tasks("p1")
+                .unwrap()
+                .into_iter()
+                .map(|t| t.state)
+                .collect()
+        };
+        assert_eq!(states(&store), ["Running", "Running", "Running"]);
+        let applied = item("a");
+        let end = |task_id, state, item| TaskEnd {
+            plan_id: "p1",
+            task_id,
+            state,
+            error: None,
+            changes: Json::Null,
+            seconds: 0.5,
+            item,
+        };
+        store
+            .tasks_ended(&[
+                end(1, "Success", ItemChange::Applied(&applied)),
+                end(
+                    2,
+                    "Success",
+                    ItemChange::Removed {
+                        provider: "t::t",
+                        name: "b",
+                    },
+                ),
+                end(3, "Failed", ItemChange::Keep),
+            ])
+            .unwrap();
+        assert_eq!(states(&store), ["Success", "Success", "Failed"]);
+        let names: Vec<String> = store.items().unwrap().into_iter().map(|i| i.name).collect();
+        assert_eq!(names, ["a"]);
+        // The failed task's intent stays for the next run to settle.
+        let left: Vec<String> = store
+            .intents()
+            .unwrap()
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        assert_eq!(left, ["c"]);
     }
 
     #[test]

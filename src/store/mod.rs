@@ -524,53 +524,32 @@ impl Store {
         tx.commit().map_err(|e| db_error(&path, e))
     }
 
-    /// Marks a task Running.
-    pub fn task_started(&mut self, plan_id: &str, task_id: usize) -> Result<()> {
-        self.conn
-            .execute(
-                "UPDATE tasks SET state = 'Running', started = ?3 WHERE plan_id = ?1 AND task_id = ?2",
-                params![plan_id, task_id as i64, now()],
-            )
-            .map(|_| ())
-            .map_err(|e| self.fail(e))
-    }
-
-    /// Records a task's end and what it did to its item, in one
-    /// transaction committed before this returns; a task that changed its
-    /// item clears its intent in it (a failed one leaves it to be settled).
-    pub fn task_ended(&mut self, end: &TaskEnd) -> Result<()> {
+    /// Marks tasks Running, in one transaction.
+    pub fn tasks_started(&mut self, plan_id: &str, task_ids: &[usize]) -> Result<()> {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
-        tx.execute(
-            "UPDATE tasks SET state = ?3, error = ?4, changes = ?5, seconds = ?6, ended = ?7 \
-             WHERE plan_id = ?1 AND task_id = ?2",
-            params![
-                end.plan_id,
-                end.task_id as i64,
-                end.state,
-                end.error.as_ref().map(Json::to_string),
-                end.changes.to_string(),
-                end.seconds,
-                now()
-            ],
-        )
-        .map_err(|e| db_error(&path, e))?;
-        match &end.item {
-            ItemChange::Keep => {}
-            ItemChange::Applied(item) => {
-                put_item(&tx, item).map_err(|e| db_error(&path, e))?;
-                intents::clear(&tx, &item.provider, &item.name).map_err(|e| db_error(&path, e))?;
-                bump_serial(&tx).map_err(|e| db_error(&path, e))?;
-            }
-            ItemChange::Removed { provider, name } => {
-                tx.execute(
-                    "DELETE FROM items WHERE provider = ?1 AND name = ?2",
-                    params![provider, name],
-                )
-                .map_err(|e| db_error(&path, e))?;
-                intents::clear(&tx, provider, name).map_err(|e| db_error(&path, e))?;
-                bump_serial(&tx).map_err(|e| db_error(&path, e))?;
-            }
+        let started = now();
+        for &task_id in task_ids {
+            tx.execute(
+                "UPDATE tasks SET state = 'Running', started = ?3 WHERE plan_id = ?1 AND task_id = ?2",
+                params![plan_id, task_id as i64, started],
+            )
+            .map_err(|e| db_error(&path, e))?;
+        }
+        tx.commit().map_err(|e| db_error(&path, e))
+    }
+
+    /// Records tasks' ends and what each did to its item, in one
+    /// transaction committed before this returns: the tasks of a batch end
+    /// together, and one commit (one wait for the disk) records them all.
+    /// A task that changed its item clears its intent in it (a failed one
+    /// leaves it to be settled).
+    pub fn tasks_ended(&mut self, ends: &[TaskEnd]) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        let ended = now();
+        for end in ends {
+            record_end(&tx, end, ended).map_err(|e| db_error(&path, e))?;
         }
         tx.commit().map_err(|e| db_error(&path, e))
     }
@@ -727,6 +706,40 @@ fn bump_serial(tx: &rusqlite::Transaction) -> rusqlite::Result<()> {
     .map(|_| ())
 }
 
+/// One task's end, in the caller's transaction (see [`Store::tasks_ended`]).
+fn record_end(tx: &rusqlite::Transaction, end: &TaskEnd, ended: f64) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE tasks SET state = ?3, error = ?4, changes = ?5, seconds = ?6, ended = ?7 \
+         WHERE plan_id = ?1 AND task_id = ?2",
+        params![
+            end.plan_id,
+            end.task_id as i64,
+            end.state,
+            end.error.as_ref().map(Json::to_string),
+            end.changes.to_string(),
+            end.seconds,
+            ended
+        ],
+    )?;
+    match &end.item {
+        ItemChange::Keep => {}
+        ItemChange::Applied(item) => {
+            put_item(tx, item)?;
+            intents::clear(tx, &item.provider, &item.name)?;
+            bump_serial(tx)?;
+        }
+        ItemChange::Removed { provider, name } => {
+            tx.execute(
+                "DELETE FROM items WHERE provider = ?1 AND name = ?2",
+                params![provider, name],
+            )?;
+            intents::clear(tx, provider, name)?;
+            bump_serial(tx)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -797,7 +810,7 @@ mod tests {
             (2, "t[b]".to_owned(), "t::t".to_owned(), "create".to_owned()),
         ];
         store.begin_plan(&record, &tasks).unwrap();
-        store.task_started("p1", 1).unwrap();
+        store.tasks_started("p1", &[1]).unwrap();
         assert_eq!(store.recover_dead_plans().unwrap(), ["p1"]);
         let states: Vec<(String, Option<String>)> = store
             .tasks("p1")

@@ -354,7 +354,7 @@ impl Session {
 
     /// Closes the connection: the master's stdin, so the session's script
     /// ends and the master with it (killed if it takes longer than
-    /// [`CLOSE_GRACE`]); later calls fail. Done once, also on drop.
+    /// `CLOSE_GRACE`); later calls fail. Done once, also on drop.
     pub fn close(&self) {
         let master = self.master.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(mut master) = master {

@@ -200,7 +200,7 @@ fn command(script: &str, session: bool, args: &[&str], sudo: bool) -> String {
 }
 
 /// The session's command for the bundle `digest` whose files `manifest`
-/// lists (see [`INTACT`]).
+/// lists (see `INTACT`).
 pub fn session(digest: &str, manifest: &str) -> String {
     command(
         &format!("{PRIVATE_DIR}{INTACT}{SESSION}"),
@@ -222,7 +222,7 @@ pub fn upload(digest: &str, manifest: &str) -> String {
 }
 
 /// One provider call in the session whose script runs as `session` (see
-/// [`SESSION`]): `env` as `VAR=VALUE` words (the wrapper adds the
+/// `SESSION`): `env` as `VAR=VALUE` words (the wrapper adds the
 /// target's HOME), then `program` and `args`.
 pub fn provider(
     session: u32,
@@ -251,7 +251,7 @@ const WITH_EXPORTS: &str = r#"eval "$(cat)" || exit 125
 exec "$@"
 "#;
 
-/// `program` with `args`, run through [`WITH_EXPORTS`]: the program and
+/// `program` with `args`, run through `WITH_EXPORTS`: the program and
 /// arguments to give [`provider`] instead.
 pub fn with_exports(program: &str, args: &[String]) -> (String, Vec<String>) {
     let mut words = vec!["-c".to_owned(), WITH_EXPORTS.to_owned(), "ral".to_owned()];

@@ -10,10 +10,11 @@
 //! ```
 //!
 //! `ral plan` reads a manifest with [`crate::converge::manifest`] and types
-//! each value with [`convert`] (a scalar's text as the command line converts
-//! it), so what is printed must read back as exactly the values that were
-//! read: a manifest of the current state plans nothing. Left out are
-//! read-only attributes (nothing can set them), sensitive ones (their
+//! each value with [`crate::types::AttrType::convert_written`] (a scalar's
+//! text as the command line converts it), so what is printed must read
+//! back as exactly the values that were read: a manifest of the current
+//! state plans nothing. Left out are read-only attributes (nothing can
+//! set them), sensitive ones (their
 //! values are redacted, and `[redacted]` would become the new password),
 //! attributes the metadata does not declare, attributes named like a
 //! metaparameter (`require`, `before`), any value that would read back as

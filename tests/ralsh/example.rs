@@ -26,6 +26,24 @@ fn the_guide_shows_the_tested_example_providers_verbatim() {
 }
 
 #[test]
+fn the_guide_shows_the_compiled_library_sketch_verbatim() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let guide = std::fs::read_to_string(format!("{root}/docs/architecture.md")).unwrap();
+    let example = std::fs::read_to_string(format!("{root}/examples/converge.rs")).unwrap();
+    // The example's own header (its //! lines and the blank line after
+    // them) is not part of the sketch.
+    let sketch: String = example
+        .lines()
+        .skip_while(|line| line.starts_with("//!") || line.is_empty())
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(
+        guide.contains(&format!("```rust\n{sketch}```")),
+        "docs/architecture.md must show examples/converge.rs verbatim"
+    );
+}
+
+#[test]
 fn example_provider_lists_creates_changes_and_deletes() {
     let sandbox = Sandbox::new();
     sandbox.write("etc/example.conf", "");

@@ -28,7 +28,14 @@ impl Events for Print {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}"); // the message, not the Debug form
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let host = Host::new(HostConfig {
         timeout: Duration::from_secs(300),
         root: Path::new("/tmp/fake").canonicalize()?,
@@ -55,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // tell what would change; apply refuses a plan not made for applying.
     let outcome = prepared.apply(&host, &|| false, &mut Print)?; // || false: never stop
     println!(
-        "changes: {}, failures: {}",
+        "made changes: {}, had failures: {}",
         outcome.changes, outcome.failures
     );
     Ok(())

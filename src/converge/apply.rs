@@ -25,8 +25,12 @@ use super::schedule::{Node, Schedule};
 /// What a run reports as it goes; `ral apply` prints it.
 /// Each gets the catalog the plan's tasks refer to.
 pub trait Events {
+    /// The plan changed state (`plan.state`: Running, Stopping, and its
+    /// end: Successful, Failed or Stopped).
     fn plan_state(&mut self, catalog: &Catalog, plan: &Plan);
+    /// Task `task` (an index into `plan.tasks`) started.
     fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize);
+    /// Task `task` ended: its state, changes and error are final.
     fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize);
     /// Tasks that start together (a batch); by default each in turn.
     fn tasks_started(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::discovery::Registry;
-use crate::error::Error;
+use crate::error::{Error, Problem};
 use crate::host::Host;
 use crate::store::{Holder, Identity, Location, Store, StoreKey, StoredItem};
 
@@ -43,6 +43,8 @@ pub enum Mode {
 /// What a run is asked for besides its input.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// Plan only, or plan and apply: [`Prepared::apply`] refuses a plan
+    /// prepared with [`Mode::Plan`].
     pub mode: Mode,
     /// How many providers are read, and how many tasks run, at once.
     pub jobs: usize,
@@ -187,18 +189,21 @@ impl Input {
     }
 }
 
-/// How a run ended, for the exit status.
+/// How a run ended, for the exit status: two yes-or-no answers, not
+/// counts (the plan's tasks hold the details).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcome {
-    /// Something changed (apply), or is to change (plan).
+    /// Whether something changed (apply), or is to change (plan).
     pub changes: bool,
-    /// A task did not succeed, or a resource could not be read.
+    /// Whether a task did not succeed, or a resource could not be read.
     pub failures: bool,
 }
 
 /// A plan made, with what it needs to be saved or applied.
 pub struct Prepared<'a> {
+    /// The resources the plan is about: the manifests' and the removals.
     pub catalog: Catalog<'a>,
+    /// The tasks; each names its catalog item (`task.item`).
     pub plan: Plan,
     /// Items no manifest lists any more that ral leaves as they are and
     /// (on apply) forgets: it did not create them, they were never
@@ -227,7 +232,8 @@ pub fn prepare<'a>(
     input: &'a Input,
     options: Options,
 ) -> Result<Prepared<'a>, RunError> {
-    let mut catalog = checked_catalog(registry, &input.reading)?;
+    let mut catalog = checked_catalog(registry, &input.reading)
+        .map_err(|e| with_missing_providers(e, input.saved.as_ref(), registry))?;
     let declared_items = catalog.items.len();
     let state_path = store_at.location.path();
     let saved = input.saved.as_ref();
@@ -318,6 +324,28 @@ fn checked_catalog<'a>(registry: &'a Registry, reading: &Reading) -> Result<Cata
             Err(Error::Manifest { problems })
         }
     }
+}
+
+/// A saved plan's manifests that name providers not found: says which of
+/// the plan's providers are missing and where they were when it was made,
+/// since `ralsh`'s list cannot show them.
+fn with_missing_providers(error: Error, saved: Option<&SavedPlan>, registry: &Registry) -> Error {
+    let (mut problems, saved) = match (error, saved) {
+        (Error::Manifest { problems }, Some(saved)) => (problems, saved),
+        (error, _) => return error,
+    };
+    for (provider, source) in saved.providers_missing_from(registry) {
+        problems.push(Problem {
+            file: saved.path.clone(),
+            line: 0,
+            message: format!(
+                "the plan was made with the provider {provider} ({source}), which is not found \
+                 now: give ral apply the -I directories (or RALSH_DATA_DIR) the plan was made \
+                 with"
+            ),
+        });
+    }
+    Error::Manifest { problems }
 }
 
 /// What the store holds as a run starts.

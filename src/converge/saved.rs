@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::discovery::Registry;
 use crate::error::{Error, Result};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
@@ -584,6 +585,22 @@ impl SavedPlan {
     pub fn manifests_match(&self, digest: &str) -> bool {
         self.key
             .verify(&manifest_parts(digest), &self.manifest_digest)
+    }
+
+    /// The providers the plan's tasks run that `registry` does not have,
+    /// each with the program it was made with: a plan applied without the
+    /// provider directories it was made with (`-I`, `RALSH_DATA_DIR`).
+    pub fn providers_missing_from(&self, registry: &Registry) -> Vec<(&str, &str)> {
+        self.providers
+            .iter()
+            .filter(|file| {
+                !registry
+                    .providers()
+                    .iter()
+                    .any(|p| p.qualified_name() == file.provider)
+            })
+            .map(|file| (file.provider.as_str(), file.source.as_str()))
+            .collect()
     }
 
     /// The plan's tasks, on the catalog made from its manifests (and the

@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 
 use crate::support::{fixtures_dir, plan_schema, run, Run, Sandbox};
 
-fn plans_dir() -> PathBuf {
+pub fn plans_dir() -> PathBuf {
     fixtures_dir().join("plans")
 }
 

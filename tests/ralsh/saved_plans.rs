@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::Value as Json;
 
-use crate::plans::{plan_json, task, updates, Bench};
+use crate::plans::{plan_json, plans_dir, task, updates, Bench};
 use crate::support::{run, Run};
 
 /// `ral state --root ROOT ARGS...`.
@@ -549,4 +549,25 @@ fn a_sensitive_value_that_changed_since_the_plan_is_drift_and_is_not_shown() {
         assert!(!run.stdout.contains(secret) && !run.stderr.contains(secret));
     }
     assert_eq!(bench.store("alpha")["u1"]["secret"], "their-secret");
+}
+
+#[test]
+fn a_saved_plan_applied_without_its_provider_directories_says_which_and_where_they_were() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", "beta:\n  b1: {value: x}\n");
+    let saved = bench.manifests.path().join("p.plan");
+    let saved = saved.to_str().unwrap();
+    bench.ral("plan", &["-o", saved, &m]).expect(0);
+    // Without the -I the plan was made with.
+    let run = run(&mut bench.sandbox.ral_command("apply", &[saved]));
+    run.expect(2)
+        .stderr_has("unknown provider or type 'beta'")
+        .stderr_has("the plan was made with the provider beta::beta")
+        .stderr_has("give ral apply the -I directories (or RALSH_DATA_DIR) the plan was made with");
+    assert!(
+        run.stderr.contains(plans_dir().to_str().unwrap()),
+        "{}",
+        run.stderr
+    );
+    assert!(updates(&bench.take_calls()).is_empty());
 }

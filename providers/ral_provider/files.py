@@ -95,10 +95,18 @@ class Root:
             return None, None
         return target.read()
 
-    def _walk(self, rel, follow, entry, create, follow_last=False):
+    def _walk(self, rel, follow, entry, create, follow_last=False,
+              start=None):
+        """Resolves REL from the root, or from the open Dir START: then
+        the walk begins in that very directory, and only a '..' above it
+        or an absolute link goes back by the root."""
         pending = [p for p in rel.split("/") if p not in ("", ".")]
-        fds = [os.dup(self.fd)]
-        names = []
+        if start is None:
+            fds = [os.dup(self.fd)]
+            names = []
+        else:
+            fds = [os.dup(start.fd)]
+            names = [p for p in start.rel.split("/") if p]
         links = 0
         changed = 0     # entries that changed between open and readlink
         via = ""        # the last link followed, for messages
@@ -108,6 +116,15 @@ class Root:
                 if part == "..":
                     if len(fds) > 1:
                         os.close(fds.pop())
+                        names.pop()
+                    elif names:
+                        # Above the directory the walk started in: its
+                        # parent, opened again from the root by its
+                        # resolved path, on which no link is followed.
+                        parent = self._walk("/".join(names[:-1]), False,
+                                            False, None)
+                        os.close(fds.pop())
+                        fds.append(parent.fd)
                         names.pop()
                     continue
                 where = "/".join(names + [part])
@@ -157,8 +174,9 @@ class Root:
                     raise CallError("too many levels of symbolic links in %s"
                                     % quoted(self.show(rel)))
                 if target.startswith("/"):
-                    while len(fds) > 1:
+                    while fds:
                         os.close(fds.pop())
+                    fds.append(os.dup(self.fd))
                     names = []
                 pending[0:0] = [p for p in target.split("/")
                                 if p not in ("", ".")]
@@ -281,13 +299,15 @@ class Dir:
     def entry(self, name):
         """The file NAME in this directory as a Target, a symbolic link
         resolved inside the root (as Root.file does). Unlike a new walk
-        from the root, a file that is no link is found in this directory,
-        the very one opened, even if its path leads elsewhere by now."""
+        from the root, NAME is found in this directory, the very one
+        opened, even if its path leads elsewhere by now; so is a link's
+        relative target, up to a '..' above this directory."""
         if _readlink(self.fd, name) is None:
             return Target(self, name)
-        # Rare: walked again from the root, which resolves the link and
-        # names it in messages.
-        return self.root.file("/".join(p for p in (self.rel, name) if p))
+        # Rare: the link is resolved from this directory (not from its
+        # path, which may lead to another one by now), and named in
+        # messages.
+        return self.root._walk(name, True, True, None, True, start=self)
 
     def close(self):
         if self.fd is not None:

@@ -537,16 +537,17 @@ class Lock:
                         directory, entry["temp"])
         return self._pending
 
-    def read(self, target):
+    def read(self, target, limit=-1):
         """(bytes, stat) of TARGET as it is once an interrupted edit is
-        finished: what a reader without the lock should see."""
+        finished: what a reader without the lock should see; at most LIMIT
+        bytes when it is given."""
         pending = self.pending().get(target.key())
         if pending is not None:
             directory, temp = pending
-            data, info = directory.read(temp)
+            data, info = directory.read(temp, limit)
             if data is not None:
                 return data, info
-        return target.read()
+        return target.read(limit)
 
     def recover(self):
         """Finishes an edit of several files that a crash interrupted: each
@@ -707,17 +708,19 @@ class Edit:
             self.cleaned.add(key)
         self.read_as[key] = info
 
-    def read(self, target):
+    def read(self, target, limit=-1):
         """The bytes of TARGET (None when it does not exist), read under the
-        lock; remembers its version for commit."""
+        lock; remembers its version for commit. At most LIMIT bytes are
+        read when it is given: for a file someone else may make huge, which
+        the caller then refuses to edit."""
         key = target.key()
         if self.noop:
-            data, info = self.lock.read(target)
+            data, info = self.lock.read(target, limit)
         else:
             if key not in self.cleaned:
                 self._remove_temps(target)
                 self.cleaned.add(key)
-            data, info = target.read()
+            data, info = target.read(limit)
         self.read_as[key] = info
         return data
 

@@ -788,6 +788,14 @@ class Edit:
                 raise CallError("%s was changed meanwhile by a program that "
                                 "does not take the lock %s; nothing was written"
                                 % (quoted(target.path), quoted(self.lock.show())))
+        if not _in_place(self.lock.dir):
+            # Written there, the change would be made where nobody looks,
+            # and reported as made.
+            raise CallError("%s was moved or replaced while it was being "
+                            "edited, so the lock %s no longer guards that "
+                            "path; nothing was written"
+                            % (quoted(self.lock.dir.path),
+                               quoted(self.lock.show())))
         journal = len(self.staged) > 1
         if journal and self.lock.journal() is None:
             raise CallError("an edit of several files needs a lock file for "
@@ -1119,6 +1127,19 @@ class _Queued:
         self.show_temp = target.dir.show(temp)
         self.rel = "/".join(p for p in (target.dir.rel, target.name) if p)
         self.dir_ident = _dir_identity(target.dir.fd)
+
+
+def _in_place(directory):
+    """True when DIRECTORY is still the one its path (relative to the
+    root, every link on it resolved when it was opened) leads to."""
+    try:
+        now = directory.root.directory(directory.rel, follow=False)
+    except CallError:
+        return False
+    try:
+        return _dir_identity(now.fd) == _dir_identity(directory.fd)
+    finally:
+        now.close()
 
 
 def _dir_identity(fd):

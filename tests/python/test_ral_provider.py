@@ -274,6 +274,25 @@ class Edits(Sandbox):
         self.assertEqual(read(self.path("etc/hosts")), b"old\n")
         self.assertEqual(self.names("etc"), ["hosts"])
 
+    def test_an_edit_of_a_directory_moved_meanwhile_writes_nothing(self):
+        # The lock guards etc as opened; once etc is moved away and another
+        # takes its path, a commit there would make the change where nobody
+        # looks, and report it made.
+        write(self.path("etc/hosts"), b"old\n")
+        target = ral.Root().file("etc/hosts")
+        with self.assertRaises(ral.CallError) as caught:
+            with ral.Edit(ral.Lock.beside(target)) as edit:
+                edit.read(target)
+                os.rename(self.path("etc"), self.path("etc.moved"))
+                write(self.path("etc/hosts"), b"the new etc\n")
+                edit.write(target, b"changed\n")
+                edit.commit()
+        self.assertIn("was moved or replaced while it was being edited",
+                      str(caught.exception))
+        self.assertEqual(read(self.path("etc.moved/hosts")), b"old\n")
+        self.assertEqual(read(self.path("etc/hosts")), b"the new etc\n")
+        self.assertEqual(self.names("etc.moved"), [".hosts.ral-lock", "hosts"])
+
     def test_a_writer_that_does_not_lock_makes_commit_refuse(self):
         write(self.path("etc/hosts"), b"old\n")
         target = ral.Root().file("etc/hosts")

@@ -759,6 +759,25 @@ class Calls(Sandbox):
         self.assertIn("the report of this change (which was made)",
                       answer["changes"][0]["error"]["message"])
 
+    def test_an_entry_with_bytes_that_are_not_utf8_fails_alone(self):
+        # A link target or file name that is not UTF-8 reaches Python as
+        # lone surrogates, which no UTF-8 answer can carry: that resource
+        # fails, not the whole answer (as an internal error did).
+        answer = self.call("get", {"names": ["a", "b"]}, get=lambda names: [
+            {"name": "a", "target": "x\udcffy"}, {"name": "b"}])
+        self.assertEqual(answer["resources"][1], {"name": "b"})
+        self.assertEqual(answer["resources"][0]["name"], "a")
+        self.assertIn("holds bytes that are not UTF-8",
+                      answer["resources"][0]["error"]["message"])
+        # In a listing, the name itself may be such: shown with U+FFFD.
+        answer = self.call("get", {"names": []}, get=lambda names: [
+            {"name": "n\udcff"}, {"name": "ok"}])
+        self.assertEqual([r["name"] for r in answer["resources"]],
+                         ["n\ufffd", "ok"])
+        with self.assertRaises(ral.UpdateError) as caught:
+            ral.check_resource_fits({"name": "a", "target": "x\udcffy"})
+        self.assertIn("nothing was changed", str(caught.exception))
+
     def test_exceptions_become_the_conventions_errors(self):
         def refused(updates):
             raise ral.CallError("no such database", "forbidden")

@@ -360,3 +360,20 @@ fn a_file_over_a_gibibyte_is_not_read_for_its_checksum() {
         .json();
     assert_eq!(found["resource"]["content"], "small\n", "{found}");
 }
+
+#[test]
+fn a_link_whose_target_is_not_utf8_fails_alone() {
+    // Whoever may make a link at a managed path may give it a target that
+    // is not UTF-8; the get of every path failed with it.
+    use std::os::unix::ffi::OsStrExt;
+    let sandbox = file_sandbox();
+    std::os::unix::fs::symlink(
+        std::ffi::OsStr::from_bytes(b"a\xffb"),
+        sandbox.root().join("srv/www/odd"),
+    )
+    .unwrap();
+    let run = sandbox.ralsh(&["-y", "file", "/srv/www/odd", "/srv/www/index.html"]);
+    run.expect(2)
+        .stderr_has("holds bytes that are not UTF-8")
+        .stdout_has("/srv/www/index.html");
+}

@@ -788,7 +788,9 @@ class Edit:
                 raise CallError("%s was changed meanwhile by a program that "
                                 "does not take the lock %s; nothing was written"
                                 % (quoted(target.path), quoted(self.lock.show())))
-        if not _in_place(self.lock.dir):
+        locked = self.lock.dir
+        if locked.fd is not None \
+                and not _in_place(locked.root, locked.rel, locked.fd):
             # Written there, the change would be made where nobody looks,
             # and reported as made.
             raise CallError("%s was moved or replaced while it was being "
@@ -1024,9 +1026,13 @@ class Batch:
         self.paths, self.above = set(), set()
         try:
             errors = _sync_all([q.fd for q in queued], self.THREADS)
+            moved = {}          # directory identity -> moved since locked
             for q, err in zip(queued, errors):
                 # The lock's descriptor is one of the directory.
                 dir_fd = self.locks[q.dir_ident].lock.fd
+                if q.dir_ident not in moved:
+                    moved[q.dir_ident] = not _in_place(q.root, q.dir_rel,
+                                                       dir_fd)
                 problem = None
                 if err is not None:
                     problem = os_error(err, "write %s" % quoted(q.show_temp))
@@ -1034,6 +1040,12 @@ class Batch:
                     problem = CallError(
                         "%s was changed meanwhile by a program that does not "
                         "take the lock %s; nothing was written"
+                        % (quoted(q.path), quoted(q.lock)))
+                elif moved[q.dir_ident]:
+                    problem = CallError(
+                        "the directory of %s was moved or replaced while it "
+                        "was being edited, so the lock %s no longer guards "
+                        "that path; nothing was written"
                         % (quoted(q.path), quoted(q.lock)))
                 else:
                     try:
@@ -1126,18 +1138,20 @@ class _Queued:
         self.path = target.path
         self.show_temp = target.dir.show(temp)
         self.rel = "/".join(p for p in (target.dir.rel, target.name) if p)
+        self.root = target.dir.root
+        self.dir_rel = target.dir.rel
         self.dir_ident = _dir_identity(target.dir.fd)
 
 
-def _in_place(directory):
-    """True when DIRECTORY is still the one its path (relative to the
-    root, every link on it resolved when it was opened) leads to."""
+def _in_place(root, rel, fd):
+    """True when the path REL below ROOT (every link on it resolved when it
+    was opened) still leads to the directory open as FD."""
     try:
-        now = directory.root.directory(directory.rel, follow=False)
+        now = root.directory(rel, follow=False)
     except CallError:
         return False
     try:
-        return _dir_identity(now.fd) == _dir_identity(directory.fd)
+        return _dir_identity(now.fd) == _dir_identity(fd)
     finally:
         now.close()
 

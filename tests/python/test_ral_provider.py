@@ -453,6 +453,21 @@ class Batches(Sandbox):
         self.assertEqual(read(self.path("a/y")), b"y\n")
         self.assertEqual(self.names("a"), ["x", "y"])
 
+    def test_a_queued_edit_of_a_directory_moved_meanwhile_fails_alone(self):
+        os.makedirs(self.path("a"))
+        os.makedirs(self.path("b"))
+        batch = ral.Batch()
+        self.edit(batch, "a/new", b"new\n", 1)
+        self.edit(batch, "b/new", b"b\n", 2)
+        os.rename(self.path("a"), self.path("a.moved"))
+        os.makedirs(self.path("a"))
+        failed = batch.finish()
+        self.assertEqual(list(failed), [1])
+        self.assertIn("was moved or replaced while it was being edited",
+                      str(failed[1]))
+        self.assertEqual(self.names("a.moved"), [])
+        self.assertEqual(read(self.path("b/new")), b"b\n")
+
     def test_queued_edits_are_made_before_waiting_for_a_lock(self):
         os.makedirs(self.path("a"))
         os.makedirs(self.path("b"))

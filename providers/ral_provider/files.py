@@ -95,10 +95,18 @@ class Root:
             return None, None
         return target.read()
 
-    def _walk(self, rel, follow, entry, create, follow_last=False):
+    def _walk(self, rel, follow, entry, create, follow_last=False,
+              start=None):
+        """Resolves REL from the root, or from the open Dir START: then
+        the walk begins in that very directory, and only a '..' above it
+        or an absolute link goes back by the root."""
         pending = [p for p in rel.split("/") if p not in ("", ".")]
-        fds = [os.dup(self.fd)]
-        names = []
+        if start is None:
+            fds = [os.dup(self.fd)]
+            names = []
+        else:
+            fds = [os.dup(start.fd)]
+            names = [p for p in start.rel.split("/") if p]
         links = 0
         changed = 0     # entries that changed between open and readlink
         via = ""        # the last link followed, for messages
@@ -108,6 +116,15 @@ class Root:
                 if part == "..":
                     if len(fds) > 1:
                         os.close(fds.pop())
+                        names.pop()
+                    elif names:
+                        # Above the directory the walk started in: its
+                        # parent, opened again from the root by its
+                        # resolved path, on which no link is followed.
+                        parent = self._walk("/".join(names[:-1]), False,
+                                            False, None)
+                        os.close(fds.pop())
+                        fds.append(parent.fd)
                         names.pop()
                     continue
                 where = "/".join(names + [part])
@@ -157,8 +174,9 @@ class Root:
                     raise CallError("too many levels of symbolic links in %s"
                                     % quoted(self.show(rel)))
                 if target.startswith("/"):
-                    while len(fds) > 1:
+                    while fds:
                         os.close(fds.pop())
+                    fds.append(os.dup(self.fd))
                     names = []
                 pending[0:0] = [p for p in target.split("/")
                                 if p not in ("", ".")]
@@ -281,13 +299,15 @@ class Dir:
     def entry(self, name):
         """The file NAME in this directory as a Target, a symbolic link
         resolved inside the root (as Root.file does). Unlike a new walk
-        from the root, a file that is no link is found in this directory,
-        the very one opened, even if its path leads elsewhere by now."""
+        from the root, NAME is found in this directory, the very one
+        opened, even if its path leads elsewhere by now; so is a link's
+        relative target, up to a '..' above this directory."""
         if _readlink(self.fd, name) is None:
             return Target(self, name)
-        # Rare: walked again from the root, which resolves the link and
-        # names it in messages.
-        return self.root.file("/".join(p for p in (self.rel, name) if p))
+        # Rare: the link is resolved from this directory (not from its
+        # path, which may lead to another one by now), and named in
+        # messages.
+        return self.root._walk(name, True, True, None, True, start=self)
 
     def close(self):
         if self.fd is not None:
@@ -517,16 +537,17 @@ class Lock:
                         directory, entry["temp"])
         return self._pending
 
-    def read(self, target):
+    def read(self, target, limit=-1):
         """(bytes, stat) of TARGET as it is once an interrupted edit is
-        finished: what a reader without the lock should see."""
+        finished: what a reader without the lock should see; at most LIMIT
+        bytes when it is given."""
         pending = self.pending().get(target.key())
         if pending is not None:
             directory, temp = pending
-            data, info = directory.read(temp)
+            data, info = directory.read(temp, limit)
             if data is not None:
                 return data, info
-        return target.read()
+        return target.read(limit)
 
     def recover(self):
         """Finishes an edit of several files that a crash interrupted: each
@@ -687,17 +708,19 @@ class Edit:
             self.cleaned.add(key)
         self.read_as[key] = info
 
-    def read(self, target):
+    def read(self, target, limit=-1):
         """The bytes of TARGET (None when it does not exist), read under the
-        lock; remembers its version for commit."""
+        lock; remembers its version for commit. At most LIMIT bytes are
+        read when it is given: for a file someone else may make huge, which
+        the caller then refuses to edit."""
         key = target.key()
         if self.noop:
-            data, info = self.lock.read(target)
+            data, info = self.lock.read(target, limit)
         else:
             if key not in self.cleaned:
                 self._remove_temps(target)
                 self.cleaned.add(key)
-            data, info = target.read()
+            data, info = target.read(limit)
         self.read_as[key] = info
         return data
 
@@ -765,6 +788,16 @@ class Edit:
                 raise CallError("%s was changed meanwhile by a program that "
                                 "does not take the lock %s; nothing was written"
                                 % (quoted(target.path), quoted(self.lock.show())))
+        locked = self.lock.dir
+        if locked.fd is not None \
+                and not _in_place(locked.root, locked.rel, locked.fd):
+            # Written there, the change would be made where nobody looks,
+            # and reported as made.
+            raise CallError("%s was moved or replaced while it was being "
+                            "edited, so the lock %s no longer guards that "
+                            "path; nothing was written"
+                            % (quoted(self.lock.dir.path),
+                               quoted(self.lock.show())))
         journal = len(self.staged) > 1
         if journal and self.lock.journal() is None:
             raise CallError("an edit of several files needs a lock file for "
@@ -993,9 +1026,13 @@ class Batch:
         self.paths, self.above = set(), set()
         try:
             errors = _sync_all([q.fd for q in queued], self.THREADS)
+            moved = {}          # directory identity -> moved since locked
             for q, err in zip(queued, errors):
                 # The lock's descriptor is one of the directory.
                 dir_fd = self.locks[q.dir_ident].lock.fd
+                if q.dir_ident not in moved:
+                    moved[q.dir_ident] = not _in_place(q.root, q.dir_rel,
+                                                       dir_fd)
                 problem = None
                 if err is not None:
                     problem = os_error(err, "write %s" % quoted(q.show_temp))
@@ -1003,6 +1040,12 @@ class Batch:
                     problem = CallError(
                         "%s was changed meanwhile by a program that does not "
                         "take the lock %s; nothing was written"
+                        % (quoted(q.path), quoted(q.lock)))
+                elif moved[q.dir_ident]:
+                    problem = CallError(
+                        "the directory of %s was moved or replaced while it "
+                        "was being edited, so the lock %s no longer guards "
+                        "that path; nothing was written"
                         % (quoted(q.path), quoted(q.lock)))
                 else:
                     try:
@@ -1095,7 +1138,22 @@ class _Queued:
         self.path = target.path
         self.show_temp = target.dir.show(temp)
         self.rel = "/".join(p for p in (target.dir.rel, target.name) if p)
+        self.root = target.dir.root
+        self.dir_rel = target.dir.rel
         self.dir_ident = _dir_identity(target.dir.fd)
+
+
+def _in_place(root, rel, fd):
+    """True when the path REL below ROOT (every link on it resolved when it
+    was opened) still leads to the directory open as FD."""
+    try:
+        now = root.directory(rel, follow=False)
+    except CallError:
+        return False
+    try:
+        return _dir_identity(now.fd) == _dir_identity(fd)
+    finally:
+        now.close()
 
 
 def _dir_identity(fd):

@@ -48,21 +48,30 @@ def error_entry(name, err):
                       "message": clean_lines(str(err))}}
 
 
-def _oversized(entry):
-    """The size of ENTRY's json form when ral could not read it back (more
-    than RESOURCE_MAX bytes), else None."""
-    size = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
-    return size if size > RESOURCE_MAX else None
+def _unreadable(entry, said):
+    """Why ral could not read ENTRY back (SAID words what it is), or None:
+    its json form is longer than RESOURCE_MAX bytes, or holds a text that
+    is no Unicode (a lone surrogate: the bytes of a name or link target
+    that were not UTF-8), which no UTF-8 answer can carry."""
+    try:
+        size = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+    except UnicodeEncodeError:
+        return ("%s holds bytes that are not UTF-8 (in a name, a link "
+                "target...), which ral cannot read" % said)
+    if size > RESOURCE_MAX:
+        return ("%s is %d bytes long as ral reads it back, more than the %d "
+                "it accepts" % (said, size, RESOURCE_MAX))
+    return None
 
 
 def check_resource_fits(resource):
     """Refuses, before anything is written, a resource that ral could not
-    read back: its json form must fit in RESOURCE_MAX bytes."""
-    size = _oversized(resource)
-    if size is not None:
-        raise UpdateError("%s would be %d bytes long as ral reads it back, "
-                          "more than the %d it accepts; nothing was changed"
-                          % (quoted(resource.get("name")), size, RESOURCE_MAX))
+    read back: its json form must fit in RESOURCE_MAX bytes, and be
+    UTF-8."""
+    problem = _unreadable(resource, "%s as ral reads it back"
+                          % quoted(resource.get("name")))
+    if problem is not None:
+        raise UpdateError(problem + "; nothing was changed")
 
 
 def simple_line(key, value):
@@ -296,20 +305,29 @@ def noop():
 
 def _fitting(entries, said):
     """ENTRIES, each one ral could not read back replaced by an error entry
-    for its name; SAID words what that entry would have been."""
+    for its name (made readable); SAID words what that entry would have
+    been. One entry ral cannot read must not fail the whole answer."""
     kept = []
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             # A bug in the provider, reported as one.
             raise TypeError("an answer entry must be an object with a "
                             "string 'name', not %s" % type_name(entry))
-        size = _oversized(entry)
-        if size is not None:
-            entry = error_entry(entry["name"], UpdateError(
-                "%s is %d bytes long as ral reads it back, more than the %d "
-                "it accepts" % (said, size, RESOURCE_MAX)))
+        problem = _unreadable(entry, said)
+        if problem is not None:
+            entry = error_entry(_readable(entry["name"]),
+                                UpdateError(problem))
         kept.append(entry)
     return kept
+
+
+def _readable(text):
+    """TEXT with each lone surrogate (a byte that was not UTF-8) as U+FFFD;
+    a name ral asked for has none, and stays as it is."""
+    if text.isprintable():
+        return text
+    return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch
+                   for ch in text)
 
 
 def _emit_checked(document):

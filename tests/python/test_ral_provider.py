@@ -177,6 +177,41 @@ class Walk(Sandbox):
             self.assertEqual([r.name for r in db["passwd"].records()], ["alice"])
 
 
+    def test_a_linked_account_file_is_read_where_the_lock_is(self):
+        # A link among the account files is resolved from the directory
+        # the lock holds, not from its path: after a swap that path leads
+        # to another etc, whose files are not the ones locked.
+        from ral_accounts import Accounts
+        write(self.path("etc/passwd"), b"alice:x:1000:1000::/home/alice:/bin/sh\n")
+        write(self.path("etc/shadow.real"), b"alice:!:1::::::\n")
+        os.symlink("shadow.real", self.path("etc/shadow"))
+        root = ral.Root()
+        with ral.Edit(ral.Lock.accounts(root)) as edit:
+            os.rename(self.path("etc"), self.path("etc.locked"))
+            write(self.path("etc/passwd"), b"mallory:x:0:0::/:/bin/sh\n")
+            write(self.path("etc/shadow"), b"mallory::1::::::\n")
+            db = Accounts(root, ["passwd", "shadow"], edit)
+            self.assertEqual([r.name for r in db["shadow"].records()],
+                             ["alice"])
+            self.assertEqual(db["shadow"].target.dir.rel, "etc")
+            self.assertEqual(db["shadow"].target.name, "shadow.real")
+
+    def test_an_entrys_link_resolves_up_and_absolute_inside_the_root(self):
+        write(self.path("etc/a"), b"up\n")
+        write(self.path("srv/b"), b"absolute\n")
+        os.mkdir(self.path("etc/sub"))
+        os.symlink("../../etc/a", self.path("etc/sub/up"))
+        os.symlink("/srv/b", self.path("etc/sub/abs"))
+        os.symlink("../../../../../../etc/a", self.path("etc/sub/far"))
+        sub = ral.Root().directory("etc/sub")
+        self.assertEqual(sub.entry("up").read()[0], b"up\n")
+        self.assertEqual(sub.entry("up").dir.rel, "etc")
+        self.assertEqual(sub.entry("abs").read()[0], b"absolute\n")
+        self.assertEqual(sub.entry("abs").dir.rel, "srv")
+        # '..' never climbs above the root.
+        self.assertEqual(sub.entry("far").read()[0], b"up\n")
+
+
 class Edits(Sandbox):
     def test_a_file_is_replaced_keeping_its_mode_and_nothing_is_left(self):
         write(self.path("etc/hosts"), b"old\n", 0o640)
@@ -238,6 +273,25 @@ class Edits(Sandbox):
             edit.commit()
         self.assertEqual(read(self.path("etc/hosts")), b"old\n")
         self.assertEqual(self.names("etc"), ["hosts"])
+
+    def test_an_edit_of_a_directory_moved_meanwhile_writes_nothing(self):
+        # The lock guards etc as opened; once etc is moved away and another
+        # takes its path, a commit there would make the change where nobody
+        # looks, and report it made.
+        write(self.path("etc/hosts"), b"old\n")
+        target = ral.Root().file("etc/hosts")
+        with self.assertRaises(ral.CallError) as caught:
+            with ral.Edit(ral.Lock.beside(target)) as edit:
+                edit.read(target)
+                os.rename(self.path("etc"), self.path("etc.moved"))
+                write(self.path("etc/hosts"), b"the new etc\n")
+                edit.write(target, b"changed\n")
+                edit.commit()
+        self.assertIn("was moved or replaced while it was being edited",
+                      str(caught.exception))
+        self.assertEqual(read(self.path("etc.moved/hosts")), b"old\n")
+        self.assertEqual(read(self.path("etc/hosts")), b"the new etc\n")
+        self.assertEqual(self.names("etc.moved"), [".hosts.ral-lock", "hosts"])
 
     def test_a_writer_that_does_not_lock_makes_commit_refuse(self):
         write(self.path("etc/hosts"), b"old\n")
@@ -398,6 +452,21 @@ class Batches(Sandbox):
         self.assertEqual(read(self.path("a/x")), b"theirs\n")
         self.assertEqual(read(self.path("a/y")), b"y\n")
         self.assertEqual(self.names("a"), ["x", "y"])
+
+    def test_a_queued_edit_of_a_directory_moved_meanwhile_fails_alone(self):
+        os.makedirs(self.path("a"))
+        os.makedirs(self.path("b"))
+        batch = ral.Batch()
+        self.edit(batch, "a/new", b"new\n", 1)
+        self.edit(batch, "b/new", b"b\n", 2)
+        os.rename(self.path("a"), self.path("a.moved"))
+        os.makedirs(self.path("a"))
+        failed = batch.finish()
+        self.assertEqual(list(failed), [1])
+        self.assertIn("was moved or replaced while it was being edited",
+                      str(failed[1]))
+        self.assertEqual(self.names("a.moved"), [])
+        self.assertEqual(read(self.path("b/new")), b"b\n")
 
     def test_queued_edits_are_made_before_waiting_for_a_lock(self):
         os.makedirs(self.path("a"))
@@ -704,6 +773,25 @@ class Calls(Sandbox):
         self.assertEqual(answer["derive"], False)
         self.assertIn("the report of this change (which was made)",
                       answer["changes"][0]["error"]["message"])
+
+    def test_an_entry_with_bytes_that_are_not_utf8_fails_alone(self):
+        # A link target or file name that is not UTF-8 reaches Python as
+        # lone surrogates, which no UTF-8 answer can carry: that resource
+        # fails, not the whole answer (as an internal error did).
+        answer = self.call("get", {"names": ["a", "b"]}, get=lambda names: [
+            {"name": "a", "target": "x\udcffy"}, {"name": "b"}])
+        self.assertEqual(answer["resources"][1], {"name": "b"})
+        self.assertEqual(answer["resources"][0]["name"], "a")
+        self.assertIn("holds bytes that are not UTF-8",
+                      answer["resources"][0]["error"]["message"])
+        # In a listing, the name itself may be such: shown with U+FFFD.
+        answer = self.call("get", {"names": []}, get=lambda names: [
+            {"name": "n\udcff"}, {"name": "ok"}])
+        self.assertEqual([r["name"] for r in answer["resources"]],
+                         ["n\ufffd", "ok"])
+        with self.assertRaises(ral.UpdateError) as caught:
+            ral.check_resource_fits({"name": "a", "target": "x\udcffy"})
+        self.assertIn("nothing was changed", str(caught.exception))
 
     def test_exceptions_become_the_conventions_errors(self):
         def refused(updates):

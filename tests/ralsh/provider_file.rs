@@ -333,3 +333,47 @@ fn file_set_of_many_updates_equals_one_update_per_call() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_file_over_a_gibibyte_is_not_read_for_its_checksum() {
+    // Whoever may write a managed file may make it a sparse file of
+    // terabytes; read whole for its checksum, it held up the get of every
+    // path until the call's time limit. Just over 1 GiB stands for it.
+    let sandbox = file_sandbox();
+    let big = sandbox.root().join("srv/www/big");
+    let size = (1 << 30) + 1;
+    std::fs::File::create(&big).unwrap().set_len(size).unwrap();
+    let run = sandbox.ralsh(&["-j", "file", "/srv/www/big"]);
+    run.expect(0)
+        .stderr_has("the file is larger than 1073741824 bytes; its checksum is not reported");
+    let found = &run.json()["resource"];
+    assert_eq!(found["ensure"], "file", "{found}");
+    assert!(found.get("checksum").is_none(), "{found}");
+    // Content asked for is written without reading the file to compare.
+    sandbox
+        .ralsh(&["file", "/srv/www/big", "content=small\n"])
+        .expect(0);
+    assert_eq!(sandbox.read("srv/www/big"), "small\n");
+    let found = sandbox
+        .ralsh(&["-j", "file", "/srv/www/big"])
+        .expect(0)
+        .json();
+    assert_eq!(found["resource"]["content"], "small\n", "{found}");
+}
+
+#[test]
+fn a_link_whose_target_is_not_utf8_fails_alone() {
+    // Whoever may make a link at a managed path may give it a target that
+    // is not UTF-8; the get of every path failed with it.
+    use std::os::unix::ffi::OsStrExt;
+    let sandbox = file_sandbox();
+    std::os::unix::fs::symlink(
+        std::ffi::OsStr::from_bytes(b"a\xffb"),
+        sandbox.root().join("srv/www/odd"),
+    )
+    .unwrap();
+    let run = sandbox.ralsh(&["-y", "file", "/srv/www/odd", "/srv/www/index.html"]);
+    run.expect(2)
+        .stderr_has("holds bytes that are not UTF-8")
+        .stdout_has("/srv/www/index.html");
+}

@@ -356,3 +356,42 @@ fn never_reads_or_writes_through_a_link_a_user_planted_in_their_home() {
     let meta = std::fs::symlink_metadata(sandbox.root().join("etc/shadow")).unwrap();
     assert_eq!(meta.uid(), own_uid(), "the shadow file keeps its owner");
 }
+
+#[test]
+fn a_key_file_its_user_made_huge_is_not_read_and_fails_only_its_user() {
+    // bob owns his key file and may make it any size: a sparse file of
+    // terabytes costs him nothing, and read whole it would exhaust the
+    // memory of the root-run provider and fail every user's keys. 64 MiB
+    // (over the 16 MiB read) stands for it here.
+    let sandbox = sandbox();
+    let keys = sandbox.root().join("home/bob/.ssh/authorized_keys");
+    std::fs::create_dir_all(keys.parent().unwrap()).unwrap();
+    let size = 64 << 20;
+    std::fs::File::create(&keys).unwrap().set_len(size).unwrap();
+    sandbox
+        .ralsh(&["-j", "ssh_authorized_key"])
+        .expect(0)
+        .stderr_has("home/bob/.ssh/authorized_keys' is larger than 16777216 bytes")
+        .stdout_has("alice@laptop");
+    sandbox
+        .ralsh(&[
+            "ssh_authorized_key",
+            "bob@desk",
+            "user=bob",
+            "type=ssh-ed25519",
+            &format!("key={ED_1}"),
+        ])
+        .expect(2)
+        .stderr_has("is larger than 16777216 bytes; ral does not read it");
+    assert_eq!(std::fs::metadata(&keys).unwrap().len(), size);
+    // alice's keys can still be changed.
+    sandbox
+        .ralsh(&[
+            "ssh_authorized_key",
+            "alice@desk",
+            "user=alice",
+            "type=ssh-ed25519",
+            &format!("key={ED_1}"),
+        ])
+        .expect(0);
+}

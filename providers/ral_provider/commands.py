@@ -144,10 +144,11 @@ class Commands:
 
     Under noop, change() does not run the command; it logs what would have
     run and returns None. query() always runs: use it for commands that
-    only read."""
+    only read. NOOP left out (None) is the call's noop()."""
 
-    def __init__(self, noop=False):
-        self.noop = noop
+    def __init__(self, noop=None):
+        # The protocol tells the log the call's noop as the call starts.
+        self.noop = log.noop if noop is None else bool(noop)
 
     def start(self, argv, env=None, timeout=120, pass_fds=(),
               stderr_level="warn", output_limit=Result.TAIL_BYTES,

@@ -637,6 +637,12 @@ def _remove_temps(directory, name, entries=None):
                 entries.remove(entry)
 
 
+def _call_noop(noop):
+    """NOOP as given, or when None the call's noop(), which the protocol
+    tells the log as a call starts."""
+    return log.noop if noop is None else bool(noop)
+
+
 def _temp_like(entry):
     """True for the names _remove_temps may remove, whatever NAME."""
     return entry.startswith(".") and (TEMP_TAG in entry or ".ralsh-" in entry
@@ -662,14 +668,16 @@ class Edit:
 
     With NOOP, the same code previews a change: no lock is taken (nothing,
     not even a lock file, is created), files are read as a reader sees
-    them, and commit() writes nothing.
+    them, and commit() writes nothing. NOOP left out (None) is the call's
+    noop(): a provider that forgets to pass it still writes nothing under
+    --noop.
 
     An edit of a Batch (Batch.edit) queues its commit instead, to be
     finished with the batch's others."""
 
-    def __init__(self, lock, noop=False, batch=None, key=None):
+    def __init__(self, lock, noop=None, batch=None, key=None):
         self.lock = lock
-        self.noop = noop
+        self.noop = _call_noop(noop)
         self.batch = batch
         self.key = key
         self.read_as = {}         # target key -> identity when read
@@ -932,8 +940,8 @@ class Batch:
     LIMIT = 128
     THREADS = 32
 
-    def __init__(self, noop=False):
-        self.noop = noop
+    def __init__(self, noop=None):
+        self.noop = _call_noop(noop)
         self.locks = {}         # directory identity -> _Held
         self.queued = []        # _Queued, in order
         self.paths = set()      # their paths (relative to the root)

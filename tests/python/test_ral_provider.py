@@ -759,6 +759,29 @@ class Calls(Sandbox):
         self.assertEqual(seen, [(updates, False, False)])
         self.assertEqual(read(self.path("etc/hosts")), b"new\n")
 
+    def test_what_changes_things_learns_noop_from_the_call_when_not_told(self):
+        write(self.path("etc/hosts"), b"old\n")
+        made = []
+
+        def set(updates):
+            target = ral.Root().file("etc/hosts")
+            # A provider that forgets to pass noop on.
+            with ral.Edit(ral.Lock.beside(target)) as edit:
+                edit.write(target, b"new\n")
+                edit.commit()
+            made.append((ral.Batch().noop, ral.Commands().noop,
+                         ral.Edit(None, noop=False).noop))
+            return []
+        updates = [{"name": "h", "is": {}, "should": {"content": "new"}}]
+        self.call("set", {"ral": {"noop": True}, "updates": updates},
+                  get=list, set=set)
+        self.assertEqual(read(self.path("etc/hosts")), b"old\n")
+        self.assertEqual(self.names("etc"), ["hosts"])
+        self.assertEqual(made, [(True, True, False)])
+        self.call("set", {"updates": updates}, get=list, set=set)
+        self.assertEqual(read(self.path("etc/hosts")), b"new\n")
+        self.assertEqual(made[1], (False, False, False))
+
     def test_an_answer_ral_could_not_read_back_is_refused(self):
         big = {"name": "big", "comment": "x" * ral.RESOURCE_MAX}
         answer = self.call("get", {"names": []},

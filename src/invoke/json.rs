@@ -505,44 +505,13 @@ fn as_object(resource: &Resource) -> Map<String, serde_json::Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::canned::Canned;
     use super::*;
 
     fn protocol(result: Result<impl std::fmt::Debug, OutputError>) -> String {
         match result {
             Err(OutputError::Protocol(message)) => message,
             other => panic!("expected a protocol error, got {other:?}"),
-        }
-    }
-
-    /// A runner whose provider answers every call with `answer`.
-    struct Canned {
-        answer: String,
-        check: crate::output_check::OutputCheck,
-    }
-
-    impl Runner for Canned {
-        fn run(
-            &self,
-            _label: &str,
-            _program: &std::path::Path,
-            _invocation: Invocation,
-            sink: &mut crate::process::LineSink,
-            _idle: &mut crate::process::Idle,
-        ) -> Result<crate::process::Finished> {
-            for line in self.answer.lines() {
-                sink(line)?;
-            }
-            Ok(crate::process::Finished {
-                stderr_lines: 0,
-                problem_lines: 0,
-                error_lines: 0,
-                problem_quotes: Vec::new(),
-                stderr_tail: Vec::new(),
-            })
-        }
-
-        fn check(&self) -> &crate::output_check::OutputCheck {
-            &self.check
         }
     }
 

@@ -8,7 +8,7 @@
 //! provider has no find) and set (one update call per resource).
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -395,12 +395,17 @@ impl super::Convention for SimpleConvention {
         names: &[&str],
     ) -> Result<Vec<Result<Option<Resource>>>> {
         if !provider.meta.supports(Action::Find) {
-            // One listing answers for every name.
+            // One listing answers for every name, each matched through a
+            // map (a plan asks for thousands); the first listed wins.
             let mut found: Vec<Option<Resource>> = vec![None; names.len()];
+            let mut slots: HashMap<&str, Vec<usize>> = HashMap::with_capacity(names.len());
+            for (at, name) in names.iter().enumerate() {
+                slots.entry(name).or_default().push(at);
+            }
             self.list(runner, provider, &mut |resource: Resource| {
-                for (slot, name) in found.iter_mut().zip(names) {
-                    if slot.is_none() && resource.name == *name {
-                        *slot = Some(resource.clone());
+                if let Some(at) = slots.remove(resource.name.as_str()) {
+                    for at in at {
+                        found[at] = Some(resource.clone());
                     }
                 }
                 Ok(())
@@ -792,6 +797,43 @@ mod tests {
                 "tags=('x y' 3)",
                 "none=()",
                 "ral_noop=true"
+            ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod get_tests {
+    use super::super::canned::Canned;
+    use super::super::Convention;
+    use super::*;
+
+    #[test]
+    fn without_find_one_listing_answers_every_name_the_first_listed_winning() {
+        let yaml = "provider:\n  type: t\n  invoke: simple\n  actions: [list, update]\n  \
+                    suitable: true\n  attributes:\n    name: {}\n    value: {}\n";
+        let meta = crate::metadata::Metadata::parse(yaml, Path::new("t.yaml")).unwrap();
+        let provider = Provider::new(meta, "t.prov".into(), None);
+        let runner = Canned {
+            answer: "# simple\nname: b\nvalue: b1\nname: x\nvalue: x\nname: a\nvalue: a\n\
+                     name: b\nvalue: b2\n"
+                .to_owned(),
+            check: Default::default(),
+        };
+        let found = SimpleConvention
+            .get_many(&runner, &provider, &["a", "b", "zz", "b"])
+            .unwrap();
+        let values: Vec<Option<String>> = found
+            .into_iter()
+            .map(|one| one.unwrap().map(|r| r.attrs["value"].to_text()))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                Some("a".to_owned()),
+                Some("b1".to_owned()),
+                None,
+                Some("b1".to_owned())
             ]
         );
     }

@@ -1,0 +1,43 @@
+//! A stand-in provider for the conventions' unit tests: a runner that
+//! answers every call with the same output, line by line, as a provider
+//! would write it.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::output_check::OutputCheck;
+use crate::process::{Finished, Idle, LineSink};
+
+use super::{Invocation, Runner};
+
+/// A runner whose provider answers every call with `answer`.
+pub struct Canned {
+    pub answer: String,
+    pub check: OutputCheck,
+}
+
+impl Runner for Canned {
+    fn run(
+        &self,
+        _label: &str,
+        _program: &Path,
+        _invocation: Invocation,
+        sink: &mut LineSink,
+        _idle: &mut Idle,
+    ) -> Result<Finished> {
+        for line in self.answer.lines() {
+            sink(line)?;
+        }
+        Ok(Finished {
+            stderr_lines: 0,
+            problem_lines: 0,
+            error_lines: 0,
+            problem_quotes: Vec::new(),
+            stderr_tail: Vec::new(),
+        })
+    }
+
+    fn check(&self) -> &OutputCheck {
+        &self.check
+    }
+}

@@ -245,15 +245,7 @@ mod tests {
         again.action = IntentAction::Remove;
         store.record_intents(&[again.clone()]).unwrap();
         assert_eq!(store.intents().unwrap(), [again, intent("b", true)]);
-        let record = PlanRecord {
-            id: "p1".to_owned(),
-            manifest_digest: "d".to_owned(),
-            state: "Running".to_owned(),
-            created: 1.0,
-            started: Some(1.0),
-            ended: None,
-            report: None,
-        };
+        let record = PlanRecord::running("p1");
         let tasks = [(1, "t[b]".to_owned(), "t::t".to_owned(), "create".to_owned())];
         store.begin_plan(&record, &tasks).unwrap();
         let applied = item("b");
@@ -296,15 +288,7 @@ mod tests {
         store
             .record_intents(&[intent("a", false), intent("b", true), intent("c", false)])
             .unwrap();
-        let record = PlanRecord {
-            id: "p1".to_owned(),
-            manifest_digest: "d".to_owned(),
-            state: "Running".to_owned(),
-            created: 1.0,
-            started: Some(1.0),
-            ended: None,
-            report: None,
-        };
+        let record = PlanRecord::running("p1");
         let tasks: Vec<_> = ["a", "b", "c"]
             .iter()
             .enumerate()

@@ -741,6 +741,22 @@ fn record_end(tx: &rusqlite::Transaction, end: &TaskEnd, ended: f64) -> rusqlite
 }
 
 #[cfg(test)]
+impl PlanRecord {
+    /// A plan started and running, for the store's tests.
+    pub(crate) fn running(id: &str) -> PlanRecord {
+        PlanRecord {
+            id: id.to_owned(),
+            manifest_digest: "d".to_owned(),
+            state: "Running".to_owned(),
+            created: 1.0,
+            started: Some(1.0),
+            ended: None,
+            report: None,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -796,15 +812,7 @@ mod tests {
     fn a_plan_left_running_is_failed_with_its_running_tasks_interrupted() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("state.db")).unwrap();
-        let record = PlanRecord {
-            id: "p1".to_owned(),
-            manifest_digest: "d".to_owned(),
-            state: "Running".to_owned(),
-            created: 1.0,
-            started: Some(1.0),
-            ended: None,
-            report: None,
-        };
+        let record = PlanRecord::running("p1");
         let tasks = [
             (1, "t[a]".to_owned(), "t::t".to_owned(), "create".to_owned()),
             (2, "t[b]".to_owned(), "t::t".to_owned(), "create".to_owned()),

@@ -1,5 +1,6 @@
 //! Sensitive values are `[redacted]` in every output: the changes of a
-//! JSON update (both conventions, noop or not), and the message refusing
+//! JSON update (both conventions, noop or not), what a simple provider
+//! says on stderr while it updates, and the message refusing
 //! a value that does not fit a sensitive attribute's type, which names
 //! the attribute and the type but never the value.
 
@@ -179,4 +180,40 @@ fn a_reported_sensitive_value_of_the_wrong_type_is_not_shown_in_the_warning() {
     run.expect(2).json();
     run.stderr_has("has value [redacted]");
     assert_not_shown(&run, "S3CRET");
+}
+
+#[test]
+fn a_sensitive_value_a_simple_provider_echoes_on_stderr_during_update_is_redacted() {
+    let sandbox = Sandbox::new();
+    let data = tempfile::tempdir().unwrap();
+    let providers = data.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    let script = providers.join("echoing.prov");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\neval \"$@\"\n\
+         case \"$ral_action\" in\n\
+           find) printf '# simple\\nname: %s\\nensure: present\\n' \"$name\" ;;\n\
+           list) echo '# simple' ;;\n\
+           update) echo \"warning: setting the password of $name to $password\" >&2\n\
+                   printf '# simple\\nname: %s\\nral_derive: true\\n' \"$name\" ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        providers.join("echoing.yaml"),
+        "---\nprovider:\n  type: echoing\n  invoke: simple\n  actions: [list, find, update]\n  \
+         suitable: true\n  desc: echoes its sensitive value on stderr\n  attributes:\n    \
+         name: {}\n    ensure: {type: 'enum[present, absent]'}\n    \
+         password: {sensitive: true, kind: w}\n",
+    )
+    .unwrap();
+    let dir = data.path().to_str().unwrap();
+    for level in ["warn", "debug"] {
+        let run = sandbox.ralsh(&["-l", level, "-I", dir, "echoing", "a", "password=S3CRET-77"]);
+        run.expect(0)
+            .stderr_has("warning: setting the password of a to [redacted]");
+        assert_not_shown(&run, "S3CRET");
+    }
 }

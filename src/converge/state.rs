@@ -172,3 +172,21 @@ fn is_digest(value: &Json) -> bool {
 fn is_digest_map(map: &Map<String, Json>) -> bool {
     map.len() == 1 && (map.contains_key("hmac") || map.contains_key("sha256"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_digest;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_lone_digest_reads_as_a_sensitive_value() {
+        assert!(is_digest(&json!({"hmac": "ab12"})));
+        assert!(is_digest(&json!({"sha256": "ab12"})));
+        // A hash property of one key, or a digest beside another key, is
+        // a value to show.
+        assert!(!is_digest(&json!({"k": "v"})));
+        assert!(!is_digest(&json!({"hmac": "ab12", "k": "v"})));
+        assert!(!is_digest(&json!("hmac")));
+        assert!(!is_digest(&json!({})));
+    }
+}

@@ -173,7 +173,10 @@ fn sensitive_values_are_kept_only_as_digests() {
         );
     }
     let listed = state(&bench, &["list"]);
-    listed.expect(0).stdout_has("secret: \"[redacted]\"");
+    listed
+        .expect(0)
+        .stdout_has("secret: \"[redacted]\"")
+        .stdout_has("value: \"v\"");
     assert!(!listed.stdout.contains("hmac"), "{}", listed.stdout);
     // The same secret again is no change; another one is.
     bench.ral("plan", &["--detailed-exitcodes", &m]).expect(0);
@@ -268,9 +271,15 @@ fn forget_stops_managing_without_touching() {
     state(&bench, &["forget", "beta[b1]"])
         .expect(0)
         .stdout_has("forgotten: beta[b1]");
+    let db = bench.sandbox.root().join("var/lib/ral/state.db");
     state(&bench, &["forget", "beta[nope]"])
         .expect(2)
-        .stderr_has("beta[nope]: no such item");
+        .stderr_has(&format!("beta[nope]: no such item in {}", db.display()));
+    // The provider's qualified name names the item too.
+    state(&bench, &["forget", "beta::beta[b2]"])
+        .expect(0)
+        .stdout_has("forgotten: beta::beta[b2]");
+    assert_eq!(items(&bench), [] as [(String, String); 0]);
     let m = bench.manifest("m.yaml", "beta:\n  b2: {value: y}\n");
     bench.ral("apply", &["--detailed-exitcodes", &m]).expect(0);
     assert_eq!(bench.store("beta")["b1"]["value"], "x", "b1 was left alone");

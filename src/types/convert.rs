@@ -183,20 +183,8 @@ fn split_items(raw: &str, source: Source) -> Result<Vec<String>, Mismatch> {
     match source {
         Source::CommandLine if raw.trim().is_empty() => Ok(Vec::new()),
         Source::CommandLine => Ok(raw.split(',').map(|item| item.trim().to_owned()).collect()),
-        Source::SimpleOutput if !raw.contains(['\'', '"', '\\', '#']) => Ok(plain_words(raw)),
         Source::SimpleOutput => shell_words::split(raw).map_err(|_| Mismatch::UnbalancedQuotes),
     }
-}
-
-/// The words of a text with no quote, backslash or `#`, split as
-/// `shell_words::split` would (at spaces, tabs and line breaks) without
-/// its machinery: a listing's arrays are mostly plain words, and this runs
-/// for each of them.
-pub(super) fn plain_words(raw: &str) -> Vec<String> {
-    raw.split([' ', '\t', '\n'])
-        .filter(|word| !word.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 fn json_literal(raw: &str) -> Result<Json, Mismatch> {

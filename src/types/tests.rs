@@ -343,36 +343,3 @@ fn mismatches_are_told_apart_by_kind() {
         "'a\\u{1b}[2J' is not key=value"
     );
 }
-
-mod plain_words {
-    use super::super::convert::plain_words;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Wherever the fast path applies (no quote, backslash or '#'),
-        /// it splits as shell_words does.
-        #[test]
-        fn split_as_shell_words_does(raw in "([^'\"\\\\#]|[ \\t\\n]){0,40}") {
-            prop_assert_eq!(plain_words(&raw), shell_words::split(&raw).unwrap());
-        }
-    }
-
-    #[test]
-    fn separators_and_other_characters() {
-        for raw in [
-            "",
-            " ",
-            "a",
-            " a  b\t\tc\nd ",
-            "a\rb c",
-            "x=1 y:2 é ü",
-            "\n\n",
-        ] {
-            assert_eq!(
-                plain_words(raw),
-                shell_words::split(raw).unwrap(),
-                "{raw:?}"
-            );
-        }
-    }
-}

@@ -147,8 +147,7 @@ class Commands:
     only read. NOOP left out (None) is the call's noop()."""
 
     def __init__(self, noop=None):
-        # The protocol tells the log the call's noop as the call starts.
-        self.noop = log.noop if noop is None else bool(noop)
+        self.noop = log.noop_or(noop)
 
     def start(self, argv, env=None, timeout=120, pass_fds=(),
               stderr_level="warn", output_limit=Result.TAIL_BYTES,

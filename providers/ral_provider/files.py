@@ -637,12 +637,6 @@ def _remove_temps(directory, name, entries=None):
                 entries.remove(entry)
 
 
-def _call_noop(noop):
-    """NOOP as given, or when None the call's noop(), which the protocol
-    tells the log as a call starts."""
-    return log.noop if noop is None else bool(noop)
-
-
 def _temp_like(entry):
     """True for the names _remove_temps may remove, whatever NAME."""
     return entry.startswith(".") and (TEMP_TAG in entry or ".ralsh-" in entry
@@ -677,7 +671,7 @@ class Edit:
 
     def __init__(self, lock, noop=None, batch=None, key=None):
         self.lock = lock
-        self.noop = _call_noop(noop)
+        self.noop = log.noop_or(noop)
         self.batch = batch
         self.key = key
         self.read_as = {}         # target key -> identity when read
@@ -941,7 +935,7 @@ class Batch:
     THREADS = 32
 
     def __init__(self, noop=None):
-        self.noop = _call_noop(noop)
+        self.noop = log.noop_or(noop)
         self.locks = {}         # directory identity -> _Held
         self.queued = []        # _Queued, in order
         self.paths = set()      # their paths (relative to the root)

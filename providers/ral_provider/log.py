@@ -27,6 +27,12 @@ class Log:
         # 'would be created' lines agree with what the provider does.
         self.noop = False
 
+    def noop_or(self, noop):
+        """NOOP as given, or when None the call's noop() (as the protocol
+        told this log when the call started): what Edit, Batch and
+        Commands use when a provider does not pass noop on."""
+        return self.noop if noop is None else bool(noop)
+
     def line(self, level, message):
         try:
             sys.stderr.write("%s: %s\n" % (level, clean(message)))

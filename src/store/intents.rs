@@ -226,6 +226,16 @@ mod tests {
         }
     }
 
+    /// The names of the items whose intents the store holds.
+    fn intent_names(store: &Store) -> Vec<String> {
+        store
+            .intents()
+            .unwrap()
+            .into_iter()
+            .map(|i| i.name)
+            .collect()
+    }
+
     #[test]
     fn intents_survive_reopening_and_a_task_end_clears_its_own() {
         let dir = tempfile::tempdir().unwrap();
@@ -264,12 +274,7 @@ mod tests {
         store
             .tasks_ended(&[end(ItemChange::Applied(&applied))])
             .unwrap();
-        let left: Vec<String> = store
-            .intents()
-            .unwrap()
-            .into_iter()
-            .map(|i| i.name)
-            .collect();
+        let left = intent_names(&store);
         assert_eq!(left, ["a"]);
         store
             .tasks_ended(&[end(ItemChange::Removed {
@@ -340,12 +345,7 @@ mod tests {
         let names: Vec<String> = store.items().unwrap().into_iter().map(|i| i.name).collect();
         assert_eq!(names, ["a"]);
         // The failed task's intent stays for the next run to settle.
-        let left: Vec<String> = store
-            .intents()
-            .unwrap()
-            .into_iter()
-            .map(|i| i.name)
-            .collect();
+        let left = intent_names(&store);
         assert_eq!(left, ["c"]);
     }
 

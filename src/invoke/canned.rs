@@ -1,12 +1,13 @@
 //! A stand-in provider for the conventions' unit tests: a runner that
 //! answers every call with the same output, line by line, as a provider
-//! would write it.
+//! would write it, and the metadata of a provider it plays.
 
 use std::path::Path;
 
 use crate::error::Result;
 use crate::output_check::OutputCheck;
 use crate::process::{Finished, Idle, LineSink};
+use crate::provider::Provider;
 
 use super::{Invocation, Runner};
 
@@ -40,4 +41,15 @@ impl Runner for Canned {
     fn check(&self) -> &OutputCheck {
         &self.check
     }
+}
+
+/// A provider `t` of the convention `invoke` with `actions` (`[get, set]`)
+/// and the attributes `name` and `value`, for a [`Canned`] runner to play.
+pub fn provider(invoke: &str, actions: &str) -> Provider {
+    let yaml = format!(
+        "provider:\n  type: t\n  invoke: {invoke}\n  actions: {actions}\n  suitable: true\n  \
+         attributes:\n    name: {{}}\n    value: {{}}\n"
+    );
+    let meta = crate::metadata::Metadata::parse(&yaml, Path::new("t.yaml")).unwrap();
+    Provider::new(meta, "t.prov".into(), None)
 }

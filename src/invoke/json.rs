@@ -516,9 +516,7 @@ mod tests {
     }
 
     fn provider() -> Provider {
-        let yaml = "provider:\n  type: t\n  invoke: json\n  actions: [get, set]\n  suitable: true\n  attributes:\n    name: {}\n    value: {}\n";
-        let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new("t.yaml")).unwrap();
-        Provider::new(meta, "t.prov".into(), None)
+        super::super::canned::provider("json", "[get, set]")
     }
 
     #[test]

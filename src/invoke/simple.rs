@@ -810,10 +810,7 @@ mod get_tests {
 
     #[test]
     fn without_find_one_listing_answers_every_name_the_first_listed_winning() {
-        let yaml = "provider:\n  type: t\n  invoke: simple\n  actions: [list, update]\n  \
-                    suitable: true\n  attributes:\n    name: {}\n    value: {}\n";
-        let meta = crate::metadata::Metadata::parse(yaml, Path::new("t.yaml")).unwrap();
-        let provider = Provider::new(meta, "t.prov".into(), None);
+        let provider = super::super::canned::provider("simple", "[list, update]");
         let runner = Canned {
             answer: "# simple\nname: b\nvalue: b1\nname: x\nvalue: x\nname: a\nvalue: a\n\
                      name: b\nvalue: b2\n"

@@ -41,6 +41,11 @@ pub fn provider_files(kind: Option<&str>) -> impl Iterator<Item = &'static str> 
         .map(|(file, _)| *file)
 }
 
+/// The bundled model plugins' programs (`NAME.plugin`).
+pub fn plugin_files() -> impl Iterator<Item = &'static str> {
+    std::iter::empty()
+}
+
 /// A set of embedded files that is written out together into one cache
 /// directory: `SUB/NAME` for each file (NAME may be `PACKAGE/FILE`).
 struct FileSet {

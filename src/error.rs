@@ -11,6 +11,19 @@ pub enum Error {
     #[error("{}: invalid provider metadata: {message}", file.display())]
     Metadata { file: PathBuf, message: String },
 
+    /// A model plugin's metadata that could not be read, parsed or
+    /// accepted, or that clashes with another's.
+    #[error("{}: invalid plugin metadata: {message}", file.display())]
+    PluginMetadata { file: PathBuf, message: String },
+
+    /// A model plugin's call failed or answered against the protocol.
+    #[error("plugin {plugin}: {call}: {message}")]
+    Plugin {
+        plugin: String,
+        call: String,
+        message: String,
+    },
+
     /// The provider executable could not be started.
     #[error("{provider}: could not run {} for {action}: {source}", file.display())]
     Spawn {

@@ -38,6 +38,8 @@ pub mod log_line;
 pub mod metadata;
 pub mod metadata_cache;
 pub mod output_check;
+pub mod plugin;
+pub mod plugin_meta;
 pub mod process;
 pub mod provider;
 pub mod quoting;

@@ -52,6 +52,9 @@ pub enum Action {
     Get,
     /// json convention: change resources.
     Set,
+    /// A model plugin's call (`validate_model`, `callback`, ...), or a
+    /// plugin's remote task (`command`).
+    Plugin(&'static str),
 }
 
 impl Action {
@@ -63,6 +66,7 @@ impl Action {
             Action::Update => "update",
             Action::Get => "get",
             Action::Set => "set",
+            Action::Plugin(call) => call,
         }
     }
 }
@@ -234,7 +238,7 @@ pub const MAX_BRACKETS: usize = 256;
 
 /// Refuses, before the YAML parser sees it, metadata that could take it
 /// long to parse.
-fn check_bounds(text: &str) -> std::result::Result<(), String> {
+pub(crate) fn check_bounds(text: &str) -> std::result::Result<(), String> {
     if text.len() > MAX_METADATA {
         return Err(format!(
             "it is {} bytes long; metadata may be at most {MAX_METADATA} bytes",
@@ -406,17 +410,19 @@ struct RawCommands {
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-struct RawAttribute {
+pub(crate) struct RawAttribute {
     #[serde(default, deserialize_with = "optional_text")]
     desc: Option<String>,
     #[serde(default, rename = "type", deserialize_with = "optional_text")]
     attr_type: Option<String>,
     #[serde(default, deserialize_with = "optional_text")]
     kind: Option<String>,
+    /// Absent: not required (an item type's property: required unless
+    /// it has a default).
     #[serde(default)]
-    required: bool,
+    pub(crate) required: Option<bool>,
     #[serde(default)]
-    default: Option<serde_json::Value>,
+    pub(crate) default: Option<serde_json::Value>,
     #[serde(default)]
     sensitive: bool,
     #[serde(default, deserialize_with = "optional_text")]
@@ -541,7 +547,13 @@ impl RawProvider {
 
 impl RawAttribute {
     fn check(self, name: &str) -> std::result::Result<Attribute, String> {
-        let path = format!("provider.attributes.{name}");
+        self.check_at(&format!("provider.attributes.{name}"), name)
+    }
+
+    /// Checks the attribute `name`, which messages call `path`.
+    pub(crate) fn check_at(self, path: &str, name: &str) -> std::result::Result<Attribute, String> {
+        let path = path.to_owned();
+        let required = self.required.unwrap_or(false);
         if is_reserved(name) {
             return Err(format!(
                 "{path}: the name '{name}' is reserved ('ral', 'ral_*' and '__*' belong to the host)"
@@ -577,12 +589,12 @@ impl RawAttribute {
                 }
             })?),
         };
-        if kind == Kind::Read && (self.required || default.is_some()) {
+        if kind == Kind::Read && (required || default.is_some()) {
             return Err(format!(
                 "{path}: a read-only attribute cannot be required or have a default"
             ));
         }
-        if self.required && default.is_some() {
+        if required && default.is_some() {
             return Err(format!(
                 "{path}: an attribute with a default is never missing, so it cannot be required"
             ));
@@ -608,7 +620,7 @@ impl RawAttribute {
             desc: self.desc.unwrap_or_default(),
             attr_type,
             kind,
-            required: self.required,
+            required,
             default,
             sensitive: self.sensitive,
             refers_to: self.refers_to,

@@ -20,7 +20,10 @@ use crate::bundled;
 use crate::error::{Error, Result};
 use crate::metadata::{Metadata, MAX_METADATA};
 use crate::metadata_cache::{Files, Known, MetadataCache};
+use crate::plugin_meta::Plugin;
 use crate::provider::{is_executable, Provider};
+
+pub mod plugins;
 
 /// What discovery needs from whoever runs providers (the host): a way to
 /// run a describe, and what the outcome of one depends on.
@@ -63,6 +66,16 @@ impl DataDir {
             DataDir::Given(path) => provider_files(path),
         }
     }
+
+    /// The model plugins' programs (`plugins/*.plugin`) to load.
+    fn plugin_files(&self) -> Vec<PathBuf> {
+        match self {
+            DataDir::Bundled(path) => bundled::plugin_files()
+                .map(|file| path.join("plugins").join(file))
+                .collect(),
+            DataDir::Given(path) => plugins::files_in(path),
+        }
+    }
 }
 
 /// The data directories to search, in order: each `-I` directory, each part
@@ -90,6 +103,13 @@ pub struct Registry {
     providers: Vec<Provider>,
     /// How many providers were skipped as broken.
     broken: usize,
+    /// Model plugins, with every type (all of them were looked for).
+    plugins: Vec<Plugin>,
+    /// The plugins' item types, provider-shaped (no actions), which type
+    /// manifests' plugin items.
+    models: Vec<Provider>,
+    /// Item types that clash with a provider's type or with each other.
+    clashes: Vec<Error>,
 }
 
 /// How many describes run at once when the cache cannot answer.
@@ -137,6 +157,9 @@ pub fn discover(
         found[index].meta = Some(result);
     }
     let mut registry = Registry::default();
+    if only_type.is_none() {
+        registry.plugins = plugins::find(dirs);
+    }
     for found in found {
         found.remember(cache, &context);
         let Found { source, meta, .. } = found;
@@ -161,6 +184,9 @@ pub fn discover(
             }
         }
     }
+    let (models, clashes) = plugins::models(&registry.plugins, &registry.providers);
+    registry.models = models;
+    registry.clashes = clashes;
     registry
 }
 
@@ -325,7 +351,7 @@ fn not_executable(source: &Path) -> Error {
 
 /// A `.yaml`'s text: a regular file of at most [`MAX_METADATA`] bytes of
 /// UTF-8.
-fn read_yaml(yaml: &Path) -> Result<String> {
+pub(crate) fn read_yaml(yaml: &Path) -> Result<String> {
     let invalid = |message: String| Error::Metadata {
         file: yaml.to_owned(),
         message,
@@ -406,7 +432,7 @@ impl Registry {
     pub(crate) fn of(providers: Vec<Provider>) -> Registry {
         Registry {
             providers,
-            broken: 0,
+            ..Registry::default()
         }
     }
 }
@@ -429,6 +455,55 @@ impl Registry {
     /// All providers, suitable or not.
     pub fn providers(&self) -> &[Provider] {
         &self.providers
+    }
+
+    /// The model plugins found.
+    pub fn plugins(&self) -> &[Plugin] {
+        &self.plugins
+    }
+
+    /// Item types that clash with a provider's type or each other.
+    pub fn plugin_clashes(&self) -> &[Error] {
+        &self.clashes
+    }
+
+    /// The provider, or the plugin item type (provider-shaped: it has no
+    /// actions), a manifest's `query` names.
+    pub fn resolve_item(&self, query: &str) -> Result<&Provider> {
+        match self.resolve(query) {
+            Err(Error::UnknownProvider { .. }) if self.model(query).is_some() => {
+                Ok(self.model(query).expect("just found"))
+            }
+            other => other,
+        }
+    }
+
+    fn model(&self, query: &str) -> Option<&Provider> {
+        self.models
+            .iter()
+            .find(|m| m.type_name() == query || m.qualified_name() == query)
+    }
+
+    /// The plugin whose item type `provider` is, if it is one.
+    pub fn plugin_of(&self, provider: &Provider) -> Option<&Plugin> {
+        if !provider.meta.actions.is_empty() {
+            return None;
+        }
+        self.plugins
+            .iter()
+            .find(|p| p.program == provider.source && p.name() == provider.meta.name)
+    }
+
+    /// A registry of providers and plugins, as [`discover`] makes one.
+    pub fn with_plugins(providers: Vec<Provider>, plugins: Vec<Plugin>) -> Registry {
+        let (models, clashes) = plugins::models(&plugins, &providers);
+        Registry {
+            providers,
+            broken: 0,
+            plugins,
+            models,
+            clashes,
+        }
     }
 
     /// Resolves `type::name` first, then a type with one suitable provider.

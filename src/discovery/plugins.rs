@@ -1,0 +1,117 @@
+//! Finding model plugins: `plugins/NAME.plugin` with `NAME.yaml` beside
+//! it in each data directory. A plugin whose files are broken is skipped
+//! with a warning naming the file, as a broken provider is; an item type
+//! that clashes with a provider's type or another plugin's item type is a
+//! problem naming both files, which fails every run that could meet it
+//! (a manifest cannot tell which one it means).
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::metadata::MAX_METADATA;
+use crate::plugin_meta::{Plugin, PluginMeta};
+use crate::provider::{is_executable, Provider};
+
+use super::DataDir;
+
+/// The plugins of `dirs`, in search order; an earlier directory's plugin
+/// shadows a later one of the same name. Broken ones are warned about and
+/// left out.
+pub fn find(dirs: &[DataDir]) -> Vec<Plugin> {
+    let mut plugins: Vec<Plugin> = Vec::new();
+    for program in dirs.iter().flat_map(DataDir::plugin_files) {
+        match load(&program) {
+            Ok(plugin) => {
+                if let Some(first) = plugins.iter().find(|p| p.name() == plugin.name()) {
+                    log::info!(
+                        "plugin {} from {} is shadowed by {}",
+                        plugin.name(),
+                        program.display(),
+                        first.program.display()
+                    );
+                    continue;
+                }
+                plugins.push(plugin);
+            }
+            Err(e) => log::warn!("skipping plugin {}: {e}", program.display()),
+        }
+    }
+    plugins
+}
+
+/// The `*.plugin` files of `dir/plugins`, sorted.
+pub(super) fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir.join("plugins")) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "plugin"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// One plugin: its program must be executable and its metadata valid.
+pub fn load(program: &Path) -> Result<Plugin> {
+    let yaml = program.with_extension("yaml");
+    if !is_executable(program) {
+        return Err(Error::PluginMetadata {
+            file: program.to_owned(),
+            message: "the file is not executable (chmod +x it)".to_owned(),
+        });
+    }
+    let text = super::read_yaml(&yaml).map_err(|e| match e {
+        Error::Metadata { file, message } => Error::PluginMetadata { file, message },
+        other => other,
+    })?;
+    debug_assert!(text.len() <= MAX_METADATA);
+    let meta = PluginMeta::parse(&text, &yaml)?;
+    Ok(Plugin {
+        meta,
+        program: program.to_owned(),
+        yaml,
+    })
+}
+
+/// The item types of `plugins` as providers (for typing manifest items),
+/// and the clashes among them and with `providers`' types, each naming
+/// both files.
+pub fn models(plugins: &[Plugin], providers: &[Provider]) -> (Vec<Provider>, Vec<Error>) {
+    let mut models: Vec<Provider> = Vec::new();
+    let mut clashes = Vec::new();
+    for plugin in plugins {
+        for item_type in &plugin.meta.item_types {
+            let clash = |other: String| Error::PluginMetadata {
+                file: plugin.yaml.clone(),
+                message: format!(
+                    "item type '{}' is also {other}: a manifest could not tell which is meant; \
+                     rename one",
+                    item_type.name
+                ),
+            };
+            if let Some(provider) = providers.iter().find(|p| p.type_name() == item_type.name) {
+                clashes.push(clash(format!(
+                    "the type of the provider {} ({})",
+                    provider.qualified_name(),
+                    provider.source.display()
+                )));
+                continue;
+            }
+            if let Some(model) = models.iter().find(|m| m.type_name() == item_type.name) {
+                clashes.push(clash(format!(
+                    "an item type of the plugin {} ({})",
+                    model.meta.name,
+                    model.source.with_extension("yaml").display()
+                )));
+                continue;
+            }
+            models.push(Provider::new(
+                item_type.meta.clone(),
+                plugin.program.clone(),
+                None,
+            ));
+        }
+    }
+    (models, clashes)
+}

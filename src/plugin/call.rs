@@ -1,0 +1,187 @@
+//! One call of a plugin: `PLUGIN ral_action=CALL` with one JSON document
+//! on stdin and one on stdout, run by the host like a provider call
+//! (scrubbed environment, `RALSH_ROOT_DIR`, time limit, bounded output,
+//! stderr logged, sensitive values redacted from it). A non-zero exit or
+//! `{"error": {"message": ...}}` fails the call with the plugin's words;
+//! an answer of the wrong shape fails it naming what is wrong.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value as Json};
+
+use crate::error::{Error, Result};
+use crate::invoke::{Invocation, Runner};
+use crate::metadata::Action;
+use crate::plugin_meta::{Plugin, PluginCall};
+use crate::process::Budget;
+
+use super::model::Model;
+use super::task::{parse_one, parse_tasks, PluginTask};
+
+/// The largest answer accepted, in bytes.
+pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
+
+/// What every call's input holds, and what a call adds to it.
+pub struct CallInput<'a> {
+    pub root: &'a Path,
+    /// The target's name, with `-t`.
+    pub target: Option<&'a str>,
+    pub noop: bool,
+    pub model: &'a Model,
+    /// The call's own keys (`callback`, `node`, `snapshot`, ...).
+    pub extra: Map<String, Json>,
+    /// Sensitive values in the model, redacted from what the plugin
+    /// writes on stderr.
+    pub secrets: Vec<String>,
+}
+
+impl CallInput<'_> {
+    fn document(&self) -> Json {
+        let mut document = Map::new();
+        document.insert(
+            "ral".to_owned(),
+            json!({
+                "root": self.root.to_string_lossy(),
+                "target": self.target,
+                "noop": self.noop,
+            }),
+        );
+        document.insert("model".to_owned(), self.model.to_json());
+        for (key, value) in &self.extra {
+            document.insert(key.clone(), value.clone());
+        }
+        Json::Object(document)
+    }
+}
+
+/// A `validate_model` error.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationError {
+    pub vpath: String,
+    #[serde(default)]
+    pub property: Option<String>,
+    pub message: String,
+}
+
+/// An `update_model` update: properties to set on an item.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelUpdate {
+    pub vpath: String,
+    pub properties: Map<String, Json>,
+}
+
+/// A call's answer, typed by the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Errors(Vec<ValidationError>),
+    Updates(Vec<ModelUpdate>),
+    Tasks(Vec<PluginTask>),
+    Lock {
+        lock: Box<PluginTask>,
+        unlock: Box<PluginTask>,
+    },
+    /// A callback's (whatever else it said).
+    Done,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Errors {
+    errors: Vec<ValidationError>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Updates {
+    updates: Vec<ModelUpdate>,
+}
+
+/// Runs `call` of `plugin` with `input` and parses its answer.
+pub fn call(
+    runner: &dyn Runner,
+    plugin: &Plugin,
+    which: PluginCall,
+    input: &CallInput,
+) -> Result<Answer> {
+    let fail = |message: String| Error::Plugin {
+        plugin: plugin.name().to_owned(),
+        call: which.as_str().to_owned(),
+        message,
+    };
+    let text = run(runner, plugin, which, input)?;
+    let answer: Json = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("the output is not one JSON document: {e}")))?;
+    let Json::Object(map) = &answer else {
+        return Err(fail("the output is not a JSON object".to_owned()));
+    };
+    if let Some(error) = map.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Json::as_str)
+            .map(crate::text::escape)
+            .unwrap_or_else(|| format!("an error without a message: {error}"));
+        return Err(fail(message));
+    }
+    let parsed = match which {
+        PluginCall::ValidateModel => Errors::deserialize(&answer)
+            .map(|e| Answer::Errors(e.errors))
+            .map_err(|e| format!("the answer: {e}")),
+        PluginCall::UpdateModel => Updates::deserialize(&answer)
+            .map(|u| Answer::Updates(u.updates))
+            .map_err(|e| format!("the answer: {e}")),
+        PluginCall::CreateConfiguration | PluginCall::CreateSnapshotPlan => {
+            parse_tasks(&answer).map(Answer::Tasks)
+        }
+        PluginCall::CreateLockTasks => lock_tasks(map),
+        PluginCall::Callback => Ok(Answer::Done),
+    };
+    parsed.map_err(|message| fail(crate::text::escape(&message)))
+}
+
+fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, String> {
+    if let Some(key) = map.keys().find(|k| *k != "lock" && *k != "unlock") {
+        return Err(format!("the answer: unknown field '{key}'"));
+    }
+    let one = |key: &str| {
+        map.get(key)
+            .ok_or_else(|| format!("the answer has no '{key}' task"))
+            .and_then(|task| parse_one(task, key))
+    };
+    Ok(Answer::Lock {
+        lock: Box::new(one("lock")?),
+        unlock: Box::new(one("unlock")?),
+    })
+}
+
+/// Runs the call and returns its whole stdout.
+fn run(
+    runner: &dyn Runner,
+    plugin: &Plugin,
+    which: PluginCall,
+    input: &CallInput,
+) -> Result<String> {
+    let action = Action::Plugin(which.as_str());
+    let invocation = Invocation {
+        stdin: Some(input.document().to_string().into_bytes()),
+        max_line: MAX_ANSWER,
+        max_answer: MAX_ANSWER,
+        secrets: input.secrets.clone(),
+        ..Invocation::plain(action, vec![format!("ral_action={action}")])
+    };
+    let mut text = String::new();
+    runner.run(
+        &format!("plugin::{}", plugin.name()),
+        &plugin.program,
+        invocation,
+        &mut |line| {
+            text.push_str(line);
+            text.push('\n');
+            Ok(Budget::Continue)
+        },
+        &mut || Ok(()),
+    )?;
+    Ok(text)
+}

@@ -16,7 +16,7 @@ use crate::resource::{Change, Resource};
 use crate::store::StoredItem;
 use crate::update;
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, Role};
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
 use super::planned::Planned;
 use super::read::{read, read_all, Observed};
@@ -241,8 +241,10 @@ fn schedule_of(catalog: &Catalog, plan: &Plan) -> Schedule {
         .collect();
     let (index, count) = Schedule::index_providers(providers.iter().map(|p| p.qualified_name()));
     let mut batched = vec![false; count];
+    // A plugin's callbacks and commands (its item type stands as their
+    // provider, with no actions) run one by one.
     for (provider, &at) in providers.iter().zip(&index) {
-        batched[at] = provider.meta.invoke == Invoke::Json;
+        batched[at] = provider.meta.invoke == Invoke::Json && !provider.meta.actions.is_empty();
     }
     let nodes = plan.tasks.iter().zip(&index).map(|(task, &provider)| Node {
         provider,
@@ -268,6 +270,29 @@ fn start_batch<'scope, 'env>(
         plan.tasks[at].state = TaskState::Running;
     }
     events.tasks_started(catalog, plan, &batch);
+    if catalog.items[plan.tasks[batch[0]].item].role == Role::Action {
+        let item = &catalog.items[plan.tasks[batch[0]].item];
+        let sender = sender.clone();
+        scope.spawn(move || {
+            let started = Instant::now();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                super::action::run(host, catalog, item)
+            }))
+            .unwrap_or_else(|_| Err("internal error: the task's thread panicked".to_owned()));
+            let placeholder = update::Transition {
+                name: item.name().to_owned(),
+                found: false,
+                state: Resource::bare(item.name()),
+                should: Vec::new(),
+            };
+            let _ = sender.send(Message::Done(Done {
+                tasks: batch,
+                results: vec![result.map(|()| (Vec::new(), placeholder)).map_err(failed)],
+                seconds: started.elapsed().as_secs_f64(),
+            }));
+        });
+        return;
+    }
     let work: Vec<Work> = batch
         .iter()
         .map(|&at| {
@@ -511,8 +536,11 @@ fn drift(
 /// Reads back every resource whose task succeeded (one read per provider)
 /// and fails the tasks whose resource does not match what was asked.
 fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: &mut dyn Events) {
+    // Only resources are read back: a plugin's callback or command is
+    // done when it succeeded.
     let done: Vec<usize> = (0..plan.tasks.len())
         .filter(|&at| plan.tasks[at].state == TaskState::Success)
+        .filter(|&at| catalog.items[plan.tasks[at].item].role == Role::Resource)
         .collect();
     if done.is_empty() {
         return;

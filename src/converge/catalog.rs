@@ -14,13 +14,36 @@ use crate::text::escape;
 use crate::types::{Value, Written};
 use crate::update::{Request, WrittenIn};
 
+use std::sync::Arc;
+
+use super::expand::FromPlugin;
 use super::graph;
 use super::manifest::{Declared, Origin, Reference};
+
+/// What a catalog item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A resource, of a manifest or a plugin's config task.
+    Resource,
+    /// A model plugin's item: never read nor changed itself, it stands
+    /// for its tasks (what requires it waits for them all). Its provider
+    /// is its item type's, which has no actions.
+    Model,
+    /// A plugin's callback or remote task: never read, it runs whenever
+    /// it is in the plan. Its provider is its item's type.
+    Action,
+}
 
 /// One resource of the manifest, checked.
 #[derive(Debug, Clone)]
 pub struct Item<'r> {
     pub provider: &'r Provider,
+    pub role: Role,
+    /// For a plugin's task: the catalog index of the model item whose
+    /// state it settles.
+    pub tie: Option<usize>,
+    /// Where a plugin's task or removed item came from.
+    pub from_plugin: Option<Arc<FromPlugin>>,
     /// The type or qualified provider name the manifest listed it under.
     pub type_query: String,
     pub origin: Origin,
@@ -35,8 +58,19 @@ impl Item<'_> {
         &self.request.name
     }
 
-    /// `TYPE[NAME]`, as the manifest wrote the type.
+    /// `TYPE[NAME]`, as the manifest wrote the type; a plugin's callback
+    /// or command is `callback[VPATH:ID]` or `remote[VPATH:ID]`.
     pub fn reference(&self) -> String {
+        if let Some(task) = self.from_plugin.as_deref().and_then(FromPlugin::task) {
+            if self.role == Role::Action {
+                return format!(
+                    "{}[{}:{}]",
+                    task.kind.as_str(),
+                    escape(&task.item),
+                    escape(&task.id)
+                );
+            }
+        }
         format!(
             "{}[{}]",
             escape(&self.type_query),
@@ -51,6 +85,9 @@ impl Item<'_> {
 pub struct Catalog<'r> {
     pub items: Vec<Item<'r>>,
     pub order: Vec<usize>,
+    /// When model plugins made some of the items: what their callbacks
+    /// are given when they run.
+    pub plugins: Option<Arc<super::expand::PluginRun>>,
 }
 
 impl<'r> Catalog<'r> {
@@ -69,7 +106,7 @@ impl<'r> Catalog<'r> {
         // with problems of its own adds none.
         let mut named: std::collections::HashSet<(String, String)> = Default::default();
         for resource in declared {
-            if let Ok(provider) = registry.resolve(&resource.type_query) {
+            if let Ok(provider) = registry.resolve_item(&resource.type_query) {
                 named.insert((provider.qualified_name(), resource.name.clone()));
             }
             let Some(item) = check_resource(registry, resource, &mut problems) else {
@@ -140,7 +177,11 @@ impl<'r> Catalog<'r> {
             }
         };
         if problems.is_empty() {
-            Ok(Catalog { items, order })
+            Ok(Catalog {
+                items,
+                order,
+                plugins: None,
+            })
         } else {
             Err(problems)
         }
@@ -159,7 +200,7 @@ fn lookup(
     reference: &Reference,
 ) -> Result<usize, (String, (String, String))> {
     let provider = registry
-        .resolve(&reference.type_query)
+        .resolve_item(&reference.type_query)
         .map_err(|e| (escape(&e.to_string()), Default::default()))?;
     let key = (provider.qualified_name(), reference.name.clone());
     index
@@ -220,7 +261,7 @@ fn check_resource<'r>(
     resource: &Declared,
     problems: &mut Vec<Problem>,
 ) -> Option<Item<'r>> {
-    let provider = match registry.resolve(&resource.type_query) {
+    let provider = match registry.resolve_item(&resource.type_query) {
         Ok(provider) => provider,
         Err(e) => {
             // The type as written may hold anything, line breaks too.
@@ -233,6 +274,33 @@ fn check_resource<'r>(
         escape(&resource.type_query),
         escape(&resource.name)
     );
+    let role = match (&resource.from_plugin, registry.plugin_of(provider)) {
+        (Some(from), _) if from.is_action() => Role::Action,
+        (_, Some(_)) => Role::Model,
+        (_, None) => Role::Resource,
+    };
+    // A plugin's callback or remote task has no attributes, and an item
+    // for removal is not checked against what it was.
+    let unchecked = role == Role::Action
+        || resource
+            .from_plugin
+            .as_deref()
+            .is_some_and(FromPlugin::is_removal);
+    if unchecked {
+        return Some(Item {
+            provider,
+            role,
+            tie: None,
+            from_plugin: resource.from_plugin.clone(),
+            type_query: resource.type_query.clone(),
+            origin: resource.origin.clone(),
+            request: Request {
+                name: resource.name.clone(),
+                attrs: Vec::new(),
+            },
+            requires: Vec::new(),
+        });
+    }
     let written: Vec<(&str, &Written)> = resource
         .attrs
         .iter()
@@ -257,6 +325,36 @@ fn check_resource<'r>(
             return None;
         }
     };
+    if role == Role::Model {
+        let missing: Vec<&str> = provider
+            .meta
+            .attributes
+            .values()
+            .filter(|a| a.required && !attrs.iter().any(|(key, _)| *key == a.name))
+            .map(|a| a.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            problems.push(resource.origin.problem(format!(
+                "{reference}: missing the required {} {} (item type of the plugin {})",
+                if missing.len() == 1 {
+                    "property"
+                } else {
+                    "properties"
+                },
+                missing.join(", "),
+                provider.meta.name
+            )));
+            return None;
+        }
+        // Defaults fill what is left out, as the model holds it.
+        for attribute in provider.meta.attributes.values() {
+            if let Some(default) = &attribute.default {
+                if !attrs.iter().any(|(key, _)| *key == attribute.name) {
+                    attrs.push((attribute.name.clone(), default.clone()));
+                }
+            }
+        }
+    }
     // `ensure` defaults to present where the type has that value.
     if !attrs.iter().any(|(key, _)| key == "ensure") {
         if let Some(ensure) = provider.attribute("ensure") {
@@ -267,6 +365,9 @@ fn check_resource<'r>(
     }
     Some(Item {
         provider,
+        role,
+        tie: None,
+        from_plugin: resource.from_plugin.clone(),
         type_query: resource.type_query.clone(),
         origin: resource.origin.clone(),
         request: Request {

@@ -249,6 +249,9 @@ pub fn add_removals<'r>(
         }
         catalog.items.push(Item {
             provider,
+            role: super::catalog::Role::Resource,
+            tie: None,
+            from_plugin: None,
             type_query: stored.type_name.clone(),
             origin: origin.clone(),
             request,
@@ -360,6 +363,7 @@ mod tests {
             properties: Map::new(),
             created,
             requires: Vec::new(),
+            owner: None,
         }
     }
 
@@ -373,6 +377,9 @@ mod tests {
                 .iter()
                 .map(|name| Item {
                     provider,
+                    role: super::super::catalog::Role::Resource,
+                    tie: None,
+                    from_plugin: None,
                     type_query: "t".to_owned(),
                     origin: origin.clone(),
                     request: Request {
@@ -383,6 +390,7 @@ mod tests {
                 })
                 .collect(),
             order: (0..names.len()).collect(),
+            plugins: None,
         }
     }
 
@@ -565,6 +573,7 @@ mod tests {
             properties: applied.clone(),
             created: true,
             requires: Vec::new(),
+            owner: None,
         };
         let other = properties(&p, &request("w", "s"), &StoreKey::from_bytes([7; 32]));
         assert_eq!(state_before(None, &applied), ItemState::Initial);

@@ -68,6 +68,9 @@ pub struct Declared {
     pub attrs: Vec<RawAttr>,
     pub require: Vec<Reference>,
     pub before: Vec<Reference>,
+    /// Not a manifest's: a model plugin's task, or a plugin item for
+    /// removal (see `expand`).
+    pub from_plugin: Option<std::sync::Arc<super::expand::FromPlugin>>,
 }
 
 /// The metaparameters: they order resources and are not attributes.
@@ -233,6 +236,7 @@ fn declared_resource(
         attrs: Vec::new(),
         require: Vec::new(),
         before: Vec::new(),
+        from_plugin: None,
     };
     let Some(body) = mapping_or_empty(body) else {
         return Err(vec![origin.problem(format!(

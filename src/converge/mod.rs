@@ -3,8 +3,10 @@
 //! provider, and run them as tasks in that order (LITP's plan model, and
 //! the Puppet Resource API's get and set of many).
 
+pub mod action;
 pub mod apply;
 pub mod catalog;
+pub mod expand;
 pub mod graph;
 pub mod input;
 pub mod lifecycle;

@@ -477,6 +477,7 @@ mod tests {
             properties: Map::new(),
             created,
             requires: Vec::new(),
+            owner: None,
         };
         let mut stored = vec![item("a", false), item("b", true), item("c", false)];
         apply_to(

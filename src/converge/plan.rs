@@ -13,7 +13,7 @@ use crate::provider::Provider;
 use crate::resource::Change;
 use crate::update;
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, Role};
 use super::read::{read_all, Group, Observed};
 use super::schedule::Schedule;
 
@@ -24,6 +24,9 @@ pub enum Action {
     Create,
     Change,
     Remove,
+    /// A model plugin's callback or remote task: it runs (it is never
+    /// read, so it has nothing to compare).
+    Run,
     /// The current state could not be read, so what is to be done is not
     /// known; the task fails without running.
     Unknown,
@@ -35,6 +38,7 @@ impl Action {
             Action::Create => "create",
             Action::Change => "change",
             Action::Remove => "remove",
+            Action::Run => "run",
             Action::Unknown => "unknown",
         }
     }
@@ -265,6 +269,20 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
         }
         requires.sort_unstable();
         requires.dedup();
+        match item.role {
+            // A plugin item stands for its tasks: what requires it waits
+            // for them.
+            Role::Model => {
+                waits[at] = requires;
+                continue;
+            }
+            Role::Action => {
+                task_of[at] = Some(tasks.len());
+                tasks.push(Task::pending(at, Action::Run, requires));
+                continue;
+            }
+            Role::Resource => {}
+        }
         let provider = item.provider;
         // A resource waiting for pending changes may not be readable until
         // they are made (a user's keys before the user exists): what is to
@@ -385,7 +403,12 @@ fn planned_task(
 
 /// The current state of every item, read per provider.
 pub fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Observed> {
-    let (groups, members) = by_provider(catalog, (0..catalog.items.len()).collect());
+    // Only resources are read: plugin items and their callbacks have no
+    // state of their own.
+    let resources = (0..catalog.items.len())
+        .filter(|&at| catalog.items[at].role == Role::Resource)
+        .collect();
+    let (groups, members) = by_provider(catalog, resources);
     let answers = read_all(host, &groups, jobs);
     let mut found: Vec<Observed> = vec![Observed::NotFound; catalog.items.len()];
     for (answer, items) in answers.into_iter().zip(members) {

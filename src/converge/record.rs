@@ -15,7 +15,8 @@ use crate::store::{
 };
 
 use super::apply::{Calling, Events};
-use super::catalog::Catalog;
+use super::catalog::{Catalog, Role};
+use super::expand::is_removed_model;
 use super::lifecycle;
 use super::ownership;
 use super::plan::{Action, Plan, TaskState};
@@ -91,8 +92,18 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             name: item.name().to_owned(),
             state,
             properties: self.properties(at),
-            created: created || before.is_some_and(|b| b.created),
-            requires: item.requires.iter().map(|&r| self.key(r)).collect(),
+            // A plugin item is the model's own: ral made it.
+            created: created || before.is_some_and(|b| b.created) || item.role == Role::Model,
+            requires: item
+                .requires
+                .iter()
+                .filter(|&&r| self.catalog.items[r].role == Role::Resource)
+                .map(|&r| self.key(r))
+                .collect(),
+            owner: item.tie.map(|tie| {
+                let model = &self.catalog.items[tie];
+                crate::plugin::model::vpath(model.provider.type_name(), model.name())
+            }),
         }
     }
 
@@ -103,9 +114,13 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     pub fn begin(&mut self, plan: &Plan, manifest_digest: &str, report: &Report) -> Result<()> {
         let mut items = Vec::new();
         for at in 0..self.catalog.items.len() {
+            // A plugin's callback or command owns nothing to record.
+            if self.catalog.items[at].role == Role::Action {
+                continue;
+            }
             let key = self.key(at);
             let before = self.stored.get(&key);
-            let state = if at >= self.declared {
+            let state = if at >= self.declared || is_removed_model(&self.catalog.items[at]) {
                 ItemState::ForRemoval
             } else {
                 lifecycle::state_before(before, &self.properties(at))
@@ -129,9 +144,13 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             .enumerate()
             .map(|(at, task)| {
                 let item = &self.catalog.items[task.item];
+                let resource = match item.role {
+                    Role::Action => item.reference(),
+                    _ => format!("{}[{}]", item.type_query, item.name()),
+                };
                 (
                     Plan::task_id(at),
-                    format!("{}[{}]", item.type_query, item.name()),
+                    resource,
                     item.provider.qualified_name(),
                     task.action.as_str().to_owned(),
                 )
@@ -158,8 +177,20 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         if self.failure.is_none() && plan.state != super::plan::PlanState::Stopped {
             let with_task: std::collections::HashSet<usize> =
                 plan.tasks.iter().map(|t| t.item).collect();
+            // A plugin item is applied (or, for removal, gone) once every
+            // task tied to it succeeded; otherwise it stays as it was.
+            let settled = |at: usize| {
+                plan.tasks.iter().all(|t| {
+                    self.catalog.items[t.item].tie != Some(at) || t.state == TaskState::Success
+                })
+            };
             let items: Vec<StoredItem> = (0..self.declared)
                 .filter(|at| !with_task.contains(at))
+                .filter(|&at| match self.catalog.items[at].role {
+                    Role::Resource => true,
+                    Role::Model => !is_removed_model(&self.catalog.items[at]) && settled(at),
+                    Role::Action => false,
+                })
                 .filter(|&at| {
                     let before = self.stored.get(&self.key(at));
                     lifecycle::state_before(before, &self.properties(at)) != ItemState::Applied
@@ -173,6 +204,10 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             // run that removed it was cut short before recording it).
             let gone: Vec<(String, String)> = (self.declared..self.catalog.items.len())
                 .filter(|at| !with_task.contains(at))
+                .chain(
+                    (0..self.declared)
+                        .filter(|&at| is_removed_model(&self.catalog.items[at]) && settled(at)),
+                )
                 .map(|at| self.key(at))
                 .collect();
             if !gone.is_empty() {
@@ -186,6 +221,9 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     /// What task `at`'s end does to its item.
     fn outcome(&self, plan: &Plan, at: usize) -> Outcome {
         let task = &plan.tasks[at];
+        if self.catalog.items[task.item].role == Role::Action {
+            return Outcome::Keep;
+        }
         match (task.state, task.action) {
             (TaskState::Success, Action::Remove) => Outcome::Removed,
             (TaskState::Success, _) if task.item >= self.declared => Outcome::Removed,
@@ -254,7 +292,9 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                     action: match call.action {
                         Action::Create => IntentAction::Create,
                         Action::Remove => IntentAction::Remove,
-                        Action::Change | Action::Unknown => IntentAction::Change,
+                        // A plugin's callback or command records no
+                        // intent: it owns no resource.
+                        Action::Change | Action::Unknown | Action::Run => IntentAction::Change,
                     },
                     existed: call.existed,
                     properties: self.properties(task.item),
@@ -352,6 +392,9 @@ mod tests {
         Catalog {
             items: vec![Item {
                 provider: p,
+                role: super::super::catalog::Role::Resource,
+                tie: None,
+                from_plugin: None,
                 type_query: "t".to_owned(),
                 origin: Origin {
                     file: std::sync::Arc::from(std::path::Path::new("m.yaml")),
@@ -361,6 +404,7 @@ mod tests {
                 requires: Vec::new(),
             }],
             order: vec![0],
+            plugins: None,
         }
     }
 
@@ -374,6 +418,7 @@ mod tests {
             properties,
             created: true,
             requires: Vec::new(),
+            owner: None,
         }
     }
 

@@ -50,6 +50,23 @@ pub struct TaskReport {
     /// Reports stored before drift was recorded lack it.
     #[serde(default)]
     pub drifted: bool,
+    /// For a model plugin's task: which plugin, what kind, for which item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<PluginTaskReport>,
+}
+
+/// Where a task of a model plugin came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginTaskReport {
+    /// The plugin's name.
+    pub name: String,
+    /// `config`, `callback` or `remote`.
+    pub kind: String,
+    /// The vpath of the item whose state it settles.
+    pub item: String,
+    /// The task's id in the plugin's answer.
+    pub id: String,
+    pub description: String,
 }
 
 /// How many tasks do what, and how many ended how.
@@ -58,6 +75,10 @@ pub struct Counts {
     pub create: usize,
     pub change: usize,
     pub remove: usize,
+    /// Plugins' callbacks and commands (reports stored before plugins
+    /// lack it).
+    #[serde(default)]
+    pub run: usize,
     pub unknown: usize,
     /// Resources already as declared: they have no task.
     pub unchanged: usize,
@@ -75,6 +96,7 @@ impl Counts {
             create: actions(Action::Create),
             change: actions(Action::Change),
             remove: actions(Action::Remove),
+            run: actions(Action::Run),
             unknown: actions(Action::Unknown),
             unchanged,
             success: states(TaskState::Success),
@@ -95,9 +117,23 @@ impl Report {
             .map(|(at, task)| {
                 let item = &catalog.items[task.item];
                 let provider = item.provider;
+                let plugin = item.from_plugin.as_deref().and_then(|from| {
+                    let task = from.task()?;
+                    Some(PluginTaskReport {
+                        name: from.plugin()?.to_owned(),
+                        kind: task.kind.as_str().to_owned(),
+                        item: task.item.clone(),
+                        id: task.id.clone(),
+                        description: task.description.clone(),
+                    })
+                });
+                let resource = match item.role {
+                    super::catalog::Role::Action => item.reference(),
+                    _ => format!("{}[{}]", item.type_query, item.name()),
+                };
                 TaskReport {
                     id: Plan::task_id(at),
-                    resource: format!("{}[{}]", item.type_query, item.name()),
+                    resource,
                     type_name: provider.type_name().to_owned(),
                     name: item.name().to_owned(),
                     provider: provider.qualified_name(),
@@ -108,6 +144,7 @@ impl Report {
                     error: task.error.clone(),
                     seconds: task.seconds,
                     drifted: task.drifted,
+                    plugin,
                 }
             })
             .collect();

@@ -232,9 +232,8 @@ pub fn prepare<'a>(
     input: &'a Input,
     options: Options,
 ) -> Result<Prepared<'a>, RunError> {
-    let mut catalog = checked_catalog(registry, &input.reading)
+    let catalog = checked_catalog(registry, &input.reading)
         .map_err(|e| with_missing_providers(e, input.saved.as_ref(), registry))?;
-    let declared_items = catalog.items.len();
     let state_path = store_at.location.path();
     let saved = input.saved.as_ref();
     let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
@@ -244,9 +243,36 @@ pub fn prepare<'a>(
         stored,
         decidable,
     } = read_store(host, registry, store.as_mut(), &options)?;
+    let origin = Origin {
+        file: Arc::from(state_path.as_path()),
+        line: 0,
+    };
+    let key = store
+        .as_ref()
+        .map(Store::existing_key)
+        .transpose()?
+        .flatten();
+    let mut catalog = with_plugins(
+        host,
+        registry,
+        input,
+        catalog,
+        &stored,
+        key.as_ref(),
+        &origin,
+        &options,
+    )?;
+    let declared_items = catalog.items.len();
+    // Resources of plugin items applied and not expanded again are kept;
+    // those of removed items that their removal leaves are forgotten.
+    let owned = super::expand::owned(&catalog, decidable);
+    let decidable = owned.decidable;
     // A saved plan removes what it was made to remove.
     let keep_removed = saved.map_or(options.keep_removed, |s| s.keep_removed);
-    let leftovers = lifecycle::leftovers(&catalog, &decidable, registry, keep_removed);
+    let mut leftovers = lifecycle::leftovers(&catalog, &decidable, registry, keep_removed);
+    if !keep_removed {
+        leftovers.forget.extend(owned.forget);
+    }
     // A saved plan passed this check when it was made (or was made with
     // --destroy): no file is written for a plan the check refuses, and the
     // file cannot be changed since.
@@ -254,10 +280,6 @@ pub fn prepare<'a>(
         let destroy = options.destroy;
         lifecycle::check_sweep(&input.manifests, &catalog, &stored, &leftovers, destroy)?;
     }
-    let origin = Origin {
-        file: Arc::from(state_path.as_path()),
-        line: 0,
-    };
     lifecycle::add_removals(&mut catalog, registry, &leftovers.remove, &origin);
     let plan = match saved {
         // A saved plan runs the tasks it holds, each of which must find
@@ -266,11 +288,6 @@ pub fn prepare<'a>(
             .plan(&catalog)
             .map_err(|e| invalid(saved, Invalid::Tasks(e)))?,
         None => {
-            let key = store
-                .as_ref()
-                .map(Store::existing_key)
-                .transpose()?
-                .flatten();
             let drift = key.as_ref().map(|key| (stored.as_slice(), key));
             plan_anew(host, &catalog, plan_id, drift, options.jobs)?
         }
@@ -290,6 +307,51 @@ pub fn prepare<'a>(
         declared_items,
         serial_read,
     })
+}
+
+/// The catalog with what the model plugins make of it (see `expand`):
+/// plugins run here, also for a plan of a target.
+#[allow(clippy::too_many_arguments)]
+fn with_plugins<'a>(
+    host: &Host,
+    registry: &'a Registry,
+    input: &Input,
+    catalog: Catalog<'a>,
+    stored: &[StoredItem],
+    key: Option<&StoreKey>,
+    origin: &Origin,
+    options: &Options,
+) -> Result<Catalog<'a>, Error> {
+    let local;
+    let runner: &dyn crate::invoke::Runner = match &host.config().remote {
+        None => host,
+        Some(_) => {
+            local = Host::new(crate::host::HostConfig {
+                remote: None,
+                ..host.config().clone()
+            });
+            &local
+        }
+    };
+    let context = super::expand::Context {
+        runner,
+        root: host.root(),
+        target: host
+            .config()
+            .remote
+            .as_ref()
+            .map(|s| s.target.name.as_str()),
+        noop: options.mode == Mode::Plan,
+    };
+    super::expand::expand(
+        &context,
+        registry,
+        &input.reading,
+        catalog,
+        stored,
+        key,
+        origin,
+    )
 }
 
 /// The plan from one read per provider, its tasks marked drifted where
@@ -461,6 +523,17 @@ impl Prepared<'_> {
             path: self.state_path.clone(),
             message: "a plan is saved only when prepared for saving".to_owned(),
         })?;
+        // A saved plan runs exactly what it holds, never planning again;
+        // a plugin's answer is made anew each time it is asked.
+        if self.catalog.plugins.is_some() {
+            return Err(Error::SavedPlan {
+                path: file.to_owned(),
+                message: "the plan holds model plugins' items, and a plan with them cannot be \
+                          saved yet: run ral apply with the manifests"
+                    .to_owned(),
+            }
+            .into());
+        }
         saved::write(
             file,
             &self.catalog,
@@ -541,6 +614,14 @@ impl Prepared<'_> {
 
 fn log_forgotten(items: &[StoredItem], what_happens: &str) {
     for item in items {
+        if let Some(owner) = &item.owner {
+            log::info!(
+                "{}[{}] was made for {owner}, whose removal leaves it, so {what_happens}",
+                item.type_name,
+                item.name
+            );
+            continue;
+        }
         log::info!(
             "{}[{}] is no longer in any manifest; ral did not create it, so {what_happens}",
             item.type_name,

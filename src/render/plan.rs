@@ -25,8 +25,25 @@ fn sign(task: &Task) -> &'static str {
         Action::Create => "+",
         Action::Change => "~",
         Action::Remove => "-",
+        Action::Run => "*",
         Action::Unknown => "!",
     }
+}
+
+/// `from plugin NAME, ITEM: DESCRIPTION` for a plugin's task.
+fn from_plugin(item: &crate::converge::catalog::Item) -> Option<String> {
+    let from = item.from_plugin.as_deref()?;
+    let task = from.task()?;
+    let mut line = format!(
+        "from plugin {}, {} {}",
+        from.plugin().unwrap_or_default(),
+        task.kind.as_str(),
+        escape(&task.item)
+    );
+    if !task.description.is_empty() {
+        line.push_str(&format!(": {}", escape(&task.description)));
+    }
+    Some(line)
 }
 
 /// `attr: value` for a creation, `attr: was -> is` otherwise.
@@ -82,6 +99,9 @@ pub fn preview(
         if let Some(error) = &task.error {
             writeln!(out, "    error: {}", escape(&error.message))?;
         }
+        if let Some(from) = from_plugin(item) {
+            writeln!(out, "    {from}")?;
+        }
         if let Some(why) = &task.deferred {
             writeln!(
                 out,
@@ -114,6 +134,12 @@ pub fn summary(plan: &Plan) -> String {
         plan.count(Action::Remove),
         plan.unchanged
     );
+    let run = plan.count(Action::Run);
+    if run > 0 {
+        line.push_str(&format!(
+            "; {run} to run (callbacks and commands of plugins)"
+        ));
+    }
     if deferred > 0 {
         line.push_str(&format!(
             "; {deferred} to read once what they wait for is done"
@@ -191,6 +217,18 @@ pub fn run_summary(plan: &Plan, seconds: f64) -> String {
 /// not. `tense`: "is" for a plan, "was" for an apply.
 pub fn forgotten(out: &mut impl Write, items: &[StoredItem], tense: &str) -> io::Result<()> {
     for item in items {
+        // A plugin item's resource that its removal leaves.
+        if let Some(owner) = &item.owner {
+            writeln!(
+                out,
+                "= {}[{}] {tense} only forgotten, left as it is: {} made it, and its removal \
+                 leaves it",
+                escape(&item.type_name),
+                escape(&item.name),
+                escape(owner)
+            )?;
+            continue;
+        }
         // Why it is not removed, as lifecycle::leftovers decides.
         let why = if !item.created {
             "ral did not create it"

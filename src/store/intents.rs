@@ -223,6 +223,7 @@ mod tests {
             properties: Map::new(),
             created: true,
             requires: Vec::new(),
+            owner: None,
         }
     }
 

@@ -115,6 +115,10 @@ pub struct StoredItem {
     pub created: bool,
     /// The items it came after when last applied, as (provider, name).
     pub requires: Vec<(String, String)>,
+    /// For a resource a model plugin's config task made: the vpath of the
+    /// plugin item it was made for, which keeps it while that item is
+    /// applied and not expanded again.
+    pub owner: Option<String>,
 }
 
 /// A plan as the history shows it.
@@ -419,7 +423,7 @@ impl Store {
         let mut statement = self
             .conn
             .prepare(
-                "SELECT provider, type, name, state, properties, created, requires \
+                "SELECT provider, type, name, state, properties, created, requires, owner \
                  FROM items ORDER BY provider, name",
             )
             .map_err(|e| self.fail(e))?;
@@ -433,12 +437,13 @@ impl Store {
                     row.get::<_, String>(4)?,
                     row.get::<_, bool>(5)?,
                     row.get::<_, String>(6)?,
+                    row.get::<_, Option<String>>(7)?,
                 ))
             })
             .map_err(|e| self.fail(e))?;
         let mut items = Vec::new();
         for row in rows {
-            let (provider, type_name, name, state, properties, created, requires) =
+            let (provider, type_name, name, state, properties, created, requires, owner) =
                 row.map_err(|e| self.fail(e))?;
             let corrupt = |what: &str| Error::Store {
                 path: self.path.clone(),
@@ -457,6 +462,7 @@ impl Store {
                 properties,
                 created,
                 requires,
+                owner,
             });
         }
         Ok(items)
@@ -679,10 +685,10 @@ pub struct RecordedTask {
 fn put_item(tx: &rusqlite::Transaction, item: &StoredItem) -> rusqlite::Result<()> {
     let requires = serde_json::to_string(&item.requires).unwrap_or_else(|_| "[]".to_owned());
     tx.execute(
-        "INSERT INTO items (provider, name, type, state, properties, created, requires, updated) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+        "INSERT INTO items (provider, name, type, state, properties, created, requires, updated, \
+         owner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
          ON CONFLICT (provider, name) DO UPDATE SET type = ?3, state = ?4, properties = ?5, \
-         created = ?6, requires = ?7, updated = ?8",
+         created = ?6, requires = ?7, updated = ?8, owner = ?9",
         params![
             item.provider,
             item.name,
@@ -691,7 +697,8 @@ fn put_item(tx: &rusqlite::Transaction, item: &StoredItem) -> rusqlite::Result<(
             Json::Object(item.properties.clone()).to_string(),
             item.created,
             requires,
-            now()
+            now(),
+            item.owner
         ],
     )
     .map(|_| ())
@@ -772,6 +779,7 @@ mod tests {
                 .clone(),
             created: true,
             requires: vec![("t::t".to_owned(), "other".to_owned())],
+            owner: None,
         }
     }
 

@@ -3,12 +3,13 @@
 //!
 //! Version 1: items, plans and their tasks. Version 2: intents, what a
 //! task is about to do to its resource, committed before the provider is
-//! called (see `intents.rs`).
+//! called (see `intents.rs`). Version 3: an item's owner, the vpath of
+//! the model plugin item whose config task made the resource.
 
 use rusqlite::Connection;
 
 /// The schema this binary writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// The statements that bring version `n - 1` to `n`, at index `n - 1`.
 const MIGRATIONS: &[&str] = &[
@@ -63,6 +64,7 @@ CREATE TABLE intents (
     PRIMARY KEY (provider, name)
 );
 ",
+    "ALTER TABLE items ADD COLUMN owner TEXT;",
 ];
 
 /// Why the database cannot be brought to [`VERSION`].
@@ -96,4 +98,38 @@ pub fn migrate(conn: &mut Connection) -> Result<(), SchemaError> {
         tx.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_2_store_keeps_its_items_and_gains_owners() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for (at, statements) in MIGRATIONS[..2].iter().enumerate() {
+            conn.execute_batch(statements).unwrap();
+            conn.pragma_update(None, "user_version", at as i64 + 1)
+                .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO items (provider, name, type, state, properties, created, requires, \
+             updated) VALUES ('t::t', 'a', 't', 'Applied', '{}', 1, '[]', 0)",
+            [],
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, VERSION);
+        let (name, owner): (String, Option<String>) = conn
+            .query_row("SELECT name, owner FROM items", [], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((name.as_str(), owner), ("a", None));
+        // Migrating again changes nothing.
+        migrate(&mut conn).unwrap();
+    }
 }

@@ -33,6 +33,7 @@ mod pids;
 mod plan_schema;
 mod plans;
 mod plans_bundled;
+mod plugins;
 mod process;
 mod properties;
 mod provider_accounts;

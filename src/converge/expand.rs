@@ -1,0 +1,711 @@
+//! Model plugins in a plan: the model made from the catalog and the store,
+//! the plugins' `update_model`, `validate_model` and
+//! `create_configuration` calls, and their tasks made into catalog items
+//! beside the manifests' resources, so that one graph orders them all.
+//!
+//! A config task is a resource like any other (read once per provider,
+//! planned where it differs, batched, verified); a callback or remote
+//! task is an item that always runs when it is in the plan; a plugin item
+//! is an item with no task of its own that requires all its tasks, so
+//! whatever requires it waits for them. A plugin is called only when the
+//! model holds an item of one of its types.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value as Json};
+
+use crate::discovery::Registry;
+use crate::error::{Error, Problem};
+use crate::invoke::Runner;
+use crate::plugin::model::vpath;
+use crate::plugin::{self, Answer, CallInput, Model, ModelItem, PluginTask, Requirement, TaskKind};
+use crate::plugin_meta::{Plugin, PluginCall};
+use crate::store::{ItemState, StoreKey, StoredItem};
+use crate::types::{Value, Written};
+
+use super::catalog::{Catalog, Item, Role};
+use super::lifecycle;
+use super::manifest::{Declared, Origin, RawAttr, Reading, Reference};
+
+/// Where a catalog item that no manifest declared came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FromPlugin {
+    /// A plugin item no manifest lists any more (ForRemoval).
+    Removal,
+    /// A task of a plugin's answer.
+    Task {
+        plugin: String,
+        task: Box<PluginTask>,
+    },
+}
+
+impl FromPlugin {
+    /// A callback or remote task.
+    pub fn is_action(&self) -> bool {
+        self.task()
+            .is_some_and(|t| !matches!(t.kind, TaskKind::Config { .. }))
+    }
+
+    pub fn is_removal(&self) -> bool {
+        matches!(self, FromPlugin::Removal)
+    }
+
+    pub fn task(&self) -> Option<&PluginTask> {
+        match self {
+            FromPlugin::Task { task, .. } => Some(task),
+            FromPlugin::Removal => None,
+        }
+    }
+
+    pub fn plugin(&self) -> Option<&str> {
+        match self {
+            FromPlugin::Task { plugin, .. } => Some(plugin),
+            FromPlugin::Removal => None,
+        }
+    }
+}
+
+/// What the plugins' callbacks need when they run: the model as the plan
+/// saw it and where it runs.
+#[derive(Debug, Clone)]
+pub struct PluginRun {
+    pub model: Model,
+    pub plugins: Vec<Plugin>,
+    pub secrets: Vec<String>,
+    pub root: std::path::PathBuf,
+    pub target: Option<String>,
+    pub noop: bool,
+}
+
+impl PluginRun {
+    pub fn plugin(&self, name: &str) -> Option<&Plugin> {
+        self.plugins.iter().find(|p| p.name() == name)
+    }
+
+    /// The input of a call of `plugin`, with the call's own keys.
+    pub fn input(&self, extra: Map<String, Json>) -> CallInput<'_> {
+        CallInput {
+            root: &self.root,
+            target: self.target.as_deref(),
+            noop: self.noop,
+            model: &self.model,
+            extra,
+            secrets: self.secrets.clone(),
+        }
+    }
+}
+
+/// Where plugins run: locally, for this root and target.
+pub struct Context<'a> {
+    pub runner: &'a dyn Runner,
+    pub root: &'a Path,
+    pub target: Option<&'a str>,
+    pub noop: bool,
+}
+
+/// The catalog with the plugins' tasks, when the model holds plugin
+/// items (declared or stored); otherwise `catalog` as it is. `stored`:
+/// the store's items; `key`: its key (none without a store).
+pub fn expand<'r>(
+    context: &Context,
+    registry: &'r Registry,
+    reading: &Reading,
+    mut catalog: Catalog<'r>,
+    stored: &[StoredItem],
+    key: Option<&StoreKey>,
+    store_origin: &Origin,
+) -> Result<Catalog<'r>, Error> {
+    let removed = removed_models(registry, &catalog, stored);
+    let declared_models = catalog.items.iter().any(|i| i.role == Role::Model);
+    if !declared_models && removed.is_empty() {
+        return Ok(catalog);
+    }
+    if !registry.plugin_clashes().is_empty() {
+        return Err(Error::Manifest {
+            problems: registry
+                .plugin_clashes()
+                .iter()
+                .map(clash_problem)
+                .collect(),
+        });
+    }
+    let involved: Vec<&Plugin> = registry
+        .plugins()
+        .iter()
+        .filter(|plugin| {
+            let owns = |type_name: &str| plugin.meta.item_types.iter().any(|t| t.name == type_name);
+            catalog
+                .items
+                .iter()
+                .any(|i| i.role == Role::Model && owns(i.provider.type_name()))
+                || removed.iter().any(|s| owns(&s.type_name))
+        })
+        .collect();
+    let by_key: HashMap<(String, &str), &StoredItem> = stored
+        .iter()
+        .map(|s| ((s.provider.clone(), s.name.as_str()), s))
+        .collect();
+    let mut run = PluginRun {
+        model: Model::default(),
+        plugins: involved.iter().map(|p| (*p).clone()).collect(),
+        secrets: secrets(&catalog),
+        root: context.root.to_owned(),
+        target: context.target.map(str::to_owned),
+        noop: context.noop,
+    };
+    for plugin in involved
+        .iter()
+        .filter(|p| p.answers(PluginCall::UpdateModel))
+    {
+        run.model = model(&catalog, stored, &by_key, key);
+        let Answer::Updates(updates) = call(context, plugin, PluginCall::UpdateModel, &run)? else {
+            unreachable!("update_model answers updates")
+        };
+        update(&mut catalog, plugin, updates, reading)?;
+    }
+    run.model = model(&catalog, stored, &by_key, key);
+    run.secrets = secrets(&catalog);
+    let mut problems = Vec::new();
+    for plugin in involved
+        .iter()
+        .filter(|p| p.answers(PluginCall::ValidateModel))
+    {
+        let Answer::Errors(errors) = call(context, plugin, PluginCall::ValidateModel, &run)? else {
+            unreachable!("validate_model answers errors")
+        };
+        for error in errors {
+            problems.push(validation_problem(&catalog, reading, plugin, &error));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::Manifest { problems });
+    }
+    let mut answers: Vec<(&Plugin, Vec<PluginTask>)> = Vec::new();
+    for plugin in involved
+        .iter()
+        .filter(|p| p.answers(PluginCall::CreateConfiguration))
+    {
+        let Answer::Tasks(tasks) = call(context, plugin, PluginCall::CreateConfiguration, &run)?
+        else {
+            unreachable!("create_configuration answers tasks")
+        };
+        check_items(plugin, &tasks, &run.model, registry)?;
+        answers.push((plugin, tasks));
+    }
+    let declared = declared_with_tasks(&catalog, reading, &removed, &answers, store_origin)?;
+    let mut expanded =
+        Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
+    keep_updates(&catalog, &mut expanded);
+    tie_tasks(&mut expanded);
+    expanded.plugins = Some(Arc::new(run));
+    Ok(expanded)
+}
+
+/// Stored plugin items no manifest lists any more.
+fn removed_models(
+    registry: &Registry,
+    catalog: &Catalog,
+    stored: &[StoredItem],
+) -> Vec<StoredItem> {
+    let listed: HashSet<(String, &str)> = catalog
+        .items
+        .iter()
+        .map(|i| (i.provider.qualified_name(), i.name()))
+        .collect();
+    stored
+        .iter()
+        .filter(|s| !listed.contains(&(s.provider.clone(), s.name.as_str())))
+        .filter(|s| {
+            registry
+                .resolve_item(&s.provider)
+                .is_ok_and(|p| registry.plugin_of(p).is_some())
+        })
+        .cloned()
+        .collect()
+}
+
+fn clash_problem(error: &Error) -> Problem {
+    match error {
+        Error::PluginMetadata { file, message } => Problem {
+            file: file.clone(),
+            line: 0,
+            message: message.clone(),
+        },
+        other => Problem {
+            file: Default::default(),
+            line: 0,
+            message: other.to_string(),
+        },
+    }
+}
+
+fn call(
+    context: &Context,
+    plugin: &Plugin,
+    which: PluginCall,
+    run: &PluginRun,
+) -> Result<Answer, Error> {
+    plugin::call(context.runner, plugin, which, &run.input(Map::new()))
+}
+
+/// The texts of the sensitive values in the catalog.
+fn secrets(catalog: &Catalog) -> Vec<String> {
+    let mut texts = Vec::new();
+    for item in &catalog.items {
+        for (key, value) in &item.request.attrs {
+            if item.provider.attribute(key).is_some_and(|a| a.sensitive) {
+                texts.push(value.to_text());
+            }
+        }
+    }
+    texts.retain(|t| !t.is_empty());
+    texts
+}
+
+/// The model: every resource and plugin item of the catalog with its
+/// state, and every stored one no manifest lists (ForRemoval) but the
+/// resources of plugins' config tasks, which are not model items.
+fn model(
+    catalog: &Catalog,
+    stored: &[StoredItem],
+    by_key: &HashMap<(String, &str), &StoredItem>,
+    key: Option<&StoreKey>,
+) -> Model {
+    let mut items = Vec::new();
+    let mut listed = HashSet::new();
+    for item in &catalog.items {
+        if item.role == Role::Action || item.from_plugin.is_some() {
+            continue;
+        }
+        let qualified = item.provider.qualified_name();
+        let before = by_key.get(&(qualified.clone(), item.name())).copied();
+        let state = match key {
+            Some(key) => lifecycle::state_before(
+                before,
+                &lifecycle::properties(item.provider, &item.request, key),
+            ),
+            None => ItemState::Initial,
+        };
+        listed.insert((qualified, item.name().to_owned()));
+        items.push(ModelItem {
+            type_name: item.provider.type_name().to_owned(),
+            name: item.name().to_owned(),
+            state,
+            properties: attrs_json(&item.request.attrs),
+            applied_properties: before
+                .filter(|_| state != ItemState::Initial)
+                .map(|b| b.properties.clone()),
+        });
+    }
+    for item in stored {
+        if item.owner.is_some() || listed.contains(&(item.provider.clone(), item.name.clone())) {
+            continue;
+        }
+        items.push(ModelItem {
+            type_name: item.type_name.clone(),
+            name: item.name.clone(),
+            state: ItemState::ForRemoval,
+            properties: item.properties.clone(),
+            applied_properties: Some(item.properties.clone()),
+        });
+    }
+    Model { items }
+}
+
+fn attrs_json(attrs: &[(String, Value)]) -> Map<String, Json> {
+    attrs
+        .iter()
+        .map(|(key, value)| (key.clone(), Json::from(value)))
+        .collect()
+}
+
+/// The catalog's plugin item at `vpath`.
+fn model_at(catalog: &Catalog, vpath_wanted: &str) -> Option<usize> {
+    catalog.items.iter().position(|item| {
+        item.role == Role::Model && vpath(item.provider.type_name(), item.name()) == vpath_wanted
+    })
+}
+
+/// Where a problem with the item at `at` (its `property`, if given) is
+/// shown: the property's line where the manifest wrote it.
+fn origin_of(catalog: &Catalog, reading: &Reading, at: usize, property: Option<&str>) -> Origin {
+    let item = &catalog.items[at];
+    let line = property.and_then(|property| {
+        reading
+            .declared
+            .iter()
+            .find(|d| d.type_query == item.type_query && d.name == item.name())
+            .and_then(|d| d.attrs.iter().find(|a| a.name == property))
+            .map(|a| a.line)
+    });
+    Origin {
+        line: line.unwrap_or(item.origin.line),
+        ..item.origin.clone()
+    }
+}
+
+/// Sets the properties `update_model` asked for, each typed as the
+/// manifest's would be.
+fn update(
+    catalog: &mut Catalog,
+    plugin: &Plugin,
+    updates: Vec<plugin::ModelUpdate>,
+    reading: &Reading,
+) -> Result<(), Error> {
+    let fail = |message: String| Error::Plugin {
+        plugin: plugin.name().to_owned(),
+        call: PluginCall::UpdateModel.as_str().to_owned(),
+        message,
+    };
+    let mut problems = Vec::new();
+    for update in updates {
+        let Some(at) = model_at(catalog, &update.vpath) else {
+            return Err(fail(format!(
+                "'{}' is no plugin item of the model",
+                crate::text::escape(&update.vpath)
+            )));
+        };
+        if catalog.items[at].provider.meta.name != plugin.name() {
+            return Err(fail(format!(
+                "'{}' is an item of the plugin {}, not of this one",
+                crate::text::escape(&update.vpath),
+                catalog.items[at].provider.meta.name
+            )));
+        }
+        for (property, json) in update.properties {
+            let item = &catalog.items[at];
+            let Some(attribute) = item
+                .provider
+                .attribute(&property)
+                .filter(|_| property != "name")
+            else {
+                return Err(fail(format!(
+                    "{}: no property '{}'",
+                    update.vpath,
+                    crate::text::escape(&property)
+                )));
+            };
+            match attribute.attr_type.check_json(&json) {
+                Ok(value) => {
+                    let attrs = &mut catalog.items[at].request.attrs;
+                    match attrs.iter_mut().find(|(key, _)| *key == property) {
+                        Some(slot) => slot.1 = value,
+                        None => attrs.push((property, value)),
+                    }
+                }
+                Err(e) => problems.push(origin_of(catalog, reading, at, Some(&property)).problem(
+                    format!(
+                        "{}: {property}: the plugin {}'s update_model set {}, which is not a {}: {e}",
+                        update.vpath,
+                        plugin.name(),
+                        if attribute.sensitive { "a value".to_owned() } else { json.to_string() },
+                        attribute.attr_type
+                    ),
+                )),
+            }
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+fn validation_problem(
+    catalog: &Catalog,
+    reading: &Reading,
+    plugin: &Plugin,
+    error: &plugin::ValidationError,
+) -> Problem {
+    let property = error.property.as_deref();
+    let shown = crate::text::escape(&error.message);
+    let what = match property {
+        Some(property) => format!("{}: {}", error.vpath, crate::text::escape(property)),
+        None => error.vpath.clone(),
+    };
+    let found = catalog.items.iter().position(|item| {
+        item.role != Role::Action && vpath(item.provider.type_name(), item.name()) == error.vpath
+    });
+    match found {
+        Some(at) => origin_of(catalog, reading, at, property)
+            .problem(format!("{what}: {shown} (plugin {})", plugin.name())),
+        None => Problem {
+            file: plugin.program.clone(),
+            line: 0,
+            message: format!("validate_model: {what}: {shown} (no such item in the model)"),
+        },
+    }
+}
+
+/// Refuses tasks for items that are not the plugin's own.
+fn check_items(
+    plugin: &Plugin,
+    tasks: &[PluginTask],
+    model: &Model,
+    registry: &Registry,
+) -> Result<(), Error> {
+    for task in tasks {
+        let own = model.find(&task.item).is_some_and(|item| {
+            plugin
+                .meta
+                .item_types
+                .iter()
+                .any(|t| t.name == item.type_name)
+        });
+        if !own {
+            let _ = registry;
+            return Err(Error::Plugin {
+                plugin: plugin.name().to_owned(),
+                call: PluginCall::CreateConfiguration.as_str().to_owned(),
+                message: format!(
+                    "task '{}' is for '{}', which is no item of this plugin's types in the model",
+                    crate::text::escape(&task.id),
+                    crate::text::escape(&task.item)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What a JSON value of a config task's attributes reads as: the text of
+/// each scalar, as a manifest's would.
+fn written(json: &Json) -> Written {
+    match json {
+        Json::Null => Written::Null,
+        Json::String(text) => Written::Text(text.clone()),
+        Json::Bool(flag) => Written::Text(flag.to_string()),
+        Json::Number(number) => Written::Text(number.to_string()),
+        Json::Array(items) => Written::List(items.iter().map(written).collect()),
+        Json::Object(map) => Written::Map(
+            map.iter()
+                .map(|(key, value)| (key.clone(), written(value)))
+                .collect(),
+        ),
+    }
+}
+
+/// The catalog item name of a callback or remote task.
+fn action_name(task: &PluginTask) -> String {
+    format!("{}:{}", task.item, task.id)
+}
+
+/// The declarations of the expanded catalog: the manifests' (each plugin
+/// item requiring its tasks), the plugin items for removal, and the tasks.
+fn declared_with_tasks(
+    catalog: &Catalog,
+    reading: &Reading,
+    removed: &[StoredItem],
+    answers: &[(&Plugin, Vec<PluginTask>)],
+    store_origin: &Origin,
+) -> Result<Vec<Declared>, Error> {
+    let mut declared: Vec<Declared> = reading.declared.clone();
+    let mut problems = Vec::new();
+    for item in removed {
+        declared.push(Declared {
+            type_query: item.type_name.clone(),
+            name: item.name.clone(),
+            origin: store_origin.clone(),
+            attrs: Vec::new(),
+            require: Vec::new(),
+            before: Vec::new(),
+            from_plugin: Some(Arc::new(FromPlugin::Removal)),
+        });
+    }
+    // Where each vpath is declared, to find an item's origin and type.
+    let mut at_vpath: HashMap<String, usize> = HashMap::new();
+    for (at, d) in declared.iter().enumerate() {
+        if let Some(item) = catalog
+            .items
+            .iter()
+            .find(|i| i.type_query == d.type_query && i.name() == d.name)
+        {
+            at_vpath.insert(vpath(item.provider.type_name(), item.name()), at);
+        } else if d.from_plugin.is_some() {
+            at_vpath.insert(vpath(&d.type_query, &d.name), at);
+        }
+    }
+    for (plugin, tasks) in answers {
+        // Each task's reference, for `requires` by id.
+        let mut by_id: HashMap<&str, Reference> = HashMap::new();
+        for task in tasks {
+            let owner = &declared[at_vpath[&task.item]];
+            by_id.insert(
+                &task.id,
+                task_reference(task, &owner.type_query, owner.origin.line),
+            );
+        }
+        for task in tasks {
+            let owner_at = at_vpath[&task.item];
+            let owner = declared[owner_at].clone();
+            let mut require = Vec::new();
+            for requirement in &task.requires {
+                match requirement {
+                    Requirement::Task(id) => require.push(by_id[id.as_str()].clone()),
+                    Requirement::Resource { type_query, title } => require.push(Reference {
+                        type_query: type_query.clone(),
+                        name: title.clone(),
+                        line: owner.origin.line,
+                    }),
+                    Requirement::Item(wanted) => match at_vpath.get(wanted) {
+                        Some(&at) => require.push(Reference {
+                            type_query: declared[at].type_query.clone(),
+                            name: declared[at].name.clone(),
+                            line: owner.origin.line,
+                        }),
+                        None => problems.push(owner.origin.problem(format!(
+                            "{}: task '{}' of the plugin {} requires '{}', which is no item of \
+                             the model",
+                            task.item,
+                            crate::text::escape(&task.id),
+                            plugin.name(),
+                            crate::text::escape(wanted)
+                        ))),
+                    },
+                }
+            }
+            let reference = &by_id[task.id.as_str()];
+            let attrs = match &task.kind {
+                TaskKind::Config { attributes, .. } => attributes
+                    .iter()
+                    .map(|(name, value)| RawAttr {
+                        name: name.clone(),
+                        value: written(value),
+                        line: owner.origin.line,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            declared[owner_at].require.push(reference.clone());
+            declared.push(Declared {
+                type_query: reference.type_query.clone(),
+                name: reference.name.clone(),
+                origin: owner.origin.clone(),
+                attrs,
+                require,
+                before: Vec::new(),
+                from_plugin: Some(Arc::new(FromPlugin::Task {
+                    plugin: plugin.name().to_owned(),
+                    task: Box::new(task.clone()),
+                })),
+            });
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(declared),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// The reference a task is known by in the catalog: its resource for a
+/// config task, else its item's type and `VPATH:ID`.
+fn task_reference(task: &PluginTask, item_type: &str, line: usize) -> Reference {
+    match &task.kind {
+        TaskKind::Config {
+            type_name, title, ..
+        } => Reference {
+            type_query: type_name.clone(),
+            name: title.clone(),
+            line,
+        },
+        _ => Reference {
+            type_query: item_type.to_owned(),
+            name: action_name(task),
+            line,
+        },
+    }
+}
+
+/// Gives the expanded catalog's plugin items the properties
+/// `update_model` set (it is built again from the manifests).
+fn keep_updates(updated: &Catalog, expanded: &mut Catalog) {
+    for item in updated.items.iter().filter(|i| i.role == Role::Model) {
+        if let Some(twin) = expanded.items.iter_mut().find(|e| {
+            e.role == Role::Model
+                && e.provider.qualified_name() == item.provider.qualified_name()
+                && e.name() == item.name()
+        }) {
+            twin.request.attrs = item.request.attrs.clone();
+        }
+    }
+}
+
+/// Ties each task to the plugin item it settles.
+fn tie_tasks(catalog: &mut Catalog) {
+    let models: HashMap<String, usize> = catalog
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item.role == Role::Model)
+        .map(|(at, item)| (vpath(item.provider.type_name(), item.name()), at))
+        .collect();
+    for item in &mut catalog.items {
+        if let Some(task) = item.from_plugin.as_deref().and_then(FromPlugin::task) {
+            item.tie = models.get(&task.item).copied();
+        }
+    }
+}
+
+/// How the store's resources made by plugins' config tasks fare when no
+/// answer of this run names them.
+#[derive(Debug, Default)]
+pub struct Owned {
+    /// The stored items left to decide as usual: a resource whose item got
+    /// tasks again and no longer names it is removed, as one a manifest
+    /// dropped.
+    pub decidable: Vec<StoredItem>,
+    /// Resources of items for removal that their removal tasks do not name:
+    /// the plugin leaves them (an account may own other files), so ral
+    /// forgets them, as it forgets what it did not create.
+    pub forget: Vec<StoredItem>,
+}
+
+/// Splits `stored` (the items not already in the catalog are the
+/// candidates for removal): a resource of a plugin item that is applied
+/// and got no tasks this time stays as it is, in the store too.
+pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
+    let with_tasks: HashSet<usize> = catalog.items.iter().filter_map(|i| i.tie).collect();
+    let mut kept: HashSet<String> = HashSet::new();
+    let mut leaving: HashSet<String> = HashSet::new();
+    for (at, item) in catalog.items.iter().enumerate() {
+        if item.role != Role::Model {
+            continue;
+        }
+        let path = vpath(item.provider.type_name(), item.name());
+        if is_removed_model(item) {
+            leaving.insert(path);
+        } else if !with_tasks.contains(&at) {
+            kept.insert(path);
+        }
+    }
+    let listed: HashSet<(String, &str)> = catalog
+        .items
+        .iter()
+        .map(|i| (i.provider.qualified_name(), i.name()))
+        .collect();
+    let mut out = Owned::default();
+    for item in stored {
+        match item.owner.as_deref() {
+            Some(owner) if kept.contains(owner) => {}
+            Some(owner)
+                if leaving.contains(owner)
+                    && !listed.contains(&(item.provider.clone(), item.name.as_str())) =>
+            {
+                out.forget.push(item)
+            }
+            _ => out.decidable.push(item),
+        }
+    }
+    out
+}
+
+/// Whether catalog item `item` is a plugin item no manifest lists.
+pub fn is_removed_model(item: &Item) -> bool {
+    item.role == Role::Model
+        && item
+            .from_plugin
+            .as_deref()
+            .is_some_and(FromPlugin::is_removal)
+}

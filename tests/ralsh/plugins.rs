@@ -1,0 +1,467 @@
+//! Model plugins in `ral plan` and `ral apply`: the fixture plugin `demo`
+//! (tests/fixtures/plugins) expands each `site` item into a page file (a
+//! config task), a marker made by a command (a remote task) and a check
+//! (a callback); it logs every call it gets to ROOT/calls.log with the
+//! states of the items it was given. The plugin `rogue`
+//! (tests/fixtures/plugin_cases/rogue) answers whatever the test wrote.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as Json;
+
+use crate::support::{fixtures_dir, run, Run, Sandbox};
+
+struct Bench {
+    sandbox: Sandbox,
+    manifests: tempfile::TempDir,
+    data: Vec<PathBuf>,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let sandbox = Sandbox::seeded();
+        std::fs::create_dir_all(sandbox.root().join("marks")).unwrap();
+        std::fs::create_dir_all(sandbox.root().join("srv/blog")).unwrap();
+        Bench {
+            sandbox,
+            manifests: tempfile::tempdir().unwrap(),
+            data: vec![fixtures_dir().join("plugins")],
+        }
+    }
+
+    fn with_data(mut self, dir: &str) -> Bench {
+        self.data
+            .push(fixtures_dir().join("plugin_cases").join(dir));
+        self
+    }
+
+    fn manifest(&self, name: &str, text: &str) -> String {
+        let path = self.manifests.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    fn ral(&self, subcommand: &str, args: &[&str]) -> Run {
+        let mut command = self.sandbox.ral_command(subcommand, &[]);
+        for dir in &self.data {
+            command.arg("-I").arg(dir);
+        }
+        run(command.args(args))
+    }
+
+    /// The calls the demo plugin logged, then forgets them.
+    fn take_calls(&self) -> Vec<String> {
+        let calls = self.sandbox.calls();
+        let _ = std::fs::remove_file(self.sandbox.root().join("calls.log"));
+        calls
+    }
+
+    /// `ral state list` as `TYPE[NAME] STATE` lines.
+    fn states(&self) -> Vec<String> {
+        let listed = run(&mut self.sandbox.ral_command("state", &["list"]));
+        listed.expect(0);
+        listed
+            .stdout
+            .lines()
+            .map(|line| {
+                line.split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    }
+
+    fn exists(&self, relative: &str) -> bool {
+        self.sandbox.root().join(relative).exists()
+    }
+}
+
+const TWO_SITES: &str = "\
+site:
+  shop:
+    dir: /srv
+    content: hello shop
+  blog:
+    dir: /srv/blog
+    content: hello blog
+    shout: true
+";
+
+#[test]
+fn a_plan_shows_every_task_kind_in_one_graph_and_runs_no_callback() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "site.yaml",
+        &format!("{TWO_SITES}file:\n  /srv/after: {{ensure: file, require: \"site[shop]\"}}\n"),
+    );
+    let plan = bench.ral("plan", &[&m]);
+    plan.expect(0)
+        .stdout_has("+ file[/srv/index.html]\n    from plugin demo, config /site/shop: the page\n")
+        .stdout_has(
+            "* remote[/site/shop:shop-mark] (waits for file[/srv/index.html])\n    from plugin \
+             demo, remote /site/shop: mark it\n",
+        )
+        .stdout_has("* callback[/site/shop:shop-check] (waits for file[/srv/index.html])")
+        // The manifest's resource waits for every task of the item.
+        .stdout_has(
+            "+ file[/srv/after] (waits for file[/srv/index.html], remote[/site/shop:shop-mark], \
+             callback[/site/shop:shop-check])",
+        )
+        // update_model upper-cased the content before the tasks were made.
+        .stdout_has("content: 'HELLO BLOG\\n'")
+        .stdout_has("Plan: 3 to create, 0 to change, 0 to remove; 0 unchanged; 4 to run");
+    assert_eq!(
+        bench.take_calls(),
+        [
+            "update_model shop=Initial blog=Initial",
+            "validate_model shop=Initial blog=Initial",
+            "create_configuration shop=Initial blog=Initial",
+        ],
+        "a plan calls no callback"
+    );
+    assert!(
+        bench.sandbox.names_in_dir("marks").is_empty(),
+        "nor any command"
+    );
+    assert!(!bench.exists("srv/index.html"));
+    // The JSON plan says where each task came from.
+    let json: Json = serde_json::from_str(&bench.ral("plan", &["-j", &m]).stdout).unwrap();
+    let wrong: Vec<String> = crate::support::plan_schema()
+        .iter_errors(&json)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let tasks = json["plan"]["tasks"].as_array().unwrap();
+    let check = tasks
+        .iter()
+        .find(|t| t["resource"] == "callback[/site/shop:shop-check]")
+        .unwrap();
+    assert_eq!(check["action"], "run");
+    assert_eq!(
+        check["plugin"],
+        serde_json::json!({"name": "demo", "kind": "callback", "item": "/site/shop",
+                           "id": "shop-check", "description": "check the page"})
+    );
+    let page = tasks
+        .iter()
+        .find(|t| t["resource"] == "file[/srv/index.html]")
+        .unwrap();
+    assert_eq!(page["plugin"]["kind"], "config");
+    let after = tasks
+        .iter()
+        .find(|t| t["resource"] == "file[/srv/after]")
+        .unwrap();
+    assert!(after.get("plugin").is_none(), "{after}");
+    assert_eq!(json["plan"]["counts"]["run"], 4);
+}
+
+#[test]
+fn an_item_is_created_changed_and_dropped_across_three_applies() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    assert_eq!(bench.sandbox.read("srv/index.html"), "hello shop\n");
+    assert_eq!(bench.sandbox.read("srv/blog/index.html"), "HELLO BLOG\n");
+    assert_eq!(bench.sandbox.names_in_dir("marks"), ["blog", "shop"]);
+    let calls = bench.take_calls();
+    assert!(
+        calls.contains(&"callback check shop".to_owned()),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&"callback check blog".to_owned()),
+        "{calls:?}"
+    );
+    assert_eq!(
+        bench.states(),
+        [
+            "file[/srv/blog/index.html] Applied",
+            "file[/srv/index.html] Applied",
+            "site[blog] Applied",
+            "site[shop] Applied",
+        ]
+    );
+    // Applied items get no tasks: nothing to plan, and their pages stay.
+    bench.ral("plan", &["--detailed-exitcodes", &m]).expect(0);
+    assert!(bench
+        .take_calls()
+        .contains(&"create_configuration shop=Applied blog=Applied".to_owned()));
+    // Second: shop's content changes. It is Updated, its page changes and
+    // its check runs again; blog is left alone.
+    let changed = TWO_SITES.replace("hello shop", "open all day");
+    let m2 = bench.manifest("site2.yaml", &changed);
+    bench
+        .ral("plan", &[&m2])
+        .expect(0)
+        .stdout_has("~ file[/srv/index.html]")
+        .stdout_has("Plan: 0 to create, 1 to change, 0 to remove; 0 unchanged; 2 to run");
+    bench.take_calls();
+    bench.ral("apply", &[&m2]).expect(0);
+    assert_eq!(bench.sandbox.read("srv/index.html"), "open all day\n");
+    let calls = bench.take_calls();
+    assert!(
+        calls.contains(&"create_configuration shop=Updated blog=Applied".to_owned()),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&"callback check shop".to_owned()),
+        "{calls:?}"
+    );
+    assert!(
+        !calls.contains(&"callback check blog".to_owned()),
+        "{calls:?}"
+    );
+    let stored = run(&mut bench.sandbox.ral_command("state", &["list"]));
+    stored.stdout_has("content: \"open all day\"");
+    // Third: blog is dropped. It is ForRemoval: its removal tasks remove
+    // its page and say goodbye, and it leaves the store.
+    let shop_only = bench.manifest(
+        "shop.yaml",
+        "site:\n  shop: {dir: /srv, content: open all day}\n",
+    );
+    bench.ral("apply", &[&shop_only]).expect(0);
+    assert!(!bench.exists("srv/blog/index.html"));
+    assert!(bench.exists("srv/index.html"), "shop's page stays");
+    let calls = bench.take_calls();
+    assert!(
+        calls.contains(&"create_configuration shop=Applied blog=ForRemoval".to_owned()),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&"callback goodbye blog".to_owned()),
+        "{calls:?}"
+    );
+    assert_eq!(
+        bench.states(),
+        ["file[/srv/index.html] Applied", "site[shop] Applied"]
+    );
+    bench
+        .ral("plan", &["--detailed-exitcodes", &shop_only])
+        .expect(0);
+}
+
+#[test]
+fn a_failing_callback_leaves_its_item_unapplied_while_unrelated_items_succeed() {
+    let bench = Bench::new();
+    let failing = TWO_SITES.replace("    shout: true\n", "    fail_callback: true\n");
+    let m = bench.manifest("site.yaml", &failing);
+    bench
+        .ral("apply", &[&m])
+        .expect(1)
+        .stdout_has("Failed  * callback[/site/blog:blog-check]")
+        .stdout_has("plugin demo: callback: site blog does not answer");
+    assert_eq!(
+        bench.states(),
+        [
+            "file[/srv/blog/index.html] Applied",
+            "file[/srv/index.html] Applied",
+            "site[blog] Initial",
+            "site[shop] Applied",
+        ]
+    );
+    // The failed item is asked for again; its page is in place, so only
+    // its command and check are left to run.
+    bench.take_calls();
+    bench
+        .ral("plan", &[&m])
+        .expect(0)
+        .stdout_has("* callback[/site/blog:blog-check]")
+        .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 1 unchanged; 2 to run");
+    assert!(bench
+        .take_calls()
+        .contains(&"create_configuration shop=Applied blog=Initial".to_owned()));
+}
+
+#[test]
+fn validation_errors_name_the_file_and_line_and_nothing_runs() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "site.yaml",
+        "site:\n  one:\n    dir: /srv\n    content: a\n  two:\n    content: b\n    dir: /srv\n  \
+         three:\n    dir: /x\n    content: invalid\n",
+    );
+    bench
+        .ral("apply", &[&m])
+        .expect(2)
+        .stderr_has("site.yaml:7: /site/two: dir: dir /srv is also one's (plugin demo)")
+        .stderr_has("site.yaml:8: /site/three: the content may not be 'invalid' (plugin demo)");
+    let calls = bench.take_calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls[1].starts_with("validate_model"), "{calls:?}");
+    assert!(!bench.exists("srv/index.html"));
+    assert!(!bench.exists("var/lib/ral/state.db") || bench.states().is_empty());
+}
+
+#[test]
+fn plugin_items_are_typed_like_resources_with_every_problem_reported_together() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "site.yaml",
+        "site:\n  one:\n    dir: /srv\n    content: a\n    shout: loud\n  two:\n    dir: /x\n  \
+         three: {dir: /y, content: c, colour: red}\nfile:\n  /srv/x: {mode: '99'}\n",
+    );
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("site.yaml:5: site[one]: invalid value 'loud' for attribute 'shout'")
+        .stderr_has(
+            "site.yaml:6: site[two]: missing the required property content (item type of the \
+             plugin demo)",
+        )
+        .stderr_has("site.yaml:8: site[three]: unknown attribute 'colour'")
+        .stderr_has("site.yaml:10: file[/srv/x]: invalid value '99' for attribute 'mode'");
+    assert!(
+        bench.take_calls().is_empty(),
+        "no plugin runs on a manifest with problems"
+    );
+}
+
+#[test]
+fn item_type_clashes_name_both_files() {
+    let bench = Bench::new().with_data("clash_type");
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("clash_type/plugins/files.yaml: item type 'file' is also the type of the provider file::file (")
+        .stderr_has("file.prov)");
+    let bench = Bench::new().with_data("clash_plugins");
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("clash_plugins/plugins/other.yaml: item type 'site' is also an item type of the plugin demo (")
+        .stderr_has("plugins/demo.yaml)");
+}
+
+#[test]
+fn sensitive_properties_reach_the_plugin_but_no_output_or_store() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "site.yaml",
+        "site:\n  shop: {dir: /srv, content: hi, secret: hunter2-token}\n",
+    );
+    let applied = bench.ral("apply", &["-l", "debug", &m]);
+    applied.expect(0);
+    assert!(!applied.stdout.contains("hunter2"), "{}", applied.stdout);
+    assert!(!applied.stderr.contains("hunter2"), "{}", applied.stderr);
+    // The plugin had it (its callback echoes it on stderr, redacted).
+    applied.stderr_has("token [redacted]");
+    let db = std::fs::read(bench.sandbox.root().join("var/lib/ral/state.db")).unwrap();
+    let text = String::from_utf8_lossy(&db);
+    assert!(!text.contains("hunter2"), "the store holds only a digest");
+    let listed = run(&mut bench.sandbox.ral_command("state", &["list"]));
+    assert!(!listed.stdout.contains("hunter2"), "{}", listed.stdout);
+}
+
+/// The rogue plugin's answer to `action`, and how it exits.
+fn answer(bench: &Bench, action: &str, out: &str, status: i32) {
+    let dir = bench.sandbox.root().join("rogue");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{action}.out")), out).unwrap();
+    std::fs::write(dir.join(format!("{action}.status")), status.to_string()).unwrap();
+}
+
+fn rogue_input(bench: &Bench, action: &str) -> Json {
+    let text = bench.sandbox.read(&format!("rogue/{action}.in"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn answers_against_the_protocol_fail_the_run_naming_the_plugin_and_call() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n");
+    for (action, out, status, expected) in [
+        ("validate_model", "not json", 0, "plugin rogue: validate_model: the output is not one JSON document"),
+        ("validate_model", "{\"errors\": 3}", 0, "plugin rogue: validate_model: the answer: invalid type"),
+        ("validate_model", "{\"error\": {\"message\": \"no \\u001b[31m way\"}}", 0, "plugin rogue: validate_model: no \\u{1b}[31m way"),
+        ("validate_model", "{\"errors\": []}", 3, "rogue"),
+        (
+            "create_configuration",
+            "{\"tasks\": [{\"kind\": \"callback\", \"item\": \"/user/root\", \"callback\": \"x\"}]}",
+            0,
+            "task '#1' is for '/user/root', which is no item of this plugin's types in the model",
+        ),
+        (
+            "create_configuration",
+            "{\"tasks\": [{\"kind\": \"config\", \"item\": \"/thing/a\", \"type\": \"nosuch\", \"title\": \"t\"}]}",
+            0,
+            "unknown provider or type 'nosuch'",
+        ),
+    ] {
+        let _ = std::fs::remove_dir_all(bench.sandbox.root().join("rogue"));
+        answer(&bench, action, out, status);
+        let plan = bench.ral("apply", &[&m]);
+        plan.expect(2).stderr_has(expected);
+        assert!(!plan.stderr.contains('\u{1b}'), "{}", plan.stderr);
+    }
+    assert!(!bench.exists("var/lib/ral/state.db") || bench.states().is_empty());
+}
+
+#[test]
+fn every_call_gets_the_model_with_states_and_applied_properties() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest(
+        "thing.yaml",
+        "thing:\n  a: {size: 3}\nhost:\n  web: {ip: 10.0.0.5}\n",
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    let first = rogue_input(&bench, "create_configuration");
+    assert_eq!(first["ral"]["noop"], false);
+    assert_eq!(
+        first["ral"]["root"],
+        bench
+            .sandbox
+            .root()
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    let items = first["model"]["items"].as_array().unwrap();
+    let thing = items.iter().find(|i| i["vpath"] == "/thing/a").unwrap();
+    assert_eq!(
+        thing,
+        &serde_json::json!({"vpath": "/thing/a", "type": "thing", "name": "a",
+            "state": "Initial", "properties": {"size": 3}, "applied_properties": null})
+    );
+    assert!(items.iter().any(|i| i["vpath"] == "/host/web"), "{items:?}");
+    // Changed: Updated, with what was applied; a plan says noop.
+    let m2 = bench.manifest("thing2.yaml", "thing:\n  a: {size: 4}\n");
+    bench.ral("plan", &[&m2]).expect(0);
+    let second = rogue_input(&bench, "validate_model");
+    assert_eq!(second["ral"]["noop"], true);
+    let items = second["model"]["items"].as_array().unwrap();
+    let thing = items.iter().find(|i| i["vpath"] == "/thing/a").unwrap();
+    assert_eq!(thing["state"], "Updated");
+    assert_eq!(thing["properties"]["size"], 4);
+    assert_eq!(thing["applied_properties"]["size"], 3);
+    let host = items.iter().find(|i| i["vpath"] == "/host/web").unwrap();
+    assert_eq!(
+        host["state"], "ForRemoval",
+        "dropped resources are in the model"
+    );
+}
+
+#[test]
+fn a_manifest_without_plugin_items_calls_no_plugin() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("host.yaml", "host:\n  web: {ip: 10.0.0.5}\n");
+    // A rogue answer that would fail any call.
+    answer(&bench, "validate_model", "garbage", 1);
+    bench.ral("apply", &[&m]).expect(0);
+    assert!(bench.take_calls().is_empty());
+    assert!(!Path::new(&bench.sandbox.root().join("rogue/validate_model.in")).exists());
+}
+
+#[test]
+fn a_plan_with_plugin_items_is_not_saved() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    let file = bench.manifests.path().join("plan.json");
+    bench
+        .ral("plan", &["-o", file.to_str().unwrap(), &m])
+        .expect(2)
+        .stderr_has("a plan with them cannot be saved yet");
+    assert!(!file.exists());
+}

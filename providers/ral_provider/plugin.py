@@ -29,7 +29,7 @@ import traceback
 
 from .errors import CallError
 from .log import log
-from .protocol import DOCUMENT_MAX, describe, write_out
+from .protocol import DOCUMENT_MAX, _begin, describe, write_out
 from .text import clean_lines, quoted, type_name
 
 # The largest input document read. The host sends the whole model on every
@@ -57,8 +57,9 @@ class Item:
     """One model item as a plugin sees it (LITP's QueryItem): read-only.
 
     PROPERTIES are the item's properties as they stand in the manifests
-    (for a ForRemoval item, which has left them, the last ones known);
-    APPLIED_PROPERTIES those last applied, or None for an Initial item.
+    ({} when the host sends none: a ForRemoval item has left the
+    manifests, so read what it made from APPLIED_PROPERTIES);
+    APPLIED_PROPERTIES are those last applied, None for an Initial item.
     A property can also be read as an attribute (item.port), as LITP
     allows, when no attribute of the item has its name."""
 
@@ -132,8 +133,8 @@ class _Frozen(dict):
     def _refuse(self, *args, **kwargs):
         raise TypeError("model properties are read-only")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = \
-        update = _refuse
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = \
+        setdefault = update = _refuse
 
 
 class Model:
@@ -811,13 +812,13 @@ def run(validate_model=None, update_model=None, create_configuration=None,
     if action not in offered:
         return _error("unknown action %s: this plugin offers %s"
                       % (quoted(action), ", ".join(offered) or "none"))
-    log.noop = False
+    _begin(False)
     try:
         document = read_input()
         ral = document.get("ral")
-        # What the toolkit's Commands, Edit and Batch take as the call's
-        # noop when a callback does not pass it on.
-        log.noop = isinstance(ral, dict) and ral.get("noop") is True
+        # noop() and what the toolkit's Commands, Edit and Batch take as
+        # the call's noop when a callback does not pass it on.
+        _begin(isinstance(ral, dict) and ral.get("noop") is True)
         with contextlib.redirect_stdout(sys.stderr):
             result = answer(action, document, functions, callbacks)
         text = json.dumps(result, ensure_ascii=False)

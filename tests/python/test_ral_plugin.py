@@ -426,6 +426,16 @@ class Callbacks(unittest.TestCase):
         self.assertEqual((status, json.loads(out)), (0, {}))
         self.assertEqual(seen, [("/r", "web1", False, 8080, "hi", "Initial")])
 
+    def test_noop_reaches_the_toolkit_as_the_calls_noop(self):
+        seen = []
+
+        def check(api):
+            seen.append((api.noop, ral.noop(), ral.Commands().noop))
+        for noop in (True, False):
+            call("callback", document(callback="check", noop=noop),
+                 callbacks=[check])
+        self.assertEqual(seen, [(True, True, True), (False, False, False)])
+
     def test_a_failing_or_unknown_callback_fails_the_call(self):
         def check(api):
             raise ral.PluginError("nothing answers")

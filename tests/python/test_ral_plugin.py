@@ -749,5 +749,98 @@ class WebappExecutable(unittest.TestCase):
                       json.loads(done.stdout)["error"]["message"])
 
 
+class WebappWithProviders(unittest.TestCase):
+    """The webapp's answers played as the host would play them, below a
+    fake root: each config task set by its bundled provider, remote tasks
+    run, callbacks called through the plugin. Create, change, drop."""
+
+    PROVIDERS = {"user": "etc_passwd.prov", "file": "file.prov",
+                 "service": "service.prov"}
+
+    def play(self, root, doc):
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "RALSH_ROOT_DIR": root,
+               "RALSH_PROVIDER_LIB": os.path.join(TOP, "providers")}
+
+        def run(argv, stdin, extra_env=None):
+            return subprocess.run(argv, input=json.dumps(stdin).encode(),
+                                  env=extra_env or env, capture_output=True,
+                                  timeout=60)
+        answer = run([WEBAPP, "ral_action=create_configuration"], doc)
+        self.assertEqual(answer.returncode, 0, answer.stdout)
+        done = []
+        for task in json.loads(answer.stdout)["tasks"]:
+            if task["kind"] == "config":
+                provider = os.path.join(TOP, "providers",
+                                        self.PROVIDERS[task["type"]])
+                result = run([provider, "ral_action=set"], {
+                    "ral": {"noop": False}, "updates": [
+                        {"name": task["title"],
+                         "should": task["attributes"]}]})
+                changes = json.loads(result.stdout)["changes"]
+                self.assertFalse([c for c in changes if "error" in c],
+                                 task)
+            elif task["kind"] == "remote":
+                # Run without RALSH_ROOT_DIR, as a runner might.
+                result = subprocess.run(task["command"], env={
+                    "PATH": env["PATH"]}, capture_output=True, timeout=60)
+                self.assertEqual(result.returncode, 0, result.stderr)
+            else:
+                result = run([WEBAPP, "ral_action=callback"], dict(
+                    doc, callback=task["callback"], args=task["args"],
+                    kwargs=task["kwargs"]))
+                self.assertEqual((result.returncode, result.stdout),
+                                 (0, b"{}\n"), result.stdout)
+            done.append(task.get("title") or task["kind"])
+        return done
+
+    def free_port(self):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        return port
+
+    def test_create_change_and_drop_converge_below_a_fake_root(self):
+        with tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(root, "etc/init.d"))
+            for name in ("passwd", "group", "shadow"):
+                open(os.path.join(root, "etc", name), "w").close()
+            first = dict(SHOP, port=self.free_port())
+            second = dict(SHOP, port=self.free_port(), message="moved")
+
+            def doc(state, properties, applied):
+                return document(item("/webapp/shop", state, properties,
+                                     applied), root=root)
+            script = os.path.join(root, "etc/init.d/webapp-shop")
+            try:
+                self.play(root, doc("Initial", first, None))
+                with open(os.path.join(root, "etc/passwd")) as fh:
+                    self.assertTrue(fh.read().startswith(
+                        "shop:x:1000:1000:webapp service account:"
+                        "/nonexistent:/usr/sbin/nologin"))
+                self.assertTrue(os.path.islink(
+                    os.path.join(root, "etc/rc2.d/S01webapp-shop")))
+                done = self.play(root, doc("Updated", second, first))
+                self.assertIn("remote", done)
+                with contextlib.redirect_stderr(io.StringIO()):
+                    webapp.check_answers(api_of(), second["port"],
+                                         message="moved", wait=2)
+                done = self.play(root, doc("ForRemoval", None, second))
+                self.assertEqual(done, ["webapp-shop", "/etc/init.d/webapp-shop",
+                                        "/etc/webapp/shop.conf"])
+            finally:
+                if os.path.exists(script):
+                    subprocess.run([script, "stop"], env={
+                        "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                        capture_output=True, timeout=60)
+            self.assertEqual(os.listdir(os.path.join(root, "etc/webapp")), [])
+            self.assertFalse(os.path.exists(script))
+            with open(os.path.join(root, "etc/passwd")) as fh:
+                self.assertIn("shop:", fh.read())    # the account is left
+            with self.assertRaises(ral.PluginError):
+                webapp.check_answers(api_of(), second["port"], wait=0.3)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

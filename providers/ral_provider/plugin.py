@@ -27,6 +27,7 @@ import re
 import sys
 import traceback
 
+from .commands import shown_command
 from .errors import CallError
 from .log import log
 from .protocol import DOCUMENT_MAX, _begin, describe, write_out
@@ -422,7 +423,6 @@ class RemoteTask(Task):
         self.argv = argv
 
     def default_description(self):
-        from .commands import shown_command
         return "run %s" % shown_command(self.argv)
 
     def _fields(self):

@@ -296,9 +296,13 @@ class Task:
         self.item = _vpath_of(item)
         self.description = description
         self.requires = _requires_list(requires)
-        if id is not None and not (isinstance(id, str) and id):
-            raise TypeError("a task id must be a non-empty string, not %r"
-                            % (id,))
+        # An id that reads as a vpath or a resource would make a
+        # `requires` entry naming it ambiguous.
+        if id is not None and not (isinstance(id, str) and id
+                                   and not id.startswith("/")
+                                   and not RESOURCE_REF.match(id)):
+            raise TypeError("a task id is a non-empty string that is no "
+                            "vpath or type[title], not %r" % (id,))
         self.id = id
 
     def require(self, *others):

@@ -362,6 +362,9 @@ class Tasks(unittest.TestCase):
             ral.ConfigTask("a/b", "file", "/x", {})  # not a vpath
         with self.assertRaises(TypeError):
             ral.ConfigTask("/a/b", "file", "/x", {}, replaces=["file"])
+        for bad in ("", "/a/b", "file[/x]", 3):
+            with self.assertRaises(TypeError):
+                ral.RemoteTask("/a/b", ["x"], id=bad)
 
     def test_ordered_lists_nest_their_tasks_and_are_required_whole(self):
         first = ral.RemoteTask("/a/b", ["one"])

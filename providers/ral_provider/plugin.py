@@ -713,7 +713,8 @@ def answer(action, document, functions, callbacks):
     returns, in the protocol's form. Exceptions propagate: run() makes
     them the error document."""
     api = api_from_input(document, action)
-    names = None if callbacks is None else set(callbacks)
+    # A callback task this plugin could not answer is refused now.
+    names = set(callbacks or {})
     if action == "callback":
         name, args, kwargs = _callback_call(document)
         if name not in (callbacks or {}):

@@ -439,6 +439,15 @@ class Callbacks(unittest.TestCase):
                  callbacks=[check])
         self.assertEqual(seen, [(True, True, True), (False, False, False)])
 
+    def test_a_callback_task_without_its_callback_is_refused(self):
+        status, out, _ = call("create_configuration", document(),
+                              create_configuration=lambda api: [
+                                  ral.CallbackTask("/a/b", "check")])
+        self.assertEqual(status, 1)
+        self.assertIn("names 'check', which is not among the callbacks "
+                      "given to run() (none)",
+                      json.loads(out)["error"]["message"])
+
     def test_a_failing_or_unknown_callback_fails_the_call(self):
         def check(api):
             raise ral.PluginError("nothing answers")

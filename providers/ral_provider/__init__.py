@@ -19,7 +19,12 @@ One package for what every provider needs and none should write again:
   crash-safe edits of shared files: the lock the system's own tools take,
   a re-read under it, a temporary file in the same directory that is
   synced and renamed over the original, and a journal that finishes an
-  edit of several files that a crash interrupted.
+  edit of several files that a crash interrupted;
+- plugin: the plugin side of the model-plugin protocol: the model as
+  read-only items (query, query_by_vpath), the task builders (ConfigTask,
+  CallbackTask, RemoteTask, OrderedTasks), ValidationError, and
+  plugin.run(create_configuration=..., callbacks=...), which does the
+  protocol around a plugin's functions (docs/plugins.md).
 
 It uses the standard library only. Every public name is here at the top,
 as it was when the toolkit was one file. A bundled provider imports it
@@ -50,6 +55,12 @@ from .protocol import (
     check_resource_fits, check_should, describe, each_update, emit,
     emit_simple, emit_simple_error, error_entry, get_names, join_words, main,
     noop, read_request, run, set_request, simple_args, simple_line, write_out)
+# The plugin side. Its run() is plugin.run (run is the providers' one).
+from . import plugin
+from .plugin import (
+    Api, CallbackTask, ConfigTask, Item, Model, OrderedTaskList, OrderedTasks,
+    PluginError, RemoteExecutionTask, RemoteTask, Task, Update,
+    ValidationError)
 # Last, after every submodule is loaded: importing the submodule `log`
 # made `ral_provider.log` that module, and the name has always meant the
 # Log every provider writes to.
@@ -67,4 +78,7 @@ __all__ = [
     "read_journal", "Lock", "fsync_dir", "temp_name", "Edit", "Batch",
     "Result", "shown_command", "command_env", "Running", "Commands",
     "describe", "main", "noop", "run",
+    "plugin", "Api", "Item", "Model", "Task", "ConfigTask", "CallbackTask",
+    "RemoteTask", "RemoteExecutionTask", "OrderedTasks", "OrderedTaskList",
+    "ValidationError", "Update", "PluginError",
 ]

@@ -35,6 +35,38 @@ fn main() {
         .unwrap();
     }
     source.push_str("];\n");
+    // The model plugins (`plugins/`), written out beside `providers/`:
+    // their names say where, relative to it.
+    let plugins_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins");
+    println!("cargo:rerun-if-changed={}", plugins_dir.display());
+    source.push_str("/// Bundled plugin files: (../plugins/NAME, contents).\npub static PLUGIN_FILES: &[(&str, &[u8])] = &[\n");
+    let mut plugins: Vec<String> = std::fs::read_dir(&plugins_dir)
+        .map(|entries| {
+            entries
+                .map(|entry| entry.expect("readable plugins/ entry").file_name())
+                .map(|name| name.into_string().expect("plugin file names are UTF-8"))
+                .filter(|name| name.ends_with(".plugin") || name.ends_with(".yaml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    plugins.sort();
+    for name in &plugins {
+        let path = plugins_dir.join(name);
+        println!("cargo:rerun-if-changed={}", path.display());
+        let contents = std::fs::read(&path).expect("readable plugin file");
+        let named = format!("../plugins/{name}");
+        for byte in named.bytes().chain([0]).chain(contents.iter().copied()) {
+            digest ^= u64::from(byte);
+            digest = digest.wrapping_mul(0x0100_0000_01b3);
+        }
+        writeln!(
+            source,
+            "    ({named:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
+    }
+    source.push_str("];\n");
     source.push_str(&types_table(&dir, &names));
     writeln!(
         source,

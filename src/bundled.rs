@@ -41,10 +41,17 @@ pub fn provider_files(kind: Option<&str>) -> impl Iterator<Item = &'static str> 
         .map(|(file, _)| *file)
 }
 
-/// The bundled model plugins' programs (`NAME.plugin`).
+/// The bundled model plugins' programs (`NAME.plugin`), written out to
+/// `plugins/` beside `providers/`.
 pub fn plugin_files() -> impl Iterator<Item = &'static str> {
-    std::iter::empty()
+    embedded::PLUGIN_FILES
+        .iter()
+        .filter_map(|(name, _)| name.strip_prefix(PLUGINS_PREFIX))
+        .filter(|name| name.ends_with(".plugin"))
 }
+
+/// Where the plugins' files go, relative to `providers/`.
+const PLUGINS_PREFIX: &str = "../plugins/";
 
 /// A set of embedded files that is written out together into one cache
 /// directory: `SUB/NAME` for each file (NAME may be `PACKAGE/FILE`).
@@ -64,7 +71,11 @@ impl FileSet {
             // changed one.
             label: "bundled-2",
             sub: "providers",
-            files: embedded::FILES.to_vec(),
+            files: embedded::FILES
+                .iter()
+                .chain(embedded::PLUGIN_FILES)
+                .copied()
+                .collect(),
         }
     }
 
@@ -196,7 +207,7 @@ impl FileSet {
                     .mode(0o700)
                     .create(dir.join(package))?;
             }
-            let mode = if name.ends_with(".prov") {
+            let mode = if name.ends_with(".prov") || name.ends_with(".plugin") {
                 0o700
             } else {
                 0o600

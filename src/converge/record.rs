@@ -204,10 +204,18 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             // run that removed it was cut short before recording it).
             let gone: Vec<(String, String)> = (self.declared..self.catalog.items.len())
                 .filter(|at| !with_task.contains(at))
-                .chain(
-                    (0..self.declared)
-                        .filter(|&at| is_removed_model(&self.catalog.items[at]) && settled(at)),
-                )
+                // A plugin item removed leaves the store with the
+                // resources its removal tasks settled.
+                .chain((0..self.declared).filter(|&at| {
+                    let item = &self.catalog.items[at];
+                    let removed =
+                        |at: usize| is_removed_model(&self.catalog.items[at]) && settled(at);
+                    match (item.role, item.tie) {
+                        (Role::Model, _) => removed(at),
+                        (Role::Resource, Some(tie)) => removed(tie),
+                        _ => false,
+                    }
+                }))
                 .map(|at| self.key(at))
                 .collect();
             if !gone.is_empty() {

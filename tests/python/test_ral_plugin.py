@@ -536,7 +536,7 @@ class WebappConfiguration(unittest.TestCase):
                 ("t2", "file[/etc/init.d/webapp-shop]", ["t1"]),
                 ("t3", "file[/etc/webapp/shop.conf]", ["t1"])])
             self.assertEqual(tasks[0]["attributes"],
-                             {"ensure": "stopped", "enable": False})
+                             {"ensure": "absent", "enable": False})
             self.assertEqual(tasks[1]["attributes"], {"ensure": "absent"})
             # Once the script is gone there is nothing to stop.
             os.unlink(os.path.join(root, "etc/init.d/webapp-shop"))

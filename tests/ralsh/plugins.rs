@@ -220,6 +220,9 @@ fn an_item_is_created_changed_and_dropped_across_three_applies() {
         "shop.yaml",
         "site:\n  shop: {dir: /srv, content: open all day}\n",
     );
+    // Its page is gone already (by hand): the removal task has nothing to
+    // do, and the page leaves the store with its item all the same.
+    std::fs::remove_file(bench.sandbox.root().join("srv/blog/index.html")).unwrap();
     bench.ral("apply", &[&shop_only]).expect(0);
     assert!(!bench.exists("srv/blog/index.html"));
     assert!(bench.exists("srv/index.html"), "shop's page stays");
@@ -464,4 +467,82 @@ fn a_plan_with_plugin_items_is_not_saved() {
         .expect(2)
         .stderr_has("a plan with them cannot be saved yet");
     assert!(!file.exists());
+}
+
+/// Stops the bundled webapp's daemon below `root` however the test ends.
+struct Daemon<'a> {
+    root: &'a Path,
+    name: &'a str,
+}
+
+impl Drop for Daemon<'_> {
+    fn drop(&mut self) {
+        let script = self.root.join(format!("etc/init.d/webapp-{}", self.name));
+        if script.exists() {
+            let _ = std::process::Command::new(&script)
+                .arg("stop")
+                .env("RALSH_ROOT_DIR", self.root)
+                .output();
+        }
+    }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn answer_on(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    stream.write_all(b"GET / HTTP/1.0\r\n\r\n").ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+#[test]
+fn the_bundled_webapp_serves_its_message_and_is_removed_whole() {
+    let sandbox = Sandbox::seeded();
+    let manifests = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let manifest = manifests.path().join("web.yaml");
+    std::fs::write(
+        &manifest,
+        format!("webapp:\n  shop: {{port: {port}, owner: shop, message: the shop is open}}\n"),
+    )
+    .unwrap();
+    let m = manifest.to_str().unwrap();
+    let root = sandbox.root().canonicalize().unwrap();
+    let _daemon = Daemon {
+        root: &root,
+        name: "shop",
+    };
+    let applied = run(&mut sandbox.ral_command("apply", &[m]));
+    applied
+        .expect(0)
+        .stdout_has("Success + user[shop]")
+        .stdout_has("Success + service[webapp-shop]")
+        .stdout_has("Success * callback[/webapp/shop:");
+    let page = answer_on(port).expect("the webapp answers");
+    assert!(page.ends_with("the shop is open\n"), "{page}");
+    assert!(sandbox.read("etc/passwd").contains("\nshop:x:"));
+    run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", m])).expect(0);
+    // Dropped: stopped, its files removed; the account stays (forgotten).
+    run(&mut sandbox.ral_command("apply", &["--destroy"]))
+        .expect(0)
+        .stdout_has("= user[shop] was only forgotten, left as it is: /webapp/shop made it");
+    assert!(answer_on(port).is_none(), "the webapp was stopped");
+    assert!(!sandbox.root().join("etc/webapp/shop.conf").exists());
+    assert!(!sandbox.root().join("etc/init.d/webapp-shop").exists());
+    assert!(sandbox.read("etc/passwd").contains("\nshop:x:"));
+    let listed = run(&mut sandbox.ral_command("state", &["list"]));
+    assert_eq!(listed.stdout, "", "the store holds nothing any more");
 }

@@ -5,9 +5,20 @@ use std::process::Command;
 
 #[test]
 fn python_unit_tests_pass() {
+    python_tests_pass("tests/python/test_ral_provider.py", 20);
+}
+
+#[test]
+fn python_plugin_toolkit_and_webapp_tests_pass() {
+    python_tests_pass("tests/python/test_ral_plugin.py", 30);
+}
+
+/// Runs a Python unit test file, which must pass with at least `least`
+/// tests run.
+fn python_tests_pass(file: &str, least: usize) {
     let dir = env!("CARGO_MANIFEST_DIR");
     let output = Command::new("python3")
-        .args(["-I", "-S", "tests/python/test_ral_provider.py"])
+        .args(["-I", "-S", file])
         .current_dir(dir)
         .output()
         .expect("python3 runs");
@@ -18,5 +29,5 @@ fn python_unit_tests_pass() {
         .lines()
         .find_map(|line| line.strip_prefix("Ran ")?.split(' ').next()?.parse().ok())
         .expect("unittest says how many tests ran");
-    assert!(ran >= 20, "only {ran} tests ran:\n{report}");
+    assert!(ran >= least, "only {ran} tests ran:\n{report}");
 }

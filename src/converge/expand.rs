@@ -199,6 +199,7 @@ pub fn expand<'r>(
         Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
     keep_updates(&catalog, &mut expanded);
     tie_tasks(&mut expanded);
+    check_replaces(registry, &expanded)?;
     expanded.plugins = Some(Arc::new(run));
     Ok(expanded)
 }
@@ -616,6 +617,80 @@ fn task_reference(task: &PluginTask, item_type: &str, line: usize) -> Reference 
             line,
         },
     }
+}
+
+/// The resources (provider, name) a config task of item `item` replaces.
+pub fn replaced_by<'c>(
+    registry: &'c Registry,
+    item: &'c Item,
+) -> impl Iterator<Item = (String, String)> + 'c {
+    let pairs = match item.from_plugin.as_deref().and_then(FromPlugin::task) {
+        Some(PluginTask {
+            kind: TaskKind::Config { replaces, .. },
+            ..
+        }) => replaces.as_slice(),
+        _ => &[],
+    };
+    pairs.iter().map(move |(type_query, title)| {
+        let provider = registry
+            .resolve(type_query)
+            .map(|p| p.qualified_name())
+            .unwrap_or_else(|_| type_query.clone());
+        (provider, title.clone())
+    })
+}
+
+/// LITP's two conditions on `replaces`, checked at plan time: what a
+/// task replaces is not also declared in this plan (by a manifest or a
+/// config task), and no two tasks replace the same resource.
+fn check_replaces(registry: &Registry, catalog: &Catalog) -> Result<(), Error> {
+    let declared: HashMap<(String, &str), usize> = catalog
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.role == Role::Resource)
+        .map(|(at, i)| ((i.provider.qualified_name(), i.name()), at))
+        .collect();
+    let mut replacing: HashMap<(String, String), usize> = HashMap::new();
+    let mut problems = Vec::new();
+    for (at, item) in catalog.items.iter().enumerate() {
+        for key in replaced_by(registry, item) {
+            let shown = format!("{}[{}]", key.0, crate::text::escape(&key.1));
+            if let Some(&other) = declared.get(&(key.0.clone(), key.1.as_str())) {
+                problems.push(item.origin.problem(format!(
+                    "{} replaces {shown}, which this plan also declares ({} at {}:{}): a \
+                     resource is replaced only once nothing else declares it",
+                    item.reference(),
+                    catalog.items[other].reference(),
+                    catalog.items[other].origin.file.display(),
+                    catalog.items[other].origin.line
+                )));
+            }
+            if let Some(&first) = replacing.get(&key) {
+                problems.push(item.origin.problem(format!(
+                    "{} and {} both replace {shown}: only one task may take a resource over",
+                    catalog.items[first].reference(),
+                    item.reference()
+                )));
+            } else {
+                replacing.insert(key, at);
+            }
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// The stored resources the plan's config tasks replace: neither removed
+/// nor forgotten while the plan runs (see `record`).
+pub fn replaced(registry: &Registry, catalog: &Catalog) -> HashSet<(String, String)> {
+    catalog
+        .items
+        .iter()
+        .flat_map(|item| replaced_by(registry, item))
+        .collect()
 }
 
 /// Gives the expanded catalog's plugin items the properties

@@ -47,6 +47,9 @@ pub struct Recorder<'s, 'c, 'r> {
     declared: usize,
     /// The first store error; the run stops at it.
     pub failure: Option<Error>,
+    /// Catalog items whose config tasks replace stored resources, and
+    /// those resources (provider, name).
+    pub replacements: Vec<(usize, Vec<(String, String)>)>,
 }
 
 impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
@@ -68,6 +71,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 .collect(),
             declared,
             failure: None,
+            replacements: Vec::new(),
         })
     }
 
@@ -220,6 +224,24 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 .collect();
             if !gone.is_empty() {
                 self.store.forget(&gone)?;
+            }
+            // A resource taken over by a task that succeeded (or had
+            // nothing to do) is no longer ral's to remove; one whose task
+            // did not succeed stays as it was, still ral's.
+            let taken_over: Vec<(String, String)> = self
+                .replacements
+                .iter()
+                .filter(|(at, _)| {
+                    plan.tasks
+                        .iter()
+                        .filter(|t| t.item == *at)
+                        .all(|t| t.state == TaskState::Success)
+                })
+                .flat_map(|(_, keys)| keys.iter().cloned())
+                .filter(|key| self.stored.contains_key(key))
+                .collect();
+            if !taken_over.is_empty() {
+                self.store.forget(&taken_over)?;
             }
         }
         self.store

@@ -221,6 +221,9 @@ pub struct Prepared<'a> {
     declared_items: usize,
     /// The store's serial when its items were read.
     serial_read: i64,
+    /// Catalog items whose config tasks replace stored resources, and
+    /// those resources.
+    replacements: Vec<(usize, Vec<(String, String)>)>,
 }
 
 /// Plans `host` to `input` with the store `store_at`: everything before
@@ -266,7 +269,14 @@ pub fn prepare<'a>(
     // Resources of plugin items applied and not expanded again are kept;
     // those of removed items that their removal leaves are forgotten.
     let owned = super::expand::owned(&catalog, decidable);
-    let decidable = owned.decidable;
+    // What a config task replaces is taken over, not removed: the
+    // recorder forgets it once that task succeeded.
+    let replaced = super::expand::replaced(registry, &catalog);
+    let decidable: Vec<StoredItem> = owned
+        .decidable
+        .into_iter()
+        .filter(|s| !replaced.contains(&(s.provider.clone(), s.name.clone())))
+        .collect();
     // A saved plan removes what it was made to remove.
     let keep_removed = saved.map_or(options.keep_removed, |s| s.keep_removed);
     let mut leftovers = lifecycle::leftovers(&catalog, &decidable, registry, keep_removed);
@@ -295,7 +305,16 @@ pub fn prepare<'a>(
     if options.mode == Mode::Plan {
         log_forgotten(&leftovers.forget, "an apply only forgets it");
     }
+    let replacements = (0..catalog.items.len())
+        .map(|at| {
+            let keys: Vec<(String, String)> =
+                super::expand::replaced_by(registry, &catalog.items[at]).collect();
+            (at, keys)
+        })
+        .filter(|(_, keys)| !keys.is_empty())
+        .collect();
     Ok(Prepared {
+        replacements,
         catalog,
         plan,
         forget: leftovers.forget,
@@ -585,6 +604,7 @@ impl Prepared<'_> {
             events.forgotten(&self.forget);
         }
         let mut recorder = Recorder::new(store, &self.catalog, &self.stored, self.declared_items)?;
+        recorder.replacements = self.replacements.clone();
         let report = Report::of(&self.catalog, &self.plan);
         recorder.begin(&self.plan, &self.input.reading.digest, &report)?;
         let failed_store = AtomicBool::new(false);

@@ -43,6 +43,18 @@ fn from_plugin(item: &crate::converge::catalog::Item) -> Option<String> {
     if !task.description.is_empty() {
         line.push_str(&format!(": {}", escape(&task.description)));
     }
+    if let crate::plugin::TaskKind::Config { replaces, .. } = &task.kind {
+        let replaced: Vec<String> = replaces
+            .iter()
+            .map(|(type_name, title)| format!("{}[{}]", escape(type_name), escape(title)))
+            .collect();
+        if !replaced.is_empty() {
+            line.push_str(&format!(
+                "\n    replaces {} (left as it is; ral no longer manages it once this succeeds)",
+                replaced.join(", ")
+            ));
+        }
+    }
     Some(line)
 }
 

@@ -546,3 +546,84 @@ fn the_bundled_webapp_serves_its_message_and_is_removed_whole() {
     let listed = run(&mut sandbox.ral_command("state", &["list"]));
     assert_eq!(listed.stdout, "", "the store holds nothing any more");
 }
+
+#[test]
+fn a_replaced_resource_is_kept_and_let_go_once_its_replacement_succeeds() {
+    let bench = Bench::new();
+    let old = bench.manifest(
+        "old.yaml",
+        "file:\n  /srv/old.ini: {ensure: file, content: \"old\\n\"}\n",
+    );
+    bench.ral("apply", &[&old]).expect(0);
+    assert_eq!(bench.states(), ["file[/srv/old.ini] Applied"]);
+    // The site's page takes /srv/old.ini over: it is not removed.
+    let new = bench.manifest(
+        "new.yaml",
+        "site:\n  shop: {dir: /srv, content: hi, replaces: \"file:/srv/old.ini\"}\n",
+    );
+    bench
+        .ral("plan", &[&new])
+        .expect(0)
+        .stdout_has("    replaces file[/srv/old.ini] (left as it is; ral no longer manages it once this succeeds)")
+        .stdout_has("0 to remove");
+    bench.ral("apply", &[&new]).expect(0);
+    assert_eq!(bench.sandbox.read("srv/old.ini"), "old\n", "kept");
+    assert_eq!(
+        bench.states(),
+        ["file[/srv/index.html] Applied", "site[shop] Applied"],
+        "and no longer ral's"
+    );
+    // Never removed later either.
+    bench.ral("apply", &[&new]).expect(0);
+    assert!(bench.exists("srv/old.ini"));
+}
+
+#[test]
+fn a_replaced_resource_stays_ral_s_when_its_replacement_fails() {
+    let bench = Bench::new();
+    let old = bench.manifest(
+        "old.yaml",
+        "file:\n  /srv/old.ini: {ensure: file, content: \"old\\n\"}\n",
+    );
+    bench.ral("apply", &[&old]).expect(0);
+    // The page's directory does not exist: its task fails.
+    let new = bench.manifest(
+        "new.yaml",
+        "site:\n  shop: {dir: /nowhere, content: hi, replaces: \"file:/srv/old.ini\"}\n",
+    );
+    bench
+        .ral("apply", &[&new])
+        .expect(1)
+        .stdout_has("Failed  + file[/nowhere/index.html]");
+    assert_eq!(bench.sandbox.read("srv/old.ini"), "old\n");
+    assert!(bench
+        .states()
+        .contains(&"file[/srv/old.ini] Applied".to_owned()));
+    // Still ral's: a run that no longer replaces it removes it.
+    let other = bench.manifest("other.yaml", "site:\n  shop: {dir: /srv, content: hi}\n");
+    bench.ral("apply", &[&other]).expect(0);
+    assert!(!bench.exists("srv/old.ini"));
+}
+
+#[test]
+fn replacing_what_the_plan_declares_or_twice_is_refused_at_plan_time() {
+    let bench = Bench::new();
+    let kept = bench.manifest(
+        "kept.yaml",
+        "site:\n  shop: {dir: /srv, content: hi, replaces: \"file:/srv/old.ini\"}\nfile:\n  \
+         /srv/old.ini: {ensure: file}\n",
+    );
+    bench
+        .ral("plan", &[&kept])
+        .expect(2)
+        .stderr_has("file[/srv/index.html] replaces file::file[/srv/old.ini], which this plan also declares (file[/srv/old.ini] at ");
+    let twice = bench.manifest(
+        "twice.yaml",
+        "site:\n  shop: {dir: /srv, content: hi, replaces: \"file:/srv/old.ini\"}\n  \
+         blog: {dir: /srv/blog, content: hi, replaces: \"file:/srv/old.ini\"}\n",
+    );
+    bench
+        .ral("plan", &[&twice])
+        .expect(2)
+        .stderr_has("file[/srv/index.html] and file[/srv/blog/index.html] both replace file::file[/srv/old.ini]");
+}

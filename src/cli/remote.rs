@@ -169,6 +169,14 @@ pub fn check_files(args: &RemoteArgs) -> anyhow::Result<()> {
 /// What one target's run gave: its outcome (`T`), its output as the
 /// command prints it here, and why it failed as a whole (no connection, a
 /// command error).
+/// How `ral apply -t` rolls out: all targets at once (`--forks` at a
+/// time), or `serial` at a time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rollout {
+    pub serial: Option<usize>,
+    pub max_fail_percentage: u8,
+}
+
 pub struct TargetRun<'t, T> {
     pub name: &'t str,
     pub outcome: T,
@@ -187,7 +195,63 @@ impl Fleet {
         failed: T,
         work: impl Fn(&Target, &Host, &mut Vec<u8>) -> anyhow::Result<T> + Sync,
     ) -> Vec<TargetRun<'t, T>> {
-        let results = remote::fan_out(&self.targets, self.forks, |target| {
+        self.run_on(&self.targets, local, failed, &work)
+    }
+
+    /// [`Fleet::run_all`] in batches of `rollout.serial` targets, each
+    /// batch over before the next starts; once more than
+    /// `rollout.max_fail_percentage` percent of a batch failed (`failure`
+    /// tells a failed outcome), the targets after it are not run.
+    pub fn roll_out<'t, T: Send + Clone + Sync>(
+        &'t self,
+        rollout: Rollout,
+        local: &Host,
+        failed: T,
+        failure: impl Fn(&T) -> bool,
+        work: impl Fn(&Target, &Host, &mut Vec<u8>) -> anyhow::Result<T> + Sync,
+    ) -> Vec<TargetRun<'t, T>> {
+        let Some(serial) = rollout.serial else {
+            return self.run_all(local, failed, work);
+        };
+        let mut runs: Vec<TargetRun<'t, T>> = Vec::new();
+        let mut stopped: Option<String> = None;
+        for (number, batch) in self.targets.chunks(serial.max(1)).enumerate() {
+            if let Some(why) = &stopped {
+                runs.extend(batch.iter().map(|target| TargetRun {
+                    name: &target.name,
+                    outcome: failed.clone(),
+                    out: Vec::new(),
+                    error: Some(why.clone()),
+                }));
+                continue;
+            }
+            let done = self.run_on(batch, local, failed.clone(), &work);
+            let failures = done
+                .iter()
+                .filter(|run| run.error.is_some() || failure(&run.outcome))
+                .count();
+            if failures * 100 > usize::from(rollout.max_fail_percentage) * batch.len() {
+                stopped = Some(format!(
+                    "not run: the rollout stopped after batch {} ({failures} of its {} targets \
+                     failed; --max-fail-percentage {})",
+                    number + 1,
+                    batch.len(),
+                    rollout.max_fail_percentage
+                ));
+            }
+            runs.extend(done);
+        }
+        runs
+    }
+
+    fn run_on<'t, T: Send + Clone + Sync>(
+        &self,
+        targets: &'t [Target],
+        local: &Host,
+        failed: T,
+        work: &(impl Fn(&Target, &Host, &mut Vec<u8>) -> anyhow::Result<T> + Sync),
+    ) -> Vec<TargetRun<'t, T>> {
+        let results = remote::fan_out(targets, self.forks, |target| {
             let mut out = Vec::new();
             let result = self
                 .connect(target, local)
@@ -200,7 +264,7 @@ impl Fleet {
         });
         // After an interrupt the binary ends here, before anything is shown.
         crate::process::exit_if_interrupted();
-        self.targets
+        targets
             .iter()
             .zip(results)
             .map(|(target, result)| {

@@ -24,7 +24,8 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
         .from_plugin
         .as_deref()
         .ok_or_else(|| "internal error: not a plugin's task".to_owned())?;
-    let (FromPlugin::Task { plugin, task }, Some(run)) = (from, catalog.plugins.as_deref()) else {
+    let (FromPlugin::Task { plugin, task, .. }, Some(run)) = (from, catalog.plugins.as_deref())
+    else {
         return Err("internal error: not a plugin's task".to_owned());
     };
     match &task.kind {
@@ -59,6 +60,7 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
             let label = format!("plugin::{plugin}");
             let invocation = Invocation {
                 secrets: run.secrets.clone(),
+                system_command: true,
                 ..Invocation::plain(Action::Plugin("command"), command[1..].to_vec())
             };
             let program = match host.config().remote {

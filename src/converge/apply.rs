@@ -17,6 +17,8 @@ use crate::store::StoredItem;
 use crate::update;
 
 use super::catalog::{Catalog, Role};
+use super::expand::Phase;
+use super::locks;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
 use super::planned::Planned;
 use super::read::{read, read_all, Observed};
@@ -125,10 +127,28 @@ pub fn apply(
     if !failed.is_empty() {
         events.tasks_ended(catalog, plan, &failed);
     }
-    run_tasks(host, catalog, plan, jobs.max(1), stop, events);
+    // The target is locked before its tasks: when a lock fails, none of
+    // them runs.
+    let locked = run_phase(host, catalog, plan, Phase::Lock, events);
+    if locked
+        .iter()
+        .all(|&at| plan.tasks[at].state == TaskState::Success)
+    {
+        run_tasks(host, catalog, plan, jobs.max(1), stop, events);
+    } else {
+        let off: Vec<usize> = (0..plan.tasks.len())
+            .filter(|&at| {
+                plan.tasks[at].state == TaskState::Initial
+                    && locks::phase(catalog, plan, at) == Phase::Main
+            })
+            .collect();
+        skip_for(catalog, plan, off, &locked, events);
+    }
     if plan.state == PlanState::Stopping {
+        // Unlock tasks still run.
         let stopped: Vec<usize> = (0..plan.tasks.len())
             .filter(|&at| plan.tasks[at].state == TaskState::Initial)
+            .filter(|&at| locks::phase(catalog, plan, at) != Phase::Unlock)
             .collect();
         for &at in &stopped {
             let task = &mut plan.tasks[at];
@@ -147,6 +167,9 @@ pub fn apply(
     if !crate::process::is_interrupted() {
         verify(host, catalog, plan, jobs, events);
     }
+    // Unlocked after the rest, also when a task failed or the plan was
+    // stopped; a plugin whose lock did not succeed locked nothing.
+    unlock(host, catalog, plan, &locked, events);
     plan.state = if plan.state == PlanState::Stopping {
         PlanState::Stopped
     } else if plan.tasks.iter().any(|t| t.state.is_unsuccessful()) {
@@ -246,10 +269,15 @@ fn schedule_of(catalog: &Catalog, plan: &Plan) -> Schedule {
     for (provider, &at) in providers.iter().zip(&index) {
         batched[at] = provider.meta.invoke == Invoke::Json && !provider.meta.actions.is_empty();
     }
+    // Lock and unlock tasks run around the schedule, never in it.
     let nodes = plan.tasks.iter().zip(&index).map(|(task, &provider)| Node {
         provider,
         requires: &task.requires,
-        pending: task.state == TaskState::Initial,
+        pending: task.state == TaskState::Initial
+            && catalog.items[task.item]
+                .from_plugin
+                .as_deref()
+                .is_none_or(|f| f.phase() == Phase::Main),
     });
     Schedule::new(batched, nodes)
 }
@@ -340,6 +368,108 @@ fn start_batch<'scope, 'env>(
             seconds: started.elapsed().as_secs_f64(),
         }));
     });
+}
+
+/// Runs the tasks of `phase` (locks, or unlocks) one after another, each
+/// as it comes; returns them.
+fn run_phase(
+    host: &Host,
+    catalog: &Catalog,
+    plan: &mut Plan,
+    phase: Phase,
+    events: &mut dyn Events,
+) -> Vec<usize> {
+    let tasks: Vec<usize> = (0..plan.tasks.len())
+        .filter(|&at| locks::phase(catalog, plan, at) == phase)
+        .collect();
+    for &at in &tasks {
+        run_alone(host, catalog, plan, at, events);
+    }
+    tasks
+}
+
+/// Runs one plugin task here and now, reporting it as it goes.
+fn run_alone(host: &Host, catalog: &Catalog, plan: &mut Plan, at: usize, events: &mut dyn Events) {
+    plan.tasks[at].state = TaskState::Running;
+    events.tasks_started(catalog, plan, &[at]);
+    let started = Instant::now();
+    let item = &catalog.items[plan.tasks[at].item];
+    let result = super::action::run(host, catalog, item);
+    let task = &mut plan.tasks[at];
+    task.seconds = started.elapsed().as_secs_f64();
+    match result {
+        Ok(()) => task.state = TaskState::Success,
+        Err(message) => {
+            task.state = TaskState::Failed;
+            task.error = Some(failed(message));
+        }
+    }
+    events.tasks_ended(catalog, plan, &[at]);
+}
+
+/// The unlock task of each plugin whose lock task succeeded.
+fn unlock(
+    host: &Host,
+    catalog: &Catalog,
+    plan: &mut Plan,
+    locked: &[usize],
+    events: &mut dyn Events,
+) {
+    let plugin_of = |plan: &Plan, at: usize| {
+        catalog.items[plan.tasks[at].item]
+            .from_plugin
+            .as_deref()
+            .and_then(|f| f.plugin().map(str::to_owned))
+    };
+    let held: Vec<Option<String>> = locked
+        .iter()
+        .filter(|&&at| plan.tasks[at].state == TaskState::Success)
+        .map(|&at| plugin_of(plan, at))
+        .collect();
+    let unlocks: Vec<usize> = (0..plan.tasks.len())
+        .filter(|&at| locks::phase(catalog, plan, at) == Phase::Unlock)
+        .collect();
+    for at in unlocks {
+        if held.contains(&plugin_of(plan, at)) && !crate::process::is_interrupted() {
+            run_alone(host, catalog, plan, at, events);
+        } else {
+            let task = &mut plan.tasks[at];
+            task.state = TaskState::Skipped;
+            task.error = Some(TaskError {
+                kind: ErrorKind::Prerequisite,
+                message: "not run: its lock task did not succeed".to_owned(),
+            });
+            events.tasks_ended(catalog, plan, &[at]);
+        }
+    }
+}
+
+/// Marks Skipped the tasks `off`: the tasks `because` (locks) did not
+/// succeed.
+fn skip_for(
+    catalog: &Catalog,
+    plan: &mut Plan,
+    off: Vec<usize>,
+    because: &[usize],
+    events: &mut dyn Events,
+) {
+    if off.is_empty() {
+        return;
+    }
+    let names: Vec<String> = because
+        .iter()
+        .filter(|&&at| plan.tasks[at].state.is_unsuccessful())
+        .map(|&at| catalog.items[plan.tasks[at].item].reference())
+        .collect();
+    for &at in &off {
+        let task = &mut plan.tasks[at];
+        task.state = TaskState::Skipped;
+        task.error = Some(TaskError {
+            kind: ErrorKind::Prerequisite,
+            message: format!("not run: {} did not succeed", names.join(", ")),
+        });
+    }
+    events.tasks_ended(catalog, plan, &off);
 }
 
 /// Marks Skipped the tasks `off` (in plan order: what they wait for is

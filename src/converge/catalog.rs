@@ -63,12 +63,7 @@ impl Item<'_> {
     pub fn reference(&self) -> String {
         if let Some(task) = self.from_plugin.as_deref().and_then(FromPlugin::task) {
             if self.role == Role::Action {
-                return format!(
-                    "{}[{}:{}]",
-                    task.kind.as_str(),
-                    escape(&task.item),
-                    escape(&task.id)
-                );
+                return format!("{}[{}]", task.kind.as_str(), escape(&self.request.name));
             }
         }
         format!(

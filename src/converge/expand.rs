@@ -38,7 +38,19 @@ pub enum FromPlugin {
     Task {
         plugin: String,
         task: Box<PluginTask>,
+        phase: Phase,
     },
+}
+
+/// When a plugin's task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// In the graph, at its turn.
+    Main,
+    /// Before every other task of the target's plan (create_lock_tasks).
+    Lock,
+    /// After every other, also when one of them failed.
+    Unlock,
 }
 
 impl FromPlugin {
@@ -63,6 +75,13 @@ impl FromPlugin {
         match self {
             FromPlugin::Task { plugin, .. } => Some(plugin),
             FromPlugin::Removal => None,
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        match self {
+            FromPlugin::Task { phase, .. } => *phase,
+            FromPlugin::Removal => Phase::Main,
         }
     }
 }
@@ -590,6 +609,7 @@ fn declared_with_tasks(
                 from_plugin: Some(Arc::new(FromPlugin::Task {
                     plugin: plugin.name().to_owned(),
                     task: Box::new(task.clone()),
+                    phase: Phase::Main,
                 })),
             });
         }

@@ -10,6 +10,7 @@ pub mod expand;
 pub mod graph;
 pub mod input;
 pub mod lifecycle;
+pub mod locks;
 pub mod manifest;
 pub mod ownership;
 pub mod plan;

@@ -302,6 +302,8 @@ pub fn prepare<'a>(
             plan_anew(host, &catalog, plan_id, drift, options.jobs)?
         }
     };
+    let mut plan = plan;
+    with_locks(host, registry, &mut catalog, &mut plan, &origin, &options)?;
     if options.mode == Mode::Plan {
         log_forgotten(&leftovers.forget, "an apply only forgets it");
     }
@@ -341,27 +343,8 @@ fn with_plugins<'a>(
     origin: &Origin,
     options: &Options,
 ) -> Result<Catalog<'a>, Error> {
-    let local;
-    let runner: &dyn crate::invoke::Runner = match &host.config().remote {
-        None => host,
-        Some(_) => {
-            local = Host::new(crate::host::HostConfig {
-                remote: None,
-                ..host.config().clone()
-            });
-            &local
-        }
-    };
-    let context = super::expand::Context {
-        runner,
-        root: host.root(),
-        target: host
-            .config()
-            .remote
-            .as_ref()
-            .map(|s| s.target.name.as_str()),
-        noop: options.mode == Mode::Plan,
-    };
+    let local = local_host(host);
+    let context = plugin_context(host, local.as_ref(), options);
     super::expand::expand(
         &context,
         registry,
@@ -371,6 +354,56 @@ fn with_plugins<'a>(
         key,
         origin,
     )
+}
+
+/// A host for calls that run here when `host` runs providers on a target:
+/// plugins run where ral runs, as LITP's run on its management server.
+fn local_host(host: &Host) -> Option<Host> {
+    host.config().remote.as_ref().map(|_| {
+        Host::new(crate::host::HostConfig {
+            remote: None,
+            ..host.config().clone()
+        })
+    })
+}
+
+fn plugin_context<'h>(
+    host: &'h Host,
+    local: Option<&'h Host>,
+    options: &Options,
+) -> super::expand::Context<'h> {
+    let runner: &dyn crate::invoke::Runner = match local {
+        Some(local) => local,
+        None => host,
+    };
+    super::expand::Context {
+        runner,
+        root: host.root(),
+        target: host
+            .config()
+            .remote
+            .as_ref()
+            .map(|s| s.target.name.as_str()),
+        noop: options.mode == Mode::Plan,
+    }
+}
+
+/// With a target, the lock and unlock tasks around a plan that has tasks.
+fn with_locks<'a>(
+    host: &Host,
+    registry: &'a Registry,
+    catalog: &mut Catalog<'a>,
+    plan: &mut Plan,
+    origin: &Origin,
+    options: &Options,
+) -> Result<(), Error> {
+    let Some(session) = &host.config().remote else {
+        return Ok(());
+    };
+    let local = local_host(host);
+    let context = plugin_context(host, local.as_ref(), options);
+    let node = super::locks::node(&session.target);
+    super::locks::add(&context, registry, catalog, plan, &node, origin)
 }
 
 /// The plan from one read per provider, its tasks marked drifted where

@@ -319,10 +319,13 @@ impl Host {
         program: &Path,
         invocation: &Invocation,
     ) -> Result<(String, Vec<String>)> {
-        let remote_program = session.remote_path(program).ok_or_else(|| Error::Remote {
-            target: session.target.name.clone(),
-            message: format!("{} was not copied there", program.display()),
-        })?;
+        let remote_program = match invocation.system_command {
+            true => program.to_string_lossy().into_owned(),
+            false => session.remote_path(program).ok_or_else(|| Error::Remote {
+                target: session.target.name.clone(),
+                message: format!("{} was not copied there", program.display()),
+            })?,
+        };
         let limit = self.config.timeout.as_secs_f64().ceil() as u64;
         // With variables for the call, a shell there reads them on stdin
         // and runs the provider with them exported.

@@ -47,6 +47,10 @@ pub struct Invocation {
     /// Processes the call leaves running are left alone: an update of a
     /// provider that starts daemons.
     pub starts_daemons: bool,
+    /// The program is a command of the machine it runs on (a model
+    /// plugin's remote task), not a provider file: on a target it is run
+    /// as named there, not from the copy of the providers.
+    pub system_command: bool,
 }
 
 impl Invocation {
@@ -64,6 +68,7 @@ impl Invocation {
             secrets: Vec::new(),
             sensitive: Vec::new(),
             starts_daemons: false,
+            system_command: false,
         }
     }
 

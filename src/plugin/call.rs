@@ -17,7 +17,7 @@ use crate::plugin_meta::{Plugin, PluginCall};
 use crate::process::Budget;
 
 use super::model::Model;
-use super::task::{parse_one, parse_tasks, PluginTask};
+use super::task::{parse_one, parse_tasks, Items, PluginTask};
 
 /// The largest answer accepted, in bytes.
 pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
@@ -132,9 +132,8 @@ pub fn call(
         PluginCall::UpdateModel => Updates::deserialize(&answer)
             .map(|u| Answer::Updates(u.updates))
             .map_err(|e| format!("the answer: {e}")),
-        PluginCall::CreateConfiguration | PluginCall::CreateSnapshotPlan => {
-            parse_tasks(&answer).map(Answer::Tasks)
-        }
+        PluginCall::CreateConfiguration => parse_tasks(&answer, Items::Required).map(Answer::Tasks),
+        PluginCall::CreateSnapshotPlan => parse_tasks(&answer, Items::Optional).map(Answer::Tasks),
         PluginCall::CreateLockTasks => lock_tasks(map),
         PluginCall::Callback => Ok(Answer::Done),
     };

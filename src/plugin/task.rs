@@ -55,7 +55,8 @@ pub enum Requirement {
 /// One task of a plugin's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginTask {
-    /// The vpath of the model item whose state it settles.
+    /// The vpath of the model item whose state it settles; empty for a
+    /// lock or snapshot task that names none.
     pub item: String,
     /// Unique within its answer.
     pub id: String,
@@ -68,7 +69,8 @@ pub struct PluginTask {
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 enum RawTask {
     Config {
-        item: String,
+        #[serde(default)]
+        item: Option<String>,
         #[serde(default)]
         id: Option<String>,
         #[serde(rename = "type")]
@@ -84,7 +86,8 @@ enum RawTask {
         description: Option<String>,
     },
     Callback {
-        item: String,
+        #[serde(default)]
+        item: Option<String>,
         #[serde(default)]
         id: Option<String>,
         callback: String,
@@ -98,7 +101,8 @@ enum RawTask {
         description: Option<String>,
     },
     Remote {
-        item: String,
+        #[serde(default)]
+        item: Option<String>,
         #[serde(default)]
         id: Option<String>,
         command: Vec<String>,
@@ -108,7 +112,8 @@ enum RawTask {
         description: Option<String>,
     },
     Ordered {
-        item: String,
+        #[serde(default)]
+        item: Option<String>,
         tasks: Vec<RawTask>,
     },
 }
@@ -120,10 +125,20 @@ struct RawTasks {
     tasks: Vec<RawTask>,
 }
 
+/// Whether an answer's tasks must each name the item they settle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Items {
+    /// `create_configuration`: every task settles an item.
+    Required,
+    /// Lock and snapshot tasks: about a node or the whole model, an item
+    /// may be named (or null).
+    Optional,
+}
+
 /// Parses a `{"tasks": [...]}` answer.
-pub fn parse_tasks(answer: &Json) -> Result<Vec<PluginTask>, String> {
+pub fn parse_tasks(answer: &Json, items: Items) -> Result<Vec<PluginTask>, String> {
     let raw = RawTasks::deserialize(answer).map_err(|e| format!("the answer: {e}"))?;
-    flatten(raw.tasks)
+    flatten(raw.tasks, items)
 }
 
 /// Parses one task (a lock or unlock task): never an ordered list.
@@ -132,16 +147,24 @@ pub fn parse_one(answer: &Json, what: &str) -> Result<PluginTask, String> {
     if matches!(raw, RawTask::Ordered { .. }) {
         return Err(format!("{what}: an ordered list is not one task"));
     }
-    let mut tasks = flatten(vec![raw]).map_err(|e| format!("{what}: {e}"))?;
+    let mut tasks = flatten(vec![raw], Items::Optional).map_err(|e| format!("{what}: {e}"))?;
     Ok(tasks.remove(0))
 }
 
 /// The tasks in answer order, ordered lists made into chains, ids given
 /// and checked, `requires` told apart.
-fn flatten(raw: Vec<RawTask>) -> Result<Vec<PluginTask>, String> {
+fn flatten(raw: Vec<RawTask>, items: Items) -> Result<Vec<PluginTask>, String> {
     let mut tasks = Vec::new();
     for (at, task) in raw.into_iter().enumerate() {
         add(task, &format!("tasks[{at}]"), None, &mut tasks)?;
+    }
+    if items == Items::Required {
+        if let Some((at, _)) = tasks.iter().enumerate().find(|(_, t)| t.item.is_empty()) {
+            return Err(format!(
+                "task '{}' names no item: every task of create_configuration settles one",
+                escape(&tasks[at].id)
+            ));
+        }
     }
     let mut seen = std::collections::HashSet::new();
     for task in &tasks {
@@ -187,11 +210,12 @@ fn add(
                 if let RawTask::Ordered { .. } = task {
                     return Err(format!("{inner_path}: an ordered list within one"));
                 }
-                if task_item(&task) != item {
+                let list_item = item.as_deref().unwrap_or_default();
+                if task_item(&task) != list_item {
                     return Err(format!(
                         "{inner_path}: its item '{}' is not the list's '{}'",
                         escape(task_item(&task)),
-                        escape(&item)
+                        escape(list_item)
                     ));
                 }
                 add(task, &inner_path, before.as_deref(), tasks)?;
@@ -263,7 +287,8 @@ fn add(
             )
         }
     };
-    if !item.starts_with('/') {
+    let item = item.unwrap_or_default();
+    if !item.is_empty() && !item.starts_with('/') {
         return Err(format!(
             "{path}: item '{}' is not a vpath /TYPE/NAME",
             escape(&item)
@@ -292,7 +317,7 @@ fn task_item(raw: &RawTask) -> &str {
         RawTask::Config { item, .. }
         | RawTask::Callback { item, .. }
         | RawTask::Remote { item, .. }
-        | RawTask::Ordered { item, .. } => item,
+        | RawTask::Ordered { item, .. } => item.as_deref().unwrap_or_default(),
     }
 }
 
@@ -319,9 +344,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn parse_tasks_required(answer: &Json) -> Result<Vec<PluginTask>, String> {
+        parse_tasks(answer, Items::Required)
+    }
+
     #[test]
     fn ordered_lists_become_chains_and_ids_are_given() {
-        let tasks = parse_tasks(&json!({"tasks": [
+        let tasks = parse_tasks_required(&json!({"tasks": [
             {"kind": "config", "item": "/webapp/a", "type": "file", "title": "/x",
              "attributes": {"content": "hi"}},
             {"kind": "ordered", "item": "/webapp/a", "tasks": [
@@ -389,7 +418,7 @@ mod tests {
                 "unknown field",
             ),
         ] {
-            let error = parse_tasks(&answer).unwrap_err();
+            let error = parse_tasks_required(&answer).unwrap_err();
             assert!(error.contains(expected), "{expected}: {error}");
         }
     }

@@ -30,6 +30,7 @@ pub fn tests() -> Vec<Test> {
         a_killed_ral_apply_leaves_nothing_running_on_the_target,
         a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed,
         a_sensitive_value_reaches_a_target_on_no_command_line,
+        plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches,
     ]]
     .concat()
 }
@@ -797,4 +798,83 @@ fn a_sensitive_value_reaches_a_target_on_no_command_line() {
     assert!(!stdout.contains("s3cr") && !stderr.contains("s3cr"));
     assert_eq!(fleet.read("t1", "password.a"), secret);
     assert_eq!(fleet.read("t1", "seen.a"), "");
+}
+
+/// The demo plugin's site, whose lock, unlock and check callbacks append
+/// to `order` (a file here, shared by all targets) as they run.
+fn site_manifest(fleet: &Fleet, order: &Path, fail_on: &str) -> PathBuf {
+    let manifest = fleet.controller.path().join("site.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "site:\n  shop: {{dir: /etc, content: hi, order_log: {}, fail_on: '{fail_on}'}}\n",
+            order.display()
+        ),
+    )
+    .unwrap();
+    manifest
+}
+
+fn plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches() {
+    let fleet = Fleet::new(&["a", "b", "c"], false);
+    let order = fleet.controller.path().join("order.log");
+    let state = fleet.controller.path().join("state");
+    for target in ["a", "b", "c"] {
+        std::fs::create_dir(fleet.root(target).join("marks")).unwrap();
+    }
+    let ral = |manifest: &Path, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", fleet.controller.path())
+            .env("XDG_CACHE_HOME", fleet.controller.path())
+            .env("TMPDIR", fleet.controller.path().join("tmp"))
+            .arg("apply")
+            .arg("--ssh-config")
+            .arg(fleet.sshd.ssh_config())
+            .arg("-i")
+            .arg(&fleet.inventory)
+            .arg("--state")
+            .arg(&state)
+            .arg("-I")
+            .arg(fixtures_dir().join("plugins"))
+            .args(args)
+            .arg(manifest);
+        run(&mut command)
+    };
+    // b's check fails: b is still unlocked, and the rollout stops there.
+    let manifest = site_manifest(&fleet, &order, "b");
+    let applied = ral(&manifest, &["--serial", "1"]);
+    applied
+        .expect(2)
+        .stdout_has("Success * callback[lock:demo:")
+        .stdout_has("Failed  * callback[/site/shop:shop-check]")
+        .stderr_has("c: not run: the rollout stopped after batch 2 (1 of its 1 targets failed; --max-fail-percentage 0)");
+    let log = std::fs::read_to_string(&order).unwrap();
+    assert_eq!(
+        log, "lock a a\ncheck shop a\nunlock a a\nlock b b\ncheck shop b\nunlock b b\n",
+        "each target locked, converged and unlocked before the next; unlocked after a failure"
+    );
+    // The remote task made its marker on a and b, never on c.
+    assert!(fleet.root("a").join("marks/shop").exists());
+    assert!(fleet.root("b").join("marks/shop").exists());
+    assert!(!fleet.root("c").join("marks/shop").exists());
+    assert_eq!(fleet.read("c", "etc/index.html"), "", "c was not run");
+    // Allowed to fail: the rollout goes on to c. a is applied already, so
+    // it has no task and is not locked; b is retried.
+    std::fs::remove_file(&order).unwrap();
+    ral(
+        &manifest,
+        &["--serial", "1", "--max-fail-percentage", "100"],
+    )
+    .expect(1);
+    let log = std::fs::read_to_string(&order).unwrap();
+    assert_eq!(
+        log,
+        "lock b b\ncheck shop b\nunlock b b\nlock c c\ncheck shop c\nunlock c c\n"
+    );
+    assert_eq!(fleet.read("c", "etc/index.html"), "hi\n");
+    assert!(fleet.root("c").join("marks/shop").exists());
+    fleet.assert_no_ssh_left();
 }

@@ -67,6 +67,9 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         }
     }
     check_manifest_arguments(args)?;
+    if args.serial.is_some() && !args.remote.is_remote() {
+        bail!("--serial rolls out over targets: give them with -t or -i");
+    }
     let input = Input::read(&args.manifests, args.destroy)?;
     if args.remote.is_remote() {
         if args.out.is_some() {

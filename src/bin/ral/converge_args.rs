@@ -46,6 +46,21 @@ pub struct ConvergeArgs {
     #[arg(long)]
     pub keep_removed: bool,
 
+    /// With targets: converge them N at a time, each batch locked,
+    /// converged and unlocked (model plugins' lock tasks) before the next
+    /// starts; a batch with a failed target stops the rollout (Ansible's
+    /// serial).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub serial: Option<u16>,
+
+    /// With --serial: the rollout goes on while at most PERCENT of a
+    /// batch's targets failed (Ansible's max_fail_percentage; 0 by
+    /// default: any failure stops it).
+    #[arg(long, value_name = "PERCENT", requires = "serial",
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub max_fail_percentage: Option<u8>,
+
     /// Remove everything ral manages that these manifests do not list,
     /// also when that is everything: without it, manifests that declare
     /// no resource, or name none of the resources ral manages, are

@@ -15,7 +15,7 @@ use ral::remote::Destination;
 use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
 use crate::one_run::Run;
-use crate::remote::{self, Fleet};
+use crate::remote::{self, Fleet, Rollout};
 
 pub fn execute(
     args: &ConvergeArgs,
@@ -50,7 +50,12 @@ pub fn execute(
         mode,
         started,
     };
-    let runs = fleet.run_all(&local, failed, |target, host, out| {
+    let rollout = Rollout {
+        serial: args.serial.map(usize::from),
+        max_fail_percentage: args.max_fail_percentage.unwrap_or(0),
+    };
+    let failure = |ending: &Ending| ending.failures || ending.errors;
+    let runs = fleet.roll_out(rollout, &local, failed, failure, |target, host, out| {
         let destination = Destination::resolve(ssh_config.as_deref(), target)?;
         let older = target_store::older_store(&state_dir, &target.name);
         if older.exists() {

@@ -91,6 +91,9 @@ impl FromPlugin {
 #[derive(Debug, Clone)]
 pub struct PluginRun {
     pub model: Model,
+    /// Keys every call of this run is given besides `ral` and `model`
+    /// (a snapshot plan's `snapshot` and `snapshot_model`).
+    pub extra: Map<String, Json>,
     pub plugins: Vec<Plugin>,
     pub secrets: Vec<String>,
     pub root: std::path::PathBuf,
@@ -104,7 +107,10 @@ impl PluginRun {
     }
 
     /// The input of a call of `plugin`, with the call's own keys.
-    pub fn input(&self, extra: Map<String, Json>) -> CallInput<'_> {
+    pub fn input(&self, mut extra: Map<String, Json>) -> CallInput<'_> {
+        for (key, value) in &self.extra {
+            extra.entry(key.clone()).or_insert_with(|| value.clone());
+        }
         CallInput {
             root: &self.root,
             target: self.target.as_deref(),
@@ -168,6 +174,7 @@ pub fn expand<'r>(
         .collect();
     let mut run = PluginRun {
         model: Model::default(),
+        extra: Map::new(),
         plugins: involved.iter().map(|p| (*p).clone()).collect(),
         secrets: secrets(&catalog),
         root: context.root.to_owned(),
@@ -492,7 +499,7 @@ fn check_items(
 
 /// What a JSON value of a config task's attributes reads as: the text of
 /// each scalar, as a manifest's would.
-fn written(json: &Json) -> Written {
+pub(super) fn written(json: &Json) -> Written {
     match json {
         Json::Null => Written::Null,
         Json::String(text) => Written::Text(text.clone()),
@@ -622,7 +629,7 @@ fn declared_with_tasks(
 
 /// The reference a task is known by in the catalog: its resource for a
 /// config task, else its item's type and `VPATH:ID`.
-fn task_reference(task: &PluginTask, item_type: &str, line: usize) -> Reference {
+pub(super) fn task_reference(task: &PluginTask, item_type: &str, line: usize) -> Reference {
     match &task.kind {
         TaskKind::Config {
             type_name, title, ..

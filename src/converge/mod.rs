@@ -21,5 +21,6 @@ pub mod report;
 pub mod run;
 pub mod saved;
 pub mod schedule;
+pub mod snapshot;
 pub mod state;
 pub mod target_store;

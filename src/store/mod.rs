@@ -10,6 +10,9 @@ mod key;
 mod lock;
 mod paths;
 mod schema;
+mod snapshots;
+
+pub use snapshots::Snapshot;
 
 use std::path::{Path, PathBuf};
 

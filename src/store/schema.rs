@@ -4,12 +4,13 @@
 //! Version 1: items, plans and their tasks. Version 2: intents, what a
 //! task is about to do to its resource, committed before the provider is
 //! called (see `intents.rs`). Version 3: an item's owner, the vpath of
-//! the model plugin item whose config task made the resource.
+//! the model plugin item whose config task made the resource. Version 4:
+//! snapshots (`ral snapshot`), each with the model as applied when made.
 
 use rusqlite::Connection;
 
 /// The schema this binary writes.
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 
 /// The statements that bring version `n - 1` to `n`, at index `n - 1`.
 const MIGRATIONS: &[&str] = &[
@@ -65,6 +66,16 @@ CREATE TABLE intents (
 );
 ",
     "ALTER TABLE items ADD COLUMN owner TEXT;",
+    "
+CREATE TABLE snapshots (
+    name TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    model TEXT NOT NULL,
+    action TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated REAL NOT NULL
+);
+",
 ];
 
 /// Why the database cannot be brought to [`VERSION`].

@@ -627,3 +627,73 @@ fn replacing_what_the_plan_declares_or_twice_is_refused_at_plan_time() {
         .expect(2)
         .stderr_has("file[/srv/index.html] and file[/srv/blog/index.html] both replace file::file[/srv/old.ini]");
 }
+
+#[test]
+fn snapshots_are_made_listed_restored_and_removed_by_the_plugins_plans() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    // Made: the plugin's plan ran, the store records it with the model.
+    bench
+        .ral("snapshot", &["create", "before"])
+        .expect(0)
+        .stdout_has("Success * callback[snapshot:demo:#1]")
+        .stdout_has("Snapshot create before: Applied:");
+    assert_eq!(
+        bench.sandbox.read("snapshots/before.json"),
+        "[\"blog\", \"shop\"]"
+    );
+    let listed = bench.ral("snapshot", &["list", "-j"]);
+    listed.expect(0);
+    let doc: Json = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(doc["snapshots"][0]["name"], "before");
+    assert_eq!(doc["snapshots"][0]["action"], "create");
+    assert_eq!(doc["snapshots"][0]["state"], "Successful");
+    bench
+        .ral("snapshot", &["create", "before"])
+        .expect(2)
+        .stderr_has("there is a snapshot 'before' already");
+    // The pages change; restoring brings back what the snapshot recorded.
+    let changed = TWO_SITES.replace("hello shop", "closed");
+    let m2 = bench.manifest("site2.yaml", &changed);
+    bench.ral("apply", &[&m2]).expect(0);
+    assert_eq!(bench.sandbox.read("srv/index.html"), "closed\n");
+    bench
+        .ral("snapshot", &["restore", "before"])
+        .expect(0)
+        .stdout_has("Success ~ file[/srv/index.html]")
+        .stdout_has("Success * callback[snapshot:demo:#3]");
+    assert_eq!(bench.sandbox.read("srv/index.html"), "hello shop\n");
+    // A snapshot plan changes no item of the store.
+    let stored = run(&mut bench.sandbox.ral_command("state", &["list"]));
+    stored.stdout_has("content: \"closed\"");
+    // Removed: its plan ran, and it leaves the store.
+    bench.ral("snapshot", &["remove", "before"]).expect(0);
+    assert!(!bench.exists("snapshots/before.json"));
+    let listed = bench.ral("snapshot", &["list"]);
+    listed.expect(0);
+    assert_eq!(listed.stdout, "");
+    bench
+        .ral("snapshot", &["remove", "before"])
+        .expect(2)
+        .stderr_has("there is no snapshot 'before'");
+}
+
+#[test]
+fn a_failed_snapshot_plan_is_recorded_failed_and_a_failed_removal_keeps_it() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    // The record directory is a file: the snapshot callback fails.
+    bench.sandbox.write("snapshots", "not a directory");
+    bench.ral("snapshot", &["create", "s1"]).expect(1);
+    let listed = bench.ral("snapshot", &["list"]);
+    listed
+        .stdout_has("s1  made ")
+        .stdout_has("last: create Failed");
+    // Its removal fails too (nothing to rm): it stays recorded.
+    bench.ral("snapshot", &["remove", "s1"]).expect(1);
+    bench
+        .ral("snapshot", &["list"])
+        .stdout_has("last: remove Failed");
+}

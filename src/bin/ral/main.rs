@@ -8,6 +8,7 @@ mod converge_args;
 mod holo;
 mod manual;
 mod one_run;
+mod snapshot;
 mod state;
 mod targets;
 
@@ -57,6 +58,9 @@ enum Command {
     Apply(converge_args::ConvergeArgs),
     /// What the state store holds: ral state list|history|show|forget.
     State(state::StateArgs),
+    /// Model plugins' snapshot plans: ral snapshot create|remove|restore
+    /// NAME, and ral snapshot list.
+    Snapshot(snapshot::SnapshotArgs),
     /// Run providers the way the host does and report every violation of
     /// the calling convention.
     Check(conformance::CheckArgs),
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
             }
             (Some(Command::Check(check)), _) => conformance::run(&check),
             (Some(Command::State(state)), _) => state::run(&state),
+            (Some(Command::Snapshot(snapshot)), _) => snapshot::run(&snapshot),
             (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),
             (None, Some(shell)) => {
                 // Into a buffer: generate() panics on a closed pipe.

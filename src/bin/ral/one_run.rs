@@ -108,11 +108,11 @@ impl Run<'_> {
 
 /// Prints each task as it ends (text only; JSON is one document at the
 /// end), and the plan's stop on stderr.
-struct TaskLines<'a> {
-    out: &'a mut dyn Write,
-    style: Style,
-    json: bool,
-    error: Option<io::Error>,
+pub struct TaskLines<'a> {
+    pub out: &'a mut dyn Write,
+    pub style: Style,
+    pub json: bool,
+    pub error: Option<io::Error>,
 }
 
 impl TaskLines<'_> {

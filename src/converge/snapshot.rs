@@ -1,0 +1,285 @@
+//! Snapshot plans (`ral snapshot create|remove|restore NAME`, LITP's
+//! `create_snapshot_plan`): every plugin that makes them is given the
+//! model as the store holds it (and, to restore, the model recorded when
+//! the snapshot was made) with `snapshot: {action, name}`, and its tasks
+//! run as one plan under the store's lock. The store records each
+//! snapshot: its name, when it was made, the model as applied then, and
+//! how the last plan run on it ended. A snapshot plan changes no item of
+//! the store: what it makes belongs to the snapshot, not to the manifests.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::discovery::Registry;
+use crate::error::{Error, Problem};
+use crate::host::Host;
+use crate::plugin::{self, Answer, Model, ModelItem, PluginTask, Requirement, TaskKind};
+use crate::plugin_meta::{Plugin, PluginCall};
+use crate::store::{Holder, Snapshot, Store, StoredItem};
+
+use super::apply::{self, Events, StopRequested};
+use super::catalog::Catalog;
+use super::expand::{task_reference, written, FromPlugin, Phase, PluginRun};
+use super::manifest::{Declared, Origin, RawAttr, Reference};
+use super::plan::{self, Plan, PlanState};
+use super::run::{RunError, StoreAt};
+
+/// What `ral snapshot` does to a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotAction {
+    Create,
+    Remove,
+    Restore,
+}
+
+impl SnapshotAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SnapshotAction::Create => "create",
+            SnapshotAction::Remove => "remove",
+            SnapshotAction::Restore => "restore",
+        }
+    }
+}
+
+/// Why a snapshot plan was not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error("no plugin found makes snapshot plans (none lists create_snapshot_plan)")]
+    NoPlugin,
+    #[error("there is a snapshot '{0}' already: remove it first (ral snapshot remove)")]
+    Exists(String),
+    #[error("there is no snapshot '{0}' (ral snapshot list shows them)")]
+    Missing(String),
+}
+
+impl From<Error> for SnapshotError {
+    fn from(e: Error) -> SnapshotError {
+        SnapshotError::Run(RunError::Ral(e))
+    }
+}
+
+/// A snapshot plan run: its catalog and plan, for showing.
+pub struct SnapshotRun<'r> {
+    pub catalog: Catalog<'r>,
+    pub plan: Plan,
+}
+
+/// Runs the snapshot plan `action` of `name` on `host` with the store
+/// `store_at`: plans it from what every plugin that makes snapshot plans
+/// answers, runs it (`events` hears of each task) and records the outcome.
+#[allow(clippy::too_many_arguments)]
+pub fn run<'r>(
+    host: &Host,
+    registry: &'r Registry,
+    store_at: &StoreAt,
+    action: SnapshotAction,
+    name: &str,
+    jobs: usize,
+    lock_timeout: std::time::Duration,
+    stop: StopRequested,
+    events: &mut dyn Events,
+) -> Result<SnapshotRun<'r>, SnapshotError> {
+    let plugins: Vec<&Plugin> = registry
+        .plugins()
+        .iter()
+        .filter(|p| p.answers(PluginCall::CreateSnapshotPlan))
+        .collect();
+    if plugins.is_empty() {
+        return Err(SnapshotError::NoPlugin);
+    }
+    let plan_id = plan::new_id();
+    let mut store = Store::open_locked(
+        &store_at.location,
+        Some(&store_at.identity),
+        &Holder::me(&plan_id),
+        lock_timeout,
+    )?;
+    let recorded = store.snapshot(name)?;
+    match (action, &recorded) {
+        (SnapshotAction::Create, Some(_)) => return Err(SnapshotError::Exists(name.to_owned())),
+        (SnapshotAction::Remove | SnapshotAction::Restore, None) => {
+            return Err(SnapshotError::Missing(name.to_owned()))
+        }
+        _ => {}
+    }
+    let model = model_of(&store.items()?);
+    let mut extra = Map::new();
+    extra.insert(
+        "snapshot".to_owned(),
+        json!({"action": action.as_str(), "name": name}),
+    );
+    if let (SnapshotAction::Restore, Some(recorded)) = (action, &recorded) {
+        let made: Json = serde_json::from_str(&recorded.model).map_err(|e| Error::Store {
+            path: store_at.location.path(),
+            message: format!("snapshot '{name}': its recorded model is unreadable: {e}"),
+        })?;
+        extra.insert("snapshot_model".to_owned(), made);
+    }
+    let run = PluginRun {
+        model: model.clone(),
+        extra,
+        plugins: plugins.iter().map(|p| (*p).clone()).collect(),
+        secrets: Vec::new(),
+        root: host.root().to_owned(),
+        target: host.config().remote.as_ref().map(|s| s.target.name.clone()),
+        noop: false,
+    };
+    let origin = Origin {
+        file: Arc::from(store_at.location.path().as_path()),
+        line: 0,
+    };
+    let mut declared = Vec::new();
+    for plugin in &plugins {
+        let answer = plugin::call(
+            host,
+            plugin,
+            PluginCall::CreateSnapshotPlan,
+            &run.input(Map::new()),
+        )?;
+        let Answer::Tasks(tasks) = answer else {
+            unreachable!("create_snapshot_plan answers tasks")
+        };
+        declared.extend(declarations(plugin, &tasks, &origin)?);
+    }
+    let mut catalog =
+        Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
+    catalog.plugins = Some(Arc::new(run));
+    let mut plan = plan::plan_with_id(host, &catalog, jobs, plan_id)?;
+    apply::apply(host, &catalog, &mut plan, jobs, stop, events);
+    let state = plan.state.as_str().to_owned();
+    match action {
+        SnapshotAction::Remove if plan.state == PlanState::Successful => {
+            store.remove_snapshot(name)?;
+        }
+        _ => {
+            let (created, made) = match (&recorded, action) {
+                (Some(recorded), SnapshotAction::Remove | SnapshotAction::Restore) => {
+                    (recorded.created, recorded.model.clone())
+                }
+                _ => (crate::store::now(), model.to_json().to_string()),
+            };
+            store.put_snapshot(&Snapshot {
+                name: name.to_owned(),
+                created,
+                model: made,
+                action: action.as_str().to_owned(),
+                state,
+                updated: crate::store::now(),
+            })?;
+        }
+    }
+    Ok(SnapshotRun { catalog, plan })
+}
+
+/// The model as the store holds it: each item as last applied.
+fn model_of(stored: &[StoredItem]) -> Model {
+    Model {
+        items: stored
+            .iter()
+            .filter(|item| item.owner.is_none())
+            .map(|item| ModelItem {
+                type_name: item.type_name.clone(),
+                name: item.name.clone(),
+                state: item.state,
+                properties: item.properties.clone(),
+                applied_properties: Some(item.properties.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// A plugin's snapshot tasks as catalog declarations. Their `requires`
+/// name tasks of the same answer or resources; a vpath names no task
+/// here, since a snapshot plan has no model items of its own.
+fn declarations(
+    plugin: &Plugin,
+    tasks: &[PluginTask],
+    origin: &Origin,
+) -> Result<Vec<Declared>, Error> {
+    let item_type = plugin
+        .meta
+        .item_types
+        .first()
+        .map(|t| t.name.clone())
+        .unwrap_or_default();
+    // A callback or command for no item is named after the plugin.
+    let reference_of = |task: &PluginTask| {
+        let mut reference = task_reference(task, &item_type, 0);
+        if !matches!(task.kind, TaskKind::Config { .. }) && task.item.is_empty() {
+            reference.name = format!("snapshot:{}:{}", plugin.name(), task.id);
+        }
+        reference
+    };
+    let by_id: HashMap<&str, Reference> = tasks
+        .iter()
+        .map(|task| (task.id.as_str(), reference_of(task)))
+        .collect();
+    let mut problems = Vec::new();
+    let mut declared = Vec::new();
+    for task in tasks {
+        let mut require = Vec::new();
+        for requirement in &task.requires {
+            match requirement {
+                Requirement::Task(id) => require.push(by_id[id.as_str()].clone()),
+                Requirement::Resource { type_query, title } => require.push(Reference {
+                    type_query: type_query.clone(),
+                    name: title.clone(),
+                    line: 0,
+                }),
+                Requirement::Item(vpath) => problems.push(Problem {
+                    file: plugin.program.clone(),
+                    line: 0,
+                    message: format!(
+                        "create_snapshot_plan: task '{}' requires the item '{}': a snapshot \
+                         plan's tasks require tasks or resources",
+                        crate::text::escape(&task.id),
+                        crate::text::escape(vpath)
+                    ),
+                }),
+            }
+        }
+        let reference = &by_id[task.id.as_str()];
+        let name = reference.name.clone();
+        let attrs = match &task.kind {
+            TaskKind::Config { attributes, .. } => attributes
+                .iter()
+                .map(|(attr, value)| RawAttr {
+                    name: attr.clone(),
+                    value: written(value),
+                    line: 0,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        declared.push(Declared {
+            type_query: reference.type_query.clone(),
+            name,
+            origin: origin.clone(),
+            attrs,
+            require,
+            before: Vec::new(),
+            from_plugin: Some(Arc::new(FromPlugin::Task {
+                plugin: plugin.name().to_owned(),
+                task: Box::new(task.clone()),
+                phase: Phase::Main,
+            })),
+        });
+    }
+    match problems.is_empty() {
+        true => Ok(declared),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// The snapshots the store at `store_at` holds (none without a store).
+pub fn list(store_at: &StoreAt) -> Result<Vec<Snapshot>, Error> {
+    match Store::open_existing_at(&store_at.location, Some(&store_at.identity))? {
+        Some(store) => store.snapshots(),
+        None => Ok(Vec::new()),
+    }
+}

@@ -128,6 +128,9 @@ pub struct Context<'a> {
     pub root: &'a Path,
     pub target: Option<&'a str>,
     pub noop: bool,
+    /// `--keep-removed`: no removals are planned, so stored items no
+    /// manifest lists are not in the model at all.
+    pub keep_removed: bool,
 }
 
 /// The catalog with the plugins' tasks, when the model holds plugin
@@ -142,6 +145,23 @@ pub fn expand<'r>(
     key: Option<&StoreKey>,
     store_origin: &Origin,
 ) -> Result<Catalog<'r>, Error> {
+    let kept_only: Vec<StoredItem>;
+    let stored = match context.keep_removed {
+        false => stored,
+        true => {
+            let listed: HashSet<(String, &str)> = catalog
+                .items
+                .iter()
+                .map(|i| (i.provider.qualified_name(), i.name()))
+                .collect();
+            kept_only = stored
+                .iter()
+                .filter(|s| listed.contains(&(s.provider.clone(), s.name.as_str())))
+                .cloned()
+                .collect();
+            &kept_only
+        }
+    };
     let removed = removed_models(registry, &catalog, stored);
     let declared_models = catalog.items.iter().any(|i| i.role == Role::Model);
     if !declared_models && removed.is_empty() {
@@ -558,7 +578,20 @@ fn declared_with_tasks(
         // Each task's reference, for `requires` by id.
         let mut by_id: HashMap<&str, Reference> = HashMap::new();
         for task in tasks {
-            let owner = &declared[at_vpath[&task.item]];
+            // check_items let only the plugin's own items of the model
+            // through, and each is declared or for removal.
+            let Some(&owner_at) = at_vpath.get(&task.item) else {
+                return Err(Error::Plugin {
+                    plugin: plugin.name().to_owned(),
+                    call: PluginCall::CreateConfiguration.as_str().to_owned(),
+                    message: format!(
+                        "task '{}' is for '{}', which this run does not plan",
+                        crate::text::escape(&task.id),
+                        crate::text::escape(&task.item)
+                    ),
+                });
+            };
+            let owner = &declared[owner_at];
             by_id.insert(
                 &task.id,
                 task_reference(task, &owner.type_query, owner.origin.line),

@@ -169,12 +169,21 @@ pub fn check_sweep(
     destroy: bool,
 ) -> Result<(), Sweep> {
     check_declared(manifests, catalog.items.len(), destroy)?;
-    if destroy || leftovers.remove.is_empty() {
+    // A plugin item no manifest lists is removed by its plugin's tasks:
+    // it counts as a removal, and does not count as named.
+    let removed_models: Vec<String> = catalog
+        .items
+        .iter()
+        .filter(|item| super::expand::is_removed_model(item))
+        .map(|item| item.reference())
+        .collect();
+    if destroy || (leftovers.remove.is_empty() && removed_models.is_empty()) {
         return Ok(());
     }
     let listed: HashSet<(String, &str)> = catalog
         .items
         .iter()
+        .filter(|item| item.from_plugin.is_none())
         .map(|item| (item.provider.qualified_name(), item.name()))
         .collect();
     if stored
@@ -183,10 +192,10 @@ pub fn check_sweep(
     {
         return Ok(());
     }
+    let removals = leftovers.remove.len() + removed_models.len();
     let mut examples: Vec<String> = leftovers
         .remove
         .iter()
-        .take(EXAMPLES)
         .map(|item| {
             format!(
                 "{}[{}]",
@@ -194,14 +203,16 @@ pub fn check_sweep(
                 crate::text::escape(&item.name)
             )
         })
+        .chain(removed_models)
+        .take(EXAMPLES)
         .collect();
-    if leftovers.remove.len() > EXAMPLES {
+    if removals > EXAMPLES {
         examples.push("...".to_owned());
     }
     Err(Sweep::NoneListed {
         files: files(manifests),
         managed: stored.len(),
-        removals: leftovers.remove.len(),
+        removals,
         examples: examples.join(", "),
     })
 }

@@ -385,6 +385,7 @@ fn plugin_context<'h>(
             .as_ref()
             .map(|s| s.target.name.as_str()),
         noop: options.mode == Mode::Plan,
+        keep_removed: options.keep_removed,
     }
 }
 

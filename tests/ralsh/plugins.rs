@@ -697,3 +697,49 @@ fn a_failed_snapshot_plan_is_recorded_failed_and_a_failed_removal_keeps_it() {
         .ral("snapshot", &["list"])
         .stdout_has("last: remove Failed");
 }
+
+#[test]
+fn a_manifest_naming_nothing_ral_manages_does_not_let_plugins_remove_their_items() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    // A manifest of something else entirely (a wrong or truncated file):
+    // both sites would go, by their plugin's removal tasks.
+    let other = bench.manifest("other.yaml", "file:\n  /srv/x: {ensure: file}\n");
+    bench
+        .ral("apply", &[&other])
+        .expect(2)
+        .stderr_has("site[blog]");
+    assert!(bench.exists("srv/index.html"));
+    assert!(bench.exists("srv/blog/index.html"));
+    assert!(!bench
+        .take_calls()
+        .iter()
+        .any(|c| c.starts_with("callback goodbye")));
+    // Asked for, it goes.
+    bench.ral("apply", &["--destroy", &other]).expect(0);
+    assert!(!bench.exists("srv/index.html"));
+    assert!(!bench.exists("srv/blog/index.html"));
+}
+
+#[test]
+fn keep_removed_plans_no_removal_of_plugin_items() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.take_calls();
+    let shop_only = bench.manifest(
+        "shop.yaml",
+        "site:\n  shop: {dir: /srv, content: hello shop}\n",
+    );
+    bench
+        .ral("apply", &["--keep-removed", &shop_only])
+        .expect(0);
+    assert!(bench.exists("srv/blog/index.html"));
+    let calls = bench.take_calls();
+    assert!(
+        calls.contains(&"create_configuration shop=Applied".to_owned()),
+        "blog is not in the model at all: {calls:?}"
+    );
+    assert!(bench.states().contains(&"site[blog] Applied".to_owned()));
+}

@@ -58,9 +58,12 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
         }
         TaskKind::Remote { command } => {
             let label = format!("plugin::{plugin}");
+            // A command may (re)start a service, as LITP's remote tasks
+            // do: what it leaves running outlives it.
             let invocation = Invocation {
                 secrets: run.secrets.clone(),
                 system_command: true,
+                starts_daemons: true,
                 ..Invocation::plain(Action::Plugin("command"), command[1..].to_vec())
             };
             let program = match host.config().remote {

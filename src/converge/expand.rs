@@ -241,13 +241,51 @@ pub fn expand<'r>(
         answers.push((plugin, tasks));
     }
     let declared = declared_with_tasks(&catalog, reading, &removed, &answers, store_origin)?;
-    let mut expanded =
-        Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
+    let mut expanded = Catalog::build(registry, &declared).map_err(|problems| Error::Manifest {
+        problems: naming_tasks(problems, &declared),
+    })?;
     keep_updates(&catalog, &mut expanded);
     tie_tasks(&mut expanded);
     check_replaces(registry, &expanded)?;
     expanded.plugins = Some(Arc::new(run));
     Ok(expanded)
+}
+
+/// The problems of the expanded catalog, each about a plugin's task
+/// saying which plugin and task it is about: the line is the plugin
+/// item's, where nothing of the task is written.
+fn naming_tasks(problems: Vec<Problem>, declared: &[Declared]) -> Vec<Problem> {
+    let tasks: Vec<(String, String)> = declared
+        .iter()
+        .filter_map(|d| {
+            let from = d.from_plugin.as_deref()?;
+            let task = from.task()?;
+            let reference = format!(
+                "{}[{}]",
+                crate::text::escape(&d.type_query),
+                crate::text::escape(&d.name)
+            );
+            let what = format!(
+                " (task '{}' of the plugin {} for {})",
+                crate::text::escape(&task.id),
+                from.plugin().unwrap_or_default(),
+                crate::text::escape(&task.item)
+            );
+            Some((reference, what))
+        })
+        .collect();
+    problems
+        .into_iter()
+        .map(|mut problem| {
+            if let Some((_, what)) = tasks
+                .iter()
+                .find(|(reference, _)| problem.message.starts_with(&format!("{reference}:")))
+            {
+                problem.message.push_str(what);
+            }
+            problem
+        })
+        .collect()
 }
 
 /// Stored plugin items no manifest lists any more.

@@ -297,6 +297,8 @@ pub fn state_before(stored: Option<&StoredItem>, properties: &Map<String, Json>)
     match stored {
         None => ItemState::Initial,
         Some(item) if item.state == ItemState::Initial => ItemState::Initial,
+        // What is applied cannot be told: it needs work (see `record`).
+        Some(item) if item.undetermined => ItemState::Updated,
         Some(item) if &item.properties == properties => ItemState::Applied,
         Some(_) => ItemState::Updated,
     }
@@ -375,6 +377,7 @@ mod tests {
             created,
             requires: Vec::new(),
             owner: None,
+            undetermined: false,
         }
     }
 
@@ -585,6 +588,7 @@ mod tests {
             created: true,
             requires: Vec::new(),
             owner: None,
+            undetermined: false,
         };
         let other = properties(&p, &request("w", "s"), &StoreKey::from_bytes([7; 32]));
         assert_eq!(state_before(None, &applied), ItemState::Initial);

@@ -478,6 +478,7 @@ mod tests {
             created,
             requires: Vec::new(),
             owner: None,
+            undetermined: false,
         };
         let mut stored = vec![item("a", false), item("b", true), item("c", false)];
         apply_to(

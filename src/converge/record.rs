@@ -108,6 +108,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 let model = &self.catalog.items[tie];
                 crate::plugin::model::vpath(model.provider.type_name(), model.name())
             }),
+            undetermined: false,
         }
     }
 
@@ -203,6 +204,36 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 .collect();
             if !items.is_empty() {
                 self.store.put_items(&items)?;
+            }
+            // A plugin item some of whose tasks ran and not all succeeded:
+            // what is applied cannot be told any more (a config task may
+            // have changed its resource before a check failed), so it
+            // needs work again even if the manifests go back to what was
+            // applied before.
+            let undetermined: Vec<StoredItem> = (0..self.declared)
+                .filter(|&at| {
+                    let item = &self.catalog.items[at];
+                    let tied = || {
+                        plan.tasks
+                            .iter()
+                            .filter(|t| self.catalog.items[t.item].tie == Some(at))
+                    };
+                    item.role == Role::Model
+                        && !is_removed_model(item)
+                        && !settled(at)
+                        && tied().any(|t| matches!(t.state, TaskState::Success | TaskState::Failed))
+                })
+                .filter_map(|at| {
+                    let mut item = self.stored.get(&self.key(at))?.clone();
+                    item.undetermined = true;
+                    if item.state == ItemState::Applied {
+                        item.state = ItemState::Updated;
+                    }
+                    Some(item)
+                })
+                .collect();
+            if !undetermined.is_empty() {
+                self.store.put_items(&undetermined)?;
             }
             // Removals with nothing to do: the resource is gone already (a
             // run that removed it was cut short before recording it).
@@ -449,6 +480,7 @@ mod tests {
             created: true,
             requires: Vec::new(),
             owner: None,
+            undetermined: false,
         }
     }
 

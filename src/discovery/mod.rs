@@ -474,6 +474,23 @@ impl Registry {
             Err(Error::UnknownProvider { .. }) if self.model(query).is_some() => {
                 Ok(self.model(query).expect("just found"))
             }
+            // A misspelt item type is suggested as a misspelt type is.
+            Err(Error::UnknownProvider { broken, .. }) => {
+                let names: Vec<String> = self
+                    .providers
+                    .iter()
+                    .chain(&self.models)
+                    .flat_map(|p| [p.type_name().to_owned(), p.qualified_name()])
+                    .collect();
+                Err(Error::UnknownProvider {
+                    query: query.to_owned(),
+                    suggestion: crate::suggest::did_you_mean(
+                        query,
+                        names.iter().map(String::as_str),
+                    ),
+                    broken,
+                })
+            }
             other => other,
         }
     }

@@ -111,13 +111,11 @@ pub fn call(
         call: which.as_str().to_owned(),
         message,
     };
-    let text = run(runner, plugin, which, input)?;
-    let answer: Json = serde_json::from_str(&text)
-        .map_err(|e| fail(format!("the output is not one JSON document: {e}")))?;
-    let Json::Object(map) = &answer else {
-        return Err(fail("the output is not a JSON object".to_owned()));
-    };
-    if let Some(error) = map.get("error") {
+    let (text, ended) = run(runner, plugin, which, input);
+    // A plugin that failed says why in its error document, whatever its
+    // exit status; without one, how the call ended says it.
+    let answer: Option<Json> = serde_json::from_str(&text).ok();
+    if let Some(error) = answer.as_ref().and_then(|a| a.get("error")) {
         let message = error
             .get("message")
             .and_then(Json::as_str)
@@ -125,6 +123,25 @@ pub fn call(
             .unwrap_or_else(|| format!("an error without a message: {error}"));
         return Err(fail(message));
     }
+    if let Err(e) = ended {
+        let label = format!("plugin::{}: ", plugin.name());
+        let message = e.to_string();
+        return Err(fail(
+            message.strip_prefix(&label).unwrap_or(&message).to_owned(),
+        ));
+    }
+    let answer = match answer {
+        Some(answer) => answer,
+        None => {
+            let error = serde_json::from_str::<Json>(&text).expect_err("did not parse before");
+            return Err(fail(format!(
+                "the output is not one JSON document: {error}"
+            )));
+        }
+    };
+    let Json::Object(map) = &answer else {
+        return Err(fail("the output is not a JSON object".to_owned()));
+    };
     let parsed = match which {
         PluginCall::ValidateModel => Errors::deserialize(&answer)
             .map(|e| Answer::Errors(e.errors))
@@ -155,13 +172,13 @@ fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, String> {
     })
 }
 
-/// Runs the call and returns its whole stdout.
+/// Runs the call: its whole stdout, and how it ended.
 fn run(
     runner: &dyn Runner,
     plugin: &Plugin,
     which: PluginCall,
     input: &CallInput,
-) -> Result<String> {
+) -> (String, Result<()>) {
     let action = Action::Plugin(which.as_str());
     let invocation = Invocation {
         stdin: Some(input.document().to_string().into_bytes()),
@@ -171,16 +188,18 @@ fn run(
         ..Invocation::plain(action, vec![format!("ral_action={action}")])
     };
     let mut text = String::new();
-    runner.run(
-        &format!("plugin::{}", plugin.name()),
-        &plugin.program,
-        invocation,
-        &mut |line| {
-            text.push_str(line);
-            text.push('\n');
-            Ok(Budget::Continue)
-        },
-        &mut || Ok(()),
-    )?;
-    Ok(text)
+    let ended = runner
+        .run(
+            &format!("plugin::{}", plugin.name()),
+            &plugin.program,
+            invocation,
+            &mut |line| {
+                text.push_str(line);
+                text.push('\n');
+                Ok(Budget::Continue)
+            },
+            &mut || Ok(()),
+        )
+        .map(|_| ());
+    (text, ended)
 }

@@ -1,8 +1,8 @@
 //! The tasks a plugin answers with (`create_configuration`,
 //! `create_lock_tasks`, `create_snapshot_plan`), parsed strictly into
 //! typed tasks: config (a resource), callback (a call of the plugin) and
-//! remote (a command), with ordered lists flattened into tasks that each
-//! require the one before. Every id is unique within one answer (a task
+//! remote (a command), with ordered lists (nested ones opened) flattened
+//! into tasks that each require the one before. Every id is unique within one answer (a task
 //! without one gets `#N`, its position), and every `requires` entry is
 //! told apart: a task id, a resource `type[title]`, or an item's vpath.
 
@@ -206,10 +206,8 @@ fn add(
         RawTask::Ordered { item, tasks: inner } => {
             let mut before: Option<String> = after.map(str::to_owned);
             for (at, task) in inner.into_iter().enumerate() {
+                // A list within a list is opened: its tasks join the chain.
                 let inner_path = format!("{path}.tasks[{at}]");
-                if let RawTask::Ordered { .. } = task {
-                    return Err(format!("{inner_path}: an ordered list within one"));
-                }
                 let list_item = item.as_deref().unwrap_or_default();
                 if task_item(&task) != list_item {
                     return Err(format!(
@@ -377,6 +375,32 @@ mod tests {
         assert!(
             tasks[1].requires.is_empty(),
             "the first of a list waits for none"
+        );
+    }
+
+    #[test]
+    fn a_list_within_a_list_joins_its_chain() {
+        let tasks = parse_tasks_required(&json!({"tasks": [
+            {"kind": "ordered", "item": "/a/b", "tasks": [
+                {"kind": "callback", "item": "/a/b", "id": "x", "callback": "c"},
+                {"kind": "ordered", "item": "/a/b", "tasks": [
+                    {"kind": "callback", "item": "/a/b", "id": "y", "callback": "c"},
+                    {"kind": "callback", "item": "/a/b", "id": "z", "callback": "c"}]},
+                {"kind": "callback", "item": "/a/b", "id": "w", "callback": "c"}]}]}))
+        .unwrap();
+        let chain: Vec<(&str, Vec<Requirement>)> = tasks
+            .iter()
+            .map(|t| (t.id.as_str(), t.requires.clone()))
+            .collect();
+        let after = |id: &str| vec![Requirement::Task(id.to_owned())];
+        assert_eq!(
+            chain,
+            [
+                ("x", vec![]),
+                ("y", after("x")),
+                ("z", after("y")),
+                ("w", after("z"))
+            ]
         );
     }
 

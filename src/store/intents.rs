@@ -224,6 +224,7 @@ mod tests {
             created: true,
             requires: Vec::new(),
             owner: None,
+            undetermined: false,
         }
     }
 

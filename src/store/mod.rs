@@ -122,6 +122,10 @@ pub struct StoredItem {
     /// plugin item it was made for, which keeps it while that item is
     /// applied and not expanded again.
     pub owner: Option<String>,
+    /// Its tasks ran and not all succeeded, so what is applied cannot be
+    /// told from its properties (LITP's `applied_properties_determinable`
+    /// false): it needs work whatever the manifests say.
+    pub undetermined: bool,
 }
 
 /// A plan as the history shows it.
@@ -426,8 +430,8 @@ impl Store {
         let mut statement = self
             .conn
             .prepare(
-                "SELECT provider, type, name, state, properties, created, requires, owner \
-                 FROM items ORDER BY provider, name",
+                "SELECT provider, type, name, state, properties, created, requires, owner, \
+                 undetermined FROM items ORDER BY provider, name",
             )
             .map_err(|e| self.fail(e))?;
         let rows = statement
@@ -441,13 +445,23 @@ impl Store {
                     row.get::<_, bool>(5)?,
                     row.get::<_, String>(6)?,
                     row.get::<_, Option<String>>(7)?,
+                    row.get::<_, bool>(8)?,
                 ))
             })
             .map_err(|e| self.fail(e))?;
         let mut items = Vec::new();
         for row in rows {
-            let (provider, type_name, name, state, properties, created, requires, owner) =
-                row.map_err(|e| self.fail(e))?;
+            let (
+                provider,
+                type_name,
+                name,
+                state,
+                properties,
+                created,
+                requires,
+                owner,
+                undetermined,
+            ) = row.map_err(|e| self.fail(e))?;
             let corrupt = |what: &str| Error::Store {
                 path: self.path.clone(),
                 message: format!("item {provider} '{name}': {what}"),
@@ -466,6 +480,7 @@ impl Store {
                 created,
                 requires,
                 owner,
+                undetermined,
             });
         }
         Ok(items)
@@ -689,9 +704,9 @@ fn put_item(tx: &rusqlite::Transaction, item: &StoredItem) -> rusqlite::Result<(
     let requires = serde_json::to_string(&item.requires).unwrap_or_else(|_| "[]".to_owned());
     tx.execute(
         "INSERT INTO items (provider, name, type, state, properties, created, requires, updated, \
-         owner) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+         owner, undetermined) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
          ON CONFLICT (provider, name) DO UPDATE SET type = ?3, state = ?4, properties = ?5, \
-         created = ?6, requires = ?7, updated = ?8, owner = ?9",
+         created = ?6, requires = ?7, updated = ?8, owner = ?9, undetermined = ?10",
         params![
             item.provider,
             item.name,
@@ -701,7 +716,8 @@ fn put_item(tx: &rusqlite::Transaction, item: &StoredItem) -> rusqlite::Result<(
             item.created,
             requires,
             now(),
-            item.owner
+            item.owner,
+            item.undetermined
         ],
     )
     .map(|_| ())
@@ -783,6 +799,7 @@ mod tests {
             created: true,
             requires: vec![("t::t".to_owned(), "other".to_owned())],
             owner: None,
+            undetermined: false,
         }
     }
 

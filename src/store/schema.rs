@@ -5,7 +5,9 @@
 //! task is about to do to its resource, committed before the provider is
 //! called (see `intents.rs`). Version 3: an item's owner, the vpath of
 //! the model plugin item whose config task made the resource. Version 4:
-//! snapshots (`ral snapshot`), each with the model as applied when made.
+//! snapshots (`ral snapshot`), each with the model as applied when made,
+//! and whether an item's applied properties can be told (LITP's
+//! `applied_properties_determinable`).
 
 use rusqlite::Connection;
 
@@ -75,6 +77,7 @@ CREATE TABLE snapshots (
     state TEXT NOT NULL,
     updated REAL NOT NULL
 );
+ALTER TABLE items ADD COLUMN undetermined INTEGER NOT NULL DEFAULT 0;
 ",
 ];
 

@@ -378,7 +378,10 @@ fn answers_against_the_protocol_fail_the_run_naming_the_plugin_and_call() {
         ("validate_model", "not json", 0, "plugin rogue: validate_model: the output is not one JSON document"),
         ("validate_model", "{\"errors\": 3}", 0, "plugin rogue: validate_model: the answer: invalid type"),
         ("validate_model", "{\"error\": {\"message\": \"no \\u001b[31m way\"}}", 0, "plugin rogue: validate_model: no \\u{1b}[31m way"),
-        ("validate_model", "{\"errors\": []}", 3, "rogue"),
+        ("validate_model", "{\"errors\": []}", 3, "plugin rogue: validate_model: validate_model failed: exit status 3"),
+        // A plugin that fails says why in its error document, also when
+        // it exits non-zero (the Python toolkit exits 1).
+        ("validate_model", "{\"error\": {\"message\": \"over quota\"}}", 1, "plugin rogue: validate_model: over quota\n"),
         (
             "create_configuration",
             "{\"tasks\": [{\"kind\": \"callback\", \"item\": \"/user/root\", \"callback\": \"x\"}]}",
@@ -535,6 +538,18 @@ fn the_bundled_webapp_serves_its_message_and_is_removed_whole() {
     assert!(page.ends_with("the shop is open\n"), "{page}");
     assert!(sandbox.read("etc/passwd").contains("\nshop:x:"));
     run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", m])).expect(0);
+    // Changed: the config changes, the daemon restarts (and keeps
+    // running after the command that restarted it) and answers anew.
+    std::fs::write(
+        &manifest,
+        format!("webapp:\n  shop: {{port: {port}, owner: shop, message: closing soon}}\n"),
+    )
+    .unwrap();
+    run(&mut sandbox.ral_command("apply", &[m]))
+        .expect(0)
+        .stdout_has("Success * remote[/webapp/shop:");
+    let page = answer_on(port).expect("the webapp answers after its restart");
+    assert!(page.ends_with("closing soon\n"), "{page}");
     // Dropped: stopped, its files removed; the account stays (forgotten).
     run(&mut sandbox.ral_command("apply", &["--destroy"]))
         .expect(0)
@@ -742,4 +757,66 @@ fn keep_removed_plans_no_removal_of_plugin_items() {
         "blog is not in the model at all: {calls:?}"
     );
     assert!(bench.states().contains(&"site[blog] Applied".to_owned()));
+}
+
+#[test]
+fn an_item_whose_tasks_failed_needs_work_even_when_the_manifest_goes_back() {
+    let bench = Bench::new();
+    let first = bench.manifest("a.yaml", "site:\n  shop: {dir: /srv, content: first}\n");
+    bench.ral("apply", &[&first]).expect(0);
+    // The page is written, then the check fails: shop stays Updated.
+    let failing = bench.manifest(
+        "b.yaml",
+        "site:\n  shop: {dir: /srv, content: second, fail_callback: true}\n",
+    );
+    bench.ral("apply", &[&failing]).expect(1);
+    assert_eq!(bench.sandbox.read("srv/index.html"), "second\n");
+    assert!(bench.states().contains(&"site[shop] Updated".to_owned()));
+    // Back to what was applied: the page is not what was applied any
+    // more, so the item still needs work, and gets it.
+    bench.take_calls();
+    bench
+        .ral("plan", &[&first])
+        .expect(0)
+        .stdout_has("~ file[/srv/index.html]");
+    assert!(bench
+        .take_calls()
+        .contains(&"create_configuration shop=Updated".to_owned()));
+    bench.ral("apply", &[&first]).expect(0);
+    assert_eq!(bench.sandbox.read("srv/index.html"), "first\n");
+    assert!(bench.states().contains(&"site[shop] Applied".to_owned()));
+    bench
+        .ral("plan", &["--detailed-exitcodes", &first])
+        .expect(0);
+}
+
+#[test]
+fn a_problem_with_a_plugin_task_names_the_plugin_and_the_task() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n");
+    answer(
+        &bench,
+        "create_configuration",
+        "{\"tasks\": [{\"kind\": \"config\", \"item\": \"/thing/a\", \"id\": \"conf\", \
+         \"type\": \"file\", \"title\": \"/srv/x\", \"attributes\": {\"contnet\": \"hi\"}}]}",
+        0,
+    );
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has(
+            "thing.yaml:2: file[/srv/x]: unknown attribute 'contnet' (did you mean 'content'?); \
+         settable attributes:",
+        )
+        .stderr_has("(task 'conf' of the plugin rogue for /thing/a)");
+}
+
+#[test]
+fn a_misspelt_item_type_is_suggested() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", "sitte:\n  shop: {dir: /srv, content: hi}\n");
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("site.yaml:2: unknown provider or type 'sitte' (did you mean 'site'?)");
 }

@@ -106,23 +106,26 @@ pub fn call(
     which: PluginCall,
     input: &CallInput,
 ) -> Result<Answer> {
+    let mut text = String::new();
+    run(runner, plugin, which, input, &mut text)?;
+    parse(plugin, which, &text)
+}
+
+/// Parses `text`, what `which` of `plugin` wrote on stdout: an error
+/// document fails with the plugin's message, an answer of the wrong
+/// shape naming what is wrong.
+pub fn parse(plugin: &Plugin, which: PluginCall, text: &str) -> Result<Answer> {
     let fail = |message: String| Error::Plugin {
         plugin: plugin.name().to_owned(),
         call: which.as_str().to_owned(),
         message,
     };
-    let text = run(runner, plugin, which, input)?;
-    let answer: Json = serde_json::from_str(&text)
+    let answer: Json = serde_json::from_str(text)
         .map_err(|e| fail(format!("the output is not one JSON document: {e}")))?;
     let Json::Object(map) = &answer else {
         return Err(fail("the output is not a JSON object".to_owned()));
     };
-    if let Some(error) = map.get("error") {
-        let message = error
-            .get("message")
-            .and_then(Json::as_str)
-            .map(crate::text::escape)
-            .unwrap_or_else(|| format!("an error without a message: {error}"));
+    if let Some(message) = error_message(&answer) {
         return Err(fail(message));
     }
     let parsed = match which {
@@ -141,6 +144,19 @@ pub fn call(
     parsed.map_err(|message| fail(crate::text::escape(&message)))
 }
 
+/// The message of an error document `{"error": {"message": ...}}`,
+/// escaped for a terminal.
+pub fn error_message(answer: &Json) -> Option<String> {
+    let error = answer.as_object()?.get("error")?;
+    Some(
+        error
+            .get("message")
+            .and_then(Json::as_str)
+            .map(crate::text::escape)
+            .unwrap_or_else(|| format!("an error without a message: {error}")),
+    )
+}
+
 fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, String> {
     if let Some(key) = map.keys().find(|k| *k != "lock" && *k != "unlock") {
         return Err(format!("the answer: unknown field '{key}'"));
@@ -156,13 +172,15 @@ fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, String> {
     })
 }
 
-/// Runs the call and returns its whole stdout.
-fn run(
+/// Runs the call, its whole stdout into `text` (also when it fails, so
+/// that what it said can be shown).
+pub fn run(
     runner: &dyn Runner,
     plugin: &Plugin,
     which: PluginCall,
     input: &CallInput,
-) -> Result<String> {
+    text: &mut String,
+) -> Result<()> {
     let action = Action::Plugin(which.as_str());
     let invocation = Invocation {
         stdin: Some(input.document().to_string().into_bytes()),
@@ -171,7 +189,6 @@ fn run(
         secrets: input.secrets.clone(),
         ..Invocation::plain(action, vec![format!("ral_action={action}")])
     };
-    let mut text = String::new();
     runner.run(
         &format!("plugin::{}", plugin.name()),
         &plugin.program,
@@ -183,5 +200,5 @@ fn run(
         },
         &mut || Ok(()),
     )?;
-    Ok(text)
+    Ok(())
 }

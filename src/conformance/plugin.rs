@@ -73,6 +73,8 @@ const HINT_APPLIED: &str = "an Applied item needs no work: tasks for it run on e
      unless the plugin sees drift";
 const HINT_INITIAL: &str = "an Initial item gets the tasks that bring the system to it";
 const HINT_REMOVAL: &str = "a ForRemoval item gets the tasks that remove what it made";
+const HINT_CALLBACK_FAILS: &str = "ral check calls callbacks with ral.noop true: a callback \
+     then changes nothing and succeeds, saying at info: what it would do";
 const HINT_CALLBACK: &str = "list callback in plugin.actions when a callback task names one";
 
 /// The states a model is made in, each a model of its own.
@@ -107,21 +109,35 @@ pub fn check_plugin(source: &Path, options: &CheckOptions, registry: &Registry) 
             },
         },
         registry,
+        pending: Vec::new(),
     };
     check.run(source);
+    check.flush();
     check.checker.report
 }
 
 struct PluginCheck<'a> {
     checker: Checker<'a>,
     registry: &'a Registry,
+    /// Findings met in a model or call, with each that met them.
+    pending: Vec<Pending>,
+}
+
+struct Pending {
+    level: Level,
+    step: &'static str,
+    problem: String,
+    hint: &'static str,
+    contexts: Vec<String>,
 }
 
 /// A call to make: its model and what the input adds.
 struct Call<'m> {
     which: PluginCall,
-    /// Said in findings: which model, which callback.
+    /// Said in findings: which model.
     context: String,
+    /// What the call was about, before its problems (which callback).
+    subject: Option<String>,
     model: &'m Model,
     noop: bool,
     target: Option<&'static str>,
@@ -129,8 +145,60 @@ struct Call<'m> {
 }
 
 impl PluginCheck<'_> {
-    fn find(&mut self, level: Level, step: &'static str, problem: String, hint: &'static str) {
-        self.checker.find_at(level, step, problem, hint);
+    /// Records a finding; the same problem met in several models (or
+    /// calls) is one finding naming them all.
+    fn find(
+        &mut self,
+        level: Level,
+        step: &'static str,
+        problem: String,
+        hint: &'static str,
+        context: Option<&str>,
+    ) {
+        let Some(context) = context else {
+            self.checker.find_at(level, step, problem, hint);
+            return;
+        };
+        let same = |f: &&mut Pending| {
+            f.level == level && f.step == step && f.problem == problem && f.hint == hint
+        };
+        match self.pending.iter_mut().find(|f| same(f)) {
+            Some(pending) => {
+                if !pending.contexts.iter().any(|c| c == context) {
+                    pending.contexts.push(context.to_owned());
+                }
+            }
+            None => self.pending.push(Pending {
+                level,
+                step,
+                problem,
+                hint,
+                contexts: vec![context.to_owned()],
+            }),
+        }
+    }
+
+    /// The findings met in several models, each saying where.
+    fn flush(&mut self) {
+        for pending in std::mem::take(&mut self.pending) {
+            let states: Option<Vec<&str>> = pending
+                .contexts
+                .iter()
+                .map(|c| c.strip_prefix("model of ")?.strip_suffix(" items"))
+                .collect();
+            let said = match states {
+                Some(states) if states.len() > 1 => {
+                    format!("models of {} items", states.join(", "))
+                }
+                _ => pending.contexts.join("; "),
+            };
+            self.checker.find_at(
+                pending.level,
+                pending.step,
+                format!("{} ({said})", pending.problem),
+                pending.hint,
+            );
+        }
     }
 
     fn run(&mut self, source: &Path) {
@@ -145,6 +213,7 @@ impl PluginCheck<'_> {
                     "metadata",
                     e.to_string(),
                     "see \"Finding plugins\" in docs/plugins.md",
+                    None,
                 );
                 return;
             }
@@ -161,6 +230,7 @@ impl PluginCheck<'_> {
                 "metadata",
                 clash.to_string(),
                 "an item type's name must be no provider's type",
+                None,
             );
         }
         let resource = self.resource_item(&plugin);
@@ -219,11 +289,9 @@ impl PluginCheck<'_> {
                         self.find(
                             Level::Warning,
                             "validate_model",
-                            format!(
-                                "refuses a model of valid values ({context}): {}",
-                                said.join("; ")
-                            ),
+                            format!("refuses a model of valid values: {}", said.join("; ")),
                             HINT_VALIDATE,
+                            Some(&context),
                         );
                     }
                 }
@@ -346,6 +414,11 @@ impl PluginCheck<'_> {
             .ok()
             .and_then(|answer| plugin::call::error_message(&answer));
         let context = &call.context;
+        let about = call
+            .subject
+            .as_ref()
+            .map(|s| format!("{s}: "))
+            .unwrap_or_default();
         let unknown = |message: &str| message.to_ascii_lowercase().contains("unknown action");
         if let Err(e) = ran {
             let mut message = e.to_string();
@@ -358,14 +431,22 @@ impl PluginCheck<'_> {
                     step,
                     format!("listed in plugin.actions, but answered: {message}"),
                     HINT_UNKNOWN,
+                    None,
                 );
                 return None;
             }
             let hint = match e {
                 Error::Timeout { .. } => "a call must finish within the time limit (--timeout)",
+                _ if call.which == PluginCall::Callback => HINT_CALLBACK_FAILS,
                 _ => HINT_EXIT,
             };
-            self.find(Level::Error, step, format!("{message} ({context})"), hint);
+            self.find(
+                Level::Error,
+                step,
+                format!("{about}{message}"),
+                hint,
+                Some(context),
+            );
             return None;
         }
         if let Some(said) = said {
@@ -375,13 +456,18 @@ impl PluginCheck<'_> {
                     step,
                     format!("listed in plugin.actions, but answered: {said}"),
                     HINT_UNKNOWN,
+                    None,
                 );
             } else {
                 self.find(
                     Level::Error,
                     step,
-                    format!("answered an error ({context}): {said}"),
-                    HINT_ERROR,
+                    format!("{about}answered an error: {said}"),
+                    match call.which {
+                        PluginCall::Callback => HINT_CALLBACK_FAILS,
+                        _ => HINT_ERROR,
+                    },
+                    Some(context),
                 );
             }
             return None;
@@ -399,7 +485,13 @@ impl PluginCheck<'_> {
                 } else {
                     HINT_ANSWER
                 };
-                self.find(Level::Error, step, format!("{message} ({context})"), hint);
+                self.find(
+                    Level::Error,
+                    step,
+                    format!("{about}{message}"),
+                    hint,
+                    Some(context),
+                );
                 None
             }
         }
@@ -425,8 +517,9 @@ impl PluginCheck<'_> {
                 self.find(
                     Level::Error,
                     step,
-                    format!("updates '{shown}', which is no item of the model ({context})"),
+                    format!("updates '{shown}', which is no item of the model"),
                     HINT_UPDATE,
+                    Some(context),
                 );
                 continue;
             };
@@ -434,11 +527,9 @@ impl PluginCheck<'_> {
                 self.find(
                     Level::Error,
                     step,
-                    format!(
-                        "updates '{shown}', which is not an item of this plugin's types \
-                         ({context})"
-                    ),
+                    format!("updates '{shown}', which is not an item of this plugin's types"),
                     HINT_UPDATE,
+                    Some(context),
                 );
                 continue;
             };
@@ -453,11 +544,12 @@ impl PluginCheck<'_> {
                         Level::Error,
                         step,
                         format!(
-                            "{shown}: sets '{}', which is no property of {} ({context})",
+                            "{shown}: sets '{}', which is no property of {}",
                             crate::text::escape(&property),
                             item_type.name
                         ),
                         HINT_UPDATE,
+                        Some(context),
                     );
                     continue;
                 };
@@ -471,7 +563,7 @@ impl PluginCheck<'_> {
                         Level::Error,
                         step,
                         format!(
-                            "{shown}: {property}: sets {}, which is not a {}: {e} ({context})",
+                            "{shown}: {property}: sets {}, which is not a {}: {e}",
                             if attribute.sensitive {
                                 "a value".to_owned()
                             } else {
@@ -480,6 +572,7 @@ impl PluginCheck<'_> {
                             attribute.attr_type
                         ),
                         HINT_UPDATE,
+                        Some(context),
                     ),
                 }
             }
@@ -504,20 +597,20 @@ impl PluginCheck<'_> {
                 None => self.find(
                     Level::Error,
                     step,
-                    format!(
-                        "task '{id}' is for '{item}', which is no item of the model ({context})"
-                    ),
+                    format!("task '{id}' is for '{item}', which is no item of the model"),
                     HINT_ITEM,
+                    Some(context),
                 ),
                 Some(found) if own_type(plugin, &found.type_name).is_none() => self.find(
                     Level::Error,
                     step,
                     format!(
                         "task '{id}' is for '{item}', an item of type {}, which is not this \
-                         plugin's ({context})",
+                         plugin's",
                         found.type_name
                     ),
                     HINT_ITEM,
+                    Some(context),
                 ),
                 Some(_) => {}
             }
@@ -545,11 +638,11 @@ impl PluginCheck<'_> {
                         Level::Error,
                         step,
                         format!(
-                            "task '{id}' requires '{}', which names no task, resource or item \
-                             ({context})",
+                            "task '{id}' requires '{}', which names no task, resource or item",
                             crate::text::escape(&missing)
                         ),
                         HINT_REQUIRES,
+                        Some(context),
                     );
                 }
             }
@@ -587,8 +680,9 @@ impl PluginCheck<'_> {
                 self.find(
                     Level::Error,
                     step,
-                    format!("config task '{id}' ({reference}): {e} ({context})"),
+                    format!("config task '{id}' ({reference}): {e}"),
                     HINT_TYPE,
+                    Some(context),
                 );
                 return;
             }
@@ -606,11 +700,9 @@ impl PluginCheck<'_> {
                 self.find(
                     Level::Error,
                     step,
-                    format!(
-                        "config task '{id}' ({reference}): {} ({context})",
-                        problem.message
-                    ),
+                    format!("config task '{id}' ({reference}): {}", problem.message),
                     HINT_ATTRS,
+                    Some(context),
                 );
             }
         }
@@ -635,20 +727,23 @@ impl PluginCheck<'_> {
                 (ItemState::Applied, 1..) => self.find(
                     Level::Note,
                     step,
-                    format!("the Applied item {path} got {count} task(s) ({context})"),
+                    format!("the Applied item {path} got {count} task(s)"),
                     HINT_APPLIED,
+                    Some(context),
                 ),
                 (ItemState::Initial, 0) => self.find(
                     Level::Warning,
                     step,
-                    format!("the Initial item {path} got no task ({context})"),
+                    format!("the Initial item {path} got no task"),
                     HINT_INITIAL,
+                    Some(context),
                 ),
                 (ItemState::ForRemoval, 0) => self.find(
                     Level::Warning,
                     step,
-                    format!("the ForRemoval item {path} got no task ({context})"),
+                    format!("the ForRemoval item {path} got no task"),
                     HINT_REMOVAL,
+                    Some(context),
                 ),
                 _ => {}
             }
@@ -662,18 +757,24 @@ impl PluginCheck<'_> {
             return;
         }
         if !plugin.answers(PluginCall::Callback) {
-            let names: Vec<String> = callbacks
+            let mut names: Vec<String> = callbacks
                 .iter()
-                .map(|(_, _, task)| crate::text::escape(&task.id))
+                .filter_map(|(_, _, task)| match &task.kind {
+                    TaskKind::Callback { callback, .. } => Some(crate::text::escape(callback)),
+                    _ => None,
+                })
                 .collect();
+            names.sort();
+            names.dedup();
             self.find(
                 Level::Error,
                 PluginCall::CreateConfiguration.as_str(),
                 format!(
-                    "callback tasks ({}), but callback is not in plugin.actions",
+                    "callback tasks name {}, but callback is not in plugin.actions",
                     names.join(", ")
                 ),
                 HINT_CALLBACK,
+                None,
             );
             return;
         }
@@ -686,12 +787,13 @@ impl PluginCheck<'_> {
             else {
                 continue;
             };
-            let context = format!(
-                "callback '{}' of task '{}', model of {state} items, noop",
+            let context = format!("model of {state} items");
+            let mut call = Call::new(PluginCall::Callback, &context, model);
+            call.subject = Some(format!(
+                "callback '{}' of task '{}', under noop",
                 crate::text::escape(callback),
                 crate::text::escape(&task.id)
-            );
-            let mut call = Call::new(PluginCall::Callback, &context, model);
+            ));
             call.noop = true;
             call.extra.insert("callback".to_owned(), json!(callback));
             call.extra.insert("args".to_owned(), json!(args));
@@ -706,6 +808,7 @@ impl<'m> Call<'m> {
         Call {
             which,
             context: context.to_owned(),
+            subject: None,
             model,
             noop: false,
             target: None,

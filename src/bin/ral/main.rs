@@ -57,8 +57,8 @@ enum Command {
     Apply(converge_args::ConvergeArgs),
     /// What the state store holds: ral state list|history|show|forget.
     State(state::StateArgs),
-    /// Run providers the way the host does and report every violation of
-    /// the calling convention.
+    /// Run providers (and model plugins) the way the host does and report
+    /// every violation of the calling convention.
     Check(conformance::CheckArgs),
     /// A drop-in for Holo's holo command: ral holo scan|diff|apply
     /// [options] [selector...]; ral holo help shows its options and exit

@@ -49,7 +49,8 @@ pub struct CheckOptions {
 }
 
 /// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Level {
     /// A violation of the calling convention.
     Error,
@@ -70,7 +71,7 @@ impl Level {
 }
 
 /// One violation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Finding {
     /// Where it showed: metadata, describe, list, find, update, noop (a
     /// plugin's: the call's name).
@@ -81,22 +82,26 @@ pub struct Finding {
 }
 
 /// What was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Subject {
     Provider,
     /// A model plugin (`NAME.plugin`).
     Plugin,
 }
 
-/// What a check found about one provider.
-#[derive(Debug, Clone)]
+/// What a check found about one provider or plugin (serialized for
+/// `ral check --json`).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
     pub subject: Subject,
     pub source: PathBuf,
     /// `type::name` (a plugin's name), once the metadata could be read.
+    #[serde(rename = "name")]
     pub provider: Option<String>,
     pub findings: Vec<Finding>,
     /// The steps that ran, with how long each took.
+    #[serde(serialize_with = "steps_ms")]
     pub steps: Vec<(&'static str, Duration)>,
     /// What the round trip did (created, changed, refused, deleted).
     pub round_trip: Vec<String>,
@@ -106,13 +111,30 @@ pub struct Report {
 }
 
 /// Checks that did not run, for one reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NotRun {
     /// Steps: find of a listed name, noop, update, round trip.
     pub checks: Vec<&'static str>,
     pub why: String,
     /// How to have them run.
     pub hint: Option<&'static str>,
+}
+
+/// Steps as `[{"step": ..., "ms": ...}]`.
+fn steps_ms<S: serde::Serializer>(
+    steps: &[(&'static str, Duration)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct Step {
+        step: &'static str,
+        ms: f64,
+    }
+    serializer.collect_seq(steps.iter().map(|(step, took)| Step {
+        step,
+        // Microseconds, in milliseconds: no float noise in the digits.
+        ms: took.as_micros() as f64 / 1000.0,
+    }))
 }
 
 impl Report {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::ral_check::ral_check;
+use crate::ral_check::{check_fixture, ral_check};
 use crate::support::fixtures_dir;
 
 fn misfit(fault: &str) -> PathBuf {
@@ -391,4 +391,74 @@ fn broken_metadata_is_a_finding_naming_the_file() {
         yaml.display(),
         program.display()
     ));
+}
+
+#[test]
+fn json_lines_carry_the_same_reports_for_providers_and_plugins() {
+    let provider = check_fixture("undeclared");
+    let checked = [
+        misfit("well"),
+        misfit("lazy"),
+        misfit("applied_tasks"),
+        provider.clone(),
+    ];
+    let run = ral_check(&["--slow", "60", "--json"], &checked);
+    run.expect(1);
+    let lines: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5, "{}", run.stdout);
+    let verdicts: Vec<(&str, &str, &str)> = lines[..4]
+        .iter()
+        .map(|l| {
+            assert_eq!(l["type"], "report");
+            (
+                l["subject"].as_str().unwrap(),
+                l["name"].as_str().unwrap(),
+                l["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("plugin", "well", "ok"),
+            ("plugin", "lazy", "FAIL"),
+            ("plugin", "applied_tasks", "ok"),
+            ("provider", "undeclared::undeclared", "FAIL"),
+        ]
+    );
+    assert_eq!(lines[0]["findings"], serde_json::json!([]));
+    let lazy = &lines[1]["findings"][0];
+    assert_eq!(lazy["step"], "create_configuration");
+    assert_eq!(lazy["level"], "warning");
+    assert_eq!(
+        lazy["problem"],
+        "the Initial item /thing/ralcheck0 got no task (model of Initial items)"
+    );
+    assert_eq!(
+        lazy["hint"],
+        "an Initial item gets the tasks that bring the system to it"
+    );
+    assert_eq!(lines[2]["findings"][0]["level"], "note");
+    assert_eq!(lines[3]["findings"][0]["level"], "error");
+    assert_eq!(lines[3]["findings"][0]["step"], "list");
+    let calls: Vec<&str> = lines[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert!(calls.contains(&"callback"), "{calls:?}");
+    assert!(lines[0]["steps"][0]["ms"].is_number());
+    assert_eq!(
+        lines[4],
+        serde_json::json!({"type": "summary", "checked": 4, "clean": 2, "partial": 0, "failed": 2})
+    );
+    // The same run in words counts both kinds.
+    let run = ral_check(&["--slow", "60"], &[misfit("well"), provider]);
+    run.expect(1)
+        .stdout_has("1 of 2 provider(s) and plugin(s) clean\n");
 }

@@ -45,6 +45,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
 
+    /// Print JSON lines instead of the report: one per provider or plugin
+    /// (`"type": "report"`: subject, source, name, verdict, root, steps,
+    /// findings with their level and hint, not_run, round_trip), then
+    /// `"type": "summary"` with the counts.
+    #[arg(long)]
+    json: bool,
+
     /// Time limit of each provider call, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     timeout: f64,
@@ -145,18 +152,40 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
         } else {
             conformance::check(provider, &options)
         };
-        print_report(&mut stdout, &report)?;
-        writeln!(
-            stdout,
-            "      root: {} ({})",
-            escape_lines(&root.display().to_string()),
-            root_was(args)
-        )?;
+        if args.json {
+            let line = JsonReport {
+                kind: "report",
+                verdict: verdict(&report),
+                root: &root,
+                root_was: root_was(args),
+                report: &report,
+            };
+            writeln!(stdout, "{}", serde_json::to_string(&line)?)?;
+        } else {
+            print_report(&mut stdout, &report)?;
+            writeln!(
+                stdout,
+                "      root: {} ({})",
+                escape_lines(&root.display().to_string()),
+                root_was(args)
+            )?;
+        }
         match (report.is_clean(), report.is_fully_checked()) {
             (false, _) => failed += 1,
             (true, false) => partial += 1,
             (true, true) => clean += 1,
         }
+    }
+    if args.json {
+        let summary = serde_json::json!({
+            "type": "summary",
+            "checked": args.providers.len(),
+            "clean": clean,
+            "partial": partial,
+            "failed": failed,
+        });
+        writeln!(stdout, "{summary}")?;
+        return Ok(failed == 0);
     }
     let plugins = args.providers.iter().filter(|p| is_plugin(p)).count();
     let what = match (plugins, args.providers.len() - plugins) {
@@ -260,17 +289,38 @@ fn root_was(args: &CheckArgs) -> String {
     }
 }
 
+/// One line of `--json`: a report with what the binary knows of it.
+#[derive(serde::Serialize)]
+struct JsonReport<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    verdict: &'static str,
+    root: &'a Path,
+    root_was: String,
+    #[serde(flatten)]
+    report: &'a Report,
+}
+
+/// `ok`, `PARTIAL` or `FAIL`.
+fn verdict(report: &Report) -> &'static str {
+    match (report.is_clean(), report.is_fully_checked()) {
+        (false, _) => "FAIL",
+        (true, false) => "PARTIAL",
+        (true, true) => "ok",
+    }
+}
+
 fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
     let name = match report.subject {
         Subject::Provider => report.provider.as_deref().unwrap_or("?").to_owned(),
         Subject::Plugin => format!("plugin {}", report.provider.as_deref().unwrap_or("?")),
     };
-    let verdict = match (report.is_clean(), report.is_fully_checked()) {
-        (false, _) => "FAIL",
-        (true, false) => "PARTIAL",
-        (true, true) => "ok",
-    };
-    writeln!(out, "{verdict}  {} ({name})", report.source.display())?;
+    writeln!(
+        out,
+        "{}  {} ({name})",
+        verdict(report),
+        report.source.display()
+    )?;
     let ms = |took: std::time::Duration| took.as_secs_f64() * 1000.0;
     let mut steps: Vec<String> = match report.subject {
         Subject::Provider => report

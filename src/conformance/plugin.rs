@@ -241,13 +241,14 @@ impl PluginCheck<'_> {
             for item_type in &plugin.meta.item_types {
                 match made_item(item_type, state) {
                     Ok(item) => items.push(item),
-                    Err(why) => unmade.push(why),
+                    // The same in every state: said once.
+                    Err(why) if state == ItemState::Initial => unmade.push(why),
+                    Err(_) => {}
                 }
             }
             items.extend(resource.clone());
             models.push((state, Model { items }));
         }
-        unmade.dedup();
         if !unmade.is_empty() {
             self.checker.report.not_run.push(NotRun {
                 checks: vec!["the calls on items of those types"],

@@ -362,6 +362,19 @@ fn a_slow_call_is_a_finding() {
 }
 
 #[test]
+fn a_type_no_item_can_be_made_of_is_named_as_not_run() {
+    let run = ral_check(&["--slow", "60"], &[misfit("unmakeable")]);
+    run.expect(0)
+        .stdout_has("PARTIAL  ")
+        .stdout_has(
+            "      not run: the calls on items of those types: no value can be made up for the \
+             required property 'blob' of thing (hash)\n      hint: give the property a default \
+             in the metadata\n",
+        )
+        .stdout_has("0 of 1 plugin(s) clean, 1 not fully checked (see 'not run')\n");
+}
+
+#[test]
 fn broken_metadata_is_a_finding_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = dir.path().join("plugins");
@@ -384,6 +397,15 @@ fn broken_metadata_is_a_finding_naming_the_file() {
             yaml.display()
         ))
         .stdout_has("hint: see \"Finding plugins\" in docs/plugins.md");
+    // An item type that is a provider's type is a clash naming both.
+    let clash = fixtures_dir().join("plugin_cases/clash_type/plugins/files.plugin");
+    ral_check(&["--slow", "60"], &[clash])
+        .expect(1)
+        .stdout_has(
+            "clash_type/plugins/files.yaml: invalid plugin metadata: item type 'file' is also \
+             the type of the provider file::file (",
+        )
+        .stdout_has("      hint: an item type's name must be no provider's type\n");
     // The metadata itself is not what is checked, and says so.
     let run = ral_check(&[], std::slice::from_ref(&yaml));
     run.expect(2).stderr_has(&format!(

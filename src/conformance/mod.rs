@@ -27,7 +27,10 @@ use crate::resource::Resource;
 use crate::types::{AttrType, Value};
 use crate::update::Transition;
 
+mod plugin;
 mod round_trip;
+
+pub use plugin::check_plugin;
 
 /// How a check is run.
 #[derive(Debug, Clone)]
@@ -45,23 +48,60 @@ pub struct CheckOptions {
     pub scratch: bool,
 }
 
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// A violation of the calling convention.
+    Error,
+    /// Suspicious: most likely a bug, though the protocol allows it.
+    Warning,
+    /// Worth a look, not a fault: it does not fail the check.
+    Note,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Note => "note",
+        }
+    }
+}
+
 /// One violation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Finding {
-    /// Where it showed: metadata, describe, list, find, update, noop.
+    /// Where it showed: metadata, describe, list, find, update, noop (a
+    /// plugin's: the call's name).
     pub step: &'static str,
+    pub level: Level,
     pub problem: String,
     pub hint: &'static str,
 }
 
-/// What a check found about one provider.
-#[derive(Debug, Clone)]
+/// What was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Subject {
+    Provider,
+    /// A model plugin (`NAME.plugin`).
+    Plugin,
+}
+
+/// What a check found about one provider or plugin (serialized for
+/// `ral check --json`).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Report {
+    pub subject: Subject,
     pub source: PathBuf,
-    /// `type::name`, once the metadata could be read.
+    /// `type::name` (a plugin's name), once the metadata could be read.
+    #[serde(rename = "name")]
     pub provider: Option<String>,
     pub findings: Vec<Finding>,
     /// The steps that ran, with how long each took.
+    #[serde(serialize_with = "steps_ms")]
     pub steps: Vec<(&'static str, Duration)>,
     /// What the round trip did (created, changed, refused, deleted).
     pub round_trip: Vec<String>,
@@ -71,7 +111,7 @@ pub struct Report {
 }
 
 /// Checks that did not run, for one reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NotRun {
     /// Steps: find of a listed name, noop, update, round trip.
     pub checks: Vec<&'static str>,
@@ -80,10 +120,27 @@ pub struct NotRun {
     pub hint: Option<&'static str>,
 }
 
+/// Steps as `[{"step": ..., "ms": ...}]`.
+fn steps_ms<S: serde::Serializer>(
+    steps: &[(&'static str, Duration)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct Step {
+        step: &'static str,
+        ms: f64,
+    }
+    serializer.collect_seq(steps.iter().map(|(step, took)| Step {
+        step,
+        // Microseconds, in milliseconds: no float noise in the digits.
+        ms: took.as_micros() as f64 / 1000.0,
+    }))
+}
+
 impl Report {
-    /// No findings: nothing it checked was wrong.
+    /// No findings but notes: nothing it checked was wrong.
     pub fn is_clean(&self) -> bool {
-        self.findings.is_empty()
+        self.findings.iter().all(|f| f.level == Level::Note)
     }
 
     /// Every check ran.
@@ -114,7 +171,9 @@ pub fn check(source: &Path, options: &CheckOptions) -> Report {
             ..HostConfig::default()
         }),
         options,
+        hints: &PROVIDER_HINTS,
         report: Report {
+            subject: Subject::Provider,
             source: source.to_owned(),
             provider: None,
             findings: Vec::new(),
@@ -130,13 +189,31 @@ pub fn check(source: &Path, options: &CheckOptions) -> Report {
 struct Checker<'a> {
     host: Host,
     options: &'a CheckOptions,
+    hints: &'static StepHints,
     report: Report,
 }
 
+/// The hints of the findings every step can have.
+struct StepHints {
+    slow: &'static str,
+    noise: &'static str,
+}
+
+const PROVIDER_HINTS: StepHints = StepHints {
+    slow: "providers are run often; avoid one process per resource and network calls",
+    noise: "warn: and error: (or unprefixed) lines are for real problems; \
+            commentary goes at debug: or info:",
+};
+
 impl Checker<'_> {
     fn find(&mut self, step: &'static str, problem: String, hint: &'static str) {
+        self.find_at(Level::Error, step, problem, hint);
+    }
+
+    fn find_at(&mut self, level: Level, step: &'static str, problem: String, hint: &'static str) {
         let finding = Finding {
             step,
+            level,
             problem,
             hint,
         };
@@ -163,7 +240,7 @@ impl Checker<'_> {
                     took.as_secs_f64(),
                     self.options.slow.as_secs_f64()
                 ),
-                "providers are run often; avoid one process per resource and network calls",
+                self.hints.slow,
             );
         }
         let noise = self.host.provider_problem_lines() - stderr_before;
@@ -179,8 +256,7 @@ impl Checker<'_> {
                     "wrote {noise} warning or error line(s) to stderr: {}",
                     said.join("; ")
                 ),
-                "warn: and error: (or unprefixed) lines are for real problems; \
-                 commentary goes at debug: or info:",
+                self.hints.noise,
             );
         }
         for problem in self.host.take_output_problems() {

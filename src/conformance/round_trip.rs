@@ -23,7 +23,7 @@ use crate::update::{self, Request, Transition};
 const NEW: &str = "ralcheck1";
 /// The name of the resource made from the metadata when nothing is
 /// listed (below `/` for providers whose names are paths).
-const MADE: &str = "ralcheck0";
+pub(super) const MADE: &str = "ralcheck0";
 /// A value made up for a required attribute, when its type takes it.
 const MADE_VALUE: &str = "ral-check";
 /// A name made of characters shells and regular expressions treat
@@ -612,7 +612,7 @@ fn creation(
 /// A value of type `attr_type` for an attribute the metadata requires,
 /// when one can be made up: a word, 1, true, an enum's first member, an
 /// array of one; none for a hash or a pattern that takes none of those.
-fn made_value(attr_type: &AttrType) -> Option<Value> {
+pub(super) fn made_value(attr_type: &AttrType) -> Option<Value> {
     match attr_type {
         AttrType::Enum(values) => values
             .iter()
@@ -632,7 +632,7 @@ fn made_value(attr_type: &AttrType) -> Option<Value> {
 /// A value of type `attr_type` other than `now`, when one can be made
 /// up: a boolean flipped, another enum member, a new word, another number,
 /// an array of one other element, a hash of one entry.
-fn other_value(attr_type: &AttrType, now: Option<&Value>) -> Option<Value> {
+pub(super) fn other_value(attr_type: &AttrType, now: Option<&Value>) -> Option<Value> {
     let differs = |value: &Value| Some(value) != now;
     match attr_type {
         AttrType::Boolean => Some(Value::Bool(!matches!(now, Some(Value::Bool(true))))),

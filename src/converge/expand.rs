@@ -555,23 +555,6 @@ fn check_items(
     Ok(())
 }
 
-/// What a JSON value of a config task's attributes reads as: the text of
-/// each scalar, as a manifest's would.
-pub(super) fn written(json: &Json) -> Written {
-    match json {
-        Json::Null => Written::Null,
-        Json::String(text) => Written::Text(text.clone()),
-        Json::Bool(flag) => Written::Text(flag.to_string()),
-        Json::Number(number) => Written::Text(number.to_string()),
-        Json::Array(items) => Written::List(items.iter().map(written).collect()),
-        Json::Object(map) => Written::Map(
-            map.iter()
-                .map(|(key, value)| (key.clone(), written(value)))
-                .collect(),
-        ),
-    }
-}
-
 /// The catalog item name of a callback or remote task.
 fn action_name(task: &PluginTask) -> String {
     format!("{}:{}", task.item, task.id)
@@ -670,7 +653,7 @@ fn declared_with_tasks(
                     .iter()
                     .map(|(name, value)| RawAttr {
                         name: name.clone(),
-                        value: written(value),
+                        value: Written::from_json(value),
                         line: owner.origin.line,
                     })
                     .collect(),

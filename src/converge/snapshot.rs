@@ -21,7 +21,7 @@ use crate::store::{Holder, Snapshot, Store, StoredItem};
 
 use super::apply::{self, Events, StopRequested};
 use super::catalog::Catalog;
-use super::expand::{task_reference, written, FromPlugin, Phase, PluginRun};
+use super::expand::{task_reference, FromPlugin, Phase, PluginRun};
 use super::manifest::{Declared, Origin, RawAttr, Reference};
 use super::plan::{self, Plan, PlanState};
 use super::run::{RunError, StoreAt};
@@ -250,7 +250,7 @@ fn declarations(
                 .iter()
                 .map(|(attr, value)| RawAttr {
                     name: attr.clone(),
-                    value: written(value),
+                    value: crate::types::Written::from_json(value),
                     line: 0,
                 })
                 .collect(),

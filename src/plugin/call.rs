@@ -106,42 +106,45 @@ pub fn call(
     which: PluginCall,
     input: &CallInput,
 ) -> Result<Answer> {
+    let mut text = String::new();
+    if let Err(e) = run(runner, plugin, which, input, &mut text) {
+        // A plugin that failed says why in its error document, whatever
+        // its exit status (the Python toolkit exits 1); without one, how
+        // the call ended says it.
+        let said = serde_json::from_str::<Json>(&text)
+            .ok()
+            .as_ref()
+            .and_then(error_message);
+        let label = format!("plugin::{}: ", plugin.name());
+        let ended = e.to_string();
+        let message =
+            said.unwrap_or_else(|| ended.strip_prefix(&label).unwrap_or(&ended).to_owned());
+        return Err(Error::Plugin {
+            plugin: plugin.name().to_owned(),
+            call: which.as_str().to_owned(),
+            message,
+        });
+    }
+    parse(plugin, which, &text)
+}
+
+/// Parses `text`, what `which` of `plugin` wrote on stdout: an error
+/// document fails with the plugin's message, an answer of the wrong
+/// shape naming what is wrong.
+pub fn parse(plugin: &Plugin, which: PluginCall, text: &str) -> Result<Answer> {
     let fail = |message: String| Error::Plugin {
         plugin: plugin.name().to_owned(),
         call: which.as_str().to_owned(),
         message,
     };
-    let (text, ended) = run(runner, plugin, which, input);
-    // A plugin that failed says why in its error document, whatever its
-    // exit status; without one, how the call ended says it.
-    let answer: Option<Json> = serde_json::from_str(&text).ok();
-    if let Some(error) = answer.as_ref().and_then(|a| a.get("error")) {
-        let message = error
-            .get("message")
-            .and_then(Json::as_str)
-            .map(crate::text::escape)
-            .unwrap_or_else(|| format!("an error without a message: {error}"));
-        return Err(fail(message));
-    }
-    if let Err(e) = ended {
-        let label = format!("plugin::{}: ", plugin.name());
-        let message = e.to_string();
-        return Err(fail(
-            message.strip_prefix(&label).unwrap_or(&message).to_owned(),
-        ));
-    }
-    let answer = match answer {
-        Some(answer) => answer,
-        None => {
-            let error = serde_json::from_str::<Json>(&text).expect_err("did not parse before");
-            return Err(fail(format!(
-                "the output is not one JSON document: {error}"
-            )));
-        }
-    };
+    let answer: Json = serde_json::from_str(text)
+        .map_err(|e| fail(format!("the output is not one JSON document: {e}")))?;
     let Json::Object(map) = &answer else {
         return Err(fail("the output is not a JSON object".to_owned()));
     };
+    if let Some(message) = error_message(&answer) {
+        return Err(fail(message));
+    }
     let parsed = match which {
         PluginCall::ValidateModel => Errors::deserialize(&answer)
             .map(|e| Answer::Errors(e.errors))
@@ -155,6 +158,19 @@ pub fn call(
         PluginCall::Callback => Ok(Answer::Done),
     };
     parsed.map_err(|message| fail(crate::text::escape(&message)))
+}
+
+/// The message of an error document `{"error": {"message": ...}}`,
+/// escaped for a terminal.
+pub fn error_message(answer: &Json) -> Option<String> {
+    let error = answer.as_object()?.get("error")?;
+    Some(
+        error
+            .get("message")
+            .and_then(Json::as_str)
+            .map(crate::text::escape)
+            .unwrap_or_else(|| format!("an error without a message: {error}")),
+    )
 }
 
 fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, String> {
@@ -172,13 +188,15 @@ fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, String> {
     })
 }
 
-/// Runs the call: its whole stdout, and how it ended.
-fn run(
+/// Runs the call, its whole stdout into `text` (also when it fails, so
+/// that what it said can be shown).
+pub fn run(
     runner: &dyn Runner,
     plugin: &Plugin,
     which: PluginCall,
     input: &CallInput,
-) -> (String, Result<()>) {
+    text: &mut String,
+) -> Result<()> {
     let action = Action::Plugin(which.as_str());
     let invocation = Invocation {
         stdin: Some(input.document().to_string().into_bytes()),
@@ -187,19 +205,16 @@ fn run(
         secrets: input.secrets.clone(),
         ..Invocation::plain(action, vec![format!("ral_action={action}")])
     };
-    let mut text = String::new();
-    let ended = runner
-        .run(
-            &format!("plugin::{}", plugin.name()),
-            &plugin.program,
-            invocation,
-            &mut |line| {
-                text.push_str(line);
-                text.push('\n');
-                Ok(Budget::Continue)
-            },
-            &mut || Ok(()),
-        )
-        .map(|_| ());
-    (text, ended)
+    runner.run(
+        &format!("plugin::{}", plugin.name()),
+        &plugin.program,
+        invocation,
+        &mut |line| {
+            text.push_str(line);
+            text.push('\n');
+            Ok(Budget::Continue)
+        },
+        &mut || Ok(()),
+    )?;
+    Ok(())
 }

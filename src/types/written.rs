@@ -18,6 +18,24 @@ pub enum Written {
 }
 
 impl Written {
+    /// What a JSON value reads as where a manifest's would be read (a
+    /// plugin's config task attributes): the text of each scalar.
+    pub fn from_json(json: &serde_json::Value) -> Written {
+        use serde_json::Value as Json;
+        match json {
+            Json::Null => Written::Null,
+            Json::String(text) => Written::Text(text.clone()),
+            Json::Bool(flag) => Written::Text(flag.to_string()),
+            Json::Number(number) => Written::Text(number.to_string()),
+            Json::Array(items) => Written::List(items.iter().map(Written::from_json).collect()),
+            Json::Object(map) => Written::Map(
+                map.iter()
+                    .map(|(key, value)| (key.clone(), Written::from_json(value)))
+                    .collect(),
+            ),
+        }
+    }
+
     /// The value as a message quotes it: a text in quotes, escaped; a
     /// list or a mapping by its kind.
     pub fn shown(&self) -> String {

@@ -674,6 +674,17 @@ class WebappCheck(unittest.TestCase):
                       % port, str(caught.exception))
         self.assertIn("refused", str(caught.exception).lower())
 
+    def test_under_noop_nothing_is_asked(self):
+        # ral check calls callbacks under noop: a port nobody listens on
+        # is then no failure, and nothing waits.
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        started = time.monotonic()
+        webapp.check_answers(api_of(noop=True), port, message="open", wait=2)
+        self.assertLess(time.monotonic() - started, 1.0)
+
     def test_a_wrong_answer_fails_naming_both_messages(self):
         port = self.serve(b"closed\n")
         with self.assertRaises(ral.PluginError) as caught:

@@ -49,6 +49,7 @@ mod quoting;
 mod quoting_cases;
 mod ral_check;
 mod ral_check_findings;
+mod ral_check_plugins;
 mod ral_check_round_trip;
 mod redaction;
 mod saved_plan_edges;

@@ -1,8 +1,11 @@
-//! `ral check PROVIDER.prov...`, the conformance checker's command: runs
-//! each provider on its own temporary fake root (a copy of `--seed DIR`
-//! when given) through `ral::conformance` and prints every finding with a
-//! hint, and every check that could not run with why. Exit status: 0
-//! when no provider has findings (each is clean, or not fully checked
+//! `ral check PROVIDER.prov|PLUGIN.plugin...`, the conformance checker's
+//! command: runs each provider or model plugin on its own temporary fake
+//! root (a copy of `--seed DIR` when given) through `ral::conformance` and
+//! prints every finding with a hint, and every check that could not run
+//! with why. A plugin's config tasks are typed against the providers of
+//! its own data directory (`DIR` of `DIR/plugins/NAME.plugin`), of
+//! `RALSH_DATA_DIR` and the bundled ones. Exit status: 0 when nothing
+//! checked has findings (notes aside; each is clean, or not fully checked
 //! and said to be), 1 when there are findings, 2 when the check itself
 //! could not run.
 
@@ -11,12 +14,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ral::conformance::{self, CheckOptions, Report};
+use ral::conformance::{self, CheckOptions, Level, Report, Subject};
+use ral::discovery::{self, Registry};
 use ral::text::escape_lines;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit status: 0 when no provider has findings: each is clean, or PARTIAL, \
+    after_help = "A model plugin (NAME.plugin, NAME.yaml beside it) is checked by calling \
+    each call it lists on models made from its item types (an item of each type in each \
+    state: Initial, Applied, Updated, ForRemoval), the callbacks its callback tasks name \
+    included (with noop true); see \"Checking a plugin\" in docs/plugins.md.\n\n\
+    Exit status: 0 when nothing checked has findings (notes do not count): each is clean, or PARTIAL, \
     not fully checked (a check that could not run, as when nothing is listed to work on and \
     nothing could be made from the metadata, or the round trip on --root, is named on its \
     'not run' line, and the last line counts these apart from the clean ones); 1 when there \
@@ -37,6 +45,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
 
+    /// Print JSON lines instead of the report: one per provider or plugin
+    /// (`"type": "report"`: subject, source, name, verdict, root, steps,
+    /// findings with their level and hint, not_run, round_trip), then
+    /// `"type": "summary"` with the counts.
+    #[arg(long)]
+    json: bool,
+
     /// Time limit of each provider call, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     timeout: f64,
@@ -45,8 +60,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     slow: f64,
 
-    /// The providers to check.
-    #[arg(value_name = "PROVIDER.prov", required = true)]
+    /// The providers and model plugins to check.
+    #[arg(value_name = "PROVIDER.prov|PLUGIN.plugin", required = true)]
     providers: Vec<PathBuf>,
 }
 
@@ -71,9 +86,10 @@ fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
-/// ` (did you mean 'DIR/NAME.prov'?)` for the provider file of
-/// `missing`'s directory whose name is closest to it, or nothing: only
-/// `.prov` files are named, so that no other file is offered to be run.
+/// ` (did you mean 'DIR/NAME.prov'?)` for the provider (or plugin) file
+/// of `missing`'s directory whose name is closest to it, or nothing: only
+/// `.prov` and `.plugin` files are named, so that no other file is
+/// offered to be run.
 fn nearby(missing: &Path) -> String {
     let (Some(name), dir) = (
         missing.file_name().and_then(|n| n.to_str()),
@@ -90,7 +106,7 @@ fn nearby(missing: &Path) -> String {
     let names: Vec<String> = entries
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| name.ends_with(".prov"))
+        .filter(|name| name.ends_with(".prov") || name.ends_with(".plugin"))
         .collect();
     match ral::suggest::closest(name, names.iter().map(String::as_str)) {
         Some(close) => format!(
@@ -114,6 +130,7 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
     // status is the verdict.
     let mut stdout = crate::unread::stdout();
     let (mut clean, mut partial, mut failed) = (0, 0, 0);
+    let mut registries: Vec<(Option<PathBuf>, Registry)> = Vec::new();
     for provider in &args.providers {
         let scratch = tempfile::tempdir()?;
         let root = root_for(args, scratch.path())?;
@@ -124,25 +141,59 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             slow,
             provider_lib: provider_lib.clone(),
         };
-        let report = conformance::check(provider, &options);
-        print_report(&mut stdout, &report)?;
-        writeln!(
-            stdout,
-            "      root: {} ({})",
-            escape_lines(&root.display().to_string()),
-            root_was(args)
-        )?;
+        let report = if is_plugin(provider) {
+            let dir = plugin_data_dir(provider);
+            if !registries.iter().any(|(d, _)| *d == dir) {
+                let registry = providers_for(dir.as_deref(), &options);
+                registries.push((dir.clone(), registry));
+            }
+            let (_, registry) = registries.iter().find(|(d, _)| *d == dir).unwrap();
+            conformance::check_plugin(provider, &options, registry)
+        } else {
+            conformance::check(provider, &options)
+        };
+        if args.json {
+            let line = JsonReport {
+                kind: "report",
+                verdict: verdict(&report),
+                root: &root,
+                root_was: root_was(args),
+                report: &report,
+            };
+            writeln!(stdout, "{}", serde_json::to_string(&line)?)?;
+        } else {
+            print_report(&mut stdout, &report)?;
+            writeln!(
+                stdout,
+                "      root: {} ({})",
+                escape_lines(&root.display().to_string()),
+                root_was(args)
+            )?;
+        }
         match (report.is_clean(), report.is_fully_checked()) {
             (false, _) => failed += 1,
             (true, false) => partial += 1,
             (true, true) => clean += 1,
         }
     }
-    write!(
-        stdout,
-        "{clean} of {} provider(s) clean",
-        args.providers.len()
-    )?;
+    if args.json {
+        let summary = serde_json::json!({
+            "type": "summary",
+            "checked": args.providers.len(),
+            "clean": clean,
+            "partial": partial,
+            "failed": failed,
+        });
+        writeln!(stdout, "{summary}")?;
+        return Ok(failed == 0);
+    }
+    let plugins = args.providers.iter().filter(|p| is_plugin(p)).count();
+    let what = match (plugins, args.providers.len() - plugins) {
+        (0, _) => "provider(s)",
+        (_, 0) => "plugin(s)",
+        _ => "provider(s) and plugin(s)",
+    };
+    write!(stdout, "{clean} of {} {what} clean", args.providers.len())?;
     if partial > 0 {
         write!(stdout, ", {partial} not fully checked (see 'not run')")?;
     }
@@ -150,9 +201,49 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
     Ok(failed == 0)
 }
 
-/// Refuses what is not a provider's executable: its metadata, a
-/// directory, a missing file (naming a file nearby).
+fn is_plugin(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "plugin")
+}
+
+/// `DIR` of `DIR/plugins/NAME.plugin`, whose providers a plugin may use.
+fn plugin_data_dir(plugin: &Path) -> Option<PathBuf> {
+    let dir = plugin.parent()?;
+    let data = dir.parent()?;
+    (dir.file_name()? == "plugins").then(|| data.to_owned())
+}
+
+/// The providers a plugin's config tasks are typed against: those of its
+/// data directory, of RALSH_DATA_DIR, and the bundled ones.
+fn providers_for(data_dir: Option<&Path>, options: &CheckOptions) -> Registry {
+    let host = ral::Host::new(ral::HostConfig {
+        timeout: options.timeout,
+        root: options.root.clone(),
+        provider_lib: options.provider_lib.clone(),
+        ..ral::HostConfig::default()
+    });
+    let bundled = ral::bundled::data_dir()
+        .inspect_err(|e| log::warn!("bundled providers are unavailable: {e}"))
+        .ok();
+    let dirs = discovery::data_dirs(
+        &data_dir.map(Path::to_owned).into_iter().collect::<Vec<_>>(),
+        std::env::var_os("RALSH_DATA_DIR"),
+        bundled,
+    );
+    discovery::discover(&host, &dirs, &ral::cli::load::cache_for(false), None)
+}
+
+/// Refuses what is not a provider's or plugin's executable: its
+/// metadata, a directory, a missing file (naming a file nearby).
 fn check_argument(provider: &Path) -> anyhow::Result<()> {
+    if provider.extension().is_some_and(|ext| ext == "yaml")
+        && provider.with_extension("plugin").is_file()
+    {
+        anyhow::bail!(
+            "{} is a plugin's metadata; check the plugin itself, {}",
+            provider.display(),
+            provider.with_extension("plugin").display()
+        );
+    }
     if provider.extension().is_some_and(|ext| ext == "yaml") {
         anyhow::bail!(
             "{} is a provider's metadata; check the provider itself, {}",
@@ -198,21 +289,67 @@ fn root_was(args: &CheckArgs) -> String {
     }
 }
 
-fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
-    let name = report.provider.as_deref().unwrap_or("?");
-    let verdict = match (report.is_clean(), report.is_fully_checked()) {
+/// One line of `--json`: a report with what the binary knows of it.
+#[derive(serde::Serialize)]
+struct JsonReport<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    verdict: &'static str,
+    root: &'a Path,
+    root_was: String,
+    #[serde(flatten)]
+    report: &'a Report,
+}
+
+/// `ok`, `PARTIAL` or `FAIL`.
+fn verdict(report: &Report) -> &'static str {
+    match (report.is_clean(), report.is_fully_checked()) {
         (false, _) => "FAIL",
         (true, false) => "PARTIAL",
         (true, true) => "ok",
+    }
+}
+
+fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
+    let name = match report.subject {
+        Subject::Provider => report.provider.as_deref().unwrap_or("?").to_owned(),
+        Subject::Plugin => format!("plugin {}", report.provider.as_deref().unwrap_or("?")),
     };
-    writeln!(out, "{verdict}  {} ({name})", report.source.display())?;
+    writeln!(
+        out,
+        "{}  {} ({name})",
+        verdict(report),
+        report.source.display()
+    )?;
     let ms = |took: std::time::Duration| took.as_secs_f64() * 1000.0;
-    let mut steps: Vec<String> = report
-        .steps
-        .iter()
-        .filter(|(step, _)| *step != "round trip")
-        .map(|(step, took)| format!("{step} {:.0}ms", ms(*took)))
-        .collect();
+    let mut steps: Vec<String> = match report.subject {
+        Subject::Provider => report
+            .steps
+            .iter()
+            .filter(|(step, _)| *step != "round trip")
+            .map(|(step, took)| format!("{step} {:.0}ms", ms(*took)))
+            .collect(),
+        // A plugin's call runs once per model: each call's summed up.
+        Subject::Plugin => {
+            let mut calls: Vec<(&str, std::time::Duration, usize)> = Vec::new();
+            for (step, took) in &report.steps {
+                match calls.iter_mut().find(|(name, _, _)| name == step) {
+                    Some(call) => {
+                        call.1 += *took;
+                        call.2 += 1;
+                    }
+                    None => calls.push((step, *took, 1)),
+                }
+            }
+            calls
+                .into_iter()
+                .map(|(step, took, count)| match count {
+                    1 => format!("{step} {:.0}ms", ms(took)),
+                    _ => format!("{step} {:.0}ms ({count} calls)", ms(took)),
+                })
+                .collect()
+        }
+    };
     // The round trip's many calls, summed up.
     let round_trip: Vec<std::time::Duration> = report
         .steps
@@ -247,9 +384,13 @@ fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         }
     }
     for finding in &report.findings {
+        let level = match finding.level {
+            Level::Error => String::new(),
+            other => format!("{}: ", other.as_str()),
+        };
         writeln!(
             out,
-            "  {}: {}",
+            "  {}: {level}{}",
             finding.step,
             escape_lines(&finding.problem).replace('\n', "\n      ")
         )?;

@@ -61,8 +61,8 @@ enum Command {
     /// Model plugins' snapshot plans: ral snapshot create|remove|restore
     /// NAME, and ral snapshot list.
     Snapshot(snapshot::SnapshotArgs),
-    /// Run providers the way the host does and report every violation of
-    /// the calling convention.
+    /// Run providers (and model plugins) the way the host does and report
+    /// every violation of the calling convention.
     Check(conformance::CheckArgs),
     /// A drop-in for Holo's holo command: ral holo scan|diff|apply
     /// [options] [selector...]; ral holo help shows its options and exit

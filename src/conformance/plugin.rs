@@ -594,7 +594,11 @@ impl PluginCheck<'_> {
         for task in tasks {
             let id = crate::text::escape(&task.id);
             let item = crate::text::escape(&task.item);
-            match model.find(&task.item) {
+            // Lock and snapshot tasks may name no item: they are about a
+            // node or the whole model.
+            let itemless = which != PluginCall::CreateConfiguration && task.item.is_empty();
+            match model.find(&task.item).filter(|_| !itemless) {
+                None if itemless => {}
                 None => self.find(
                     Level::Error,
                     step,

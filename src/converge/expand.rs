@@ -823,7 +823,17 @@ pub struct Owned {
 /// and got no tasks this time stays as it is, in the store too.
 pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
     let with_tasks: HashSet<usize> = catalog.items.iter().filter_map(|i| i.tie).collect();
-    let mut kept: HashSet<String> = HashSet::new();
+    let applied = |path: &str| {
+        catalog
+            .plugins
+            .as_deref()
+            .and_then(|run| run.model.find(path))
+            .is_some_and(|item| item.state == ItemState::Applied)
+    };
+    // Items that got tasks again and were not applied: what they own is
+    // exactly their new answer. An applied item's tasks (drift seen by
+    // its plugin) only add: what they do not name stays.
+    let mut expanded: HashSet<String> = HashSet::new();
     let mut leaving: HashSet<String> = HashSet::new();
     for (at, item) in catalog.items.iter().enumerate() {
         if item.role != Role::Model {
@@ -832,26 +842,43 @@ pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
         let path = vpath(item.provider.type_name(), item.name());
         if is_removed_model(item) {
             leaving.insert(path);
-        } else if !with_tasks.contains(&at) {
-            kept.insert(path);
+        } else if with_tasks.contains(&at) && !applied(&path) {
+            expanded.insert(path);
         }
     }
+    let present: HashSet<String> = catalog
+        .items
+        .iter()
+        .filter(|i| i.role == Role::Model)
+        .map(|i| vpath(i.provider.type_name(), i.name()))
+        .collect();
     let listed: HashSet<(String, &str)> = catalog
         .items
         .iter()
         .map(|i| (i.provider.qualified_name(), i.name()))
         .collect();
     let mut out = Owned::default();
+    let mut warned: HashSet<String> = HashSet::new();
     for item in stored {
-        match item.owner.as_deref() {
-            Some(owner) if kept.contains(owner) => {}
-            Some(owner)
-                if leaving.contains(owner)
-                    && !listed.contains(&(item.provider.clone(), item.name.as_str())) =>
-            {
-                out.forget.push(item)
-            }
-            _ => out.decidable.push(item),
+        let Some(owner) = item.owner.clone() else {
+            out.decidable.push(item);
+            continue;
+        };
+        if leaving.contains(&owner)
+            && !listed.contains(&(item.provider.clone(), item.name.as_str()))
+        {
+            out.forget.push(item);
+        } else if expanded.contains(&owner) {
+            out.decidable.push(item);
+        } else if !present.contains(&owner) && warned.insert(owner.clone()) {
+            // Its item is not in this run (its plugin is not found, or
+            // its type is gone): nothing can be decided about what it
+            // made, which stays as it is, in the store too.
+            log::warn!(
+                "the resources made for {} stay as they are: that item is in no manifest and \
+                 its plugin is not found",
+                crate::text::escape(&owner)
+            );
         }
     }
     out

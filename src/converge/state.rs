@@ -150,7 +150,18 @@ impl StateStore {
                         || item.provider == reference.type_query)
             });
             match found {
-                Some(item) => keys.push((item.provider.clone(), item.name.clone())),
+                Some(item) => {
+                    keys.push((item.provider.clone(), item.name.clone()));
+                    // A plugin item's resources go with it: left as they
+                    // are, and no longer ral's.
+                    let vpath = crate::plugin::model::vpath(&item.type_name, &item.name);
+                    keys.extend(
+                        stored
+                            .iter()
+                            .filter(|s| s.owner.as_deref() == Some(vpath.as_str()))
+                            .map(|s| (s.provider.clone(), s.name.clone())),
+                    );
+                }
                 None => {
                     return Err(StateError::NoItem {
                         item: wanted.clone(),

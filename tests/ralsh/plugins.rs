@@ -820,3 +820,70 @@ fn a_misspelt_item_type_is_suggested() {
         .expect(2)
         .stderr_has("site.yaml:2: unknown provider or type 'sitte' (did you mean 'site'?)");
 }
+
+/// The rogue plugin's create_configuration: config tasks making the
+/// files `files` (TITLE, CONTENT) for the item /thing/a.
+fn files_answer(files: &[(&str, &str)]) -> String {
+    let tasks: Vec<Json> = files
+        .iter()
+        .map(|(title, content)| {
+            serde_json::json!({"kind": "config", "item": "/thing/a", "type": "file",
+                "title": title, "attributes": {"ensure": "file", "content": content}})
+        })
+        .collect();
+    serde_json::json!({ "tasks": tasks }).to_string()
+}
+
+#[test]
+fn drift_tasks_of_an_applied_item_only_add() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n");
+    answer(
+        &bench,
+        "create_configuration",
+        &files_answer(&[("/srv/r1", "one\n"), ("/srv/r2", "two\n")]),
+        0,
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    // Applied; its plugin sees r1 drift and answers only its repair.
+    bench.sandbox.write("srv/r1", "changed\n");
+    answer(
+        &bench,
+        "create_configuration",
+        &files_answer(&[("/srv/r1", "one\n")]),
+        0,
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    assert_eq!(bench.sandbox.read("srv/r1"), "one\n");
+    assert_eq!(bench.sandbox.read("srv/r2"), "two\n", "not removed");
+    assert!(bench.states().contains(&"file[/srv/r2] Applied".to_owned()));
+}
+
+#[test]
+fn what_an_item_made_stays_while_its_plugin_is_not_found() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest(
+        "thing.yaml",
+        "thing:\n  a: {size: 3}\nfile:\n  /srv/keep: {ensure: file}\n",
+    );
+    answer(
+        &bench,
+        "create_configuration",
+        &files_answer(&[("/srv/r1", "one\n")]),
+        0,
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    // The plugin's directory is not given this time, and the item is
+    // dropped: nothing can be decided about what it made.
+    let keep = bench.manifest("keep.yaml", "file:\n  /srv/keep: {ensure: file}\n");
+    run(&mut bench.sandbox.ral_command("apply", &[&keep]))
+        .expect(0)
+        .stderr_has("the resources made for /thing/a stay as they are");
+    assert_eq!(bench.sandbox.read("srv/r1"), "one\n");
+    assert!(bench.states().contains(&"file[/srv/r1] Applied".to_owned()));
+    // Forgetting the item forgets what it made: left as it is.
+    run(&mut bench.sandbox.ral_command("state", &["forget", "thing[a]"])).expect(0);
+    assert_eq!(bench.states(), ["file[/srv/keep] Applied"]);
+    run(&mut bench.sandbox.ral_command("apply", &[&keep])).expect(0);
+    assert_eq!(bench.sandbox.read("srv/r1"), "one\n");
+}

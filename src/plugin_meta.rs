@@ -54,6 +54,10 @@ impl PluginCall {
     }
 }
 
+/// Keys of a manifest's item that are the host's, never properties: a
+/// property so named would never reach the plugin.
+const HOST_KEYS: [&str; 6] = ["name", "ensure", "require", "before", "notify", "subscribe"];
+
 /// One item type a plugin owns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ItemType {
@@ -201,10 +205,11 @@ impl RawItemType {
         );
         for (property, mut raw) in self.properties {
             let at = format!("{path}.properties.{property}");
-            if property == "name" || property == "ensure" {
+            if HOST_KEYS.contains(&property.as_str()) {
                 return Err(format!(
                     "{at}: '{property}' belongs to the host (an item's name is its key in the \
-                     manifest; an item is removed by leaving it out)"
+                     manifest; an item is removed by leaving it out; require, before, notify \
+                     and subscribe order items)"
                 ));
             }
             // A LITP property is mandatory unless said otherwise.

@@ -222,6 +222,10 @@ pub fn expand<'r>(
             unreachable!("validate_model answers errors")
         };
         for error in errors {
+            let error = plugin::ValidationError {
+                message: crate::secrets::redact(&error.message, &run.secrets),
+                ..error
+            };
             problems.push(validation_problem(&catalog, reading, plugin, &error));
         }
     }
@@ -238,6 +242,14 @@ pub fn expand<'r>(
             unreachable!("create_configuration answers tasks")
         };
         check_items(plugin, &tasks, &run.model, registry)?;
+        let mut tasks = tasks;
+        guard_secrets(
+            plugin,
+            PluginCall::CreateConfiguration,
+            &mut tasks,
+            &run.secrets,
+            registry,
+        )?;
         answers.push((plugin, tasks));
     }
     let declared = declared_with_tasks(&catalog, reading, &removed, &answers, store_origin)?;
@@ -246,7 +258,7 @@ pub fn expand<'r>(
     })?;
     keep_updates(&catalog, &mut expanded);
     tie_tasks(&mut expanded);
-    check_replaces(registry, &expanded)?;
+    check_replaces(registry, &expanded, stored)?;
     expanded.plugins = Some(Arc::new(run));
     Ok(expanded)
 }
@@ -337,16 +349,94 @@ fn call(
 
 /// The texts of the sensitive values in the catalog.
 fn secrets(catalog: &Catalog) -> Vec<String> {
-    let mut texts = Vec::new();
-    for item in &catalog.items {
-        for (key, value) in &item.request.attrs {
-            if item.provider.attribute(key).is_some_and(|a| a.sensitive) {
-                texts.push(value.to_text());
+    let mut texts: Vec<String> = catalog
+        .items
+        .iter()
+        .flat_map(|item| {
+            let is_sensitive =
+                |key: &str| item.provider.attribute(key).is_some_and(|a| a.sensitive);
+            crate::secrets::secret_texts(
+                is_sensitive,
+                item.request.attrs.iter().map(|(k, v)| (k.as_str(), v)),
+            )
+        })
+        .collect();
+    texts.sort_by_key(|text| std::cmp::Reverse(text.len()));
+    texts.dedup();
+    texts
+}
+
+/// Keeps a plugin's tasks from showing a sensitive value of the model:
+/// descriptions have them redacted; a command, a resource's title or an
+/// attribute that is not sensitive holding one refuses the answer, since
+/// it would reach a command line, every output or the store in clear.
+pub(super) fn guard_secrets(
+    plugin: &Plugin,
+    which: PluginCall,
+    tasks: &mut [PluginTask],
+    secrets: &[String],
+    registry: &Registry,
+) -> Result<(), Error> {
+    if secrets.is_empty() {
+        return Ok(());
+    }
+    let holds = |text: &str| secrets.iter().any(|secret| text.contains(secret.as_str()));
+    let refuse = |task: &PluginTask, place: String| Error::Plugin {
+        plugin: plugin.name().to_owned(),
+        call: which.as_str().to_owned(),
+        message: format!(
+            "task '{}' puts a sensitive value {place}, where it would be shown or kept in \
+             clear; pass it in a sensitive attribute or a callback's arguments",
+            crate::text::escape(&crate::secrets::redact(&task.id, secrets)),
+        ),
+    };
+    for task in tasks.iter_mut() {
+        task.description = crate::secrets::redact(&task.description, secrets);
+        if holds(&task.id) {
+            return Err(refuse(task, "in its id".to_owned()));
+        }
+        match &task.kind {
+            TaskKind::Remote { command } if command.iter().any(|word| holds(word)) => {
+                return Err(refuse(task, "on a command line".to_owned()));
             }
+            TaskKind::Config {
+                type_name,
+                title,
+                attributes,
+                ..
+            } => {
+                if holds(title) {
+                    return Err(refuse(task, "in a resource's title".to_owned()));
+                }
+                let provider = registry.resolve(type_name).ok();
+                for (attr, value) in attributes {
+                    let sensitive = provider
+                        .and_then(|p| p.attribute(attr))
+                        .is_some_and(|a| a.sensitive);
+                    if !sensitive && json_holds(value, &holds) {
+                        return Err(refuse(
+                            task,
+                            format!("in '{attr}' of {type_name}, which is not sensitive"),
+                        ));
+                    }
+                }
+            }
+            _ => {}
         }
     }
-    texts.retain(|t| !t.is_empty());
-    texts
+    Ok(())
+}
+
+/// Whether a text of `value` (itself or any element) holds a secret.
+fn json_holds(value: &Json, holds: &impl Fn(&str) -> bool) -> bool {
+    match value {
+        Json::String(text) => holds(text),
+        Json::Array(items) => items.iter().any(|item| json_holds(item, holds)),
+        Json::Object(map) => map
+            .iter()
+            .any(|(key, item)| holds(key) || json_holds(item, holds)),
+        other => holds(&other.to_string()),
+    }
 }
 
 /// The model: every resource and plugin item of the catalog with its
@@ -507,8 +597,12 @@ fn validation_problem(
     let property = error.property.as_deref();
     let shown = crate::text::escape(&error.message);
     let what = match property {
-        Some(property) => format!("{}: {}", error.vpath, crate::text::escape(property)),
-        None => error.vpath.clone(),
+        Some(property) => format!(
+            "{}: {}",
+            crate::text::escape(&error.vpath),
+            crate::text::escape(property)
+        ),
+        None => crate::text::escape(&error.vpath),
     };
     let found = catalog.items.iter().position(|item| {
         item.role != Role::Action && vpath(item.provider.type_name(), item.name()) == error.vpath
@@ -620,7 +714,11 @@ fn declared_with_tasks(
         }
         for task in tasks {
             let owner_at = at_vpath[&task.item];
-            let owner = declared[owner_at].clone();
+            // Only where the item is: its own requires grow with each
+            // task, and copying them per task would be quadratic.
+            let owner = Owner {
+                origin: declared[owner_at].origin.clone(),
+            };
             let mut require = Vec::new();
             for requirement in &task.requires {
                 match requirement {
@@ -681,6 +779,11 @@ fn declared_with_tasks(
     }
 }
 
+/// Where a task's item is declared.
+struct Owner {
+    origin: Origin,
+}
+
 /// The reference a task is known by in the catalog: its resource for a
 /// config task, else its item's type and `VPATH:ID`.
 pub(super) fn task_reference(task: &PluginTask, item_type: &str, line: usize) -> Reference {
@@ -724,7 +827,22 @@ pub fn replaced_by<'c>(
 /// LITP's two conditions on `replaces`, checked at plan time: what a
 /// task replaces is not also declared in this plan (by a manifest or a
 /// config task), and no two tasks replace the same resource.
-fn check_replaces(registry: &Registry, catalog: &Catalog) -> Result<(), Error> {
+fn check_replaces(
+    registry: &Registry,
+    catalog: &Catalog,
+    stored: &[StoredItem],
+) -> Result<(), Error> {
+    // A resource another item made and still has is not for taking.
+    let present: HashSet<String> = catalog
+        .items
+        .iter()
+        .filter(|i| i.role == Role::Model && !is_removed_model(i))
+        .map(|i| vpath(i.provider.type_name(), i.name()))
+        .collect();
+    let owners: HashMap<(&str, &str), &str> = stored
+        .iter()
+        .filter_map(|s| Some(((s.provider.as_str(), s.name.as_str()), s.owner.as_deref()?)))
+        .collect();
     let declared: HashMap<(String, &str), usize> = catalog
         .items
         .iter()
@@ -746,6 +864,22 @@ fn check_replaces(registry: &Registry, catalog: &Catalog) -> Result<(), Error> {
                     catalog.items[other].origin.file.display(),
                     catalog.items[other].origin.line
                 )));
+            }
+            let task_item = item
+                .from_plugin
+                .as_deref()
+                .and_then(FromPlugin::task)
+                .map(|t| t.item.as_str())
+                .unwrap_or_default();
+            if let Some(owner) = owners.get(&(key.0.as_str(), key.1.as_str())) {
+                if *owner != task_item && present.contains(*owner) {
+                    problems.push(item.origin.problem(format!(
+                        "{} replaces {shown}, which {} made and still has: a resource is \
+                         replaced only once nothing else declares it",
+                        item.reference(),
+                        crate::text::escape(owner)
+                    )));
+                }
             }
             if let Some(&first) = replacing.get(&key) {
                 problems.push(item.origin.problem(format!(

@@ -68,6 +68,15 @@ pub fn add<'r>(
         let Answer::Lock { lock, unlock } = answer else {
             unreachable!("create_lock_tasks answers a lock and an unlock task")
         };
+        let mut pair = [*lock, *unlock];
+        super::expand::guard_secrets(
+            plugin,
+            PluginCall::CreateLockTasks,
+            &mut pair,
+            &run.secrets,
+            registry,
+        )?;
+        let [lock, unlock] = pair;
         let provider = plugin
             .meta
             .item_types
@@ -78,7 +87,16 @@ pub fn add<'r>(
                 call: PluginCall::CreateLockTasks.as_str().to_owned(),
                 message: "its item type is not found".to_owned(),
             })?;
-        for (task, phase) in [(*lock, Phase::Lock), (*unlock, Phase::Unlock)] {
+        for (task, phase) in [(lock, Phase::Lock), (unlock, Phase::Unlock)] {
+            if !task.requires.is_empty() {
+                return Err(Error::Plugin {
+                    plugin: plugin.name().to_owned(),
+                    call: PluginCall::CreateLockTasks.as_str().to_owned(),
+                    message: "a lock or unlock task requires nothing: it runs before or after \
+                              all the others"
+                        .to_owned(),
+                });
+            }
             if let TaskKind::Config { .. } = task.kind {
                 return Err(Error::Plugin {
                     plugin: plugin.name().to_owned(),

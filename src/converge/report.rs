@@ -127,8 +127,11 @@ impl Report {
                         description: task.description.clone(),
                     })
                 });
-                let resource = match item.role {
-                    super::catalog::Role::Action => item.reference(),
+                // Unescaped, as for resources: JSON escapes it.
+                let resource = match (item.role, &plugin) {
+                    (super::catalog::Role::Action, Some(from)) => {
+                        format!("{}[{}]", from.kind, item.name())
+                    }
                     _ => format!("{}[{}]", item.type_query, item.name()),
                 };
                 TaskReport {

@@ -119,13 +119,26 @@ pub fn call(
         let ended = e.to_string();
         let message =
             said.unwrap_or_else(|| ended.strip_prefix(&label).unwrap_or(&ended).to_owned());
+        let message = crate::secrets::redact(&message, &input.secrets);
         return Err(Error::Plugin {
             plugin: plugin.name().to_owned(),
             call: which.as_str().to_owned(),
             message,
         });
     }
-    parse(plugin, which, &text)
+    // What a plugin says may quote a sensitive value of the model.
+    parse(plugin, which, &text).map_err(|e| match e {
+        Error::Plugin {
+            plugin,
+            call,
+            message,
+        } => Error::Plugin {
+            plugin,
+            call,
+            message: crate::secrets::redact(&message, &input.secrets),
+        },
+        other => other,
+    })
 }
 
 /// Parses `text`, what `which` of `plugin` wrote on stdout: an error

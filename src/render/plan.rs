@@ -43,6 +43,11 @@ fn from_plugin(item: &crate::converge::catalog::Item) -> Option<String> {
     if !task.description.is_empty() {
         line.push_str(&format!(": {}", escape(&task.description)));
     }
+    // What a command runs is shown whole: it is what a reviewer approves.
+    if let crate::plugin::TaskKind::Remote { command } = &task.kind {
+        let words: Vec<String> = command.iter().map(|word| human::quote(word)).collect();
+        line.push_str(&format!("\n    runs: {}", words.join(" ")));
+    }
     if let crate::plugin::TaskKind::Config { replaces, .. } = &task.kind {
         let replaced: Vec<String> = replaces
             .iter()

@@ -887,3 +887,94 @@ fn what_an_item_made_stays_while_its_plugin_is_not_found() {
     run(&mut bench.sandbox.ral_command("apply", &[&keep])).expect(0);
     assert_eq!(bench.sandbox.read("srv/r1"), "one\n");
 }
+
+#[test]
+fn replacing_what_another_present_item_made_is_refused() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    // shop changes and would take over blog's page, which blog (applied,
+    // so not declared in this plan) made and still has.
+    let taking = TWO_SITES.replace(
+        "    content: hello shop\n",
+        "    content: taken\n    replaces: \"file:/srv/blog/index.html\"\n",
+    );
+    let m2 = bench.manifest("site2.yaml", &taking);
+    bench.ral("apply", &[&m2]).expect(2).stderr_has(
+        "replaces file::file[/srv/blog/index.html], which /site/blog made and still has",
+    );
+    assert_eq!(bench.sandbox.read("srv/index.html"), "hello shop\n");
+    assert!(bench
+        .states()
+        .contains(&"file[/srv/blog/index.html] Applied".to_owned()));
+}
+
+#[test]
+fn a_validation_error_cannot_forge_a_line() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n");
+    answer(
+        &bench,
+        "validate_model",
+        "{\"errors\": [{\"vpath\": \"/x\\nral: forged\", \"message\": \"m\\nral: forged too\"}]}",
+        0,
+    );
+    let planned = bench.ral("plan", &[&m]);
+    planned.expect(2);
+    assert!(
+        !planned
+            .stderr
+            .lines()
+            .any(|line| line.starts_with("ral: forged")),
+        "{}",
+        planned.stderr
+    );
+}
+
+#[test]
+fn a_plugin_cannot_show_a_sensitive_value_of_the_model() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest(
+        "thing.yaml",
+        "thing:\n  a: {size: 3, token: tok-5ecret-77}\n",
+    );
+    let leaks = |run: &Run| {
+        assert!(!run.stdout.contains("5ecret"), "{}", run.stdout);
+        assert!(!run.stderr.contains("5ecret"), "{}", run.stderr);
+    };
+    for (answer_text, expected) in [
+        (
+            r#"{"tasks": [{"kind": "remote", "item": "/thing/a", "command": ["echo", "--token=tok-5ecret-77"]}]}"#,
+            "puts a sensitive value on a command line",
+        ),
+        (
+            r#"{"tasks": [{"kind": "config", "item": "/thing/a", "type": "file", "title": "/srv/x", "attributes": {"content": "tok-5ecret-77"}}]}"#,
+            "puts a sensitive value in 'content' of file, which is not sensitive",
+        ),
+        (
+            r#"{"tasks": [{"kind": "config", "item": "/thing/a", "type": "file", "title": "/srv/tok-5ecret-77"}]}"#,
+            "puts a sensitive value in a resource's title",
+        ),
+        (
+            r#"{"error": {"message": "no, tok-5ecret-77"}}"#,
+            "plugin rogue: create_configuration: no, [redacted]",
+        ),
+    ] {
+        answer(&bench, "create_configuration", answer_text, 0);
+        let planned = bench.ral("plan", &[&m]);
+        planned.expect(2).stderr_has(expected);
+        leaks(&planned);
+    }
+    // A description quoting it is shown redacted.
+    answer(
+        &bench,
+        "create_configuration",
+        r#"{"tasks": [{"kind": "callback", "item": "/thing/a", "callback": "c", "description": "uses tok-5ecret-77"}]}"#,
+        0,
+    );
+    let planned = bench.ral("plan", &[&m]);
+    planned.expect(0).stdout_has("uses [redacted]");
+    leaks(&planned);
+    let json = bench.ral("plan", &["-j", &m]);
+    leaks(&json);
+}

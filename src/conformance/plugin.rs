@@ -348,8 +348,10 @@ impl PluginCheck<'_> {
                     json!({ "action": action, "name": SNAPSHOT }),
                 );
                 if action == "restore" {
-                    call.extra
-                        .insert("snapshot_model".to_owned(), applied.to_json());
+                    call.extra.insert(
+                        "snapshot_model".to_owned(),
+                        applied.to_json(&own_types(&plugin)),
+                    );
                 }
                 if let Some(Answer::Tasks(tasks)) = self.call(&plugin, call) {
                     self.check_tasks(
@@ -391,6 +393,7 @@ impl PluginCheck<'_> {
             state: ItemState::Initial,
             properties,
             applied_properties: None,
+            sensitive: Vec::new(),
         })
     }
 
@@ -406,6 +409,7 @@ impl PluginCheck<'_> {
             model: call.model,
             extra: call.extra,
             secrets: secrets(plugin, call.model),
+            own_types: own_types(plugin),
         };
         let mut text = String::new();
         let ran = self.checker.step(step, |host| {
@@ -898,7 +902,18 @@ fn made_item(item_type: &ItemType, state: ItemState) -> Result<ModelItem, String
         state,
         properties,
         applied_properties,
+        sensitive: Vec::new(),
     })
+}
+
+/// The plugin's item types: the model's items it owns.
+fn own_types(plugin: &Plugin) -> Vec<String> {
+    plugin
+        .meta
+        .item_types
+        .iter()
+        .map(|t| t.name.clone())
+        .collect()
 }
 
 #[cfg(test)]

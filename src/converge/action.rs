@@ -52,9 +52,14 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
                     &local
                 }
             };
-            plugin::call(runner, plugin, PluginCall::Callback, &run.input(extra))
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            plugin::call(
+                runner,
+                plugin,
+                PluginCall::Callback,
+                &run.input(plugin, extra),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
         }
         TaskKind::Remote { command } => {
             let label = format!("plugin::{plugin}");

@@ -107,7 +107,7 @@ impl PluginRun {
     }
 
     /// The input of a call of `plugin`, with the call's own keys.
-    pub fn input(&self, mut extra: Map<String, Json>) -> CallInput<'_> {
+    pub fn input(&self, plugin: &Plugin, mut extra: Map<String, Json>) -> CallInput<'_> {
         for (key, value) in &self.extra {
             extra.entry(key.clone()).or_insert_with(|| value.clone());
         }
@@ -118,6 +118,12 @@ impl PluginRun {
             model: &self.model,
             extra,
             secrets: self.secrets.clone(),
+            own_types: plugin
+                .meta
+                .item_types
+                .iter()
+                .map(|t| t.name.clone())
+                .collect(),
         }
     }
 }
@@ -344,7 +350,12 @@ fn call(
     which: PluginCall,
     run: &PluginRun,
 ) -> Result<Answer, Error> {
-    plugin::call(context.runner, plugin, which, &run.input(Map::new()))
+    plugin::call(
+        context.runner,
+        plugin,
+        which,
+        &run.input(plugin, Map::new()),
+    )
 }
 
 /// The texts of the sensitive values in the catalog.
@@ -472,6 +483,14 @@ fn model(
             applied_properties: before
                 .filter(|_| state != ItemState::Initial)
                 .map(|b| b.properties.clone()),
+            sensitive: item
+                .provider
+                .meta
+                .attributes
+                .values()
+                .filter(|a| a.sensitive)
+                .map(|a| a.name.clone())
+                .collect(),
         });
     }
     for item in stored {
@@ -484,6 +503,8 @@ fn model(
             state: ItemState::ForRemoval,
             properties: item.properties.clone(),
             applied_properties: Some(item.properties.clone()),
+            // The store keeps sensitive values as digests only.
+            sensitive: Vec::new(),
         });
     }
     Model { items }

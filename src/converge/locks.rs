@@ -63,7 +63,7 @@ pub fn add<'r>(
             context.runner,
             plugin,
             PluginCall::CreateLockTasks,
-            &run.input(extra),
+            &run.input(plugin, extra),
         )?;
         let Answer::Lock { lock, unlock } = answer else {
             unreachable!("create_lock_tasks answers a lock and an unlock task")

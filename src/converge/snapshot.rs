@@ -139,7 +139,7 @@ pub fn run<'r>(
             host,
             plugin,
             PluginCall::CreateSnapshotPlan,
-            &run.input(Map::new()),
+            &run.input(plugin, Map::new()),
         )?;
         let Answer::Tasks(tasks) = answer else {
             unreachable!("create_snapshot_plan answers tasks")
@@ -161,7 +161,7 @@ pub fn run<'r>(
                 (Some(recorded), SnapshotAction::Remove | SnapshotAction::Restore) => {
                     (recorded.created, recorded.model.clone())
                 }
-                _ => (crate::store::now(), model.to_json().to_string()),
+                _ => (crate::store::now(), model.to_json(&[]).to_string()),
             };
             store.put_snapshot(&Snapshot {
                 name: name.to_owned(),
@@ -188,6 +188,8 @@ fn model_of(stored: &[StoredItem]) -> Model {
                 state: item.state,
                 properties: item.properties.clone(),
                 applied_properties: Some(item.properties.clone()),
+                // The store keeps sensitive values as digests only.
+                sensitive: Vec::new(),
             })
             .collect(),
     }

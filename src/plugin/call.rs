@@ -34,6 +34,9 @@ pub struct CallInput<'a> {
     /// Sensitive values in the model, redacted from what the plugin
     /// writes on stderr.
     pub secrets: Vec<String>,
+    /// The plugin's item types: of the model's sensitive values it gets
+    /// only those of its own items.
+    pub own_types: Vec<String>,
 }
 
 impl CallInput<'_> {
@@ -47,7 +50,7 @@ impl CallInput<'_> {
                 "noop": self.noop,
             }),
         );
-        document.insert("model".to_owned(), self.model.to_json());
+        document.insert("model".to_owned(), self.model.to_json(&self.own_types));
         for (key, value) in &self.extra {
             document.insert(key.clone(), value.clone());
         }

@@ -15,6 +15,9 @@ pub struct ModelItem {
     pub properties: Map<String, Json>,
     /// What was applied last; `None` for an Initial item.
     pub applied_properties: Option<Map<String, Json>>,
+    /// Its sensitive properties: only the plugin owning its type gets
+    /// their values; the others get `[redacted]`.
+    pub sensitive: Vec<String>,
 }
 
 impl ModelItem {
@@ -23,14 +26,24 @@ impl ModelItem {
         vpath(&self.type_name, &self.name)
     }
 
-    fn to_json(&self) -> Json {
+    /// The item as a plugin owning `own` types sees it.
+    fn to_json(&self, own: &[String]) -> Json {
+        let mine = own.contains(&self.type_name);
+        let shown = |map: &Map<String, Json>| -> Map<String, Json> {
+            map.iter()
+                .map(|(key, value)| match mine || !self.sensitive.contains(key) {
+                    true => (key.clone(), value.clone()),
+                    false => (key.clone(), Json::from(crate::secrets::REDACTED)),
+                })
+                .collect()
+        };
         json!({
             "vpath": self.vpath(),
             "type": self.type_name,
             "name": self.name,
             "state": self.state.as_str(),
-            "properties": self.properties,
-            "applied_properties": self.applied_properties,
+            "properties": shown(&self.properties),
+            "applied_properties": self.applied_properties.as_ref().map(shown),
         })
     }
 }
@@ -47,9 +60,12 @@ pub struct Model {
 }
 
 impl Model {
-    /// `{"items": [...]}`, as every call's input holds it.
-    pub fn to_json(&self) -> Json {
-        json!({ "items": self.items.iter().map(ModelItem::to_json).collect::<Vec<Json>>() })
+    /// `{"items": [...]}`, as every call's input holds it, for a plugin
+    /// owning the item types `own`: another type's sensitive values are
+    /// not its to see.
+    pub fn to_json(&self, own: &[String]) -> Json {
+        let items: Vec<Json> = self.items.iter().map(|item| item.to_json(own)).collect();
+        json!({ "items": items })
     }
 
     /// The item at `vpath`.

@@ -978,3 +978,23 @@ fn a_plugin_cannot_show_a_sensitive_value_of_the_model() {
     let json = bench.ral("plan", &["-j", &m]);
     leaks(&json);
 }
+
+#[test]
+fn a_plugin_sees_sensitive_values_of_its_own_items_only() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest(
+        "thing.yaml",
+        "thing:\n  a: {size: 3, token: own-t0ken}\nuser:\n  carol: {password: '$6$abc$HASHED'}\n",
+    );
+    bench.ral("plan", &[&m]).expect(0);
+    let input = rogue_input(&bench, "create_configuration");
+    let items = input["model"]["items"].as_array().unwrap();
+    let carol = items.iter().find(|i| i["vpath"] == "/user/carol").unwrap();
+    assert_eq!(carol["properties"]["password"], "[redacted]", "{carol}");
+    let thing = items.iter().find(|i| i["vpath"] == "/thing/a").unwrap();
+    assert_eq!(thing["properties"]["token"], "own-t0ken");
+    assert!(!bench
+        .sandbox
+        .read("rogue/create_configuration.in")
+        .contains("HASHED"));
+}

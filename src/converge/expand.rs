@@ -646,16 +646,18 @@ fn check_items(
     model: &Model,
     registry: &Registry,
 ) -> Result<(), Error> {
+    let _ = registry;
+    // By vpath once: a lookup per task would scan the model each time.
+    let types: HashMap<String, &str> = model
+        .items
+        .iter()
+        .map(|item| (item.vpath(), item.type_name.as_str()))
+        .collect();
     for task in tasks {
-        let own = model.find(&task.item).is_some_and(|item| {
-            plugin
-                .meta
-                .item_types
-                .iter()
-                .any(|t| t.name == item.type_name)
-        });
+        let own = types
+            .get(&task.item)
+            .is_some_and(|type_name| plugin.meta.item_types.iter().any(|t| t.name == *type_name));
         if !own {
-            let _ = registry;
             return Err(Error::Plugin {
                 plugin: plugin.name().to_owned(),
                 call: PluginCall::CreateConfiguration.as_str().to_owned(),
@@ -698,13 +700,14 @@ fn declared_with_tasks(
         });
     }
     // Where each vpath is declared, to find an item's origin and type.
+    let by_written: HashMap<(&str, &str), &Item> = catalog
+        .items
+        .iter()
+        .map(|i| ((i.type_query.as_str(), i.name()), i))
+        .collect();
     let mut at_vpath: HashMap<String, usize> = HashMap::new();
     for (at, d) in declared.iter().enumerate() {
-        if let Some(item) = catalog
-            .items
-            .iter()
-            .find(|i| i.type_query == d.type_query && i.name() == d.name)
-        {
+        if let Some(item) = by_written.get(&(d.type_query.as_str(), d.name.as_str())) {
             at_vpath.insert(vpath(item.provider.type_name(), item.name()), at);
         } else if d.from_plugin.is_some() {
             at_vpath.insert(vpath(&d.type_query, &d.name), at);
@@ -932,13 +935,17 @@ pub fn replaced(registry: &Registry, catalog: &Catalog) -> HashSet<(String, Stri
 /// Gives the expanded catalog's plugin items the properties
 /// `update_model` set (it is built again from the manifests).
 fn keep_updates(updated: &Catalog, expanded: &mut Catalog) {
+    let at: HashMap<(String, String), usize> = expanded
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.role == Role::Model)
+        .map(|(at, e)| ((e.provider.qualified_name(), e.name().to_owned()), at))
+        .collect();
     for item in updated.items.iter().filter(|i| i.role == Role::Model) {
-        if let Some(twin) = expanded.items.iter_mut().find(|e| {
-            e.role == Role::Model
-                && e.provider.qualified_name() == item.provider.qualified_name()
-                && e.name() == item.name()
-        }) {
-            twin.request.attrs = item.request.attrs.clone();
+        let key = (item.provider.qualified_name(), item.name().to_owned());
+        if let Some(&twin) = at.get(&key) {
+            expanded.items[twin].request.attrs = item.request.attrs.clone();
         }
     }
 }

@@ -470,10 +470,12 @@ impl Registry {
     /// The provider, or the plugin item type (provider-shaped: it has no
     /// actions), a manifest's `query` names.
     pub fn resolve_item(&self, query: &str) -> Result<&Provider> {
+        // An item type first: no provider has one's name (they would
+        // clash), and a failed provider lookup builds a suggestion.
+        if let Some(model) = self.model(query) {
+            return Ok(model);
+        }
         match self.resolve(query) {
-            Err(Error::UnknownProvider { .. }) if self.model(query).is_some() => {
-                Ok(self.model(query).expect("just found"))
-            }
             // A misspelt item type is suggested as a misspelt type is.
             Err(Error::UnknownProvider { broken, .. }) => {
                 let names: Vec<String> = self

@@ -37,7 +37,7 @@ every shape); CPU time is that of ral and its children.
 
 Run from the repository root after `cargo build --release`:
 
-    python3 bench/plugins.py [--tasks 200,1000] [--repeat 5]
+    python3 bench/plugins.py [--tasks 200,1000] [--repeat 7]
                              [--plan-items 200,1000,2000,4000]
 
 Writes the plugins section of BENCHMARKS.md (bench/section.py).
@@ -72,6 +72,9 @@ SHAPES = [
     ("mixed", (4, 1), "bulk items of 4 config tasks and 1 callback"),
     ("callbacks", (0, 5), "bulk items of 5 callbacks"),
 ]
+# Part 2's: the first three, and items that expand into no task at all, to
+# tell what the planning time grows with (the items or their tasks).
+PLAN_SHAPES = SHAPES[:3] + [("empty", (0, 0), "bulk items of no task")]
 
 
 # ------------------------------------------------------------ the models
@@ -241,24 +244,25 @@ def apply_shape(work, name, shape, tasks, repeat):
 def plan_shape(work, name, shape, items, repeat):
     """Part 2 for one shape and size: `ral plan`, and create_configuration
     by hand on the model document ral sent it."""
-    tasks = items * PER_ITEM
     manifest = os.path.join(work, "plan-%s-%d.yaml" % (name, items))
-    write_model(manifest, shape, tasks)
+    write_model(manifest, shape, items * PER_ITEM)
     env = env_of(work)
     root = os.path.join(work, "root")
-    config = tasks if shape is None else shape[0] * items
-    runs = tasks - config
+    config = items * PER_ITEM if shape is None else shape[0] * items
+    runs = 0 if shape is None else shape[1] * items
     wanted = "Plan: 0 to create, %d to change, 0 to remove" % config
+    # --detailed-exitcodes: 2 when changes are pending.
+    expect = 2 if config else 0
     fresh(root)
     os.mkdir(os.path.join(root, "calls"))
-    check_summary(timed(ral("plan", root, manifest), env, 2)[3], wanted)
+    check_summary(timed(ral("plan", root, manifest), env, expect)[3], wanted)
     calls = os.path.join(work, "plan-calls")
     shutil.rmtree(calls, ignore_errors=True)
     os.rename(os.path.join(root, "calls"), calls)
     samples = []
     for _ in range(repeat):
         fresh(root)
-        run = timed(ral("plan", root, manifest), env, 2)
+        run = timed(ral("plan", root, manifest), env, expect)
         check_summary(run[3], wanted)
         if runs and "%d to run" % runs not in run[3].rstrip().rsplit("\n", 1)[-1]:
             sys.exit("bench: the plan does not run %d callbacks" % runs)
@@ -279,50 +283,57 @@ def us(seconds):
     return "%.0f µs" % (seconds * 1e6)
 
 
+def by_hand(r):
+    """The plugin's and the provider's calls by hand, as (wall, CPU)."""
+    parts = [x for x in (r["configure"], r["callbacks"], r["provider"]) if x]
+    return sum(x.wall for x in parts), sum(x.cpu for x in parts)
+
+
+def engine_per_task(r, tasks, cpu=False):
+    """(apply - the calls by hand) / TASKS, in wall or CPU time."""
+    wall, used = by_hand(r)
+    if cpu:
+        return (r["apply"].cpu - used) / tasks
+    return (r["apply"].wall - wall) / tasks
+
+
+def signed(seconds):
+    return ("+" if seconds >= 0 else "-") + us(abs(seconds))
+
+
 def apply_table(results, sizes, repeat):
     out = ["`ral apply --jobs 1` (release build) of T tasks on a fresh fake root, "
-           "in four shapes of the same T tasks; medians of %d runs (wall time). "
-           "*by hand* is the same calls the apply made, recorded once and "
-           "replayed one after another by a bash loop (median of %d runs each): "
-           "the plugin's (one create_configuration, and one start of the plugin "
-           "per callback) and the nop provider's (get, set, and the get that "
-           "verifies). *engine per task* is (apply - plugin by hand - provider by "
-           "hand) / T." % (repeat, repeat), "",
-           "| T | shape | apply | apply per task | plugin by hand | provider by hand "
-           "| engine per task |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+           "in four shapes of the same T tasks; medians of %d runs. *By hand* is "
+           "the same calls the apply made, recorded once and replayed one after "
+           "another by a bash loop (median of %d runs each): the plugin's (one "
+           "create_configuration, and one start of the plugin per callback) and "
+           "the nop provider's (get, set, and the get that verifies). *Engine per "
+           "task* is (apply - plugin by hand - provider by hand) / T, in wall "
+           "time and in CPU time (user and system, of ral or the bash loop and "
+           "the processes they waited for: steadier than wall time on a shared "
+           "machine, but blind to waits such as fsync); ral's start-up and its "
+           "plan are in it, spread over the T tasks." % (repeat, repeat), "",
+           "| T | shape | apply (wall) | apply per task | plugin by hand "
+           "| provider by hand | engine per task (wall) | engine per task (CPU) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for tasks in sizes:
         for name, shape, label in SHAPES:
             r = results[(name, tasks)]
             items = tasks // PER_ITEM
-            what = ("%d %s" % (tasks, label) if shape is None
-                    else "%d %s" % (items, label))
-            plugin = [x for x in (r["configure"], r["callbacks"]) if x]
-            plugin_time = sum(x.wall for x in plugin)
-            if plugin:
-                parts = []
-                if r["configure"]:
-                    parts.append("create_configuration %s" % ms(r["configure"].wall))
-                if r["callbacks"]:
-                    parts.append("%d callbacks %s" % (r["callback_calls"],
-                                                       ms(r["callbacks"].wall)))
-                plugin_shown = ", ".join(parts)
-            else:
-                plugin_shown = "-"
-            provider = r["provider"].wall if r["provider"] else 0.0
-            provider_shown = ("%d calls %s" % (r["provider_calls"], ms(provider))
-                              if r["provider"] else "-")
-            engine = (r["apply"].wall - plugin_time - provider) / tasks
-            out.append("| {:,} | {} | {} | {} | {} | {} | {} |".format(
+            what = "{:,} {}".format(tasks if shape is None else items, label)
+            parts = []
+            if r["configure"]:
+                parts.append("create_configuration %s" % ms(r["configure"].wall))
+            if r["callbacks"]:
+                parts.append("{:,} callbacks {}".format(r["callback_calls"],
+                                                         ms(r["callbacks"].wall)))
+            provider = ("%d calls %s" % (r["provider_calls"], ms(r["provider"].wall))
+                        if r["provider"] else "-")
+            out.append("| {:,} | {} | {} | {} | {} | {} | {} | {} |".format(
                 tasks, what, ms(r["apply"].wall), us(r["apply"].wall / tasks),
-                plugin_shown, provider_shown, us(engine)))
+                ", ".join(parts) or "-", provider, us(engine_per_task(r, tasks)),
+                us(engine_per_task(r, tasks, cpu=True))))
     return out
-
-
-def engine_per_task(r, tasks):
-    plugin = sum(x.wall for x in (r["configure"], r["callbacks"]) if x)
-    provider = r["provider"].wall if r["provider"] else 0.0
-    return (r["apply"].wall - plugin - provider) / tasks
 
 
 def apply_sentences(results, sizes):
@@ -332,45 +343,43 @@ def apply_sentences(results, sizes):
         config = engine_per_task(results[("config", tasks)], tasks)
         calls = results[("callbacks", tasks)]
         callback = engine_per_task(calls, tasks)
+        base_cpu = engine_per_task(results[("manifest", tasks)], tasks, cpu=True)
+        config_cpu = engine_per_task(results[("config", tasks)], tasks, cpu=True)
+        callback_cpu = engine_per_task(calls, tasks, cpu=True)
         per_call = calls["callbacks"].wall / calls["callback_calls"]
         out.append(
-            "At {:,} tasks the engine costs {} per plain resource, {} per config "
-            "task of a plugin ({} more) and {} per callback ({} more), on top of "
+            "At {:,} tasks the engine costs, in wall time (CPU time), {} ({}) per "
+            "resource of a manifest, {} ({}) per config task of a plugin ({} ({}) "
+            "against the resource) and {} ({}) per callback ({} ({})), on top of "
             "the {} a start of the plugin takes per callback by hand; each "
-            "callback's input document is {:,} bytes (the whole model).".format(
-                tasks, us(base), us(config), us(config - base), us(callback),
-                us(callback - base), us(per_call), calls["callback_bytes"]))
-    if len(sizes) >= 2:
-        small, large = sizes[0], sizes[-1]
-        grow = []
-        for name, _, _ in SHAPES:
-            a = engine_per_task(results[(name, small)], small)
-            b = engine_per_task(results[(name, large)], large)
-            grow.append("%s %s to %s" % (name, us(a), us(b)))
-        out.append("From {:,} to {:,} tasks the engine's cost per task goes: {}.".format(
-            small, large, "; ".join(grow)))
+            "callback's input document holds the whole model, {:,} bytes here.".format(
+                tasks, us(base), us(base_cpu), us(config), us(config_cpu),
+                signed(config - base), signed(config_cpu - base_cpu),
+                us(callback), us(callback_cpu), signed(callback - base),
+                signed(callback_cpu - base_cpu), us(per_call),
+                calls["callback_bytes"]))
     return out
 
 
 def plan_table(plans, items_list, repeat):
-    out = ["`ral plan` (release build) of bulk items of 5 tasks each, on a fresh "
-           "fake root, against `ral plan` of as many nop resources written in a "
-           "manifest; median wall time of %d runs, peak RSS the largest of the "
-           "runs (ral's, or a child's when larger). create_configuration alone is "
-           "the plugin run by hand on the model document ral sent it (median of "
-           "%d runs, and its own peak RSS)." % (repeat, repeat), "",
-           "| tasks | model | `ral plan` | per task | peak RSS | create_configuration "
-           "alone |",
-           "| --- | --- | --- | --- | --- | --- |"]
+    out = ["`ral plan` (release build) of bulk items of 5 tasks each (and of items "
+           "of no task), on a fresh fake root, against `ral plan` of as many nop "
+           "resources written in a manifest; median wall time of %d runs, peak "
+           "RSS the largest of the runs (ral's, or a child's when larger). "
+           "create_configuration alone is the plugin run by hand on the model "
+           "document ral sent it (median of %d runs, and its own peak RSS)."
+           % (repeat, repeat), "",
+           "| items | model | tasks | `ral plan` | per task | peak RSS "
+           "| create_configuration alone |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
     for items in items_list:
-        tasks = items * PER_ITEM
-        for name, shape, label in SHAPES[:3]:
+        for name, shape, label in PLAN_SHAPES:
             p = plans[(name, items)]
-            what = ("%d %s" % (tasks, label) if shape is None
-                    else "%d %s" % (items, label))
+            tasks = items * PER_ITEM if shape is None else items * sum(shape)
             conf = p["configure"]
-            out.append("| {:,} | {} | {} | {} | {:.1f} MiB | {} |".format(
-                tasks, what, ms(p["plan"].wall), us(p["plan"].wall / tasks),
+            out.append("| {:,} | {:,} {} | {:,} | {} | {} | {:.1f} MiB | {} |".format(
+                items, tasks if shape is None else items, label, tasks,
+                ms(p["plan"].wall), us(p["plan"].wall / tasks) if tasks else "-",
                 p["plan"].peak,
                 "%s, %.1f MiB" % (ms(conf.wall), conf.peak) if conf else "-"))
     return out
@@ -380,26 +389,34 @@ def plan_sentences(plans, items_list):
     out = []
     if 1000 in items_list:
         m, c, x = (plans[(n, 1000)] for n in ("manifest", "config", "mixed"))
+        top = max(c["configure"].peak, x["configure"].peak)
         out.append(
             "A model of 1,000 plugin items expanding into 5,000 tasks plans in {} "
-            "({} and 1,000 callbacks: {}), against {} for the same 5,000 resources "
-            "written in a manifest ({:.1f} times); peak RSS {:.1f} MiB and {:.1f} "
-            "MiB against {:.1f} MiB.".format(
-                ms(c["plan"].wall), "4,000 config tasks", ms(x["plan"].wall),
-                ms(m["plan"].wall), c["plan"].wall / m["plan"].wall,
-                c["plan"].peak, x["plan"].peak, m["plan"].peak))
+            "(5,000 config tasks; {} with 4,000 config tasks and 1,000 callbacks), "
+            "against {} for the same 5,000 resources written in a manifest ({:.1f} "
+            "times); peak RSS {:.1f} MiB ({:.1f} MiB) against {:.1f} MiB, {}.".format(
+                ms(c["plan"].wall), ms(x["plan"].wall), ms(m["plan"].wall),
+                c["plan"].wall / m["plan"].wall, c["plan"].peak, x["plan"].peak,
+                m["plan"].peak,
+                "ral's own: the plugin alone peaks at {:.1f} MiB".format(top)
+                if top < min(c["plan"].peak, x["plan"].peak)
+                else "where the plugin alone peaks at {:.1f} MiB".format(top)))
     if len(items_list) >= 2:
         small, large = items_list[0], items_list[-1]
-        for name, _, label in SHAPES[:3]:
-            per = [plans[(name, items)]["plan"].wall / (items * PER_ITEM)
-                   for items in items_list]
-            out.append("Planning time per task, {}: {} ({:.2f} times from {:,} to {:,} "
-                       "tasks{}).".format(
-                           label, ", ".join("{} at {:,}".format(us(t), i * PER_ITEM)
-                                            for t, i in zip(per, items_list)),
-                           per[-1] / per[0], small * PER_ITEM, large * PER_ITEM,
-                           ": it grows with the number of tasks" if per[-1] > 1.5 * per[0]
-                           else ""))
+        for name, shape, label in PLAN_SHAPES:
+            per_task = shape is None or sum(shape) > 0
+            count = [i * PER_ITEM if shape is None else i * (sum(shape) or 1)
+                     for i in items_list]
+            per = [plans[(name, i)]["plan"].wall / n for i, n in zip(items_list, count)]
+            unit = "task" if per_task else "item"
+            out.append("Planning time per {}, {}: {} ({:.2f} times from {:,} to {:,} "
+                       "items{}).".format(
+                           unit, label,
+                           ", ".join("{} at {:,} {}s".format(us(t), n, unit)
+                                     for t, n in zip(per, count)),
+                           per[-1] / per[0], small, large,
+                           ": it grows with the size of the model"
+                           if per[-1] > 1.5 * per[0] else ""))
     return out
 
 
@@ -409,7 +426,7 @@ def main():
                         help="part 1: tasks per apply (multiples of 5)")
     parser.add_argument("--plan-items", default="200,1000,2000,4000",
                         help="part 2: bulk items per plan (5 tasks each)")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     opts = parser.parse_args()
     if not os.path.exists(RAL):
         sys.exit("build first: cargo build --release")
@@ -433,16 +450,17 @@ def main():
                       % (tasks, name, r["apply"].wall, engine_per_task(r, tasks) * 1e6),
                       flush=True)
         for items in items_list:
-            for name, shape, _ in SHAPES[:3]:
+            for name, shape, _ in PLAN_SHAPES:
                 p = plan_shape(work, name, shape, items, opts.repeat)
                 plans[(name, items)] = p
-                print("plan  %5d %-9s %8.3f s  %6.1f MiB"
-                      % (items * PER_ITEM, name, p["plan"].wall, p["plan"].peak),
+                print("plan  %5d items %-9s %8.3f s  %6.1f MiB"
+                      % (items, name, p["plan"].wall, p["plan"].peak),
                       flush=True)
+    bullets = lambda lines: ["- " + line for line in lines]  # noqa: E731
     body = (apply_table(results, sizes, opts.repeat) + [""]
-            + apply_sentences(results, sizes) + [""]
+            + bullets(apply_sentences(results, sizes)) + [""]
             + plan_table(plans, items_list, opts.repeat) + [""]
-            + plan_sentences(plans, items_list))
+            + bullets(plan_sentences(plans, items_list)))
     sec.write("\n".join(body))
 
 

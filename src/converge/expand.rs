@@ -770,36 +770,55 @@ fn declared_with_tasks(
                 }
             }
             let reference = &by_id[task.id.as_str()];
-            let attrs = match &task.kind {
-                TaskKind::Config { attributes, .. } => attributes
-                    .iter()
-                    .map(|(name, value)| RawAttr {
-                        name: name.clone(),
-                        value: Written::from_json(value),
-                        line: owner.origin.line,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
             declared[owner_at].require.push(reference.clone());
-            declared.push(Declared {
-                type_query: reference.type_query.clone(),
-                name: reference.name.clone(),
-                origin: owner.origin.clone(),
-                attrs,
+            declared.push(task_declaration(
+                plugin,
+                task,
+                reference,
+                &owner.origin,
                 require,
-                before: Vec::new(),
-                from_plugin: Some(Arc::new(FromPlugin::Task {
-                    plugin: plugin.name().to_owned(),
-                    task: Box::new(task.clone()),
-                    phase: Phase::Main,
-                })),
-            });
+            ));
         }
     }
     match problems.is_empty() {
         true => Ok(declared),
         false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// The declaration of a plugin's task known as `reference`, shown at
+/// `origin` (its item's, where nothing of the task itself is written):
+/// a config task's attributes are read as a manifest's would be.
+pub(super) fn task_declaration(
+    plugin: &Plugin,
+    task: &PluginTask,
+    reference: &Reference,
+    origin: &Origin,
+    require: Vec<Reference>,
+) -> Declared {
+    let attrs = match &task.kind {
+        TaskKind::Config { attributes, .. } => attributes
+            .iter()
+            .map(|(name, value)| RawAttr {
+                name: name.clone(),
+                value: Written::from_json(value),
+                line: origin.line,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Declared {
+        type_query: reference.type_query.clone(),
+        name: reference.name.clone(),
+        origin: origin.clone(),
+        attrs,
+        require,
+        before: Vec::new(),
+        from_plugin: Some(Arc::new(FromPlugin::Task {
+            plugin: plugin.name().to_owned(),
+            task: Box::new(task.clone()),
+            phase: Phase::Main,
+        })),
     }
 }
 

@@ -21,8 +21,8 @@ use crate::store::{Holder, Snapshot, Store, StoredItem};
 
 use super::apply::{self, Events, StopRequested};
 use super::catalog::Catalog;
-use super::expand::{task_reference, FromPlugin, Phase, PluginRun};
-use super::manifest::{Declared, Origin, RawAttr, Reference};
+use super::expand::{task_declaration, task_reference, PluginRun};
+use super::manifest::{Declared, Origin, Reference};
 use super::plan::{self, Plan, PlanState};
 use super::run::{RunError, StoreAt};
 
@@ -246,31 +246,7 @@ fn declarations(
             }
         }
         let reference = &by_id[task.id.as_str()];
-        let name = reference.name.clone();
-        let attrs = match &task.kind {
-            TaskKind::Config { attributes, .. } => attributes
-                .iter()
-                .map(|(attr, value)| RawAttr {
-                    name: attr.clone(),
-                    value: crate::types::Written::from_json(value),
-                    line: 0,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        declared.push(Declared {
-            type_query: reference.type_query.clone(),
-            name,
-            origin: origin.clone(),
-            attrs,
-            require,
-            before: Vec::new(),
-            from_plugin: Some(Arc::new(FromPlugin::Task {
-                plugin: plugin.name().to_owned(),
-                task: Box::new(task.clone()),
-                phase: Phase::Main,
-            })),
-        });
+        declared.push(task_declaration(plugin, task, reference, origin, require));
     }
     match problems.is_empty() {
         true => Ok(declared),

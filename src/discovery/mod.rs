@@ -185,6 +185,11 @@ pub fn discover(
         }
     }
     let (models, clashes) = plugins::models(&registry.plugins, &registry.providers);
+    // Said at once: a run whose model holds plugin items fails on it,
+    // and one that does not would otherwise shadow the type silently.
+    for clash in &clashes {
+        log::warn!("{clash}");
+    }
     registry.models = models;
     registry.clashes = clashes;
     registry

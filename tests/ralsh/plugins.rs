@@ -329,6 +329,12 @@ fn item_type_clashes_name_both_files() {
         .expect(2)
         .stderr_has("clash_type/plugins/files.yaml: item type 'file' is also the type of the provider file::file (")
         .stderr_has("file.prov)");
+    // Without plugin items the run goes on, but says the type is shadowed.
+    let files = bench.manifest("files.yaml", "file:\n  /srv/x: {ensure: file}\n");
+    bench
+        .ral("plan", &[&files])
+        .expect(0)
+        .stderr_has("item type 'file' is also the type of the provider file::file");
     let bench = Bench::new().with_data("clash_plugins");
     bench
         .ral("plan", &[&m])

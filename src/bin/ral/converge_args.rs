@@ -13,8 +13,8 @@ pub use ral::converge::run::Mode;
 
 #[derive(Debug, clap::Args)]
 pub struct ConvergeArgs {
-    /// Also search DIR/providers for providers (before RALSH_DATA_DIR and
-    /// the bundled providers); repeatable.
+    /// Also search DIR/providers for providers and DIR/plugins for model
+    /// plugins (before RALSH_DATA_DIR and the bundled ones); repeatable.
     #[arg(short = 'I', long = "include", value_name = "DIR")]
     pub include: Vec<PathBuf>,
 

@@ -32,6 +32,10 @@ pub struct Outcome {
     pub noop: bool,
 }
 
+/// The metaparameters of a manifest's resource: they order resources and
+/// are not attributes.
+pub const METAPARAMETERS: [&str; 2] = ["require", "before"];
+
 /// Where a request was written, for the words of its problems.
 #[derive(Debug, Clone, Copy)]
 pub enum WrittenIn<'a> {

@@ -21,7 +21,6 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::converge::manifest::METAPARAMETERS;
 use crate::discovery::Registry;
 use crate::error::Error;
 use crate::host::{Host, HostConfig};
@@ -29,7 +28,7 @@ use crate::plugin::{self, Answer, CallInput, Model, ModelItem, PluginTask, Requi
 use crate::plugin_meta::{ItemType, Plugin, PluginCall};
 use crate::store::ItemState;
 use crate::types::{Value, Written};
-use crate::update::{Request, WrittenIn};
+use crate::update::{Request, WrittenIn, METAPARAMETERS};
 
 use super::round_trip::{made_value, other_value, MADE};
 use super::{CheckOptions, Checker, Level, NotRun, Report, StepHints, Subject};

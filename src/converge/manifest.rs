@@ -73,8 +73,8 @@ pub struct Declared {
     pub from_plugin: Option<std::sync::Arc<super::expand::FromPlugin>>,
 }
 
-/// The metaparameters: they order resources and are not attributes.
-pub const METAPARAMETERS: [&str; 2] = ["require", "before"];
+/// The metaparameters (`require`, `before`), kept with requests.
+pub use crate::update::METAPARAMETERS;
 
 /// What reading manifests gave.
 #[derive(Debug, Default)]

@@ -194,14 +194,29 @@ fn lookup(
     index: &HashMap<(String, String), usize>,
     reference: &Reference,
 ) -> Result<usize, (String, (String, String))> {
-    let provider = registry
-        .resolve_item(&reference.type_query)
+    let provider = resolve_reference_type(registry, &reference.type_query)
         .map_err(|e| (escape(&e.to_string()), Default::default()))?;
     let key = (provider.qualified_name(), reference.name.clone());
     index
         .get(&key)
         .copied()
         .ok_or_else(|| ("no such resource in the manifest".to_owned(), key))
+}
+
+/// The provider (or plugin item type) a reference's type names. Puppet
+/// writes references with a capital (`User[carol]`, `Host::Etc_hosts[x]`):
+/// a type not found as written is looked for in lower case, as Puppet's
+/// own are case-insensitive; the error is the one for the type as written.
+fn resolve_reference_type<'r>(
+    registry: &'r Registry,
+    type_query: &str,
+) -> crate::error::Result<&'r Provider> {
+    match registry.resolve_item(type_query) {
+        Err(e) if type_query.chars().any(char::is_uppercase) => registry
+            .resolve_item(&type_query.to_lowercase())
+            .map_err(|_| e),
+        other => other,
+    }
 }
 
 /// Edges the metadata implies: an attribute that names a resource of

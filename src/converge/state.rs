@@ -145,9 +145,11 @@ impl StateStore {
         for wanted in references {
             let reference = parse_reference(wanted, 0).map_err(StateError::Reference)?;
             let found = stored.iter().find(|item| {
+                // Puppet's form `User[carol]` too: types are not told
+                // apart by case.
                 item.name == reference.name
-                    && (item.type_name == reference.type_query
-                        || item.provider == reference.type_query)
+                    && (item.type_name.eq_ignore_ascii_case(&reference.type_query)
+                        || item.provider.eq_ignore_ascii_case(&reference.type_query))
             });
             match found {
                 Some(item) => {

@@ -771,3 +771,29 @@ fn a_value_absent_of_another_attribute_than_ensure_is_a_change_not_a_removal() {
     let doc = plan_json(&bench.ral("plan", &["-j", &m]));
     assert_eq!(task(&doc, "beta[b1]")["action"], "change", "{doc}");
 }
+
+#[test]
+fn puppet_s_capitalised_references_are_accepted() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "beta:\n  b1: {value: x}\n  b2: {value: y, require: \"Beta[b1]\"}\n",
+    );
+    bench
+        .ral("plan", &[&m])
+        .expect(0)
+        .stdout_has("+ beta[b2] (waits for beta[b1])");
+    bench.ral("apply", &[&m]).expect(0);
+    run(&mut bench.sandbox.ral_command("state", &["forget", "Beta[b2]"])).expect(0);
+    let listed = run(&mut bench.sandbox.ral_command("state", &["list"]));
+    assert!(listed.stdout.contains("beta[b1]"), "{}", listed.stdout);
+    assert!(!listed.stdout.contains("beta[b2]"), "{}", listed.stdout);
+    let wrong = bench.manifest(
+        "w.yaml",
+        "beta:\n  b2: {value: y, require: \"Betta[b1]\"}\n",
+    );
+    bench
+        .ral("plan", &[&wrong])
+        .expect(2)
+        .stderr_has("unknown provider or type 'Betta'");
+}

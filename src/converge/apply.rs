@@ -142,7 +142,7 @@ pub fn apply(
                     && locks::phase(catalog, plan, at) == Phase::Main
             })
             .collect();
-        skip_for(catalog, plan, off, &locked, events);
+        skip(catalog, plan, off, Some(&locked), events);
     }
     if plan.state == PlanState::Stopping {
         // Unlock tasks still run.
@@ -194,7 +194,7 @@ fn run_tasks(
     for at in 0..plan.tasks.len() {
         if plan.tasks[at].state.is_unsuccessful() {
             let off = schedule.did_not_succeed(at);
-            skip(catalog, plan, off, events);
+            skip(catalog, plan, off, None, events);
         }
     }
     std::thread::scope(|scope| loop {
@@ -249,7 +249,7 @@ fn run_tasks(
         }
         events.tasks_ended(catalog, plan, &done.tasks);
         off.sort_unstable();
-        skip(catalog, plan, off, events);
+        skip(catalog, plan, off, None, events);
     });
 }
 
@@ -444,44 +444,22 @@ fn unlock(
     }
 }
 
-/// Marks Skipped the tasks `off`: the tasks `because` (locks) did not
-/// succeed.
-fn skip_for(
+/// Marks Skipped the tasks `off` (in plan order: what they wait for is
+/// marked first), each naming the tasks it waits for that did not
+/// succeed: those it requires, or all of `because` (the locks) when given.
+fn skip(
     catalog: &Catalog,
     plan: &mut Plan,
     off: Vec<usize>,
-    because: &[usize],
+    because: Option<&[usize]>,
     events: &mut dyn Events,
 ) {
     if off.is_empty() {
         return;
     }
-    let names: Vec<String> = because
-        .iter()
-        .filter(|&&at| plan.tasks[at].state.is_unsuccessful())
-        .map(|&at| catalog.items[plan.tasks[at].item].reference())
-        .collect();
     for &at in &off {
-        let task = &mut plan.tasks[at];
-        task.state = TaskState::Skipped;
-        task.error = Some(TaskError {
-            kind: ErrorKind::Prerequisite,
-            message: format!("not run: {} did not succeed", names.join(", ")),
-        });
-    }
-    events.tasks_ended(catalog, plan, &off);
-}
-
-/// Marks Skipped the tasks `off` (in plan order: what they wait for is
-/// marked first), each naming the tasks it waits for that did not
-/// succeed.
-fn skip(catalog: &Catalog, plan: &mut Plan, off: Vec<usize>, events: &mut dyn Events) {
-    if off.is_empty() {
-        return;
-    }
-    for &at in &off {
-        let names: Vec<String> = plan.tasks[at]
-            .requires
+        let names: Vec<String> = because
+            .unwrap_or(&plan.tasks[at].requires)
             .iter()
             .filter(|&&before| plan.tasks[before].state.is_unsuccessful())
             .map(|&before| catalog.items[plan.tasks[before].item].reference())

@@ -296,20 +296,21 @@ fn check_resource<'r>(
             .from_plugin
             .as_deref()
             .is_some_and(FromPlugin::is_removal);
+    let item = |attrs| Item {
+        provider,
+        role,
+        tie: None,
+        from_plugin: resource.from_plugin.clone(),
+        type_query: resource.type_query.clone(),
+        origin: resource.origin.clone(),
+        request: Request {
+            name: resource.name.clone(),
+            attrs,
+        },
+        requires: Vec::new(),
+    };
     if unchecked {
-        return Some(Item {
-            provider,
-            role,
-            tie: None,
-            from_plugin: resource.from_plugin.clone(),
-            type_query: resource.type_query.clone(),
-            origin: resource.origin.clone(),
-            request: Request {
-                name: resource.name.clone(),
-                attrs: Vec::new(),
-            },
-            requires: Vec::new(),
-        });
+        return Some(item(Vec::new()));
     }
     let written: Vec<(&str, &Written)> = resource
         .attrs
@@ -373,17 +374,5 @@ fn check_resource<'r>(
             }
         }
     }
-    Some(Item {
-        provider,
-        role,
-        tie: None,
-        from_plugin: resource.from_plugin.clone(),
-        type_query: resource.type_query.clone(),
-        origin: resource.origin.clone(),
-        request: Request {
-            name: resource.name.clone(),
-            attrs,
-        },
-        requires: Vec::new(),
-    })
+    Some(item(attrs))
 }

@@ -482,23 +482,23 @@ impl Registry {
         }
         match self.resolve(query) {
             // A misspelt item type is suggested as a misspelt type is.
-            Err(Error::UnknownProvider { broken, .. }) => {
-                let names: Vec<String> = self
-                    .providers
-                    .iter()
-                    .chain(&self.models)
-                    .flat_map(|p| [p.type_name().to_owned(), p.qualified_name()])
-                    .collect();
-                Err(Error::UnknownProvider {
-                    query: query.to_owned(),
-                    suggestion: crate::suggest::did_you_mean(
-                        query,
-                        names.iter().map(String::as_str),
-                    ),
-                    broken,
-                })
+            Err(Error::UnknownProvider { .. }) => {
+                Err(self.unknown(query, self.providers.iter().chain(&self.models)))
             }
             other => other,
+        }
+    }
+
+    /// `query` names none of `known`: the error, with the closest of
+    /// their types and qualified names as a suggestion.
+    fn unknown<'p>(&self, query: &str, known: impl Iterator<Item = &'p Provider>) -> Error {
+        let names: Vec<String> = known
+            .flat_map(|p| [p.type_name().to_owned(), p.qualified_name()])
+            .collect();
+        Error::UnknownProvider {
+            query: query.to_owned(),
+            suggestion: crate::suggest::did_you_mean(query, names.iter().map(String::as_str)),
+            broken: self.broken,
         }
     }
 
@@ -557,21 +557,7 @@ impl Registry {
                 provider: unsuitable.qualified_name(),
                 reason: unsuitable.unsuitable.clone().unwrap_or_default(),
             }),
-            ([], None) => {
-                let names: Vec<String> = self
-                    .providers
-                    .iter()
-                    .flat_map(|p| [p.type_name().to_owned(), p.qualified_name()])
-                    .collect();
-                Err(Error::UnknownProvider {
-                    query: query.to_owned(),
-                    suggestion: crate::suggest::did_you_mean(
-                        query,
-                        names.iter().map(String::as_str),
-                    ),
-                    broken: self.broken,
-                })
-            }
+            ([], None) => Err(self.unknown(query, self.providers.iter())),
             (many, _) => Err(Error::AmbiguousType {
                 query: query.to_owned(),
                 candidates: many.iter().map(|p| p.qualified_name()).collect(),

@@ -43,6 +43,7 @@ pub mod plugin_meta;
 pub mod process;
 pub mod provider;
 pub mod quoting;
+pub mod relations;
 pub mod remote;
 pub mod render;
 pub mod resource;

@@ -8,6 +8,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::relations::{self, RawRelations, Relation, RelationKind};
 use crate::secrets::REDACTED;
 use crate::types::AttrMap;
 use crate::types::{AttrType, Value};
@@ -26,10 +27,19 @@ impl Invoke {
     fn actions(self) -> (&'static [Action], Action) {
         match self {
             Invoke::Simple => (
-                &[Action::Describe, Action::List, Action::Find, Action::Update],
+                &[
+                    Action::Describe,
+                    Action::List,
+                    Action::Find,
+                    Action::Update,
+                    Action::Refresh,
+                ],
                 Action::List,
             ),
-            Invoke::Json => (&[Action::Describe, Action::Get, Action::Set], Action::Get),
+            Invoke::Json => (
+                &[Action::Describe, Action::Get, Action::Set, Action::Refresh],
+                Action::Get,
+            ),
         }
     }
 
@@ -52,6 +62,9 @@ pub enum Action {
     Get,
     /// json convention: change resources.
     Set,
+    /// Either convention: refresh resources (restart a service) because
+    /// something they subscribe to changed.
+    Refresh,
     /// A model plugin's call (`validate_model`, `callback`, ...), or a
     /// plugin's remote task (`command`).
     Plugin(&'static str),
@@ -66,6 +79,7 @@ impl Action {
             Action::Update => "update",
             Action::Get => "get",
             Action::Set => "set",
+            Action::Refresh => "refresh",
             Action::Plugin(call) => call,
         }
     }
@@ -224,6 +238,8 @@ pub struct Metadata {
     /// Where its sensitive values go (simple convention only).
     pub sensitive_in: SensitiveIn,
     pub attributes: AttrMap<Attribute>,
+    /// `autorequire`, `autobefore`, `autonotify` and `autosubscribe`.
+    pub relations: Vec<Relation>,
 }
 
 /// The most bytes of metadata accepted, from a `.yaml` or a describe.
@@ -368,6 +384,14 @@ struct RawProvider {
     features: Vec<String>,
     #[serde(default, deserialize_with = "optional_text")]
     sensitive_in: Option<String>,
+    #[serde(default)]
+    autorequire: RawRelations,
+    #[serde(default)]
+    autobefore: RawRelations,
+    #[serde(default)]
+    autonotify: RawRelations,
+    #[serde(default)]
+    autosubscribe: RawRelations,
     attributes: IndexMap<String, RawAttribute>,
 }
 
@@ -529,6 +553,16 @@ impl RawProvider {
             return Err("provider.attributes must declare the 'name' attribute".to_owned());
         }
         let sensitive_in = check_sensitive_in(self.sensitive_in.as_deref(), invoke, &attributes)?;
+        let names: Vec<&str> = attributes.keys().map(String::as_str).collect();
+        let mut relations = Vec::new();
+        for (kind, raw) in RelationKind::ALL.into_iter().zip([
+            self.autorequire,
+            self.autobefore,
+            self.autonotify,
+            self.autosubscribe,
+        ]) {
+            relations.extend(relations::check(kind, raw, &names)?);
+        }
         Ok(Metadata {
             type_name: self.type_name,
             name,
@@ -541,6 +575,7 @@ impl RawProvider {
             names_are_paths,
             sensitive_in,
             attributes,
+            relations,
         })
     }
 }
@@ -971,7 +1006,7 @@ mod tests {
             (
                 "invoke: simple",
                 "invoke: json",
-                "unknown action 'list' for the json convention (known: describe, get, set)",
+                "unknown action 'list' for the json convention (known: describe, get, set, refresh)",
             ),
             ("actions: [list]", "actions: [find]", "must include list"),
             (

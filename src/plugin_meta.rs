@@ -239,6 +239,7 @@ impl RawItemType {
                 names_are_paths: false,
                 sensitive_in: SensitiveIn::Args,
                 attributes,
+                relations: Vec::new(),
             },
         })
     }

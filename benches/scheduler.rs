@@ -33,6 +33,7 @@ fn run_schedule(provider: &[usize], requires: &[Vec<usize>]) -> usize {
             provider,
             requires,
             pending: true,
+            alone: false,
         });
     let mut schedule = Schedule::new(batched(), nodes);
     let mut running: Vec<Vec<usize>> = Vec::new();

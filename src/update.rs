@@ -32,9 +32,9 @@ pub struct Outcome {
     pub noop: bool,
 }
 
-/// The metaparameters of a manifest's resource: they order resources and
-/// are not attributes.
-pub const METAPARAMETERS: [&str; 2] = ["require", "before"];
+/// The metaparameters of a manifest's resource: they order resources (and
+/// `notify`, `subscribe` refresh them) and are not attributes.
+pub const METAPARAMETERS: [&str; 4] = ["require", "before", "notify", "subscribe"];
 
 /// Where a request was written, for the words of its problems.
 #[derive(Debug, Clone, Copy)]

@@ -273,6 +273,7 @@ fn schedule_of(catalog: &Catalog, plan: &Plan) -> Schedule {
     let nodes = plan.tasks.iter().zip(&index).map(|(task, &provider)| Node {
         provider,
         requires: &task.requires,
+        alone: task.action == Action::Refresh,
         pending: task.state == TaskState::Initial
             && catalog.items[task.item]
                 .from_plugin
@@ -298,6 +299,10 @@ fn start_batch<'scope, 'env>(
         plan.tasks[at].state = TaskState::Running;
     }
     events.tasks_started(catalog, plan, &batch);
+    if plan.tasks[batch[0]].action == Action::Refresh {
+        start_refresh(host, catalog, plan, batch[0], sender, scope);
+        return;
+    }
     if catalog.items[plan.tasks[batch[0]].item].role == Role::Action {
         let item = &catalog.items[plan.tasks[batch[0]].item];
         let sender = sender.clone();
@@ -368,6 +373,73 @@ fn start_batch<'scope, 'env>(
             seconds: started.elapsed().as_secs_f64(),
         }));
     });
+}
+
+/// Starts the refresh task `at` on a thread of `scope` (it runs alone),
+/// or ends it at once when it is not needed: nothing it subscribes to
+/// changed after all, or its own task just created, removed, started or
+/// stopped it (its `ensure` changed), which a refresh would only repeat.
+fn start_refresh<'scope, 'env>(
+    host: &'env Host,
+    catalog: &'env Catalog,
+    plan: &mut Plan,
+    at: usize,
+    sender: &mpsc::Sender<Message>,
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+) {
+    let item = &catalog.items[plan.tasks[at].item];
+    let not_needed = refresh_not_needed(catalog, plan, at);
+    plan.tasks[at].note = not_needed.clone();
+    let placeholder = update::Transition {
+        name: item.name().to_owned(),
+        found: true,
+        state: Resource::bare(item.name()),
+        should: Vec::new(),
+    };
+    let sender = sender.clone();
+    scope.spawn(move || {
+        let started = Instant::now();
+        let result = match not_needed {
+            Some(_) => Ok(()),
+            None => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                host.refresh(item.provider, item.name(), &item.request.attrs)
+                    .map_err(|e| e.to_string())
+            }))
+            .unwrap_or_else(|_| Err("internal error: the task's thread panicked".to_owned())),
+        };
+        let _ = sender.send(Message::Done(Done {
+            tasks: vec![at],
+            results: vec![result.map(|()| (Vec::new(), placeholder)).map_err(failed)],
+            seconds: started.elapsed().as_secs_f64(),
+        }));
+    });
+}
+
+/// Why refresh task `at` need not call its provider, if it need not.
+fn refresh_not_needed(catalog: &Catalog, plan: &Plan, at: usize) -> Option<String> {
+    let task = &plan.tasks[at];
+    let own = task
+        .requires
+        .iter()
+        .map(|&before| &plan.tasks[before])
+        .find(|before| before.item == task.item && before.action != Action::Refresh);
+    if let Some(own) = own.filter(|own| own.state == TaskState::Success) {
+        if let Some(ensure) = own.changes.iter().find(|c| c.attr == "ensure") {
+            let provider = catalog.items[task.item].provider;
+            let shown = provider
+                .attribute("ensure")
+                .map_or_else(|| ensure.is.to_text(), |a| a.show(&ensure.is));
+            return Some(format!(
+                "not needed: its own task just set ensure to {shown}"
+            ));
+        }
+    }
+    let changed = task.refresh_on.iter().any(|&source| {
+        let source = &plan.tasks[source];
+        source.state == TaskState::Success
+            && (source.action == Action::Run || !source.changes.is_empty())
+    });
+    (!changed).then(|| "not needed: nothing it subscribes to changed".to_owned())
 }
 
 /// Runs the tasks of `phase` (locks, or unlocks) one after another, each
@@ -646,8 +718,10 @@ fn drift(
 fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: &mut dyn Events) {
     // Only resources are read back: a plugin's callback or command is
     // done when it succeeded.
+    // A refresh changes no attribute: there is nothing to read back.
     let done: Vec<usize> = (0..plan.tasks.len())
         .filter(|&at| plan.tasks[at].state == TaskState::Success)
+        .filter(|&at| plan.tasks[at].action != Action::Refresh)
         .filter(|&at| catalog.items[plan.tasks[at].item].role == Role::Resource)
         .collect();
     if done.is_empty() {

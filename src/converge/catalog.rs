@@ -51,6 +51,9 @@ pub struct Item<'r> {
     pub request: Request,
     /// The items it must come after, by index.
     pub requires: Vec<usize>,
+    /// The items whose change in a run refreshes it (each also in
+    /// `requires`).
+    pub subscribes: Vec<usize>,
 }
 
 impl Item<'_> {
@@ -123,33 +126,61 @@ impl<'r> Catalog<'r> {
             sources.push(resource);
         }
         let mut requires: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
+        // For each item, those whose change refreshes it.
+        let mut subscribes: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
         for (at, resource) in sources.iter().enumerate() {
-            for (references, before) in [(&resource.require, false), (&resource.before, true)] {
+            let written = [
+                (&resource.require, "require"),
+                (&resource.before, "before"),
+                (&resource.notify, "notify"),
+                (&resource.subscribe, "subscribe"),
+            ];
+            for (references, word) in written {
                 for reference in references {
-                    match lookup(registry, &index, reference) {
-                        Ok(other) if before => requires[other].push(at),
-                        Ok(other) => requires[at].push(other),
-                        Err((_, key)) if named.contains(&key) => {}
-                        Err((message, _)) => problems.push(
-                            Origin {
-                                line: reference.line,
-                                ..resource.origin.clone()
-                            }
-                            .problem(format!(
-                                "{}: {} {reference}: {message}",
-                                items[at].reference(),
-                                if before { "before" } else { "require" }
-                            )),
-                        ),
+                    let problem = |message: String| {
+                        Origin {
+                            line: reference.line,
+                            ..resource.origin.clone()
+                        }
+                        .problem(format!(
+                            "{}: {word} {reference}: {message}",
+                            items[at].reference()
+                        ))
+                    };
+                    let other = match lookup(registry, &index, reference) {
+                        Ok(other) => other,
+                        Err((_, key)) if named.contains(&key) => continue,
+                        Err((message, _)) => {
+                            problems.push(problem(message));
+                            continue;
+                        }
+                    };
+                    // (earlier, later): the later one requires the earlier.
+                    let (earlier, later) = match word {
+                        "require" | "subscribe" => (other, at),
+                        _ => (at, other),
+                    };
+                    requires[later].push(earlier);
+                    if word == "notify" || word == "subscribe" {
+                        match cannot_refresh(&items[later]) {
+                            Some(why) => problems.push(problem(why)),
+                            None => subscribes[later].push(earlier),
+                        }
                     }
                 }
             }
         }
         add_automatic_edges(&items, &mut requires);
-        for (at, mut prerequisites) in requires.into_iter().enumerate() {
+        add_declared_relations(&items, &mut requires, &mut subscribes);
+        for (at, (mut prerequisites, mut sources)) in
+            requires.into_iter().zip(subscribes).enumerate()
+        {
             prerequisites.sort_unstable();
             prerequisites.dedup();
             items[at].requires = prerequisites;
+            sources.sort_unstable();
+            sources.dedup();
+            items[at].subscribes = sources;
         }
         let edges: Vec<Vec<usize>> = items.iter().map(|i| i.requires.clone()).collect();
         let order = match graph::order(&edges) {
@@ -265,6 +296,76 @@ fn add_automatic_edges(items: &[Item], requires: &mut [Vec<usize>]) {
     }
 }
 
+/// Why `item` cannot be refreshed, if it cannot: only a resource whose
+/// provider has the refresh action can.
+fn cannot_refresh(item: &Item) -> Option<String> {
+    if item.role != Role::Resource {
+        return Some(format!(
+            "{} cannot be refreshed: only resources can, not a plugin's items or tasks",
+            item.reference()
+        ));
+    }
+    let meta = &item.provider.meta;
+    (!meta.supports(crate::metadata::Action::Refresh)).then(|| {
+        format!(
+            "{} cannot be refreshed: its provider {} has no refresh action",
+            item.reference(),
+            item.provider.qualified_name()
+        )
+    })
+}
+
+/// The relationships the providers' metadata declares (`autorequire`,
+/// `autobefore`, `autonotify`, `autosubscribe`), between resources both
+/// in the manifest. A refresh the later resource cannot take leaves only
+/// the order: the metadata speaks of a type, not of what each provider
+/// of it can do.
+fn add_declared_relations(
+    items: &[Item],
+    requires: &mut [Vec<usize>],
+    subscribes: &mut [Vec<usize>],
+) {
+    if items
+        .iter()
+        .all(|item| item.provider.meta.relations.is_empty())
+    {
+        return;
+    }
+    let mut by_type: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (at, item) in items.iter().enumerate() {
+        if item.role == Role::Resource {
+            by_type
+                .entry((item.provider.type_name(), item.name()))
+                .or_default()
+                .push(at);
+        }
+    }
+    for (at, item) in items.iter().enumerate() {
+        if item.role != Role::Resource {
+            continue;
+        }
+        for relation in &item.provider.meta.relations {
+            for title in relation.titles(item.name(), &item.request.attrs) {
+                let key = (relation.type_name.as_str(), title);
+                for &other in by_type.get(&key).into_iter().flatten() {
+                    if other == at {
+                        continue;
+                    }
+                    let (earlier, later) = if relation.kind.named_first() {
+                        (other, at)
+                    } else {
+                        (at, other)
+                    };
+                    requires[later].push(earlier);
+                    if relation.kind.refreshes() && cannot_refresh(&items[later]).is_none() {
+                        subscribes[later].push(earlier);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Checks one declared resource; its problems go to `problems`.
 fn check_resource<'r>(
     registry: &'r Registry,
@@ -308,6 +409,7 @@ fn check_resource<'r>(
             attrs,
         },
         requires: Vec::new(),
+        subscribes: Vec::new(),
     };
     if unchecked {
         return Some(item(Vec::new()));

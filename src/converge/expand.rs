@@ -696,6 +696,8 @@ fn declared_with_tasks(
             attrs: Vec::new(),
             require: Vec::new(),
             before: Vec::new(),
+            notify: Vec::new(),
+            subscribe: Vec::new(),
             from_plugin: Some(Arc::new(FromPlugin::Removal)),
         });
     }
@@ -814,6 +816,8 @@ pub(super) fn task_declaration(
         attrs,
         require,
         before: Vec::new(),
+        notify: Vec::new(),
+        subscribe: Vec::new(),
         from_plugin: Some(Arc::new(FromPlugin::Task {
             plugin: plugin.name().to_owned(),
             task: Box::new(task.clone()),

@@ -267,6 +267,7 @@ pub fn add_removals<'r>(
             origin: origin.clone(),
             request,
             requires: Vec::new(),
+            subscribes: Vec::new(),
         });
     }
     // Reverse the stored edges among the removed items.
@@ -316,7 +317,12 @@ pub fn mark_drifted(
         .iter()
         .map(|item| ((item.provider.clone(), item.name.as_str()), item))
         .collect();
-    for task in &mut plan.tasks {
+    // A refresh is planned for a change elsewhere, never for drift.
+    for task in plan
+        .tasks
+        .iter_mut()
+        .filter(|t| t.action != super::plan::Action::Refresh)
+    {
         let item = &catalog.items[task.item];
         let Some(before) = by_key.get(&(item.provider.qualified_name(), item.name())) else {
             continue;
@@ -401,6 +407,7 @@ mod tests {
                         attrs: Vec::new(),
                     },
                     requires: Vec::new(),
+                    subscribes: Vec::new(),
                 })
                 .collect(),
             order: (0..names.len()).collect(),

@@ -156,6 +156,7 @@ fn lock_item<'r>(
             attrs: Vec::new(),
         },
         requires: Vec::new(),
+        subscribes: Vec::new(),
         from_plugin: Some(Arc::new(FromPlugin::Task {
             plugin: plugin.to_owned(),
             task: Box::new(task),

@@ -37,7 +37,8 @@ pub struct RawAttr {
     pub line: usize,
 }
 
-/// A reference `TYPE[NAME]` as written in `require` or `before`.
+/// A reference `TYPE[NAME]` as written in `require`, `before`, `notify`
+/// or `subscribe`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference {
     pub type_query: String,
@@ -68,12 +69,16 @@ pub struct Declared {
     pub attrs: Vec<RawAttr>,
     pub require: Vec<Reference>,
     pub before: Vec<Reference>,
+    /// Resources a change of this one refreshes (they come after it).
+    pub notify: Vec<Reference>,
+    /// Resources whose change refreshes this one (they come before it).
+    pub subscribe: Vec<Reference>,
     /// Not a manifest's: a model plugin's task, or a plugin item for
     /// removal (see `expand`).
     pub from_plugin: Option<std::sync::Arc<super::expand::FromPlugin>>,
 }
 
-/// The metaparameters (`require`, `before`), kept with requests.
+/// The metaparameters (`require`, `before`, `notify`, `subscribe`).
 pub use crate::update::METAPARAMETERS;
 
 /// What reading manifests gave.
@@ -236,6 +241,8 @@ fn declared_resource(
         attrs: Vec::new(),
         require: Vec::new(),
         before: Vec::new(),
+        notify: Vec::new(),
+        subscribe: Vec::new(),
         from_plugin: None,
     };
     let Some(body) = mapping_or_empty(body) else {
@@ -261,11 +268,12 @@ fn declared_resource(
                     continue;
                 }
             };
-            if attr == "require" {
-                resource.require = references;
-            } else {
-                resource.before = references;
-            }
+            *match attr {
+                "require" => &mut resource.require,
+                "before" => &mut resource.before,
+                "notify" => &mut resource.notify,
+                _ => &mut resource.subscribe,
+            } = references;
             continue;
         }
         resource.attrs.push(RawAttr {

@@ -27,6 +27,9 @@ pub enum Action {
     /// A model plugin's callback or remote task: it runs (it is never
     /// read, so it has nothing to compare).
     Run,
+    /// A resource is refreshed (a service restarted) because something it
+    /// subscribes to changed in this run; planned when such a change is.
+    Refresh,
     /// The current state could not be read, so what is to be done is not
     /// known; the task fails without running.
     Unknown,
@@ -39,6 +42,7 @@ impl Action {
             Action::Change => "change",
             Action::Remove => "remove",
             Action::Run => "run",
+            Action::Refresh => "refresh",
             Action::Unknown => "unknown",
         }
     }
@@ -170,6 +174,12 @@ pub struct Task {
     /// For a saved plan: the state it was planned from, which the state
     /// read just before the task runs must still match.
     pub planned_from: Option<super::planned::Planned>,
+    /// For a refresh: the tasks whose change calls for it (each also in
+    /// `requires`).
+    pub refresh_on: Vec<usize>,
+    /// How a task ended that needs a word though it is no error: a
+    /// refresh found not needed.
+    pub note: Option<String>,
 }
 
 impl Task {
@@ -188,6 +198,8 @@ impl Task {
             deferred: None,
             drifted: false,
             planned_from: None,
+            refresh_on: Vec::new(),
+            note: None,
         }
     }
 }
@@ -257,6 +269,8 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
     let mut task_of: Vec<Option<usize>> = vec![None; catalog.items.len()];
     // The tasks each item waits for, through items without a task.
     let mut waits: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
+    // The tasks that change each item: its own, or a plugin item's.
+    let mut changed_by: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
     let mut unchanged = 0;
     for &at in &catalog.order {
         let item = &catalog.items[at];
@@ -278,6 +292,10 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
             }
             Role::Action => {
                 task_of[at] = Some(tasks.len());
+                changed_by[at].push(tasks.len());
+                if let Some(model) = item.tie {
+                    changed_by[model].push(tasks.len());
+                }
                 tasks.push(Task::pending(at, Action::Run, requires));
                 continue;
             }
@@ -287,17 +305,12 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
         // A resource waiting for pending changes may not be readable until
         // they are made (a user's keys before the user exists): what is to
         // be done is not known until it is read again, before it runs.
-        let current = match &found[at] {
+        let task = match found[at].clone() {
             Observed::Unreadable(message) if !requires.is_empty() => {
                 let mut task = deferred_task(at, item, requires.clone());
-                task.deferred = Some(message.clone());
-                task_of[at] = Some(tasks.len());
-                tasks.push(task);
-                continue;
+                task.deferred = Some(message);
+                Some(task)
             }
-            other => other.clone(),
-        };
-        let task = match current {
             Observed::Unreadable(message) => Some(Task {
                 state: TaskState::Failed,
                 error: Some(TaskError {
@@ -334,12 +347,37 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
         match task {
             Some(task) => {
                 task_of[at] = Some(tasks.len());
+                changed_by[at].push(tasks.len());
+                if let Some(model) = item.tie {
+                    changed_by[model].push(tasks.len());
+                }
                 tasks.push(task);
             }
             None => {
                 unchanged += 1;
-                waits[at] = requires;
+                waits[at] = requires.clone();
             }
+        }
+        // Refreshed after its own task, before what waits for it, when
+        // something it subscribes to may change in this run.
+        let mut sources: Vec<usize> = item
+            .subscribes
+            .iter()
+            .flat_map(|&source| changed_by[source].iter().copied())
+            .collect();
+        if !sources.is_empty() {
+            sources.sort_unstable();
+            sources.dedup();
+            let mut after = requires;
+            after.extend(task_of[at]);
+            after.extend(sources.iter().copied());
+            after.sort_unstable();
+            after.dedup();
+            task_of[at] = Some(tasks.len());
+            tasks.push(Task {
+                refresh_on: sources,
+                ..Task::pending(at, Action::Refresh, after)
+            });
         }
     }
     if !problems.is_empty() {

@@ -180,8 +180,14 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     /// says (the system already was), and the plan's state and report.
     pub fn finish(&mut self, plan: &Plan, report: &Report) -> Result<()> {
         if self.failure.is_none() && plan.state != super::plan::PlanState::Stopped {
-            let with_task: std::collections::HashSet<usize> =
-                plan.tasks.iter().map(|t| t.item).collect();
+            // A refresh is no change of its item's: an item refreshed only
+            // is as declared.
+            let with_task: std::collections::HashSet<usize> = plan
+                .tasks
+                .iter()
+                .filter(|t| t.action != Action::Refresh)
+                .map(|t| t.item)
+                .collect();
             // A plugin item is applied (or, for removal, gone) once every
             // task tied to it succeeded; otherwise it stays as it was.
             let settled = |at: usize| {
@@ -282,7 +288,8 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     /// What task `at`'s end does to its item.
     fn outcome(&self, plan: &Plan, at: usize) -> Outcome {
         let task = &plan.tasks[at];
-        if self.catalog.items[task.item].role == Role::Action {
+        // A refresh changes nothing the store keeps.
+        if self.catalog.items[task.item].role == Role::Action || task.action == Action::Refresh {
             return Outcome::Keep;
         }
         match (task.state, task.action) {
@@ -355,7 +362,9 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                         Action::Remove => IntentAction::Remove,
                         // A plugin's callback or command records no
                         // intent: it owns no resource.
-                        Action::Change | Action::Unknown | Action::Run => IntentAction::Change,
+                        Action::Change | Action::Unknown | Action::Run | Action::Refresh => {
+                            IntentAction::Change
+                        }
                     },
                     existed: call.existed,
                     properties: self.properties(task.item),
@@ -463,6 +472,7 @@ mod tests {
                 },
                 request,
                 requires: Vec::new(),
+                subscribes: Vec::new(),
             }],
             order: vec![0],
             plugins: None,

@@ -53,6 +53,12 @@ pub struct TaskReport {
     /// For a model plugin's task: which plugin, what kind, for which item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin: Option<PluginTaskReport>,
+    /// For a refresh: the ids of the tasks whose change calls for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refresh_on: Vec<usize>,
+    /// A word on how it ended that is no error (a refresh not needed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Where a task of a model plugin came from.
@@ -79,6 +85,9 @@ pub struct Counts {
     /// lack it).
     #[serde(default)]
     pub run: usize,
+    /// Refreshes (reports stored before refreshes lack it).
+    #[serde(default)]
+    pub refresh: usize,
     pub unknown: usize,
     /// Resources already as declared: they have no task.
     pub unchanged: usize,
@@ -97,6 +106,7 @@ impl Counts {
             change: actions(Action::Change),
             remove: actions(Action::Remove),
             run: actions(Action::Run),
+            refresh: actions(Action::Refresh),
             unknown: actions(Action::Unknown),
             unchanged,
             success: states(TaskState::Success),
@@ -148,6 +158,8 @@ impl Report {
                     seconds: task.seconds,
                     drifted: task.drifted,
                     plugin,
+                    refresh_on: task.refresh_on.iter().map(|&r| Plan::task_id(r)).collect(),
+                    note: task.note.clone(),
                 }
             })
             .collect();

@@ -124,6 +124,9 @@ struct SavedTask {
     request: Vec<Attr>,
     /// The attributes the task sets.
     should: Vec<Attr>,
+    /// A refresh's: the ids of the tasks whose change calls for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    refresh_on: Vec<usize>,
 }
 
 /// What the plan's read of a task's resource gave.
@@ -304,6 +307,11 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
             let provider = item.provider;
             let name = item.name();
             let read = match (&task.error, &task.deferred, &task.transition) {
+                // A refresh reads nothing: its resource's own task does.
+                _ if task.action == Action::Refresh => Observed::Read {
+                    found: true,
+                    attrs: Vec::new(),
+                },
                 (Some(error), _, _) if task.state == TaskState::Failed => Observed::Failed {
                     error: error.message.clone(),
                 },
@@ -337,6 +345,7 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
                     item.request.attrs.iter().map(|(k, v)| (k, v)),
                 ),
                 should,
+                refresh_on: task.refresh_on.iter().map(|&r| Plan::task_id(r)).collect(),
             }
         })
         .collect();
@@ -634,7 +643,8 @@ impl SavedPlan {
                 .ok_or_else(|| Disagreement::Gone {
                     reference: reference.clone(),
                 })?;
-            if !seen.insert(item_at) {
+            // An item has at most one change and one refresh.
+            if !seen.insert((item_at, saved.action == "refresh")) {
                 return Err(Disagreement::Twice { reference });
             }
             let provider = catalog.items[item_at].provider;
@@ -687,6 +697,22 @@ impl SavedPlan {
         if !same_request {
             return Err(Disagreement::RequestChanged { reference });
         }
+        // Checked above: every task it waits for is before it.
+        let requires: Vec<usize> = saved.requires.iter().map(|id| id - 1).collect();
+        if saved.action == "refresh" {
+            let refresh_on: Vec<usize> = saved
+                .refresh_on
+                .iter()
+                .map(|id| id.wrapping_sub(1))
+                .collect();
+            if refresh_on.is_empty() || refresh_on.iter().any(|r| !requires.contains(r)) {
+                return Err(Disagreement::RefreshWithoutSource { reference });
+            }
+            return Ok(Task {
+                refresh_on,
+                ..Task::pending(at, Action::Refresh, requires)
+            });
+        }
         let action = match saved.action.as_str() {
             "create" => Action::Create,
             "change" => Action::Change,
@@ -699,8 +725,6 @@ impl SavedPlan {
                 })
             }
         };
-        // Checked above: every task it waits for is before it.
-        let requires = saved.requires.iter().map(|id| id - 1).collect();
         let mut task = Task {
             drifted: saved.drifted,
             ..Task::pending(at, action, requires)
@@ -828,6 +852,8 @@ pub enum Disagreement {
     Gone { reference: String },
     #[error("{reference} has two tasks")]
     Twice { reference: String },
+    #[error("the refresh of {reference} names no task before it that calls for it")]
+    RefreshWithoutSource { reference: String },
     /// The provider's program is not the one the plan was made with.
     #[error("its provider {provider} is {now} now, {}", provider_then(.now, .then.as_deref()))]
     ProviderChanged {
@@ -897,6 +923,7 @@ mod tests {
                     hmac: "00".repeat(32),
                 })],
                 should: Vec::new(),
+                refresh_on: Vec::new(),
             }],
         }
     }

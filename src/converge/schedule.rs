@@ -30,6 +30,9 @@ pub struct Schedule {
     /// Per task: whether it will never run (it, or a task it waits for,
     /// did not succeed).
     written_off: Vec<bool>,
+    /// Per task: whether it runs in a batch of its own even for a
+    /// provider that takes batches (a refresh among changes).
+    alone: Vec<bool>,
 }
 
 /// One task as the schedule sees it.
@@ -40,6 +43,8 @@ pub struct Node<'a> {
     pub requires: &'a [usize],
     /// Whether it is still to run (not failed at planning).
     pub pending: bool,
+    /// Whether it runs in a batch of its own.
+    pub alone: bool,
 }
 
 impl Schedule {
@@ -56,12 +61,14 @@ impl Schedule {
             dependents: Vec::new(),
             running: 0,
             written_off: Vec::new(),
+            alone: Vec::new(),
         };
         for (at, node) in tasks.into_iter().enumerate() {
             schedule.provider.push(node.provider);
             schedule.waiting.push(node.requires.len());
             schedule.dependents.push(Vec::new());
             schedule.written_off.push(!node.pending);
+            schedule.alone.push(node.alone);
             for &before in node.requires {
                 assert!(
                     before < at,
@@ -110,10 +117,13 @@ impl Schedule {
             .filter(|&p| !self.busy[p])
             .filter_map(|p| self.ready[p].first().map(|&first| (p, first)))
             .min_by_key(|&(_, first)| first)?;
-        let batch: Vec<usize> = if self.batched[provider] {
-            std::mem::take(&mut self.ready[provider])
-                .into_iter()
-                .collect()
+        let batch: Vec<usize> = if self.batched[provider] && !self.alone[first] {
+            let (alone, batch): (BTreeSet<usize>, BTreeSet<usize>) =
+                std::mem::take(&mut self.ready[provider])
+                    .into_iter()
+                    .partition(|&at| self.alone[at]);
+            self.ready[provider] = alone;
+            batch.into_iter().collect()
         } else {
             self.ready[provider].remove(&first);
             vec![first]
@@ -175,8 +185,27 @@ mod tests {
                 provider,
                 requires,
                 pending: true,
+                alone: false,
             }),
         )
+    }
+
+    #[test]
+    fn a_task_that_runs_alone_is_never_batched_with_the_others() {
+        let mut s = Schedule::new(
+            vec![true],
+            [false, true, false].iter().map(|&alone| Node {
+                provider: 0,
+                requires: &[],
+                pending: true,
+                alone,
+            }),
+        );
+        assert_eq!(s.next_batch(), Some(vec![0, 2]));
+        s.batch_ended(0);
+        assert_eq!(s.next_batch(), Some(vec![1]));
+        s.batch_ended(0);
+        assert_eq!(s.next_batch(), None);
     }
 
     #[test]
@@ -254,11 +283,13 @@ mod tests {
                     provider: 0,
                     requires,
                     pending: false,
+                    alone: false,
                 },
                 Node {
                     provider: 0,
                     requires: &[0],
                     pending: true,
+                    alone: false,
                 },
             ],
         );

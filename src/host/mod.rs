@@ -203,6 +203,21 @@ impl Host {
     ) -> Result<Vec<Result<UpdateAnswer>>> {
         invoke::convention(provider.meta.invoke).set_many(self, provider, updates, noop)
     }
+
+    /// Refreshes one resource (restarts a service) because something it
+    /// subscribes to changed; `attrs` are the manifest's.
+    pub fn refresh(
+        &self,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, crate::types::Value)],
+    ) -> Result<()> {
+        check_name(name).map_err(|bad| Error::Request {
+            provider: provider.qualified_name(),
+            message: bad.to_string(),
+        })?;
+        invoke::convention(provider.meta.invoke).refresh(self, provider, name, attrs)
+    }
 }
 
 impl Runner for Host {

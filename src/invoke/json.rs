@@ -236,6 +236,50 @@ fn kind_of(value: &Json) -> &'static str {
     }
 }
 
+/// `{"ral": {"noop": false}, "refresh": [{"name", "attributes"}]}`.
+pub fn refresh_request(name: &str, attrs: Map<String, Json>) -> Vec<u8> {
+    json!({ "ral": { "noop": false }, "refresh": [{ "name": name, "attributes": attrs }] })
+        .to_string()
+        .into_bytes()
+}
+
+/// Checks a refresh answer for `name`: `{"refreshed": [{"name"}]}`, or the
+/// entry `{"name", "error"}`.
+pub fn parse_refresh(text: &str, name: &str) -> std::result::Result<(), OutputError> {
+    let map = document(text)?;
+    let mut answered = false;
+    for (index, item) in array(&map, "refreshed")?.iter().enumerate() {
+        let path = format!("refreshed[{index}]");
+        let entry = object(item, &path)?;
+        if name_of(entry, &path)? != name {
+            return Err(malformed(format!(
+                "{path} names '{}', which was not asked for",
+                escape(&name_of(entry, &path)?)
+            )));
+        }
+        if let Some(unknown) = entry.keys().find(|k| *k != "name" && *k != "error") {
+            return Err(malformed(format!(
+                "{path} has the key '{}': a refresh reports no attribute",
+                escape(unknown)
+            )));
+        }
+        if let Some(error) = entry.get("error") {
+            return Err(OutputError::Call(reported_error(
+                error,
+                &format!("{path}.error"),
+            )?));
+        }
+        answered = true;
+    }
+    match answered {
+        true => Ok(()),
+        false => Err(malformed(format!(
+            "'refreshed' does not name '{}'",
+            escape(name)
+        ))),
+    }
+}
+
 /// The json convention.
 pub struct JsonConvention;
 
@@ -305,6 +349,27 @@ impl super::Convention for JsonConvention {
                 }
             })
             .collect())
+    }
+
+    fn refresh(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, crate::types::Value)],
+    ) -> Result<()> {
+        require(provider, Action::Refresh)?;
+        let told = super::refresh_attrs(provider, attrs)
+            .map(|(key, value)| (key.clone(), Json::from(value)))
+            .collect();
+        let text = call(
+            runner,
+            provider,
+            Action::Refresh,
+            refresh_request(name, told),
+            Vec::new(),
+        )?;
+        parse_refresh(&text, name).map_err(|e| e.into_error(provider, Action::Refresh))
     }
 
     fn set_many(

@@ -83,7 +83,9 @@ impl Invocation {
                 .filter(|a| a.sensitive)
                 .map(|a| a.name.clone())
                 .collect(),
-            starts_daemons: provider.meta.starts_daemons && action == provider.meta.update_action(),
+            // A refresh restarts services: what it starts outlives it.
+            starts_daemons: provider.meta.starts_daemons
+                && (action == provider.meta.update_action() || action == Action::Refresh),
             ..Invocation::plain(action, args)
         }
     }
@@ -171,6 +173,29 @@ pub trait Convention: Sync {
         updates: &[Update],
         noop: bool,
     ) -> Result<Vec<Result<UpdateAnswer>>>;
+
+    /// Refreshes one resource (restarts a service, say) because something
+    /// it subscribes to changed, telling it `attrs` (the manifest's, none
+    /// sensitive). A refresh changes no attribute.
+    fn refresh(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, Value)],
+    ) -> Result<()>;
+}
+
+/// The attributes of `attrs` a refresh is told: every one but the
+/// sensitive ones, which it has no need of and which would otherwise
+/// reach a command line.
+pub fn refresh_attrs<'a>(
+    provider: &'a Provider,
+    attrs: &'a [(String, Value)],
+) -> impl Iterator<Item = &'a (String, Value)> {
+    attrs
+        .iter()
+        .filter(move |(key, _)| provider.attribute(key).is_none_or(|a| !a.sensitive))
 }
 
 /// The convention a provider declares.

@@ -431,6 +431,41 @@ impl super::Convention for SimpleConvention {
             .map(|update| update_one(runner, provider, update, noop))
             .collect())
     }
+
+    /// `ral_action=refresh name=N attr=V...`; the answer is `# simple`
+    /// alone, or a `ral_error`.
+    fn refresh(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, Value)],
+    ) -> Result<()> {
+        require(provider, Action::Refresh)?;
+        let told = super::refresh_attrs(provider, attrs).map(|(k, v)| (k.as_str(), v));
+        let args = arguments(Action::Refresh, Some(name), told, false);
+        let mut parser = UpdateParser::new(name);
+        let fail = |e: OutputError| e.into_error(provider, Action::Refresh);
+        runner.run(
+            &provider.qualified_name(),
+            &provider.source,
+            Invocation::to(provider, Action::Refresh, args),
+            &mut |line| {
+                parser.feed(line).map_err(fail)?;
+                Ok(Budget::Continue)
+            },
+            &mut || Ok(()),
+        )?;
+        let report = parser.finish().map_err(fail)?;
+        match report.changes.first() {
+            Some(change) => Err(fail(OutputError::Protocol(format!(
+                "refresh of '{}' reported a change of '{}': a refresh changes no attribute",
+                escape(name),
+                escape(&change.attr)
+            )))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One find call: the resource, or `None` when the provider does not know

@@ -26,6 +26,7 @@ fn sign(task: &Task) -> &'static str {
         Action::Change => "~",
         Action::Remove => "-",
         Action::Run => "*",
+        Action::Refresh => "^",
         Action::Unknown => "!",
     }
 }
@@ -119,6 +120,13 @@ pub fn preview(
         if let Some(from) = from_plugin(item) {
             writeln!(out, "    {from}")?;
         }
+        if task.action == Action::Refresh {
+            writeln!(
+                out,
+                "    would refresh if {} changes",
+                waits_for(catalog, plan, &task.refresh_on).replace(", ", " or ")
+            )?;
+        }
         if let Some(why) = &task.deferred {
             writeln!(
                 out,
@@ -155,6 +163,12 @@ pub fn summary(plan: &Plan) -> String {
     if run > 0 {
         line.push_str(&format!(
             "; {run} to run (callbacks and commands of plugins)"
+        ));
+    }
+    let refresh = plan.count(Action::Refresh);
+    if refresh > 0 {
+        line.push_str(&format!(
+            "; {refresh} to refresh if what they subscribe to changes"
         ));
     }
     if deferred > 0 {
@@ -194,9 +208,10 @@ pub fn task_ended(
     if task.state == TaskState::Success || task.state == TaskState::Failed {
         write!(out, " ({:.2} s)", task.seconds)?;
     }
-    match &task.error {
-        Some(error) => writeln!(out, ": {}", escape(&error.message)),
-        None => {
+    match (&task.error, &task.note) {
+        (Some(error), _) => writeln!(out, ": {}", escape(&error.message)),
+        (None, Some(note)) => writeln!(out, ": {}", escape(note)),
+        (None, None) => {
             let changes: Vec<String> = task
                 .changes
                 .iter()

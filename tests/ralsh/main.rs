@@ -52,6 +52,7 @@ mod ral_check_findings;
 mod ral_check_plugins;
 mod ral_check_round_trip;
 mod redaction;
+mod refresh;
 mod saved_plan_edges;
 mod saved_plans;
 mod sensitive_env;

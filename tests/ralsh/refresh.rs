@@ -1,0 +1,215 @@
+//! Refresh edges: `notify` and `subscribe` in manifests, `autonotify` and
+//! `autosubscribe` in metadata, and the `refresh` action of both calling
+//! conventions, against the store fixtures (tests/fixtures/plans: svc is
+//! json and subscribes to the alpha its `watch` names; gammasvc is simple
+//! and subscribes to beta[conf]; a beta notifies the svc its `needs`
+//! names). Each refresh is logged to ROOT/refreshed.log as "STEM NAME
+//! KEYS".
+
+use crate::plans::Bench;
+use crate::support::plan_schema;
+
+/// The refreshes logged so far.
+fn refreshed(bench: &Bench) -> Vec<String> {
+    let path = bench.sandbox.root().join("refreshed.log");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+const TWO_FILES_ONE_SERVICE: &str =
+    "alpha:\n  a1: {value: one}\n  a2: {value: two}\nsvc:\n  web:\n    \
+                                     value: v\n    subscribe: ['alpha[a1]', 'Alpha[a2]']\n";
+
+/// The manifest with both alphas' values changed.
+fn changed(text: &str) -> String {
+    text.replace("value: one", "value: ONE")
+        .replace("value: two", "value: TWO")
+}
+
+#[test]
+fn two_changed_sources_refresh_their_subscriber_once_after_its_own_task() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", TWO_FILES_ONE_SERVICE);
+    // Created in this run: nothing to refresh.
+    bench
+        .ral("apply", &[&m])
+        .expect(0)
+        .stdout_has("^ svc[web]")
+        .stdout_has("not needed: its own task just set ensure to 'present'");
+    assert!(refreshed(&bench).is_empty());
+    let m = bench.manifest("m2.yaml", &changed(TWO_FILES_ONE_SERVICE));
+    bench
+        .ral("plan", &[&m])
+        .expect(0)
+        .stdout_has("^ svc[web] (waits for alpha[a1], alpha[a2])")
+        .stdout_has("    would refresh if alpha[a1] or alpha[a2] changes");
+    assert!(refreshed(&bench).is_empty(), "a plan refreshes nothing");
+    bench.take_calls();
+    bench
+        .ral("apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ^ svc[web]");
+    assert_eq!(refreshed(&bench), ["svc web ensure,value"]);
+    // After both changes, once.
+    let calls = bench.take_calls();
+    let at = |needle: &str| calls.iter().position(|c| c.contains(needle)).unwrap();
+    assert!(at("alpha end set") < at("svc begin refresh"), "{calls:?}");
+    // Nothing changed: no refresh is planned or made.
+    bench
+        .ral("plan", &[&m])
+        .expect(0)
+        .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 3 unchanged.");
+    bench.ral("apply", &[&m]).expect(0);
+    assert_eq!(refreshed(&bench).len(), 1);
+}
+
+#[test]
+fn a_failed_source_skips_the_refresh() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", TWO_FILES_ONE_SERVICE);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("fail", "a2\n");
+    let m = bench.manifest("m2.yaml", &changed(TWO_FILES_ONE_SERVICE));
+    bench
+        .ral("apply", &[&m])
+        .expect(1)
+        .stdout_has("Failed  ~ alpha[a2]")
+        .stdout_has("Skipped ^ svc[web]: not run: alpha[a2] did not succeed");
+    assert!(refreshed(&bench).is_empty());
+}
+
+#[test]
+fn a_refresh_that_fails_fails_its_task_and_what_waits_for_it() {
+    let bench = Bench::new();
+    let text = format!("{TWO_FILES_ONE_SERVICE}beta:\n  after: {{require: 'svc[web]'}}\n");
+    let m = bench.manifest("m.yaml", &text);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("fail-refresh", "web\n");
+    let m = bench.manifest(
+        "m2.yaml",
+        &changed(&text).replace("after: {", "after: {value: x, "),
+    );
+    let run = bench.ral("apply", &["--json", &m]);
+    run.expect(1);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let tasks = report["plan"]["tasks"].as_array().unwrap();
+    let refresh = tasks.iter().find(|t| t["action"] == "refresh").unwrap();
+    assert_eq!(refresh["state"], "Failed");
+    assert!(
+        refresh["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("web: its refresh was refused by the test"),
+        "{refresh}"
+    );
+    let after = tasks
+        .iter()
+        .find(|t| t["resource"] == "beta[after]")
+        .unwrap();
+    assert_eq!(
+        after["state"], "Skipped",
+        "what requires svc[web] waits for its refresh"
+    );
+    assert!(bench.store("beta")["after"].get("value").is_none());
+}
+
+#[test]
+fn notify_in_puppet_s_form_and_one_reference_refreshes_too() {
+    let bench = Bench::new();
+    let text = "alpha:\n  a1: {value: one, notify: 'Svc[web]'}\nsvc:\n  web: {value: v}\n";
+    let m = bench.manifest("m.yaml", text);
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest("m2.yaml", &changed(text));
+    bench
+        .ral("apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ^ svc[web]");
+    assert_eq!(refreshed(&bench), ["svc web ensure,value"]);
+}
+
+#[test]
+fn metadata_subscribes_by_attribute_and_notifies_by_attribute() {
+    let bench = Bench::new();
+    // svc subscribes to the alpha its `watch` names; a beta notifies the
+    // svc its `needs` names.
+    let text = "alpha:\n  conf: {value: one}\nbeta:\n  b: {value: two, needs: api}\nsvc:\n  \
+                web: {watch: conf}\n  api: {value: x}\n";
+    let m = bench.manifest("m.yaml", text);
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest("m2.yaml", &text.replace("value: one", "value: ONE"));
+    bench.ral("apply", &[&m]).expect(0);
+    assert_eq!(refreshed(&bench), ["svc web ensure,watch"]);
+    let text = text.replace("value: one", "value: ONE");
+    let m = bench.manifest("m3.yaml", &text.replace("value: two", "value: TWO"));
+    bench.ral("apply", &[&m]).expect(0);
+    assert_eq!(
+        refreshed(&bench),
+        ["svc web ensure,watch", "svc api ensure,value"]
+    );
+}
+
+#[test]
+fn the_simple_convention_refreshes_with_its_attributes_and_no_secret() {
+    let bench = Bench::new();
+    let text = "beta:\n  conf: {value: one}\ngammasvc:\n  /s: {value: v}\nsvc:\n  \
+                web: {watch: conf, secret: hunter2, value: v}\nalpha:\n  conf: {value: a}\n";
+    let m = bench.manifest("m.yaml", text);
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest(
+        "m2.yaml",
+        &text
+            .replace("conf: {value: one}", "conf: {value: ONE}")
+            .replace("conf: {value: a}", "conf: {value: A}"),
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    let mut got = refreshed(&bench);
+    got.sort();
+    // gammasvc gets only its own attributes, never ral's; svc not its secret.
+    assert_eq!(
+        got,
+        ["gammasvc /s ensure,value", "svc web ensure,value,watch"]
+    );
+}
+
+#[test]
+fn what_cannot_be_refreshed_is_refused_before_anything_runs() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a: {value: x}\nbeta:\n  b:\n    value: y\n    subscribe: alpha[a]\n",
+    );
+    bench.ral("apply", &[&m]).expect(2).stderr_has(&format!(
+        "{m}:6: beta[b]: subscribe alpha[a]: beta[b] cannot be refreshed: its provider beta::beta \
+         has no refresh action"
+    ));
+    assert!(bench.take_calls().iter().all(|c| !c.contains("set")));
+}
+
+#[test]
+fn the_json_report_and_a_saved_plan_carry_the_refresh() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", TWO_FILES_ONE_SERVICE);
+    bench.ral("apply", &[&m]).expect(0);
+    let m = bench.manifest("m2.yaml", &changed(TWO_FILES_ONE_SERVICE));
+    let planned = bench.ral("plan", &["--json", &m]);
+    let doc: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
+    assert!(plan_schema().is_valid(&doc), "{doc}");
+    let tasks = doc["plan"]["tasks"].as_array().unwrap();
+    let refresh = tasks.iter().find(|t| t["action"] == "refresh").unwrap();
+    assert_eq!(refresh["resource"], "svc[web]");
+    assert_eq!(refresh["refresh_on"], serde_json::json!([1, 2]));
+    assert_eq!(doc["plan"]["counts"]["refresh"], 1);
+    // Saved, then applied: the refresh runs as planned.
+    let file = bench.manifests.path().join("plan.json");
+    bench
+        .ral("plan", &["-o", file.to_str().unwrap(), &m])
+        .expect(0);
+    bench
+        .ral("apply", &[file.to_str().unwrap()])
+        .expect(0)
+        .stdout_has("Success ^ svc[web]");
+    assert_eq!(refreshed(&bench), ["svc web ensure,value"]);
+}

@@ -102,6 +102,9 @@ pub enum Kind {
     ReadWrite,
     /// Reported, and settable only when the resource is created (`init`).
     InitOnly,
+    /// A parameter of refreshes only (`refresh`): passed to the refresh
+    /// action, never set, never reported, never a change.
+    Refresh,
 }
 
 impl Kind {
@@ -111,6 +114,7 @@ impl Kind {
             Kind::Write => "w",
             Kind::ReadWrite => "rw",
             Kind::InitOnly => "init",
+            Kind::Refresh => "refresh",
         }
     }
 }
@@ -608,9 +612,10 @@ impl RawAttribute {
             Some("r") => Kind::Read,
             Some("w") => Kind::Write,
             Some("init") => Kind::InitOnly,
+            Some("refresh") => Kind::Refresh,
             Some(other) => {
                 return Err(format!(
-                    "{path}.kind: unknown kind '{other}' (expected r, w, rw or init)"
+                    "{path}.kind: unknown kind '{other}' (expected r, w, rw, init or refresh)"
                 ))
             }
         };

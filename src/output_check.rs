@@ -92,7 +92,7 @@ impl OutputCheck {
                 continue;
             }
             let declared = provider.attribute(key);
-            if declared.map(|a| a.kind) == Some(Kind::Write) {
+            if matches!(declared.map(|a| a.kind), Some(Kind::Write | Kind::Refresh)) {
                 continue;
             }
             // JSON null means "no value": the attribute is simply not set.

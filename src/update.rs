@@ -311,6 +311,12 @@ impl Transition {
         }
         // A resource being created gets everything asked for: whatever its
         // absent record says is no state to compare with.
+        // A refresh's parameters are the refresh's alone.
+        wanted.retain(|(key, _)| {
+            provider
+                .attribute(key)
+                .is_none_or(|a| a.kind != Kind::Refresh)
+        });
         let should = wanted
             .into_iter()
             .filter(|(key, value)| {

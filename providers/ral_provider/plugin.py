@@ -318,7 +318,7 @@ class Task:
         order (which the answer keeps, for people reading it)."""
         return {}
 
-    def _after_requires(self):
+    def _after_requires(self, answer):
         """The kind's own fields between `requires` and `description`."""
         return {}
 
@@ -327,7 +327,7 @@ class Task:
                     "id": answer.id_of(self)}
         document.update(self._fields())
         document["requires"] = answer.resolve(self, self.requires)
-        document.update(self._after_requires())
+        document.update(self._after_requires(answer))
         description = self.description
         if description is None:
             description = self.default_description()
@@ -343,13 +343,17 @@ class ConfigTask(Task):
     """A resource, converged by its provider like a manifest resource
     (LITP's ConfigTask: TYPE and TITLE are its call_type and call_id).
     REPLACES holds (type, title) pairs of resources applied earlier that
-    this task takes over."""
+    this task takes over. NOTIFY lists what a change of this resource
+    refreshes (a service restarted), SUBSCRIBE what refreshes it when it
+    changes; both name as `requires` does, and ral orders them as it."""
 
     kind = "config"
 
     def __init__(self, item, type, title, attributes=None, description=None,
-                 requires=(), replaces=(), id=None):
+                 requires=(), replaces=(), id=None, notify=(), subscribe=()):
         Task.__init__(self, item, description, requires, id)
+        self.notify = _requires_list(notify)
+        self.subscribe = _requires_list(subscribe)
         if not isinstance(type, str) or not type:
             raise TypeError("a config task's type must be a non-empty "
                             "string, not %r" % (type,))
@@ -379,8 +383,13 @@ class ConfigTask(Task):
         return {"type": self.type, "title": self.title,
                 "attributes": self.attributes}
 
-    def _after_requires(self):
-        return {"replaces": self.replaces}
+    def _after_requires(self, answer):
+        fields = {"replaces": self.replaces}
+        # Only when used: a host before refresh edges refuses the keys.
+        for key in ("notify", "subscribe"):
+            if getattr(self, key):
+                fields[key] = answer.resolve(self, getattr(self, key))
+        return fields
 
 
 class CallbackTask(Task):

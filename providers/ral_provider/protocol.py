@@ -224,6 +224,22 @@ def set_request(document):
     return noop, updates
 
 
+def refresh_request(document):
+    """The refreshes of a refresh request: each an object with a string
+    name and an object of attributes (the manifest's, none sensitive)."""
+    if "refresh" not in document:
+        raise CallError("missing key 'refresh' in the refresh request")
+    entries = document["refresh"]
+    if not isinstance(entries, list):
+        raise CallError("'refresh' must be an array")
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) \
+                or not isinstance(entry.get("attributes", {}), dict):
+            raise CallError("every refresh must be an object with a string "
+                            "'name' and an object 'attributes'")
+    return entries
+
+
 def check_should(update, attributes, ensures=("present", "absent"),
                  read_only=()):
     """(name, should, ensure) of one update, checked: SHOULD is an object
@@ -362,7 +378,20 @@ def _answer_set(set_, updates):
     _emit_checked({"changes": changes, "derive": False})
 
 
-def run(get, set=None):
+def _answer_refresh(refresh_, entries):
+    """Answers a refresh: each entry refreshed by REFRESH_(NAME,
+    ATTRIBUTES), or an error entry for the UpdateError it raised."""
+    refreshed = []
+    for entry in entries:
+        try:
+            refresh_(entry["name"], entry.get("attributes", {}))
+            refreshed.append({"name": entry["name"]})
+        except UpdateError as err:
+            refreshed.append(error_entry(entry["name"], err))
+    emit({"refreshed": refreshed})
+
+
+def run(get, set=None, refresh=None):
     """Runs a json provider from two functions and returns its exit
     status (0), for sys.exit:
 
@@ -372,7 +401,10 @@ def run(get, set=None):
             that could never exist may be an error_entry;
         set(updates) -> change entries (or error_entry ones), the
             updates being those of the request; noop() says whether to
-            change anything.
+            change anything;
+        refresh(name, attributes) -> None: refreshes one resource (a
+            service restarted) because something it subscribes to
+            changed; an UpdateError fails that resource only.
 
     The toolkit reads the request, writes the answer, refuses entries
     longer than ral reads back (each becomes an error for its name) and
@@ -382,6 +414,9 @@ def run(get, set=None):
     actions = {"get": lambda names: _answer_get(get, names)}
     if set is not None:
         actions["set"] = lambda updates, is_noop: _answer_set(set, updates)
+    if refresh is not None:
+        actions["refresh"] = lambda entries, is_noop: _answer_refresh(refresh,
+                                                                      entries)
     return main(json_actions=actions)
 
 
@@ -431,6 +466,10 @@ def main(json_actions=None, simple_actions=None):
             names = get_names(read_request())
             _begin(False)
             actions[action](names)
+        elif action == "refresh":
+            entries = refresh_request(read_request())
+            _begin(False)
+            actions[action](entries, False)
         else:
             is_noop, updates = set_request(read_request())
             _begin(is_noop)

@@ -745,41 +745,47 @@ fn declared_with_tasks(
             let owner = Owner {
                 origin: declared[owner_at].origin.clone(),
             };
-            let mut require = Vec::new();
-            for requirement in &task.requires {
-                match requirement {
-                    Requirement::Task(id) => require.push(by_id[id.as_str()].clone()),
-                    Requirement::Resource { type_query, title } => require.push(Reference {
-                        type_query: type_query.clone(),
-                        name: title.clone(),
-                        line: owner.origin.line,
-                    }),
-                    Requirement::Item(wanted) => match at_vpath.get(wanted) {
-                        Some(&at) => require.push(Reference {
-                            type_query: declared[at].type_query.clone(),
-                            name: declared[at].name.clone(),
+            // requires, notify and subscribe name the same ways.
+            let mut lists: [Vec<Reference>; 3] = Default::default();
+            let named = [
+                ("requires", &task.requires),
+                ("notify", &task.notify),
+                ("subscribe", &task.subscribe),
+            ];
+            for ((word, requirements), list) in named.into_iter().zip(&mut lists) {
+                for requirement in requirements {
+                    match requirement {
+                        Requirement::Task(id) => list.push(by_id[id.as_str()].clone()),
+                        Requirement::Resource { type_query, title } => list.push(Reference {
+                            type_query: type_query.clone(),
+                            name: title.clone(),
                             line: owner.origin.line,
                         }),
-                        None => problems.push(owner.origin.problem(format!(
-                            "{}: task '{}' of the plugin {} requires '{}', which is no item of \
-                             the model",
-                            task.item,
-                            crate::text::escape(&task.id),
-                            plugin.name(),
-                            crate::text::escape(wanted)
-                        ))),
-                    },
+                        Requirement::Item(wanted) => match at_vpath.get(wanted) {
+                            Some(&at) => list.push(Reference {
+                                type_query: declared[at].type_query.clone(),
+                                name: declared[at].name.clone(),
+                                line: owner.origin.line,
+                            }),
+                            None => problems.push(owner.origin.problem(format!(
+                                "{}: task '{}' of the plugin {} {word} '{}', which is no item \
+                                 of the model",
+                                task.item,
+                                crate::text::escape(&task.id),
+                                plugin.name(),
+                                crate::text::escape(wanted)
+                            ))),
+                        },
+                    }
                 }
             }
+            let [require, notify, subscribe] = lists;
             let reference = &by_id[task.id.as_str()];
             declared[owner_at].require.push(reference.clone());
-            declared.push(task_declaration(
-                plugin,
-                task,
-                reference,
-                &owner.origin,
-                require,
-            ));
+            let mut declaration = task_declaration(plugin, task, reference, &owner.origin, require);
+            declaration.notify = notify;
+            declaration.subscribe = subscribe;
+            declared.push(declaration);
         }
     }
     match problems.is_empty() {

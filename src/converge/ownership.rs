@@ -233,7 +233,7 @@ pub fn exists(provider: &Provider, found: Option<&Resource>) -> bool {
 fn matches(provider: &Provider, intent: &Intent, found: &Resource, key: Option<&StoreKey>) -> bool {
     intent.properties.iter().all(|(attr, asked)| {
         let attribute = provider.attribute(attr);
-        if attribute.is_some_and(|a| a.kind == Kind::Write) {
+        if attribute.is_some_and(|a| matches!(a.kind, Kind::Write | Kind::Refresh)) {
             return true;
         }
         let value = found.attrs.get(attr);

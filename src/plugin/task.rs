@@ -67,6 +67,11 @@ pub struct PluginTask {
     pub id: String,
     pub description: String,
     pub requires: Vec<Requirement>,
+    /// What a change of this task's resource refreshes (ral's own, as in
+    /// manifests; each also comes after it).
+    pub notify: Vec<Requirement>,
+    /// What refreshes this task's resource when it changes.
+    pub subscribe: Vec<Requirement>,
     pub kind: TaskKind,
 }
 
@@ -86,6 +91,10 @@ enum RawTask {
         #[serde(default)]
         requires: Vec<String>,
         #[serde(default)]
+        notify: Vec<String>,
+        #[serde(default)]
+        subscribe: Vec<String>,
+        #[serde(default)]
         replaces: Vec<(String, String)>,
         #[serde(default)]
         description: Option<String>,
@@ -103,6 +112,10 @@ enum RawTask {
         #[serde(default)]
         requires: Vec<String>,
         #[serde(default)]
+        notify: Vec<String>,
+        #[serde(default)]
+        subscribe: Vec<String>,
+        #[serde(default)]
         description: Option<String>,
     },
     Remote {
@@ -113,6 +126,10 @@ enum RawTask {
         command: Vec<String>,
         #[serde(default)]
         requires: Vec<String>,
+        #[serde(default)]
+        notify: Vec<String>,
+        #[serde(default)]
+        subscribe: Vec<String>,
         #[serde(default)]
         description: Option<String>,
     },
@@ -184,13 +201,22 @@ fn flatten(raw: Vec<RawTask>, items: Items) -> Result<Vec<PluginTask>, String> {
         }
     }
     for task in &tasks {
-        for requirement in &task.requires {
+        let lists = [
+            ("requires", &task.requires),
+            ("notify", &task.notify),
+            ("subscribe", &task.subscribe),
+        ];
+        for (word, requirement) in lists
+            .into_iter()
+            .flat_map(|(word, list)| list.iter().map(move |r| (word, r)))
+        {
             if let Requirement::Task(id) = requirement {
                 if !seen.contains(id.as_str()) {
                     return Err(format!(
-                        "task '{}' requires '{}', which is no task id of this answer, no \
+                        "task '{}' {} '{}', which is no task id of this answer, no \
                          TYPE[TITLE] and no /TYPE/NAME",
                         escape(&task.id),
+                        word,
                         escape(id)
                     ));
                 }
@@ -213,7 +239,7 @@ fn add(
     tasks: &mut Vec<PluginTask>,
 ) -> Result<(), String> {
     let default_id = || format!("#{}", tasks.len() + 1);
-    let (item, id, requires, description, kind) = match raw {
+    let (item, id, (requires, notify, subscribe), description, kind) = match raw {
         RawTask::Ordered { item, tasks: inner } => {
             let mut before: Option<String> = after.map(str::to_owned);
             for (at, task) in inner.into_iter().enumerate() {
@@ -239,6 +265,8 @@ fn add(
             title,
             attributes,
             requires,
+            notify,
+            subscribe,
             replaces,
             description,
         } => {
@@ -251,7 +279,7 @@ fn add(
                 attributes,
                 replaces,
             };
-            (item, id, requires, description, kind)
+            (item, id, (requires, notify, subscribe), description, kind)
         }
         RawTask::Callback {
             item,
@@ -260,6 +288,8 @@ fn add(
             args,
             kwargs,
             requires,
+            notify,
+            subscribe,
             description,
         } => {
             if callback.is_empty() {
@@ -270,13 +300,15 @@ fn add(
                 args,
                 kwargs,
             };
-            (item, id, requires, description, kind)
+            (item, id, (requires, notify, subscribe), description, kind)
         }
         RawTask::Remote {
             item,
             id,
             command,
             requires,
+            notify,
+            subscribe,
             description,
         } => {
             if command.first().is_none_or(|argv0| argv0.is_empty()) {
@@ -290,7 +322,7 @@ fn add(
             (
                 item,
                 id,
-                requires,
+                (requires, notify, subscribe),
                 description,
                 TaskKind::Remote { command },
             )
@@ -316,6 +348,8 @@ fn add(
         id,
         description: description.unwrap_or_default(),
         requires: requirements,
+        notify: notify.iter().map(|r| requirement(r)).collect(),
+        subscribe: subscribe.iter().map(|r| requirement(r)).collect(),
         kind,
     });
     Ok(())

@@ -330,6 +330,19 @@ class Tasks(unittest.TestCase):
                                           "title", "attributes", "requires",
                                           "replaces", "description"])
 
+    def test_a_config_task_notifies_and_subscribes_as_it_requires(self):
+        a = plugin.Item("/webapp/a", "webapp", "a", "Initial", {}, None)
+        service = ral.ConfigTask(a, "service", "web", {"ensure": "running"})
+        conf = ral.ConfigTask(a, "file", "/etc/web.conf", {"content": "x"},
+                              notify=service, subscribe=("user", "a"))
+        plain = ral.ConfigTask(a, "file", "/etc/other", {})
+        tasks = plugin.tasks_json([service, conf, plain], callbacks=set())
+        self.assertEqual(tasks[1]["notify"], ["t1"])
+        self.assertEqual(tasks[1]["subscribe"], ["user[a]"])
+        # Left out when unused, as before refresh edges.
+        self.assertNotIn("notify", tasks[2])
+        self.assertNotIn("subscribe", tasks[2])
+
     def test_wrong_references_are_refused_where_they_are_made(self):
         other = ral.RemoteTask("/a/b", ["true"])
         cases = [

@@ -732,6 +732,29 @@ class Calls(Sandbox):
                                    get=lambda names: iter([{"name": "z"}])),
                          {"resources": [{"name": "z"}]})
 
+    def test_a_refresh_answers_each_name_or_its_error(self):
+        seen = []
+
+        def refresh(name, attributes):
+            seen.append((name, attributes, ral.noop()))
+            if name == "bad":
+                raise ral.UpdateError("cannot restart bad")
+        request = {"ral": {"noop": False}, "refresh": [
+            {"name": "web", "attributes": {"refresh_with": "reload"}},
+            {"name": "bad", "attributes": {}}]}
+        self.assertEqual(
+            self.call("refresh", request, get=list, refresh=refresh),
+            {"refreshed": [{"name": "web"}, {"name": "bad", "error": {
+                "kind": "failed", "message": "cannot restart bad"}}]})
+        self.assertEqual(seen, [("web", {"refresh_with": "reload"}, False),
+                                ("bad", {}, False)])
+        # A provider without refresh says so; a bad request is refused.
+        answer = self.call("refresh", request, get=list)
+        self.assertIn("unknown action 'refresh'", answer["error"]["message"])
+        answer = self.call("refresh", {"refresh": [{"name": 5}]}, get=list,
+                           refresh=refresh)
+        self.assertIn("string 'name'", answer["error"]["message"])
+
     def test_noop_reaches_set_one_way_and_noop_changes_nothing(self):
         write(self.path("etc/hosts"), b"old\n")
         seen = []

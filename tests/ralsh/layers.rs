@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "bounded_read",
     "cache_dir",
     "store",
+    "relations",
     "metadata",
     "plugin_meta",
     "log_line",

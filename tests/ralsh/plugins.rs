@@ -1004,3 +1004,41 @@ fn a_plugin_sees_sensitive_values_of_its_own_items_only() {
         .read("rogue/create_configuration.in")
         .contains("HASHED"));
 }
+
+#[test]
+fn a_plugin_s_config_task_notifies_a_manifest_resource() {
+    let mut bench = Bench::new().with_data("rogue");
+    bench.data.push(crate::plans::plans_dir());
+    let tasks = |value: &str| {
+        format!(
+            "{{\"tasks\": [{{\"kind\": \"config\", \"item\": \"/thing/a\", \"id\": \"conf\", \
+             \"type\": \"alpha\", \"title\": \"a1\", \"attributes\": {{\"value\": \"{value}\"}}, \
+             \"notify\": [\"svc[web]\"]}}]}}"
+        )
+    };
+    let m = bench.manifest(
+        "m.yaml",
+        "thing:\n  a: {size: 3}\nsvc:\n  web: {value: v}\n",
+    );
+    answer(&bench, "create_configuration", &tasks("one"), 0);
+    bench.ral("apply", &[&m]).expect(0);
+    let refreshed = || bench.sandbox.read("refreshed.log");
+    assert_eq!(refreshed(), "", "made in the same run: nothing to refresh");
+    answer(&bench, "create_configuration", &tasks("two"), 0);
+    bench
+        .ral("apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ^ svc[web]");
+    assert_eq!(refreshed(), "svc web ensure,value\n");
+    // A notify naming no task, resource or item of the answer is refused.
+    answer(
+        &bench,
+        "create_configuration",
+        &tasks("three").replace("svc[web]", "nope"),
+        0,
+    );
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("task 'conf' notify 'nope', which is no task id of this answer");
+}

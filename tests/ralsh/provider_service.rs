@@ -785,8 +785,109 @@ fn service_uses_systemctl_with_the_root_when_systemd_runs() {
         .expect(2)
         .stderr_has(&format!(
             "'cron': ensure: {}/systemctl --root={root} --no-ask-password stop cron.service \
-             failed (exit status 1); systemctl cannot start or stop units below a fake root \
-             ({root}):\nVerb 'stop' cannot be used with --root= or --image=.",
+             failed (exit status 1); systemctl cannot start, stop or restart units below a fake \
+             root ({root}):\nVerb 'stop' cannot be used with --root= or --image=.",
             fixtures_dir().join("service").display()
         ));
+}
+
+/// What the fake init script logged of NAME's restarts and reloads.
+fn refreshes_of(sandbox: &Sandbox, name: &str) -> Vec<String> {
+    std::fs::read_to_string(sandbox.root().join(format!("run/fake/{name}.log")))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn service_restarts_once_for_its_changed_files_and_reloads_when_asked() {
+    let sandbox = init_sandbox();
+    let manifests = tempfile::tempdir().unwrap();
+    let write = |a: &str, b: &str, way: &str| {
+        let path = manifests.path().join(format!("{a}{b}{way}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "file:\n  /etc/web.conf: {{ensure: file, content: \"{a}\\n\", notify: 'Service[web]'}}\n  \
+                 /etc/web.extra: {{ensure: file, content: \"{b}\\n\", notify: 'service[web]'}}\n\
+                 service:\n  web: {{ensure: running, refresh_with: {way}}}\n  \
+                 db: {{ensure: stopped, subscribe: 'file[/etc/web.conf]'}}\n"
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let apply = |manifest: &str| run(&mut sandbox.ral_command("apply", &[manifest]));
+    // Both files are made: web, running, restarts once; db, stopped, is
+    // left stopped.
+    apply(&write("a", "b", "restart"))
+        .expect(0)
+        .stdout_has("Success ^ service[web]")
+        .stdout_has("Success ^ service[db]");
+    assert_eq!(refreshes_of(&sandbox, "web"), ["restart"]);
+    assert!(sandbox.root().join("run/fake/web.running").exists());
+    assert!(refreshes_of(&sandbox, "db").is_empty());
+    assert!(!sandbox.root().join("run/fake/db.running").exists());
+    // Nothing changed: no task at all, the refresh's parameter aside.
+    let same = apply(&write("a", "b", "restart"));
+    same.expect(0);
+    assert!(!same.stdout.contains("service["), "{}", same.stdout);
+    assert_eq!(refreshes_of(&sandbox, "web"), ["restart"]);
+    // Both changed, reload asked: one reload (the script has one).
+    apply(&write("A", "B", "reload")).expect(0);
+    assert_eq!(refreshes_of(&sandbox, "web"), ["restart", "reload"]);
+}
+
+#[test]
+fn service_refreshes_a_running_unit_with_systemctl_and_leaves_a_stopped_one() {
+    let sandbox = Sandbox::new();
+    let root = real_root(&sandbox);
+    std::fs::create_dir_all(sandbox.root().join("run/systemd/system")).unwrap();
+    std::fs::create_dir_all(sandbox.root().join("etc")).unwrap();
+    sandbox.write("systemctl.state", UNITS);
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("m.yaml");
+    std::fs::write(
+        &manifest,
+        "file:\n  /etc/ssh.conf: {ensure: file, content: \"x\\n\"}\nservice:\n  \
+         ssh: {subscribe: 'file[/etc/ssh.conf]', refresh_with: reload}\n  \
+         cron: {subscribe: 'file[/etc/ssh.conf]'}\n",
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        fixtures_dir().join("service").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let apply = || {
+        run(sandbox
+            .ral_command("apply", &[manifest.to_str().unwrap()])
+            .env("PATH", &path))
+    };
+    apply().expect(0).stdout_has("Success ^ service[ssh]");
+    let calls = sandbox.read("systemctl.log");
+    assert!(
+        calls.contains(&format!(
+            "--root={root} --no-ask-password try-reload-or-restart ssh.service"
+        )),
+        "{calls}"
+    );
+    assert!(
+        !calls.contains("cron.service"),
+        "a stopped unit is left alone: {calls}"
+    );
+    // Where systemctl refuses (a real one below a fake root), the refresh
+    // fails and says why.
+    sandbox.write("systemctl.refuse", "");
+    std::fs::write(
+        &manifest,
+        std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace("content: \"x\\n\"", "content: \"y\\n\""),
+    )
+    .unwrap();
+    apply()
+        .expect(1)
+        .stdout_has("systemctl cannot start, stop or restart units below a fake root");
 }

@@ -86,6 +86,64 @@ pub struct Counts {
     pub failed: usize,
     pub skipped: usize,
     pub stopped: usize,
+    /// What the run did (reports stored before it lack it; reading one
+    /// back counts it from its tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done: Option<Done>,
+}
+
+/// How the tasks ended, by what they did: a task that failed counts as
+/// failed, whatever it was to do; one not ended yet is not counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {
+    pub created: usize,
+    pub changed: usize,
+    pub removed: usize,
+    pub run: usize,
+    pub refreshed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub stopped: usize,
+}
+
+impl Done {
+    /// The tally of tasks given as (action, state).
+    pub fn of(tasks: impl IntoIterator<Item = (Action, TaskState)>) -> Done {
+        let mut done = Done::default();
+        for (action, state) in tasks {
+            let count = match (state, action) {
+                (TaskState::Success, Action::Create) => &mut done.created,
+                (TaskState::Success, Action::Change) => &mut done.changed,
+                (TaskState::Success, Action::Remove) => &mut done.removed,
+                (TaskState::Success, Action::Run) => &mut done.run,
+                // An unknown task fails without running; it never succeeds.
+                (TaskState::Success, Action::Unknown) => continue,
+                (TaskState::Failed, _) => &mut done.failed,
+                (TaskState::Skipped, _) => &mut done.skipped,
+                (TaskState::Stopped, _) => &mut done.stopped,
+                (TaskState::Initial | TaskState::Running, _) => continue,
+            };
+            *count += 1;
+        }
+        done
+    }
+
+    /// The non-zero counts by name, in order: `[("created", 3), ...]`.
+    pub fn named(&self) -> Vec<(&'static str, usize)> {
+        [
+            ("created", self.created),
+            ("changed", self.changed),
+            ("removed", self.removed),
+            ("run", self.run),
+            ("refreshed", self.refreshed),
+            ("failed", self.failed),
+            ("skipped", self.skipped),
+            ("stopped", self.stopped),
+        ]
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .collect()
+    }
 }
 
 impl Counts {
@@ -103,6 +161,7 @@ impl Counts {
             failed: states(TaskState::Failed),
             skipped: states(TaskState::Skipped),
             stopped: states(TaskState::Stopped),
+            done: Some(Done::of(tasks.iter().map(|t| (t.action, t.state)))),
         }
     }
 }
@@ -180,6 +239,12 @@ impl Report {
         let mut report: Report =
             serde_json::from_str(text).map_err(|e| damaged("report is not a plan's", e))?;
         if record.ended.is_some() && record.state != "Failed" {
+            let counts = &mut report.plan.counts;
+            if counts.done.is_none() {
+                counts.done = Some(Done::of(
+                    report.plan.tasks.iter().map(|t| (t.action, t.state)),
+                ));
+            }
             return Ok(Some(report));
         }
         let plan = &mut report.plan;

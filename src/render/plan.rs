@@ -9,7 +9,8 @@ use std::io::{self, Write};
 use serde_json::{json, Value as Json};
 
 use crate::converge::catalog::Catalog;
-use crate::converge::plan::{Action, Plan, Task, TaskState};
+use crate::converge::plan::{Action, Plan, PlanState, Task, TaskState};
+use crate::converge::report::Done;
 use crate::error::Problem;
 use crate::resource::Change;
 use crate::store::{ItemState, StoredItem};
@@ -317,21 +318,35 @@ pub fn task_ended(
     }
 }
 
-/// The summary after a run.
+/// The summary after a run, by what happened:
+/// `Apply failed: 3 created, 1 changed, 1 failed, 2 skipped; 17 unchanged (4.20 s).`
 pub fn run_summary(plan: &Plan, seconds: f64) -> String {
+    let done = Done::of(plan.tasks.iter().map(|t| (t.action, t.state)));
+    let how = match plan.state {
+        PlanState::Stopping | PlanState::Stopped => "Apply stopped",
+        PlanState::Failed => "Apply failed",
+        _ if done.failed > 0 => "Apply failed",
+        _ => "Apply complete",
+    };
     format!(
-        "Applied: {} to create, {} to change, {} to remove; {} unchanged. \
-         Tasks: {} succeeded, {} failed, {} skipped, {} stopped. Plan {} in {seconds:.2} s.",
-        plan.count(Action::Create),
-        plan.count(Action::Change),
-        plan.count(Action::Remove),
-        plan.unchanged,
-        plan.count_state(TaskState::Success),
-        plan.count_state(TaskState::Failed),
-        plan.count_state(TaskState::Skipped),
-        plan.count_state(TaskState::Stopped),
-        plan.state.as_str()
+        "{how}: {}; {} unchanged ({seconds:.2} s).",
+        done_phrase(&done),
+        plan.unchanged
     )
+}
+
+/// The non-zero outcome counts, `3 created, 1 failed`, or `no changes`.
+pub fn done_phrase(done: &Done) -> String {
+    let named: Vec<String> = done
+        .named()
+        .iter()
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect();
+    if named.is_empty() {
+        "no changes".to_owned()
+    } else {
+        named.join(", ")
+    }
 }
 
 /// One line per stored item no manifest lists any more that is only

@@ -172,7 +172,7 @@ fn apply_follows_require_before_and_automatic_edges_then_plans_nothing() {
     bench
         .ral("apply", &[&m])
         .expect(0)
-        .stdout_has("Plan Successful");
+        .stdout_has("Apply complete: 5 created; 0 unchanged (");
     let calls = bench.take_calls();
     let done = updates(&calls);
     assert_eq!(done.len(), 5, "{done:#?}");

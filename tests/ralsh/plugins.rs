@@ -661,7 +661,7 @@ fn snapshots_are_made_listed_restored_and_removed_by_the_plugins_plans() {
         .ral("snapshot", &["create", "before"])
         .expect(0)
         .stdout_has("Success * callback[snapshot:demo:#1]")
-        .stdout_has("Snapshot create before: Applied:");
+        .stdout_has("Snapshot create before: Apply complete: 1 run;");
     assert_eq!(
         bench.sandbox.read("snapshots/before.json"),
         "[\"blog\", \"shop\"]"

@@ -172,5 +172,14 @@ fn show(out: &mut impl Write, report: &Report) -> anyhow::Result<()> {
             escape(&task.resource)
         )?;
     }
+    let counts = &plan.counts;
+    if let Some(done) = &counts.done {
+        writeln!(
+            out,
+            "done: {}; {} unchanged",
+            ral::render::plan::done_phrase(done),
+            counts.unchanged
+        )?;
+    }
     Ok(())
 }

@@ -33,6 +33,7 @@ h1{font-size:1.4em;margin:0 0 .3em}
 table{border-collapse:collapse;width:100%}
 th,td{border-bottom:1px solid #d8dee4;padding:.35em .5em;text-align:left;vertical-align:top}
 th{background:#f3f5f7}
+td.time{white-space:nowrap}
 code,pre{font-family:ui-monospace,monospace;font-size:.92em}
 pre{margin:.2em 0;padding:.4em;background:#f6f8fa;overflow-x:auto}
 tr.failed{background:#fff0f0}
@@ -162,7 +163,7 @@ fn row(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<(
         text(&task.resource)
     )?;
     writeln!(out, "<td><span class=\"badge {state}\">{state}</span></td>")?;
-    writeln!(out, "<td>{seconds}</td>")?;
+    writeln!(out, "<td class=\"time\">{seconds}</td>")?;
     writeln!(out, "<td>{}</td>", waits.join(", "))?;
     write!(out, "<td>")?;
     if let Some(error) = &task.error {

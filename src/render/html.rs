@@ -197,7 +197,17 @@ fn write_change(out: &mut impl Write, task: &TaskReport, change: &ShownChange) -
         write_diff(out, &diff)?;
         return write!(out, "</div>");
     }
-    let is = value(&change.is);
+    let is = match &change.is {
+        // What a create makes, as the text says it: `ensure: directory`.
+        Json::String(word)
+            if task.action == Action::Create
+                && change.attr == "ensure"
+                && super::plan::is_word(word) =>
+        {
+            format!("<code>{}</code>", text(word))
+        }
+        other => value(other),
+    };
     match (&change.was, task.action) {
         (_, Action::Create) | (None, _) => write!(
             out,

@@ -121,7 +121,7 @@ fn change_text(catalog: &Catalog, task: &Task, change: &Change, style: Style) ->
 }
 
 /// A plain word (`present`, `directory`), shown without quotes.
-fn is_word(text: &str) -> bool {
+pub(crate) fn is_word(text: &str) -> bool {
     !text.is_empty()
         && text
             .chars()

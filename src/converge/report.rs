@@ -346,6 +346,48 @@ mod tests {
         .unwrap();
         assert_eq!(report.plan.state, PlanState::Running);
         assert_eq!(report.plan.counts.success, 0);
+        // Stored before outcome counts: they are counted from its tasks
+        // (none ended).
+        assert_eq!(report.plan.counts.done, Some(Done::default()));
+    }
+
+    #[test]
+    fn outcome_counts_count_a_failed_create_as_failed_and_no_task_not_ended() {
+        let done = Done::of([
+            (Action::Create, TaskState::Success),
+            (Action::Create, TaskState::Failed),
+            (Action::Change, TaskState::Success),
+            (Action::Remove, TaskState::Skipped),
+            (Action::Run, TaskState::Success),
+            (Action::Unknown, TaskState::Failed),
+            (Action::Change, TaskState::Stopped),
+            (Action::Create, TaskState::Initial),
+            (Action::Create, TaskState::Running),
+        ]);
+        assert_eq!(
+            done,
+            Done {
+                created: 1,
+                changed: 1,
+                removed: 0,
+                run: 1,
+                refreshed: 0,
+                failed: 2,
+                skipped: 1,
+                stopped: 1,
+            }
+        );
+        assert_eq!(
+            done.named(),
+            [
+                ("created", 1),
+                ("changed", 1),
+                ("run", 1),
+                ("failed", 2),
+                ("skipped", 1),
+                ("stopped", 1)
+            ]
+        );
     }
 
     #[test]

@@ -322,16 +322,20 @@ pub fn task_ended(
 /// `Apply failed: 3 created, 1 changed, 1 failed, 2 skipped; 17 unchanged (4.20 s).`
 pub fn run_summary(plan: &Plan, seconds: f64) -> String {
     let done = Done::of(plan.tasks.iter().map(|t| (t.action, t.state)));
-    let how = match plan.state {
+    outcome_line(plan.state, &done, plan.unchanged, seconds)
+}
+
+/// [`run_summary`] of a plan ended in `state` with these counts.
+fn outcome_line(state: PlanState, done: &Done, unchanged: usize, seconds: f64) -> String {
+    let how = match state {
         PlanState::Stopping | PlanState::Stopped => "Apply stopped",
         PlanState::Failed => "Apply failed",
         _ if done.failed > 0 => "Apply failed",
         _ => "Apply complete",
     };
     format!(
-        "{how}: {}; {} unchanged ({seconds:.2} s).",
-        done_phrase(&done),
-        plan.unchanged
+        "{how}: {}; {unchanged} unchanged ({seconds:.2} s).",
+        done_phrase(done)
     )
 }
 
@@ -399,4 +403,37 @@ pub fn error_document(message: &str, problems: &[Problem]) -> Json {
         })
         .collect();
     json!({"error": {"message": message, "problems": problems}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_says_how_the_apply_ended_and_only_the_counts_not_zero() {
+        let done = Done {
+            created: 3,
+            changed: 1,
+            failed: 1,
+            skipped: 2,
+            ..Done::default()
+        };
+        assert_eq!(
+            outcome_line(PlanState::Failed, &done, 17, 4.2),
+            "Apply failed: 3 created, 1 changed, 1 failed, 2 skipped; 17 unchanged (4.20 s)."
+        );
+        let stopped = Done {
+            created: 1,
+            stopped: 4,
+            ..Done::default()
+        };
+        assert_eq!(
+            outcome_line(PlanState::Stopped, &stopped, 0, 1.0),
+            "Apply stopped: 1 created, 4 stopped; 0 unchanged (1.00 s)."
+        );
+        assert_eq!(
+            outcome_line(PlanState::Successful, &Done::default(), 2, 0.5),
+            "Apply complete: no changes; 2 unchanged (0.50 s)."
+        );
+    }
 }

@@ -124,10 +124,7 @@ fn check_report_argument(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<()> 
     if args.remote.is_remote() {
         bail!("--report writes the report of one machine's run: it does not take -t or -i");
     }
-    let dir = match file.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => std::path::Path::new("."),
-    };
+    let dir = crate::report_file::directory_of(file);
     if !dir.is_dir() {
         bail!(
             "--report {}: {} is not a directory",

@@ -105,7 +105,7 @@ impl Run<'_> {
         let mut ending = Ending::from(outcome);
         if let Some(file) = &self.args.report {
             let when = std::time::SystemTime::now() - self.started.elapsed();
-            if let Err(e) = write_html(file, &prepared.report(), when) {
+            if let Err(e) = crate::report_file::write(file, &prepared.report(), when) {
                 // The run is recorded; only the page is missing, and the
                 // exit status says so.
                 log::error!("{e:#}");
@@ -114,38 +114,6 @@ impl Run<'_> {
         }
         Ok(ending)
     }
-}
-
-/// Writes the HTML page of `report` to `file` atomically (a temporary
-/// file beside it, renamed over it), mode 0600 as the store's files: a
-/// report may name private paths.
-pub fn write_html(
-    file: &std::path::Path,
-    report: &ral::converge::report::Report,
-    when: std::time::SystemTime,
-) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let seconds = when
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let mut page = Vec::new();
-    ral::render::html::page(&mut page, report, &ral::local_time::local_date(seconds))?;
-    let dir = match file.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => std::path::Path::new("."),
-    };
-    let context = || format!("writing the report {}", file.display());
-    // tempfile makes its files 0600.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".ral-report-")
-        .tempfile_in(dir)
-        .with_context(context)?;
-    temp.write_all(&page).with_context(context)?;
-    temp.as_file().sync_all().with_context(context)?;
-    temp.persist(file)
-        .map_err(|e| e.error)
-        .with_context(context)?;
-    Ok(())
 }
 
 /// Prints each task as it ends (text only; JSON is one document at the

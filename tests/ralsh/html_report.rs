@@ -219,3 +219,24 @@ fn report_is_refused_before_anything_runs_where_it_cannot_be() {
     assert!(bench.take_calls().is_empty());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn a_report_that_cannot_be_written_fails_the_exit_status_not_the_run() {
+    let (bench, m) = realistic_run();
+    bench.sandbox.write("fail", "");
+    let dir = tempfile::tempdir().unwrap();
+    // A directory where the page is to go: renaming over it fails.
+    let taken = dir.path().join("run.html");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("keep"), "").unwrap();
+    bench
+        .ral("apply", &["--report", taken.to_str().unwrap(), &m])
+        .expect(2)
+        .stdout_has("Apply complete: ")
+        .stderr_has(&format!("writing the report {}", taken.display()));
+    // The run was made and recorded; no temporary file is left.
+    assert!(taken.join("keep").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    let history = run(&mut bench.sandbox.ral_command("state", &["history"]));
+    history.expect(0).stdout_has("Successful");
+}

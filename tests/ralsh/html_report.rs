@@ -81,7 +81,8 @@ pub fn realistic_run() -> (Bench, String) {
     bench.sandbox.write("fail", "b1\n");
     let m = bench.manifest(
         "m.yaml",
-        "alpha:\n  a1: {value: \"port 2222\\nuser root\\nlog on\\n\"}\n  \
+        "alpha:\n  a1: {value: \"port 2222\\nuser root\\nlog on\\n\", \
+         secret: \"s3cr3t one\\ns3cr3t two\\n\"}\n  \
          \"<script>alert(1)</script>\": {value: x, needs: b1}\n\
          beta:\n  b1: {value: three}\n  b2: {value: four}\n",
     );
@@ -141,6 +142,10 @@ fn the_report_is_one_well_formed_page_with_the_tasks_states_and_diff() {
         ),
         "{a1:?}"
     );
+    // A sensitive multi-line value: redacted, no diff, no size.
+    assert!(a1[6].contains("secret: [redacted]"), "{a1:?}");
+    assert!(!text.contains("s3cr3t"), "{text}");
+    assert_eq!(a1[6].matches("@@").count(), 2, "{a1:?}");
     let b1 = row("beta[b1]");
     assert_eq!((b1[1].as_str(), b1[3].as_str()), ("+", "Failed"));
     assert!(b1[6].contains("b1 refused by the test"), "{b1:?}");

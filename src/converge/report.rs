@@ -95,6 +95,64 @@ pub struct Counts {
     pub failed: usize,
     pub skipped: usize,
     pub stopped: usize,
+    /// What the run did (reports stored before it lack it; reading one
+    /// back counts it from its tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done: Option<Done>,
+}
+
+/// How the tasks ended, by what they did: a task that failed counts as
+/// failed, whatever it was to do; one not ended yet is not counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {
+    pub created: usize,
+    pub changed: usize,
+    pub removed: usize,
+    pub run: usize,
+    pub refreshed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub stopped: usize,
+}
+
+impl Done {
+    /// The tally of tasks given as (action, state).
+    pub fn of(tasks: impl IntoIterator<Item = (Action, TaskState)>) -> Done {
+        let mut done = Done::default();
+        for (action, state) in tasks {
+            let count = match (state, action) {
+                (TaskState::Success, Action::Create) => &mut done.created,
+                (TaskState::Success, Action::Change) => &mut done.changed,
+                (TaskState::Success, Action::Remove) => &mut done.removed,
+                (TaskState::Success, Action::Run) => &mut done.run,
+                // An unknown task fails without running; it never succeeds.
+                (TaskState::Success, Action::Unknown) => continue,
+                (TaskState::Failed, _) => &mut done.failed,
+                (TaskState::Skipped, _) => &mut done.skipped,
+                (TaskState::Stopped, _) => &mut done.stopped,
+                (TaskState::Initial | TaskState::Running, _) => continue,
+            };
+            *count += 1;
+        }
+        done
+    }
+
+    /// The non-zero counts by name, in order: `[("created", 3), ...]`.
+    pub fn named(&self) -> Vec<(&'static str, usize)> {
+        [
+            ("created", self.created),
+            ("changed", self.changed),
+            ("removed", self.removed),
+            ("run", self.run),
+            ("refreshed", self.refreshed),
+            ("failed", self.failed),
+            ("skipped", self.skipped),
+            ("stopped", self.stopped),
+        ]
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .collect()
+    }
 }
 
 impl Counts {
@@ -113,6 +171,7 @@ impl Counts {
             failed: states(TaskState::Failed),
             skipped: states(TaskState::Skipped),
             stopped: states(TaskState::Stopped),
+            done: Some(Done::of(tasks.iter().map(|t| (t.action, t.state)))),
         }
     }
 }
@@ -192,6 +251,12 @@ impl Report {
         let mut report: Report =
             serde_json::from_str(text).map_err(|e| damaged("report is not a plan's", e))?;
         if record.ended.is_some() && record.state != "Failed" {
+            let counts = &mut report.plan.counts;
+            if counts.done.is_none() {
+                counts.done = Some(Done::of(
+                    report.plan.tasks.iter().map(|t| (t.action, t.state)),
+                ));
+            }
             return Ok(Some(report));
         }
         let plan = &mut report.plan;
@@ -293,6 +358,48 @@ mod tests {
         .unwrap();
         assert_eq!(report.plan.state, PlanState::Running);
         assert_eq!(report.plan.counts.success, 0);
+        // Stored before outcome counts: they are counted from its tasks
+        // (none ended).
+        assert_eq!(report.plan.counts.done, Some(Done::default()));
+    }
+
+    #[test]
+    fn outcome_counts_count_a_failed_create_as_failed_and_no_task_not_ended() {
+        let done = Done::of([
+            (Action::Create, TaskState::Success),
+            (Action::Create, TaskState::Failed),
+            (Action::Change, TaskState::Success),
+            (Action::Remove, TaskState::Skipped),
+            (Action::Run, TaskState::Success),
+            (Action::Unknown, TaskState::Failed),
+            (Action::Change, TaskState::Stopped),
+            (Action::Create, TaskState::Initial),
+            (Action::Create, TaskState::Running),
+        ]);
+        assert_eq!(
+            done,
+            Done {
+                created: 1,
+                changed: 1,
+                removed: 0,
+                run: 1,
+                refreshed: 0,
+                failed: 2,
+                skipped: 1,
+                stopped: 1,
+            }
+        );
+        assert_eq!(
+            done.named(),
+            [
+                ("created", 1),
+                ("changed", 1),
+                ("run", 1),
+                ("failed", 2),
+                ("skipped", 1),
+                ("stopped", 1)
+            ]
+        );
     }
 
     #[test]

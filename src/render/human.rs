@@ -86,9 +86,14 @@ fn summary_of(desc: &str) -> String {
     }
 }
 
+/// Whether `attr` is sensitive: its values are never shown.
+pub fn is_sensitive(provider: &Provider, attr: &str) -> bool {
+    provider.attribute(attr).is_some_and(|a| a.sensitive)
+}
+
 /// A value, or `[redacted]` for a sensitive attribute.
 pub fn shown(provider: &Provider, attr: &str, val: &Value) -> String {
-    if provider.attribute(attr).is_some_and(|a| a.sensitive) {
+    if is_sensitive(provider, attr) {
         REDACTED.to_owned()
     } else {
         value(val)

@@ -3,8 +3,12 @@
 //! [`Outcome`]s), three outputs behind one [`Printer`]: [`human`] writes
 //! Puppet-style text, [`json`] writes libral's JSON shapes, [`manifest`]
 //! writes resources as the YAML manifest `ral plan` reads (through
-//! [`yaml`]). Core code never prints; it hands data to a printer.
+//! [`yaml`]). Plans and runs: [`plan`] (text), [`html`] (the report
+//! page), both showing multi-line values as [`diff`]s. Core code never
+//! prints; it hands data to a printer.
 
+pub mod diff;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod manifest;

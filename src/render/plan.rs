@@ -9,13 +9,47 @@ use std::io::{self, Write};
 use serde_json::{json, Value as Json};
 
 use crate::converge::catalog::Catalog;
-use crate::converge::plan::{Action, Plan, Task, TaskState};
+use crate::converge::plan::{Action, Plan, PlanState, Task, TaskState};
+use crate::converge::report::Done;
 use crate::error::Problem;
 use crate::resource::Change;
 use crate::store::{ItemState, StoredItem};
 use crate::text::escape;
+use crate::types::Value;
 
+use super::diff::{self, Diff, Kind};
 use super::human::{self, Style, NAME, NEW, OLD};
+
+/// The colours of the signs: what is made green, what is changed yellow,
+/// what is removed red, what only runs cyan, what is unknown magenta.
+fn sign_style(sign: &str) -> anstyle::Style {
+    use anstyle::AnsiColor::{Blue, Cyan, Green, Magenta, Red, Yellow};
+    let colour = match sign {
+        "+" => Green,
+        "~" | "?" => Yellow,
+        "-" => Red,
+        "*" => Cyan,
+        "^" => Blue,
+        _ => Magenta,
+    };
+    colour.on_default().bold()
+}
+
+/// The colour of a line of a diff.
+pub fn diff_style(kind: Kind) -> anstyle::Style {
+    match kind {
+        Kind::Header => NAME,
+        Kind::Hunk => anstyle::AnsiColor::Cyan.on_default(),
+        Kind::Same | Kind::NoNewline => anstyle::Style::new(),
+        Kind::Removed => OLD,
+        Kind::Added => NEW,
+    }
+}
+
+fn painted_sign(task: &Task, style: Style) -> String {
+    let sign = sign(task);
+    style.paint(sign_style(sign), sign)
+}
 
 fn sign(task: &Task) -> &'static str {
     if task.deferred.is_some() && task.action == Action::Unknown {
@@ -64,18 +98,88 @@ fn from_plugin(item: &crate::converge::catalog::Item) -> Option<String> {
     Some(line)
 }
 
-/// `attr: value` for a creation, `attr: was -> is` otherwise.
+/// `attr: value` for a creation (`ensure: directory`: what is made, as
+/// a word), `attr: was -> is` otherwise.
 fn change_text(catalog: &Catalog, task: &Task, change: &Change, style: Style) -> String {
     let provider = catalog.items[task.item].provider;
     let is = style.paint(NEW, &human::shown(provider, &change.attr, &change.is));
     match (&change.was, task.action) {
-        (_, Action::Create) if change.attr != "ensure" => format!("{}: {is}", escape(&change.attr)),
+        (_, Action::Create) if change.attr == "ensure" => {
+            let made = match &change.is {
+                Value::String(word) if is_word(word) => style.paint(NEW, word),
+                _ => is,
+            };
+            format!("ensure: {made}")
+        }
+        (_, Action::Create) => format!("{}: {is}", escape(&change.attr)),
         (None, _) => format!("{}: (none) -> {is}", escape(&change.attr)),
         (Some(was), _) => format!(
             "{}: {} -> {is}",
             escape(&change.attr),
             style.paint(OLD, &human::shown(provider, &change.attr, was))
         ),
+    }
+}
+
+/// A plain word (`present`, `directory`), shown without quotes.
+pub(crate) fn is_word(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The diff of a change whose old or new value has a line break: never
+/// for a sensitive attribute, whose values are only ever `[redacted]`.
+fn multi_line(catalog: &Catalog, task: &Task, change: &Change) -> Option<Diff> {
+    let provider = catalog.items[task.item].provider;
+    if human::is_sensitive(provider, &change.attr) {
+        return None;
+    }
+    let Value::String(is) = &change.is else {
+        return None;
+    };
+    let was = match &change.was {
+        None => None,
+        Some(Value::String(was)) => Some(was.as_str()),
+        Some(_) => return None,
+    };
+    diff::is_multi_line(was, is).then(|| diff::unified(was.unwrap_or(""), is))
+}
+
+/// A diff's lines, escaped and painted, each indented by `indent`.
+pub fn write_diff(out: &mut impl Write, diff: &Diff, indent: &str, style: Style) -> io::Result<()> {
+    match diff {
+        Diff::Lines { lines, .. } => {
+            for line in lines {
+                let text = style.paint(diff_style(line.kind), &escape(&line.text));
+                writeln!(out, "{indent}{text}")?;
+            }
+            Ok(())
+        }
+        Diff::TooLarge {
+            was_lines,
+            is_lines,
+        } => writeln!(
+            out,
+            "{indent}(too large to compare: {was_lines} lines before, {is_lines} after)"
+        ),
+    }
+}
+
+/// A change in the line per ended task: a multi-line value as one short
+/// phrase, never its diff.
+fn change_phrase(catalog: &Catalog, task: &Task, change: &Change, style: Style) -> String {
+    match multi_line(catalog, task, change) {
+        Some(_) if change.was.is_none() => {
+            let lines = match &change.is {
+                Value::String(text) => text.lines().count(),
+                _ => 0,
+            };
+            format!("{}: set ({lines} lines)", escape(&change.attr))
+        }
+        Some(diff) => format!("{}: {}", escape(&change.attr), diff.phrase()),
+        None => change_text(catalog, task, change, style),
     }
 }
 
@@ -100,7 +204,7 @@ pub fn preview(
         write!(
             out,
             "{} {}",
-            sign(task),
+            painted_sign(task, style),
             style.paint(NAME, &item.reference())
         )?;
         if task.drifted {
@@ -135,10 +239,13 @@ pub fn preview(
             )?;
         }
         for change in &task.changes {
-            if task.action == Action::Create && change.attr == "ensure" {
-                continue;
+            match multi_line(catalog, task, change) {
+                Some(diff) => {
+                    writeln!(out, "    {}:", escape(&change.attr))?;
+                    write_diff(out, &diff, "      ", style)?;
+                }
+                None => writeln!(out, "    {}", change_text(catalog, task, change, style))?,
             }
-            writeln!(out, "    {}", change_text(catalog, task, change, style))?;
         }
     }
     writeln!(out, "{}", summary(plan))
@@ -202,7 +309,7 @@ pub fn task_ended(
     write!(
         out,
         "{state:<7} {} {}",
-        sign(task),
+        painted_sign(task, style),
         style.paint(NAME, &item.reference())
     )?;
     if task.state == TaskState::Success || task.state == TaskState::Failed {
@@ -215,7 +322,7 @@ pub fn task_ended(
             let changes: Vec<String> = task
                 .changes
                 .iter()
-                .map(|change| change_text(catalog, task, change, style))
+                .map(|change| change_phrase(catalog, task, change, style))
                 .collect();
             if changes.is_empty() {
                 writeln!(out)
@@ -226,21 +333,39 @@ pub fn task_ended(
     }
 }
 
-/// The summary after a run.
+/// The summary after a run, by what happened:
+/// `Apply failed: 3 created, 1 changed, 1 failed, 2 skipped; 17 unchanged (4.20 s).`
 pub fn run_summary(plan: &Plan, seconds: f64) -> String {
+    let done = Done::of(plan.tasks.iter().map(|t| (t.action, t.state)));
+    outcome_line(plan.state, &done, plan.unchanged, seconds)
+}
+
+/// [`run_summary`] of a plan ended in `state` with these counts.
+fn outcome_line(state: PlanState, done: &Done, unchanged: usize, seconds: f64) -> String {
+    let how = match state {
+        PlanState::Stopping | PlanState::Stopped => "Apply stopped",
+        PlanState::Failed => "Apply failed",
+        _ if done.failed > 0 => "Apply failed",
+        _ => "Apply complete",
+    };
     format!(
-        "Applied: {} to create, {} to change, {} to remove; {} unchanged. \
-         Tasks: {} succeeded, {} failed, {} skipped, {} stopped. Plan {} in {seconds:.2} s.",
-        plan.count(Action::Create),
-        plan.count(Action::Change),
-        plan.count(Action::Remove),
-        plan.unchanged,
-        plan.count_state(TaskState::Success),
-        plan.count_state(TaskState::Failed),
-        plan.count_state(TaskState::Skipped),
-        plan.count_state(TaskState::Stopped),
-        plan.state.as_str()
+        "{how}: {}; {unchanged} unchanged ({seconds:.2} s).",
+        done_phrase(done)
     )
+}
+
+/// The non-zero outcome counts, `3 created, 1 failed`, or `no changes`.
+pub fn done_phrase(done: &Done) -> String {
+    let named: Vec<String> = done
+        .named()
+        .iter()
+        .map(|(name, count)| format!("{count} {name}"))
+        .collect();
+    if named.is_empty() {
+        "no changes".to_owned()
+    } else {
+        named.join(", ")
+    }
 }
 
 /// One line per stored item no manifest lists any more that is only
@@ -293,4 +418,37 @@ pub fn error_document(message: &str, problems: &[Problem]) -> Json {
         })
         .collect();
     json!({"error": {"message": message, "problems": problems}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_says_how_the_apply_ended_and_only_the_counts_not_zero() {
+        let done = Done {
+            created: 3,
+            changed: 1,
+            failed: 1,
+            skipped: 2,
+            ..Done::default()
+        };
+        assert_eq!(
+            outcome_line(PlanState::Failed, &done, 17, 4.2),
+            "Apply failed: 3 created, 1 changed, 1 failed, 2 skipped; 17 unchanged (4.20 s)."
+        );
+        let stopped = Done {
+            created: 1,
+            stopped: 4,
+            ..Done::default()
+        };
+        assert_eq!(
+            outcome_line(PlanState::Stopped, &stopped, 0, 1.0),
+            "Apply stopped: 1 created, 4 stopped; 0 unchanged (1.00 s)."
+        );
+        assert_eq!(
+            outcome_line(PlanState::Successful, &Done::default(), 2, 0.5),
+            "Apply complete: no changes; 2 unchanged (0.50 s)."
+        );
+    }
 }

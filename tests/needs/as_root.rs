@@ -102,7 +102,7 @@ fn a_manifest_of_bundled_resources_converges_and_the_next_plan_is_empty() {
 
     run(&mut sandbox.ral_command("apply", &["--detailed-exitcodes", m]))
         .expect(2)
-        .stdout_has("Tasks: 6 succeeded, 0 failed, 0 skipped, 0 stopped. Plan Successful");
+        .stdout_has("Apply complete: 6 created; 0 unchanged (");
     run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", m]))
         .expect(0)
         .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 6 unchanged.");

@@ -1,5 +1,5 @@
 //! What this machine offers the tests that need more than a Rust toolchain
-//! and Python 3 (root, an OpenSSH server, an Ansible virtualenv), found
+//! and Python 3 (root, an OpenSSH server, an Ansible virtualenv, Chromium), found
 //! when the test binary starts, and the registry that turns each test
 //! into a trial ignored, with the reason, where a need is missing.
 //!
@@ -26,6 +26,8 @@ pub enum Need {
     AnsibleVenv,
     /// Debian's dpkg and apt tools (the package provider's tests).
     Dpkg,
+    /// Debian's `chromium`, run headless on the HTML report.
+    Chromium,
 }
 
 impl fmt::Display for Need {
@@ -35,6 +37,7 @@ impl fmt::Display for Need {
             Need::Sshd => "sshd",
             Need::AnsibleVenv => "ansible-venv",
             Need::Dpkg => "dpkg",
+            Need::Chromium => "chromium",
         })
     }
 }
@@ -119,6 +122,9 @@ impl Host {
                 Need::Dpkg,
                 format!("no {} (Debian's dpkg, apt and coreutils)", dpkg.join(", ")),
             ));
+        }
+        if !executable("chromium") {
+            missing.push((Need::Chromium, "no chromium (Debian's chromium)".to_owned()));
         }
         let venv = ansible_venv();
         if !executable(venv.join("bin/ansible-playbook")) {

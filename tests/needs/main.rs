@@ -1,5 +1,5 @@
 //! Integration tests that need what a fresh machine may lack (root, an
-//! OpenSSH server, an Ansible virtualenv). Whether each need is met is
+//! OpenSSH server, an Ansible virtualenv, Chromium). Whether each need is met is
 //! decided when this binary starts (`host.rs`): a test whose need is
 //! missing is reported ignored, with the reason, instead of failing;
 //! `.ci/run` sets `RAL_TEST_NEEDS=all`, so that there it fails instead.
@@ -7,6 +7,7 @@
 mod ansible;
 mod as_root;
 mod host;
+mod html_browser;
 mod over_ssh;
 #[path = "../common/pids.rs"]
 mod pids;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
     let trials = [
         ansible::tests(),
         as_root::tests(),
+        html_browser::tests(),
         over_ssh::tests(),
         provider_package::tests(),
         remote::tests(),

@@ -14,6 +14,7 @@ mod escapees;
 mod example;
 mod forgotten_items;
 mod hostile_inputs;
+mod html_report;
 mod json_convention;
 mod layers;
 mod libral_cli;
@@ -31,6 +32,7 @@ mod ownership;
 #[path = "../common/pids.rs"]
 mod pids;
 mod plan_schema;
+mod plan_view;
 mod plans;
 mod plans_bundled;
 mod plugins;

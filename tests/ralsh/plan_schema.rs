@@ -80,6 +80,18 @@ fn plan_edits(t: usize) -> Vec<(String, Edit)> {
             Edit::set("/plan/counts/moved", json!(0)),
         ),
         (
+            "an unknown outcome count".to_owned(),
+            Edit::set("/plan/counts/done/moved", json!(0)),
+        ),
+        (
+            "a negative outcome count".to_owned(),
+            Edit::set("/plan/counts/done/failed", json!(-1)),
+        ),
+        (
+            "outcome counts that are a number".to_owned(),
+            Edit::set("/plan/counts/done", json!(3)),
+        ),
+        (
             "a task that is text".to_owned(),
             Edit::set(task(""), json!("alpha[a1]")),
         ),
@@ -168,6 +180,21 @@ fn plan_edits(t: usize) -> Vec<(String, Edit)> {
         edits.push((
             format!("counts without {key}"),
             Edit::remove(format!("/plan/counts/{key}")),
+        ));
+    }
+    for key in [
+        "created",
+        "changed",
+        "removed",
+        "run",
+        "refreshed",
+        "failed",
+        "skipped",
+        "stopped",
+    ] {
+        edits.push((
+            format!("outcome counts without {key}"),
+            Edit::remove(format!("/plan/counts/done/{key}")),
         ));
     }
     for key in [
@@ -332,4 +359,14 @@ fn the_plan_error_schema_rejects_wrong_documents() {
         ));
     }
     assert_each_edit_rejected(plan_schema(), &doc, edits);
+}
+
+#[test]
+fn a_report_stored_before_outcome_counts_still_matches() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", MANIFEST);
+    let mut doc = plan_json(&bench.ral("plan", &["-j", &m]));
+    let counts = doc["plan"]["counts"].as_object_mut().unwrap();
+    assert!(counts.remove("done").is_some(), "{counts:?}");
+    assert!(plan_schema().validate(&doc).is_ok(), "{doc:#}");
 }

@@ -172,7 +172,7 @@ fn apply_follows_require_before_and_automatic_edges_then_plans_nothing() {
     bench
         .ral("apply", &[&m])
         .expect(0)
-        .stdout_has("Plan Successful");
+        .stdout_has("Apply complete: 5 created; 0 unchanged (");
     let calls = bench.take_calls();
     let done = updates(&calls);
     assert_eq!(done.len(), 5, "{done:#?}");
@@ -510,6 +510,10 @@ fn an_interrupt_stops_the_plan_lets_the_running_task_finish_and_stops_the_rest()
         "a1 and a2 wait for b1 and were stopped: {doc:#}"
     );
     assert_eq!(task(&doc, "alpha[a1]")["state"], "Stopped");
+    // What was done: the stopped tasks, and the succeeded ones as created.
+    let done = &doc["plan"]["counts"]["done"];
+    assert_eq!(done["stopped"].as_u64(), Some(stopped), "{done}");
+    assert_eq!(done["created"].as_u64(), Some(succeeded), "{done}");
     assert!(!updates(&bench.take_calls())
         .iter()
         .any(|u| u.starts_with("alpha")));

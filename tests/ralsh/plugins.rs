@@ -109,7 +109,9 @@ fn a_plan_shows_every_task_kind_in_one_graph_and_runs_no_callback() {
              callback[/site/shop:shop-check])",
         )
         // update_model upper-cased the content before the tasks were made.
-        .stdout_has("content: 'HELLO BLOG\\n'")
+        .stdout_has(
+            "    content:\n      --- was\n      +++ is\n      @@ -0,0 +1,1 @@\n      +HELLO BLOG\n",
+        )
         .stdout_has("Plan: 3 to create, 0 to change, 0 to remove; 0 unchanged; 4 to run");
     assert_eq!(
         bench.take_calls(),
@@ -659,7 +661,7 @@ fn snapshots_are_made_listed_restored_and_removed_by_the_plugins_plans() {
         .ral("snapshot", &["create", "before"])
         .expect(0)
         .stdout_has("Success * callback[snapshot:demo:#1]")
-        .stdout_has("Snapshot create before: Applied:");
+        .stdout_has("Snapshot create before: Apply complete: 1 run;");
     assert_eq!(
         bench.sandbox.read("snapshots/before.json"),
         "[\"blog\", \"shop\"]"

@@ -59,6 +59,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     if mode == Mode::Apply && args.out.is_some() {
         bail!("-o is for ral plan: ral plan -o FILE MANIFEST..., then ral apply FILE");
     }
+    check_report_argument(args, mode)?;
     // `ral apply FILE` of a saved plan: the file is one exactly when it
     // carries the mark, and must then verify whole.
     if let (Mode::Apply, [one]) = (mode, args.manifests.as_slice()) {
@@ -107,6 +108,29 @@ fn check_manifest_arguments(args: &ConvergeArgs) -> anyhow::Result<()> {
             );
         }
         saved::check_not_a_manifest(out, &args.manifests)?;
+    }
+    Ok(())
+}
+
+/// `--report FILE`: for one ral apply on one machine, to a directory that
+/// exists (checked before anything runs, not found missing after).
+fn check_report_argument(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<()> {
+    let Some(file) = &args.report else {
+        return Ok(());
+    };
+    if mode == Mode::Plan {
+        bail!("--report is for ral apply: it reports a run");
+    }
+    if args.remote.is_remote() {
+        bail!("--report writes the report of one machine's run: it does not take -t or -i");
+    }
+    let dir = crate::report_file::directory_of(file);
+    if !dir.is_dir() {
+        bail!(
+            "--report {}: {} is not a directory",
+            file.display(),
+            dir.display()
+        );
     }
     Ok(())
 }

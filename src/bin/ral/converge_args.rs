@@ -106,6 +106,12 @@ pub struct ConvergeArgs {
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
 
+    /// ral apply: after the run (also a failed or stopped one), write its
+    /// report to FILE as one self-contained HTML page (0600: it may name
+    /// private paths).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
     /// Manifest files (YAML, or JSON by the .json extension), read as one;
     /// `-` reads YAML from stdin. ral apply also takes one saved plan
     /// (`ral plan -o FILE`): a file whose text starts with

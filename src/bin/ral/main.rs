@@ -8,6 +8,7 @@ mod converge_args;
 mod holo;
 mod manual;
 mod one_run;
+mod report_file;
 mod snapshot;
 mod state;
 mod targets;

@@ -17,7 +17,7 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
                 ("RALSH_DATA_DIR", "ral plan, apply: more data directories, as for ralsh(1); ral check: where the providers a plugin's config tasks name are found, too."),
                 ("XDG_CACHE_HOME, HOME, TMPDIR", "Where ral's cache is, as for ralsh(1): the bundled providers and the Python toolkit ral check gives providers."),
                 ("HOLO_ROOT_DIR", "ral holo: the root Holo works below (default /)."),
-                ("NO_COLOR, CLICOLOR, CLICOLOR_FORCE", "ral holo: colour, as anstream reads them."),
+                ("NO_COLOR, CLICOLOR, CLICOLOR_FORCE", "ral plan, apply and holo: colour (signs, diffs), as anstream reads them; never in JSON."),
             ],
             files: &[
                 ("ROOT/etc/holorc, ROOT/etc/holorc.d/*", "ral holo: the plugins to run."),

@@ -102,7 +102,17 @@ impl Run<'_> {
                 log::error!("writing the report: {e}");
             }
         }
-        Ok(outcome.into())
+        let mut ending = Ending::from(outcome);
+        if let Some(file) = &self.args.report {
+            let when = std::time::SystemTime::now() - self.started.elapsed();
+            if let Err(e) = crate::report_file::write(file, &prepared.report(), when) {
+                // The run is recorded; only the page is missing, and the
+                // exit status says so.
+                log::error!("{e:#}");
+                ending.errors = true;
+            }
+        }
+        Ok(ending)
     }
 }
 

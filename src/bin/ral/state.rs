@@ -41,6 +41,11 @@ enum StateCommand {
     Show {
         /// The plan's id (see `ral state history`).
         plan: String,
+
+        /// Print the report as one self-contained HTML page, the one
+        /// `ral apply --report` writes.
+        #[arg(long, conflicts_with = "json")]
+        html: bool,
     },
     /// Stop managing items, leaving the resources as they are.
     Forget {
@@ -68,9 +73,18 @@ fn execute(args: &StateArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         StateCommand::List => list(&mut out, &store.items()?, args.json)?,
         StateCommand::History => history(&mut out, &store.history()?, args.json)?,
-        StateCommand::Show { plan } => {
+        StateCommand::Show { plan, html } => {
             let report = store.report(plan)?;
-            if args.json {
+            if *html {
+                // When it ran: the plan's start, else when it was made.
+                let when = store
+                    .history()?
+                    .into_iter()
+                    .find(|p| p.id == *plan)
+                    .map(|p| ral::local_time::local_date(p.started.unwrap_or(p.created) as i64))
+                    .unwrap_or_default();
+                ral::render::html::page(&mut out, &report, &when)?;
+            } else if args.json {
                 writeln!(out, "{}", serde_json::to_string(&report)?)?;
             } else {
                 show(&mut out, &report)?;
@@ -170,6 +184,15 @@ fn show(out: &mut impl Write, report: &Report) -> anyhow::Result<()> {
             task.state.as_str(),
             task.action.as_str(),
             escape(&task.resource)
+        )?;
+    }
+    let counts = &plan.counts;
+    if let Some(done) = &counts.done {
+        writeln!(
+            out,
+            "done: {}; {} unchanged",
+            ral::render::plan::done_phrase(done),
+            counts.unchanged
         )?;
     }
     Ok(())

@@ -1,0 +1,287 @@
+//! The HTML report of a run (`ral apply --report FILE.html`, `ral state
+//! show ID --html`): one self-contained page made from
+//! [`Report`](crate::converge::report::Report) alone — the plan's id,
+//! state, time and counts, then a table of its tasks in order with each
+//! change, multi-line values as unified diffs.
+//!
+//! The page needs nothing else: its style is inline, it has no script and
+//! names no external URL, so it opens the same from a mail, an artifact
+//! store or a disk with no network. Every text in it comes from the
+//! report and goes through [`text`] (HTML-escaped, control characters
+//! made visible), so a resource named `<script>` is only text. Sensitive
+//! values are already `[redacted]` in the report.
+
+use std::io::{self, Write};
+
+use serde_json::Value as Json;
+
+use crate::converge::plan::{Action, TaskState};
+use crate::converge::report::{Done, Report, TaskReport};
+use crate::provider::ShownChange;
+use crate::secrets::REDACTED;
+
+use super::diff::{self, Diff, Kind};
+use super::human;
+
+/// The page's style: failed tasks stand out (a red bar and tint), states
+/// are coloured badges, diff lines coloured as a terminal shows them.
+const STYLE: &str = "\
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#1b1f24;background:#fff}
+h1{font-size:1.4em;margin:0 0 .3em}
+.meta{margin:.2em 0;color:#444}
+.summary{font-weight:600;margin:.6em 0 1em}
+table{border-collapse:collapse;width:100%}
+th,td{border-bottom:1px solid #d8dee4;padding:.35em .5em;text-align:left;vertical-align:top}
+th{background:#f3f5f7}
+td.time{white-space:nowrap}
+code,pre{font-family:ui-monospace,monospace;font-size:.92em}
+pre{margin:.2em 0;padding:.4em;background:#f6f8fa;overflow-x:auto}
+tr.failed{background:#fff0f0}
+tr.failed td:first-child{border-left:4px solid #cf222e}
+.sign{font-weight:700;font-family:ui-monospace,monospace}
+.sign.create{color:#1a7f37}.sign.change{color:#9a6700}.sign.remove{color:#cf222e}
+.sign.run{color:#0969da}.sign.refresh{color:#0550ae}.sign.unknown{color:#8250df}
+.badge{display:inline-block;padding:.05em .5em;border-radius:.8em;font-size:.85em;color:#fff;background:#6e7781}
+.badge.Success,.badge.Successful{background:#1a7f37}
+.badge.Failed{background:#cf222e}
+.badge.Skipped,.badge.Stopped,.badge.Stopping{background:#9a6700}
+.badge.Running{background:#0969da}
+.error{color:#a40e26;font-weight:600;margin:.2em 0}
+.attr{font-weight:600}
+.diff .add{color:#1a7f37}.diff .del{color:#cf222e}.diff .hunk{color:#0969da}.diff .head{font-weight:700}
+";
+
+/// `text` with `&`, `<`, `>` and quotes as entities, after control
+/// characters are written as escapes (`\n`, `\u{1b}`).
+pub fn text(raw: &str) -> String {
+    let visible = crate::text::escape(raw);
+    let mut out = String::with_capacity(visible.len());
+    for c in visible.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The whole page of `report`; `when` says when it ran (or was planned).
+pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()> {
+    let plan = &report.plan;
+    let state = plan.state.as_str();
+    writeln!(out, "<!DOCTYPE html>")?;
+    writeln!(out, "<html lang=\"en\">")?;
+    writeln!(out, "<head>")?;
+    writeln!(out, "<meta charset=\"utf-8\">")?;
+    writeln!(
+        out,
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    )?;
+    writeln!(out, "<title>ral plan {}: {state}</title>", text(&plan.id))?;
+    writeln!(out, "<style>\n{STYLE}</style>")?;
+    writeln!(out, "</head>")?;
+    writeln!(out, "<body>")?;
+    writeln!(out, "<header>")?;
+    writeln!(out, "<h1>ral plan <code>{}</code></h1>", text(&plan.id))?;
+    writeln!(
+        out,
+        "<p class=\"meta\">State: <span class=\"badge {state}\">{state}</span></p>"
+    )?;
+    writeln!(out, "<p class=\"meta\">When: {}</p>", text(when))?;
+    let done = plan
+        .counts
+        .done
+        .unwrap_or_else(|| Done::of(plan.tasks.iter().map(|t| (t.action, t.state))));
+    writeln!(
+        out,
+        "<p class=\"summary\">{}; {} unchanged; {} tasks.</p>",
+        text(&super::plan::done_phrase(&done)),
+        plan.counts.unchanged,
+        plan.tasks.len()
+    )?;
+    writeln!(out, "</header>")?;
+    writeln!(out, "<table>")?;
+    writeln!(
+        out,
+        "<thead><tr><th>#</th><th>Sign</th><th>Resource</th><th>State</th><th>Time</th>\
+         <th>Waits for</th><th>Changes</th></tr></thead>"
+    )?;
+    writeln!(out, "<tbody>")?;
+    for task in &plan.tasks {
+        row(out, report, task)?;
+    }
+    writeln!(out, "</tbody>")?;
+    writeln!(out, "</table>")?;
+    writeln!(out, "</body>")?;
+    writeln!(out, "</html>")
+}
+
+/// The sign of an action and its class.
+fn sign(action: Action) -> (&'static str, &'static str) {
+    match action {
+        Action::Create => ("+", "create"),
+        Action::Change => ("~", "change"),
+        Action::Remove => ("-", "remove"),
+        Action::Run => ("*", "run"),
+        Action::Unknown => ("!", "unknown"),
+    }
+}
+
+/// One task's row.
+fn row(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<()> {
+    let state = task.state.as_str();
+    let failed = if task.state == TaskState::Failed {
+        " failed"
+    } else {
+        ""
+    };
+    let (sign, action) = sign(task.action);
+    let seconds = match task.state {
+        TaskState::Success | TaskState::Failed => format!("{:.2} s", task.seconds),
+        _ => String::new(),
+    };
+    let waits: Vec<String> = task
+        .requires
+        .iter()
+        .filter_map(|id| report.plan.tasks.iter().find(|t| t.id == *id))
+        .map(|t| format!("<code>{}</code>", text(&t.resource)))
+        .collect();
+    writeln!(out, "<tr class=\"task{failed}\" id=\"task-{}\">", task.id)?;
+    writeln!(out, "<td>{}</td>", task.id)?;
+    writeln!(
+        out,
+        "<td class=\"sign {action}\" title=\"{action}\">{sign}</td>"
+    )?;
+    let drifted = if task.drifted { " (drifted)" } else { "" };
+    writeln!(
+        out,
+        "<td><code>{}</code>{drifted}</td>",
+        text(&task.resource)
+    )?;
+    writeln!(out, "<td><span class=\"badge {state}\">{state}</span></td>")?;
+    writeln!(out, "<td class=\"time\">{seconds}</td>")?;
+    writeln!(out, "<td>{}</td>", waits.join(", "))?;
+    write!(out, "<td>")?;
+    if let Some(error) = &task.error {
+        write!(out, "<p class=\"error\">{}</p>", text(&error.message))?;
+    }
+    if let Some(plugin) = &task.plugin {
+        write!(
+            out,
+            "<p>from plugin {}, {} {}</p>",
+            text(&plugin.name),
+            text(&plugin.kind),
+            text(&plugin.item)
+        )?;
+    }
+    for change in &task.changes {
+        write_change(out, task, change)?;
+    }
+    writeln!(out, "</td>")?;
+    writeln!(out, "</tr>")
+}
+
+/// One change: `attr: was → is`, `attr: is` for a creation, or the
+/// attribute and the diff of its multi-line values.
+fn write_change(out: &mut impl Write, task: &TaskReport, change: &ShownChange) -> io::Result<()> {
+    let attr = text(&change.attr);
+    if let Some(diff) = multi_line(change) {
+        write!(
+            out,
+            "<div class=\"change\"><span class=\"attr\">{attr}</span>:"
+        )?;
+        write_diff(out, &diff)?;
+        return write!(out, "</div>");
+    }
+    let is = match &change.is {
+        // What a create makes, as the text says it: `ensure: directory`.
+        Json::String(word)
+            if task.action == Action::Create
+                && change.attr == "ensure"
+                && super::plan::is_word(word) =>
+        {
+            format!("<code>{}</code>", text(word))
+        }
+        other => value(other),
+    };
+    match (&change.was, task.action) {
+        (_, Action::Create) | (None, _) => write!(
+            out,
+            "<div class=\"change\"><span class=\"attr\">{attr}</span>: {is}</div>"
+        ),
+        (Some(was), _) => write!(
+            out,
+            "<div class=\"change\"><span class=\"attr\">{attr}</span>: {} &rarr; {is}</div>",
+            value(was)
+        ),
+    }
+}
+
+/// The diff of a change of strings with a line break. A redacted value is
+/// one word, never multi-line.
+fn multi_line(change: &ShownChange) -> Option<Diff> {
+    let Json::String(is) = &change.is else {
+        return None;
+    };
+    let was = match &change.was {
+        None | Some(Json::Null) => None,
+        Some(Json::String(was)) => Some(was.as_str()),
+        Some(_) => return None,
+    };
+    diff::is_multi_line(was, is).then(|| diff::unified(was.unwrap_or(""), is))
+}
+
+fn write_diff(out: &mut impl Write, diff: &Diff) -> io::Result<()> {
+    write!(out, "<pre class=\"diff\">")?;
+    match diff {
+        Diff::Lines { lines, .. } => {
+            for line in lines {
+                let class = match line.kind {
+                    Kind::Header => "head",
+                    Kind::Hunk => "hunk",
+                    Kind::Same | Kind::NoNewline => "same",
+                    Kind::Removed => "del",
+                    Kind::Added => "add",
+                };
+                writeln!(out, "<span class=\"{class}\">{}</span>", text(&line.text))?;
+            }
+        }
+        Diff::TooLarge {
+            was_lines,
+            is_lines,
+        } => writeln!(
+            out,
+            "(too large to compare: {was_lines} lines before, {is_lines} after)"
+        )?,
+    }
+    write!(out, "</pre>")
+}
+
+/// A value as the text output writes it (`'text'`, `[a, b]`), redacted
+/// ones as `[redacted]`.
+fn value(value: &Json) -> String {
+    let shown = match value {
+        Json::String(redacted) if redacted == REDACTED => REDACTED.to_owned(),
+        Json::String(plain) => human::quote(plain),
+        Json::Null => "(none)".to_owned(),
+        other => other.to_string(),
+    };
+    format!("<code>{}</code>", text(&shown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_and_control_characters_are_inert() {
+        assert_eq!(
+            text("<script>alert('x')</script>&\"\x1b"),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;\\u{1b}"
+        );
+    }
+}

@@ -116,15 +116,20 @@ pub struct Done {
 }
 
 impl Done {
-    /// The tally of tasks given as (action, state).
-    pub fn of(tasks: impl IntoIterator<Item = (Action, TaskState)>) -> Done {
+    /// The tally of tasks given as (action, state, note): a refresh that
+    /// ended with a note (not needed) did nothing and is not counted.
+    pub fn of<'t>(
+        tasks: impl IntoIterator<Item = (Action, TaskState, Option<&'t String>)>,
+    ) -> Done {
         let mut done = Done::default();
-        for (action, state) in tasks {
+        for (action, state, note) in tasks {
             let count = match (state, action) {
                 (TaskState::Success, Action::Create) => &mut done.created,
                 (TaskState::Success, Action::Change) => &mut done.changed,
                 (TaskState::Success, Action::Remove) => &mut done.removed,
                 (TaskState::Success, Action::Run) => &mut done.run,
+                (TaskState::Success, Action::Refresh) if note.is_some() => continue,
+                (TaskState::Success, Action::Refresh) => &mut done.refreshed,
                 // An unknown task fails without running; it never succeeds.
                 (TaskState::Success, Action::Unknown) => continue,
                 (TaskState::Failed, _) => &mut done.failed,
@@ -171,7 +176,9 @@ impl Counts {
             failed: states(TaskState::Failed),
             skipped: states(TaskState::Skipped),
             stopped: states(TaskState::Stopped),
-            done: Some(Done::of(tasks.iter().map(|t| (t.action, t.state)))),
+            done: Some(Done::of(
+                tasks.iter().map(|t| (t.action, t.state, t.note.as_ref())),
+            )),
         }
     }
 }
@@ -254,7 +261,11 @@ impl Report {
             let counts = &mut report.plan.counts;
             if counts.done.is_none() {
                 counts.done = Some(Done::of(
-                    report.plan.tasks.iter().map(|t| (t.action, t.state)),
+                    report
+                        .plan
+                        .tasks
+                        .iter()
+                        .map(|t| (t.action, t.state, t.note.as_ref())),
                 ));
             }
             return Ok(Some(report));
@@ -365,16 +376,19 @@ mod tests {
 
     #[test]
     fn outcome_counts_count_a_failed_create_as_failed_and_no_task_not_ended() {
+        let note = "not needed".to_owned();
         let done = Done::of([
-            (Action::Create, TaskState::Success),
-            (Action::Create, TaskState::Failed),
-            (Action::Change, TaskState::Success),
-            (Action::Remove, TaskState::Skipped),
-            (Action::Run, TaskState::Success),
-            (Action::Unknown, TaskState::Failed),
-            (Action::Change, TaskState::Stopped),
-            (Action::Create, TaskState::Initial),
-            (Action::Create, TaskState::Running),
+            (Action::Create, TaskState::Success, None),
+            (Action::Create, TaskState::Failed, None),
+            (Action::Change, TaskState::Success, None),
+            (Action::Remove, TaskState::Skipped, None),
+            (Action::Run, TaskState::Success, None),
+            (Action::Unknown, TaskState::Failed, None),
+            (Action::Change, TaskState::Stopped, None),
+            (Action::Create, TaskState::Initial, None),
+            (Action::Create, TaskState::Running, None),
+            (Action::Refresh, TaskState::Success, None),
+            (Action::Refresh, TaskState::Success, Some(&note)),
         ]);
         assert_eq!(
             done,
@@ -383,7 +397,7 @@ mod tests {
                 changed: 1,
                 removed: 0,
                 run: 1,
-                refreshed: 0,
+                refreshed: 1,
                 failed: 2,
                 skipped: 1,
                 stopped: 1,
@@ -395,6 +409,7 @@ mod tests {
                 ("created", 1),
                 ("changed", 1),
                 ("run", 1),
+                ("refreshed", 1),
                 ("failed", 2),
                 ("skipped", 1),
                 ("stopped", 1)

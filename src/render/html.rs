@@ -92,10 +92,13 @@ pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()>
         "<p class=\"meta\">State: <span class=\"badge {state}\">{state}</span></p>"
     )?;
     writeln!(out, "<p class=\"meta\">When: {}</p>", text(when))?;
-    let done = plan
-        .counts
-        .done
-        .unwrap_or_else(|| Done::of(plan.tasks.iter().map(|t| (t.action, t.state))));
+    let done = plan.counts.done.unwrap_or_else(|| {
+        Done::of(
+            plan.tasks
+                .iter()
+                .map(|t| (t.action, t.state, t.note.as_ref())),
+        )
+    });
     writeln!(
         out,
         "<p class=\"summary\">{}; {} unchanged; {} tasks.</p>",
@@ -127,6 +130,7 @@ fn sign(action: Action) -> (&'static str, &'static str) {
         Action::Change => ("~", "change"),
         Action::Remove => ("-", "remove"),
         Action::Run => ("*", "run"),
+        Action::Refresh => ("^", "refresh"),
         Action::Unknown => ("!", "unknown"),
     }
 }
@@ -168,6 +172,18 @@ fn row(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<(
     write!(out, "<td>")?;
     if let Some(error) = &task.error {
         write!(out, "<p class=\"error\">{}</p>", text(&error.message))?;
+    }
+    if let Some(note) = &task.note {
+        write!(out, "<p>{}</p>", text(note))?;
+    }
+    if !task.refresh_on.is_empty() {
+        let sources: Vec<String> = task
+            .refresh_on
+            .iter()
+            .filter_map(|id| report.plan.tasks.iter().find(|t| t.id == *id))
+            .map(|t| format!("<code>{}</code>", text(&t.resource)))
+            .collect();
+        write!(out, "<p>refreshed if {} changes</p>", sources.join(" or "))?;
     }
     if let Some(plugin) = &task.plugin {
         write!(

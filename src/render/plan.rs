@@ -336,7 +336,11 @@ pub fn task_ended(
 /// The summary after a run, by what happened:
 /// `Apply failed: 3 created, 1 changed, 1 failed, 2 skipped; 17 unchanged (4.20 s).`
 pub fn run_summary(plan: &Plan, seconds: f64) -> String {
-    let done = Done::of(plan.tasks.iter().map(|t| (t.action, t.state)));
+    let done = Done::of(
+        plan.tasks
+            .iter()
+            .map(|t| (t.action, t.state, t.note.as_ref())),
+    );
     outcome_line(plan.state, &done, plan.unchanged, seconds)
 }
 

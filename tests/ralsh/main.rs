@@ -60,6 +60,7 @@ mod state_store;
 mod store_paths;
 mod suggestions;
 mod support;
+mod terminal;
 mod toolkit;
 mod types;
 mod update;

@@ -12,6 +12,7 @@ use ral::converge::run::{self, Input, Prepared, StoreAt};
 use ral::render::human::Style;
 use ral::render::plan as render;
 
+use crate::confirm;
 use crate::converge_args::{options, ConvergeArgs, Ending, Mode};
 
 /// One command's run, on this machine or one target.
@@ -39,7 +40,15 @@ impl Run<'_> {
         };
         match self.mode {
             Mode::Plan => self.print_plan(&prepared, host, style, out),
-            Mode::Apply => self.apply(&mut prepared, host, style, out),
+            Mode::Apply => {
+                if !self.approved(&prepared, input, style, out)? {
+                    return Ok(Ending {
+                        cancelled: true,
+                        ..Ending::default()
+                    });
+                }
+                self.apply(&mut prepared, host, style, out)
+            }
         }
     }
 
@@ -66,6 +75,29 @@ impl Run<'_> {
         }
         out.flush()?;
         Ok(prepared.planned().into())
+    }
+
+    /// Whether the plan may be applied: on a terminal, a plan that
+    /// removes anything is shown first and applied only when the person
+    /// answers yes (see [`confirm`]).
+    fn approved(
+        &self,
+        prepared: &Prepared,
+        input: &Input,
+        style: Style,
+        mut out: &mut dyn Write,
+    ) -> anyhow::Result<bool> {
+        let removals = confirm::removals(&prepared.plan);
+        if removals == 0 || !confirm::asks(self.args, input) {
+            return Ok(true);
+        }
+        render::forgotten(&mut out, &prepared.forget, "is")?;
+        render::preview(&mut out, &prepared.catalog, &prepared.plan, style)?;
+        let yes = confirm::removals_approved(out, &mut io::stdin().lock(), removals)?;
+        if !yes {
+            writeln!(out, "Apply cancelled; nothing was changed.")?;
+        }
+        Ok(yes)
     }
 
     fn apply(

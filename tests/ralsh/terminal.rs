@@ -1,0 +1,355 @@
+//! `ral apply` on a terminal (a pseudo-terminal the test opens): the
+//! question before removals, answered yes, no or not at all, skipped by
+//! -y and absent without a terminal. Every read of the terminal has a deadline: a test
+//! that waits for text that never comes fails instead of hanging.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+use crate::plans::{updates, Bench};
+use crate::support::run;
+
+/// How long any one wait for the terminal or the child may take.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The terminal's size: wide enough that no line wraps.
+const ROWS: u16 = 40;
+const COLUMNS: u16 = 200;
+
+const QUESTION: &str = "Remove 1 resource(s) listed above? Only 'yes' goes on: ";
+const CANCELLED: &str = "Apply cancelled; nothing was changed.";
+
+/// A command running on a pseudo-terminal: its stdin, stdout and stderr
+/// are the terminal, whose other side this holds.
+struct Terminal {
+    /// The terminal's other side, to answer on.
+    master: File,
+    /// What the command printed, in chunks, from a reader thread.
+    chunks: Receiver<Vec<u8>>,
+    /// The command's exit, from a waiter thread.
+    exit: Receiver<ExitStatus>,
+    pid: i32,
+    exited: bool,
+    /// All it printed so far, line ends as `\n`.
+    seen: String,
+}
+
+impl Terminal {
+    fn start(command: &mut Command) -> Terminal {
+        let (mut master, mut slave) = (-1, -1);
+        // A wide terminal: a progress line is never cut or wrapped.
+        let size = libc::winsize {
+            ws_row: ROWS,
+            ws_col: COLUMNS,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: openpty writes two descriptors into the integers given
+        // and reads the size; the name and termios pointers may be null.
+        let opened = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size,
+            )
+        };
+        assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors were just opened and are owned here.
+        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        command
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        let mut child = command.spawn().expect("ral starts");
+        // The command's copies of the terminal are closed here: once the
+        // command ends, reading the master side ends too (EIO).
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let pid = i32::try_from(child.id()).unwrap();
+        let (exit_tx, exit) = mpsc::channel();
+        std::thread::spawn(move || {
+            if let Ok(status) = child.wait() {
+                let _ = exit_tx.send(status);
+            }
+        });
+        let (chunk_tx, chunks) = mpsc::channel();
+        let mut reader = master.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n @ 1..) = reader.read(&mut buffer) {
+                if chunk_tx.send(buffer[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Terminal {
+            master,
+            chunks,
+            exit,
+            pid,
+            exited: false,
+            seen: String::new(),
+        }
+    }
+
+    /// Reads until what was printed holds `pattern`, or fails at the
+    /// deadline showing what it holds.
+    #[track_caller]
+    fn wait_for(&mut self, pattern: &str) {
+        let pattern = regex::Regex::new(pattern).unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while !pattern.is_match(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.chunks.recv_timeout(left) {
+                Ok(chunk) => self.take(&chunk),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "the terminal never showed {pattern}; it shows:\n{}",
+                        self.seen
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!(
+                        "the terminal closed without {pattern}; it showed:\n{}",
+                        self.seen
+                    )
+                }
+            }
+        }
+    }
+
+    fn take(&mut self, chunk: &[u8]) {
+        self.seen
+            .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
+    }
+
+    /// Types `line` and Enter.
+    fn answer(&mut self, line: &str) {
+        self.master
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+    }
+
+    /// Types Ctrl-D at the start of a line: the end of the input.
+    fn end_input(&mut self) {
+        self.master.write_all(&[4]).unwrap();
+    }
+
+    /// Waits for the command's exit and the rest of its output: its exit
+    /// status and all it printed.
+    #[track_caller]
+    fn finish(mut self) -> (i32, String) {
+        let status = match self.exit.recv_timeout(PATIENCE) {
+            Ok(status) => status,
+            Err(_) => panic!("ral did not end; the terminal shows:\n{}", self.seen),
+        };
+        self.exited = true;
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.chunks.recv_timeout(left) {
+                Ok(chunk) => self.take(&chunk),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("the terminal stayed open after ral ended:\n{}", self.seen)
+                }
+            }
+        }
+        (status.code().unwrap_or(-1), std::mem::take(&mut self.seen))
+    }
+}
+
+impl Drop for Terminal {
+    /// A test that failed midway leaves no ral waiting for an answer.
+    fn drop(&mut self) {
+        if !self.exited {
+            // SAFETY: kill takes plain integers; the child is not reaped
+            // until its waiter thread sees it end, so the pid is its own.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// `ral apply ARGS...` of the bench on a terminal, in plain text (no
+/// colour) and with a terminal type that draws progress.
+fn apply_on_terminal(bench: &Bench, args: &[&str]) -> Terminal {
+    let mut command = bench.command("apply", args);
+    command.env("NO_COLOR", "1").env("TERM", "xterm");
+    Terminal::start(&mut command)
+}
+
+/// A bench where ral created alpha[a1] and beta[b1], and the manifest
+/// `fewer.yaml` that lists only beta[b1]: its plan removes alpha[a1].
+fn one_removal() -> (Bench, String) {
+    let bench = Bench::new();
+    let both = bench.manifest(
+        "both.yaml",
+        "alpha:\n  a1: {value: one}\nbeta:\n  b1: {value: x}\n",
+    );
+    bench.ral("apply", &[&both]).expect(0);
+    bench.take_calls();
+    let fewer = bench.manifest("fewer.yaml", "beta:\n  b1: {value: x}\n");
+    (bench, fewer)
+}
+
+/// The plans the store recorded, as `ral state -j history` lists them.
+fn history(bench: &Bench) -> Json {
+    let mut command = bench.sandbox.ral_command("state", &[]);
+    command.args(["-j", "history"]);
+    let listed = run(&mut command);
+    listed.expect(0);
+    serde_json::from_str(&listed.stdout).unwrap()
+}
+
+fn names(bench: &Bench, stem: &str) -> Vec<String> {
+    let store = bench.store(stem);
+    store.as_object().unwrap().keys().cloned().collect()
+}
+
+/// Answered anything but yes, the apply ends at once: exit 1, nothing
+/// called, nothing removed, no plan recorded, and no lock left behind.
+fn assert_cancelled(bench: &Bench, before: &Json, (status, shown): (i32, String)) {
+    assert_eq!(status, 1, "a cancelled apply exits 1:\n{shown}");
+    assert!(shown.contains(CANCELLED), "{shown}");
+    assert!(!shown.contains("Applied:"), "no task ran:\n{shown}");
+    assert_eq!(updates(&bench.take_calls()), Vec::<String>::new());
+    assert_eq!(names(bench, "alpha"), ["a1"]);
+    assert_eq!(&history(bench), before, "the store records no run");
+}
+
+#[test]
+fn a_plan_that_removes_is_shown_and_asked_about() {
+    let (bench, fewer) = one_removal();
+    let before = history(&bench);
+    let mut terminal = apply_on_terminal(&bench, &[&fewer]);
+    terminal.wait_for(&regex::escape(QUESTION));
+    // The plan comes first, as ral plan shows it.
+    let plan = run(bench.command("plan", &[&fewer]).env("NO_COLOR", "1"));
+    plan.expect(0);
+    assert!(
+        terminal.seen.starts_with(&plan.stdout),
+        "the plan, then the question:\n{}",
+        terminal.seen
+    );
+    terminal.answer("no");
+    assert_cancelled(&bench, &before, terminal.finish());
+    // The store was let go: the next apply takes it.
+    bench.ral("apply", &[&fewer]).expect(0);
+    assert_eq!(names(&bench, "alpha"), Vec::<String>::new());
+}
+
+#[test]
+fn the_end_of_the_input_is_a_no() {
+    let (bench, fewer) = one_removal();
+    let before = history(&bench);
+    // Where 0 would say "no changes", a cancelled apply still exits 1.
+    let mut terminal = apply_on_terminal(&bench, &["--detailed-exitcodes", &fewer]);
+    terminal.wait_for(&regex::escape(QUESTION));
+    terminal.end_input();
+    assert_cancelled(&bench, &before, terminal.finish());
+}
+
+#[test]
+fn yes_applies_the_plan() {
+    let (bench, fewer) = one_removal();
+    let mut terminal = apply_on_terminal(&bench, &[&fewer]);
+    terminal.wait_for(&regex::escape(QUESTION));
+    terminal.answer("yes");
+    let (status, shown) = terminal.finish();
+    assert_eq!(status, 0, "{shown}");
+    assert!(
+        shown.contains("Applied: 0 to create, 0 to change, 1 to remove"),
+        "{shown}"
+    );
+    assert_eq!(updates(&bench.take_calls()), ["alpha a1"]);
+    assert_eq!(names(&bench, "alpha"), Vec::<String>::new());
+}
+
+#[test]
+fn auto_approve_asks_nothing() {
+    for flag in ["-y", "--auto-approve"] {
+        let (bench, fewer) = one_removal();
+        let (status, shown) = apply_on_terminal(&bench, &[flag, &fewer]).finish();
+        assert_eq!(status, 0, "{flag}: {shown}");
+        assert!(
+            !shown.contains("Only 'yes'"),
+            "{flag} asks nothing:\n{shown}"
+        );
+        assert_eq!(names(&bench, "alpha"), Vec::<String>::new(), "{flag}");
+    }
+}
+
+#[test]
+fn without_a_terminal_a_removal_applies_at_once() {
+    let (bench, fewer) = one_removal();
+    // Standard input is a closed pipe: an apply that asked would read its
+    // end as a no.
+    let applied = run(bench.command("apply", &[&fewer]).stdin(Stdio::piped()));
+    applied.expect(0);
+    assert!(!applied.stdout.contains("Only 'yes'"), "{}", applied.stdout);
+    assert_eq!(names(&bench, "alpha"), Vec::<String>::new());
+}
+
+#[test]
+fn a_plan_without_removals_asks_nothing() {
+    let (bench, _) = one_removal();
+    let changed = bench.manifest(
+        "changed.yaml",
+        "alpha:\n  a1: {value: two}\nbeta:\n  b1: {value: x}\n",
+    );
+    let (status, shown) = apply_on_terminal(&bench, &[&changed]).finish();
+    assert_eq!(status, 0, "{shown}");
+    assert!(!shown.contains("Only 'yes'"), "{shown}");
+    assert_eq!(bench.store("alpha")["a1"]["value"], "two");
+}
+
+#[test]
+fn a_saved_plan_asks_nothing() {
+    // It was shown when it was saved, as Terraform's saved plans are.
+    let (bench, fewer) = one_removal();
+    let saved = bench.manifests.path().join("saved.plan");
+    let saved = saved.to_str().unwrap();
+    bench.ral("plan", &["-o", saved, &fewer]).expect(0);
+    let (status, shown) = apply_on_terminal(&bench, &[saved]).finish();
+    assert_eq!(status, 0, "{shown}");
+    assert!(!shown.contains("Only 'yes'"), "{shown}");
+    assert_eq!(names(&bench, "alpha"), Vec::<String>::new());
+}
+
+/// No spinner, no bar, no escape sequence: nothing drawn.
+#[track_caller]
+fn assert_nothing_drawn(shown: &str) {
+    assert!(
+        !shown.contains('\x1b') && !shown.contains(" tasks"),
+        "{shown:?}"
+    );
+    assert!(
+        !shown.chars().any(|c| ('⠁'..='⣿').contains(&c)),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn json_and_quiet_on_a_terminal_ask_nothing_and_draw_nothing() {
+    for flag in ["--json", "-q"] {
+        let (bench, fewer) = one_removal();
+        let (status, shown) = apply_on_terminal(&bench, &[flag, &fewer]).finish();
+        assert_eq!(status, 0, "{flag}: {shown}");
+        assert!(
+            !shown.contains("Only 'yes'"),
+            "{flag} asks nothing:\n{shown}"
+        );
+        assert_nothing_drawn(&shown);
+        assert_eq!(names(&bench, "alpha"), Vec::<String>::new(), "{flag}");
+    }
+}

@@ -1,6 +1,7 @@
 //! `ral apply` on a terminal (a pseudo-terminal the test opens): the
 //! question before removals, answered yes, no or not at all, skipped by
-//! -y and absent without a terminal. Every read of the terminal has a deadline: a test
+//! -y and absent without a terminal; and the progress lines on stderr,
+//! absent from a pipe. Every read of the terminal has a deadline: a test
 //! that waits for text that never comes fails instead of hanging.
 
 use std::fs::File;
@@ -38,6 +39,8 @@ struct Terminal {
     exited: bool,
     /// All it printed so far, line ends as `\n`.
     seen: String,
+    /// The same bytes as they came, for a terminal emulator.
+    raw: Vec<u8>,
 }
 
 impl Terminal {
@@ -99,6 +102,7 @@ impl Terminal {
             pid,
             exited: false,
             seen: String::new(),
+            raw: Vec::new(),
         }
     }
 
@@ -129,6 +133,7 @@ impl Terminal {
     }
 
     fn take(&mut self, chunk: &[u8]) {
+        self.raw.extend_from_slice(chunk);
         self.seen
             .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
     }
@@ -148,7 +153,15 @@ impl Terminal {
     /// Waits for the command's exit and the rest of its output: its exit
     /// status and all it printed.
     #[track_caller]
-    fn finish(mut self) -> (i32, String) {
+    fn finish(self) -> (i32, String) {
+        let (status, seen, _) = self.finish_with_screen();
+        (status, seen)
+    }
+
+    /// [`Terminal::finish`], and the screen's rows as a terminal shows
+    /// them at the end (the cursor movements and erasures done).
+    #[track_caller]
+    fn finish_with_screen(mut self) -> (i32, String, Vec<String>) {
         let status = match self.exit.recv_timeout(PATIENCE) {
             Ok(status) => status,
             Err(_) => panic!("ral did not end; the terminal shows:\n{}", self.seen),
@@ -165,7 +178,12 @@ impl Terminal {
                 }
             }
         }
-        (status.code().unwrap_or(-1), std::mem::take(&mut self.seen))
+        let size = |n| std::num::NonZeroU16::new(n).unwrap();
+        let mut screen = vt100::Parser::new(size(ROWS), size(COLUMNS), 0);
+        screen.process(&self.raw);
+        let rows = screen.screen().rows(0, COLUMNS).collect();
+        let seen = std::mem::take(&mut self.seen);
+        (status.code().unwrap_or(-1), seen, rows)
     }
 }
 
@@ -313,6 +331,98 @@ fn a_plan_without_removals_asks_nothing() {
     assert_eq!(bench.store("alpha")["a1"]["value"], "two");
 }
 
+/// Six creations of beta, one json batch whose update waits for the test:
+/// four lines with a spinner, "and 2 more", and the bar.
+fn waiting_batch() -> (Bench, String) {
+    let bench = Bench::new();
+    bench.sandbox.write("wait", "b2\n");
+    let text: String = (2..8).map(|n| format!("  b{n}: {{value: x}}\n")).collect();
+    let manifest = bench.manifest("six.yaml", &format!("beta:\n{text}"));
+    (bench, manifest)
+}
+
+/// Releases the waiting update when dropped: a test that fails while it
+/// waits leaves no provider behind (dropped before the [`Terminal`]).
+struct Release<'a>(&'a Bench);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.sandbox.write("release", "");
+    }
+}
+
+#[test]
+fn progress_shows_the_running_tasks_on_a_terminal() {
+    let (bench, manifest) = waiting_batch();
+    let mut terminal = apply_on_terminal(&bench, &[&manifest]);
+    let _release = Release(&bench);
+    // A spinner, the resource and its time.
+    terminal.wait_for(r"[⠁-⣿] beta\[b2\] \d+\.\ds");
+    terminal.wait_for(r"and 2 more");
+    terminal.wait_for(r"\[ +\] 0/6 tasks");
+    bench.sandbox.write("release", "");
+    let (status, shown, rows) = terminal.finish_with_screen();
+    assert_eq!(status, 0, "{shown}");
+    // On the screen at the end, each task's line is whole on its row, and
+    // the summary is the last row: the progress was cleared.
+    let rows: Vec<&str> = rows
+        .iter()
+        .map(|row| row.trim_end())
+        .filter(|row| !row.is_empty())
+        .collect();
+    for n in 2..8 {
+        let line = format!("+ beta[b{n}]");
+        let whole = |row: &&str| row.contains(&line) && row.ends_with("value: 'x'");
+        assert!(rows.iter().any(whole), "{line} whole:\n{rows:#?}");
+    }
+    assert!(
+        rows.last().unwrap().starts_with("Applied: 6 to create"),
+        "{rows:#?}"
+    );
+    assert_cleared(&rows);
+}
+
+#[test]
+fn no_progress_in_a_pipe() {
+    let (bench, manifest) = waiting_batch();
+    // Released at once: the run is the same, stderr a pipe.
+    bench.sandbox.write("release", "");
+    let applied = run(bench.command("apply", &[&manifest]).env("TERM", "xterm"));
+    applied.expect(0);
+    assert_nothing_drawn(&applied.stderr);
+}
+
+#[test]
+fn log_lines_stay_whole_beside_the_progress() {
+    let (bench, manifest) = waiting_batch();
+    bench.sandbox.write("say", "b2\n");
+    let mut terminal = apply_on_terminal(&bench, &[&manifest]);
+    let _release = Release(&bench);
+    terminal.wait_for(r"b2 is under way");
+    terminal.wait_for(r"\] 0/6 tasks");
+    bench.sandbox.write("release", "");
+    let (status, shown, rows) = terminal.finish_with_screen();
+    assert_eq!(status, 0, "{shown}");
+    let rows: Vec<&str> = rows
+        .iter()
+        .map(|row| row.trim_end())
+        .filter(|row| !row.is_empty())
+        .collect();
+    let said = |row: &&str| row.starts_with("ral: warn: [") && row.ends_with("] b2 is under way");
+    assert!(
+        rows.iter().any(said),
+        "the provider's line whole:\n{rows:#?}"
+    );
+    assert_cleared(&rows);
+}
+
+/// No row of the screen at the end holds a piece of the progress.
+#[track_caller]
+fn assert_cleared(rows: &[&str]) {
+    let progress = regex::Regex::new(r"^[⠁-⣿]|\d+/\d+ tasks|and \d+ more").unwrap();
+    assert!(!rows.iter().any(|row| progress.is_match(row)), "{rows:#?}");
+}
+
 #[test]
 fn a_saved_plan_asks_nothing() {
     // It was shown when it was saved, as Terraform's saved plans are.
@@ -352,4 +462,15 @@ fn json_and_quiet_on_a_terminal_ask_nothing_and_draw_nothing() {
         assert_nothing_drawn(&shown);
         assert_eq!(names(&bench, "alpha"), Vec::<String>::new(), "{flag}");
     }
+}
+
+#[test]
+fn no_progress_on_a_dumb_terminal() {
+    let (bench, manifest) = waiting_batch();
+    bench.sandbox.write("release", "");
+    let mut command = bench.command("apply", &[&manifest]);
+    command.env("NO_COLOR", "1").env("TERM", "dumb");
+    let (status, shown) = Terminal::start(&mut command).finish();
+    assert_eq!(status, 0, "{shown}");
+    assert_nothing_drawn(&shown);
 }

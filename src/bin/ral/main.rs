@@ -9,6 +9,7 @@ mod converge_args;
 mod holo;
 mod manual;
 mod one_run;
+mod progress;
 mod snapshot;
 mod state;
 mod targets;
@@ -118,9 +119,12 @@ fn main() -> ExitCode {
             Err(e) => usage_error(e),
         };
         match &args.command {
-            Some(Command::Plan(converge) | Command::Apply(converge)) => {
-                logging::init("ral", converge.log_level.as_deref(), converge.quiet)
-            }
+            Some(Command::Plan(converge) | Command::Apply(converge)) => logging::init_to(
+                "ral",
+                converge.log_level.as_deref(),
+                converge.quiet,
+                Box::new(progress::LogOutput),
+            ),
             _ => init_logging(),
         }
         match (args.command, args.completions) {

@@ -12,8 +12,8 @@ use ral::converge::run::{self, Input, Prepared, StoreAt};
 use ral::render::human::Style;
 use ral::render::plan as render;
 
-use crate::confirm;
 use crate::converge_args::{options, ConvergeArgs, Ending, Mode};
+use crate::{confirm, progress};
 
 /// One command's run, on this machine or one target.
 pub struct Run<'a> {
@@ -117,7 +117,16 @@ impl Run<'_> {
         // A stop request now lets the running tasks finish.
         ral::process::forward_interrupts_graceful();
         let stop = || ral::process::stop_requested().is_some();
-        let outcome = prepared.apply(host, &stop, &mut printer)?;
+        let outcome = match progress::for_run(self.args, &prepared.plan) {
+            Some(progress) => {
+                let mut shown = progress::Shown {
+                    progress,
+                    inner: &mut printer,
+                };
+                prepared.apply(host, &stop, &mut shown)?
+            }
+            None => prepared.apply(host, &stop, &mut printer)?,
+        };
         // The run is over: output that cannot be written changes no status.
         let TaskLines { out, error, .. } = printer;
         let written = error.map_or(Ok(()), Err).and_then(|()| {

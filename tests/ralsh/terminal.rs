@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -45,28 +45,7 @@ struct Terminal {
 
 impl Terminal {
     fn start(command: &mut Command) -> Terminal {
-        let (mut master, mut slave) = (-1, -1);
-        // A wide terminal: a progress line is never cut or wrapped.
-        let size = libc::winsize {
-            ws_row: ROWS,
-            ws_col: COLUMNS,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: openpty writes two descriptors into the integers given
-        // and reads the size; the name and termios pointers may be null.
-        let opened = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                &size,
-            )
-        };
-        assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: both descriptors were just opened and are owned here.
-        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let (master, slave) = open_pty();
         command
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
@@ -185,6 +164,53 @@ impl Terminal {
         let seen = std::mem::take(&mut self.seen);
         (status.code().unwrap_or(-1), seen, rows)
     }
+}
+
+/// A new pseudo-terminal, both sides: the master side, and the slave
+/// side (the terminal a command is given).
+///
+/// Both are opened close-on-exec (openpty does not), so that the command
+/// another test starts meanwhile never holds the terminal open.
+fn open_pty() -> (File, OwnedFd) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = |path: &std::path::Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY)
+            .open(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let master = open(std::path::Path::new("/dev/ptmx"));
+    let fd = master.as_raw_fd();
+    let mut name = [0 as libc::c_char; 128];
+    // SAFETY: grantpt and unlockpt take the master's descriptor, which
+    // `master` owns; ptsname_r writes at most `name.len()` bytes, NUL
+    // included, into `name`.
+    let named = unsafe {
+        libc::grantpt(fd) == 0
+            && libc::unlockpt(fd) == 0
+            && libc::ptsname_r(fd, name.as_mut_ptr(), name.len()) == 0
+    };
+    assert!(
+        named,
+        "a pseudo-terminal: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: ptsname_r wrote a NUL-terminated name into `name`.
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) };
+    let slave = open(std::path::Path::new(name.to_str().unwrap()));
+    // A wide terminal: a progress line is never cut or wrapped.
+    let size = libc::winsize {
+        ws_row: ROWS,
+        ws_col: COLUMNS,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one winsize from the pointer given.
+    let sized = unsafe { libc::ioctl(slave.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+    assert_eq!(sized, 0, "TIOCSWINSZ: {}", std::io::Error::last_os_error());
+    (master, OwnedFd::from(slave))
 }
 
 impl Drop for Terminal {

@@ -44,6 +44,7 @@ mod provider_mount;
 mod provider_service;
 mod provider_ssh_key;
 mod provider_user;
+mod pty;
 mod quoting;
 #[path = "../common/quoting_cases.rs"]
 mod quoting_cases;

@@ -9,6 +9,24 @@ use crate::text::{escape, escape_lines};
 /// then warn (error with `-q`, which asks for nothing but the exit status
 /// and errors).
 pub fn init(program: &'static str, level: Option<&str>, quiet: bool) {
+    builder(program, level, quiet).init();
+}
+
+/// [`init`], with each record written whole to `output` instead of
+/// stderr (a binary that draws on the terminal writes them around its
+/// drawing).
+pub fn init_to(
+    program: &'static str,
+    level: Option<&str>,
+    quiet: bool,
+    output: Box<dyn Write + Send>,
+) {
+    let mut builder = builder(program, level, quiet);
+    builder.target(env_logger::Target::Pipe(output));
+    builder.init();
+}
+
+fn builder(program: &'static str, level: Option<&str>, quiet: bool) -> env_logger::Builder {
     let mut builder = env_logger::Builder::new();
     let filter = match (level, std::env::var("RUST_LOG")) {
         (Some(level), _) => level.to_owned(),
@@ -31,5 +49,5 @@ pub fn init(program: &'static str, level: Option<&str>, quiet: bool) {
             writeln!(out, "{program}: {level}: [{}] {message}", escape(target))
         }
     });
-    builder.init();
+    builder
 }

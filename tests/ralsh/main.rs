@@ -46,6 +46,7 @@ mod provider_mount;
 mod provider_service;
 mod provider_ssh_key;
 mod provider_user;
+mod pty;
 mod quoting;
 #[path = "../common/quoting_cases.rs"]
 mod quoting_cases;
@@ -63,6 +64,7 @@ mod state_store;
 mod store_paths;
 mod suggestions;
 mod support;
+mod terminal;
 mod toolkit;
 mod types;
 mod update;

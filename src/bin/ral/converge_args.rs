@@ -75,6 +75,13 @@ pub struct ConvergeArgs {
     #[arg(short = 'l', long = "log-level", value_name = "LEVEL", value_parser = load::parse_log_level)]
     pub log_level: Option<String>,
 
+    /// ral apply: remove without asking. On a terminal (standard input and
+    /// output), an apply whose plan removes anything first shows the plan
+    /// and goes on only when answered `yes`; without one, or with --json
+    /// or -q, nothing is asked.
+    #[arg(short = 'y', long)]
+    pub auto_approve: bool,
+
     /// Print nothing on stdout: only the exit status tells the outcome.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -130,6 +137,8 @@ pub struct Ending {
     pub failures: bool,
     /// Some target could not be planned or applied at all (with -t).
     pub errors: bool,
+    /// The removals were not approved: nothing ran.
+    pub cancelled: bool,
 }
 
 impl From<Outcome> for Ending {
@@ -138,12 +147,18 @@ impl From<Outcome> for Ending {
             changes: outcome.changes,
             failures: outcome.failures,
             errors: false,
+            cancelled: false,
         }
     }
 }
 
 /// The exit status of an ending.
 pub fn exit_code(args: &ConvergeArgs, ending: Ending) -> u8 {
+    // Nothing ran: 1 with or without --detailed-exitcodes (where 0 would
+    // mean "no changes"), as Terraform's cancelled apply.
+    if ending.cancelled {
+        return 1;
+    }
     match (args.detailed_exitcodes, ending) {
         (true, Ending { errors: true, .. }) => 1,
         (false, Ending { errors: true, .. }) => 2,

@@ -2,12 +2,14 @@
 //! positional interface; `ral` has subcommands, starting with `ral check`,
 //! the conformance checker for provider authors.
 
+mod confirm;
 mod conformance;
 mod converge;
 mod converge_args;
 mod holo;
 mod manual;
 mod one_run;
+mod progress;
 mod report_file;
 mod snapshot;
 mod state;
@@ -90,11 +92,13 @@ const PLAN_HELP: &str = "Exit status: 0 when the plan could be made (changes or 
     Example:\n  ral plan --root /tmp/fake site.yaml";
 
 const APPLY_HELP: &str = "Exit status: 0 when every task succeeded or there was nothing to do, 1 \
-    when a task failed, was skipped or was stopped, 2 when nothing ran (a usage, manifest or \
-    validation error, or a removal of everything ral manages not asked for with --destroy). \
-    With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 \
-    both; 1 when nothing ran. The first SIGINT or SIGTERM stops the plan: running tasks \
-    finish, the rest are Stopped; a second one ends the running tasks.\n\n\
+    when a task failed, was skipped or was stopped, or the removals were not approved, 2 when \
+    nothing ran (a usage, manifest or validation error, or a removal of everything ral manages \
+    not asked for with --destroy). With --detailed-exitcodes: 0 no changes, 2 changes made, 4 \
+    failures, 6 both; 1 when nothing ran (removals not approved too). On a terminal, a plan \
+    that removes anything is shown first and goes on only when answered yes (-y skips the \
+    question). The first SIGINT or SIGTERM stops the plan: running tasks finish, the rest are \
+    Stopped; a second one ends the running tasks.\n\n\
     Example:\n  ral apply --root /tmp/fake users.yaml files.yaml";
 
 fn main() -> ExitCode {
@@ -116,9 +120,12 @@ fn main() -> ExitCode {
             Err(e) => usage_error(e),
         };
         match &args.command {
-            Some(Command::Plan(converge) | Command::Apply(converge)) => {
-                logging::init("ral", converge.log_level.as_deref(), converge.quiet)
-            }
+            Some(Command::Plan(converge) | Command::Apply(converge)) => logging::init_to(
+                "ral",
+                converge.log_level.as_deref(),
+                converge.quiet,
+                Box::new(progress::LogOutput),
+            ),
             _ => init_logging(),
         }
         match (args.command, args.completions) {

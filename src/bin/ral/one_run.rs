@@ -13,6 +13,7 @@ use ral::render::human::Style;
 use ral::render::plan as render;
 
 use crate::converge_args::{options, ConvergeArgs, Ending, Mode};
+use crate::{confirm, progress};
 
 /// One command's run, on this machine or one target.
 pub struct Run<'a> {
@@ -39,7 +40,15 @@ impl Run<'_> {
         };
         match self.mode {
             Mode::Plan => self.print_plan(&prepared, host, style, out),
-            Mode::Apply => self.apply(&mut prepared, host, style, out),
+            Mode::Apply => {
+                if !self.approved(&prepared, input, style, out)? {
+                    return Ok(Ending {
+                        cancelled: true,
+                        ..Ending::default()
+                    });
+                }
+                self.apply(&mut prepared, host, style, out)
+            }
         }
     }
 
@@ -68,6 +77,29 @@ impl Run<'_> {
         Ok(prepared.planned().into())
     }
 
+    /// Whether the plan may be applied: on a terminal, a plan that
+    /// removes anything is shown first and applied only when the person
+    /// answers yes (see [`confirm`]).
+    fn approved(
+        &self,
+        prepared: &Prepared,
+        input: &Input,
+        style: Style,
+        mut out: &mut dyn Write,
+    ) -> anyhow::Result<bool> {
+        let removals = confirm::removals(&prepared.plan);
+        if removals == 0 || !confirm::asks(self.args, input) {
+            return Ok(true);
+        }
+        render::forgotten(&mut out, &prepared.forget, "is")?;
+        render::preview(&mut out, &prepared.catalog, &prepared.plan, style)?;
+        let yes = confirm::removals_approved(out, &mut io::stdin().lock(), removals)?;
+        if !yes {
+            writeln!(out, "Apply cancelled; nothing was changed.")?;
+        }
+        Ok(yes)
+    }
+
     fn apply(
         &self,
         prepared: &mut Prepared,
@@ -85,7 +117,16 @@ impl Run<'_> {
         // A stop request now lets the running tasks finish.
         ral::process::forward_interrupts_graceful();
         let stop = || ral::process::stop_requested().is_some();
-        let outcome = prepared.apply(host, &stop, &mut printer)?;
+        let outcome = match progress::for_run(self.args, &prepared.plan) {
+            Some(progress) => {
+                let mut shown = progress::Shown {
+                    progress,
+                    inner: &mut printer,
+                };
+                prepared.apply(host, &stop, &mut shown)?
+            }
+            None => prepared.apply(host, &stop, &mut printer)?,
+        };
         // The run is over: output that cannot be written changes no status.
         let TaskLines { out, error, .. } = printer;
         let written = error.map_or(Ok(()), Err).and_then(|()| {

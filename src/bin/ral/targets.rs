@@ -76,5 +76,7 @@ pub fn execute(
         changes: all.changes || run.outcome.changes,
         failures: all.failures || run.outcome.failures,
         errors: all.errors || run.outcome.errors,
+        // Nothing is asked over targets.
+        cancelled: false,
     }))
 }

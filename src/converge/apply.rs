@@ -57,6 +57,18 @@ pub trait Events {
     /// Before the tasks run: stored items no manifest lists any more that
     /// were forgotten, left as they are (see `run::Prepared::forget`).
     fn forgotten(&mut self, _items: &[StoredItem]) {}
+    /// The resources of `tasks` (which succeeded, see [`is_verified`])
+    /// were read back: their states are final now. Those that did not
+    /// match were ended Failed just before, through `task_ended`.
+    fn tasks_verified(&mut self, _catalog: &Catalog, _plan: &Plan, _tasks: &[usize]) {}
+}
+
+/// Whether `task`'s resource is read back after it succeeded: a change of
+/// a resource, not a plugin's callback or command (done when it
+/// succeeded), nor a refresh (which changes nothing ral compares). Until
+/// then its success is not final.
+pub fn is_verified(catalog: &Catalog, task: &super::plan::Task) -> bool {
+    task.action != Action::Refresh && catalog.items[task.item].role == Role::Resource
 }
 
 /// A task about to call its provider.
@@ -130,11 +142,14 @@ pub fn apply(
     // The target is locked before its tasks: when a lock fails, none of
     // them runs.
     let locked = run_phase(host, catalog, plan, Phase::Lock, events);
+    // Which tasks' resources were read back already.
+    let mut verified = vec![false; plan.tasks.len()];
     if locked
         .iter()
         .all(|&at| plan.tasks[at].state == TaskState::Success)
     {
-        run_tasks(host, catalog, plan, jobs.max(1), stop, events);
+        let jobs = jobs.max(1);
+        run_tasks(host, catalog, plan, jobs, stop, events, &mut verified);
     } else {
         let off: Vec<usize> = (0..plan.tasks.len())
             .filter(|&at| {
@@ -165,7 +180,8 @@ pub fn apply(
     // After a second interrupt no call may start: nothing can be read
     // back, which says nothing about the tasks.
     if !crate::process::is_interrupted() {
-        verify(host, catalog, plan, jobs, events);
+        let left: Vec<usize> = (0..plan.tasks.len()).filter(|&at| !verified[at]).collect();
+        verify(host, catalog, plan, jobs, events, left);
     }
     // Unlocked after the rest, also when a task failed or the plan was
     // stopped; a plugin whose lock did not succeed locked nothing.
@@ -180,6 +196,9 @@ pub fn apply(
     events.plan_state(catalog, plan);
 }
 
+/// Runs the main tasks; each provider's resources are read back as soon
+/// as its last task ended (marked in `verified`), so that each task's
+/// final state is known early, not only at the end of the run.
 fn run_tasks(
     host: &Host,
     catalog: &Catalog,
@@ -187,13 +206,16 @@ fn run_tasks(
     jobs: usize,
     stop: StopRequested,
     events: &mut dyn Events,
+    verified: &mut [bool],
 ) {
     let (sender, receiver) = mpsc::channel::<Message>();
     let mut schedule = schedule_of(catalog, plan);
+    let mut unfinished = Unfinished::of(plan, &schedule);
     // What waits for a task failed at planning never runs.
     for at in 0..plan.tasks.len() {
         if plan.tasks[at].state.is_unsuccessful() {
             let off = schedule.did_not_succeed(at);
+            unfinished.ended(&off, &schedule);
             skip(catalog, plan, off, None, events);
         }
     }
@@ -249,8 +271,68 @@ fn run_tasks(
         }
         events.tasks_ended(catalog, plan, &done.tasks);
         off.sort_unstable();
+        unfinished.ended(&done.tasks, &schedule);
+        unfinished.ended(&off, &schedule);
         skip(catalog, plan, off, None, events);
+        // A provider none of whose tasks can run any more is read back
+        // now (no new task starts meanwhile; running ones go on).
+        for provider in unfinished.take_finished() {
+            if crate::process::is_interrupted() {
+                break;
+            }
+            let tasks: Vec<usize> = (0..plan.tasks.len())
+                .filter(|&at| schedule.provider_of(at) == provider && !verified[at])
+                .collect();
+            for &at in &tasks {
+                verified[at] = true;
+            }
+            verify(host, catalog, plan, jobs, events, tasks);
+        }
     });
+}
+
+/// How many tasks of each provider (by the schedule's index) have still
+/// to end, and which providers just got to none.
+struct Unfinished {
+    left: Vec<usize>,
+    finished: Vec<usize>,
+}
+
+impl Unfinished {
+    /// The tasks of `plan` still to run, by provider.
+    fn of(plan: &Plan, schedule: &Schedule) -> Unfinished {
+        let providers = (0..plan.tasks.len())
+            .map(|at| schedule.provider_of(at) + 1)
+            .max()
+            .unwrap_or(0);
+        let mut left = vec![0; providers];
+        for at in 0..plan.tasks.len() {
+            if schedule.is_pending(at) {
+                left[schedule.provider_of(at)] += 1;
+            }
+        }
+        Unfinished {
+            left,
+            finished: Vec::new(),
+        }
+    }
+
+    /// `tasks` ended (a task ends once).
+    fn ended(&mut self, tasks: &[usize], schedule: &Schedule) {
+        for &at in tasks {
+            let provider = schedule.provider_of(at);
+            if let Some(left) = self.left.get_mut(provider).filter(|left| **left > 0) {
+                *left -= 1;
+                if *left == 0 {
+                    self.finished.push(provider);
+                }
+            }
+        }
+    }
+
+    fn take_finished(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.finished)
+    }
 }
 
 /// The schedule of the plan's tasks: providers by index (their qualified
@@ -713,16 +795,21 @@ fn drift(
     None
 }
 
-/// Reads back every resource whose task succeeded (one read per provider)
-/// and fails the tasks whose resource does not match what was asked.
-fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: &mut dyn Events) {
-    // Only resources are read back: a plugin's callback or command is
-    // done when it succeeded.
-    // A refresh changes no attribute: there is nothing to read back.
-    let done: Vec<usize> = (0..plan.tasks.len())
+/// Reads back the resource of every task of `tasks` that succeeded (one
+/// read per provider) and fails the tasks whose resource does not match
+/// what was asked; then tells `events` they are final.
+fn verify(
+    host: &Host,
+    catalog: &Catalog,
+    plan: &mut Plan,
+    jobs: usize,
+    events: &mut dyn Events,
+    tasks: Vec<usize>,
+) {
+    let done: Vec<usize> = tasks
+        .into_iter()
         .filter(|&at| plan.tasks[at].state == TaskState::Success)
-        .filter(|&at| plan.tasks[at].action != Action::Refresh)
-        .filter(|&at| catalog.items[plan.tasks[at].item].role == Role::Resource)
+        .filter(|&at| is_verified(catalog, &plan.tasks[at]))
         .collect();
     if done.is_empty() {
         return;
@@ -758,6 +845,7 @@ fn verify(host: &Host, catalog: &Catalog, plan: &mut Plan, jobs: usize, events: 
             }
         }
     }
+    events.tasks_verified(catalog, plan, &done);
 }
 
 /// How `found` differs from the request, if it does: the request planned

@@ -431,6 +431,10 @@ impl Events for Recording<'_, '_, '_, '_> {
     fn forgotten(&mut self, items: &[StoredItem]) {
         self.inner.forgotten(items);
     }
+
+    fn tasks_verified(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        self.inner.tasks_verified(catalog, plan, tasks);
+    }
 }
 
 #[cfg(test)]

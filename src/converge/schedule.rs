@@ -100,6 +100,12 @@ impl Schedule {
         (of_task, index.len())
     }
 
+    /// Whether `task` may still run: not failed at planning, and no
+    /// task it waits for is known not to have succeeded.
+    pub fn is_pending(&self, task: usize) -> bool {
+        !self.written_off[task]
+    }
+
     /// How many providers run a batch now.
     pub fn running(&self) -> usize {
         self.running

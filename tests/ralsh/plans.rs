@@ -329,6 +329,42 @@ fn the_verification_catches_a_provider_that_reports_success_but_changed_nothing(
 }
 
 #[test]
+fn a_task_the_verification_fails_has_one_line_and_it_says_failed() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: old}\n  a2: {value: fine}\n",
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("lie", "a1\n");
+    let m = bench.manifest(
+        "m2.yaml",
+        "alpha:\n  a1: {value: new}\n  a2: {value: better}\n",
+    );
+    let run = bench.ral("apply", &[&m]);
+    run.expect(1);
+    let lines = |name: &str| -> Vec<&str> {
+        run.stdout
+            .lines()
+            .filter(|line| line.contains(&format!("alpha[{name}]")))
+            .collect()
+    };
+    let lied = lines("a1");
+    assert_eq!(lied.len(), 1, "{}", run.stdout);
+    assert!(
+        lied[0].starts_with("Failed  ~ alpha[a1]")
+            && lied[0].ends_with(
+                "reported success, but attribute 'value' is 'old' afterwards, not 'new'"
+            ),
+        "{}",
+        run.stdout
+    );
+    let fine = lines("a2");
+    assert_eq!(fine.len(), 1, "{}", run.stdout);
+    assert!(fine[0].starts_with("Success ~ alpha[a2]"), "{}", run.stdout);
+}
+
+#[test]
 fn the_verification_tells_a_removal_not_made_from_a_value_that_reads_absent() {
     let bench = Bench::new();
     let m = bench.manifest("m.yaml", "alpha:\n  a1: {value: old}\n  a2: {value: old}\n");

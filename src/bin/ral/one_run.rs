@@ -108,12 +108,7 @@ impl Run<'_> {
         out: &mut dyn Write,
     ) -> anyhow::Result<Ending> {
         let json = self.args.json;
-        let mut printer = TaskLines {
-            out,
-            style,
-            json,
-            error: None,
-        };
+        let mut printer = TaskLines::new(out, style, json);
         // A stop request now lets the running tasks finish.
         ral::process::forward_interrupts_graceful();
         let stop = || ral::process::stop_requested().is_some();
@@ -157,13 +152,38 @@ impl Run<'_> {
     }
 }
 
-/// Prints each task as it ends (text only; JSON is one document at the
-/// end), and the plan's stop on stderr.
+/// Prints one line per task once its state is final (text only; JSON is
+/// one document at the end), and the plan's stop on stderr. A task whose
+/// resource is read back after it succeeded is final only then: its line
+/// waits for the reading, so that it never says Success and then Failed.
 pub struct TaskLines<'a> {
     pub out: &'a mut dyn Write,
     pub style: Style,
     pub json: bool,
     pub error: Option<io::Error>,
+    /// Tasks that succeeded and wait to be read back, in the order they
+    /// ended.
+    held: Vec<usize>,
+}
+
+impl<'a> TaskLines<'a> {
+    pub fn new(out: &'a mut dyn Write, style: Style, json: bool) -> TaskLines<'a> {
+        TaskLines {
+            out,
+            style,
+            json,
+            error: None,
+            held: Vec::new(),
+        }
+    }
+
+    /// Prints the lines of `tasks`, final now.
+    fn print_ended(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        let style = self.style;
+        for &task in tasks {
+            self.write(|mut out| render::task_ended(&mut out, catalog, plan, task, style));
+        }
+    }
 }
 
 impl TaskLines<'_> {
@@ -178,7 +198,15 @@ impl TaskLines<'_> {
 }
 
 impl Events for TaskLines<'_> {
-    fn plan_state(&mut self, _catalog: &Catalog, plan: &Plan) {
+    fn plan_state(&mut self, catalog: &Catalog, plan: &Plan) {
+        // Over without being read back (a second interrupt): as they are.
+        if matches!(
+            plan.state,
+            PlanState::Successful | PlanState::Failed | PlanState::Stopped
+        ) {
+            let held = std::mem::take(&mut self.held);
+            self.print_ended(catalog, plan, &held);
+        }
         if plan.state == PlanState::Stopping {
             let running = plan.count_state(TaskState::Running);
             log::warn!(
@@ -194,8 +222,24 @@ impl Events for TaskLines<'_> {
     }
 
     fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
-        let style = self.style;
-        self.write(|mut out| render::task_ended(&mut out, catalog, plan, task, style));
+        if self.held.contains(&task) {
+            // Failed by its reading back: printed with the others read.
+            return;
+        }
+        let ended = &plan.tasks[task];
+        if ended.state == TaskState::Success && ral::converge::apply::is_verified(catalog, ended) {
+            self.held.push(task);
+            return;
+        }
+        self.print_ended(catalog, plan, &[task]);
+    }
+
+    fn tasks_verified(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        let read: std::collections::HashSet<usize> = tasks.iter().copied().collect();
+        let (now, later): (Vec<usize>, Vec<usize>) =
+            self.held.iter().partition(|task| read.contains(task));
+        self.held = later;
+        self.print_ended(catalog, plan, &now);
     }
 
     fn forgotten(&mut self, items: &[ral::converge::state::StoredItem]) {

@@ -241,6 +241,11 @@ impl Events for Shown<'_> {
     fn forgotten(&mut self, items: &[StoredItem]) {
         self.progress.suspend(|| self.inner.forgotten(items));
     }
+
+    fn tasks_verified(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        self.progress
+            .suspend(|| self.inner.tasks_verified(catalog, plan, tasks));
+    }
 }
 
 #[cfg(test)]

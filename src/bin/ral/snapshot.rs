@@ -96,14 +96,10 @@ fn execute(args: &SnapshotArgs) -> anyhow::Result<ExitCode> {
     })?;
     let store_at = StoreAt::local(host.root(), args.state.as_deref());
     let mut out = std::io::stdout().lock();
-    let mut lines = TaskLines {
-        out: &mut out,
-        style: Style {
-            color: !args.json && crate::use_color(),
-        },
-        json: args.json,
-        error: None,
+    let style = Style {
+        color: !args.json && crate::use_color(),
     };
+    let mut lines = TaskLines::new(&mut out, style, args.json);
     ral::process::forward_interrupts_graceful();
     let stop = || ral::process::stop_requested().is_some();
     let done = snapshot::run(

@@ -12,6 +12,7 @@ use serde_json::Value as Json;
 pub struct Sandbox {
     pub root: tempfile::TempDir,
     pub cache: tempfile::TempDir,
+    _watch: watchdog::Watch,
 }
 
 /// What one ralsh run left behind.
@@ -75,6 +76,7 @@ impl Sandbox {
         Sandbox {
             root: tempfile::tempdir().unwrap(),
             cache: tempfile::tempdir().unwrap(),
+            _watch: watchdog::Watch::start(),
         }
     }
 
@@ -322,4 +324,131 @@ pub fn shadow_tools_accept(root: &Path) -> Option<bool> {
         })
     };
     Some(check("pwck", &["-r", "-q"])? && check("grpck", &["-r"])?)
+}
+
+/// A guard against a test that never ends. Every sandbox is watched while
+/// it lives; when one has lived longer than `RAL_TEST_HANG_SECONDS` (20
+/// minutes by default, many times the slowest test), the test binary
+/// takes its test as hung: it names the test and the processes the tests
+/// started, kills those, and exits with status 3. A hang then fails the
+/// run with a name instead of holding CI until its time is up.
+mod watchdog {
+    use std::sync::{Mutex, Once};
+    use std::time::{Duration, Instant};
+
+    static WATCHED: Mutex<Vec<(u64, String, Instant)>> = Mutex::new(Vec::new());
+    static START: Once = Once::new();
+
+    pub struct Watch(u64);
+
+    impl Watch {
+        pub fn start() -> Watch {
+            START.call_once(|| {
+                std::thread::spawn(watch);
+            });
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let name = std::thread::current()
+                .name()
+                .unwrap_or("(unnamed)")
+                .to_owned();
+            let mut watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+            watched.push((id, name, Instant::now()));
+            Watch(id)
+        }
+    }
+
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            let mut watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+            watched.retain(|(id, _, _)| *id != self.0);
+        }
+    }
+
+    fn limit() -> Duration {
+        let seconds = std::env::var("RAL_TEST_HANG_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1200);
+        Duration::from_secs(seconds)
+    }
+
+    /// Straight to stderr: `eprintln!` in a thread a test started is
+    /// captured with that test's output, and lost when the binary exits.
+    fn say(line: String) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+
+    fn watch() {
+        let limit = limit();
+        loop {
+            std::thread::sleep(Duration::from_secs(5));
+            let watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let Some((_, name, since)) =
+                watched.iter().find(|(_, _, since)| since.elapsed() > limit)
+            else {
+                continue;
+            };
+            say(format!(
+                "\nwatchdog: test {name} has run for {} s: taken as hung; the binary ends",
+                since.elapsed().as_secs()
+            ));
+            for (_, other, since) in &watched {
+                say(format!(
+                    "watchdog: still running: {other} ({} s)",
+                    since.elapsed().as_secs()
+                ));
+            }
+            for (pid, command) in descendants() {
+                say(format!("watchdog: killing process {pid}: {command}"));
+                // SAFETY: a process this binary started (or one of theirs).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::process::exit(3);
+        }
+    }
+
+    /// The processes below this one, each with its command line.
+    fn descendants() -> Vec<(i32, String)> {
+        let mut parent_of = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // After the command's closing parenthesis: state, then ppid.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<i32>().ok());
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+        let mut found = vec![std::process::id() as i32];
+        let mut at = 0;
+        while at < found.len() {
+            let parent = found[at];
+            found.extend(
+                parent_of
+                    .iter()
+                    .filter(|(_, p)| *p == parent)
+                    .map(|(pid, _)| *pid),
+            );
+            at += 1;
+        }
+        found
+            .into_iter()
+            .skip(1)
+            .map(|pid| {
+                let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let words: Vec<String> = line
+                    .split(|&b| b == 0)
+                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .collect();
+                (pid, words.join(" ").trim().to_owned())
+            })
+            .collect()
+    }
 }

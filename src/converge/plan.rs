@@ -359,13 +359,20 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
             }
         }
         // Refreshed after its own task, before what waits for it, when
-        // something it subscribes to may change in this run.
+        // something it subscribes to may change in this run; not when its
+        // own task creates, removes, starts or stops it (sets its ensure),
+        // which a refresh would only repeat.
+        let sets_ensure = task_of[at].is_some_and(|own| {
+            let own = &tasks[own];
+            matches!(own.action, Action::Create | Action::Remove)
+                || own.changes.iter().any(|c| c.attr == "ensure")
+        });
         let mut sources: Vec<usize> = item
             .subscribes
             .iter()
             .flat_map(|&source| changed_by[source].iter().copied())
             .collect();
-        if !sources.is_empty() {
+        if !sources.is_empty() && !sets_ensure {
             sources.sort_unstable();
             sources.dedup();
             let mut after = requires;

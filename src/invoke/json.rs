@@ -263,6 +263,12 @@ pub fn parse_refresh(text: &str, name: &str) -> std::result::Result<(), OutputEr
                 escape(unknown)
             )));
         }
+        if answered {
+            return Err(malformed(format!(
+                "{path} names '{}' a second time",
+                escape(name)
+            )));
+        }
         if let Some(error) = entry.get("error") {
             return Err(OutputError::Call(reported_error(
                 error,
@@ -362,14 +368,16 @@ impl super::Convention for JsonConvention {
         let told = super::refresh_attrs(provider, attrs)
             .map(|(key, value)| (key.clone(), Json::from(value)))
             .collect();
+        let secrets = super::refresh_secrets(provider, attrs);
         let text = call(
             runner,
             provider,
             Action::Refresh,
             refresh_request(name, told),
-            Vec::new(),
+            secrets.clone(),
         )?;
-        parse_refresh(&text, name).map_err(|e| e.into_error(provider, Action::Refresh))
+        parse_refresh(&text, name)
+            .map_err(|e| e.redacted(&secrets).into_error(provider, Action::Refresh))
     }
 
     fn set_many(

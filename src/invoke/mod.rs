@@ -198,6 +198,13 @@ pub fn refresh_attrs<'a>(
         .filter(move |(key, _)| provider.attribute(key).is_none_or(|a| !a.sensitive))
 }
 
+/// The sensitive values among `attrs`: a refresh is not told them, but
+/// what it says is redacted of them, as an update's answer is.
+pub fn refresh_secrets(provider: &Provider, attrs: &[(String, Value)]) -> Vec<String> {
+    let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
+    secrets::secret_texts(is_sensitive, attrs.iter().map(|(k, v)| (k.as_str(), v)))
+}
+
 /// The convention a provider declares.
 pub fn convention(invoke: Invoke) -> &'static dyn Convention {
     match invoke {

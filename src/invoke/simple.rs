@@ -445,11 +445,15 @@ impl super::Convention for SimpleConvention {
         let told = super::refresh_attrs(provider, attrs).map(|(k, v)| (k.as_str(), v));
         let args = arguments(Action::Refresh, Some(name), told, false);
         let mut parser = UpdateParser::new(name);
-        let fail = |e: OutputError| e.into_error(provider, Action::Refresh);
+        let secrets = super::refresh_secrets(provider, attrs);
+        let fail = |e: OutputError| e.redacted(&secrets).into_error(provider, Action::Refresh);
         runner.run(
             &provider.qualified_name(),
             &provider.source,
-            Invocation::to(provider, Action::Refresh, args),
+            Invocation {
+                secrets: secrets.clone(),
+                ..Invocation::to(provider, Action::Refresh, args)
+            },
             &mut |line| {
                 parser.feed(line).map_err(fail)?;
                 Ok(Budget::Continue)

@@ -69,6 +69,10 @@ pub fn text(raw: &str) -> String {
     out
 }
 
+/// The line that marks a page as a report of ral's, within its first
+/// bytes: `ral apply --report` replaces such a file, and refuses others.
+pub const GENERATOR: &str = "<meta name=\"generator\" content=\"ral report\">";
+
 /// The whole page of `report`; `when` says when it ran (or was planned).
 pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()> {
     let plan = &report.plan;
@@ -77,6 +81,7 @@ pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()>
     writeln!(out, "<html lang=\"en\">")?;
     writeln!(out, "<head>")?;
     writeln!(out, "<meta charset=\"utf-8\">")?;
+    writeln!(out, "{GENERATOR}")?;
     writeln!(
         out,
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -183,7 +188,11 @@ fn row(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<(
             .filter_map(|id| report.plan.tasks.iter().find(|t| t.id == *id))
             .map(|t| format!("<code>{}</code>", text(&t.resource)))
             .collect();
-        write!(out, "<p>refreshed if {} changes</p>", sources.join(" or "))?;
+        write!(
+            out,
+            "<p>a refresh for a change of {}</p>",
+            sources.join(" or ")
+        )?;
     }
     if let Some(plugin) = &task.plugin {
         write!(

@@ -192,6 +192,16 @@ fn waits_for(catalog: &Catalog, plan: &Plan, tasks: &[usize]) -> String {
     names.join(", ")
 }
 
+/// The tasks `task` waits for, as shown: a refresh's own resource's task
+/// goes without saying.
+fn shown_requires(plan: &Plan, task: &Task) -> Vec<usize> {
+    task.requires
+        .iter()
+        .copied()
+        .filter(|&at| task.action != Action::Refresh || plan.tasks[at].item != task.item)
+        .collect()
+}
+
 /// The preview: each task with its changes, then the summary line.
 pub fn preview(
     out: &mut impl Write,
@@ -214,7 +224,7 @@ pub fn preview(
             write!(
                 out,
                 " (waits for {})",
-                waits_for(catalog, plan, &task.requires)
+                waits_for(catalog, plan, &shown_requires(plan, task))
             )?;
         }
         writeln!(out)?;
@@ -275,7 +285,7 @@ pub fn summary(plan: &Plan) -> String {
     let refresh = plan.count(Action::Refresh);
     if refresh > 0 {
         line.push_str(&format!(
-            "; {refresh} to refresh if what they subscribe to changes"
+            "; {refresh} to refresh (if what they subscribe to changes)"
         ));
     }
     if deferred > 0 {
@@ -318,6 +328,20 @@ pub fn task_ended(
     match (&task.error, &task.note) {
         (Some(error), _) => writeln!(out, ": {}", escape(&error.message)),
         (None, Some(note)) => writeln!(out, ": {}", escape(note)),
+        (None, None) if task.action == Action::Refresh => {
+            // What called for it: the tasks it subscribes to that changed.
+            let changed: Vec<usize> = task
+                .refresh_on
+                .iter()
+                .copied()
+                .filter(|&at| plan.tasks[at].state == TaskState::Success)
+                .collect();
+            writeln!(
+                out,
+                ": refreshed, as {} changed",
+                waits_for(catalog, plan, &changed).replace(", ", " and ")
+            )
+        }
         (None, None) => {
             let changes: Vec<String> = task
                 .changes

@@ -229,19 +229,55 @@ fn report_is_refused_before_anything_runs_where_it_cannot_be() {
 fn a_report_that_cannot_be_written_fails_the_exit_status_not_the_run() {
     let (bench, m) = realistic_run();
     bench.sandbox.write("fail", "");
-    let dir = tempfile::tempdir().unwrap();
-    // A directory where the page is to go: renaming over it fails.
-    let taken = dir.path().join("run.html");
-    std::fs::create_dir(&taken).unwrap();
-    std::fs::write(taken.join("keep"), "").unwrap();
+    // A directory that is one, where no file can be made: found only when
+    // the page is written, after the run.
     bench
-        .ral("apply", &["--report", taken.to_str().unwrap(), &m])
+        .ral("apply", &["--report", "/proc/self/run.html", &m])
         .expect(2)
         .stdout_has("Apply complete: ")
-        .stderr_has(&format!("writing the report {}", taken.display()));
-    // The run was made and recorded; no temporary file is left.
-    assert!(taken.join("keep").exists());
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        .stderr_has("writing the report /proc/self/run.html");
+    // The run was made and recorded.
     let history = run(&mut bench.sandbox.ral_command("state", &["history"]));
     history.expect(0).stdout_has("Successful");
+}
+
+#[test]
+fn report_never_replaces_what_is_no_report_and_replaces_a_report() {
+    let (bench, m) = realistic_run();
+    bench.sandbox.write("fail", "");
+    let dir = tempfile::tempdir().unwrap();
+    // The manifest itself, a directory, a link and any other file are
+    // refused before anything runs, and left as they were.
+    let taken = dir.path().join("taken.html");
+    std::fs::create_dir(&taken).unwrap();
+    let link = dir.path().join("link.html");
+    std::os::unix::fs::symlink(&m, &link).unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "mine\n").unwrap();
+    let manifest_text = std::fs::read_to_string(&m).unwrap();
+    for (path, why) in [
+        (m.as_str(), "it is a file that is no report of ral's"),
+        (taken.to_str().unwrap(), "it is not a regular file"),
+        (link.to_str().unwrap(), "it is not a regular file"),
+        (
+            notes.to_str().unwrap(),
+            "it is a file that is no report of ral's",
+        ),
+    ] {
+        bench
+            .ral("apply", &["--report", path, &m])
+            .expect(2)
+            .stderr_has(&format!("--report {path}: {why}"));
+    }
+    assert!(bench.take_calls().is_empty(), "nothing ran");
+    assert_eq!(std::fs::read_to_string(&m).unwrap(), manifest_text);
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine\n");
+    // A report of ral's is replaced by the next.
+    let page = dir.path().join("run.html");
+    let path = page.to_str().unwrap();
+    bench.ral("apply", &["--report", path, &m]).expect(0);
+    let first = std::fs::read_to_string(&page).unwrap();
+    bench.ral("apply", &["--report", path, &m]).expect(0);
+    let second = std::fs::read_to_string(&page).unwrap();
+    assert_ne!(first, second, "a new run, a new page");
 }

@@ -33,12 +33,13 @@ fn changed(text: &str) -> String {
 fn two_changed_sources_refresh_their_subscriber_once_after_its_own_task() {
     let bench = Bench::new();
     let m = bench.manifest("m.yaml", TWO_FILES_ONE_SERVICE);
-    // Created in this run: nothing to refresh.
-    bench
-        .ral("apply", &[&m])
-        .expect(0)
-        .stdout_has("^ svc[web]")
-        .stdout_has("not needed: its own task just set ensure to 'present'");
+    // Created in this run: nothing to refresh, and no refresh planned.
+    let first = bench.ral("plan", &[&m]);
+    first.expect(0);
+    assert!(!first.stdout.contains("^ svc[web]"), "{}", first.stdout);
+    let first = bench.ral("apply", &[&m]);
+    first.expect(0);
+    assert!(!first.stdout.contains("^ svc[web]"), "{}", first.stdout);
     assert!(refreshed(&bench).is_empty());
     let m = bench.manifest("m2.yaml", &changed(TWO_FILES_ONE_SERVICE));
     bench
@@ -48,11 +49,15 @@ fn two_changed_sources_refresh_their_subscriber_once_after_its_own_task() {
         .stdout_has("    would refresh if alpha[a1] or alpha[a2] changes");
     assert!(refreshed(&bench).is_empty(), "a plan refreshes nothing");
     bench.take_calls();
-    bench
-        .ral("apply", &[&m])
+    let applied = bench.ral("apply", &[&m]);
+    applied
         .expect(0)
-        .stdout_has("Success ^ svc[web]");
+        .stdout_has("Success ^ svc[web]")
+        .stdout_has(": refreshed, as alpha[a1] and alpha[a2] changed");
     assert_eq!(refreshed(&bench), ["svc web ensure,value"]);
+    // Its line comes after those of what called for it.
+    let at = |needle: &str| applied.stdout.find(needle).unwrap();
+    assert!(at("~ alpha[a2]") < at("^ svc[web]"), "{}", applied.stdout);
     // After both changes, once.
     let calls = bench.take_calls();
     let at = |needle: &str| calls.iter().position(|c| c.contains(needle)).unwrap();
@@ -212,4 +217,31 @@ fn the_json_report_and_a_saved_plan_carry_the_refresh() {
         .expect(0)
         .stdout_has("Success ^ svc[web]");
     assert_eq!(refreshed(&bench), ["svc web ensure,value"]);
+}
+
+#[test]
+fn what_a_refresh_says_is_redacted_of_its_resource_s_secrets() {
+    let bench = Bench::new();
+    let text = "alpha:\n  a1: {value: one}\nsvc:\n  web: {value: v, secret: hunter2, watch: a1}\n";
+    let m = bench.manifest("m.yaml", text);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("fail-refresh", "web\n");
+    bench.sandbox.write("refresh-says", "the secret is hunter2");
+    let m = bench.manifest("m2.yaml", &text.replace("value: one", "value: two"));
+    let run = bench.ral("apply", &[&m]);
+    run.expect(1)
+        .stdout_has("its refresh was refused by the test the secret is [redacted]")
+        .stderr_has("the secret is [redacted]");
+    assert!(!run.stdout.contains("hunter2") && !run.stderr.contains("hunter2"));
+    let history = crate::support::run(&mut bench.sandbox.ral_command("state", &["history"]));
+    let last = history.stdout.lines().last().unwrap();
+    let id = last.split_whitespace().next().unwrap();
+    let shown = crate::support::run(&mut bench.sandbox.ral_command("state", &["show", id]));
+    shown.expect(0).stdout_has("[redacted]");
+    assert!(!shown.stdout.contains("hunter2"), "{}", shown.stdout);
+    let db = std::fs::read(bench.sandbox.root().join("var/lib/ral/state.db")).unwrap();
+    assert!(
+        !db.windows(7).any(|w| w == b"hunter2"),
+        "the store holds the secret"
+    );
 }

@@ -55,7 +55,7 @@ fn names(bench: &Bench, stem: &str) -> Vec<String> {
 fn assert_cancelled(bench: &Bench, before: &Json, (status, shown): (i32, String)) {
     assert_eq!(status, 1, "a cancelled apply exits 1:\n{shown}");
     assert!(shown.contains(CANCELLED), "{shown}");
-    assert!(!shown.contains("Applied:"), "no task ran:\n{shown}");
+    assert!(!shown.contains("Apply complete"), "no task ran:\n{shown}");
     assert_eq!(updates(&bench.take_calls()), Vec::<String>::new());
     assert_eq!(names(bench, "alpha"), ["a1"]);
     assert_eq!(&history(bench), before, "the store records no run");
@@ -101,10 +101,7 @@ fn yes_applies_the_plan() {
     terminal.answer("yes");
     let (status, shown) = terminal.finish();
     assert_eq!(status, 0, "{shown}");
-    assert!(
-        shown.contains("Applied: 0 to create, 0 to change, 1 to remove"),
-        "{shown}"
-    );
+    assert!(shown.contains("Apply complete: 1 removed;"), "{shown}");
     assert_eq!(updates(&bench.take_calls()), ["alpha a1"]);
     assert_eq!(names(&bench, "alpha"), Vec::<String>::new());
 }
@@ -192,7 +189,7 @@ fn progress_shows_the_running_tasks_on_a_terminal() {
         assert!(rows.iter().any(whole), "{line} whole:\n{rows:#?}");
     }
     assert!(
-        rows.last().unwrap().starts_with("Applied: 6 to create"),
+        rows.last().unwrap().starts_with("Apply complete: 6 created"),
         "{rows:#?}"
     );
     assert_cleared(&rows);
@@ -289,4 +286,46 @@ fn no_progress_on_a_dumb_terminal() {
     let (status, shown) = Terminal::start(&mut command).finish();
     assert_eq!(status, 0, "{shown}");
     assert_nothing_drawn(&shown);
+}
+
+/// A model plugin's item dropped from the model is a removal too, asked
+/// about, whatever its removal runs (here a command): nothing runs on a no.
+#[test]
+fn dropping_a_plugin_item_is_asked_about_too() {
+    let sandbox = crate::support::Sandbox::seeded();
+    let manifests = tempfile::tempdir().unwrap();
+    let rogue = crate::support::fixtures_dir().join("plugin_cases/rogue");
+    let write = |name: &str, text: &str| {
+        let path = manifests.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let both = write(
+        "both.yaml",
+        "thing:\n  a: {size: 3}\nhost:\n  web: {ip: 10.0.0.5}\n",
+    );
+    let apply = |manifest: &str| {
+        let mut command = sandbox.ral_command("apply", &["-I", rogue.to_str().unwrap(), manifest]);
+        command.env("NO_COLOR", "1").env("TERM", "xterm");
+        command
+    };
+    run(&mut apply(&both)).expect(0);
+    // The item's removal: a command that would leave ROOT/removed.
+    let mark = sandbox.root().join("removed");
+    sandbox.write(
+        "rogue/create_configuration.out",
+        &format!(
+            "{{\"tasks\": [{{\"kind\": \"remote\", \"item\": \"/thing/a\", \"command\": \
+             [\"touch\", \"{}\"]}}]}}",
+            mark.display()
+        ),
+    );
+    let fewer = write("fewer.yaml", "host:\n  web: {ip: 10.0.0.5}\n");
+    let mut terminal = Terminal::start(&mut apply(&fewer));
+    terminal.wait_for(&regex::escape(QUESTION));
+    terminal.answer("no");
+    let (status, shown) = terminal.finish();
+    assert_eq!(status, 1, "{shown}");
+    assert!(shown.contains(CANCELLED), "{shown}");
+    assert!(!mark.exists(), "the removal's command ran");
 }

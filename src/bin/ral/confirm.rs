@@ -8,14 +8,24 @@
 
 use std::io::{self, BufRead, IsTerminal, Write};
 
+use ral::converge::catalog::Catalog;
+use ral::converge::expand::is_removed_model;
 use ral::converge::plan::{Action, Plan};
 use ral::converge::run::Input;
 
 use crate::converge_args::ConvergeArgs;
 
-/// How many of `plan`'s tasks remove a resource.
-pub fn removals(plan: &Plan) -> usize {
-    plan.count(Action::Remove)
+/// How many things `plan` removes: resources, and model plugins' items
+/// dropped from the model (whatever their removal tasks run, a command
+/// deleting data included), each counted once.
+pub fn removals(catalog: &Catalog, plan: &Plan) -> usize {
+    let items: std::collections::HashSet<usize> = plan
+        .tasks
+        .iter()
+        .filter_map(|task| catalog.items[task.item].tie)
+        .filter(|&item| is_removed_model(&catalog.items[item]))
+        .collect();
+    plan.count(Action::Remove) + items.len()
 }
 
 /// Whether this apply of `input` asks before it removes: a person is at

@@ -132,7 +132,7 @@ fn check_report_argument(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<()> 
             dir.display()
         );
     }
-    Ok(())
+    crate::report_file::check_replaceable(file)
 }
 
 fn saved_plans_over_targets() -> anyhow::Error {

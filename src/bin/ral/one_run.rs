@@ -87,7 +87,7 @@ impl Run<'_> {
         style: Style,
         mut out: &mut dyn Write,
     ) -> anyhow::Result<bool> {
-        let removals = confirm::removals(&prepared.plan);
+        let removals = confirm::removals(&prepared.catalog, &prepared.plan);
         if removals == 0 || !confirm::asks(self.args, input) {
             return Ok(true);
         }
@@ -161,9 +161,11 @@ pub struct TaskLines<'a> {
     pub style: Style,
     pub json: bool,
     pub error: Option<io::Error>,
-    /// Tasks that succeeded and wait to be read back, in the order they
-    /// ended.
-    held: Vec<usize>,
+    /// Tasks whose lines wait, in the order they ended: each with whether
+    /// it still waits to be read back (else it waits for the line of a
+    /// task it requires, so that lines keep the order of the plan's
+    /// dependencies).
+    held: Vec<(usize, bool)>,
 }
 
 impl<'a> TaskLines<'a> {
@@ -204,7 +206,7 @@ impl Events for TaskLines<'_> {
             plan.state,
             PlanState::Successful | PlanState::Failed | PlanState::Stopped
         ) {
-            let held = std::mem::take(&mut self.held);
+            let held: Vec<usize> = self.held.drain(..).map(|(task, _)| task).collect();
             self.print_ended(catalog, plan, &held);
         }
         if plan.state == PlanState::Stopping {
@@ -222,13 +224,19 @@ impl Events for TaskLines<'_> {
     }
 
     fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
-        if self.held.contains(&task) {
+        if self.held.iter().any(|&(held, _)| held == task) {
             // Failed by its reading back: printed with the others read.
             return;
         }
         let ended = &plan.tasks[task];
-        if ended.state == TaskState::Success && ral::converge::apply::is_verified(catalog, ended) {
-            self.held.push(task);
+        let unread =
+            ended.state == TaskState::Success && ral::converge::apply::is_verified(catalog, ended);
+        let after_held = ended
+            .requires
+            .iter()
+            .any(|before| self.held.iter().any(|&(held, _)| held == *before));
+        if unread || after_held {
+            self.held.push((task, unread));
             return;
         }
         self.print_ended(catalog, plan, &[task]);
@@ -236,9 +244,21 @@ impl Events for TaskLines<'_> {
 
     fn tasks_verified(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
         let read: std::collections::HashSet<usize> = tasks.iter().copied().collect();
-        let (now, later): (Vec<usize>, Vec<usize>) =
-            self.held.iter().partition(|task| read.contains(task));
-        self.held = later;
+        let mut now = Vec::new();
+        let mut still: Vec<(usize, bool)> = Vec::new();
+        for (task, unread) in std::mem::take(&mut self.held) {
+            let unread = unread && !read.contains(&task);
+            let waits = plan.tasks[task]
+                .requires
+                .iter()
+                .any(|before| still.iter().any(|&(held, _)| held == *before));
+            if unread || waits {
+                still.push((task, unread));
+            } else {
+                now.push(task);
+            }
+        }
+        self.held = still;
         self.print_ended(catalog, plan, &now);
     }
 

@@ -39,3 +39,33 @@ pub fn directory_of(file: &std::path::Path) -> &std::path::Path {
         _ => std::path::Path::new("."),
     }
 }
+
+/// Refuses a `--report` path that holds something else than a report of
+/// ral's, before anything runs: a manifest, a saved plan, the store or any
+/// other file given there by mistake would be replaced by the page. A
+/// link there would be replaced too (never followed), so it is refused as
+/// well.
+pub fn check_replaceable(file: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return Ok(());
+    };
+    let refuse = |what: &str| {
+        anyhow::anyhow!(
+            "--report {}: {what}; the report would replace it: give a new file, or a report \
+             of ral's to replace",
+            file.display()
+        )
+    };
+    if !meta.is_file() {
+        return Err(refuse("it is not a regular file"));
+    }
+    let mut head = Vec::new();
+    let read = std::fs::File::open(file).and_then(|f| f.take(512).read_to_end(&mut head));
+    let text = String::from_utf8_lossy(&head);
+    match read {
+        Ok(_) if text.contains(ral::render::html::GENERATOR) => Ok(()),
+        Ok(_) => Err(refuse("it is a file that is no report of ral's")),
+        Err(e) => Err(refuse(&format!("it cannot be read ({e})"))),
+    }
+}

@@ -229,6 +229,24 @@ fn run_tasks(
                 let Some(batch) = schedule.next_batch() else {
                     break;
                 };
+                if plan.tasks[batch[0]].action == Action::Refresh {
+                    let at = batch[0];
+                    read_back_before_refresh(host, catalog, plan, &schedule, events, verified, at);
+                    if plan.tasks[at]
+                        .requires
+                        .iter()
+                        .any(|&r| plan.tasks[r].state != TaskState::Success)
+                    {
+                        // What calls for it, or its own change, did not
+                        // hold: it is skipped, as what waits for it.
+                        schedule.batch_ended(schedule.provider_of(at));
+                        let mut off = vec![at];
+                        off.extend(schedule.did_not_succeed(at));
+                        unfinished.ended(&off, &schedule);
+                        skip(catalog, plan, off, None, events);
+                        continue;
+                    }
+                }
                 start_batch(host, catalog, plan, batch, &sender, scope, events);
             }
         }
@@ -289,6 +307,42 @@ fn run_tasks(
             verify(host, catalog, plan, jobs, events, tasks);
         }
     });
+}
+
+/// Reads back, before refresh task `at` runs, the resources of the tasks
+/// it waits for (what calls for it, and its own change) that are not read
+/// back yet: a refresh for a change that did not hold must not run. A
+/// task whose provider runs another batch now is left for later (a
+/// provider never runs two calls at once).
+fn read_back_before_refresh(
+    host: &Host,
+    catalog: &Catalog,
+    plan: &mut Plan,
+    schedule: &Schedule,
+    events: &mut dyn Events,
+    verified: &mut [bool],
+    at: usize,
+) {
+    let unread: Vec<usize> = plan.tasks[at]
+        .requires
+        .iter()
+        .copied()
+        .filter(|&before| {
+            // The refresh's own provider is busy with it alone.
+            let provider = schedule.provider_of(before);
+            !verified[before]
+                && (provider == schedule.provider_of(at) || !schedule.is_busy(provider))
+        })
+        .filter(|&before| plan.tasks[before].state == TaskState::Success)
+        .filter(|&before| is_verified(catalog, &plan.tasks[before]))
+        .collect();
+    if unread.is_empty() || crate::process::is_interrupted() {
+        return;
+    }
+    for &before in &unread {
+        verified[before] = true;
+    }
+    verify(host, catalog, plan, 1, events, unread);
 }
 
 /// How many tasks of each provider (by the schedule's index) have still

@@ -106,6 +106,11 @@ impl Schedule {
         !self.written_off[task]
     }
 
+    /// Whether `provider` runs a batch now.
+    pub fn is_busy(&self, provider: usize) -> bool {
+        self.busy[provider]
+    }
+
     /// How many providers run a batch now.
     pub fn running(&self) -> usize {
         self.running

@@ -245,3 +245,21 @@ fn what_a_refresh_says_is_redacted_of_its_resource_s_secrets() {
         "the store holds the secret"
     );
 }
+
+#[test]
+fn a_source_whose_change_did_not_hold_skips_the_refresh() {
+    let bench = Bench::new();
+    // Sources and subscriber of one provider: the source is read back
+    // before the refresh runs.
+    let text = "svc:\n  conf: {value: one, notify: 'svc[web]'}\n  web: {value: v}\n";
+    let m = bench.manifest("m.yaml", text);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("lie", "conf\n");
+    let m = bench.manifest("m2.yaml", &text.replace("value: one", "value: two"));
+    bench
+        .ral("apply", &[&m])
+        .expect(1)
+        .stdout_has("Failed  ~ svc[conf]")
+        .stdout_has("Skipped ^ svc[web]: not run: svc[conf] did not succeed");
+    assert!(refreshed(&bench).is_empty());
+}

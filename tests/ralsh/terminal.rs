@@ -189,7 +189,9 @@ fn progress_shows_the_running_tasks_on_a_terminal() {
         assert!(rows.iter().any(whole), "{line} whole:\n{rows:#?}");
     }
     assert!(
-        rows.last().unwrap().starts_with("Apply complete: 6 created"),
+        rows.last()
+            .unwrap()
+            .starts_with("Apply complete: 6 created"),
         "{rows:#?}"
     );
     assert_cleared(&rows);

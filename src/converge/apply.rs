@@ -293,8 +293,11 @@ fn run_tasks(
         unfinished.ended(&off, &schedule);
         skip(catalog, plan, off, None, events);
         // A provider none of whose tasks can run any more is read back
-        // now (no new task starts meanwhile; running ones go on).
-        for provider in unfinished.take_finished() {
+        // once what waits for its tasks has ended too (a later task, the
+        // removal of a service's script say, may change how they read),
+        // as the whole plan used to be at its end; no new task starts
+        // meanwhile, running ones go on.
+        for provider in unfinished.settled() {
             if crate::process::is_interrupted() {
                 break;
             }
@@ -345,47 +348,87 @@ fn read_back_before_refresh(
     verify(host, catalog, plan, 1, events, unread);
 }
 
-/// How many tasks of each provider (by the schedule's index) have still
-/// to end, and which providers just got to none.
+/// Which providers' tasks are settled, worked out as tasks end: a task
+/// is settled once it ended and so did everything that waits for it,
+/// directly or not; a provider whose every task is settled is read back.
+/// Each task's end touches only its own edges (linear in the whole run).
 struct Unfinished {
-    left: Vec<usize>,
-    finished: Vec<usize>,
+    /// Per task: its not settled dependents, plus one until it ends.
+    pending: Vec<usize>,
+    /// Per provider (by the schedule's index): its tasks not settled.
+    unsettled: Vec<usize>,
+    /// Per task: the tasks it waits for.
+    requires: Vec<Vec<usize>>,
+    /// Providers all of whose tasks just got settled.
+    ready: Vec<usize>,
 }
 
 impl Unfinished {
-    /// The tasks of `plan` still to run, by provider.
+    /// The tasks of `plan`; those the schedule will not run (failed at
+    /// planning, lock and unlock tasks) count as ended.
     fn of(plan: &Plan, schedule: &Schedule) -> Unfinished {
-        let providers = (0..plan.tasks.len())
+        let count = plan.tasks.len();
+        let providers = (0..count)
             .map(|at| schedule.provider_of(at) + 1)
             .max()
             .unwrap_or(0);
-        let mut left = vec![0; providers];
-        for at in 0..plan.tasks.len() {
-            if schedule.is_pending(at) {
-                left[schedule.provider_of(at)] += 1;
+        let mut unfinished = Unfinished {
+            pending: vec![0; count],
+            unsettled: vec![0; providers],
+            requires: plan.tasks.iter().map(|t| t.requires.clone()).collect(),
+            ready: Vec::new(),
+        };
+        for at in 0..count {
+            unfinished.unsettled[schedule.provider_of(at)] += 1;
+            unfinished.pending[at] += usize::from(schedule.is_pending(at));
+            for &before in &plan.tasks[at].requires {
+                unfinished.pending[before] += 1;
             }
         }
-        Unfinished {
-            left,
-            finished: Vec::new(),
+        // Those settled from the start (what they wait for may follow).
+        let settled: Vec<usize> = (0..count)
+            .filter(|&at| unfinished.pending[at] == 0)
+            .collect();
+        for at in settled {
+            unfinished.settle(at, schedule);
         }
+        unfinished.ready.clear();
+        unfinished
     }
 
-    /// `tasks` ended (a task ends once).
+    /// `tasks` (each counted once: a task ends once) ended.
     fn ended(&mut self, tasks: &[usize], schedule: &Schedule) {
         for &at in tasks {
-            let provider = schedule.provider_of(at);
-            if let Some(left) = self.left.get_mut(provider).filter(|left| **left > 0) {
-                *left -= 1;
-                if *left == 0 {
-                    self.finished.push(provider);
+            if self.pending[at] > 0 {
+                self.pending[at] -= 1;
+                if self.pending[at] == 0 {
+                    self.settle(at, schedule);
                 }
             }
         }
     }
 
-    fn take_finished(&mut self) -> Vec<usize> {
-        std::mem::take(&mut self.finished)
+    fn settle(&mut self, at: usize, schedule: &Schedule) {
+        let mut next = vec![at];
+        while let Some(task) = next.pop() {
+            let provider = schedule.provider_of(task);
+            self.unsettled[provider] -= 1;
+            if self.unsettled[provider] == 0 {
+                self.ready.push(provider);
+            }
+            for at in 0..self.requires[task].len() {
+                let before = self.requires[task][at];
+                self.pending[before] -= 1;
+                if self.pending[before] == 0 {
+                    next.push(before);
+                }
+            }
+        }
+    }
+
+    /// The providers all of whose tasks got settled since last asked.
+    fn settled(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.ready)
     }
 }
 

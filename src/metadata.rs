@@ -558,6 +558,11 @@ impl RawProvider {
         }
         let sensitive_in = check_sensitive_in(self.sensitive_in.as_deref(), invoke, &attributes)?;
         let names: Vec<&str> = attributes.keys().map(String::as_str).collect();
+        let sensitive: Vec<&str> = attributes
+            .values()
+            .filter(|a| a.sensitive)
+            .map(|a| a.name.as_str())
+            .collect();
         let mut relations = Vec::new();
         for (kind, raw) in RelationKind::ALL.into_iter().zip([
             self.autorequire,
@@ -565,7 +570,7 @@ impl RawProvider {
             self.autonotify,
             self.autosubscribe,
         ]) {
-            relations.extend(relations::check(kind, raw, &names)?);
+            relations.extend(relations::check(kind, raw, &names, &sensitive)?);
         }
         Ok(Metadata {
             type_name: self.type_name,

@@ -101,11 +101,13 @@ pub(crate) enum RawTitles {
 pub(crate) type RawRelations = IndexMap<String, RawTitles>;
 
 /// Checks the declared relationships of kind `kind` against the provider's
-/// attribute names `attributes`.
+/// attribute names `attributes`, of which `sensitive` may not name a
+/// resource: the name would show the value in plans.
 pub(crate) fn check(
     kind: RelationKind,
     raw: RawRelations,
     attributes: &[&str],
+    sensitive: &[&str],
 ) -> Result<Vec<Relation>, String> {
     let mut relations = Vec::new();
     for (type_name, titles) in raw {
@@ -126,6 +128,12 @@ pub(crate) fn check(
         }
         for title in titles {
             let title = match title.strip_prefix('$') {
+                Some(attr) if sensitive.contains(&attr) => {
+                    return Err(format!(
+                        "{path}: '${attr}' is sensitive: a resource named by it would show its \
+                         value in every plan"
+                    ))
+                }
                 Some(attr) if attributes.contains(&attr) => Title::Attribute(attr.to_owned()),
                 Some(attr) => {
                     return Err(format!(
@@ -165,6 +173,7 @@ mod tests {
             RelationKind::Notify,
             raw("service: [web, $unit]\nfile: /etc/x\n"),
             &["name", "unit"],
+            &[],
         )
         .unwrap();
         assert_eq!(relations.len(), 3);
@@ -175,15 +184,29 @@ mod tests {
 
     #[test]
     fn an_unknown_attribute_or_a_bad_type_is_named() {
-        let e = check(RelationKind::Subscribe, raw("file: $nope\n"), &["name"]).unwrap_err();
+        let e = check(
+            RelationKind::Subscribe,
+            raw("file: $nope\n"),
+            &["name"],
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(
             e,
             "provider.autosubscribe.file: '$nope' names no attribute of this provider (known: name)"
         );
-        let e = check(RelationKind::Require, raw("'a b': x\n"), &["name"]).unwrap_err();
+        let e = check(RelationKind::Require, raw("'a b': x\n"), &["name"], &[]).unwrap_err();
         assert!(e.contains("'a b' is not a type name"), "{e}");
-        let e = check(RelationKind::Before, raw("file: []\n"), &["name"]).unwrap_err();
+        let e = check(RelationKind::Before, raw("file: []\n"), &["name"], &[]).unwrap_err();
         assert!(e.contains("at least one title"), "{e}");
+        let e = check(
+            RelationKind::Notify,
+            raw("user: $pw\n"),
+            &["name", "pw"],
+            &["pw"],
+        )
+        .unwrap_err();
+        assert!(e.contains("'$pw' is sensitive"), "{e}");
     }
 
     #[test]
@@ -192,6 +215,7 @@ mod tests {
             RelationKind::Require,
             raw("group: [$groups, $name, $unset]\n"),
             &["name", "groups", "unset"],
+            &[],
         )
         .unwrap();
         let attrs = vec![(

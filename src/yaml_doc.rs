@@ -48,7 +48,16 @@ pub fn load_problem(error: marked_yaml::LoadError, top_level: &str) -> (usize, S
         LoadError::UnexpectedTag(mark) => {
             (mark.line(), "YAML tags (!name) are not allowed".to_owned())
         }
-        LoadError::ScanError(mark, e) => (mark.line(), format!("invalid YAML: {}", e.info())),
+        LoadError::ScanError(mark, e) => {
+            let mut message = format!("invalid YAML: {}", e.info());
+            // `subscribe: [File[/a], File[/b]]`, as Puppet writes it.
+            if e.info().contains("flow sequence") {
+                message.push_str(
+                    " (a reference TYPE[NAME] inside [ ] must be quoted: ['file[/a]', 'file[/b]'])",
+                );
+            }
+            (mark.line(), message)
+        }
         LoadError::DuplicateKey(keys) => {
             let first = keys.prev_key.span().start().map_or(0, |m| m.line());
             let again = keys.key.span().start().map_or(0, |m| m.line());

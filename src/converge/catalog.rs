@@ -345,9 +345,14 @@ fn add_declared_relations(
             continue;
         }
         for relation in &item.provider.meta.relations {
+            // As references in manifests: a type not found as written is
+            // looked for in lower case.
+            let lower = relation.type_name.to_lowercase();
             for title in relation.titles(item.name(), &item.request.attrs) {
-                let key = (relation.type_name.as_str(), title);
-                for &other in by_type.get(&key).into_iter().flatten() {
+                let found = by_type
+                    .get(&(relation.type_name.as_str(), title))
+                    .or_else(|| by_type.get(&(lower.as_str(), title)));
+                for &other in found.into_iter().flatten() {
                     if other == at {
                         continue;
                     }

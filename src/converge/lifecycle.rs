@@ -23,9 +23,15 @@ use super::manifest::Origin;
 /// store's key (a store written before keys kept `{"sha256": ...}`: such an
 /// item reads as Updated once, and is kept keyed from then on).
 pub fn properties(provider: &Provider, request: &Request, key: &StoreKey) -> Map<String, Json> {
+    // A refresh's parameters are no state of the resource.
     request
         .attrs
         .iter()
+        .filter(|(attr, _)| {
+            provider
+                .attribute(attr)
+                .is_none_or(|a| a.kind != crate::metadata::Kind::Refresh)
+        })
         .map(|(attr, value)| {
             let sensitive = provider.attribute(attr).is_some_and(|a| a.sensitive);
             let kept = if sensitive {

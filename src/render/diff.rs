@@ -62,12 +62,24 @@ impl Diff {
                 added,
                 removed,
                 ..
-            } => format!("changed ({is_lines} lines, +{added} -{removed})"),
+            } => format!("changed ({}, +{added} -{removed})", lines(*is_lines)),
             Diff::TooLarge {
                 was_lines,
                 is_lines,
-            } => format!("changed ({was_lines} lines to {is_lines}, too large to compare)"),
+            } => format!(
+                "changed ({} to {}, too large to compare)",
+                lines(*was_lines),
+                lines(*is_lines)
+            ),
         }
+    }
+}
+
+/// `1 line`, `3 lines`.
+pub fn lines(count: usize) -> String {
+    match count {
+        1 => "1 line".to_owned(),
+        n => format!("{n} lines"),
     }
 }
 

@@ -277,7 +277,8 @@ pub fn explain(out: &mut impl Write, provider: &Provider, style: Style) -> io::R
     }
     writeln!(
         out,
-        "kinds: r read-only, w write-only parameter, rw read-write, init set at creation only"
+        "kinds: r read-only, w write-only parameter, rw read-write, init set at creation only, \
+         refresh told to refreshes only"
     )
 }
 

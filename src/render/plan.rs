@@ -176,7 +176,11 @@ fn change_phrase(catalog: &Catalog, task: &Task, change: &Change, style: Style) 
                 Value::String(text) => text.lines().count(),
                 _ => 0,
             };
-            format!("{}: set ({lines} lines)", escape(&change.attr))
+            format!(
+                "{}: set ({})",
+                escape(&change.attr),
+                super::diff::lines(lines)
+            )
         }
         Some(diff) => format!("{}: {}", escape(&change.attr), diff.phrase()),
         None => change_text(catalog, task, change, style),

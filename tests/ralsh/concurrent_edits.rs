@@ -19,8 +19,14 @@ use serde_json::Value as Json;
 
 use crate::support::{names_in, shadow_tools_accept, tree_snapshot, Run, Sandbox};
 
+/// Writers at once, and how many resources each creates: every writer
+/// races the others at each of its creates; more rounds only repeat the
+/// same race.
 const WORKERS: usize = 8;
-const CREATES: usize = 25;
+const CREATES: usize = 10;
+/// Updates run while a directory is swapped for a link: each is one race
+/// with the swapper.
+const SWAPPED_UPDATES: usize = 40;
 
 /// One writable provider as these tests drive it.
 struct Case {
@@ -418,7 +424,7 @@ fn swapping_etc_for_a_link_never_makes_host_write_outside() {
             dir: "etc",
             update: |n| vec!["web.example".into(), format!("ip=10.1.0.{}", n % 250)],
         },
-        100,
+        SWAPPED_UPDATES,
     );
 }
 
@@ -430,7 +436,7 @@ fn swapping_etc_for_a_link_never_makes_user_or_group_write_outside() {
             dir: "etc",
             update: |n| vec![format!("u{n}"), "ensure=present".into()],
         },
-        100,
+        SWAPPED_UPDATES,
     );
     check_swap_race(
         &Race {
@@ -438,7 +444,7 @@ fn swapping_etc_for_a_link_never_makes_user_or_group_write_outside() {
             dir: "etc",
             update: |n| vec![format!("g{n}"), "ensure=present".into()],
         },
-        100,
+        SWAPPED_UPDATES,
     );
 }
 
@@ -456,7 +462,7 @@ fn swapping_etc_for_a_link_never_makes_mount_write_outside() {
                 ]
             },
         },
-        100,
+        SWAPPED_UPDATES,
     );
 }
 
@@ -474,7 +480,7 @@ fn swapping_the_spool_for_a_link_never_makes_cron_write_outside() {
                 ]
             },
         },
-        100,
+        SWAPPED_UPDATES,
     );
 }
 
@@ -493,7 +499,7 @@ fn swapping_ssh_for_a_link_never_makes_ssh_key_write_outside() {
                 ]
             },
         },
-        100,
+        SWAPPED_UPDATES,
     );
 }
 
@@ -505,7 +511,7 @@ fn swapping_a_directory_for_a_link_never_makes_file_write_outside() {
             dir: "srv",
             update: |n| vec!["/srv/page".into(), format!("content={n}\n")],
         },
-        100,
+        SWAPPED_UPDATES,
     );
 }
 
@@ -522,6 +528,6 @@ fn swapping_rc2_for_a_link_never_makes_service_write_outside() {
                 ]
             },
         },
-        100,
+        SWAPPED_UPDATES,
     );
 }

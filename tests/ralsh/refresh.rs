@@ -263,3 +263,16 @@ fn a_source_whose_change_did_not_hold_skips_the_refresh() {
         .stdout_has("Skipped ^ svc[web]: not run: svc[conf] did not succeed");
     assert!(refreshed(&bench).is_empty());
 }
+
+#[test]
+fn an_unquoted_reference_in_a_flow_list_is_told_how_to_quote_it() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: one}\nsvc:\n  web:\n    subscribe: [Alpha[a1]]\n",
+    );
+    bench.ral("plan", &[&m]).expect(2).stderr_has(
+        "m.yaml:5: invalid YAML: while parsing a flow sequence, expected ',' or ']' (a reference \
+         TYPE[NAME] inside [ ] must be quoted: ['file[/a]', 'file[/b]'])",
+    );
+}

@@ -100,6 +100,9 @@ impl<'r> Catalog<'r> {
         let mut index: HashMap<(String, String), usize> = HashMap::new();
         // What each item was declared as.
         let mut sources: Vec<&Declared> = Vec::new();
+        // Declared resources with problems of their own: their references
+        // are still checked, so that one run reports every problem.
+        let mut rejected: Vec<&Declared> = Vec::new();
         // Every resource declared, rejected or not: a reference to one
         // with problems of its own adds none.
         let mut named: std::collections::HashSet<(String, String)> = Default::default();
@@ -108,6 +111,7 @@ impl<'r> Catalog<'r> {
                 named.insert((provider.qualified_name(), resource.name.clone()));
             }
             let Some(item) = check_resource(registry, resource, &mut problems) else {
+                rejected.push(resource);
                 continue;
             };
             let key = (item.provider.qualified_name(), item.request.name.clone());
@@ -149,7 +153,14 @@ impl<'r> Catalog<'r> {
                     };
                     let other = match lookup(registry, &index, reference) {
                         Ok(other) => other,
-                        Err((_, key)) if named.contains(&key) => continue,
+                        // Named, with problems of its own: no edge, but
+                        // what this one cannot do is still said.
+                        Err((_, key)) if named.contains(&key) => {
+                            if word == "subscribe" {
+                                problems.extend(cannot_refresh(&items[at]).map(&problem));
+                            }
+                            continue;
+                        }
                         Err((message, _)) => {
                             problems.push(problem(message));
                             continue;
@@ -166,6 +177,38 @@ impl<'r> Catalog<'r> {
                             Some(why) => problems.push(problem(why)),
                             None => subscribes[later].push(earlier),
                         }
+                    }
+                }
+            }
+        }
+        for resource in rejected {
+            let reference = format!(
+                "{}[{}]",
+                escape(&resource.type_query),
+                escape(&resource.name)
+            );
+            let written = [
+                (&resource.require, "require"),
+                (&resource.before, "before"),
+                (&resource.notify, "notify"),
+                (&resource.subscribe, "subscribe"),
+            ];
+            for (references, word) in written {
+                for to in references {
+                    let message = match lookup(registry, &index, to) {
+                        Ok(other) if word == "notify" => cannot_refresh(&items[other]),
+                        Ok(_) => None,
+                        Err((_, key)) if named.contains(&key) => None,
+                        Err((message, _)) => Some(message),
+                    };
+                    if let Some(message) = message {
+                        problems.push(
+                            Origin {
+                                line: to.line,
+                                ..resource.origin.clone()
+                            }
+                            .problem(format!("{reference}: {word} {to}: {message}")),
+                        );
                     }
                 }
             }

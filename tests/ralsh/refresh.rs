@@ -276,3 +276,23 @@ fn an_unquoted_reference_in_a_flow_list_is_told_how_to_quote_it() {
          TYPE[NAME] inside [ ] must be quoted: ['file[/a]', 'file[/b]'])",
     );
 }
+
+#[test]
+fn a_resource_with_problems_of_its_own_still_has_its_references_checked() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "delta:\n  d1: {value: x, size: 99, notify: 'svc[nope]'}\nalpha:\n  \
+         a1: {value: y, subscribe: 'delta[d1]'}\n",
+    );
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("3 problems in the manifest")
+        .stderr_has("m.yaml:2: delta[d1]: invalid value '99' for attribute 'size'")
+        .stderr_has("m.yaml:2: delta[d1]: notify svc[nope]: no such resource in the manifest")
+        .stderr_has(
+            "m.yaml:4: alpha[a1]: subscribe delta[d1]: alpha[a1] cannot be refreshed: its \
+             provider alpha::alpha has no refresh action",
+        );
+}

@@ -142,10 +142,11 @@ impl Run<'_> {
         if let Some(file) = &self.args.report {
             let when = std::time::SystemTime::now() - self.started.elapsed();
             if let Err(e) = crate::report_file::write(file, &prepared.report(), when) {
-                // The run is recorded; only the page is missing, and the
-                // exit status says so.
+                // The run is made and recorded; only the page is missing.
+                // A failure, not "nothing ran": a script must not run it
+                // again for that.
                 log::error!("{e:#}");
-                ending.errors = true;
+                ending.failures = true;
             }
         }
         Ok(ending)

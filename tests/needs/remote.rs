@@ -371,7 +371,7 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(fleet.controller.path().join("stderr")).unwrap());
     let mut ralsh = command.spawn().unwrap();
-    let mut fifo = std::fs::File::open(&held).unwrap();
+    let mut fifo = crate::support::open_fifo(&held, false);
     let mut said = [0u8; 8];
     use std::io::Read;
     fifo.read_exact(&mut said).unwrap();
@@ -593,7 +593,7 @@ fn kill_and_check(fleet: &Fleet, mut command: Command) -> (PathBuf, u32) {
         .stderr(std::process::Stdio::null());
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut run = command.spawn().unwrap();
-    let mut fifo = std::fs::File::open(&held).unwrap();
+    let mut fifo = crate::support::open_fifo(&held, false);
     let mut said = [0u8; 8];
     use std::io::Read;
     fifo.read_exact(&mut said).unwrap();

@@ -22,7 +22,10 @@ fn alive(pid: u32) -> bool {
 /// Opens ROOT/held, which the hang fixture holds open in the provider and
 /// its TERM-ignoring child, and waits for them to say they started.
 fn open_held(sandbox: &Sandbox) -> BufReader<std::fs::File> {
-    let mut held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    let mut held = BufReader::new(crate::support::open_fifo(
+        &sandbox.root().join("held"),
+        false,
+    ));
     let mut line = String::new();
     held.read_line(&mut line).unwrap();
     assert_eq!(line, "started\n");
@@ -332,10 +335,7 @@ fn listings_are_printed_resource_by_resource() {
         );
     }
     assert_eq!(first, "flood::flood { 'first':\n}\n");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&gate)
-        .unwrap()
+    crate::support::open_fifo(&gate, true)
         .write_all(b"go\n")
         .unwrap();
     let mut rest = String::new();
@@ -432,7 +432,10 @@ fn start_slow_describes(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let held = BufReader::new(std::fs::File::open(sandbox.root().join("held")).unwrap());
+    let held = BufReader::new(crate::support::open_fifo(
+        &sandbox.root().join("held"),
+        false,
+    ));
     (data, child, held)
 }
 
@@ -703,7 +706,7 @@ impl HeldLines {
         let path = sandbox.root().join("held");
         let (sender, receiver) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let held = BufReader::new(std::fs::File::open(path).unwrap());
+            let held = BufReader::new(crate::support::open_fifo(&path, false));
             for line in held.lines() {
                 if sender.send(line.unwrap()).is_err() {
                     break;

@@ -193,6 +193,72 @@ impl Sandbox {
     }
 }
 
+/// Opens the FIFO `path` for reading (or writing, with `write`) as
+/// `File::open` does, which waits for a process to open its other end;
+/// fails after a minute instead of waiting forever when that process died
+/// first.
+pub fn open_fifo(path: &Path, write: bool) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let owned = path.to_owned();
+    std::thread::spawn(move || {
+        let opened = std::fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .open(owned);
+        let _ = sender.send(opened);
+    });
+    match receiver.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(opened) => opened.unwrap(),
+        Err(_) => {
+            // The other end of our own lets the waiting open go.
+            let _partner = std::fs::OpenOptions::new()
+                .read(write)
+                .write(!write)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path);
+            panic!(
+                "{}: no process opened the other end of the FIFO within a minute",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Writes `line` to the FIFO `path` once a reader has it open, or not at
+/// all when `child` ended first (whose provider would have read it): the
+/// open never waits for a reader that will never come.
+pub fn write_fifo_while_running(path: &Path, line: &[u8], child: &mut std::process::Child) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path);
+        match opened {
+            Ok(mut fifo) => {
+                let _ = fifo.write_all(line);
+                return;
+            }
+            // No reader yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if child.try_wait().unwrap().is_some() {
+                    return;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{}: no reader opened the FIFO within a minute",
+                    path.display()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+    }
+}
+
 pub fn run(command: &mut Command) -> Run {
     let Output {
         status,

@@ -59,6 +59,9 @@ pub struct Progress {
     waiting: VecDeque<(usize, String, Instant)>,
     /// "and N more", while tasks wait for a line.
     more: Option<ProgressBar>,
+    /// The tasks counted as ended: a task failed by its reading back ends
+    /// twice, and counts once.
+    counted: std::collections::HashSet<usize>,
 }
 
 impl Progress {
@@ -76,6 +79,7 @@ impl Progress {
             shown: Vec::new(),
             waiting: VecDeque::new(),
             more: None,
+            counted: std::collections::HashSet::new(),
         }
     }
 
@@ -89,6 +93,9 @@ impl Progress {
     }
 
     fn ended(&mut self, task: usize) {
+        if !self.counted.insert(task) {
+            return;
+        }
         if let Some(bar) = &self.bar {
             bar.inc(1);
         }
@@ -288,6 +295,9 @@ mod tests {
             lines(&progress),
             (vec![0, 2, 3, 4], Some("and 1 more".into()), Some(2))
         );
+        progress.ended(0);
+        assert_eq!(lines(&progress), (vec![2, 3, 4, 5], None, Some(3)));
+        // Ended again (failed by its reading back): counted once.
         progress.ended(0);
         assert_eq!(lines(&progress), (vec![2, 3, 4, 5], None, Some(3)));
     }

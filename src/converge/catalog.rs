@@ -271,10 +271,18 @@ fn lookup(
     let provider = resolve_reference_type(registry, &reference.type_query)
         .map_err(|e| (escape(&e.to_string()), Default::default()))?;
     let key = (provider.qualified_name(), reference.name.clone());
-    index
-        .get(&key)
-        .copied()
-        .ok_or_else(|| ("no such resource in the manifest".to_owned(), key))
+    match index.get(&key) {
+        Some(&at) => Ok(at),
+        None => {
+            // The closest name of that type, for a misspelt one.
+            let names = index
+                .keys()
+                .filter(|(qualified, _)| *qualified == key.0)
+                .map(|(_, name)| name.as_str());
+            let hint = crate::suggest::did_you_mean(&reference.name, names);
+            Err((format!("no such resource in the manifest{hint}"), key))
+        }
+    }
 }
 
 /// The provider (or plugin item type) a reference's type names. Puppet

@@ -296,3 +296,15 @@ fn a_resource_with_problems_of_its_own_still_has_its_references_checked() {
              provider alpha::alpha has no refresh action",
         );
 }
+
+#[test]
+fn a_misspelt_reference_gets_the_closest_name_of_its_type() {
+    let bench = Bench::new();
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  conf: {value: one, notify: 'svc[webb]'}\nsvc:\n  web: {value: v}\n",
+    );
+    bench.ral("plan", &[&m]).expect(2).stderr_has(
+        "alpha[conf]: notify svc[webb]: no such resource in the manifest (did you mean 'web'?)",
+    );
+}

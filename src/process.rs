@@ -41,6 +41,7 @@ use runner::Stream;
 
 mod daemon;
 mod group;
+pub mod interpreter;
 mod orphans;
 mod pipes;
 mod runner;

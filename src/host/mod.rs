@@ -163,6 +163,17 @@ impl Host {
         invoke::simple::describe(self, label, program)
     }
 
+    /// The interpreters the providers `providers` start with through
+    /// `#!/usr/bin/env NAME`, as this host finds them (once per run): each
+    /// NAME with its program, NAME's program on PATH when that differs (a
+    /// shim), and how many of the providers use it.
+    pub fn interpreters(&self, providers: &[Provider]) -> Vec<process::interpreter::Used> {
+        process::interpreter::used(
+            providers.iter().map(|p| p.source.as_path()),
+            self.env.vars(),
+        )
+    }
+
     /// Streams every resource to `sink` as the provider lists it.
     pub fn list(&self, provider: &Provider, sink: &mut dyn ResourceSink) -> Result<()> {
         invoke::convention(provider.meta.invoke).list(self, provider, sink)

@@ -142,10 +142,22 @@ fn spawn<'a, A: AsRef<OsStr>>(options: &Options<'a, A>) -> Result<Running<'a>> {
         Some(_) => Some(std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?),
         None => None,
     };
-    let mut command = Command::new(&*program);
-    if let Some(arg0) = options.arg0 {
-        command.arg0(arg0);
-    }
+    // A script of `#!/usr/bin/env NAME` starts as the kernel would start
+    // it, with NAME's program found once per run (no shim at each call).
+    let mut command = match super::interpreter::launch(&program, options.env) {
+        Some(launch) => {
+            let mut command = Command::new(&launch.program);
+            command.args(&launch.words).arg(&*program);
+            command
+        }
+        None => {
+            let mut command = Command::new(&*program);
+            if let Some(arg0) = options.arg0 {
+                command.arg0(arg0);
+            }
+            command
+        }
+    };
     if let Some(dir) = options.dir {
         command.current_dir(dir);
     }

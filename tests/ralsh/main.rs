@@ -15,6 +15,7 @@ mod example;
 mod forgotten_items;
 mod hostile_inputs;
 mod html_report;
+mod interpreters;
 mod json_convention;
 mod layers;
 mod libral_cli;

@@ -151,6 +151,21 @@ fn run_command<'p>(
             bail!("--explain needs a provider: ralsh --explain TYPE");
         }
         printer.providers(registry.providers(), output.long)?;
+        if output.long {
+            // On stderr: stdout stays one line per provider.
+            for used in host.interpreters(registry.providers()) {
+                let shim = used
+                    .shim
+                    .map(|shim| format!(", through {} on PATH", shim.display()))
+                    .unwrap_or_default();
+                eprintln!(
+                    "ralsh: {} providers run {} as {}{shim} (found once per run)",
+                    used.scripts,
+                    ral::text::escape(&used.name),
+                    used.program.display()
+                );
+            }
+        }
         return Ok(Status::Success);
     };
     let provider = registry

@@ -50,8 +50,8 @@ fn a_shim_first_on_path_runs_at_most_twice_per_run_not_once_per_call() {
         shims.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    // One listing, then an update of each of three names: four calls of
-    // the Python host provider.
+    // Three names changed: six calls of the Python host provider (six
+    // starts of the shim without the change).
     let changed = run(sandbox.command().env("PATH", &path).args([
         "host",
         "web",

@@ -132,7 +132,20 @@ impl<'r> Catalog<'r> {
         let mut requires: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
         // For each item, those whose change refreshes it.
         let mut subscribes: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
-        for (at, resource) in sources.iter().enumerate() {
+        // The accepted resources' references make edges; a rejected one's
+        // are still checked, so that one run reports every problem.
+        let all = (sources.iter().enumerate())
+            .map(|(at, resource)| (Some(at), *resource))
+            .chain(rejected.into_iter().map(|resource| (None, resource)));
+        for (at, resource) in all {
+            let own = match at {
+                Some(at) => items[at].reference(),
+                None => format!(
+                    "{}[{}]",
+                    escape(&resource.type_query),
+                    escape(&resource.name)
+                ),
+            };
             let written = [
                 (&resource.require, "require"),
                 (&resource.before, "before"),
@@ -140,16 +153,14 @@ impl<'r> Catalog<'r> {
                 (&resource.subscribe, "subscribe"),
             ];
             for (references, word) in written {
+                let refreshes = word == "notify" || word == "subscribe";
                 for reference in references {
                     let problem = |message: String| {
                         Origin {
                             line: reference.line,
                             ..resource.origin.clone()
                         }
-                        .problem(format!(
-                            "{}: {word} {reference}: {message}",
-                            items[at].reference()
-                        ))
+                        .problem(format!("{own}: {word} {reference}: {message}"))
                     };
                     let other = match lookup(registry, &index, reference) {
                         Ok(other) => other,
@@ -157,7 +168,8 @@ impl<'r> Catalog<'r> {
                         // what this one cannot do is still said.
                         Err((_, key)) if named.contains(&key) => {
                             if word == "subscribe" {
-                                problems.extend(cannot_refresh(&items[at]).map(&problem));
+                                let why = at.and_then(|at| cannot_refresh(&items[at]));
+                                problems.extend(why.map(&problem));
                             }
                             continue;
                         }
@@ -166,49 +178,22 @@ impl<'r> Catalog<'r> {
                             continue;
                         }
                     };
-                    // (earlier, later): the later one requires the earlier.
+                    // (earlier, later): the later one requires the earlier;
+                    // a rejected resource is neither.
                     let (earlier, later) = match word {
-                        "require" | "subscribe" => (other, at),
-                        _ => (at, other),
+                        "require" | "subscribe" => (Some(other), at),
+                        _ => (at, Some(other)),
                     };
-                    requires[later].push(earlier);
-                    if word == "notify" || word == "subscribe" {
-                        match cannot_refresh(&items[later]) {
-                            Some(why) => problems.push(problem(why)),
-                            None => subscribes[later].push(earlier),
-                        }
+                    if let (Some(earlier), Some(later)) = (earlier, later) {
+                        requires[later].push(earlier);
                     }
-                }
-            }
-        }
-        for resource in rejected {
-            let reference = format!(
-                "{}[{}]",
-                escape(&resource.type_query),
-                escape(&resource.name)
-            );
-            let written = [
-                (&resource.require, "require"),
-                (&resource.before, "before"),
-                (&resource.notify, "notify"),
-                (&resource.subscribe, "subscribe"),
-            ];
-            for (references, word) in written {
-                for to in references {
-                    let message = match lookup(registry, &index, to) {
-                        Ok(other) if word == "notify" => cannot_refresh(&items[other]),
-                        Ok(_) => None,
-                        Err((_, key)) if named.contains(&key) => None,
-                        Err((message, _)) => Some(message),
+                    let Some(refreshed) = later.filter(|_| refreshes) else {
+                        continue;
                     };
-                    if let Some(message) = message {
-                        problems.push(
-                            Origin {
-                                line: to.line,
-                                ..resource.origin.clone()
-                            }
-                            .problem(format!("{reference}: {word} {to}: {message}")),
-                        );
+                    match (cannot_refresh(&items[refreshed]), earlier) {
+                        (Some(why), _) => problems.push(problem(why)),
+                        (None, Some(earlier)) => subscribes[refreshed].push(earlier),
+                        (None, None) => {}
                     }
                 }
             }

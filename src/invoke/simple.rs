@@ -444,23 +444,13 @@ impl super::Convention for SimpleConvention {
         require(provider, Action::Refresh)?;
         let told = super::refresh_attrs(provider, attrs).map(|(k, v)| (k.as_str(), v));
         let args = arguments(Action::Refresh, Some(name), told, false);
-        let mut parser = UpdateParser::new(name);
         let secrets = super::refresh_secrets(provider, attrs);
         let fail = |e: OutputError| e.redacted(&secrets).into_error(provider, Action::Refresh);
-        runner.run(
-            &provider.qualified_name(),
-            &provider.source,
-            Invocation {
-                secrets: secrets.clone(),
-                ..Invocation::to(provider, Action::Refresh, args)
-            },
-            &mut |line| {
-                parser.feed(line).map_err(fail)?;
-                Ok(Budget::Continue)
-            },
-            &mut || Ok(()),
-        )?;
-        let report = parser.finish().map_err(fail)?;
+        let invocation = Invocation {
+            secrets: secrets.clone(),
+            ..Invocation::to(provider, Action::Refresh, args)
+        };
+        let report = update_answer(runner, provider, name, invocation, &fail)?;
         match report.changes.first() {
             Some(change) => Err(fail(OutputError::Protocol(format!(
                 "refresh of '{}' reported a change of '{}': a refresh changes no attribute",
@@ -516,6 +506,30 @@ fn find(runner: &dyn Runner, provider: &Provider, name: &str) -> Result<Option<R
         .transpose()
 }
 
+/// Runs `invocation` and reads its answer as an update's about `name`
+/// (an update's, or a refresh's, which must report no change); `fail`
+/// makes the error of an answer against the convention.
+fn update_answer(
+    runner: &dyn Runner,
+    provider: &Provider,
+    name: &str,
+    invocation: Invocation,
+    fail: &dyn Fn(OutputError) -> Error,
+) -> Result<UpdateReport> {
+    let mut parser = UpdateParser::new(name);
+    runner.run(
+        &provider.qualified_name(),
+        &provider.source,
+        invocation,
+        &mut |line| {
+            parser.feed(line).map_err(fail)?;
+            Ok(Budget::Continue)
+        },
+        &mut || Ok(()),
+    )?;
+    parser.finish().map_err(fail)
+}
+
 /// One update call with exactly the update's attributes.
 fn update_one(
     runner: &dyn Runner,
@@ -525,7 +539,6 @@ fn update_one(
 ) -> Result<UpdateAnswer> {
     let secrets = update.secrets(provider);
     let name = update.name;
-    let mut parser = UpdateParser::new(name);
     let fail = |e: OutputError| e.redacted(&secrets).into_error(provider, Action::Update);
     let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
     let in_env = |key: &str| provider.meta.sensitive_in == SensitiveIn::Env && is_sensitive(key);
@@ -548,22 +561,13 @@ fn update_one(
         on_command_line().map(|(k, v)| (k, if is_sensitive(k) { &hidden } else { v })),
         noop,
     );
-    runner.run(
-        &provider.qualified_name(),
-        &provider.source,
-        Invocation {
-            shown,
-            env,
-            secrets: secrets.clone(),
-            ..Invocation::to(provider, Action::Update, args)
-        },
-        &mut |line| {
-            parser.feed(line).map_err(fail)?;
-            Ok(Budget::Continue)
-        },
-        &mut || Ok(()),
-    )?;
-    let report = parser.finish().map_err(fail)?;
+    let invocation = Invocation {
+        shown,
+        env,
+        secrets: secrets.clone(),
+        ..Invocation::to(provider, Action::Update, args)
+    };
+    let report = update_answer(runner, provider, name, invocation, &fail)?;
     let value = |attr: &str, text: &str| {
         runner
             .check()

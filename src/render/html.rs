@@ -128,16 +128,10 @@ pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()>
     writeln!(out, "</html>")
 }
 
-/// The sign of an action and its class.
+/// The sign of an action, as the text shows it, and its class: the
+/// action's name.
 fn sign(action: Action) -> (&'static str, &'static str) {
-    match action {
-        Action::Create => ("+", "create"),
-        Action::Change => ("~", "change"),
-        Action::Remove => ("-", "remove"),
-        Action::Run => ("*", "run"),
-        Action::Refresh => ("^", "refresh"),
-        Action::Unknown => ("!", "unknown"),
-    }
+    (super::plan::action_sign(action), action.as_str())
 }
 
 /// One task's row.

@@ -55,7 +55,12 @@ fn sign(task: &Task) -> &'static str {
     if task.deferred.is_some() && task.action == Action::Unknown {
         return "?";
     }
-    match task.action {
+    action_sign(task.action)
+}
+
+/// The sign of what a task does, in every view of a plan.
+pub fn action_sign(action: Action) -> &'static str {
+    match action {
         Action::Create => "+",
         Action::Change => "~",
         Action::Remove => "-",
@@ -189,11 +194,16 @@ fn change_phrase(catalog: &Catalog, task: &Task, change: &Change, style: Style) 
 
 /// The resources of the tasks `tasks` (indices) waits for.
 fn waits_for(catalog: &Catalog, plan: &Plan, tasks: &[usize]) -> String {
+    resources_of(catalog, plan, tasks, ", ")
+}
+
+/// The resources of the tasks `tasks` (indices), joined by `between`.
+fn resources_of(catalog: &Catalog, plan: &Plan, tasks: &[usize], between: &str) -> String {
     let names: Vec<String> = tasks
         .iter()
         .map(|&at| catalog.items[plan.tasks[at].item].reference())
         .collect();
-    names.join(", ")
+    names.join(between)
 }
 
 /// The tasks `task` waits for, as shown: a refresh's own resource's task
@@ -242,7 +252,7 @@ pub fn preview(
             writeln!(
                 out,
                 "    would refresh if {} changes",
-                waits_for(catalog, plan, &task.refresh_on).replace(", ", " or ")
+                resources_of(catalog, plan, &task.refresh_on, " or ")
             )?;
         }
         if let Some(why) = &task.deferred {
@@ -343,7 +353,7 @@ pub fn task_ended(
             writeln!(
                 out,
                 ": refreshed, as {} changed",
-                waits_for(catalog, plan, &changed).replace(", ", " and ")
+                resources_of(catalog, plan, &changed, " and ")
             )
         }
         (None, None) => {

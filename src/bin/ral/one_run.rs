@@ -2,6 +2,7 @@
 //! the library prepares the plan, and this prints it, or applies it and
 //! prints each task as it ends and the summary or the JSON report.
 
+use std::collections::HashSet;
 use std::io::{self, Write};
 use std::time::Instant;
 
@@ -167,6 +168,9 @@ pub struct TaskLines<'a> {
     /// task it requires, so that lines keep the order of the plan's
     /// dependencies).
     held: Vec<(usize, bool)>,
+    /// The tasks of `held`, to tell at once whether one is (a plan of
+    /// thousands of tasks holds thousands of lines).
+    holding: HashSet<usize>,
 }
 
 impl<'a> TaskLines<'a> {
@@ -177,6 +181,7 @@ impl<'a> TaskLines<'a> {
             json,
             error: None,
             held: Vec::new(),
+            holding: HashSet::new(),
         }
     }
 
@@ -208,6 +213,7 @@ impl Events for TaskLines<'_> {
             PlanState::Successful | PlanState::Failed | PlanState::Stopped
         ) {
             let held: Vec<usize> = self.held.drain(..).map(|(task, _)| task).collect();
+            self.holding.clear();
             self.print_ended(catalog, plan, &held);
         }
         if plan.state == PlanState::Stopping {
@@ -225,7 +231,7 @@ impl Events for TaskLines<'_> {
     }
 
     fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
-        if self.held.iter().any(|&(held, _)| held == task) {
+        if self.holding.contains(&task) {
             // Failed by its reading back: printed with the others read.
             return;
         }
@@ -235,31 +241,32 @@ impl Events for TaskLines<'_> {
         let after_held = ended
             .requires
             .iter()
-            .any(|before| self.held.iter().any(|&(held, _)| held == *before));
+            .any(|before| self.holding.contains(before));
         if unread || after_held {
             self.held.push((task, unread));
+            self.holding.insert(task);
             return;
         }
         self.print_ended(catalog, plan, &[task]);
     }
 
     fn tasks_verified(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
-        let read: std::collections::HashSet<usize> = tasks.iter().copied().collect();
+        let read: HashSet<usize> = tasks.iter().copied().collect();
         let mut now = Vec::new();
-        let mut still: Vec<(usize, bool)> = Vec::new();
+        // In the order they ended: what a task waits for comes first.
         for (task, unread) in std::mem::take(&mut self.held) {
             let unread = unread && !read.contains(&task);
             let waits = plan.tasks[task]
                 .requires
                 .iter()
-                .any(|before| still.iter().any(|&(held, _)| held == *before));
+                .any(|before| self.holding.contains(before));
             if unread || waits {
-                still.push((task, unread));
+                self.held.push((task, unread));
             } else {
+                self.holding.remove(&task);
                 now.push(task);
             }
         }
-        self.held = still;
         self.print_ended(catalog, plan, &now);
     }
 

@@ -47,6 +47,7 @@ pub mod relations;
 pub mod remote;
 pub mod render;
 pub mod resource;
+pub mod sdk;
 pub mod secrets;
 pub mod store;
 pub mod suggest;

@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "plugin_meta",
     "log_line",
     "resource",
+    "sdk",
     "provider",
     "output_check",
     "bundled",

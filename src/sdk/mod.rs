@@ -1,0 +1,109 @@
+//! The provider SDK: writing a provider in Rust.
+//!
+//! A provider implements [`Provider`] in the Resource API's shape — `get`
+//! the resources named (all of them when none is named) and `set` the
+//! updates asked for, each answering what changed — and hands it to
+//! [`serve`], which speaks the calling convention its metadata declares
+//! (`simple` or `json`): it reads the call, types the values, writes the
+//! answer within the sizes the host reads back, and reports errors in the
+//! convention's form. The same code runs as a program of its own (a
+//! `main` calling [`serve::main`]) or, for the providers bundled with ral,
+//! inside the host's process, with the same bytes in and out.
+//!
+//! Around that: [`CallError`] and its kinds, the [`Log`] the host reads,
+//! text helpers shaped like the Python toolkit's, and `files`: paths below
+//! the root opened without following links out of it, the locks the
+//! system's tools take, and crash-safe edits with a journal.
+
+pub mod error;
+pub mod log;
+
+pub mod text;
+
+use serde_json::{Map, Value as Json};
+
+pub use error::{CallError, CallResult, Kind};
+pub use log::{Level, Log};
+
+/// A resource as a provider reports it: its `name` and its attributes,
+/// with JSON's types (strings, booleans, integers, arrays, `null`).
+pub type Resource = Map<String, Json>;
+
+/// One update of a set: the resource's name, what the host last read of
+/// it (`is`, empty when it did not exist or the convention does not say),
+/// and the attributes to change (`should`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub name: String,
+    pub is: Resource,
+    pub should: Resource,
+}
+
+/// What one update did: the attributes changed, each with its new and old
+/// value, or the error that failed this resource alone.
+pub type Outcome = CallResult<Vec<Change>>;
+
+/// One attribute's change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub attribute: String,
+    pub is: Json,
+    pub was: Json,
+}
+
+impl Change {
+    pub fn new(attribute: &str, was: impl Into<Json>, is: impl Into<Json>) -> Change {
+        Change {
+            attribute: attribute.to_owned(),
+            is: is.into(),
+            was: was.into(),
+        }
+    }
+}
+
+/// What a call is given besides its arguments.
+#[derive(Debug)]
+pub struct Call {
+    /// The root directory the provider works below (`RALSH_ROOT_DIR`,
+    /// `/` when unset or empty).
+    pub root: std::path::PathBuf,
+    /// Change nothing, say what would change.
+    pub noop: bool,
+    /// How long to wait for a lock (`RALSH_LOCK_TIMEOUT`).
+    pub lock_timeout: std::time::Duration,
+    /// Where messages go.
+    pub log: Log,
+}
+
+/// A provider: its metadata and its two operations.
+pub trait Provider: Sync {
+    /// The metadata, as YAML (what `describe` prints).
+    fn metadata(&self) -> &'static str;
+
+    /// The resources named, or all of them when `names` is empty. A name
+    /// left out of the answer does not exist (`ensure: absent`); one that
+    /// could never exist is answered with an [`error_entry`] of kind
+    /// `unknown`.
+    fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>>;
+
+    /// Makes the updates (or, under `call.noop`, says what they would
+    /// change); one outcome per update, in order. The outer error fails
+    /// the whole call: nothing was done.
+    fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>>;
+}
+
+/// The answer entry saying that resource `name` failed with `err`: a
+/// get's entry for a name that could never exist, a set's for an update
+/// that failed.
+pub fn error_entry(name: &str, err: &CallError) -> Resource {
+    let mut entry = Resource::new();
+    entry.insert("name".into(), Json::from(name));
+    let mut error = Map::new();
+    error.insert("kind".into(), Json::from(err.kind.as_str()));
+    error.insert(
+        "message".into(),
+        Json::from(text::clean_lines(&err.message)),
+    );
+    entry.insert("error".into(), Json::Object(error));
+    entry
+}

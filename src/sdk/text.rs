@@ -1,0 +1,78 @@
+//! Text for answers and messages, as the Python toolkit writes it:
+//! control characters made visible, values quoted for messages, and arrays
+//! as shell words on a `# simple` line.
+
+/// `value` made safe for one line of an answer or message: control
+/// characters and line breaks become `?`.
+pub fn clean(value: &str) -> String {
+    if !value.chars().any(is_control) {
+        return value.to_owned();
+    }
+    value
+        .chars()
+        .map(|c| if is_control(c) { '?' } else { c })
+        .collect()
+}
+
+/// Like [`clean`], but keeps line breaks (a command's output quoted).
+pub fn clean_lines(value: &str) -> String {
+    value.split('\n').map(clean).collect::<Vec<_>>().join("\n")
+}
+
+/// `value` in single quotes, for messages.
+pub fn quoted(value: &str) -> String {
+    format!("'{}'", clean(value))
+}
+
+/// True when `value` holds a control character or a line break.
+pub fn has_control(value: &str) -> bool {
+    value.chars().any(is_control)
+}
+
+/// Control characters (Unicode's Cc) and the line and paragraph
+/// separators.
+fn is_control(c: char) -> bool {
+    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// An array value for a `# simple` line: each word shell-quoted as
+/// Python's `shlex.quote` does (bare when it needs no quotes).
+pub fn join_words<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|word| shell_quote(&clean(word.as_ref())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn shell_quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
+    if word.is_empty() {
+        "''".to_owned()
+    } else if word.chars().all(safe) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\"'\"'"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_only_where_a_shell_needs_it() {
+        assert_eq!(join_words(&["a", "b.example"]), "a b.example");
+        assert_eq!(join_words(&["it's", ""]), "'it'\"'\"'s' ''");
+        assert_eq!(join_words(&["two words"]), "'two words'");
+        assert_eq!(join_words::<&str>(&[]), "");
+    }
+
+    #[test]
+    fn control_characters_become_question_marks() {
+        assert_eq!(clean("a\x1bb\nc"), "a?b?c");
+        assert_eq!(quoted("x\u{2028}"), "'x?'");
+        assert!(has_control("a\tb"));
+        assert!(!has_control("naïve"));
+    }
+}

@@ -16,6 +16,7 @@
 //! system's tools take, and crash-safe edits with a journal.
 
 pub mod error;
+pub mod files;
 pub mod log;
 
 pub mod text;

@@ -1,0 +1,43 @@
+//! Files below the root: paths opened one directory at a time without
+//! ever following a symbolic link out of it ([`Root`], [`Dir`],
+//! [`Target`]), the locks the system's own tools take ([`Lock`]), and
+//! locked, crash-safe edits of shared files ([`Edit`]: a re-read under the
+//! lock, a temporary file in the same directory that is synced and renamed
+//! over the original, and a journal that finishes an edit of several files
+//! that a crash interrupted), made many at a time by a [`Batch`]. Under
+//! noop an edit reads as it would and writes nothing.
+//!
+//! The Rust twin of the Python toolkit's `files.py`, with the same files
+//! on disk (lock, temporary and journal names, the journal's document), so
+//! that Python and Rust writers can share files safely.
+
+mod batch;
+mod edit;
+mod journal;
+mod lock;
+mod root;
+mod stat;
+mod sys;
+
+#[cfg(test)]
+mod tests;
+
+pub use batch::Batch;
+pub use edit::{Attrs, Edit, Owner};
+pub use journal::{fsync_dir, read_journal, temp_name, Journal};
+pub use lock::Lock;
+pub use root::{Create, Dir, Root, Target};
+pub use stat::{identity, Stat};
+
+/// Symbolic links followed while resolving one path, as the kernel allows.
+pub const MAX_LINKS: usize = 40;
+/// Times a path's walk opens again a directory that was a link or a file
+/// when first opened: another process is swapping it, and each try may
+/// lose again.
+pub const MAX_CHANGES: usize = 8;
+/// Names of our files beside the ones we edit.
+pub const TEMP_TAG: &str = ".ral-tmp-";
+pub const LOCK_TAG: &str = ".ral-lock";
+pub const JOURNAL_TAG: &str = ".ral-journal";
+/// Bytes; a larger journal is not one ral wrote.
+pub const JOURNAL_MAX: usize = 1 << 20;

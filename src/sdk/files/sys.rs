@@ -1,0 +1,349 @@
+//! The system calls the files toolkit makes, as safe functions: each
+//! names its path relative to an open directory (the `*at` calls), so that
+//! the walk below the root never follows a path from `/` again. The only
+//! `unsafe` of the toolkit lives here.
+
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+use super::stat::Stat;
+
+/// Opens a directory of the walk: never through a link.
+pub const DIR_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+/// Opens a file to read: never through a link, never blocking on a FIFO.
+pub const READ_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the name holds a NUL character",
+        )
+    })
+}
+
+fn check(result: libc::c_int) -> io::Result<libc::c_int> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(result)
+    }
+}
+
+/// `openat(2)`.
+pub fn open_at(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is an
+    // open descriptor borrowed for the call.
+    let fd = check(unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags,
+            libc::c_uint::from(mode),
+        )
+    })?;
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `open(2)` of a path (the root directory, given by the caller).
+pub fn open_path(path: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let path = c_name(path)?;
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    let fd = check(unsafe { libc::open(path.as_ptr(), flags) })?;
+    // SAFETY: open returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `readlinkat(2)`: the target of the link `name`.
+pub fn read_link_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Vec<u8>> {
+    let name = c_name(name)?;
+    let mut size = 256;
+    loop {
+        let mut buf = vec![0u8; size];
+        // SAFETY: `buf` has room for `buf.len()` bytes; `name` is
+        // NUL-terminated; `dir` is open for the call.
+        let got = unsafe {
+            libc::readlinkat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if got < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let got = got.unsigned_abs();
+        if got < size {
+            buf.truncate(got);
+            return Ok(buf);
+        }
+        // Possibly cut short: try again with more room.
+        if size >= 1 << 20 {
+            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+        }
+        size *= 4;
+    }
+}
+
+/// `fstatat(2)` of `name`, not following a link.
+pub fn lstat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Stat> {
+    let name = c_name(name)?;
+    let mut raw = MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `raw` has room for a stat; `name` is NUL-terminated; `dir`
+    // is open for the call.
+    check(unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            raw.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: fstatat succeeded, so it filled the whole structure.
+    Ok(Stat::from_raw(unsafe { raw.assume_init() }))
+}
+
+/// `fstat(2)`.
+pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
+    let mut raw = MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `raw` has room for a stat; `fd` is open for the call.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), raw.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so it filled the whole structure.
+    Ok(Stat::from_raw(unsafe { raw.assume_init() }))
+}
+
+/// `mkdirat(2)`.
+pub fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr, mode: libc::mode_t) -> io::Result<()> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
+    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+}
+
+/// `renameat(2)` within one directory or between two.
+pub fn rename_at(
+    from_dir: BorrowedFd<'_>,
+    from: &OsStr,
+    to_dir: BorrowedFd<'_>,
+    to: &OsStr,
+) -> io::Result<()> {
+    let from = c_name(from)?;
+    let to = c_name(to)?;
+    // SAFETY: both names are NUL-terminated; both descriptors are open
+    // for the call.
+    check(unsafe {
+        libc::renameat(
+            from_dir.as_raw_fd(),
+            from.as_ptr(),
+            to_dir.as_raw_fd(),
+            to.as_ptr(),
+        )
+    })
+    .map(drop)
+}
+
+/// `unlinkat(2)` of a file (never a directory).
+pub fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
+    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(drop)
+}
+
+/// `fsync(2)`.
+pub fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: `fd` is open for the call.
+    check(unsafe { libc::fsync(fd.as_raw_fd()) }).map(drop)
+}
+
+/// `fchmod(2)`.
+pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
+    // SAFETY: `fd` is open for the call.
+    check(unsafe { libc::fchmod(fd.as_raw_fd(), mode) }).map(drop)
+}
+
+/// `fchown(2)`; `None` leaves that id as it is.
+pub fn fchown(fd: BorrowedFd<'_>, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+    let uid = uid.unwrap_or(libc::uid_t::MAX);
+    let gid = gid.unwrap_or(libc::gid_t::MAX);
+    // SAFETY: `fd` is open for the call.
+    check(unsafe { libc::fchown(fd.as_raw_fd(), uid, gid) }).map(drop)
+}
+
+/// The effective user id: owners are given only when it is root's.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `flock(2)` with `LOCK_EX`, not waiting unless `wait`; a signal while
+/// waiting does not end the wait.
+pub fn flock(fd: BorrowedFd<'_>, wait: bool) -> io::Result<()> {
+    let op = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    loop {
+        // SAFETY: `fd` is open for the call.
+        match check(unsafe { libc::flock(fd.as_raw_fd(), op) }) {
+            Err(err) if err.raw_os_error() == Some(libc::EINTR) => continue,
+            other => return other.map(drop),
+        }
+    }
+}
+
+/// A write lock on the whole file as an open file description lock
+/// (`F_OFD_SETLK`, `F_OFD_SETLKW`), not waiting unless `wait`.
+pub fn ofd_lock(fd: BorrowedFd<'_>, wait: bool) -> io::Result<()> {
+    // SAFETY: a zeroed flock is a valid value of this plain C struct.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_WRLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = 0;
+    lock.l_len = 0; // to the end, however long the file grows
+    lock.l_pid = 0; // OFD locks require 0
+    let cmd = if wait {
+        libc::F_OFD_SETLKW
+    } else {
+        libc::F_OFD_SETLK
+    };
+    loop {
+        // SAFETY: `lock` is a valid flock that outlives the call; `fd` is
+        // open for the call.
+        match check(unsafe { libc::fcntl(fd.as_raw_fd(), cmd, &lock as *const libc::flock) }) {
+            Err(err) if err.raw_os_error() == Some(libc::EINTR) => continue,
+            other => return other.map(drop),
+        }
+    }
+}
+
+/// The names in the directory `dir` (without `.` and `..`), listed
+/// through a descriptor of its own so that `dir`'s position is not moved.
+pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
+    let fd = open_at(
+        dir,
+        OsStr::new("."),
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        0,
+    )?;
+    let raw = fd.into_raw_fd();
+    // SAFETY: `raw` is an open directory descriptor we own; fdopendir
+    // takes it over on success.
+    let stream = unsafe { libc::fdopendir(raw) };
+    if stream.is_null() {
+        let err = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so `raw` is still ours to close.
+        drop(unsafe { OwnedFd::from_raw_fd(raw) });
+        return Err(err);
+    }
+    let mut names = Vec::new();
+    let result = loop {
+        // SAFETY: errno is thread-local; readdir reports an error only
+        // through it, so it is cleared first.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: `stream` is a valid directory stream until closedir.
+        let entry = unsafe { libc::readdir(stream) };
+        if entry.is_null() {
+            let err = io::Error::last_os_error();
+            break match err.raw_os_error() {
+                Some(0) | None => Ok(()),
+                Some(_) => Err(err),
+            };
+        }
+        // SAFETY: readdir returned a valid entry whose d_name is
+        // NUL-terminated, valid until the next readdir on `stream`.
+        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
+        if name != b"." && name != b".." {
+            names.push(OsString::from_vec(name.to_vec()));
+        }
+    };
+    // SAFETY: `stream` is valid and closed once; it closes `raw`.
+    unsafe { libc::closedir(stream) };
+    result.map(|()| names)
+}
+
+const SELINUX: &CStr = c"security.selinux";
+
+/// The SELinux context of the file open as `fd`, if it has one.
+pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 256];
+    loop {
+        // SAFETY: `buf` has room for `buf.len()` bytes; the attribute name
+        // is NUL-terminated; `fd` is open for the call.
+        let got = unsafe {
+            libc::fgetxattr(
+                fd.as_raw_fd(),
+                SELINUX.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if got >= 0 {
+            buf.truncate(got.unsigned_abs());
+            return Some(buf);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ERANGE) || buf.len() >= 1 << 16 {
+            return None;
+        }
+        buf.resize(buf.len() * 4, 0);
+    }
+}
+
+/// Gives the file open as `fd` the SELinux context `context`.
+pub fn set_selinux_context(fd: BorrowedFd<'_>, context: &[u8]) -> io::Result<()> {
+    // SAFETY: `context` is valid for `context.len()` bytes; the attribute
+    // name is NUL-terminated; `fd` is open for the call.
+    check(unsafe {
+        libc::fsetxattr(
+            fd.as_raw_fd(),
+            SELINUX.as_ptr(),
+            context.as_ptr().cast(),
+            context.len(),
+            0,
+        )
+    })
+    .map(drop)
+}
+
+/// `n` random bytes, for names nobody can guess. When the kernel cannot
+/// give them, the clock and process id make a name that O_EXCL still
+/// checks.
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        let rest = &mut buf[filled..];
+        // SAFETY: `rest` has room for `rest.len()` bytes.
+        let got = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if got <= 0 {
+            let err = io::Error::last_os_error();
+            if got < 0 && err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let seed = nanos ^ (u128::from(std::process::id()) << 64);
+            for (i, byte) in buf.iter_mut().enumerate() {
+                *byte = (seed >> ((i % 16) * 8)) as u8;
+            }
+            return buf;
+        }
+        filled += got.unsigned_abs();
+    }
+    buf
+}

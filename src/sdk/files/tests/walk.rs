@@ -1,0 +1,298 @@
+//! The walk below the root: links resolved inside it or refused, missing
+//! and swapped directories.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::Sandbox;
+use crate::sdk::files::{Create, Root};
+
+#[test]
+fn links_resolve_inside_the_root_and_never_leave_it() {
+    let sandbox = Sandbox::new();
+    sandbox.write("real/etc/hosts", b"inside\n");
+    sandbox.symlink("/real/etc", "etc"); // absolute
+    sandbox.symlink("../../../../real", "up"); // climbs above
+    let root = sandbox.open();
+    let target = root.file("etc/hosts", true, None).unwrap();
+    assert_eq!(target.read(None).unwrap().unwrap().0, b"inside\n");
+    assert_eq!(target.dir().rel(), "real/etc");
+    let target = root.file("up/etc/hosts", true, None).unwrap();
+    assert_eq!(target.dir().rel(), "real/etc");
+    assert_eq!(target.read(None).unwrap().unwrap().0, b"inside\n");
+    // An outside file a link seems to name is never what is read.
+    let outside = sandbox.tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("hosts"), b"outside\n").unwrap();
+    sandbox.symlink(outside.to_str().unwrap(), "out");
+    let err = root.file("out/hosts", true, None).unwrap_err();
+    assert!(err.missing, "{err:?}");
+    assert!(
+        err.message.contains("which is resolved inside the root"),
+        "{}",
+        err.message
+    );
+    assert!(root.read("out/hosts", true).unwrap().is_none());
+}
+
+#[test]
+fn follow_false_refuses_links() {
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("home/alice");
+    sandbox.mkdir("etc");
+    sandbox.symlink("/etc", "home/alice/.ssh");
+    let root = sandbox.open();
+    let home = root.directory("home/alice", false, None).unwrap();
+    let err = home.subdir(".ssh", None).unwrap_err();
+    assert!(
+        err.message.ends_with(
+            "home/alice/.ssh' is a symbolic link, which ral does not follow here; refusing to use it"
+        ),
+        "{}",
+        err.message
+    );
+    let err = root.directory("home/alice/.ssh", false, None).unwrap_err();
+    assert!(
+        err.message.contains("is a symbolic link"),
+        "{}",
+        err.message
+    );
+    assert!(root.directory("home/alice/.ssh", true, None).is_ok());
+}
+
+#[test]
+fn a_last_link_is_followed_only_when_asked() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/real-group", b"g\n");
+    sandbox.symlink("real-group", "etc/group");
+    let root = sandbox.open();
+    assert_eq!(
+        root.file("etc/group", true, None).unwrap().name(),
+        "real-group"
+    );
+    let last = root.file("etc/group", true, Some(false)).unwrap();
+    assert_eq!(last.name(), "group");
+    let err = last.read(None).unwrap_err();
+    assert!(
+        err.message
+            .ends_with("etc/group' is a symbolic link, not a regular file"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn link_loops_end() {
+    let sandbox = Sandbox::new();
+    sandbox.symlink("b", "a");
+    sandbox.symlink("a", "b");
+    let err = sandbox.open().directory("a", true, None).unwrap_err();
+    assert_eq!(
+        err.message,
+        format!(
+            "too many levels of symbolic links in '{}'",
+            sandbox.path("a").display()
+        )
+    );
+}
+
+#[test]
+fn missing_directories_are_made_with_the_last_one_as_asked() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox
+        .open()
+        .directory("var/spool/cron", true, Some(Create::mode(0o1730)))
+        .unwrap();
+    assert_eq!(dir.rel(), "var/spool/cron");
+    let mode = |rel| {
+        std::fs::metadata(sandbox.path(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("var/spool/cron"), 0o1730);
+    assert_eq!(mode("var/spool"), 0o755);
+    assert_eq!(mode("var"), 0o755);
+}
+
+#[test]
+fn a_missing_directory_on_the_way_is_missing_and_reads_as_no_file() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.open();
+    let err = root.file("etc/sub/hosts", true, None).unwrap_err();
+    assert!(err.missing);
+    assert_eq!(
+        err.message,
+        format!(
+            "the directory '{}' does not exist",
+            sandbox.path("etc").display()
+        )
+    );
+    assert!(root.read("etc/sub/hosts", true).unwrap().is_none());
+    // A missing file in a directory that exists is no error at all.
+    sandbox.mkdir("etc");
+    assert!(root.read("etc/hosts", true).unwrap().is_none());
+    let err = root
+        .directory("etc", true, None)
+        .unwrap()
+        .subdir("sub", None)
+        .unwrap_err();
+    assert!(err.missing, "{err:?}");
+}
+
+#[test]
+fn a_fifo_is_not_read() {
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("etc");
+    let status = std::process::Command::new("mkfifo")
+        .arg(sandbox.path("etc/hosts"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = sandbox.open().read("etc/hosts", true).unwrap_err();
+    assert!(
+        err.message.ends_with("etc/hosts' is not a regular file"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn a_file_on_the_way_is_not_a_directory() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc", b"a file\n");
+    let root = sandbox.open();
+    let err = root.file("etc/hosts", true, None).unwrap_err();
+    assert!(
+        err.message.ends_with("/etc' is not a directory"),
+        "{}",
+        err.message
+    );
+    assert!(!err.missing);
+    let err = root
+        .directory("", true, None)
+        .unwrap()
+        .subdir("etc", None)
+        .unwrap_err();
+    assert!(
+        err.message.ends_with("/etc' is not a directory"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn a_directory_swapped_for_a_link_after_it_was_opened_is_still_the_one_read() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", b"inside\n");
+    sandbox.write("elsewhere/hosts", b"elsewhere\n");
+    let root = sandbox.open();
+    let target = root.file("etc/hosts", false, None).unwrap();
+    sandbox.rename("etc", "etc.old");
+    sandbox.symlink("/elsewhere", "etc");
+    assert_eq!(target.read(None).unwrap().unwrap().0, b"inside\n");
+    // A new walk that may not follow links refuses the swapped path.
+    let err = root.file("etc/hosts", false, None).unwrap_err();
+    assert!(
+        err.message.contains("is a symbolic link"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn an_entry_is_found_in_the_directory_opened() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/passwd", b"opened\n");
+    sandbox.write("etc/real-group", b"group\n");
+    sandbox.symlink("real-group", "etc/group");
+    let etc = sandbox.open().directory("etc", true, None).unwrap();
+    // The path now leads to another directory; the one opened is used.
+    sandbox.rename("etc", "etc.old");
+    sandbox.write("etc/passwd", b"swapped in\n");
+    let entry = etc.entry("passwd").unwrap();
+    assert_eq!(entry.read(None).unwrap().unwrap().0, b"opened\n");
+    // A link is resolved inside the root, from the directory's path.
+    sandbox.rename("etc", "etc.new");
+    sandbox.rename("etc.old", "etc");
+    let group = etc.entry("group").unwrap();
+    assert_eq!(group.name(), "real-group");
+    assert_eq!(group.read(None).unwrap().unwrap().0, b"group\n");
+}
+
+#[test]
+fn an_entrys_link_resolves_up_and_absolute_inside_the_root() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/a", b"up\n");
+    sandbox.write("srv/b", b"absolute\n");
+    sandbox.mkdir("etc/sub");
+    sandbox.symlink("../../etc/a", "etc/sub/up");
+    sandbox.symlink("/srv/b", "etc/sub/abs");
+    sandbox.symlink("../../../../../../etc/a", "etc/sub/far");
+    let sub = sandbox.open().directory("etc/sub", true, None).unwrap();
+    let up = sub.entry("up").unwrap();
+    assert_eq!(up.read(None).unwrap().unwrap().0, b"up\n");
+    assert_eq!(up.dir().rel(), "etc");
+    let abs = sub.entry("abs").unwrap();
+    assert_eq!(abs.read(None).unwrap().unwrap().0, b"absolute\n");
+    assert_eq!(abs.dir().rel(), "srv");
+    // '..' never climbs above the root.
+    assert_eq!(
+        sub.entry("far").unwrap().read(None).unwrap().unwrap().0,
+        b"up\n"
+    );
+}
+
+#[test]
+fn the_root_is_opened_or_said_missing_and_an_empty_path_is_slash() {
+    let sandbox = Sandbox::new();
+    let missing = sandbox.path("nowhere");
+    let err = Root::open(&missing).unwrap_err();
+    assert_eq!(
+        err.message,
+        format!(
+            "the root directory '{}' does not exist or is not a directory (No such file or directory)",
+            missing.display()
+        )
+    );
+    let slash = Root::open(Path::new("")).unwrap();
+    assert_eq!(slash.path(), "/");
+    assert!(slash.is_real());
+    assert_eq!(slash.show("etc/hosts"), "/etc/hosts");
+    let fake = sandbox.open();
+    assert!(!fake.is_real());
+    assert_eq!(fake.show(""), sandbox.root.display().to_string());
+}
+
+#[test]
+fn names_that_are_not_plain_never_panic() {
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("etc");
+    let root = sandbox.open();
+    for rel in [
+        "",
+        ".",
+        "..",
+        "/",
+        "etc/..",
+        "a\0b",
+        "etc/\0",
+        "//etc//./",
+        "../../..",
+    ] {
+        let _ = root.file(rel, true, None);
+        let _ = root.directory(rel, false, None);
+        let _ = root.read(rel, true);
+    }
+    let err = root.file("etc/..", true, None).unwrap_err();
+    assert!(
+        err.message.contains("is a directory, not a file"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        root.directory("//etc//./", true, None).unwrap().rel(),
+        "etc"
+    );
+}

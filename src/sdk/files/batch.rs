@@ -367,10 +367,13 @@ impl Batch {
 }
 
 impl Drop for Batch {
-    /// A batch dropped unfinished finishes its queued edits: what was
-    /// decided under the locks is made, rather than left half done.
+    /// A batch dropped unfinished (its call failed) makes none of its
+    /// queued edits, as a call that fails reports none: their temporary
+    /// files go, and the locks are let go.
     fn drop(&mut self) {
-        self.flush();
+        for q in self.queued.drain(..) {
+            let _ = sys::unlink_at(q.dir.as_fd(), q.temp.as_ref());
+        }
     }
 }
 

@@ -53,8 +53,10 @@ impl Stat {
         u64::try_from(self.raw.st_size).unwrap_or(0)
     }
 
+    // st_nlink is 32 bits on some architectures.
+    #[allow(clippy::useless_conversion)]
     pub fn nlink(&self) -> u64 {
-        self.raw.st_nlink
+        u64::from(self.raw.st_nlink)
     }
 
     /// The modification time in nanoseconds since the epoch

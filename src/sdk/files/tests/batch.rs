@@ -155,3 +155,17 @@ fn a_noop_batch_previews_and_creates_nothing() {
     assert!(batch.finish().is_empty());
     assert!(sandbox.names("a").is_empty());
 }
+
+#[test]
+fn a_batch_dropped_unfinished_makes_nothing_and_lets_go() {
+    let sandbox = Sandbox::new();
+    sandbox.write("a/x", b"x\n");
+    let mut batch = Batch::new(false);
+    edit(&sandbox, &mut batch, "a/x", b"changed\n", 1).unwrap();
+    edit(&sandbox, &mut batch, "a/y", b"y\n", 2).unwrap();
+    assert!(is_locked(&sandbox, "a"));
+    drop(batch);
+    assert_eq!(sandbox.read("a/x"), b"x\n");
+    assert_eq!(sandbox.names("a"), ["x"]);
+    assert!(!is_locked(&sandbox, "a"));
+}

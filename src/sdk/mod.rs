@@ -18,6 +18,7 @@
 pub mod error;
 pub mod files;
 pub mod log;
+pub mod serve;
 
 pub mod text;
 
@@ -25,6 +26,7 @@ use serde_json::{Map, Value as Json};
 
 pub use error::{CallError, CallResult, Kind};
 pub use log::{Level, Log};
+pub use serve::Convention;
 
 /// A resource as a provider reports it: its `name` and its attributes,
 /// with JSON's types (strings, booleans, integers, arrays, `null`).
@@ -81,6 +83,9 @@ pub trait Provider: Sync {
     /// The metadata, as YAML (what `describe` prints).
     fn metadata(&self) -> &'static str;
 
+    /// The calling convention the metadata declares (`invoke`).
+    fn convention(&self) -> Convention;
+
     /// The resources named, or all of them when `names` is empty. A name
     /// left out of the answer does not exist (`ensure: absent`); one that
     /// could never exist is answered with an [`error_entry`] of kind
@@ -107,4 +112,15 @@ pub fn error_entry(name: &str, err: &CallError) -> Resource {
     );
     entry.insert("error".into(), Json::Object(error));
     entry
+}
+
+/// A provider compiled into the program, as the host holds it: the host
+/// serves its calls in its own process.
+#[derive(Clone, Copy)]
+pub struct Native(pub &'static dyn Provider);
+
+impl std::fmt::Debug for Native {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Native")
+    }
 }

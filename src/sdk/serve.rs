@@ -1,0 +1,634 @@
+//! Serving a [`Provider`] in the calling convention its metadata declares:
+//! reading the call (simple: `KEY=VALUE` arguments; json: `ral_action=X`
+//! and a document on stdin), answering it within the sizes the host reads
+//! back, and reporting errors in the convention's form, always with exit
+//! status 0 as both conventions want. [`main`] does it for a program of
+//! its own; the host calls [`serve`] directly for the providers it runs in
+//! its own process, with the same bytes in and out.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value as Json};
+
+use super::error::{CallError, CallResult};
+use super::text::{clean, clean_lines, join_words, quoted};
+use super::{error_entry, Call, Log, Outcome, Provider, Resource, Update};
+
+/// The longest line the host reads (keep in step with `process::MAX_LINE`).
+pub const LINE_MAX: usize = 64 * 1024;
+/// The most bytes of one resource the host reads (`process::MAX_ANSWER`).
+pub const RESOURCE_MAX: usize = 1024 * 1024;
+/// The longest json answer the host reads (`invoke::json::MAX_DOCUMENT`).
+pub const DOCUMENT_MAX: usize = 64 * 1024 * 1024;
+/// How long an edit waits for a lock when `RALSH_LOCK_TIMEOUT` says
+/// nothing, as lckpwdf(3) does.
+pub const LOCK_WAIT: Duration = Duration::from_secs(15);
+/// The variable naming the variables that hold sensitive values of a
+/// simple call (`sensitive_in: env`).
+pub const SENSITIVE_VAR: &str = "RALSH_SENSITIVE";
+
+/// The calling convention a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Convention {
+    Simple,
+    Json,
+}
+
+/// The environment a call sees: the variables the host gives providers.
+pub trait Env {
+    fn var(&self, key: &str) -> Option<String>;
+}
+
+impl<F: Fn(&str) -> Option<String>> Env for F {
+    fn var(&self, key: &str) -> Option<String> {
+        self(key)
+    }
+}
+
+/// Runs a provider program: `args` (its arguments after the program's
+/// name), its stdin and environment, its answer on stdout and its log on
+/// stderr. Returns the exit status. A provider's `main` is
+/// `std::process::exit(serve::main(&MyProvider, &args))`.
+pub fn main(provider: &dyn Provider, args: &[String]) -> i32 {
+    let env = |key: &str| std::env::var(key).ok();
+    let mut stdin = std::io::stdin().lock();
+    let mut out = std::io::stdout().lock();
+    serve(
+        provider,
+        args,
+        &mut stdin,
+        &env,
+        &mut out,
+        Box::new(std::io::stderr()),
+    )
+}
+
+/// Answers one call: `args` as the program's arguments, `stdin` read only
+/// by the json convention's actions that take a document. Returns the
+/// exit status (0 whatever the call answered).
+pub fn serve(
+    provider: &dyn Provider,
+    args: &[String],
+    stdin: &mut dyn Read,
+    env: &dyn Env,
+    out: &mut dyn Write,
+    log: Box<dyn Write + Send>,
+) -> i32 {
+    let convention = provider.convention();
+    let mut answer = Answer {
+        out,
+        convention,
+        failed: false,
+    };
+    let result = match convention {
+        Convention::Simple => simple(provider, args, env, log, &mut answer),
+        Convention::Json => json_call(provider, args, stdin, env, log, &mut answer),
+    };
+    if let Err(err) = result {
+        answer.error(&err);
+    }
+    // A reader that went away (answer.failed) is no failure of the
+    // provider: it did what it did.
+    0
+}
+
+/// The answer being written.
+struct Answer<'o> {
+    out: &'o mut dyn Write,
+    convention: Convention,
+    /// Writing failed (the reader went away): the rest is dropped.
+    failed: bool,
+}
+
+impl Answer<'_> {
+    fn write(&mut self, text: &str) {
+        if self.failed {
+            return;
+        }
+        if self.out.write_all(text.as_bytes()).is_err() || self.out.flush().is_err() {
+            self.failed = true;
+        }
+    }
+
+    fn error(&mut self, err: &CallError) {
+        match self.convention {
+            Convention::Simple => {
+                let text = format!("# simple\nral_error: {}\nral_eom\n", clean(&err.message));
+                self.write(&text);
+            }
+            Convention::Json => {
+                let document = json!({"error": {"kind": err.kind.as_str(),
+                                                "message": clean_lines(&err.message)}});
+                self.write(&format!("{document}\n"));
+            }
+        }
+    }
+}
+
+/// The call's settings from the environment the host gives providers.
+fn call(env: &dyn Env, log: Box<dyn Write + Send>, noop: bool) -> Call {
+    let root = env
+        .var("RALSH_ROOT_DIR")
+        .filter(|root| !root.is_empty())
+        .unwrap_or_else(|| "/".to_owned());
+    let lock_timeout = env
+        .var("RALSH_LOCK_TIMEOUT")
+        .and_then(|text| text.parse::<f64>().ok())
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(LOCK_WAIT);
+    Call {
+        root: PathBuf::from(root),
+        noop,
+        lock_timeout,
+        log: Log::new(log, noop),
+    }
+}
+
+fn describe(provider: &dyn Provider, answer: &mut Answer) {
+    answer.write(provider.metadata());
+}
+
+// ------------------------------------------------------------ simple
+
+/// A simple call: `list`, `find NAME` and `update NAME ATTR=VALUE...`,
+/// served by the provider's get and set.
+fn simple(
+    provider: &dyn Provider,
+    argv: &[String],
+    env: &dyn Env,
+    log: Box<dyn Write + Send>,
+    answer: &mut Answer,
+) -> CallResult<()> {
+    let args = simple_args(argv, env)?;
+    let action = match args.get("ral_action") {
+        Some(Json::String(action)) => action.clone(),
+        Some(_) => return Err(CallError::new("ral_action must be one word")),
+        None => return Err(CallError::new("missing required argument 'ral_action'")),
+    };
+    // ral_noop's value does not matter: its presence means noop.
+    let call = call(env, log, args.contains_key("ral_noop"));
+    match action.as_str() {
+        "describe" => {
+            describe(provider, answer);
+            Ok(())
+        }
+        "list" => {
+            let resources = provider.get(&call, &[])?;
+            let mut pairs = Vec::new();
+            for resource in &resources {
+                if resource.contains_key("error") {
+                    continue;
+                }
+                resource_pairs(resource, &mut pairs);
+            }
+            emit_simple(answer, &pairs, Some(&call.log));
+            Ok(())
+        }
+        "find" => {
+            let name = required_name(&args)?;
+            let found = provider.get(&call, std::slice::from_ref(&name))?;
+            let entry = found
+                .iter()
+                .find(|r| r.get("name") == Some(&Json::from(&*name)));
+            let mut pairs = Vec::new();
+            match entry {
+                Some(entry) if entry.contains_key("error") => {
+                    let error = &entry["error"];
+                    if error.get("kind") == Some(&Json::from("unknown")) {
+                        pairs.push(("name".to_owned(), name.clone()));
+                        pairs.push(("ral_unknown".to_owned(), "true".to_owned()));
+                    } else {
+                        let message = error.get("message").and_then(Json::as_str);
+                        return Err(CallError::new(message.unwrap_or("failed")));
+                    }
+                }
+                Some(resource) => resource_pairs(resource, &mut pairs),
+                None => {
+                    pairs.push(("name".to_owned(), name.clone()));
+                    pairs.push(("ensure".to_owned(), "absent".to_owned()));
+                }
+            }
+            emit_simple(answer, &pairs, Some(&call.log));
+            Ok(())
+        }
+        "update" => {
+            let name = required_name(&args)?;
+            let should: Resource = args
+                .into_iter()
+                .filter(|(key, _)| key != "name" && !key.starts_with("ral_"))
+                .collect();
+            let update = Update {
+                name: name.clone(),
+                is: Resource::new(),
+                should,
+            };
+            let mut outcomes = provider.set(&call, std::slice::from_ref(&update))?;
+            let changes = outcomes.pop().unwrap_or_else(|| Ok(Vec::new()))?;
+            let mut pairs = vec![("name".to_owned(), name)];
+            for change in changes {
+                pairs.push((change.attribute, simple_text(&change.is)));
+                pairs.push(("ral_was".to_owned(), simple_text(&change.was)));
+            }
+            emit_simple(answer, &pairs, None);
+            Ok(())
+        }
+        other => Err(CallError::new(format!(
+            "unknown action {}: expected one of describe, find, list, update",
+            quoted(other)
+        ))),
+    }
+}
+
+fn required_name(args: &Map<String, Json>) -> CallResult<String> {
+    match args.get("name") {
+        Some(Json::String(name)) => Ok(name.clone()),
+        Some(_) => Err(CallError::new("name must be one word")),
+        None => Err(CallError::new("missing required attribute 'name'")),
+    }
+}
+
+/// A resource's `(key, value)` pairs, its name first.
+fn resource_pairs(resource: &Resource, pairs: &mut Vec<(String, String)>) {
+    let name = resource.get("name").map(simple_text).unwrap_or_default();
+    pairs.push(("name".to_owned(), name));
+    for (key, value) in resource {
+        if key != "name" && !value.is_null() {
+            pairs.push((key.clone(), simple_text(value)));
+        }
+    }
+}
+
+/// A value as a simple answer prints it: arrays as shell words.
+pub fn simple_text(value: &Json) -> String {
+    match value {
+        Json::Null => String::new(),
+        Json::String(text) => text.clone(),
+        Json::Array(items) => {
+            let words: Vec<String> = items.iter().map(simple_text).collect();
+            join_words(&words)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The arguments of a simple call: `KEY=WORD` for one value (a string),
+/// `KEY=(WORD WORD ...)` for an array, each word shell-quoted; and the
+/// sensitive values passed in the environment, each variable that
+/// `RALSH_SENSITIVE` names holding one value as it is.
+pub fn simple_args(argv: &[String], env: &dyn Env) -> CallResult<Map<String, Json>> {
+    let mut args = Map::new();
+    for key in env
+        .var(SENSITIVE_VAR)
+        .unwrap_or_default()
+        .split_whitespace()
+    {
+        let value = env.var(key).ok_or_else(|| {
+            CallError::new(format!(
+                "{SENSITIVE_VAR} names {}, which is not in the environment",
+                quoted(key)
+            ))
+        })?;
+        args.insert(key.to_owned(), Json::from(value));
+    }
+    for arg in argv {
+        let Some((key, raw)) = arg.split_once('=') else {
+            return Err(CallError::new(format!(
+                "malformed argument {}: expected KEY=VALUE",
+                quoted(arg)
+            )));
+        };
+        if args.contains_key(key) {
+            return Err(CallError::new(format!(
+                "argument {} is given twice",
+                quoted(key)
+            )));
+        }
+        let is_list = raw.len() >= 2 && raw.starts_with('(') && raw.ends_with(')');
+        let inner = if is_list { &raw[1..raw.len() - 1] } else { raw };
+        let words = shell_words::split(inner).map_err(|err| {
+            CallError::new(format!("cannot parse argument {}: {err}", quoted(key)))
+        })?;
+        let value = match (is_list, words.len()) {
+            (true, _) => Json::from(words),
+            (false, 1) => Json::from(words.into_iter().next().unwrap_or_default()),
+            (false, _) => {
+                return Err(CallError::new(format!(
+                    "malformed argument {}: expected one value",
+                    quoted(arg)
+                )))
+            }
+        };
+        args.insert(key.to_owned(), value);
+    }
+    Ok(args)
+}
+
+/// Writes a `# simple` answer of `(key, value)` pairs, each `name`
+/// starting a resource. What the host could not read back (a line longer
+/// than [`LINE_MAX`]) is left out with a warning: the attribute's line,
+/// or the whole resource when its name is that long; an old value
+/// (`ral_was`) that long is cut, so a change that was made is still told.
+fn emit_simple(answer: &mut Answer, pairs: &[(String, String)], log: Option<&Log>) {
+    let mut text = String::from("# simple\n");
+    let mut skipping = false;
+    let mut name = String::new();
+    for (key, value) in pairs {
+        let mut line = format!("{key}: {}", clean(value));
+        if key == "name" {
+            name = value.clone();
+            skipping = line.len() + 1 > LINE_MAX;
+            if let (true, Some(log)) = (skipping, log) {
+                log.warning(&format!(
+                    "a name of {} characters is too long for ral to read; that resource is left \
+                     out",
+                    value.chars().count()
+                ));
+            }
+        }
+        if skipping {
+            continue;
+        }
+        if line.len() + 1 > LINE_MAX {
+            if key == "ral_was" {
+                let mut keep = LINE_MAX - 100;
+                while !line.is_char_boundary(keep) {
+                    keep -= 1;
+                }
+                line.truncate(keep);
+                line.push_str(&format!(" [cut at {} bytes]", LINE_MAX - 100));
+            } else {
+                if let Some(log) = log {
+                    log.resource(
+                        super::Level::Warn,
+                        &name,
+                        None,
+                        Some(&format!(
+                            "{key} is {} bytes long, more than ral reads in one line; it is not \
+                             reported",
+                            line.len()
+                        )),
+                        Map::new(),
+                    );
+                }
+                continue;
+            }
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    answer.write(&text);
+}
+
+// -------------------------------------------------------------- json
+
+/// A json call: `ral_action=get` or `set`, with its document on stdin.
+fn json_call(
+    provider: &dyn Provider,
+    argv: &[String],
+    stdin: &mut dyn Read,
+    env: &dyn Env,
+    log: Box<dyn Write + Send>,
+    answer: &mut Answer,
+) -> CallResult<()> {
+    let action = match argv {
+        [only] if only.starts_with("ral_action=") => &only["ral_action=".len()..],
+        _ => {
+            let shown: Vec<String> = argv.iter().map(|a| quoted(a)).collect();
+            let shown = match shown.is_empty() {
+                true => "none".to_owned(),
+                false => shown.join(" "),
+            };
+            return Err(CallError::new(format!(
+                "expected exactly one argument ral_action=ACTION, got {shown}"
+            )));
+        }
+    };
+    match action {
+        "describe" => {
+            describe(provider, answer);
+            Ok(())
+        }
+        "get" => {
+            let document = read_request(stdin)?;
+            let names = get_names(&document)?;
+            let call = call(env, log, false);
+            let resources = provider.get(&call, &names)?;
+            answer_get(answer, resources, &names)
+        }
+        "set" => {
+            let document = read_request(stdin)?;
+            let (noop, updates) = set_request(&document)?;
+            let call = call(env, log, noop);
+            let outcomes = provider.set(&call, &updates)?;
+            answer_set(answer, &updates, outcomes)
+        }
+        other => Err(CallError::new(format!(
+            "unknown action {}: expected one of describe, get, set",
+            quoted(other)
+        ))),
+    }
+}
+
+/// The document on stdin, which must be a JSON object.
+fn read_request(stdin: &mut dyn Read) -> CallResult<Map<String, Json>> {
+    let mut data = Vec::new();
+    stdin
+        .take(DOCUMENT_MAX as u64 + 1)
+        .read_to_end(&mut data)
+        .map_err(|err| CallError::io(&err, "read stdin"))?;
+    let text = String::from_utf8(data)
+        .map_err(|err| CallError::new(format!("stdin is not UTF-8: {err}")))?;
+    match serde_json::from_str::<Json>(&text) {
+        Ok(Json::Object(document)) => Ok(document),
+        Ok(other) => Err(CallError::new(format!(
+            "stdin must be a JSON object, not {}",
+            type_name(&other)
+        ))),
+        Err(err) => Err(CallError::new(format!(
+            "stdin is not a JSON document: {err}"
+        ))),
+    }
+}
+
+fn type_name(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// The names of a get request, each once, in order (none: all).
+fn get_names(document: &Map<String, Json>) -> CallResult<Vec<String>> {
+    let names = document
+        .get("names")
+        .ok_or_else(|| CallError::new("missing key 'names' in the get request"))?;
+    let bad = || CallError::new("'names' must be an array of strings");
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for name in names.as_array().ok_or_else(bad)? {
+        let name = name.as_str().ok_or_else(bad)?;
+        if seen.insert(name) {
+            out.push(name.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a set is noop, and its updates, each an object with a string
+/// name and an object `should` (`is` as the host read it).
+fn set_request(document: &Map<String, Json>) -> CallResult<(bool, Vec<Update>)> {
+    let noop = match document.get("ral") {
+        None => false,
+        Some(Json::Object(ral)) => match ral.get("noop") {
+            None => false,
+            Some(Json::Bool(noop)) => *noop,
+            Some(_) => return Err(CallError::new("'ral.noop' must be a boolean")),
+        },
+        Some(_) => return Err(CallError::new("'ral' must be a JSON object")),
+    };
+    let updates = document
+        .get("updates")
+        .ok_or_else(|| CallError::new("missing key 'updates' in the set request"))?
+        .as_array()
+        .ok_or_else(|| CallError::new("'updates' must be an array"))?;
+    let malformed = || CallError::new("every update must be an object with a string 'name'");
+    let mut out = Vec::with_capacity(updates.len());
+    for update in updates {
+        let update = update.as_object().ok_or_else(malformed)?;
+        let name = update
+            .get("name")
+            .and_then(Json::as_str)
+            .ok_or_else(malformed)?;
+        let object = |key: &str| match update.get(key) {
+            None => Ok(Resource::new()),
+            Some(Json::Object(map)) => Ok(map.clone()),
+            Some(_) => Err(CallError::new(format!(
+                "{}: '{key}' must be a JSON object",
+                quoted(name)
+            ))),
+        };
+        out.push(Update {
+            name: name.to_owned(),
+            is: object("is")?,
+            should: object("should")?,
+        });
+    }
+    Ok((noop, out))
+}
+
+/// Why the host could not read `entry` back (`said` words what it is),
+/// or `None`: its JSON is longer than [`RESOURCE_MAX`].
+fn unreadable(entry: &Resource, said: &str) -> Option<String> {
+    let size = Json::Object(entry.clone()).to_string().len();
+    (size > RESOURCE_MAX).then(|| {
+        format!(
+            "{said} is {size} bytes long as ral reads it back, more than the {RESOURCE_MAX} it \
+             accepts"
+        )
+    })
+}
+
+/// `entries`, each the host could not read back replaced by an error
+/// entry for its name: one such entry must not fail the whole answer.
+fn fitting(entries: Vec<Resource>, said: &str) -> Vec<Resource> {
+    entries
+        .into_iter()
+        .map(|entry| match unreadable(&entry, said) {
+            None => entry,
+            Some(problem) => {
+                let name = entry.get("name").and_then(Json::as_str).unwrap_or("");
+                error_entry(name, &CallError::new(problem))
+            }
+        })
+        .collect()
+}
+
+/// Writes a document, or fails the call when it is longer than the host
+/// reads.
+fn emit_checked(answer: &mut Answer, document: Json) -> CallResult<()> {
+    let text = document.to_string();
+    if text.len() + 1 > DOCUMENT_MAX {
+        return Err(CallError::new(format!(
+            "the answer is {} bytes long, more than the {DOCUMENT_MAX} ral reads",
+            text.len() + 1
+        )));
+    }
+    answer.write(&text);
+    answer.write("\n");
+    Ok(())
+}
+
+/// A get's answer: the named resources in the order asked (a name the
+/// provider said nothing of does not exist), then any others it gave.
+fn answer_get(answer: &mut Answer, resources: Vec<Resource>, names: &[String]) -> CallResult<()> {
+    let resources = fitting(resources, "this resource");
+    if names.is_empty() {
+        let list = resources.into_iter().map(Json::Object).collect();
+        return emit_checked(answer, json!({ "resources": Json::Array(list) }));
+    }
+    let mut found: std::collections::HashMap<String, Resource> = std::collections::HashMap::new();
+    let mut others = Vec::new();
+    let asked: HashSet<&str> = names.iter().map(String::as_str).collect();
+    for resource in resources {
+        let name = resource
+            .get("name")
+            .and_then(Json::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if asked.contains(name.as_str()) {
+            found.entry(name).or_insert(resource);
+        } else {
+            others.push(Json::Object(resource));
+        }
+    }
+    let mut list: Vec<Json> = names
+        .iter()
+        .map(|name| match found.remove(name) {
+            Some(resource) => Json::Object(resource),
+            None => json!({"name": name, "ensure": "absent"}),
+        })
+        .collect();
+    list.extend(others);
+    emit_checked(answer, json!({ "resources": list }))
+}
+
+/// A set's answer: one change entry per update that changed something,
+/// an error entry per update that failed.
+fn answer_set(answer: &mut Answer, updates: &[Update], outcomes: Vec<Outcome>) -> CallResult<()> {
+    if outcomes.len() != updates.len() {
+        return Err(CallError::new(format!(
+            "internal error: {} outcomes for {} updates",
+            outcomes.len(),
+            updates.len()
+        )));
+    }
+    let mut entries = Vec::new();
+    for (update, outcome) in updates.iter().zip(outcomes) {
+        match outcome {
+            Err(err) => entries.push(error_entry(&update.name, &err)),
+            Ok(changes) if changes.is_empty() => {}
+            Ok(changes) => {
+                let mut entry = Resource::new();
+                entry.insert("name".into(), Json::from(update.name.as_str()));
+                for change in changes {
+                    entry.insert(
+                        change.attribute,
+                        json!({"is": change.is, "was": change.was}),
+                    );
+                }
+                entries.push(entry);
+            }
+        }
+    }
+    let entries = fitting(entries, "the report of this change (which was made)");
+    let list: Vec<Json> = entries.into_iter().map(Json::Object).collect();
+    emit_checked(answer, json!({"changes": list, "derive": false}))
+}

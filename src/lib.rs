@@ -37,6 +37,7 @@ pub mod local_time;
 pub mod log_line;
 pub mod metadata;
 pub mod metadata_cache;
+pub mod native;
 pub mod output_check;
 pub mod plugin;
 pub mod plugin_meta;

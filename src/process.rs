@@ -41,6 +41,7 @@ use runner::Stream;
 
 mod daemon;
 mod group;
+pub mod in_process;
 pub mod interpreter;
 mod orphans;
 mod pipes;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::metadata::{Attribute, Metadata, Suitable};
 use crate::resource::Change;
+use crate::sdk::Native;
 use crate::secrets::REDACTED;
 use crate::types::Value;
 
@@ -26,6 +27,10 @@ pub struct Provider {
     pub source: PathBuf,
     /// `None` when suitable; otherwise why not.
     pub unsuitable: Option<String>,
+    /// Its code, when it is one of ral's native providers: then the host
+    /// serves its calls in its own process (`source` is still the
+    /// program that serves them elsewhere, on a target).
+    pub native: Option<Native>,
 }
 
 impl Provider {
@@ -36,6 +41,7 @@ impl Provider {
             meta,
             source,
             unsuitable,
+            native: None,
         }
     }
 

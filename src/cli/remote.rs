@@ -116,7 +116,19 @@ impl Fleet {
             .filter_map(|provider| provider.source.parent().map(Path::to_owned))
             .collect();
         dirs.extend(local.config().provider_lib.clone());
-        let bundle = Bundle::collect(&dirs)?;
+        // Native providers run on a target through their program, which
+        // travels beside their scripts.
+        let native_dir = registry
+            .providers()
+            .iter()
+            .find(|provider| provider.native.is_some())
+            .and_then(|provider| provider.source.parent());
+        let program = match native_dir {
+            Some(_) => Some(crate::native::program()?),
+            None => None,
+        };
+        let native = native_dir.zip(program.as_deref());
+        let bundle = Bundle::collect_with(&dirs, native)?;
         // ssh runs in `/`: relative paths mean the caller's directory.
         let config = args
             .ssh_config

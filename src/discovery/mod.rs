@@ -164,7 +164,11 @@ pub fn discover(
         found.remember(cache, &context);
         let Found { source, meta, .. } = found;
         match meta.expect("every provider has metadata or an error") {
-            Ok((meta, _)) => registry.add(provider_from(meta, &source, host)),
+            Ok((meta, _)) => {
+                let mut provider = provider_from(meta, &source, host);
+                provider.native = native_code(dirs, &source);
+                registry.add(provider)
+            }
             // Warned about once per version of its files: the cache
             // remembers the verdict.
             Err(Skip::Remembered(reason)) => {
@@ -193,6 +197,20 @@ pub fn discover(
     registry.models = models;
     registry.clashes = clashes;
     registry
+}
+
+/// The code of a native provider, for a provider file of the bundled
+/// directory that is one (`NAME.prov` there only runs it elsewhere).
+/// Files of other directories are always run as they are.
+fn native_code(dirs: &[DataDir], source: &Path) -> Option<crate::sdk::Native> {
+    let bundled = dirs.iter().find_map(|dir| match dir {
+        DataDir::Bundled(path) => Some(path.join("providers")),
+        DataDir::Given(_) => None,
+    })?;
+    if source.parent() != Some(bundled.as_path()) {
+        return None;
+    }
+    crate::native::find(&label_of(source))
 }
 
 /// Metadata and the describe text it came from (none for a `.yaml`), or

@@ -91,6 +91,11 @@ impl Host {
         if let Some(lib) = &config.provider_lib {
             env.set("RALSH_PROVIDER_LIB", lib);
         }
+        // What a native provider's script runs when it is run as a
+        // program here (`ral check FILE`): the program beside this one.
+        if let Ok(program) = crate::native::program() {
+            env.set("RALSH_NATIVE_PROGRAM", program);
+        }
         let strict = config.strict;
         let remote_env = match &config.remote {
             Some(session) => remote_env(&config, session),
@@ -302,7 +307,14 @@ impl Runner for Host {
             sensitive: invocation.sensitive,
             starts_daemons: invocation.starts_daemons,
         };
-        let finished = match process::run(&call, sink, idle) {
+        let ran = match invocation.native {
+            // Here, ral's native providers are served in this process.
+            Some(native) if self.config.remote.is_none() => {
+                process::in_process::run(&call, native.0, sink, idle)
+            }
+            _ => process::run(&call, sink, idle),
+        };
+        let finished = match ran {
             Err(Error::Exit { status, .. })
                 if self.config.remote.is_some() && status == Exited::Code(script::TIMED_OUT) =>
             {

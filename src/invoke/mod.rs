@@ -20,6 +20,7 @@ use crate::output_check::OutputCheck;
 use crate::process::{Finished, Idle, LineSink, MAX_ANSWER, MAX_LINE};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource, ResourceSink};
+use crate::sdk::Native;
 use crate::secrets;
 use crate::text::{escape, escape_lines};
 use crate::types::Value;
@@ -47,6 +48,8 @@ pub struct Invocation {
     /// Processes the call leaves running are left alone: an update of a
     /// provider that starts daemons.
     pub starts_daemons: bool,
+    /// The provider's code, when the host serves it in its own process.
+    pub native: Option<Native>,
     /// The program is a command of the machine it runs on (a model
     /// plugin's remote task), not a provider file: on a target it is run
     /// as named there, not from the copy of the providers.
@@ -69,6 +72,7 @@ impl Invocation {
             sensitive: Vec::new(),
             starts_daemons: false,
             system_command: false,
+            native: None,
         }
     }
 
@@ -86,6 +90,7 @@ impl Invocation {
             // A refresh restarts services: what it starts outlives it.
             starts_daemons: provider.meta.starts_daemons
                 && (action == provider.meta.update_action() || action == Action::Refresh),
+            native: provider.native,
             ..Invocation::plain(action, args)
         }
     }

@@ -31,6 +31,11 @@ pub const MAX_BUNDLE: usize = 32 << 20;
 const MAX_MANIFEST: usize = 96 << 10;
 /// The most bytes one file of a bundle may hold.
 const MAX_FILE: usize = 8 << 20;
+/// The name of ral's native providers' program in a bundle's directory.
+pub const NATIVE_PROGRAM: &str = "ral-provider";
+/// The most bytes of that program (a release build is well under 2 MiB;
+/// a debug one, without its debug information, about 3).
+const MAX_PROGRAM: usize = 16 << 20;
 /// Bytes per `printf` line of a file sent in octal.
 const OCTAL_CHUNK: usize = 2048;
 
@@ -63,6 +68,14 @@ impl Bundle {
     /// `ral_provider`), which travel with their directory. Links are
     /// followed, as the providers found through them are run.
     pub fn collect(dirs: &[PathBuf]) -> Result<Bundle> {
+        Bundle::collect_with(dirs, None)
+    }
+
+    /// Like [`Bundle::collect`], and `native` (a directory of `dirs` and
+    /// ral's native providers' program) puts the program in that
+    /// directory's copy as `ral-provider`, where the native providers'
+    /// scripts there run it.
+    pub fn collect_with(dirs: &[PathBuf], native: Option<(&Path, &Path)>) -> Result<Bundle> {
         let mut unique: Vec<&PathBuf> = Vec::new();
         for dir in dirs {
             if !unique.contains(&dir) {
@@ -79,6 +92,25 @@ impl Bundle {
                 let below = format!("{name}/{package}");
                 read_files(&dir.join(&package), &below, &mut files, &mut total)?;
                 packages.push(below);
+            }
+            if let Some((native_dir, program)) = native.filter(|(d, _)| *d == dir.as_path()) {
+                files.retain(|file: &File| file.path != format!("{name}/{NATIVE_PROGRAM}"));
+                read_program(
+                    program,
+                    &format!("{name}/{NATIVE_PROGRAM}"),
+                    &mut files,
+                    &mut total,
+                )
+                .map_err(|e| {
+                    Error::io(
+                        format!(
+                            "copying ral's native providers' program {} with {} to targets",
+                            program.display(),
+                            native_dir.display()
+                        ),
+                        e,
+                    )
+                })?;
             }
             names.insert((*dir).clone(), name);
         }
@@ -194,6 +226,33 @@ impl Bundle {
 /// as `prefix/NAME`, counting their bytes in `total`; returns the names of
 /// the Python packages in `dir` (safe-named subdirectories holding an
 /// `__init__.py`; `__pycache__` holds none).
+/// Adds the program at `path` as the executable `named`.
+fn read_program(
+    path: &Path,
+    named: &str,
+    files: &mut Vec<File>,
+    total: &mut usize,
+) -> std::io::Result<()> {
+    let bytes = bounded_read::read_file(path, MAX_PROGRAM, bounded_read::Links::Follow).map_err(
+        |e| match e {
+            bounded_read::Refused::Io(e) => e,
+            lasting => std::io::Error::other(lasting.to_string()),
+        },
+    )?;
+    *total += bytes.len();
+    if *total > MAX_BUNDLE {
+        return Err(std::io::Error::other(format!(
+            "the files to copy are larger than {MAX_BUNDLE} bytes"
+        )));
+    }
+    files.push(File {
+        path: named.to_owned(),
+        executable: true,
+        bytes,
+    });
+    Ok(())
+}
+
 fn read_files(
     dir: &Path,
     prefix: &str,

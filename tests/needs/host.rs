@@ -11,6 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use std::ffi::OsString;
+use std::process::{Command, Stdio};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -28,6 +29,9 @@ pub enum Need {
     Dpkg,
     /// Debian's `chromium`, run headless on the HTML report.
     Chromium,
+    /// `unshare -rm` (util-linux) works: a mount namespace of its own,
+    /// where a test hides programs from what it runs.
+    MountNamespace,
 }
 
 impl fmt::Display for Need {
@@ -38,6 +42,7 @@ impl fmt::Display for Need {
             Need::AnsibleVenv => "ansible-venv",
             Need::Dpkg => "dpkg",
             Need::Chromium => "chromium",
+            Need::MountNamespace => "mount-namespace",
         })
     }
 }
@@ -125,6 +130,18 @@ impl Host {
         }
         if !executable("chromium") {
             missing.push((Need::Chromium, "no chromium (Debian's chromium)".to_owned()));
+        }
+        let unshare = Command::new("unshare")
+            .args(["-rm", "true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !unshare.is_ok_and(|status| status.success()) {
+            missing.push((
+                Need::MountNamespace,
+                "`unshare -rm true` fails: no unshare (util-linux), or user namespaces are off"
+                    .to_owned(),
+            ));
         }
         let venv = ansible_venv();
         if !executable(venv.join("bin/ansible-playbook")) {

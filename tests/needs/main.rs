@@ -8,6 +8,7 @@ mod ansible;
 mod as_root;
 mod host;
 mod html_browser;
+mod no_python;
 mod over_ssh;
 #[path = "../common/pids.rs"]
 mod pids;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         ansible::tests(),
         as_root::tests(),
         html_browser::tests(),
+        no_python::tests(),
         over_ssh::tests(),
         provider_package::tests(),
         remote::tests(),

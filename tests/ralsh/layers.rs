@@ -25,6 +25,7 @@ const LAYERS: &[&str] = &[
     "log_line",
     "resource",
     "sdk",
+    "native",
     "provider",
     "output_check",
     "bundled",

@@ -1,0 +1,22 @@
+//! `ral-provider NAME ARGS...`: serves one of ral's native providers as a
+//! program, for where ralsh does not run it in its own process — on a
+//! remote target, where it travels with the providers' scripts, or started
+//! by hand. Each bundled native provider's `NAME.prov` runs this program
+//! with its name; the rest is the provider's calling convention.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let name = args.next().map(|name| name.to_string_lossy().into_owned());
+    let Some(native) = name.as_deref().and_then(ral::native::find) else {
+        let known: Vec<&str> = ral::native::names().collect();
+        eprintln!(
+            "error: usage: ral-provider NAME ARGS..., where NAME is one of {}",
+            known.join(", ")
+        );
+        return ExitCode::from(2);
+    };
+    let args: Vec<String> = args.map(|arg| arg.to_string_lossy().into_owned()).collect();
+    ExitCode::from(ral::sdk::serve::main(native.0, &args) as u8)
+}

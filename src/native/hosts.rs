@@ -1,0 +1,770 @@
+//! `host::etc_hosts`: entries of `/etc/hosts` below the root (simple
+//! calling convention), as the script it replaces kept them. The file is
+//! edited line by line so that everything not managed stays byte for byte
+//! as it was; a changed file replaces the old one atomically, under the
+//! lock beside it. The canonical name (the first name of a line) is the
+//! resource's name; when it is on several lines only the first is
+//! managed.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use serde_json::{Map, Value as Json};
+
+use crate::sdk::files::{Attrs, Edit, Lock, Root};
+use crate::sdk::serve::{simple_text, LINE_MAX};
+use crate::sdk::text::{clean, has_control, join_words, quoted};
+use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
+use crate::sdk::{Outcome, Provider, Resource, Update};
+
+/// The file, relative to the root.
+const HOSTS: &str = "etc/hosts";
+/// What the C library's parser takes for field separators (isspace in the
+/// C locale).
+const ASCII_WS: &[u8] = b" \t\n\x0b\x0c\r";
+/// The attributes an update may set.
+const ATTRIBUTES: [&str; 4] = ["ensure", "ip", "host_aliases", "comment"];
+
+/// The provider.
+pub struct EtcHosts;
+
+impl Provider for EtcHosts {
+    fn metadata(&self) -> &'static str {
+        include_str!("../../providers/etc_hosts.yaml")
+    }
+
+    fn convention(&self) -> Convention {
+        Convention::Simple
+    }
+
+    fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
+        for name in names {
+            check_hostname(name, "name", name)?;
+        }
+        let file = read_hosts(call)?;
+        let lines = &file.lines;
+        if names.is_empty() {
+            return Ok(file
+                .entries
+                .values()
+                .map(|&at| resource(&lines[at]))
+                .collect());
+        }
+        let mut found = Vec::new();
+        for name in names {
+            match file.entries.get(name.as_bytes()) {
+                Some(&at) => found.push(resource(&lines[at])),
+                // Not in the file, and never could be: the name is
+                // impossible.
+                None => {
+                    if let Some(problem) = name_syntax_problem(name) {
+                        let err = CallError::of_kind(Kind::Unknown, problem);
+                        found.push(error_entry(name, &err));
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+        updates
+            .iter()
+            .map(|update| update_one(call, update))
+            .collect()
+    }
+}
+
+/// One update, under the lock; a failure fails the call (the simple
+/// convention has one update per call).
+fn update_one(call: &Call, update: &Update) -> CallResult<Outcome> {
+    let name = update.name.as_str();
+    check_hostname(name, "name", name)?;
+    let want = desired_state(&update.should, name)?;
+    let root = Root::open(&call.root)?;
+    let target = root.file(HOSTS, true, None)?;
+    let mut edit = Edit::begin(Lock::beside(&target), call)?;
+    let mut lines = parse(edit.read(&target)?.as_deref());
+    let changes = apply(call, &mut lines, name, &want)?;
+    if !changes.is_empty() {
+        check_fits(name, &lines)?;
+        edit.write(&target, content(&lines), Attrs::default())?;
+        edit.commit()?;
+    }
+    Ok(Ok(changes))
+}
+
+/// The hosts file as read: its lines and its managed entries.
+struct Parsed {
+    lines: Vec<Line>,
+    /// Canonical name → its first line.
+    entries: indexmap::IndexMap<Vec<u8>, usize>,
+}
+
+/// What tells one version of the file from another: the root, and the
+/// file's device, inode, size, and change and modification times (the
+/// change time cannot be set back by anyone).
+type Version = (std::path::PathBuf, [i64; 7]);
+
+/// The last version read, which later calls of this process reuse while
+/// the file is unchanged: a plan asks for each of thousands of names in a
+/// call of its own.
+static LAST: std::sync::Mutex<Option<(Version, std::sync::Arc<Parsed>)>> =
+    std::sync::Mutex::new(None);
+
+/// The hosts file (no lines when it or `etc` is missing).
+fn read_hosts(call: &Call) -> CallResult<std::sync::Arc<Parsed>> {
+    let root = Root::open(&call.root)?;
+    let target = match root.file(HOSTS, true, None) {
+        Ok(target) => target,
+        Err(err) if err.missing => return Ok(std::sync::Arc::new(index(Vec::new()))),
+        Err(err) => return Err(err),
+    };
+    let version = target
+        .lstat()?
+        .map(|info| (call.root.clone(), stamp(&info)));
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let (Some(version), Some((known, parsed))) = (&version, last.as_ref()) {
+        if version == known {
+            return Ok(parsed.clone());
+        }
+    }
+    let (data, read) = match target.read(None)? {
+        Some((data, info)) => (Some(data), Some((call.root.clone(), stamp(&info)))),
+        None => (None, None),
+    };
+    let parsed = std::sync::Arc::new(index(parse(data.as_deref())));
+    // Kept only when what was read is the version looked at first (the
+    // file was not replaced in between).
+    if let Some(version) = version.filter(|version| read.as_ref() == Some(version)) {
+        *last = Some((version, parsed.clone()));
+    }
+    Ok(parsed)
+}
+
+fn stamp(info: &crate::sdk::files::Stat) -> [i64; 7] {
+    let raw = info.raw();
+    [
+        raw.st_dev as i64,
+        raw.st_ino as i64,
+        raw.st_size,
+        raw.st_mtime,
+        raw.st_mtime_nsec,
+        raw.st_ctime,
+        raw.st_ctime_nsec,
+    ]
+}
+
+fn index(lines: Vec<Line>) -> Parsed {
+    let entries = entries(&lines)
+        .into_iter()
+        .map(|(name, at)| (name.to_vec(), at))
+        .collect();
+    Parsed { lines, entries }
+}
+
+// ---------------------------------------------------------------- checks
+
+/// What an update asks for, checked.
+#[derive(Debug, Default, PartialEq)]
+struct Want {
+    ensure: Option<String>,
+    ip: Option<String>,
+    aliases: Option<Vec<String>>,
+    comment: Option<String>,
+}
+
+impl Want {
+    fn is_empty(&self) -> bool {
+        *self == Want::default()
+    }
+}
+
+fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
+    let mut unknown: Vec<&String> = should
+        .keys()
+        .filter(|key| !ATTRIBUTES.contains(&key.as_str()))
+        .collect();
+    unknown.sort();
+    if let Some(key) = unknown.first() {
+        return Err(CallError::new(format!(
+            "unknown attribute {} for host {}",
+            quoted(key),
+            quoted(name)
+        )));
+    }
+    let mut want = Want::default();
+    if let Some(ensure) = should.get("ensure") {
+        let ensure = simple_text(ensure);
+        if ensure != "present" && ensure != "absent" {
+            return Err(CallError::new(format!(
+                "invalid ensure {} for host {}: must be 'present' or 'absent'",
+                quoted(&ensure),
+                quoted(name)
+            )));
+        }
+        want.ensure = Some(ensure);
+    }
+    if let Some(ip) = should.get("ip") {
+        let ip = simple_text(ip);
+        if !is_ip(&ip) {
+            return Err(CallError::new(format!(
+                "invalid ip {} for host {}: not an IPv4 or IPv6 address",
+                quoted(&ip),
+                quoted(name)
+            )));
+        }
+        want.ip = Some(ip);
+    }
+    if let Some(raw) = should.get("host_aliases") {
+        let aliases: Vec<String> = match raw {
+            Json::Array(items) => items.iter().map(simple_text).collect(),
+            other => {
+                let text = simple_text(other);
+                shell_words::split(&text).map_err(|err| {
+                    CallError::new(format!(
+                        "invalid host_aliases {} for host {}: {err}",
+                        quoted(&text),
+                        quoted(name)
+                    ))
+                })?
+            }
+        };
+        for alias in &aliases {
+            check_hostname(alias, "host_aliases entry", name)?;
+            if let Some(problem) = name_syntax_problem(alias) {
+                return Err(CallError::new(format!(
+                    "invalid host_aliases entry {} for host {}: {problem}",
+                    quoted(alias),
+                    quoted(name)
+                )));
+            }
+        }
+        want.aliases = Some(aliases);
+    }
+    if let Some(comment) = should.get("comment") {
+        let comment = simple_text(comment);
+        if has_control(&comment) {
+            return Err(CallError::new(format!(
+                "invalid comment {} for host {}: must not contain control characters",
+                quoted(&comment),
+                quoted(name)
+            )));
+        }
+        want.comment = Some(comment.trim().to_owned());
+    }
+    Ok(want)
+}
+
+/// An address as Python's `ipaddress.ip_address` takes it: dotted IPv4
+/// without leading zeros, or IPv6 with an optional `%scope`.
+fn is_ip(text: &str) -> bool {
+    if text.parse::<Ipv4Addr>().is_ok() {
+        return true;
+    }
+    let (address, scope) = match text.split_once('%') {
+        Some((address, scope)) => (address, Some(scope)),
+        None => (text, None),
+    };
+    let scope_ok = scope.is_none_or(|scope| !scope.is_empty() && !scope.contains(['%', '/']));
+    scope_ok && address.parse::<Ipv6Addr>().is_ok()
+}
+
+/// Checks a canonical name or an alias; `what` names the attribute.
+fn check_hostname(value: &str, what: &str, host: &str) -> CallResult<()> {
+    let problem = if value.is_empty() {
+        "must not be empty"
+    } else if value.chars().any(is_space) {
+        "must not contain whitespace"
+    } else if value.contains('#') {
+        "must not contain '#'"
+    } else if has_control(value) {
+        "must not contain control characters"
+    } else {
+        return Ok(());
+    };
+    Err(CallError::new(match what {
+        "name" => format!("invalid name {}: {problem}", quoted(value)),
+        _ => format!(
+            "invalid {what} {} for host {}: {problem}",
+            quoted(value),
+            quoted(host)
+        ),
+    }))
+}
+
+/// Python's `str.isspace`: Unicode white space and the information
+/// separators.
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// Why `value` cannot be a new host name or alias, or `None`. Names
+/// already in the file are read whatever they look like; this stricter
+/// rule is for names ral would write.
+fn name_syntax_problem(value: &str) -> Option<String> {
+    if value.chars().count() > 253 {
+        return Some("longer than 253 characters".to_owned());
+    }
+    let body = value.strip_suffix('.').unwrap_or(value);
+    for label in body.split('.') {
+        if label.is_empty() {
+            return Some("has an empty label (two dots, or a leading dot)".to_owned());
+        }
+        let fits = label.chars().count() <= 63
+            && label
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && !label.starts_with('-')
+            && !label.ends_with('-');
+        if !fits {
+            return Some(format!(
+                "label {} must be 1 to 63 letters, digits, '_' or '-', not starting or ending \
+                 with '-'",
+                quoted(label)
+            ));
+        }
+    }
+    None
+}
+
+// ------------------------------------------------------------ the file
+
+/// One line: its bytes without the line ending, the ending (`\n`,
+/// `\r\n`, or nothing for a last line without one) and, for an entry, its
+/// fields.
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    text: Vec<u8>,
+    ending: &'static [u8],
+    entry: Option<Entry>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    ip: Vec<u8>,
+    name: Vec<u8>,
+    aliases: Vec<Vec<u8>>,
+    comment: Vec<u8>,
+}
+
+impl Line {
+    fn new(text: &[u8], ending: &'static [u8]) -> Line {
+        Line {
+            text: text.to_vec(),
+            ending,
+            entry: parse_entry(text),
+        }
+    }
+}
+
+fn strip_ws(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| !ASCII_WS.contains(b));
+    let Some(start) = start else {
+        return &[];
+    };
+    let end = bytes
+        .iter()
+        .rposition(|b| !ASCII_WS.contains(b))
+        .unwrap_or(start);
+    &bytes[start..=end]
+}
+
+fn parse_entry(text: &[u8]) -> Option<Entry> {
+    let stripped = strip_ws(text);
+    if stripped.is_empty() || stripped[0] == b'#' {
+        return None;
+    }
+    let (data, comment) = match stripped.iter().position(|&b| b == b'#') {
+        Some(at) => (&stripped[..at], strip_ws(&stripped[at + 1..])),
+        None => (stripped, &[][..]),
+    };
+    let mut fields = data
+        .split(|b| ASCII_WS.contains(b))
+        .filter(|field| !field.is_empty())
+        .map(<[u8]>::to_vec);
+    let ip = fields.next()?;
+    let name = fields.next()?;
+    Some(Entry {
+        ip,
+        name,
+        aliases: fields.collect(),
+        comment: comment.to_vec(),
+    })
+}
+
+impl Entry {
+    /// The entry's line (without its ending) after a change.
+    fn format(&self) -> Vec<u8> {
+        let mut text = self.ip.clone();
+        text.push(b'\t');
+        text.extend_from_slice(&self.name);
+        for alias in &self.aliases {
+            text.push(b' ');
+            text.extend_from_slice(alias);
+        }
+        if !self.comment.is_empty() {
+            text.extend_from_slice(b"\t# ");
+            text.extend_from_slice(&self.comment);
+        }
+        text
+    }
+}
+
+/// The lines of the file (none for no file).
+fn parse(data: Option<&[u8]>) -> Vec<Line> {
+    let Some(data) = data else {
+        return Vec::new();
+    };
+    let mut parts: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    let last = parts.pop().unwrap_or_default();
+    let mut lines: Vec<Line> = parts
+        .into_iter()
+        .map(|text| match text.strip_suffix(b"\r") {
+            // A CRLF ending stays with its line, so a rewritten line
+            // keeps it too.
+            Some(text) => Line::new(text, b"\r\n"),
+            None => Line::new(text, b"\n"),
+        })
+        .collect();
+    if !last.is_empty() {
+        lines.push(Line::new(last, b""));
+    }
+    lines
+}
+
+fn content(lines: &[Line]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in lines {
+        out.extend_from_slice(&line.text);
+        out.extend_from_slice(line.ending);
+    }
+    out
+}
+
+/// The managed entries: the first line of each canonical name, by name,
+/// in the file's order.
+fn entries(lines: &[Line]) -> indexmap::IndexMap<&[u8], usize> {
+    let mut seen = indexmap::IndexMap::new();
+    for (at, line) in lines.iter().enumerate() {
+        if let Some(entry) = &line.entry {
+            seen.entry(entry.name.as_slice()).or_insert(at);
+        }
+    }
+    seen
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn aliases_text(aliases: &[Vec<u8>]) -> String {
+    let words: Vec<String> = aliases.iter().map(|a| text(a)).collect();
+    join_words(&words)
+}
+
+/// An entry as a resource.
+fn resource(line: &Line) -> Resource {
+    let entry = line.entry.as_ref().expect("an entry line");
+    let mut resource = Resource::new();
+    resource.insert("name".into(), Json::from(text(&entry.name)));
+    resource.insert("ensure".into(), Json::from("present"));
+    resource.insert("ip".into(), Json::from(text(&entry.ip)));
+    let aliases: Vec<Json> = entry.aliases.iter().map(|a| Json::from(text(a))).collect();
+    resource.insert("host_aliases".into(), Json::Array(aliases));
+    if !entry.comment.is_empty() {
+        resource.insert("comment".into(), Json::from(text(&entry.comment)));
+    }
+    resource
+}
+
+// ------------------------------------------------------------- changes
+
+/// Changes `lines` as `want` says; returns the changes.
+fn apply(call: &Call, lines: &mut Vec<Line>, name: &str, want: &Want) -> CallResult<Vec<Change>> {
+    let at = entries(lines).get(name.as_bytes()).copied();
+    let removing = want.ensure.as_deref() == Some("absent");
+    if at.is_none() && (removing || want.is_empty()) {
+        return Ok(Vec::new());
+    }
+    let log = &call.log;
+    match at {
+        Some(at) if removing => log.deleting(name, || {
+            lines.remove(at);
+            Ok(vec![Change::new("ensure", "present", "absent")])
+        }),
+        None => log.creating(name, || create(lines, name, want)),
+        Some(at) => log.updating(name, || Ok(update(&mut lines[at], want))),
+    }
+}
+
+fn create(lines: &mut Vec<Line>, name: &str, want: &Want) -> CallResult<Vec<Change>> {
+    if let Some(problem) = name_syntax_problem(name) {
+        return Err(CallError::new(format!(
+            "cannot create host {}: the name {problem}",
+            quoted(name)
+        )));
+    }
+    let Some(ip) = &want.ip else {
+        return Err(CallError::new(format!(
+            "cannot create host {}: ip is required",
+            quoted(name)
+        )));
+    };
+    let entry = Entry {
+        ip: ip.as_bytes().to_vec(),
+        name: name.as_bytes().to_vec(),
+        aliases: want
+            .aliases
+            .iter()
+            .flatten()
+            .map(|a| a.as_bytes().to_vec())
+            .collect(),
+        comment: want.comment.clone().unwrap_or_default().into_bytes(),
+    };
+    if let Some(last) = lines.last_mut() {
+        if last.ending.is_empty() {
+            last.ending = b"\n";
+        }
+    }
+    // Everything asked for is reported, empty values too: the host checks
+    // that each requested attribute was accounted for.
+    let mut changes = vec![
+        Change::new("ensure", "absent", "present"),
+        Change::new("ip", "", ip.as_str()),
+    ];
+    if !entry.aliases.is_empty() || want.aliases.is_some() {
+        changes.push(Change::new(
+            "host_aliases",
+            "",
+            aliases_text(&entry.aliases),
+        ));
+    }
+    if !entry.comment.is_empty() || want.comment.is_some() {
+        changes.push(Change::new("comment", "", text(&entry.comment)));
+    }
+    lines.push(Line {
+        text: entry.format(),
+        ending: b"\n",
+        entry: Some(entry),
+    });
+    Ok(changes)
+}
+
+fn update(line: &mut Line, want: &Want) -> Vec<Change> {
+    let entry = line.entry.as_mut().expect("an entry line");
+    let mut changes = Vec::new();
+    if let Some(ip) = &want.ip {
+        if ip.as_bytes() != entry.ip {
+            changes.push(Change::new("ip", text(&entry.ip), ip.as_str()));
+            entry.ip = ip.as_bytes().to_vec();
+        }
+    }
+    if let Some(aliases) = &want.aliases {
+        let new: Vec<Vec<u8>> = aliases.iter().map(|a| a.as_bytes().to_vec()).collect();
+        if new != entry.aliases {
+            changes.push(Change::new(
+                "host_aliases",
+                aliases_text(&entry.aliases),
+                aliases_text(&new),
+            ));
+            entry.aliases = new;
+        }
+    }
+    if let Some(comment) = &want.comment {
+        if comment.as_bytes() != entry.comment {
+            changes.push(Change::new(
+                "comment",
+                text(&entry.comment),
+                comment.as_str(),
+            ));
+            entry.comment = comment.as_bytes().to_vec();
+        }
+    }
+    if !changes.is_empty() {
+        line.text = entry.format();
+    }
+    changes
+}
+
+/// Refuses an entry ral could not list again: each of its `key: value`
+/// lines must fit the line limit.
+fn check_fits(name: &str, lines: &[Line]) -> CallResult<()> {
+    let Some(&at) = entries(lines).get(name.as_bytes()) else {
+        return Ok(());
+    };
+    for (key, value) in resource(&lines[at]) {
+        let size = format!("{key}: {}", clean(&simple_text(&value))).len() + 1;
+        if size > LINE_MAX {
+            return Err(CallError::new(format!(
+                "{key} of {} would make a line of {size} bytes, longer than the {LINE_MAX} ral \
+                 reads, so it could not be read back; nothing was changed",
+                quoted(name)
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_as_the_c_library_reads_them_and_unmanaged_bytes_survive() {
+        let data = b"127.0.0.1\tlocalhost\n::1 localhost ip6-localhost\r\n# c\n\n10.0.0.1 db db.lan  # main db \nbad\n\xff\xfe x y\nlast no-newline";
+        let lines = parse(Some(data));
+        assert_eq!(content(&lines), data.to_vec());
+        let managed = entries(&lines);
+        let names: Vec<&[u8]> = managed.keys().copied().collect();
+        assert_eq!(
+            names,
+            vec![&b"localhost"[..], b"db", b"x", b"no-newline"],
+            "the first localhost line wins"
+        );
+        let db = lines[managed[&b"db"[..]]].entry.clone().unwrap();
+        assert_eq!(db.aliases, vec![b"db.lan".to_vec()]);
+        assert_eq!(db.comment, b"main db".to_vec());
+        assert_eq!(lines[1].ending, b"\r\n");
+    }
+
+    #[test]
+    fn names_are_checked_as_the_script_checked_them() {
+        assert_eq!(name_syntax_problem("db.example."), None);
+        assert_eq!(
+            name_syntax_problem("a..b").as_deref(),
+            Some("has an empty label (two dots, or a leading dot)")
+        );
+        assert!(name_syntax_problem("-x").unwrap().starts_with("label '-x'"));
+        assert!(name_syntax_problem(&"a".repeat(64)).is_some());
+        assert!(name_syntax_problem(&"a.".repeat(127)).is_some());
+        let err = check_hostname("a b", "name", "a b").unwrap_err();
+        assert_eq!(
+            err.message,
+            "invalid name 'a b': must not contain whitespace"
+        );
+        let err = check_hostname("x#", "host_aliases entry", "db").unwrap_err();
+        assert_eq!(
+            err.message,
+            "invalid host_aliases entry 'x#' for host 'db': must not contain '#'"
+        );
+    }
+
+    #[test]
+    fn addresses_are_those_python_takes() {
+        for good in ["10.0.0.1", "::1", "fe80::1%eth0", "::ffff:1.2.3.4"] {
+            assert!(is_ip(good), "{good}");
+        }
+        for bad in ["999.1.1.1", "01.2.3.4", "1.2.3", "fe80::1%", "x", ""] {
+            assert!(!is_ip(bad), "{bad}");
+        }
+    }
+
+    fn want(pairs: &[(&str, Json)]) -> Want {
+        let should: Map<String, Json> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        desired_state(&should, "db").unwrap()
+    }
+
+    fn call() -> Call {
+        Call {
+            root: "/nonexistent".into(),
+            noop: false,
+            lock_timeout: std::time::Duration::from_secs(1),
+            log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
+        }
+    }
+
+    #[test]
+    fn an_update_rewrites_only_its_line_and_reports_old_values() {
+        let mut lines = parse(Some(b"# top\n10.0.0.1 db old # c\n10.0.0.9 web"));
+        let changes = apply(
+            &call(),
+            &mut lines,
+            "db",
+            &want(&[("ip", "10.0.0.2".into()), ("host_aliases", "a 'b'".into())]),
+        )
+        .unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                Change::new("ip", "10.0.0.1", "10.0.0.2"),
+                Change::new("host_aliases", "old", "a b"),
+            ]
+        );
+        assert_eq!(
+            content(&lines),
+            b"# top\n10.0.0.2\tdb a b\t# c\n10.0.0.9 web".to_vec()
+        );
+    }
+
+    #[test]
+    fn a_new_entry_is_appended_after_a_last_line_without_newline() {
+        let mut lines = parse(Some(b"10.0.0.9 web"));
+        let changes = apply(
+            &call(),
+            &mut lines,
+            "db",
+            &want(&[("ip", "10.0.0.1".into())]),
+        )
+        .unwrap();
+        assert_eq!(
+            changes,
+            vec![
+                Change::new("ensure", "absent", "present"),
+                Change::new("ip", "", "10.0.0.1")
+            ]
+        );
+        assert_eq!(content(&lines), b"10.0.0.9 web\n10.0.0.1\tdb\n".to_vec());
+        let err = apply(&call(), &mut lines, "new", &want(&[])).unwrap();
+        assert!(err.is_empty(), "nothing asked, nothing done");
+        let err = apply(
+            &call(),
+            &mut lines,
+            "new",
+            &want(&[("comment", "x".into())]),
+        )
+        .unwrap_err();
+        assert_eq!(err.message, "cannot create host 'new': ip is required");
+    }
+
+    #[test]
+    fn removing_takes_out_the_first_line_only() {
+        let mut lines = parse(Some(b"1.1.1.1 a\n2.2.2.2 a\n"));
+        let changes = apply(
+            &call(),
+            &mut lines,
+            "a",
+            &want(&[("ensure", "absent".into())]),
+        )
+        .unwrap();
+        assert_eq!(changes, vec![Change::new("ensure", "present", "absent")]);
+        assert_eq!(content(&lines), b"2.2.2.2 a\n".to_vec());
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_attribute_and_host_named() {
+        let check = |key: &str, value: &str| {
+            let should: Map<String, Json> =
+                [(key.to_owned(), Json::from(value))].into_iter().collect();
+            desired_state(&should, "db").unwrap_err().message
+        };
+        assert_eq!(
+            check("ip", "999.1.1.1"),
+            "invalid ip '999.1.1.1' for host 'db': not an IPv4 or IPv6 address"
+        );
+        assert_eq!(
+            check("ensure", "maybe"),
+            "invalid ensure 'maybe' for host 'db': must be 'present' or 'absent'"
+        );
+        assert_eq!(
+            check("bogus", "1"),
+            "unknown attribute 'bogus' for host 'db'"
+        );
+        assert_eq!(
+            check("comment", "a\x07"),
+            "invalid comment 'a?' for host 'db': must not contain control characters"
+        );
+    }
+}

@@ -1,0 +1,47 @@
+//! ral's native providers: the core types (host so far; user, group,
+//! mount and file follow) written in Rust on the provider SDK
+//! ([`crate::sdk`]), with the same names, metadata and behaviour as the
+//! scripts they replace. The host serves their calls in its own process
+//! (no interpreter, no child: a host without Python can use them);
+//! anywhere else — on a remote target, or started by hand — the
+//! `ral-provider` program serves them, called by each one's small
+//! `NAME.prov` beside its metadata.
+
+mod hosts;
+
+use crate::sdk::{Native, Provider};
+
+/// The native providers by file name (`NAME.prov`).
+static PROVIDERS: &[(&str, &dyn Provider)] = &[("etc_hosts", &hosts::EtcHosts)];
+
+/// The native provider bundled as `NAME.prov`, if it is one.
+pub fn find(name: &str) -> Option<Native> {
+    PROVIDERS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, provider)| Native(*provider))
+}
+
+/// The names of the native providers.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    PROVIDERS.iter().map(|(name, _)| *name)
+}
+
+/// The program that serves the native providers elsewhere: `ral-provider`
+/// beside the running binary (where `cargo install` and the build put
+/// it).
+pub fn program() -> crate::error::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()
+        .map_err(|e| crate::error::Error::io("finding the running program", e))?;
+    let program = exe.with_file_name("ral-provider");
+    match program.is_file() {
+        true => Ok(program),
+        false => Err(crate::error::Error::io(
+            format!(
+                "finding ral's native providers' program, which runs them on targets, at {}",
+                program.display()
+            ),
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )),
+    }
+}

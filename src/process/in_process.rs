@@ -1,0 +1,139 @@
+//! Calls of providers the host runs in its own process (ral's native
+//! ones, see `crate::native`): no child, but the same rules as for one.
+//! The provider is served the call's arguments, document and environment
+//! as a program would be, and its answer and log go through the same
+//! handler as a child's output: every stdout line to the caller's sink
+//! within the line and answer limits, every stderr line logged by level
+//! and redacted, the same counters and the same errors. A provider that
+//! panics fails its call as a program that crashed would, and the host
+//! goes on.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use super::pipes::Piece;
+use super::{Answers, Call, Finished, Idle, LineSink, StderrLog};
+use crate::error::{Error, Exited, Result};
+use crate::sdk;
+
+/// A log buffer the provider writes to from any thread.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `call` by serving `provider` here, then hands its output to
+/// `sink` line by line as [`super::run`] does a child's.
+pub fn run(
+    call: &Call,
+    provider: &dyn sdk::Provider,
+    sink: &mut LineSink,
+    idle: &mut Idle,
+) -> Result<Finished> {
+    let vars = call.env.vars();
+    let env = |key: &str| {
+        vars.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+    };
+    let stdin = call.stdin.as_deref().unwrap_or_default();
+    let mut stdout = Vec::new();
+    let stderr = Shared::default();
+    let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sdk::serve::serve(
+            provider,
+            &call.args,
+            &mut { stdin },
+            &env,
+            &mut stdout,
+            Box::new(stderr.clone()),
+        )
+    }));
+    let mut answers = Answers {
+        call,
+        sink,
+        idle,
+        answer_bytes: 0,
+        lines: 0,
+        killed_leftovers: false,
+        stderr: StderrLog::default(),
+    };
+    let logged = std::mem::take(&mut *stderr.0.lock().unwrap_or_else(|e| e.into_inner()));
+    for piece in pieces(&logged, super::MAX_LINE) {
+        answers.stderr.log(call, piece);
+    }
+    let status = match served {
+        Ok(status) => status,
+        Err(payload) => {
+            answers.stderr.report_dropped(call);
+            let said = payload
+                .downcast_ref::<&str>()
+                .map(|text| text.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            return Err(Error::Protocol {
+                provider: call.label.to_owned(),
+                action: call.action.as_str().to_owned(),
+                message: format!("the native provider failed with a bug in ral: {said}"),
+            });
+        }
+    };
+    for piece in pieces(&stdout, call.max_line) {
+        answers.answer(piece)?;
+    }
+    (answers.idle)()?;
+    answers.stderr.report_dropped(call);
+    let summary = answers.stderr.summary;
+    if status != 0 {
+        return Err(Error::Exit {
+            provider: call.label.to_owned(),
+            action: call.action.as_str().to_owned(),
+            status: Exited::Code(status),
+            stderr: summary.tail,
+            logged: true,
+        });
+    }
+    Ok(Finished {
+        stderr_lines: summary.lines,
+        problem_lines: summary.problems,
+        error_lines: summary.errors,
+        problem_quotes: summary.quotes,
+        stderr_tail: summary.tail,
+    })
+}
+
+/// The lines of `output` as a pipe's reader hands them out: each whole
+/// when it fits `limit`, else its first `limit` bytes as a piece that
+/// does not end the line (which the handler refuses).
+fn pieces(output: &[u8], limit: usize) -> impl Iterator<Item = Piece<'_>> {
+    let mut rest = output;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, terminated, next) = match memchr::memchr(b'\n', rest) {
+            Some(at) => (&rest[..at], true, &rest[at + 1..]),
+            None => (rest, false, &rest[rest.len()..]),
+        };
+        rest = next;
+        let ends = line.len() <= limit;
+        Some(Piece {
+            bytes: &line[..line.len().min(limit)],
+            continues: false,
+            ends,
+            unterminated: !terminated,
+        })
+    })
+}

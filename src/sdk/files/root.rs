@@ -354,10 +354,26 @@ fn missing(message: String) -> CallError {
     }
 }
 
+/// A test's swapper: called with the name before each readlink.
+#[cfg(test)]
+pub(super) type Swapper = Box<dyn FnMut(&str)>;
+
+#[cfg(test)]
+thread_local! {
+    pub(super) static BEFORE_READ_LINK: std::cell::RefCell<Option<Swapper>> =
+        std::cell::RefCell::new(None);
+}
+
 /// The target of the symbolic link `name`, or `None` when it is not one.
 /// A target that is not UTF-8 text is read as its nearest text, which
 /// names no entry ral made and so is not found.
 fn read_link(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
+    #[cfg(test)]
+    BEFORE_READ_LINK.with(|hook| {
+        if let Some(hook) = hook.borrow_mut().as_mut() {
+            hook(name);
+        }
+    });
     sys::read_link_at(dir, OsStr::new(name))
         .ok()
         .map(|target| String::from_utf8_lossy(&target).into_owned())

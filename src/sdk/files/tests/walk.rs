@@ -295,6 +295,24 @@ fn names_that_are_not_plain_never_panic() {
         root.directory("//etc//./", true, None).unwrap().rel(),
         "etc"
     );
+    // A directory's entries are single names: the system would follow a
+    // link on the way to "a/b", and ".." leads out.
+    sandbox.mkdir("outside-dir");
+    sandbox.symlink("/", "etc/up");
+    let etc = root.directory("etc", true, None).unwrap();
+    for name in ["up/outside-dir", "..", ".", "", "a/"] {
+        let err = etc.file(name).unwrap_err();
+        assert!(
+            err.message.contains("is not the name of a file in"),
+            "{}",
+            err.message
+        );
+        assert!(etc.subdir(name, None).is_err());
+        assert!(etc.read(name, None).is_err());
+        assert!(etc.lstat(name).is_err());
+        let mut lock = crate::sdk::files::Lock::named(&etc, name);
+        assert!(lock.acquire(&sandbox.call).is_err());
+    }
 }
 
 #[test]

@@ -374,6 +374,10 @@ def _holder(info):
                     continue
                 if fields[5] == device + wanted:
                     pid = fields[4]
+                    if pid.startswith("-"):
+                        # An open file description lock (the Rust
+                        # toolkit's lckpwdf lock) names no process.
+                        continue
                     try:
                         with open("/proc/%s/comm" % pid) as comm:
                             return "process %s (%s)" % (pid, comm.read().strip())

@@ -202,6 +202,12 @@ impl<'a> Edit<'a> {
         }
     }
 
+    /// The directory of the lock (the account files' `etc` for
+    /// lckpwdf's): where the files it guards are looked up.
+    pub fn dir(&self) -> &Dir {
+        self.guard.dir()
+    }
+
     /// Whether the edit only previews.
     pub fn noop(&self) -> bool {
         self.noop

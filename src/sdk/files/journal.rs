@@ -114,7 +114,7 @@ impl Lock {
         let Some(journal) = self.journal() else {
             return Ok(Vec::new());
         };
-        let entries = match read_journal(&self.dir().file(&journal))? {
+        let entries = match read_journal(&self.dir().file(&journal)?)? {
             Journal::Absent => Some(Vec::new()),
             Journal::Document(document) => entries_of(&document),
             Journal::Unreadable(_) => None,

@@ -174,21 +174,23 @@ impl Lock {
                 0,
             )
             .map_err(|err| CallError::io(&err, &format!("open {}", quoted(&self.show())))),
-            Some(name) => sys::open_at(
-                self.dir.as_fd(),
-                name.as_ref(),
-                libc::O_RDWR
-                    | libc::O_CREAT
-                    | libc::O_NOFOLLOW
-                    | libc::O_NONBLOCK
-                    | libc::O_CLOEXEC,
-                0o600,
-            )
-            .map_err(|err| {
-                CallError::io(
-                    &err,
-                    &format!("open the lock file {}", quoted(&self.show())),
+            Some(name) => self.dir.plain(name).and_then(|()| {
+                sys::open_at(
+                    self.dir.as_fd(),
+                    name.as_ref(),
+                    libc::O_RDWR
+                        | libc::O_CREAT
+                        | libc::O_NOFOLLOW
+                        | libc::O_NONBLOCK
+                        | libc::O_CLOEXEC,
+                    0o600,
                 )
+                .map_err(|err| {
+                    CallError::io(
+                        &err,
+                        &format!("open the lock file {}", quoted(&self.show())),
+                    )
+                })
             }),
         }
     }

@@ -236,7 +236,7 @@ impl Root {
                             return Err(CallError::new("internal: the walk lost its directory"));
                         };
                         let dir = Dir::new(self.clone(), fd, &names);
-                        return Ok(Walked::Target(dir.file(&part)));
+                        return Ok(Walked::Target(dir.file(&part)?));
                     }
                 }
             } else {
@@ -354,10 +354,26 @@ fn missing(message: String) -> CallError {
     }
 }
 
+/// A test's swapper: called with the name before each readlink.
+#[cfg(test)]
+pub(super) type Swapper = Box<dyn FnMut(&str)>;
+
+#[cfg(test)]
+thread_local! {
+    pub(super) static BEFORE_READ_LINK: std::cell::RefCell<Option<Swapper>> =
+        std::cell::RefCell::new(None);
+}
+
 /// The target of the symbolic link `name`, or `None` when it is not one.
 /// A target that is not UTF-8 text is read as its nearest text, which
 /// names no entry ral made and so is not found.
 fn read_link(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
+    #[cfg(test)]
+    BEFORE_READ_LINK.with(|hook| {
+        if let Some(hook) = hook.borrow_mut().as_mut() {
+            hook(name);
+        }
+    });
     sys::read_link_at(dir, OsStr::new(name))
         .ok()
         .map(|target| String::from_utf8_lossy(&target).into_owned())
@@ -475,6 +491,7 @@ impl Dir {
     /// The entry `name`'s status (links not followed), or `None` when
     /// there is none.
     pub fn lstat(&self, name: &str) -> CallResult<Option<Stat>> {
+        self.plain(name)?;
         match sys::lstat_at(self.as_fd(), OsStr::new(name)) {
             Ok(info) => Ok(Some(info)),
             Err(err) if matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
@@ -491,6 +508,7 @@ impl Dir {
     /// does not exist; at most `limit` bytes when given. A link, a FIFO or
     /// a device is an error.
     pub fn read(&self, name: &str, limit: Option<usize>) -> CallResult<Option<(Vec<u8>, Stat)>> {
+        self.plain(name)?;
         let shown = || quoted(&self.show(name));
         let fd = match sys::open_at(self.as_fd(), OsStr::new(name), sys::READ_FLAGS, 0) {
             Ok(fd) => fd,
@@ -527,6 +545,7 @@ impl Dir {
     /// The directory `name` in this one, never through a symbolic link;
     /// `create` makes it when it is missing.
     pub fn subdir(&self, name: &str, create: Option<Create>) -> CallResult<Dir> {
+        self.plain(name)?;
         let shown = self.show(name);
         let mut tries = 0;
         let fd = loop {
@@ -573,12 +592,26 @@ impl Dir {
 
     /// The file `name` in this directory as a [`Target`] (never
     /// followed).
-    pub fn file(&self, name: &str) -> Target {
-        Target {
+    pub fn file(&self, name: &str) -> CallResult<Target> {
+        self.plain(name)?;
+        Ok(Target {
             dir: self.clone(),
             name: name.to_owned(),
             path: self.show(name),
+        })
+    }
+
+    /// Refuses a name that is not one entry of this directory: the system
+    /// would follow links on the way to `a/b`, and `..` leads out of it.
+    pub(super) fn plain(&self, name: &str) -> CallResult<()> {
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            return Err(CallError::new(format!(
+                "{} is not the name of a file in {}",
+                quoted(name),
+                quoted(&self.inner.path)
+            )));
         }
+        Ok(())
     }
 
     /// The file `name` in this directory as a [`Target`], a symbolic link
@@ -588,7 +621,7 @@ impl Dir {
     /// relative target, up to a `..` above this directory.
     pub fn entry(&self, name: &str) -> CallResult<Target> {
         if read_link(self.as_fd(), name).is_none() {
-            return Ok(self.file(name));
+            return self.file(name);
         }
         self.inner.root.entry_walk(name, true, true, Some(self))
     }

@@ -235,3 +235,28 @@ fn python_and_rust_lock_files_are_the_same_lock() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.starts_with("timed out after 0.1s"), "{said}");
 }
+
+#[test]
+fn the_python_toolkit_waits_for_the_accounts_lock_held_here_and_names_no_false_process() {
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("etc");
+    let mut lock = Lock::accounts(&sandbox.open()).unwrap();
+    lock.acquire(&sandbox.call).unwrap();
+    let out = python_command(
+        "os.environ['RALSH_LOCK_TIMEOUT'] = '0.1'\n\
+         try:\n    ral.Lock.accounts(ral.Root()).acquire()\n    print('got it')\n\
+         except ral.CallError as err:\n    print(err)\n",
+    )
+    .env("RALSH_ROOT_DIR", &sandbox.root)
+    .output()
+    .unwrap();
+    // An OFD lock's holder reads as pid -1 in /proc/locks: no process.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "timed out after 0.1s waiting for the lock '{}', held by another process; \
+             nothing was changed\n",
+            sandbox.path("etc/.pwd.lock").display()
+        )
+    );
+}

@@ -295,4 +295,49 @@ fn names_that_are_not_plain_never_panic() {
         root.directory("//etc//./", true, None).unwrap().rel(),
         "etc"
     );
+    // A directory's entries are single names: the system would follow a
+    // link on the way to "a/b", and ".." leads out.
+    sandbox.mkdir("outside-dir");
+    sandbox.symlink("/", "etc/up");
+    let etc = root.directory("etc", true, None).unwrap();
+    for name in ["up/outside-dir", "..", ".", "", "a/"] {
+        let err = etc.file(name).unwrap_err();
+        assert!(
+            err.message.contains("is not the name of a file in"),
+            "{}",
+            err.message
+        );
+        assert!(etc.subdir(name, None).is_err());
+        assert!(etc.read(name, None).is_err());
+        assert!(etc.lstat(name).is_err());
+        let mut lock = crate::sdk::files::Lock::named(&etc, name);
+        assert!(lock.acquire(&sandbox.call).is_err());
+    }
+}
+
+#[test]
+fn a_directory_swapped_back_between_open_and_readlink_is_opened() {
+    // The race a swapper wins: the open meets a link (refused with
+    // O_NOFOLLOW), and by the readlink the directory is back. The walk
+    // opens it again rather than calling it "not a directory".
+    use crate::sdk::files::root::BEFORE_READ_LINK;
+    let sandbox = Sandbox::new();
+    sandbox.write("etc.real/hosts", b"inside\n");
+    sandbox.symlink("/nowhere", "etc");
+    let root = sandbox.open();
+    let swaps = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (seen, base) = (swaps.clone(), sandbox.root.clone());
+    BEFORE_READ_LINK.with(|hook| {
+        *hook.borrow_mut() = Some(Box::new(move |name: &str| {
+            if name == "etc" && seen.get() == 0 {
+                seen.set(1);
+                std::fs::rename(base.join("etc"), base.join("etc.link")).unwrap();
+                std::fs::rename(base.join("etc.real"), base.join("etc")).unwrap();
+            }
+        }));
+    });
+    let target = root.file("etc/hosts", false, None);
+    BEFORE_READ_LINK.with(|hook| *hook.borrow_mut() = None);
+    assert_eq!(swaps.get(), 1);
+    assert_eq!(target.unwrap().read(None).unwrap().unwrap().0, b"inside\n");
 }

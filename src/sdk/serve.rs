@@ -632,3 +632,56 @@ fn answer_set(answer: &mut Answer, updates: &[Update], outcomes: Vec<Outcome>) -
     let list: Vec<Json> = entries.into_iter().map(Json::Object).collect();
     emit_checked(answer, json!({"changes": list, "derive": false}))
 }
+
+/// The name, `should` and `ensure` of one update, checked: `should` sets
+/// only known `attributes` and none of `read_only`, does not rename, and
+/// its ensure (when given) is one of `ensures` (any value when `None`: the
+/// provider checks it). A failure fails this update alone.
+pub fn check_should<'u>(
+    update: &'u Update,
+    attributes: &[&str],
+    ensures: Option<&[&str]>,
+    read_only: &[&str],
+) -> CallResult<Option<&'u Json>> {
+    for key in update.should.keys() {
+        if read_only.contains(&key.as_str()) {
+            return Err(CallError::new(format!("{key} is read-only")));
+        }
+        if !attributes.contains(&key.as_str()) {
+            return Err(CallError::new(format!(
+                "unknown attribute {}",
+                quoted(key)
+            )));
+        }
+    }
+    if let Some(renamed) = update.should.get("name") {
+        if renamed.as_str() != Some(update.name.as_str()) {
+            return Err(CallError::new(format!(
+                "name: cannot rename {} to {}",
+                quoted(&update.name),
+                quoted(&simple_text(renamed))
+            )));
+        }
+    }
+    let ensure = update.should.get("ensure").filter(|e| !e.is_null());
+    if let (Some(ensure), Some(ensures)) = (ensure, ensures) {
+        if !ensure.as_str().is_some_and(|e| ensures.contains(&e)) {
+            return Err(CallError::new(format!(
+                "ensure: {ensure} is not one of {}",
+                ensures.join(", ")
+            )));
+        }
+    }
+    Ok(ensure)
+}
+
+/// Refuses, before anything is written, a resource the host could not
+/// read back: its JSON must fit in [`RESOURCE_MAX`] bytes.
+pub fn check_resource_fits(resource: &Resource) -> CallResult<()> {
+    let name = resource.get("name").map(simple_text).unwrap_or_default();
+    let said = format!("{} as ral reads it back", quoted(&name));
+    match unreadable(resource, &said) {
+        Some(problem) => Err(CallError::new(format!("{problem}; nothing was changed"))),
+        None => Ok(()),
+    }
+}

@@ -17,7 +17,7 @@ mod journal;
 mod lock;
 mod root;
 mod stat;
-mod sys;
+pub(crate) mod sys;
 
 #[cfg(test)]
 mod tests;

@@ -241,3 +241,50 @@ fn a_reader_never_sees_a_partial_file() {
     assert!(seen > 0);
     assert_eq!(sandbox.read("etc/hosts"), versions[versions.len() - 1]);
 }
+
+/// Adds one to the number in `etc/counter`, through an edit under the
+/// accounts lock.
+fn increment(sandbox: &Sandbox, root: &crate::sdk::files::Root) {
+    let target = root.file("etc/counter", true, None).unwrap();
+    let mut edit = Edit::begin(Lock::accounts(root).unwrap(), &sandbox.call).unwrap();
+    let data = edit.read(&target).unwrap().unwrap();
+    let n: u64 = String::from_utf8(data).unwrap().trim().parse().unwrap();
+    edit.write(&target, format!("{}\n", n + 1), Attrs::default())
+        .unwrap();
+    edit.commit().unwrap();
+}
+
+#[test]
+fn edits_from_threads_here_and_from_the_python_toolkit_lose_no_update() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/counter", b"0\n");
+    let root = sandbox.open();
+    let rounds = 60;
+    let python = super::python_command(&format!(
+        "root = ral.Root()\n\
+         target = root.file('etc/counter')\n\
+         for _ in range({rounds}):\n\
+         \x20   with ral.Edit(ral.Lock.accounts(root), noop=False) as edit:\n\
+         \x20       n = int(edit.read(target))\n\
+         \x20       edit.write(target, b'%d\\n' % (n + 1))\n\
+         \x20       edit.commit()\n"
+    ))
+    .env("RALSH_ROOT_DIR", &sandbox.root)
+    .spawn()
+    .unwrap();
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                for _ in 0..rounds {
+                    increment(&sandbox, &root);
+                }
+            });
+        }
+    });
+    let status = { python }.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(
+        sandbox.read("etc/counter"),
+        format!("{}\n", 3 * rounds).into_bytes()
+    );
+}

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde_json::{json, Map, Value as Json};
 
 use super::error::{CallError, CallResult};
-use super::text::clean;
+use super::text::{clean, python_json};
 
 /// Where a call's log lines go: stderr for a provider program, a buffer
 /// for one the host runs in its own process.
@@ -96,7 +96,10 @@ impl Log {
         if let Some(message) = message {
             record.insert("message".into(), json!(message));
         }
-        self.line(level, &format!("ral_log {}", Json::Object(record)));
+        self.line(
+            level,
+            &format!("ral_log {}", python_json(&Json::Object(record))),
+        );
     }
 
     /// An attribute of `name` changed from `old` to `new`.
@@ -182,8 +185,8 @@ mod tests {
         let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
         assert_eq!(
             text,
-            "debug: ral_log {\"resource\":\"web1\",\"context\":\"creating\",\"message\":\"started\"}\n\
-             info: ral_log {\"resource\":\"web1\",\"context\":\"creating\",\"message\":\"would be created\"}\n"
+            "debug: ral_log {\"resource\": \"web1\", \"context\": \"creating\", \"message\": \"started\"}\n\
+             info: ral_log {\"resource\": \"web1\", \"context\": \"creating\", \"message\": \"would be created\"}\n"
         );
     }
 

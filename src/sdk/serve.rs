@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value as Json};
 
 use super::error::{CallError, CallResult};
-use super::text::{clean, clean_lines, join_words, quoted};
+use super::text::{clean, clean_lines, join_words, python_json, quoted};
 use super::{error_entry, Call, Log, Outcome, Provider, Resource, Update};
 
 /// The longest line the host reads (keep in step with `process::MAX_LINE`).
@@ -122,7 +122,7 @@ impl Answer<'_> {
             Convention::Json => {
                 let document = json!({"error": {"kind": err.kind.as_str(),
                                                 "message": clean_lines(&err.message)}});
-                self.write(&format!("{document}\n"));
+                self.write(&format!("{}\n", python_json(&document)));
             }
         }
     }
@@ -527,7 +527,7 @@ fn set_request(document: &Map<String, Json>) -> CallResult<(bool, Vec<Update>)> 
 /// Why the host could not read `entry` back (`said` words what it is),
 /// or `None`: its JSON is longer than [`RESOURCE_MAX`].
 fn unreadable(entry: &Resource, said: &str) -> Option<String> {
-    let size = Json::Object(entry.clone()).to_string().len();
+    let size = python_json(&Json::Object(entry.clone())).len();
     (size > RESOURCE_MAX).then(|| {
         format!(
             "{said} is {size} bytes long as ral reads it back, more than the {RESOURCE_MAX} it \
@@ -554,7 +554,7 @@ fn fitting(entries: Vec<Resource>, said: &str) -> Vec<Resource> {
 /// Writes a document, or fails the call when it is longer than the host
 /// reads.
 fn emit_checked(answer: &mut Answer, document: Json) -> CallResult<()> {
-    let text = document.to_string();
+    let text = python_json(&document);
     if text.len() + 1 > DOCUMENT_MAX {
         return Err(CallError::new(format!(
             "the answer is {} bytes long, more than the {DOCUMENT_MAX} ral reads",
@@ -648,10 +648,7 @@ pub fn check_should<'u>(
             return Err(CallError::new(format!("{key} is read-only")));
         }
         if !attributes.contains(&key.as_str()) {
-            return Err(CallError::new(format!(
-                "unknown attribute {}",
-                quoted(key)
-            )));
+            return Err(CallError::new(format!("unknown attribute {}", quoted(key))));
         }
     }
     if let Some(renamed) = update.should.get("name") {

@@ -56,6 +56,50 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
+/// `value` as JSON written the way Python's `json.dumps` writes it
+/// (`", "` and `": "` between items, text as it is): the bytes the Python
+/// providers wrote, which some readers compare.
+pub fn python_json(value: &serde_json::Value) -> String {
+    let mut out = Vec::new();
+    let mut writer = serde_json::Serializer::with_formatter(&mut out, PythonStyle);
+    serde::Serialize::serialize(value, &mut writer).expect("a JSON value serializes");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// The separators of Python's `json.dumps`.
+struct PythonStyle;
+
+impl serde_json::ser::Formatter for PythonStyle {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        match first {
+            true => Ok(()),
+            false => writer.write_all(b", "),
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        match first {
+            true => Ok(()),
+            false => writer.write_all(b", "),
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +110,15 @@ mod tests {
         assert_eq!(join_words(&["it's", ""]), "'it'\"'\"'s' ''");
         assert_eq!(join_words(&["two words"]), "'two words'");
         assert_eq!(join_words::<&str>(&[]), "");
+    }
+
+    #[test]
+    fn json_is_written_as_python_writes_it() {
+        let value = serde_json::json!({"a": [1, "é\n"], "b": {}, "c": null});
+        assert_eq!(
+            python_json(&value),
+            r#"{"a": [1, "é\n"], "b": {}, "c": null}"#
+        );
     }
 
     #[test]

@@ -161,6 +161,13 @@ pub fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(drop)
 }
 
+/// `unlinkat(2)` of an empty directory.
+pub fn rmdir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
+    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) }).map(drop)
+}
+
 /// `fsync(2)`.
 pub fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: `fd` is open for the call.

@@ -1,4 +1,4 @@
-//! ral's native providers: the core types (host so far; user, group,
+//! ral's native providers: the core types (host, user and group so far;
 //! mount and file follow) written in Rust on the provider SDK
 //! ([`crate::sdk`]), with the same names, metadata and behaviour as the
 //! scripts they replace. The host serves their calls in its own process
@@ -7,12 +7,19 @@
 //! `ral-provider` program serves them, called by each one's small
 //! `NAME.prov` beside its metadata.
 
+mod accounts;
+mod group;
 mod hosts;
+mod passwd;
 
 use crate::sdk::{Native, Provider};
 
 /// The native providers by file name (`NAME.prov`).
-static PROVIDERS: &[(&str, &dyn Provider)] = &[("etc_hosts", &hosts::EtcHosts)];
+static PROVIDERS: &[(&str, &dyn Provider)] = &[
+    ("etc_group", &group::EtcGroup),
+    ("etc_hosts", &hosts::EtcHosts),
+    ("etc_passwd", &passwd::EtcPasswd),
+];
 
 /// The native provider bundled as `NAME.prov`, if it is one.
 pub fn find(name: &str) -> Option<Native> {

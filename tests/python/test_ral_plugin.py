@@ -797,6 +797,9 @@ class WebappWithProviders(unittest.TestCase):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "RALSH_ROOT_DIR": root,
                "RALSH_PROVIDER_LIB": os.path.join(TOP, "providers")}
+        # The native providers' program (user), as ral names it.
+        if "RALSH_NATIVE_PROGRAM" in os.environ:
+            env["RALSH_NATIVE_PROGRAM"] = os.environ["RALSH_NATIVE_PROGRAM"]
 
         def run(argv, stdin, extra_env=None):
             return subprocess.run(argv, input=json.dumps(stdin).encode(),

@@ -166,36 +166,6 @@ class Walk(Sandbox):
         self.assertEqual(etc.entry("group").name, "real-group")
         self.assertEqual(etc.entry("group").read()[0], b"group\n")
 
-    def test_the_account_files_are_read_where_the_lock_is(self):
-        from ral_accounts import Accounts
-        write(self.path("etc/passwd"), b"alice:x:1000:1000::/home/alice:/bin/sh\n")
-        root = ral.Root()
-        with ral.Edit(ral.Lock.accounts(root)) as edit:
-            os.rename(self.path("etc"), self.path("etc.locked"))
-            write(self.path("etc/passwd"), b"mallory:x:0:0::/:/bin/sh\n")
-            db = Accounts(root, ["passwd"], edit)
-            self.assertEqual([r.name for r in db["passwd"].records()], ["alice"])
-
-
-    def test_a_linked_account_file_is_read_where_the_lock_is(self):
-        # A link among the account files is resolved from the directory
-        # the lock holds, not from its path: after a swap that path leads
-        # to another etc, whose files are not the ones locked.
-        from ral_accounts import Accounts
-        write(self.path("etc/passwd"), b"alice:x:1000:1000::/home/alice:/bin/sh\n")
-        write(self.path("etc/shadow.real"), b"alice:!:1::::::\n")
-        os.symlink("shadow.real", self.path("etc/shadow"))
-        root = ral.Root()
-        with ral.Edit(ral.Lock.accounts(root)) as edit:
-            os.rename(self.path("etc"), self.path("etc.locked"))
-            write(self.path("etc/passwd"), b"mallory:x:0:0::/:/bin/sh\n")
-            write(self.path("etc/shadow"), b"mallory::1::::::\n")
-            db = Accounts(root, ["passwd", "shadow"], edit)
-            self.assertEqual([r.name for r in db["shadow"].records()],
-                             ["alice"])
-            self.assertEqual(db["shadow"].target.dir.rel, "etc")
-            self.assertEqual(db["shadow"].target.name, "shadow.real")
-
     def test_an_entrys_link_resolves_up_and_absolute_inside_the_root(self):
         write(self.path("etc/a"), b"up\n")
         write(self.path("srv/b"), b"absolute\n")

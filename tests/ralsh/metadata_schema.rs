@@ -270,6 +270,9 @@ fn bundled_providers_describe_themselves_as_their_yaml_says() {
             .arg("ral_action=describe")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap())
+            // Where a native provider's script finds the program that
+            // serves it, as ral tells it.
+            .env("RALSH_NATIVE_PROGRAM", env!("CARGO_BIN_EXE_ral-provider"))
             .env("RALSH_ROOT_DIR", "/nonexistent")
             .output()
             .unwrap();

@@ -199,6 +199,7 @@ fn providers_get_only_the_documented_environment() {
             ("LC_ALL", "C"),
             ("PATH", expected_path.as_str()),
             ("RALSH_LOCK_TIMEOUT", "15"),
+            ("RALSH_NATIVE_PROGRAM", env!("CARGO_BIN_EXE_ral-provider")),
             ("RALSH_ROOT_DIR", root.to_str().unwrap()),
         ]
     );

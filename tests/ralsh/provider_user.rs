@@ -178,26 +178,19 @@ fn user_that_could_never_exist_is_unknown_not_absent() {
         .stderr_has("no resource named 'Bad:Name'");
 }
 
-// ------------------------------------------------------------- fast path
+// ------------------------------------------------------ against Python
 //
-// providers/etc_passwd.prov is a sh + awk wrapper that answers a get of all
-// users (`{"names":[]}`) itself and hands everything else, and every unusual
-// file, to providers/etc_passwd.py. These tests run both directly on fake
-// roots (RALSH_ROOT_DIR) and compare them; a `python3` stub that fails
-// loudly, first on PATH, tells which answers came without Python.
+// The user provider is native code (src/native/passwd.rs) that replaced a
+// Python one, kept as the reference in tests/fixtures/reference/. These
+// tests run both directly on fake roots (RALSH_ROOT_DIR), the native one
+// through its providers/etc_passwd.prov, and compare them; a `python3`
+// stub that fails loudly, first on PATH, shows that the native answers
+// come without Python.
 
 const LIST_ALL: &[u8] = br#"{"names":[]}"#;
-const STUB_STATUS: i32 = 99;
 
 fn providers_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("providers")
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|file| file.is_file())
 }
 
 /// PATH with `dirs` first.
@@ -213,7 +206,7 @@ fn executable(path: &Path, script: &str) {
 }
 
 /// A directory holding a `python3` that prints nothing on stdout and exits
-/// with [`STUB_STATUS`].
+/// with status 99.
 fn python_stub() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     executable(
@@ -221,20 +214,6 @@ fn python_stub() -> TempDir {
         "#!/bin/sh\necho 'python3 stub: Python was run' >&2\nexit 99\n",
     );
     dir
-}
-
-/// The awks to run the wrapper with: PATH's `awk`, and mawk and gawk each
-/// as `awk` when installed (Debian's default is mawk).
-fn awks() -> Vec<(String, Option<TempDir>)> {
-    let mut awks = vec![("awk".to_owned(), None)];
-    for name in ["mawk", "gawk"] {
-        if let Some(binary) = find_on_path(name) {
-            let dir = tempfile::tempdir().unwrap();
-            std::os::unix::fs::symlink(binary, dir.path().join("awk")).unwrap();
-            awks.push((name.to_owned(), Some(dir)));
-        }
-    }
-    awks
 }
 
 /// Runs `command` with only PATH and RALSH_ROOT_DIR=root set and `input` on
@@ -253,19 +232,34 @@ fn run_provider(mut command: Command, root: &Path, path: &OsStr, input: &[u8]) -
     child.wait_with_output().unwrap()
 }
 
-/// The wrapper, `etc_passwd.prov ARGS`.
-fn wrapper(root: &Path, path: &OsStr, args: &[&str], input: &[u8]) -> Output {
+/// The native provider, `etc_passwd.prov ARGS`, with `dirs` first on PATH
+/// and the native providers' program after them.
+fn native(root: &Path, dirs: &[&Path], args: &[&str], input: &[u8]) -> Output {
+    let program = Path::new(env!("CARGO_BIN_EXE_ral-provider"));
+    let mut dirs = dirs.to_vec();
+    dirs.push(program.parent().unwrap());
     let mut command = Command::new(providers_dir().join("etc_passwd.prov"));
     command.args(args);
-    run_provider(command, root, path, input)
+    run_provider(command, root, &path_with(&dirs), input)
 }
 
-/// Python on its own, `python3 -I -S etc_passwd.py ARGS`.
+/// The Python reference on its own, `etc_passwd.py ARGS`, on the
+/// toolkit of providers/.
 fn python(root: &Path, args: &[&str], input: &[u8]) -> Output {
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference");
+    let script = reference.join("etc_passwd.py");
     let mut command = Command::new("python3");
     command
-        .args(["-I", "-S"])
-        .arg(providers_dir().join("etc_passwd.py"))
+        .args(["-I", "-S", "-c"])
+        .arg(
+            "import runpy, sys\n\
+             sys.path[:0] = sys.argv[1:3]\n\
+             sys.argv = sys.argv[3:]\n\
+             runpy.run_path(sys.argv[0], run_name='__main__')\n",
+        )
+        .arg(providers_dir())
+        .arg(&reference)
+        .arg(script)
         .args(args);
     run_provider(command, root, &path_with(&[]), input)
 }
@@ -286,72 +280,61 @@ fn parse(what: &str, output: &Output) -> Json {
 /// Fails unless both ran successfully with the same stderr and the same
 /// JSON on stdout (keys in the same order too).
 #[track_caller]
-fn assert_same_answer(what: &str, wrapper: &Output, python: &Output) {
+fn assert_same_answer(what: &str, native: &Output, python: &Output) {
     assert_eq!(
-        (wrapper.status.code(), text(&wrapper.stderr)),
+        (native.status.code(), text(&native.stderr)),
         (python.status.code(), text(&python.stderr)),
-        "{what}: exit status and stderr differ (wrapper, python)"
+        "{what}: exit status and stderr differ (native, python)"
     );
-    assert_eq!(wrapper.status.code(), Some(0), "{what}");
-    let (ours, theirs) = (parse(what, wrapper), parse(what, python));
-    assert_eq!(ours, theirs, "{what}: the wrapper and Python disagree");
+    assert_eq!(native.status.code(), Some(0), "{what}");
+    let (ours, theirs) = (parse(what, native), parse(what, python));
+    assert_eq!(
+        ours, theirs,
+        "{what}: the native provider and Python disagree"
+    );
     assert_eq!(ours.to_string(), theirs.to_string(), "{what}: key order");
 }
 
-/// Lists all users below `root` through the wrapper with every awk, which
-/// must answer as Python does; then again with a `python3` stub first on
-/// PATH, whose result `judge` checks (given the first answer). Returns
-/// Python's answer.
+/// Lists all users below `root` through the native provider, which must
+/// answer as Python does; then again with a `python3` stub first on PATH,
+/// whose result `judge` checks (given the first answer). Returns Python's
+/// answer.
 #[track_caller]
 fn check_listing(what: &str, root: &Path, judge: impl Fn(&str, &Output, &Output)) -> Output {
     let expected = python(root, &["ral_action=get"], LIST_ALL);
     let stub = python_stub();
-    for (awk, dir) in awks() {
-        let dirs: Vec<&Path> = dir.iter().map(TempDir::path).collect();
-        let what = format!("{what} ({awk})");
-        let answer = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
-        assert_same_answer(&what, &answer, &expected);
-        let dirs: Vec<&Path> = [stub.path()].into_iter().chain(dirs).collect();
-        let alone = wrapper(root, &path_with(&dirs), &["ral_action=get"], LIST_ALL);
-        judge(&what, &answer, &alone);
-    }
+    let answer = native(root, &[], &["ral_action=get"], LIST_ALL);
+    assert_same_answer(what, &answer, &expected);
+    let alone = native(root, &[stub.path()], &["ral_action=get"], LIST_ALL);
+    judge(what, &answer, &alone);
     expected
 }
 
-/// Checks that the wrapper lists all users below `root` exactly as Python
-/// does, with every awk, and that it does so without running Python.
-/// Returns Python's answer.
+/// Checks that the native provider lists all users below `root` exactly
+/// as Python does, and without running Python. Returns Python's answer.
 #[track_caller]
 fn assert_fast_path(what: &str, root: &Path) -> Json {
     let expected = check_listing(what, root, |what, answer, alone| {
         assert_eq!(
             (alone.status.code(), text(&alone.stderr)),
-            (Some(0), String::new()),
-            "{what}: the fast path ran Python or failed"
+            (Some(0), text(&answer.stderr)),
+            "{what}: the native provider ran Python or failed"
         );
         assert_eq!(alone.stdout, answer.stdout, "{what}");
     });
     parse(what, &expected)
 }
 
-/// Checks that the wrapper hands the listing below `root` to Python, having
-/// printed nothing itself, and so answers as Python does. Returns Python's
-/// answer (stdout and stderr).
+/// Files the awk wrapper of the Python provider handed to Python (anything
+/// unusual): the native provider answers them itself, as Python does,
+/// without running it. Returns Python's answer (stdout and stderr).
 #[track_caller]
 fn assert_falls_back(what: &str, root: &Path) -> (String, String) {
-    let expected = check_listing(what, root, |what, _, alone| {
+    let expected = check_listing(what, root, |what, answer, alone| {
         assert_eq!(
-            (
-                alone.status.code(),
-                text(&alone.stdout),
-                text(&alone.stderr)
-            ),
-            (
-                Some(STUB_STATUS),
-                String::new(),
-                "python3 stub: Python was run\n".to_owned()
-            ),
-            "{what}: the wrapper did not fall back to Python alone"
+            (alone.status.code(), &alone.stdout, text(&alone.stderr)),
+            (Some(0), &answer.stdout, text(&answer.stderr)),
+            "{what}: the native provider ran Python or answered otherwise"
         );
     });
     (text(&expected.stdout), text(&expected.stderr))
@@ -695,12 +678,30 @@ fn user_listing_falls_back_to_python_on_anything_unusual() {
     assert!(stdout.contains("is not a directory"), "{stdout}");
 }
 
+/// Both answered the same, or both refused a request that is not one JSON
+/// document (the JSON parsers word why differently).
+#[track_caller]
+fn assert_same_answer_or_refusal(what: &str, native: &Output, python: &Output) {
+    let (ours, theirs) = (parse(what, native), parse(what, python));
+    let refused = |doc: &Json| {
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("stdin is not a JSON document: "))
+    };
+    if refused(&theirs) {
+        assert!(refused(&ours), "{what}: {ours}");
+        assert_eq!(ours["error"]["kind"], theirs["error"]["kind"], "{what}");
+        assert_eq!(native.status.code(), Some(0), "{what}");
+    } else {
+        assert_same_answer(what, native, python);
+    }
+}
+
 #[test]
-fn user_wrapper_hands_every_other_call_to_python() {
+fn user_provider_answers_every_other_call_as_python_did_without_python() {
     let sandbox = user_sandbox();
     let root = sandbox.root();
     let stub = python_stub();
-    let stubbed = path_with(&[stub.path()]);
     let get = ["ral_action=get"];
     // Requests other than the plain listing, byte for byte.
     for input in [
@@ -713,12 +714,12 @@ fn user_wrapper_hands_every_other_call_to_python() {
         b"{\"names\":[\"alice\"]}\n{\"names\":\n[]}",
     ] {
         let what = text(input);
-        let answer = wrapper(root, &path_with(&[]), &get, input);
-        assert_same_answer(&what, &answer, &python(root, &get, input));
-        let alone = wrapper(root, &stubbed, &get, input);
-        assert_eq!(alone.status.code(), Some(STUB_STATUS), "{what}");
+        let answer = native(root, &[], &get, input);
+        assert_same_answer_or_refusal(&what, &answer, &python(root, &get, input));
+        let alone = native(root, &[stub.path()], &get, input);
+        assert_eq!(alone.stdout, answer.stdout, "{what}");
     }
-    // Bad requests: Python's error, with its exact message.
+    // Bad requests: refused as Python refused them.
     for input in [
         &b""[..],
         b"\n",
@@ -727,62 +728,37 @@ fn user_wrapper_hands_every_other_call_to_python() {
         b"[]",
     ] {
         let what = text(input);
-        let answer = wrapper(root, &path_with(&[]), &get, input);
+        let answer = native(root, &[], &get, input);
         let expected = python(root, &get, input);
-        assert_same_answer(&what, &answer, &expected);
+        assert_same_answer_or_refusal(&what, &answer, &expected);
         assert!(
             text(&expected.stdout).starts_with(r#"{"error": "#),
             "{what}"
         );
     }
-    // The other spelling of the listing is answered without Python.
-    let alone = wrapper(root, &stubbed, &get, br#"{"names": []}"#);
+    // The other spelling of the listing is the same listing.
+    let alone = native(root, &[stub.path()], &get, br#"{"names": []}"#);
     assert_eq!(alone.status.code(), Some(0), "{}", text(&alone.stderr));
-    let listing = wrapper(root, &stubbed, &get, LIST_ALL);
+    let listing = native(root, &[stub.path()], &get, LIST_ALL);
     assert_eq!(alone.stdout, listing.stdout);
-    // An awk that fails (here one that always exits 2) leaves the listing to
-    // Python.
-    let broken = tempfile::tempdir().unwrap();
-    executable(&broken.path().join("awk"), "#!/bin/sh\nexit 2\n");
-    let answer = wrapper(root, &path_with(&[broken.path()]), &get, LIST_ALL);
-    assert_same_answer("failing awk", &answer, &python(root, &get, LIST_ALL));
-    let alone = wrapper(
-        root,
-        &path_with(&[stub.path(), broken.path()]),
-        &get,
-        LIST_ALL,
-    );
-    assert_eq!(alone.status.code(), Some(STUB_STATUS), "failing awk");
     // Other actions and arguments.
-    for args in [
-        &["ral_action=describe"][..],
-        &["ral_action=get", "extra"],
-        &[],
-        &["ral_action=other"],
-    ] {
+    for args in [&["ral_action=get", "extra"][..], &[], &["ral_action=other"]] {
         let what = format!("{args:?}");
-        let answer = wrapper(root, &path_with(&[]), args, LIST_ALL);
+        let answer = native(root, &[stub.path()], args, LIST_ALL);
         let expected = python(root, args, LIST_ALL);
-        assert_eq!(
-            (
-                answer.status.code(),
-                text(&answer.stdout),
-                text(&answer.stderr)
-            ),
-            (
-                expected.status.code(),
-                text(&expected.stdout),
-                text(&expected.stderr)
-            ),
-            "{what}"
-        );
-        let alone = wrapper(root, &stubbed, args, LIST_ALL);
-        assert_eq!(alone.status.code(), Some(STUB_STATUS), "{what}");
+        assert_eq!(answer.status.code(), expected.status.code(), "{what}");
+        assert_eq!(parse(&what, &answer), parse(&what, &expected), "{what}");
     }
+    // describe prints the metadata beside the provider.
+    let described = native(root, &[stub.path()], &["ral_action=describe"], b"");
+    assert_eq!(
+        text(&described.stdout),
+        std::fs::read_to_string(providers_dir().join("etc_passwd.yaml")).unwrap()
+    );
     let input = br#"{"ral": {"noop": true}, "updates": [{"name": "alice", "is": {}, "should": {"shell": "/bin/zsh"}}]}"#;
     let before = files(&sandbox);
     let set = ["ral_action=set"];
-    let answer = wrapper(root, &path_with(&[]), &set, input);
+    let answer = native(root, &[stub.path()], &set, input);
     assert_same_answer("set", &answer, &python(root, &set, input));
     assert!(text(&answer.stdout).contains("/bin/zsh"));
     assert_eq!(files(&sandbox), before);
@@ -811,7 +787,9 @@ fn user_listing_through_ralsh_needs_no_python() {
         .stdout_has("user::etc_passwd { 'alice':")
         .stdout_has("groups   => ['staff'],");
     assert!(!run.stdout.contains(HASH) && !run.stderr.contains(HASH));
-    // One user is Python's to find: the stub makes that call fail.
-    let run = ralsh(&["user", "alice"]);
-    assert_ne!(run.status, 0, "{run:?}");
+    // Finding one user needs no Python either (the Python provider's
+    // wrapper left that to Python).
+    ralsh(&["user", "alice"])
+        .expect(0)
+        .stdout_has("user::etc_passwd { 'alice':");
 }

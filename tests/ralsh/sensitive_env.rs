@@ -225,37 +225,39 @@ fn the_bundled_user_provider_sets_a_password_hash_that_no_command_line_holds() {
     sandbox.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
     sandbox.write("etc/shadow", "root:*:19700:0:99999:7:::\n");
     sandbox.write("etc/group", "root:x:0:\n");
-    // python3 (which the provider runs) is first a script that looks for
-    // the hash on every command line of the machine, then the real one.
-    let shims = tempfile::tempdir().unwrap();
-    let path = std::env::var_os("PATH").unwrap();
-    let python = std::env::split_paths(&path)
-        .map(|dir| dir.join("python3"))
-        .find(|file| file.is_file())
-        .expect("python3 on PATH");
+    // ralsh runs the bundled provider in its own process, where no
+    // command line is made; run as a program (from a data directory that
+    // holds its script, which comes before the bundled one), the script
+    // runs the native providers' program beside it: here a script that
+    // looks for the hash on every command line of the machine, then the
+    // real program.
+    let data = tempfile::tempdir().unwrap();
+    let providers = data.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
+    for file in ["etc_passwd.prov", "etc_passwd.yaml"] {
+        std::fs::copy(bundled.join(file), providers.join(file)).unwrap();
+    }
     let seen = sandbox.root().join("seen");
-    let shim = shims.path().join("python3");
+    let shim = providers.join("ral-provider");
     std::fs::write(
         &shim,
         format!(
             "#!/bin/bash\n: >> {seen}\nfor f in /proc/[0-9]*/cmdline; do\n  \
              c=$(tr '\\0' ' ' 2>/dev/null <\"$f\") || continue\n  \
              case $c in *'{HASH}'*) printf '%s\\n' \"$c\" >> {seen} ;; esac\ndone\n\
-             exec {python} \"$@\"\n",
+             exec {program} \"$@\"\n",
             seen = seen.display(),
-            python = python.display()
+            program = env!("CARGO_BIN_EXE_ral-provider")
         ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut dirs = vec![shims.path().to_owned()];
-    dirs.extend(std::env::split_paths(&path));
-    let shimmed = std::env::join_paths(dirs).unwrap();
 
     let input = serde_json::json!({ "password": HASH }).to_string();
     let mut command = sandbox.command();
-    command.env("PATH", &shimmed).args([
+    command.arg("-I").arg(data.path()).args([
         "--attrs-stdin",
         "user",
         "carol",
@@ -270,14 +272,15 @@ fn the_bundled_user_provider_sets_a_password_hash_that_no_command_line_holds() {
         "{}",
         sandbox.read("etc/shadow")
     );
-    assert!(seen.exists(), "the python3 shim did not run");
+    assert!(seen.exists(), "the shim did not run");
     assert_eq!(sandbox.read("seen"), "", "command lines holding the hash");
 
     // On ralsh's command line, the shim sees it there.
     let other = HASH.replace("Secretive", "Other");
     let mut command = sandbox.command();
     command
-        .env("PATH", &shimmed)
+        .arg("-I")
+        .arg(data.path())
         .args(["user", "carol", &format!("password={other}")]);
     std::fs::write(
         &shim,

@@ -20,6 +20,9 @@ fn python_tests_pass(file: &str, least: usize) {
     let output = Command::new("python3")
         .args(["-I", "-S", file])
         .current_dir(dir)
+        // The native providers' program, for the bundled providers the
+        // tests run as programs (as ral names it to providers).
+        .env("RALSH_NATIVE_PROGRAM", env!("CARGO_BIN_EXE_ral-provider"))
         .output()
         .expect("python3 runs");
     let report = String::from_utf8_lossy(&output.stderr);

@@ -1,0 +1,475 @@
+//! `group::etc_group`: groups in `etc/group` below the root, with
+//! `etc/gshadow` kept in step when it exists, as the Python provider kept
+//! them (json calling convention). Edits take lckpwdf's lock, re-read the
+//! files under it and replace them atomically, gshadow before group
+//! (`accounts.rs`). A group whose gshadow line is missing is reported as
+//! incomplete, and ensure=present completes it.
+
+use std::collections::HashSet;
+use std::ffi::CString;
+
+use serde_json::{json, Value as Json};
+
+use super::accounts::{
+    change_each, check_id, members_of, name_problem, Accounts, Apply, Record, NAME_MAX, NAME_RULE,
+};
+use crate::sdk::files::Root;
+use crate::sdk::serve::{check_resource_fits, check_should};
+use crate::sdk::text::{clean, quoted};
+use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
+use crate::sdk::{Outcome, Provider, Resource, Update};
+
+const AUTO_GID_FIRST: u64 = 1000;
+/// Exclusive.
+const AUTO_GID_END: u64 = 60000;
+const ATTRIBUTES: [&str; 4] = ["name", "ensure", "gid", "members"];
+const ENSURES: [&str; 2] = ["present", "absent"];
+const TABLES: [&str; 2] = ["group", "gshadow"];
+
+/// The provider.
+pub struct EtcGroup;
+
+impl Provider for EtcGroup {
+    fn metadata(&self) -> &'static str {
+        include_str!("../../providers/etc_group.yaml")
+    }
+
+    fn convention(&self) -> Convention {
+        Convention::Json
+    }
+
+    fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
+        let root = Root::open(&call.root)?;
+        // gshadow is not readable for everyone: a reader does without it.
+        let db = match Accounts::read(call, &root, &TABLES, None, &["gshadow"]) {
+            Ok(mut db) => {
+                if db.get("gshadow").is_some_and(|t| !t.exists) {
+                    db.tables.insert("gshadow", None);
+                }
+                Some(db)
+            }
+            // No etc: no groups.
+            Err(err) if err.missing => None,
+            Err(err) => return Err(err),
+        };
+        let records: Vec<&Record> = db
+            .as_ref()
+            .and_then(|db| db.get("group"))
+            .map(|g| g.records())
+            .unwrap_or_default();
+        let resource = |line: &Record| resource(db.as_ref().expect("records come from it"), line);
+        if names.is_empty() {
+            return Ok(records.iter().map(|line| resource(line)).collect());
+        }
+        let mut resources = Vec::new();
+        for name in names {
+            match records.iter().find(|line| line.name() == Some(name)) {
+                Some(line) => resources.push(resource(line)),
+                None => {
+                    if let Some(problem) = name_problem(name, "group name") {
+                        let message = format!("{problem}; no such group can be created");
+                        resources.push(error_entry(
+                            name,
+                            &CallError::of_kind(Kind::Unknown, message),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(resources)
+    }
+
+    fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+        let root = Root::open(&call.root)?;
+        let mut job = Groups {
+            users: Users { root, names: None },
+        };
+        change_each(call, updates, &mut job)
+    }
+}
+
+/// A group whose gshadow line is missing while gshadow is in use.
+fn is_incomplete(db: &Accounts, name: &str) -> bool {
+    db.get("gshadow")
+        .is_some_and(|gshadow| gshadow.exists && gshadow.find(name).is_none())
+}
+
+fn resource(db: &Accounts, line: &Record) -> Resource {
+    let f = line.f();
+    let mut res = Resource::new();
+    res.insert("name".into(), json!(clean(&f[0])));
+    let ensure = match is_incomplete(db, &f[0]) {
+        true => "incomplete",
+        false => "present",
+    };
+    res.insert("ensure".into(), json!(ensure));
+    res.insert("gid".into(), json!(line.id(2)));
+    let members: Vec<String> = members_of(f).iter().map(|m| clean(m)).collect();
+    res.insert("members".into(), json!(members));
+    res
+}
+
+/// Why `name` cannot stand in a member list, or `None` (a member must
+/// also be a user that exists).
+fn member_problem(name: &str, what: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some(format!("{what} must not be empty"));
+    }
+    for c in name.chars() {
+        if c == ':' || c == ',' {
+            return Some(format!(
+                "{what} {} contains {}",
+                quoted(name),
+                quoted(&c.to_string())
+            ));
+        }
+        if c.is_whitespace() || ('\x1c'..='\x1f').contains(&c) {
+            return Some(format!("{what} {} contains whitespace", quoted(name)));
+        }
+        if c.is_control() || is_format(c) || c == '\u{2028}' || c == '\u{2029}' {
+            return Some(format!(
+                "{what} {} contains a control character",
+                quoted(name)
+            ));
+        }
+    }
+    if name.starts_with(['-', '+', '#']) {
+        let first = &name[..1];
+        return Some(format!(
+            "{what} {} starts with {}",
+            quoted(name),
+            quoted(first)
+        ));
+    }
+    if name.len() > NAME_MAX {
+        return Some(format!(
+            "{what} {} is longer than {NAME_MAX} bytes",
+            quoted(name)
+        ));
+    }
+    None
+}
+
+/// Unicode's format characters (Cf) that can hide in a name: the
+/// invisible and bidirectional controls.
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
+        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
+        | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
+}
+
+fn check_members(value: &Json) -> CallResult<Vec<String>> {
+    let Some(list) = value.as_array() else {
+        return Err(CallError::new(format!(
+            "members: {value} is not an array of strings"
+        )));
+    };
+    let mut members = Vec::new();
+    for member in list {
+        let Some(member) = member.as_str() else {
+            return Err(CallError::new(format!(
+                "members: member name must be a string, not {member}"
+            )));
+        };
+        if let Some(problem) = member_problem(member, "member name") {
+            return Err(CallError::new(format!("members: {problem}")));
+        }
+        members.push(member.to_owned());
+    }
+    Ok(members)
+}
+
+/// The user names new members are checked against: the system's user
+/// database on the real root, `etc/passwd` below a fake one (read once).
+struct Users {
+    root: Root,
+    names: Option<HashSet<String>>,
+}
+
+impl Users {
+    fn check_new(&mut self, members: &[String], old: &[String]) -> CallResult<()> {
+        let added: Vec<&String> = members.iter().filter(|m| !old.contains(m)).collect();
+        if added.is_empty() {
+            return Ok(());
+        }
+        if self.root.is_real() {
+            for member in added {
+                if !system_user_exists(member) {
+                    return Err(CallError::new(format!(
+                        "members: unknown user {}",
+                        quoted(member)
+                    )));
+                }
+            }
+            return Ok(());
+        }
+        let path = self.root.show("etc/passwd");
+        if self.names.is_none() {
+            let data = self.root.read("etc/passwd", true).map_err(|err| {
+                CallError::new(format!("members: cannot check {}: {err}", quoted(added[0])))
+            })?;
+            let data = data.map(|(data, _)| data).unwrap_or_default();
+            let names = data
+                .split(|&b| b == b'\n')
+                .filter(|line| !line.is_empty() && !line.starts_with(b"#"))
+                .map(|line| {
+                    let name = line.split(|&b| b == b':').next().unwrap_or_default();
+                    let name = name.strip_suffix(b"\r").unwrap_or(name);
+                    String::from_utf8_lossy(name).into_owned()
+                })
+                .collect();
+            self.names = Some(names);
+        }
+        let names = self.names.as_ref().expect("read just now");
+        for member in added {
+            if !names.contains(member.as_str()) {
+                return Err(CallError::new(format!(
+                    "members: unknown user {} (not in {})",
+                    quoted(member),
+                    quoted(&path)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the system's user database (NSS) knows `name`.
+fn system_user_exists(name: &str) -> bool {
+    let Ok(name) = CString::new(name) else {
+        return false;
+    };
+    let mut entry: libc::passwd = unsafe_zeroed_passwd();
+    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call: `name` is
+    // NUL-terminated, `entry` and `buffer` are owned here with the length
+    // given, and `found` is written by the call.
+    let status = unsafe {
+        libc::getpwnam_r(
+            name.as_ptr(),
+            &mut entry,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        )
+    };
+    status == 0 && !found.is_null()
+}
+
+fn unsafe_zeroed_passwd() -> libc::passwd {
+    // SAFETY: libc::passwd is plain data (integers and pointers), for
+    // which all zeroes is a valid value; getpwnam_r fills it in.
+    unsafe { std::mem::zeroed() }
+}
+
+/// Another group whose line uses `gid`, or `None`.
+fn gid_owner(db: &Accounts, gid: u64, name: &str) -> Option<String> {
+    db.get("group")?
+        .records()
+        .iter()
+        .find(|line| line.name() != Some(name) && line.id(2) == gid)
+        .and_then(|line| line.name().map(str::to_owned))
+}
+
+fn free_gid(db: &Accounts) -> CallResult<u64> {
+    let used = db.get("group").map(|g| g.ids(2)).unwrap_or_default();
+    (AUTO_GID_FIRST..AUTO_GID_END)
+        .find(|gid| !used.contains(gid))
+        .ok_or_else(|| {
+            CallError::new(format!(
+                "gid: no free gid from {AUTO_GID_FIRST} to {}",
+                AUTO_GID_END - 1
+            ))
+        })
+}
+
+struct Groups {
+    users: Users,
+}
+
+impl Apply for Groups {
+    fn tables(&self) -> &'static [&'static str] {
+        &TABLES
+    }
+
+    fn drop_missing(&self) -> &'static [&'static str] {
+        &["gshadow"]
+    }
+
+    fn apply(
+        &mut self,
+        call: &Call,
+        update: &Update,
+        db: &mut Accounts,
+    ) -> CallResult<Vec<Change>> {
+        apply_update(call, update, db, &mut self.users)
+    }
+}
+
+fn apply_update(
+    call: &Call,
+    update: &Update,
+    db: &mut Accounts,
+    users: &mut Users,
+) -> CallResult<Vec<Change>> {
+    let ensure = check_should(update, &ATTRIBUTES, Some(&ENSURES), &[])?.and_then(Json::as_str);
+    let name = update.name.as_str();
+    let should = &update.should;
+    let log = &call.log;
+    let at = db.get("group").and_then(|g| g.find(name));
+
+    if ensure == Some("absent") {
+        if at.is_none() {
+            return Ok(Vec::new());
+        }
+        let was = match is_incomplete(db, name) {
+            true => "incomplete",
+            false => "present",
+        };
+        return log.deleting(name, || {
+            if let Some(group) = db.get_mut("group") {
+                group.remove(name);
+            }
+            if let Some(gshadow) = db.get_mut("gshadow") {
+                gshadow.remove(name);
+            }
+            Ok(vec![Change::new("ensure", was, "absent")])
+        });
+    }
+
+    let Some(at) = at else {
+        if let Some(problem) = name_problem(name, "group name") {
+            return Err(CallError::new(format!("name: {problem} ({NAME_RULE})")));
+        }
+        return log.creating(name, || {
+            let members = check_members(should.get("members").unwrap_or(&json!([])))?;
+            users.check_new(&members, &[])?;
+            let gid = match should.get("gid") {
+                Some(value) => {
+                    let gid = check_id("gid", value)?;
+                    if let Some(owner) = gid_owner(db, gid, name) {
+                        return Err(CallError::new(format!(
+                            "gid: {gid} is already used by group {}",
+                            quoted(&owner)
+                        )));
+                    }
+                    gid
+                }
+                None => free_gid(db)?,
+            };
+            let joined = members.join(",");
+            if let Some(group) = db.get_mut("group") {
+                group.append(&[name, "x", &gid.to_string(), &joined]);
+            }
+            if let Some(gshadow) = db.get_mut("gshadow") {
+                // A stale line left behind for this name is replaced: its
+                // password and administrators must not pass to a new group.
+                gshadow.remove(name);
+                gshadow.append(&[name, "!", "", &joined]);
+            }
+            let group = db.get("group").expect("group is read");
+            if let Some(at) = group.find(name) {
+                check_resource_fits(&resource(db, &group.lines[at]))?;
+            }
+            Ok(vec![
+                Change::new("ensure", "absent", "present"),
+                Change::new("gid", Json::Null, gid),
+                Change::new("members", Json::Null, members),
+            ])
+        });
+    };
+
+    log.updating(name, || {
+        let line = db.get("group").expect("group is read").lines[at].clone();
+        let old_gid = line.id(2);
+        let old_members = members_of(line.f());
+        let mut new_gid = old_gid;
+        let mut new_members = old_members.clone();
+        if let Some(value) = should.get("gid") {
+            new_gid = check_id("gid", value)?;
+            if new_gid != old_gid {
+                if let Some(owner) = gid_owner(db, new_gid, name) {
+                    return Err(CallError::new(format!(
+                        "gid: {new_gid} is already used by group {}",
+                        quoted(&owner)
+                    )));
+                }
+            }
+        }
+        if let Some(value) = should.get("members") {
+            new_members = check_members(value)?;
+            users.check_new(&new_members, &old_members)?;
+        }
+        let mut changes = Vec::new();
+        if ensure == Some("present") && is_incomplete(db, name) {
+            if let Some(gshadow) = db.get_mut("gshadow") {
+                gshadow.append(&[name, "!", "", &new_members.join(",")]);
+            }
+            changes.push(Change::new("ensure", "incomplete", "present"));
+        }
+        let group = db.get_mut("group").expect("group is read");
+        if new_gid != old_gid {
+            group.lines[at].set_field(2, &new_gid.to_string());
+            group.changed = true;
+            changes.push(Change::new("gid", old_gid, new_gid));
+        }
+        if new_members != old_members {
+            group.lines[at].set_field(3, &new_members.join(","));
+            group.changed = true;
+            if let Some(gshadow) = db.get_mut("gshadow") {
+                if let Some(at) = gshadow.find(name) {
+                    gshadow.lines[at].set_field(3, &new_members.join(","));
+                    gshadow.changed = true;
+                }
+            }
+            let was: Vec<String> = old_members.iter().map(|m| clean(m)).collect();
+            changes.push(Change::new("members", was, new_members.clone()));
+        }
+        if !changes.is_empty() {
+            let group = db.get("group").expect("group is read");
+            check_resource_fits(&resource(db, &group.lines[at]))?;
+        }
+        Ok(changes)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_names_are_refused_as_the_script_refused_them() {
+        assert_eq!(member_problem("alice", "member name"), None);
+        assert_eq!(
+            member_problem("a,b", "member name").as_deref(),
+            Some("member name 'a,b' contains ','")
+        );
+        assert_eq!(
+            member_problem("a b", "member name").as_deref(),
+            Some("member name 'a b' contains whitespace")
+        );
+        assert_eq!(
+            member_problem("a\u{202e}", "member name").as_deref(),
+            Some("member name 'a\u{202e}' contains a control character")
+        );
+        assert_eq!(
+            member_problem("-x", "member name").as_deref(),
+            Some("member name '-x' starts with '-'")
+        );
+        assert!(member_problem(&"a".repeat(33), "member name").is_some());
+        assert_eq!(
+            member_problem("", "member name").as_deref(),
+            Some("member name must not be empty")
+        );
+    }
+
+    #[test]
+    fn the_system_user_database_is_asked() {
+        assert!(system_user_exists("root"));
+        assert!(!system_user_exists("no-such-user-here-x9"));
+        assert!(!system_user_exists("nul\0byte"));
+    }
+}

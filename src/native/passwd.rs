@@ -1,0 +1,700 @@
+//! `user::etc_passwd`: user accounts in `etc/passwd` and `etc/shadow`
+//! below the root, with supplementary group membership in `etc/group`
+//! (and `etc/gshadow` when it exists), as the Python provider kept them
+//! (json calling convention).
+//!
+//! Edits take lckpwdf's lock, re-read the files under it, and replace
+//! every changed file atomically as one edit (`accounts.rs`): passwd
+//! last, so an account appears only once its shadow line and primary group
+//! are in place. useradd(8) is never run. An account that is nevertheless
+//! half made (no shadow line, or no group with its gid) is reported as
+//! incomplete, and ensure=present completes it.
+
+use std::collections::HashSet;
+
+use serde_json::{json, Value as Json};
+
+use super::accounts::{
+    change_each, check_id, members_of, name_problem, Accounts, Apply, Table, NAME_RULE,
+};
+use crate::sdk::files::{Create, Owner, Root};
+use crate::sdk::serve::{check_resource_fits, check_should};
+use crate::sdk::text::{clean, quoted};
+use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
+use crate::sdk::{Outcome, Provider, Resource, Update};
+
+const AUTO_FIRST: u64 = 1000;
+/// Exclusive.
+const AUTO_END: u64 = 60000;
+const ATTRIBUTES: [&str; 10] = [
+    "name",
+    "ensure",
+    "uid",
+    "gid",
+    "comment",
+    "home",
+    "shell",
+    "groups",
+    "password",
+    "managehome",
+];
+const ENSURES: [&str; 2] = ["present", "absent"];
+const TABLES: [&str; 4] = ["passwd", "group", "gshadow", "shadow"];
+
+/// The provider.
+pub struct EtcPasswd;
+
+impl Provider for EtcPasswd {
+    fn metadata(&self) -> &'static str {
+        include_str!("../../providers/etc_passwd.yaml")
+    }
+
+    fn convention(&self) -> Convention {
+        Convention::Json
+    }
+
+    fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
+        let root = Root::open(&call.root)?;
+        // A reader need not be able to read shadow and gshadow (they are
+        // not readable for everyone); then passwords and a missing shadow
+        // line are not reported.
+        let db = Accounts::read(call, &root, &TABLES, None, &["shadow", "gshadow"])?;
+        let view = View::new(&db);
+        let records = db.get("passwd").map(Table::records).unwrap_or_default();
+        if names.is_empty() {
+            return Ok(records.iter().map(|line| view.resource(line.f())).collect());
+        }
+        let mut resources = Vec::new();
+        for name in names {
+            match records.iter().find(|line| line.name() == Some(name)) {
+                Some(line) => resources.push(view.resource(line.f())),
+                None => {
+                    if let Some(problem) = name_problem(name, "user name") {
+                        let message = format!("{problem}; no such user can be created");
+                        resources.push(error_entry(
+                            name,
+                            &CallError::of_kind(Kind::Unknown, message),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(resources)
+    }
+
+    fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+        let mut job = Users { work: Vec::new() };
+        change_each(call, updates, &mut job)
+    }
+}
+
+/// What a resource is made from: the tables, and what of them a reader
+/// could read.
+struct View<'d> {
+    group: Option<&'d Table>,
+    shadow: Option<&'d Table>,
+    group_ids: HashSet<u64>,
+}
+
+impl<'d> View<'d> {
+    fn new(db: &'d Accounts) -> View<'d> {
+        let group = db.get("group");
+        View {
+            group,
+            shadow: db.get("shadow"),
+            group_ids: group.map(|g| g.ids(2)).unwrap_or_default(),
+        }
+    }
+
+    /// What a half-made account lacks: its shadow line (while shadow is
+    /// in use), its primary group.
+    fn missing(&self, fields: &[String]) -> Vec<&'static str> {
+        let mut lacks = Vec::new();
+        if let Some(shadow) = self.shadow {
+            if shadow.exists && shadow.find(&fields[0]).is_none() {
+                lacks.push("shadow");
+            }
+        }
+        let gid: u64 = fields[3].parse().unwrap_or_default();
+        if self.group.is_some_and(|g| g.exists) && !self.group_ids.contains(&gid) {
+            lacks.push("group");
+        }
+        lacks
+    }
+
+    fn groups_of(&self, name: &str) -> Vec<String> {
+        groups_of(self.group, name)
+    }
+
+    fn resource(&self, f: &[String]) -> Resource {
+        let mut res = Resource::new();
+        res.insert("name".into(), json!(clean(&f[0])));
+        let ensure = match self.missing(f).is_empty() {
+            true => "present",
+            false => "incomplete",
+        };
+        res.insert("ensure".into(), json!(ensure));
+        res.insert("uid".into(), json!(f[2].parse::<u64>().unwrap_or_default()));
+        res.insert("gid".into(), json!(f[3].parse::<u64>().unwrap_or_default()));
+        res.insert("comment".into(), json!(clean(&f[4])));
+        res.insert("home".into(), json!(clean(&f[5])));
+        res.insert("shell".into(), json!(clean(&f[6])));
+        let groups: Vec<String> = self.groups_of(&f[0]).iter().map(|g| clean(g)).collect();
+        res.insert("groups".into(), json!(groups));
+        if let Some(shadow) = self.shadow {
+            if let Some(at) = shadow.find(&f[0]) {
+                res.insert("password".into(), json!(clean(&shadow.lines[at].f()[1])));
+            }
+        }
+        res
+    }
+}
+
+fn groups_of(group: Option<&Table>, name: &str) -> Vec<String> {
+    group
+        .map(|group| {
+            group
+                .records()
+                .iter()
+                .filter(|line| members_of(line.f()).iter().any(|m| m == name))
+                .map(|line| line.f()[0].clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A home directory to make or remove once the files are saved.
+enum Work {
+    MakeHome { home: String, uid: u32, gid: u32 },
+    RemoveHome { home: String },
+}
+
+/// The set of a call: its updates, and the home directories they need.
+struct Users {
+    work: Vec<Work>,
+}
+
+impl Apply for Users {
+    fn tables(&self) -> &'static [&'static str] {
+        &TABLES
+    }
+
+    fn drop_missing(&self) -> &'static [&'static str] {
+        &["gshadow"]
+    }
+
+    fn apply(
+        &mut self,
+        call: &Call,
+        update: &Update,
+        db: &mut Accounts,
+    ) -> CallResult<Vec<Change>> {
+        apply_update(call, update, db, &mut self.work)
+    }
+
+    fn new_owners(&self, db: &Accounts) -> Vec<(&'static str, Owner)> {
+        let gid = db
+            .get("group")
+            .and_then(|group| group.find("shadow").map(|at| group.lines[at].id(2)))
+            .unwrap_or(0) as u32;
+        vec![
+            ("shadow", Owner::new(0, gid)),
+            ("gshadow", Owner::new(0, gid)),
+        ]
+    }
+
+    fn after(&mut self, root: &Root) -> CallResult<()> {
+        do_work(root, &self.work)
+    }
+}
+
+fn check_text(attr: &str, value: &Json, secret: bool) -> CallResult<String> {
+    let Some(text) = value.as_str() else {
+        let shown = match secret {
+            true => "the value".to_owned(),
+            false => value.to_string(),
+        };
+        return Err(CallError::new(format!("{attr}: {shown} is not a string")));
+    };
+    let shown = match secret {
+        true => "the value".to_owned(),
+        false => quoted(text),
+    };
+    if text.contains(':') {
+        return Err(CallError::new(format!("{attr}: {shown} contains ':'")));
+    }
+    if text.contains(['\n', '\r']) {
+        return Err(CallError::new(format!(
+            "{attr}: {shown} contains a line break"
+        )));
+    }
+    Ok(text.to_owned())
+}
+
+fn check_path(attr: &str, value: &Json) -> CallResult<String> {
+    let text = check_text(attr, value, false)?;
+    if !text.starts_with('/') {
+        return Err(CallError::new(format!(
+            "{attr}: {} is not an absolute path",
+            quoted(&text)
+        )));
+    }
+    Ok(text)
+}
+
+fn check_groups(group: Option<&Table>, value: &Json) -> CallResult<Vec<String>> {
+    let bad = || CallError::new(format!("groups: {value} is not an array of strings"));
+    let list = value.as_array().ok_or_else(bad)?;
+    let mut groups = Vec::new();
+    for item in list {
+        groups.push(item.as_str().ok_or_else(bad)?.to_owned());
+    }
+    let known: HashSet<&str> = group
+        .map(|g| g.records().iter().filter_map(|l| l.name()).collect())
+        .unwrap_or_default();
+    for g in &groups {
+        if !known.contains(g.as_str()) {
+            return Err(CallError::new(format!(
+                "groups: unknown group {}",
+                quoted(g)
+            )));
+        }
+    }
+    let mut seen = HashSet::new();
+    groups.retain(|g| seen.insert(g.clone()));
+    Ok(groups)
+}
+
+fn free_id(used: &HashSet<u64>, attr: &str, preferred: Option<u64>) -> CallResult<u64> {
+    if let Some(preferred) = preferred.filter(|p| !used.contains(p)) {
+        return Ok(preferred);
+    }
+    (AUTO_FIRST..AUTO_END)
+        .find(|value| !used.contains(value))
+        .ok_or_else(|| {
+            CallError::new(format!(
+                "{attr}: no free {attr} from {AUTO_FIRST} to {}",
+                AUTO_END - 1
+            ))
+        })
+}
+
+/// Makes `name` an explicit member of exactly the groups `wanted`.
+fn set_membership(db: &mut Accounts, name: &str, wanted: &[String]) {
+    for table_name in ["group", "gshadow"] {
+        let Some(table) = db.get_mut(table_name) else {
+            continue;
+        };
+        let mut changed = false;
+        for line in table.lines.iter_mut() {
+            let Some(group) = line.name().map(str::to_owned) else {
+                continue;
+            };
+            let mut members = members_of(line.f());
+            let want = wanted.contains(&group);
+            let has = members.iter().any(|m| m == name);
+            if want && !has {
+                members.push(name.to_owned());
+            } else if !want && has {
+                members.retain(|m| m != name);
+            } else {
+                continue;
+            }
+            line.set_field(3, &members.join(","));
+            changed = true;
+        }
+        if table_name == "gshadow" {
+            // Administrators of a removed user go too.
+            for line in table.lines.iter_mut() {
+                if line.fields.is_none() || !wanted.is_empty() {
+                    continue;
+                }
+                let admins: Vec<String> = line.f()[2].split(',').map(str::to_owned).collect();
+                if admins.iter().any(|a| a == name) {
+                    let kept: Vec<String> = admins
+                        .into_iter()
+                        .filter(|a| !a.is_empty() && a != name)
+                        .collect();
+                    line.set_field(2, &kept.join(","));
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            table.changed = true;
+        }
+    }
+}
+
+fn days_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    (secs / 86400).to_string()
+}
+
+/// A shadow line for `name`, replacing any stale one left for it.
+fn add_shadow(db: &mut Accounts, name: &str, password: &str) {
+    if let Some(shadow) = db.get_mut("shadow") {
+        shadow.remove(name);
+        let days = days_now();
+        shadow.append(&[name, password, &days, "0", "99999", "7", "", "", ""]);
+    }
+}
+
+/// The group `name` with `gid`, as a new user's primary group.
+fn add_group(db: &mut Accounts, name: &str, gid: u64) {
+    if let Some(group) = db.get_mut("group") {
+        group.append(&[name, "x", &gid.to_string(), ""]);
+    }
+    if let Some(gshadow) = db.get_mut("gshadow") {
+        gshadow.remove(name);
+        gshadow.append(&[name, "!", "", ""]);
+    }
+}
+
+fn text_of(should: &Resource, key: &str) -> Option<String> {
+    should.get(key).and_then(Json::as_str).map(str::to_owned)
+}
+
+/// Adds what a half-made account lacks: a shadow line (locked, unless a
+/// password is given) and a group with its gid (named like the user).
+fn complete(db: &mut Accounts, fields: &[String], should: &Resource) -> CallResult<()> {
+    let (name, gid) = (&fields[0], fields[3].parse::<u64>().unwrap_or_default());
+    let lacks = View::new(db).missing(fields);
+    if lacks.contains(&"shadow") {
+        let password = text_of(should, "password").unwrap_or_else(|| "!".to_owned());
+        add_shadow(db, name, &password);
+    }
+    if lacks.contains(&"group") {
+        let group = db.get("group");
+        if let Some(same) = group.and_then(|g| g.find(name).map(|at| &g.lines[at])) {
+            let other = &same.f()[2];
+            return Err(CallError::new(format!(
+                "gid: the primary group {gid} of {} does not exist, and the group {} that would \
+                 be made for it has gid {other} already; set gid={other} or create a group with \
+                 gid {gid}",
+                quoted(name),
+                quoted(name)
+            )));
+        }
+        add_group(db, name, gid);
+    }
+    Ok(())
+}
+
+fn create(
+    db: &mut Accounts,
+    name: &str,
+    should: &Resource,
+    work: &mut Vec<Work>,
+) -> CallResult<Vec<Change>> {
+    if let Some(problem) = name_problem(name, "user name") {
+        return Err(CallError::new(format!("name: {problem} ({NAME_RULE})")));
+    }
+    let passwd = db.get("passwd").expect("passwd is read");
+    let used_uids = passwd.ids(2);
+    let uid = match should.get("uid") {
+        Some(value) => {
+            let uid = check_id("uid", value)?;
+            if used_uids.contains(&uid) {
+                let owner = passwd
+                    .records()
+                    .iter()
+                    .find(|r| r.id(2) == uid)
+                    .and_then(|r| r.name().map(str::to_owned))
+                    .unwrap_or_default();
+                return Err(CallError::new(format!(
+                    "uid: {uid} is already used by user {}",
+                    quoted(&owner)
+                )));
+            }
+            uid
+        }
+        None => free_id(&used_uids, "uid", None)?,
+    };
+    let gid = match should.get("gid") {
+        Some(value) => check_id("gid", value)?,
+        None => {
+            let group = db.get("group");
+            match group.and_then(|g| g.find(name).map(|at| g.lines[at].id(2))) {
+                Some(own) => own,
+                None => {
+                    let used = group.map(|g| g.ids(2)).unwrap_or_default();
+                    let gid = free_id(&used, "gid", Some(uid))?;
+                    add_group(db, name, gid);
+                    gid
+                }
+            }
+        }
+    };
+    let comment = text_of(should, "comment").unwrap_or_default();
+    let home = text_of(should, "home").unwrap_or_else(|| format!("/home/{name}"));
+    let shell = text_of(should, "shell").unwrap_or_else(|| "/bin/sh".to_owned());
+    let password = text_of(should, "password").unwrap_or_else(|| "!".to_owned());
+    let groups: Vec<String> = should
+        .get("groups")
+        .and_then(Json::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|g| g.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    add_shadow(db, name, &password);
+    if let Some(passwd) = db.get_mut("passwd") {
+        passwd.append(&[
+            name,
+            "x",
+            &uid.to_string(),
+            &gid.to_string(),
+            &comment,
+            &home,
+            &shell,
+        ]);
+    }
+    set_membership(db, name, &groups);
+    if should.get("managehome") == Some(&Json::Bool(true)) {
+        work.push(Work::MakeHome {
+            home: home.clone(),
+            uid: uid as u32,
+            gid: gid as u32,
+        });
+    }
+    Ok(vec![
+        Change::new("ensure", "absent", "present"),
+        Change::new("uid", Json::Null, uid),
+        Change::new("gid", Json::Null, gid),
+        Change::new("comment", Json::Null, comment),
+        Change::new("home", Json::Null, home),
+        Change::new("shell", Json::Null, shell),
+        Change::new("groups", Json::Null, groups),
+        Change::new("password", Json::Null, password),
+    ])
+}
+
+fn modify(
+    db: &mut Accounts,
+    at: usize,
+    should: &Resource,
+    ensure: Option<&str>,
+) -> CallResult<Vec<Change>> {
+    let fields = db.get("passwd").expect("passwd is read").lines[at]
+        .f()
+        .to_vec();
+    let name = fields[0].clone();
+    let mut changes = Vec::new();
+    if ensure == Some("present") && !View::new(db).missing(&fields).is_empty() {
+        complete(db, &fields, should)?;
+        changes.push(Change::new("ensure", "incomplete", "present"));
+    }
+    if let Some(value) = should.get("uid") {
+        let uid = check_id("uid", value)?;
+        if uid.to_string() != fields[2] {
+            return Err(CallError::new(format!(
+                "uid: {uid} can only be set when the user is created; it is {} now",
+                fields[2]
+            )));
+        }
+    }
+    let passwd = db.get_mut("passwd").expect("passwd is read");
+    if let Some(value) = should.get("gid") {
+        let gid = check_id("gid", value)?;
+        let old: u64 = fields[3].parse().unwrap_or_default();
+        if gid != old {
+            changes.push(Change::new("gid", old, gid));
+            passwd.lines[at].set_field(3, &gid.to_string());
+            passwd.changed = true;
+        }
+    }
+    for (attr, index) in [("comment", 4), ("home", 5), ("shell", 6)] {
+        if let Some(value) = text_of(should, attr) {
+            if value != fields[index] {
+                changes.push(Change::new(attr, clean(&fields[index]), value.as_str()));
+                passwd.lines[at].set_field(index, &value);
+                passwd.changed = true;
+            }
+        }
+    }
+    if let Some(password) = text_of(should, "password") {
+        let shadow = db.get("shadow");
+        let entry = shadow.and_then(|s| s.find(&name));
+        let old = entry.and_then(|at| shadow.map(|s| s.lines[at].f()[1].clone()));
+        if Some(&password) != old.as_ref() {
+            match entry {
+                None => add_shadow(db, &name, &password),
+                Some(at) => {
+                    if let Some(shadow) = db.get_mut("shadow") {
+                        shadow.lines[at].set_field(1, &password);
+                        shadow.lines[at].set_field(2, &days_now());
+                        shadow.changed = true;
+                    }
+                }
+            }
+            changes.push(Change::new(
+                "password",
+                old.map_or(Json::Null, Json::from),
+                password,
+            ));
+        }
+    }
+    if let Some(groups) = should.get("groups") {
+        let groups: Vec<String> = groups
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .filter_map(|g| g.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let old_groups = groups_of(db.get("group"), &name);
+        let (mut a, mut b) = (groups.clone(), old_groups.clone());
+        a.sort();
+        b.sort();
+        if a != b {
+            set_membership(db, &name, &groups);
+            changes.push(Change::new("groups", old_groups, groups));
+        }
+    }
+    Ok(changes)
+}
+
+fn apply_update(
+    call: &Call,
+    update: &Update,
+    db: &mut Accounts,
+    work: &mut Vec<Work>,
+) -> CallResult<Vec<Change>> {
+    let ensure = check_should(update, &ATTRIBUTES, Some(&ENSURES), &[])?;
+    let ensure = ensure.and_then(Json::as_str);
+    let name = update.name.as_str();
+    let mut should = update.should.clone();
+    if let Some(managehome) = should.get("managehome") {
+        if !managehome.is_boolean() {
+            return Err(CallError::new(format!(
+                "managehome: {managehome} is not a boolean"
+            )));
+        }
+    }
+    let managehome = should.get("managehome") == Some(&Json::Bool(true));
+    let at = db.get("passwd").and_then(|p| p.find(name));
+    let log = &call.log;
+
+    if ensure == Some("absent") {
+        let Some(at) = at else {
+            return Ok(Vec::new());
+        };
+        let fields = db.get("passwd").expect("passwd is read").lines[at]
+            .f()
+            .to_vec();
+        let was = match View::new(db).missing(&fields).is_empty() {
+            true => "present",
+            false => "incomplete",
+        };
+        return log.deleting(name, || {
+            db.get_mut("passwd").expect("passwd is read").remove(name);
+            if let Some(shadow) = db.get_mut("shadow") {
+                shadow.remove(name);
+            }
+            set_membership(db, name, &[]);
+            if managehome {
+                work.push(Work::RemoveHome {
+                    home: fields[5].clone(),
+                });
+            }
+            Ok(vec![Change::new("ensure", was, "absent")])
+        });
+    }
+
+    for attr in ["comment", "password"] {
+        if let Some(value) = should.get(attr) {
+            check_text(attr, value, attr == "password")?;
+        }
+    }
+    for attr in ["home", "shell"] {
+        if let Some(value) = should.get(attr) {
+            check_path(attr, value)?;
+        }
+    }
+    if let Some(groups) = should.get("groups") {
+        let checked = check_groups(db.get("group"), groups)?;
+        should.insert("groups".into(), json!(checked));
+    }
+    match at {
+        None => log.creating(name, || {
+            let changes = create(db, name, &should, work)?;
+            let passwd = db.get("passwd").expect("passwd is read");
+            if let Some(at) = passwd.find(name) {
+                check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;
+            }
+            Ok(changes)
+        }),
+        Some(at) => log.updating(name, || {
+            let changes = modify(db, at, &should, ensure)?;
+            if !changes.is_empty() {
+                let passwd = db.get("passwd").expect("passwd is read");
+                check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;
+            }
+            Ok(changes)
+        }),
+    }
+}
+
+/// Creates and removes home directories, below the root.
+fn do_work(root: &Root, work: &[Work]) -> CallResult<()> {
+    for item in work {
+        let home = match item {
+            Work::MakeHome { home, .. } | Work::RemoveHome { home } => home,
+        };
+        let trimmed = home.trim_end_matches('/');
+        let (parent, base) = match trimmed.rsplit_once('/') {
+            Some((parent, base)) => (parent, base),
+            None => ("", trimmed),
+        };
+        if matches!(base, "" | "." | "..") {
+            return Err(CallError::new(format!(
+                "the home directory {} cannot be managed",
+                quoted(home)
+            )));
+        }
+        let parent = parent.trim_start_matches('/');
+        let result = match item {
+            Work::MakeHome { uid, gid, .. } => root
+                .directory(parent, true, Some(Create::mode(0o755)))
+                .and_then(|dir| match dir.lstat(base)? {
+                    Some(_) => Ok(()),
+                    None => dir
+                        .subdir(
+                            base,
+                            Some(Create {
+                                mode: 0o755,
+                                uid: Some(*uid),
+                                gid: Some(*gid),
+                            }),
+                        )
+                        .map(drop),
+                }),
+            Work::RemoveHome { .. } => {
+                root.directory(parent, true, None)
+                    .and_then(|dir| match dir.lstat(base)? {
+                        Some(info) if info.is_dir() => dir.remove_tree(base).map_err(|err| {
+                            CallError::io(
+                                &err,
+                                &format!(
+                                    "remove the home directory {}",
+                                    quoted(&root.show(home.trim_start_matches('/')))
+                                ),
+                            )
+                        }),
+                        _ => Ok(()),
+                    })
+            }
+        };
+        match result {
+            Err(err) if err.missing => continue,
+            other => other?,
+        }
+    }
+    Ok(())
+}

@@ -44,6 +44,7 @@ done
 fn the_core_types_work_where_no_python3_exists() {
     let sandbox = Sandbox::new();
     sandbox.write("etc/hosts", "127.0.0.1 localhost\n10.0.0.1 db db.lan\n");
+    sandbox.write_accounts();
     let orig = tempfile::tempdir().unwrap();
     let ralsh = format!(
         "{} --root {} ",
@@ -55,6 +56,10 @@ fn the_core_types_work_where_no_python3_exists() {
         format!("{ralsh} host db"),
         format!("{ralsh} host web ip=10.0.0.5 host_aliases='[\"w1\"]'"),
         format!("{ralsh} host db ensure=absent"),
+        format!("{ralsh} user"),
+        format!("{ralsh} group staff ensure=present gid=1500"),
+        format!("{ralsh} user carol ensure=present groups='[\"staff\"]'"),
+        format!("{ralsh} user carol"),
     ];
     let mut command = Command::new("unshare");
     command
@@ -86,6 +91,11 @@ fn the_core_types_work_where_no_python3_exists() {
         "{}",
         sections[2]
     );
+    assert!(sections[4].contains("user::etc_passwd { 'root':"), "{}", sections[4]);
+    assert!(sections[5].contains("gid: (none) -> 1500"), "{}", sections[5]);
+    assert!(sections[7].contains("groups   => ['staff'],"), "{}", sections[7]);
+    assert!(sandbox.read("etc/passwd").contains("\ncarol:x:1000:"));
+    assert!(sandbox.read("etc/group").contains("\nstaff:x:1500:carol\n"));
     assert_eq!(
         sandbox.read("etc/hosts"),
         "127.0.0.1 localhost\n10.0.0.5\tweb w1\n",

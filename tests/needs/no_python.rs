@@ -2,7 +2,7 @@
 //! namespace where `/usr/bin` holds every program but Python's and the
 //! other directories a Python could come from (`/usr/local/bin`, a version
 //! manager's) are empty, and lists, finds and changes resources of each
-//! native type below a fake root.
+//! native type (host, mount) below a fake root.
 
 use std::process::Command;
 
@@ -44,6 +44,10 @@ done
 fn the_core_types_work_where_no_python3_exists() {
     let sandbox = Sandbox::new();
     sandbox.write("etc/hosts", "127.0.0.1 localhost\n10.0.0.1 db db.lan\n");
+    sandbox.write(
+        "etc/fstab",
+        "# fs\ntmpfs /tmp tmpfs defaults,nosuid 0 0\nproc /proc proc defaults 0 0\n",
+    );
     let orig = tempfile::tempdir().unwrap();
     let ralsh = format!(
         "{} --root {} ",
@@ -55,6 +59,10 @@ fn the_core_types_work_where_no_python3_exists() {
         format!("{ralsh} host db"),
         format!("{ralsh} host web ip=10.0.0.5 host_aliases='[\"w1\"]'"),
         format!("{ralsh} host db ensure=absent"),
+        format!("{ralsh} mount"),
+        format!("{ralsh} mount /tmp"),
+        format!("{ralsh} mount /srv/data device=/dev/vdb fstype=xfs pass=2"),
+        format!("{ralsh} mount /proc ensure=absent"),
     ];
     let mut command = Command::new("unshare");
     command
@@ -85,6 +93,31 @@ fn the_core_types_work_where_no_python3_exists() {
         sections[2].contains("ip: (none) -> '10.0.0.5'"),
         "{}",
         sections[2]
+    );
+    assert!(
+        sections[4].contains("mount::fstab { '/proc':"),
+        "{}",
+        sections[4]
+    );
+    assert!(
+        sections[5].contains("options => ['defaults', 'nosuid'],"),
+        "{}",
+        sections[5]
+    );
+    assert!(
+        sections[6].contains("device: (none) -> '/dev/vdb'"),
+        "{}",
+        sections[6]
+    );
+    assert!(
+        sections[7].contains("ensure: 'present' -> 'absent'"),
+        "{}",
+        sections[7]
+    );
+    assert_eq!(
+        sandbox.read("etc/fstab"),
+        "# fs\ntmpfs /tmp tmpfs defaults,nosuid 0 0\n/dev/vdb\t/srv/data\txfs\tdefaults\t0\t2\n",
+        "the mount changes were made, with no Python to make them"
     );
     assert_eq!(
         sandbox.read("etc/hosts"),

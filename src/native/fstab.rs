@@ -727,13 +727,14 @@ fn resource(entry: &Entry) -> Resource {
 }
 
 /// Refuses, before anything is written, an entry ral could not read back:
-/// its JSON must fit in [`RESOURCE_MAX`] bytes.
+/// its JSON must fit in [`RESOURCE_MAX`] bytes. The message is the
+/// script's, word for word (which says "as ral reads it back" twice).
 fn check_fits(entry: &Entry) -> CallResult<()> {
     let size = py_dumps(&Json::Object(resource(entry)), false).len();
     if size > RESOURCE_MAX {
         return Err(CallError::new(format!(
-            "{} as ral reads it back is {size} bytes long, more than the {RESOURCE_MAX} it \
-             accepts; nothing was changed",
+            "{} as ral reads it back is {size} bytes long as ral reads it back, more than the \
+             {RESOURCE_MAX} it accepts; nothing was changed",
             quoted(&entry.name)
         )));
     }

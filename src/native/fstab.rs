@@ -10,6 +10,7 @@
 mod command;
 
 use std::collections::HashSet;
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::Value as Json;
@@ -632,10 +633,12 @@ impl Line {
 }
 
 /// The lines of `etc/fstab` as read (none when it does not exist), and
-/// whether they were changed.
+/// whether they were changed. Lines are shared, so that the copy taken
+/// before each update of a set (to undo a failed one) costs a pointer a
+/// line; a line changed is copied then.
 #[derive(Debug, Clone)]
 struct File {
-    lines: Vec<Line>,
+    lines: Vec<Rc<Line>>,
     changed: bool,
 }
 
@@ -648,10 +651,10 @@ impl File {
             for piece in pieces {
                 let mut raw = piece.to_vec();
                 raw.push(b'\n');
-                lines.push(Line::new(raw));
+                lines.push(Rc::new(Line::new(raw)));
             }
             if !last.is_empty() {
-                lines.push(Line::new(last.to_vec()));
+                lines.push(Rc::new(Line::new(last.to_vec())));
             }
         }
         File {
@@ -690,7 +693,7 @@ impl File {
     fn append(&mut self, name: &str, values: &[Value]) {
         if let Some(last) = self.lines.last_mut() {
             if !last.raw.ends_with(b"\n") {
-                last.raw.push(b'\n');
+                Rc::make_mut(last).raw.push(b'\n');
             }
         }
         let mut fields = Vec::with_capacity(FIELDS.len());
@@ -702,7 +705,7 @@ impl File {
         }
         let mut raw = fields.join(&b'\t');
         raw.push(b'\n');
-        self.lines.push(Line::new(raw));
+        self.lines.push(Rc::new(Line::new(raw)));
         self.changed = true;
     }
 
@@ -868,7 +871,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
                 log.updating(name, || {
                     for (attr, value) in new {
                         changes.push(Change::new(attr, entry.get(attr).json(), value.json()));
-                        file.lines[at].set_field(attr, value);
+                        Rc::make_mut(&mut file.lines[at]).set_field(attr, value);
                     }
                     file.changed = true;
                     check_fits(file.entry(at))

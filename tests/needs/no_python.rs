@@ -14,6 +14,7 @@ use crate::tests;
 pub fn tests() -> Vec<Test> {
     tests![[MountNamespace]
         the_core_types_work_where_no_python3_exists,
+        mount_and_umount_run_for_the_real_root_of_a_private_namespace,
     ]
 }
 
@@ -123,5 +124,103 @@ fn the_core_types_work_where_no_python3_exists() {
         sandbox.read("etc/hosts"),
         "127.0.0.1 localhost\n10.0.0.5\tweb w1\n",
         "the changes were made, with no Python to make them"
+    );
+}
+
+/// Gives the namespace an `/etc` of its own (a copy, bound over it) with
+/// an empty fstab, so that ralsh works on the real root `/` without
+/// touching the system's files; mounts made there stay in the namespace.
+const PRIVATE_ETC: &str = r#"
+mkdir -p "$WORK/etc" "$WORK/mnt"
+cp -a /etc/. "$WORK/etc/" 2>/dev/null || true
+mount --bind "$WORK/etc" /etc
+if [ -d /run/mount ]; then mount -t tmpfs tmpfs /run/mount; fi
+: > /etc/fstab
+"#;
+
+fn mount_and_umount_run_for_the_real_root_of_a_private_namespace() {
+    let sandbox = Sandbox::new();
+    let work = tempfile::tempdir().unwrap();
+    let work_path = work.path().display().to_string();
+    let orig = tempfile::tempdir().unwrap();
+    let system_fstab = std::fs::read("/etc/fstab").ok();
+    let ralsh = format!("{} ", crate::support::ralsh_bin());
+    let mnt = format!("{work_path}/mnt");
+    let bad = format!("{work_path}/bad");
+    let mounted = format!("grep -c ' {mnt} ' /proc/self/mountinfo");
+    let lines = [
+        PRIVATE_ETC.to_owned(),
+        format!("{ralsh} mount {mnt} device=tmpfs fstype=tmpfs options=size=1m ensure=mounted"),
+        mounted.clone(),
+        format!("{ralsh} mount {mnt} ensure=mounted"),
+        format!("{ralsh} -n mount {mnt} ensure=unmounted"),
+        mounted.clone(),
+        format!("{ralsh} mount {mnt} ensure=unmounted"),
+        mounted,
+        format!("{ralsh} mount {bad} device=/dev/nonexistent fstype=ext4 ensure=mounted"),
+        "cat /etc/fstab".to_owned(),
+    ];
+    let mut command = Command::new("unshare");
+    command
+        .args(["-rm", "sh", "-c", HIDE_PYTHON, "sh"])
+        .arg(orig.path())
+        .args(&lines)
+        .env("WORK", work.path())
+        .env("HOME", sandbox.cache.path())
+        .env("XDG_CACHE_HOME", sandbox.cache.path());
+    let out = run(&mut command);
+    let out = out.expect(0);
+    let sections: Vec<&str> = out.stdout.split("== ").skip(1).collect();
+    assert_eq!(sections.len(), lines.len(), "{}", out.stdout);
+    let ends = |at: usize, text: &str| {
+        assert!(
+            sections[at].ends_with(text),
+            "section {at} should end with {text:?}:\n{}",
+            sections[at]
+        );
+    };
+    assert!(!sections[0].contains("exit status"), "{}", sections[0]);
+    assert!(
+        sections[1].contains("ensure: 'absent' -> 'mounted'"),
+        "{}",
+        sections[1]
+    );
+    ends(2, "\n1\n");
+    ends(3, "no changes needed\n");
+    assert!(
+        sections[4].contains("ensure: 'mounted' -> 'unmounted' (noop: would change)"),
+        "{}",
+        sections[4]
+    );
+    ends(5, "\n1\n");
+    assert!(
+        sections[6].contains("ensure: 'mounted' -> 'unmounted'"),
+        "{}",
+        sections[6]
+    );
+    ends(7, "\n0\nexit status 1\n");
+    assert!(
+        sections[8].contains(&format!("mount {bad} failed (exit status 32):\n")),
+        "{}",
+        sections[8]
+    );
+    assert!(
+        sections[8].contains("(fstab was updated)"),
+        "{}",
+        sections[8]
+    );
+    ends(
+        9,
+        &format!(
+            "tmpfs\t{mnt}\ttmpfs\tsize=1m\t0\t0\n/dev/nonexistent\t{bad}\text4\tdefaults\t0\t0\n"
+        ),
+    );
+    for section in &sections {
+        assert!(!section.contains("python"), "{section}");
+    }
+    assert_eq!(
+        std::fs::read("/etc/fstab").ok(),
+        system_fstab,
+        "the system's fstab is untouched"
     );
 }

@@ -121,11 +121,11 @@ impl Provider for Fstab {
                 continue;
             }
             let written = if changed { " (fstab was updated)" } else { "" };
-            // What was reported of this mount point gives way to the
-            // failure.
+            // Whatever was reported of this mount point gives way to the
+            // failure (as the script dropped its other entries).
             let name = &updates[at].name;
             for (other, outcome) in outcomes.iter_mut().enumerate() {
-                if updates[other].name == *name && outcome.is_ok() {
+                if updates[other].name == *name {
                     *outcome = Ok(Vec::new());
                 }
             }

@@ -10,7 +10,7 @@
 mod command;
 
 use std::collections::HashSet;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value as Json;
@@ -55,8 +55,7 @@ impl Provider for Fstab {
     }
 
     fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
-        let data = Root::open(&call.root)?.read(FSTAB, true)?;
-        let file = File::parse(data.as_ref().map(|(data, _)| data.as_slice()));
+        let file = read_fstab(call)?;
         let entries = file.entries();
         if names.is_empty() {
             return Ok(entries
@@ -133,6 +132,59 @@ impl Provider for Fstab {
         }
         Ok(outcomes)
     }
+}
+
+/// What tells one version of the file from another: the root, and the
+/// file's device, inode, size, and change and modification times (the
+/// change time cannot be set back by anyone).
+type Version = (std::path::PathBuf, [i64; 7]);
+
+/// The last version read, which later gets of this process reuse while
+/// the file is unchanged: a plan asks for each of many mount points in a
+/// call of its own.
+static LAST: Mutex<Option<(Version, Arc<File>)>> = Mutex::new(None);
+
+/// The file for a get (no lines when it or `etc` is missing).
+fn read_fstab(call: &Call) -> CallResult<Arc<File>> {
+    let root = Root::open(&call.root)?;
+    let target = match root.file(FSTAB, true, None) {
+        Ok(target) => target,
+        Err(err) if err.missing => return Ok(Arc::new(File::parse(None))),
+        Err(err) => return Err(err),
+    };
+    let version = target
+        .lstat()?
+        .map(|info| (call.root.clone(), stamp(&info)));
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let (Some(version), Some((known, file))) = (&version, last.as_ref()) {
+        if version == known {
+            return Ok(file.clone());
+        }
+    }
+    let (data, read) = match target.read(None)? {
+        Some((data, info)) => (Some(data), Some((call.root.clone(), stamp(&info)))),
+        None => (None, None),
+    };
+    let file = Arc::new(File::parse(data.as_deref()));
+    // Kept only when what was read is the version looked at first (the
+    // file was not replaced in between).
+    if let Some(version) = version.filter(|version| read.as_ref() == Some(version)) {
+        *last = Some((version, file.clone()));
+    }
+    Ok(file)
+}
+
+fn stamp(info: &crate::sdk::files::Stat) -> [i64; 7] {
+    let raw = info.raw();
+    [
+        raw.st_dev as i64,
+        raw.st_ino as i64,
+        raw.st_size,
+        raw.st_mtime,
+        raw.st_mtime_nsec,
+        raw.st_ctime,
+        raw.st_ctime_nsec,
+    ]
 }
 
 // ------------------------------------------------------- fields and values
@@ -638,7 +690,7 @@ impl Line {
 /// line; a line changed is copied then.
 #[derive(Debug, Clone)]
 struct File {
-    lines: Vec<Rc<Line>>,
+    lines: Vec<Arc<Line>>,
     changed: bool,
 }
 
@@ -651,10 +703,10 @@ impl File {
             for piece in pieces {
                 let mut raw = piece.to_vec();
                 raw.push(b'\n');
-                lines.push(Rc::new(Line::new(raw)));
+                lines.push(Arc::new(Line::new(raw)));
             }
             if !last.is_empty() {
-                lines.push(Rc::new(Line::new(last.to_vec())));
+                lines.push(Arc::new(Line::new(last.to_vec())));
             }
         }
         File {
@@ -693,7 +745,7 @@ impl File {
     fn append(&mut self, name: &str, values: &[Value]) {
         if let Some(last) = self.lines.last_mut() {
             if !last.raw.ends_with(b"\n") {
-                Rc::make_mut(last).raw.push(b'\n');
+                Arc::make_mut(last).raw.push(b'\n');
             }
         }
         let mut fields = Vec::with_capacity(FIELDS.len());
@@ -705,7 +757,7 @@ impl File {
         }
         let mut raw = fields.join(&b'\t');
         raw.push(b'\n');
-        self.lines.push(Rc::new(Line::new(raw)));
+        self.lines.push(Arc::new(Line::new(raw)));
         self.changed = true;
     }
 
@@ -871,7 +923,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
                 log.updating(name, || {
                     for (attr, value) in new {
                         changes.push(Change::new(attr, entry.get(attr).json(), value.json()));
-                        Rc::make_mut(&mut file.lines[at]).set_field(attr, value);
+                        Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
                     }
                     file.changed = true;
                     check_fits(file.entry(at))

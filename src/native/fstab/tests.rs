@@ -271,3 +271,33 @@ fn the_kernels_mount_points_are_decoded() {
     assert!(points.contains("/mnt/my disk"));
     assert_eq!(points.len(), 2);
 }
+
+#[test]
+fn a_get_reads_the_file_again_once_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("etc")).unwrap();
+    let path = dir.path().join("etc/fstab");
+    let call = Call {
+        root: dir.path().to_owned(),
+        ..call()
+    };
+    let names = |call: &Call| -> Vec<String> {
+        let found = Fstab.get(call, &[]).unwrap();
+        found
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(names(&call).is_empty(), "no fstab: no entries");
+    std::fs::write(&path, "a /a e d\n").unwrap();
+    assert_eq!(names(&call), ["/a"]);
+    assert_eq!(names(&call), ["/a"], "read again from the copy kept");
+    // Written in place (with another size: two writes within one tick of
+    // the file system's clock may leave the times as they were).
+    std::fs::write(&path, "b /bb e d\n").unwrap();
+    assert_eq!(names(&call), ["/bb"]);
+    // Replaced by another file.
+    std::fs::write(dir.path().join("etc/new"), "c /c e d 0 0\n").unwrap();
+    std::fs::rename(dir.path().join("etc/new"), &path).unwrap();
+    assert_eq!(names(&call), ["/c"]);
+}

@@ -4,6 +4,14 @@
 //! (PATH and HOME as given, the C locale) and a time limit; under noop
 //! nothing runs and a log line says what would have. The SDK has no
 //! command runner yet, so this small one is private to the provider.
+//!
+//! Served inside ralsh, the command is a child of ralsh that leads no
+//! call, which ralsh's sweeps for what calls leave behind (a child
+//! subreaper's, `process::orphans`) would count as left behind: a sweep
+//! run meanwhile by another call's end could end it. ralsh runs one call
+//! at a time per resource, but a runner the host knows of (one that keeps
+//! its children out of the sweeps, as `process::Daemon` does) belongs in
+//! the SDK.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};

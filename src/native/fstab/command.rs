@@ -8,10 +8,10 @@
 //! Served inside ralsh, the command is a child of ralsh that leads no
 //! call, which ralsh's sweeps for what calls leave behind (a child
 //! subreaper's, `process::orphans`) would count as left behind: a sweep
-//! run meanwhile by another call's end could end it. ralsh runs one call
-//! at a time per resource, but a runner the host knows of (one that keeps
-//! its children out of the sweeps, as `process::Daemon` does) belongs in
-//! the SDK.
+//! run meanwhile by another call's end could end it. ralsh makes one call
+//! at a time, but `ral apply` runs several providers' tasks side by side:
+//! a runner the host knows of (one that keeps its children out of the
+//! sweeps, as `process::Daemon` does) belongs in the SDK.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};

@@ -455,6 +455,8 @@ mod tests {
             noop: false,
             lock_timeout: std::time::Duration::from_secs(5),
             log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
+            env: Vec::new(),
+            commands: std::sync::Arc::new(crate::sdk::command::Direct),
         }
     }
 

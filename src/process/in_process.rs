@@ -42,12 +42,20 @@ pub fn run(
     sink: &mut LineSink,
     idle: &mut Idle,
 ) -> Result<Finished> {
-    let vars = call.env.vars();
-    let env = |key: &str| {
-        vars.iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.to_string_lossy().into_owned())
-    };
+    let env: Vec<(String, String)> = call
+        .env
+        .vars()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let commands = Arc::new(Hosted {
+        label: call.label.to_owned(),
+    });
     let stdin = call.stdin.as_deref().unwrap_or_default();
     let mut stdout = Vec::new();
     let stderr = Shared::default();
@@ -57,6 +65,7 @@ pub fn run(
             &call.args,
             &mut { stdin },
             &env,
+            commands,
             &mut stdout,
             Box::new(stderr.clone()),
         )
@@ -136,4 +145,73 @@ fn pieces(output: &[u8], limit: usize) -> impl Iterator<Item = Piece<'_>> {
             unterminated: !terminated,
         })
     })
+}
+
+/// Runs the commands of a provider served here through the one process
+/// runner, as calls of their own: in their own process group, ended at
+/// their time limit, and known to the sweeps of what calls leave behind
+/// (a command started by hand here would be taken for one).
+struct Hosted {
+    /// The provider's name, for errors.
+    label: String,
+}
+
+impl sdk::command::Commands for Hosted {
+    fn run(
+        &self,
+        argv: &[String],
+        env: &[(String, String)],
+        timeout: std::time::Duration,
+    ) -> sdk::command::Finished {
+        let mut ran = sdk::command::Finished::default();
+        let Some(program) = argv.first() else {
+            ran.problem = Some("could not be run: no command".to_owned());
+            return ran;
+        };
+        let arg0 = std::ffi::OsString::from(program);
+        let args: Vec<std::ffi::OsString> = argv[1..].iter().map(Into::into).collect();
+        let env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+            env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+        let call = super::streams::StreamCall {
+            label: &self.label,
+            program: std::path::Path::new(program),
+            arg0: &arg0,
+            args: &args,
+            env: &env,
+            fd3: false,
+            stdin: None,
+            timeout,
+            release: false,
+        };
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let ended = super::streams::run_streams(&call, &mut |stream, line| {
+            let kept = match stream {
+                super::runner::Stream::Stdout => &mut stdout,
+                super::runner::Stream::Stderr => &mut stderr,
+            };
+            kept.extend_from_slice(line);
+            kept.push(b'\n');
+            let over = kept.len().saturating_sub(sdk::command::TAIL_BYTES);
+            kept.drain(..over);
+        });
+        match ended {
+            Ok(ended) => match (ended.code, ended.signal) {
+                (Some(code), _) => ran.status = Some(code),
+                (None, Some(signal)) => {
+                    ran.problem = Some(format!("was killed by signal {signal}"))
+                }
+                (None, None) => ran.problem = Some("ended without a status".to_owned()),
+            },
+            Err(Error::Timeout { .. }) => {
+                ran.problem = Some(format!(
+                    "did not finish within {}s",
+                    sdk::command::seconds(timeout)
+                ))
+            }
+            Err(err) => ran.problem = Some(format!("could not be run: {err}")),
+        }
+        ran.stdout = stdout;
+        ran.stderr = stderr;
+        ran
+    }
 }

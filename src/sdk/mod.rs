@@ -15,6 +15,7 @@
 //! the root opened without following links out of it, the locks the
 //! system's tools take, and crash-safe edits with a journal.
 
+pub mod command;
 pub mod error;
 pub mod files;
 pub mod log;
@@ -65,7 +66,6 @@ impl Change {
 }
 
 /// What a call is given besides its arguments.
-#[derive(Debug)]
 pub struct Call {
     /// The root directory the provider works below (`RALSH_ROOT_DIR`,
     /// `/` when unset or empty).
@@ -76,6 +76,44 @@ pub struct Call {
     pub lock_timeout: std::time::Duration,
     /// Where messages go.
     pub log: Log,
+    /// The environment the provider was given (what commands it runs
+    /// start from).
+    pub env: Vec<(String, String)>,
+    /// What runs the commands it runs.
+    pub commands: std::sync::Arc<dyn command::Commands>,
+}
+
+impl Call {
+    /// A call below `root` with the defaults of a provider program: the
+    /// lock wait of lckpwdf, no environment, commands run directly.
+    pub fn new(root: impl Into<std::path::PathBuf>, noop: bool, log: Log) -> Call {
+        Call {
+            root: root.into(),
+            noop,
+            lock_timeout: serve::LOCK_WAIT,
+            log,
+            env: Vec::new(),
+            commands: std::sync::Arc::new(command::Direct),
+        }
+    }
+
+    /// The value of the environment variable `key` the call was given.
+    pub fn var(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("root", &self.root)
+            .field("noop", &self.noop)
+            .field("lock_timeout", &self.lock_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A provider: its metadata and its two operations.

@@ -9,10 +9,12 @@
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value as Json};
 
+use super::command::{Commands, Direct};
 use super::error::{CallError, CallResult};
 use super::text::{clean, clean_lines, join_words, python_json, quoted};
 use super::{error_entry, Call, Log, Outcome, Provider, Resource, Update};
@@ -38,14 +40,10 @@ pub enum Convention {
 }
 
 /// The environment a call sees: the variables the host gives providers.
-pub trait Env {
-    fn var(&self, key: &str) -> Option<String>;
-}
+pub type Env = [(String, String)];
 
-impl<F: Fn(&str) -> Option<String>> Env for F {
-    fn var(&self, key: &str) -> Option<String> {
-        self(key)
-    }
+fn var(env: &Env, key: &str) -> Option<String> {
+    env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
 }
 
 /// Runs a provider program: `args` (its arguments after the program's
@@ -53,7 +51,14 @@ impl<F: Fn(&str) -> Option<String>> Env for F {
 /// stderr. Returns the exit status. A provider's `main` is
 /// `std::process::exit(serve::main(&MyProvider, &args))`.
 pub fn main(provider: &dyn Provider, args: &[String]) -> i32 {
-    let env = |key: &str| std::env::var(key).ok();
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
     let mut stdin = std::io::stdin().lock();
     let mut out = std::io::stdout().lock();
     serve(
@@ -61,6 +66,7 @@ pub fn main(provider: &dyn Provider, args: &[String]) -> i32 {
         args,
         &mut stdin,
         &env,
+        Arc::new(Direct),
         &mut out,
         Box::new(std::io::stderr()),
     )
@@ -73,10 +79,12 @@ pub fn serve(
     provider: &dyn Provider,
     args: &[String],
     stdin: &mut dyn Read,
-    env: &dyn Env,
+    env: &Env,
+    commands: Arc<dyn Commands>,
     out: &mut dyn Write,
     log: Box<dyn Write + Send>,
 ) -> i32 {
+    let made = Made { env, commands };
     let convention = provider.convention();
     let mut answer = Answer {
         out,
@@ -84,8 +92,8 @@ pub fn serve(
         failed: false,
     };
     let result = match convention {
-        Convention::Simple => simple(provider, args, env, log, &mut answer),
-        Convention::Json => json_call(provider, args, stdin, env, log, &mut answer),
+        Convention::Simple => simple(provider, args, &made, log, &mut answer),
+        Convention::Json => json_call(provider, args, stdin, &made, log, &mut answer),
     };
     if let Err(err) = result {
         answer.error(&err);
@@ -128,14 +136,19 @@ impl Answer<'_> {
     }
 }
 
+/// What a call is made from besides its arguments.
+struct Made<'e> {
+    env: &'e Env,
+    commands: Arc<dyn Commands>,
+}
+
 /// The call's settings from the environment the host gives providers.
-fn call(env: &dyn Env, log: Box<dyn Write + Send>, noop: bool) -> Call {
-    let root = env
-        .var("RALSH_ROOT_DIR")
+fn call(made: &Made, log: Box<dyn Write + Send>, noop: bool) -> Call {
+    let env = made.env;
+    let root = var(env, "RALSH_ROOT_DIR")
         .filter(|root| !root.is_empty())
         .unwrap_or_else(|| "/".to_owned());
-    let lock_timeout = env
-        .var("RALSH_LOCK_TIMEOUT")
+    let lock_timeout = var(env, "RALSH_LOCK_TIMEOUT")
         .and_then(|text| text.parse::<f64>().ok())
         .filter(|secs| secs.is_finite() && *secs >= 0.0)
         .map(Duration::from_secs_f64)
@@ -145,6 +158,8 @@ fn call(env: &dyn Env, log: Box<dyn Write + Send>, noop: bool) -> Call {
         noop,
         lock_timeout,
         log: Log::new(log, noop),
+        env: env.to_vec(),
+        commands: made.commands.clone(),
     }
 }
 
@@ -159,18 +174,18 @@ fn describe(provider: &dyn Provider, answer: &mut Answer) {
 fn simple(
     provider: &dyn Provider,
     argv: &[String],
-    env: &dyn Env,
+    made: &Made,
     log: Box<dyn Write + Send>,
     answer: &mut Answer,
 ) -> CallResult<()> {
-    let args = simple_args(argv, env)?;
+    let args = simple_args(argv, made.env)?;
     let action = match args.get("ral_action") {
         Some(Json::String(action)) => action.clone(),
         Some(_) => return Err(CallError::new("ral_action must be one word")),
         None => return Err(CallError::new("missing required argument 'ral_action'")),
     };
     // ral_noop's value does not matter: its presence means noop.
-    let call = call(env, log, args.contains_key("ral_noop"));
+    let call = call(made, log, args.contains_key("ral_noop"));
     match action.as_str() {
         "describe" => {
             describe(provider, answer);
@@ -279,14 +294,13 @@ pub fn simple_text(value: &Json) -> String {
 /// `KEY=(WORD WORD ...)` for an array, each word shell-quoted; and the
 /// sensitive values passed in the environment, each variable that
 /// `RALSH_SENSITIVE` names holding one value as it is.
-pub fn simple_args(argv: &[String], env: &dyn Env) -> CallResult<Map<String, Json>> {
+pub fn simple_args(argv: &[String], env: &Env) -> CallResult<Map<String, Json>> {
     let mut args = Map::new();
-    for key in env
-        .var(SENSITIVE_VAR)
+    for key in var(env, SENSITIVE_VAR)
         .unwrap_or_default()
         .split_whitespace()
     {
-        let value = env.var(key).ok_or_else(|| {
+        let value = var(env, key).ok_or_else(|| {
             CallError::new(format!(
                 "{SENSITIVE_VAR} names {}, which is not in the environment",
                 quoted(key)
@@ -390,7 +404,7 @@ fn json_call(
     provider: &dyn Provider,
     argv: &[String],
     stdin: &mut dyn Read,
-    env: &dyn Env,
+    made: &Made,
     log: Box<dyn Write + Send>,
     answer: &mut Answer,
 ) -> CallResult<()> {
@@ -415,14 +429,14 @@ fn json_call(
         "get" => {
             let document = read_request(stdin)?;
             let names = get_names(&document)?;
-            let call = call(env, log, false);
+            let call = call(made, log, false);
             let resources = provider.get(&call, &names)?;
             answer_get(answer, resources, &names)
         }
         "set" => {
             let document = read_request(stdin)?;
             let (noop, updates) = set_request(&document)?;
-            let call = call(env, log, noop);
+            let call = call(made, log, noop);
             let outcomes = provider.set(&call, &updates)?;
             answer_set(answer, &updates, outcomes)
         }

@@ -2,7 +2,7 @@
 //! namespace where `/usr/bin` holds every program but Python's and the
 //! other directories a Python could come from (`/usr/local/bin`, a version
 //! manager's) are empty, and lists, finds and changes resources of each
-//! native type below a fake root.
+//! native type (host, mount) below a fake root.
 
 use std::process::Command;
 
@@ -14,6 +14,7 @@ use crate::tests;
 pub fn tests() -> Vec<Test> {
     tests![[MountNamespace]
         the_core_types_work_where_no_python3_exists,
+        mount_and_umount_run_for_the_real_root_of_a_private_namespace,
     ]
 }
 
@@ -45,6 +46,10 @@ fn the_core_types_work_where_no_python3_exists() {
     let sandbox = Sandbox::new();
     sandbox.write("etc/hosts", "127.0.0.1 localhost\n10.0.0.1 db db.lan\n");
     sandbox.write_accounts();
+    sandbox.write(
+        "etc/fstab",
+        "# fs\ntmpfs /tmp tmpfs defaults,nosuid 0 0\nproc /proc proc defaults 0 0\n",
+    );
     let orig = tempfile::tempdir().unwrap();
     let ralsh = format!(
         "{} --root {} ",
@@ -60,6 +65,10 @@ fn the_core_types_work_where_no_python3_exists() {
         format!("{ralsh} group staff ensure=present gid=1500"),
         format!("{ralsh} user carol ensure=present groups='[\"staff\"]'"),
         format!("{ralsh} user carol"),
+        format!("{ralsh} mount"),
+        format!("{ralsh} mount /tmp"),
+        format!("{ralsh} mount /srv/data device=/dev/vdb fstype=xfs pass=2"),
+        format!("{ralsh} mount /proc ensure=absent"),
     ];
     let mut command = Command::new("unshare");
     command
@@ -91,14 +100,149 @@ fn the_core_types_work_where_no_python3_exists() {
         "{}",
         sections[2]
     );
-    assert!(sections[4].contains("user::etc_passwd { 'root':"), "{}", sections[4]);
-    assert!(sections[5].contains("gid: (none) -> 1500"), "{}", sections[5]);
-    assert!(sections[7].contains("groups   => ['staff'],"), "{}", sections[7]);
+    assert!(
+        sections[4].contains("user::etc_passwd { 'root':"),
+        "{}",
+        sections[4]
+    );
+    assert!(
+        sections[5].contains("gid: (none) -> 1500"),
+        "{}",
+        sections[5]
+    );
+    assert!(
+        sections[7].contains("groups   => ['staff'],"),
+        "{}",
+        sections[7]
+    );
     assert!(sandbox.read("etc/passwd").contains("\ncarol:x:1000:"));
     assert!(sandbox.read("etc/group").contains("\nstaff:x:1500:carol\n"));
+    assert!(
+        sections[8].contains("mount::fstab { '/proc':"),
+        "{}",
+        sections[8]
+    );
+    assert!(
+        sections[9].contains("options => ['defaults', 'nosuid'],"),
+        "{}",
+        sections[9]
+    );
+    assert!(
+        sections[10].contains("device: (none) -> '/dev/vdb'"),
+        "{}",
+        sections[10]
+    );
+    assert!(
+        sections[11].contains("ensure: 'present' -> 'absent'"),
+        "{}",
+        sections[11]
+    );
+    assert_eq!(
+        sandbox.read("etc/fstab"),
+        "# fs\ntmpfs /tmp tmpfs defaults,nosuid 0 0\n/dev/vdb\t/srv/data\txfs\tdefaults\t0\t2\n",
+        "the mount changes were made, with no Python to make them"
+    );
     assert_eq!(
         sandbox.read("etc/hosts"),
         "127.0.0.1 localhost\n10.0.0.5\tweb w1\n",
         "the changes were made, with no Python to make them"
+    );
+}
+
+/// Gives the namespace an `/etc` of its own (a copy, bound over it) with
+/// an empty fstab, so that ralsh works on the real root `/` without
+/// touching the system's files; mounts made there stay in the namespace.
+const PRIVATE_ETC: &str = r#"
+mkdir -p "$WORK/etc" "$WORK/mnt"
+cp -a /etc/. "$WORK/etc/" 2>/dev/null || true
+mount --bind "$WORK/etc" /etc
+if [ -d /run/mount ]; then mount -t tmpfs tmpfs /run/mount; fi
+: > /etc/fstab
+"#;
+
+fn mount_and_umount_run_for_the_real_root_of_a_private_namespace() {
+    let sandbox = Sandbox::new();
+    let work = tempfile::tempdir().unwrap();
+    let work_path = work.path().display().to_string();
+    let orig = tempfile::tempdir().unwrap();
+    let system_fstab = std::fs::read("/etc/fstab").ok();
+    let ralsh = format!("{} ", crate::support::ralsh_bin());
+    let mnt = format!("{work_path}/mnt");
+    let bad = format!("{work_path}/bad");
+    let mounted = format!("grep -c ' {mnt} ' /proc/self/mountinfo");
+    let lines = [
+        PRIVATE_ETC.to_owned(),
+        format!("{ralsh} mount {mnt} device=tmpfs fstype=tmpfs options=size=1m ensure=mounted"),
+        mounted.clone(),
+        format!("{ralsh} mount {mnt} ensure=mounted"),
+        format!("{ralsh} -n mount {mnt} ensure=unmounted"),
+        mounted.clone(),
+        format!("{ralsh} mount {mnt} ensure=unmounted"),
+        mounted,
+        format!("{ralsh} mount {bad} device=/dev/nonexistent fstype=ext4 ensure=mounted"),
+        "cat /etc/fstab".to_owned(),
+    ];
+    let mut command = Command::new("unshare");
+    command
+        .args(["-rm", "sh", "-c", HIDE_PYTHON, "sh"])
+        .arg(orig.path())
+        .args(&lines)
+        .env("WORK", work.path())
+        .env("HOME", sandbox.cache.path())
+        .env("XDG_CACHE_HOME", sandbox.cache.path());
+    let out = run(&mut command);
+    let out = out.expect(0);
+    let sections: Vec<&str> = out.stdout.split("== ").skip(1).collect();
+    assert_eq!(sections.len(), lines.len(), "{}", out.stdout);
+    let ends = |at: usize, text: &str| {
+        assert!(
+            sections[at].ends_with(text),
+            "section {at} should end with {text:?}:\n{}",
+            sections[at]
+        );
+    };
+    assert!(!sections[0].contains("exit status"), "{}", sections[0]);
+    assert!(
+        sections[1].contains("ensure: 'absent' -> 'mounted'"),
+        "{}",
+        sections[1]
+    );
+    ends(2, "\n1\n");
+    ends(3, "no changes needed\n");
+    assert!(
+        sections[4].contains("ensure: 'mounted' -> 'unmounted' (noop: would change)"),
+        "{}",
+        sections[4]
+    );
+    ends(5, "\n1\n");
+    assert!(
+        sections[6].contains("ensure: 'mounted' -> 'unmounted'"),
+        "{}",
+        sections[6]
+    );
+    ends(7, "\n0\nexit status 1\n");
+    assert!(
+        sections[8].contains(&format!("mount {bad} failed (exit status 32):\n")),
+        "{}",
+        sections[8]
+    );
+    assert!(
+        sections[8].contains("(fstab was updated)"),
+        "{}",
+        sections[8]
+    );
+    ends(
+        9,
+        &format!(
+            "tmpfs\t{mnt}\ttmpfs\tsize=1m\t0\t0\n/dev/nonexistent\t{bad}\text4\tdefaults\t0\t0\n"
+        ),
+    );
+    for section in &sections {
+        assert!(!section.contains("python"), "{section}");
+    }
+    assert_eq!(
+        std::fs::read("/etc/fstab").ok(),
+        system_fstab,
+        "the system's fstab is untouched"
     );
 }

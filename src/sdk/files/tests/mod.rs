@@ -57,6 +57,8 @@ impl Sandbox {
             noop,
             lock_timeout,
             log: Log::new(Box::new(log.clone()), noop),
+            env: Vec::new(),
+            commands: std::sync::Arc::new(crate::sdk::command::Direct),
         };
         Sandbox {
             tmp,

@@ -1,0 +1,975 @@
+//! `mount::fstab`: entries of `/etc/fstab` below the root (json calling
+//! convention), as the script it replaces kept them. The file is edited
+//! line by line and field by field: every line not changed stays byte for
+//! byte as it was, and a changed line keeps the whitespace between its
+//! fields. Changes take the lock beside the file, re-read it under the
+//! lock and replace it atomically. Mounting and unmounting
+//! (`ensure=mounted/unmounted`) only ever happen with the real root `/`;
+//! below any other root they are refused before anything runs.
+
+mod command;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use crate::sdk::files::{Attrs, Edit, Lock, Root};
+use crate::sdk::serve::RESOURCE_MAX;
+use crate::sdk::text::quoted;
+use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
+use crate::sdk::{Outcome, Provider, Resource, Update};
+
+/// The file, relative to the root.
+const FSTAB: &str = "etc/fstab";
+/// Where the kernel lists what is mounted (always the real one: mounting
+/// is for the real root only).
+const MOUNTINFO: &str = "/proc/self/mountinfo";
+/// The attributes an update may name.
+const ATTRIBUTES: [&str; 7] = [
+    "name", "ensure", "device", "fstype", "options", "dump", "pass",
+];
+const ENSURES: [&str; 4] = ["present", "absent", "mounted", "unmounted"];
+/// The fields of a line, in order.
+const FIELDS: [&str; 6] = ["device", "name", "fstype", "options", "dump", "pass"];
+/// The attributes of an entry besides its name, in the order reported.
+const VALUES: [&str; 5] = ["device", "fstype", "options", "dump", "pass"];
+/// The mount points of swap entries.
+const SWAP_NAMES: [&str; 2] = ["none", "swap"];
+/// How long mount or umount may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+const FSTYPE_SHAPE: &str =
+    "a file system type (letters, digits, '_', '.', '+' and '-'; several separated by ',')";
+
+/// The provider.
+pub struct Fstab;
+
+impl Provider for Fstab {
+    fn metadata(&self) -> &'static str {
+        include_str!("../../providers/fstab.yaml")
+    }
+
+    fn convention(&self) -> Convention {
+        Convention::Json
+    }
+
+    fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
+        let file = read_fstab(call)?;
+        let entries = file.entries();
+        if names.is_empty() {
+            return Ok(entries
+                .values()
+                .map(|&at| resource(file.entry(at)))
+                .collect());
+        }
+        let mut found = Vec::new();
+        for name in names {
+            match entries.get(name.as_str()) {
+                Some(&at) => found.push(resource(file.entry(at))),
+                None => {
+                    if let Some(problem) = mount_point_problem(name, "swap") {
+                        let message = format!("the mount point {} {problem}", quoted(name));
+                        found.push(error_entry(
+                            name,
+                            &CallError::of_kind(Kind::Unknown, message),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+        let root = Root::open(&call.root)?;
+        let target = root.file(FSTAB, true, None)?;
+        let mut actions = Vec::new();
+        let mut outcomes = Vec::with_capacity(updates.len());
+        let changed = {
+            let mut edit = Edit::begin(Lock::beside(&target), call)?;
+            let mut file = File::parse(edit.read(&target)?.as_deref());
+            for (at, update) in updates.iter().enumerate() {
+                // Each update starts from the lines the ones before it
+                // left; a failed one leaves them as they were.
+                let saved = file.clone();
+                let outcome = apply_update(call, &root, update, &mut file);
+                outcomes.push(match outcome {
+                    Ok((changes, action)) => {
+                        actions.extend(action.map(|argv| (at, argv)));
+                        Ok(changes)
+                    }
+                    Err(err) => {
+                        file = saved;
+                        Err(err)
+                    }
+                });
+            }
+            if file.changed {
+                edit.write(&target, file.content(), Attrs::default())?;
+                edit.commit()?;
+            }
+            file.changed
+        };
+        // The lock is released: mounting may take long.
+        for (at, argv) in actions {
+            let Some(ran) = command::change(call, &argv, COMMAND_TIMEOUT) else {
+                continue;
+            };
+            if ran.ok() {
+                continue;
+            }
+            let written = if changed { " (fstab was updated)" } else { "" };
+            // Whatever was reported of this mount point gives way to the
+            // failure (as the script dropped its other entries).
+            let name = &updates[at].name;
+            for (other, outcome) in outcomes.iter_mut().enumerate() {
+                if updates[other].name == *name {
+                    *outcome = Ok(Vec::new());
+                }
+            }
+            outcomes[at] = Err(CallError::new(format!("{}{written}", ran.failure())));
+        }
+        Ok(outcomes)
+    }
+}
+
+/// What tells one version of the file from another: the root, and the
+/// file's device, inode, size, and change and modification times (the
+/// change time cannot be set back by anyone).
+type Version = (std::path::PathBuf, [i64; 7]);
+
+/// The last version read, which later gets of this process reuse while
+/// the file is unchanged: a plan asks for each of many mount points in a
+/// call of its own.
+static LAST: Mutex<Option<(Version, Arc<File>)>> = Mutex::new(None);
+
+/// The file for a get (no lines when it or `etc` is missing).
+fn read_fstab(call: &Call) -> CallResult<Arc<File>> {
+    let root = Root::open(&call.root)?;
+    let target = match root.file(FSTAB, true, None) {
+        Ok(target) => target,
+        Err(err) if err.missing => return Ok(Arc::new(File::parse(None))),
+        Err(err) => return Err(err),
+    };
+    let version = target
+        .lstat()?
+        .map(|info| (call.root.clone(), stamp(&info)));
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let (Some(version), Some((known, file))) = (&version, last.as_ref()) {
+        if version == known {
+            return Ok(file.clone());
+        }
+    }
+    let (data, read) = match target.read(None)? {
+        Some((data, info)) => (Some(data), Some((call.root.clone(), stamp(&info)))),
+        None => (None, None),
+    };
+    let file = Arc::new(File::parse(data.as_deref()));
+    // Kept only when what was read is the version looked at first (the
+    // file was not replaced in between).
+    if let Some(version) = version.filter(|version| read.as_ref() == Some(version)) {
+        *last = Some((version, file.clone()));
+    }
+    Ok(file)
+}
+
+fn stamp(info: &crate::sdk::files::Stat) -> [i64; 7] {
+    let raw = info.raw();
+    [
+        raw.st_dev as i64,
+        raw.st_ino as i64,
+        raw.st_size,
+        raw.st_mtime,
+        raw.st_mtime_nsec,
+        raw.st_ctime,
+        raw.st_ctime_nsec,
+    ]
+}
+
+// ------------------------------------------------------- fields and values
+
+/// Text from the bytes of a system file: UTF-8 if possible, else
+/// Latin-1, which decodes any byte (as the Python toolkit's `decode`).
+fn decode(raw: &[u8]) -> String {
+    match std::str::from_utf8(raw) {
+        Ok(text) => text.to_owned(),
+        Err(_) => raw.iter().map(|&b| char::from(b)).collect(),
+    }
+}
+
+/// A field's value: octal escapes (`\040`) decoded, then the bytes as
+/// text.
+fn unescape(field: &[u8]) -> String {
+    let mut out = Vec::with_capacity(field.len());
+    let mut at = 0;
+    while at < field.len() {
+        if let [b'\\', a @ b'0'..=b'3', b @ b'0'..=b'7', c @ b'0'..=b'7', ..] = field[at..] {
+            out.push((a - b'0') * 64 + (b - b'0') * 8 + (c - b'0'));
+            at += 4;
+        } else {
+            out.push(field[at]);
+            at += 1;
+        }
+    }
+    decode(&out)
+}
+
+/// A value as the bytes of a field: what would split or end a field, and
+/// the escape character itself, as octal escapes. A `#` that would start
+/// the line (`first`) is escaped too, or the line would read as a
+/// comment.
+fn escape(value: &str, first: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len());
+    for &byte in value.as_bytes() {
+        match byte {
+            b' ' => out.extend_from_slice(b"\\040"),
+            b'\t' => out.extend_from_slice(b"\\011"),
+            b'\n' => out.extend_from_slice(b"\\012"),
+            b'\\' => out.extend_from_slice(b"\\134"),
+            b'#' if first && out.is_empty() => out.extend_from_slice(b"\\043"),
+            _ => out.push(byte),
+        }
+    }
+    out
+}
+
+fn split_options(text: &str) -> Vec<String> {
+    text.split(',')
+        .filter(|option| !option.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Control and format characters (Unicode's Cc, Cf, Cs, Zl and Zp),
+/// which no field may hold.
+fn is_control(c: char) -> bool {
+    // Unicode's format characters (Cf), as Python's unicodedata 14 has
+    // them.
+    const FORMAT: [(u32, u32); 21] = [
+        (0xAD, 0xAD),
+        (0x600, 0x605),
+        (0x61C, 0x61C),
+        (0x6DD, 0x6DD),
+        (0x70F, 0x70F),
+        (0x890, 0x891),
+        (0x8E2, 0x8E2),
+        (0x180E, 0x180E),
+        (0x200B, 0x200F),
+        (0x202A, 0x202E),
+        (0x2060, 0x2064),
+        (0x2066, 0x206F),
+        (0xFEFF, 0xFEFF),
+        (0xFFF9, 0xFFFB),
+        (0x110BD, 0x110BD),
+        (0x110CD, 0x110CD),
+        (0x13430, 0x13438),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0001, 0xE0001),
+        (0xE0020, 0xE007F),
+    ];
+    let code = c as u32;
+    c.is_control()
+        || c == '\u{2028}'
+        || c == '\u{2029}'
+        || FORMAT
+            .iter()
+            .any(|&(low, high)| (low..=high).contains(&code))
+}
+
+fn has_control(value: &str) -> bool {
+    value.chars().any(is_control)
+}
+
+/// Python's `str.isspace`: Unicode white space and the information
+/// separators.
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// Whether `value` starts or ends with white space (Python's
+/// `value != value.strip()`).
+fn padded(value: &str) -> bool {
+    value.trim_matches(is_space) != value
+}
+
+/// Why `name` cannot be the mount point of a new entry, or `None`.
+fn mount_point_problem(name: &str, fstype: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("must not be empty");
+    }
+    if has_control(name) {
+        return Some("must not contain control characters");
+    }
+    if padded(name) {
+        return Some("must not start or end with whitespace");
+    }
+    if SWAP_NAMES.contains(&name) {
+        return match fstype {
+            "swap" => None,
+            _ => Some("is only a mount point for swap entries (fstype 'swap')"),
+        };
+    }
+    let Some(rest) = name.strip_prefix('/') else {
+        return Some("must be an absolute path (or 'none' for swap)");
+    };
+    if !rest.is_empty() {
+        let parts: Vec<&str> = rest.split('/').collect();
+        if parts.contains(&"") {
+            return Some("must not contain '//' or end with '/'");
+        }
+        if parts.contains(&".") || parts.contains(&"..") {
+            return Some("must not contain '.' or '..' components");
+        }
+    }
+    None
+}
+
+fn check_name(name: &str, fstype: &str) -> CallResult<()> {
+    match mount_point_problem(name, fstype) {
+        Some(problem) => Err(CallError::new(format!(
+            "name: the mount point {} {problem}",
+            quoted(name)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A checked value of one attribute.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Text(String),
+    Options(Vec<String>),
+    Number(u8),
+}
+
+impl Value {
+    fn json(&self) -> Json {
+        match self {
+            Value::Text(text) => Json::from(text.as_str()),
+            Value::Options(options) => Json::from(options.clone()),
+            Value::Number(number) => Json::from(*number),
+        }
+    }
+}
+
+fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
+    let Json::String(text) = value else {
+        return Err(CallError::new(format!(
+            "{attr}: {} is not a string",
+            py_dumps(value, true)
+        )));
+    };
+    let problem = if text.is_empty() {
+        return Err(CallError::new(format!("{attr}: must not be empty")));
+    } else if has_control(text) {
+        "contains a control character".to_owned()
+    } else if padded(text) {
+        "starts or ends with whitespace".to_owned()
+    } else if fstype && !is_fstype(text) {
+        format!("is not {FSTYPE_SHAPE}")
+    } else {
+        return Ok(Value::Text(text.clone()));
+    };
+    Err(CallError::new(format!(
+        "{attr}: {} {problem}",
+        quoted(text)
+    )))
+}
+
+/// A type, or a comma-separated list of types as fstab(5) allows.
+fn is_fstype(text: &str) -> bool {
+    text.split(',').all(|part| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c))
+    })
+}
+
+fn check_options(value: &Json) -> CallResult<Value> {
+    let Json::Array(items) = value else {
+        return Err(CallError::new(format!(
+            "options: {} is not an array of strings",
+            py_dumps(value, true)
+        )));
+    };
+    if items.is_empty() {
+        return Err(CallError::new(
+            "options: must not be empty (use ['defaults'])",
+        ));
+    }
+    let mut options = Vec::with_capacity(items.len());
+    for item in items {
+        let Json::String(option) = item else {
+            return Err(CallError::new(format!(
+                "options: {} is not a string",
+                py_dumps(item, true)
+            )));
+        };
+        if option.is_empty() {
+            return Err(CallError::new("options: an option must not be empty"));
+        }
+        if option.contains(',') {
+            return Err(CallError::new(format!(
+                "options: {} contains ','; give each option as its own element",
+                quoted(option)
+            )));
+        }
+        if option.chars().any(|c| is_space(c) || is_control(c)) {
+            return Err(CallError::new(format!(
+                "options: {} contains whitespace or a control character",
+                quoted(option)
+            )));
+        }
+        options.push(option.clone());
+    }
+    Ok(Value::Options(options))
+}
+
+fn check_number(attr: &str, value: &Json) -> CallResult<Value> {
+    match value.as_u64() {
+        Some(number @ 0..=9) => Ok(Value::Number(number as u8)),
+        _ => Err(CallError::new(format!(
+            "{attr}: {} is not an integer from 0 to 9",
+            py_dumps(value, true)
+        ))),
+    }
+}
+
+fn check_value(attr: &str, value: &Json) -> CallResult<Value> {
+    match attr {
+        "device" => check_text(attr, value, false),
+        "fstype" => check_text(attr, value, true),
+        "options" => check_options(value),
+        _ => check_number(attr, value),
+    }
+}
+
+fn field_bytes(attr: &str, value: &Value) -> Vec<u8> {
+    match value {
+        Value::Options(options) => escape(&options.join(","), false),
+        Value::Number(number) => number.to_string().into_bytes(),
+        Value::Text(text) => escape(text, attr == "device"),
+    }
+}
+
+/// A JSON value as Python's `json.dumps` writes it (`ascii`: with
+/// `ensure_ascii`), for messages and sizes that match the script's.
+fn py_dumps(value: &Json, ascii: bool) -> String {
+    match value {
+        Json::String(text) => {
+            let mut out = String::with_capacity(text.len() + 2);
+            out.push('"');
+            for c in text.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\x08' => out.push_str("\\b"),
+                    '\x0c' => out.push_str("\\f"),
+                    c if c < ' ' || (ascii && !(' '..='~').contains(&c)) => {
+                        let mut units = [0u16; 2];
+                        for unit in c.encode_utf16(&mut units) {
+                            out.push_str(&format!("\\u{unit:04x}"));
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        Json::Array(items) => {
+            let items: Vec<String> = items.iter().map(|v| py_dumps(v, ascii)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Json::Object(map) => {
+            let items: Vec<String> = map
+                .iter()
+                .map(|(k, v)| {
+                    let key = py_dumps(&Json::from(k.as_str()), ascii);
+                    format!("{key}: {}", py_dumps(v, ascii))
+                })
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A JSON value as Python's `str` shows it in a message.
+fn py_str(value: &Json) -> String {
+    match value {
+        Json::String(text) => text.clone(),
+        Json::Null => "None".to_owned(),
+        Json::Bool(true) => "True".to_owned(),
+        Json::Bool(false) => "False".to_owned(),
+        other => py_dumps(other, false),
+    }
+}
+
+// ------------------------------------------------------------------ file
+
+/// One line of fstab, kept as its raw bytes (with its line ending), and
+/// its decoded fields when it is an entry.
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    raw: Vec<u8>,
+    entry: Option<Entry>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    name: String,
+    device: String,
+    fstype: String,
+    options: Vec<String>,
+    dump: u8,
+    pass: u8,
+}
+
+impl Entry {
+    fn get(&self, attr: &str) -> Value {
+        match attr {
+            "device" => Value::Text(self.device.clone()),
+            "fstype" => Value::Text(self.fstype.clone()),
+            "options" => Value::Options(self.options.clone()),
+            "dump" => Value::Number(self.dump),
+            _ => Value::Number(self.pass),
+        }
+    }
+
+    fn set(&mut self, attr: &str, value: Value) {
+        match (attr, value) {
+            ("device", Value::Text(text)) => self.device = text,
+            ("fstype", Value::Text(text)) => self.fstype = text,
+            (_, Value::Options(options)) => self.options = options,
+            ("dump", Value::Number(number)) => self.dump = number,
+            (_, Value::Number(number)) => self.pass = number,
+            // check_value gives each attribute its own kind of value.
+            _ => {}
+        }
+    }
+}
+
+/// The raw bytes without the line ending, and the ending (`\n`, `\r\n`,
+/// `\r` or nothing).
+fn body(raw: &[u8]) -> (&[u8], &[u8]) {
+    let mut end = raw.len();
+    if raw[..end].ends_with(b"\n") {
+        end -= 1;
+    }
+    if raw[..end].ends_with(b"\r") {
+        end -= 1;
+    }
+    raw.split_at(end)
+}
+
+/// `body` split as Python's `re.split(rb"([ \t]+)", body)`: fields at
+/// even indexes (possibly an empty one before leading or after trailing
+/// whitespace), the separators between them at odd ones.
+fn split_fields(body: &[u8]) -> Vec<Vec<u8>> {
+    let is_sep = |b: &u8| *b == b' ' || *b == b'\t';
+    let mut parts = Vec::new();
+    let mut start = 0;
+    while start <= body.len() {
+        let field_end = body[start..]
+            .iter()
+            .position(is_sep)
+            .map_or(body.len(), |n| start + n);
+        parts.push(body[start..field_end].to_vec());
+        if field_end == body.len() {
+            break;
+        }
+        let sep_end = body[field_end..]
+            .iter()
+            .position(|b| !is_sep(b))
+            .map_or(body.len(), |n| field_end + n);
+        parts.push(body[field_end..sep_end].to_vec());
+        start = sep_end;
+    }
+    parts
+}
+
+/// A digit field's number, when it is one from 0 to 9.
+fn small_number(field: &[u8]) -> Option<u8> {
+    if field.is_empty() || !field.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let significant: Vec<u8> = field.iter().copied().skip_while(|&b| b == b'0').collect();
+    match significant.as_slice() {
+        [] => Some(0),
+        [digit] => Some(digit - b'0'),
+        _ => None,
+    }
+}
+
+/// The decoded fields of an entry line, or `None` for anything else.
+fn parse_entry(body: &[u8]) -> Option<Entry> {
+    let is_sep = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = body.iter().position(|b| !is_sep(b))?;
+    let end = body.iter().rposition(|b| !is_sep(b))?;
+    let stripped = &body[start..=end];
+    if stripped.starts_with(b"#") {
+        return None;
+    }
+    let fields: Vec<Vec<u8>> = split_fields(stripped).into_iter().step_by(2).collect();
+    if !(4..=6).contains(&fields.len()) {
+        return None;
+    }
+    let mut numbers = [0u8; 2];
+    for (slot, field) in numbers.iter_mut().zip(&fields[4..]) {
+        *slot = small_number(field)?;
+    }
+    let name = unescape(&fields[1]);
+    if has_control(&name) || padded(&name) {
+        return None;
+    }
+    Some(Entry {
+        name,
+        device: unescape(&fields[0]),
+        fstype: unescape(&fields[2]),
+        options: split_options(&unescape(&fields[3])),
+        dump: numbers[0],
+        pass: numbers[1],
+    })
+}
+
+impl Line {
+    fn new(raw: Vec<u8>) -> Line {
+        let entry = parse_entry(body(&raw).0);
+        Line { raw, entry }
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.entry.as_ref().map(|entry| entry.name.as_str())
+    }
+
+    /// Replaces one field, keeping the whitespace around the others; a
+    /// missing dump field is added (as 0) before a pass field.
+    fn set_field(&mut self, attr: &str, value: Value) {
+        let (text, end) = body(&self.raw);
+        let end = end.to_vec();
+        let mut parts = split_fields(text);
+        let mut fields: Vec<usize> = (0..parts.len())
+            .step_by(2)
+            .filter(|&at| !parts[at].is_empty())
+            .collect();
+        let index = FIELDS.iter().position(|&known| known == attr).unwrap_or(0);
+        while fields.len() <= index {
+            let Some(&last) = fields.last() else {
+                return;
+            };
+            let separator = parts[last.saturating_sub(1)].clone();
+            if last == parts.len() - 1 {
+                parts.push(separator);
+                parts.push(b"0".to_vec());
+            } else {
+                // Trailing whitespace: the field goes before it.
+                parts.splice(last + 1..last + 1, [separator, b"0".to_vec()]);
+            }
+            fields.push(last + 2);
+        }
+        parts[fields[index]] = field_bytes(attr, &value);
+        let mut raw = parts.concat();
+        raw.extend_from_slice(&end);
+        self.raw = raw;
+        if let Some(entry) = &mut self.entry {
+            entry.set(attr, value);
+        }
+    }
+}
+
+/// The lines of `etc/fstab` as read (none when it does not exist), and
+/// whether they were changed. Lines are shared, so that the copy taken
+/// before each update of a set (to undo a failed one) costs a pointer a
+/// line; a line changed is copied then.
+#[derive(Debug, Clone)]
+struct File {
+    lines: Vec<Arc<Line>>,
+    changed: bool,
+}
+
+impl File {
+    fn parse(data: Option<&[u8]>) -> File {
+        let mut lines = Vec::new();
+        if let Some(data) = data {
+            let mut pieces: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+            let last = pieces.pop().unwrap_or_default();
+            for piece in pieces {
+                let mut raw = piece.to_vec();
+                raw.push(b'\n');
+                lines.push(Arc::new(Line::new(raw)));
+            }
+            if !last.is_empty() {
+                lines.push(Arc::new(Line::new(last.to_vec())));
+            }
+        }
+        File {
+            lines,
+            changed: false,
+        }
+    }
+
+    /// The managed lines: the first one of each mount point, by name, in
+    /// the file's order.
+    fn entries(&self) -> indexmap::IndexMap<&str, usize> {
+        let mut seen = indexmap::IndexMap::new();
+        for (at, line) in self.lines.iter().enumerate() {
+            if let Some(name) = line.name() {
+                seen.entry(name).or_insert(at);
+            }
+        }
+        seen
+    }
+
+    fn find(&self, name: &str) -> Option<usize> {
+        self.lines.iter().position(|line| line.name() == Some(name))
+    }
+
+    fn entry(&self, at: usize) -> &Entry {
+        self.lines[at].entry.as_ref().expect("an entry line")
+    }
+
+    /// Removes every line of the mount point `name`.
+    fn remove(&mut self, name: &str) {
+        self.lines.retain(|line| line.name() != Some(name));
+        self.changed = true;
+    }
+
+    /// Appends an entry as one line of tab-separated fields.
+    fn append(&mut self, name: &str, values: &[Value]) {
+        if let Some(last) = self.lines.last_mut() {
+            if !last.raw.ends_with(b"\n") {
+                Arc::make_mut(last).raw.push(b'\n');
+            }
+        }
+        let mut fields = Vec::with_capacity(FIELDS.len());
+        for attr in FIELDS {
+            fields.push(match VALUES.iter().position(|&known| known == attr) {
+                Some(at) => field_bytes(attr, &values[at]),
+                None => escape(name, false),
+            });
+        }
+        let mut raw = fields.join(&b'\t');
+        raw.push(b'\n');
+        self.lines.push(Arc::new(Line::new(raw)));
+        self.changed = true;
+    }
+
+    fn content(&self) -> Vec<u8> {
+        self.lines
+            .iter()
+            .flat_map(|line| line.raw.clone())
+            .collect()
+    }
+}
+
+// ------------------------------------------------------------ resources
+
+fn resource(entry: &Entry) -> Resource {
+    let mut resource = Resource::new();
+    resource.insert("name".into(), Json::from(entry.name.as_str()));
+    resource.insert("ensure".into(), Json::from("present"));
+    for attr in VALUES {
+        resource.insert(attr.into(), entry.get(attr).json());
+    }
+    resource
+}
+
+/// Refuses, before anything is written, an entry ral could not read back:
+/// its JSON must fit in [`RESOURCE_MAX`] bytes. The message is the
+/// script's, word for word (which says "as ral reads it back" twice).
+fn check_fits(entry: &Entry) -> CallResult<()> {
+    let size = py_dumps(&Json::Object(resource(entry)), false).len();
+    if size > RESOURCE_MAX {
+        return Err(CallError::new(format!(
+            "{} as ral reads it back is {size} bytes long as ral reads it back, more than the \
+             {RESOURCE_MAX} it accepts; nothing was changed",
+            quoted(&entry.name)
+        )));
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------- changes
+
+/// The update's `ensure`, checked with the rest of `should`: known
+/// attributes only, no rename, and one of [`ENSURES`] (`None` when not
+/// given).
+fn check_should(update: &Update) -> CallResult<Option<&str>> {
+    let should = &update.should;
+    for key in should.keys() {
+        if !ATTRIBUTES.contains(&key.as_str()) {
+            return Err(CallError::new(format!("unknown attribute {}", quoted(key))));
+        }
+    }
+    if let Some(name) = should.get("name") {
+        if name.as_str() != Some(update.name.as_str()) {
+            return Err(CallError::new(format!(
+                "name: cannot rename {} to {}",
+                quoted(&update.name),
+                quoted(&py_str(name))
+            )));
+        }
+    }
+    match should.get("ensure") {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::String(ensure)) if ENSURES.contains(&ensure.as_str()) => Ok(Some(ensure)),
+        Some(other) => Err(CallError::new(format!(
+            "ensure: {} is not one of {}",
+            py_dumps(other, true),
+            ENSURES.join(", ")
+        ))),
+    }
+}
+
+/// What one update changes in `file`, and the mount or umount it needs
+/// (run once the file is written).
+type Applied = (Vec<Change>, Option<Vec<String>>);
+
+/// Applies one update to the lines in memory.
+fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> CallResult<Applied> {
+    let ensure = check_should(update)?.unwrap_or("present");
+    let mounting = ensure == "mounted" || ensure == "unmounted";
+    if mounting && !root.is_real() {
+        return Err(CallError::new(format!(
+            "ensure: mounted/unmounted need the real root; use present/absent below --root (the \
+             root is {})",
+            quoted(root.path())
+        )));
+    }
+    let name = update.name.as_str();
+    let should = &update.should;
+    let log = &call.log;
+    let line = file.find(name);
+    if ensure == "absent" {
+        let changes = match line {
+            None => Vec::new(),
+            Some(_) => log.deleting(name, || {
+                file.remove(name);
+                Ok(vec![Change::new("ensure", "present", "absent")])
+            })?,
+        };
+        return Ok((changes, None));
+    }
+
+    let mut changes = Vec::new();
+    let fstype = match line {
+        None => {
+            let missing: Vec<&str> = ["device", "fstype"]
+                .into_iter()
+                .filter(|attr| !should.contains_key(*attr))
+                .collect();
+            if !missing.is_empty() {
+                return Err(CallError::new(format!(
+                    "creating {} needs {}",
+                    quoted(name),
+                    missing.join(" and ")
+                )));
+            }
+            let values = log.creating(name, || {
+                let mut values = Vec::with_capacity(VALUES.len());
+                for attr in VALUES {
+                    values.push(match (should.get(attr), attr) {
+                        (Some(value), _) => check_value(attr, value)?,
+                        (None, "options") => Value::Options(vec!["defaults".to_owned()]),
+                        (None, _) => Value::Number(0),
+                    });
+                }
+                let Value::Text(fstype) = &values[1] else {
+                    return Err(CallError::new("internal: fstype is not text"));
+                };
+                check_name(name, fstype)?;
+                file.append(name, &values);
+                match file.find(name) {
+                    Some(at) => check_fits(file.entry(at))?,
+                    None => {
+                        return Err(CallError::new(format!(
+                            "the new line of {} does not read back as an entry",
+                            quoted(name)
+                        )))
+                    }
+                }
+                Ok(values)
+            })?;
+            changes.push(Change::new("ensure", "absent", ensure));
+            for (attr, value) in VALUES.into_iter().zip(&values) {
+                changes.push(Change::new(attr, Json::Null, value.json()));
+            }
+            match &values[1] {
+                Value::Text(fstype) => fstype.clone(),
+                _ => String::new(),
+            }
+        }
+        Some(at) => {
+            let entry = file.entry(at).clone();
+            let mut new = Vec::new();
+            for attr in VALUES {
+                if let Some(value) = should.get(attr) {
+                    if *value != entry.get(attr).json() {
+                        new.push((attr, check_value(attr, value)?));
+                    }
+                }
+            }
+            if let Some((_, Value::Text(fstype))) = new.iter().find(|(attr, _)| *attr == "fstype") {
+                check_name(name, fstype)?;
+            }
+            if !new.is_empty() {
+                log.updating(name, || {
+                    for (attr, value) in new {
+                        changes.push(Change::new(attr, entry.get(attr).json(), value.json()));
+                        Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
+                    }
+                    file.changed = true;
+                    check_fits(file.entry(at))
+                })?;
+            }
+            file.entry(at).fstype.clone()
+        }
+    };
+
+    let mut action = None;
+    if mounting {
+        if fstype == "swap" || SWAP_NAMES.contains(&name) {
+            return Err(CallError::new(format!(
+                "ensure: {ensure} does not apply to the swap entry {}",
+                quoted(name)
+            )));
+        }
+        let is_mounted = mounted_points()?.contains(name);
+        if ensure == "mounted" && !is_mounted {
+            action = Some(vec!["mount".to_owned(), name.to_owned()]);
+        } else if ensure == "unmounted" && is_mounted {
+            action = Some(vec!["umount".to_owned(), name.to_owned()]);
+        }
+        if line.is_some() && (ensure == "mounted") != is_mounted {
+            let was = if is_mounted { "mounted" } else { "unmounted" };
+            changes.push(Change::new("ensure", was, ensure));
+        }
+    }
+    Ok((changes, action))
+}
+
+/// The mount points the kernel reports, decoded.
+fn mounted_points() -> CallResult<HashSet<String>> {
+    let data = std::fs::read(MOUNTINFO)
+        .map_err(|err| CallError::io(&err, &format!("read {MOUNTINFO}")))?;
+    Ok(mountinfo_points(&data))
+}
+
+fn mountinfo_points(data: &[u8]) -> HashSet<String> {
+    data.split(|&b| b == b'\n' || b == b'\r')
+        .filter_map(|line| {
+            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            (fields.len() > 4).then(|| unescape(fields[4]))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

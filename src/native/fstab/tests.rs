@@ -1,0 +1,305 @@
+//! The pure logic of `mount::fstab`: parsing lines as the script did,
+//! field edits that keep the spacing, escapes, checks and their messages.
+
+use serde_json::json;
+
+use super::*;
+
+fn call() -> Call {
+    Call {
+        root: "/nonexistent".into(),
+        noop: false,
+        lock_timeout: Duration::from_secs(1),
+        log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
+        env: Vec::new(),
+        commands: std::sync::Arc::new(crate::sdk::command::Direct),
+    }
+}
+
+fn update(name: &str, should: Json) -> Update {
+    Update {
+        name: name.to_owned(),
+        is: Resource::new(),
+        should: should.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+/// A fake root (never the real one), for updates.
+fn fake_root() -> (tempfile::TempDir, Root) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::open(dir.path()).unwrap();
+    (dir, root)
+}
+
+const FSTAB: &[u8] = b"# c\n\
+UUID=1 /  ext4 errors=remount-ro 0 1\n\
+\n\
+broken line\n\
+LABEL=my\\040disk\t/mnt/my\\040disk ext4 noatime  \r\n\
+/dev/sdz1 / xfs defaults 0 2\n\
+x /bad 10 y 0 10\n\
+\xe9t\xe9 /lat1 ext4 defaults\n\
+tmpfs /tmp tmpfs defaults";
+
+#[test]
+fn entries_are_read_as_the_script_read_them_and_every_byte_survives() {
+    let file = File::parse(Some(FSTAB));
+    assert_eq!(file.content(), FSTAB.to_vec());
+    let names: Vec<&str> = file.entries().keys().copied().collect();
+    assert_eq!(names, ["/", "/mnt/my disk", "/lat1", "/tmp"]);
+    let disk = file.entry(file.find("/mnt/my disk").unwrap());
+    assert_eq!(disk.device, "LABEL=my disk");
+    assert_eq!((disk.dump, disk.pass), (0, 0));
+    assert_eq!(file.entry(file.find("/lat1").unwrap()).device, "été");
+    assert_eq!(file.find("/"), Some(1), "the first '/' line wins");
+    assert_eq!(
+        resource(file.entry(1)),
+        json!({"name": "/", "ensure": "present", "device": "UUID=1", "fstype": "ext4",
+               "options": ["errors=remount-ro"], "dump": 0, "pass": 1})
+        .as_object()
+        .cloned()
+        .unwrap()
+    );
+}
+
+#[test]
+fn numbers_and_escapes_read_as_fstab_5_writes_them() {
+    assert_eq!(small_number(b"007"), Some(7));
+    assert_eq!(small_number(b"10"), None);
+    assert_eq!(small_number(b"-1"), None);
+    assert_eq!(small_number(b"99999999999999999999999"), None);
+    assert_eq!(unescape(b"a\\040b\\134\\8"), "a b\\\\8");
+    assert_eq!(escape("#a b\\", true), b"\\043a\\040b\\134".to_vec());
+    assert_eq!(escape("a#", true), b"a#".to_vec());
+    assert_eq!(escape("#x", false), b"#x".to_vec());
+}
+
+#[test]
+fn a_changed_field_keeps_the_spacing_and_missing_dump_is_added() {
+    let mut line = Line::new(b"  a\t/m  ext4 noatime  \r\n".to_vec());
+    line.set_field("pass", Value::Number(2));
+    assert_eq!(line.raw, b"  a\t/m  ext4 noatime 0 2  \r\n".to_vec());
+    line.set_field("options", Value::Options(vec!["ro".into(), "x y".into()]));
+    assert_eq!(line.raw, b"  a\t/m  ext4 ro,x\\040y 0 2  \r\n".to_vec());
+    assert_eq!(line.entry.as_ref().unwrap().options, ["ro", "x y"]);
+    let mut line = Line::new(b"a /m ext4 defaults".to_vec());
+    line.set_field("dump", Value::Number(1));
+    assert_eq!(line.raw, b"a /m ext4 defaults 1".to_vec());
+}
+
+#[test]
+fn mount_points_and_values_are_checked_with_the_scripts_messages() {
+    assert_eq!(mount_point_problem("none", "swap"), None);
+    assert_eq!(mount_point_problem("/", "ext4"), None);
+    let problems = [
+        ("", "must not be empty"),
+        ("/a\u{200b}", "must not contain control characters"),
+        ("/a ", "must not start or end with whitespace"),
+        (
+            "swap",
+            "is only a mount point for swap entries (fstype 'swap')",
+        ),
+        ("srv", "must be an absolute path (or 'none' for swap)"),
+        ("/a//b", "must not contain '//' or end with '/'"),
+        ("/a/", "must not contain '//' or end with '/'"),
+        ("/a/../b", "must not contain '.' or '..' components"),
+    ];
+    for (name, problem) in problems {
+        assert_eq!(mount_point_problem(name, "ext4"), Some(problem), "{name:?}");
+    }
+    let message = |attr: &str, value: Json| check_value(attr, &value).unwrap_err().message;
+    assert_eq!(message("device", json!(5)), "device: 5 is not a string");
+    assert_eq!(message("device", json!("")), "device: must not be empty");
+    assert_eq!(
+        message("device", json!(" a")),
+        "device: ' a' starts or ends with whitespace"
+    );
+    assert_eq!(
+        message("fstype", json!("ext4,")),
+        format!("fstype: 'ext4,' is not {FSTYPE_SHAPE}")
+    );
+    assert_eq!(
+        check_value("fstype", &json!("udf,iso9660")),
+        Ok(Value::Text("udf,iso9660".into()))
+    );
+    assert_eq!(
+        message("options", json!("ro")),
+        "options: \"ro\" is not an array of strings"
+    );
+    assert_eq!(
+        message("options", json!([])),
+        "options: must not be empty (use ['defaults'])"
+    );
+    assert_eq!(
+        message("options", json!(["a b"])),
+        "options: 'a b' contains whitespace or a control character"
+    );
+    assert_eq!(
+        message("pass", json!(true)),
+        "pass: true is not an integer from 0 to 9"
+    );
+    assert_eq!(
+        message("dump", json!(1.0)),
+        "dump: 1.0 is not an integer from 0 to 9"
+    );
+    assert_eq!(
+        message("dump", json!(10)),
+        "dump: 10 is not an integer from 0 to 9"
+    );
+}
+
+#[test]
+fn messages_quote_json_as_python_dumps_it() {
+    assert_eq!(
+        py_dumps(&json!({"a": [1, "é\n"]}), true),
+        "{\"a\": [1, \"\\u00e9\\n\"]}"
+    );
+    assert_eq!(py_dumps(&json!("é"), false), "\"é\"");
+    let err = check_should(&update("/a", json!({"ensure": "up"}))).unwrap_err();
+    assert_eq!(
+        err.message,
+        "ensure: \"up\" is not one of present, absent, mounted, unmounted"
+    );
+    let err = check_should(&update("/a", json!({"name": "/b"}))).unwrap_err();
+    assert_eq!(err.message, "name: cannot rename '/a' to '/b'");
+    let err = check_should(&update("/a", json!({"size": 1}))).unwrap_err();
+    assert_eq!(err.message, "unknown attribute 'size'");
+}
+
+#[test]
+fn updates_create_change_and_delete_with_the_scripts_reports() {
+    let (_dir, root) = fake_root();
+    let mut file = File::parse(Some(b"tmpfs /tmp tmpfs defaults 0 0"));
+    let (changes, action) = apply_update(
+        &call(),
+        &root,
+        &update(
+            "/srv/a b",
+            json!({"device": "#dev", "fstype": "ext4", "pass": 2}),
+        ),
+        &mut file,
+    )
+    .unwrap();
+    assert_eq!(action, None);
+    assert_eq!(
+        changes,
+        vec![
+            Change::new("ensure", "absent", "present"),
+            Change::new("device", Json::Null, "#dev"),
+            Change::new("fstype", Json::Null, "ext4"),
+            Change::new("options", Json::Null, json!(["defaults"])),
+            Change::new("dump", Json::Null, 0),
+            Change::new("pass", Json::Null, 2),
+        ]
+    );
+    assert_eq!(
+        file.content(),
+        b"tmpfs /tmp tmpfs defaults 0 0\n\\043dev\t/srv/a\\040b\text4\tdefaults\t0\t2\n".to_vec()
+    );
+
+    let (changes, _) = apply_update(
+        &call(),
+        &root,
+        &update("/tmp", json!({"options": ["defaults"], "dump": 1})),
+        &mut file,
+    )
+    .unwrap();
+    assert_eq!(
+        changes,
+        vec![Change::new("dump", 0, 1)],
+        "unchanged values are not reported"
+    );
+
+    let err = apply_update(
+        &call(),
+        &root,
+        &update("/x", json!({"device": "d"})),
+        &mut file,
+    )
+    .unwrap_err();
+    assert_eq!(err.message, "creating '/x' needs fstype");
+    let mut swap = File::parse(Some(b"/dev/sda3 none swap sw\n"));
+    let err = apply_update(
+        &call(),
+        &root,
+        &update("none", json!({"fstype": "ext4"})),
+        &mut swap,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "name: the mount point 'none' is only a mount point for swap entries (fstype 'swap')"
+    );
+
+    let (changes, _) = apply_update(
+        &call(),
+        &root,
+        &update("/tmp", json!({"ensure": "absent"})),
+        &mut file,
+    )
+    .unwrap();
+    assert_eq!(changes, vec![Change::new("ensure", "present", "absent")]);
+    assert!(!String::from_utf8_lossy(&file.content()).contains("/tmp"));
+}
+
+#[test]
+fn mounting_below_a_fake_root_is_refused_before_anything_changes() {
+    let (dir, root) = fake_root();
+    let mut file = File::parse(Some(b"tmpfs /tmp tmpfs defaults 0 0\n"));
+    let err = apply_update(
+        &call(),
+        &root,
+        &update("/tmp", json!({"ensure": "mounted", "options": ["ro"]})),
+        &mut file,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        format!(
+            "ensure: mounted/unmounted need the real root; use present/absent below --root (the \
+             root is '{}')",
+            dir.path().display()
+        )
+    );
+    assert!(!file.changed);
+}
+
+#[test]
+fn the_kernels_mount_points_are_decoded() {
+    let info = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
+                 30 22 0:5 / /mnt/my\\040disk rw - tmpfs tmpfs rw\r\nshort line\n";
+    let points = mountinfo_points(info);
+    assert!(points.contains("/"));
+    assert!(points.contains("/mnt/my disk"));
+    assert_eq!(points.len(), 2);
+}
+
+#[test]
+fn a_get_reads_the_file_again_once_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("etc")).unwrap();
+    let path = dir.path().join("etc/fstab");
+    let call = Call {
+        root: dir.path().to_owned(),
+        ..call()
+    };
+    let names = |call: &Call| -> Vec<String> {
+        let found = Fstab.get(call, &[]).unwrap();
+        found
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(names(&call).is_empty(), "no fstab: no entries");
+    std::fs::write(&path, "a /a e d\n").unwrap();
+    assert_eq!(names(&call), ["/a"]);
+    assert_eq!(names(&call), ["/a"], "read again from the copy kept");
+    // Written in place (with another size: two writes within one tick of
+    // the file system's clock may leave the times as they were).
+    std::fs::write(&path, "b /bb e d\n").unwrap();
+    assert_eq!(names(&call), ["/bb"]);
+    // Replaced by another file.
+    std::fs::write(dir.path().join("etc/new"), "c /c e d 0 0\n").unwrap();
+    std::fs::rename(dir.path().join("etc/new"), &path).unwrap();
+    assert_eq!(names(&call), ["/c"]);
+}

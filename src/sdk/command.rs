@@ -1,0 +1,138 @@
+//! Running a program for a provider (mount(8), say): argv only, never a
+//! shell; stdin from /dev/null; a given environment; its own process
+//! group, ended whole at the time limit. A call has a [`Commands`] that
+//! runs them: [`Direct`] in a provider program, and, for the providers the
+//! host serves in its own process, the host's, which runs them through its
+//! one process runner so that its sweeps of what calls leave behind know
+//! them.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::error::strerror;
+
+/// The bytes kept of each of a command's outputs (the last ones).
+pub const TAIL_BYTES: usize = 16384;
+
+/// How a command ended: its exit status (`None` when it did not run or
+/// finish), why not, and the tail of its outputs.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Finished {
+    pub status: Option<i32>,
+    /// "could not be run: ...", "did not finish within Ns", "was killed
+    /// by signal N".
+    pub problem: Option<String>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs commands for a provider.
+pub trait Commands: Send + Sync {
+    /// Runs `argv` with exactly `env`, within `timeout`.
+    fn run(&self, argv: &[String], env: &[(String, String)], timeout: Duration) -> Finished;
+}
+
+/// Runs commands as children of the provider's own process.
+pub struct Direct;
+
+impl Commands for Direct {
+    fn run(&self, argv: &[String], env: &[(String, String)], timeout: Duration) -> Finished {
+        let mut ran = Finished::default();
+        let Some((program, args)) = argv.split_first() else {
+            ran.problem = Some("could not be run: no command".to_owned());
+            return ran;
+        };
+        // Anonymous files need no draining, and a daemon the command
+        // leaves holding one holds up nobody.
+        let files = tempfile::tempfile().and_then(|out| Ok((out, tempfile::tempfile()?)));
+        let (mut out, mut err) = match files {
+            Ok(files) => files,
+            Err(e) => {
+                ran.problem = Some(format!("could not be run: {}", strerror(&e)));
+                return ran;
+            }
+        };
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .current_dir("/")
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            // Its own group, so that a timeout ends the helpers it started
+            // (mount.nfs...) too.
+            .process_group(0);
+        let spawned = out
+            .try_clone()
+            .and_then(|o| Ok((o, err.try_clone()?)))
+            .and_then(|(o, e)| command.stdout(o).stderr(e).spawn());
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                ran.problem = Some(format!("could not be run: {}", strerror(&e)));
+                return ran;
+            }
+        };
+        // Dropped so that the command's copies are the only ones writing.
+        drop(command);
+        let pid = child.id() as libc::pid_t;
+        let (sender, receiver) = mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let _ = sender.send(child.wait());
+        });
+        let waited = match receiver.recv_timeout(timeout) {
+            Ok(waited) => Some(waited),
+            Err(_) => {
+                // SAFETY: kill(2) takes plain integers. The child is not
+                // reaped until the waiter's wait returns, so its pid, which
+                // leads its group, still names it.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+                let _ = receiver.recv();
+                ran.problem = Some(format!("did not finish within {}s", seconds(timeout)));
+                None
+            }
+        };
+        let _ = waiter.join();
+        match waited {
+            Some(Ok(status)) => match (status.code(), status.signal()) {
+                (Some(code), _) => ran.status = Some(code),
+                (None, Some(signal)) => {
+                    ran.problem = Some(format!("was killed by signal {signal}"))
+                }
+                (None, None) => ran.problem = Some("ended without a status".to_owned()),
+            },
+            Some(Err(e)) => {
+                ran.problem = Some(format!("could not be waited for: {}", strerror(&e)))
+            }
+            None => {}
+        }
+        ran.stdout = read_back(&mut out);
+        ran.stderr = read_back(&mut err);
+        ran
+    }
+}
+
+/// The last [`TAIL_BYTES`] written to `file`.
+fn read_back(file: &mut File) -> Vec<u8> {
+    let mut data = Vec::new();
+    let read = file.seek(SeekFrom::End(0)).and_then(|size| {
+        file.seek(SeekFrom::Start(size.saturating_sub(TAIL_BYTES as u64)))?;
+        file.read_to_end(&mut data)
+    });
+    if read.is_err() {
+        data.clear();
+    }
+    data
+}
+
+/// A number of seconds as Python's `%g` writes it (`120`, `0.5`).
+pub fn seconds(timeout: Duration) -> String {
+    let text = format!("{}", timeout.as_secs_f64());
+    text.strip_suffix(".0").map(str::to_owned).unwrap_or(text)
+}

@@ -1,5 +1,5 @@
-//! ral's native providers: the core types (host so far; user, group,
-//! mount and file follow) written in Rust on the provider SDK
+//! ral's native providers: the core types (host and file so far; user,
+//! group and mount follow) written in Rust on the provider SDK
 //! ([`crate::sdk`]), with the same names, metadata and behaviour as the
 //! scripts they replace. The host serves their calls in its own process
 //! (no interpreter, no child: a host without Python can use them);
@@ -7,12 +7,14 @@
 //! `ral-provider` program serves them, called by each one's small
 //! `NAME.prov` beside its metadata.
 
+mod file;
 mod hosts;
 
 use crate::sdk::{Native, Provider};
 
 /// The native providers by file name (`NAME.prov`).
-static PROVIDERS: &[(&str, &dyn Provider)] = &[("etc_hosts", &hosts::EtcHosts)];
+static PROVIDERS: &[(&str, &dyn Provider)] =
+    &[("etc_hosts", &hosts::EtcHosts), ("file", &file::File)];
 
 /// The native provider bundled as `NAME.prov`, if it is one.
 pub fn find(name: &str) -> Option<Native> {

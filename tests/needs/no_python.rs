@@ -44,6 +44,7 @@ done
 fn the_core_types_work_where_no_python3_exists() {
     let sandbox = Sandbox::new();
     sandbox.write("etc/hosts", "127.0.0.1 localhost\n10.0.0.1 db db.lan\n");
+    sandbox.write("srv/www/index.html", "<h1>hi</h1>\n");
     let orig = tempfile::tempdir().unwrap();
     let ralsh = format!(
         "{} --root {} ",
@@ -55,6 +56,9 @@ fn the_core_types_work_where_no_python3_exists() {
         format!("{ralsh} host db"),
         format!("{ralsh} host web ip=10.0.0.5 host_aliases='[\"w1\"]'"),
         format!("{ralsh} host db ensure=absent"),
+        format!("{ralsh} file"),
+        format!("{ralsh} file /srv/www/index.html"),
+        format!("{ralsh} file /srv/www/new content=made mode=0600"),
     ];
     let mut command = Command::new("unshare");
     command
@@ -86,6 +90,22 @@ fn the_core_types_work_where_no_python3_exists() {
         "{}",
         sections[2]
     );
+    assert!(
+        !sections[4].contains("file {"),
+        "no listing of all files: {}",
+        sections[4]
+    );
+    assert!(
+        sections[5].contains("content  => '<h1>hi</h1>\\n',"),
+        "{}",
+        sections[5]
+    );
+    assert!(
+        sections[6].contains("ensure: 'absent' -> 'file'"),
+        "{}",
+        sections[6]
+    );
+    assert_eq!(sandbox.read("srv/www/new"), "made");
     assert_eq!(
         sandbox.read("etc/hosts"),
         "127.0.0.1 localhost\n10.0.0.5\tweb w1\n",

@@ -220,7 +220,10 @@ pub fn read_sum(place: &Place, doing: &str) -> CallResult<Option<Sum>> {
     let mut digest = Sha256::new();
     let mut head = Vec::new();
     let mut size: u64 = 0;
-    let mut chunk = vec![0u8; 1 << 20];
+    // Room for the whole of a small file (and the end it reads), at most
+    // 1 MiB at a time: a plan reads thousands of small files.
+    let room = usize::try_from(info.len()).map_or(1 << 20, |len| (len + 1).clamp(4096, 1 << 20));
+    let mut chunk = vec![0u8; room];
     let mut reader = &file;
     loop {
         let got = match reader.read(&mut chunk) {

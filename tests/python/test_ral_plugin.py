@@ -797,6 +797,10 @@ class WebappWithProviders(unittest.TestCase):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "RALSH_ROOT_DIR": root,
                "RALSH_PROVIDER_LIB": os.path.join(TOP, "providers")}
+        # file.prov is native code: its script runs the ral-provider the
+        # caller names (else the one on PATH).
+        if "RALSH_NATIVE_PROGRAM" in os.environ:
+            env["RALSH_NATIVE_PROGRAM"] = os.environ["RALSH_NATIVE_PROGRAM"]
 
         def run(argv, stdin, extra_env=None):
             return subprocess.run(argv, input=json.dumps(stdin).encode(),

@@ -90,7 +90,7 @@ impl Provider for File {
 /// The resource at `place`, as get reports it.
 fn describe(call: &Call, place: &Place, users: &IdMap, groups: &IdMap) -> CallResult<Resource> {
     let name = place.name.as_str();
-    let st = place.lstat()?;
+    let st = place.lstat("read")?;
     let Some(kind) = What::of(st.as_ref()) else {
         return Err(CallError::new(format!(
             "{} is a special file (not a file, directory or link), which this provider does \
@@ -198,7 +198,7 @@ fn update_one(
     let result = (|| {
         let mut edit = batch.edit(call, &dir, key)?;
         if let Some(target) = &place.target {
-            edit.note(target, place.lstat()?)?;
+            edit.note(target, place.lstat("change")?)?;
         }
         let mut plan = plan::plan(update, &place, users, groups)?;
         if let (false, Some(action)) = (noop, plan.action.take()) {

@@ -160,12 +160,18 @@ impl Place {
     }
 
     /// What is there, a link not followed (`None`: nothing, or no
-    /// directory to hold it).
-    pub fn lstat(&self) -> CallResult<Option<Stat>> {
-        match &self.dir {
-            None => Ok(None),
-            Some(dir) => dir.lstat(self.base()),
-        }
+    /// directory to hold it). `doing` words the call in a failure's
+    /// message, which names the path as asked, as the script's did.
+    pub fn lstat(&self, doing: &str) -> CallResult<Option<Stat>> {
+        let Some(dir) = &self.dir else {
+            return Ok(None);
+        };
+        dir.lstat(self.base()).map_err(|err| {
+            match sys::file_type_at(dir.as_fd(), OsStr::new(self.base())) {
+                Err(again) => CallError::io(&again, &format!("{doing} {}", quoted(&self.name))),
+                Ok(_) => err,
+            }
+        })
     }
 
     /// Opens what is there (never through a link in its last component).

@@ -233,7 +233,7 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
     };
 
     let change_io = |err: std::io::Error| CallError::io(&err, &format!("change {}", quoted(name)));
-    let st = place.lstat()?;
+    let st = place.lstat("change")?;
     let Some(old) = What::of(st.as_ref()) else {
         return Err(CallError::new(format!(
             "{} is a special file, which this provider does not manage",

@@ -50,6 +50,7 @@ fn the_core_types_work_where_no_python3_exists() {
         "etc/fstab",
         "# fs\ntmpfs /tmp tmpfs defaults,nosuid 0 0\nproc /proc proc defaults 0 0\n",
     );
+    sandbox.write("srv/www/index.html", "<h1>hi</h1>\n");
     let orig = tempfile::tempdir().unwrap();
     let ralsh = format!(
         "{} --root {} ",
@@ -69,6 +70,9 @@ fn the_core_types_work_where_no_python3_exists() {
         format!("{ralsh} mount /tmp"),
         format!("{ralsh} mount /srv/data device=/dev/vdb fstype=xfs pass=2"),
         format!("{ralsh} mount /proc ensure=absent"),
+        format!("{ralsh} file"),
+        format!("{ralsh} file /srv/www/index.html"),
+        format!("{ralsh} file /srv/www/new content=made mode=0600"),
     ];
     let mut command = Command::new("unshare");
     command
@@ -142,6 +146,22 @@ fn the_core_types_work_where_no_python3_exists() {
         "# fs\ntmpfs /tmp tmpfs defaults,nosuid 0 0\n/dev/vdb\t/srv/data\txfs\tdefaults\t0\t2\n",
         "the mount changes were made, with no Python to make them"
     );
+    assert!(
+        !sections[12].contains("file {"),
+        "no listing of all files: {}",
+        sections[12]
+    );
+    assert!(
+        sections[13].contains("content  => '<h1>hi</h1>\\n',"),
+        "{}",
+        sections[13]
+    );
+    assert!(
+        sections[14].contains("ensure: 'absent' -> 'file'"),
+        "{}",
+        sections[14]
+    );
+    assert_eq!(sandbox.read("srv/www/new"), "made");
     assert_eq!(
         sandbox.read("etc/hosts"),
         "127.0.0.1 localhost\n10.0.0.5\tweb w1\n",

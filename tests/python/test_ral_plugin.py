@@ -797,7 +797,7 @@ class WebappWithProviders(unittest.TestCase):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                "RALSH_ROOT_DIR": root,
                "RALSH_PROVIDER_LIB": os.path.join(TOP, "providers")}
-        # The native providers' program (user), as ral names it.
+        # The native providers' program (user, file), as ral names it.
         if "RALSH_NATIVE_PROGRAM" in os.environ:
             env["RALSH_NATIVE_PROGRAM"] = os.environ["RALSH_NATIVE_PROGRAM"]
 

@@ -274,6 +274,8 @@ fn bundled_providers_describe_themselves_as_their_yaml_says() {
             // serves it, as ral tells it.
             .env("RALSH_NATIVE_PROGRAM", env!("CARGO_BIN_EXE_ral-provider"))
             .env("RALSH_ROOT_DIR", "/nonexistent")
+            // A native provider's script runs this build's ral-provider.
+            .env("RALSH_NATIVE_PROGRAM", env!("CARGO_BIN_EXE_ral-provider"))
             .output()
             .unwrap();
         assert!(

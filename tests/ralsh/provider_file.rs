@@ -219,7 +219,8 @@ fn file_never_follows_a_link_out_of_the_root_and_refuses_bad_modes() {
 }
 
 /// One `set` call of `file.prov` on the fake root of `sandbox`, as ralsh
-/// makes it: the answer's `changes`, with the root's path as `ROOT`.
+/// makes it: the answer's `changes`, with the root's path as `ROOT`. The
+/// script runs the native code through the `ral-provider` of this build.
 fn set_directly(sandbox: &Sandbox, updates: &[Json]) -> Json {
     let mut child = std::process::Command::new(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/file.prov"),
@@ -228,6 +229,7 @@ fn set_directly(sandbox: &Sandbox, updates: &[Json]) -> Json {
     .env_clear()
     .env("PATH", std::env::var_os("PATH").unwrap_or_default())
     .env("RALSH_ROOT_DIR", sandbox.root())
+    .env("RALSH_NATIVE_PROGRAM", env!("CARGO_BIN_EXE_ral-provider"))
     .stdin(std::process::Stdio::piped())
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped())

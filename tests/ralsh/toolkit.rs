@@ -19,6 +19,9 @@ fn python_tests_pass(file: &str, least: usize) {
     let dir = env!("CARGO_MANIFEST_DIR");
     let output = Command::new("python3")
         .args(["-I", "-S", file])
+        // For the bundled providers that are native code, which the tests
+        // run as programs: their scripts run this build's ral-provider.
+        .env("RALSH_NATIVE_PROGRAM", env!("CARGO_BIN_EXE_ral-provider"))
         .current_dir(dir)
         // The native providers' program, for the bundled providers the
         // tests run as programs (as ral names it to providers).

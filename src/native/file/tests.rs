@@ -1,0 +1,252 @@
+//! Unit tests of the file provider: its checks and plans on a temporary
+//! root, and a set of many files made as one batch.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::{json, Value as Json};
+
+use super::plan::{dumps, plan, Action};
+use super::*;
+use crate::sdk::{Change, Log};
+
+fn call(root: &std::path::Path, noop: bool) -> Call {
+    Call {
+        root: root.to_path_buf(),
+        noop,
+        lock_timeout: std::time::Duration::from_secs(5),
+        log: Log::new(Box::new(std::io::sink()), noop),
+        env: Vec::new(),
+        commands: std::sync::Arc::new(crate::sdk::command::Direct),
+    }
+}
+
+fn update(name: &str, should: Json) -> Update {
+    Update {
+        name: name.to_owned(),
+        is: Resource::new(),
+        should: should.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+/// The plan of one update on `root`, or its error's message.
+fn planned(root: &std::path::Path, name: &str, should: Json) -> Result<Plan, String> {
+    let root = Root::open(root).unwrap();
+    let place = Place::open(&root, name).map_err(|e| e.message)?;
+    let (users, groups) = (IdMap::default(), IdMap::default());
+    plan(&update(name, should), &place, &users, &groups).map_err(|e| e.message)
+}
+
+use super::plan::Plan;
+
+#[test]
+fn values_in_messages_are_written_as_python_wrote_them() {
+    assert_eq!(dumps(&json!("é\n\"")), r#""\u00e9\n\"""#);
+    assert_eq!(dumps(&json!([1, "a", null])), r#"[1, "a", null]"#);
+    assert_eq!(dumps(&json!({"a": true})), r#"{"a": true}"#);
+}
+
+#[test]
+fn a_new_file_reports_everything_asked_and_the_mode_it_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = planned(
+        dir.path(),
+        "/f",
+        json!({"ensure": "file", "mode": "0640", "content": "x"}),
+    )
+    .unwrap();
+    assert_eq!(
+        plan.changes,
+        vec![
+            Change::new("ensure", "absent", "file"),
+            Change::new("content", Json::Null, "x"),
+            Change::new("mode", Json::Null, "0640"),
+        ]
+    );
+    assert_eq!(
+        plan.action,
+        Some(Action::WriteFile {
+            data: b"x".to_vec(),
+            mode: 0o640,
+            uid: None,
+            gid: None,
+            old: What::Absent
+        })
+    );
+    // present with a target makes a link; without, a file of mode 0644.
+    let plan = planned(dir.path(), "/l", json!({"target": "f"})).unwrap();
+    assert_eq!(plan.changes[0], Change::new("ensure", "absent", "link"));
+    let plan = planned(dir.path(), "/g", json!({})).unwrap();
+    assert_eq!(
+        plan.changes,
+        vec![
+            Change::new("ensure", "absent", "file"),
+            Change::new("mode", Json::Null, "0644")
+        ]
+    );
+}
+
+#[test]
+fn an_existing_file_changes_only_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "old").unwrap();
+    std::fs::set_permissions(dir.path().join("f"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let same = planned(dir.path(), "/f", json!({"content": "old", "mode": "0600"})).unwrap();
+    assert!(same.changes.is_empty() && same.action.is_none());
+    let plan = planned(dir.path(), "/f", json!({"content": "new", "mode": "0644"})).unwrap();
+    assert_eq!(
+        plan.changes,
+        vec![
+            Change::new("content", "old", "new"),
+            Change::new("mode", "0600", "0644"),
+        ]
+    );
+}
+
+#[test]
+fn bad_updates_are_refused_with_the_scripts_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("d/e")).unwrap();
+    let refused = |name: &str, should: Json| planned(dir.path(), name, should).unwrap_err();
+    assert_eq!(
+        refused("/x", json!({"mode": "644"})),
+        "mode: \"644\" is not 4 octal digits (such as 0644)"
+    );
+    assert_eq!(
+        refused("/x", json!({"bogus": 1})),
+        "unknown attribute 'bogus'"
+    );
+    assert_eq!(
+        refused("/x", json!({"ensure": "fifo"})),
+        "ensure: \"fifo\" is not one of present, file, directory, link, absent"
+    );
+    assert_eq!(
+        refused("/x", json!({"checksum": "sha256:00"})),
+        "checksum is read-only; set content instead"
+    );
+    assert_eq!(
+        refused("/x", json!({"force": "yes"})),
+        "force: \"yes\" is not a boolean"
+    );
+    assert_eq!(
+        refused("/d", json!({"ensure": "file"})),
+        "'/d' is a directory; refusing to replace it with a file without force=true"
+    );
+    assert_eq!(
+        refused("/d", json!({"ensure": "absent"})),
+        "'/d' is a non-empty directory; set force=true to remove it with everything in it"
+    );
+    assert_eq!(
+        refused("/no/x", json!({"ensure": "file"})),
+        "the directory holding '/no/x' does not exist"
+    );
+    assert_eq!(
+        refused("/x", json!({"ensure": "directory", "content": "a"})),
+        "content: only a regular file has content, and '/x' would be a directory"
+    );
+    assert_eq!(
+        refused("/x", json!({"ensure": "link"})),
+        "target: creating the link '/x' needs a target"
+    );
+    assert_eq!(
+        refused("/", json!({"ensure": "absent"})),
+        format!(
+            "refusing to replace or remove the root directory {}",
+            crate::sdk::text::quoted(&dir.path().to_string_lossy())
+        )
+    );
+    assert!(refused("/d/", json!({})).contains("is not in normal form"));
+    // Nothing asked to go, nothing there: nothing to do.
+    let plan = planned(dir.path(), "/no/x", json!({"ensure": "absent"})).unwrap();
+    assert!(plan.changes.is_empty());
+}
+
+/// Regular files below `root` whose name is one of ral's temporary files.
+fn leftovers(root: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(entry.path());
+            } else if name.contains(".ral-") {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_set_of_many_files_writes_them_all_as_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in 0..3 {
+        std::fs::create_dir(dir.path().join(format!("d{d}"))).unwrap();
+    }
+    // More than a batch holds, so that it flushes on the way too.
+    let names: Vec<String> = (0..300).map(|i| format!("/d{}/f{i:03}", i % 3)).collect();
+    let updates: Vec<Update> = names
+        .iter()
+        .map(|name| {
+            update(
+                name,
+                json!({"ensure": "file", "content": name, "mode": "0640"}),
+            )
+        })
+        .collect();
+    let preview = File.set(&call(dir.path(), true), &updates).unwrap();
+    assert!(preview
+        .iter()
+        .all(|o| o.as_ref().is_ok_and(|c| !c.is_empty())));
+    assert!(!dir.path().join("d0/f000").exists(), "noop writes nothing");
+    let outcomes = File.set(&call(dir.path(), false), &updates).unwrap();
+    assert_eq!(outcomes, preview, "the preview said what was done");
+    for name in &names {
+        let path = dir.path().join(&name[1..]);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), *name);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o640, "{name}");
+    }
+    assert!(leftovers(dir.path()).is_empty());
+    let again = File.set(&call(dir.path(), false), &updates).unwrap();
+    assert!(again.iter().all(|o| o.as_ref().is_ok_and(Vec::is_empty)));
+    let found = File.get(&call(dir.path(), false), &names[..1]).unwrap();
+    assert_eq!(found[0]["content"], json!("/d0/f000"));
+    assert_eq!(found[0]["mode"], json!("0640"));
+}
+
+#[test]
+fn links_are_made_changed_and_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    let set = |name: &str, should: Json| {
+        File.set(&call(dir.path(), false), &[update(name, should)])
+            .unwrap()
+            .remove(0)
+    };
+    let made = set("/l", json!({"ensure": "link", "target": "f"})).unwrap();
+    assert_eq!(made[0], Change::new("ensure", "absent", "link"));
+    let changed = set("/l", json!({"target": "g"})).unwrap();
+    assert_eq!(changed, vec![Change::new("target", "f", "g")]);
+    assert_eq!(
+        std::fs::read_link(dir.path().join("l")).unwrap(),
+        std::path::Path::new("g")
+    );
+    set("/l", json!({"ensure": "file", "content": "now a file"})).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("l")).unwrap(),
+        "now a file"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "x");
+    set("/t", json!({"ensure": "directory"})).unwrap();
+    std::fs::write(dir.path().join("t/in"), "y").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("f"), dir.path().join("t/out")).unwrap();
+    set("/t", json!({"ensure": "absent", "force": true})).unwrap();
+    assert!(!dir.path().join("t").exists());
+    assert!(
+        dir.path().join("f").exists(),
+        "a link in a tree removed is not followed"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}

@@ -134,6 +134,7 @@ impl Connector {
             program: self.settings.program.clone(),
             env: self.env.clone(),
             base_args: base_args(&self.settings, target, &control),
+            control,
             remote_dir: String::new(),
             bundle: Arc::clone(bundle),
             uploaded: false,
@@ -366,6 +367,8 @@ pub struct Session {
     program: PathBuf,
     env: ProviderEnv,
     base_args: Vec<String>,
+    /// The master's control socket.
+    control: PathBuf,
     /// The bundle's directory on the target.
     remote_dir: String,
     bundle: Arc<Bundle>,
@@ -485,18 +488,12 @@ impl Session {
         self.start_script(&["ControlMaster=no"])
     }
 
-    /// Whether a master answers on the control socket (`ssh -O check`).
+    /// Whether a master answers on the control socket (what `ssh -O
+    /// check` asks, without starting ssh: see `kept::master_alive`).
     fn master_answers(&self) -> bool {
-        match self.ssh(&["-O", "check"], None, None, false) {
-            Ok((ended, _, stderr)) => {
-                log::debug!("{}: ssh -O check: {}", self.target.name, stderr.join(" / "));
-                ended.success()
-            }
-            Err(e) => {
-                log::debug!("{}: ssh -O check: {e}", self.target.name);
-                false
-            }
-        }
+        let pid = kept::master_alive(&self.control, self.timeout);
+        log::debug!("{}: kept master {pid:?}", self.target.name);
+        pid.is_some()
     }
 
     /// Starts a kept master: ssh logs in, then leaves a master in the

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
@@ -57,14 +57,9 @@ fn try_run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
             let now = SystemTime::now();
             let mut shown = Vec::new();
             for kept in &all {
-                let (answers, said) = kept::control(kept, "check")?;
                 shown.push(Shown {
                     kept,
-                    master: if answers {
-                        kept::master_pid(&said)
-                    } else {
-                        None
-                    },
+                    master: kept::master_alive(&kept.socket, Duration::from_secs(5)),
                     age: kept
                         .since
                         .and_then(|since| now.duration_since(since).ok())

@@ -28,7 +28,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::bundle::Bundle;
-use super::control_dir::ControlDir;
+use super::control_dir::{self, ControlDir};
 use super::kept::{self, KeptDir};
 use super::script;
 use super::Target;
@@ -93,7 +93,12 @@ pub struct Connector {
 impl Connector {
     pub fn new(settings: SshSettings) -> Result<Connector> {
         let sockets = match settings.persist {
-            Some(persist) if !persist.is_zero() => Sockets::Kept(KeptDir::open()?, persist),
+            Some(persist) if !persist.is_zero() => {
+                // What killed runs without kept connections left goes all
+                // the same.
+                control_dir::sweep(&run_base());
+                Sockets::Kept(KeptDir::open()?, persist)
+            }
             _ => Sockets::Run(ControlDir::create(&run_base())?),
         };
         let mut settings = settings;
@@ -125,7 +130,12 @@ impl Connector {
             }
             Sockets::Kept(dir, persist) => {
                 let options = base_args(&self.settings, target, Path::new(""));
-                let key = kept::key(&self.settings.program, &options, &target.destination);
+                let key = kept::key(
+                    &target.name,
+                    &self.settings.program,
+                    &options,
+                    &target.destination,
+                );
                 (dir.socket(&key), Some((dir, key, *persist)))
             }
         };

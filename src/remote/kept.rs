@@ -7,9 +7,9 @@
 //! `$XDG_RUNTIME_DIR/ral-connections`, else `ral-connections-UID` in
 //! TMPDIR (or `/tmp`), made 0700 and refused when it is a link, another
 //! user's, or open to others. A socket is named by a digest of everything
-//! that makes one connection differ from another (the ssh program, its
-//! options and the destination: [`key`]), so two settings never share a
-//! master. Beside each socket, `KEY.lock` is locked (`flock`) while a run
+//! that makes one connection differ from another (the target's name, the
+//! ssh program, its options and the destination: [`key`]), so two
+//! settings never share a master. Beside each socket, `KEY.lock` is locked (`flock`) while a run
 //! checks or starts that master, so two runs at once share one login; it
 //! holds what `ral connections` shows and needs to close the master
 //! ([`Info`]).
@@ -348,11 +348,16 @@ impl Entry {
     }
 }
 
-/// The name of the connection ssh `program` makes with `args` (its
-/// options, without the control path) to `destination`.
-pub fn key(program: &Path, args: &[String], destination: &str) -> String {
+/// The name of the connection of the target `name` that ssh `program`
+/// makes with `args` (its options, without the control path) to
+/// `destination`. The target's name counts too: two inventory entries of
+/// one machine each get a master, as without `--persist`, so that many of
+/// them run at once never exceed the sessions sshd allows one connection
+/// (`MaxSessions`).
+pub fn key(name: &str, program: &Path, args: &[String], destination: &str) -> String {
     let mut hasher = Sha256::new();
-    for word in std::iter::once(program.as_os_str().as_encoded_bytes())
+    for word in [name.as_bytes(), program.as_os_str().as_encoded_bytes()]
+        .into_iter()
         .chain(args.iter().map(|a| a.as_bytes()))
         .chain([destination.as_bytes()])
     {
@@ -470,21 +475,37 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect()
         };
-        let base = key(Path::new("/usr/bin/ssh"), &args(&[]), "web");
+        let base = key("web", Path::new("/usr/bin/ssh"), &args(&[]), "web");
         assert!(is_key(&base), "{base}");
-        assert_eq!(base, key(Path::new("/usr/bin/ssh"), &args(&[]), "web"));
+        assert_eq!(
+            base,
+            key("web", Path::new("/usr/bin/ssh"), &args(&[]), "web")
+        );
         let others = [
-            key(Path::new("/opt/ssh"), &args(&[]), "web"),
-            key(Path::new("/usr/bin/ssh"), &args(&[]), "db"),
-            key(Path::new("/usr/bin/ssh"), &args(&["-l", "root"]), "web"),
-            key(Path::new("/usr/bin/ssh"), &args(&["-i", "/k"]), "web"),
+            key("web2", Path::new("/usr/bin/ssh"), &args(&[]), "web"),
+            key("web", Path::new("/opt/ssh"), &args(&[]), "web"),
+            key("web", Path::new("/usr/bin/ssh"), &args(&[]), "db"),
             key(
+                "web",
+                Path::new("/usr/bin/ssh"),
+                &args(&["-l", "root"]),
+                "web",
+            ),
+            key(
+                "web",
+                Path::new("/usr/bin/ssh"),
+                &args(&["-i", "/k"]),
+                "web",
+            ),
+            key(
+                "web",
                 Path::new("/usr/bin/ssh"),
                 &args(&["-o", "Ciphers=x"]),
                 "web",
             ),
             // Words are counted, not joined: "-p" "22x" is not "-p2" "2x".
             key(
+                "web",
                 Path::new("/usr/bin/ssh"),
                 &["-F", "/c", "-o", "BatchMode=yes", "-p2", "2"].map(String::from),
                 "web",
@@ -534,7 +555,7 @@ mod tests {
     fn a_lock_records_its_connection_and_goes_with_its_master() {
         let base = tempfile::tempdir().unwrap();
         let kept = KeptDir::at(&base.path().join("kept")).unwrap();
-        let key = key(Path::new("ssh"), &[], "web");
+        let key = key("web", Path::new("ssh"), &[], "web");
         let info = Info {
             target: "web".into(),
             destination: "root@web".into(),

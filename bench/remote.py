@@ -2,9 +2,8 @@
 """Figures for remote targets (docs/remote.md): writes the remote section
 of BENCHMARKS.md (bench/section.py).
 
-Starts its own sshd on 127.0.0.1 at a free port, and on one more loopback
-address per target (keys made in a temporary directory, the logins' HOME
-there too, sshd's default MaxStartups), then
+Starts its own sshd on 127.0.0.1 at a free port (keys made in a temporary
+directory, the logins' HOME there too, sshd's default MaxStartups), then
 measures, with the release build:
 
 1. `ralsh user root` here against `ralsh -t T user root` on one target:
@@ -63,14 +62,10 @@ def start_sshd(work):
     os.makedirs(os.path.join(work, "home"), exist_ok=True)
     os.makedirs("/run/sshd", exist_ok=True)
     port = free_port()
-    # One loopback address per target as well (127.0.0.2 and on, all local
-    # on Linux): each target is then a connection of its own for both
-    # tools, as on a fleet, where the masters of several entries of one
-    # host would be shared.
-    listen = "".join(f"ListenAddress 127.0.0.{n}\n" for n in range(1, TARGETS + 2))
     with open(os.path.join(work, "sshd_config"), "w") as f:
         f.write(f"""Port {port}
-{listen}HostKey {work}/host_key
+ListenAddress 127.0.0.1
+HostKey {work}/host_key
 PidFile none
 AuthorizedKeysFile {work}/authorized_keys
 StrictModes no
@@ -82,9 +77,8 @@ SetEnv HOME={work}/home
 LogLevel INFO
 """)
     with open(os.path.join(work, "ssh_config"), "w") as f:
-        f.write(f"""Host t1
+        f.write(f"""Host *
   HostName 127.0.0.1
-Host *
   Port {port}
   User root
   IdentityFile {work}/user_key
@@ -245,8 +239,13 @@ def main():
                 f.write("all:\n  vars:\n" + extra)
                 f.write("    ansible_python_interpreter: /usr/bin/python3\n")
                 f.write("  hosts:\n")
+                # No ansible_host: each target connects to its own name (the
+                # ssh config sends them all to 127.0.0.1), so that each is a
+                # connection of its own for both tools, as on a fleet (with
+                # one address, Ansible's ControlPath would give all 50 one
+                # master).
                 for i in range(1, TARGETS + 1):
-                    f.write(f"    h{i:02}:\n      ansible_host: 127.0.0.{i + 1}\n"
+                    f.write(f"    h{i:02}:\n"
                             f"      ansible_port: {port}\n      ansible_user: root\n")
         fleet = [RALSH, "--ssh-config", ssh_config, "-i", inventory, "user", "root"]
         no_persist = fleet[:1] + ["--no-persist"] + fleet[1:]
@@ -304,9 +303,10 @@ def main():
     rounds = args.fleet_runs
     out = [
         f"The script starts its own sshd ({openssh}, its default limits) on 127.0.0.1; "
-        f"every target is an inventory entry on that one server, at an address of its "
-        f"own (127.0.0.2 to 127.0.0.{TARGETS + 1}: a connection each, for both tools), so "
-        f"this machine plays the controller and all the targets, with the system's PATH. {version} from "
+        f"every target is an inventory entry on that one server, under a name of its own "
+        f"(the ssh config sends every name there), so that each is a connection of its "
+        f"own for both tools, as on a fleet, and this machine plays the controller and "
+        f"all the targets, with the system's PATH. {version} from "
         f"PyPI in a virtualenv, with its default settings (5 forks, no pipelining, "
         f"ControlPersist 60 s). CPU is user and system time: the client's (the command and "
         f"the children it waited for) and, where it can be counted, sshd's (the connections "

@@ -36,6 +36,7 @@ pub fn tests() -> Vec<Test> {
         two_runs_at_once_to_one_target_share_one_login,
         a_directory_of_kept_connections_open_to_others_is_refused,
         a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target,
+        two_inventory_entries_of_one_machine_keep_a_master_each,
     ]]
     .concat()
 }
@@ -1154,4 +1155,33 @@ fn a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target() {
     assert_eq!(fleet.masters(), masters);
     fleet.connections(&["close"]).expect(0);
     assert_gone(master, &fleet.kept_dir().display().to_string());
+}
+
+fn two_inventory_entries_of_one_machine_keep_a_master_each() {
+    // Both connect to the same destination with the same options: a
+    // shared master would carry both targets' sessions at once.
+    let fleet = Fleet::new(&["t1"], false);
+    let root = fleet.root("t1").display().to_string();
+    let inventory = fleet.controller.path().join("same.yaml");
+    std::fs::write(
+        &inventory,
+        format!(
+            "all:\n  hosts:\n    a:\n      ansible_host: t1\n      ral_root: {root}\n    \
+             b:\n      ansible_host: t1\n      ral_root: {root}\n"
+        ),
+    )
+    .unwrap();
+    let mut command = fleet.command();
+    command
+        .env_remove("RAL_SSH_PERSIST")
+        .env("XDG_RUNTIME_DIR", fleet.runtime())
+        .arg("-i")
+        .arg(&inventory)
+        .args(["host", "localhost"]);
+    run(&mut command).expect(0);
+    let mut names: Vec<String> = fleet.masters().into_iter().map(|(t, _)| t).collect();
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(fleet.sshd.accepted(), 2);
+    fleet.connections(&["close"]).expect(0);
 }

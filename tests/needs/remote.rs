@@ -147,7 +147,7 @@ impl Fleet {
     }
 
     /// `ral connections ARGS`, as the warm runs' user.
-    fn connections(&self, args: &[&str]) -> Run {
+    fn connections_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
         command
             .env_clear()
@@ -157,7 +157,11 @@ impl Fleet {
             .env("XDG_RUNTIME_DIR", self.runtime())
             .arg("connections")
             .args(args);
-        run(&mut command)
+        command
+    }
+
+    fn connections(&self, args: &[&str]) -> Run {
+        run(&mut self.connections_command(args))
     }
 
     /// The kept connections' targets and masters, as `ral connections`
@@ -215,6 +219,16 @@ impl Fleet {
             .unwrap()
             .collect();
         assert!(left.is_empty(), "the control directory is left: {left:?}");
+    }
+}
+
+impl Drop for Fleet {
+    /// Closes the masters the warm runs kept, also when a test failed,
+    /// so none outlives its test for its persist time.
+    fn drop(&mut self) {
+        if self.kept_dir().exists() {
+            let _ = self.connections_command(&["close"]).output();
+        }
     }
 }
 

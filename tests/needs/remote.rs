@@ -37,6 +37,7 @@ pub fn tests() -> Vec<Test> {
         a_directory_of_kept_connections_open_to_others_is_refused,
         a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target,
         two_inventory_entries_of_one_machine_keep_a_master_each,
+        an_interrupt_of_a_run_through_a_kept_connection_ends_its_provider_and_keeps_the_master,
     ]]
     .concat()
 }
@@ -449,15 +450,42 @@ fn an_unreachable_target_is_reported_and_the_others_still_run() {
 
 fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     let fleet = Fleet::new(&["t1"], false);
+    let mut command = fleet.command();
+    command.arg("-i").arg(&fleet.inventory);
+    interrupt_and_check(&fleet, command);
+    fleet.assert_no_ssh_left();
+}
+
+fn an_interrupt_of_a_run_through_a_kept_connection_ends_its_provider_and_keeps_the_master() {
+    let fleet = Fleet::new(&["t1"], false);
+    run(fleet.warm("60").args(["host", "localhost"])).expect(0);
+    let masters = fleet.masters();
+    assert_eq!(masters.len(), 1);
+    interrupt_and_check(&fleet, fleet.warm("60"));
+    // Nothing of the run is left but the master, which the next run
+    // reuses.
+    let marker = fleet.kept_dir().display().to_string();
+    for pid in processes_naming(&marker) {
+        if pid != masters[0].1 {
+            assert_gone(pid, &marker);
+        }
+    }
+    assert!(running(masters[0].1));
+    run(fleet.warm("60").args(["host", "localhost"])).expect(0);
+    assert_eq!(fleet.sshd.accepted(), 1);
+    assert_eq!(fleet.masters(), masters);
+}
+
+/// Runs `command` (ralsh on the fleet's `t1`) with a provider that hangs,
+/// sends it SIGINT once the provider and its child run on the target,
+/// and checks that it ends by the signal and the provider with it.
+fn interrupt_and_check(fleet: &Fleet, mut command: Command) {
     let root = fleet.root("t1");
     // The provider says "started" on this FIFO once it and its child run.
     let held = root.join("held");
     let status = Command::new("mkfifo").arg(&held).status().unwrap();
     assert!(status.success());
-    let mut command = fleet.command();
     command
-        .arg("-i")
-        .arg(&fleet.inventory)
         .args(["--timeout", "120", "-I"])
         .arg(fixtures_dir())
         .args(["-l", "debug", "hang"])
@@ -499,7 +527,6 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     for pid in pids {
         assert_gone(pid, "hang");
     }
-    fleet.assert_no_ssh_left();
 }
 
 fn ral_apply_converges_every_target_with_a_store_per_target_here() {

@@ -8,16 +8,20 @@ measures, with the release build:
 
 1. `ralsh user root` here against `ralsh -t T user root` on one target:
    the time one target adds, and what it is made of (connections accepted,
-   ssh runs, CPU on both ends against a bare `ssh T true`).
-2. 50 inventory entries on that one sshd: `ralsh -i INV user root` against
-   Ansible's ad-hoc `ansible all -i INV -m getent -a 'database=passwd
-   key=root'` (ansible-core from PyPI in a virtualenv, default settings:
-   5 forks, no pipelining; its ControlPersist makes a second run within 60 s
-   reuse the connections, so first and later runs are reported apart).
+   ssh runs, CPU on both ends against a bare `ssh T true`), with a
+   connection of its own (`--no-persist`) and through the one a run before
+   left open (warm).
+2. 50 inventory entries on that one sshd, side by side in rounds: `ralsh -i
+   INV user root` cold (no master left: `ral connections close` first) and
+   warm (reusing the masters the cold run left), against Ansible's ad-hoc
+   `ansible all -i INV -m getent -a 'database=passwd key=root'`
+   (ansible-core from PyPI in a virtualenv, default settings: 5 forks, no
+   pipelining) first (its ControlPersist masters removed) and later (reusing
+   them, its default). `ralsh --no-persist` is shown too.
 
 Usage: cargo build --release && python3 bench/remote.py [--runs N]
-       [--ansible VENV] (VENV made with ansible-core if missing; default
-       /tmp/ral-bench-ansible).
+       [--fleet-runs N] [--ansible VENV] (VENV made with ansible-core if
+       missing; default /tmp/ral-bench-ansible).
 Needs root (logins as root to the bench's own sshd), /usr/sbin/sshd.
 Reads the real /etc/passwd of this machine through the target; changes
 nothing.
@@ -37,7 +41,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import section  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RALSH = os.path.join(REPO, "target/release/ralsh")
+TARGET_DIR = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+RALSH = os.path.join(TARGET_DIR, "release/ralsh")
+RAL = os.path.join(TARGET_DIR, "release/ral")
 TARGETS = 50
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -168,7 +174,7 @@ def main():
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root: the bench logs in as root to its own sshd")
-    if not os.path.exists(RALSH):
+    if not (os.path.exists(RALSH) and os.path.exists(RAL)):
         sys.exit("build first: cargo build --release")
     sec = section.Section("remote", "Remote targets against a local run and Ansible",
                           "bench/remote.py")
@@ -177,34 +183,49 @@ def main():
     try:
         controller = os.path.join(work, "controller")
         os.makedirs(os.path.join(controller, "tmp"))
+        runtime = os.path.join(work, "run")
+        os.makedirs(runtime, mode=0o700)
         # The system's PATH, not the caller's: a Python version manager's
         # shim ahead of /usr/bin/python3 would add its own start-up to every
         # provider call that runs Python, here but not on the targets (sshd
-        # gives sessions its own PATH).
-        env = {"PATH": SYSTEM_PATH, "HOME": controller,
-               "XDG_CACHE_HOME": controller, "TMPDIR": os.path.join(controller, "tmp")}
+        # gives sessions its own PATH). ral keeps its connections in
+        # XDG_RUNTIME_DIR.
+        env = {"PATH": SYSTEM_PATH, "HOME": controller, "XDG_CACHE_HOME": controller,
+               "TMPDIR": os.path.join(controller, "tmp"), "XDG_RUNTIME_DIR": runtime}
         ssh_config = os.path.join(work, "ssh_config")
+        close = [RAL, "connections", "close"]
         local = [RALSH, "user", "root"]
         bare = ["ssh", "-F", ssh_config, "t1", "true"]
         remote = [RALSH, "--ssh-config", ssh_config, "-t", "t1", "user", "root"]
+        cold_one = remote[:1] + ["--no-persist"] + remote[1:]
         # Warm up: the metadata cache here, the copy of the providers there.
         timed(local, env, 2)
         timed(bare, env, 2)
-        timed(remote, env, 2)
+        timed(cold_one, env, 2)
         local_times = timed(local, env, args.runs)
-        bare_cpu, remote_cpu = [], []
+        bare_cpu, cold_one_cpu, warm_one_cpu = [], [], []
         bare_times = timed(bare, env, args.runs, sshd, bare_cpu)
         before = accepted(log)
-        remote_times = timed(remote, env, args.runs, sshd, remote_cpu)
-        connections = (accepted(log) - before) / args.runs
-        # What one remote run is made of: ssh runs, from a traced run.
-        trace = os.path.join(work, "trace")
-        subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve", "-o", trace] + remote,
-                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ssh_runs = None
-        if os.path.exists(trace):
+        cold_one_times = timed(cold_one, env, args.runs, sshd, cold_one_cpu)
+        cold_one_logins = (accepted(log) - before) / args.runs
+        timed(remote, env, 1)
+        before = accepted(log)
+        warm_one_times = timed(remote, env, args.runs, None, warm_one_cpu)
+        warm_one_logins = (accepted(log) - before) / args.runs
+        # What one remote run is made of: ssh runs, from traced runs.
+        def ssh_runs(argv):
+            trace = os.path.join(work, "trace")
+            subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve", "-o", trace] + argv,
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if not os.path.exists(trace):
+                return None
             with open(trace) as f:
-                ssh_runs = sum('execve("/usr/bin/ssh"' in line and "= 0" in line for line in f)
+                runs = sum('execve("/usr/bin/ssh"' in line and "= 0" in line for line in f)
+            os.remove(trace)
+            return runs
+        cold_one_ssh = ssh_runs(cold_one)
+        warm_one_ssh = ssh_runs(remote)
+        timed(close, env, 1)
 
         # 50 targets on the one sshd.
         # The same hosts for both; Ansible is given the ssh config through
@@ -218,27 +239,45 @@ def main():
                 f.write("all:\n  vars:\n" + extra)
                 f.write("    ansible_python_interpreter: /usr/bin/python3\n")
                 f.write("  hosts:\n")
+                # No ansible_host: each target connects to its own name (the
+                # ssh config sends them all to 127.0.0.1), so that each is a
+                # connection of its own for both tools, as on a fleet (with
+                # one address, Ansible's ControlPath would give all 50 one
+                # master).
                 for i in range(1, TARGETS + 1):
-                    f.write(f"    h{i:02}:\n      ansible_host: 127.0.0.1\n"
+                    f.write(f"    h{i:02}:\n"
                             f"      ansible_port: {port}\n      ansible_user: root\n")
         fleet = [RALSH, "--ssh-config", ssh_config, "-i", inventory, "user", "root"]
-        timed(fleet, env, 1)
-        before = accepted(log)
-        fleet_cpu = []
-        fleet_times = timed(fleet, env, args.fleet_runs, sshd, fleet_cpu)
-        fleet_connections = (accepted(log) - before) / args.fleet_runs
+        no_persist = fleet[:1] + ["--no-persist"] + fleet[1:]
         ansible, version = ensure_ansible(args.ansible)
         ans_env = dict(env)
         ans_env["ANSIBLE_LOCAL_TEMP"] = os.path.join(controller, "ansible-tmp")
         adhoc = [ansible, "all", "-i", ans_inventory, "-m", "getent",
                  "-a", "database=passwd key=root"]
-        first, later, first_cpu = [], [], []
-        for _ in range(max(1, args.fleet_runs // 2)):
-            # A first run: no ssh master of Ansible's left from before.
+        timed(no_persist, env, 1)
+        cold, warm, bare_fleet, first, later = [], [], [], [], []
+        cold_cpu, warm_cpu, bare_fleet_cpu, first_cpu, later_cpu = [], [], [], [], []
+        logins = {"cold": 0, "warm": 0, "no-persist": 0}
+        for _ in range(args.fleet_runs):
+            # ral, cold: none of its masters left from before; then warm.
+            timed(close, env, 1)
+            before = accepted(log)
+            cold += timed(fleet, env, 1, None, cold_cpu)
+            logins["cold"] += accepted(log) - before
+            before = accepted(log)
+            warm += timed(fleet, env, 1, None, warm_cpu)
+            logins["warm"] += accepted(log) - before
+            timed(close, env, 1)
+            before = accepted(log)
+            bare_fleet += timed(no_persist, env, 1, sshd, bare_fleet_cpu)
+            logins["no-persist"] += accepted(log) - before
+            # Ansible, a first run: no ssh master of its own left from
+            # before; then a later one, reusing them.
             shutil.rmtree(os.path.join(controller, ".ansible"), ignore_errors=True)
             subprocess.run(["pkill", "-f", os.path.join(controller, ".ansible/cp")])
-            first += timed(adhoc, ans_env, 1, sshd, first_cpu)
-            later += timed(adhoc, ans_env, 1)
+            first += timed(adhoc, ans_env, 1, None, first_cpu)
+            later += timed(adhoc, ans_env, 1, None, later_cpu)
+        timed(close, env, 1)
     finally:
         sshd.terminate()
         sshd.wait()
@@ -251,46 +290,61 @@ def main():
     def sec_(times):
         return f"{statistics.median(times):.2f} s"
 
-    med_fleet = statistics.median(fleet_times)
-    med_first, med_later = statistics.median(first), statistics.median(later)
+    med = statistics.median
+    ratio_cold, ratio_warm = med(first) / med(cold), med(later) / med(warm)
     openssh = subprocess.run(["ssh", "-V"], capture_output=True, text=True).stderr.strip()
-    ratio_first, ratio_later = med_first / med_fleet, med_later / med_fleet
-    runs_shown = "" if ssh_runs is None else f"; {ssh_runs} ssh runs (traced)"
+
+    def traced(runs):
+        return "" if runs is None else f"; {runs} ssh runs (traced)"
+
+    def per_target(cpu):
+        return f"{cpu_ms(cpu, TARGETS, client_only=True)} per target, client alone"
+
+    rounds = args.fleet_runs
     out = [
         f"The script starts its own sshd ({openssh}, its default limits) on 127.0.0.1; "
-        f"every target is an inventory entry on that one server, so this machine "
-        f"plays the controller and all the targets, with the system's PATH. {version} from PyPI in a "
-        f"virtualenv, with its default settings (5 forks, no pipelining). CPU is "
-        f"user and system time: the client's (the command and the children it "
-        f"waited for) and sshd's (the connections it reaped). Ansible's "
-        f"ControlPersist masters outlive its run, so neither their CPU nor sshd's "
-        f"side of their connections can be counted: its row has the CPU of the "
-        f"ansible processes alone.",
+        f"every target is an inventory entry on that one server, under a name of its own "
+        f"(the ssh config sends every name there), so that each is a connection of its "
+        f"own for both tools, as on a fleet, and this machine plays the controller and "
+        f"all the targets, with the system's PATH. {version} from "
+        f"PyPI in a virtualenv, with its default settings (5 forks, no pipelining, "
+        f"ControlPersist 60 s). CPU is user and system time: the client's (the command and "
+        f"the children it waited for) and, where it can be counted, sshd's (the connections "
+        f"it reaped). Both tools' kept masters outlive their runs, so neither their CPU nor "
+        f"sshd's side of their connections can be counted: those rows have the client's CPU "
+        f"alone. The {TARGETS}-target cases run side by side, in {rounds} rounds of: ralsh "
+        f"cold (`ral connections close` first), ralsh warm (the masters the cold run left), "
+        f"ralsh `--no-persist`, Ansible first (its masters removed), Ansible later.",
         "",
         "| case | median | runs | CPU per run | what it is made of |",
         "| --- | --- | --- | --- | --- |",
         f"| `ralsh user root`, here | {msec(local_times)} | {args.runs} | | |",
         f"| `ssh t1 true` | {msec(bare_times)} | {args.runs} | {cpu_ms(bare_cpu)} | "
         f"one login, nothing run |",
-        f"| `ralsh -t t1 user root` | {msec(remote_times)} | {args.runs} | "
-        f"{cpu_ms(remote_cpu)} | {connections:.1f} connections{runs_shown} |",
-        f"| added by one target | "
-        f"{(statistics.median(remote_times) - statistics.median(local_times)) * 1000:.1f} ms"
-        f" | | | |",
-        f"| {TARGETS} targets, `ralsh -i INV user root` | {sec_(fleet_times)} | "
-        f"{args.fleet_runs} | {cpu_ms(fleet_cpu, TARGETS)} per target | "
-        f"{fleet_connections:.0f} connections |",
+        f"| `ralsh --no-persist -t t1 user root` | {msec(cold_one_times)} | {args.runs} | "
+        f"{cpu_ms(cold_one_cpu)} | {cold_one_logins:.1f} logins{traced(cold_one_ssh)} |",
+        f"| `ralsh -t t1 user root`, warm | {msec(warm_one_times)} | {args.runs} | "
+        f"{cpu_ms(warm_one_cpu, client_only=True)}, client alone | "
+        f"{warm_one_logins:.1f} logins{traced(warm_one_ssh)} |",
+        f"| added by one target, warm | "
+        f"{(med(warm_one_times) - med(local_times)) * 1000:.1f} ms | | | |",
+        f"| {TARGETS} targets, `ralsh -i INV user root`, cold | {sec_(cold)} | {len(cold)} | "
+        f"{per_target(cold_cpu)} | {logins['cold'] / rounds:.0f} logins |",
+        f"| the same, warm | {sec_(warm)} | {len(warm)} | {per_target(warm_cpu)} | "
+        f"{logins['warm'] / rounds:.0f} logins |",
+        f"| the same, `--no-persist` | {sec_(bare_fleet)} | {len(bare_fleet)} | "
+        f"{cpu_ms(bare_fleet_cpu, TARGETS)} per target | "
+        f"{logins['no-persist'] / rounds:.0f} logins |",
         f"| {TARGETS} targets, `ansible all -i INV -m getent -a 'database=passwd key=root'`, "
-        f"first run | {sec_(first)} | {len(first)} | "
-        f"{cpu_ms(first_cpu, TARGETS, client_only=True)} per target, ansible alone"
-        f" | |",
-        f"| the same, a later run (reusing Ansible's ControlPersist masters) | "
-        f"{sec_(later)} | {len(later)} | | |",
+        f"first run | {sec_(first)} | {len(first)} | {per_target(first_cpu)} | |",
+        f"| the same, a later run (reusing its ControlPersist masters) | "
+        f"{sec_(later)} | {len(later)} | {per_target(later_cpu)} | |",
         "",
-        f"Against {TARGETS} targets ralsh is **{ratio_first:.1f}x** faster than a first "
-        f"Ansible run and {ratio_later:.1f}x faster than a later one (target ≥ 10x: "
-        f"{'met' if ratio_first >= 10 else '**not met**'}). A 10x ratio would need ralsh "
-        f"to take at most {med_first / 10 * 1000 / TARGETS:.0f} ms per target; one bare "
+        f"Against {TARGETS} targets ralsh is **{ratio_cold:.1f}x** faster than Ansible cold "
+        f"(both first runs; target ≥ 3x: {'met' if ratio_cold >= 3 else '**not met**'}) and "
+        f"**{ratio_warm:.1f}x** faster warm (both reusing their masters; target ≥ 10x: "
+        f"{'met' if ratio_warm >= 10 else '**not met**'}); `--no-persist` is "
+        f"{med(first) / med(bare_fleet):.1f}x faster than Ansible's first run. One bare "
         f"`ssh true` here costs {cpu_ms(bare_cpu)} of CPU, on a machine with "
         f"{os.cpu_count()} CPUs.",
     ]

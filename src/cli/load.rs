@@ -132,6 +132,11 @@ pub fn parse_lock_timeout(text: &str) -> Result<Duration, BadOptionValue> {
     )
 }
 
+/// `--persist`: 0 (close at the end) to a day.
+pub fn parse_persist(text: &str) -> Result<Duration, BadOptionValue> {
+    parse_lock_timeout(text)
+}
+
 fn seconds_in(
     text: &str,
     allowed: impl Fn(f64) -> bool,

@@ -1,6 +1,6 @@
 //! What `ralsh` and `ral plan`/`ral apply` share to run on remote targets:
 //! the options (`-t`, `-i`, `--limit`, `--ssh-config`, `--sudo`,
-//! `--forks`), the targets they select, one connection per target with
+//! `--forks`, `--persist`), the targets they select, one connection per target with
 //! the providers copied there, and a host per target that runs its
 //! providers over that connection.
 
@@ -50,6 +50,19 @@ pub struct RemoteArgs {
     #[arg(long, value_name = "N", default_value = "20",
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub forks: u16,
+
+    /// Keep each target's connection open SECONDS after the run, so that
+    /// the next run within that time reuses it instead of logging in
+    /// again (as Ansible's ControlPersist); `ral connections` lists and
+    /// closes them. 0 is --no-persist.
+    #[arg(long, value_name = "SECONDS", env = "RAL_SSH_PERSIST", default_value = "60",
+          value_parser = crate::cli::load::parse_persist)]
+    pub persist: std::time::Duration,
+
+    /// Close every connection when the run ends: nothing is left running
+    /// (wins over --persist).
+    #[arg(long)]
+    pub no_persist: bool,
 }
 
 impl RemoteArgs {
@@ -135,8 +148,10 @@ impl Fleet {
             .as_deref()
             .map(std::path::absolute)
             .transpose()?;
+        let persist = (!args.no_persist && !args.persist.is_zero()).then_some(args.persist);
         let connector = Connector::new(SshSettings {
             config,
+            persist,
             ..SshSettings::default()
         })?;
         Ok(Fleet {

@@ -1,15 +1,19 @@
-//! One ssh connection per target: a ControlMaster whose socket lives in a
-//! private directory of this run (`control_dir.rs`), shared by every
-//! provider call.
+//! One ssh connection per target: a ControlMaster shared by every provider
+//! call, kept for the next runs (`--persist`, `kept.rs`) or not
+//! (`--no-persist`: its socket in a private directory of this run,
+//! `control_dir.rs`).
 //!
-//! The master is a child of this process that stays in the foreground
-//! (no ControlPersist) and runs the session's script on the target
-//! (`script::session`): it says whether the providers are there, then
-//! reads the master's stdin, a pipe only this process writes to, until
-//! its end. Closing the pipe closes the connection once no call runs;
-//! and when this process dies, even by SIGKILL, the pipe closes with it:
-//! the script ends, the calls' watchdogs on the target see it gone and
-//! end their providers, and the master, its last session closed, exits.
+//! Either way, one ssh of this run holds the session's script on the
+//! target (`script::session`): it says whether the providers are there,
+//! then reads that ssh's stdin, a pipe only this process writes to, until
+//! its end. When this process dies, even by SIGKILL, the pipe closes with
+//! it: the script ends, and the calls' watchdogs on the target see it gone
+//! and end their providers. Without `--persist` that ssh is the master
+//! itself, a child that stays in the foreground (no ControlPersist): its
+//! last session closed, it exits. With it, the master runs in the
+//! background (started by a call that releases it, so no sweep of what
+//! calls leave ends it) and outlives the run; the script's ssh is a
+//! session through it, ended with the run.
 //!
 //! Everything the user set up for ssh applies: their config (or the one
 //! `--ssh-config` names), keys, agent, known hosts and jumps. ral only
@@ -18,14 +22,14 @@
 //! inventory gives.
 
 use std::ffi::OsString;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::bundle::Bundle;
-use super::control_dir::ControlDir;
+use super::control_dir::{self, ControlDir};
+use super::kept::{self, KeptDir};
 use super::script;
 use super::Target;
 use crate::error::{Error, Result};
@@ -48,7 +52,13 @@ pub struct SshSettings {
     pub connect_timeout: Duration,
     /// The ssh program.
     pub program: PathBuf,
+    /// How long each master stays once the run is over, for the next run
+    /// to reuse; `None`: closed with the run.
+    pub persist: Option<Duration>,
 }
+
+/// How long a master stays after a run by default, as Ansible's.
+pub const DEFAULT_PERSIST: Duration = Duration::from_secs(60);
 
 impl Default for SshSettings {
     fn default() -> SshSettings {
@@ -56,15 +66,25 @@ impl Default for SshSettings {
             config: None,
             connect_timeout: Duration::from_secs(10),
             program: PathBuf::from("ssh"),
+            persist: Some(DEFAULT_PERSIST),
         }
     }
 }
 
-/// Opens sessions: holds the private directory of the control sockets
-/// and the bound on connections opened at once.
+/// Where the control sockets are.
+enum Sockets {
+    /// In this run's directory, gone with it.
+    Run(ControlDir),
+    /// In the directory of kept connections, each master staying that
+    /// long after its last session.
+    Kept(KeptDir, Duration),
+}
+
+/// Opens sessions: holds the directory of the control sockets and the
+/// bound on connections opened at once.
 pub struct Connector {
     settings: SshSettings,
-    control_dir: ControlDir,
+    sockets: Sockets,
     env: ProviderEnv,
     opening: Gate,
     count: AtomicUsize,
@@ -72,25 +92,15 @@ pub struct Connector {
 
 impl Connector {
     pub fn new(settings: SshSettings) -> Result<Connector> {
-        // Socket paths must stay short (108 bytes): the runtime directory
-        // or /tmp, and a number per target.
-        // ssh reads ControlPath as a config value (words, `%` tokens): the
-        // directory's name keeps to letters, digits and `/._-`.
-        let plain = |dir: &PathBuf| {
-            dir.to_str().is_some_and(|text| {
-                text.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
-            })
+        let sockets = match settings.persist {
+            Some(persist) if !persist.is_zero() => {
+                // What killed runs without kept connections left goes all
+                // the same.
+                control_dir::sweep(&run_base());
+                Sockets::Kept(KeptDir::open()?, persist)
+            }
+            _ => Sockets::Run(ControlDir::create(&run_base())?),
         };
-        let base = [
-            std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
-            Some(std::env::temp_dir()),
-        ]
-        .into_iter()
-        .flatten()
-        .find(|dir| dir.is_absolute() && dir.is_dir() && dir.as_os_str().len() < 60 && plain(dir))
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-        let control_dir = ControlDir::create(&base)?;
         let mut settings = settings;
         settings.program = find_program(&settings.program).ok_or_else(|| {
             Error::io(
@@ -103,7 +113,7 @@ impl Connector {
         })?;
         Ok(Connector {
             settings,
-            control_dir,
+            sockets,
             env: ProviderEnv::inherited(),
             opening: Gate::new(MAX_OPENING),
             count: AtomicUsize::new(0),
@@ -113,8 +123,22 @@ impl Connector {
     /// Connects to `target` and makes sure an intact copy of `bundle` is
     /// there (copying it when it is not): one round trip when it is.
     pub fn open(&self, target: &Target, bundle: &Arc<Bundle>) -> Result<Session> {
-        let index = self.count.fetch_add(1, Ordering::SeqCst);
-        let control = self.control_dir.path().join(index.to_string());
+        let (control, kept) = match &self.sockets {
+            Sockets::Run(dir) => {
+                let index = self.count.fetch_add(1, Ordering::SeqCst);
+                (dir.path().join(index.to_string()), None)
+            }
+            Sockets::Kept(dir, persist) => {
+                let options = base_args(&self.settings, target, Path::new(""));
+                let key = kept::key(
+                    &target.name,
+                    &self.settings.program,
+                    &options,
+                    &target.destination,
+                );
+                (dir.socket(&key), Some((dir, key, *persist)))
+            }
+        };
         let mut session = Session {
             target: target.clone(),
             program: self.settings.program.clone(),
@@ -124,13 +148,21 @@ impl Connector {
             remote_dir: String::new(),
             bundle: Arc::clone(bundle),
             uploaded: false,
-            master: Mutex::new(None),
+            holder: Mutex::new(None),
             script: 0,
             timeout: self.settings.connect_timeout + Duration::from_secs(20),
         };
-        let (present, dir) = {
-            let _opening = self.opening.enter();
-            session.start_master()?
+        let (present, dir) = match kept {
+            None => {
+                let _opening = self.opening.enter();
+                session.start_script(&["ControlMaster=yes", "ControlPersist=no"])?
+            }
+            Some((dir, key, persist)) => {
+                // Held until this run's session runs through the master:
+                // another run to the same target waits, then reuses it.
+                let mut entry = dir.lock(&key)?;
+                session.open_kept(&mut entry, persist, &self.opening)?
+            }
         };
         if !present {
             let payload = bundle.payload();
@@ -148,6 +180,27 @@ impl Connector {
         session.remote_dir = dir;
         Ok(session)
     }
+}
+
+/// Where a run's control directory goes: the runtime directory or the
+/// temporary one, whose name is short (socket paths hold 108 bytes, and
+/// a number per target is added) and plain (ssh reads ControlPath as a
+/// config value, with words and `%` tokens); else `/tmp`.
+fn run_base() -> PathBuf {
+    let plain = |dir: &PathBuf| {
+        dir.to_str().is_some_and(|text| {
+            text.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+        })
+    };
+    [
+        std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+        Some(std::env::temp_dir()),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|dir| dir.is_absolute() && dir.is_dir() && dir.as_os_str().len() < 60 && plain(dir))
+    .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 /// What ssh makes of `target` with `settings`' configuration file and
@@ -219,6 +272,36 @@ fn run_collecting(call: &StreamCall) -> Result<(Ended, Vec<String>, Vec<String>)
         }
     })?;
     Ok((ended, stdout, stderr))
+}
+
+/// What ssh `said` on stderr as one error message (with what to do about
+/// it, where known), or `fallback` when it said nothing.
+fn said_error(said: &[String], fallback: &str) -> String {
+    let said: Vec<&str> = said
+        .iter()
+        .map(|line| line.strip_prefix("error: ").unwrap_or(line).trim_end())
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    if said.is_empty() {
+        fallback.to_owned()
+    } else {
+        said.join("; ").trim_end_matches('.').to_owned() + hint(&said)
+    }
+}
+
+/// All of `file`, read from its start without moving its offset (a child
+/// may still be writing to it).
+fn read_all(file: &std::fs::File) -> String {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = Vec::new();
+    let mut buffer = [0u8; 8192];
+    while let Ok(n) = file.read_at(&mut buffer, bytes.len() as u64) {
+        if n == 0 || bytes.len() > 1 << 20 {
+            break;
+        }
+        bytes.extend_from_slice(&buffer[..n]);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// What to do about the ssh failures a first connection runs into, to
@@ -300,8 +383,9 @@ pub struct Session {
     remote_dir: String,
     bundle: Arc<Bundle>,
     uploaded: bool,
-    /// The master, until the connection is closed.
-    master: Mutex<Option<Daemon>>,
+    /// The ssh that runs the session's script, until the connection is
+    /// closed: the master itself, or a session through a kept one.
+    holder: Mutex<Option<Daemon>>,
     /// The process ID of the session's script on the target.
     script: u32,
     /// The limit of a control round trip.
@@ -352,48 +436,136 @@ impl Session {
         self.script
     }
 
-    /// Closes the connection: the master's stdin, so the session's script
-    /// ends and the master with it (killed if it takes longer than
-    /// `CLOSE_GRACE`); later calls fail. Done once, also on drop.
+    /// Closes this run's connection: the stdin of the ssh that holds the
+    /// session's script, so the script ends, and with it that ssh and a
+    /// master that is not kept (killed if it takes longer than
+    /// `CLOSE_GRACE`); later calls fail. A kept master stays for the
+    /// next run. Done once, also on drop.
     pub fn close(&self) {
-        let master = self.master.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(mut master) = master {
+        let holder = self.holder.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut holder) = holder {
             log::debug!("{}: closing the connection", self.target.name);
-            master.end(CLOSE_GRACE);
+            holder.end(CLOSE_GRACE);
         }
     }
 
-    /// Starts the master, whose session's script answers whether the
-    /// bundle is there, and in which directory; waits for that answer.
-    fn start_master(&mut self) -> Result<(bool, String)> {
-        let stderr_path = self.control.with_extension("err");
-        let stderr = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&stderr_path)
-            .map_err(|e| Error::io(format!("creating {}", stderr_path.display()), e))?;
+    /// Opens the session through the kept master of `entry` (whose lock
+    /// is held), after starting one when there is none or it does not
+    /// answer its check; a master that takes the session but gives no
+    /// answer through it (a dead network) is closed and replaced once.
+    fn open_kept(
+        &mut self,
+        entry: &mut kept::Entry,
+        persist: Duration,
+        opening: &Gate,
+    ) -> Result<(bool, String)> {
+        if self.master_answers() {
+            match self.try_script(&["ControlMaster=no"]) {
+                Ok(answer) => {
+                    log::debug!("{}: reusing the kept connection", self.target.name);
+                    return Ok(answer);
+                }
+                // Replaced only when it is its fault: a silent target, or
+                // a master that went away, not an error the target gave.
+                Err(Failed::Silent(e)) => {
+                    log::warn!(
+                        "{}: the kept connection failed ({e}); opening a new one",
+                        self.target.name
+                    );
+                    let _ = self.ssh(&["-O", "exit"], None, None, false);
+                }
+                Err(Failed::Said(e @ Error::Interrupted { .. })) => return Err(e),
+                Err(Failed::Said(e)) if !self.master_answers() => {
+                    log::warn!(
+                        "{}: the kept connection ended ({e}); opening a new one",
+                        self.target.name
+                    );
+                }
+                Err(Failed::Said(e)) => return Err(e),
+            }
+        }
+        entry.remove_socket();
+        {
+            let _opening = opening.enter();
+            self.start_kept_master(persist)?;
+        }
+        entry.record(&kept::Info {
+            target: self.target.name.clone(),
+            destination: self.target.destination.clone(),
+            program: self.program.clone(),
+            persist: kept::persist_seconds(persist),
+        })?;
+        self.start_script(&["ControlMaster=no"])
+    }
+
+    /// Whether a master answers on the control socket (what `ssh -O
+    /// check` asks, without starting ssh: see `kept::master_alive`).
+    fn master_answers(&self) -> bool {
+        let pid = kept::master_alive(&self.control, self.timeout);
+        log::debug!("{}: kept master {pid:?}", self.target.name);
+        pid.is_some()
+    }
+
+    /// Starts a kept master: ssh logs in, then leaves a master in the
+    /// background for `persist` after its last session, and exits. The
+    /// call releases it, so it is never taken for something a call left.
+    fn start_kept_master(&self, persist: Duration) -> Result<()> {
+        let persist = format!("ControlPersist={}", kept::persist_seconds(persist));
+        let options = ["-o", "ControlMaster=yes", "-o", &persist, "-N"];
+        let (ended, _, stderr) = self.ssh(&options, None, None, true).map_err(|e| match e {
+            Error::Timeout { limit, .. } => self.error(format!(
+                "no answer within {}s; is it reachable?",
+                limit.as_secs()
+            )),
+            other => other,
+        })?;
+        if !ended.success() {
+            return Err(self.error(said_error(&stderr, &ended.status.to_string())));
+        }
+        for line in stderr.iter().filter(|line| !line.trim().is_empty()) {
+            log::warn!("{}: ssh: {line}", self.target.name);
+        }
+        Ok(())
+    }
+
+    /// Starts the ssh that runs the session's script, with `options`
+    /// (`-o` each), and waits for the script's answer: whether the bundle
+    /// is there, and in which directory.
+    fn start_script(&mut self, options: &[&str]) -> Result<(bool, String)> {
+        self.try_script(options)
+            .map_err(|(Failed::Said(e) | Failed::Silent(e))| e)
+    }
+
+    /// [`Session::start_script`], telling a silent target apart.
+    fn try_script(&mut self, options: &[&str]) -> std::result::Result<(bool, String), Failed> {
+        let said = |e| Failed::Said(e);
+        let stderr = tempfile::tempfile()
+            .map_err(|e| said(Error::io("creating a temporary file for ssh's errors", e)))?;
+        let written = stderr
+            .try_clone()
+            .map_err(|e| said(Error::io("creating a temporary file for ssh's errors", e)))?;
         let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
-        for option in ["ControlMaster=yes", "ControlPersist=no"] {
-            args.extend(["-o".into(), option.into()]);
+        for option in options {
+            args.extend(["-o".into(), OsString::from(option)]);
         }
         args.extend(["--".into(), self.target.destination.clone().into()]);
         args.push(script::session(self.bundle.digest(), self.bundle.manifest()).into());
         let label = format!("{}: ssh", self.target.name);
-        let mut master = Daemon::start(&label, &self.program, &args, self.env.vars(), stderr)?;
+        let mut holder =
+            Daemon::start(&label, &self.program, &args, self.env.vars(), stderr).map_err(said)?;
         let until = std::time::Instant::now() + self.timeout;
         let mut lines = Vec::new();
         let answer = loop {
-            let line = match master.read_line(until) {
+            let line = match holder.read_line(until) {
                 Ok(Some(line)) => line,
                 Ok(None) => break None,
                 Err(Error::Timeout { .. }) => {
-                    return Err(self.error(format!(
+                    return Err(Failed::Silent(self.error(format!(
                         "no answer within {}s; is it reachable?",
                         self.timeout.as_secs()
-                    )))
+                    ))))
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(said(e)),
             };
             if let Some(pid) = line.strip_prefix("ral-session ") {
                 self.script = pid.trim().parse().unwrap_or(0);
@@ -408,28 +580,19 @@ impl Session {
             lines.push(line);
         };
         let Some(answer) = answer.filter(|_| self.script > 0) else {
-            // The master ended: what went wrong is on its stderr.
-            master.end(CLOSE_GRACE);
-            let said = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            let said: Vec<&str> = said
-                .lines()
-                .map(|line| line.strip_prefix("error: ").unwrap_or(line))
-                .filter(|line| !line.trim().is_empty())
-                .collect();
-            let message = if said.is_empty() {
-                format!(
-                    "its shell did not answer as expected (it said: {})",
-                    lines.join(" / ")
-                )
-            } else {
-                said.join("; ").trim_end_matches('.').to_owned() + hint(&said)
-            };
-            return Err(self.error(message));
+            // The ssh ended: what went wrong is on its stderr.
+            holder.end(CLOSE_GRACE);
+            let text = read_all(&written);
+            let stderr: Vec<String> = text.lines().map(str::to_owned).collect();
+            let fallback = format!(
+                "its shell did not answer as expected (it said: {})",
+                lines.join(" / ")
+            );
+            return Err(said(self.error(said_error(&stderr, &fallback))));
         };
         // What ssh and the script said on the way (only read here: later
-        // lines stay in the file until the run's directory goes).
-        for line in std::fs::read_to_string(&stderr_path)
-            .unwrap_or_default()
+        // lines stay in the file until the connection is closed).
+        for line in read_all(&written)
             .lines()
             .filter(|line| !line.trim().is_empty())
         {
@@ -438,21 +601,23 @@ impl Session {
         log::debug!(
             "{}: connected (master {:?}, session script {})",
             self.target.name,
-            Some(master.pid()),
+            Some(holder.pid()),
             self.script
         );
-        *self.master.lock().unwrap_or_else(|e| e.into_inner()) = Some(master);
+        *self.holder.lock().unwrap_or_else(|e| e.into_inner()) = Some(holder);
         Ok(answer)
     }
 
     /// One ssh run of this target outside the provider calls: `options`
     /// before the destination, `command` after it; how it ended, with its
     /// stdout and stderr lines.
+    /// With `release`, what it leaves running (a kept master) stays.
     fn ssh(
         &self,
         options: &[&str],
         command: Option<String>,
         stdin: Option<&[u8]>,
+        release: bool,
     ) -> Result<(Ended, Vec<String>, Vec<String>)> {
         let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
         args.extend(options.iter().map(OsString::from));
@@ -469,7 +634,7 @@ impl Session {
             fd3: false,
             stdin,
             timeout: self.timeout,
-            release: false,
+            release,
         };
         run_collecting(&call)
     }
@@ -483,7 +648,7 @@ impl Session {
         stdin: Option<&[u8]>,
     ) -> Result<Vec<String>> {
         let (ended, stdout, stderr) =
-            self.ssh(options, Some(command), stdin)
+            self.ssh(options, Some(command), stdin, false)
                 .map_err(|e| match e {
                     Error::Timeout { limit, .. } => self.error(format!(
                         "no answer within {}s; is it reachable?",
@@ -537,6 +702,14 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// How the session's script failed to answer.
+enum Failed {
+    /// With an error: ssh's, the target's, or this process's.
+    Said(Error),
+    /// Nothing within the time limit.
+    Silent(Error),
 }
 
 /// A counting gate: at most `limit` holders at once.

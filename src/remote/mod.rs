@@ -9,6 +9,8 @@
 //!   private control socket), the providers copied there once per digest
 //!   (`bundle.rs`), and the command line of each provider call
 //!   (`script.rs`), which the host runs through the one process runner.
+//! - [`kept`]: masters kept open between runs for the next ones to reuse,
+//!   and how `ral connections` lists and closes them.
 //! - [`fan_out`]: many targets at once, with a bound on the connections
 //!   opened together.
 
@@ -23,10 +25,11 @@ mod control_dir;
 mod destination;
 mod fan_out;
 pub mod inventory;
+pub mod kept;
 pub mod script;
 
 pub use bundle::Bundle;
-pub use connection::{ssh_resolved, Connector, Session, SshSettings};
+pub use connection::{ssh_resolved, Connector, Session, SshSettings, DEFAULT_PERSIST};
 pub use destination::Destination;
 pub use fan_out::fan_out;
 

@@ -31,6 +31,13 @@ pub fn tests() -> Vec<Test> {
         a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed,
         a_sensitive_value_reaches_a_target_on_no_command_line,
         plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches,
+        a_run_within_the_persist_time_reuses_the_connection_until_it_is_closed,
+        a_kept_connection_ends_after_its_time,
+        two_runs_at_once_to_one_target_share_one_login,
+        a_directory_of_kept_connections_open_to_others_is_refused,
+        a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target,
+        two_inventory_entries_of_one_machine_keep_a_master_each,
+        an_interrupt_of_a_run_through_a_kept_connection_ends_its_provider_and_keeps_the_master,
     ]]
     .concat()
 }
@@ -57,6 +64,11 @@ impl Fleet {
     fn with_sshd(sshd: Sshd, names: &[&str], down: bool) -> Fleet {
         let controller = tempfile::tempdir().unwrap();
         std::fs::create_dir(controller.path().join("tmp")).unwrap();
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(controller.path().join("run"))
+            .unwrap();
         let mut inventory = String::from("all:\n  hosts:\n");
         let mut roots = Vec::new();
         for name in names {
@@ -98,7 +110,8 @@ impl Fleet {
     }
 
     /// ralsh with a clean environment, the controller's HOME and TMPDIR,
-    /// and the test sshd's ssh config.
+    /// and the test sshd's ssh config; its connections close with it
+    /// (RAL_SSH_PERSIST=0; see [`Fleet::warm`] for kept ones).
     fn command(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ralsh"));
         command
@@ -107,9 +120,80 @@ impl Fleet {
             .env("HOME", self.controller.path())
             .env("XDG_CACHE_HOME", self.controller.path())
             .env("TMPDIR", self.controller.path().join("tmp"))
+            .env("RAL_SSH_PERSIST", "0")
             .arg("--ssh-config")
             .arg(self.sshd.ssh_config());
         command
+    }
+
+    /// The controller's XDG_RUNTIME_DIR, where kept connections are.
+    fn runtime(&self) -> PathBuf {
+        self.controller.path().join("run")
+    }
+
+    fn kept_dir(&self) -> PathBuf {
+        self.runtime().join("ral-connections")
+    }
+
+    /// ralsh on the inventory's targets, keeping its connections open
+    /// `persist` seconds after the run.
+    fn warm(&self, persist: &str) -> Command {
+        let mut command = self.command();
+        command
+            .env_remove("RAL_SSH_PERSIST")
+            .env("XDG_RUNTIME_DIR", self.runtime())
+            .args(["--persist", persist, "-i"])
+            .arg(&self.inventory);
+        command
+    }
+
+    /// `ral connections ARGS`, as the warm runs' user.
+    fn connections_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.controller.path())
+            .env("TMPDIR", self.controller.path().join("tmp"))
+            .env("XDG_RUNTIME_DIR", self.runtime())
+            .arg("connections")
+            .args(args);
+        command
+    }
+
+    fn connections(&self, args: &[&str]) -> Run {
+        run(&mut self.connections_command(args))
+    }
+
+    /// The kept connections' targets and masters, as `ral connections`
+    /// lists them.
+    fn masters(&self) -> Vec<(String, i32)> {
+        let listed = self.connections(&["-j"]);
+        listed.expect(0);
+        let doc: Json = serde_json::from_str(&listed.stdout).unwrap();
+        doc["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let pid = c["master"].as_i64().unwrap_or_else(|| panic!("{c}"));
+                (c["target"].as_str().unwrap().to_owned(), pid as i32)
+            })
+            .collect()
+    }
+
+    /// What is in the directory of kept connections.
+    fn kept_files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.kept_dir())
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
     }
 
     /// ralsh on the inventory's targets.
@@ -136,6 +220,16 @@ impl Fleet {
             .unwrap()
             .collect();
         assert!(left.is_empty(), "the control directory is left: {left:?}");
+    }
+}
+
+impl Drop for Fleet {
+    /// Closes the masters the warm runs kept, also when a test failed,
+    /// so none outlives its test for its persist time.
+    fn drop(&mut self) {
+        if self.kept_dir().exists() {
+            let _ = self.connections_command(&["close"]).output();
+        }
     }
 }
 
@@ -356,15 +450,42 @@ fn an_unreachable_target_is_reported_and_the_others_still_run() {
 
 fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     let fleet = Fleet::new(&["t1"], false);
+    let mut command = fleet.command();
+    command.arg("-i").arg(&fleet.inventory);
+    interrupt_and_check(&fleet, command);
+    fleet.assert_no_ssh_left();
+}
+
+fn an_interrupt_of_a_run_through_a_kept_connection_ends_its_provider_and_keeps_the_master() {
+    let fleet = Fleet::new(&["t1"], false);
+    run(fleet.warm("60").args(["host", "localhost"])).expect(0);
+    let masters = fleet.masters();
+    assert_eq!(masters.len(), 1);
+    interrupt_and_check(&fleet, fleet.warm("60"));
+    // Nothing of the run is left but the master, which the next run
+    // reuses.
+    let marker = fleet.kept_dir().display().to_string();
+    for pid in processes_naming(&marker) {
+        if pid != masters[0].1 {
+            assert_gone(pid, &marker);
+        }
+    }
+    assert!(running(masters[0].1));
+    run(fleet.warm("60").args(["host", "localhost"])).expect(0);
+    assert_eq!(fleet.sshd.accepted(), 1);
+    assert_eq!(fleet.masters(), masters);
+}
+
+/// Runs `command` (ralsh on the fleet's `t1`) with a provider that hangs,
+/// sends it SIGINT once the provider and its child run on the target,
+/// and checks that it ends by the signal and the provider with it.
+fn interrupt_and_check(fleet: &Fleet, mut command: Command) {
     let root = fleet.root("t1");
     // The provider says "started" on this FIFO once it and its child run.
     let held = root.join("held");
     let status = Command::new("mkfifo").arg(&held).status().unwrap();
     assert!(status.success());
-    let mut command = fleet.command();
     command
-        .arg("-i")
-        .arg(&fleet.inventory)
         .args(["--timeout", "120", "-I"])
         .arg(fixtures_dir())
         .args(["-l", "debug", "hang"])
@@ -406,7 +527,6 @@ fn an_interrupt_ends_the_remote_provider_and_closes_the_connection() {
     for pid in pids {
         assert_gone(pid, "hang");
     }
-    fleet.assert_no_ssh_left();
 }
 
 fn ral_apply_converges_every_target_with_a_store_per_target_here() {
@@ -426,6 +546,7 @@ fn ral_apply_converges_every_target_with_a_store_per_target_here() {
             .env("HOME", fleet.controller.path())
             .env("XDG_CACHE_HOME", fleet.controller.path())
             .env("TMPDIR", fleet.controller.path().join("tmp"))
+            .env("RAL_SSH_PERSIST", "0")
             .arg(subcommand)
             .arg("--ssh-config")
             .arg(fleet.sshd.ssh_config())
@@ -581,8 +702,10 @@ fn processes_naming(marker: &str) -> Vec<i32> {
 /// run on the target, SIGKILLs the whole group, and checks that nothing
 /// of the run is left: not the provider, not its child (which ignores
 /// SIGTERM), not one ssh. Returns the run's control directory, left
-/// behind, and its mode.
-fn kill_and_check(fleet: &Fleet, mut command: Command) -> (PathBuf, u32) {
+/// behind, and its mode. With `kept`, the run goes through that kept
+/// master, which must stay (it has no control directory: the empty
+/// path, and 0).
+fn kill_and_check(fleet: &Fleet, mut command: Command, kept: Option<i32>) -> (PathBuf, u32) {
     let root = fleet.root("t1");
     // The provider says "started" on this FIFO once it and its child run.
     let held = root.join("held");
@@ -604,9 +727,15 @@ fn kill_and_check(fleet: &Fleet, mut command: Command) -> (PathBuf, u32) {
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+    let (dir, mode) = if kept.is_some() {
+        assert!(dirs.is_empty(), "{dirs:?}");
+        (PathBuf::new(), 0)
+    } else {
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+        (dirs[0].clone(), mode)
+    };
 
     // SIGKILL to the whole process group: nothing of it can clean up.
     let killed = std::time::Instant::now();
@@ -619,17 +748,27 @@ fn kill_and_check(fleet: &Fleet, mut command: Command) -> (PathBuf, u32) {
     for pid in pids_in(&root.join("pids")) {
         assert_gone(pid, "hang");
     }
-    // So is every ssh of the run (they name its control directory).
-    let marker = tmp.display().to_string();
+    // So is every ssh of the run (they name its control directory, or
+    // the kept master's socket), but a kept master.
+    let marker = match kept {
+        Some(_) => fleet.kept_dir().display().to_string(),
+        None => tmp.display().to_string(),
+    };
+    let of_the_run = || -> Vec<i32> {
+        processes_naming(&marker)
+            .into_iter()
+            .filter(|pid| Some(*pid) != kept)
+            .collect()
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !processes_naming(&marker).is_empty() && std::time::Instant::now() < deadline {
+    while !of_the_run().is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    for pid in processes_naming(&marker) {
+    for pid in of_the_run() {
         assert_gone(pid, &marker);
     }
     eprintln!("everything gone {:?} after the kill", killed.elapsed());
-    (dirs.into_iter().next().unwrap(), mode)
+    (dir, mode)
 }
 
 fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_its_directory() {
@@ -641,7 +780,7 @@ fn a_killed_ralsh_leaves_nothing_running_on_the_target_and_the_next_run_sweeps_i
         .args(["--timeout", "300", "-I"])
         .arg(fixtures_dir())
         .arg("hang");
-    let (dir, mode) = kill_and_check(&fleet, command);
+    let (dir, mode) = kill_and_check(&fleet, command, None);
     assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
 
     // The killed run's directory is left; the next run removes it, and
@@ -677,6 +816,7 @@ fn a_killed_ral_apply_leaves_nothing_running_on_the_target() {
         .env("HOME", fleet.controller.path())
         .env("XDG_CACHE_HOME", fleet.controller.path())
         .env("TMPDIR", fleet.controller.path().join("tmp"))
+        .env("RAL_SSH_PERSIST", "0")
         .arg("apply")
         .arg("--ssh-config")
         .arg(fleet.sshd.ssh_config())
@@ -687,7 +827,7 @@ fn a_killed_ral_apply_leaves_nothing_running_on_the_target() {
         .args(["--timeout", "300", "-I"])
         .arg(fixtures_dir())
         .arg(&manifest);
-    kill_and_check(&fleet, command);
+    kill_and_check(&fleet, command, None);
 }
 
 fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
@@ -830,6 +970,7 @@ fn plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches() {
             .env("HOME", fleet.controller.path())
             .env("XDG_CACHE_HOME", fleet.controller.path())
             .env("TMPDIR", fleet.controller.path().join("tmp"))
+            .env("RAL_SSH_PERSIST", "0")
             .arg("apply")
             .arg("--ssh-config")
             .arg(fleet.sshd.ssh_config())
@@ -877,4 +1018,211 @@ fn plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches() {
     assert_eq!(fleet.read("c", "etc/index.html"), "hi\n");
     assert!(fleet.root("c").join("marks/shop").exists());
     fleet.assert_no_ssh_left();
+}
+
+/// Waits (at most `secs`) until `done` holds; whether it did.
+fn within(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    true
+}
+
+fn a_run_within_the_persist_time_reuses_the_connection_until_it_is_closed() {
+    let fleet = Fleet::new(&["t1", "t2"], false);
+    let first = run(fleet.warm("60").args(["-j", "host", "localhost"]));
+    first.expect(0);
+    assert_eq!(fleet.sshd.accepted(), 2);
+    let masters = fleet.masters();
+    let names: Vec<&str> = masters.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(names.len(), 2, "{masters:?}");
+    assert!(
+        names.contains(&"t1") && names.contains(&"t2"),
+        "{masters:?}"
+    );
+    let marker = fleet.kept_dir().display().to_string();
+    for (_, pid) in &masters {
+        assert!(running(*pid), "master {pid}");
+    }
+
+    // The next run logs in nowhere: the same masters carry it.
+    let second = run(fleet.warm("60").args(["-j", "host", "localhost"]));
+    second.expect(0);
+    let doc: Json = serde_json::from_str(&second.stdout).unwrap();
+    for entry in targets(&doc) {
+        assert_eq!(entry["resource"]["ip"], "127.0.0.1", "{entry}");
+    }
+    assert_eq!(fleet.sshd.accepted(), 2, "no new login");
+    let mut again = fleet.masters();
+    let mut before = masters.clone();
+    again.sort();
+    before.sort();
+    assert_eq!(again, before, "the same masters");
+
+    // A master that died leaves its socket: the next run replaces it.
+    let (_, t2_master) = before.iter().find(|(t, _)| t == "t2").unwrap().clone();
+    // SAFETY: kill with plain integers, to a master this test's run left.
+    unsafe { libc::kill(t2_master, libc::SIGKILL) };
+    assert!(within(10, || !running(t2_master)));
+    run(fleet.warm("60").args(["-t", "t2", "host", "localhost"])).expect(0);
+    assert_eq!(fleet.sshd.accepted(), 3, "one new login, for t2");
+    let replaced = fleet.masters();
+    let t2_now = replaced.iter().find(|(t, _)| t == "t2").unwrap().1;
+    assert_ne!(t2_now, t2_master);
+
+    // Closing one target's leaves the other's.
+    let closed = fleet.connections(&["close", "t1"]);
+    closed.expect(0).stdout_has("closed t1 (t1)");
+    let (_, t1_master) = before.iter().find(|(t, _)| t == "t1").unwrap().clone();
+    assert_gone(t1_master, &marker);
+    let left = fleet.masters();
+    assert_eq!(left, vec![("t2".to_owned(), t2_now)]);
+    fleet.connections(&["close"]).expect(0);
+    assert_gone(t2_now, &marker);
+    assert!(fleet.masters().is_empty());
+    assert_eq!(fleet.kept_files(), Vec::<String>::new(), "nothing left");
+
+    // --no-persist: nothing stays running, nothing is left in either
+    // directory.
+    run(fleet.warm("60").args(["--no-persist", "host", "localhost"])).expect(0);
+    assert_eq!(fleet.sshd.accepted(), 5);
+    assert_eq!(fleet.kept_files(), Vec::<String>::new());
+    assert!(processes_naming(&marker).is_empty());
+    fleet.assert_no_ssh_left();
+}
+
+fn a_kept_connection_ends_after_its_time() {
+    let fleet = Fleet::new(&["t1"], false);
+    run(fleet.warm("2").args(["host", "localhost"])).expect(0);
+    let masters = fleet.masters();
+    assert_eq!(masters.len(), 1, "{masters:?}");
+    let (_, master) = masters[0];
+    let socket = fleet.kept_dir();
+    // Idle for 2 s, the master exits and removes its socket.
+    assert!(
+        within(20, || !running(master)),
+        "the master {master} outlived its time"
+    );
+    assert!(fleet.masters().is_empty());
+    assert_eq!(
+        fleet.kept_files(),
+        Vec::<String>::new(),
+        "{}",
+        socket.display()
+    );
+    // The next run logs in again.
+    run(fleet.warm("2").args(["host", "localhost"])).expect(0);
+    assert_eq!(fleet.sshd.accepted(), 2);
+    fleet.connections(&["close"]).expect(0);
+}
+
+fn two_runs_at_once_to_one_target_share_one_login() {
+    let fleet = Fleet::new(&["t1"], false);
+    let spawn = || {
+        fleet
+            .warm("30")
+            .args(["-j", "host", "localhost"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (spawn(), spawn());
+    for child in [one, two] {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let doc: Json = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(targets(&doc)[0]["resource"]["ip"], "127.0.0.1");
+    }
+    assert_eq!(fleet.sshd.accepted(), 1, "one master for both");
+    assert_eq!(fleet.masters().len(), 1);
+    fleet.connections(&["close"]).expect(0);
+}
+
+fn a_directory_of_kept_connections_open_to_others_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let fleet = Fleet::new(&["t1"], false);
+    let dir = fleet.kept_dir();
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let refused = run(fleet.warm("30").args(["host", "localhost"]));
+    refused
+        .expect(2)
+        .stderr_has(&dir.display().to_string())
+        .stderr_has("mode 0755");
+    std::fs::remove_dir(&dir).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(elsewhere.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &dir).unwrap();
+    run(fleet.warm("30").args(["host", "localhost"]))
+        .expect(2)
+        .stderr_has("symbolic link");
+    fleet.connections(&[]).expect(1).stderr_has("symbolic link");
+    assert_eq!(fleet.sshd.accepted(), 0, "nothing connected");
+    // --no-persist does not need it.
+    run(fleet.warm("30").args(["--no-persist", "host", "localhost"])).expect(0);
+}
+
+fn a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target() {
+    let fleet = Fleet::new(&["t1"], false);
+    run(fleet
+        .warm("60")
+        .args(["-I"])
+        .arg(fixtures_dir())
+        .arg("host"))
+    .expect(0);
+    let masters = fleet.masters();
+    assert_eq!(masters.len(), 1);
+    let (_, master) = masters[0];
+    let mut command = fleet.warm("60");
+    command
+        .args(["--timeout", "300", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang");
+    kill_and_check(&fleet, command, Some(master));
+    assert_eq!(
+        fleet.sshd.accepted(),
+        1,
+        "the hang ran through the kept master"
+    );
+    // The master stays for the next run, which reuses it.
+    assert!(running(master));
+    run(fleet.warm("60").args(["host", "localhost"])).expect(0);
+    assert_eq!(fleet.sshd.accepted(), 1);
+    assert_eq!(fleet.masters(), masters);
+    fleet.connections(&["close"]).expect(0);
+    assert_gone(master, &fleet.kept_dir().display().to_string());
+}
+
+fn two_inventory_entries_of_one_machine_keep_a_master_each() {
+    // Both connect to the same destination with the same options: a
+    // shared master would carry both targets' sessions at once.
+    let fleet = Fleet::new(&["t1"], false);
+    let root = fleet.root("t1").display().to_string();
+    let inventory = fleet.controller.path().join("same.yaml");
+    std::fs::write(
+        &inventory,
+        format!(
+            "all:\n  hosts:\n    a:\n      ansible_host: t1\n      ral_root: {root}\n    \
+             b:\n      ansible_host: t1\n      ral_root: {root}\n"
+        ),
+    )
+    .unwrap();
+    let mut command = fleet.command();
+    command
+        .env_remove("RAL_SSH_PERSIST")
+        .env("XDG_RUNTIME_DIR", fleet.runtime())
+        .arg("-i")
+        .arg(&inventory)
+        .args(["host", "localhost"]);
+    run(&mut command).expect(0);
+    let mut names: Vec<String> = fleet.masters().into_iter().map(|(t, _)| t).collect();
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(fleet.sshd.accepted(), 2);
+    fleet.connections(&["close"]).expect(0);
 }

@@ -4,6 +4,7 @@
 
 mod confirm;
 mod conformance;
+mod connections;
 mod converge;
 mod converge_args;
 mod holo;
@@ -67,6 +68,10 @@ enum Command {
     /// Run providers (and model plugins) the way the host does and report
     /// every violation of the calling convention.
     Check(conformance::CheckArgs),
+    /// The ssh connections runs on remote targets keep open for the next
+    /// ones (--persist): ral connections lists them, ral connections
+    /// close [TARGET...] closes them.
+    Connections(connections::ConnectionsArgs),
     /// A drop-in for Holo's holo command: ral holo scan|diff|apply
     /// [options] [selector...]; ral holo help shows its options and exit
     /// codes. The same binary run under the name holo behaves the same way.
@@ -136,6 +141,7 @@ fn main() -> ExitCode {
                 converge::run(&converge, converge_args::Mode::Apply)
             }
             (Some(Command::Check(check)), _) => conformance::run(&check),
+            (Some(Command::Connections(connections)), _) => connections::run(&connections),
             (Some(Command::State(state)), _) => state::run(&state),
             (Some(Command::Snapshot(snapshot)), _) => snapshot::run(&snapshot),
             (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),

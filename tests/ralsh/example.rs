@@ -131,3 +131,94 @@ fn python_example_passes_ral_check() {
         .stdout_has("update ")
         .stdout_has("1 of 1 provider(s) clean");
 }
+
+/// The Rust example of the guide (examples/native_tokens.rs), as `cargo
+/// test` builds it beside this build's binaries.
+fn rust_example() -> std::path::PathBuf {
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_ral"))
+        .parent()
+        .unwrap()
+        .join("examples/native_tokens");
+    assert!(
+        built.is_file(),
+        "{} is missing: `cargo test` builds it (or `cargo build --example native_tokens`)",
+        built.display()
+    );
+    built
+}
+
+/// A data directory holding the Rust example as `native_tokens.prov`.
+fn rust_example_dir() -> tempfile::TempDir {
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir(data.path().join("providers")).unwrap();
+    std::fs::copy(
+        rust_example(),
+        data.path().join("providers/native_tokens.prov"),
+    )
+    .unwrap();
+    data
+}
+
+#[test]
+fn the_guide_shows_the_rust_example_verbatim() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let guide = std::fs::read_to_string(format!("{root}/docs/providers.md")).unwrap();
+    let example = std::fs::read_to_string(format!("{root}/examples/native_tokens.rs")).unwrap();
+    assert!(
+        guide.contains(&format!("```rust\n{example}```")),
+        "docs/providers.md must show examples/native_tokens.rs verbatim"
+    );
+}
+
+#[test]
+fn rust_example_manages_tokens_as_the_python_one_does() {
+    let sandbox = Sandbox::new();
+    let data = rust_example_dir();
+    let ralsh = |args: &[&str]| run(&mut sandbox.command_in(data.path(), args));
+    sandbox.write("etc/example-tokens", "ci old\n");
+    let created = ralsh(&["-l", "info", "token::native_tokens", "api", "token=s3cret"]);
+    created
+        .expect(0)
+        .stdout_has("ensure: 'absent' -> 'present'")
+        .stderr_has("[token::native_tokens] api: creating: created");
+    assert!(!created.stdout.contains("s3cret") && !created.stderr.contains("s3cret"));
+    ralsh(&["token::native_tokens", "ci", "token=new"])
+        .expect(0)
+        .stdout_has("token: [redacted] -> [redacted]");
+    assert_eq!(sandbox.read("etc/example-tokens"), "ci new\napi s3cret\n");
+    let doc = ralsh(&["-j", "token::native_tokens"]).expect(0).json();
+    assert_eq!(doc["resources"][1]["name"], "api");
+    assert_eq!(doc["resources"][1]["token"], "[redacted]");
+    ralsh(&["-n", "token::native_tokens", "ci", "ensure=absent"]).expect(0);
+    assert_eq!(
+        sandbox.read("etc/example-tokens"),
+        "ci new\napi s3cret\n",
+        "noop"
+    );
+    ralsh(&["token::native_tokens", "ci", "ensure=absent"])
+        .expect(0)
+        .stdout_has("ensure: 'present' -> 'absent'");
+    assert_eq!(sandbox.read("etc/example-tokens"), "api s3cret\n");
+    ralsh(&["token::native_tokens", "bad name", "token=x"])
+        .expect(2)
+        .stderr_has("name: 'bad name' is not one word");
+}
+
+#[test]
+fn rust_example_passes_ral_check() {
+    let cache = tempfile::tempdir().unwrap();
+    let data = rust_example_dir();
+    let run = run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", cache.path())
+        .arg("check")
+        // Correctness, not speed: a loaded machine must not fail it.
+        .args(["--slow", "60", "--seed"])
+        .arg(fixtures_dir().join("seed"))
+        .arg(data.path().join("providers/native_tokens.prov")));
+    run.expect(0)
+        .stdout_has("noop ")
+        .stdout_has("update ")
+        .stdout_has("1 of 1 provider(s) clean");
+}

@@ -10,12 +10,12 @@
 mod command;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use crate::sdk::files::{Attrs, Edit, Lock, Root};
+use crate::sdk::files::{Attrs, Edit, Lock, Reused, Root};
 use crate::sdk::serve::RESOURCE_MAX;
 use crate::sdk::text::quoted;
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
@@ -134,57 +134,13 @@ impl Provider for Fstab {
     }
 }
 
-/// What tells one version of the file from another: the root, and the
-/// file's device, inode, size, and change and modification times (the
-/// change time cannot be set back by anyone).
-type Version = (std::path::PathBuf, [i64; 7]);
-
-/// The last version read, which later gets of this process reuse while
-/// the file is unchanged: a plan asks for each of many mount points in a
-/// call of its own.
-static LAST: Mutex<Option<(Version, Arc<File>)>> = Mutex::new(None);
+/// The file as last read, reused while it is unchanged: a plan asks for
+/// each of many mount points in a call of its own.
+static LAST: Reused<File> = Reused::new();
 
 /// The file for a get (no lines when it or `etc` is missing).
 fn read_fstab(call: &Call) -> CallResult<Arc<File>> {
-    let root = Root::open(&call.root)?;
-    let target = match root.file(FSTAB, true, None) {
-        Ok(target) => target,
-        Err(err) if err.missing => return Ok(Arc::new(File::parse(None))),
-        Err(err) => return Err(err),
-    };
-    let version = target
-        .lstat()?
-        .map(|info| (call.root.clone(), stamp(&info)));
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let (Some(version), Some((known, file))) = (&version, last.as_ref()) {
-        if version == known {
-            return Ok(file.clone());
-        }
-    }
-    let (data, read) = match target.read(None)? {
-        Some((data, info)) => (Some(data), Some((call.root.clone(), stamp(&info)))),
-        None => (None, None),
-    };
-    let file = Arc::new(File::parse(data.as_deref()));
-    // Kept only when what was read is the version looked at first (the
-    // file was not replaced in between).
-    if let Some(version) = version.filter(|version| read.as_ref() == Some(version)) {
-        *last = Some((version, file.clone()));
-    }
-    Ok(file)
-}
-
-fn stamp(info: &crate::sdk::files::Stat) -> [i64; 7] {
-    let raw = info.raw();
-    [
-        raw.st_dev as i64,
-        raw.st_ino as i64,
-        raw.st_size,
-        raw.st_mtime,
-        raw.st_mtime_nsec,
-        raw.st_ctime,
-        raw.st_ctime_nsec,
-    ]
+    LAST.get(call, FSTAB, File::parse)
 }
 
 // ------------------------------------------------------- fields and values

@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::{Map, Value as Json};
 
-use crate::sdk::files::{Attrs, Edit, Lock, Root};
+use crate::sdk::files::{Attrs, Edit, Lock, Reused, Root};
 use crate::sdk::serve::{simple_text, LINE_MAX};
 use crate::sdk::text::{clean, has_control, join_words, quoted};
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
@@ -100,58 +100,13 @@ struct Parsed {
     entries: indexmap::IndexMap<Vec<u8>, usize>,
 }
 
-/// What tells one version of the file from another: the root, and the
-/// file's device, inode, size, and change and modification times (the
-/// change time cannot be set back by anyone).
-type Version = (std::path::PathBuf, [i64; 7]);
-
-/// The last version read, which later calls of this process reuse while
-/// the file is unchanged: a plan asks for each of thousands of names in a
-/// call of its own.
-static LAST: std::sync::Mutex<Option<(Version, std::sync::Arc<Parsed>)>> =
-    std::sync::Mutex::new(None);
+/// The hosts file as last read, reused while it is unchanged: a plan
+/// finds each of thousands of names in a call of its own.
+static LAST: Reused<Parsed> = Reused::new();
 
 /// The hosts file (no lines when it or `etc` is missing).
 fn read_hosts(call: &Call) -> CallResult<std::sync::Arc<Parsed>> {
-    let root = Root::open(&call.root)?;
-    let target = match root.file(HOSTS, true, None) {
-        Ok(target) => target,
-        Err(err) if err.missing => return Ok(std::sync::Arc::new(index(Vec::new()))),
-        Err(err) => return Err(err),
-    };
-    let version = target
-        .lstat()?
-        .map(|info| (call.root.clone(), stamp(&info)));
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let (Some(version), Some((known, parsed))) = (&version, last.as_ref()) {
-        if version == known {
-            return Ok(parsed.clone());
-        }
-    }
-    let (data, read) = match target.read(None)? {
-        Some((data, info)) => (Some(data), Some((call.root.clone(), stamp(&info)))),
-        None => (None, None),
-    };
-    let parsed = std::sync::Arc::new(index(parse(data.as_deref())));
-    // Kept only when what was read is the version looked at first (the
-    // file was not replaced in between).
-    if let Some(version) = version.filter(|version| read.as_ref() == Some(version)) {
-        *last = Some((version, parsed.clone()));
-    }
-    Ok(parsed)
-}
-
-fn stamp(info: &crate::sdk::files::Stat) -> [i64; 7] {
-    let raw = info.raw();
-    [
-        raw.st_dev as i64,
-        raw.st_ino as i64,
-        raw.st_size,
-        raw.st_mtime,
-        raw.st_mtime_nsec,
-        raw.st_ctime,
-        raw.st_ctime_nsec,
-    ]
+    LAST.get(call, HOSTS, |data| index(parse(data)))
 }
 
 fn index(lines: Vec<Line>) -> Parsed {

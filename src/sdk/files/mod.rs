@@ -15,6 +15,7 @@ mod batch;
 mod edit;
 mod journal;
 mod lock;
+mod reused;
 mod root;
 mod stat;
 pub(crate) mod sys;
@@ -26,6 +27,7 @@ pub use batch::Batch;
 pub use edit::{Attrs, Edit, Owner};
 pub use journal::{fsync_dir, read_journal, temp_name, Journal};
 pub use lock::Lock;
+pub use reused::Reused;
 pub use root::{Create, Dir, Root, Target};
 pub use stat::{identity, Stat};
 

@@ -600,7 +600,7 @@ impl Dir {
     /// descriptors, never following a symbolic link out of it (a link in
     /// it is removed, not what it points to).
     pub fn remove_tree(&self, name: &str) -> std::io::Result<()> {
-        remove_tree_at(self.as_fd(), OsStr::new(name))
+        sys::remove_tree(self.as_fd(), OsStr::new(name))
     }
 
     /// The file `name` in this directory as a [`Target`] (never
@@ -678,18 +678,4 @@ impl Target {
     pub fn lstat(&self) -> CallResult<Option<Stat>> {
         self.dir.lstat(&self.name)
     }
-}
-
-/// Removes the directory `name` of `dir` and all it holds, depth first.
-fn remove_tree_at(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<()> {
-    let inner = sys::open_at(dir, name, sys::DIR_FLAGS, 0)?;
-    for entry in sys::list(inner.as_fd())? {
-        let info = sys::lstat_at(inner.as_fd(), &entry)?;
-        if info.mode() & libc::S_IFMT == libc::S_IFDIR {
-            remove_tree_at(inner.as_fd(), &entry)?;
-        } else {
-            sys::unlink_at(inner.as_fd(), &entry)?;
-        }
-    }
-    sys::rmdir_at(dir, name)
 }

@@ -6,7 +6,7 @@
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use super::stat::Stat;
@@ -353,4 +353,73 @@ pub fn random_bytes(n: usize) -> Vec<u8> {
         filled += got.unsigned_abs();
     }
     buf
+}
+
+/// The type bits (`st_mode & S_IFMT`) of `name`, a link not followed.
+pub fn file_type_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<u32> {
+    lstat_at(dir, name).map(|info| info.mode() & libc::S_IFMT)
+}
+
+/// `symlinkat(2)`: makes `name` in `dir` a link to `target`.
+pub fn symlink_at(target: &[u8], dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    let target = c_name(OsStr::from_bytes(target))?;
+    let name = c_name(name)?;
+    // SAFETY: both strings are NUL-terminated; `dir` is open for the call.
+    check(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) }).map(drop)
+}
+
+/// `fchownat(2)` of `name` itself (a link is not followed); `None` leaves
+/// that id as it is.
+pub fn lchown_at(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    uid: Option<u32>,
+    gid: Option<u32>,
+) -> io::Result<()> {
+    let name = c_name(name)?;
+    let uid = uid.unwrap_or(libc::uid_t::MAX);
+    let gid = gid.unwrap_or(libc::gid_t::MAX);
+    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
+    check(unsafe {
+        libc::fchownat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            uid,
+            gid,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+    .map(drop)
+}
+
+/// The effective user and group ids.
+pub fn effective_ids() -> (u32, u32) {
+    // SAFETY: geteuid and getegid have no preconditions and cannot fail.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// Removes the directory `name` in `dir` with everything in it, each
+/// directory opened below the one before it without following a link,
+/// so that no link in the tree is followed (as Python's `shutil.rmtree`
+/// with a `dir_fd`); an entry gone meanwhile is no error.
+pub fn remove_tree(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    {
+        let sub = open_at(dir, name, DIR_FLAGS, 0)?;
+        for entry in list(sub.as_fd())? {
+            let kind = match file_type_at(sub.as_fd(), &entry) {
+                Ok(kind) => kind,
+                Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(err) => return Err(err),
+            };
+            if kind == libc::S_IFDIR {
+                remove_tree(sub.as_fd(), &entry)?;
+            } else {
+                match unlink_at(sub.as_fd(), &entry) {
+                    Err(err) if err.raw_os_error() != Some(libc::ENOENT) => return Err(err),
+                    _ => {}
+                }
+            }
+        }
+    }
+    rmdir_at(dir, name)
 }

@@ -153,6 +153,20 @@ fn run_command<'p>(
         printer.providers(registry.providers(), output.long)?;
         if output.long {
             // On stderr: stdout stays one line per provider.
+            let native: Vec<String> = registry
+                .providers()
+                .iter()
+                .filter(|provider| provider.native.is_some())
+                .map(|provider| provider.qualified_name())
+                .collect();
+            if !native.is_empty() {
+                eprintln!(
+                    "ralsh: {} providers run natively in ralsh's own process, with no \
+                     interpreter: {}",
+                    native.len(),
+                    native.join(", ")
+                );
+            }
             for used in host.interpreters(registry.providers()) {
                 let shim = used
                     .shim

@@ -279,6 +279,8 @@ fn declared_resource(
         });
     }
     if problems.is_empty() {
+        // Kept for the whole run, one per resource: no room to spare.
+        resource.attrs.shrink_to_fit();
         Ok(resource)
     } else {
         Err(problems)

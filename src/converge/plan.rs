@@ -264,7 +264,9 @@ pub fn plan_with_id(
 /// into its tasks: what [`plan_with_id`] makes of what it reads.
 pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
-    let mut tasks: Vec<Task> = Vec::new();
+    // At most one task per item, but for refreshes: sized once, a plan of
+    // many resources is not copied as it grows.
+    let mut tasks: Vec<Task> = Vec::with_capacity(catalog.order.len());
     // The task of each item, if it has one.
     let mut task_of: Vec<Option<usize>> = vec![None; catalog.items.len()];
     // The tasks each item waits for, through items without a task.

@@ -37,6 +37,7 @@ ORDER = [
     ("plan", "bench/plan.sh"),
     ("plan_engine", "bench/plan.sh"),
     ("plan_scale", "bench/plan_scale.py"),
+    ("plan_memory", "bench/plan_memory.py"),
     ("plugins", "bench/plugins.py"),
     ("remote", "bench/remote.py"),
     ("parsers", "bench/criterion.py"),

@@ -56,6 +56,7 @@ pub mod text;
 pub mod types;
 pub mod update;
 pub mod yaml_doc;
+pub mod yaml_stream;
 
 pub use error::Error;
 pub use host::{Host, HostConfig, DEFAULT_LOCK_TIMEOUT};

@@ -74,7 +74,7 @@ mod tests {
         let mut map = indexmap::IndexMap::new();
         map.insert("user".to_owned(), Value::from("alice-token"));
         map.insert("key".to_owned(), Value::from("k3y"));
-        let hash = Value::Hash(map);
+        let hash = Value::Hash(Box::new(map));
         let found = secret_texts(|key| key == "creds", [("creds", &hash)]);
         assert!(found.contains(&"alice-token".to_owned()), "{found:?}");
         assert!(found.contains(&"k3y".to_owned()), "{found:?}");

@@ -317,14 +317,14 @@ impl Transition {
                 .attribute(key)
                 .is_none_or(|a| a.kind != Kind::Refresh)
         });
-        let should = wanted
-            .into_iter()
-            .filter(|(key, value)| {
-                (!exists && key != "ensure")
-                    || (state.attrs.get(key) != Some(value)
-                        && !(exists && present_met(key, value, state.attrs.get(key))))
-            })
-            .collect();
+        wanted.retain(|(key, value)| {
+            (!exists && key != "ensure")
+                || (state.attrs.get(key) != Some(value)
+                    && !(exists && present_met(key, value, state.attrs.get(key))))
+        });
+        // Kept with every planned task: no room for what was dropped.
+        wanted.shrink_to_fit();
+        let should = wanted;
         Ok(Transition {
             name: request.name.clone(),
             found: known,

@@ -660,7 +660,7 @@ pub(super) fn other_value(attr_type: &AttrType, now: Option<&Value>) -> Option<V
             let taken = matches!(now, Some(Value::Hash(h)) if h.contains_key(MADE_VALUE));
             let key = if taken { CHANGED } else { MADE_VALUE };
             let entry = (key.to_owned(), Value::String(CHANGED.to_owned()));
-            Some(Value::Hash([entry].into_iter().collect()))
+            Some(Value::Hash(Box::new([entry].into_iter().collect())))
         }
         AttrType::Optional(inner) => other_value(inner, now),
         AttrType::Variant(types) => types.iter().find_map(|t| other_value(t, now)),

@@ -103,7 +103,7 @@ struct Work {
     task: usize,
     transition: update::Transition,
     request: update::Request,
-    planned_from: Option<Planned>,
+    planned_from: Option<Box<Planned>>,
 }
 
 fn failed(message: String) -> TaskError {

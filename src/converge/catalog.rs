@@ -95,7 +95,7 @@ impl<'r> Catalog<'r> {
         declared: &[Declared],
     ) -> Result<Catalog<'r>, Vec<Problem>> {
         let mut problems = Vec::new();
-        let mut items: Vec<Item<'r>> = Vec::new();
+        let mut items: Vec<Item<'r>> = Vec::with_capacity(declared.len());
         // (qualified provider, name) -> item, for duplicates and references.
         let mut index: HashMap<(String, String), usize> = HashMap::new();
         // What each item was declared as.

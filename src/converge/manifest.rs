@@ -11,6 +11,7 @@ use marked_yaml::types::{MarkedScalarNode, Node};
 use crate::error::Problem;
 use crate::types::Written;
 use crate::yaml_doc::{self, mapping_or_empty};
+use crate::yaml_stream;
 
 /// Where something was declared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,7 +161,7 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
     };
     if file.extension().is_some_and(|e| e == "json") {
         // JSON's own rules first; the YAML reader below then gives lines.
-        if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
             return Err(at(e.line(), format!("invalid JSON: {e}")));
         }
     }
@@ -182,40 +183,35 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
     if text.trim().is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let options = marked_yaml::LoaderOptions::default()
-        .error_on_duplicate_keys(true)
-        // Tells plain scalars (may be null) from quoted ones.
-        .prevent_coercion(true)
-        .toplevel_mapping();
-    let root = match marked_yaml::parse_yaml_with_options(0, text, options) {
-        Ok(root) => root,
-        Err(e) => return Err(load_problem(&file, e)),
-    };
     let mut declared = Vec::new();
     let mut problems = Vec::new();
-    let Some(types) = root.as_mapping() else {
-        return Err(at(1, top_level_shape()));
-    };
-    for (type_key, resources) in types.iter() {
-        let type_query = type_key.as_str().to_owned();
-        let line = line_of_scalar(type_key);
-        let Some(resources) = mapping_or_empty(resources) else {
-            problems.push(at(
-                line,
-                format!("'{type_query}' must map resource names to their attributes"),
-            ));
-            continue;
-        };
-        for (name_key, body) in resources.iter() {
+    // Each resource is checked as soon as it is read, and only what it
+    // declares is kept: the document is never held as a tree.
+    let mut value = |path: &[&MarkedScalarNode], node: Node| match path {
+        [type_key, name_key] => {
             let origin = Origin {
                 file: file.clone(),
                 line: line_of_scalar(name_key),
             };
-            match declared_resource(&type_query, name_key.as_str(), &origin, body) {
+            match declared_resource(type_key.as_str(), name_key.as_str(), &origin, &node) {
                 Ok(resource) => declared.push(resource),
                 Err(mut wrong) => problems.append(&mut wrong),
             }
         }
+        // A type's value that is no mapping: nothing when null.
+        [type_key] if mapping_or_empty(&node).is_none() => {
+            problems.push(at(
+                line_of_scalar(type_key),
+                format!(
+                    "'{}' must map resource names to their attributes",
+                    type_key.as_str()
+                ),
+            ));
+        }
+        _ => {}
+    };
+    if let Err(e) = yaml_stream::load_streamed(text, 2, &mut value) {
+        return Err(load_problem(&file, e));
     }
     Ok((declared, problems))
 }
@@ -283,6 +279,8 @@ fn declared_resource(
         });
     }
     if problems.is_empty() {
+        // Kept for the whole run, one per resource: no room to spare.
+        resource.attrs.shrink_to_fit();
         Ok(resource)
     } else {
         Err(problems)

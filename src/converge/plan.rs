@@ -173,7 +173,8 @@ pub struct Task {
     pub drifted: bool,
     /// For a saved plan: the state it was planned from, which the state
     /// read just before the task runs must still match.
-    pub planned_from: Option<super::planned::Planned>,
+    /// Boxed: only a saved plan's tasks have one.
+    pub planned_from: Option<Box<super::planned::Planned>>,
     /// For a refresh: the tasks whose change calls for it (each also in
     /// `requires`).
     pub refresh_on: Vec<usize>,
@@ -256,15 +257,16 @@ pub fn plan_with_id(
     id: String,
 ) -> Result<Plan, Error> {
     let found = read_states(host, catalog, jobs);
-    plan_from(catalog, &found, id)
+    plan_from(catalog, found, id)
 }
 
-/// The plan for the states `found` (one per catalog item): what
-/// [`plan_with_id`] makes of what it reads, and what a saved plan is made
-/// again from.
-pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Plan, Error> {
+/// The plan for the states `found` (one per catalog item), which move
+/// into its tasks: what [`plan_with_id`] makes of what it reads.
+pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
-    let mut tasks: Vec<Task> = Vec::new();
+    // At most one task per item, but for refreshes: sized once, a plan of
+    // many resources is not copied as it grows.
+    let mut tasks: Vec<Task> = Vec::with_capacity(catalog.order.len());
     // The task of each item, if it has one.
     let mut task_of: Vec<Option<usize>> = vec![None; catalog.items.len()];
     // The tasks each item waits for, through items without a task.
@@ -305,7 +307,7 @@ pub fn plan_from(catalog: &Catalog, found: &[Observed], id: String) -> Result<Pl
         // A resource waiting for pending changes may not be readable until
         // they are made (a user's keys before the user exists): what is to
         // be done is not known until it is read again, before it runs.
-        let task = match found[at].clone() {
+        let task = match std::mem::replace(&mut found[at], Observed::NotFound) {
             Observed::Unreadable(message) if !requires.is_empty() => {
                 let mut task = deferred_task(at, item, requires.clone());
                 task.deferred = Some(message);

@@ -418,7 +418,7 @@ fn plan_anew(
     jobs: usize,
 ) -> Result<Plan, Error> {
     let found = plan::read_states(host, catalog, jobs);
-    let mut plan = plan::plan_from(catalog, &found, id)?;
+    let mut plan = plan::plan_from(catalog, found, id)?;
     if let Some((stored, key)) = drift {
         lifecycle::mark_drifted(catalog, &mut plan, stored, key);
     }

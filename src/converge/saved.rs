@@ -778,12 +778,12 @@ impl SavedPlan {
                 }),
             })
             .collect();
-        task.planned_from = Some(Planned::new(
+        task.planned_from = Some(Box::new(Planned::new(
             found.then(|| state.clone()),
             secrets,
             self.key.clone(),
             qualified.clone(),
-        ));
+        )));
         task.transition = Some(update::Transition {
             name: name.to_owned(),
             found,

@@ -386,7 +386,7 @@ provider:
                         ("tags", array(&[s(text), s("a,b"), s(""), s("yes")])),
                         ("ports", array(&[Value::Integer(22), Value::Integer(80)])),
                         ("nested", array(&[array(&[s(text)]), array(&[])])),
-                        ("labels", Value::Hash(labels.clone())),
+                        ("labels", Value::Hash(Box::new(labels.clone()))),
                         (
                             "nice",
                             if at % 2 == 0 {
@@ -463,7 +463,7 @@ provider:
                 ("port", s("eighty")),
                 (
                     "labels",
-                    Value::Hash([("k".to_owned(), Value::Integer(1))].into()),
+                    Value::Hash(Box::new([("k".to_owned(), Value::Integer(1))].into())),
                 ),
             ],
         );

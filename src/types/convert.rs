@@ -77,7 +77,7 @@ impl AttrType {
                         })
                 })
                 .collect::<Result<_, _>>()
-                .map(Value::Hash),
+                .map(|map| Value::Hash(Box::new(map))),
             (expected, found) => Err(Mismatch::WrongKind {
                 expected: expected.to_string(),
                 found: json_kind(found),
@@ -158,7 +158,7 @@ impl AttrType {
                     };
                     map.insert(key.to_owned(), Value::String(value.to_owned()));
                 }
-                Ok(Value::Hash(map))
+                Ok(Value::Hash(Box::new(map)))
             }
             AttrType::Optional(_) if raw.is_empty() => Ok(Value::Null),
             AttrType::Optional(inner) => inner.convert_text(raw, source),

@@ -170,12 +170,12 @@ fn arrays_take_commas_or_json() {
 #[test]
 fn hashes_take_pairs_or_json_objects() {
     let hash = |pairs: &[(&str, Value)]| {
-        Value::Hash(
+        Value::Hash(Box::new(
             pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
-        )
+        ))
     };
     cli_table(
         "hash",
@@ -239,11 +239,11 @@ fn simple_output_arrays_and_hashes_are_shell_words() {
     let hash = ty("hash");
     assert_eq!(
         hash.parse_wire("k=v 'a b=c d'"),
-        Ok(Value::Hash(
+        Ok(Value::Hash(Box::new(
             [("k".to_owned(), s("v")), ("a b".to_owned(), s("c d"))]
                 .into_iter()
                 .collect()
-        ))
+        )))
     );
     // What a provider receives reads back as the same value.
     let value = Value::Array(vec![s("x y"), s("it's"), s(""), s("a,b")]);

@@ -15,7 +15,9 @@ pub enum Value {
     Float(f64),
     String(String),
     Array(Vec<Value>),
-    Hash(IndexMap<String, Value>),
+    /// Boxed: every value is as large as its largest kind, and hashes
+    /// are rare beside the strings a plan holds many of.
+    Hash(Box<IndexMap<String, Value>>),
 }
 
 impl Value {
@@ -70,11 +72,11 @@ impl Value {
             serde_json::Value::Array(items) => {
                 Value::Array(items.iter().map(Value::from_json).collect())
             }
-            serde_json::Value::Object(map) => Value::Hash(
+            serde_json::Value::Object(map) => Value::Hash(Box::new(
                 map.iter()
                     .map(|(key, item)| (key.clone(), Value::from_json(item)))
                     .collect(),
-            ),
+            )),
         }
     }
 }
@@ -101,7 +103,7 @@ impl serde::Serialize for Value {
             }
             Value::Hash(map) => {
                 let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (key, item) in map {
+                for (key, item) in map.iter() {
                     out.serialize_entry(key, item)?;
                 }
                 out.end()

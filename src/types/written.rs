@@ -87,7 +87,7 @@ impl AttrType {
                     }),
                 })
                 .collect::<Result<_, _>>()
-                .map(Value::Hash),
+                .map(|map| Value::Hash(Box::new(map))),
             (_, Written::List(_) | Written::Map(_)) => Err(Mismatch::WrongKind {
                 expected: self.to_string(),
                 found: written.found(),

@@ -43,11 +43,11 @@ fn convert(ty: &AttrType, node: &Yaml) -> Value {
         (AttrType::Array(inner), Yaml::Sequence(items)) => {
             Value::Array(items.iter().map(|item| convert(inner, item)).collect())
         }
-        (AttrType::Hash, Yaml::Mapping(map)) => Value::Hash(
+        (AttrType::Hash, Yaml::Mapping(map)) => Value::Hash(Box::new(
             map.iter()
                 .map(|(key, item)| (text_of(key), Value::String(text_of(item))))
                 .collect(),
-        ),
+        )),
         (_, scalar) => ty
             .parse_cli(&text_of(scalar))
             .unwrap_or_else(|e| panic!("{scalar:?} as {ty}: {e}")),

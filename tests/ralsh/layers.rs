@@ -12,6 +12,7 @@ const LAYERS: &[&str] = &[
     "suggest",
     "local_time",
     "yaml_doc",
+    "yaml_stream",
     "quoting",
     "fnv",
     "types",

@@ -32,6 +32,14 @@ pub fn has_type(kind: &str) -> bool {
     provider_files(Some(kind)).next().is_some()
 }
 
+/// True when every bundled provider of type `kind` is native code (and
+/// there is one): none of them runs a script.
+pub fn all_native(kind: &str) -> bool {
+    let mut files = provider_files(Some(kind)).peekable();
+    files.peek().is_some()
+        && files.all(|file| crate::native::find(file.trim_end_matches(".prov")).is_some())
+}
+
 /// The bundled provider files (`NAME.prov`), or those of type `kind`,
 /// known from the binary alone.
 pub fn provider_files(kind: Option<&str>) -> impl Iterator<Item = &'static str> + '_ {

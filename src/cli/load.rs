@@ -53,9 +53,18 @@ pub fn load_with(
             bail!("-I {}: no such directory", dir.display());
         }
     }
-    let provider_lib = bundled::provider_lib()
-        .inspect_err(|e| log::warn!("the Python toolkit for providers is unavailable: {e}"))
-        .ok();
+    // The Python toolkit is written out and checked only where a provider
+    // may need it: not for a type whose providers are all bundled native
+    // ones, with no other data directory.
+    let others = !setup.include.is_empty()
+        || std::env::var_os("RALSH_DATA_DIR").is_some_and(|dirs| !dirs.is_empty());
+    let natives_only = !others && only_type.is_some_and(bundled::all_native);
+    let provider_lib = match natives_only {
+        true => None,
+        false => bundled::provider_lib()
+            .inspect_err(|e| log::warn!("the Python toolkit for providers is unavailable: {e}"))
+            .ok(),
+    };
     let host = Host::new(HostConfig {
         timeout: setup.timeout,
         root,

@@ -2,7 +2,7 @@
 //! together: for a provider whose resources are files themselves, so that
 //! a set of a thousand is not two thousand waits for the disk.
 //!
-//! ```ignore
+//! ```text
 //! let mut batch = Batch::new(call.noop);
 //! for (key, update) in updates.iter().enumerate() {
 //!     let mut edit = batch.edit(call, &dir, key)?;

@@ -1,6 +1,6 @@
 //! A locked, crash-safe edit of one or more files guarded by a [`Lock`]:
 //!
-//! ```ignore
+//! ```text
 //! let mut edit = Edit::begin(Lock::beside(&target), call)?;
 //! let data = edit.read(&target)?;            // re-read under the lock
 //! edit.write(&target, new_data, Attrs::default())?;   // staged

@@ -17,7 +17,7 @@ use serde_json::Value as Json;
 
 use crate::sdk::files::{Attrs, Edit, Lock, Reused, Root};
 use crate::sdk::serve::RESOURCE_MAX;
-use crate::sdk::text::quoted;
+use crate::sdk::text::{python_dumps, python_str, quoted};
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
 use crate::sdk::{Outcome, Provider, Resource, Update};
 
@@ -314,7 +314,7 @@ fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
     let Json::String(text) = value else {
         return Err(CallError::new(format!(
             "{attr}: {} is not a string",
-            py_dumps(value, true)
+            python_dumps(value, true)
         )));
     };
     let problem = if text.is_empty() {
@@ -348,7 +348,7 @@ fn check_options(value: &Json) -> CallResult<Value> {
     let Json::Array(items) = value else {
         return Err(CallError::new(format!(
             "options: {} is not an array of strings",
-            py_dumps(value, true)
+            python_dumps(value, true)
         )));
     };
     if items.is_empty() {
@@ -361,7 +361,7 @@ fn check_options(value: &Json) -> CallResult<Value> {
         let Json::String(option) = item else {
             return Err(CallError::new(format!(
                 "options: {} is not a string",
-                py_dumps(item, true)
+                python_dumps(item, true)
             )));
         };
         if option.is_empty() {
@@ -389,7 +389,7 @@ fn check_number(attr: &str, value: &Json) -> CallResult<Value> {
         Some(number @ 0..=9) => Ok(Value::Number(number as u8)),
         _ => Err(CallError::new(format!(
             "{attr}: {} is not an integer from 0 to 9",
-            py_dumps(value, true)
+            python_dumps(value, true)
         ))),
     }
 }
@@ -408,63 +408,6 @@ fn field_bytes(attr: &str, value: &Value) -> Vec<u8> {
         Value::Options(options) => escape(&options.join(","), false),
         Value::Number(number) => number.to_string().into_bytes(),
         Value::Text(text) => escape(text, attr == "device"),
-    }
-}
-
-/// A JSON value as Python's `json.dumps` writes it (`ascii`: with
-/// `ensure_ascii`), for messages and sizes that match the script's.
-fn py_dumps(value: &Json, ascii: bool) -> String {
-    match value {
-        Json::String(text) => {
-            let mut out = String::with_capacity(text.len() + 2);
-            out.push('"');
-            for c in text.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    '\x08' => out.push_str("\\b"),
-                    '\x0c' => out.push_str("\\f"),
-                    c if c < ' ' || (ascii && !(' '..='~').contains(&c)) => {
-                        let mut units = [0u16; 2];
-                        for unit in c.encode_utf16(&mut units) {
-                            out.push_str(&format!("\\u{unit:04x}"));
-                        }
-                    }
-                    c => out.push(c),
-                }
-            }
-            out.push('"');
-            out
-        }
-        Json::Array(items) => {
-            let items: Vec<String> = items.iter().map(|v| py_dumps(v, ascii)).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Json::Object(map) => {
-            let items: Vec<String> = map
-                .iter()
-                .map(|(k, v)| {
-                    let key = py_dumps(&Json::from(k.as_str()), ascii);
-                    format!("{key}: {}", py_dumps(v, ascii))
-                })
-                .collect();
-            format!("{{{}}}", items.join(", "))
-        }
-        other => other.to_string(),
-    }
-}
-
-/// A JSON value as Python's `str` shows it in a message.
-fn py_str(value: &Json) -> String {
-    match value {
-        Json::String(text) => text.clone(),
-        Json::Null => "None".to_owned(),
-        Json::Bool(true) => "True".to_owned(),
-        Json::Bool(false) => "False".to_owned(),
-        other => py_dumps(other, false),
     }
 }
 
@@ -741,7 +684,7 @@ fn resource(entry: &Entry) -> Resource {
 /// its JSON must fit in [`RESOURCE_MAX`] bytes. The message is the
 /// script's, word for word (which says "as ral reads it back" twice).
 fn check_fits(entry: &Entry) -> CallResult<()> {
-    let size = py_dumps(&Json::Object(resource(entry)), false).len();
+    let size = python_dumps(&Json::Object(resource(entry)), false).len();
     if size > RESOURCE_MAX {
         return Err(CallError::new(format!(
             "{} as ral reads it back is {size} bytes long as ral reads it back, more than the \
@@ -769,7 +712,7 @@ fn check_should(update: &Update) -> CallResult<Option<&str>> {
             return Err(CallError::new(format!(
                 "name: cannot rename {} to {}",
                 quoted(&update.name),
-                quoted(&py_str(name))
+                quoted(&python_str(name))
             )));
         }
     }
@@ -778,7 +721,7 @@ fn check_should(update: &Update) -> CallResult<Option<&str>> {
         Some(Json::String(ensure)) if ENSURES.contains(&ensure.as_str()) => Ok(Some(ensure)),
         Some(other) => Err(CallError::new(format!(
             "ensure: {} is not one of {}",
-            py_dumps(other, true),
+            python_dumps(other, true),
             ENSURES.join(", ")
         ))),
     }

@@ -66,6 +66,63 @@ pub fn python_json(value: &serde_json::Value) -> String {
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
+/// A JSON value as Python's `json.dumps` writes it (`ascii`: with
+/// `ensure_ascii`), for messages and sizes that match the script's.
+pub fn python_dumps(value: &serde_json::Value, ascii: bool) -> String {
+    match value {
+        serde_json::Value::String(text) => {
+            let mut out = String::with_capacity(text.len() + 2);
+            out.push('"');
+            for c in text.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\x08' => out.push_str("\\b"),
+                    '\x0c' => out.push_str("\\f"),
+                    c if c < ' ' || (ascii && !(' '..='~').contains(&c)) => {
+                        let mut units = [0u16; 2];
+                        for unit in c.encode_utf16(&mut units) {
+                            out.push_str(&format!("\\u{unit:04x}"));
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        serde_json::Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(|v| python_dumps(v, ascii)).collect();
+            format!("[{}]", items.join(", "))
+        }
+        serde_json::Value::Object(map) => {
+            let items: Vec<String> = map
+                .iter()
+                .map(|(k, v)| {
+                    let key = python_dumps(&serde_json::Value::from(k.as_str()), ascii);
+                    format!("{key}: {}", python_dumps(v, ascii))
+                })
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A JSON value as Python's `str` shows it in a message.
+pub fn python_str(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Null => "None".to_owned(),
+        serde_json::Value::Bool(true) => "True".to_owned(),
+        serde_json::Value::Bool(false) => "False".to_owned(),
+        other => python_dumps(other, false),
+    }
+}
+
 /// The separators of Python's `json.dumps`.
 struct PythonStyle;
 

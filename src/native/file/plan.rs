@@ -14,7 +14,7 @@ use super::ids::{IdMap, Ids};
 use super::place::{read_sum, sha256_hex, Place, What, CONTENT_MAX};
 use super::sys;
 use crate::sdk::files::{temp_name, Attrs, Edit, Owner};
-use crate::sdk::text::quoted;
+use crate::sdk::text::{python_dumps, python_str, quoted};
 use crate::sdk::{CallError, CallResult, Change, Update};
 
 /// The attributes an update may name.
@@ -84,57 +84,10 @@ pub enum Action {
     },
 }
 
-/// `value` as Python's `json.dumps` writes it in messages (", " and ": "
-/// between items, non-ASCII escaped), as the script's messages showed it.
+/// `value` as Python's `json.dumps` writes it (ASCII only), for messages
+/// worded as the script's.
 pub fn dumps(value: &Json) -> String {
-    match value {
-        Json::String(text) => {
-            let mut out = String::from("\"");
-            for c in text.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    '\u{8}' => out.push_str("\\b"),
-                    '\u{c}' => out.push_str("\\f"),
-                    ' '..='~' => out.push(c),
-                    _ => {
-                        let mut units = [0u16; 2];
-                        for unit in c.encode_utf16(&mut units) {
-                            out.push_str(&format!("\\u{unit:04x}"));
-                        }
-                    }
-                }
-            }
-            out.push('"');
-            out
-        }
-        Json::Array(items) => {
-            let items: Vec<String> = items.iter().map(dumps).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Json::Object(map) => {
-            let items: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{}: {}", dumps(&Json::from(k.as_str())), dumps(v)))
-                .collect();
-            format!("{{{}}}", items.join(", "))
-        }
-        other => other.to_string(),
-    }
-}
-
-/// `value` as Python's `str` shows it, for a quoted message.
-fn py_str(value: &Json) -> String {
-    match value {
-        Json::String(text) => text.clone(),
-        Json::Null => "None".to_owned(),
-        Json::Bool(true) => "True".to_owned(),
-        Json::Bool(false) => "False".to_owned(),
-        other => dumps(other),
-    }
+    python_dumps(value, true)
 }
 
 fn mode_text(mode: u32) -> String {
@@ -154,7 +107,7 @@ fn check_should<'a>(name: &str, should: &'a Map<String, Json>) -> CallResult<Opt
             return Err(CallError::new(format!(
                 "name: cannot rename {} to {}",
                 quoted(name),
-                quoted(&py_str(other))
+                quoted(&python_str(other))
             )));
         }
     }

@@ -151,10 +151,10 @@ fn mount_points_and_values_are_checked_with_the_scripts_messages() {
 #[test]
 fn messages_quote_json_as_python_dumps_it() {
     assert_eq!(
-        py_dumps(&json!({"a": [1, "é\n"]}), true),
+        crate::sdk::text::python_dumps(&json!({"a": [1, "é\n"]}), true),
         "{\"a\": [1, \"\\u00e9\\n\"]}"
     );
-    assert_eq!(py_dumps(&json!("é"), false), "\"é\"");
+    assert_eq!(crate::sdk::text::python_dumps(&json!("é"), false), "\"é\"");
     let err = check_should(&update("/a", json!({"ensure": "up"}))).unwrap_err();
     assert_eq!(
         err.message,

@@ -231,7 +231,9 @@ fn parse(
 ) -> Option<Vec<String>> {
     let decoded = decode(piece);
     let line = decoded.trim_end_matches('\r');
-    let stripped = line.trim();
+    // Python's strip(): Unicode white space and the information
+    // separators \x1c-\x1f.
+    let stripped = line.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
     if stripped.is_empty() || stripped.starts_with(['#', '+', '-']) {
         return None;
     }
@@ -494,6 +496,49 @@ mod tests {
         assert_eq!(names("passwd"), ["alice"]);
         assert_eq!(names("shadow"), ["alice"]);
         assert_eq!(db.get("shadow").unwrap().target.name(), "shadow.real");
+    }
+
+    /// Python's strip() took the information separators for white
+    /// space: such a line is blank, a comment or NIS, skipped silently.
+    #[test]
+    fn lines_blank_for_python_are_skipped_without_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("etc")).unwrap();
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        #[derive(Clone)]
+        struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut call = call(dir.path());
+        call.log = crate::sdk::Log::new(Box::new(Shared(said.clone())), false);
+        let root = Root::open(dir.path()).unwrap();
+        let target = root
+            .directory("etc", true, None)
+            .unwrap()
+            .file("passwd")
+            .unwrap();
+        let table = Table::new(
+            &call,
+            "passwd",
+            target,
+            Some(b"\x1c+dave\n\x1f#x\n\x1d\nbad line\nok:x:1:1::/:/bin/sh\n".to_vec()),
+        );
+        let names: Vec<&str> = table.records().iter().filter_map(|r| r.name()).collect();
+        assert_eq!(names, ["ok"]);
+        let said = String::from_utf8(said.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            said.lines().count(),
+            1,
+            "only 'bad line' is warned of: {said}"
+        );
+        assert!(said.contains("line 4: expected 7"), "{said}");
     }
 
     #[test]

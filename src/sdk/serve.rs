@@ -150,8 +150,7 @@ fn call(made: &Made, log: Box<dyn Write + Send>, noop: bool) -> Call {
         .unwrap_or_else(|| "/".to_owned());
     let lock_timeout = var(env, "RALSH_LOCK_TIMEOUT")
         .and_then(|text| text.parse::<f64>().ok())
-        .filter(|secs| secs.is_finite() && *secs >= 0.0)
-        .map(Duration::from_secs_f64)
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
         .unwrap_or(LOCK_WAIT);
     Call {
         root: PathBuf::from(root),
@@ -694,5 +693,29 @@ pub fn check_resource_fits(resource: &Resource) -> CallResult<()> {
     match unreadable(resource, &said) {
         Some(problem) => Err(CallError::new(format!("{problem}; nothing was changed"))),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn made(env: &Env) -> Made<'_> {
+        Made {
+            env,
+            commands: Arc::new(Direct),
+        }
+    }
+
+    #[test]
+    fn a_lock_wait_no_duration_holds_is_the_default_not_a_panic() {
+        for text in ["1e30", "-1", "nan", "inf", "x"] {
+            let env = [("RALSH_LOCK_TIMEOUT".to_owned(), text.to_owned())];
+            let call = call(&made(&env), Box::new(std::io::sink()), false);
+            assert_eq!(call.lock_timeout, LOCK_WAIT, "{text}");
+        }
+        let env = [("RALSH_LOCK_TIMEOUT".to_owned(), "2.5".to_owned())];
+        let call = call(&made(&env), Box::new(std::io::sink()), false);
+        assert_eq!(call.lock_timeout, Duration::from_millis(2500));
     }
 }

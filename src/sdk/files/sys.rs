@@ -403,23 +403,46 @@ pub fn effective_ids() -> (u32, u32) {
 /// so that no link in the tree is followed (as Python's `shutil.rmtree`
 /// with a `dir_fd`); an entry gone meanwhile is no error.
 pub fn remove_tree(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    {
-        let sub = open_at(dir, name, DIR_FLAGS, 0)?;
-        for entry in list(sub.as_fd())? {
-            let kind = match file_type_at(sub.as_fd(), &entry) {
-                Ok(kind) => kind,
-                Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
-                Err(err) => return Err(err),
-            };
-            if kind == libc::S_IFDIR {
-                remove_tree(sub.as_fd(), &entry)?;
-            } else {
-                match unlink_at(sub.as_fd(), &entry) {
-                    Err(err) if err.raw_os_error() != Some(libc::ENOENT) => return Err(err),
-                    _ => {}
-                }
+    /// A directory being emptied: its descriptor, its name in the one
+    /// above, and the entries still to look at.
+    struct Level {
+        fd: OwnedFd,
+        name: OsString,
+        left: Vec<OsString>,
+    }
+    let open = |parent: BorrowedFd<'_>, name: &OsStr| -> io::Result<Level> {
+        let fd = open_at(parent, name, DIR_FLAGS, 0)?;
+        let left = list(fd.as_fd())?;
+        Ok(Level {
+            fd,
+            name: name.to_owned(),
+            left,
+        })
+    };
+    // A loop over a stack of levels, not a recursion: a tree of any depth
+    // is removed without running out of stack (a thread's is small).
+    let mut levels = vec![open(dir, name)?];
+    while let Some(level) = levels.last_mut() {
+        let Some(entry) = level.left.pop() else {
+            let done = levels.pop().expect("a level is there");
+            let parent = levels.last().map_or(dir, |up| up.fd.as_fd());
+            rmdir_at(parent, &done.name)?;
+            continue;
+        };
+        let kind = match file_type_at(level.fd.as_fd(), &entry) {
+            Ok(kind) => kind,
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(err) => return Err(err),
+        };
+        if kind == libc::S_IFDIR {
+            let below = open(level.fd.as_fd(), &entry)?;
+            levels.push(below);
+        } else {
+            match unlink_at(level.fd.as_fd(), &entry) {
+                Err(err) if err.raw_os_error() != Some(libc::ENOENT) => return Err(err),
+                _ => {}
             }
         }
     }
-    rmdir_at(dir, name)
+    Ok(())
 }

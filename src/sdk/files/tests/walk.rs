@@ -341,3 +341,35 @@ fn a_directory_swapped_back_between_open_and_readlink_is_opened() {
     assert_eq!(swaps.get(), 1);
     assert_eq!(target.unwrap().read(None).unwrap().unwrap().0, b"inside\n");
 }
+
+/// A tree deeper than a small stack would allow a recursion through is
+/// removed whole: the removal loops over a stack of its own. (Deep enough
+/// for the recursive removal to overflow the 64 KiB stack of the thread,
+/// shallow enough for the open-files limit of a default shell.)
+#[test]
+fn a_deep_tree_is_removed_on_a_small_stack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut deepest = tmp.path().join("top");
+    for _ in 0..900 {
+        deepest.push("d");
+    }
+    std::fs::create_dir_all(&deepest).unwrap();
+    std::fs::write(deepest.join("leaf"), "x").unwrap();
+    std::os::unix::fs::symlink("/", deepest.join("out")).unwrap();
+    let dir = std::fs::File::open(tmp.path()).unwrap();
+    let removed = std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            use std::os::fd::AsFd;
+            crate::sdk::files::sys::remove_tree(dir.as_fd(), std::ffi::OsStr::new("top"))
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    removed.unwrap();
+    assert!(!tmp.path().join("top").exists());
+    assert!(
+        std::path::Path::new("/").exists(),
+        "a link is removed, not followed"
+    );
+}

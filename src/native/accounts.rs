@@ -459,6 +459,7 @@ mod tests {
             log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
             env: Vec::new(),
             commands: std::sync::Arc::new(crate::sdk::command::Direct),
+            deadline: None,
         }
     }
 

@@ -64,8 +64,14 @@ pub fn run(
             provider,
             &call.args,
             &mut { stdin },
-            &env,
-            commands,
+            &sdk::serve::Made {
+                env: &env,
+                commands,
+                // Code here cannot be killed at its time limit as a
+                // program is: it is told the limit, and writes nothing
+                // past it.
+                deadline: std::time::Instant::now().checked_add(call.timeout),
+            },
             &mut stdout,
             Box::new(stderr.clone()),
         )

@@ -81,6 +81,10 @@ pub struct Call {
     pub env: Vec<(String, String)>,
     /// What runs the commands it runs.
     pub commands: std::sync::Arc<dyn command::Commands>,
+    /// When the call must be over: set for a call the host serves in its
+    /// own process, which it cannot kill as it kills a program; the SDK
+    /// then refuses to start writing past it.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Call {
@@ -94,6 +98,18 @@ impl Call {
             log,
             env: Vec::new(),
             commands: std::sync::Arc::new(command::Direct),
+            deadline: None,
+        }
+    }
+
+    /// An error once the call is past its deadline (see
+    /// [`Call::deadline`]).
+    pub fn within_time(&self) -> CallResult<()> {
+        match self.deadline {
+            Some(deadline) if std::time::Instant::now() > deadline => Err(CallError::new(
+                "the call ran past its time limit (--timeout); nothing more was written",
+            )),
+            _ => Ok(()),
         }
     }
 

@@ -65,8 +65,11 @@ pub fn main(provider: &dyn Provider, args: &[String]) -> i32 {
         provider,
         args,
         &mut stdin,
-        &env,
-        Arc::new(Direct),
+        &Made {
+            env: &env,
+            commands: Arc::new(Direct),
+            deadline: None,
+        },
         &mut out,
         Box::new(std::io::stderr()),
     )
@@ -79,12 +82,10 @@ pub fn serve(
     provider: &dyn Provider,
     args: &[String],
     stdin: &mut dyn Read,
-    env: &Env,
-    commands: Arc<dyn Commands>,
+    made: &Made,
     out: &mut dyn Write,
     log: Box<dyn Write + Send>,
 ) -> i32 {
-    let made = Made { env, commands };
     let convention = provider.convention();
     let mut answer = Answer {
         out,
@@ -92,8 +93,8 @@ pub fn serve(
         failed: false,
     };
     let result = match convention {
-        Convention::Simple => simple(provider, args, &made, log, &mut answer),
-        Convention::Json => json_call(provider, args, stdin, &made, log, &mut answer),
+        Convention::Simple => simple(provider, args, made, log, &mut answer),
+        Convention::Json => json_call(provider, args, stdin, made, log, &mut answer),
     };
     if let Err(err) = result {
         answer.error(&err);
@@ -136,10 +137,13 @@ impl Answer<'_> {
     }
 }
 
-/// What a call is made from besides its arguments.
-struct Made<'e> {
-    env: &'e Env,
-    commands: Arc<dyn Commands>,
+/// What a call is made from besides its arguments: the environment it
+/// was given, what runs its commands, and when it must be over (for a
+/// call served in the host's process, which cannot be killed).
+pub struct Made<'e> {
+    pub env: &'e Env,
+    pub commands: Arc<dyn Commands>,
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// The call's settings from the environment the host gives providers.
@@ -159,6 +163,7 @@ fn call(made: &Made, log: Box<dyn Write + Send>, noop: bool) -> Call {
         log: Log::new(log, noop),
         env: env.to_vec(),
         commands: made.commands.clone(),
+        deadline: made.deadline,
     }
 }
 
@@ -704,6 +709,7 @@ mod tests {
         Made {
             env,
             commands: Arc::new(Direct),
+            deadline: None,
         }
     }
 

@@ -28,6 +28,7 @@ mod metadata_schema;
 mod misplaced_inputs;
 #[path = "../common/mutations.rs"]
 mod mutations;
+mod native_limits;
 mod output_schema;
 mod ownership;
 #[path = "../common/pids.rs"]

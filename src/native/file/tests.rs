@@ -17,6 +17,7 @@ fn call(root: &std::path::Path, noop: bool) -> Call {
         log: Log::new(Box::new(std::io::sink()), noop),
         env: Vec::new(),
         commands: std::sync::Arc::new(crate::sdk::command::Direct),
+        deadline: None,
     }
 }
 

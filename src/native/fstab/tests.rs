@@ -13,6 +13,7 @@ fn call() -> Call {
         log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
         env: Vec::new(),
         commands: std::sync::Arc::new(crate::sdk::command::Direct),
+        deadline: None,
     }
 }
 

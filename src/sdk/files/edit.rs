@@ -344,6 +344,9 @@ impl<'a> Edit<'a> {
         if self.staged.is_empty() {
             return Ok(());
         }
+        // A call past its time limit writes nothing more: the host has
+        // given up on it, and said so.
+        self.call.within_time()?;
         if matches!(self.guard, Guard::Batch { .. }) && !now && self.staged.len() == 1 {
             return self.queue();
         }

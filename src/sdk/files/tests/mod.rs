@@ -59,6 +59,7 @@ impl Sandbox {
             log: Log::new(Box::new(log.clone()), noop),
             env: Vec::new(),
             commands: std::sync::Arc::new(crate::sdk::command::Direct),
+            deadline: None,
         };
         Sandbox {
             tmp,

@@ -1,0 +1,66 @@
+//! The limits a native provider keeps although ralsh serves it in its own
+//! process, where it cannot be killed at its time limit as a program is:
+//! past `--timeout` it writes nothing more.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{fixtures_dir, Sandbox};
+
+#[test]
+fn a_native_edit_past_its_time_limit_writes_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "10.0.0.1 db\n");
+    // Another writer holds the hosts file's lock until told to let go.
+    let mut holder = Command::new("python3")
+        .args(["-I", "-S"])
+        .arg(fixtures_dir().join("hold_lock.py"))
+        .arg(sandbox.root().join("etc/.hosts.ral-lock"))
+        .args(["flock", "forever"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(holder.stdout.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    assert_eq!(line, "locked\n");
+    let started = Instant::now();
+    let ralsh = sandbox
+        .command()
+        .args([
+            "--timeout",
+            "1",
+            "--lock-timeout",
+            "60",
+            "host",
+            "web",
+            "ip=10.0.0.2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The edit waits for the lock past its time limit of a second (the
+    // limit is a time: only time passing can cross it), then gets it.
+    while started.elapsed() < Duration::from_millis(1500) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(holder.stdin.take());
+    holder.wait().unwrap();
+    let out = ralsh.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("ran past its time limit"), "{stderr}");
+    assert_eq!(
+        sandbox.read("etc/hosts"),
+        "10.0.0.1 db\n",
+        "nothing written"
+    );
+    assert_eq!(
+        sandbox.names_in_dir("etc"),
+        [".hosts.ral-lock", "hosts"],
+        "no temporary file left"
+    );
+}

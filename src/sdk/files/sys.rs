@@ -174,6 +174,13 @@ pub fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
     check(unsafe { libc::fsync(fd.as_raw_fd()) }).map(drop)
 }
 
+/// `syncfs(2)`: writes back everything of the file system holding `fd`
+/// and waits for it (reporting a write-back error since Linux 5.8).
+pub fn syncfs(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: `fd` is open for the call.
+    check(unsafe { libc::syncfs(fd.as_raw_fd()) }).map(drop)
+}
+
 /// `fchmod(2)`.
 pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
     // SAFETY: `fd` is open for the call.

@@ -1,6 +1,7 @@
-//! The limits a native provider keeps although ralsh serves it in its own
-//! process, where it cannot be killed at its time limit as a program is:
-//! past `--timeout` it writes nothing more.
+//! The native providers outside ralsh's process and at their limits: the
+//! program that serves them (`ral-provider`), and an edit past
+//! `--timeout`, which ralsh cannot kill in its own process as it kills a
+//! program, so that it writes nothing more.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -62,5 +63,34 @@ fn a_native_edit_past_its_time_limit_writes_nothing() {
         sandbox.names_in_dir("etc"),
         [".hosts.ral-lock", "hosts"],
         "no temporary file left"
+    );
+}
+
+#[test]
+fn the_native_providers_program_says_how_it_is_used_and_serves_them() {
+    let program = env!("CARGO_BIN_EXE_ral-provider");
+    for args in [&[][..], &["bogus"], &["--help"]] {
+        let out = Command::new(program).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr.contains("usage: ral-provider NAME ral_action=ACTION")
+                && stderr.contains("etc_hosts"),
+            "{stderr}"
+        );
+    }
+    let out = Command::new(program).args(["bogus"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'bogus' is not one of"));
+    let described = Command::new(program)
+        .args(["etc_hosts", "ral_action=describe"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&described.stdout),
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/providers/etc_hosts.yaml"
+        ))
+        .unwrap()
     );
 }

@@ -11,8 +11,20 @@ fn main() -> ExitCode {
     let name = args.next().map(|name| name.to_string_lossy().into_owned());
     let Some(native) = name.as_deref().and_then(ral::native::find) else {
         let known: Vec<&str> = ral::native::names().collect();
+        let problem = match name.as_deref() {
+            None => "no provider named".to_owned(),
+            Some(name) => format!(
+                "'{}' is not one of ral's native providers",
+                ral::text::escape(name)
+            ),
+        };
         eprintln!(
-            "error: usage: ral-provider NAME ARGS..., where NAME is one of {}",
+            "ral-provider: {problem}\n\
+             usage: ral-provider NAME ral_action=ACTION [KEY=VALUE...]\n\
+             Serves one of ral's native providers ({}) as a program, in the\n\
+             calling convention its metadata declares (ral_action=describe prints it);\n\
+             ralsh and ral run them in their own process and need this program only\n\
+             on remote targets and for a provider run by hand.",
             known.join(", ")
         );
         return ExitCode::from(2);

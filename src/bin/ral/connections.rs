@@ -111,6 +111,8 @@ fn try_run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
             }
             if args.json {
                 println!("{}", json!({ "closed": closed }));
+            } else if closed.is_empty() {
+                println!("no kept connections to close");
             }
             Ok(ExitCode::SUCCESS)
         }

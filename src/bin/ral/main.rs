@@ -75,8 +75,8 @@ enum Command {
     /// Run providers (and model plugins) the way the host does and report
     /// every violation of the calling convention.
     Check(conformance::CheckArgs),
-    /// The ssh connections runs on remote targets keep open for the next
-    /// ones (--persist): ral connections lists them, ral connections
+    /// The ssh connections a run on remote targets leaves open for the
+    /// next one (--persist): ral connections lists them, ral connections
     /// close [TARGET...] closes them.
     Connections(connections::ConnectionsArgs),
     /// A drop-in for Holo's holo command: ral holo scan|diff|apply

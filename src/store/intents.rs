@@ -8,7 +8,7 @@
 use rusqlite::{params, Transaction};
 use serde_json::{Map, Value as Json};
 
-use super::{bump_serial, db_error, now, put_item, Store, StoredItem};
+use super::{bump_serial, db_error, execute_cached, now, put_item, Store, StoredItem};
 use crate::error::{Error, Result};
 
 /// What a task was about to do.
@@ -134,7 +134,8 @@ impl Store {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
         for intent in intents {
-            tx.execute(
+            execute_cached(
+                &tx,
                 "INSERT OR REPLACE INTO intents \
                  (provider, name, resource, plan_id, task_id, action, existed, properties, recorded) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -167,7 +168,8 @@ impl Store {
             put_item(&tx, item).map_err(|e| db_error(&path, e))?;
         }
         for (provider, name) in &settlement.removed {
-            tx.execute(
+            execute_cached(
+                &tx,
                 "DELETE FROM items WHERE provider = ?1 AND name = ?2",
                 params![provider, name],
             )
@@ -186,7 +188,8 @@ impl Store {
 /// Deletes an item's intent: its task's end is recorded in the same
 /// transaction, so no kill leaves the one without the other.
 pub(super) fn clear(tx: &Transaction, provider: &str, name: &str) -> rusqlite::Result<()> {
-    tx.execute(
+    execute_cached(
+        tx,
         "DELETE FROM intents WHERE provider = ?1 AND name = ?2",
         params![provider, name],
     )

@@ -66,7 +66,7 @@ impl Drop for ControlDir {
 
 /// Takes the lock of `file` (waiting for it when `wait`); false when
 /// another holds it and `wait` is not set.
-fn lock(file: &File, wait: bool) -> std::io::Result<bool> {
+pub(super) fn lock(file: &File, wait: bool) -> std::io::Result<bool> {
     let mode = if wait {
         libc::LOCK_EX
     } else {

@@ -20,7 +20,6 @@
 
 use std::fs::{self, File};
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -28,6 +27,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::control_dir::lock;
 use crate::error::{Error, Result};
 use crate::text::hex;
 
@@ -113,7 +113,7 @@ impl KeptDir {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
                 .map_err(error)?;
-            flock(&file, true).map_err(error)?;
+            lock(&file, true).map_err(error)?;
             // Removed (by its lock's holder) while we waited: lock the
             // file now at the path instead.
             let held = file.metadata().map_err(error)?;
@@ -175,7 +175,7 @@ impl KeptDir {
         else {
             return;
         };
-        if flock(&file, false).unwrap_or(false) && !self.socket(key).exists() {
+        if lock(&file, false).unwrap_or(false) && !self.socket(key).exists() {
             let _ = fs::remove_file(&path);
         }
     }
@@ -437,28 +437,6 @@ fn check_private(path: &Path, me: u32) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Takes the lock of `file` (waiting for it when `wait`); false when
-/// another holds it and `wait` is not set.
-fn flock(file: &File, wait: bool) -> std::io::Result<bool> {
-    let mode = if wait {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_EX | libc::LOCK_NB
-    };
-    loop {
-        // SAFETY: flock on a descriptor we own, with integer flags.
-        if unsafe { libc::flock(file.as_raw_fd(), mode) } == 0 {
-            return Ok(true);
-        }
-        let error = std::io::Error::last_os_error();
-        match error.kind() {
-            std::io::ErrorKind::Interrupted => continue,
-            std::io::ErrorKind::WouldBlock => return Ok(false),
-            _ => return Err(error),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -242,48 +242,17 @@ pub fn run(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished
         release: call.starts_daemons,
         last_words: true,
     };
-    let mut answers = Answers {
-        call,
-        sink,
-        idle,
-        answer_bytes: 0,
-        lines: 0,
-        killed_leftovers: false,
-        stderr: StderrLog::default(),
-    };
+    let mut answers = Answers::new(call, sink, idle);
     let result = runner::run(&options, &mut answers);
     // After an interrupt nothing more is said: the binary ends by it.
     if !matches!(result, Err(Error::Interrupted { .. })) {
         answers.stderr.report_dropped(call);
     }
     let status = result?.status;
-    let summary = answers.stderr.summary;
-    if !status.success() {
-        // The error quotes the lines of the tail that were not logged
-        // already (a traceback is shown once, not twice).
-        let logged = summary.tail_shown.contains(&true);
-        let unshown = summary
-            .tail
-            .into_iter()
-            .zip(summary.tail_shown)
-            .filter(|(_, shown)| !shown)
-            .map(|(line, _)| line)
-            .collect();
-        return Err(Error::Exit {
-            provider: call.label.to_owned(),
-            action: call.action.as_str().to_owned(),
-            status: Exited::from(status),
-            stderr: unshown,
-            logged,
-        });
-    }
-    Ok(Finished {
-        stderr_lines: summary.lines,
-        problem_lines: summary.problems,
-        error_lines: summary.errors,
-        problem_quotes: summary.quotes,
-        stderr_tail: summary.tail,
-    })
+    answers
+        .stderr
+        .summary
+        .ended(call, status.success(), Exited::from(status))
 }
 
 /// The provider rules for a call's output: stdout lines are answers, each
@@ -302,7 +271,19 @@ struct Answers<'r, 's, 'i> {
     stderr: StderrLog,
 }
 
-impl Answers<'_, '_, '_> {
+impl<'r, 's, 'i> Answers<'r, 's, 'i> {
+    fn new(call: &'r Call<'r>, sink: &'r mut LineSink<'s>, idle: &'r mut Idle<'i>) -> Self {
+        Answers {
+            call,
+            sink,
+            idle,
+            answer_bytes: 0,
+            lines: 0,
+            killed_leftovers: false,
+            stderr: StderrLog::default(),
+        }
+    }
+
     fn answer(&mut self, piece: Piece) -> Result<()> {
         let call = self.call;
         if piece.unterminated && self.killed_leftovers {
@@ -401,6 +382,39 @@ struct StderrSummary {
     tail: Vec<String>,
     /// For each line of the tail: whether it was logged.
     tail_shown: Vec<bool>,
+}
+
+impl StderrSummary {
+    /// What a call that ended with `status` (a success or not) comes to:
+    /// what it left behind, or the error of its exit, quoting the lines
+    /// of the tail that were not logged already (a traceback is shown
+    /// once, not twice).
+    fn ended(self, call: &Call, success: bool, status: Exited) -> Result<Finished> {
+        if !success {
+            let logged = self.tail_shown.contains(&true);
+            let unshown = self
+                .tail
+                .into_iter()
+                .zip(self.tail_shown)
+                .filter(|(_, shown)| !shown)
+                .map(|(line, _)| line)
+                .collect();
+            return Err(Error::Exit {
+                provider: call.label.to_owned(),
+                action: call.action.as_str().to_owned(),
+                status,
+                stderr: unshown,
+                logged,
+            });
+        }
+        Ok(Finished {
+            stderr_lines: self.lines,
+            problem_lines: self.problems,
+            error_lines: self.errors,
+            problem_quotes: self.quotes,
+            stderr_tail: self.tail,
+        })
+    }
 }
 
 /// How much of a call's stderr was logged, and how much was not.

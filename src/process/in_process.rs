@@ -12,7 +12,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use super::pipes::Piece;
-use super::{Answers, Call, Finished, Idle, LineSink, StderrLog};
+use super::{Answers, Call, Finished, Idle, LineSink};
 use crate::error::{Error, Exited, Result};
 use crate::sdk;
 
@@ -76,15 +76,7 @@ pub fn run(
             Box::new(stderr.clone()),
         )
     }));
-    let mut answers = Answers {
-        call,
-        sink,
-        idle,
-        answer_bytes: 0,
-        lines: 0,
-        killed_leftovers: false,
-        stderr: StderrLog::default(),
-    };
+    let mut answers = Answers::new(call, sink, idle);
     let logged = std::mem::take(&mut *stderr.0.lock().unwrap_or_else(|e| e.into_inner()));
     for piece in pieces(&logged, super::MAX_LINE) {
         answers.stderr.log(call, piece);
@@ -110,23 +102,10 @@ pub fn run(
     }
     (answers.idle)()?;
     answers.stderr.report_dropped(call);
-    let summary = answers.stderr.summary;
-    if status != 0 {
-        return Err(Error::Exit {
-            provider: call.label.to_owned(),
-            action: call.action.as_str().to_owned(),
-            status: Exited::Code(status),
-            stderr: summary.tail,
-            logged: true,
-        });
-    }
-    Ok(Finished {
-        stderr_lines: summary.lines,
-        problem_lines: summary.problems,
-        error_lines: summary.errors,
-        problem_quotes: summary.quotes,
-        stderr_tail: summary.tail,
-    })
+    answers
+        .stderr
+        .summary
+        .ended(call, status == 0, Exited::Code(status))
 }
 
 /// The lines of `output` as a pipe's reader hands them out: each whole

@@ -505,20 +505,9 @@ mod tests {
     fn lines_blank_for_python_are_skipped_without_a_warning() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("etc")).unwrap();
-        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        #[derive(Clone)]
-        struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Shared {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
+        let said = crate::sdk::Buffer::default();
         let mut call = call(dir.path());
-        call.log = crate::sdk::Log::new(Box::new(Shared(said.clone())), false);
+        call.log = crate::sdk::Log::new(Box::new(said.clone()), false);
         let root = Root::open(dir.path()).unwrap();
         let target = root
             .directory("etc", true, None)
@@ -533,7 +522,7 @@ mod tests {
         );
         let names: Vec<&str> = table.records().iter().filter_map(|r| r.name()).collect();
         assert_eq!(names, ["ok"]);
-        let said = String::from_utf8(said.lock().unwrap().clone()).unwrap();
+        let said = said.text();
         assert_eq!(
             said.lines().count(),
             1,

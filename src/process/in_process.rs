@@ -8,31 +8,12 @@
 //! panics fails its call as a program that crashed would, and the host
 //! goes on.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::pipes::Piece;
 use super::{Answers, Call, Finished, Idle, LineSink};
 use crate::error::{Error, Exited, Result};
 use crate::sdk;
-
-/// A log buffer the provider writes to from any thread.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Runs `call` by serving `provider` here, then hands its output to
 /// `sink` line by line as [`super::run`] does a child's.
@@ -58,7 +39,7 @@ pub fn run(
     });
     let stdin = call.stdin.as_deref().unwrap_or_default();
     let mut stdout = Vec::new();
-    let stderr = Shared::default();
+    let stderr = sdk::Buffer::default();
     let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         sdk::serve::serve(
             provider,
@@ -77,7 +58,7 @@ pub fn run(
         )
     }));
     let mut answers = Answers::new(call, sink, idle);
-    let logged = std::mem::take(&mut *stderr.0.lock().unwrap_or_else(|e| e.into_inner()));
+    let logged = stderr.take();
     for piece in pieces(&logged, super::MAX_LINE) {
         answers.stderr.log(call, piece);
     }

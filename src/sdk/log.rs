@@ -151,6 +151,38 @@ impl Log {
     }
 }
 
+/// Log lines kept in memory, shared by its clones: where the host reads
+/// the log of a provider it serves in its own process, and a test the log
+/// of a call.
+#[derive(Clone, Default)]
+pub struct Buffer(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl Buffer {
+    /// The bytes written so far, leaving it empty.
+    pub fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The text written so far (bytes that are not UTF-8 as U+FFFD).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    }
+}
+
+impl Write for Buffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl std::fmt::Debug for Log {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Log").field("noop", &self.noop).finish()
@@ -160,29 +192,14 @@ impl std::fmt::Debug for Log {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-
-    /// A writer the test can read back.
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[test]
     fn resource_contexts_say_started_and_done_as_noop_words_it() {
-        let shared = Shared::default();
+        let shared = Buffer::default();
         let log = Log::new(Box::new(shared.clone()), true);
         let got: CallResult<u8> = log.creating("web1", || Ok(7));
         assert_eq!(got, Ok(7));
-        let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
+        let text = shared.text();
         assert_eq!(
             text,
             "debug: ral_log {\"resource\": \"web1\", \"context\": \"creating\", \"message\": \"started\"}\n\
@@ -192,9 +209,9 @@ mod tests {
 
     #[test]
     fn lines_are_made_one_line() {
-        let shared = Shared::default();
+        let shared = Buffer::default();
         let log = Log::new(Box::new(shared.clone()), false);
         log.warning("two\nlines");
-        assert_eq!(&*shared.0.lock().unwrap(), b"warn: two?lines\n");
+        assert_eq!(shared.text().as_bytes(), b"warn: two?lines\n");
     }
 }

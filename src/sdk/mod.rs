@@ -26,7 +26,7 @@ pub mod text;
 use serde_json::{Map, Value as Json};
 
 pub use error::{CallError, CallResult, Kind};
-pub use log::{Level, Log};
+pub use log::{Buffer, Level, Log};
 pub use serve::Convention;
 
 /// A resource as a provider reports it: its `name` and its attributes,

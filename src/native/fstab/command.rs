@@ -208,23 +208,12 @@ mod tests {
         );
     }
 
-    fn call(noop: bool) -> (Call, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
-        #[derive(Clone)]
-        struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Shared {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let shared = Shared(Default::default());
+    fn call(noop: bool) -> (Call, crate::sdk::Buffer) {
+        let shared = crate::sdk::Buffer::default();
         let log = crate::sdk::Log::new(Box::new(shared.clone()), noop);
         let mut call = Call::new("/", noop, log);
         call.env = std::env::vars().collect();
-        (call, shared.0)
+        (call, shared)
     }
 
     #[test]
@@ -233,7 +222,7 @@ mod tests {
         let argv = vec!["/nonexistent/mount".to_owned(), "/srv".to_owned()];
         assert_eq!(change(&call, &argv, Duration::from_secs(1)), None);
         assert_eq!(
-            String::from_utf8(said.lock().unwrap().clone()).unwrap(),
+            said.text(),
             "info: noop: would run /nonexistent/mount /srv\n"
         );
     }
@@ -262,7 +251,7 @@ mod tests {
         }
         assert!(ran.stdout.contains("LC_ALL=C\n"));
         assert!(ran.stdout.ends_with("\n/\n"), "runs in /: {}", ran.stdout);
-        let said = String::from_utf8(said.lock().unwrap().clone()).unwrap();
+        let said = said.text();
         assert!(said.starts_with("debug: running sh -c "), "{said}");
         assert!(said.contains("debug: sh: LC_ALL=C\n"), "{said}");
         assert!(!said.contains("sh: oops"), "stderr is not logged: {said}");

@@ -9,29 +9,13 @@ mod locks;
 mod walk;
 
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::Root;
-use crate::sdk::{Call, Log};
-
-/// A writer the test can read back.
-#[derive(Clone, Default)]
-pub(super) struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use crate::sdk::{Buffer, Call, Log};
 
 /// A fake root in a temporary directory, and a call below it whose log
 /// the test reads.
@@ -39,7 +23,7 @@ pub(super) struct Sandbox {
     pub tmp: tempfile::TempDir,
     pub root: PathBuf,
     pub call: Call,
-    log: Shared,
+    log: Buffer,
 }
 
 impl Sandbox {
@@ -51,7 +35,7 @@ impl Sandbox {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
         fs::create_dir(&root).unwrap();
-        let log = Shared::default();
+        let log = Buffer::default();
         let call = Call {
             root: root.clone(),
             noop,
@@ -115,7 +99,7 @@ impl Sandbox {
 
     /// What the log said so far.
     pub fn log(&self) -> String {
-        String::from_utf8(self.log.0.lock().unwrap().clone()).unwrap()
+        self.log.text()
     }
 
     /// Runs Python code with the Python toolkit importable as `ral` and

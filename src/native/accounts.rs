@@ -453,13 +453,12 @@ mod tests {
 
     fn call(root: &std::path::Path) -> Call {
         Call {
-            root: root.to_owned(),
-            noop: false,
             lock_timeout: std::time::Duration::from_secs(5),
-            log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
-            env: Vec::new(),
-            commands: std::sync::Arc::new(crate::sdk::command::Direct),
-            deadline: None,
+            ..Call::new(
+                root,
+                false,
+                crate::sdk::Log::new(Box::new(std::io::sink()), false),
+            )
         }
     }
 

@@ -623,15 +623,8 @@ mod tests {
     }
 
     fn call() -> Call {
-        Call {
-            root: "/nonexistent".into(),
-            noop: false,
-            lock_timeout: std::time::Duration::from_secs(1),
-            log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
-            env: Vec::new(),
-            commands: std::sync::Arc::new(crate::sdk::command::Direct),
-            deadline: None,
-        }
+        let log = crate::sdk::Log::new(Box::new(std::io::sink()), false);
+        Call::new("/nonexistent", false, log)
     }
 
     #[test]

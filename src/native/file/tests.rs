@@ -11,13 +11,8 @@ use crate::sdk::{Change, Log};
 
 fn call(root: &std::path::Path, noop: bool) -> Call {
     Call {
-        root: root.to_path_buf(),
-        noop,
         lock_timeout: std::time::Duration::from_secs(5),
-        log: Log::new(Box::new(std::io::sink()), noop),
-        env: Vec::new(),
-        commands: std::sync::Arc::new(crate::sdk::command::Direct),
-        deadline: None,
+        ..Call::new(root, noop, Log::new(Box::new(std::io::sink()), noop))
     }
 }
 

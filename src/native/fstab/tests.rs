@@ -7,13 +7,12 @@ use super::*;
 
 fn call() -> Call {
     Call {
-        root: "/nonexistent".into(),
-        noop: false,
         lock_timeout: Duration::from_secs(1),
-        log: crate::sdk::Log::new(Box::new(std::io::sink()), false),
-        env: Vec::new(),
-        commands: std::sync::Arc::new(crate::sdk::command::Direct),
-        deadline: None,
+        ..Call::new(
+            "/nonexistent",
+            false,
+            crate::sdk::Log::new(Box::new(std::io::sink()), false),
+        )
     }
 }
 

@@ -37,13 +37,8 @@ impl Sandbox {
         fs::create_dir(&root).unwrap();
         let log = Buffer::default();
         let call = Call {
-            root: root.clone(),
-            noop,
             lock_timeout,
-            log: Log::new(Box::new(log.clone()), noop),
-            env: Vec::new(),
-            commands: std::sync::Arc::new(crate::sdk::command::Direct),
-            deadline: None,
+            ..Call::new(root.clone(), noop, Log::new(Box::new(log.clone()), noop))
         };
         Sandbox {
             tmp,

@@ -542,10 +542,10 @@ fn set_request(document: &Map<String, Json>) -> CallResult<(bool, Vec<Update>)> 
     Ok((noop, out))
 }
 
-/// Why the host could not read `entry` back (`said` words what it is),
-/// or `None`: its JSON is longer than [`RESOURCE_MAX`].
-fn unreadable(entry: &Resource, said: &str) -> Option<String> {
-    let size = python_json(&Json::Object(entry.clone())).len();
+/// Why the host could not read back an entry of `size` bytes as JSON
+/// (`said` words what it is), or `None`: it is longer than
+/// [`RESOURCE_MAX`].
+fn too_long(size: usize, said: &str) -> Option<String> {
     (size > RESOURCE_MAX).then(|| {
         format!(
             "{said} is {size} bytes long as ral reads it back, more than the {RESOURCE_MAX} it \
@@ -554,25 +554,26 @@ fn unreadable(entry: &Resource, said: &str) -> Option<String> {
     })
 }
 
-/// `entries`, each the host could not read back replaced by an error
-/// entry for its name: one such entry must not fail the whole answer.
-fn fitting(entries: Vec<Resource>, said: &str) -> Vec<Resource> {
-    entries
-        .into_iter()
-        .map(|entry| match unreadable(&entry, said) {
-            None => entry,
-            Some(problem) => {
-                let name = entry.get("name").and_then(Json::as_str).unwrap_or("");
-                error_entry(name, &CallError::new(problem))
-            }
-        })
-        .collect()
+/// `entry` as the JSON of an answer, written once; one the host could not
+/// read back is replaced by an error entry for its name: one such entry
+/// must not fail the whole answer.
+fn entry_text(entry: Resource, said: &str) -> String {
+    let name = entry
+        .get("name")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let text = python_json(&Json::Object(entry));
+    match too_long(text.len(), said) {
+        None => text,
+        Some(problem) => python_json(&Json::Object(error_entry(&name, &CallError::new(problem)))),
+    }
 }
 
-/// Writes a document, or fails the call when it is longer than the host
-/// reads.
-fn emit_checked(answer: &mut Answer, document: Json) -> CallResult<()> {
-    let text = python_json(&document);
+/// Writes the document `{"KEY": [ENTRIES]REST}` from its entries' JSON,
+/// or fails the call when it is longer than the host reads.
+fn emit_list(answer: &mut Answer, key: &str, entries: &[String], rest: &str) -> CallResult<()> {
+    let text = format!("{{\"{key}\": [{}]{rest}}}", entries.join(", "));
     if text.len() + 1 > DOCUMENT_MAX {
         return Err(CallError::new(format!(
             "the answer is {} bytes long, more than the {DOCUMENT_MAX} ral reads",
@@ -587,10 +588,10 @@ fn emit_checked(answer: &mut Answer, document: Json) -> CallResult<()> {
 /// A get's answer: the named resources in the order asked (a name the
 /// provider said nothing of does not exist), then any others it gave.
 fn answer_get(answer: &mut Answer, resources: Vec<Resource>, names: &[String]) -> CallResult<()> {
-    let resources = fitting(resources, "this resource");
+    let said = "this resource";
     if names.is_empty() {
-        let list = resources.into_iter().map(Json::Object).collect();
-        return emit_checked(answer, json!({ "resources": Json::Array(list) }));
+        let list: Vec<String> = resources.into_iter().map(|r| entry_text(r, said)).collect();
+        return emit_list(answer, "resources", &list, "");
     }
     let mut found: std::collections::HashMap<String, Resource> = std::collections::HashMap::new();
     let mut others = Vec::new();
@@ -604,18 +605,18 @@ fn answer_get(answer: &mut Answer, resources: Vec<Resource>, names: &[String]) -
         if asked.contains(name.as_str()) {
             found.entry(name).or_insert(resource);
         } else {
-            others.push(Json::Object(resource));
+            others.push(entry_text(resource, said));
         }
     }
-    let mut list: Vec<Json> = names
+    let mut list: Vec<String> = names
         .iter()
         .map(|name| match found.remove(name) {
-            Some(resource) => Json::Object(resource),
-            None => json!({"name": name, "ensure": "absent"}),
+            Some(resource) => entry_text(resource, said),
+            None => python_json(&json!({"name": name, "ensure": "absent"})),
         })
         .collect();
     list.extend(others);
-    emit_checked(answer, json!({ "resources": list }))
+    emit_list(answer, "resources", &list, "")
 }
 
 /// A set's answer: one change entry per update that changed something,
@@ -628,10 +629,11 @@ fn answer_set(answer: &mut Answer, updates: &[Update], outcomes: Vec<Outcome>) -
             updates.len()
         )));
     }
+    let said = "the report of this change (which was made)";
     let mut entries = Vec::new();
     for (update, outcome) in updates.iter().zip(outcomes) {
         match outcome {
-            Err(err) => entries.push(error_entry(&update.name, &err)),
+            Err(err) => entries.push(entry_text(error_entry(&update.name, &err), said)),
             Ok(changes) if changes.is_empty() => {}
             Ok(changes) => {
                 let mut entry = Resource::new();
@@ -642,13 +644,11 @@ fn answer_set(answer: &mut Answer, updates: &[Update], outcomes: Vec<Outcome>) -
                         json!({"is": change.is, "was": change.was}),
                     );
                 }
-                entries.push(entry);
+                entries.push(entry_text(entry, said));
             }
         }
     }
-    let entries = fitting(entries, "the report of this change (which was made)");
-    let list: Vec<Json> = entries.into_iter().map(Json::Object).collect();
-    emit_checked(answer, json!({"changes": list, "derive": false}))
+    emit_list(answer, "changes", &entries, ", \"derive\": false")
 }
 
 /// The name, `should` and `ensure` of one update, checked: `should` sets
@@ -695,7 +695,8 @@ pub fn check_should<'u>(
 pub fn check_resource_fits(resource: &Resource) -> CallResult<()> {
     let name = resource.get("name").map(simple_text).unwrap_or_default();
     let said = format!("{} as ral reads it back", quoted(&name));
-    match unreadable(resource, &said) {
+    let size = python_json(&Json::Object(resource.clone())).len();
+    match too_long(size, &said) {
         Some(problem) => Err(CallError::new(format!("{problem}; nothing was changed"))),
         None => Ok(()),
     }

@@ -32,23 +32,39 @@ pub const TIMED_OUT: i32 = 124;
 const PRIVATE_DIR: &str = r#"set -u
 umask 077
 fail() { echo "error: $*" >&2; exit 3; }
+u=$(id -u)
 mine() {
-  [ -n "$(find "$1" -prune -user "$(id -u)" ! -perm -g+w ! -perm -o+w -print 2>/dev/null)" ]
+  [ -n "$(find "$1" -prune -user "$u" ! -perm -g+w ! -perm -o+w -print 2>/dev/null)" ]
 }
 [ -n "${HOME:-}" ] && [ -d "$HOME/" ] || fail "no home directory to keep providers in"
 c=$HOME/.cache
 r=$c/ral
-# mkdir first, then look: another run may make them at the same time.
-mkdir -m 700 "$c" 2>/dev/null
-[ -d "$c/" ] || fail "cannot make $c"
-mine "$c/" || fail "$c is owned by another user or writable by others"
-mkdir -m 700 "$r" 2>/dev/null
-[ -L "$r" ] && fail "$r is a symbolic link"
-[ -d "$r" ] || fail "cannot make $r"
-mine "$r" || fail "$r is owned by another user or writable by others"
-chmod 700 "$r" || fail "cannot make $r private"
 case $1 in *[!0-9a-f]*|'') fail "bad bundle digest";; esac
 b=$r/$1
+# The usual case, in one find: both there, ours and written by us alone,
+# the second exactly 0700 (a path printed twice is also 0700).
+private=
+if [ -d "$c/" ] && [ ! -L "$r" ] && [ -d "$r" ]; then
+  case $(find "$c/" "$r" -prune -user "$u" ! -perm -g+w ! -perm -o+w -print -perm 700 -print 2>/dev/null) in
+  "$c/
+$r
+$r" | "$c/
+$c/
+$r
+$r") private=1 ;;
+  esac
+fi
+if [ -z "$private" ]; then
+  # mkdir first, then look: another run may make them at the same time.
+  mkdir -m 700 "$c" 2>/dev/null
+  [ -d "$c/" ] || fail "cannot make $c"
+  mine "$c/" || fail "$c is owned by another user or writable by others"
+  mkdir -m 700 "$r" 2>/dev/null
+  [ -L "$r" ] && fail "$r is a symbolic link"
+  [ -d "$r" ] || fail "cannot make $r"
+  mine "$r" || fail "$r is owned by another user or writable by others"
+  chmod 700 "$r" || fail "cannot make $r private"
+fi
 "#;
 
 /// Whether the copy in `$b` is the one sent, `$2` listing its files as
@@ -67,7 +83,7 @@ intact() {
   [ -d "$b" ] && [ -f "$b/.complete" ] || return 1
   odd=$(cd "$b" && find . -path './.upload-*' -prune -o \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w -o ! -user "$(id -u)" ! -path '*/__pycache__*' \) -print | head -n 1)
   if [ -n "$odd" ]; then why="$b/${odd#./} is a link, not a plain file of ours, or writable by others"; return 1; fi
-  have=$(cd "$b" && find . \( -path './.upload-*' -o -name __pycache__ \) -prune -o -type f ! -name .complete -print | sed 's|^\./||' | LC_ALL=C sort)
+  have=$(cd "$b" && find . \( -path './.upload-*' -o -name __pycache__ \) -prune -o -type f ! -name .complete ! -path ./.checked -print | sed 's|^\./||' | LC_ALL=C sort)
   want=$(printf '%s\n' "$2" | sed 's/^[0-9a-f]*  //' | LC_ALL=C sort)
   if [ "$have" != "$want" ]; then why="$b does not hold the files copied"; return 1; fi
   if [ -n "$2" ]; then
@@ -77,19 +93,56 @@ intact() {
 }
 "#;
 
+/// What a copy looks like, for [`SESSION`]'s record of a copy found
+/// intact: every entry's type, owner, mode and inode, and every file's
+/// size, modification and change times (GNU find's `-printf`; elsewhere
+/// nothing, and every run checks the whole copy). An entry written,
+/// replaced, moved, chmod-ed or added since gets a new change time, which
+/// no one but the clock sets, so an unchanged listing is an unchanged
+/// copy. The directory's own times are left out (the record is written in
+/// it); `__pycache__` (see [`INTACT`]) only shows what would make the copy
+/// unusable.
+const LISTING: &str = r#"listing() {
+  [ ! -L "$b" ] && cd "$b" 2>/dev/null && find . -name . -printf '%y %U %m %i %p\n' -o -path ./.checked -o -path './.upload-*' -prune -o -path '*/__pycache__*' \( \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w \) -printf 'odd %p\n' -o -true \) -o -printf '%y %U %m %i %s %T@ %C@ %p\n' 2>/dev/null
+}
+# Records the copy as intact, with the listing taken before the check.
+record() {
+  [ -n "$now" ] || return 0
+  printf '%s\n%s\n' "$1" "$now" >"$r/.checked-$1-$$" &&
+    mv -f "$r/.checked-$1-$$" "$b/.checked" 2>/dev/null || rm -f "$r/.checked-$1-$$"
+}
+"#;
+
 /// The session's script: says whether an intact copy of the bundle is
 /// there (`ral-bundle damaged WHY` first when one is there but changed),
 /// with its own process ID, then waits for the end of its stdin: the
 /// controller's end, however it ends. Provider calls watch it (see
 /// [`PROVIDER`]).
+///
+/// A copy found intact (here or by [`UPLOAD`]) is recorded in
+/// `$b/.checked` with its [`LISTING`] taken before the check; while the
+/// listing stays the same, later sessions take the copy as intact without
+/// reading its files again.
 const SESSION: &str = r#"echo "ral-session $$"
-if intact "$@"; then
+now=$(listing) || now=
+saved=
+if [ -n "$now" ] && [ -f "$b/.checked" ] && [ ! -L "$b/.checked" ]; then
+  while IFS= read -r line; do saved="$saved$line
+"; done <"$b/.checked"
+fi
+if [ -n "$now" ] && [ "$saved" = "$1
+$now
+" ]; then
+  echo "ral-bundle have $b"
+elif intact "$@"; then
+  record "$1"
   echo "ral-bundle have $b"
 else
   [ -z "$why" ] || echo "ral-bundle damaged $why"
   echo "ral-bundle need $b"
 fi
-exec cat >/dev/null
+# Until the controller's end (the shell's own read: nothing to start).
+while read -r _; do :; done
 "#;
 
 /// The upload: the payload on stdin, written in a directory of its own.
@@ -110,7 +163,9 @@ fi
 [ -e "$b" ] || [ -L "$b" ] || mv "$t" "$b" 2>/dev/null
 rm -rf "$t" "$b/${t##*/}"
 [ -f "$b/.complete" ] || fail "cannot move the upload to $b"
+now=$(listing) || now=
 intact "$@" || fail "the copy in $b is not the one sent: ${why:-it is incomplete}"
+record "$1"
 echo "ral-bundle have $b"
 "#;
 
@@ -203,7 +258,7 @@ fn command(script: &str, session: bool, args: &[&str], sudo: bool) -> String {
 /// lists (see `INTACT`).
 pub fn session(digest: &str, manifest: &str) -> String {
     command(
-        &format!("{PRIVATE_DIR}{INTACT}{SESSION}"),
+        &format!("{PRIVATE_DIR}{INTACT}{LISTING}{SESSION}"),
         false,
         &[digest, manifest],
         false,
@@ -214,7 +269,7 @@ pub fn session(digest: &str, manifest: &str) -> String {
 /// payload follows on stdin.
 pub fn upload(digest: &str, manifest: &str) -> String {
     command(
-        &format!("{PRIVATE_DIR}{INTACT}{UPLOAD}"),
+        &format!("{PRIVATE_DIR}{INTACT}{LISTING}{UPLOAD}"),
         false,
         &[digest, manifest],
         false,

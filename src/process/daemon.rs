@@ -9,35 +9,52 @@
 //! included), the daemon reads end of file there. An ssh master passes
 //! that on to the command it runs on the target, which is how the target
 //! learns that the controller is gone.
+//!
+//! A daemon may also be a session that another process runs for this one
+//! (a kept ssh master, asked over its control socket: [`Daemon::attach`]):
+//! the same pipes, and a socket that says when it is over and ends it
+//! when closed; there is no child to start, signal or reap.
 
 use std::ffi::OsString;
 use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::pipes::{text, LineReader, PollSet};
-use super::{orphans, signals};
+use super::{group, orphans, signals};
 use crate::error::{Error, Result};
 
 /// The longest stdout line read from a daemon.
 const MAX_LINE: usize = 64 * 1024;
 /// How long [`Daemon::end`] waits for a daemon that got SIGKILL to go.
 const KILL_WAIT: Duration = Duration::from_secs(5);
-/// How often [`Daemon::end`] looks whether the daemon has gone.
+/// How often [`Daemon::end`] looks whether the daemon has gone where it
+/// cannot be told (no pidfd, no watcher thread).
 const EXIT_POLL: Duration = Duration::from_millis(10);
 
-/// A running daemon; ended (SIGKILL to its group) when dropped.
+/// A running daemon; ended (SIGKILL to its group, or its socket closed)
+/// when dropped.
 pub struct Daemon {
     label: String,
-    child: Child,
-    stdin: Option<ChildStdin>,
+    runner: Runner,
+    stdin: Option<OwnedFd>,
     /// `None` only while it is being started.
     stdout: Option<LineReader>,
     /// A line begun on stdout and not yet ended.
     partial: Vec<u8>,
     reaped: bool,
+}
+
+/// What runs the daemon.
+enum Runner {
+    /// A child of this process, leading its own group.
+    Child(Child),
+    /// Another process, over this socket: it reads end of file once the
+    /// session is over, and closing it ends the session.
+    Socket(Option<OwnedFd>),
 }
 
 impl Daemon {
@@ -78,11 +95,11 @@ impl Daemon {
             Ok(child)
         })?;
         drop(command);
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().map(OwnedFd::from);
         let stdout = child.stdout.take();
         let mut daemon = Daemon {
             label: label.to_owned(),
-            child,
+            runner: Runner::Child(child),
             stdin,
             stdout: None,
             partial: Vec::new(),
@@ -97,9 +114,34 @@ impl Daemon {
         Ok(daemon)
     }
 
-    /// The daemon's process ID (also its group's).
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
+    /// A daemon that another process runs for this one: `stdin` and
+    /// `stdout` are this side of its pipes, `socket` says when it is over
+    /// (end of file) and ends it when closed.
+    pub fn attach(
+        label: &str,
+        stdin: impl Into<OwnedFd>,
+        stdout: impl Into<OwnedFd>,
+        socket: impl Into<OwnedFd>,
+    ) -> Result<Daemon> {
+        let stdout = LineReader::new(stdout)
+            .map_err(|e| Error::io(format!("{label}: setting up its pipes"), e))?;
+        Ok(Daemon {
+            label: label.to_owned(),
+            runner: Runner::Socket(Some(socket.into())),
+            stdin: Some(stdin.into()),
+            stdout: Some(stdout),
+            partial: Vec::new(),
+            reaped: false,
+        })
+    }
+
+    /// The daemon's process ID (also its group's); `None` when another
+    /// process runs it.
+    pub fn pid(&self) -> Option<i32> {
+        match &self.runner {
+            Runner::Child(child) => Some(child.id() as i32),
+            Runner::Socket(_) => None,
+        }
     }
 
     /// The next line the daemon writes on stdout, without its newline;
@@ -143,28 +185,50 @@ impl Daemon {
     }
 
     /// Closes its stdin, gives it up to `grace` to exit, then kills its
-    /// group, and reaps it.
+    /// group, and reaps it; or, for a daemon another process runs, gives
+    /// it up to `grace` to say it is over, then closes its socket.
     pub fn end(&mut self, grace: Duration) {
         if self.reaped {
             return;
         }
         self.stdin = None;
         let until = Instant::now() + grace;
+        let pid = match &mut self.runner {
+            Runner::Child(child) => child.id() as i32,
+            Runner::Socket(socket) => {
+                if let Some(fd) = socket.as_ref().map(AsRawFd::as_raw_fd) {
+                    wait_for_end(fd, until);
+                }
+                *socket = None;
+                self.reaped = true;
+                return;
+            }
+        };
+        // Woken by its exit, not by a clock: a closed connection is seen
+        // gone at once (every run ends one per target).
+        let exit = (grace > Duration::ZERO)
+            .then(|| group::exit_fd(pid).ok())
+            .flatten();
         while Instant::now() < until && !self.try_reap() {
-            std::thread::sleep(EXIT_POLL);
+            match &exit {
+                Some(exit) => {
+                    let mut set = PollSet::default();
+                    set.add(Some(exit.raw()), libc::POLLIN);
+                    if set.wait(until).is_err() {
+                        std::thread::sleep(EXIT_POLL);
+                    }
+                }
+                None => std::thread::sleep(EXIT_POLL),
+            }
         }
         if !self.reaped {
             // SAFETY: signals the group made for this child; its unreaped
             // leader keeps the group ID ours.
-            unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
             let until = Instant::now() + KILL_WAIT;
             while !self.try_reap() {
                 if Instant::now() >= until {
-                    log::warn!(
-                        "{}: process {} outlived SIGKILL; leaving it",
-                        self.label,
-                        self.pid()
-                    );
+                    log::warn!("{}: process {pid} outlived SIGKILL; leaving it", self.label,);
                     self.reaped = true;
                     return;
                 }
@@ -177,8 +241,10 @@ impl Daemon {
     /// spawn gate, so that its ID leaves the kept list before any new
     /// child can take it.
     fn try_reap(&mut self) -> bool {
-        let pid = self.pid();
-        let child = &mut self.child;
+        let Runner::Child(child) = &mut self.runner else {
+            return self.reaped;
+        };
+        let pid = child.id() as i32;
         let reaped = signals::with_spawn_gate(|| match child.try_wait() {
             Ok(None) => false,
             // Reaped now, or by someone else (an error): gone either way.
@@ -190,6 +256,40 @@ impl Daemon {
         });
         self.reaped = reaped;
         reaped
+    }
+}
+
+/// Reads `socket` until its end, or `until`: what another process says
+/// while a session ends does not matter, only that it is over.
+fn wait_for_end(socket: RawFd, until: Instant) {
+    let mut scrap = [0u8; 256];
+    while Instant::now() < until {
+        let mut set = PollSet::default();
+        set.add(Some(socket), libc::POLLIN);
+        if set.wait(until).is_err() {
+            return;
+        }
+        // SAFETY: reads into our buffer from a descriptor we hold.
+        let read = unsafe {
+            libc::recv(
+                socket,
+                scrap.as_mut_ptr().cast(),
+                scrap.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if read == 0 {
+            return;
+        }
+        if read < 0 {
+            let error = std::io::Error::last_os_error();
+            if !matches!(
+                error.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+            ) {
+                return;
+            }
+        }
     }
 }
 

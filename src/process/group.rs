@@ -28,14 +28,14 @@ pub(super) struct Group {
 }
 
 /// Becomes readable when the leader exits.
-enum ExitFd {
+pub(super) enum ExitFd {
     Pidfd(OwnedFd),
     /// The read end of a pipe whose write end a watcher thread drops.
     Watcher(std::io::PipeReader),
 }
 
 impl ExitFd {
-    fn raw(&self) -> RawFd {
+    pub(super) fn raw(&self) -> RawFd {
         match self {
             ExitFd::Pidfd(fd) => fd.as_raw_fd(),
             ExitFd::Watcher(pipe) => pipe.as_raw_fd(),
@@ -183,7 +183,7 @@ fn inode_of(fd: RawFd) -> Option<u64> {
 }
 
 /// A pidfd for `pid`, or a watcher thread's pipe where the kernel has none.
-fn exit_fd(pid: i32) -> std::io::Result<ExitFd> {
+pub(super) fn exit_fd(pid: i32) -> std::io::Result<ExitFd> {
     // SAFETY: pidfd_open takes a PID and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd >= 0 {

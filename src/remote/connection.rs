@@ -30,6 +30,7 @@ use std::time::Duration;
 use super::bundle::Bundle;
 use super::control_dir::{self, ControlDir};
 use super::kept::{self, KeptDir};
+use super::mux;
 use super::script;
 use super::Target;
 use crate::error::{Error, Result};
@@ -155,7 +156,7 @@ impl Connector {
         let (present, dir) = match kept {
             None => {
                 let _opening = self.opening.enter();
-                session.start_script(&["ControlMaster=yes", "ControlPersist=no"])?
+                session.start_script(Via::OwnMaster)?
             }
             Some((dir, key, persist)) => {
                 // Held until this run's session runs through the master:
@@ -460,7 +461,7 @@ impl Session {
         opening: &Gate,
     ) -> Result<(bool, String)> {
         if self.master_answers() {
-            match self.try_script(&["ControlMaster=no"]) {
+            match self.try_script(Via::KeptMaster) {
                 Ok(answer) => {
                     log::debug!("{}: reusing the kept connection", self.target.name);
                     return Ok(answer);
@@ -495,13 +496,13 @@ impl Session {
             program: self.program.clone(),
             persist: kept::persist_seconds(persist),
         })?;
-        self.start_script(&["ControlMaster=no"])
+        self.start_script(Via::KeptMaster)
     }
 
     /// Whether a master answers on the control socket (what `ssh -O
     /// check` asks, without starting ssh: see `kept::master_alive`).
     fn master_answers(&self) -> bool {
-        let pid = kept::master_alive(&self.control, self.timeout);
+        let pid = mux::master_alive(&self.control, self.timeout);
         log::debug!("{}: kept master {pid:?}", self.target.name);
         pid.is_some()
     }
@@ -528,31 +529,47 @@ impl Session {
         Ok(())
     }
 
-    /// Starts the ssh that runs the session's script, with `options`
-    /// (`-o` each), and waits for the script's answer: whether the bundle
-    /// is there, and in which directory.
-    fn start_script(&mut self, options: &[&str]) -> Result<(bool, String)> {
-        self.try_script(options)
+    /// Starts the session's script, `via` a master, and waits for its
+    /// answer: whether the bundle is there, and in which directory.
+    fn start_script(&mut self, via: Via) -> Result<(bool, String)> {
+        self.try_script(via)
             .map_err(|(Failed::Said(e) | Failed::Silent(e))| e)
     }
 
     /// [`Session::start_script`], telling a silent target apart.
-    fn try_script(&mut self, options: &[&str]) -> std::result::Result<(bool, String), Failed> {
+    fn try_script(&mut self, via: Via) -> std::result::Result<(bool, String), Failed> {
         let said = |e| Failed::Said(e);
         let stderr = tempfile::tempfile()
             .map_err(|e| said(Error::io("creating a temporary file for ssh's errors", e)))?;
         let written = stderr
             .try_clone()
             .map_err(|e| said(Error::io("creating a temporary file for ssh's errors", e)))?;
-        let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
-        for option in options {
-            args.extend(["-o".into(), OsString::from(option)]);
-        }
-        args.extend(["--".into(), self.target.destination.clone().into()]);
-        args.push(script::session(self.bundle.digest(), self.bundle.manifest()).into());
+        let command = script::session(self.bundle.digest(), self.bundle.manifest());
         let label = format!("{}: ssh", self.target.name);
-        let mut holder =
-            Daemon::start(&label, &self.program, &args, self.env.vars(), stderr).map_err(said)?;
+        let mut holder = match via {
+            // Asked directly on the master's socket, as ssh would ask it,
+            // without starting ssh.
+            Via::KeptMaster => mux::open_session(&self.control, &command, &stderr, self.timeout)
+                .map_err(|e| {
+                    Failed::Silent(
+                        self.error(format!("the kept connection did not open a session: {e}")),
+                    )
+                })
+                .and_then(|opened| {
+                    Daemon::attach(&label, opened.stdin, opened.stdout, opened.control)
+                        .map_err(said)
+                })?,
+            Via::OwnMaster => {
+                let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
+                for option in ["ControlMaster=yes", "ControlPersist=no"] {
+                    args.extend(["-o".into(), OsString::from(option)]);
+                }
+                args.extend(["--".into(), self.target.destination.clone().into()]);
+                args.push(command.into());
+                Daemon::start(&label, &self.program, &args, self.env.vars(), stderr)
+                    .map_err(said)?
+            }
+        };
         let until = std::time::Instant::now() + self.timeout;
         let mut lines = Vec::new();
         let answer = loop {
@@ -598,10 +615,13 @@ impl Session {
         {
             log::warn!("{}: ssh: {line}", self.target.name);
         }
+        let through = match holder.pid() {
+            Some(pid) => format!("master {pid}"),
+            None => "the kept master".to_owned(),
+        };
         log::debug!(
-            "{}: connected (master {:?}, session script {})",
+            "{}: connected ({through}, session script {})",
             self.target.name,
-            Some(holder.pid()),
             self.script
         );
         *self.holder.lock().unwrap_or_else(|e| e.into_inner()) = Some(holder);
@@ -702,6 +722,15 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// How the session's script reaches the target.
+#[derive(Clone, Copy)]
+enum Via {
+    /// An ssh that logs in and is itself the master, for this run alone.
+    OwnMaster,
+    /// The kept master, asked on its control socket.
+    KeptMaster,
 }
 
 /// How the session's script failed to answer.

@@ -246,67 +246,6 @@ fn control(kept: &Kept, command: &str) -> Result<(bool, Vec<String>)> {
     Ok((ended.success(), said))
 }
 
-/// The process ID of the master listening on `socket`, when one answers
-/// within `limit`: the question `ssh -O check` asks (OpenSSH's
-/// PROTOCOL.mux: both sides say hello with the protocol version, then an
-/// alive check gets the master's process ID), put here directly so a
-/// warm run starts no ssh for it.
-pub fn master_alive(socket: &Path, limit: Duration) -> Option<u32> {
-    use std::os::unix::net::UnixStream;
-    const HELLO: u32 = 1;
-    const VERSION: u32 = 4;
-    const ALIVE_CHECK: u32 = 0x1000_0004;
-    const ALIVE: u32 = 0x8000_0005;
-    const REQUEST: u32 = 1;
-    let mut stream = UnixStream::connect(socket).ok()?;
-    stream.set_read_timeout(Some(limit)).ok()?;
-    stream.set_write_timeout(Some(limit)).ok()?;
-    send(&mut stream, &[HELLO, VERSION]).ok()?;
-    let hello = receive(&mut stream)?;
-    if words(&hello, 2)? != [HELLO, VERSION] {
-        log::debug!("{}: not a master of a known version", socket.display());
-        return None;
-    }
-    send(&mut stream, &[ALIVE_CHECK, REQUEST]).ok()?;
-    match words(&receive(&mut stream)?, 3)?[..] {
-        [ALIVE, REQUEST, pid] => Some(pid),
-        _ => None,
-    }
-}
-
-/// One message of the mux protocol: its length, then `words`, big-endian.
-fn send(stream: &mut impl Write, words: &[u32]) -> std::io::Result<()> {
-    let mut bytes = ((words.len() * 4) as u32).to_be_bytes().to_vec();
-    for word in words {
-        bytes.extend_from_slice(&word.to_be_bytes());
-    }
-    stream.write_all(&bytes)
-}
-
-/// One message of the mux protocol, without its length.
-fn receive(stream: &mut impl Read) -> Option<Vec<u8>> {
-    let mut length = [0u8; 4];
-    stream.read_exact(&mut length).ok()?;
-    let length = u32::from_be_bytes(length) as usize;
-    // Answers to a hello and a check are a few words.
-    if length > 64 << 10 {
-        return None;
-    }
-    let mut message = vec![0u8; length];
-    stream.read_exact(&mut message).ok()?;
-    Some(message)
-}
-
-/// The first `count` big-endian words of `message`.
-fn words(message: &[u8], count: usize) -> Option<Vec<u32>> {
-    let words: Vec<u32> = message
-        .chunks_exact(4)
-        .take(count)
-        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-        .collect();
-    (words.len() == count).then_some(words)
-}
-
 /// A connection's lock, held until dropped.
 pub struct Entry {
     file: File,
@@ -564,36 +503,6 @@ mod tests {
         kept.lock(&key).unwrap().remove();
         assert!(!kept.socket(&key).exists());
         assert!(kept.list().unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_master_is_asked_whether_it_is_alive_as_ssh_asks_it() {
-        use std::os::unix::net::UnixListener;
-        let base = tempfile::tempdir().unwrap();
-        let socket = base.path().join("s");
-        let listener = UnixListener::bind(&socket).unwrap();
-        // A master as OpenSSH's mux.c answers: hello first, then the
-        // check's reply, checking what the client sent.
-        let master = std::thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
-            send(&mut stream, &[1, 4]).unwrap();
-            let hello = receive(&mut stream).unwrap();
-            assert_eq!(words(&hello, 2).unwrap(), [1, 4]);
-            let check = receive(&mut stream).unwrap();
-            assert_eq!(words(&check, 2).unwrap(), [0x1000_0004, 1]);
-            send(&mut stream, &[0x8000_0005, 1, 4242]).unwrap();
-            // Then one that speaks another version.
-            let (mut stream, _) = listener.accept().unwrap();
-            send(&mut stream, &[1, 3]).unwrap();
-            let _ = receive(&mut stream);
-        });
-        let limit = Duration::from_secs(5);
-        assert_eq!(master_alive(&socket, limit), Some(4242));
-        assert_eq!(master_alive(&socket, limit), None);
-        master.join().unwrap();
-        // Nobody listening any more: a stale socket.
-        assert_eq!(master_alive(&socket, limit), None);
-        assert_eq!(master_alive(&base.path().join("none"), limit), None);
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod destination;
 mod fan_out;
 pub mod inventory;
 pub mod kept;
+pub mod mux;
 pub mod script;
 
 pub use bundle::Bundle;

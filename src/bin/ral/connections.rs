@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use ral::remote::kept::{self, Kept, KeptDir};
+use ral::remote::kept::{Kept, KeptDir};
+use ral::remote::mux;
 use ral::text::escape;
 
 #[derive(Debug, clap::Args)]
@@ -59,7 +60,7 @@ fn try_run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
             for kept in &all {
                 shown.push(Shown {
                     kept,
-                    master: kept::master_alive(&kept.socket, Duration::from_secs(5)),
+                    master: mux::master_alive(&kept.socket, Duration::from_secs(5)),
                     age: kept
                         .since
                         .and_then(|since| now.duration_since(since).ok())

@@ -1,0 +1,358 @@
+//! OpenSSH's multiplexing protocol (its PROTOCOL.mux), spoken directly to
+//! a kept master's control socket, so that a warm run starts no ssh for
+//! what it asks there:
+//!
+//! - [`master_alive`]: the question `ssh -O check` asks;
+//! - [`open_session`]: what `ssh -o ControlMaster=no HOST COMMAND` does: a
+//!   session over the master's connection that runs `COMMAND` with the
+//!   stdin, stdout and stderr this process hands the master (sent over
+//!   the socket as file descriptors). The master reads and writes them
+//!   itself; the session lasts until the command ends, its stdin closes,
+//!   or the socket does (the master then closes the session: so it does
+//!   when this process dies, however it dies).
+//!
+//! Every message is its length, then big-endian words and strings (a
+//! length, then the bytes).
+
+use std::fs::File;
+use std::io::{PipeReader, PipeWriter, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+const HELLO: u32 = 1;
+const VERSION: u32 = 4;
+const NEW_SESSION: u32 = 0x1000_0002;
+const ALIVE_CHECK: u32 = 0x1000_0004;
+const PERMISSION_DENIED: u32 = 0x8000_0002;
+const FAILURE: u32 = 0x8000_0003;
+const ALIVE: u32 = 0x8000_0005;
+const SESSION_OPENED: u32 = 0x8000_0006;
+/// The request ID of the one request each connection makes.
+const REQUEST: u32 = 1;
+/// No escape character: nothing read on stdin is taken for ssh itself.
+const NO_ESCAPE: u32 = 0xffff_ffff;
+/// The longest message read: answers are a few words and an error text.
+const MAX_MESSAGE: usize = 64 << 10;
+
+/// The process ID of the master listening on `socket`, when one answers
+/// within `limit`: both sides say hello with the protocol version, then an
+/// alive check gets the master's process ID.
+pub fn master_alive(socket: &Path, limit: Duration) -> Option<u32> {
+    let mut stream = connect(socket, limit).ok()?;
+    send(&mut stream, &Message::words(&[ALIVE_CHECK, REQUEST])).ok()?;
+    match words(&receive(&mut stream)?, 3)?[..] {
+        [ALIVE, REQUEST, pid] => Some(pid),
+        _ => None,
+    }
+}
+
+/// A session the master runs for this process.
+pub struct MuxSession {
+    /// Held until the session is over: closing it ends the session.
+    pub control: UnixStream,
+    /// The command's stdin: it reads end of file once this is dropped.
+    pub stdin: PipeWriter,
+    /// The command's stdout.
+    pub stdout: PipeReader,
+}
+
+/// Opens a session on the master of `socket` that runs `command` (one
+/// string, for the target's login shell), its stderr written to `stderr`;
+/// `limit` bounds each step of the exchange. A master that refuses gives
+/// its reason.
+pub fn open_session(
+    socket: &Path,
+    command: &str,
+    stderr: &File,
+    limit: Duration,
+) -> std::io::Result<MuxSession> {
+    let mut control = connect(socket, limit)?;
+    let mut request = Message::words(&[NEW_SESSION, REQUEST]);
+    request.string(b""); // reserved
+    request.word(0); // no tty
+    request.word(0); // no X11 forwarding
+    request.word(0); // no agent forwarding
+    request.word(0); // a command, not a subsystem
+    request.word(NO_ESCAPE);
+    request.string(b""); // no terminal type
+    request.string(command.as_bytes());
+    send(&mut control, &request)?;
+    let (stdin_read, stdin) = std::io::pipe()?;
+    let (stdout, stdout_write) = std::io::pipe()?;
+    for fd in [
+        stdin_read.as_raw_fd(),
+        stdout_write.as_raw_fd(),
+        stderr.as_raw_fd(),
+    ] {
+        send_fd(&control, fd)?;
+    }
+    // The master holds its own copies now.
+    drop((stdin_read, stdout_write));
+    let reply = receive(&mut control)
+        .ok_or_else(|| std::io::Error::other("the master closed the session request"))?;
+    match words(&reply, 2).as_deref() {
+        Some([SESSION_OPENED, REQUEST]) => Ok(MuxSession {
+            control,
+            stdin,
+            stdout,
+        }),
+        Some([PERMISSION_DENIED | FAILURE, REQUEST]) => Err(std::io::Error::other(format!(
+            "the master refused the session: {}",
+            string_at(&reply, 8).unwrap_or_default()
+        ))),
+        _ => Err(std::io::Error::other(
+            "the master gave an unexpected answer to the session request",
+        )),
+    }
+}
+
+/// Connects to the master of `socket` and exchanges hellos.
+fn connect(socket: &Path, limit: Duration) -> std::io::Result<UnixStream> {
+    let mut stream = UnixStream::connect(socket)?;
+    stream.set_read_timeout(Some(limit))?;
+    stream.set_write_timeout(Some(limit))?;
+    send(&mut stream, &Message::words(&[HELLO, VERSION]))?;
+    let hello = receive(&mut stream).ok_or_else(|| std::io::Error::other("no hello"))?;
+    if words(&hello, 2).as_deref() != Some(&[HELLO, VERSION]) {
+        log::debug!("{}: not a master of a known version", socket.display());
+        return Err(std::io::Error::other(
+            "the master speaks another version of the protocol",
+        ));
+    }
+    Ok(stream)
+}
+
+/// A message being built.
+struct Message(Vec<u8>);
+
+impl Message {
+    fn words(words: &[u32]) -> Message {
+        let mut message = Message(Vec::new());
+        words.iter().for_each(|word| message.word(*word));
+        message
+    }
+
+    fn word(&mut self, word: u32) {
+        self.0.extend_from_slice(&word.to_be_bytes());
+    }
+
+    fn string(&mut self, bytes: &[u8]) {
+        self.word(bytes.len() as u32);
+        self.0.extend_from_slice(bytes);
+    }
+}
+
+/// Sends `message` after its length.
+fn send(stream: &mut impl Write, message: &Message) -> std::io::Result<()> {
+    let mut bytes = (message.0.len() as u32).to_be_bytes().to_vec();
+    bytes.extend_from_slice(&message.0);
+    stream.write_all(&bytes)
+}
+
+/// One message, without its length.
+fn receive(stream: &mut impl Read) -> Option<Vec<u8>> {
+    let mut length = [0u8; 4];
+    stream.read_exact(&mut length).ok()?;
+    let length = u32::from_be_bytes(length) as usize;
+    if length > MAX_MESSAGE {
+        return None;
+    }
+    let mut message = vec![0u8; length];
+    stream.read_exact(&mut message).ok()?;
+    Some(message)
+}
+
+/// The first `count` big-endian words of `message`.
+fn words(message: &[u8], count: usize) -> Option<Vec<u32>> {
+    let words: Vec<u32> = message
+        .chunks_exact(4)
+        .take(count)
+        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    (words.len() == count).then_some(words)
+}
+
+/// The string at byte `offset` of `message`, as text.
+fn string_at(message: &[u8], offset: usize) -> Option<String> {
+    let length = words(message.get(offset..)?, 1)?[0] as usize;
+    let bytes = message.get(offset + 4..offset + 4 + length)?;
+    Some(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Sends the descriptor `fd` over `socket` as ssh's own client does: one
+/// byte, with the descriptor as its control message.
+fn send_fd(socket: &UnixStream, fd: RawFd) -> std::io::Result<()> {
+    let byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_ptr() as *mut libc::c_void,
+        iov_len: 1,
+    };
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    // Words, so the control message is aligned as the kernel needs.
+    let mut control = vec![0u64; space.div_ceil(8)];
+    // SAFETY: msghdr is plain data; the fields are set below.
+    let mut header = unsafe { std::mem::zeroed::<libc::msghdr>() };
+    header.msg_iov = &mut iov;
+    header.msg_iovlen = 1;
+    header.msg_control = control.as_mut_ptr().cast();
+    header.msg_controllen = space as _;
+    // SAFETY: the header points at a control buffer of CMSG_SPACE bytes
+    // for one descriptor, so the first header and its data fit in it.
+    unsafe {
+        let message = libc::CMSG_FIRSTHDR(&header);
+        (*message).cmsg_level = libc::SOL_SOCKET;
+        (*message).cmsg_type = libc::SCM_RIGHTS;
+        (*message).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::copy_nonoverlapping(
+            (&fd as *const RawFd).cast::<u8>(),
+            libc::CMSG_DATA(message),
+            std::mem::size_of::<RawFd>(),
+        );
+    }
+    loop {
+        // SAFETY: sends the message built above on our socket.
+        let sent = unsafe { libc::sendmsg(socket.as_raw_fd(), &header, libc::MSG_NOSIGNAL) };
+        if sent == 1 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if sent < 0 && error.kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return Err(if sent < 0 {
+            error
+        } else {
+            std::io::Error::other("the master took no descriptor")
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    /// Receives one descriptor as the master does.
+    fn receive_fd(stream: &UnixStream) -> std::os::fd::OwnedFd {
+        use std::os::fd::FromRawFd;
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let space = unsafe { libc::CMSG_SPACE(4) } as usize;
+        let mut control = vec![0u64; space.div_ceil(8)];
+        let mut header = unsafe { std::mem::zeroed::<libc::msghdr>() };
+        header.msg_iov = &mut iov;
+        header.msg_iovlen = 1;
+        header.msg_control = control.as_mut_ptr().cast();
+        header.msg_controllen = space as _;
+        let got = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut header, 0) };
+        assert_eq!(got, 1);
+        unsafe {
+            let message = libc::CMSG_FIRSTHDR(&header);
+            assert_eq!((*message).cmsg_type, libc::SCM_RIGHTS);
+            let mut fd: RawFd = -1;
+            std::ptr::copy_nonoverlapping(
+                libc::CMSG_DATA(message),
+                (&mut fd as *mut RawFd).cast::<u8>(),
+                4,
+            );
+            std::os::fd::OwnedFd::from_raw_fd(fd)
+        }
+    }
+
+    #[test]
+    fn a_master_is_asked_whether_it_is_alive_as_ssh_asks_it() {
+        let base = tempfile::tempdir().unwrap();
+        let socket = base.path().join("s");
+        let listener = UnixListener::bind(&socket).unwrap();
+        // A master as OpenSSH's mux.c answers: hello first, then the
+        // check's reply, checking what the client sent.
+        let master = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            send(&mut stream, &Message::words(&[1, 4])).unwrap();
+            let hello = receive(&mut stream).unwrap();
+            assert_eq!(words(&hello, 2).unwrap(), [1, 4]);
+            let check = receive(&mut stream).unwrap();
+            assert_eq!(words(&check, 2).unwrap(), [0x1000_0004, 1]);
+            send(&mut stream, &Message::words(&[0x8000_0005, 1, 4242])).unwrap();
+            // Then one that speaks another version.
+            let (mut stream, _) = listener.accept().unwrap();
+            send(&mut stream, &Message::words(&[1, 3])).unwrap();
+            let _ = receive(&mut stream);
+        });
+        let limit = Duration::from_secs(5);
+        assert_eq!(master_alive(&socket, limit), Some(4242));
+        assert_eq!(master_alive(&socket, limit), None);
+        master.join().unwrap();
+        // Nobody listening any more: a stale socket.
+        assert_eq!(master_alive(&socket, limit), None);
+        assert_eq!(master_alive(&base.path().join("none"), limit), None);
+    }
+
+    #[test]
+    fn a_session_request_carries_the_command_and_the_three_descriptors() {
+        let base = tempfile::tempdir().unwrap();
+        let socket = base.path().join("s");
+        let listener = UnixListener::bind(&socket).unwrap();
+        // A master that checks the request field by field, then plays the
+        // command through the descriptors it was given: reads stdin to its
+        // end, echoes it on stdout and says something on stderr.
+        let master = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            send(&mut stream, &Message::words(&[1, 4])).unwrap();
+            receive(&mut stream).unwrap();
+            let request = receive(&mut stream).unwrap();
+            let mut expected = Message::words(&[NEW_SESSION, REQUEST]);
+            expected.string(b"");
+            [0, 0, 0, 0, NO_ESCAPE]
+                .iter()
+                .for_each(|w| expected.word(*w));
+            expected.string(b"");
+            expected.string(b"exec /bin/sh -c 'it'");
+            assert_eq!(request, expected.0);
+            let stdin = File::from(receive_fd(&stream));
+            let mut stdout = File::from(receive_fd(&stream));
+            let mut stderr = File::from(receive_fd(&stream));
+            send(&mut stream, &Message::words(&[SESSION_OPENED, REQUEST, 7])).unwrap();
+            let mut input = String::new();
+            (&stdin).read_to_string(&mut input).unwrap();
+            writeln!(stdout, "got {input}").unwrap();
+            writeln!(stderr, "a warning").unwrap();
+            // The session is over: its descriptors close.
+            drop((stdin, stdout, stderr));
+            // Then one that refuses.
+            let (mut stream, _) = listener.accept().unwrap();
+            send(&mut stream, &Message::words(&[1, 4])).unwrap();
+            receive(&mut stream).unwrap();
+            receive(&mut stream).unwrap();
+            for _ in 0..3 {
+                receive_fd(&stream);
+            }
+            let mut refusal = Message::words(&[PERMISSION_DENIED, REQUEST]);
+            refusal.string(b"not today");
+            send(&mut stream, &refusal).unwrap();
+        });
+        let limit = Duration::from_secs(5);
+        let stderr = tempfile::tempfile().unwrap();
+        let mut session = open_session(&socket, "exec /bin/sh -c 'it'", &stderr, limit).unwrap();
+        session.stdin.write_all(b"hello").unwrap();
+        drop(session.stdin);
+        let mut output = String::new();
+        session.stdout.read_to_string(&mut output).unwrap();
+        assert_eq!(output, "got hello\n");
+        let mut said = String::new();
+        let mut stderr_read = stderr.try_clone().unwrap();
+        use std::io::Seek;
+        stderr_read.rewind().unwrap();
+        stderr_read.read_to_string(&mut said).unwrap();
+        assert_eq!(said, "a warning\n");
+        let refused = open_session(&socket, "x", &stderr, limit).err().unwrap();
+        assert!(refused.to_string().contains("not today"), "{refused}");
+        master.join().unwrap();
+    }
+}

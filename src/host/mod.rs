@@ -357,19 +357,37 @@ impl Host {
         program: &Path,
         invocation: &Invocation,
     ) -> Result<(String, Vec<String>)> {
-        let remote_program = match invocation.system_command {
-            true => program.to_string_lossy().into_owned(),
-            false => session.remote_path(program).ok_or_else(|| Error::Remote {
-                target: session.target.name.clone(),
-                message: format!("{} was not copied there", program.display()),
-            })?,
+        // A native provider's script there would only run the native
+        // program beside it, with its name first: run that directly.
+        let native = invocation
+            .native
+            .and_then(|_| Some((program.parent()?, program.file_stem()?.to_str()?)))
+            .filter(|(_, name)| crate::native::find(name).is_some())
+            .and_then(|(dir, name)| Some((session.native_program(dir)?, name)));
+        let (remote_program, args) = match native {
+            Some((native_program, name)) => {
+                let mut args = vec![name.to_owned()];
+                args.extend(invocation.args.iter().cloned());
+                (native_program, args)
+            }
+            None if invocation.system_command => (
+                program.to_string_lossy().into_owned(),
+                invocation.args.clone(),
+            ),
+            None => (
+                session.remote_path(program).ok_or_else(|| Error::Remote {
+                    target: session.target.name.clone(),
+                    message: format!("{} was not copied there", program.display()),
+                })?,
+                invocation.args.clone(),
+            ),
         };
         let limit = self.config.timeout.as_secs_f64().ceil() as u64;
         // With variables for the call, a shell there reads them on stdin
         // and runs the provider with them exported.
         let (remote_program, args) = match invocation.env.is_empty() {
-            true => (remote_program, invocation.args.clone()),
-            false => script::with_exports(&remote_program, &invocation.args),
+            true => (remote_program, args),
+            false => script::with_exports(&remote_program, &args),
         };
         let command = script::provider(
             session.script_pid(),

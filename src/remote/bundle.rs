@@ -186,6 +186,16 @@ impl Bundle {
             .then(|| format!("{remote_dir}/{package}/{file}"))
     }
 
+    /// Where ral's native providers' program is on a target whose copy is
+    /// in `remote_dir`, when it travels with the directory `dir`.
+    pub fn native_program(&self, remote_dir: &str, dir: &Path) -> Option<String> {
+        let path = format!("{}/{NATIVE_PROGRAM}", self.dirs.get(dir)?);
+        self.files
+            .iter()
+            .any(|file| file.path == path)
+            .then(|| format!("{remote_dir}/{path}"))
+    }
+
     /// The `sh` script that writes every file in the current directory.
     pub fn payload(&self) -> Vec<u8> {
         let delimiter = format!("RAL_END_OF_FILE_{}", self.digest);

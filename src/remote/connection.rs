@@ -413,6 +413,12 @@ impl Session {
         self.bundle.remote_path(&self.remote_dir, local)
     }
 
+    /// Where ral's native providers' program is on the target, when it
+    /// was copied with the provider directory `dir`.
+    pub fn native_program(&self, dir: &Path) -> Option<String> {
+        self.bundle.native_program(&self.remote_dir, dir)
+    }
+
     /// The program a provider call runs locally: ssh.
     pub fn program(&self) -> &Path {
         &self.program

@@ -271,8 +271,14 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
     let mut task_of: Vec<Option<usize>> = vec![None; catalog.items.len()];
     // The tasks each item waits for, through items without a task.
     let mut waits: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
-    // The tasks that change each item: its own, or a plugin item's.
-    let mut changed_by: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
+    // The tasks that change each item: its own, or a plugin item's; kept
+    // only when an item subscribes to another (a plan of many resources
+    // has no room to spare for each).
+    let refreshes = catalog.items.iter().any(|item| !item.subscribes.is_empty());
+    let mut changed_by: Vec<Vec<usize>> = match refreshes {
+        true => vec![Vec::new(); catalog.items.len()],
+        false => Vec::new(),
+    };
     let mut unchanged = 0;
     for &at in &catalog.order {
         let item = &catalog.items[at];
@@ -294,10 +300,7 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
             }
             Role::Action => {
                 task_of[at] = Some(tasks.len());
-                changed_by[at].push(tasks.len());
-                if let Some(model) = item.tie {
-                    changed_by[model].push(tasks.len());
-                }
+                note_change(&mut changed_by, at, item.tie, tasks.len());
                 tasks.push(Task::pending(at, Action::Run, requires));
                 continue;
             }
@@ -349,10 +352,7 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
         match task {
             Some(task) => {
                 task_of[at] = Some(tasks.len());
-                changed_by[at].push(tasks.len());
-                if let Some(model) = item.tie {
-                    changed_by[model].push(tasks.len());
-                }
+                note_change(&mut changed_by, at, item.tie, tasks.len());
                 tasks.push(task);
             }
             None => {
@@ -398,6 +398,19 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
         tasks,
         unchanged,
     })
+}
+
+/// Notes that `task` changes the item at `at`, and the plugin item `tie`
+/// it settles, where changes are noted (`changed_by` is empty when no
+/// item subscribes to any).
+fn note_change(changed_by: &mut [Vec<usize>], at: usize, tie: Option<usize>, task: usize) {
+    if changed_by.is_empty() {
+        return;
+    }
+    changed_by[at].push(task);
+    if let Some(model) = tie {
+        changed_by[model].push(task);
+    }
 }
 
 /// A request error's message without the provider name the catalog's

@@ -163,8 +163,10 @@ pub struct Task {
     pub error: Option<TaskError>,
     /// How long it ran.
     pub seconds: f64,
-    /// What the update is to do; `None` when the read failed.
-    pub transition: Option<update::Transition>,
+    /// What the update is to do; `None` when the read failed, and in a
+    /// plan made to be shown only ([`Keep::Changes`]). Boxed: a task
+    /// without one is the smaller.
+    pub transition: Option<Box<update::Transition>>,
     /// Why the current state is not known yet: its read failed while it
     /// waited for pending changes. It is read again before it runs.
     pub deferred: Option<String>,
@@ -260,9 +262,31 @@ pub fn plan_with_id(
     plan_from(catalog, found, id)
 }
 
+/// What a plan's tasks keep of what they were planned from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Their transitions, which applying or saving the plan needs.
+    Transitions,
+    /// Their changes only, for a plan that is only shown: each task's
+    /// state read and values to set (which its changes hold again) go
+    /// once its changes are worked out, so that a plan of many resources
+    /// does not hold them twice. Its tasks have no transition.
+    Changes,
+}
+
 /// The plan for the states `found` (one per catalog item), which move
 /// into its tasks: what [`plan_with_id`] makes of what it reads.
-pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Result<Plan, Error> {
+pub fn plan_from(catalog: &Catalog, found: Vec<Observed>, id: String) -> Result<Plan, Error> {
+    plan_keeping(catalog, found, id, Keep::Transitions)
+}
+
+/// [`plan_from`], its tasks keeping what `keep` says.
+pub fn plan_keeping(
+    catalog: &Catalog,
+    mut found: Vec<Observed>,
+    id: String,
+    keep: Keep,
+) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
     // At most one task per item, but for refreshes: sized once, a plan of
     // many resources is not copied as it grows.
@@ -344,7 +368,13 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
                                 provider.meta.update_action().as_str()
                             )));
                         }
-                        Some(planned_task(provider, at, requires.clone(), transition))
+                        Some(planned_task(
+                            provider,
+                            at,
+                            requires.clone(),
+                            transition,
+                            keep,
+                        ))
                     }
                 }
             }
@@ -442,7 +472,7 @@ fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -
         should: Vec::new(),
     };
     Task {
-        transition: Some(placeholder),
+        transition: Some(Box::new(placeholder)),
         ..Task::pending(at, Action::Unknown, requires)
     }
 }
@@ -452,11 +482,12 @@ fn planned_task(
     item: usize,
     requires: Vec<usize>,
     transition: update::Transition,
+    keep: Keep,
 ) -> Task {
     let action = action_of(provider, &transition);
     Task {
         changes: transition.changes(),
-        transition: Some(transition),
+        transition: (keep == Keep::Transitions).then(|| Box::new(transition)),
         ..Task::pending(item, action, requires)
     }
 }

@@ -376,7 +376,13 @@ impl<'a> Made<'a> {
                 .map_err(|e| invalid(saved, Invalid::Tasks(e)))?,
             None => {
                 let drift = key.as_ref().map(|key| (stored.as_slice(), key));
-                plan_anew(host, &catalog, plan_id, drift, options.jobs)?
+                // A plan that is neither applied nor saved is only shown:
+                // its tasks need their changes, not their transitions.
+                let keep = match (options.mode, options.saving) {
+                    (Mode::Plan, false) => plan::Keep::Changes,
+                    _ => plan::Keep::Transitions,
+                };
+                plan_anew(host, &catalog, plan_id, drift, options.jobs, keep)?
             }
         };
         let mut plan = plan;
@@ -487,16 +493,17 @@ fn with_locks<'a>(
 
 /// The plan from one read per provider, its tasks marked drifted where
 /// `drift` (the stored items and the store's key) says ral applied them as
-/// declared and they changed since.
+/// declared and they changed since, and keeping what `keep` says.
 fn plan_anew(
     host: &Host,
     catalog: &Catalog,
     id: String,
     drift: Option<(&[StoredItem], &StoreKey)>,
     jobs: usize,
+    keep: plan::Keep,
 ) -> Result<Plan, Error> {
     let found = plan::read_states(host, catalog, jobs);
-    let mut plan = plan::plan_from(catalog, found, id)?;
+    let mut plan = plan::plan_keeping(catalog, found, id, keep)?;
     if let Some((stored, key)) = drift {
         lifecycle::mark_drifted(catalog, &mut plan, stored, key);
     }

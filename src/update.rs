@@ -771,4 +771,16 @@ mod tests {
             "no invented 'absent'"
         );
     }
+
+    #[test]
+    fn a_planned_creation_keeps_no_room_to_spare() {
+        // A plan keeps the absent state and the changes of each creation.
+        let p = provider(FULL);
+        let plan = Transition::new(&p, &request(&p, &["size=3", "uid=7"]), None).unwrap();
+        assert_eq!(plan.state.attrs.len(), 1);
+        assert_eq!(plan.state.attrs.capacity(), 1);
+        let changes = plan.changes();
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        assert_eq!(changes.capacity(), 3);
+    }
 }

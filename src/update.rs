@@ -571,8 +571,11 @@ pub fn can_be_absent(provider: &Provider) -> bool {
 
 /// The state assumed for a resource the provider does not know.
 fn absent_state(provider: &Provider, name: &str) -> Resource {
-    let mut resource = Resource::bare(name);
-    if provider.attribute("ensure").is_some() && can_be_absent(provider) {
+    let absent = provider.attribute("ensure").is_some() && can_be_absent(provider);
+    // Room for that one attribute only: a plan keeps this state with each
+    // creation it plans.
+    let mut resource = Resource::with_capacity(name, usize::from(absent));
+    if absent {
         resource
             .attrs
             .insert("ensure".to_owned(), Value::String("absent".to_owned()));
@@ -583,15 +586,20 @@ fn absent_state(provider: &Provider, name: &str) -> Resource {
 /// Changes from `state` to the requested values, for attributes that
 /// `reported` does not already cover.
 fn derived(state: &Resource, differing: &[(String, Value)], reported: &[Change]) -> Vec<Change> {
-    differing
-        .iter()
-        .filter(|(key, _)| !reported.iter().any(|c| &c.attr == key))
-        .map(|(key, value)| Change {
-            attr: key.clone(),
-            is: value.clone(),
-            was: state.attrs.get(key).cloned(),
-        })
-        .collect()
+    let mut changes = Vec::with_capacity(differing.len());
+    // Sized once: a plan's tasks keep these, and a filtered collect would
+    // leave room for more.
+    changes.extend(
+        differing
+            .iter()
+            .filter(|(key, _)| !reported.iter().any(|c| &c.attr == key))
+            .map(|(key, value)| Change {
+                attr: key.clone(),
+                is: value.clone(),
+                was: state.attrs.get(key).cloned(),
+            }),
+    );
+    changes
 }
 
 #[cfg(test)]
@@ -762,5 +770,17 @@ mod tests {
             !plan.state.attrs.contains_key("ensure"),
             "no invented 'absent'"
         );
+    }
+
+    #[test]
+    fn a_planned_creation_keeps_no_room_to_spare() {
+        // A plan keeps the absent state and the changes of each creation.
+        let p = provider(FULL);
+        let plan = Transition::new(&p, &request(&p, &["size=3", "uid=7"]), None).unwrap();
+        assert_eq!(plan.state.attrs.len(), 1);
+        assert_eq!(plan.state.attrs.capacity(), 1);
+        let changes = plan.changes();
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        assert_eq!(changes.capacity(), 3);
     }
 }

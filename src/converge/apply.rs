@@ -276,7 +276,7 @@ fn run_tasks(
                         task.action = super::plan::action_of(provider, &transition);
                     }
                     task.changes = changes;
-                    task.transition = Some(transition);
+                    task.transition = Some(Box::new(transition));
                     task.state = TaskState::Success;
                     schedule.succeeded(at);
                 }
@@ -511,7 +511,7 @@ fn start_batch<'scope, 'env>(
             let task = &plan.tasks[at];
             Work {
                 task: at,
-                transition: task.transition.clone().expect("only planned tasks run"),
+                transition: (task.transition.as_deref().cloned()).expect("only planned tasks run"),
                 request: catalog.items[task.item].request.clone(),
                 planned_from: task.planned_from.clone(),
             }

@@ -96,8 +96,8 @@ impl<'r> Catalog<'r> {
     ) -> Result<Catalog<'r>, Vec<Problem>> {
         let mut problems = Vec::new();
         let mut items: Vec<Item<'r>> = Vec::with_capacity(declared.len());
-        // (qualified provider, name) -> item, for duplicates and references.
-        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        // (provider, name) -> item, for duplicates and references.
+        let mut index: HashMap<Key, usize> = HashMap::new();
         // What each item was declared as.
         let mut sources: Vec<&Declared> = Vec::new();
         // Declared resources with problems of their own: their references
@@ -105,16 +105,16 @@ impl<'r> Catalog<'r> {
         let mut rejected: Vec<&Declared> = Vec::new();
         // Every resource declared, rejected or not: a reference to one
         // with problems of its own adds none.
-        let mut named: std::collections::HashSet<(String, String)> = Default::default();
+        let mut named: std::collections::HashSet<Key> = Default::default();
         for resource in declared {
             if let Ok(provider) = registry.resolve_item(&resource.type_query) {
-                named.insert((provider.qualified_name(), resource.name.clone()));
+                named.insert(key(provider, &resource.name));
             }
             let Some(item) = check_resource(registry, resource, &mut problems) else {
                 rejected.push(resource);
                 continue;
             };
-            let key = (item.provider.qualified_name(), item.request.name.clone());
+            let key = key(item.provider, &resource.name);
             if let Some(&first) = index.get(&key) {
                 let earlier: &Item = &items[first];
                 problems.push(resource.origin.problem(format!(
@@ -242,28 +242,37 @@ impl<'r> Catalog<'r> {
     }
 }
 
+/// What tells catalog items apart: their provider's type and name, and
+/// the resource's name. Borrowed, as a catalog of many resources would
+/// otherwise copy every name twice while it is built.
+type Key<'a> = (&'a str, &'a str, &'a str);
+
+fn key<'a>(provider: &'a Provider, name: &'a str) -> Key<'a> {
+    (&provider.meta.type_name, &provider.meta.name, name)
+}
+
 fn place(origin: &Origin) -> String {
     format!("{}:{}", origin.file.display(), origin.line)
 }
 
 /// The item a reference names, or why there is none.
 /// Fails with the message and the key looked for.
-fn lookup(
-    registry: &Registry,
-    index: &HashMap<(String, String), usize>,
-    reference: &Reference,
-) -> Result<usize, (String, (String, String))> {
+fn lookup<'a>(
+    registry: &'a Registry,
+    index: &HashMap<Key<'a>, usize>,
+    reference: &'a Reference,
+) -> Result<usize, (String, Key<'a>)> {
     let provider = resolve_reference_type(registry, &reference.type_query)
         .map_err(|e| (escape(&e.to_string()), Default::default()))?;
-    let key = (provider.qualified_name(), reference.name.clone());
+    let key = key(provider, &reference.name);
     match index.get(&key) {
         Some(&at) => Ok(at),
         None => {
             // The closest name of that type, for a misspelt one.
             let names = index
                 .keys()
-                .filter(|(qualified, _)| *qualified == key.0)
-                .map(|(_, name)| name.as_str());
+                .filter(|(type_name, name, _)| (*type_name, *name) == (key.0, key.1))
+                .map(|(_, _, name)| *name);
             let hint = crate::suggest::did_you_mean(&reference.name, names);
             Err((format!("no such resource in the manifest{hint}"), key))
         }
@@ -290,6 +299,15 @@ fn resolve_reference_type<'r>(
 /// another type (`refers_to`), and paths under paths of the same type
 /// (`names_are_paths`). Only resources both in the manifest are linked.
 fn add_automatic_edges(items: &[Item], requires: &mut [Vec<usize>]) {
+    // Most catalogs have no such attribute, and a catalog of many
+    // resources would index them all for nothing.
+    let links = |provider: &Provider| {
+        provider.meta.names_are_paths
+            || (provider.meta.attributes.values()).any(|a| a.refers_to.is_some())
+    };
+    if !items.iter().any(|item| links(item.provider)) {
+        return;
+    }
     let mut by_type: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
     for (at, item) in items.iter().enumerate() {
         by_type

@@ -163,8 +163,10 @@ pub struct Task {
     pub error: Option<TaskError>,
     /// How long it ran.
     pub seconds: f64,
-    /// What the update is to do; `None` when the read failed.
-    pub transition: Option<update::Transition>,
+    /// What the update is to do; `None` when the read failed, and in a
+    /// plan made to be shown only ([`Keep::Changes`]). Boxed: a task
+    /// without one is the smaller.
+    pub transition: Option<Box<update::Transition>>,
     /// Why the current state is not known yet: its read failed while it
     /// waited for pending changes. It is read again before it runs.
     pub deferred: Option<String>,
@@ -260,9 +262,31 @@ pub fn plan_with_id(
     plan_from(catalog, found, id)
 }
 
+/// What a plan's tasks keep of what they were planned from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Their transitions, which applying or saving the plan needs.
+    Transitions,
+    /// Their changes only, for a plan that is only shown: each task's
+    /// state read and values to set (which its changes hold again) go
+    /// once its changes are worked out, so that a plan of many resources
+    /// does not hold them twice. Its tasks have no transition.
+    Changes,
+}
+
 /// The plan for the states `found` (one per catalog item), which move
 /// into its tasks: what [`plan_with_id`] makes of what it reads.
-pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Result<Plan, Error> {
+pub fn plan_from(catalog: &Catalog, found: Vec<Observed>, id: String) -> Result<Plan, Error> {
+    plan_keeping(catalog, found, id, Keep::Transitions)
+}
+
+/// [`plan_from`], its tasks keeping what `keep` says.
+pub fn plan_keeping(
+    catalog: &Catalog,
+    mut found: Vec<Observed>,
+    id: String,
+    keep: Keep,
+) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
     // At most one task per item, but for refreshes: sized once, a plan of
     // many resources is not copied as it grows.
@@ -271,8 +295,14 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
     let mut task_of: Vec<Option<usize>> = vec![None; catalog.items.len()];
     // The tasks each item waits for, through items without a task.
     let mut waits: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
-    // The tasks that change each item: its own, or a plugin item's.
-    let mut changed_by: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
+    // The tasks that change each item: its own, or a plugin item's; kept
+    // only when an item subscribes to another (a plan of many resources
+    // has no room to spare for each).
+    let refreshes = catalog.items.iter().any(|item| !item.subscribes.is_empty());
+    let mut changed_by: Vec<Vec<usize>> = match refreshes {
+        true => vec![Vec::new(); catalog.items.len()],
+        false => Vec::new(),
+    };
     let mut unchanged = 0;
     for &at in &catalog.order {
         let item = &catalog.items[at];
@@ -294,10 +324,7 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
             }
             Role::Action => {
                 task_of[at] = Some(tasks.len());
-                changed_by[at].push(tasks.len());
-                if let Some(model) = item.tie {
-                    changed_by[model].push(tasks.len());
-                }
+                note_change(&mut changed_by, at, item.tie, tasks.len());
                 tasks.push(Task::pending(at, Action::Run, requires));
                 continue;
             }
@@ -341,7 +368,13 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
                                 provider.meta.update_action().as_str()
                             )));
                         }
-                        Some(planned_task(provider, at, requires.clone(), transition))
+                        Some(planned_task(
+                            provider,
+                            at,
+                            requires.clone(),
+                            transition,
+                            keep,
+                        ))
                     }
                 }
             }
@@ -349,10 +382,7 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
         match task {
             Some(task) => {
                 task_of[at] = Some(tasks.len());
-                changed_by[at].push(tasks.len());
-                if let Some(model) = item.tie {
-                    changed_by[model].push(tasks.len());
-                }
+                note_change(&mut changed_by, at, item.tie, tasks.len());
                 tasks.push(task);
             }
             None => {
@@ -400,6 +430,19 @@ pub fn plan_from(catalog: &Catalog, mut found: Vec<Observed>, id: String) -> Res
     })
 }
 
+/// Notes that `task` changes the item at `at`, and the plugin item `tie`
+/// it settles, where changes are noted (`changed_by` is empty when no
+/// item subscribes to any).
+fn note_change(changed_by: &mut [Vec<usize>], at: usize, tie: Option<usize>, task: usize) {
+    if changed_by.is_empty() {
+        return;
+    }
+    changed_by[at].push(task);
+    if let Some(model) = tie {
+        changed_by[model].push(task);
+    }
+}
+
 /// A request error's message without the provider name the catalog's
 /// reference already gives.
 fn unprefixed(error: &Error, provider: &Provider) -> String {
@@ -429,7 +472,7 @@ fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -
         should: Vec::new(),
     };
     Task {
-        transition: Some(placeholder),
+        transition: Some(Box::new(placeholder)),
         ..Task::pending(at, Action::Unknown, requires)
     }
 }
@@ -439,11 +482,12 @@ fn planned_task(
     item: usize,
     requires: Vec<usize>,
     transition: update::Transition,
+    keep: Keep,
 ) -> Task {
     let action = action_of(provider, &transition);
     Task {
         changes: transition.changes(),
-        transition: Some(transition),
+        transition: (keep == Keep::Transitions).then(|| Box::new(transition)),
         ..Task::pending(item, action, requires)
     }
 }

@@ -19,8 +19,9 @@ pub type Group<'a> = (&'a Provider, Vec<&'a str>);
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observed {
     /// The provider knows the resource, in this state (which may be
-    /// `ensure: absent`).
-    Found(Resource),
+    /// `ensure: absent`). Boxed: a plan holds one answer per resource
+    /// until its tasks are made, by then mostly taken.
+    Found(Box<Resource>),
     /// The provider does not know it.
     NotFound,
     /// It could not be read: why.
@@ -29,7 +30,7 @@ pub enum Observed {
 
 impl Observed {
     fn from_found(found: Option<Resource>) -> Observed {
-        found.map_or(Observed::NotFound, Observed::Found)
+        found.map_or(Observed::NotFound, |found| Observed::Found(Box::new(found)))
     }
 
     /// The state found, `None` when the provider does not know the
@@ -44,7 +45,7 @@ impl Observed {
     /// [`Observed::resource`], taken.
     pub fn into_resource(self) -> Option<Resource> {
         match self {
-            Observed::Found(resource) => Some(resource),
+            Observed::Found(resource) => Some(*resource),
             _ => None,
         }
     }
@@ -128,4 +129,19 @@ fn list_picking(host: &Host, provider: &Provider, names: &[&str]) -> Result<Vec<
     };
     host.list(provider, &mut pick)?;
     Ok(found.into_iter().map(Observed::from_found).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_smaller_than_the_state_it_holds() {
+        // A plan holds one answer per resource: those without a state
+        // must not take a state's room.
+        assert!(std::mem::size_of::<Observed>() < std::mem::size_of::<Resource>());
+        let found = Observed::from_found(Some(Resource::bare("a")));
+        assert_eq!(found.resource(), Some(&Resource::bare("a")));
+        assert_eq!(found.into_resource(), Some(Resource::bare("a")));
+    }
 }

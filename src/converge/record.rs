@@ -302,7 +302,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 let provider = self.catalog.items[task.item].provider;
                 let created = task
                     .transition
-                    .as_ref()
+                    .as_deref()
                     .is_some_and(|t| ownership::created_by(provider, t, &task.changes));
                 Outcome::Applied(self.stored_item(task.item, ItemState::Applied, created))
             }

@@ -235,99 +235,183 @@ pub fn prepare<'a>(
     input: &'a Input,
     options: Options,
 ) -> Result<Prepared<'a>, RunError> {
-    let catalog = checked_catalog(registry, &input.reading)
-        .map_err(|e| with_missing_providers(e, input.saved.as_ref(), registry))?;
-    let state_path = store_at.location.path();
-    let saved = input.saved.as_ref();
-    let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
-    let mut store = open_store(store_at, &options, &plan_id, saved)?;
-    let StoreRead {
-        serial: serial_read,
-        stored,
-        decidable,
-    } = read_store(host, registry, store.as_mut(), &options)?;
-    let origin = Origin {
-        file: Arc::from(state_path.as_path()),
-        line: 0,
-    };
-    let key = store
-        .as_ref()
-        .map(Store::existing_key)
-        .transpose()?
-        .flatten();
-    let mut catalog = with_plugins(
-        host,
-        registry,
-        input,
-        catalog,
-        &stored,
-        key.as_ref(),
-        &origin,
-        &options,
-    )?;
-    let declared_items = catalog.items.len();
-    // Resources of plugin items applied and not expanded again are kept;
-    // those of removed items that their removal leaves are forgotten.
-    let owned = super::expand::owned(&catalog, decidable);
-    // What a config task replaces is taken over, not removed: the
-    // recorder forgets it once that task succeeded.
-    let replaced = super::expand::replaced(registry, &catalog);
-    let decidable: Vec<StoredItem> = owned
-        .decidable
-        .into_iter()
-        .filter(|s| !replaced.contains(&(s.provider.clone(), s.name.clone())))
-        .collect();
-    // A saved plan removes what it was made to remove.
-    let keep_removed = saved.map_or(options.keep_removed, |s| s.keep_removed);
-    let mut leftovers = lifecycle::leftovers(&catalog, &decidable, registry, keep_removed);
-    if !keep_removed {
-        leftovers.forget.extend(owned.forget);
-    }
-    // A saved plan passed this check when it was made (or was made with
-    // --destroy): no file is written for a plan the check refuses, and the
-    // file cannot be changed since.
-    if saved.is_none() {
-        let destroy = options.destroy;
-        lifecycle::check_sweep(&input.manifests, &catalog, &stored, &leftovers, destroy)?;
-    }
-    lifecycle::add_removals(&mut catalog, registry, &leftovers.remove, &origin);
-    let plan = match saved {
-        // A saved plan runs the tasks it holds, each of which must find
-        // its resource as it was planned from.
-        Some(saved) => saved
-            .plan(&catalog)
-            .map_err(|e| invalid(saved, Invalid::Tasks(e)))?,
-        None => {
-            let drift = key.as_ref().map(|key| (stored.as_slice(), key));
-            plan_anew(host, &catalog, plan_id, drift, options.jobs)?
-        }
-    };
-    let mut plan = plan;
-    with_locks(host, registry, &mut catalog, &mut plan, &origin, &options)?;
-    if options.mode == Mode::Plan {
-        log_forgotten(&leftovers.forget, "an apply only forgets it");
-    }
-    let replacements = (0..catalog.items.len())
-        .map(|at| {
-            let keys: Vec<(String, String)> =
-                super::expand::replaced_by(registry, &catalog.items[at]).collect();
-            (at, keys)
+    let made = Made::new(host, registry, store_at, input, &options)?;
+    made.plan(host, registry, input, options)
+}
+
+/// [`prepare`] for the one run of `input` (one machine, not a fleet of
+/// targets that each make their catalog from the same input): the
+/// manifests' declarations are let go once the catalog is made, so that a
+/// plan of many resources does not hold them beside its catalog and tasks.
+/// `input` keeps its reading's digest and problems, and no declaration.
+pub fn prepare_once<'a>(
+    host: &Host,
+    registry: &'a Registry,
+    store_at: &StoreAt,
+    input: &'a mut Input,
+    options: Options,
+) -> Result<Prepared<'a>, RunError> {
+    let made = Made::new(host, registry, store_at, input, &options)?;
+    input.reading.declared = Vec::new();
+    made.plan(host, registry, input, options)
+}
+
+/// The catalog made, the model plugins' items in it, with the store's
+/// items: what a plan is made from, and the last use of the declarations.
+struct Made<'a> {
+    catalog: Catalog<'a>,
+    plan_id: String,
+    store: Option<Store>,
+    state_path: PathBuf,
+    serial_read: i64,
+    stored: Vec<StoredItem>,
+    decidable: Vec<StoredItem>,
+    key: Option<StoreKey>,
+    origin: Origin,
+}
+
+impl<'a> Made<'a> {
+    fn new(
+        host: &Host,
+        registry: &'a Registry,
+        store_at: &StoreAt,
+        input: &Input,
+        options: &Options,
+    ) -> Result<Made<'a>, RunError> {
+        let catalog = checked_catalog(registry, &input.reading)
+            .map_err(|e| with_missing_providers(e, input.saved.as_ref(), registry))?;
+        let state_path = store_at.location.path();
+        let saved = input.saved.as_ref();
+        let plan_id = saved.map_or_else(plan::new_id, |s| s.id.clone());
+        let mut store = open_store(store_at, options, &plan_id, saved)?;
+        let StoreRead {
+            serial: serial_read,
+            stored,
+            decidable,
+        } = read_store(host, registry, store.as_mut(), options)?;
+        let origin = Origin {
+            file: Arc::from(state_path.as_path()),
+            line: 0,
+        };
+        let key = store
+            .as_ref()
+            .map(Store::existing_key)
+            .transpose()?
+            .flatten();
+        let catalog = with_plugins(
+            host,
+            registry,
+            input,
+            catalog,
+            &stored,
+            key.as_ref(),
+            &origin,
+            options,
+        )?;
+        Ok(Made {
+            catalog,
+            plan_id,
+            store,
+            state_path,
+            serial_read,
+            stored,
+            decidable,
+            key,
+            origin,
         })
-        .filter(|(_, keys)| !keys.is_empty())
-        .collect();
-    Ok(Prepared {
-        replacements,
-        catalog,
-        plan,
-        forget: leftovers.forget,
-        input,
-        options,
-        store,
-        state_path,
-        stored,
-        declared_items,
-        serial_read,
-    })
+    }
+
+    /// The plan of the catalog made, with its removals and, for a
+    /// target, its locks.
+    fn plan(
+        self,
+        host: &Host,
+        registry: &'a Registry,
+        input: &'a Input,
+        options: Options,
+    ) -> Result<Prepared<'a>, RunError> {
+        let Made {
+            mut catalog,
+            plan_id,
+            store,
+            state_path,
+            serial_read,
+            stored,
+            decidable,
+            key,
+            origin,
+        } = self;
+        let saved = input.saved.as_ref();
+        let declared_items = catalog.items.len();
+        // Resources of plugin items applied and not expanded again are kept;
+        // those of removed items that their removal leaves are forgotten.
+        let owned = super::expand::owned(&catalog, decidable);
+        // What a config task replaces is taken over, not removed: the
+        // recorder forgets it once that task succeeded.
+        let replaced = super::expand::replaced(registry, &catalog);
+        let decidable: Vec<StoredItem> = owned
+            .decidable
+            .into_iter()
+            .filter(|s| !replaced.contains(&(s.provider.clone(), s.name.clone())))
+            .collect();
+        // A saved plan removes what it was made to remove.
+        let keep_removed = saved.map_or(options.keep_removed, |s| s.keep_removed);
+        let mut leftovers = lifecycle::leftovers(&catalog, &decidable, registry, keep_removed);
+        if !keep_removed {
+            leftovers.forget.extend(owned.forget);
+        }
+        // A saved plan passed this check when it was made (or was made with
+        // --destroy): no file is written for a plan the check refuses, and the
+        // file cannot be changed since.
+        if saved.is_none() {
+            let destroy = options.destroy;
+            lifecycle::check_sweep(&input.manifests, &catalog, &stored, &leftovers, destroy)?;
+        }
+        lifecycle::add_removals(&mut catalog, registry, &leftovers.remove, &origin);
+        let plan = match saved {
+            // A saved plan runs the tasks it holds, each of which must find
+            // its resource as it was planned from.
+            Some(saved) => saved
+                .plan(&catalog)
+                .map_err(|e| invalid(saved, Invalid::Tasks(e)))?,
+            None => {
+                let drift = key.as_ref().map(|key| (stored.as_slice(), key));
+                // A plan that is neither applied nor saved is only shown:
+                // its tasks need their changes, not their transitions.
+                let keep = match (options.mode, options.saving) {
+                    (Mode::Plan, false) => plan::Keep::Changes,
+                    _ => plan::Keep::Transitions,
+                };
+                plan_anew(host, &catalog, plan_id, drift, options.jobs, keep)?
+            }
+        };
+        let mut plan = plan;
+        with_locks(host, registry, &mut catalog, &mut plan, &origin, &options)?;
+        if options.mode == Mode::Plan {
+            log_forgotten(&leftovers.forget, "an apply only forgets it");
+        }
+        let replacements = (0..catalog.items.len())
+            .map(|at| {
+                let keys: Vec<(String, String)> =
+                    super::expand::replaced_by(registry, &catalog.items[at]).collect();
+                (at, keys)
+            })
+            .filter(|(_, keys)| !keys.is_empty())
+            .collect();
+        Ok(Prepared {
+            replacements,
+            catalog,
+            plan,
+            forget: leftovers.forget,
+            input,
+            options,
+            store,
+            state_path,
+            stored,
+            declared_items,
+            serial_read,
+        })
+    }
 }
 
 /// The catalog with what the model plugins make of it (see `expand`):
@@ -409,16 +493,17 @@ fn with_locks<'a>(
 
 /// The plan from one read per provider, its tasks marked drifted where
 /// `drift` (the stored items and the store's key) says ral applied them as
-/// declared and they changed since.
+/// declared and they changed since, and keeping what `keep` says.
 fn plan_anew(
     host: &Host,
     catalog: &Catalog,
     id: String,
     drift: Option<(&[StoredItem], &StoreKey)>,
     jobs: usize,
+    keep: plan::Keep,
 ) -> Result<Plan, Error> {
     let found = plan::read_states(host, catalog, jobs);
-    let mut plan = plan::plan_from(catalog, found, id)?;
+    let mut plan = plan::plan_keeping(catalog, found, id, keep)?;
     if let Some((stored, key)) = drift {
         lifecycle::mark_drifted(catalog, &mut plan, stored, key);
     }
@@ -557,6 +642,11 @@ impl Prepared<'_> {
     /// The plan as a report: what `--json` prints and the store keeps.
     pub fn report(&self) -> Report {
         Report::of(&self.catalog, &self.plan)
+    }
+
+    /// What the plan was made from.
+    pub fn input(&self) -> &Input {
+        self.input
     }
 
     /// How the plan ends when it is not applied: changes pending,

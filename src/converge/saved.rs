@@ -740,12 +740,12 @@ impl SavedPlan {
             }
             Observed::Deferred { error } => {
                 task.deferred = Some(error.clone());
-                task.transition = Some(update::Transition {
+                task.transition = Some(Box::new(update::Transition {
                     name: name.to_owned(),
                     found: false,
                     state: Resource::bare(name),
                     should: Vec::new(),
-                });
+                }));
                 return Ok(task);
             }
             Observed::Read { found, attrs } => (*found, attrs),
@@ -784,12 +784,12 @@ impl SavedPlan {
             self.key.clone(),
             qualified.clone(),
         )));
-        task.transition = Some(update::Transition {
+        task.transition = Some(Box::new(update::Transition {
             name: name.to_owned(),
             found,
             state,
             should,
-        });
+        }));
         Ok(task)
     }
 

@@ -197,14 +197,20 @@ fn simple(
         }
         "list" => {
             let resources = provider.get(&call, &[])?;
+            // Each resource goes once its lines are written: the text of
+            // a long listing is not held beside all its resources, nor
+            // beside all their pairs.
+            let mut text = SimpleText::new(Some(&call.log));
             let mut pairs = Vec::new();
-            for resource in &resources {
+            for resource in resources {
                 if resource.contains_key("error") {
                     continue;
                 }
-                resource_pairs(resource, &mut pairs);
+                resource_pairs(&resource, &mut pairs);
+                text.add(&pairs);
+                pairs.clear();
             }
-            emit_simple(answer, &pairs, Some(&call.log));
+            answer.write(&text.text);
             Ok(())
         }
         "find" => {
@@ -346,59 +352,84 @@ pub fn simple_args(argv: &[String], env: &Env) -> CallResult<Map<String, Json>> 
 }
 
 /// Writes a `# simple` answer of `(key, value)` pairs, each `name`
-/// starting a resource. What the host could not read back (a line longer
-/// than [`LINE_MAX`]) is left out with a warning: the attribute's line,
-/// or the whole resource when its name is that long; an old value
-/// (`ral_was`) that long is cut, so a change that was made is still told.
+/// starting a resource (see [`SimpleText`]).
 fn emit_simple(answer: &mut Answer, pairs: &[(String, String)], log: Option<&Log>) {
-    let mut text = String::from("# simple\n");
-    let mut skipping = false;
-    let mut name = String::new();
-    for (key, value) in pairs {
-        let mut line = format!("{key}: {}", clean(value));
-        if key == "name" {
-            name = value.clone();
-            skipping = line.len() + 1 > LINE_MAX;
-            if let (true, Some(log)) = (skipping, log) {
-                log.warning(&format!(
-                    "a name of {} characters is too long for ral to read; that resource is left \
-                     out",
-                    value.chars().count()
-                ));
+    let mut text = SimpleText::new(log);
+    text.add(pairs);
+    answer.write(&text.text);
+}
+
+/// The text of a `# simple` answer, made from `(key, value)` pairs, each
+/// `name` starting a resource. What the host could not read back (a line
+/// longer than [`LINE_MAX`]) is left out with a warning: the attribute's
+/// line, or the whole resource when its name is that long; an old value
+/// (`ral_was`) that long is cut, so a change that was made is still told.
+struct SimpleText<'l> {
+    text: String,
+    /// The resource whose name is too long, left out.
+    skipping: bool,
+    /// The resource the pairs are of.
+    name: String,
+    log: Option<&'l Log>,
+}
+
+impl<'l> SimpleText<'l> {
+    fn new(log: Option<&'l Log>) -> SimpleText<'l> {
+        SimpleText {
+            text: String::from("# simple\n"),
+            skipping: false,
+            name: String::new(),
+            log,
+        }
+    }
+
+    /// Adds the lines of `pairs`, which go on from those added before.
+    fn add(&mut self, pairs: &[(String, String)]) {
+        for (key, value) in pairs {
+            let mut line = format!("{key}: {}", clean(value));
+            if key == "name" {
+                self.name = value.clone();
+                self.skipping = line.len() + 1 > LINE_MAX;
+                if let (true, Some(log)) = (self.skipping, self.log) {
+                    log.warning(&format!(
+                        "a name of {} characters is too long for ral to read; that resource is left \
+                         out",
+                        value.chars().count()
+                    ));
+                }
             }
-        }
-        if skipping {
-            continue;
-        }
-        if line.len() + 1 > LINE_MAX {
-            if key == "ral_was" {
-                let mut keep = LINE_MAX - 100;
-                while !line.is_char_boundary(keep) {
-                    keep -= 1;
-                }
-                line.truncate(keep);
-                line.push_str(&format!(" [cut at {} bytes]", LINE_MAX - 100));
-            } else {
-                if let Some(log) = log {
-                    log.resource(
-                        super::Level::Warn,
-                        &name,
-                        None,
-                        Some(&format!(
-                            "{key} is {} bytes long, more than ral reads in one line; it is not \
-                             reported",
-                            line.len()
-                        )),
-                        Map::new(),
-                    );
-                }
+            if self.skipping {
                 continue;
             }
+            if line.len() + 1 > LINE_MAX {
+                if key == "ral_was" {
+                    let mut keep = LINE_MAX - 100;
+                    while !line.is_char_boundary(keep) {
+                        keep -= 1;
+                    }
+                    line.truncate(keep);
+                    line.push_str(&format!(" [cut at {} bytes]", LINE_MAX - 100));
+                } else {
+                    if let Some(log) = self.log {
+                        log.resource(
+                            super::Level::Warn,
+                            &self.name,
+                            None,
+                            Some(&format!(
+                                "{key} is {} bytes long, more than ral reads in one line; it is not \
+                                 reported",
+                                line.len()
+                            )),
+                            Map::new(),
+                        );
+                    }
+                    continue;
+                }
+            }
+            self.text.push_str(&line);
+            self.text.push('\n');
         }
-        text.push_str(&line);
-        text.push('\n');
     }
-    answer.write(&text);
 }
 
 // -------------------------------------------------------------- json

@@ -222,18 +222,17 @@ pub(super) fn elements<T>(
     items: &[T],
     convert: impl Fn(&T) -> Result<Value, Mismatch>,
 ) -> Result<Value, Mismatch> {
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            convert(item).map_err(|reason| Mismatch::Element {
-                index,
-                item: None,
-                reason: Box::new(reason),
-            })
-        })
-        .collect::<Result<_, _>>()
-        .map(Value::Array)
+    // Sized once: a plan keeps thousands of arrays, and collecting
+    // through the results would leave each with room for more.
+    let mut values = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        values.push(convert(item).map_err(|reason| Mismatch::Element {
+            index,
+            item: None,
+            reason: Box::new(reason),
+        })?);
+    }
+    Ok(Value::Array(values))
 }
 
 fn in_range(integer: i64, range: Option<(i64, i64)>) -> Result<i64, Mismatch> {

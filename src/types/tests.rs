@@ -343,3 +343,14 @@ fn mismatches_are_told_apart_by_kind() {
         "'a\\u{1b}[2J' is not key=value"
     );
 }
+
+#[test]
+fn an_array_converted_has_no_room_to_spare() {
+    use super::Written;
+    // A plan keeps thousands of them: two elements take room for two.
+    let written = Written::List(vec![Written::Text("a".into()), Written::Text("b".into())]);
+    let Ok(Value::Array(items)) = ty("array[string]").convert_written(&written) else {
+        panic!("not an array");
+    };
+    assert_eq!((items.len(), items.capacity()), (2, 2));
+}

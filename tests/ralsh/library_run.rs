@@ -250,3 +250,53 @@ fn a_plan_prepared_for_saving_is_never_applied() {
     assert!(bench.take_calls().iter().all(|c| !c.contains("set")));
     assert!(bench.store("beta").get("b1").is_none());
 }
+
+#[test]
+fn one_run_lets_its_declarations_go_and_a_plan_only_shown_its_transitions() {
+    let bench = Bench::new();
+    let host = host(bench.sandbox.root());
+    let registry = registry(&host);
+    let store_at = StoreAt::local(host.root(), None);
+    let m = PathBuf::from(bench.manifest(
+        "m.yaml",
+        "alpha:\n  a1: {value: one}\nbeta:\n  b1: {value: x}\n",
+    ));
+    let changes = |prepared: &run::Prepared| -> Vec<Vec<ral::resource::Change>> {
+        prepared
+            .plan
+            .tasks
+            .iter()
+            .map(|t| t.changes.clone())
+            .collect()
+    };
+
+    // The targets of a fleet share their input: it stays whole. Made to
+    // be shown only, the plan's tasks keep their changes alone.
+    let input = Input::read(std::slice::from_ref(&m), false).unwrap();
+    let shown = run::prepare(&host, &registry, &store_at, &input, options(Mode::Plan)).unwrap();
+    assert_eq!(shown.input().reading.declared.len(), 2);
+    assert!(shown.plan.tasks.iter().all(|t| t.transition.is_none()));
+
+    // Saved or applied, they keep their transitions too, and the same
+    // changes.
+    let saving = Options {
+        saving: true,
+        ..options(Mode::Plan)
+    };
+    let saved = run::prepare(&host, &registry, &store_at, &input, saving).unwrap();
+    assert!(saved.plan.tasks.iter().all(|t| t.transition.is_some()));
+    assert_eq!(changes(&saved), changes(&shown));
+    assert!(changes(&shown).iter().all(|c| !c.is_empty()));
+    drop(saved);
+
+    // The one run of its input lets the declarations go once the catalog
+    // is made, and plans the same.
+    let mut alone = Input::read(std::slice::from_ref(&m), false).unwrap();
+    let once = run::prepare_once(&host, &registry, &store_at, &mut alone, options(Mode::Plan));
+    let once = once.unwrap();
+    assert!(once.input().reading.declared.is_empty());
+    assert_eq!(once.input().reading.digest, input.reading.digest);
+    assert_eq!(changes(&once), changes(&shown));
+    let names: Vec<String> = once.catalog.items.iter().map(|i| i.reference()).collect();
+    assert_eq!(names, ["alpha[a1]", "beta[b1]"]);
+}

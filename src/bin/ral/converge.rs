@@ -15,7 +15,7 @@ use ral::text::escape_lines;
 
 use crate::converge_args::{exit_code, mode_name, setup, ConvergeArgs, Ending, Mode};
 use crate::load;
-use crate::one_run::Run;
+use crate::one_run::{Given, Run};
 
 pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
     // Until tasks run, nothing has changed: an interrupt ends the run at
@@ -71,7 +71,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     if args.serial.is_some() && !args.remote.is_remote() {
         bail!("--serial rolls out over targets: give them with -t or -i");
     }
-    let input = Input::read(&args.manifests, args.destroy)?;
+    let mut input = Input::read(&args.manifests, args.destroy)?;
     if args.remote.is_remote() {
         if args.out.is_some() {
             return Err(saved_plans_over_targets());
@@ -85,7 +85,8 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         mode,
         started,
     };
-    run.converge(&input, &host, &registry, &store_at, &mut output(args))
+    let input = Given::Alone(&mut input);
+    run.converge(input, &host, &registry, &store_at, &mut output(args))
 }
 
 /// What manifests must not be: a saved plan, or (for a plan to be saved)
@@ -164,11 +165,12 @@ fn execute_saved(
     }
     let (host, registry) = load::load(&setup(args, &args.root))?;
     let store_at = StoreAt::local(host.root(), args.state.as_deref());
-    let input = Input::saved(file, &host, &store_at, args.keep_removed)?;
+    let mut input = Input::saved(file, &host, &store_at, args.keep_removed)?;
     let run = Run {
         args,
         mode: Mode::Apply,
         started,
     };
-    run.converge(&input, &host, &registry, &store_at, &mut output(args))
+    let input = Given::Alone(&mut input);
+    run.converge(input, &host, &registry, &store_at, &mut output(args))
 }

@@ -16,6 +16,16 @@ use ral::render::plan as render;
 use crate::converge_args::{options, ConvergeArgs, Ending, Mode};
 use crate::{confirm, progress};
 
+/// What a run is given to converge to.
+pub enum Given<'i> {
+    /// Shared by the targets of a fleet, each of which makes its catalog
+    /// from it.
+    Shared(&'i Input),
+    /// This machine's alone: its declarations are let go once the catalog
+    /// is made (see [`run::prepare_once`]).
+    Alone(&'i mut Input),
+}
+
 /// One command's run, on this machine or one target.
 pub struct Run<'a> {
     pub args: &'a ConvergeArgs,
@@ -28,21 +38,24 @@ impl Run<'_> {
     /// the store `store_at`, writing the output to `out`.
     pub fn converge(
         &self,
-        input: &Input,
+        input: Given<'_>,
         host: &ral::Host,
         registry: &ral::discovery::Registry,
         store_at: &StoreAt,
         out: &mut dyn Write,
     ) -> anyhow::Result<Ending> {
         let options = options(self.args, self.mode);
-        let mut prepared = run::prepare(host, registry, store_at, input, options)?;
+        let mut prepared = match input {
+            Given::Shared(input) => run::prepare(host, registry, store_at, input, options)?,
+            Given::Alone(input) => run::prepare_once(host, registry, store_at, input, options)?,
+        };
         let style = Style {
             color: !self.args.json && crate::use_color(),
         };
         match self.mode {
             Mode::Plan => self.print_plan(&prepared, host, style, out),
             Mode::Apply => {
-                if !self.approved(&prepared, input, style, out)? {
+                if !self.approved(&prepared, style, out)? {
                     return Ok(Ending {
                         cancelled: true,
                         ..Ending::default()
@@ -84,12 +97,11 @@ impl Run<'_> {
     fn approved(
         &self,
         prepared: &Prepared,
-        input: &Input,
         style: Style,
         mut out: &mut dyn Write,
     ) -> anyhow::Result<bool> {
         let removals = confirm::removals(&prepared.catalog, &prepared.plan);
-        if removals == 0 || !confirm::asks(self.args, input) {
+        if removals == 0 || !confirm::asks(self.args, prepared.input()) {
             return Ok(true);
         }
         render::forgotten(&mut out, &prepared.forget, "is")?;

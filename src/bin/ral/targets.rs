@@ -14,7 +14,7 @@ use ral::remote::Destination;
 
 use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
-use crate::one_run::Run;
+use crate::one_run::{Given, Run};
 use crate::remote::{self, Fleet, Rollout};
 
 pub fn execute(
@@ -68,7 +68,7 @@ pub fn execute(
         }
         let root = target.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let store_at = target_store::store_at(&state_dir, &destination, &root);
-        run.converge(input, host, &registry, &store_at, out)
+        run.converge(Given::Shared(input), host, &registry, &store_at, out)
     });
     let command = format!("ral {}", converge_args::mode_name(mode));
     remote::report(&runs, args.json, args.quiet, &command)?;

@@ -3,7 +3,8 @@
 //! ARG...`), with every argument quoted by [`quote_word`], so no value can
 //! run anything there. The scripts themselves need only a POSIX `sh` and
 //! the standard utilities (`find`, `id`, `mkdir`, `mv`, `rm`, `sleep`,
-//! `kill`, `env`, `cat`, `sed`, `sort`, `sha256sum`).
+//! `kill`, `env`, `cat`, `cmp`, `sed`, `sort`, `sha256sum`; GNU `find -printf`
+//! where there is one, see [`LISTING`]).
 //!
 //! - [`session`]: the command of the connection's master: makes sure the
 //!   private cache directory (`~/.cache/ral`, 0700, ours, not a link)
@@ -81,7 +82,7 @@ intact() {
   why=
   if [ -L "$b" ]; then why="$b is a symbolic link"; return 1; fi
   [ -d "$b" ] && [ -f "$b/.complete" ] || return 1
-  odd=$(cd "$b" && find . -path './.upload-*' -prune -o \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w -o ! -user "$(id -u)" ! -path '*/__pycache__*' \) -print | head -n 1)
+  odd=$(cd "$b" && find . -path './.upload-*' -prune -o \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w -o ! -user "$(id -u)" ! -name __pycache__ ! -path '*/__pycache__/*' \) -print | head -n 1)
   if [ -n "$odd" ]; then why="$b/${odd#./} is a link, not a plain file of ours, or writable by others"; return 1; fi
   have=$(cd "$b" && find . \( -path './.upload-*' -o -name __pycache__ \) -prune -o -type f ! -name .complete ! -path ./.checked -print | sed 's|^\./||' | LC_ALL=C sort)
   want=$(printf '%s\n' "$2" | sed 's/^[0-9a-f]*  //' | LC_ALL=C sort)
@@ -103,7 +104,7 @@ intact() {
 /// it); `__pycache__` (see [`INTACT`]) only shows what would make the copy
 /// unusable.
 const LISTING: &str = r#"listing() {
-  [ ! -L "$b" ] && cd "$b" 2>/dev/null && find . -name . -printf '%y %U %m %i %p\n' -o -path ./.checked -o -path './.upload-*' -prune -o -path '*/__pycache__*' \( \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w \) -printf 'odd %p\n' -o -true \) -o -printf '%y %U %m %i %s %T@ %C@ %p\n' 2>/dev/null
+  [ ! -L "$b" ] && cd "$b" 2>/dev/null && find . -name . -printf '%y %U %m %i %p\n' -o -path ./.checked -o -path './.upload-*' -prune -o \( -name __pycache__ -o -path '*/__pycache__/*' \) \( \( -type l -o ! -type f ! -type d -o -perm -g+w -o -perm -o+w \) -printf 'odd %p\n' -o -true \) -o -printf '%y %U %m %i %s %T@ %C@ %p\n' 2>/dev/null
 }
 # Records the copy as intact, with the listing taken before the check.
 record() {
@@ -125,14 +126,10 @@ record() {
 /// reading its files again.
 const SESSION: &str = r#"echo "ral-session $$"
 now=$(listing) || now=
-saved=
-if [ -n "$now" ] && [ -f "$b/.checked" ] && [ ! -L "$b/.checked" ]; then
-  while IFS= read -r line; do saved="$saved$line
-"; done <"$b/.checked"
-fi
-if [ -n "$now" ] && [ "$saved" = "$1
-$now
-" ]; then
+# cmp stops at the first difference: a record of any size costs no more
+# than the listing.
+if [ -n "$now" ] && [ -f "$b/.checked" ] && [ ! -L "$b/.checked" ] &&
+  printf '%s\n%s\n' "$1" "$now" | cmp -s - "$b/.checked"; then
   echo "ral-bundle have $b"
 elif intact "$@"; then
   record "$1"

@@ -552,29 +552,42 @@ impl Session {
             .map_err(|e| said(Error::io("creating a temporary file for ssh's errors", e)))?;
         let command = script::session(self.bundle.digest(), self.bundle.manifest());
         let label = format!("{}: ssh", self.target.name);
+        let ssh = |options: &[&str], stderr| {
+            let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
+            for option in options {
+                args.extend(["-o".into(), OsString::from(option)]);
+            }
+            args.extend(["--".into(), self.target.destination.clone().into()]);
+            args.push(OsString::from(&command));
+            Daemon::start(&label, &self.program, &args, self.env.vars(), stderr).map_err(said)
+        };
         let mut holder = match via {
             // Asked directly on the master's socket, as ssh would ask it,
             // without starting ssh.
-            Via::KeptMaster => mux::open_session(&self.control, &command, &stderr, self.timeout)
-                .map_err(|e| {
-                    Failed::Silent(
-                        self.error(format!("the kept connection did not open a session: {e}")),
-                    )
-                })
-                .and_then(|opened| {
-                    Daemon::attach(&label, opened.stdin, opened.stdout, opened.control)
-                        .map_err(said)
-                })?,
-            Via::OwnMaster => {
-                let mut args: Vec<OsString> = self.base_args.iter().map(OsString::from).collect();
-                for option in ["ControlMaster=yes", "ControlPersist=no"] {
-                    args.extend(["-o".into(), OsString::from(option)]);
+            Via::KeptMaster => {
+                match mux::open_session(&self.control, &command, &stderr, self.timeout) {
+                    Ok(opened) => {
+                        Daemon::attach(&label, opened.stdin, opened.stdout, opened.control)
+                            .map_err(said)?
+                    }
+                    // A master that answers but takes no more sessions (the
+                    // target's MaxSessions, shared with other runs) is not at
+                    // fault: ssh then logs in on its own, as it always did.
+                    Err(mux::OpenError::Refused(why)) => {
+                        log::debug!(
+                            "{}: the kept connection refused a session ({why}); ssh opens one",
+                            self.target.name
+                        );
+                        ssh(&["ControlMaster=no"], stderr)?
+                    }
+                    Err(mux::OpenError::Failed(e)) => {
+                        return Err(Failed::Silent(
+                            self.error(format!("the kept connection did not open a session: {e}")),
+                        ))
+                    }
                 }
-                args.extend(["--".into(), self.target.destination.clone().into()]);
-                args.push(command.into());
-                Daemon::start(&label, &self.program, &args, self.env.vars(), stderr)
-                    .map_err(said)?
             }
+            Via::OwnMaster => ssh(&["ControlMaster=yes", "ControlPersist=no"], stderr)?,
         };
         let until = std::time::Instant::now() + self.timeout;
         let mut lines = Vec::new();

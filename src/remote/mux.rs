@@ -48,6 +48,31 @@ pub fn master_alive(socket: &Path, limit: Duration) -> Option<u32> {
     }
 }
 
+/// Why a session was not opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The master answered no, with its reason (it takes no more sessions,
+    /// or the target refused one).
+    Refused(String),
+    /// No master, a master that did not answer, or not as it should.
+    Failed(std::io::Error),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Refused(why) => write!(f, "the master refused the session: {why}"),
+            OpenError::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<std::io::Error> for OpenError {
+    fn from(e: std::io::Error) -> OpenError {
+        OpenError::Failed(e)
+    }
+}
+
 /// A session the master runs for this process.
 pub struct MuxSession {
     /// Held until the session is over: closing it ends the session.
@@ -67,7 +92,7 @@ pub fn open_session(
     command: &str,
     stderr: &File,
     limit: Duration,
-) -> std::io::Result<MuxSession> {
+) -> Result<MuxSession, OpenError> {
     let mut control = connect(socket, limit)?;
     let mut request = Message::words(&[NEW_SESSION, REQUEST]);
     request.string(b""); // reserved
@@ -91,20 +116,20 @@ pub fn open_session(
     // The master holds its own copies now.
     drop((stdin_read, stdout_write));
     let reply = receive(&mut control)
-        .ok_or_else(|| std::io::Error::other("the master closed the session request"))?;
+        .ok_or_else(|| std::io::Error::other("the master gave no answer to the session request"))?;
     match words(&reply, 2).as_deref() {
         Some([SESSION_OPENED, REQUEST]) => Ok(MuxSession {
             control,
             stdin,
             stdout,
         }),
-        Some([PERMISSION_DENIED | FAILURE, REQUEST]) => Err(std::io::Error::other(format!(
-            "the master refused the session: {}",
-            string_at(&reply, 8).unwrap_or_default()
-        ))),
+        Some([PERMISSION_DENIED | FAILURE, REQUEST]) => {
+            Err(OpenError::Refused(string_at(&reply, 8).unwrap_or_default()))
+        }
         _ => Err(std::io::Error::other(
             "the master gave an unexpected answer to the session request",
-        )),
+        )
+        .into()),
     }
 }
 
@@ -352,7 +377,10 @@ mod tests {
         stderr_read.read_to_string(&mut said).unwrap();
         assert_eq!(said, "a warning\n");
         let refused = open_session(&socket, "x", &stderr, limit).err().unwrap();
-        assert!(refused.to_string().contains("not today"), "{refused}");
+        assert!(
+            matches!(&refused, OpenError::Refused(why) if why == "not today"),
+            "{refused}"
+        );
         master.join().unwrap();
     }
 }

@@ -38,6 +38,8 @@ pub fn tests() -> Vec<Test> {
         a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target,
         two_inventory_entries_of_one_machine_keep_a_master_each,
         an_interrupt_of_a_run_through_a_kept_connection_ends_its_provider_and_keeps_the_master,
+        a_kept_master_that_takes_no_more_sessions_is_left_to_the_run_using_it,
+        a_copied_file_named_like_pythons_cache_is_checked_as_any_other,
     ]]
     .concat()
 }
@@ -924,6 +926,50 @@ fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
     again(&fleet, "d0/etc_hosts.prov differs from the file sent");
 }
 
+fn a_copied_file_named_like_pythons_cache_is_checked_as_any_other() {
+    let fleet = Fleet::new(&["t1"], false);
+    // A provider of its own directory, which travels with a helper file.
+    let extra = tempfile::tempdir().unwrap();
+    let providers = extra.path().join("providers");
+    std::fs::create_dir(&providers).unwrap();
+    for name in ["envdump.prov", "envdump.yaml"] {
+        let from = fixtures_dir().join("providers").join(name);
+        std::fs::copy(from, providers.join(name)).unwrap();
+    }
+    std::fs::write(providers.join("__pycache__notes.sh"), "echo sent\n").unwrap();
+    let dir = extra.path().to_str().unwrap();
+    let args = ["-I", dir, "-l", "info", "envdump"];
+    fleet.ralsh(&args).expect(0).stderr_has("t1: copied ");
+    let cache = fleet.sshd.home().join(".cache/ral");
+    let bundle = std::fs::read_dir(&cache)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let copy = (0..4)
+        .map(|n| bundle.join(format!("d{n}/__pycache__notes.sh")))
+        .find(|path| path.exists())
+        .expect("the file travels with its directory");
+    // Changed in place after the copy was recorded intact: not Python's
+    // cache, whose name is __pycache__ exactly, so it is checked.
+    assert!(bundle.join(".checked").exists());
+    std::fs::write(&copy, "echo SENT\n").unwrap();
+    fleet
+        .ralsh(&args)
+        .expect(0)
+        .stderr_has("__pycache__notes.sh differs from the file sent")
+        .stderr_has("t1: copied ");
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "echo sent\n");
+
+    // A record of any size is compared only as far as it can match: one
+    // of twenty megabytes is just not the copy's, and the run goes on.
+    let record = bundle.join(".checked");
+    std::fs::write(&record, "d 0 700 1 .\n".repeat(2 << 20)).unwrap();
+    fleet.ralsh(&args).expect(0);
+    assert!(std::fs::metadata(&record).unwrap().len() < 64 << 10);
+}
+
 /// A `sensitive_in: env` provider on a target gets its secret, quotes,
 /// newlines and `$(...)` unchanged, in its environment, and no command
 /// line on the machine (ralsh's, ssh's, sshd's shell's, the wrapper's,
@@ -1218,6 +1264,59 @@ fn a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target() {
     assert_eq!(fleet.masters(), masters);
     fleet.connections(&["close"]).expect(0);
     assert_gone(master, &fleet.kept_dir().display().to_string());
+}
+
+fn a_kept_master_that_takes_no_more_sessions_is_left_to_the_run_using_it() {
+    // Two sessions per connection: a run's own and its call's.
+    let fleet = Fleet::with_sshd(
+        Sshd::start_configured("", "MaxSessions 2\n"),
+        &["t1"],
+        false,
+    );
+    run(fleet.warm("60").args(["host", "localhost"])).expect(0);
+    let masters = fleet.masters();
+    assert_eq!(masters.len(), 1);
+    // A run whose provider hangs holds both of the master's sessions.
+    let held = fleet.root("t1").join("held");
+    assert!(Command::new("mkfifo")
+        .arg(&held)
+        .status()
+        .unwrap()
+        .success());
+    let mut busy = fleet
+        .warm("60")
+        .args(["--timeout", "120", "-I"])
+        .arg(fixtures_dir())
+        .arg("hang")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut fifo = crate::support::open_fifo(&held, false);
+    let mut said = [0u8; 8];
+    use std::io::Read;
+    fifo.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"started\n");
+    // Refused a session, the next run logs in on its own, as ssh does,
+    // and leaves the master, and the run on it, as they are.
+    let other = run(fleet.warm("60").args(["-l", "debug", "host", "localhost"]));
+    other
+        .expect(0)
+        .stderr_has("t1: the kept connection refused a session");
+    assert!(
+        !other.stderr.contains("opening a new one"),
+        "{}",
+        other.stderr
+    );
+    assert!(
+        busy.try_wait().unwrap().is_none(),
+        "the busy run still runs"
+    );
+    assert_eq!(fleet.masters(), masters, "the same master");
+    // SAFETY: kill with plain integers, to the run this test started.
+    unsafe { libc::kill(busy.id() as i32, libc::SIGINT) };
+    busy.wait().unwrap();
+    fleet.connections(&["close"]).expect(0);
 }
 
 fn two_inventory_entries_of_one_machine_keep_a_master_each() {

@@ -47,6 +47,12 @@ impl Sshd {
     /// [`Sshd::start`] with more variables for the sessions, as
     /// ` NAME=VALUE` words (`DIR` stands for the server's directory).
     pub fn start_with(session_env: &str) -> Sshd {
+        Sshd::start_configured(session_env, "")
+    }
+
+    /// [`Sshd::start_with`], with `more` lines of configuration (each
+    /// ending with a newline).
+    pub fn start_configured(session_env: &str, more: &str) -> Sshd {
         assert!(
             Path::new(SSHD).exists(),
             "the remote tests need {SSHD} (Debian's openssh-server; .ci/run installs it)"
@@ -75,7 +81,7 @@ impl Sshd {
                      PidFile none\nAuthorizedKeysFile {dir}/authorized_keys\nStrictModes no\n\
                      PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
                      PermitRootLogin prohibit-password\n\
-                     SetEnv HOME={dir}/home{env}\nLogLevel DEBUG\n",
+                     SetEnv HOME={dir}/home{env}\nLogLevel DEBUG\n{more}",
                     dir = d.display(),
                     env = session_env.replace("DIR", &d.display().to_string()),
                 ),

@@ -1142,6 +1142,13 @@ fn a_run_within_the_persist_time_reuses_the_connection_until_it_is_closed() {
     let t2_now = replaced.iter().find(|(t, _)| t == "t2").unwrap().1;
     assert_ne!(t2_now, t2_master);
 
+    // A name that matches nothing closes nothing, and says so.
+    let typo = fleet.connections(&["close", "t9"]);
+    typo.expect(1)
+        .stderr_has("t9: no kept connection has that target or destination");
+    assert_eq!(typo.stdout, "");
+    assert_eq!(fleet.masters().len(), 2);
+
     // Closing one target's leaves the other's.
     let closed = fleet.connections(&["close", "t1"]);
     closed.expect(0).stdout_has("closed t1 (t1)");

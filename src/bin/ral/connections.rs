@@ -103,19 +103,28 @@ fn try_run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
+            let mut unknown = false;
             for target in targets {
                 let named =
                     |kept: &&Kept| kept.info.target == *target || kept.info.destination == *target;
                 if !chosen.iter().any(named) {
-                    eprintln!("ral: {}: no kept connection", escape(target));
+                    eprintln!(
+                        "ral: error: {}: no kept connection has that target or destination",
+                        escape(target)
+                    );
+                    unknown = true;
                 }
             }
             if args.json {
                 println!("{}", json!({ "closed": closed }));
-            } else if closed.is_empty() {
+            } else if closed.is_empty() && targets.is_empty() {
                 println!("no kept connections to close");
             }
-            Ok(ExitCode::SUCCESS)
+            // A name that matched nothing may be a typo: the caller learns.
+            Ok(match unknown {
+                true => ExitCode::FAILURE,
+                false => ExitCode::SUCCESS,
+            })
         }
     }
 }

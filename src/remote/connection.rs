@@ -509,7 +509,10 @@ impl Session {
     /// check` asks, without starting ssh: see `kept::master_alive`).
     fn master_answers(&self) -> bool {
         let pid = mux::master_alive(&self.control, self.timeout);
-        log::debug!("{}: kept master {pid:?}", self.target.name);
+        match pid {
+            Some(pid) => log::debug!("{}: the kept master {pid} answers", self.target.name),
+            None => log::debug!("{}: no kept master answers", self.target.name),
+        }
         pid.is_some()
     }
 

@@ -203,6 +203,18 @@ impl Fleet {
         run(self.command().arg("-i").arg(&self.inventory).args(args))
     }
 
+    /// The directory of the one copy of the providers on the targets
+    /// (they share the server's HOME).
+    fn copy_on_target(&self) -> PathBuf {
+        let cache = self.sshd.home().join(".cache/ral");
+        let mut copies = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path());
+        let copy = copies.next().expect("a copy of the providers");
+        assert!(copies.next().is_none(), "one copy in {}", cache.display());
+        copy
+    }
+
     /// No ssh of this controller is left running: every master was
     /// closed. (Its control sockets are in the controller's TMPDIR, which
     /// every ssh it starts names on its command line.)
@@ -838,13 +850,7 @@ fn a_changed_copy_of_the_providers_is_replaced_and_a_link_is_never_followed() {
         .ralsh(&["-l", "info", "host"])
         .expect(0)
         .stderr_has("t1: copied ");
-    let cache = fleet.sshd.home().join(".cache/ral");
-    let bundle = std::fs::read_dir(&cache)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let bundle = fleet.copy_on_target();
     let provider = bundle.join("d0/etc_hosts.prov");
     let sent = std::fs::read(&provider).unwrap();
     // The provider, changed, would leave a mark in the root.
@@ -940,13 +946,7 @@ fn a_copied_file_named_like_pythons_cache_is_checked_as_any_other() {
     let dir = extra.path().to_str().unwrap();
     let args = ["-I", dir, "-l", "info", "envdump"];
     fleet.ralsh(&args).expect(0).stderr_has("t1: copied ");
-    let cache = fleet.sshd.home().join(".cache/ral");
-    let bundle = std::fs::read_dir(&cache)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let bundle = fleet.copy_on_target();
     let copy = (0..4)
         .map(|n| bundle.join(format!("d{n}/__pycache__notes.sh")))
         .find(|path| path.exists())

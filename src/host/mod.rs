@@ -246,11 +246,14 @@ impl Runner for Host {
         idle: &mut process::Idle,
     ) -> Result<process::Finished> {
         let action = invocation.action;
-        log::debug!(
-            "{label}: running {} {}",
-            program.display(),
-            escape(&invocation.shown.join(" "))
-        );
+        // On a target, what runs there is named once it is known.
+        if self.config.remote.is_none() {
+            log::debug!(
+                "{label}: running {} {}",
+                program.display(),
+                escape(&invocation.shown.join(" "))
+            );
+        }
         // On a target, ssh is the program: it runs the provider's copy
         // there through the watchdog of `script::provider`, with the
         // environment made for the target; the target's time limit comes
@@ -364,6 +367,7 @@ impl Host {
             .and_then(|_| Some((program.parent()?, program.file_stem()?.to_str()?)))
             .filter(|(_, name)| crate::native::find(name).is_some())
             .and_then(|(dir, name)| Some((session.native_program(dir)?, name)));
+        let native_name = native.as_ref().map(|(_, name)| format!(" {name}"));
         let (remote_program, args) = match native {
             Some((native_program, name)) => {
                 let mut args = vec![name.to_owned()];
@@ -382,6 +386,13 @@ impl Host {
                 invocation.args.clone(),
             ),
         };
+        log::debug!(
+            "{}: {label}: running {}{} {} there",
+            session.target.name,
+            escape(&remote_program),
+            native_name.unwrap_or_default(),
+            escape(&invocation.shown.join(" "))
+        );
         let limit = self.config.timeout.as_secs_f64().ceil() as u64;
         // With variables for the call, a shell there reads them on stdin
         // and runs the provider with them exported.

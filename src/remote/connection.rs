@@ -451,7 +451,7 @@ impl Session {
     pub fn close(&self) {
         let holder = self.holder.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(mut holder) = holder {
-            log::debug!("{}: closing the connection", self.target.name);
+            log::debug!("{}: ending the run's session there", self.target.name);
             holder.end(CLOSE_GRACE);
         }
     }

@@ -522,13 +522,7 @@ impl Session {
     fn start_kept_master(&self, persist: Duration) -> Result<()> {
         let persist = format!("ControlPersist={}", kept::persist_seconds(persist));
         let options = ["-o", "ControlMaster=yes", "-o", &persist, "-N"];
-        let (ended, _, stderr) = self.ssh(&options, None, None, true).map_err(|e| match e {
-            Error::Timeout { limit, .. } => self.error(format!(
-                "no answer within {}s; is it reachable?",
-                limit.as_secs()
-            )),
-            other => other,
-        })?;
+        let (ended, _, stderr) = self.ssh(&options, None, None, true)?;
         if !ended.success() {
             return Err(self.error(said_error(&stderr, &ended.status.to_string())));
         }
@@ -599,10 +593,7 @@ impl Session {
                 Ok(Some(line)) => line,
                 Ok(None) => break None,
                 Err(Error::Timeout { .. }) => {
-                    return Err(Failed::Silent(self.error(format!(
-                        "no answer within {}s; is it reachable?",
-                        self.timeout.as_secs()
-                    ))))
+                    return Err(Failed::Silent(self.no_answer(self.timeout)))
                 }
                 Err(e) => return Err(said(e)),
             };
@@ -678,7 +669,18 @@ impl Session {
             timeout: self.timeout,
             release,
         };
-        run_collecting(&call)
+        run_collecting(&call).map_err(|e| match e {
+            Error::Timeout { limit, .. } => self.no_answer(limit),
+            other => other,
+        })
+    }
+
+    /// The error of a target that did not answer within `limit`.
+    fn no_answer(&self, limit: Duration) -> Error {
+        self.error(format!(
+            "no answer within {}s; is it reachable?",
+            limit.as_secs()
+        ))
     }
 
     /// An upload through the master: its stdout lines, or the error its
@@ -689,15 +691,7 @@ impl Session {
         command: String,
         stdin: Option<&[u8]>,
     ) -> Result<Vec<String>> {
-        let (ended, stdout, stderr) =
-            self.ssh(options, Some(command), stdin, false)
-                .map_err(|e| match e {
-                    Error::Timeout { limit, .. } => self.error(format!(
-                        "no answer within {}s; is it reachable?",
-                        limit.as_secs()
-                    )),
-                    other => other,
-                })?;
+        let (ended, stdout, stderr) = self.ssh(options, Some(command), stdin, false)?;
         if !ended.success() {
             let said = stderr
                 .iter()

@@ -126,16 +126,21 @@ pub fn python_str(value: &serde_json::Value) -> String {
 /// The separators of Python's `json.dumps`.
 struct PythonStyle;
 
+/// `", "` before every item of an array or object but the first.
+fn item_separator<W: ?Sized + std::io::Write>(writer: &mut W, first: bool) -> std::io::Result<()> {
+    match first {
+        true => Ok(()),
+        false => writer.write_all(b", "),
+    }
+}
+
 impl serde_json::ser::Formatter for PythonStyle {
     fn begin_array_value<W: ?Sized + std::io::Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        match first {
-            true => Ok(()),
-            false => writer.write_all(b", "),
-        }
+        item_separator(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
@@ -143,10 +148,7 @@ impl serde_json::ser::Formatter for PythonStyle {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        match first {
-            true => Ok(()),
-            false => writer.write_all(b", "),
-        }
+        item_separator(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(

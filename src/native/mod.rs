@@ -40,19 +40,28 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 
 /// The program that serves the native providers elsewhere: `ral-provider`
 /// beside the running binary (where `cargo install` and the build put
-/// it).
+/// it). Looked for once per process: every host of a run (one per
+/// target) asks.
 pub fn program() -> crate::error::Result<std::path::PathBuf> {
-    let exe = std::env::current_exe()
-        .map_err(|e| crate::error::Error::io("finding the running program", e))?;
-    let program = exe.with_file_name("ral-provider");
-    match program.is_file() {
-        true => Ok(program),
-        false => Err(crate::error::Error::io(
-            format!(
-                "finding ral's native providers' program, which runs them on targets, at {}",
-                program.display()
-            ),
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        )),
-    }
+    static FOUND: std::sync::OnceLock<Result<std::path::PathBuf, (String, std::io::ErrorKind)>> =
+        std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let exe = std::env::current_exe()
+                .map_err(|e| ("finding the running program".to_owned(), e.kind()))?;
+            let program = exe.with_file_name("ral-provider");
+            match program.is_file() {
+                true => Ok(program),
+                false => Err((
+                    format!(
+                        "finding ral's native providers' program, which runs them on targets, \
+                         at {}",
+                        program.display()
+                    ),
+                    std::io::ErrorKind::NotFound,
+                )),
+            }
+        })
+        .clone()
+        .map_err(|(context, kind)| crate::error::Error::io(context, std::io::Error::from(kind)))
 }

@@ -33,15 +33,65 @@ pub fn properties(provider: &Provider, request: &Request, key: &StoreKey) -> Map
                 .is_none_or(|a| a.kind != crate::metadata::Kind::Refresh)
         })
         .map(|(attr, value)| {
-            let sensitive = provider.attribute(attr).is_some_and(|a| a.sensitive);
-            let kept = if sensitive {
-                kept_value(provider, &request.name, attr, value, key)
-            } else {
-                Json::from(value)
-            };
-            (attr.clone(), kept)
+            (
+                attr.clone(),
+                kept(provider, &request.name, attr, value, key),
+            )
         })
         .collect()
+}
+
+/// How the store keeps one value of `attr`: as JSON, or as
+/// [`kept_value`] when it is kept keyed.
+fn kept(provider: &Provider, name: &str, attr: &str, value: &Value, key: &StoreKey) -> Json {
+    match provider.attribute(attr).is_some_and(|a| a.sensitive) {
+        true => kept_value(provider, name, attr, value, key),
+        false => Json::from(value),
+    }
+}
+
+/// What the store says ral last applied to each resource it keeps.
+pub struct Applied<'s> {
+    by_key: HashMap<(String, &'s str), &'s StoredItem>,
+    key: &'s StoreKey,
+}
+
+impl<'s> Applied<'s> {
+    pub fn new(stored: &'s [StoredItem], key: &'s StoreKey) -> Applied<'s> {
+        Applied {
+            by_key: stored
+                .iter()
+                .map(|item| ((item.provider.clone(), item.name.as_str()), item))
+                .collect(),
+            key,
+        }
+    }
+
+    fn item(&self, provider: &Provider, name: &str) -> Option<&'s StoredItem> {
+        self.by_key.get(&(provider.qualified_name(), name)).copied()
+    }
+
+    /// Whether a transition of an existing resource sets only write-only
+    /// parameters, each to the value ral last applied to it: those are
+    /// never read back, so only the store can tell that they are as
+    /// asked, and such a transition has nothing to do (`managehome`
+    /// after the user was made with it).
+    pub fn settles(&self, provider: &Provider, transition: &crate::update::Transition) -> bool {
+        let Some(item) = self.item(provider, &transition.name) else {
+            return false;
+        };
+        let exists = transition.found && !transition.state.is_absent();
+        exists
+            && item.state == ItemState::Applied
+            && !item.undetermined
+            && transition.should.iter().all(|(attr, value)| {
+                provider
+                    .attribute(attr)
+                    .is_some_and(|a| a.kind == crate::metadata::Kind::Write)
+                    && item.properties.get(attr)
+                        == Some(&kept(provider, &transition.name, attr, value, self.key))
+            })
+    }
 }
 
 /// How the store keeps one sensitive value: `{"hmac": HEX}`.
@@ -313,16 +363,7 @@ pub fn state_before(stored: Option<&StoredItem>, properties: &Map<String, Json>)
 
 /// Marks the tasks of items the store says were applied as the manifest
 /// says: the system drifted from what ral applied.
-pub fn mark_drifted(
-    catalog: &Catalog,
-    plan: &mut super::plan::Plan,
-    stored: &[StoredItem],
-    key: &StoreKey,
-) {
-    let by_key: HashMap<(String, &str), &StoredItem> = stored
-        .iter()
-        .map(|item| ((item.provider.clone(), item.name.as_str()), item))
-        .collect();
+pub fn mark_drifted(catalog: &Catalog, plan: &mut super::plan::Plan, applied: &Applied) {
     // A refresh is planned for a change elsewhere, never for drift.
     for task in plan
         .tasks
@@ -330,10 +371,10 @@ pub fn mark_drifted(
         .filter(|t| t.action != super::plan::Action::Refresh)
     {
         let item = &catalog.items[task.item];
-        let Some(before) = by_key.get(&(item.provider.qualified_name(), item.name())) else {
+        let Some(before) = applied.item(item.provider, item.name()) else {
             continue;
         };
-        let now = properties(item.provider, &item.request, key);
+        let now = properties(item.provider, &item.request, applied.key);
         task.drifted = state_before(Some(before), &now) == ItemState::Applied;
     }
 }
@@ -583,7 +624,8 @@ mod tests {
             .properties
             .insert("value".to_owned(), Json::from("old"));
         let key = StoreKey::from_bytes([7; 32]);
-        mark_drifted(&listed, &mut plan, &[stored("same", true), other], &key);
+        let stored = [stored("same", true), other];
+        mark_drifted(&listed, &mut plan, &Applied::new(&stored, &key));
         let drifted: Vec<bool> = plan.tasks.iter().map(|t| t.drifted).collect();
         assert_eq!(drifted, [true, false, false]);
     }

@@ -277,15 +277,19 @@ pub enum Keep {
 /// The plan for the states `found` (one per catalog item), which move
 /// into its tasks: what [`plan_with_id`] makes of what it reads.
 pub fn plan_from(catalog: &Catalog, found: Vec<Observed>, id: String) -> Result<Plan, Error> {
-    plan_keeping(catalog, found, id, Keep::Transitions)
+    plan_keeping(catalog, found, id, Keep::Transitions, None)
 }
 
-/// [`plan_from`], its tasks keeping what `keep` says.
+/// [`plan_from`], its tasks keeping what `keep` says; with `applied`
+/// (what the state store says ral last applied), a resource whose only
+/// difference is write-only parameters ral already applied so is
+/// unchanged.
 pub fn plan_keeping(
     catalog: &Catalog,
     mut found: Vec<Observed>,
     id: String,
     keep: Keep,
+    applied: Option<&super::lifecycle::Applied>,
 ) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
     // At most one task per item, but for refreshes: sized once, a plan of
@@ -359,6 +363,9 @@ pub fn plan_keeping(
                         None
                     }
                     Ok(transition) if transition.should.is_empty() => None,
+                    Ok(transition) if applied.is_some_and(|a| a.settles(provider, &transition)) => {
+                        None
+                    }
                     Ok(transition) => {
                         if !provider.meta.supports(provider.meta.update_action()) {
                             problems.push(item.origin.problem(format!(

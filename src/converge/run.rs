@@ -503,9 +503,10 @@ fn plan_anew(
     keep: plan::Keep,
 ) -> Result<Plan, Error> {
     let found = plan::read_states(host, catalog, jobs);
-    let mut plan = plan::plan_keeping(catalog, found, id, keep)?;
-    if let Some((stored, key)) = drift {
-        lifecycle::mark_drifted(catalog, &mut plan, stored, key);
+    let applied = drift.map(|(stored, key)| lifecycle::Applied::new(stored, key));
+    let mut plan = plan::plan_keeping(catalog, found, id, keep, applied.as_ref())?;
+    if let Some(applied) = &applied {
+        lifecycle::mark_drifted(catalog, &mut plan, applied);
     }
     Ok(plan)
 }

@@ -4,6 +4,7 @@
 //! users, files, hosts entries and mounts sets a file's owner, which takes
 //! root: it is in tests/needs/as_root.rs.)
 
+use crate::plans::Bench;
 use crate::support::{run, Sandbox};
 
 /// The listing of other types is covered by tests/ralsh/manifest.rs; a
@@ -77,4 +78,36 @@ fn an_array_of_names_orders_a_resource_after_each_and_problems_are_on_their_own_
             "wrong.yaml:4: host[web]: require host[nosuch]: no such resource in the manifest",
         )
         .stderr_has("wrong.yaml:7: host[db]: unknown attribute 'aliases'");
+}
+
+/// A write-only parameter is never read back: the store says what ral
+/// applied (`managehome: true` settled for ever before).
+#[test]
+fn write_only_parameters_ral_applied_are_settled() {
+    let bench = Bench::new();
+    bench
+        .sandbox
+        .write("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    bench.sandbox.write("etc/group", "root:x:0:\n");
+    bench.sandbox.write("etc/shadow", "root:*:1::::::\n");
+    bench.sandbox.write("home/.keep", "");
+    let m = bench.manifest(
+        "m.yaml",
+        "user:\n  shop: {managehome: true, home: /home/shop}\n",
+    );
+    bench.ral("apply", &[&m]).expect(0);
+    assert!(bench.sandbox.root().join("home/shop").is_dir());
+    bench
+        .ral("plan", &["--detailed-exitcodes", &m])
+        .expect(0)
+        .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 1 unchanged.");
+    // Another value than the one applied is a change, passed on.
+    let m = bench.manifest(
+        "m2.yaml",
+        "user:\n  shop: {managehome: false, home: /home/shop}\n",
+    );
+    bench
+        .ral("plan", &["--detailed-exitcodes", &m])
+        .expect(2)
+        .stdout_has("managehome: (none) -> false");
 }

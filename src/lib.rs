@@ -55,6 +55,7 @@ pub mod suggest;
 pub mod text;
 pub mod types;
 pub mod update;
+pub mod withheld;
 pub mod yaml_doc;
 pub mod yaml_stream;
 

@@ -210,9 +210,25 @@ pub struct Attribute {
     /// The type whose resources the value names (a string, or each element
     /// of an array): a plan orders a resource after the ones it names.
     pub refers_to: Option<String>,
+    /// The read-only attribute that reports this one's digest
+    /// (`sha256:HEX` of its text): a value the provider does not report
+    /// (too large, or private) is compared through it, and a value too
+    /// large to show is shown as it (see the `withheld` module).
+    pub digest: Option<String>,
+    /// The attribute holding the resource's permission bits (four octal
+    /// digits): when they give others no read permission, this value is
+    /// private, shown only as its digest (needs `digest`).
+    pub private_by: Option<String>,
 }
 
 impl Attribute {
+    /// Whether the state store and saved plans keep its values only as
+    /// keyed digests: a sensitive one, and one shown as its digest (a
+    /// file's content, which may be private or large).
+    pub fn kept_keyed(&self) -> bool {
+        self.sensitive || self.digest.is_some()
+    }
+
     /// The value as messages show it: quoted, or redacted when sensitive.
     pub fn show(&self, value: &Value) -> String {
         if self.sensitive {
@@ -455,6 +471,10 @@ pub(crate) struct RawAttribute {
     sensitive: bool,
     #[serde(default, deserialize_with = "optional_text")]
     refers_to: Option<String>,
+    #[serde(default, deserialize_with = "optional_text")]
+    digest: Option<String>,
+    #[serde(default, deserialize_with = "optional_text")]
+    private_by: Option<String>,
 }
 
 /// True for names a shell or Python provider can use as a variable.
@@ -556,6 +576,7 @@ impl RawProvider {
         if !attributes.contains_key("name") {
             return Err("provider.attributes must declare the 'name' attribute".to_owned());
         }
+        check_digests(&attributes)?;
         let sensitive_in = check_sensitive_in(self.sensitive_in.as_deref(), invoke, &attributes)?;
         let names: Vec<&str> = attributes.keys().map(String::as_str).collect();
         let sensitive: Vec<&str> = attributes
@@ -669,8 +690,50 @@ impl RawAttribute {
             default,
             sensitive: self.sensitive,
             refers_to: self.refers_to,
+            digest: self.digest,
+            private_by: self.private_by,
         })
     }
+}
+
+/// Each `digest` names a read-only attribute of the provider, and each
+/// `private_by` another attribute, on an attribute that has a digest to be
+/// shown as.
+fn check_digests(attributes: &AttrMap<Attribute>) -> std::result::Result<(), String> {
+    for attribute in attributes.values() {
+        let path = format!("provider.attributes.{}", attribute.name);
+        if let Some(digest) = &attribute.digest {
+            match attributes.get(digest) {
+                Some(other) if other.kind == Kind::Read && other.name != attribute.name => {}
+                _ => {
+                    return Err(format!(
+                        "{path}.digest: '{digest}' is not another, read-only (kind: r) attribute \
+                         of this provider"
+                    ))
+                }
+            }
+            if attribute.name == "name" || attribute.sensitive {
+                return Err(format!(
+                    "{path}.digest: the name and sensitive attributes are never shown, so they \
+                     have no digest to be shown as"
+                ));
+            }
+        }
+        if let Some(by) = &attribute.private_by {
+            if attribute.digest.is_none() {
+                return Err(format!(
+                    "{path}.private_by: a private value is shown as its digest, and this \
+                     attribute has none (give digest too)"
+                ));
+            }
+            if by == &attribute.name || !attributes.contains_key(by) {
+                return Err(format!(
+                    "{path}.private_by: '{by}' is not another attribute of this provider"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `provider.sensitive_in`, checked against the convention and the

@@ -102,6 +102,8 @@ impl OutputCheck {
             let value = self.declared_value(provider, declared, action, name, key, raw)?;
             resource.attrs.insert(key.to_owned(), value);
         }
+        // A private value never goes further than here.
+        crate::withheld::withhold_read(provider, &mut resource);
         // A plan keeps each state it reads: no room for the keys skipped.
         resource.attrs.shrink_to_fit();
         Ok(resource)

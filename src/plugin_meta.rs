@@ -201,6 +201,8 @@ impl RawItemType {
                 default: None,
                 sensitive: false,
                 refers_to: None,
+                digest: None,
+                private_by: None,
             },
         );
         for (property, mut raw) in self.properties {

@@ -15,6 +15,7 @@ use crate::resource::{Change, Resource};
 use crate::secrets::REDACTED;
 use crate::text::escape;
 use crate::types::{Mismatch, Value, Written};
+use crate::withheld;
 
 /// A checked change request: typed values for declared, settable attributes.
 #[derive(Debug, Clone, PartialEq)]
@@ -320,7 +321,8 @@ impl Transition {
         wanted.retain(|(key, value)| {
             (!exists && key != "ensure")
                 || (state.attrs.get(key) != Some(value)
-                    && !(exists && present_met(key, value, state.attrs.get(key))))
+                    && !(exists && present_met(key, value, state.attrs.get(key)))
+                    && !(exists && withheld::met(provider, key, value, &state)))
         });
         // Kept with every planned task: no room for what was dropped.
         wanted.shrink_to_fit();
@@ -375,9 +377,30 @@ impl Transition {
         self.effect(provider) == Effect::Create
     }
 
-    /// Its changes, each from the value found.
-    pub fn changes(&self) -> Vec<Change> {
-        derived(&self.state, &self.should, &[])
+    /// Its changes, each from the value found, as they are shown: a
+    /// value too large to show or private as its digest.
+    pub fn changes(&self, provider: &Provider) -> Vec<Change> {
+        self.shown(provider, derived(&self.state, &self.should, &[]))
+    }
+
+    /// `changes` of this transition as they are shown (see
+    /// [`crate::withheld`]).
+    pub fn shown(&self, provider: &Provider, changes: Vec<Change>) -> Vec<Change> {
+        let withheld = withheld::withheld(provider, &self.should, &self.state);
+        withheld::shown_changes(provider, changes, &withheld, &self.state, &self.should)
+    }
+
+    /// The resource as it is once `changes` (as [`Self::shown`] gives
+    /// them) are made.
+    pub fn view_after(&self, provider: &Provider, changes: &[Change]) -> Resource {
+        let withheld = withheld::withheld(provider, &self.should, &self.state);
+        withheld::view_after(
+            provider,
+            self.state.clone(),
+            changes,
+            &withheld,
+            &self.should,
+        )
     }
 }
 
@@ -428,7 +451,7 @@ pub fn apply_many(
         );
         pending
             .iter()
-            .map(|plan| Ok(derived(&plan.state, &plan.should, &[])))
+            .map(|plan| Ok(plan.changes(provider)))
             .collect()
     } else {
         let updates: Vec<Update> = pending.iter().map(|plan| plan.as_update()).collect();
@@ -453,7 +476,7 @@ pub fn apply_many(
                 answers.next().expect("one answer per pending plan")?
             };
             Ok(Outcome {
-                resource: plan.state.with_changes(&changes),
+                resource: plan.view_after(provider, &changes),
                 changes,
                 noop,
             })
@@ -489,7 +512,7 @@ pub fn settle(
         }
     }
     check_answer(host, provider, plan, asked, &changes)?;
-    Ok(changes)
+    Ok(plan.shown(provider, changes))
 }
 
 /// Whether `ensure: present` is asked for and met by the `found` value of
@@ -779,7 +802,7 @@ mod tests {
         let plan = Transition::new(&p, &request(&p, &["size=3", "uid=7"]), None).unwrap();
         assert_eq!(plan.state.attrs.len(), 1);
         assert_eq!(plan.state.attrs.capacity(), 1);
-        let changes = plan.changes();
+        let changes = plan.changes(&p);
         assert_eq!(changes.len(), 3, "{changes:?}");
         assert_eq!(changes.capacity(), 3);
     }

@@ -560,6 +560,7 @@ impl Checker<'_> {
             if attribute.kind == Kind::Write
                 || found.attrs.get(key) == Some(value)
                 || update::present_met(key, value, found.attrs.get(key))
+                || crate::withheld::met(provider, key, value, &found)
             {
                 continue;
             }

@@ -867,11 +867,21 @@ fn drift(
     for (key, _) in &transition.should {
         let now = found.and_then(|r| r.attrs.get(key));
         let attribute = provider.attribute(key);
-        if attribute.is_some_and(|a| a.sensitive) {
+        if let Some(attribute) = attribute.filter(|a| a.kept_keyed()) {
             if !planned.secret_unchanged(&transition.name, key, now) {
-                return Some(format!(
-                    "sensitive attribute '{key}' changed since the plan was made"
-                ));
+                let what = match attribute.sensitive {
+                    true => "sensitive attribute",
+                    false => "attribute",
+                };
+                return Some(format!("{what} '{key}' changed since the plan was made"));
+            }
+            // A value not reported (too large, or private) is known by
+            // its digest.
+            if let Some(digest) = &attribute.digest {
+                let then = planned.state.as_ref().and_then(|r| r.attrs.get(digest));
+                if then != found.and_then(|r| r.attrs.get(digest)) {
+                    return Some(format!("attribute '{key}' changed since the plan was made"));
+                }
             }
             continue;
         }

@@ -44,7 +44,7 @@ pub fn properties(provider: &Provider, request: &Request, key: &StoreKey) -> Map
 /// How the store keeps one value of `attr`: as JSON, or as
 /// [`kept_value`] when it is kept keyed.
 fn kept(provider: &Provider, name: &str, attr: &str, value: &Value, key: &StoreKey) -> Json {
-    match provider.attribute(attr).is_some_and(|a| a.sensitive) {
+    match provider.attribute(attr).is_some_and(|a| a.kept_keyed()) {
         true => kept_value(provider, name, attr, value, key),
         false => Json::from(value),
     }

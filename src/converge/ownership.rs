@@ -243,7 +243,7 @@ fn matches(provider: &Provider, intent: &Intent, found: &Resource, key: Option<&
         let Some(value) = value else {
             return false;
         };
-        if attribute.is_some_and(|a| a.sensitive) {
+        if attribute.is_some_and(|a| a.kept_keyed()) {
             return key.is_some_and(|key| {
                 lifecycle::kept_value(provider, &intent.name, attr, value, key) == *asked
             });

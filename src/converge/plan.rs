@@ -493,7 +493,7 @@ fn planned_task(
 ) -> Task {
     let action = action_of(provider, &transition);
     Task {
-        changes: transition.changes(),
+        changes: transition.changes(provider),
         transition: (keep == Keep::Transitions).then(|| Box::new(transition)),
         ..Task::pending(item, action, requires)
     }

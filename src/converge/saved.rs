@@ -193,7 +193,7 @@ fn attrs_out<'a>(
     let qualified = provider.qualified_name();
     attrs
         .map(|(attr, value)| {
-            if provider.attribute(attr).is_some_and(|a| a.sensitive) {
+            if provider.attribute(attr).is_some_and(|a| a.kept_keyed()) {
                 Attr::Secret(SecretAttr {
                     attr: attr.clone(),
                     hmac: secret_digest(key, &qualified, name, attr, value),
@@ -784,12 +784,15 @@ impl SavedPlan {
             self.key.clone(),
             qualified.clone(),
         )));
-        task.transition = Some(Box::new(update::Transition {
+        let transition = update::Transition {
             name: name.to_owned(),
             found,
             state,
             should,
-        }));
+        };
+        // A value too large or private to show is shown as its digest.
+        task.changes = transition.shown(provider, std::mem::take(&mut task.changes));
+        task.transition = Some(Box::new(transition));
         Ok(task)
     }
 

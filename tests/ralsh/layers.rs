@@ -28,6 +28,7 @@ const LAYERS: &[&str] = &[
     "sdk",
     "native",
     "provider",
+    "withheld",
     "output_check",
     "bundled",
     "metadata_cache",

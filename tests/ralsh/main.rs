@@ -70,3 +70,4 @@ mod terminal;
 mod toolkit;
 mod types;
 mod update;
+mod withheld_content;

@@ -27,6 +27,12 @@ fn file_sandbox() -> Sandbox {
     sandbox
 }
 
+/// `sha256:HEX` of `text`, as the file reports a checksum.
+fn sha256(text: &str) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", ral::text::hex(&sha2::Sha256::digest(text)))
+}
+
 fn mode_of(sandbox: &Sandbox, rel: &str) -> u32 {
     std::fs::symlink_metadata(sandbox.root().join(rel))
         .unwrap()
@@ -53,13 +59,24 @@ fn file_finds_files_directories_and_links() {
         .json();
     let res = &doc["resource"];
     assert_eq!(res["ensure"], "file");
-    assert_eq!(res["content"], "<h1>hello</h1>\n");
+    // Others may not read it (0640): its checksum stands for its content.
+    assert_eq!(res.get("content"), None);
     assert_eq!(
         res["checksum"],
         "sha256:186ea20da38447cf0c59fa62a9dfaea3bdcca431517b83d3a9c00ebc2044e95a"
     );
     assert_eq!(res["mode"], "0640");
     assert_eq!(res["owner"], owner.as_str());
+    std::fs::set_permissions(
+        sandbox.root().join("srv/www/index.html"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let doc = sandbox
+        .ralsh(&["-j", "file", "/srv/www/index.html"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["resource"]["content"], "<h1>hello</h1>\n");
 
     let doc = sandbox
         .ralsh(&["-j", "file", "/srv/www/current"])
@@ -110,7 +127,13 @@ fn file_creates_changes_and_deletes() {
     sandbox
         .ralsh(&["file", "/srv/secret", "content=new"])
         .expect(0)
-        .stdout_has("content: 'top secret\\n' -> 'new'");
+        // Private (0600): shown as checksums only.
+        .stdout_has(&format!(
+            "content: '{}' -> '{}'",
+            sha256("top secret\n"),
+            sha256("new")
+        ))
+        .stdout_lacks("top secret");
     assert_eq!(sandbox.read("srv/secret"), "new");
     assert_ne!(inode(&sandbox), before);
     assert_eq!(mode_of(&sandbox, "srv/secret"), 0o600);

@@ -53,6 +53,16 @@ impl Run {
     }
 
     #[track_caller]
+    pub fn stdout_lacks(&self, needle: &str) -> &Run {
+        assert!(
+            !self.stdout.contains(needle),
+            "stdout holds {needle:?}:\n{}",
+            self.stdout
+        );
+        self
+    }
+
+    #[track_caller]
     pub fn expect(&self, status: i32) -> &Run {
         assert_eq!(
             self.status, status,

@@ -136,7 +136,14 @@ fn describe(call: &Call, place: &Place, users: &IdMap, groups: &IdMap) -> CallRe
             "checksum".into(),
             Json::from(format!("sha256:{}", sum.digest)),
         );
-        if let Some(text) = sum.head.and_then(|head| String::from_utf8(head).ok()) {
+        // What others may not read is no content to show: its checksum
+        // stands for it.
+        let private = st.permissions() & 0o004 == 0;
+        if let Some(text) = sum
+            .head
+            .filter(|_| !private)
+            .and_then(|h| String::from_utf8(h).ok())
+        {
             res.insert("content".into(), Json::from(text));
         }
     }

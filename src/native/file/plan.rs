@@ -299,6 +299,10 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
                 changes.retain(|c| c.attribute != "mode");
             }
         }
+        if new == What::File {
+            let last = mode.unwrap_or(DEFAULT_FILE_MODE);
+            withhold_content(&mut changes, content, last, None);
+        }
         let action = match new {
             What::File => Action::WriteFile {
                 data: content.unwrap_or("").as_bytes().to_vec(),
@@ -341,6 +345,7 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
     };
     let mut unreadable = false;
     let mut new_content = None;
+    let mut old_digest = None;
     if let (What::File, Some(text)) = (new, content) {
         let data = text.as_bytes();
         // A file of another size differs: a large one is not read to tell
@@ -352,6 +357,7 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
             None
         };
         if sum.as_ref().map(|sum| sum.digest.as_str()) != Some(sha256_hex(data).as_str()) {
+            old_digest = sum.as_ref().map(|sum| format!("sha256:{}", sum.digest));
             let was = sum
                 .and_then(|sum| sum.head)
                 .and_then(|head| String::from_utf8(head).ok())
@@ -397,6 +403,9 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
     if changes.is_empty() {
         return Ok(Plan::default());
     }
+    if new == What::File {
+        withhold_content(&mut changes, content, mode.unwrap_or(old_mode), old_digest);
+    }
     let action = if let Some(data) = new_content {
         Action::WriteFile {
             data,
@@ -426,6 +435,22 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
         gone: false,
         unreadable,
     })
+}
+
+/// Shows a content change as checksums when the content is too large to
+/// show or the file will be private (`mode` gives others no read
+/// permission): the answer then never holds it.
+fn withhold_content(changes: &mut [Change], content: Option<&str>, mode: u32, was: Option<String>) {
+    let Some(text) = content else {
+        return;
+    };
+    if text.len() <= CONTENT_MAX && mode & 0o004 != 0 {
+        return;
+    }
+    if let Some(change) = changes.iter_mut().find(|c| c.attribute == "content") {
+        change.was = was.map_or(Json::Null, Json::from);
+        change.is = Json::from(format!("sha256:{}", sha256_hex(text.as_bytes())));
+    }
 }
 
 /// Four octal digits, as the file reports its mode.

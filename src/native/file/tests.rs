@@ -50,11 +50,16 @@ fn a_new_file_reports_everything_asked_and_the_mode_it_gets() {
         json!({"ensure": "file", "mode": "0640", "content": "x"}),
     )
     .unwrap();
+    // Others may not read it: its content is reported as its checksum.
     assert_eq!(
         plan.changes,
         vec![
             Change::new("ensure", "absent", "file"),
-            Change::new("content", Json::Null, "x"),
+            Change::new(
+                "content",
+                Json::Null,
+                "sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+            ),
             Change::new("mode", Json::Null, "0640"),
         ]
     );
@@ -208,41 +213,70 @@ fn a_set_of_many_files_writes_them_all_as_one_batch() {
     let again = File.set(&call(dir.path(), false), &updates).unwrap();
     assert!(again.iter().all(|o| o.as_ref().is_ok_and(Vec::is_empty)));
     let found = File.get(&call(dir.path(), false), &names[..1]).unwrap();
-    assert_eq!(found[0]["content"], json!("/d0/f000"));
     assert_eq!(found[0]["mode"], json!("0640"));
+    // Others may not read it: its checksum stands for its content.
+    assert_eq!(found[0].get("content"), None);
+    assert_eq!(
+        found[0]["checksum"],
+        json!(format!("sha256:{}", super::place::sha256_hex(b"/d0/f000")))
+    );
 }
 
 #[test]
-fn links_are_made_changed_and_never_followed() {
+fn content_is_shown_only_when_small_and_readable_by_others() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("f"), "x").unwrap();
-    let set = |name: &str, should: Json| {
-        File.set(&call(dir.path(), false), &[update(name, should)])
-            .unwrap()
-            .remove(0)
+    let write = |name: &str, data: &[u8], mode: u32| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, data).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
     };
-    let made = set("/l", json!({"ensure": "link", "target": "f"})).unwrap();
-    assert_eq!(made[0], Change::new("ensure", "absent", "link"));
-    let changed = set("/l", json!({"target": "g"})).unwrap();
-    assert_eq!(changed, vec![Change::new("target", "f", "g")]);
+    write("open", b"hello", 0o644);
+    write("mine", b"hunter2", 0o640);
+    write("big", &vec![b'a'; super::place::CONTENT_MAX + 1], 0o644);
+    let names = ["/open".to_owned(), "/mine".to_owned(), "/big".to_owned()];
+    let found = File.get(&call(dir.path(), false), &names).unwrap();
+    assert_eq!(found[0]["content"], json!("hello"));
+    for res in &found[1..] {
+        assert_eq!(res.get("content"), None, "{res:?}");
+        assert!(res["checksum"].as_str().unwrap().starts_with("sha256:"));
+    }
+    // A change of what is not shown is reported as checksums, both ways.
+    let sum = |data: &[u8]| format!("sha256:{}", super::place::sha256_hex(data));
+    let changed = File
+        .set(
+            &call(dir.path(), false),
+            &[update("/mine", json!({"content": "hunter3"}))],
+        )
+        .unwrap()
+        .remove(0)
+        .unwrap();
     assert_eq!(
-        std::fs::read_link(dir.path().join("l")).unwrap(),
-        std::path::Path::new("g")
+        changed,
+        vec![Change::new("content", sum(b"hunter2"), sum(b"hunter3"))]
     );
-    set("/l", json!({"ensure": "file", "content": "now a file"})).unwrap();
+    assert_eq!(std::fs::read(dir.path().join("mine")).unwrap(), b"hunter3");
+    let large = "b".repeat(super::place::CONTENT_MAX + 1);
+    let changed = File
+        .set(
+            &call(dir.path(), false),
+            &[update("/open", json!({"content": large}))],
+        )
+        .unwrap()
+        .remove(0)
+        .unwrap();
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("l")).unwrap(),
-        "now a file"
+        changed,
+        vec![Change::new("content", sum(b"hello"), sum(large.as_bytes()))]
     );
-    assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "x");
-    set("/t", json!({"ensure": "directory"})).unwrap();
-    std::fs::write(dir.path().join("t/in"), "y").unwrap();
-    std::os::unix::fs::symlink(dir.path().join("f"), dir.path().join("t/out")).unwrap();
-    set("/t", json!({"ensure": "absent", "force": true})).unwrap();
-    assert!(!dir.path().join("t").exists());
-    assert!(
-        dir.path().join("f").exists(),
-        "a link in a tree removed is not followed"
-    );
-    assert!(leftovers(dir.path()).is_empty());
+    // Made private by the change: its new content is not shown either.
+    let changed = planned(
+        dir.path(),
+        "/open",
+        json!({"content": "new", "mode": "0600"}),
+    )
+    .unwrap()
+    .changes;
+    // (A large file of another size is not read to tell it differs: its
+    // old checksum is the host's to show, from its read.)
+    assert_eq!(changed[0], Change::new("content", Json::Null, sum(b"new")));
 }

@@ -17,7 +17,82 @@ pub fn tests() -> Vec<Test> {
         a_temporary_cache_directory_another_user_owns_is_not_used,
         a_manifest_of_bundled_resources_converges_and_the_next_plan_is_empty,
         ralsh_and_useradd_side_by_side_lose_nothing,
+        a_change_of_owner_keeps_setuid_and_file_capabilities,
     ]
+}
+
+/// chown(2) clears setuid, setgid and file capabilities: a change of
+/// owner alone keeps them, and a hard-linked file's owner is never
+/// changed in place.
+fn a_change_of_owner_keeps_setuid_and_file_capabilities() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        "etc/passwd",
+        "root:x:0:0::/root:/bin/sh\nsvc:x:4242:4242::/:/bin/sh\n",
+    );
+    sandbox.write("etc/group", "root:x:0:\nsvc:x:4242:\n");
+    sandbox.write("usr/bin/tool", "#!/bin/sh\n");
+    let tool = sandbox.root().join("usr/bin/tool");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o6755)).unwrap();
+    // cap_net_raw+ep, as setcap(8) writes it (VFS_CAP_REVISION_2).
+    let capability: [u8; 20] = [
+        0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00,
+    ];
+    let c_path = std::ffi::CString::new(tool.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: the path and the attribute name are NUL-terminated, and the
+    // value is valid for its length, for the whole call.
+    let set = unsafe {
+        libc::setxattr(
+            c_path.as_ptr(),
+            c"security.capability".as_ptr(),
+            capability.as_ptr().cast(),
+            capability.len(),
+            0,
+        )
+    };
+    assert_eq!(set, 0, "setxattr: {}", std::io::Error::last_os_error());
+    sandbox
+        .ralsh(&["file", "/usr/bin/tool", "owner=svc", "group=svc"])
+        .expect(0)
+        .stdout_has("owner: 'root' -> 'svc'")
+        .stdout_has("mode     => '6755'");
+    let meta = std::fs::metadata(&tool).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (4242, 4242));
+    assert_eq!(meta.mode() & 0o7777, 0o6755, "setuid and setgid kept");
+    let mut read = [0u8; 64];
+    // SAFETY: as above; `read` has room for its length.
+    let got = unsafe {
+        libc::getxattr(
+            c_path.as_ptr(),
+            c"security.capability".as_ptr(),
+            read.as_mut_ptr().cast(),
+            read.len(),
+        )
+    };
+    assert_eq!(
+        got,
+        20,
+        "capabilities kept: {}",
+        std::io::Error::last_os_error()
+    );
+    // A plan of the same is settled, the bits and capabilities too.
+    let manifest = sandbox.root().join("m.yaml");
+    std::fs::write(
+        &manifest,
+        "file:\n  /usr/bin/tool: {owner: svc, group: svc, mode: '6755'}\n",
+    )
+    .unwrap();
+    run(&mut sandbox.ral_command("plan", &[manifest.to_str().unwrap()]))
+        .expect(0)
+        .stdout_has("0 to change");
+    // A hard link to it: its owner is not changed in place.
+    std::fs::hard_link(&tool, sandbox.root().join("usr/bin/alias")).unwrap();
+    sandbox
+        .ralsh(&["file", "/usr/bin/alias", "owner=root"])
+        .expect(2)
+        .stderr_has("has 2 hard links");
+    assert_eq!(std::fs::metadata(&tool).unwrap().uid(), 4242);
 }
 
 fn a_temporary_cache_directory_another_user_owns_is_not_used() {

@@ -406,6 +406,26 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
     if new == What::File {
         withhold_content(&mut changes, content, mode.unwrap_or(old_mode), old_digest);
     }
+    // A file or link with other hard links shares its inode with them,
+    // maybe with a file outside the root: its mode and owner are never
+    // changed in place. A new content replaces the path anyway.
+    let in_place = new_content.is_none() && new_target.is_none();
+    if in_place && new != What::Directory && st.nlink() > 1 {
+        if !force {
+            return Err(CallError::new(format!(
+                "{path} has {} hard links, which share its mode and owner (one may be outside \
+                 the root): refusing to change them in place; set force=true to replace it \
+                 with a copy of its own",
+                st.nlink()
+            )));
+        }
+        return replace_linked(place, new, st, mode, uid, gid, changes);
+    }
+    // chown(2) clears setuid and setgid (and file capabilities): the mode
+    // is set again after it.
+    if in_place && new != What::Link && (uid.is_some() || gid.is_some()) {
+        mode = Some(mode.unwrap_or(old_mode));
+    }
     let action = if let Some(data) = new_content {
         Action::WriteFile {
             data,
@@ -451,6 +471,75 @@ fn withhold_content(changes: &mut [Change], content: Option<&str>, mode: u32, wa
         change.was = was.map_or(Json::Null, Json::from);
         change.is = Json::from(format!("sha256:{}", sha256_hex(text.as_bytes())));
     }
+}
+
+/// The largest hard-linked file that `force` replaces with a copy.
+const COPY_MAX: u64 = 64 << 20;
+
+/// The plan that replaces a hard-linked file or link at `place` with a
+/// copy of its own, with the mode and owner asked for.
+fn replace_linked(
+    place: &Place,
+    kind: What,
+    st: crate::sdk::files::Stat,
+    mode: Option<u32>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    changes: Vec<Change>,
+) -> CallResult<Plan> {
+    let name = quoted(&place.name);
+    let io = |err: std::io::Error| CallError::io(&err, &format!("copy {name}"));
+    let action = match kind {
+        What::Link => Action::Link {
+            target: String::from_utf8(place.read_link().map_err(io)?).map_err(|_| {
+                CallError::new(format!(
+                    "the link {name} holds bytes that are not UTF-8, which ral cannot copy"
+                ))
+            })?,
+            uid: Some(uid.unwrap_or(st.uid())),
+            gid: Some(gid.unwrap_or(st.gid())),
+            old: What::Link,
+        },
+        _ => {
+            if st.size() > COPY_MAX {
+                return Err(CallError::new(format!(
+                    "{name} is larger than {COPY_MAX} bytes, too large to replace with a copy"
+                )));
+            }
+            Action::WriteFile {
+                data: read_whole(place).map_err(io)?,
+                mode: mode.unwrap_or(st.permissions()),
+                uid: Some(uid.unwrap_or(st.uid())),
+                gid: Some(gid.unwrap_or(st.gid())),
+                old: What::File,
+            }
+        }
+    };
+    Ok(Plan {
+        changes,
+        action: Some(action),
+        gone: false,
+        unreadable: false,
+    })
+}
+
+/// The whole content of the regular file at `place`, at most
+/// [`COPY_MAX`] bytes.
+fn read_whole(place: &Place) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let fd = place.open_fd(libc::O_RDONLY | libc::O_NONBLOCK)?;
+    let file = std::fs::File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is no longer a regular file"));
+    }
+    let mut data = Vec::new();
+    file.take(COPY_MAX + 1).read_to_end(&mut data)?;
+    if data.len() as u64 > COPY_MAX {
+        return Err(std::io::Error::other(
+            "it grew past the size it may be copied at",
+        ));
+    }
+    Ok(data)
 }
 
 /// Four octal digits, as the file reports its mode.
@@ -582,8 +671,20 @@ fn set_meta(
         flags |= libc::O_DIRECTORY;
     }
     let fd = place.open_fd(flags)?;
+    // Linked since it was planned: its inode is another path's too.
+    if kind == What::File && sys::fstat(fd.as_fd())?.nlink() > 1 {
+        return Err(std::io::Error::other(
+            "it gained another hard link since it was read; refusing to change it in place",
+        ));
+    }
     if uid.is_some() || gid.is_some() {
+        // chown(2) clears file capabilities: a change of owner alone
+        // keeps them, as it keeps setuid (the mode is set again below).
+        let capabilities = sys::file_capabilities(fd.as_fd());
         sys::fchown(fd.as_fd(), uid, gid)?;
+        if let Some(capabilities) = capabilities {
+            sys::set_file_capabilities(fd.as_fd(), &capabilities)?;
+        }
     }
     if let Some(mode) = mode {
         sys::fchmod(fd.as_fd(), mode)?;

@@ -280,3 +280,107 @@ fn content_is_shown_only_when_small_and_readable_by_others() {
     // old checksum is the host's to show, from its read.)
     assert_eq!(changed[0], Change::new("content", Json::Null, sum(b"new")));
 }
+
+#[test]
+fn a_hard_linked_file_is_never_changed_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret");
+    std::fs::write(&secret, "outside").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::hard_link(&secret, dir.path().join("hl")).unwrap();
+    let set = |should: Json| {
+        File.set(&call(dir.path(), false), &[update("/hl", should)])
+            .unwrap()
+            .remove(0)
+    };
+    let err = set(json!({"mode": "0666"})).unwrap_err();
+    assert!(err.message.contains("has 2 hard links"), "{}", err.message);
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&secret), 0o600, "the file outside is untouched");
+    // With force, the path gets a copy of its own.
+    let changes = set(json!({"mode": "0644", "force": true})).unwrap();
+    assert_eq!(changes, vec![Change::new("mode", "0600", "0644")]);
+    assert_eq!(mode(&secret), 0o600);
+    assert_eq!(mode(&dir.path().join("hl")), 0o644);
+    assert_eq!(std::fs::read(dir.path().join("hl")).unwrap(), b"outside");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&secret).unwrap().nlink(), 1);
+    assert!(leftovers(dir.path()).is_empty());
+    // A new content replaces the path: the other link keeps its own.
+    std::fs::remove_file(dir.path().join("hl")).unwrap();
+    std::fs::hard_link(&secret, dir.path().join("hl")).unwrap();
+    set(json!({"content": "inside"})).unwrap();
+    assert_eq!(std::fs::read(&secret).unwrap(), b"outside");
+    assert_eq!(std::fs::read(dir.path().join("hl")).unwrap(), b"inside");
+}
+
+#[test]
+fn a_change_of_owner_sets_the_mode_again_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("su");
+    std::fs::write(&path, "x").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let plan = planned(dir.path(), "/su", json!({"owner": "4242"}));
+    if super::sys::effective_ids().0 != 0 {
+        // Only root changes owners.
+        assert!(plan.unwrap_err().contains("needs root"));
+        return;
+    }
+    assert_eq!(
+        plan.unwrap().action,
+        Some(Action::Meta {
+            kind: What::File,
+            mode: Some(0o4755),
+            uid: Some(4242),
+            gid: None
+        })
+    );
+    // A mode change alone is only that.
+    let plan = planned(dir.path(), "/su", json!({"mode": "0755"})).unwrap();
+    assert_eq!(
+        plan.action,
+        Some(Action::Meta {
+            kind: What::File,
+            mode: Some(0o755),
+            uid: None,
+            gid: None
+        })
+    );
+}
+
+#[test]
+fn links_are_made_changed_and_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    let set = |name: &str, should: Json| {
+        File.set(&call(dir.path(), false), &[update(name, should)])
+            .unwrap()
+            .remove(0)
+    };
+    let made = set("/l", json!({"ensure": "link", "target": "f"})).unwrap();
+    assert_eq!(made[0], Change::new("ensure", "absent", "link"));
+    let changed = set("/l", json!({"target": "g"})).unwrap();
+    assert_eq!(changed, vec![Change::new("target", "f", "g")]);
+    assert_eq!(
+        std::fs::read_link(dir.path().join("l")).unwrap(),
+        std::path::Path::new("g")
+    );
+    set("/l", json!({"ensure": "file", "content": "now a file"})).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("l")).unwrap(),
+        "now a file"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "x");
+    set("/t", json!({"ensure": "directory"})).unwrap();
+    std::fs::write(dir.path().join("t/in"), "y").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("f"), dir.path().join("t/out")).unwrap();
+    set("/t", json!({"ensure": "absent", "force": true})).unwrap();
+    assert!(!dir.path().join("t").exists());
+    assert!(
+        dir.path().join("f").exists(),
+        "a link in a tree removed is not followed"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}

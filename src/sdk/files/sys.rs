@@ -289,9 +289,33 @@ pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
 }
 
 const SELINUX: &CStr = c"security.selinux";
+const CAPABILITY: &CStr = c"security.capability";
 
 /// The SELinux context of the file open as `fd`, if it has one.
 pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+    get_xattr(fd, SELINUX)
+}
+
+/// Gives the file open as `fd` the SELinux context `context`.
+pub fn set_selinux_context(fd: BorrowedFd<'_>, context: &[u8]) -> io::Result<()> {
+    set_xattr(fd, SELINUX, context)
+}
+
+/// The file capabilities of the file open as `fd` (`security.capability`,
+/// which chown(2) clears), if it has any.
+pub fn file_capabilities(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+    get_xattr(fd, CAPABILITY)
+}
+
+/// Gives the file open as `fd` the file capabilities `value` (as
+/// [`file_capabilities`] read them).
+pub fn set_file_capabilities(fd: BorrowedFd<'_>, value: &[u8]) -> io::Result<()> {
+    set_xattr(fd, CAPABILITY, value)
+}
+
+/// The extended attribute `name` of the file open as `fd`, if it has one
+/// (of at most 64 KiB).
+fn get_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
         // SAFETY: `buf` has room for `buf.len()` bytes; the attribute name
@@ -299,7 +323,7 @@ pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
         let got = unsafe {
             libc::fgetxattr(
                 fd.as_raw_fd(),
-                SELINUX.as_ptr(),
+                name.as_ptr(),
                 buf.as_mut_ptr().cast(),
                 buf.len(),
             )
@@ -316,16 +340,16 @@ pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
     }
 }
 
-/// Gives the file open as `fd` the SELinux context `context`.
-pub fn set_selinux_context(fd: BorrowedFd<'_>, context: &[u8]) -> io::Result<()> {
-    // SAFETY: `context` is valid for `context.len()` bytes; the attribute
+/// Sets the extended attribute `name` of the file open as `fd`.
+fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
+    // SAFETY: `value` is valid for `value.len()` bytes; the attribute
     // name is NUL-terminated; `fd` is open for the call.
     check(unsafe {
         libc::fsetxattr(
             fd.as_raw_fd(),
-            SELINUX.as_ptr(),
-            context.as_ptr().cast(),
-            context.len(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
             0,
         )
     })

@@ -613,6 +613,9 @@ fn refresh_not_needed(catalog: &Catalog, plan: &Plan, at: usize) -> Option<Strin
             ));
         }
     }
+    if task.owed {
+        return None;
+    }
     let changed = task.refresh_on.iter().any(|&source| {
         let source = &plan.tasks[source];
         source.state == TaskState::Success

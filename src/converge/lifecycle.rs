@@ -11,7 +11,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::discovery::Registry;
 use crate::provider::Provider;
-use crate::store::{ItemState, StoreKey, StoredItem};
+use crate::store::{ItemState, OwedRefresh, StoreKey, StoredItem};
 use crate::types::Value;
 use crate::update::Request;
 
@@ -50,25 +50,42 @@ fn kept(provider: &Provider, name: &str, attr: &str, value: &Value, key: &StoreK
     }
 }
 
-/// What the store says ral last applied to each resource it keeps.
-pub struct Applied<'s> {
+/// What the state store remembers of earlier runs: what ral last applied
+/// to each resource it keeps, and the refreshes it still owes.
+pub struct Remembered<'s> {
     by_key: HashMap<(String, &'s str), &'s StoredItem>,
     key: &'s StoreKey,
+    owed: HashSet<(String, String)>,
 }
 
-impl<'s> Applied<'s> {
-    pub fn new(stored: &'s [StoredItem], key: &'s StoreKey) -> Applied<'s> {
-        Applied {
+impl<'s> Remembered<'s> {
+    pub fn new(
+        stored: &'s [StoredItem],
+        key: &'s StoreKey,
+        owed: &'s [OwedRefresh],
+    ) -> Remembered<'s> {
+        Remembered {
             by_key: stored
                 .iter()
                 .map(|item| ((item.provider.clone(), item.name.as_str()), item))
                 .collect(),
             key,
+            owed: owed
+                .iter()
+                .map(|o| (o.provider.clone(), o.name.clone()))
+                .collect(),
         }
     }
 
     fn item(&self, provider: &Provider, name: &str) -> Option<&'s StoredItem> {
         self.by_key.get(&(provider.qualified_name(), name)).copied()
+    }
+
+    /// Whether an earlier run owes the resource a refresh: one was called
+    /// for and did not succeed (see `store::refreshes`).
+    pub fn owes_refresh(&self, provider: &Provider, name: &str) -> bool {
+        self.owed
+            .contains(&(provider.qualified_name(), name.to_owned()))
     }
 
     /// Whether a transition of an existing resource sets only write-only
@@ -363,7 +380,7 @@ pub fn state_before(stored: Option<&StoredItem>, properties: &Map<String, Json>)
 
 /// Marks the tasks of items the store says were applied as the manifest
 /// says: the system drifted from what ral applied.
-pub fn mark_drifted(catalog: &Catalog, plan: &mut super::plan::Plan, applied: &Applied) {
+pub fn mark_drifted(catalog: &Catalog, plan: &mut super::plan::Plan, applied: &Remembered) {
     // A refresh is planned for a change elsewhere, never for drift.
     for task in plan
         .tasks
@@ -625,7 +642,7 @@ mod tests {
             .insert("value".to_owned(), Json::from("old"));
         let key = StoreKey::from_bytes([7; 32]);
         let stored = [stored("same", true), other];
-        mark_drifted(&listed, &mut plan, &Applied::new(&stored, &key));
+        mark_drifted(&listed, &mut plan, &Remembered::new(&stored, &key, &[]));
         let drifted: Vec<bool> = plan.tasks.iter().map(|t| t.drifted).collect();
         assert_eq!(drifted, [true, false, false]);
     }

@@ -30,8 +30,17 @@
 //! read, and one made later is not ral's by the record, only a leak at
 //! worst, never the removal of something ral did not create. A fleet keeps
 //! one store per target, and each target's run settles its own store.
-//! `ral plan` takes no lock, so it may settle the intent of an apply still
-//! running; it writes nothing, so that shows only in its own output.
+//! `ral plan` takes no lock: when an apply holds it, the intents are that
+//! apply's, still under way, and the plan settles none of them (their
+//! items are left out of its removals).
+//!
+//! A task that fails marks its intent failed, in the transaction that
+//! records its end, and its run reads the resource again once its tasks
+//! are done and settles that intent then (what the failed provider made
+//! right before is ral's). A failed intent a later run finds (its run was
+//! killed before settling it) is never taken as a creation: the resource
+//! may have been made since by anyone (a package whose install failed,
+//! then installed by hand), and ral never removes what it did not make.
 //!
 //! One window stays: killed after a provider answered that someone else
 //! made the resource (`ensure` was `present`) but before that answer was
@@ -41,8 +50,7 @@
 //! A task that ends records its creation from the provider's own word where
 //! it gives one (`ensure` was `absent`, or `present` because someone else
 //! made it between ral's read and the task, or no `ensure` change at all):
-//! see [`created_by`]. A task that failed leaves its intent, since a
-//! provider may fail after creating part of a resource.
+//! see [`created_by`].
 
 use std::collections::HashMap;
 
@@ -74,7 +82,8 @@ pub struct Settled {
 /// with the items `stored` (read from it), which are brought up to date.
 /// `write`: an apply, which holds the store's lock, writes the settlement
 /// (so no run of its own is among those left over); a plan only uses it.
-/// Returns the items whose intent could not be settled.
+/// Returns the items whose intent could not be settled: unreadable, or,
+/// for a plan, an apply's still under way.
 pub fn settle_store(
     host: &Host,
     registry: &Registry,
@@ -87,12 +96,28 @@ pub fn settle_store(
     if intents.is_empty() {
         return Ok(Vec::new());
     }
+    // Asked after the intents are read: an apply that starts later
+    // records its own only once it holds the lock.
+    if !write {
+        if let Some(holder) = store.apply_running()? {
+            log::info!(
+                "an apply is running ({holder}): the {} resource(s) it is changing are left \
+                 as they are in this plan",
+                intents.len()
+            );
+            return Ok(intents
+                .into_iter()
+                .map(|intent| (intent.provider, intent.name))
+                .collect());
+        }
+    }
     let key = if write {
         Some(store.key()?)
     } else {
         store.existing_key()?
     };
-    let settled = settle(host, registry, &intents, stored, key.as_ref(), jobs);
+    let resolve = |name: &str| registry.resolve(name).ok();
+    let settled = settle(host, &resolve, &intents, stored, key.as_ref(), jobs, false);
     if write {
         store.settle_intents(&settled.settlement)?;
     }
@@ -101,22 +126,26 @@ pub fn settle_store(
 }
 
 /// Settles the `intents` left over by an earlier run against `stored`,
-/// reading each one's resource (one read per provider). `key` is the
-/// store's, to compare sensitive values with their digests (without one
-/// such a value never matches).
-pub fn settle(
+/// reading each one's resource (one read per provider); `resolve` finds a
+/// provider by its qualified name. `key` is the store's, to compare
+/// sensitive values with their digests (without one such a value never
+/// matches). `fresh`: settled by the run whose tasks failed, right after
+/// them (see [`decide`]).
+#[allow(clippy::too_many_arguments)]
+pub fn settle<'p>(
     host: &Host,
-    registry: &Registry,
+    resolve: &dyn Fn(&str) -> Option<&'p Provider>,
     intents: &[Intent],
     stored: &[StoredItem],
     key: Option<&StoreKey>,
     jobs: usize,
+    fresh: bool,
 ) -> Settled {
     let mut settled = Settled::default();
     let mut groups: Vec<(&Provider, Vec<&str>)> = Vec::new();
     let mut members: Vec<Vec<&Intent>> = Vec::new();
     for intent in intents {
-        let Ok(provider) = registry.resolve(&intent.provider) else {
+        let Some(provider) = resolve(&intent.provider) else {
             log::warn!(
                 "{}: a run that ended early left what it was doing unsettled, and its provider \
                  {} is not found: it stays in the state store, untouched",
@@ -169,7 +198,7 @@ pub fn settle(
                 continue;
             };
             let exists = exists(provider, found.as_ref());
-            match decide(intent, exists) {
+            match decide(intent, exists, fresh) {
                 Decision::Nothing => {}
                 Decision::Removed => {
                     log::info!(
@@ -211,11 +240,15 @@ pub enum Decision {
     Removed,
 }
 
-/// The rule of the module docs, for one intent.
-pub fn decide(intent: &Intent, exists_now: bool) -> Decision {
+/// The rule of the module docs, for one intent; `fresh`: read by the run
+/// whose task failed, right after it, when what exists is the failed
+/// provider's making.
+pub fn decide(intent: &Intent, exists_now: bool, fresh: bool) -> Decision {
     match (intent.existed, exists_now) {
         (true, false) if intent.action == IntentAction::Remove => Decision::Removed,
         (true, _) => Decision::Nothing,
+        // Found by a later run after a failure: anyone may have made it.
+        (false, true) if intent.failed && !fresh => Decision::Nothing,
         (false, true) => Decision::Created,
         (false, false) => Decision::Nothing,
     }
@@ -319,6 +352,7 @@ mod tests {
             action,
             existed,
             properties: Map::new(),
+            failed: false,
         }
     }
 
@@ -344,11 +378,27 @@ mod tests {
         ];
         for (action, existed, now, decision) in cases {
             assert_eq!(
-                decide(&intent(action, existed), now),
+                decide(&intent(action, existed), now, false),
                 decision,
                 "{action:?} existed {existed} exists {now}"
             );
+            // Settled by its own run right after it failed: the same.
+            let mut failed = intent(action, existed);
+            failed.failed = true;
+            assert_eq!(decide(&failed, now, true), decision);
         }
+    }
+
+    #[test]
+    fn a_failed_task_s_resource_found_by_a_later_run_is_never_taken_as_rals() {
+        let mut failed = intent(IntentAction::Create, false);
+        failed.failed = true;
+        assert_eq!(decide(&failed, true, false), Decision::Nothing);
+        assert_eq!(decide(&failed, false, false), Decision::Nothing);
+        // A removal that failed, its resource gone since: the item goes.
+        let mut removal = intent(IntentAction::Remove, true);
+        removal.failed = true;
+        assert_eq!(decide(&removal, false, false), Decision::Removed);
     }
 
     #[test]

@@ -183,6 +183,9 @@ pub struct Task {
     /// How a task ended that needs a word though it is no error: a
     /// refresh found not needed.
     pub note: Option<String>,
+    /// For a refresh: an earlier run owes it (one was called for and did
+    /// not succeed), so it runs whatever changes in this one.
+    pub owed: bool,
 }
 
 impl Task {
@@ -203,6 +206,7 @@ impl Task {
             planned_from: None,
             refresh_on: Vec::new(),
             note: None,
+            owed: false,
         }
     }
 }
@@ -289,7 +293,7 @@ pub fn plan_keeping(
     mut found: Vec<Observed>,
     id: String,
     keep: Keep,
-    applied: Option<&super::lifecycle::Applied>,
+    applied: Option<&super::lifecycle::Remembered>,
 ) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
     // At most one task per item, but for refreshes: sized once, a plan of
@@ -411,7 +415,10 @@ pub fn plan_keeping(
             .iter()
             .flat_map(|&source| changed_by[source].iter().copied())
             .collect();
-        if !sources.is_empty() && !sets_ensure {
+        // A refresh an earlier run owes runs whatever changes now.
+        let owed = applied.is_some_and(|a| a.owes_refresh(provider, item.name()))
+            && provider.meta.supports(crate::metadata::Action::Refresh);
+        if (!sources.is_empty() || owed) && !sets_ensure {
             sources.sort_unstable();
             sources.dedup();
             let mut after = requires;
@@ -422,6 +429,7 @@ pub fn plan_keeping(
             task_of[at] = Some(tasks.len());
             tasks.push(Task {
                 refresh_on: sources,
+                owed,
                 ..Task::pending(at, Action::Refresh, after)
             });
         }

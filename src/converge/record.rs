@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
+use crate::host::Host;
 use crate::store::{
-    Intent, IntentAction, ItemChange, ItemState, PlanRecord, Store, StoreKey, StoredItem, TaskEnd,
+    Intent, IntentAction, ItemChange, ItemState, OwedRefresh, PlanRecord, Store, StoreKey,
+    StoredItem, TaskEnd,
 };
 
 use super::apply::{Calling, Events};
@@ -25,6 +27,8 @@ use super::report::Report;
 /// What a task's end does to its item, held until it is recorded.
 enum Outcome {
     Keep,
+    /// The task failed: its intent is marked so.
+    Failed,
     Applied(StoredItem),
     Removed,
 }
@@ -176,6 +180,44 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         )
     }
 
+    /// Settles the intents of this plan's tasks that failed, reading their
+    /// resources again once the tasks are done (see `ownership`): what a
+    /// failed provider made just before is ral's, and no intent is left
+    /// for a later run, by when anyone may have made the resource.
+    pub fn settle_failed(&mut self, host: &Host, plan: &Plan, jobs: usize) -> Result<()> {
+        if self.failure.is_some() {
+            return Ok(());
+        }
+        let intents: Vec<Intent> = self
+            .store
+            .intents()?
+            .into_iter()
+            .filter(|intent| intent.failed && intent.plan_id == plan.id)
+            .collect();
+        if intents.is_empty() {
+            return Ok(());
+        }
+        let stored = self.store.items()?;
+        let catalog = self.catalog;
+        let resolve = |name: &str| {
+            catalog
+                .items
+                .iter()
+                .map(|item| item.provider)
+                .find(|provider| provider.qualified_name() == name)
+        };
+        let settled = ownership::settle(
+            host,
+            &resolve,
+            &intents,
+            &stored,
+            Some(&self.key),
+            jobs,
+            true,
+        );
+        self.store.settle_intents(&settled.settlement)
+    }
+
     /// Records the end: items without a task are Applied as the manifest
     /// says (the system already was), and the plan's state and report.
     pub fn finish(&mut self, plan: &Plan, report: &Report) -> Result<()> {
@@ -280,9 +322,40 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             if !taken_over.is_empty() {
                 self.store.forget(&taken_over)?;
             }
+            self.forget_owed_refreshes()?;
         }
         self.store
             .end_plan(&plan.id, plan.state.as_str(), &report_text(report))
+    }
+
+    /// Forgets the refreshes owed to resources that no manifest lists any
+    /// more, or whose provider cannot refresh: no run would pay them.
+    fn forget_owed_refreshes(&mut self) -> Result<()> {
+        let owed = self.store.owed_refreshes()?;
+        if owed.is_empty() {
+            return Ok(());
+        }
+        let refreshable: std::collections::HashSet<(String, &str)> = self.catalog.items
+            [..self.declared]
+            .iter()
+            .filter(|item| {
+                item.role == Role::Resource
+                    && item
+                        .provider
+                        .meta
+                        .supports(crate::metadata::Action::Refresh)
+            })
+            .map(|item| (item.provider.qualified_name(), item.name()))
+            .collect();
+        let orphaned: Vec<(String, String)> = owed
+            .into_iter()
+            .filter(|o| !refreshable.contains(&(o.provider.clone(), o.name.as_str())))
+            .map(|o| (o.provider, o.name))
+            .collect();
+        if orphaned.is_empty() {
+            return Ok(());
+        }
+        self.store.forget_refreshes(&orphaned)
     }
 
     /// What task `at`'s end does to its item.
@@ -306,8 +379,52 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                     .is_some_and(|t| ownership::created_by(provider, t, &task.changes));
                 Outcome::Applied(self.stored_item(task.item, ItemState::Applied, created))
             }
+            (TaskState::Failed, _) => Outcome::Failed,
             _ => Outcome::Keep,
         }
+    }
+
+    /// Whether task `at`, which ended, pays the refresh owed to its item:
+    /// a refresh that succeeded, or a task that created, removed, started
+    /// or stopped its resource (set its `ensure`), which a refresh would
+    /// only repeat.
+    fn pays_refresh(plan: &Plan, at: usize) -> bool {
+        let task = &plan.tasks[at];
+        task.state == TaskState::Success
+            && (matches!(
+                task.action,
+                Action::Refresh | Action::Create | Action::Remove
+            ) || task.changes.iter().any(|c| c.attr == "ensure"))
+    }
+
+    /// The refreshes that `tasks`, about to start, may call for: those of
+    /// the plan's refresh tasks that wait for a change of theirs.
+    fn owed_by(&self, plan: &Plan, tasks: &[usize]) -> Vec<OwedRefresh> {
+        let mut owed: Vec<OwedRefresh> = Vec::new();
+        for refresh in plan.tasks.iter().filter(|t| t.action == Action::Refresh) {
+            if !refresh
+                .refresh_on
+                .iter()
+                .any(|source| tasks.contains(source))
+            {
+                continue;
+            }
+            let item = &self.catalog.items[refresh.item];
+            let (provider, name) = self.key(refresh.item);
+            if owed
+                .iter()
+                .any(|o| o.provider == provider && o.name == name)
+            {
+                continue;
+            }
+            owed.push(OwedRefresh {
+                provider,
+                name,
+                resource: format!("{}[{}]", item.type_query, item.name()),
+                plan_id: plan.id.clone(),
+            });
+        }
+        owed
     }
 
     /// Records the ends of `tasks` (a batch's, or tasks skipped or stopped
@@ -335,9 +452,12 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                     seconds: task.seconds,
                     item: match outcome {
                         Outcome::Keep => ItemChange::Keep,
+                        Outcome::Failed => ItemChange::Failed { provider, name },
                         Outcome::Applied(item) => ItemChange::Applied(item),
                         Outcome::Removed => ItemChange::Removed { provider, name },
                     },
+                    refreshed: Self::pays_refresh(plan, at)
+                        .then_some((provider.as_str(), name.as_str())),
                 }
             })
             .collect();
@@ -368,6 +488,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                     },
                     existed: call.existed,
                     properties: self.properties(task.item),
+                    failed: false,
                 }
             })
             .collect();
@@ -400,7 +521,8 @@ impl Events for Recording<'_, '_, '_, '_> {
     fn tasks_started(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
         if self.recorder.failure.is_none() {
             let ids: Vec<usize> = tasks.iter().map(|&at| Plan::task_id(at)).collect();
-            if let Err(e) = self.recorder.store.tasks_started(&plan.id, &ids) {
+            let owed = self.recorder.owed_by(plan, tasks);
+            if let Err(e) = self.recorder.store.tasks_started(&plan.id, &ids, &owed) {
                 self.recorder.failure = Some(e);
                 self.failed.store(true, Ordering::SeqCst);
             }

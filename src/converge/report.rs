@@ -56,6 +56,9 @@ pub struct TaskReport {
     /// For a refresh: the ids of the tasks whose change calls for it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refresh_on: Vec<usize>,
+    /// For a refresh: an earlier run owes it (its refresh did not succeed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owed: bool,
     /// A word on how it ended that is no error (a refresh not needed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -225,6 +228,7 @@ impl Report {
                     drifted: task.drifted,
                     plugin,
                     refresh_on: task.refresh_on.iter().map(|&r| Plan::task_id(r)).collect(),
+                    owed: task.owed,
                     note: task.note.clone(),
                 }
             })

@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::discovery::Registry;
 use crate::error::{Error, Problem};
 use crate::host::Host;
-use crate::store::{Holder, Identity, Location, Store, StoreKey, StoredItem};
+use crate::store::{Holder, Identity, Location, OwedRefresh, Store, StoreKey, StoredItem};
 
 use super::apply::{self, Events, StopRequested};
 use super::catalog::Catalog;
@@ -266,6 +266,8 @@ struct Made<'a> {
     serial_read: i64,
     stored: Vec<StoredItem>,
     decidable: Vec<StoredItem>,
+    /// The refreshes earlier runs owe.
+    owed: Vec<OwedRefresh>,
     key: Option<StoreKey>,
     origin: Origin,
 }
@@ -288,6 +290,7 @@ impl<'a> Made<'a> {
             serial: serial_read,
             stored,
             decidable,
+            owed,
         } = read_store(host, registry, store.as_mut(), options)?;
         let origin = Origin {
             file: Arc::from(state_path.as_path()),
@@ -316,6 +319,7 @@ impl<'a> Made<'a> {
             serial_read,
             stored,
             decidable,
+            owed,
             key,
             origin,
         })
@@ -338,6 +342,7 @@ impl<'a> Made<'a> {
             serial_read,
             stored,
             decidable,
+            owed,
             key,
             origin,
         } = self;
@@ -375,7 +380,9 @@ impl<'a> Made<'a> {
                 .plan(&catalog)
                 .map_err(|e| invalid(saved, Invalid::Tasks(e)))?,
             None => {
-                let drift = key.as_ref().map(|key| (stored.as_slice(), key));
+                let drift = key
+                    .as_ref()
+                    .map(|key| (stored.as_slice(), key, owed.as_slice()));
                 // A plan that is neither applied nor saved is only shown:
                 // its tasks need their changes, not their transitions.
                 let keep = match (options.mode, options.saving) {
@@ -491,19 +498,20 @@ fn with_locks<'a>(
     super::locks::add(&context, registry, catalog, plan, &node, origin)
 }
 
-/// The plan from one read per provider, its tasks marked drifted where
-/// `drift` (the stored items and the store's key) says ral applied them as
+/// The plan from one read per provider, with the refreshes earlier runs
+/// owe, its tasks marked drifted where `drift` (the stored items, the
+/// store's key and the refreshes owed) says ral applied them as
 /// declared and they changed since, and keeping what `keep` says.
 fn plan_anew(
     host: &Host,
     catalog: &Catalog,
     id: String,
-    drift: Option<(&[StoredItem], &StoreKey)>,
+    drift: Option<(&[StoredItem], &StoreKey, &[OwedRefresh])>,
     jobs: usize,
     keep: plan::Keep,
 ) -> Result<Plan, Error> {
     let found = plan::read_states(host, catalog, jobs);
-    let applied = drift.map(|(stored, key)| lifecycle::Applied::new(stored, key));
+    let applied = drift.map(|(stored, key, owed)| lifecycle::Remembered::new(stored, key, owed));
     let mut plan = plan::plan_keeping(catalog, found, id, keep, applied.as_ref())?;
     if let Some(applied) = &applied {
         lifecycle::mark_drifted(catalog, &mut plan, applied);
@@ -557,6 +565,7 @@ struct StoreRead {
     /// The items whose intents are settled: only about those is anything
     /// decided.
     decidable: Vec<StoredItem>,
+    owed: Vec<OwedRefresh>,
 }
 
 /// The store's serial and items, with what a run that ended early was
@@ -588,6 +597,7 @@ fn read_store(
         serial,
         stored,
         decidable,
+        owed: store.owed_refreshes()?,
     })
 }
 
@@ -748,6 +758,9 @@ impl Prepared<'_> {
                 &stop,
                 &mut recording,
             );
+        }
+        if let Err(e) = recorder.settle_failed(host, &self.plan, self.options.jobs) {
+            recorder.failure.get_or_insert(e);
         }
         recorder.finish(&self.plan, &Report::of(&self.catalog, &self.plan))?;
         if let Some(e) = recorder.failure.take() {

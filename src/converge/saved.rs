@@ -127,6 +127,9 @@ struct SavedTask {
     /// A refresh's: the ids of the tasks whose change calls for it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     refresh_on: Vec<usize>,
+    /// A refresh's: an earlier run owes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    owed: bool,
 }
 
 /// What the plan's read of a task's resource gave.
@@ -346,6 +349,7 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
                 ),
                 should,
                 refresh_on: task.refresh_on.iter().map(|&r| Plan::task_id(r)).collect(),
+                owed: task.owed,
             }
         })
         .collect();
@@ -705,11 +709,14 @@ impl SavedPlan {
                 .iter()
                 .map(|id| id.wrapping_sub(1))
                 .collect();
-            if refresh_on.is_empty() || refresh_on.iter().any(|r| !requires.contains(r)) {
+            if (refresh_on.is_empty() && !saved.owed)
+                || refresh_on.iter().any(|r| !requires.contains(r))
+            {
                 return Err(Disagreement::RefreshWithoutSource { reference });
             }
             return Ok(Task {
                 refresh_on,
+                owed: saved.owed,
                 ..Task::pending(at, Action::Refresh, requires)
             });
         }
@@ -927,6 +934,7 @@ mod tests {
                 })],
                 should: Vec::new(),
                 refresh_on: Vec::new(),
+                owed: false,
             }],
         }
     }

@@ -175,6 +175,9 @@ fn row(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<(
     if let Some(note) = &task.note {
         write!(out, "<p>{}</p>", text(note))?;
     }
+    if task.owed {
+        write!(out, "<p>a refresh an earlier run owed</p>")?;
+    }
     if !task.refresh_on.is_empty() {
         let sources: Vec<String> = task
             .refresh_on

@@ -248,7 +248,12 @@ pub fn preview(
         if let Some(from) = from_plugin(item) {
             writeln!(out, "    {from}")?;
         }
-        if task.action == Action::Refresh {
+        if task.owed {
+            writeln!(
+                out,
+                "    owed: an earlier run's refresh of it did not succeed"
+            )?;
+        } else if task.action == Action::Refresh {
             writeln!(
                 out,
                 "    would refresh if {} changes",
@@ -350,11 +355,19 @@ pub fn task_ended(
                 .copied()
                 .filter(|&at| plan.tasks[at].state == TaskState::Success)
                 .collect();
-            writeln!(
-                out,
-                ": refreshed, as {} changed",
-                resources_of(catalog, plan, &changed, " and ")
-            )
+            match (task.owed, changed.is_empty()) {
+                (true, true) => writeln!(out, ": refreshed, as an earlier run owed"),
+                (true, false) => writeln!(
+                    out,
+                    ": refreshed, as an earlier run owed and {} changed",
+                    resources_of(catalog, plan, &changed, " and ")
+                ),
+                (false, _) => writeln!(
+                    out,
+                    ": refreshed, as {} changed",
+                    resources_of(catalog, plan, &changed, " and ")
+                ),
+            }
         }
         (None, None) => {
             let changes: Vec<String> = task

@@ -57,6 +57,9 @@ pub struct Intent {
     /// What the task asks for, kept as the items' properties are
     /// (sensitive values as keyed digests).
     pub properties: Map<String, Json>,
+    /// Its task failed: what its resource is now may be another's doing
+    /// as well as the provider's.
+    pub failed: bool,
 }
 
 /// What settling the leftover intents does to the store, in one
@@ -83,8 +86,8 @@ impl Store {
         let mut statement = self
             .conn
             .prepare(
-                "SELECT provider, name, resource, plan_id, task_id, action, existed, properties \
-                 FROM intents ORDER BY provider, name",
+                "SELECT provider, name, resource, plan_id, task_id, action, existed, properties, \
+                 failed FROM intents ORDER BY provider, name",
             )
             .map_err(|e| self.fail(e))?;
         let rows = statement
@@ -98,12 +101,13 @@ impl Store {
                     row.get::<_, String>(5)?,
                     row.get::<_, bool>(6)?,
                     row.get::<_, String>(7)?,
+                    row.get::<_, bool>(8)?,
                 ))
             })
             .map_err(|e| self.fail(e))?;
         let mut intents = Vec::new();
         for row in rows {
-            let (provider, name, resource, plan_id, task_id, action, existed, properties) =
+            let (provider, name, resource, plan_id, task_id, action, existed, properties, failed) =
                 row.map_err(|e| self.fail(e))?;
             let corrupt = |what: &str| Error::Store {
                 path: self.path.clone(),
@@ -122,6 +126,7 @@ impl Store {
                 action,
                 existed,
                 properties,
+                failed,
             });
         }
         Ok(intents)
@@ -137,8 +142,8 @@ impl Store {
             execute_cached(
                 &tx,
                 "INSERT OR REPLACE INTO intents \
-                 (provider, name, resource, plan_id, task_id, action, existed, properties, recorded) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 (provider, name, resource, plan_id, task_id, action, existed, properties, recorded, \
+                 failed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     intent.provider,
                     intent.name,
@@ -148,7 +153,8 @@ impl Store {
                     intent.action.as_str(),
                     intent.existed,
                     Json::Object(intent.properties.clone()).to_string(),
-                    now()
+                    now(),
+                    intent.failed
                 ],
             )
             .map_err(|e| db_error(&path, e))?;
@@ -185,6 +191,18 @@ impl Store {
     }
 }
 
+/// Marks an item's intent as its failed task's: recorded in the
+/// transaction of that end, so that a run killed before settling it
+/// leaves it marked.
+pub(super) fn mark_failed(tx: &Transaction, provider: &str, name: &str) -> rusqlite::Result<()> {
+    execute_cached(
+        tx,
+        "UPDATE intents SET failed = 1 WHERE provider = ?1 AND name = ?2",
+        params![provider, name],
+    )
+    .map(|_| ())
+}
+
 /// Deletes an item's intent: its task's end is recorded in the same
 /// transaction, so no kill leaves the one without the other.
 pub(super) fn clear(tx: &Transaction, provider: &str, name: &str) -> rusqlite::Result<()> {
@@ -214,6 +232,7 @@ mod tests {
                 .as_object()
                 .unwrap()
                 .clone(),
+            failed: false,
         }
     }
 
@@ -272,10 +291,19 @@ mod tests {
             changes: Json::Null,
             seconds: 0.0,
             item: change,
+            refreshed: None,
         };
-        // A failed task leaves its intent for the next run to settle.
-        store.tasks_ended(&[end(ItemChange::Keep)]).unwrap();
-        assert_eq!(store.intents().unwrap().len(), 2);
+        // A failed task leaves its intent for the next run to settle,
+        // marked as a failed task's.
+        store
+            .tasks_ended(&[end(ItemChange::Failed {
+                provider: "t::t",
+                name: "b",
+            })])
+            .unwrap();
+        let left = store.intents().unwrap();
+        assert_eq!(left.len(), 2);
+        assert!(left.iter().all(|i| i.failed == (i.name == "b")), "{left:?}");
         store
             .tasks_ended(&[end(ItemChange::Applied(&applied))])
             .unwrap();
@@ -312,7 +340,7 @@ mod tests {
             })
             .collect();
         store.begin_plan(&record, &tasks).unwrap();
-        store.tasks_started("p1", &[1, 2, 3]).unwrap();
+        store.tasks_started("p1", &[1, 2, 3], &[]).unwrap();
         let states = |store: &Store| -> Vec<String> {
             store
                 .tasks("p1")
@@ -331,6 +359,7 @@ mod tests {
             changes: Json::Null,
             seconds: 0.5,
             item,
+            refreshed: None,
         };
         store
             .tasks_ended(&[

@@ -206,6 +206,32 @@ impl RunLock {
     }
 }
 
+/// Whether an apply holds the run lock of the store in `dir` now: tried
+/// with a shared lock that is let go at once. Returns the descriptor
+/// opened for it, which the caller keeps open as long as its SQLite
+/// connection (closing a descriptor of the database would drop the
+/// connection's own locks), and the holder when there is one.
+pub(crate) fn probe(dir: &StoreDir) -> Result<(Option<File>, Option<String>)> {
+    let Some(db) = dir.open_db(false)? else {
+        return Ok((None, None));
+    };
+    // SAFETY: flock on a descriptor this function owns.
+    let free = unsafe { libc::flock(db.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    if free {
+        // SAFETY: as above.
+        unsafe { libc::flock(db.as_raw_fd(), libc::LOCK_UN) };
+        return Ok((Some(db), None));
+    }
+    let text = dir
+        .read_small(".lock", 4096)
+        .ok()
+        .flatten()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let holder = Holder::describe(&text, dir.id_of(&db).ok().and_then(flock_holder));
+    Ok((Some(db), Some(holder)))
+}
+
 impl Drop for RunLock {
     fn drop(&mut self) {
         // What is written stays: it names the last holder, and is only read

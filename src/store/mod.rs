@@ -9,6 +9,7 @@ mod intents;
 mod key;
 mod lock;
 mod paths;
+mod refreshes;
 mod schema;
 mod snapshots;
 
@@ -27,6 +28,7 @@ pub use intents::{Intent, IntentAction, Settlement};
 pub use key::StoreKey;
 pub use lock::{Holder, RunLock};
 pub use paths::Location;
+pub use refreshes::OwedRefresh;
 
 use paths::StoreDir;
 
@@ -154,13 +156,20 @@ pub struct TaskEnd<'a> {
     pub seconds: f64,
     /// What the item becomes: stored (Applied), or deleted (removed).
     pub item: ItemChange<'a>,
+    /// The item (provider, name) whose owed refresh this end pays: a
+    /// refresh that succeeded, or a task that created, removed, started
+    /// or stopped its resource, which a refresh would only repeat.
+    pub refreshed: Option<(&'a str, &'a str)>,
 }
 
 /// What a task's end does to its item.
 #[derive(Debug, Clone)]
 pub enum ItemChange<'a> {
-    /// Nothing (the task failed, was skipped or stopped).
+    /// Nothing (the task was skipped or stopped, or changes no item).
     Keep,
+    /// Nothing, and the intent of the item (provider, name) is its failed
+    /// task's, which no later run takes as ral's creation.
+    Failed { provider: &'a str, name: &'a str },
     /// Applied with these properties.
     Applied(&'a StoredItem),
     /// Removed: the item is gone.
@@ -176,6 +185,9 @@ pub struct Store {
     /// Declared after `conn`, so dropped after it: closing the locked
     /// descriptor while SQLite has the file open would drop its locks.
     _lock: Option<RunLock>,
+    /// Descriptors of the database opened to see whether an apply runs,
+    /// closed after `conn` for the same reason.
+    probes: Vec<std::fs::File>,
 }
 
 fn db_error(path: &Path, error: rusqlite::Error) -> Error {
@@ -276,6 +288,7 @@ impl Store {
             path: path.clone(),
             dir,
             _lock: lock,
+            probes: Vec::new(),
         };
         store.configure()?;
         schema::migrate(&mut store.conn).map_err(|e| Error::Store {
@@ -287,6 +300,17 @@ impl Store {
             store.check_identity(identity, matches!(location, Location::InRoot(_)))?;
         }
         Ok(store)
+    }
+
+    /// The apply that holds the store's run lock now, if one does (never
+    /// this process's own, which holds it for a whole apply).
+    pub fn apply_running(&mut self) -> Result<Option<String>> {
+        if self._lock.is_some() {
+            return Ok(None);
+        }
+        let (db, holder) = lock::probe(&self.dir)?;
+        self.probes.extend(db);
+        Ok(holder)
     }
 
     /// Records `identity` in a store that has none, and refuses a store
@@ -551,9 +575,20 @@ impl Store {
     }
 
     /// Marks tasks Running, in one transaction.
-    pub fn tasks_started(&mut self, plan_id: &str, task_ids: &[usize]) -> Result<()> {
+    /// Records tasks as started, and the refreshes they may call for as
+    /// owed, in one transaction committed before their providers are
+    /// called.
+    pub fn tasks_started(
+        &mut self,
+        plan_id: &str,
+        task_ids: &[usize],
+        owed: &[OwedRefresh],
+    ) -> Result<()> {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        for refresh in owed {
+            refreshes::owe(&tx, refresh).map_err(|e| db_error(&path, e))?;
+        }
         let started = now();
         for &task_id in task_ids {
             execute_cached(
@@ -768,8 +803,12 @@ fn record_end(tx: &rusqlite::Transaction, end: &TaskEnd, ended: f64) -> rusqlite
             ended
         ],
     )?;
+    if let Some((provider, name)) = end.refreshed {
+        refreshes::paid(tx, provider, name)?;
+    }
     match &end.item {
         ItemChange::Keep => {}
+        ItemChange::Failed { provider, name } => intents::mark_failed(tx, provider, name)?,
         ItemChange::Applied(item) => {
             put_item(tx, item)?;
             intents::clear(tx, &item.provider, &item.name)?;
@@ -868,7 +907,7 @@ mod tests {
             (2, "t[b]".to_owned(), "t::t".to_owned(), "create".to_owned()),
         ];
         store.begin_plan(&record, &tasks).unwrap();
-        store.tasks_started("p1", &[1]).unwrap();
+        store.tasks_started("p1", &[1], &[]).unwrap();
         assert_eq!(store.recover_dead_plans().unwrap(), ["p1"]);
         let states: Vec<(String, Option<String>)> = store
             .tasks("p1")

@@ -7,12 +7,15 @@
 //! the model plugin item whose config task made the resource. Version 4:
 //! snapshots (`ral snapshot`), each with the model as applied when made,
 //! and whether an item's applied properties can be told (LITP's
-//! `applied_properties_determinable`).
+//! `applied_properties_determinable`). Version 5: whether an intent's task
+//! failed (its resource is then never taken as made by ral in a later
+//! run), and the refreshes owed: a refresh called for by a change, kept
+//! until it succeeds.
 
 use rusqlite::Connection;
 
 /// The schema this binary writes.
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 
 /// The statements that bring version `n - 1` to `n`, at index `n - 1`.
 const MIGRATIONS: &[&str] = &[
@@ -78,6 +81,17 @@ CREATE TABLE snapshots (
     updated REAL NOT NULL
 );
 ALTER TABLE items ADD COLUMN undetermined INTEGER NOT NULL DEFAULT 0;
+",
+    "
+ALTER TABLE intents ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE refreshes (
+    provider TEXT NOT NULL,
+    name TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    plan_id TEXT NOT NULL,
+    recorded REAL NOT NULL,
+    PRIMARY KEY (provider, name)
+);
 ",
 ];
 

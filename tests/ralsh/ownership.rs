@@ -299,3 +299,123 @@ fn one_made_by_someone_else_before_the_read_again_is_not_taken_as_created() {
     assert!(updates(&bench.take_calls()).is_empty());
     assert_eq!(bench.store("alpha")["a1"]["value"], "one");
 }
+
+/// A create that failed, the resource then made by someone else: not
+/// ral's, so never removed (the package whose install failed, installed
+/// by hand later).
+#[test]
+fn what_appears_after_a_failed_create_is_not_rals() {
+    let bench = Bench::new();
+    seed_b0(&bench);
+    bench.sandbox.write("fail", "b1\n");
+    let m = bench.manifest("m.yaml", BOTH);
+    bench.ral("apply", &[&m]).expect(1);
+    assert!(intents(&bench).is_empty(), "{:?}", intents(&bench));
+    // Made by hand since.
+    bench.sandbox.write("fail", "");
+    bench.sandbox.write(
+        "beta.json",
+        "{\"b0\": {\"ensure\": \"present\", \"value\": \"ours\"}, \
+         \"b1\": {\"ensure\": \"present\", \"value\": \"theirs\"}}",
+    );
+    let fewer = bench.manifest("m.yaml", NEITHER);
+    bench
+        .ral("plan", &["--destroy", &fewer])
+        .expect(0)
+        .stdout_has("1 to create, 0 to change, 0 to remove");
+    bench.ral("apply", &["--destroy", &fewer]).expect(0);
+    assert_eq!(
+        bench.store("beta")["b1"]["value"],
+        "theirs",
+        "left as it is"
+    );
+}
+
+/// A create that failed after making its resource: read again at the end
+/// of the run, it is ral's, and removed once no manifest lists it.
+#[test]
+fn what_a_failed_create_made_is_rals() {
+    let bench = Bench::new();
+    seed_b0(&bench);
+    bench.sandbox.write("fail-after", "b1\n");
+    let m = bench.manifest("m.yaml", BOTH);
+    bench.ral("apply", &[&m]).expect(1);
+    assert_eq!(bench.store("beta")["b1"]["value"], "x");
+    assert!(intents(&bench).is_empty(), "{:?}", intents(&bench));
+    bench.sandbox.write("fail-after", "");
+    let fewer = bench.manifest("m.yaml", NEITHER);
+    bench
+        .ral("plan", &["--destroy", &fewer])
+        .expect(0)
+        .stdout_has("- beta[b1]");
+}
+
+/// A failed create whose run was killed before it read the resource
+/// again: its intent, marked failed, is never taken as a creation.
+#[test]
+fn a_failed_intent_left_by_a_killed_run_is_never_a_creation() {
+    let bench = Bench::new();
+    seed_b0(&bench);
+    let m = bench.manifest("m.yaml", BOTH);
+    bench.ral("apply", &[&m]).expect(0);
+    bench
+        .ral("apply", &["--destroy", &bench.manifest("n.yaml", NEITHER)])
+        .expect(0);
+    assert!(bench.store("beta").get("b1").is_none());
+    // The record a kill right after the failure leaves.
+    let db = bench.sandbox.root().join("var/lib/ral/state.db");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute(
+        "INSERT INTO intents (provider, name, resource, plan_id, task_id, action, existed, \
+         properties, recorded, failed) VALUES ('beta::beta', 'b1', 'beta[b1]', 'p', 1, \
+         'create', 0, '{}', 0, 1)",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT OR REPLACE INTO items (provider, name, type, state, properties, created, \
+         requires, updated) VALUES ('beta::beta', 'b1', 'beta', 'Initial', '{}', 0, '[]', 0)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    bench.sandbox.write(
+        "beta.json",
+        "{\"b0\": {\"ensure\": \"present\", \"value\": \"ours\"}, \
+         \"b1\": {\"ensure\": \"present\", \"value\": \"theirs\"}}",
+    );
+    let fewer = bench.manifest("m.yaml", NEITHER);
+    bench
+        .ral("apply", &["--destroy", &fewer])
+        .expect(0)
+        .stdout_has("= beta[b1] was only forgotten")
+        .stdout_lacks("- beta[b1]");
+    assert_eq!(bench.store("beta")["b1"]["value"], "theirs");
+    assert!(intents(&bench).is_empty());
+}
+
+/// `ral plan` beside an apply under way settles none of its intents: the
+/// resource the apply is making is not shown as made by a dead run.
+#[test]
+fn a_plan_beside_a_running_apply_leaves_its_intents_alone() {
+    let bench = Bench::new();
+    seed_b0(&bench);
+    bench.sandbox.write("hold", "b1\n");
+    let m = bench.manifest("m.yaml", BOTH);
+    let apply = spawn_apply(&bench, &[&m]);
+    let _apply = KillOnDrop::new(&[apply.id() as i32]);
+    await_marker(bench.sandbox.root(), "changed-b1");
+    let fewer = bench.manifest("n.yaml", NEITHER);
+    let plan = bench.ral("plan", &["-l", "info", "--destroy", &fewer]);
+    plan.expect(0)
+        .stderr_has("an apply is running (")
+        .stdout_lacks("- beta[b1]");
+    bench.sandbox.write("release", "");
+    let output = apply.wait_with_output().unwrap();
+    assert!(output.status.success());
+    // Done: now it is ral's.
+    bench
+        .ral("plan", &["--destroy", &fewer])
+        .expect(0)
+        .stdout_has("- beta[b1]");
+}

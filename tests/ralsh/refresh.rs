@@ -308,3 +308,108 @@ fn a_misspelt_reference_gets_the_closest_name_of_its_type() {
         "alpha[conf]: notify svc[webb]: no such resource in the manifest (did you mean 'web'?)",
     );
 }
+
+/// A refresh that failed stays owed: `ral plan` shows it, and the next
+/// apply runs it though nothing changes then; once it succeeded it is
+/// owed no more.
+#[test]
+fn a_failed_refresh_is_owed_and_runs_on_the_next_apply() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", TWO_FILES_ONE_SERVICE);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("fail-refresh", "web\n");
+    let m = bench.manifest("m2.yaml", &changed(TWO_FILES_ONE_SERVICE));
+    bench
+        .ral("apply", &[&m])
+        .expect(1)
+        .stdout_has("Failed  ^ svc[web]");
+    assert!(refreshed(&bench).is_empty());
+    bench.sandbox.write("fail-refresh", "");
+    // Nothing else to do: the refresh alone.
+    bench
+        .ral("plan", &["--detailed-exitcodes", &m])
+        .expect(2)
+        .stdout_has("^ svc[web]\n    owed: an earlier run's refresh of it did not succeed")
+        .stdout_has("0 to create, 0 to change, 0 to remove");
+    let json = bench.ral("plan", &["-j", &m]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    plan_schema().validate(&report).unwrap();
+    assert_eq!(report["plan"]["tasks"][0]["owed"], true);
+    bench
+        .ral("apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ^ svc[web]")
+        .stdout_has(": refreshed, as an earlier run owed");
+    assert_eq!(refreshed(&bench), ["svc web ensure,value"]);
+    bench
+        .ral("plan", &["--detailed-exitcodes", &m])
+        .expect(0)
+        .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 3 unchanged.");
+}
+
+/// A refresh under way when ral is killed is owed, as is one its run
+/// never reached; a saved plan carries it.
+#[test]
+fn a_killed_refresh_is_owed_and_a_saved_plan_runs_it() {
+    use std::os::unix::process::CommandExt;
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", TWO_FILES_ONE_SERVICE);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("wait-refresh", "web\n");
+    let m = bench.manifest("m2.yaml", &changed(TWO_FILES_ONE_SERVICE));
+    let mut apply = bench
+        .command("apply", &[&m])
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = bench.sandbox.root().join("refreshing-web");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refresh never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: signals the process group the child leads, not yet reaped.
+    assert_eq!(
+        unsafe { libc::kill(-(apply.id() as i32), libc::SIGKILL) },
+        0
+    );
+    apply.wait().unwrap();
+    bench.sandbox.write("wait-refresh", "");
+    assert!(refreshed(&bench).is_empty());
+    let saved = bench.manifests.path().join("plan.json");
+    let saved = saved.to_str().unwrap();
+    bench
+        .ral("plan", &["-o", saved, &m])
+        .expect(0)
+        .stdout_has("    owed: an earlier run's refresh of it did not succeed");
+    bench
+        .ral("apply", &[saved])
+        .expect(0)
+        .stdout_has(": refreshed, as an earlier run owed");
+    assert_eq!(refreshed(&bench), ["svc web ensure,value"]);
+}
+
+/// A refresh owed to a resource no manifest lists any more is forgotten
+/// with it.
+#[test]
+fn a_refresh_owed_to_a_resource_left_out_is_forgotten() {
+    let bench = Bench::new();
+    let m = bench.manifest("m.yaml", TWO_FILES_ONE_SERVICE);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.sandbox.write("fail-refresh", "web\n");
+    let m = bench.manifest("m2.yaml", &changed(TWO_FILES_ONE_SERVICE));
+    bench.ral("apply", &[&m]).expect(1);
+    let without =
+        changed("alpha:\n  a1: {value: one}\n  a2: {value: two}\nsvc:\n  api: {value: v}\n");
+    let m = bench.manifest("m3.yaml", &without);
+    bench.ral("apply", &["--keep-removed", &m]).expect(0);
+    // Listed again: nothing is owed to it any more.
+    bench.sandbox.write("fail-refresh", "");
+    let m = bench.manifest("m4.yaml", &changed(TWO_FILES_ONE_SERVICE));
+    bench.ral("plan", &[&m]).expect(0).stdout_lacks("owed");
+}

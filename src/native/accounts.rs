@@ -10,9 +10,12 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use serde_json::Value as Json;
+
 use crate::sdk::files::{Attrs, Edit, Lock, Owner, Root, Target};
-use crate::sdk::text::quoted;
+use crate::sdk::text::{is_control, quoted};
 use crate::sdk::{Call, CallError, CallResult, Change, Outcome, Update};
+use crate::text::escape;
 
 /// The largest user or group id.
 pub const ID_MAX: u64 = 4_294_967_294;
@@ -37,6 +40,108 @@ pub fn name_problem(name: &str, what: &str) -> Option<String> {
         true => None,
         false => Some(format!("{} is not a valid {what}", quoted(name))),
     }
+}
+
+/// A value as messages show it: quoted, with control and invisible
+/// characters escaped (`'svc\u{0}'`), so that the message shows what was
+/// refused.
+pub fn shown(value: &str) -> String {
+    format!("'{}'", escape(value))
+}
+
+/// Why `text` cannot be one field of an account file, or `None`: the
+/// field separator ':' ends the field early for every reader, and a
+/// control character (Unicode's Cc: C0, DEL and C1, and the line and
+/// paragraph separators) either ends the line (a line break), ends the
+/// string for C readers (NUL: glibc reads `svc\0` as `svc`, and an empty
+/// shell as /bin/sh) or is read back by ral as '?', so the value would
+/// never converge.
+pub fn field_problem(text: &str) -> Option<String> {
+    if text.contains(':') {
+        return Some("contains ':', the field separator".to_owned());
+    }
+    let c = text.chars().find(|&c| is_control(c))?;
+    Some(format!(
+        "contains the control character U+{:04X}, which no account file can hold",
+        u32::from(c)
+    ))
+}
+
+/// A text attribute's value checked to be one field of an account file
+/// (see [`field_problem`]); a secret one is not shown in the message.
+pub fn check_field(attr: &str, value: &Json, secret: bool) -> CallResult<String> {
+    let Some(text) = value.as_str() else {
+        let what = match secret {
+            true => "the value".to_owned(),
+            false => value.to_string(),
+        };
+        return Err(CallError::new(format!("{attr}: {what} is not a string")));
+    };
+    match field_problem(text) {
+        None => Ok(text.to_owned()),
+        Some(problem) => {
+            let what = match secret {
+                true => "the value".to_owned(),
+                false => shown(text),
+            };
+            Err(CallError::new(format!("{attr}: {what} {problem}")))
+        }
+    }
+}
+
+/// Why `name` cannot stand in a group's member list (in group and
+/// gshadow), or `None`: glibc and shadow-utils split the list at ',' and
+/// skip white space before a name, so such a name would be read as
+/// another one, or as several; a leading '+', '-' or '#' is read as NIS
+/// or a comment by some tools, and control or invisible characters hide
+/// what the name is. `what` names it in the message ("member name").
+pub fn member_problem(name: &str, what: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some(format!("{what} must not be empty"));
+    }
+    for c in name.chars() {
+        if c == ':' || c == ',' {
+            return Some(format!(
+                "{what} {} contains {}",
+                shown(name),
+                quoted(&c.to_string())
+            ));
+        }
+        if c.is_whitespace() || ('\x1c'..='\x1f').contains(&c) {
+            return Some(format!("{what} {} contains whitespace", shown(name)));
+        }
+        if is_control(c) || is_format(c) {
+            return Some(format!(
+                "{what} {} contains a control character",
+                shown(name)
+            ));
+        }
+    }
+    if name.starts_with(['-', '+', '#']) {
+        let first = &name[..1];
+        return Some(format!(
+            "{what} {} starts with {}",
+            shown(name),
+            quoted(first)
+        ));
+    }
+    if name.len() > NAME_MAX {
+        return Some(format!(
+            "{what} {} is longer than {NAME_MAX} bytes",
+            shown(name)
+        ));
+    }
+    None
+}
+
+/// Unicode's format characters (Cf) that can hide in a name: the
+/// invisible and bidirectional controls.
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
+        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
+        | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
 }
 
 /// The names in a group record's member list.

@@ -15,7 +15,8 @@ use std::collections::HashSet;
 use serde_json::{json, Value as Json};
 
 use super::accounts::{
-    change_each, check_id, members_of, name_problem, Accounts, Apply, Table, NAME_RULE,
+    change_each, check_field, check_id, member_problem, members_of, name_problem, shown, Accounts,
+    Apply, Table, NAME_RULE,
 };
 use crate::sdk::files::{Create, Owner, Root};
 use crate::sdk::serve::{check_resource_fits, check_should};
@@ -26,7 +27,7 @@ use crate::sdk::{Outcome, Provider, Resource, Update};
 const AUTO_FIRST: u64 = 1000;
 /// Exclusive.
 const AUTO_END: u64 = 60000;
-const ATTRIBUTES: [&str; 10] = [
+const ATTRIBUTES: [&str; 11] = [
     "name",
     "ensure",
     "uid",
@@ -37,7 +38,10 @@ const ATTRIBUTES: [&str; 10] = [
     "groups",
     "password",
     "managehome",
+    "allow_empty_password",
 ];
+/// The write-only switches: booleans passed, never reported.
+const SWITCHES: [&str; 2] = ["managehome", "allow_empty_password"];
 const ENSURES: [&str; 2] = ["present", "absent"];
 const TABLES: [&str; 4] = ["passwd", "group", "gshadow", "shadow"];
 
@@ -208,38 +212,33 @@ impl Apply for Users {
     }
 }
 
-fn check_text(attr: &str, value: &Json, secret: bool) -> CallResult<String> {
-    let Some(text) = value.as_str() else {
-        let shown = match secret {
-            true => "the value".to_owned(),
-            false => value.to_string(),
-        };
-        return Err(CallError::new(format!("{attr}: {shown} is not a string")));
-    };
-    let shown = match secret {
-        true => "the value".to_owned(),
-        false => quoted(text),
-    };
-    if text.contains(':') {
-        return Err(CallError::new(format!("{attr}: {shown} contains ':'")));
-    }
-    if text.contains(['\n', '\r']) {
-        return Err(CallError::new(format!(
-            "{attr}: {shown} contains a line break"
-        )));
-    }
-    Ok(text.to_owned())
-}
-
 fn check_path(attr: &str, value: &Json) -> CallResult<String> {
-    let text = check_text(attr, value, false)?;
+    let text = check_field(attr, value, false)?;
     if !text.starts_with('/') {
         return Err(CallError::new(format!(
             "{attr}: {} is not an absolute path",
-            quoted(&text)
+            shown(&text)
         )));
     }
     Ok(text)
+}
+
+/// Refuses an empty password unless `allow_empty_password` says it is
+/// meant: with one, anyone can log in as the user without a password.
+fn check_password(name: &str, should: &Resource) -> CallResult<()> {
+    let Some(value) = should.get("password") else {
+        return Ok(());
+    };
+    let password = check_field("password", value, true)?;
+    if password.is_empty() && should.get("allow_empty_password") != Some(&Json::Bool(true)) {
+        return Err(CallError::new(format!(
+            "password: an empty password lets anyone log in as {} without one; give \
+             allow_empty_password=true with it if that is meant (a locked account has \
+             the password '!')",
+            shown(name)
+        )));
+    }
+    Ok(())
 }
 
 fn check_groups(group: Option<&Table>, value: &Json) -> CallResult<Vec<String>> {
@@ -553,6 +552,11 @@ fn modify(
         a.sort();
         b.sort();
         if a != b {
+            if let Some(problem) = member_problem(&name, "the user name") {
+                return Err(CallError::new(format!(
+                    "groups: {problem}, so it cannot be written in a group's member list"
+                )));
+            }
             set_membership(db, &name, &groups);
             changes.push(Change::new("groups", old_groups, groups));
         }
@@ -570,10 +574,10 @@ fn apply_update(
     let ensure = ensure.and_then(Json::as_str);
     let name = update.name.as_str();
     let mut should = update.should.clone();
-    if let Some(managehome) = should.get("managehome") {
-        if !managehome.is_boolean() {
+    for switch in SWITCHES {
+        if let Some(value) = should.get(switch).filter(|v| !v.is_boolean()) {
             return Err(CallError::new(format!(
-                "managehome: {managehome} is not a boolean"
+                "{switch}: {value} is not a boolean"
             )));
         }
     }
@@ -607,11 +611,10 @@ fn apply_update(
         });
     }
 
-    for attr in ["comment", "password"] {
-        if let Some(value) = should.get(attr) {
-            check_text(attr, value, attr == "password")?;
-        }
+    if let Some(value) = should.get("comment") {
+        check_field("comment", value, false)?;
     }
+    check_password(name, &should)?;
     for attr in ["home", "shell"] {
         if let Some(value) = should.get(attr) {
             check_path(attr, value)?;

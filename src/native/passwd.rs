@@ -302,26 +302,35 @@ fn set_membership(db: &mut Accounts, name: &str, wanted: &[String]) {
             line.set_field(3, &members.join(","));
             changed = true;
         }
-        if table_name == "gshadow" {
-            // Administrators of a removed user go too.
-            for line in table.lines.iter_mut() {
-                if line.fields.is_none() || !wanted.is_empty() {
-                    continue;
-                }
-                let admins: Vec<String> = line.f()[2].split(',').map(str::to_owned).collect();
-                if admins.iter().any(|a| a == name) {
-                    let kept: Vec<String> = admins
-                        .into_iter()
-                        .filter(|a| !a.is_empty() && a != name)
-                        .collect();
-                    line.set_field(2, &kept.join(","));
-                    changed = true;
-                }
-            }
-        }
         if changed {
             table.changed = true;
         }
+    }
+}
+
+/// Takes a removed user out of every group's administrators (gshadow's
+/// third field).
+fn drop_admin(db: &mut Accounts, name: &str) {
+    let Some(gshadow) = db.get_mut("gshadow") else {
+        return;
+    };
+    let mut changed = false;
+    for line in gshadow.lines.iter_mut() {
+        if line.fields.is_none() {
+            continue;
+        }
+        let admins: Vec<String> = line.f()[2].split(',').map(str::to_owned).collect();
+        if admins.iter().any(|a| a == name) {
+            let kept: Vec<String> = admins
+                .into_iter()
+                .filter(|a| !a.is_empty() && a != name)
+                .collect();
+            line.set_field(2, &kept.join(","));
+            changed = true;
+        }
+    }
+    if changed {
+        gshadow.changed = true;
     }
 }
 
@@ -602,6 +611,7 @@ fn apply_update(
                 shadow.remove(name);
             }
             set_membership(db, name, &[]);
+            drop_admin(db, name);
             if managehome {
                 work.push(Work::RemoveHome {
                     home: fields[5].clone(),

@@ -1,7 +1,9 @@
 //! Values the user and group providers write into the account files:
 //! those glibc or shadow-utils would read otherwise than ral means are
 //! refused, naming the attribute and showing the value escaped; an empty
-//! password must be asked for explicitly and is shown as empty.
+//! password must be asked for explicitly and is shown as empty; and each
+//! field lands where readers look for it (an id already used is refused,
+//! gshadow's members and administrators stay apart).
 
 use std::io::Write as _;
 use std::process::Stdio;
@@ -14,6 +16,8 @@ use crate::support::{run, Run, Sandbox};
 const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
 const SHADOW: &str = "root:*:19700:0:99999:7:::\nalice:!:19700:0:99999:7:::\n";
 const GROUP: &str = "root:x:0:\nstaff:x:50:alice\nalice:x:1000:\n";
+/// alice administers staff (gshadow's third field) and is its member
+/// (the fourth).
 const GSHADOW: &str = "root:*::\nstaff:!:alice:alice\nalice:!::\n";
 
 fn values_sandbox() -> Sandbox {
@@ -207,4 +211,82 @@ fn the_plan_says_an_account_will_have_no_password() {
     let plan = run(&mut sandbox.ral_command("plan", &[manifest.to_str().unwrap()]));
     plan.expect(0).stdout_has("    password: [redacted]\n");
     assert!(!plan.stdout.contains("hash"), "{}", plan.stdout);
+}
+
+#[test]
+fn a_uid_in_use_is_refused_at_creation() {
+    let sandbox = values_sandbox();
+    let before = files(&sandbox);
+    sandbox
+        .ralsh(&["user", "bob", "uid=1000"])
+        .expect(2)
+        .stderr_has("uid: 1000 is already used by user 'alice'");
+    sandbox
+        .ralsh(&["user", "bob", "uid=0"])
+        .expect(2)
+        .stderr_has("uid: 0 is already used by user 'root'");
+    assert_eq!(files(&sandbox), before);
+    sandbox
+        .ralsh(&["user", "bob", "uid=1001"])
+        .expect(0)
+        .stdout_has("uid: (none) -> 1001");
+}
+
+#[test]
+fn gshadow_keeps_members_and_administrators_apart() {
+    let sandbox = values_sandbox();
+    sandbox.write(
+        "etc/passwd",
+        &format!("{PASSWD}bob:x:1001:1001::/home/bob:/bin/sh\n"),
+    );
+    sandbox.write("etc/shadow", &format!("{SHADOW}bob:!:19700:0:99999:7:::\n"));
+    sandbox.write("etc/group", &format!("{GROUP}bob:x:1001:\n"));
+    sandbox.write("etc/gshadow", &format!("{GSHADOW}bob:!::\n"));
+    let gshadow_line = |group: &str| -> String {
+        sandbox
+            .read("etc/gshadow")
+            .lines()
+            .find(|line| line.starts_with(&format!("{group}:")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    // The group provider: members in the fourth field, administrators
+    // left as they are.
+    sandbox
+        .ralsh(&["group", "staff", "members=alice,bob"])
+        .expect(0);
+    assert_eq!(gshadow_line("staff"), "staff:!:alice:alice,bob");
+    assert!(sandbox
+        .read("etc/group")
+        .contains("\nstaff:x:50:alice,bob\n"));
+    sandbox.ralsh(&["group", "devs", "members=bob"]).expect(0);
+    assert_eq!(gshadow_line("devs"), "devs:!::bob");
+    sandbox
+        .ralsh(&["group", "devs", "members=alice,bob"])
+        .expect(0);
+    assert_eq!(gshadow_line("devs"), "devs:!::alice,bob");
+    // A group completed (its gshadow line missing).
+    sandbox.write(
+        "etc/group",
+        &format!("{}ops:x:1300:bob\n", sandbox.read("etc/group")),
+    );
+    sandbox
+        .ralsh(&["group", "ops", "ensure=present", "members=bob,alice"])
+        .expect(0);
+    assert_eq!(gshadow_line("ops"), "ops:!::bob,alice");
+
+    // The user provider: the same, from the user's side.
+    sandbox.ralsh(&["user", "bob", "groups=ops"]).expect(0);
+    assert_eq!(gshadow_line("staff"), "staff:!:alice:alice");
+    assert_eq!(gshadow_line("devs"), "devs:!::alice");
+    assert_eq!(gshadow_line("ops"), "ops:!::bob,alice");
+    // Leaving every group takes alice out of the member lists, but she
+    // stays staff's administrator...
+    sandbox.ralsh(&["user", "alice", "groups="]).expect(0);
+    assert_eq!(gshadow_line("staff"), "staff:!:alice:");
+    assert_eq!(gshadow_line("ops"), "ops:!::bob");
+    // ...until the account goes.
+    sandbox.ralsh(&["user", "alice", "ensure=absent"]).expect(0);
+    assert_eq!(gshadow_line("staff"), "staff:!::");
 }

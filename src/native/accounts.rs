@@ -476,9 +476,9 @@ pub trait Apply {
         Vec::new()
     }
 
-    /// Runs once the files are saved, while the lock is held (not under
-    /// noop).
-    fn after(&mut self, _root: &Root) -> CallResult<()> {
+    /// Runs once the files are saved (or, under noop, would be), while
+    /// the lock is held, with the tables as saved.
+    fn after(&mut self, _call: &Call, _root: &Root, _db: &Accounts) -> CallResult<()> {
         Ok(())
     }
 }
@@ -486,7 +486,7 @@ pub trait Apply {
 /// Runs every update on the account files read under lckpwdf's lock (as
 /// a reader, under noop); the edits of an update that fails are undone.
 /// The changed files are then saved as one edit, and `after` runs while
-/// the lock is still held.
+/// the lock is still held (under noop too, to say what it would do).
 pub fn change_each(
     call: &Call,
     updates: &[Update],
@@ -511,9 +511,7 @@ pub fn change_each(
     }
     let owners = job.new_owners(&db);
     db.save(&mut edit, &owners)?;
-    if !call.noop {
-        job.after(&root)?;
-    }
+    job.after(call, &root, &db)?;
     drop(edit);
     Ok(outcomes)
 }

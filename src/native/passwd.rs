@@ -18,7 +18,8 @@ use super::accounts::{
     change_each, check_field, check_id, member_problem, members_of, name_problem, shown, Accounts,
     Apply, Table, NAME_RULE,
 };
-use crate::sdk::files::{Create, Owner, Root};
+use super::home::{self, Work};
+use crate::sdk::files::{Owner, Root};
 use crate::sdk::serve::{check_resource_fits, check_should};
 use crate::sdk::text::{clean, quoted};
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
@@ -167,12 +168,6 @@ fn groups_of(group: Option<&Table>, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A home directory to make or remove once the files are saved.
-enum Work {
-    MakeHome { home: String, uid: u32, gid: u32 },
-    RemoveHome { home: String },
-}
-
 /// The set of a call: its updates, and the home directories they need.
 struct Users {
     work: Vec<Work>,
@@ -207,8 +202,13 @@ impl Apply for Users {
         ]
     }
 
-    fn after(&mut self, root: &Root) -> CallResult<()> {
-        do_work(root, &self.work)
+    fn after(&mut self, call: &Call, root: &Root, db: &Accounts) -> CallResult<()> {
+        home::run(
+            call,
+            root,
+            &home::Accounts::of(db.get("passwd")),
+            &self.work,
+        )
     }
 }
 
@@ -464,7 +464,8 @@ fn create(
     }
     set_membership(db, name, &groups);
     if should.get("managehome") == Some(&Json::Bool(true)) {
-        work.push(Work::MakeHome {
+        work.push(Work::Make {
+            name: name.to_owned(),
             home: home.clone(),
             uid: uid as u32,
             gid: gid as u32,
@@ -613,8 +614,10 @@ fn apply_update(
             set_membership(db, name, &[]);
             drop_admin(db, name);
             if managehome {
-                work.push(Work::RemoveHome {
+                work.push(Work::Remove {
+                    name: name.to_owned(),
                     home: fields[5].clone(),
+                    uid: fields[2].parse().unwrap_or_default(),
                 });
             }
             Ok(vec![Change::new("ensure", was, "absent")])
@@ -652,62 +655,4 @@ fn apply_update(
             Ok(changes)
         }),
     }
-}
-
-/// Creates and removes home directories, below the root.
-fn do_work(root: &Root, work: &[Work]) -> CallResult<()> {
-    for item in work {
-        let home = match item {
-            Work::MakeHome { home, .. } | Work::RemoveHome { home } => home,
-        };
-        let trimmed = home.trim_end_matches('/');
-        let (parent, base) = match trimmed.rsplit_once('/') {
-            Some((parent, base)) => (parent, base),
-            None => ("", trimmed),
-        };
-        if matches!(base, "" | "." | "..") {
-            return Err(CallError::new(format!(
-                "the home directory {} cannot be managed",
-                quoted(home)
-            )));
-        }
-        let parent = parent.trim_start_matches('/');
-        let result = match item {
-            Work::MakeHome { uid, gid, .. } => root
-                .directory(parent, true, Some(Create::mode(0o755)))
-                .and_then(|dir| match dir.lstat(base)? {
-                    Some(_) => Ok(()),
-                    None => dir
-                        .subdir(
-                            base,
-                            Some(Create {
-                                mode: 0o755,
-                                uid: Some(*uid),
-                                gid: Some(*gid),
-                            }),
-                        )
-                        .map(drop),
-                }),
-            Work::RemoveHome { .. } => {
-                root.directory(parent, true, None)
-                    .and_then(|dir| match dir.lstat(base)? {
-                        Some(info) if info.is_dir() => dir.remove_tree(base).map_err(|err| {
-                            CallError::io(
-                                &err,
-                                &format!(
-                                    "remove the home directory {}",
-                                    quoted(&root.show(home.trim_start_matches('/')))
-                                ),
-                            )
-                        }),
-                        _ => Ok(()),
-                    })
-            }
-        };
-        match result {
-            Err(err) if err.missing => continue,
-            other => other?,
-        }
-    }
-    Ok(())
 }

@@ -1,6 +1,7 @@
 //! Integration tests: the built `ralsh` binary against fixture providers
 //! (tests/fixtures) and the bundled ones, always on a temporary fake root.
 
+mod account_homes;
 mod account_values;
 mod answers;
 mod attacks;

@@ -179,6 +179,9 @@ fn an_empty_password_needs_allow_empty_password_and_is_shown_empty() {
     assert!(sandbox.read("etc/shadow").contains("\nalice::"));
     let doc = sandbox.ralsh(&["-j", "user", "alice"]).expect(0).json();
     assert_eq!(doc["resource"]["password"], "");
+    let doc = sandbox.ralsh(&["-j", "user"]).expect(0).json();
+    assert_eq!(doc["resources"][1]["password"], "");
+    assert_eq!(doc["resources"][0]["password"], "[redacted]");
     sandbox
         .ralsh(&["user", "alice", "password=!"])
         .expect(0)

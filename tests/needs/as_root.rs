@@ -1,7 +1,8 @@
 //! Tests that need root, which a fresh machine's user may not be: a cache
 //! directory given to another user (chown), a manifest of bundled
 //! resources that sets a file's owner, useradd -R (it chroots) beside
-//! ralsh on one root, and homes holding files of several owners.
+//! ralsh on one root, homes holding files of several owners, and pwck
+//! and grpck -R (they chroot) on what the user and group types write.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -19,6 +20,7 @@ pub fn tests() -> Vec<Test> {
         ralsh_and_useradd_side_by_side_lose_nothing,
         managehome_keeps_a_home_that_holds_a_file_of_another_owner,
         managehome_on_creation_never_gives_away_a_directory_that_exists,
+        what_ral_writes_to_the_account_files_pwck_and_grpck_accept,
     ]
 }
 
@@ -282,4 +284,12 @@ fn managehome_on_creation_never_gives_away_a_directory_that_exists() {
         .expect(0);
     let made = std::fs::metadata(sandbox.root().join("home/w")).unwrap();
     assert_eq!((made.uid(), made.mode() & 0o7777), (4244, 0o755));
+}
+
+fn what_ral_writes_to_the_account_files_pwck_and_grpck_accept() {
+    // The property of tests/ralsh/account_properties.rs, with pwck -r and
+    // grpck -r run below the root after each change: nothing new found.
+    let counts = crate::account_cases::run_cases(24, true);
+    eprintln!("{counts}");
+    assert!(counts.accepted > 0 && counts.refused > 0, "{counts}");
 }

@@ -1,7 +1,10 @@
 //! Integration tests: the built `ralsh` binary against fixture providers
 //! (tests/fixtures) and the bundled ones, always on a temporary fake root.
 
+#[path = "../common/account_cases.rs"]
+mod account_cases;
 mod account_homes;
+mod account_properties;
 mod account_values;
 mod answers;
 mod attacks;

@@ -280,3 +280,21 @@ fn managehome_on_creation_leaves_a_home_that_exists_as_it_is() {
     );
     assert_same_tree(&tree, &app, "creating v");
 }
+
+#[test]
+fn managehome_on_creation_leaves_a_link_where_the_home_would_be() {
+    let sandbox = homes_sandbox();
+    sandbox.write("srv/app/config", "keep\n");
+    std::fs::create_dir(sandbox.root().join("home")).unwrap();
+    let home = sandbox.root().join("home/v");
+    std::os::unix::fs::symlink("/srv/app", &home).unwrap();
+    let tree = tree_snapshot(&sandbox.root().join("srv"));
+    let run = sandbox.ralsh(&["user", "v", "managehome=true"]);
+    run.expect(0).stderr_has(&format!(
+        "v: creating: the home directory '{}' exists already and was left as it is: it is a \
+         symbolic link",
+        home.display()
+    ));
+    assert!(std::fs::symlink_metadata(&home).unwrap().is_symlink());
+    assert_same_tree(&tree, &sandbox.root().join("srv"), "creating v");
+}

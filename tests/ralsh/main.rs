@@ -3,6 +3,7 @@
 
 #[path = "../common/account_cases.rs"]
 mod account_cases;
+mod account_files;
 mod account_homes;
 mod account_properties;
 mod account_values;

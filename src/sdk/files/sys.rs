@@ -289,9 +289,17 @@ pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
 }
 
 const SELINUX: &CStr = c"security.selinux";
+/// The POSIX ACL beyond the mode bits (setfacl's), as an attribute.
+pub const ACL: &CStr = c"system.posix_acl_access";
 
 /// The SELinux context of the file open as `fd`, if it has one.
 pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+    xattr(fd, SELINUX)
+}
+
+/// The extended attribute `name` of the file open as `fd`, if it has
+/// one.
+pub fn xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
         // SAFETY: `buf` has room for `buf.len()` bytes; the attribute name
@@ -299,7 +307,7 @@ pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
         let got = unsafe {
             libc::fgetxattr(
                 fd.as_raw_fd(),
-                SELINUX.as_ptr(),
+                name.as_ptr(),
                 buf.as_mut_ptr().cast(),
                 buf.len(),
             )
@@ -318,12 +326,17 @@ pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
 
 /// Gives the file open as `fd` the SELinux context `context`.
 pub fn set_selinux_context(fd: BorrowedFd<'_>, context: &[u8]) -> io::Result<()> {
+    set_xattr(fd, SELINUX, context)
+}
+
+/// Gives the file open as `fd` the extended attribute `name`.
+pub fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, context: &[u8]) -> io::Result<()> {
     // SAFETY: `context` is valid for `context.len()` bytes; the attribute
     // name is NUL-terminated; `fd` is open for the call.
     check(unsafe {
         libc::fsetxattr(
             fd.as_raw_fd(),
-            SELINUX.as_ptr(),
+            name.as_ptr(),
             context.as_ptr().cast(),
             context.len(),
             0,

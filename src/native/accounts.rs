@@ -171,6 +171,8 @@ fn layout(name: &str) -> (usize, &'static [usize], u32) {
 
 /// Text from the bytes of a system file: UTF-8 if possible, else
 /// Latin-1, which decodes any byte (and encodes back to the same bytes).
+/// Fields are decoded one by one: a field ral wrote (UTF-8) reads back
+/// as written even on a line whose other fields are Latin-1.
 fn decode(raw: &[u8]) -> String {
     match std::str::from_utf8(raw) {
         Ok(text) => text.to_owned(),
@@ -201,7 +203,9 @@ impl Record {
         self.f()[index].parse().unwrap_or_default()
     }
 
-    /// Replaces one field, keeping the others' bytes.
+    /// Replaces one field, keeping the others' bytes. The line then ends
+    /// in a bare line feed: glibc reads a carriage return before it as part
+    /// of the last field, which ral reads without it.
     pub fn set_field(&mut self, index: usize, value: &str) {
         let mut text = self.raw.as_slice();
         while let Some(rest) = text
@@ -210,7 +214,10 @@ impl Record {
         {
             text = rest;
         }
-        let end = self.raw[text.len()..].to_vec();
+        let end = match self.raw[text.len()..].contains(&b'\n') {
+            true => b"\n".to_vec(),
+            false => Vec::new(),
+        };
         let mut parts: Vec<Vec<u8>> = text.split(|&b| b == b':').map(<[u8]>::to_vec).collect();
         if index < parts.len() {
             parts[index] = value.as_bytes().to_vec();
@@ -334,15 +341,18 @@ fn parse(
     piece: &[u8],
     number: usize,
 ) -> Option<Vec<String>> {
-    let decoded = decode(piece);
-    let line = decoded.trim_end_matches('\r');
+    let mut bytes = piece;
+    while let Some(rest) = bytes.strip_suffix(b"\r") {
+        bytes = rest;
+    }
+    let line = decode(bytes);
     // Python's strip(): Unicode white space and the information
     // separators \x1c-\x1f.
     let stripped = line.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
     if stripped.is_empty() || stripped.starts_with(['#', '+', '-']) {
         return None;
     }
-    let fields: Vec<String> = line.split(':').map(str::to_owned).collect();
+    let fields: Vec<String> = bytes.split(|&b| b == b':').map(decode).collect();
     let warn = |what: String| {
         call.log.warning(&format!(
             "{} line {number}: {what}; line skipped",
@@ -544,14 +554,52 @@ mod tests {
     }
 
     #[test]
-    fn a_field_is_replaced_keeping_the_other_bytes_and_the_ending() {
+    fn a_field_is_replaced_keeping_the_other_bytes() {
         let mut record = Record {
-            raw: b"g:x:10:a,\xff\r\n".to_vec(),
+            raw: b"g:x:10:a,\xff\n".to_vec(),
             fields: Some(vec!["g".into(), "x".into(), "10".into(), "a,\u{ff}".into()]),
         };
         record.set_field(2, "11");
-        assert_eq!(record.raw, b"g:x:11:a,\xff\r\n".to_vec());
+        assert_eq!(record.raw, b"g:x:11:a,\xff\n".to_vec());
         assert_eq!(record.f()[2], "11");
+    }
+
+    /// glibc reads `/bin/sh\r` from a line ending in CR LF; ral reads
+    /// `/bin/sh`. A line ral changes ends in LF, so both read what ral
+    /// wrote; a last line without one stays without.
+    #[test]
+    fn a_changed_line_ends_in_a_bare_line_feed() {
+        let line = |raw: &[u8]| Record {
+            raw: raw.to_vec(),
+            fields: Some(vec!["g".into(), "x".into(), "10".into(), "a".into()]),
+        };
+        let mut record = line(b"g:x:10:a\r\n");
+        record.set_field(3, "b");
+        assert_eq!(record.raw, b"g:x:10:b\n".to_vec());
+        let mut record = line(b"g:x:10:a\r");
+        record.set_field(3, "b");
+        assert_eq!(record.raw, b"g:x:10:b".to_vec());
+    }
+
+    /// A field is decoded on its own: UTF-8 that ral wrote reads back as
+    /// written beside a Latin-1 field.
+    #[test]
+    fn each_field_is_decoded_on_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("etc")).unwrap();
+        let call = call(dir.path());
+        let target = Root::open(dir.path())
+            .unwrap()
+            .directory("etc", true, None)
+            .unwrap()
+            .file("passwd")
+            .unwrap();
+        // The comment in Latin-1, the shell in UTF-8.
+        let mut data = b"zoe:x:1:1:Zo\xeb:/home/zoe:/bin/b".to_vec();
+        data.extend("\u{e4}sh\n".as_bytes());
+        let table = Table::new(&call, "passwd", target, Some(data));
+        assert_eq!(table.lines[0].f()[4], "Zo\u{eb}");
+        assert_eq!(table.lines[0].f()[6], "/bin/b\u{e4}sh");
     }
 
     fn call(root: &std::path::Path) -> Call {

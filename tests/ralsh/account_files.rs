@@ -1,10 +1,12 @@
 //! The account files as files: links, hard links, FIFOs in their place,
-//! and their mode, owner and ACL across a replace.
+//! their mode, owner and ACL across a replace, and lines whose bytes
+//! glibc and ral could read differently once ral changes them.
 
 use std::ffi::CString;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+use crate::provider_user::files;
 use crate::support::Sandbox;
 
 const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
@@ -178,4 +180,55 @@ fn a_replaced_account_file_keeps_its_mode_owner_and_acl() {
     );
     got.truncate(len as usize);
     assert_eq!(got, acl);
+}
+
+/// A line with a Latin-1 comment, whose shell ral sets to UTF-8 text:
+/// each field reads back as written (ral decoded the whole line as
+/// Latin-1, read its own value as mojibake and never converged).
+#[test]
+fn a_value_ral_writes_beside_latin1_reads_back_as_written() {
+    let sandbox = files_sandbox();
+    let mut passwd = PASSWD.as_bytes().to_vec();
+    passwd.extend_from_slice(b"zoe:x:1003:1003:Zo\xeb:/home/zoe:/bin/sh\n");
+    std::fs::write(sandbox.root().join("etc/passwd"), &passwd).unwrap();
+    sandbox
+        .ralsh(&["user", "zoe", "shell=/bin/b\u{e4}sh"])
+        .expect(0)
+        .stdout_has("shell: '/bin/sh' -> '/bin/b\u{e4}sh'");
+    sandbox
+        .ralsh(&["user", "zoe", "shell=/bin/b\u{e4}sh"])
+        .expect(0)
+        .stdout_has("no changes needed");
+    let doc = sandbox.ralsh(&["-j", "user", "zoe"]).expect(0).json();
+    assert_eq!(doc["resource"]["comment"], "Zo\u{eb}");
+    let written = std::fs::read(sandbox.root().join("etc/passwd")).unwrap();
+    let mut line = b"zoe:x:1003:1003:Zo\xeb:/home/zoe:/bin/b".to_vec();
+    line.extend_from_slice("\u{e4}sh\n".as_bytes());
+    assert!(written.ends_with(&line));
+}
+
+/// glibc reads a carriage return before the line feed as part of the
+/// last field (the shell, the members); a line ral changes ends in a
+/// bare line feed, so the shell it wrote is the one the system runs.
+#[test]
+fn a_crlf_line_ral_changes_ends_in_a_line_feed() {
+    let sandbox = files_sandbox();
+    sandbox.write("etc/passwd", &PASSWD.replace('\n', "\r\n"));
+    sandbox.write("etc/group", &GROUP.replace('\n', "\r\n"));
+    let before = files(&sandbox);
+    sandbox
+        .ralsh(&["user", "alice", "shell=/bin/bash"])
+        .expect(0);
+    assert_eq!(
+        sandbox.read("etc/passwd"),
+        "root:x:0:0:root:/root:/bin/bash\r\nalice:x:1000:1000::/home/alice:/bin/bash\n"
+    );
+    sandbox
+        .ralsh(&["group", "staff", "members=alice,root"])
+        .expect(0);
+    assert_eq!(
+        sandbox.read("etc/group"),
+        "root:x:0:\r\nstaff:x:50:alice,root\nalice:x:1000:\r\n"
+    );
+    assert_ne!(files(&sandbox), before);
 }

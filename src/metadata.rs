@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::relations::{self, RawRelations, Relation, RelationKind};
-use crate::secrets::REDACTED;
+use crate::secrets::{hides, EMPTY, REDACTED};
 use crate::types::AttrMap;
 use crate::types::{AttrType, Value};
 
@@ -229,10 +229,14 @@ impl Attribute {
         self.sensitive || self.digest.is_some()
     }
 
-    /// The value as messages show it: quoted, or redacted when sensitive.
+    /// The value as messages show it: quoted, or redacted when sensitive
+    /// (unless empty: see [`hides`]).
     pub fn show(&self, value: &Value) -> String {
         if self.sensitive {
-            REDACTED.to_owned()
+            match hides(value) {
+                true => REDACTED.to_owned(),
+                false => EMPTY.to_owned(),
+            }
         } else {
             format!("'{}'", crate::text::escape(&value.to_text()))
         }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::metadata::{Attribute, Metadata, Suitable};
 use crate::resource::Change;
 use crate::sdk::Native;
-use crate::secrets::REDACTED;
+use crate::secrets::{hides, REDACTED};
 use crate::types::Value;
 
 /// One attribute's change as output shows it (`{attr, is, was}`): its
@@ -59,9 +59,9 @@ impl Provider {
     }
 
     /// A value as JSON output shows it: `"[redacted]"` for a sensitive
-    /// attribute.
+    /// attribute (unless empty: see [`hides`]).
     pub fn shown_json(&self, attr: &str, value: &Value) -> serde_json::Value {
-        if self.attribute(attr).is_some_and(|a| a.sensitive) {
+        if self.attribute(attr).is_some_and(|a| a.sensitive) && hides(value) {
             serde_json::Value::from(REDACTED)
         } else {
             serde_json::Value::from(value)

@@ -12,6 +12,18 @@ use crate::types::Value;
 /// What is shown in place of a sensitive value.
 pub const REDACTED: &str = "[redacted]";
 
+/// What the text output shows for an empty sensitive value (see
+/// [`hides`]).
+pub const EMPTY: &str = "'' (empty)";
+
+/// Whether output hides a sensitive value: every value but the empty
+/// text, which is no secret and which whoever reviews a change must see
+/// (an empty password is no password at all). It is shown as [`EMPTY`] in
+/// text, `""` in JSON.
+pub fn hides(value: &Value) -> bool {
+    !matches!(value, Value::String(text) if text.is_empty())
+}
+
 /// Replaces every occurrence of a secret by [`REDACTED`].
 pub fn redact(text: &str, secrets: &[String]) -> String {
     secrets
@@ -53,6 +65,13 @@ pub fn secret_texts<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_empty_text_is_not_hidden() {
+        assert!(!hides(&Value::from("")));
+        assert!(hides(&Value::from("x")));
+        assert!(hides(&Value::Array(Vec::new())));
+    }
 
     #[test]
     fn secrets_are_found_whole_and_by_element_longest_first() {

@@ -39,6 +39,7 @@ pub fn needs_escape(c: char) -> bool {
             | '\u{2060}'..='\u{2064}' // word joiner and invisible operators
             | '\u{2066}'..='\u{2069}' // bidirectional isolates
             | '\u{feff}'              // zero-width no-break space
+            | '\u{2028}' | '\u{2029}' // line and paragraph separators
         )
 }
 
@@ -55,6 +56,7 @@ mod tests {
     fn control_and_invisible_characters_are_escaped() {
         assert_eq!(escape("a\x1b[31mb\n"), "a\\u{1b}[31mb\\n");
         assert_eq!(escape("abc\u{202e}cba"), "abc\\u{202e}cba");
+        assert_eq!(escape("a\u{2028}b"), "a\\u{2028}b");
         assert_eq!(escape("naïve ✓"), "naïve ✓");
         assert_eq!(escape_lines("one\x07\ntwo"), "one\\u{7}\ntwo");
     }

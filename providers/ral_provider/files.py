@@ -1209,7 +1209,8 @@ def _sync_all(fds, threads):
 
 
 def _copy_context(directory, name, fd):
-    """Gives the file FD the SELinux context of NAME, where there is one."""
+    """Gives the file FD the SELinux context and the POSIX ACL of NAME,
+    where it has them (a rename carries neither over)."""
     if not hasattr(os, "getxattr"):
         return
     try:
@@ -1217,9 +1218,10 @@ def _copy_context(directory, name, fd):
     except OSError:
         return
     try:
-        context = os.getxattr(src, "security.selinux")
-        os.setxattr(fd, "security.selinux", context)
-    except OSError:
-        pass
+        for attr in ("security.selinux", "system.posix_acl_access"):
+            try:
+                os.setxattr(fd, attr, os.getxattr(src, attr))
+            except OSError:
+                pass
     finally:
         os.close(src)

@@ -10,9 +10,12 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use serde_json::Value as Json;
+
 use crate::sdk::files::{Attrs, Edit, Lock, Owner, Root, Target};
-use crate::sdk::text::quoted;
+use crate::sdk::text::{is_control, quoted};
 use crate::sdk::{Call, CallError, CallResult, Change, Outcome, Update};
+use crate::text::escape;
 
 /// The largest user or group id.
 pub const ID_MAX: u64 = 4_294_967_294;
@@ -37,6 +40,108 @@ pub fn name_problem(name: &str, what: &str) -> Option<String> {
         true => None,
         false => Some(format!("{} is not a valid {what}", quoted(name))),
     }
+}
+
+/// A value as messages show it: quoted, with control and invisible
+/// characters escaped (`'svc\u{0}'`), so that the message shows what was
+/// refused.
+pub fn shown(value: &str) -> String {
+    format!("'{}'", escape(value))
+}
+
+/// Why `text` cannot be one field of an account file, or `None`: the
+/// field separator ':' ends the field early for every reader, and a
+/// control character (Unicode's Cc: C0, DEL and C1, and the line and
+/// paragraph separators) either ends the line (a line break), ends the
+/// string for C readers (NUL: glibc reads `svc\0` as `svc`, and an empty
+/// shell as /bin/sh) or is read back by ral as '?', so the value would
+/// never converge.
+pub fn field_problem(text: &str) -> Option<String> {
+    if text.contains(':') {
+        return Some("contains ':', the field separator".to_owned());
+    }
+    let c = text.chars().find(|&c| is_control(c))?;
+    Some(format!(
+        "contains the control character U+{:04X}, which no account file can hold",
+        u32::from(c)
+    ))
+}
+
+/// A text attribute's value checked to be one field of an account file
+/// (see [`field_problem`]); a secret one is not shown in the message.
+pub fn check_field(attr: &str, value: &Json, secret: bool) -> CallResult<String> {
+    let Some(text) = value.as_str() else {
+        let what = match secret {
+            true => "the value".to_owned(),
+            false => value.to_string(),
+        };
+        return Err(CallError::new(format!("{attr}: {what} is not a string")));
+    };
+    match field_problem(text) {
+        None => Ok(text.to_owned()),
+        Some(problem) => {
+            let what = match secret {
+                true => "the value".to_owned(),
+                false => shown(text),
+            };
+            Err(CallError::new(format!("{attr}: {what} {problem}")))
+        }
+    }
+}
+
+/// Why `name` cannot stand in a group's member list (in group and
+/// gshadow), or `None`: glibc and shadow-utils split the list at ',' and
+/// skip white space before a name, so such a name would be read as
+/// another one, or as several; a leading '+', '-' or '#' is read as NIS
+/// or a comment by some tools, and control or invisible characters hide
+/// what the name is. `what` names it in the message ("member name").
+pub fn member_problem(name: &str, what: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some(format!("{what} must not be empty"));
+    }
+    for c in name.chars() {
+        if c == ':' || c == ',' {
+            return Some(format!(
+                "{what} {} contains {}",
+                shown(name),
+                quoted(&c.to_string())
+            ));
+        }
+        if c.is_whitespace() || ('\x1c'..='\x1f').contains(&c) {
+            return Some(format!("{what} {} contains whitespace", shown(name)));
+        }
+        if is_control(c) || is_format(c) {
+            return Some(format!(
+                "{what} {} contains a control character",
+                shown(name)
+            ));
+        }
+    }
+    if name.starts_with(['-', '+', '#']) {
+        let first = &name[..1];
+        return Some(format!(
+            "{what} {} starts with {}",
+            shown(name),
+            quoted(first)
+        ));
+    }
+    if name.len() > NAME_MAX {
+        return Some(format!(
+            "{what} {} is longer than {NAME_MAX} bytes",
+            shown(name)
+        ));
+    }
+    None
+}
+
+/// Unicode's format characters (Cf) that can hide in a name: the
+/// invisible and bidirectional controls.
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
+        | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
+        | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
 }
 
 /// The names in a group record's member list.
@@ -66,6 +171,8 @@ fn layout(name: &str) -> (usize, &'static [usize], u32) {
 
 /// Text from the bytes of a system file: UTF-8 if possible, else
 /// Latin-1, which decodes any byte (and encodes back to the same bytes).
+/// Fields are decoded one by one: a field ral wrote (UTF-8) reads back
+/// as written even on a line whose other fields are Latin-1.
 fn decode(raw: &[u8]) -> String {
     match std::str::from_utf8(raw) {
         Ok(text) => text.to_owned(),
@@ -96,7 +203,9 @@ impl Record {
         self.f()[index].parse().unwrap_or_default()
     }
 
-    /// Replaces one field, keeping the others' bytes.
+    /// Replaces one field, keeping the others' bytes. The line then ends
+    /// in a bare line feed: glibc reads a carriage return before it as part
+    /// of the last field, which ral reads without it.
     pub fn set_field(&mut self, index: usize, value: &str) {
         let mut text = self.raw.as_slice();
         while let Some(rest) = text
@@ -105,7 +214,10 @@ impl Record {
         {
             text = rest;
         }
-        let end = self.raw[text.len()..].to_vec();
+        let end = match self.raw[text.len()..].contains(&b'\n') {
+            true => b"\n".to_vec(),
+            false => Vec::new(),
+        };
         let mut parts: Vec<Vec<u8>> = text.split(|&b| b == b':').map(<[u8]>::to_vec).collect();
         if index < parts.len() {
             parts[index] = value.as_bytes().to_vec();
@@ -229,15 +341,18 @@ fn parse(
     piece: &[u8],
     number: usize,
 ) -> Option<Vec<String>> {
-    let decoded = decode(piece);
-    let line = decoded.trim_end_matches('\r');
+    let mut bytes = piece;
+    while let Some(rest) = bytes.strip_suffix(b"\r") {
+        bytes = rest;
+    }
+    let line = decode(bytes);
     // Python's strip(): Unicode white space and the information
     // separators \x1c-\x1f.
     let stripped = line.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c));
     if stripped.is_empty() || stripped.starts_with(['#', '+', '-']) {
         return None;
     }
-    let fields: Vec<String> = line.split(':').map(str::to_owned).collect();
+    let fields: Vec<String> = bytes.split(|&b| b == b':').map(decode).collect();
     let warn = |what: String| {
         call.log.warning(&format!(
             "{} line {number}: {what}; line skipped",
@@ -371,9 +486,9 @@ pub trait Apply {
         Vec::new()
     }
 
-    /// Runs once the files are saved, while the lock is held (not under
-    /// noop).
-    fn after(&mut self, _root: &Root) -> CallResult<()> {
+    /// Runs once the files are saved (or, under noop, would be), while
+    /// the lock is held, with the tables as saved.
+    fn after(&mut self, _call: &Call, _root: &Root, _db: &Accounts) -> CallResult<()> {
         Ok(())
     }
 }
@@ -381,7 +496,7 @@ pub trait Apply {
 /// Runs every update on the account files read under lckpwdf's lock (as
 /// a reader, under noop); the edits of an update that fails are undone.
 /// The changed files are then saved as one edit, and `after` runs while
-/// the lock is still held.
+/// the lock is still held (under noop too, to say what it would do).
 pub fn change_each(
     call: &Call,
     updates: &[Update],
@@ -406,9 +521,7 @@ pub fn change_each(
     }
     let owners = job.new_owners(&db);
     db.save(&mut edit, &owners)?;
-    if !call.noop {
-        job.after(&root)?;
-    }
+    job.after(call, &root, &db)?;
     drop(edit);
     Ok(outcomes)
 }
@@ -441,14 +554,52 @@ mod tests {
     }
 
     #[test]
-    fn a_field_is_replaced_keeping_the_other_bytes_and_the_ending() {
+    fn a_field_is_replaced_keeping_the_other_bytes() {
         let mut record = Record {
-            raw: b"g:x:10:a,\xff\r\n".to_vec(),
+            raw: b"g:x:10:a,\xff\n".to_vec(),
             fields: Some(vec!["g".into(), "x".into(), "10".into(), "a,\u{ff}".into()]),
         };
         record.set_field(2, "11");
-        assert_eq!(record.raw, b"g:x:11:a,\xff\r\n".to_vec());
+        assert_eq!(record.raw, b"g:x:11:a,\xff\n".to_vec());
         assert_eq!(record.f()[2], "11");
+    }
+
+    /// glibc reads `/bin/sh\r` from a line ending in CR LF; ral reads
+    /// `/bin/sh`. A line ral changes ends in LF, so both read what ral
+    /// wrote; a last line without one stays without.
+    #[test]
+    fn a_changed_line_ends_in_a_bare_line_feed() {
+        let line = |raw: &[u8]| Record {
+            raw: raw.to_vec(),
+            fields: Some(vec!["g".into(), "x".into(), "10".into(), "a".into()]),
+        };
+        let mut record = line(b"g:x:10:a\r\n");
+        record.set_field(3, "b");
+        assert_eq!(record.raw, b"g:x:10:b\n".to_vec());
+        let mut record = line(b"g:x:10:a\r");
+        record.set_field(3, "b");
+        assert_eq!(record.raw, b"g:x:10:b".to_vec());
+    }
+
+    /// A field is decoded on its own: UTF-8 that ral wrote reads back as
+    /// written beside a Latin-1 field.
+    #[test]
+    fn each_field_is_decoded_on_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("etc")).unwrap();
+        let call = call(dir.path());
+        let target = Root::open(dir.path())
+            .unwrap()
+            .directory("etc", true, None)
+            .unwrap()
+            .file("passwd")
+            .unwrap();
+        // The comment in Latin-1, the shell in UTF-8.
+        let mut data = b"zoe:x:1:1:Zo\xeb:/home/zoe:/bin/b".to_vec();
+        data.extend("\u{e4}sh\n".as_bytes());
+        let table = Table::new(&call, "passwd", target, Some(data));
+        assert_eq!(table.lines[0].f()[4], "Zo\u{eb}");
+        assert_eq!(table.lines[0].f()[6], "/bin/b\u{e4}sh");
     }
 
     fn call(root: &std::path::Path) -> Call {

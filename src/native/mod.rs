@@ -11,6 +11,7 @@ mod accounts;
 mod file;
 mod fstab;
 mod group;
+mod home;
 mod hosts;
 mod passwd;
 

@@ -15,9 +15,11 @@ use std::collections::HashSet;
 use serde_json::{json, Value as Json};
 
 use super::accounts::{
-    change_each, check_id, members_of, name_problem, Accounts, Apply, Table, NAME_RULE,
+    change_each, check_field, check_id, member_problem, members_of, name_problem, shown, Accounts,
+    Apply, Table, NAME_RULE,
 };
-use crate::sdk::files::{Create, Owner, Root};
+use super::home::{self, Work};
+use crate::sdk::files::{Owner, Root};
 use crate::sdk::serve::{check_resource_fits, check_should};
 use crate::sdk::text::{clean, quoted};
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
@@ -26,7 +28,7 @@ use crate::sdk::{Outcome, Provider, Resource, Update};
 const AUTO_FIRST: u64 = 1000;
 /// Exclusive.
 const AUTO_END: u64 = 60000;
-const ATTRIBUTES: [&str; 10] = [
+const ATTRIBUTES: [&str; 11] = [
     "name",
     "ensure",
     "uid",
@@ -37,7 +39,10 @@ const ATTRIBUTES: [&str; 10] = [
     "groups",
     "password",
     "managehome",
+    "allow_empty_password",
 ];
+/// The write-only switches: booleans passed, never reported.
+const SWITCHES: [&str; 2] = ["managehome", "allow_empty_password"];
 const ENSURES: [&str; 2] = ["present", "absent"];
 const TABLES: [&str; 4] = ["passwd", "group", "gshadow", "shadow"];
 
@@ -163,12 +168,6 @@ fn groups_of(group: Option<&Table>, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A home directory to make or remove once the files are saved.
-enum Work {
-    MakeHome { home: String, uid: u32, gid: u32 },
-    RemoveHome { home: String },
-}
-
 /// The set of a call: its updates, and the home directories they need.
 struct Users {
     work: Vec<Work>,
@@ -203,43 +202,43 @@ impl Apply for Users {
         ]
     }
 
-    fn after(&mut self, root: &Root) -> CallResult<()> {
-        do_work(root, &self.work)
+    fn after(&mut self, call: &Call, root: &Root, db: &Accounts) -> CallResult<()> {
+        home::run(
+            call,
+            root,
+            &home::Accounts::of(db.get("passwd")),
+            &self.work,
+        )
     }
-}
-
-fn check_text(attr: &str, value: &Json, secret: bool) -> CallResult<String> {
-    let Some(text) = value.as_str() else {
-        let shown = match secret {
-            true => "the value".to_owned(),
-            false => value.to_string(),
-        };
-        return Err(CallError::new(format!("{attr}: {shown} is not a string")));
-    };
-    let shown = match secret {
-        true => "the value".to_owned(),
-        false => quoted(text),
-    };
-    if text.contains(':') {
-        return Err(CallError::new(format!("{attr}: {shown} contains ':'")));
-    }
-    if text.contains(['\n', '\r']) {
-        return Err(CallError::new(format!(
-            "{attr}: {shown} contains a line break"
-        )));
-    }
-    Ok(text.to_owned())
 }
 
 fn check_path(attr: &str, value: &Json) -> CallResult<String> {
-    let text = check_text(attr, value, false)?;
+    let text = check_field(attr, value, false)?;
     if !text.starts_with('/') {
         return Err(CallError::new(format!(
             "{attr}: {} is not an absolute path",
-            quoted(&text)
+            shown(&text)
         )));
     }
     Ok(text)
+}
+
+/// Refuses an empty password unless `allow_empty_password` says it is
+/// meant: with one, anyone can log in as the user without a password.
+fn check_password(name: &str, should: &Resource) -> CallResult<()> {
+    let Some(value) = should.get("password") else {
+        return Ok(());
+    };
+    let password = check_field("password", value, true)?;
+    if password.is_empty() && should.get("allow_empty_password") != Some(&Json::Bool(true)) {
+        return Err(CallError::new(format!(
+            "password: an empty password lets anyone log in as {} without one; give \
+             allow_empty_password=true with it if that is meant (a locked account has \
+             the password '!')",
+            shown(name)
+        )));
+    }
+    Ok(())
 }
 
 fn check_groups(group: Option<&Table>, value: &Json) -> CallResult<Vec<String>> {
@@ -303,26 +302,35 @@ fn set_membership(db: &mut Accounts, name: &str, wanted: &[String]) {
             line.set_field(3, &members.join(","));
             changed = true;
         }
-        if table_name == "gshadow" {
-            // Administrators of a removed user go too.
-            for line in table.lines.iter_mut() {
-                if line.fields.is_none() || !wanted.is_empty() {
-                    continue;
-                }
-                let admins: Vec<String> = line.f()[2].split(',').map(str::to_owned).collect();
-                if admins.iter().any(|a| a == name) {
-                    let kept: Vec<String> = admins
-                        .into_iter()
-                        .filter(|a| !a.is_empty() && a != name)
-                        .collect();
-                    line.set_field(2, &kept.join(","));
-                    changed = true;
-                }
-            }
-        }
         if changed {
             table.changed = true;
         }
+    }
+}
+
+/// Takes a removed user out of every group's administrators (gshadow's
+/// third field).
+fn drop_admin(db: &mut Accounts, name: &str) {
+    let Some(gshadow) = db.get_mut("gshadow") else {
+        return;
+    };
+    let mut changed = false;
+    for line in gshadow.lines.iter_mut() {
+        if line.fields.is_none() {
+            continue;
+        }
+        let admins: Vec<String> = line.f()[2].split(',').map(str::to_owned).collect();
+        if admins.iter().any(|a| a == name) {
+            let kept: Vec<String> = admins
+                .into_iter()
+                .filter(|a| !a.is_empty() && a != name)
+                .collect();
+            line.set_field(2, &kept.join(","));
+            changed = true;
+        }
+    }
+    if changed {
+        gshadow.changed = true;
     }
 }
 
@@ -456,7 +464,8 @@ fn create(
     }
     set_membership(db, name, &groups);
     if should.get("managehome") == Some(&Json::Bool(true)) {
-        work.push(Work::MakeHome {
+        work.push(Work::Make {
+            name: name.to_owned(),
             home: home.clone(),
             uid: uid as u32,
             gid: gid as u32,
@@ -553,6 +562,11 @@ fn modify(
         a.sort();
         b.sort();
         if a != b {
+            if let Some(problem) = member_problem(&name, "the user name") {
+                return Err(CallError::new(format!(
+                    "groups: {problem}, so it cannot be written in a group's member list"
+                )));
+            }
             set_membership(db, &name, &groups);
             changes.push(Change::new("groups", old_groups, groups));
         }
@@ -570,10 +584,10 @@ fn apply_update(
     let ensure = ensure.and_then(Json::as_str);
     let name = update.name.as_str();
     let mut should = update.should.clone();
-    if let Some(managehome) = should.get("managehome") {
-        if !managehome.is_boolean() {
+    for switch in SWITCHES {
+        if let Some(value) = should.get(switch).filter(|v| !v.is_boolean()) {
             return Err(CallError::new(format!(
-                "managehome: {managehome} is not a boolean"
+                "{switch}: {value} is not a boolean"
             )));
         }
     }
@@ -598,20 +612,22 @@ fn apply_update(
                 shadow.remove(name);
             }
             set_membership(db, name, &[]);
+            drop_admin(db, name);
             if managehome {
-                work.push(Work::RemoveHome {
+                work.push(Work::Remove {
+                    name: name.to_owned(),
                     home: fields[5].clone(),
+                    uid: fields[2].parse().unwrap_or_default(),
                 });
             }
             Ok(vec![Change::new("ensure", was, "absent")])
         });
     }
 
-    for attr in ["comment", "password"] {
-        if let Some(value) = should.get(attr) {
-            check_text(attr, value, attr == "password")?;
-        }
+    if let Some(value) = should.get("comment") {
+        check_field("comment", value, false)?;
     }
+    check_password(name, &should)?;
     for attr in ["home", "shell"] {
         if let Some(value) = should.get(attr) {
             check_path(attr, value)?;
@@ -639,62 +655,4 @@ fn apply_update(
             Ok(changes)
         }),
     }
-}
-
-/// Creates and removes home directories, below the root.
-fn do_work(root: &Root, work: &[Work]) -> CallResult<()> {
-    for item in work {
-        let home = match item {
-            Work::MakeHome { home, .. } | Work::RemoveHome { home } => home,
-        };
-        let trimmed = home.trim_end_matches('/');
-        let (parent, base) = match trimmed.rsplit_once('/') {
-            Some((parent, base)) => (parent, base),
-            None => ("", trimmed),
-        };
-        if matches!(base, "" | "." | "..") {
-            return Err(CallError::new(format!(
-                "the home directory {} cannot be managed",
-                quoted(home)
-            )));
-        }
-        let parent = parent.trim_start_matches('/');
-        let result = match item {
-            Work::MakeHome { uid, gid, .. } => root
-                .directory(parent, true, Some(Create::mode(0o755)))
-                .and_then(|dir| match dir.lstat(base)? {
-                    Some(_) => Ok(()),
-                    None => dir
-                        .subdir(
-                            base,
-                            Some(Create {
-                                mode: 0o755,
-                                uid: Some(*uid),
-                                gid: Some(*gid),
-                            }),
-                        )
-                        .map(drop),
-                }),
-            Work::RemoveHome { .. } => {
-                root.directory(parent, true, None)
-                    .and_then(|dir| match dir.lstat(base)? {
-                        Some(info) if info.is_dir() => dir.remove_tree(base).map_err(|err| {
-                            CallError::io(
-                                &err,
-                                &format!(
-                                    "remove the home directory {}",
-                                    quoted(&root.show(home.trim_start_matches('/')))
-                                ),
-                            )
-                        }),
-                        _ => Ok(()),
-                    })
-            }
-        };
-        match result {
-            Err(err) if err.missing => continue,
-            other => other?,
-        }
-    }
-    Ok(())
 }

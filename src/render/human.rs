@@ -11,7 +11,6 @@ use crate::error::Error;
 use crate::metadata::Attribute;
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
-use crate::secrets::REDACTED;
 use crate::text::{escape, needs_escape};
 use crate::types::Value;
 use crate::update::Outcome;
@@ -91,12 +90,12 @@ pub fn is_sensitive(provider: &Provider, attr: &str) -> bool {
     provider.attribute(attr).is_some_and(|a| a.sensitive)
 }
 
-/// A value, or `[redacted]` for a sensitive attribute.
+/// A value, or `[redacted]` for a sensitive attribute (`'' (empty)` for
+/// an empty one, which hides nothing: see [`crate::secrets::hides`]).
 pub fn shown(provider: &Provider, attr: &str, val: &Value) -> String {
-    if is_sensitive(provider, attr) {
-        REDACTED.to_owned()
-    } else {
-        value(val)
+    match provider.attribute(attr) {
+        Some(attribute) if attribute.sensitive => attribute.show(val),
+        _ => value(val),
     }
 }
 

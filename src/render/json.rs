@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::error::Error;
 use crate::provider::Provider;
 use crate::resource::Resource;
-use crate::secrets::REDACTED;
+use crate::secrets::{hides, REDACTED};
 
 use super::Printer;
 use crate::types::Value;
@@ -117,7 +117,7 @@ impl serde::Serialize for ResourceJson<'_> {
             if key == "ral" {
                 map.serialize_entry("ral", &ral)?;
                 ral_written = true;
-            } else if self.shape.is_sensitive(key) {
+            } else if self.shape.is_sensitive(key) && hides(value) {
                 map.serialize_entry(key, REDACTED)?;
             } else {
                 map.serialize_entry(key, value)?;
@@ -137,7 +137,8 @@ struct RalBlock<'a> {
     provider: String,
 }
 
-/// A value, or `"[redacted]"` for a sensitive attribute.
+/// A value, or `"[redacted]"` for a sensitive attribute (unless empty:
+/// see [`hides`]).
 fn shown(provider: &Provider, attr: &str, value: &Value) -> Json {
     provider.shown_json(attr, value)
 }

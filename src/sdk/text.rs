@@ -30,8 +30,8 @@ pub fn has_control(value: &str) -> bool {
 }
 
 /// Control characters (Unicode's Cc) and the line and paragraph
-/// separators.
-fn is_control(c: char) -> bool {
+/// separators: what [`clean`] turns into `?`.
+pub fn is_control(c: char) -> bool {
     c.is_control() || c == '\u{2028}' || c == '\u{2029}'
 }
 

@@ -1,7 +1,8 @@
 //! Tests that need root, which a fresh machine's user may not be: a cache
 //! directory given to another user (chown), a manifest of bundled
-//! resources that sets a file's owner, and useradd -R (it chroots) beside
-//! ralsh on one root.
+//! resources that sets a file's owner, useradd -R (it chroots) beside
+//! ralsh on one root, homes holding files of several owners, and pwck
+//! and grpck -R (they chroot) on what the user and group types write.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -18,6 +19,9 @@ pub fn tests() -> Vec<Test> {
         a_manifest_of_bundled_resources_converges_and_the_next_plan_is_empty,
         ralsh_and_useradd_side_by_side_lose_nothing,
         a_change_of_owner_keeps_setuid_and_file_capabilities,
+        managehome_keeps_a_home_that_holds_a_file_of_another_owner,
+        managehome_on_creation_never_gives_away_a_directory_that_exists,
+        what_ral_writes_to_the_account_files_pwck_and_grpck_accept,
     ]
 }
 
@@ -291,4 +295,76 @@ fn ralsh_and_useradd_side_by_side_lose_nothing() {
         }
     }
     assert_ne!(shadow_tools_accept(sandbox.root()), Some(false));
+}
+
+/// Gives `path` and everything below it (links themselves) to `uid`.
+fn chown_tree(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if std::fs::symlink_metadata(path).unwrap().is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chown_tree(&entry.unwrap().path(), uid);
+        }
+    }
+}
+
+fn managehome_keeps_a_home_that_holds_a_file_of_another_owner() {
+    // userdel -r's case: a file another user put in the home (here deep
+    // down, root's and then nobody's) keeps the whole home, and the
+    // warning names it and its owner.
+    for (owner, shown) in [(0, "uid 0 ('root')"), (65534, "uid 65534")] {
+        let sandbox = Sandbox::new();
+        sandbox.write_accounts();
+        sandbox.write("home/v/notes", "mine\n");
+        sandbox.write("home/v/a/b/theirs", "theirs\n");
+        let home = sandbox.root().join("home/v");
+        chown_tree(&home, 4242);
+        chown_tree(&home.join("a/b/theirs"), owner);
+        sandbox.ralsh(&["user", "v", "uid=4242"]).expect(0);
+        let before = tree_snapshot(&home);
+        let run = sandbox.ralsh(&["user", "v", "ensure=absent", "managehome=true"]);
+        run.expect(0)
+            .stdout_has("ensure: 'present' -> 'absent'")
+            .stderr_has(&format!(
+                "v: deleting: the home directory '{}' was kept: it holds '{}', owned by {shown}",
+                home.display(),
+                home.join("a/b/theirs").display()
+            ));
+        assert_eq!(before, tree_snapshot(&home), "nothing of it was removed");
+        assert!(!sandbox.read("etc/passwd").contains("\nv:"));
+    }
+}
+
+fn managehome_on_creation_never_gives_away_a_directory_that_exists() {
+    let sandbox = Sandbox::new();
+    sandbox.write_accounts();
+    sandbox.write("srv/app/config", "keep\n");
+    let app = sandbox.root().join("srv/app");
+    chown_tree(&app, 4343);
+    std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o2750)).unwrap();
+    let run = sandbox.ralsh(&["user", "v", "uid=4242", "home=/srv/app", "managehome=true"]);
+    run.expect(0).stderr_has(&format!(
+        "v: creating: the home directory '{}' exists already and was left as it is: it is \
+         owned by uid 4343",
+        app.display()
+    ));
+    for path in [app.clone(), app.join("config")] {
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (4343, 4343), "{}", path.display());
+    }
+    let mode = std::fs::metadata(&app).unwrap().mode() & 0o7777;
+    assert_eq!(mode, 0o2750);
+    // A home made new is the user's.
+    sandbox
+        .ralsh(&["user", "w", "uid=4244", "managehome=true"])
+        .expect(0);
+    let made = std::fs::metadata(sandbox.root().join("home/w")).unwrap();
+    assert_eq!((made.uid(), made.mode() & 0o7777), (4244, 0o755));
+}
+
+fn what_ral_writes_to_the_account_files_pwck_and_grpck_accept() {
+    // The property of tests/ralsh/account_properties.rs, with pwck -r and
+    // grpck -r run below the root after each change: nothing new found.
+    let counts = crate::account_cases::run_cases(24, true);
+    eprintln!("{counts}");
+    assert!(counts.accepted > 0 && counts.refused > 0, "{counts}");
 }

@@ -4,6 +4,8 @@
 //! missing is reported ignored, with the reason, instead of failing;
 //! `.ci/run` sets `RAL_TEST_NEEDS=all`, so that there it fails instead.
 
+#[path = "../common/account_cases.rs"]
+mod account_cases;
 mod ansible;
 mod as_root;
 mod host;

@@ -9,6 +9,7 @@ import fcntl
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -212,6 +213,27 @@ class Edits(Sandbox):
         # The new file is made by root; the old one's owner is given to it.
         self.assertEqual((after.st_uid, after.st_gid), (65534, 65534))
         self.assertEqual(after.st_mode & 0o7777, 0o640)
+
+    def test_a_file_is_replaced_keeping_its_acl(self):
+        # user::rw-, user:65534:r--, group::r--, mask::r--, other::---:
+        # a service setfacl let read the file must still read it.
+        def entry(tag, perm, uid):
+            return struct.pack("<HHI", tag, perm, uid)
+        acl = struct.pack("<I", 2) + b"".join([
+            entry(0x01, 6, 0xFFFFFFFF), entry(0x02, 4, 65534),
+            entry(0x04, 4, 0xFFFFFFFF), entry(0x10, 4, 0xFFFFFFFF),
+            entry(0x20, 0, 0xFFFFFFFF)])
+        write(self.path("etc/shadow"), b"old\n", 0o640)
+        os.setxattr(self.path("etc/shadow"), "system.posix_acl_access", acl)
+        target = ral.Root().file("etc/shadow")
+        with ral.Edit(ral.Lock.beside(target)) as edit:
+            edit.read(target)
+            edit.write(target, b"new\n")
+            edit.commit()
+        self.assertEqual(read(self.path("etc/shadow")), b"new\n")
+        self.assertEqual(
+            os.getxattr(self.path("etc/shadow"), "system.posix_acl_access"), acl)
+        self.assertEqual(os.stat(self.path("etc/shadow")).st_mode & 0o7777, 0o640)
 
     def test_a_new_file_gets_the_mode_asked_for(self):
         os.makedirs(self.path("etc"))

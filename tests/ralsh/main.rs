@@ -1,6 +1,12 @@
 //! Integration tests: the built `ralsh` binary against fixture providers
 //! (tests/fixtures) and the bundled ones, always on a temporary fake root.
 
+#[path = "../common/account_cases.rs"]
+mod account_cases;
+mod account_files;
+mod account_homes;
+mod account_properties;
+mod account_values;
 mod answers;
 mod attacks;
 mod bundled;

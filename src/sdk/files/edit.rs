@@ -565,12 +565,17 @@ pub(super) fn in_place(dir: &Dir) -> CallResult<bool> {
     Ok(now.identity()? == dir.identity()?)
 }
 
-/// Gives the file `fd` the SELinux context of `name`, where there is one.
+/// Gives the file `fd` the SELinux context and the POSIX ACL of `name`,
+/// where it has them: a new file gets neither from a rename, and a file
+/// whose ACL lets a service read it (shadow) must still let it.
 fn copy_context(dir: &Dir, name: &str, fd: &OwnedFd) {
     let Ok(source) = sys::open_at(dir.as_fd(), name.as_ref(), sys::READ_FLAGS, 0) else {
         return;
     };
     if let Some(context) = sys::selinux_context(source.as_fd()) {
         let _ = sys::set_selinux_context(fd.as_fd(), &context);
+    }
+    if let Some(acl) = sys::xattr(source.as_fd(), sys::ACL) {
+        let _ = sys::set_xattr(fd.as_fd(), sys::ACL, &acl);
     }
 }

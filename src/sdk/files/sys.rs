@@ -290,10 +290,12 @@ pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
 
 const SELINUX: &CStr = c"security.selinux";
 const CAPABILITY: &CStr = c"security.capability";
+/// The POSIX ACL beyond the mode bits (setfacl's), as an attribute.
+pub const ACL: &CStr = c"system.posix_acl_access";
 
 /// The SELinux context of the file open as `fd`, if it has one.
 pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
-    get_xattr(fd, SELINUX)
+    xattr(fd, SELINUX)
 }
 
 /// Gives the file open as `fd` the SELinux context `context`.
@@ -304,7 +306,7 @@ pub fn set_selinux_context(fd: BorrowedFd<'_>, context: &[u8]) -> io::Result<()>
 /// The file capabilities of the file open as `fd` (`security.capability`,
 /// which chown(2) clears), if it has any.
 pub fn file_capabilities(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
-    get_xattr(fd, CAPABILITY)
+    xattr(fd, CAPABILITY)
 }
 
 /// Gives the file open as `fd` the file capabilities `value` (as
@@ -315,7 +317,7 @@ pub fn set_file_capabilities(fd: BorrowedFd<'_>, value: &[u8]) -> io::Result<()>
 
 /// The extended attribute `name` of the file open as `fd`, if it has one
 /// (of at most 64 KiB).
-fn get_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
+pub fn xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
         // SAFETY: `buf` has room for `buf.len()` bytes; the attribute name
@@ -340,8 +342,8 @@ fn get_xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
     }
 }
 
-/// Sets the extended attribute `name` of the file open as `fd`.
-fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
+/// Gives the file open as `fd` the extended attribute `name`.
+pub fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
     // SAFETY: `value` is valid for `value.len()` bytes; the attribute
     // name is NUL-terminated; `fd` is open for the call.
     check(unsafe {

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::metadata::Action;
-use crate::secrets::redact;
+use crate::secrets::{redact, redact_cut};
 use crate::text::escape;
 use pipes::{text, Piece};
 use runner::Stream;
@@ -290,19 +290,17 @@ impl<'r, 's, 'i> Answers<'r, 's, 'i> {
             // Most likely cut mid-line by the kill; it cannot be told from
             // a last line the provider left unfinished, so the dropping is
             // said aloud.
-            let start: String = text(piece.bytes).chars().take(40).collect();
             log::warn!(
                 "{}: {}: dropping its unfinished last line '{}...': the processes still writing \
                  its output were killed",
                 call.label,
                 call.action,
-                escape(&redact(&start, &call.secrets))
+                escape(&start_of(&piece, call))
             );
             return Ok(());
         }
         self.lines += 1;
         if !piece.ends {
-            let start: String = text(piece.bytes).chars().take(40).collect();
             return Err(protocol(
                 call,
                 format!(
@@ -311,7 +309,7 @@ impl<'r, 's, 'i> Answers<'r, 's, 'i> {
                      back",
                     self.lines,
                     call.max_line,
-                    redact(&start, &call.secrets)
+                    start_of(&piece, call)
                 ),
             ));
         }
@@ -362,6 +360,16 @@ impl runner::Handler for Answers<'_, '_, '_> {
         );
         self.killed_leftovers = true;
     }
+}
+
+/// The first 40 characters of a line of output that is quoted unfinished:
+/// redacted before it is cut, so that no secret is cut in two with its
+/// start shown.
+fn start_of(piece: &Piece, call: &Call) -> String {
+    redact_cut(&text(piece.bytes), &call.secrets)
+        .chars()
+        .take(40)
+        .collect()
 }
 
 fn protocol(call: &Call, message: String) -> Error {
@@ -449,11 +457,13 @@ impl StderrLog {
             Some(record) => record.render(|attr| call.sensitive.iter().any(|s| s == attr)),
             None => message.to_owned(),
         };
-        let message = escape(&redact(&message, &call.secrets));
-        let message = if piece.ends {
-            message
-        } else {
-            format!("{message}... (line cut at {MAX_LINE} bytes)")
+        // A line cut at MAX_LINE may end with the start of a secret.
+        let message = match piece.ends {
+            true => escape(&redact(&message, &call.secrets)),
+            false => format!(
+                "{}... (line cut at {MAX_LINE} bytes)",
+                escape(&redact_cut(&message, &call.secrets))
+            ),
         };
         let mut shown = false;
         if call.log_stderr && log::log_enabled!(target: call.label, level) {

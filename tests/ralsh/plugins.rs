@@ -1008,6 +1008,25 @@ fn a_plugin_cannot_show_a_sensitive_value_of_the_model() {
         .expect(2)
         .stderr_has("puts a sensitive value on a command line");
     leaks(&planned);
+    // A command that comes upon the value elsewhere and prints it: its
+    // output is logged redacted, as its stderr is.
+    let token = bench.sandbox.root().join("token");
+    std::fs::write(&token, "tok-5ecret-77\nmore-5ecret\n").unwrap();
+    answer(
+        &bench,
+        "create_configuration",
+        &format!(
+            r#"{{"tasks": [{{"kind": "remote", "item": "/thing/a", "command": ["cat", "{}"]}}]}}"#,
+            token.display()
+        ),
+        0,
+    );
+    let applied = bench.ral("apply", &["-l", "info", &m]);
+    applied
+        .expect(0)
+        .stderr_has("/thing/a: [redacted]\n")
+        .stderr_has("/thing/a: [redacted]\n");
+    leaks(&applied);
 }
 
 #[test]

@@ -300,8 +300,12 @@ pub(super) fn spawn_registered<T>(
             None
         };
         super::keeper::watch(group);
-        let kept = true;
-        (value, Registration { slot, group, kept })
+        let registration = Registration {
+            slot,
+            group,
+            kept: true,
+        };
+        (value, registration)
     });
     SPAWNING.fetch_sub(1, Ordering::SeqCst);
     result

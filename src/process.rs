@@ -5,7 +5,7 @@
 //! polls its pipes and its exit; one set of limits (the time limit, then
 //! SIGTERM and SIGKILL to the group; a linger for processes left holding
 //! the output; interrupts; nothing left running, see `orphans.rs` and
-//! [`adopt_orphans`]). What differs between children is an option of the
+//! [`adopt_orphans`], also when this process is killed, see `keeper.rs`). What differs between children is an option of the
 //! runner, and what their output means is a handler, of which there are
 //! two:
 //!
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::metadata::Action;
-use crate::secrets::redact;
+use crate::secrets::{redact, redact_cut};
 use crate::text::escape;
 use pipes::{text, Piece};
 use runner::Stream;
@@ -43,6 +43,7 @@ mod daemon;
 mod group;
 pub mod in_process;
 pub mod interpreter;
+mod keeper;
 mod orphans;
 mod pipes;
 mod runner;
@@ -290,19 +291,17 @@ impl<'r, 's, 'i> Answers<'r, 's, 'i> {
             // Most likely cut mid-line by the kill; it cannot be told from
             // a last line the provider left unfinished, so the dropping is
             // said aloud.
-            let start: String = text(piece.bytes).chars().take(40).collect();
             log::warn!(
                 "{}: {}: dropping its unfinished last line '{}...': the processes still writing \
                  its output were killed",
                 call.label,
                 call.action,
-                escape(&redact(&start, &call.secrets))
+                escape(&start_of(&piece, call))
             );
             return Ok(());
         }
         self.lines += 1;
         if !piece.ends {
-            let start: String = text(piece.bytes).chars().take(40).collect();
             return Err(protocol(
                 call,
                 format!(
@@ -311,7 +310,7 @@ impl<'r, 's, 'i> Answers<'r, 's, 'i> {
                      back",
                     self.lines,
                     call.max_line,
-                    redact(&start, &call.secrets)
+                    start_of(&piece, call)
                 ),
             ));
         }
@@ -362,6 +361,16 @@ impl runner::Handler for Answers<'_, '_, '_> {
         );
         self.killed_leftovers = true;
     }
+}
+
+/// The first 40 characters of a line of output that is quoted unfinished:
+/// redacted before it is cut, so that no secret is cut in two with its
+/// start shown.
+fn start_of(piece: &Piece, call: &Call) -> String {
+    redact_cut(&text(piece.bytes), &call.secrets)
+        .chars()
+        .take(40)
+        .collect()
 }
 
 fn protocol(call: &Call, message: String) -> Error {
@@ -449,11 +458,13 @@ impl StderrLog {
             Some(record) => record.render(|attr| call.sensitive.iter().any(|s| s == attr)),
             None => message.to_owned(),
         };
-        let message = escape(&redact(&message, &call.secrets));
-        let message = if piece.ends {
-            message
-        } else {
-            format!("{message}... (line cut at {MAX_LINE} bytes)")
+        // A line cut at MAX_LINE may end with the start of a secret.
+        let message = match piece.ends {
+            true => escape(&redact(&message, &call.secrets)),
+            false => format!(
+                "{}... (line cut at {MAX_LINE} bytes)",
+                escape(&redact_cut(&message, &call.secrets))
+            ),
         };
         let mut shown = false;
         if call.log_stderr && log::log_enabled!(target: call.label, level) {

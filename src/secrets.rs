@@ -6,6 +6,18 @@
 //! never shown: renderers print [`REDACTED`] for it, and every text that
 //! could echo it (the provider's stderr, its error messages, the arguments
 //! in the debug log) has each of its [`secret_texts`] replaced first.
+//!
+//! A secret of several lines (a key, a certificate) does not reach a text
+//! whole when the text is read line by line, as a provider's stderr is,
+//! or when it was escaped on the way (`\n` in a JSON string or a Python
+//! repr): so each of its pieces between line breaks (or other control
+//! characters) is taken out as well, once it is [`MIN_PIECE`] characters
+//! long, leading and trailing blanks aside. Shorter pieces would blank
+//! out ordinary words and say next to nothing of the secret. A text cut
+//! at a length ([`redact_cut`]) loses also the start of a secret it ends
+//! with.
+
+use std::cmp::Reverse;
 
 use crate::types::Value;
 
@@ -24,14 +36,82 @@ pub fn hides(value: &Value) -> bool {
     !matches!(value, Value::String(text) if text.is_empty())
 }
 
-/// Replaces every occurrence of a secret by [`REDACTED`].
+/// The fewest characters a piece of a multi-line secret has to be taken
+/// out on its own (see the module).
+pub const MIN_PIECE: usize = 4;
+
+/// Replaces every occurrence of a secret, and of each piece of a
+/// multi-line one, by [`REDACTED`].
 pub fn redact(text: &str, secrets: &[String]) -> String {
-    secrets
-        .iter()
-        .filter(|secret| !secret.is_empty())
-        .fold(text.to_owned(), |text, secret| {
-            text.replace(secret.as_str(), REDACTED)
+    needles(secrets)
+        .into_iter()
+        .fold(text.to_owned(), |text, needle| {
+            match text.contains(needle) {
+                true => text.replace(needle, REDACTED),
+                false => text,
+            }
         })
+}
+
+/// Whether `text` holds a secret, or a piece of a multi-line one, that
+/// [`redact`] would take out.
+pub fn holds(text: &str, secrets: &[String]) -> bool {
+    needles(secrets).iter().any(|needle| text.contains(needle))
+}
+
+/// [`redact`] for a text cut at some length (a line longer than is read,
+/// the start of a line quoted): a secret's start of [`MIN_PIECE`]
+/// characters or more at its end goes too, the rest of that secret having
+/// been cut off.
+pub fn redact_cut(text: &str, secrets: &[String]) -> String {
+    let mut text = redact(text, secrets);
+    let needles = needles(secrets);
+    // Only an end shorter than the longest secret can start one.
+    let from = text
+        .len()
+        .saturating_sub(needles.first().map_or(0, |n| n.len()));
+    let cut = (from..text.len())
+        .filter(|&at| text.is_char_boundary(at))
+        .find(|&at| {
+            let end = &text[at..];
+            end.chars().count() >= MIN_PIECE
+                && needles
+                    .iter()
+                    .any(|needle| needle.len() > end.len() && needle.starts_with(end))
+        });
+    if let Some(at) = cut {
+        text.truncate(at);
+        text.push_str(REDACTED);
+    }
+    text
+}
+
+/// What [`redact`] takes out for `secrets`: each one whole, and the
+/// pieces of each multi-line one; longest first, so that a text holding
+/// another is taken out whole.
+fn needles(secrets: &[String]) -> Vec<&str> {
+    let mut needles: Vec<&str> = Vec::new();
+    for secret in secrets.iter().filter(|secret| !secret.is_empty()) {
+        needles.push(secret);
+        if secret.chars().any(breaks) {
+            needles.extend(
+                secret
+                    .split(breaks)
+                    .map(str::trim)
+                    .filter(|piece| piece.chars().count() >= MIN_PIECE),
+            );
+        }
+    }
+    needles.sort_by_key(|needle| Reverse(needle.len()));
+    needles.dedup();
+    needles
+}
+
+/// Where a secret is split into pieces: line breaks, and the other
+/// characters that are escaped or taken for the end of a line on the way
+/// to an output.
+fn breaks(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 /// The texts of the values of `attrs` that `is_sensitive` names: each whole
@@ -57,7 +137,7 @@ pub fn secret_texts<'a>(
         }
     }
     secrets.retain(|text| !text.is_empty());
-    secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
+    secrets.sort_by_key(|text| Reverse(text.len()));
     secrets.dedup();
     secrets
 }
@@ -86,6 +166,49 @@ mod tests {
             redact("got abcd and ab, shown", &found),
             "got [redacted] and [redacted], shown"
         );
+    }
+
+    #[test]
+    fn each_line_of_a_multi_line_secret_is_taken_out_wherever_the_lines_went() {
+        let secrets = ["first-S3CRET\r\n  second-S3CRET \nab\n".to_owned()];
+        // Whole, line by line, escaped, joined otherwise.
+        for (text, redacted) in [
+            (
+                "got first-S3CRET\r\n  second-S3CRET \nab\n!",
+                "got [redacted]!",
+            ),
+            ("token first-S3CRET", "token [redacted]"),
+            ("  second-S3CRET ", "  [redacted] "),
+            (
+                r#""first-S3CRET\r\n  second-S3CRET \nab\n""#,
+                r#""[redacted]\r\n  [redacted] \nab\n""#,
+            ),
+            ("first-S3CRET second-S3CRET", "[redacted] [redacted]"),
+        ] {
+            assert_eq!(redact(text, &secrets), redacted, "{text:?}");
+        }
+        // A piece too short to say anything is left: "ab" is everywhere.
+        assert_eq!(redact("about", &secrets), "about");
+        // So are the words of a one-line secret.
+        assert_eq!(
+            redact("a pass phrase", &["pass phrase here".to_owned()]),
+            "a pass phrase"
+        );
+    }
+
+    #[test]
+    fn a_text_cut_in_a_secret_loses_the_start_of_it() {
+        let secrets = ["S3CRET-value".to_owned()];
+        assert_eq!(redact_cut("said S3CRET-va", &secrets), "said [redacted]");
+        assert_eq!(
+            redact_cut("said S3CRET-value and S3C", &secrets),
+            "said [redacted] and S3C"
+        );
+        assert_eq!(redact_cut("said S3CRET-value", &secrets), "said [redacted]");
+        assert_eq!(redact_cut("nothing", &secrets), "nothing");
+        // The start of a line of a multi-line secret, too.
+        let pem = ["-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAAS\n".to_owned()];
+        assert_eq!(redact_cut("key: MIIEvQIBAD", &pem), "key: [redacted]");
     }
 
     #[test]

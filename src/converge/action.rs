@@ -2,7 +2,7 @@
 //! A callback is `PLUGIN ral_action=callback`, run here (where ral runs,
 //! as LITP runs callbacks on its management server); a remote task is its
 //! argv, run by the plan's host like a provider (no shell, the scrubbed
-//! environment, the time limit, its output logged).
+//! environment, the time limit, its output logged, redacted).
 
 use std::path::Path;
 
@@ -65,8 +65,9 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
             let label = format!("plugin::{plugin}");
             // A command may (re)start a service, as LITP's remote tasks
             // do: what it leaves running outlives it.
+            let secrets = run.secrets.clone();
             let invocation = Invocation {
-                secrets: run.secrets.clone(),
+                secrets: secrets.clone(),
                 system_command: true,
                 starts_daemons: true,
                 ..Invocation::plain(Action::Plugin("command"), command[1..].to_vec())
@@ -79,8 +80,10 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
                 &label,
                 &program,
                 invocation,
+                // Its output is logged as its stderr is: redacted.
                 &mut |line| {
-                    log::info!(target: &label, "{}: {}", task.item, crate::text::escape(line));
+                    let line = crate::secrets::redact(line, &secrets);
+                    log::info!(target: &label, "{}: {}", task.item, crate::text::escape(&line));
                     Ok(Budget::Continue)
                 },
                 &mut || Ok(()),

@@ -391,7 +391,7 @@ pub(super) fn guard_secrets(
     if secrets.is_empty() {
         return Ok(());
     }
-    let holds = |text: &str| secrets.iter().any(|secret| text.contains(secret.as_str()));
+    let holds = |text: &str| crate::secrets::holds(text, secrets);
     let refuse = |task: &PluginTask, place: String| Error::Plugin {
         plugin: plugin.name().to_owned(),
         call: which.as_str().to_owned(),

@@ -25,9 +25,10 @@
 //! during verification, every end is recorded already. A kill while
 //! settling leaves all or nothing of it (one transaction), and the intents
 //! stay until it is written, so the following run settles them again. A
-//! killed ral can leave its provider running (it has its own process
-//! group): the settling sees the change if the provider made it before the
-//! read, and one made later is not ral's by the record, only a leak at
+//! killed ral's provider runs on until ral's keeper ends its process group
+//! (at once, with SIGTERM; see `process`), and may make its change
+//! meanwhile: the settling sees the change if the provider made it before
+//! the read, and one made later is not ral's by the record, only a leak at
 //! worst, never the removal of something ral did not create. A fleet keeps
 //! one store per target, and each target's run settles its own store.
 //! `ral plan` takes no lock: when an apply holds it, the intents are that

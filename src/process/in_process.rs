@@ -34,8 +34,12 @@ pub fn run(
             )
         })
         .collect();
+    // Code here cannot be killed at its time limit as a program is: it is
+    // told the limit, and starts nothing past it.
+    let deadline = sdk::Deadline::after(call.timeout);
     let commands = Arc::new(Hosted {
         label: call.label.to_owned(),
+        deadline: deadline.clone(),
     });
     let stdin = call.stdin.as_deref().unwrap_or_default();
     let mut stdout = Vec::new();
@@ -48,10 +52,7 @@ pub fn run(
             &sdk::serve::Made {
                 env: &env,
                 commands,
-                // Code here cannot be killed at its time limit as a
-                // program is: it is told the limit, and writes nothing
-                // past it.
-                deadline: std::time::Instant::now().checked_add(call.timeout),
+                deadline: Some(deadline),
             },
             &mut stdout,
             Box::new(stderr.clone()),
@@ -115,11 +116,14 @@ fn pieces(output: &[u8], limit: usize) -> impl Iterator<Item = Piece<'_>> {
 
 /// Runs the commands of a provider served here through the one process
 /// runner, as calls of their own: in their own process group, ended at
-/// their time limit, and known to the sweeps of what calls leave behind
-/// (a command started by hand here would be taken for one).
+/// their time limit or the call's deadline, whichever comes first, and
+/// known to the sweeps of what calls leave behind (a command started by
+/// hand here would be taken for one).
 struct Hosted {
     /// The provider's name, for errors.
     label: String,
+    /// The deadline of the call the commands are run for.
+    deadline: sdk::Deadline,
 }
 
 impl sdk::command::Commands for Hosted {
@@ -134,6 +138,11 @@ impl sdk::command::Commands for Hosted {
             ran.problem = Some("could not be run: no command".to_owned());
             return ran;
         };
+        if let Err(late) = self.deadline.check() {
+            ran.problem = Some(format!("was not run: {}", late.message));
+            return ran;
+        }
+        let timeout = timeout.min(self.deadline.left());
         let arg0 = std::ffi::OsString::from(program);
         let args: Vec<std::ffi::OsString> = argv[1..].iter().map(Into::into).collect();
         let env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
@@ -179,5 +188,42 @@ impl sdk::command::Commands for Hosted {
         ran.stdout = stdout;
         ran.stderr = stderr;
         ran
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::sdk::command::Commands;
+
+    #[test]
+    fn a_command_of_a_native_call_gets_only_what_is_left_of_its_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join("made");
+        let touch = ["/bin/sh", "-c", "touch \"$0\"", made.to_str().unwrap()].map(String::from);
+        let late = Arc::new(AtomicBool::new(false));
+        let hosted = Hosted {
+            label: "native::test".to_owned(),
+            deadline: sdk::testing::deadline(Duration::from_millis(300), &late),
+        };
+        // Less is left than the command's own limit: it is ended then.
+        let sleep = ["sleep", "30"].map(String::from);
+        let ran = hosted.run(&sleep, &[], Duration::from_secs(60));
+        assert_eq!(ran.problem.as_deref(), Some("did not finish within 0.3s"));
+        // Past the deadline, nothing is started.
+        late.store(true, Ordering::SeqCst);
+        let ran = hosted.run(&touch, &[], Duration::from_secs(60));
+        assert_eq!(
+            ran.problem.as_deref(),
+            Some(
+                "was not run: the call ran past its time limit of 0.3s (--timeout); this was \
+                 not done"
+            )
+        );
+        assert!(!made.exists());
     }
 }

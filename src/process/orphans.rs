@@ -99,6 +99,10 @@ impl State {
 /// where the kernel has no pidfds (they keep the sweeps from signalling a
 /// reused process ID), nor where it refuses the attribute.
 ///
+/// From then on the calls' process groups are also ended when this
+/// process dies without ending them itself, however it dies (see
+/// `keeper.rs`): a process forked at the first call watches for that.
+///
 /// Meant for binaries: the attribute is process-wide, and from then on
 /// every child of this process that is not a running call's leader, and
 /// that it did not have already, counts as something a call left behind.
@@ -119,6 +123,11 @@ pub fn adopt_orphans() -> bool {
         ADOPTING.store(true, Ordering::SeqCst);
     }
     set
+}
+
+/// Whether this process is a child subreaper (see [`adopt_orphans`]).
+pub(super) fn adopting() -> bool {
+    ADOPTING.load(Ordering::SeqCst)
 }
 
 /// Records a call's leader as running; must be called, like the spawn,

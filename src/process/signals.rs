@@ -238,16 +238,20 @@ fn reraise(signal: libc::c_int) -> ! {
     std::process::exit(128 + signal)
 }
 
-/// Where a running group is registered for the interrupt handler.
+/// Where a running group is registered: for the interrupt handler, and
+/// with the keeper, which ends it should this process die first.
 #[derive(Debug)]
 pub(super) struct Registration {
     slot: Option<usize>,
     group: i32,
+    /// Listed with the keeper.
+    kept: bool,
 }
 
 impl Registration {
-    /// Gives the slot back, if it still holds the group (so a second call
-    /// changes nothing). Must happen before the group's leader is reaped.
+    /// Gives the slot back, if it still holds the group, and takes the
+    /// group off the keeper's list (so a second call changes nothing).
+    /// Must happen before the group's leader is reaped.
     pub(super) fn release(&mut self) {
         if let Some(slot) = self.slot.take() {
             let _ = ACTIVE_GROUPS[slot].compare_exchange(
@@ -256,6 +260,9 @@ impl Registration {
                 Ordering::SeqCst,
                 Ordering::SeqCst,
             );
+        }
+        if std::mem::take(&mut self.kept) {
+            super::keeper::unwatch(self.group);
         }
     }
 }
@@ -292,7 +299,13 @@ pub(super) fn spawn_registered<T>(
         } else {
             None
         };
-        (value, Registration { slot, group })
+        super::keeper::watch(group);
+        let registration = Registration {
+            slot,
+            group,
+            kept: true,
+        };
+        (value, registration)
     });
     SPAWNING.fetch_sub(1, Ordering::SeqCst);
     result

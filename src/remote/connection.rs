@@ -506,12 +506,18 @@ impl Session {
     }
 
     /// Whether a master answers on the control socket (what `ssh -O
-    /// check` asks, without starting ssh: see `kept::master_alive`).
+    /// check` asks, without starting ssh: see `mux::master_alive`), within
+    /// `mux::ALIVE_LIMIT`.
     fn master_answers(&self) -> bool {
-        let pid = mux::master_alive(&self.control, self.timeout);
+        let pid = mux::master_alive(&self.control);
         match pid {
             Some(pid) => log::debug!("{}: the kept master {pid} answers", self.target.name),
-            None => log::debug!("{}: no kept master answers", self.target.name),
+            None => log::debug!(
+                "{}: no kept master answers on {} within {}s",
+                self.target.name,
+                self.control.display(),
+                mux::ALIVE_LIMIT.as_secs()
+            ),
         }
         pid.is_some()
     }

@@ -12,14 +12,25 @@
 //!   when this process dies, however it dies).
 //!
 //! Every message is its length, then big-endian words and strings (a
-//! length, then the bytes).
+//! length, then the bytes). Each exchange has one time limit for the
+//! whole of it, the connection included: a socket whose listener never
+//! accepts, accepts and never answers, or answers a byte at a time, costs
+//! at most that limit. The alive check's is short ([`ALIVE_LIMIT`]).
 
 use std::fs::File;
 use std::io::{PipeReader, PipeWriter, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a master has to answer the alive check, from the connection
+/// to its answer. A master answers at once: it is a process on this
+/// machine, and the check asks nothing of the target. A socket silent
+/// this long (a stuck master, or a listener that is no master) is taken
+/// for no master, so that a run replaces it instead of waiting on it.
+pub const ALIVE_LIMIT: Duration = Duration::from_secs(2);
 
 const HELLO: u32 = 1;
 const VERSION: u32 = 4;
@@ -37,10 +48,10 @@ const NO_ESCAPE: u32 = 0xffff_ffff;
 const MAX_MESSAGE: usize = 64 << 10;
 
 /// The process ID of the master listening on `socket`, when one answers
-/// within `limit`: both sides say hello with the protocol version, then an
-/// alive check gets the master's process ID.
-pub fn master_alive(socket: &Path, limit: Duration) -> Option<u32> {
-    let mut stream = connect(socket, limit).ok()?;
+/// within [`ALIVE_LIMIT`]: both sides say hello with the protocol
+/// version, then an alive check gets the master's process ID.
+pub fn master_alive(socket: &Path) -> Option<u32> {
+    let mut stream = connect(socket, Instant::now() + ALIVE_LIMIT).ok()?;
     send(&mut stream, &Message::words(&[ALIVE_CHECK, REQUEST])).ok()?;
     match words(&receive(&mut stream)?, 3)?[..] {
         [ALIVE, REQUEST, pid] => Some(pid),
@@ -85,15 +96,14 @@ pub struct MuxSession {
 
 /// Opens a session on the master of `socket` that runs `command` (one
 /// string, for the target's login shell), its stderr written to `stderr`;
-/// `limit` bounds each step of the exchange. A master that refuses gives
-/// its reason.
+/// `limit` bounds the exchange. A master that refuses gives its reason.
 pub fn open_session(
     socket: &Path,
     command: &str,
     stderr: &File,
     limit: Duration,
 ) -> Result<MuxSession, OpenError> {
-    let mut control = connect(socket, limit)?;
+    let mut control = connect(socket, Instant::now() + limit)?;
     let mut request = Message::words(&[NEW_SESSION, REQUEST]);
     request.string(b""); // reserved
     request.word(0); // no tty
@@ -111,7 +121,8 @@ pub fn open_session(
         stdout_write.as_raw_fd(),
         stderr.as_raw_fd(),
     ] {
-        send_fd(&control, fd)?;
+        control.arm()?;
+        send_fd(&control.stream, fd)?;
     }
     // The master holds its own copies now.
     drop((stdin_read, stdout_write));
@@ -119,7 +130,7 @@ pub fn open_session(
         .ok_or_else(|| std::io::Error::other("the master gave no answer to the session request"))?;
     match words(&reply, 2).as_deref() {
         Some([SESSION_OPENED, REQUEST]) => Ok(MuxSession {
-            control,
+            control: control.stream,
             stdin,
             stdout,
         }),
@@ -133,11 +144,12 @@ pub fn open_session(
     }
 }
 
-/// Connects to the master of `socket` and exchanges hellos.
-fn connect(socket: &Path, limit: Duration) -> std::io::Result<UnixStream> {
-    let mut stream = UnixStream::connect(socket)?;
-    stream.set_read_timeout(Some(limit))?;
-    stream.set_write_timeout(Some(limit))?;
+/// Connects to the master of `socket` and exchanges hellos, by `until`.
+fn connect(socket: &Path, until: Instant) -> std::io::Result<Timed> {
+    let mut stream = Timed {
+        stream: connect_by(socket, until)?,
+        until,
+    };
     send(&mut stream, &Message::words(&[HELLO, VERSION]))?;
     let hello = receive(&mut stream).ok_or_else(|| std::io::Error::other("no hello"))?;
     if words(&hello, 2).as_deref() != Some(&[HELLO, VERSION]) {
@@ -147,6 +159,95 @@ fn connect(socket: &Path, limit: Duration) -> std::io::Result<UnixStream> {
         ));
     }
     Ok(stream)
+}
+
+/// A connection whose every read and write ends by `until`.
+struct Timed {
+    stream: UnixStream,
+    until: Instant,
+}
+
+impl Timed {
+    /// Makes the next read or write wait no longer than the time left.
+    fn arm(&self) -> std::io::Result<()> {
+        let left = left(self.until)?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.set_write_timeout(Some(left))
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.arm()?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.arm()?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// The time left until `until`, or an error once it has come.
+fn left(until: Instant) -> std::io::Result<Duration> {
+    Some(until.saturating_duration_since(Instant::now()))
+        .filter(|left| !left.is_zero())
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::TimedOut))
+}
+
+/// A stream connected to `socket` by `until`: a listener whose queue of
+/// connections is full (it does not accept them) would otherwise keep
+/// `connect` waiting for as long as it lasts.
+fn connect_by(socket: &Path, until: Instant) -> std::io::Result<UnixStream> {
+    // SAFETY: sockaddr_un is plain data; it is filled in below.
+    let mut address = unsafe { std::mem::zeroed::<libc::sockaddr_un>() };
+    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let path = socket.as_os_str().as_bytes();
+    if path.len() >= address.sun_path.len() || path.contains(&0) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the socket's path is too long, or holds a NUL",
+        ));
+    }
+    for (to, from) in address.sun_path.iter_mut().zip(path) {
+        *to = *from as libc::c_char;
+    }
+    // SAFETY: socket takes integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just made and is owned by nothing else.
+    let stream = UnixStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    // A stream socket waits for room in the listener's queue for as long
+    // as its send timeout, then fails with EAGAIN.
+    stream.set_write_timeout(Some(left(until)?))?;
+    let length = std::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
+    loop {
+        // SAFETY: connects our descriptor to the address filled in above,
+        // of the length given.
+        let connected = unsafe {
+            libc::connect(
+                stream.as_raw_fd(),
+                (&address as *const libc::sockaddr_un).cast(),
+                length as libc::socklen_t,
+            )
+        };
+        if connected == 0 {
+            return Ok(stream);
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+        stream.set_write_timeout(Some(left(until)?))?;
+    }
 }
 
 /// A message being built.
@@ -310,13 +411,67 @@ mod tests {
             send(&mut stream, &Message::words(&[1, 3])).unwrap();
             let _ = receive(&mut stream);
         });
-        let limit = Duration::from_secs(5);
-        assert_eq!(master_alive(&socket, limit), Some(4242));
-        assert_eq!(master_alive(&socket, limit), None);
+        assert_eq!(master_alive(&socket), Some(4242));
+        assert_eq!(master_alive(&socket), None);
         master.join().unwrap();
         // Nobody listening any more: a stale socket.
-        assert_eq!(master_alive(&socket, limit), None);
-        assert_eq!(master_alive(&base.path().join("none"), limit), None);
+        assert_eq!(master_alive(&socket), None);
+        assert_eq!(master_alive(&base.path().join("none")), None);
+    }
+
+    /// Fails unless `check` is over well before the 30 s a run gives a
+    /// target to answer, which the alive check once took.
+    #[track_caller]
+    fn soon<T>(check: impl FnOnce() -> T) -> T {
+        let started = Instant::now();
+        let result = check();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "the check took {took:?}");
+        result
+    }
+
+    #[test]
+    fn a_socket_that_does_not_answer_promptly_is_no_master() {
+        let base = tempfile::tempdir().unwrap();
+        let socket = base.path().join("s");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        // Accepts and never answers; then answers a byte at a time, each
+        // byte well within the limit, the whole not.
+        let silent = std::thread::spawn(move || {
+            let (_held, _) = listener.accept().unwrap();
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut answers = Vec::new();
+            send(&mut answers, &Message::words(&[HELLO, VERSION])).unwrap();
+            send(&mut answers, &Message::words(&[ALIVE, REQUEST, 4242])).unwrap();
+            let pause = ALIVE_LIMIT / 4;
+            for byte in answers {
+                if stream.write_all(&[byte]).is_err() {
+                    break;
+                }
+                // The pace of a slow answer, not a wait for the test.
+                if stopped.recv_timeout(pause).is_ok() {
+                    break;
+                }
+            }
+        });
+        assert_eq!(soon(|| master_alive(&socket)), None);
+        assert_eq!(soon(|| master_alive(&socket)), None);
+        drop(stop);
+        silent.join().unwrap();
+    }
+
+    #[test]
+    fn a_listener_that_accepts_nothing_is_no_master() {
+        let base = tempfile::tempdir().unwrap();
+        let socket = base.path().join("s");
+        let listener = UnixListener::bind(&socket).unwrap();
+        // A queue of no connection waiting: the first connection fills it,
+        // and the next one would wait for room.
+        // SAFETY: listen on the listener's own descriptor.
+        assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+        let _first = UnixStream::connect(&socket).unwrap();
+        assert_eq!(soon(|| master_alive(&socket)), None);
     }
 
     #[test]

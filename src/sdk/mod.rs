@@ -82,9 +82,11 @@ pub struct Call {
     /// What runs the commands it runs.
     pub commands: std::sync::Arc<dyn command::Commands>,
     /// When the call must be over: set for a call the host serves in its
-    /// own process, which it cannot kill as it kills a program; the SDK
-    /// then refuses to start writing past it.
-    pub deadline: Option<std::time::Instant>,
+    /// own process, which it cannot kill as it kills a program. Past it,
+    /// the SDK starts nothing more: an edit or a batch's file not begun or
+    /// not yet renamed into place fails with [`Deadline::error`], a wait
+    /// for a lock or a command is cut to what is left of it.
+    pub deadline: Option<Deadline>,
 }
 
 impl Call {
@@ -105,11 +107,9 @@ impl Call {
     /// An error once the call is past its deadline (see
     /// [`Call::deadline`]).
     pub fn within_time(&self) -> CallResult<()> {
-        match self.deadline {
-            Some(deadline) if std::time::Instant::now() > deadline => Err(CallError::new(
-                "the call ran past its time limit (--timeout); nothing more was written",
-            )),
-            _ => Ok(()),
+        match &self.deadline {
+            Some(deadline) => deadline.check(),
+            None => Ok(()),
         }
     }
 
@@ -119,6 +119,80 @@ impl Call {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+}
+
+/// When a call must be over, and the time limit that set it (which its
+/// error names). Time is read from a clock that a test can replace, so
+/// that a deadline passes exactly when the test says.
+#[derive(Clone)]
+pub struct Deadline {
+    /// `None`: the limit is beyond what the clock can count.
+    at: Option<std::time::Instant>,
+    limit: std::time::Duration,
+    clock: std::sync::Arc<dyn Fn() -> std::time::Instant + Send + Sync>,
+}
+
+impl Deadline {
+    /// `limit` from now.
+    pub fn after(limit: std::time::Duration) -> Deadline {
+        Deadline::on_clock(limit, std::sync::Arc::new(std::time::Instant::now))
+    }
+
+    /// `limit` from now as `clock` tells the time.
+    pub fn on_clock(
+        limit: std::time::Duration,
+        clock: std::sync::Arc<dyn Fn() -> std::time::Instant + Send + Sync>,
+    ) -> Deadline {
+        Deadline {
+            at: clock().checked_add(limit),
+            limit,
+            clock,
+        }
+    }
+
+    /// The time limit the deadline comes from.
+    pub fn limit(&self) -> std::time::Duration {
+        self.limit
+    }
+
+    /// Whether the deadline has come.
+    pub fn passed(&self) -> bool {
+        self.at.is_some_and(|at| (self.clock)() >= at)
+    }
+
+    /// The time left until the deadline (`Duration::MAX` for one beyond
+    /// the clock).
+    pub fn left(&self) -> std::time::Duration {
+        self.at.map_or(std::time::Duration::MAX, |at| {
+            at.saturating_duration_since((self.clock)())
+        })
+    }
+
+    /// [`Deadline::error`] once the deadline has come.
+    pub fn check(&self) -> CallResult<()> {
+        match self.passed() {
+            true => Err(self.error()),
+            false => Ok(()),
+        }
+    }
+
+    /// What fails the work not done by the deadline: the host shows it
+    /// under the provider's name, as it does a program's timeout.
+    pub fn error(&self) -> CallError {
+        CallError::new(format!(
+            "the call ran past its time limit of {}s (--timeout); this was not done",
+            command::seconds(self.limit)
+        ))
+    }
+}
+
+impl std::fmt::Debug for Deadline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deadline")
+            .field("limit", &self.limit)
+            .field("left", &self.left())
+            .finish()
     }
 }
 
@@ -176,5 +250,28 @@ pub struct Native(pub &'static dyn Provider);
 impl std::fmt::Debug for Native {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Native")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Deadlines on clocks a test moves.
+
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::Deadline;
+
+    /// A deadline `limit` away on a clock that stands still until `late`
+    /// is set, then jumps a day on.
+    pub fn deadline(limit: Duration, late: &Arc<AtomicBool>) -> Deadline {
+        let start = Instant::now();
+        let late = Arc::clone(late);
+        let clock = move || match late.load(Ordering::SeqCst) {
+            true => start + Duration::from_secs(24 * 3600),
+            false => start,
+        };
+        Deadline::on_clock(limit, Arc::new(clock))
     }
 }

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value as Json};
 use super::command::{Commands, Direct};
 use super::error::{CallError, CallResult};
 use super::text::{clean, clean_lines, join_words, python_json, quoted};
-use super::{error_entry, Call, Log, Outcome, Provider, Resource, Update};
+use super::{error_entry, Call, Deadline, Log, Outcome, Provider, Resource, Update};
 
 /// The longest line the host reads (keep in step with `process::MAX_LINE`).
 pub const LINE_MAX: usize = 64 * 1024;
@@ -143,7 +143,7 @@ impl Answer<'_> {
 pub struct Made<'e> {
     pub env: &'e Env,
     pub commands: Arc<dyn Commands>,
-    pub deadline: Option<std::time::Instant>,
+    pub deadline: Option<Deadline>,
 }
 
 /// The call's settings from the environment the host gives providers.
@@ -163,7 +163,7 @@ fn call(made: &Made, log: Box<dyn Write + Send>, noop: bool) -> Call {
         log: Log::new(log, noop),
         env: env.to_vec(),
         commands: made.commands.clone(),
-        deadline: made.deadline,
+        deadline: made.deadline.clone(),
     }
 }
 
@@ -196,7 +196,7 @@ fn simple(
             Ok(())
         }
         "list" => {
-            let resources = provider.get(&call, &[])?;
+            let resources = read(provider, &call, &[])?;
             // Each resource goes once its lines are written: the text of
             // a long listing is not held beside all its resources, nor
             // beside all their pairs.
@@ -215,7 +215,7 @@ fn simple(
         }
         "find" => {
             let name = required_name(&args)?;
-            let found = provider.get(&call, std::slice::from_ref(&name))?;
+            let found = read(provider, &call, std::slice::from_ref(&name))?;
             let entry = found
                 .iter()
                 .find(|r| r.get("name") == Some(&Json::from(&*name)));
@@ -266,6 +266,15 @@ fn simple(
             quoted(other)
         ))),
     }
+}
+
+/// The provider's get of `names`, refused when it ended past the call's
+/// deadline: a late answer is no more taken from code served in the
+/// host's process than from a program killed at its time limit.
+fn read(provider: &dyn Provider, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
+    let resources = provider.get(call, names)?;
+    call.within_time()?;
+    Ok(resources)
 }
 
 fn required_name(args: &Map<String, Json>) -> CallResult<String> {
@@ -465,7 +474,7 @@ fn json_call(
             let document = read_request(stdin)?;
             let names = get_names(&document)?;
             let call = call(made, log, false);
-            let resources = provider.get(&call, &names)?;
+            let resources = read(provider, &call, &names)?;
             answer_get(answer, resources, &names)
         }
         "set" => {
@@ -743,6 +752,58 @@ mod tests {
             commands: Arc::new(Direct),
             deadline: None,
         }
+    }
+
+    /// A json provider that has one resource, `a`, and changes nothing.
+    struct One;
+
+    impl Provider for One {
+        fn metadata(&self) -> &'static str {
+            ""
+        }
+
+        fn convention(&self) -> Convention {
+            Convention::Json
+        }
+
+        fn get(&self, _call: &Call, _names: &[String]) -> CallResult<Vec<Resource>> {
+            let mut a = Resource::new();
+            a.insert("name".into(), Json::from("a"));
+            Ok(vec![a])
+        }
+
+        fn set(&self, _call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+            Ok(updates.iter().map(|_| Ok(Vec::new())).collect())
+        }
+    }
+
+    #[test]
+    fn a_get_that_ends_past_the_calls_deadline_answers_an_error() {
+        let late = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let get = |made: &Made| {
+            let mut out = Vec::new();
+            let args = ["ral_action=get".to_owned()];
+            serve(
+                &One,
+                &args,
+                &mut &b"{\"names\": []}"[..],
+                made,
+                &mut out,
+                Box::new(std::io::sink()),
+            );
+            String::from_utf8(out).unwrap()
+        };
+        let made = Made {
+            deadline: Some(crate::sdk::testing::deadline(Duration::from_secs(2), &late)),
+            ..made(&[])
+        };
+        assert_eq!(get(&made), "{\"resources\": [{\"name\": \"a\"}]}\n");
+        late.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            get(&made),
+            "{\"error\": {\"kind\": \"failed\", \"message\": \"the call ran past its time \
+             limit of 2s (--timeout); this was not done\"}}\n"
+        );
     }
 
     #[test]

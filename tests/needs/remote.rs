@@ -33,6 +33,7 @@ pub fn tests() -> Vec<Test> {
         plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches,
         a_run_within_the_persist_time_reuses_the_connection_until_it_is_closed,
         a_kept_connection_ends_after_its_time,
+        a_kept_socket_that_never_answers_is_replaced_without_a_wait,
         two_runs_at_once_to_one_target_share_one_login,
         a_directory_of_kept_connections_open_to_others_is_refused,
         a_killed_run_through_a_kept_connection_leaves_no_provider_on_the_target,
@@ -1168,6 +1169,56 @@ fn a_run_within_the_persist_time_reuses_the_connection_until_it_is_closed() {
     assert_eq!(fleet.kept_files(), Vec::<String>::new());
     assert!(processes_naming(&marker).is_empty());
     fleet.assert_no_ssh_left();
+}
+
+fn a_kept_socket_that_never_answers_is_replaced_without_a_wait() {
+    use std::os::unix::net::UnixListener;
+    let fleet = Fleet::new(&["t1"], false);
+    run(fleet.warm("60").args(["host", "localhost"])).expect(0);
+    let files = fleet.kept_files();
+    let key = files
+        .iter()
+        .find(|name| !name.ends_with(".lock"))
+        .unwrap_or_else(|| panic!("{files:?}"))
+        .clone();
+    fleet.connections(&["close"]).expect(0);
+    // At the master's socket, a listener that takes every connection and
+    // never says a word.
+    let listener = UnixListener::bind(fleet.kept_dir().join(&key)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let silent = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        loop {
+            if let Ok((stream, _)) = listener.accept() {
+                held.push(stream);
+            }
+            // The pace of the accept loop, and its end.
+            match stopped.recv_timeout(std::time::Duration::from_millis(20)) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                _ => return held.len(),
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    let warm = run(fleet.warm("60").args(["-l", "debug", "host", "localhost"]));
+    let took = started.elapsed();
+    drop(stop);
+    let asked = silent.join().unwrap();
+    warm.expect(0)
+        .stderr_has("t1: no kept master answers on ")
+        .stderr_has(" within 2s");
+    assert!(asked >= 1, "the run asked the silent socket");
+    // A run waits 30 s for a target: well below, the socket was not
+    // waited on that long.
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "the run took {took:?}"
+    );
+    assert_eq!(fleet.sshd.accepted(), 2, "a new login, for a new master");
+    let masters = fleet.masters();
+    assert_eq!(masters.len(), 1, "{masters:?}");
+    assert!(running(masters[0].1));
 }
 
 fn a_kept_connection_ends_after_its_time() {

@@ -61,6 +61,31 @@ fn kill_group(mut child: Child) {
     child.wait().unwrap();
 }
 
+/// SIGKILL to the keeper of the running `ral apply` (the child it forks
+/// at its first call, which ends the calls' groups once ral is gone), and
+/// its end: as when both die at once, a provider then outlives ral.
+fn kill_keeper(apply: &Child) {
+    let ral = apply.id();
+    let tasks = std::fs::read_dir(format!("/proc/{ral}/task")).unwrap();
+    let keeper = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| {
+            children
+                .split_whitespace()
+                .filter_map(|pid| pid.parse::<i32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm == "ral-keeper\n")
+        })
+        .expect("ral's keeper");
+    // SAFETY: ral has not reaped its child, so the ID is still the keeper's.
+    assert_eq!(unsafe { libc::kill(keeper, libc::SIGKILL) }, 0);
+    assert_gone(keeper, "ral");
+}
+
 /// The intents the store holds: (name, action, existed).
 fn intents(bench: &Bench) -> Vec<(String, String, bool)> {
     let db = bench.sandbox.root().join("var/lib/ral/state.db");
@@ -136,6 +161,7 @@ fn killed_during_the_call_what_the_provider_then_created_is_rals() {
     await_marker(bench.sandbox.root(), "started-b0");
     let provider = pid_in(&bench.sandbox.root().join("started-b0"));
     let _ending = KillOnDrop::new(&[provider]);
+    kill_keeper(&apply);
     kill_group(apply);
     // The provider, answering late to a ral that is gone, makes both
     // changes.

@@ -347,22 +347,29 @@ fn item_type_clashes_name_both_files() {
 
 #[test]
 fn sensitive_properties_reach_the_plugin_but_no_output_or_store() {
-    let bench = Bench::new();
-    let m = bench.manifest(
-        "site.yaml",
-        "site:\n  shop: {dir: /srv, content: hi, secret: hunter2-token}\n",
-    );
-    let applied = bench.ral("apply", &["-l", "debug", &m]);
-    applied.expect(0);
-    assert!(!applied.stdout.contains("hunter2"), "{}", applied.stdout);
-    assert!(!applied.stderr.contains("hunter2"), "{}", applied.stderr);
-    // The plugin had it (its callback echoes it on stderr, redacted).
-    applied.stderr_has("token [redacted]");
-    let db = std::fs::read(bench.sandbox.root().join("var/lib/ral/state.db")).unwrap();
-    let text = String::from_utf8_lossy(&db);
-    assert!(!text.contains("hunter2"), "the store holds only a digest");
-    let listed = run(&mut bench.sandbox.ral_command("state", &["list"]));
-    assert!(!listed.stdout.contains("hunter2"), "{}", listed.stdout);
+    // One line, and several (a key's), which the plugin's stderr, read
+    // line by line, never holds whole.
+    for secret in [
+        "hunter2-token",
+        "hunter2-token\\nthen-hunter2\\r\\n  hunter2-end",
+    ] {
+        let bench = Bench::new();
+        let m = bench.manifest(
+            "site.yaml",
+            &format!("site:\n  shop: {{dir: /srv, content: hi, secret: \"{secret}\"}}\n"),
+        );
+        let applied = bench.ral("apply", &["-l", "debug", &m]);
+        applied.expect(0);
+        assert!(!applied.stdout.contains("hunter2"), "{}", applied.stdout);
+        assert!(!applied.stderr.contains("hunter2"), "{}", applied.stderr);
+        // The plugin had it (its callback echoes it on stderr, redacted).
+        applied.stderr_has("token [redacted]");
+        let db = std::fs::read(bench.sandbox.root().join("var/lib/ral/state.db")).unwrap();
+        let text = String::from_utf8_lossy(&db);
+        assert!(!text.contains("hunter2"), "the store holds only a digest");
+        let listed = run(&mut bench.sandbox.ral_command("state", &["list"]));
+        assert!(!listed.stdout.contains("hunter2"), "{}", listed.stdout);
+    }
 }
 
 /// The rogue plugin's answer to `action`, and how it exits.
@@ -985,6 +992,41 @@ fn a_plugin_cannot_show_a_sensitive_value_of_the_model() {
     leaks(&planned);
     let json = bench.ral("plan", &["-j", &m]);
     leaks(&json);
+    // A line of a value of several lines is as much a secret.
+    let m = bench.manifest(
+        "thing.yaml",
+        "thing:\n  a: {size: 3, token: \"tok-5ecret-77\\nmore-5ecret\"}\n",
+    );
+    answer(
+        &bench,
+        "create_configuration",
+        r#"{"tasks": [{"kind": "remote", "item": "/thing/a", "command": ["echo", "more-5ecret"]}]}"#,
+        0,
+    );
+    let planned = bench.ral("plan", &[&m]);
+    planned
+        .expect(2)
+        .stderr_has("puts a sensitive value on a command line");
+    leaks(&planned);
+    // A command that comes upon the value elsewhere and prints it: its
+    // output is logged redacted, as its stderr is.
+    let token = bench.sandbox.root().join("token");
+    std::fs::write(&token, "tok-5ecret-77\nmore-5ecret\n").unwrap();
+    answer(
+        &bench,
+        "create_configuration",
+        &format!(
+            r#"{{"tasks": [{{"kind": "remote", "item": "/thing/a", "command": ["cat", "{}"]}}]}}"#,
+            token.display()
+        ),
+        0,
+    );
+    let applied = bench.ral("apply", &["-l", "info", &m]);
+    applied
+        .expect(0)
+        .stderr_has("/thing/a: [redacted]\n")
+        .stderr_has("/thing/a: [redacted]\n");
+    leaks(&applied);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! How providers are run: environment, stderr, exit status, time limit,
-//! bounded and streamed output, closed pipes.
+//! bounded and streamed output, closed pipes, and nothing left running
+//! when ral is killed.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
@@ -116,6 +117,54 @@ fn a_signal_ends_the_provider_and_its_children(signal: libc::c_int) {
     // The background child ignores SIGTERM; only the SIGKILL that follows
     // the grace period ends it.
     assert_all_gone(held);
+}
+
+#[test]
+fn a_killed_ral_apply_leaves_neither_its_provider_nor_its_callback_running() {
+    let sandbox = Sandbox::new();
+    mkfifo(&sandbox.root().join("held"));
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("site.yaml");
+    std::fs::write(
+        &manifest,
+        "hold:\n  x: {}\nholding:\n  a: {ensure: present}\n",
+    )
+    .unwrap();
+    // An update that never ends and a callback that never ends, at once,
+    // each with a child that ignores SIGTERM (tests/fixtures/holding).
+    let mut ral = sandbox
+        .ral_command("apply", &["--jobs", "2"])
+        .arg("-I")
+        .arg(crate::support::fixtures_dir().join("holding"))
+        .arg(&manifest)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut held = BufReader::new(crate::support::open_fifo(
+        &sandbox.root().join("held"),
+        false,
+    ));
+    let mut started = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        held.read_line(&mut line).unwrap();
+        started.push(line);
+    }
+    started.sort();
+    assert_eq!(started, ["callback\n", "provider\n"]);
+    let mut pids = pids_in(&sandbox.root().join("pids.provider"));
+    pids.extend(pids_in(&sandbox.root().join("pids.callback")));
+    let _leftovers = KillOnDrop::new(&pids);
+    ral.kill().unwrap();
+    ral.wait().unwrap();
+    // Every holder of the FIFO is gone once it reads its end: the SIGKILL
+    // that follows the grace period ends even the children that ignore
+    // SIGTERM.
+    assert_all_gone(held);
+    for pid in pids {
+        assert_gone(pid, "holding");
+    }
 }
 
 #[test]

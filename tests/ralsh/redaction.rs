@@ -196,6 +196,8 @@ fn a_sensitive_value_a_simple_provider_echoes_on_stderr_during_update_is_redacte
            find) printf '# simple\\nname: %s\\nensure: present\\n' \"$name\" ;;\n\
            list) echo '# simple' ;;\n\
            update) echo \"warning: setting the password of $name to $password\" >&2\n\
+                   # A line ral cuts (at 64 KiB) in the middle of the value.\n\
+                   { head -c 65530 /dev/zero | tr '\\0' x; echo \"$password\"; } >&2\n\
                    printf '# simple\\nname: %s\\nral_derive: true\\n' \"$name\" ;;\n\
          esac\n",
     )
@@ -214,6 +216,16 @@ fn a_sensitive_value_a_simple_provider_echoes_on_stderr_during_update_is_redacte
         let run = sandbox.ralsh(&["-l", level, "-I", dir, "echoing", "a", "password=S3CRET-77"]);
         run.expect(0)
             .stderr_has("warning: setting the password of a to [redacted]");
+        assert_not_shown(&run, "S3CRET");
+        // Nor does the start of the value, where the line is cut.
+        run.stderr_has("xxx[redacted]... (line cut at 65536 bytes)");
+        // A value of several lines reaches stderr line by line: each line
+        // of it is taken out.
+        let password = "password=S3CRET-one\n  S3CRET-two\r\nS3CRET-three";
+        let run = sandbox.ralsh(&["-l", level, "-I", dir, "echoing", "a", password]);
+        run.expect(0)
+            .stderr_has("warning: setting the password of a to [redacted]\n")
+            .stderr_has("]   [redacted]\\r\n");
         assert_not_shown(&run, "S3CRET");
     }
 }

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::json;
 
@@ -60,7 +60,7 @@ fn try_run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
             for kept in &all {
                 shown.push(Shown {
                     kept,
-                    master: mux::master_alive(&kept.socket, Duration::from_secs(5)),
+                    master: mux::master_alive(&kept.socket),
                     age: kept
                         .since
                         .and_then(|since| now.duration_since(since).ok())

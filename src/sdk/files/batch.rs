@@ -48,7 +48,7 @@ use super::stat::identity;
 use super::sys;
 use crate::sdk::error::{CallError, CallResult};
 use crate::sdk::text::quoted;
-use crate::sdk::Call;
+use crate::sdk::{Call, Deadline};
 
 /// A directory's device and inode.
 type Ident = (u64, u64);
@@ -66,6 +66,9 @@ pub struct Batch {
     /// lock's.
     dirs: HashMap<Ident, Option<OwnedFd>>,
     failed: BTreeMap<usize, CallError>,
+    /// The deadline of the call the edits are for: a queued file not yet
+    /// renamed into place by then is not.
+    deadline: Option<Deadline>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -117,6 +120,7 @@ impl Batch {
             above: HashSet::new(),
             dirs: HashMap::new(),
             failed: BTreeMap::new(),
+            deadline: None,
         }
     }
 
@@ -133,6 +137,8 @@ impl Batch {
     /// queued; under noop, a plain preview. `key` names it in
     /// [`finish`](Batch::finish)'s answer.
     pub fn edit<'a>(&'a mut self, call: &'a Call, dir: &Dir, key: usize) -> CallResult<Edit<'a>> {
+        call.within_time()?;
+        self.deadline = call.deadline.clone();
         if self.noop {
             return Edit::begin_as(Lock::of_directory(dir), call, true);
         }
@@ -303,6 +309,8 @@ impl Batch {
                     &err,
                     &format!("write {}", quoted(&q.dir.show(&q.temp))),
                 ))
+            } else if let Some(Err(late)) = self.deadline.as_ref().map(Deadline::check) {
+                Some(late)
             } else if q.dir.lstat(&q.name).map(|now| identity(now.as_ref())).ok()
                 != Some(q.was.clone())
             {

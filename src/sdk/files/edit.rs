@@ -179,6 +179,7 @@ impl<'a> Edit<'a> {
     /// noop edit reads files as a reader sees them, to preview a change or
     /// to read several files consistently.
     pub fn begin_as(lock: Lock, call: &'a Call, noop: bool) -> CallResult<Edit<'a>> {
+        call.within_time()?;
         let mut edit = Edit::new(Guard::Lock(lock), call, noop, 0);
         if !noop {
             if let Guard::Lock(lock) = &mut edit.guard {

@@ -201,10 +201,16 @@ impl Lock {
 
     /// Waits for the lock another holds: a blocking lock on a thread of
     /// its own (so that the holder sees a waiter, as with lckpwdf), for at
-    /// most the call's lock timeout. A wait given up leaves that thread
+    /// most the call's lock timeout, and never past its deadline. A wait given up leaves that thread
     /// blocked until the holder lets go; it then lets go at once.
     fn wait(&self, call: &Call, fd: OwnedFd, info: &Stat) -> CallResult<OwnedFd> {
-        let limit = call.lock_timeout;
+        // Never past the call's deadline, which then fails the wait.
+        let cut = call
+            .deadline
+            .as_ref()
+            .map(|deadline| (deadline, deadline.left()))
+            .filter(|(_, left)| *left < call.lock_timeout);
+        let limit = cut.map_or(call.lock_timeout, |(_, left)| left);
         let holder = holder(info);
         call.log.info(&format!(
             "waiting up to {}s for the lock {}, held by {}",
@@ -231,15 +237,19 @@ impl Lock {
                 &err,
                 &format!("lock {}", quoted(&self.show())),
             )),
-            None => {
-                let now = self::holder(info).or(holder);
-                Err(CallError::new(format!(
-                    "timed out after {}s waiting for the lock {}, held by {}; nothing was changed",
-                    seconds(limit),
-                    quoted(&self.show()),
-                    now.as_deref().unwrap_or("another process")
-                )))
-            }
+            None => match cut {
+                Some((deadline, _)) => Err(deadline.error()),
+                None => {
+                    let now = self::holder(info).or(holder);
+                    Err(CallError::new(format!(
+                        "timed out after {}s waiting for the lock {}, held by {}; nothing was \
+                         changed",
+                        seconds(limit),
+                        quoted(&self.show()),
+                        now.as_deref().unwrap_or("another process")
+                    )))
+                }
+            },
         }
     }
 

@@ -169,3 +169,38 @@ fn a_batch_dropped_unfinished_makes_nothing_and_lets_go() {
     assert_eq!(sandbox.names("a"), ["x"]);
     assert!(!is_locked(&sandbox, "a"));
 }
+
+#[test]
+fn queued_files_not_renamed_by_the_calls_deadline_are_left_untouched() {
+    let mut sandbox = Sandbox::new();
+    sandbox.write("a/x", b"x\n");
+    let late = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    sandbox.call.deadline = Some(crate::sdk::testing::deadline(Duration::from_secs(5), &late));
+    let mut batch = Batch::new(false);
+    edit(&sandbox, &mut batch, "a/x", b"ours\n", 1).unwrap();
+    edit(&sandbox, &mut batch, "a/y", b"y\n", 2).unwrap();
+    // The deadline passes between the queueing and the final flush.
+    late.store(true, std::sync::atomic::Ordering::SeqCst);
+    let failed = batch.finish();
+    assert_eq!(failed.keys().copied().collect::<Vec<_>>(), [1, 2]);
+    for err in failed.values() {
+        assert_eq!(
+            err.message,
+            "the call ran past its time limit of 5s (--timeout); this was not done"
+        );
+    }
+    assert_eq!(sandbox.read("a/x"), b"x\n");
+    assert_eq!(sandbox.names("a"), ["x"], "no temporary file left");
+    assert!(!is_locked(&sandbox, "a"));
+    // Nor is an edit begun past it, in a batch or alone: what it would
+    // change directly (a mode, a directory) is not changed either.
+    let mut batch = Batch::new(false);
+    let target = sandbox.open().file("a/x", true, None).unwrap();
+    let begun = batch.edit(&sandbox.call, target.dir(), 3);
+    assert!(begun.is_err_and(|err| err.message.contains("ran past its time limit")));
+    let lock = crate::sdk::files::Lock::beside(&target);
+    let begun = crate::sdk::files::Edit::begin(lock, &sandbox.call);
+    assert!(begun.is_err_and(|err| err.message.contains("ran past its time limit")));
+    assert!(batch.finish().is_empty());
+    assert_eq!(sandbox.names("a"), ["x"]);
+}

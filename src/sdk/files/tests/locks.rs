@@ -260,3 +260,23 @@ fn the_python_toolkit_waits_for_the_accounts_lock_held_here_and_names_no_false_p
         )
     );
 }
+
+#[test]
+fn a_wait_for_a_lock_ends_at_the_calls_deadline() {
+    let mut sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", b"");
+    // Less of the call's time is left than the lock timeout allows.
+    let late = std::sync::Arc::default();
+    sandbox.call.deadline = Some(crate::sdk::testing::deadline(
+        Duration::from_millis(300),
+        &late,
+    ));
+    let _flock = Holder::start(&sandbox.path("etc/.hosts.ral-lock"), "flock", "forever");
+    let target = sandbox.open().file("etc/hosts", true, None).unwrap();
+    let err = Lock::beside(&target).acquire(&sandbox.call).unwrap_err();
+    assert_eq!(
+        err.message,
+        "the call ran past its time limit of 0.3s (--timeout); this was not done"
+    );
+    assert!(sandbox.log().contains("waiting up to 0.3s for the lock"));
+}

@@ -16,8 +16,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::sdk::files::{Attrs, Edit, Lock, Reused, Root};
-use crate::sdk::serve::RESOURCE_MAX;
-use crate::sdk::text::{python_dumps, python_str, quoted};
+use crate::sdk::text::{self, escaped, python_dumps, python_str};
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
 use crate::sdk::{Outcome, Provider, Resource, Update};
 
@@ -69,7 +68,7 @@ impl Provider for Fstab {
                 Some(&at) => found.push(resource(file.entry(at))),
                 None => {
                     if let Some(problem) = mount_point_problem(name, "swap") {
-                        let message = format!("the mount point {} {problem}", quoted(name));
+                        let message = format!("the mount point {} {problem}", escaped(name));
                         found.push(error_entry(
                             name,
                             &CallError::of_kind(Kind::Unknown, message),
@@ -172,10 +171,9 @@ fn unescape(field: &[u8]) -> String {
 }
 
 /// A value as the bytes of a field: what would split or end a field, and
-/// the escape character itself, as octal escapes. A `#` that would start
-/// the line (`first`) is escaped too, or the line would read as a
-/// comment.
-fn escape(value: &str, first: bool) -> Vec<u8> {
+/// the escape character itself, as the octal escapes that both glibc's
+/// getmntent and libmount decode (`\040`, `\011`, `\012`, `\134`).
+fn escape(value: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len());
     for &byte in value.as_bytes() {
         match byte {
@@ -183,55 +181,42 @@ fn escape(value: &str, first: bool) -> Vec<u8> {
             b'\t' => out.extend_from_slice(b"\\011"),
             b'\n' => out.extend_from_slice(b"\\012"),
             b'\\' => out.extend_from_slice(b"\\134"),
-            b'#' if first && out.is_empty() => out.extend_from_slice(b"\\043"),
             _ => out.push(byte),
         }
     }
     out
 }
 
+/// The options of a field, split as libmount splits them: at commas
+/// outside double quotes (`context="a,b"` is one option), empty ones
+/// skipped; an option whose quote is never closed is not read, as
+/// libmount reads nothing from it on.
 fn split_options(text: &str) -> Vec<String> {
-    text.split(',')
-        .filter(|option| !option.is_empty())
-        .map(str::to_owned)
-        .collect()
+    let mut options = Vec::new();
+    let mut option = String::new();
+    let mut quoted = false;
+    for c in text.chars() {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if c == ',' && !quoted {
+            if !option.is_empty() {
+                options.push(std::mem::take(&mut option));
+            }
+        } else {
+            option.push(c);
+        }
+    }
+    if !quoted && !option.is_empty() {
+        options.push(option);
+    }
+    options
 }
 
-/// Control and format characters (Unicode's Cc, Cf, Cs, Zl and Zp),
-/// which no field may hold.
+/// Control and format characters (Unicode's Cc, Cf, Zl and Zp), which no
+/// field may hold.
 fn is_control(c: char) -> bool {
-    // Unicode's format characters (Cf), as Python's unicodedata 14 has
-    // them.
-    const FORMAT: [(u32, u32); 21] = [
-        (0xAD, 0xAD),
-        (0x600, 0x605),
-        (0x61C, 0x61C),
-        (0x6DD, 0x6DD),
-        (0x70F, 0x70F),
-        (0x890, 0x891),
-        (0x8E2, 0x8E2),
-        (0x180E, 0x180E),
-        (0x200B, 0x200F),
-        (0x202A, 0x202E),
-        (0x2060, 0x2064),
-        (0x2066, 0x206F),
-        (0xFEFF, 0xFEFF),
-        (0xFFF9, 0xFFFB),
-        (0x110BD, 0x110BD),
-        (0x110CD, 0x110CD),
-        (0x13430, 0x13438),
-        (0x1BCA0, 0x1BCA3),
-        (0x1D173, 0x1D17A),
-        (0xE0001, 0xE0001),
-        (0xE0020, 0xE007F),
-    ];
-    let code = c as u32;
-    c.is_control()
-        || c == '\u{2028}'
-        || c == '\u{2029}'
-        || FORMAT
-            .iter()
-            .any(|&(low, high)| (low..=high).contains(&code))
+    text::is_control(c) || text::is_format(c)
 }
 
 fn has_control(value: &str) -> bool {
@@ -286,7 +271,7 @@ fn check_name(name: &str, fstype: &str) -> CallResult<()> {
     match mount_point_problem(name, fstype) {
         Some(problem) => Err(CallError::new(format!(
             "name: the mount point {} {problem}",
-            quoted(name)
+            escaped(name)
         ))),
         None => Ok(()),
     }
@@ -323,6 +308,10 @@ fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
         "contains a control character".to_owned()
     } else if padded(text) {
         "starts or ends with whitespace".to_owned()
+    } else if text.starts_with('#') {
+        // libmount decodes \043, glibc's getmntent does not: no escape
+        // keeps the line from reading as a comment for every reader.
+        "starts with '#', which would make its line a comment".to_owned()
     } else if fstype && !is_fstype(text) {
         format!("is not {FSTYPE_SHAPE}")
     } else {
@@ -330,7 +319,7 @@ fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
     };
     Err(CallError::new(format!(
         "{attr}: {} {problem}",
-        quoted(text)
+        escaped(text)
     )))
 }
 
@@ -367,16 +356,24 @@ fn check_options(value: &Json) -> CallResult<Value> {
         if option.is_empty() {
             return Err(CallError::new("options: an option must not be empty"));
         }
-        if option.contains(',') {
-            return Err(CallError::new(format!(
-                "options: {} contains ','; give each option as its own element",
-                quoted(option)
-            )));
-        }
         if option.chars().any(|c| is_space(c) || is_control(c)) {
             return Err(CallError::new(format!(
                 "options: {} contains whitespace or a control character",
-                quoted(option)
+                escaped(option)
+            )));
+        }
+        if option.matches('"').count() % 2 == 1 {
+            return Err(CallError::new(format!(
+                "options: {} has a '\"' that is not closed, which would hide it and every \
+                 option after it from libmount",
+                escaped(option)
+            )));
+        }
+        if split_options(option) != [option.as_str()] {
+            return Err(CallError::new(format!(
+                "options: {} contains ',' outside double quotes; give each option as its own \
+                 element",
+                escaped(option)
             )));
         }
         options.push(option.clone());
@@ -403,11 +400,11 @@ fn check_value(attr: &str, value: &Json) -> CallResult<Value> {
     }
 }
 
-fn field_bytes(attr: &str, value: &Value) -> Vec<u8> {
+fn field_bytes(value: &Value) -> Vec<u8> {
     match value {
-        Value::Options(options) => escape(&options.join(","), false),
+        Value::Options(options) => escape(&options.join(",")),
         Value::Number(number) => number.to_string().into_bytes(),
-        Value::Text(text) => escape(text, attr == "device"),
+        Value::Text(text) => escape(text),
     }
 }
 
@@ -573,7 +570,7 @@ impl Line {
             }
             fields.push(last + 2);
         }
-        parts[fields[index]] = field_bytes(attr, &value);
+        parts[fields[index]] = field_bytes(&value);
         let mut raw = parts.concat();
         raw.extend_from_slice(&end);
         self.raw = raw;
@@ -650,8 +647,8 @@ impl File {
         let mut fields = Vec::with_capacity(FIELDS.len());
         for attr in FIELDS {
             fields.push(match VALUES.iter().position(|&known| known == attr) {
-                Some(at) => field_bytes(attr, &values[at]),
-                None => escape(name, false),
+                Some(at) => field_bytes(&values[at]),
+                None => escape(name),
             });
         }
         let mut raw = fields.join(&b'\t');
@@ -680,16 +677,22 @@ fn resource(entry: &Entry) -> Resource {
     resource
 }
 
-/// Refuses, before anything is written, an entry ral could not read back:
-/// its JSON must fit in [`RESOURCE_MAX`] bytes. The message is the
-/// script's, word for word (which says "as ral reads it back" twice).
-fn check_fits(entry: &Entry) -> CallResult<()> {
-    let size = python_dumps(&Json::Object(resource(entry)), false).len();
-    if size > RESOURCE_MAX {
+/// The longest line glibc's getmntent reads whole, its line ending
+/// included (it reads into 4096 bytes, the last one a NUL, and drops the
+/// rest of a longer line).
+const GETMNTENT_LINE_MAX: usize = 4095;
+
+/// Refuses, before anything is written, a line that a reader would cut:
+/// it must fit in [`GETMNTENT_LINE_MAX`] bytes (so that its JSON also fits
+/// in the [`RESOURCE_MAX`](crate::sdk::serve::RESOURCE_MAX) bytes ral
+/// reads back).
+fn check_fits(line: &Line) -> CallResult<()> {
+    let size = line.raw.len();
+    if size > GETMNTENT_LINE_MAX {
         return Err(CallError::new(format!(
-            "{} as ral reads it back is {size} bytes long as ral reads it back, more than the \
-             {RESOURCE_MAX} it accepts; nothing was changed",
-            quoted(&entry.name)
+            "the line of {} would be {size} bytes long, more than the {GETMNTENT_LINE_MAX} \
+             glibc's getmntent reads (it would cut the rest); nothing was changed",
+            escaped(line.name().unwrap_or_default())
         )));
     }
     Ok(())
@@ -704,15 +707,18 @@ fn check_should(update: &Update) -> CallResult<Option<&str>> {
     let should = &update.should;
     for key in should.keys() {
         if !ATTRIBUTES.contains(&key.as_str()) {
-            return Err(CallError::new(format!("unknown attribute {}", quoted(key))));
+            return Err(CallError::new(format!(
+                "unknown attribute {}",
+                escaped(key)
+            )));
         }
     }
     if let Some(name) = should.get("name") {
         if name.as_str() != Some(update.name.as_str()) {
             return Err(CallError::new(format!(
                 "name: cannot rename {} to {}",
-                quoted(&update.name),
-                quoted(&python_str(name))
+                escaped(&update.name),
+                escaped(&python_str(name))
             )));
         }
     }
@@ -739,7 +745,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
         return Err(CallError::new(format!(
             "ensure: mounted/unmounted need the real root; use present/absent below --root (the \
              root is {})",
-            quoted(root.path())
+            escaped(root.path())
         )));
     }
     let name = update.name.as_str();
@@ -767,7 +773,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
             if !missing.is_empty() {
                 return Err(CallError::new(format!(
                     "creating {} needs {}",
-                    quoted(name),
+                    escaped(name),
                     missing.join(" and ")
                 )));
             }
@@ -786,11 +792,11 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
                 check_name(name, fstype)?;
                 file.append(name, &values);
                 match file.find(name) {
-                    Some(at) => check_fits(file.entry(at))?,
+                    Some(at) => check_fits(&file.lines[at])?,
                     None => {
                         return Err(CallError::new(format!(
                             "the new line of {} does not read back as an entry",
-                            quoted(name)
+                            escaped(name)
                         )))
                     }
                 }
@@ -825,7 +831,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
                         Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
                     }
                     file.changed = true;
-                    check_fits(file.entry(at))
+                    check_fits(&file.lines[at])
                 })?;
             }
             file.entry(at).fstype.clone()
@@ -837,7 +843,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
         if fstype == "swap" || SWAP_NAMES.contains(&name) {
             return Err(CallError::new(format!(
                 "ensure: {ensure} does not apply to the swap entry {}",
-                quoted(name)
+                escaped(name)
             )));
         }
         let is_mounted = mounted_points()?.contains(name);

@@ -13,6 +13,8 @@ mod fstab;
 mod group;
 mod hosts;
 mod passwd;
+#[cfg(test)]
+mod tests;
 
 use crate::sdk::{Native, Provider};
 

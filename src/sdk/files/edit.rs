@@ -507,7 +507,7 @@ impl<'a> Edit<'a> {
         self.temps.push((dir.clone(), temp.clone()));
         let mut out = File::from(fd);
         out.write_all(text.as_bytes()).map_err(failed)?;
-        out.sync_all().map_err(failed)?;
+        sys::fsync(out.as_fd()).map_err(failed)?;
         rename(&dir, &temp, name).map_err(failed)?;
         self.temps.retain(|(_, t)| t != &temp);
         sys::fsync(dir.as_fd()).map_err(failed)

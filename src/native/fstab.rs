@@ -235,6 +235,14 @@ fn padded(value: &str) -> bool {
     value.trim_matches(is_space) != value
 }
 
+/// Whether the mount point `child` is below the mount point `parent`.
+fn is_below(child: &str, parent: &str) -> bool {
+    let Some(rest) = child.strip_prefix(parent) else {
+        return false;
+    };
+    parent.starts_with('/') && !rest.is_empty() && (parent.ends_with('/') || rest.starts_with('/'))
+}
+
 /// Why `name` cannot be the mount point of a new entry, or `None`.
 fn mount_point_problem(name: &str, fstype: &str) -> Option<&'static str> {
     if name.is_empty() {
@@ -295,7 +303,19 @@ impl Value {
     }
 }
 
-fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
+/// The tags libmount reads as a device (`UUID=...`), by their names.
+const TAGS: [&str; 5] = ["LABEL", "UUID", "PARTLABEL", "PARTUUID", "ID"];
+
+/// The name of a tag libmount does not know that `device` reads as
+/// (`uuid=...`, `FOO=bar`): a word before a `=`. Other sources with a `=`
+/// (Ceph's `user@fsid.fs=/path`) are paths to libmount, and taken.
+fn unknown_tag(device: &str) -> Option<&str> {
+    let (name, _) = device.split_once('=')?;
+    let word = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (word && !TAGS.contains(&name)).then_some(name)
+}
+
+fn check_text(attr: &str, value: &Json) -> CallResult<Value> {
     let Json::String(text) = value else {
         return Err(CallError::new(format!(
             "{attr}: {} is not a string",
@@ -308,11 +328,18 @@ fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
         "contains a control character".to_owned()
     } else if padded(text) {
         "starts or ends with whitespace".to_owned()
-    } else if text.starts_with('#') {
+    } else if attr == "device" && text.starts_with('#') {
         // libmount decodes \043, glibc's getmntent does not: no escape
         // keeps the line from reading as a comment for every reader.
         "starts with '#', which would make its line a comment".to_owned()
-    } else if fstype && !is_fstype(text) {
+    } else if let Some(tag) = unknown_tag(text).filter(|_| attr == "device") {
+        format!(
+            "reads as a tag {}, which libmount does not know (it knows {}); it would take \
+             it for a file name",
+            escaped(tag),
+            TAGS.join(", ")
+        )
+    } else if attr == "fstype" && !is_fstype(text) {
         format!("is not {FSTYPE_SHAPE}")
     } else {
         return Ok(Value::Text(text.clone()));
@@ -393,8 +420,7 @@ fn check_number(attr: &str, value: &Json) -> CallResult<Value> {
 
 fn check_value(attr: &str, value: &Json) -> CallResult<Value> {
     match attr {
-        "device" => check_text(attr, value, false),
-        "fstype" => check_text(attr, value, true),
+        "device" | "fstype" => check_text(attr, value),
         "options" => check_options(value),
         _ => check_number(attr, value),
     }
@@ -637,7 +663,9 @@ impl File {
         self.changed = true;
     }
 
-    /// Appends an entry as one line of tab-separated fields.
+    /// Adds an entry as one line of tab-separated fields: at the end, or
+    /// before the first entry mounted below it, since `mount -a` mounts
+    /// in the file's order (and a parent mounted later hides its child).
     fn append(&mut self, name: &str, values: &[Value]) {
         if let Some(last) = self.lines.last_mut() {
             if !last.raw.ends_with(b"\n") {
@@ -653,7 +681,12 @@ impl File {
         }
         let mut raw = fields.join(&b'\t');
         raw.push(b'\n');
-        self.lines.push(Arc::new(Line::new(raw)));
+        let at = self
+            .lines
+            .iter()
+            .position(|line| line.name().is_some_and(|child| is_below(child, name)))
+            .unwrap_or(self.lines.len());
+        self.lines.insert(at, Arc::new(Line::new(raw)));
         self.changed = true;
     }
 

@@ -7,6 +7,7 @@
 mod ansible;
 mod as_root;
 mod host;
+mod host_readers;
 mod html_browser;
 mod no_python;
 mod over_ssh;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
     let trials = [
         ansible::tests(),
         as_root::tests(),
+        host_readers::tests(),
         html_browser::tests(),
         no_python::tests(),
         over_ssh::tests(),

@@ -451,3 +451,44 @@ fn a_line_glibc_would_cut_is_refused_and_nothing_is_written() {
     let written = std::fs::read(dir.path().join("etc/fstab")).unwrap();
     assert_eq!(written.len(), 23 + 4095);
 }
+
+#[test]
+fn a_new_entry_goes_before_the_first_entry_mounted_below_it() {
+    assert!(is_below("/srv/data", "/srv") && is_below("/srv", "/"));
+    assert!(!(is_below("/srvx", "/srv") || is_below("/srv", "/srv") || is_below("none", "/")));
+    let (_dir, root) = fake_root();
+    let mut file = File::parse(Some(
+        b"# top\nswap none swap sw 0 0\n/dev/b /srv/data ext4 defaults 0 2\n/dev/c /srvx ext4 defaults 0 2\n",
+    ));
+    for (name, device) in [("/srv", "/dev/s"), ("/opt", "/dev/o"), ("/", "/dev/r")] {
+        let new = update(name, json!({"device": device, "fstype": "ext4"}));
+        apply_update(&call(), &root, &new, &mut file).unwrap();
+    }
+    assert_eq!(
+        String::from_utf8(file.content()).unwrap(),
+        "# top\nswap none swap sw 0 0\n/dev/r\t/\text4\tdefaults\t0\t0\n\
+         /dev/s\t/srv\text4\tdefaults\t0\t0\n/dev/b /srv/data ext4 defaults 0 2\n\
+         /dev/c /srvx ext4 defaults 0 2\n/dev/o\t/opt\text4\tdefaults\t0\t0\n"
+    );
+}
+
+#[test]
+fn a_device_that_reads_as_a_tag_libmount_does_not_know_is_refused() {
+    for device in [
+        "UUID=1234",
+        "LABEL=my disk",
+        "PARTUUID=x",
+        "ID=y",
+        "admin@fsid.cephfs=/",
+    ] {
+        assert!(check_value("device", &json!(device)).is_ok(), "{device}");
+    }
+    assert_eq!(
+        check_value("device", &json!("uuid=1234"))
+            .unwrap_err()
+            .message,
+        "device: 'uuid=1234' reads as a tag 'uuid', which libmount does not know (it knows \
+         LABEL, UUID, PARTLABEL, PARTUUID, ID); it would take it for a file name"
+    );
+    assert!(check_value("device", &json!("FOO_1=bar")).is_err());
+}

@@ -317,10 +317,9 @@ pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
     result.map(|()| names)
 }
 
-const SELINUX: &CStr = c"security.selinux";
-
-/// The SELinux context of the file open as `fd`, if it has one.
-pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+/// The extended attribute `name` of the file open as `fd`, if it has one
+/// (and it is at most 64 KiB, as every attribute ral keeps is).
+pub fn xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
         // SAFETY: `buf` has room for `buf.len()` bytes; the attribute name
@@ -328,7 +327,7 @@ pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
         let got = unsafe {
             libc::fgetxattr(
                 fd.as_raw_fd(),
-                SELINUX.as_ptr(),
+                name.as_ptr(),
                 buf.as_mut_ptr().cast(),
                 buf.len(),
             )
@@ -345,16 +344,18 @@ pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
     }
 }
 
-/// Gives the file open as `fd` the SELinux context `context`.
-pub fn set_selinux_context(fd: BorrowedFd<'_>, context: &[u8]) -> io::Result<()> {
-    // SAFETY: `context` is valid for `context.len()` bytes; the attribute
-    // name is NUL-terminated; `fd` is open for the call.
+/// Gives the file open as `fd` the extended attribute `name`.
+pub fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
+    // SAFETY: `value` is valid for `value.len()` bytes; the attribute name
+    // is NUL-terminated; `fd` is open for the call.
     check(unsafe {
         libc::fsetxattr(
             fd.as_raw_fd(),
-            SELINUX.as_ptr(),
-            context.as_ptr().cast(),
-            context.len(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
             0,
         )
     })

@@ -277,8 +277,16 @@ fn name_syntax_problem(value: &str) -> Option<String> {
     if value.chars().count() > 253 {
         return Some("longer than 253 characters".to_owned());
     }
-    let body = value.strip_suffix('.').unwrap_or(value);
-    for label in body.split('.') {
+    if value.len() > 1 && value.ends_with('.') {
+        // A fully qualified name to DNS; to the C library's resolver, a
+        // name like any other, which nobody asks for.
+        return Some(
+            "ends with '.': the C library's resolver reads /etc/hosts names as written, so \
+             it would be found only when asked for with the '.'"
+                .to_owned(),
+        );
+    }
+    for label in value.split('.') {
         if label.is_empty() {
             return Some("has an empty label (two dots, or a leading dot)".to_owned());
         }
@@ -464,8 +472,51 @@ fn apply(call: &Call, lines: &mut Vec<Line>, name: &str, want: &Want) -> CallRes
             lines.remove(at);
             Ok(vec![Change::new("ensure", "present", "absent")])
         }),
-        None => log.creating(name, || create(lines, name, want)),
-        Some(at) => log.updating(name, || Ok(update(&mut lines[at], want))),
+        None => {
+            let changes = log.creating(name, || create(lines, name, want))?;
+            warn_shared_names(call, lines, lines.len() - 1);
+            Ok(changes)
+        }
+        Some(at) => {
+            let changes = log.updating(name, || Ok(update(&mut lines[at], want)))?;
+            if !changes.is_empty() {
+                warn_shared_names(call, lines, at);
+            }
+            Ok(changes)
+        }
+    }
+}
+
+/// Warns of each name of the entry on line `at` that another entry of
+/// the same address family also has: the C library's resolver compares
+/// names without regard to case, and finds the first line of a name only.
+/// (`localhost` on an IPv4 line and an IPv6 one is as it should be.)
+fn warn_shared_names(call: &Call, lines: &[Line], at: usize) {
+    let Some(entry) = &lines[at].entry else {
+        return;
+    };
+    let family = |ip: &[u8]| std::str::from_utf8(ip).is_ok_and(|ip| ip.parse::<Ipv4Addr>().is_ok());
+    for name in std::iter::once(&entry.name).chain(&entry.aliases) {
+        let shared = lines.iter().enumerate().find(|(other, line)| {
+            line.entry.as_ref().is_some_and(|e| {
+                *other != at
+                    && family(&e.ip) == family(&entry.ip)
+                    && std::iter::once(&e.name)
+                        .chain(&e.aliases)
+                        .any(|n| n.eq_ignore_ascii_case(name))
+            })
+        });
+        if let Some((other, line)) = shared {
+            call.log.warning(&format!(
+                "host {}: {} is also a name on line {} ({}), and the C library's resolver, \
+                 which compares names without regard to case, finds the first line of a name \
+                 only",
+                escaped(&text(&entry.name)),
+                escaped(&text(name)),
+                other + 1,
+                escaped(&text(&line.text))
+            ));
+        }
     }
 }
 
@@ -600,8 +651,15 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn names_are_checked_as_the_script_checked_them() {
-        assert_eq!(name_syntax_problem("db.example."), None);
+    fn names_are_checked_as_the_c_library_reads_them() {
+        assert_eq!(name_syntax_problem("db.example"), None);
+        assert_eq!(
+            name_syntax_problem("db.example.").as_deref(),
+            Some(
+                "ends with '.': the C library's resolver reads /etc/hosts names as written, \
+                 so it would be found only when asked for with the '.'"
+            )
+        );
         assert_eq!(
             name_syntax_problem("a..b").as_deref(),
             Some("has an empty label (two dots, or a leading dot)")
@@ -823,6 +881,47 @@ pub(crate) mod tests {
         assert!(
             !dir.path().join("etc/hosts").exists(),
             "nothing was written"
+        );
+    }
+
+    #[test]
+    fn a_name_another_entry_of_its_family_has_is_warned_of() {
+        let said = crate::sdk::Buffer::default();
+        let call = Call::new(
+            "/nonexistent",
+            false,
+            crate::sdk::Log::new(Box::new(said.clone()), false),
+        );
+        let mut lines = parse(Some(
+            b"127.0.0.1 localhost\n::1 localhost ip6-localhost\n10.0.0.2 Web www\n",
+        ));
+        let warnings = || -> Vec<String> {
+            let said = said.text();
+            said.lines()
+                .filter(|line| line.starts_with("warn"))
+                .map(str::to_owned)
+                .collect()
+        };
+        // The same name for IPv4 and IPv6 is as it should be.
+        let ip = |ip: &str| want(&[("ip", ip.into())]);
+        apply(&call, &mut lines, "localhost", &ip("127.0.0.2")).unwrap();
+        assert_eq!(warnings(), Vec::<String>::new());
+        apply(&call, &mut lines, "web", &ip("10.0.0.3")).unwrap();
+        let aliases = want(&[
+            ("ip", "fe80::1".into()),
+            ("host_aliases", "IP6-localhost".into()),
+        ]);
+        apply(&call, &mut lines, "six", &aliases).unwrap();
+        assert_eq!(
+            warnings(),
+            [
+                "warn: host 'web': 'web' is also a name on line 3 ('10.0.0.2 Web www'), and the C \
+                 library's resolver, which compares names without regard to case, finds the \
+                 first line of a name only",
+                "warn: host 'six': 'IP6-localhost' is also a name on line 2 ('::1 localhost \
+                 ip6-localhost'), and the C library's resolver, which compares names without \
+                 regard to case, finds the first line of a name only",
+            ]
         );
     }
 }

@@ -333,3 +333,43 @@ fn a_replaced_table_keeps_its_mode_owner_and_access_control_list() {
         }
     }
 }
+
+/// An immutable or append-only table (chattr +i, +a; root's to set) is
+/// refused whole: nothing replaced, no temporary file left.
+#[test]
+fn an_immutable_or_append_only_table_is_left_as_it_is() {
+    for (provider, file, update, line) in tables() {
+        for flag in ["+i", "+a"] {
+            let dir = tempfile::tempdir().unwrap();
+            let etc = dir.path().join("etc");
+            std::fs::create_dir(&etc).unwrap();
+            std::fs::write(etc.join(file), line).unwrap();
+            let chattr = |flag: &str| {
+                std::process::Command::new("chattr")
+                    .arg(flag)
+                    .arg(etc.join(file))
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|status| status.success())
+            };
+            if !chattr(flag) {
+                eprintln!("skipped: chattr {flag} needs root and a file system that has it");
+                return;
+            }
+            let err = set(provider, &call(dir.path()), &update);
+            chattr(&flag.replace('+', "-"));
+            let err = err.unwrap_err();
+            assert!(
+                err.contains("Operation not permitted"),
+                "{file} {flag}: {err}"
+            );
+            assert_eq!(std::fs::read_to_string(etc.join(file)).unwrap(), line);
+            let names: Vec<String> = std::fs::read_dir(&etc)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|name| name.contains(".ral-tmp-"))
+                .collect();
+            assert!(names.is_empty(), "{names:?}");
+        }
+    }
+}

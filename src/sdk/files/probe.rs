@@ -178,8 +178,16 @@ fn record(path: &Path, event: impl FnOnce() -> Event) {
     }
 }
 
+/// Whether any trace is being recorded (else nothing is looked up).
+fn tracing() -> bool {
+    !traces().is_empty()
+}
+
 /// `fd` was fsynced (`all`: its whole file system, by syncfs).
 pub(super) fn synced(fd: BorrowedFd<'_>, all: bool) {
+    if !tracing() {
+        return;
+    }
     if let Some(path) = path_of(fd) {
         let event = || match all {
             true => Event::SyncFs(path.clone()),
@@ -200,7 +208,11 @@ thread_local! {
 /// `from` in `from_dir` was renamed to `to` in `to_dir`; kills the thread
 /// when that was the rename it is to die after.
 pub(super) fn renamed(from_dir: BorrowedFd<'_>, from: &Path, to_dir: BorrowedFd<'_>, to: &Path) {
-    let to = match (path_of(from_dir), path_of(to_dir)) {
+    let dirs = match tracing() {
+        true => (path_of(from_dir), path_of(to_dir)),
+        false => (None, None),
+    };
+    let to = match dirs {
         (Some(from_dir), Some(to_dir)) => {
             let (from, to) = (from_dir.join(from), to_dir.join(to));
             record(&to, || Event::Rename(from.clone(), to.clone()));

@@ -464,18 +464,6 @@ impl Entry {
             _ => Value::Number(self.pass),
         }
     }
-
-    fn set(&mut self, attr: &str, value: Value) {
-        match (attr, value) {
-            ("device", Value::Text(text)) => self.device = text,
-            ("fstype", Value::Text(text)) => self.fstype = text,
-            (_, Value::Options(options)) => self.options = options,
-            ("dump", Value::Number(number)) => self.dump = number,
-            (_, Value::Number(number)) => self.pass = number,
-            // check_value gives each attribute its own kind of value.
-            _ => {}
-        }
-    }
 }
 
 /// The raw bytes without the line ending, and the ending (`\n`, `\r\n`,
@@ -539,12 +527,14 @@ fn parse_entry(body: &[u8]) -> Option<Entry> {
     if stripped.starts_with(b"#") {
         return None;
     }
+    // As libmount reads a line: the options, dump and pass may be
+    // missing, and what follows the pass (a comment, say) is not read.
     let fields: Vec<Vec<u8>> = split_fields(stripped).into_iter().step_by(2).collect();
-    if !(4..=6).contains(&fields.len()) {
+    if fields.len() < 3 {
         return None;
     }
     let mut numbers = [0u8; 2];
-    for (slot, field) in numbers.iter_mut().zip(&fields[4..]) {
+    for (slot, field) in numbers.iter_mut().zip(fields.iter().skip(4)) {
         *slot = small_number(field)?;
     }
     let name = unescape(&fields[1]);
@@ -555,7 +545,10 @@ fn parse_entry(body: &[u8]) -> Option<Entry> {
         name,
         device: unescape(&fields[0]),
         fstype: unescape(&fields[2]),
-        options: split_options(&unescape(&fields[3])),
+        options: fields
+            .get(3)
+            .map(|field| split_options(&unescape(field)))
+            .unwrap_or_default(),
         dump: numbers[0],
         pass: numbers[1],
     })
@@ -572,7 +565,8 @@ impl Line {
     }
 
     /// Replaces one field, keeping the whitespace around the others; a
-    /// missing dump field is added (as 0) before a pass field.
+    /// missing options field is added (as `defaults`) before a dump field,
+    /// a missing dump field (as 0) before a pass field.
     fn set_field(&mut self, attr: &str, value: Value) {
         let (text, end) = body(&self.raw);
         let end = end.to_vec();
@@ -587,22 +581,23 @@ impl Line {
                 return;
             };
             let separator = parts[last.saturating_sub(1)].clone();
+            let filler = match fields.len() {
+                3 => b"defaults".to_vec(),
+                _ => b"0".to_vec(),
+            };
             if last == parts.len() - 1 {
                 parts.push(separator);
-                parts.push(b"0".to_vec());
+                parts.push(filler);
             } else {
                 // Trailing whitespace: the field goes before it.
-                parts.splice(last + 1..last + 1, [separator, b"0".to_vec()]);
+                parts.splice(last + 1..last + 1, [separator, filler]);
             }
             fields.push(last + 2);
         }
         parts[fields[index]] = field_bytes(&value);
         let mut raw = parts.concat();
         raw.extend_from_slice(&end);
-        self.raw = raw;
-        if let Some(entry) = &mut self.entry {
-            entry.set(attr, value);
-        }
+        *self = Line::new(raw);
     }
 }
 

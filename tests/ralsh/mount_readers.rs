@@ -21,8 +21,9 @@ use crate::support::{Run, Sandbox};
 /// What the file holds before a case.
 const SEED: &str = "# /etc/fstab: static file system information.\n\
                     UUID=0a1b /\text4\terrors=remount-ro 0 1\n\
-                    /dev/sdb1 /srv/data xfs defaults,noatime 0 2\n\
-                    tmpfs /tmp tmpfs defaults,nosuid 0 0\n";
+                    /dev/sdb1 /srv/data xfs defaults,noatime 0 2 # the data disk\n\
+                    tmpfs /tmp tmpfs defaults,nosuid 0 0\n\
+                    proc /proc proc\n";
 
 /// Characters the values are made of: plain ones; those fstab escapes or
 /// splits on, or libmount and getmntent treat specially; and control,

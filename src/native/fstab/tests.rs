@@ -492,3 +492,37 @@ fn a_device_that_reads_as_a_tag_libmount_does_not_know_is_refused() {
     );
     assert!(check_value("device", &json!("FOO_1=bar")).is_err());
 }
+
+/// libmount reads a line without options, and one with more than six
+/// fields (a comment after the pass): so does ral, and a change keeps
+/// what follows the pass. A '#' where a number should be is no entry to
+/// libmount, nor to ral.
+#[test]
+fn lines_are_entries_as_libmount_reads_them() {
+    let mut file = File::parse(Some(
+        b"/dev/a /m ext4 defaults 0 1 # the data disk\nproc /proc proc\n/dev/b /n ext4 defaults # c\n",
+    ));
+    let names: Vec<&str> = file.entries().keys().copied().collect();
+    assert_eq!(names, ["/m", "/proc"]);
+    assert_eq!(file.entry(0).pass, 1);
+    assert!(file.entry(1).options.is_empty());
+    let (_dir, root) = fake_root();
+    apply_update(&call(), &root, &update("/m", json!({"pass": 2})), &mut file).unwrap();
+    apply_update(
+        &call(),
+        &root,
+        &update("/proc", json!({"dump": 1})),
+        &mut file,
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(file.content()).unwrap(),
+        "/dev/a /m ext4 defaults 0 2 # the data disk\nproc /proc proc defaults 1\n\
+         /dev/b /n ext4 defaults # c\n"
+    );
+    assert_eq!(file.entry(1).options, ["defaults"]);
+    // Not an entry: created anew.
+    let new = update("/n", json!({"device": "/dev/b", "fstype": "ext4"}));
+    let (changes, _) = apply_update(&call(), &root, &new, &mut file).unwrap();
+    assert_eq!(changes[0], Change::new("ensure", "absent", "present"));
+}

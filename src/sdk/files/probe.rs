@@ -197,9 +197,10 @@ pub(super) fn synced(fd: BorrowedFd<'_>, all: bool) {
     }
 }
 
-/// Killed threads, and the countdown of renames of the one running.
+/// What a killed run unwinds with.
 struct Kill;
 
+// The renames a run has left before it is killed, and whether it was.
 thread_local! {
     static RENAMES_LEFT: Cell<Option<usize>> = const { Cell::new(None) };
     static DEAD: Cell<bool> = const { Cell::new(false) };

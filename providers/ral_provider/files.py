@@ -743,6 +743,10 @@ class Edit:
         if target.key() not in self.read_as:
             self.read(target)
         old = self.read_as[target.key()]
+        if old is not None and old.st_nlink > 1 and not self.noop:
+            log.warning("%s has %d names (hard links): the new file replaces "
+                        "this one only, and the others keep the old content"
+                        % (quoted(target.path), old.st_nlink))
         if mode is None:
             mode = stat.S_IMODE(old.st_mode) if old is not None else new_mode
         if owner is None:
@@ -867,7 +871,7 @@ class Edit:
                 fh.write(data)
                 fh.flush()
                 if old is not None:
-                    _copy_context(directory, target.name, fh.fileno())
+                    _copy_attributes(directory, target.name, fh.fileno())
                 if owner is not None and os.geteuid() == 0:
                     uid, gid = owner
                     os.fchown(fh.fileno(), -1 if uid is None else uid,
@@ -1208,9 +1212,14 @@ def _sync_all(fds, threads):
     return errors
 
 
-def _copy_context(directory, name, fd):
-    """Gives the file FD the SELinux context and the POSIX ACL of NAME,
-    where it has them (a rename carries neither over)."""
+# The extended attributes a replaced file keeps: its SELinux context and its
+# access control list (which fchmod then adjusts as it would the old file's);
+# not the others: an IMA or EVM signature, for one, would not match.
+_KEPT_XATTRS = ("security.selinux", "system.posix_acl_access")
+
+
+def _copy_attributes(directory, name, fd):
+    """Gives the file FD the attributes of NAME it keeps, where it has them."""
     if not hasattr(os, "getxattr"):
         return
     try:
@@ -1218,9 +1227,9 @@ def _copy_context(directory, name, fd):
     except OSError:
         return
     try:
-        for attr in ("security.selinux", "system.posix_acl_access"):
+        for attribute in _KEPT_XATTRS:
             try:
-                os.setxattr(fd, attr, os.getxattr(src, attr))
+                os.setxattr(fd, attribute, os.getxattr(src, attribute))
             except OSError:
                 pass
     finally:

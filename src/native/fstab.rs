@@ -16,8 +16,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 
 use crate::sdk::files::{Attrs, Edit, Lock, Reused, Root};
-use crate::sdk::serve::RESOURCE_MAX;
-use crate::sdk::text::{python_dumps, python_str, quoted};
+use crate::sdk::text::{self, escaped, python_dumps, python_str};
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
 use crate::sdk::{Outcome, Provider, Resource, Update};
 
@@ -69,7 +68,7 @@ impl Provider for Fstab {
                 Some(&at) => found.push(resource(file.entry(at))),
                 None => {
                     if let Some(problem) = mount_point_problem(name, "swap") {
-                        let message = format!("the mount point {} {problem}", quoted(name));
+                        let message = format!("the mount point {} {problem}", escaped(name));
                         found.push(error_entry(
                             name,
                             &CallError::of_kind(Kind::Unknown, message),
@@ -172,10 +171,9 @@ fn unescape(field: &[u8]) -> String {
 }
 
 /// A value as the bytes of a field: what would split or end a field, and
-/// the escape character itself, as octal escapes. A `#` that would start
-/// the line (`first`) is escaped too, or the line would read as a
-/// comment.
-fn escape(value: &str, first: bool) -> Vec<u8> {
+/// the escape character itself, as the octal escapes that both glibc's
+/// getmntent and libmount decode (`\040`, `\011`, `\012`, `\134`).
+fn escape(value: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len());
     for &byte in value.as_bytes() {
         match byte {
@@ -183,55 +181,42 @@ fn escape(value: &str, first: bool) -> Vec<u8> {
             b'\t' => out.extend_from_slice(b"\\011"),
             b'\n' => out.extend_from_slice(b"\\012"),
             b'\\' => out.extend_from_slice(b"\\134"),
-            b'#' if first && out.is_empty() => out.extend_from_slice(b"\\043"),
             _ => out.push(byte),
         }
     }
     out
 }
 
+/// The options of a field, split as libmount splits them: at commas
+/// outside double quotes (`context="a,b"` is one option), empty ones
+/// skipped; an option whose quote is never closed is not read, as
+/// libmount reads nothing from it on.
 fn split_options(text: &str) -> Vec<String> {
-    text.split(',')
-        .filter(|option| !option.is_empty())
-        .map(str::to_owned)
-        .collect()
+    let mut options = Vec::new();
+    let mut option = String::new();
+    let mut quoted = false;
+    for c in text.chars() {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if c == ',' && !quoted {
+            if !option.is_empty() {
+                options.push(std::mem::take(&mut option));
+            }
+        } else {
+            option.push(c);
+        }
+    }
+    if !quoted && !option.is_empty() {
+        options.push(option);
+    }
+    options
 }
 
-/// Control and format characters (Unicode's Cc, Cf, Cs, Zl and Zp),
-/// which no field may hold.
+/// Control and format characters (Unicode's Cc, Cf, Zl and Zp), which no
+/// field may hold.
 fn is_control(c: char) -> bool {
-    // Unicode's format characters (Cf), as Python's unicodedata 14 has
-    // them.
-    const FORMAT: [(u32, u32); 21] = [
-        (0xAD, 0xAD),
-        (0x600, 0x605),
-        (0x61C, 0x61C),
-        (0x6DD, 0x6DD),
-        (0x70F, 0x70F),
-        (0x890, 0x891),
-        (0x8E2, 0x8E2),
-        (0x180E, 0x180E),
-        (0x200B, 0x200F),
-        (0x202A, 0x202E),
-        (0x2060, 0x2064),
-        (0x2066, 0x206F),
-        (0xFEFF, 0xFEFF),
-        (0xFFF9, 0xFFFB),
-        (0x110BD, 0x110BD),
-        (0x110CD, 0x110CD),
-        (0x13430, 0x13438),
-        (0x1BCA0, 0x1BCA3),
-        (0x1D173, 0x1D17A),
-        (0xE0001, 0xE0001),
-        (0xE0020, 0xE007F),
-    ];
-    let code = c as u32;
-    c.is_control()
-        || c == '\u{2028}'
-        || c == '\u{2029}'
-        || FORMAT
-            .iter()
-            .any(|&(low, high)| (low..=high).contains(&code))
+    text::is_control(c) || text::is_format(c)
 }
 
 fn has_control(value: &str) -> bool {
@@ -248,6 +233,14 @@ fn is_space(c: char) -> bool {
 /// `value != value.strip()`).
 fn padded(value: &str) -> bool {
     value.trim_matches(is_space) != value
+}
+
+/// Whether the mount point `child` is below the mount point `parent`.
+fn is_below(child: &str, parent: &str) -> bool {
+    let Some(rest) = child.strip_prefix(parent) else {
+        return false;
+    };
+    parent.starts_with('/') && !rest.is_empty() && (parent.ends_with('/') || rest.starts_with('/'))
 }
 
 /// Why `name` cannot be the mount point of a new entry, or `None`.
@@ -286,7 +279,7 @@ fn check_name(name: &str, fstype: &str) -> CallResult<()> {
     match mount_point_problem(name, fstype) {
         Some(problem) => Err(CallError::new(format!(
             "name: the mount point {} {problem}",
-            quoted(name)
+            escaped(name)
         ))),
         None => Ok(()),
     }
@@ -310,7 +303,19 @@ impl Value {
     }
 }
 
-fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
+/// The tags libmount reads as a device (`UUID=...`), by their names.
+const TAGS: [&str; 5] = ["LABEL", "UUID", "PARTLABEL", "PARTUUID", "ID"];
+
+/// The name of a tag libmount does not know that `device` reads as
+/// (`uuid=...`, `FOO=bar`): a word before a `=`. Other sources with a `=`
+/// (Ceph's `user@fsid.fs=/path`) are paths to libmount, and taken.
+fn unknown_tag(device: &str) -> Option<&str> {
+    let (name, _) = device.split_once('=')?;
+    let word = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (word && !TAGS.contains(&name)).then_some(name)
+}
+
+fn check_text(attr: &str, value: &Json) -> CallResult<Value> {
     let Json::String(text) = value else {
         return Err(CallError::new(format!(
             "{attr}: {} is not a string",
@@ -323,14 +328,25 @@ fn check_text(attr: &str, value: &Json, fstype: bool) -> CallResult<Value> {
         "contains a control character".to_owned()
     } else if padded(text) {
         "starts or ends with whitespace".to_owned()
-    } else if fstype && !is_fstype(text) {
+    } else if attr == "device" && text.starts_with('#') {
+        // libmount decodes \043, glibc's getmntent does not: no escape
+        // keeps the line from reading as a comment for every reader.
+        "starts with '#', which would make its line a comment".to_owned()
+    } else if let Some(tag) = unknown_tag(text).filter(|_| attr == "device") {
+        format!(
+            "reads as a tag {}, which libmount does not know (it knows {}); it would take \
+             it for a file name",
+            escaped(tag),
+            TAGS.join(", ")
+        )
+    } else if attr == "fstype" && !is_fstype(text) {
         format!("is not {FSTYPE_SHAPE}")
     } else {
         return Ok(Value::Text(text.clone()));
     };
     Err(CallError::new(format!(
         "{attr}: {} {problem}",
-        quoted(text)
+        escaped(text)
     )))
 }
 
@@ -367,16 +383,24 @@ fn check_options(value: &Json) -> CallResult<Value> {
         if option.is_empty() {
             return Err(CallError::new("options: an option must not be empty"));
         }
-        if option.contains(',') {
-            return Err(CallError::new(format!(
-                "options: {} contains ','; give each option as its own element",
-                quoted(option)
-            )));
-        }
         if option.chars().any(|c| is_space(c) || is_control(c)) {
             return Err(CallError::new(format!(
                 "options: {} contains whitespace or a control character",
-                quoted(option)
+                escaped(option)
+            )));
+        }
+        if option.matches('"').count() % 2 == 1 {
+            return Err(CallError::new(format!(
+                "options: {} has a '\"' that is not closed, which would hide it and every \
+                 option after it from libmount",
+                escaped(option)
+            )));
+        }
+        if split_options(option) != [option.as_str()] {
+            return Err(CallError::new(format!(
+                "options: {} contains ',' outside double quotes; give each option as its own \
+                 element",
+                escaped(option)
             )));
         }
         options.push(option.clone());
@@ -396,18 +420,17 @@ fn check_number(attr: &str, value: &Json) -> CallResult<Value> {
 
 fn check_value(attr: &str, value: &Json) -> CallResult<Value> {
     match attr {
-        "device" => check_text(attr, value, false),
-        "fstype" => check_text(attr, value, true),
+        "device" | "fstype" => check_text(attr, value),
         "options" => check_options(value),
         _ => check_number(attr, value),
     }
 }
 
-fn field_bytes(attr: &str, value: &Value) -> Vec<u8> {
+fn field_bytes(value: &Value) -> Vec<u8> {
     match value {
-        Value::Options(options) => escape(&options.join(","), false),
+        Value::Options(options) => escape(&options.join(",")),
         Value::Number(number) => number.to_string().into_bytes(),
-        Value::Text(text) => escape(text, attr == "device"),
+        Value::Text(text) => escape(text),
     }
 }
 
@@ -439,18 +462,6 @@ impl Entry {
             "options" => Value::Options(self.options.clone()),
             "dump" => Value::Number(self.dump),
             _ => Value::Number(self.pass),
-        }
-    }
-
-    fn set(&mut self, attr: &str, value: Value) {
-        match (attr, value) {
-            ("device", Value::Text(text)) => self.device = text,
-            ("fstype", Value::Text(text)) => self.fstype = text,
-            (_, Value::Options(options)) => self.options = options,
-            ("dump", Value::Number(number)) => self.dump = number,
-            (_, Value::Number(number)) => self.pass = number,
-            // check_value gives each attribute its own kind of value.
-            _ => {}
         }
     }
 }
@@ -516,12 +527,14 @@ fn parse_entry(body: &[u8]) -> Option<Entry> {
     if stripped.starts_with(b"#") {
         return None;
     }
+    // As libmount reads a line: the options, dump and pass may be
+    // missing, and what follows the pass (a comment, say) is not read.
     let fields: Vec<Vec<u8>> = split_fields(stripped).into_iter().step_by(2).collect();
-    if !(4..=6).contains(&fields.len()) {
+    if fields.len() < 3 {
         return None;
     }
     let mut numbers = [0u8; 2];
-    for (slot, field) in numbers.iter_mut().zip(&fields[4..]) {
+    for (slot, field) in numbers.iter_mut().zip(fields.iter().skip(4)) {
         *slot = small_number(field)?;
     }
     let name = unescape(&fields[1]);
@@ -532,7 +545,10 @@ fn parse_entry(body: &[u8]) -> Option<Entry> {
         name,
         device: unescape(&fields[0]),
         fstype: unescape(&fields[2]),
-        options: split_options(&unescape(&fields[3])),
+        options: fields
+            .get(3)
+            .map(|field| split_options(&unescape(field)))
+            .unwrap_or_default(),
         dump: numbers[0],
         pass: numbers[1],
     })
@@ -549,7 +565,8 @@ impl Line {
     }
 
     /// Replaces one field, keeping the whitespace around the others; a
-    /// missing dump field is added (as 0) before a pass field.
+    /// missing options field is added (as `defaults`) before a dump field,
+    /// a missing dump field (as 0) before a pass field.
     fn set_field(&mut self, attr: &str, value: Value) {
         let (text, end) = body(&self.raw);
         let end = end.to_vec();
@@ -564,22 +581,23 @@ impl Line {
                 return;
             };
             let separator = parts[last.saturating_sub(1)].clone();
+            let filler = match fields.len() {
+                3 => b"defaults".to_vec(),
+                _ => b"0".to_vec(),
+            };
             if last == parts.len() - 1 {
                 parts.push(separator);
-                parts.push(b"0".to_vec());
+                parts.push(filler);
             } else {
                 // Trailing whitespace: the field goes before it.
-                parts.splice(last + 1..last + 1, [separator, b"0".to_vec()]);
+                parts.splice(last + 1..last + 1, [separator, filler]);
             }
             fields.push(last + 2);
         }
-        parts[fields[index]] = field_bytes(attr, &value);
+        parts[fields[index]] = field_bytes(&value);
         let mut raw = parts.concat();
         raw.extend_from_slice(&end);
-        self.raw = raw;
-        if let Some(entry) = &mut self.entry {
-            entry.set(attr, value);
-        }
+        *self = Line::new(raw);
     }
 }
 
@@ -640,7 +658,9 @@ impl File {
         self.changed = true;
     }
 
-    /// Appends an entry as one line of tab-separated fields.
+    /// Adds an entry as one line of tab-separated fields: at the end, or
+    /// before the first entry mounted below it, since `mount -a` mounts
+    /// in the file's order (and a parent mounted later hides its child).
     fn append(&mut self, name: &str, values: &[Value]) {
         if let Some(last) = self.lines.last_mut() {
             if !last.raw.ends_with(b"\n") {
@@ -650,13 +670,18 @@ impl File {
         let mut fields = Vec::with_capacity(FIELDS.len());
         for attr in FIELDS {
             fields.push(match VALUES.iter().position(|&known| known == attr) {
-                Some(at) => field_bytes(attr, &values[at]),
-                None => escape(name, false),
+                Some(at) => field_bytes(&values[at]),
+                None => escape(name),
             });
         }
         let mut raw = fields.join(&b'\t');
         raw.push(b'\n');
-        self.lines.push(Arc::new(Line::new(raw)));
+        let at = self
+            .lines
+            .iter()
+            .position(|line| line.name().is_some_and(|child| is_below(child, name)))
+            .unwrap_or(self.lines.len());
+        self.lines.insert(at, Arc::new(Line::new(raw)));
         self.changed = true;
     }
 
@@ -680,16 +705,22 @@ fn resource(entry: &Entry) -> Resource {
     resource
 }
 
-/// Refuses, before anything is written, an entry ral could not read back:
-/// its JSON must fit in [`RESOURCE_MAX`] bytes. The message is the
-/// script's, word for word (which says "as ral reads it back" twice).
-fn check_fits(entry: &Entry) -> CallResult<()> {
-    let size = python_dumps(&Json::Object(resource(entry)), false).len();
-    if size > RESOURCE_MAX {
+/// The longest line glibc's getmntent reads whole, its line ending
+/// included (it reads into 4096 bytes, the last one a NUL, and drops the
+/// rest of a longer line).
+const GETMNTENT_LINE_MAX: usize = 4095;
+
+/// Refuses, before anything is written, a line that a reader would cut:
+/// it must fit in [`GETMNTENT_LINE_MAX`] bytes (so that its JSON also fits
+/// in the [`RESOURCE_MAX`](crate::sdk::serve::RESOURCE_MAX) bytes ral
+/// reads back).
+fn check_fits(line: &Line) -> CallResult<()> {
+    let size = line.raw.len();
+    if size > GETMNTENT_LINE_MAX {
         return Err(CallError::new(format!(
-            "{} as ral reads it back is {size} bytes long as ral reads it back, more than the \
-             {RESOURCE_MAX} it accepts; nothing was changed",
-            quoted(&entry.name)
+            "the line of {} would be {size} bytes long, more than the {GETMNTENT_LINE_MAX} \
+             glibc's getmntent reads (it would cut the rest); nothing was changed",
+            escaped(line.name().unwrap_or_default())
         )));
     }
     Ok(())
@@ -704,15 +735,18 @@ fn check_should(update: &Update) -> CallResult<Option<&str>> {
     let should = &update.should;
     for key in should.keys() {
         if !ATTRIBUTES.contains(&key.as_str()) {
-            return Err(CallError::new(format!("unknown attribute {}", quoted(key))));
+            return Err(CallError::new(format!(
+                "unknown attribute {}",
+                escaped(key)
+            )));
         }
     }
     if let Some(name) = should.get("name") {
         if name.as_str() != Some(update.name.as_str()) {
             return Err(CallError::new(format!(
                 "name: cannot rename {} to {}",
-                quoted(&update.name),
-                quoted(&python_str(name))
+                escaped(&update.name),
+                escaped(&python_str(name))
             )));
         }
     }
@@ -739,7 +773,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
         return Err(CallError::new(format!(
             "ensure: mounted/unmounted need the real root; use present/absent below --root (the \
              root is {})",
-            quoted(root.path())
+            escaped(root.path())
         )));
     }
     let name = update.name.as_str();
@@ -767,7 +801,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
             if !missing.is_empty() {
                 return Err(CallError::new(format!(
                     "creating {} needs {}",
-                    quoted(name),
+                    escaped(name),
                     missing.join(" and ")
                 )));
             }
@@ -786,11 +820,11 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
                 check_name(name, fstype)?;
                 file.append(name, &values);
                 match file.find(name) {
-                    Some(at) => check_fits(file.entry(at))?,
+                    Some(at) => check_fits(&file.lines[at])?,
                     None => {
                         return Err(CallError::new(format!(
                             "the new line of {} does not read back as an entry",
-                            quoted(name)
+                            escaped(name)
                         )))
                     }
                 }
@@ -825,7 +859,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
                         Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
                     }
                     file.changed = true;
-                    check_fits(file.entry(at))
+                    check_fits(&file.lines[at])
                 })?;
             }
             file.entry(at).fstype.clone()
@@ -837,7 +871,7 @@ fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> C
         if fstype == "swap" || SWAP_NAMES.contains(&name) {
             return Err(CallError::new(format!(
                 "ensure: {ensure} does not apply to the swap entry {}",
-                quoted(name)
+                escaped(name)
             )));
         }
         let is_mounted = mounted_points()?.contains(name);

@@ -12,7 +12,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::sdk::files::{Attrs, Edit, Lock, Reused, Root};
 use crate::sdk::serve::{simple_text, LINE_MAX};
-use crate::sdk::text::{clean, has_control, join_words, quoted};
+use crate::sdk::text::{clean, escaped, has_control, join_words};
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
 use crate::sdk::{Outcome, Provider, Resource, Update};
 
@@ -143,8 +143,8 @@ fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
     if let Some(key) = unknown.first() {
         return Err(CallError::new(format!(
             "unknown attribute {} for host {}",
-            quoted(key),
-            quoted(name)
+            escaped(key),
+            escaped(name)
         )));
     }
     let mut want = Want::default();
@@ -153,19 +153,19 @@ fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
         if ensure != "present" && ensure != "absent" {
             return Err(CallError::new(format!(
                 "invalid ensure {} for host {}: must be 'present' or 'absent'",
-                quoted(&ensure),
-                quoted(name)
+                escaped(&ensure),
+                escaped(name)
             )));
         }
         want.ensure = Some(ensure);
     }
     if let Some(ip) = should.get("ip") {
         let ip = simple_text(ip);
-        if !is_ip(&ip) {
+        if let Some(problem) = ip_problem(&ip) {
             return Err(CallError::new(format!(
-                "invalid ip {} for host {}: not an IPv4 or IPv6 address",
-                quoted(&ip),
-                quoted(name)
+                "invalid ip {} for host {}: {problem}",
+                escaped(&ip),
+                escaped(name)
             )));
         }
         want.ip = Some(ip);
@@ -174,12 +174,21 @@ fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
         let aliases: Vec<String> = match raw {
             Json::Array(items) => items.iter().map(simple_text).collect(),
             other => {
+                // Words separated by spaces: a tab or a line break would
+                // be one too, but no control character is taken.
                 let text = simple_text(other);
+                if has_control(&text) {
+                    return Err(CallError::new(format!(
+                        "invalid host_aliases {} for host {}: must not contain control characters",
+                        escaped(&text),
+                        escaped(name)
+                    )));
+                }
                 shell_words::split(&text).map_err(|err| {
                     CallError::new(format!(
                         "invalid host_aliases {} for host {}: {err}",
-                        quoted(&text),
-                        quoted(name)
+                        escaped(&text),
+                        escaped(name)
                     ))
                 })?
             }
@@ -189,8 +198,8 @@ fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
             if let Some(problem) = name_syntax_problem(alias) {
                 return Err(CallError::new(format!(
                     "invalid host_aliases entry {} for host {}: {problem}",
-                    quoted(alias),
-                    quoted(name)
+                    escaped(alias),
+                    escaped(name)
                 )));
             }
         }
@@ -201,8 +210,8 @@ fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
         if has_control(&comment) {
             return Err(CallError::new(format!(
                 "invalid comment {} for host {}: must not contain control characters",
-                quoted(&comment),
-                quoted(name)
+                escaped(&comment),
+                escaped(name)
             )));
         }
         want.comment = Some(comment.trim().to_owned());
@@ -210,18 +219,26 @@ fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
     Ok(want)
 }
 
-/// An address as Python's `ipaddress.ip_address` takes it: dotted IPv4
-/// without leading zeros, or IPv6 with an optional `%scope`.
-fn is_ip(text: &str) -> bool {
-    if text.parse::<Ipv4Addr>().is_ok() {
-        return true;
+/// Why `text` cannot be the address of an entry, or `None`: it must be
+/// an IPv4 address (dotted, without leading zeros) or an IPv6 one, as the
+/// C library's `inet_pton` reads them. An IPv6 address with a zone
+/// (`fe80::1%eth0`), which Python's `ipaddress` takes, is refused: the C
+/// library's resolver skips a line whose address it cannot read, so the
+/// entry would be written and never found.
+fn ip_problem(text: &str) -> Option<String> {
+    if text.parse::<Ipv4Addr>().is_ok() || text.parse::<Ipv6Addr>().is_ok() {
+        return None;
     }
-    let (address, scope) = match text.split_once('%') {
-        Some((address, scope)) => (address, Some(scope)),
-        None => (text, None),
-    };
-    let scope_ok = scope.is_none_or(|scope| !scope.is_empty() && !scope.contains(['%', '/']));
-    scope_ok && address.parse::<Ipv6Addr>().is_ok()
+    if let Some((address, zone)) = text.split_once('%') {
+        if !zone.is_empty() && address.parse::<Ipv6Addr>().is_ok() {
+            return Some(format!(
+                "the zone {} is not read from /etc/hosts: the C library's resolver skips a \
+                 line whose address has one",
+                escaped(&format!("%{zone}"))
+            ));
+        }
+    }
+    Some("not an IPv4 or IPv6 address".to_owned())
 }
 
 /// Checks a canonical name or an alias; `what` names the attribute.
@@ -238,11 +255,11 @@ fn check_hostname(value: &str, what: &str, host: &str) -> CallResult<()> {
         return Ok(());
     };
     Err(CallError::new(match what {
-        "name" => format!("invalid name {}: {problem}", quoted(value)),
+        "name" => format!("invalid name {}: {problem}", escaped(value)),
         _ => format!(
             "invalid {what} {} for host {}: {problem}",
-            quoted(value),
-            quoted(host)
+            escaped(value),
+            escaped(host)
         ),
     }))
 }
@@ -260,8 +277,16 @@ fn name_syntax_problem(value: &str) -> Option<String> {
     if value.chars().count() > 253 {
         return Some("longer than 253 characters".to_owned());
     }
-    let body = value.strip_suffix('.').unwrap_or(value);
-    for label in body.split('.') {
+    if value.len() > 1 && value.ends_with('.') {
+        // A fully qualified name to DNS; to the C library's resolver, a
+        // name like any other, which nobody asks for.
+        return Some(
+            "ends with '.': the C library's resolver reads /etc/hosts names as written, so \
+             it would be found only when asked for with the '.'"
+                .to_owned(),
+        );
+    }
+    for label in value.split('.') {
         if label.is_empty() {
             return Some("has an empty label (two dots, or a leading dot)".to_owned());
         }
@@ -275,7 +300,7 @@ fn name_syntax_problem(value: &str) -> Option<String> {
             return Some(format!(
                 "label {} must be 1 to 63 letters, digits, '_' or '-', not starting or ending \
                  with '-'",
-                quoted(label)
+                escaped(label)
             ));
         }
     }
@@ -447,8 +472,51 @@ fn apply(call: &Call, lines: &mut Vec<Line>, name: &str, want: &Want) -> CallRes
             lines.remove(at);
             Ok(vec![Change::new("ensure", "present", "absent")])
         }),
-        None => log.creating(name, || create(lines, name, want)),
-        Some(at) => log.updating(name, || Ok(update(&mut lines[at], want))),
+        None => {
+            let changes = log.creating(name, || create(lines, name, want))?;
+            warn_shared_names(call, lines, lines.len() - 1);
+            Ok(changes)
+        }
+        Some(at) => {
+            let changes = log.updating(name, || Ok(update(&mut lines[at], want)))?;
+            if !changes.is_empty() {
+                warn_shared_names(call, lines, at);
+            }
+            Ok(changes)
+        }
+    }
+}
+
+/// Warns of each name of the entry on line `at` that another entry of
+/// the same address family also has: the C library's resolver compares
+/// names without regard to case, and finds the first line of a name only.
+/// (`localhost` on an IPv4 line and an IPv6 one is as it should be.)
+fn warn_shared_names(call: &Call, lines: &[Line], at: usize) {
+    let Some(entry) = &lines[at].entry else {
+        return;
+    };
+    let family = |ip: &[u8]| std::str::from_utf8(ip).is_ok_and(|ip| ip.parse::<Ipv4Addr>().is_ok());
+    for name in std::iter::once(&entry.name).chain(&entry.aliases) {
+        let shared = lines.iter().enumerate().find(|(other, line)| {
+            line.entry.as_ref().is_some_and(|e| {
+                *other != at
+                    && family(&e.ip) == family(&entry.ip)
+                    && std::iter::once(&e.name)
+                        .chain(&e.aliases)
+                        .any(|n| n.eq_ignore_ascii_case(name))
+            })
+        });
+        if let Some((other, line)) = shared {
+            call.log.warning(&format!(
+                "host {}: {} is also a name on line {} ({}), and the C library's resolver, \
+                 which compares names without regard to case, finds the first line of a name \
+                 only",
+                escaped(&text(&entry.name)),
+                escaped(&text(name)),
+                other + 1,
+                escaped(&text(&line.text))
+            ));
+        }
     }
 }
 
@@ -456,13 +524,13 @@ fn create(lines: &mut Vec<Line>, name: &str, want: &Want) -> CallResult<Vec<Chan
     if let Some(problem) = name_syntax_problem(name) {
         return Err(CallError::new(format!(
             "cannot create host {}: the name {problem}",
-            quoted(name)
+            escaped(name)
         )));
     }
     let Some(ip) = &want.ip else {
         return Err(CallError::new(format!(
             "cannot create host {}: ip is required",
-            quoted(name)
+            escaped(name)
         )));
     };
     let entry = Entry {
@@ -553,7 +621,7 @@ fn check_fits(name: &str, lines: &[Line]) -> CallResult<()> {
             return Err(CallError::new(format!(
                 "{key} of {} would make a line of {size} bytes, longer than the {LINE_MAX} ral \
                  reads, so it could not be read back; nothing was changed",
-                quoted(name)
+                escaped(name)
             )));
         }
     }
@@ -561,7 +629,7 @@ fn check_fits(name: &str, lines: &[Line]) -> CallResult<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -583,8 +651,15 @@ mod tests {
     }
 
     #[test]
-    fn names_are_checked_as_the_script_checked_them() {
-        assert_eq!(name_syntax_problem("db.example."), None);
+    fn names_are_checked_as_the_c_library_reads_them() {
+        assert_eq!(name_syntax_problem("db.example"), None);
+        assert_eq!(
+            name_syntax_problem("db.example.").as_deref(),
+            Some(
+                "ends with '.': the C library's resolver reads /etc/hosts names as written, \
+                 so it would be found only when asked for with the '.'"
+            )
+        );
         assert_eq!(
             name_syntax_problem("a..b").as_deref(),
             Some("has an empty label (two dots, or a leading dot)")
@@ -605,13 +680,24 @@ mod tests {
     }
 
     #[test]
-    fn addresses_are_those_python_takes() {
-        for good in ["10.0.0.1", "::1", "fe80::1%eth0", "::ffff:1.2.3.4"] {
-            assert!(is_ip(good), "{good}");
+    fn addresses_are_those_the_c_library_reads() {
+        for good in ["10.0.0.1", "::1", "fe80::1", "::ffff:1.2.3.4"] {
+            assert_eq!(ip_problem(good), None, "{good}");
         }
         for bad in ["999.1.1.1", "01.2.3.4", "1.2.3", "fe80::1%", "x", ""] {
-            assert!(!is_ip(bad), "{bad}");
+            assert_eq!(
+                ip_problem(bad).as_deref(),
+                Some("not an IPv4 or IPv6 address"),
+                "{bad}"
+            );
         }
+        assert_eq!(
+            ip_problem("fe80::1%eth0").as_deref(),
+            Some(
+                "the zone '%eth0' is not read from /etc/hosts: the C library's resolver skips \
+                 a line whose address has one"
+            )
+        );
     }
 
     fn want(pairs: &[(&str, Json)]) -> Want {
@@ -715,7 +801,127 @@ mod tests {
         );
         assert_eq!(
             check("comment", "a\x07"),
-            "invalid comment 'a?' for host 'db': must not contain control characters"
+            "invalid comment 'a\\u{7}' for host 'db': must not contain control characters"
+        );
+    }
+
+    /// Unicode's control characters (Cc): C0, DEL and C1.
+    pub(crate) fn controls() -> impl Iterator<Item = char> {
+        (0u32..0x20)
+            .chain([0x7f])
+            .chain(0x80..0xa0)
+            .filter_map(char::from_u32)
+    }
+
+    /// `a{c}b` as a message must show it: the control character escaped.
+    pub(crate) fn shown(c: char) -> String {
+        match c {
+            '\n' => "'a\\nb'".to_owned(),
+            '\t' => "'a\\tb'".to_owned(),
+            '\r' => "'a\\rb'".to_owned(),
+            c => format!("'a\\u{{{:x}}}b'", u32::from(c)),
+        }
+    }
+
+    #[test]
+    fn control_characters_are_refused_in_every_attribute_and_shown_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("etc")).unwrap();
+        let log = crate::sdk::Log::new(Box::new(std::io::sink()), false);
+        let call = Call::new(dir.path(), false, log);
+        for c in controls() {
+            let value = format!("a{c}b");
+            let update = |name: &str, should: Json| Update {
+                name: name.to_owned(),
+                is: Resource::new(),
+                should: should.as_object().cloned().unwrap(),
+            };
+            let cases = [
+                (
+                    "name",
+                    update(&value, serde_json::json!({"ip": "10.0.0.1"})),
+                ),
+                ("ip", update("db", serde_json::json!({"ip": value}))),
+                (
+                    "host_aliases",
+                    update(
+                        "db",
+                        serde_json::json!({"ip": "10.0.0.1", "host_aliases": [value]}),
+                    ),
+                ),
+                (
+                    "host_aliases",
+                    update(
+                        "db",
+                        serde_json::json!({"ip": "10.0.0.1", "host_aliases": value}),
+                    ),
+                ),
+                (
+                    "comment",
+                    update(
+                        "db",
+                        serde_json::json!({"ip": "10.0.0.1", "comment": value}),
+                    ),
+                ),
+            ];
+            for (attribute, update) in cases {
+                let err = EtcHosts.set(&call, &[update]).unwrap_err();
+                assert!(
+                    err.message.contains(attribute) && err.message.contains(&shown(c)),
+                    "{:?} in {attribute}: {}",
+                    c,
+                    err.message
+                );
+            }
+            let err = EtcHosts
+                .get(&call, std::slice::from_ref(&value))
+                .unwrap_err();
+            assert!(err.message.contains(&shown(c)), "{}", err.message);
+        }
+        assert!(
+            !dir.path().join("etc/hosts").exists(),
+            "nothing was written"
+        );
+    }
+
+    #[test]
+    fn a_name_another_entry_of_its_family_has_is_warned_of() {
+        let said = crate::sdk::Buffer::default();
+        let call = Call::new(
+            "/nonexistent",
+            false,
+            crate::sdk::Log::new(Box::new(said.clone()), false),
+        );
+        let mut lines = parse(Some(
+            b"127.0.0.1 localhost\n::1 localhost ip6-localhost\n10.0.0.2 Web www\n",
+        ));
+        let warnings = || -> Vec<String> {
+            let said = said.text();
+            said.lines()
+                .filter(|line| line.starts_with("warn"))
+                .map(str::to_owned)
+                .collect()
+        };
+        // The same name for IPv4 and IPv6 is as it should be.
+        let ip = |ip: &str| want(&[("ip", ip.into())]);
+        apply(&call, &mut lines, "localhost", &ip("127.0.0.2")).unwrap();
+        assert_eq!(warnings(), Vec::<String>::new());
+        apply(&call, &mut lines, "web", &ip("10.0.0.3")).unwrap();
+        let aliases = want(&[
+            ("ip", "fe80::1".into()),
+            ("host_aliases", "IP6-localhost".into()),
+        ]);
+        apply(&call, &mut lines, "six", &aliases).unwrap();
+        assert_eq!(
+            warnings(),
+            [
+                "warn: host 'web': 'web' is also a name on line 3 ('10.0.0.2 Web www'), and the C \
+                 library's resolver, which compares names without regard to case, finds the \
+                 first line of a name only",
+                "warn: host 'six': 'IP6-localhost' is also a name on line 2 ('::1 localhost \
+                 ip6-localhost'), and the C library's resolver, which compares names without \
+                 regard to case, finds the first line of a name only",
+            ]
         );
     }
 }

@@ -14,6 +14,8 @@ mod group;
 mod home;
 mod hosts;
 mod passwd;
+#[cfg(test)]
+mod tests;
 
 use crate::sdk::{Native, Provider};
 

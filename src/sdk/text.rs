@@ -24,15 +24,71 @@ pub fn quoted(value: &str) -> String {
     format!("'{}'", clean(value))
 }
 
+/// `value` in single quotes with every character that cannot be seen
+/// written as an escape (`\n`, `\t`, `\r`, `\u{HEX}`; a backslash as
+/// `\\`): for messages that refuse a value for what it holds, which
+/// [`quoted`] would hide behind a `?`.
+pub fn escaped(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('\'');
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if is_control(c) || is_format(c) => {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// True when `value` holds a control character or a line break.
 pub fn has_control(value: &str) -> bool {
     value.chars().any(is_control)
 }
 
-/// Control characters (Unicode's Cc) and the line and paragraph
-/// separators: what [`clean`] turns into `?`.
+/// Control characters (Unicode's Cc: C0, DEL and C1) and the line and
+/// paragraph separators.
 pub fn is_control(c: char) -> bool {
     c.is_control() || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// Unicode's format characters (Cf), as Python's unicodedata 14 has them:
+/// invisible, and some (the bidirectional overrides) reorder what is
+/// shown around them.
+pub fn is_format(c: char) -> bool {
+    const FORMAT: [(u32, u32); 21] = [
+        (0xAD, 0xAD),
+        (0x600, 0x605),
+        (0x61C, 0x61C),
+        (0x6DD, 0x6DD),
+        (0x70F, 0x70F),
+        (0x890, 0x891),
+        (0x8E2, 0x8E2),
+        (0x180E, 0x180E),
+        (0x200B, 0x200F),
+        (0x202A, 0x202E),
+        (0x2060, 0x2064),
+        (0x2066, 0x206F),
+        (0xFEFF, 0xFEFF),
+        (0xFFF9, 0xFFFB),
+        (0x110BD, 0x110BD),
+        (0x110CD, 0x110CD),
+        (0x13430, 0x13438),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0001, 0xE0001),
+        (0xE0020, 0xE007F),
+    ];
+    let code = u32::from(c);
+    FORMAT
+        .iter()
+        .any(|&(low, high)| (low..=high).contains(&code))
 }
 
 /// An array value for a `# simple` line: each word shell-quoted as
@@ -186,5 +242,19 @@ mod tests {
         assert_eq!(quoted("x\u{2028}"), "'x?'");
         assert!(has_control("a\tb"));
         assert!(!has_control("naïve"));
+    }
+
+    #[test]
+    fn escaped_values_show_every_invisible_character() {
+        assert_eq!(escaped("svc\0"), "'svc\\u{0}'");
+        assert_eq!(escaped("a\tb\n\r"), "'a\\tb\\n\\r'");
+        assert_eq!(escaped("\x7f\u{85}\u{9f}"), "'\\u{7f}\\u{85}\\u{9f}'");
+        assert_eq!(escaped("x\u{202e}y\u{2028}"), "'x\\u{202e}y\\u{2028}'");
+        assert_eq!(
+            escaped("C:\\u{0}"),
+            "'C:\\\\u{0}'",
+            "a backslash is told apart"
+        );
+        assert_eq!(escaped("naïve ✓"), "'naïve ✓'");
     }
 }

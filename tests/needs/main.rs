@@ -9,6 +9,7 @@ mod account_cases;
 mod ansible;
 mod as_root;
 mod host;
+mod host_readers;
 mod html_browser;
 mod no_python;
 mod over_ssh;
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
     let trials = [
         ansible::tests(),
         as_root::tests(),
+        host_readers::tests(),
         html_browser::tests(),
         no_python::tests(),
         over_ssh::tests(),

@@ -32,6 +32,7 @@ mod manuals;
 mod metadata_cache;
 mod metadata_schema;
 mod misplaced_inputs;
+mod mount_readers;
 #[path = "../common/mutations.rs"]
 mod mutations;
 mod native_limits;

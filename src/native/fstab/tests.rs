@@ -69,9 +69,8 @@ fn numbers_and_escapes_read_as_fstab_5_writes_them() {
     assert_eq!(small_number(b"-1"), None);
     assert_eq!(small_number(b"99999999999999999999999"), None);
     assert_eq!(unescape(b"a\\040b\\134\\8"), "a b\\\\8");
-    assert_eq!(escape("#a b\\", true), b"\\043a\\040b\\134".to_vec());
-    assert_eq!(escape("a#", true), b"a#".to_vec());
-    assert_eq!(escape("#x", false), b"#x".to_vec());
+    assert_eq!(escape("a b\\"), b"a\\040b\\134".to_vec());
+    assert_eq!(escape("a#"), b"a#".to_vec());
 }
 
 #[test]
@@ -175,7 +174,7 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
         &root,
         &update(
             "/srv/a b",
-            json!({"device": "#dev", "fstype": "ext4", "pass": 2}),
+            json!({"device": "d#v", "fstype": "ext4", "pass": 2}),
         ),
         &mut file,
     )
@@ -185,7 +184,7 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
         changes,
         vec![
             Change::new("ensure", "absent", "present"),
-            Change::new("device", Json::Null, "#dev"),
+            Change::new("device", Json::Null, "d#v"),
             Change::new("fstype", Json::Null, "ext4"),
             Change::new("options", Json::Null, json!(["defaults"])),
             Change::new("dump", Json::Null, 0),
@@ -194,7 +193,7 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
     );
     assert_eq!(
         file.content(),
-        b"tmpfs /tmp tmpfs defaults 0 0\n\\043dev\t/srv/a\\040b\text4\tdefaults\t0\t2\n".to_vec()
+        b"tmpfs /tmp tmpfs defaults 0 0\nd#v\t/srv/a\\040b\text4\tdefaults\t0\t2\n".to_vec()
     );
 
     let (changes, _) = apply_update(
@@ -302,4 +301,228 @@ fn a_get_reads_the_file_again_once_it_changed() {
     std::fs::write(dir.path().join("etc/new"), "c /c e d 0 0\n").unwrap();
     std::fs::rename(dir.path().join("etc/new"), &path).unwrap();
     assert_eq!(names(&call), ["/c"]);
+}
+
+#[test]
+fn control_characters_are_refused_in_every_attribute_and_shown_escaped() {
+    use crate::native::hosts::tests::{controls, shown};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("etc")).unwrap();
+    let call = Call {
+        root: dir.path().to_owned(),
+        ..call()
+    };
+    for c in controls() {
+        let value = format!("a{c}b");
+        let cases = [
+            (
+                "name",
+                update(&value, json!({"device": "d", "fstype": "ext4"})),
+            ),
+            (
+                "device",
+                update("/m", json!({"device": value, "fstype": "ext4"})),
+            ),
+            (
+                "fstype",
+                update("/m", json!({"device": "d", "fstype": value})),
+            ),
+            (
+                "options",
+                update(
+                    "/m",
+                    json!({"device": "d", "fstype": "ext4", "options": ["ro", value]}),
+                ),
+            ),
+        ];
+        for (attribute, update) in cases {
+            let outcomes = Fstab.set(&call, &[update]).unwrap();
+            let err = outcomes[0].as_ref().unwrap_err();
+            assert!(
+                err.message.contains(attribute) && err.message.contains(&shown(c)),
+                "{c:?} in {attribute}: {}",
+                err.message
+            );
+        }
+        let found = Fstab.get(&call, std::slice::from_ref(&value)).unwrap();
+        let message = found[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&shown(c)), "{found:?}");
+    }
+    assert!(
+        !dir.path().join("etc/fstab").exists(),
+        "nothing was written"
+    );
+}
+
+#[test]
+fn a_device_starting_with_a_hash_is_refused_as_no_reader_agrees_on_its_escape() {
+    let message = |value: Json| check_value("device", &value).unwrap_err().message;
+    assert_eq!(
+        message(json!("#dev")),
+        "device: '#dev' starts with '#', which would make its line a comment"
+    );
+    assert_eq!(
+        check_value("device", &json!("a#b")),
+        Ok(Value::Text("a#b".into()))
+    );
+}
+
+#[test]
+fn options_are_split_as_libmount_splits_them_and_checked_to_read_back() {
+    assert_eq!(split_options("ro,,noatime,"), ["ro", "noatime"]);
+    assert_eq!(
+        split_options(r#"ro,context="a:b:s0:c1,c2",noexec"#),
+        ["ro", r#"context="a:b:s0:c1,c2""#, "noexec"]
+    );
+    // libmount reads nothing from an unclosed quote on.
+    assert_eq!(split_options(r#"ro,x="a,noexec"#), ["ro"]);
+    assert_eq!(
+        check_value("options", &json!(["ro", r#"context="a,b""#])),
+        Ok(Value::Options(vec!["ro".into(), r#"context="a,b""#.into()]))
+    );
+    let message = |value: Json| check_value("options", &value).unwrap_err().message;
+    assert_eq!(
+        message(json!(["ro", r#"x="a"#])),
+        r#"options: 'x="a' has a '"' that is not closed, which would hide it and every option after it from libmount"#
+    );
+    assert_eq!(
+        message(json!(["a,b"])),
+        "options: 'a,b' contains ',' outside double quotes; give each option as its own element"
+    );
+    assert_eq!(
+        message(json!([r#""a",b"#])),
+        r#"options: '"a",b' contains ',' outside double quotes; give each option as its own element"#
+    );
+    let file = File::parse(Some(b"d /m ext4 ro,context=\"a,b\" 0 0\n"));
+    assert_eq!(
+        file.entry(0).options,
+        ["ro", "context=\"a,b\""],
+        "read as libmount reads it"
+    );
+}
+
+#[test]
+fn a_line_glibc_would_cut_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("etc")).unwrap();
+    std::fs::write(dir.path().join("etc/fstab"), "d /m ext4 defaults 0 0\n").unwrap();
+    let call = Call {
+        root: dir.path().to_owned(),
+        ..call()
+    };
+    // "d\t/n\text4\t" + options + "\t0\t0\n": 4095 bytes fit, 4096 do not.
+    let fits = "o".repeat(4095 - 15);
+    let long = "o".repeat(4096 - 15);
+    let outcomes = Fstab
+        .set(
+            &call,
+            &[update(
+                "/n",
+                json!({"device": "d", "fstype": "ext4", "options": [long]}),
+            )],
+        )
+        .unwrap();
+    assert_eq!(
+        outcomes[0].as_ref().unwrap_err().message,
+        "the line of '/n' would be 4096 bytes long, more than the 4095 glibc's getmntent reads \
+         (it would cut the rest); nothing was changed"
+    );
+    let outcomes = Fstab
+        .set(
+            &call,
+            &[update("/m", json!({"options": ["x".repeat(4096)]}))],
+        )
+        .unwrap();
+    assert!(outcomes[0].is_err(), "an update is refused too");
+    assert_eq!(
+        std::fs::read(dir.path().join("etc/fstab")).unwrap(),
+        b"d /m ext4 defaults 0 0\n"
+    );
+    let outcomes = Fstab
+        .set(
+            &call,
+            &[update(
+                "/n",
+                json!({"device": "d", "fstype": "ext4", "options": [fits]}),
+            )],
+        )
+        .unwrap();
+    assert!(outcomes[0].is_ok(), "{outcomes:?}");
+    let written = std::fs::read(dir.path().join("etc/fstab")).unwrap();
+    assert_eq!(written.len(), 23 + 4095);
+}
+
+#[test]
+fn a_new_entry_goes_before_the_first_entry_mounted_below_it() {
+    assert!(is_below("/srv/data", "/srv") && is_below("/srv", "/"));
+    assert!(!(is_below("/srvx", "/srv") || is_below("/srv", "/srv") || is_below("none", "/")));
+    let (_dir, root) = fake_root();
+    let mut file = File::parse(Some(
+        b"# top\nswap none swap sw 0 0\n/dev/b /srv/data ext4 defaults 0 2\n/dev/c /srvx ext4 defaults 0 2\n",
+    ));
+    for (name, device) in [("/srv", "/dev/s"), ("/opt", "/dev/o"), ("/", "/dev/r")] {
+        let new = update(name, json!({"device": device, "fstype": "ext4"}));
+        apply_update(&call(), &root, &new, &mut file).unwrap();
+    }
+    assert_eq!(
+        String::from_utf8(file.content()).unwrap(),
+        "# top\nswap none swap sw 0 0\n/dev/r\t/\text4\tdefaults\t0\t0\n\
+         /dev/s\t/srv\text4\tdefaults\t0\t0\n/dev/b /srv/data ext4 defaults 0 2\n\
+         /dev/c /srvx ext4 defaults 0 2\n/dev/o\t/opt\text4\tdefaults\t0\t0\n"
+    );
+}
+
+#[test]
+fn a_device_that_reads_as_a_tag_libmount_does_not_know_is_refused() {
+    for device in [
+        "UUID=1234",
+        "LABEL=my disk",
+        "PARTUUID=x",
+        "ID=y",
+        "admin@fsid.cephfs=/",
+    ] {
+        assert!(check_value("device", &json!(device)).is_ok(), "{device}");
+    }
+    assert_eq!(
+        check_value("device", &json!("uuid=1234"))
+            .unwrap_err()
+            .message,
+        "device: 'uuid=1234' reads as a tag 'uuid', which libmount does not know (it knows \
+         LABEL, UUID, PARTLABEL, PARTUUID, ID); it would take it for a file name"
+    );
+    assert!(check_value("device", &json!("FOO_1=bar")).is_err());
+}
+
+/// libmount reads a line without options, and one with more than six
+/// fields (a comment after the pass): so does ral, and a change keeps
+/// what follows the pass. A '#' where a number should be is no entry to
+/// libmount, nor to ral.
+#[test]
+fn lines_are_entries_as_libmount_reads_them() {
+    let mut file = File::parse(Some(
+        b"/dev/a /m ext4 defaults 0 1 # the data disk\nproc /proc proc\n/dev/b /n ext4 defaults # c\n",
+    ));
+    let names: Vec<&str> = file.entries().keys().copied().collect();
+    assert_eq!(names, ["/m", "/proc"]);
+    assert_eq!(file.entry(0).pass, 1);
+    assert!(file.entry(1).options.is_empty());
+    let (_dir, root) = fake_root();
+    apply_update(&call(), &root, &update("/m", json!({"pass": 2})), &mut file).unwrap();
+    apply_update(
+        &call(),
+        &root,
+        &update("/proc", json!({"dump": 1})),
+        &mut file,
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(file.content()).unwrap(),
+        "/dev/a /m ext4 defaults 0 2 # the data disk\nproc /proc proc defaults 1\n\
+         /dev/b /n ext4 defaults # c\n"
+    );
+    assert_eq!(file.entry(1).options, ["defaults"]);
+    // Not an entry: created anew.
+    let new = update("/n", json!({"device": "/dev/b", "fstype": "ext4"}));
+    let (changes, _) = apply_update(&call(), &root, &new, &mut file).unwrap();
+    assert_eq!(changes[0], Change::new("ensure", "absent", "present"));
 }

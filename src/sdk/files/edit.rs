@@ -10,10 +10,11 @@
 //! Taking the lock finishes an interrupted edit and removes temporary
 //! files of ours that a crash left. `commit` writes each staged file to a
 //! temporary file in the same directory (keeping the original's mode,
-//! owner and SELinux context), syncs it, and renames it over the original
-//! through the directory's descriptor, in the order staged; with several
-//! files, a journal written first lets the next edit (or reader) finish
-//! what a crash interrupted. Staged files whose original changed since it
+//! owner, SELinux context and access control list), syncs it, and renames
+//! it over the original through the directory's descriptor, in the order
+//! staged; with several files, a journal written first lets the next edit
+//! (or reader) finish what a crash interrupted. The original's other
+//! names (hard links) keep the old content, which a warning says. Staged files whose original changed since it
 //! was read (a writer that does not take the lock) make commit refuse.
 //!
 //! Under noop the same code previews a change: no lock is taken (nothing,
@@ -295,6 +296,13 @@ impl<'a> Edit<'a> {
             self.read(target)?;
         }
         let old = self.read_stat(target);
+        if let Some(links) = old.map(|old| old.nlink()).filter(|&n| n > 1 && !self.noop) {
+            self.call.log.warning(&format!(
+                "{} has {links} names (hard links): the new file replaces this one only, and \
+                 the others keep the old content",
+                quoted(target.path())
+            ));
+        }
         let mode = attrs
             .mode
             .or(old.map(|old| old.permissions()))
@@ -479,7 +487,7 @@ impl<'a> Edit<'a> {
             let mut out = File::from(fd.try_clone()?);
             out.write_all(&file.data)?;
             if old.is_some() {
-                copy_context(dir, file.target.name(), &fd);
+                copy_attributes(dir, file.target.name(), &fd);
             }
             if let Some(owner) = file.owner {
                 if sys::is_root() {
@@ -508,7 +516,7 @@ impl<'a> Edit<'a> {
         self.temps.push((dir.clone(), temp.clone()));
         let mut out = File::from(fd);
         out.write_all(text.as_bytes()).map_err(failed)?;
-        out.sync_all().map_err(failed)?;
+        sys::fsync(out.as_fd()).map_err(failed)?;
         rename(&dir, &temp, name).map_err(failed)?;
         self.temps.retain(|(_, t)| t != &temp);
         sys::fsync(dir.as_fd()).map_err(failed)
@@ -566,17 +574,23 @@ pub(super) fn in_place(dir: &Dir) -> CallResult<bool> {
     Ok(now.identity()? == dir.identity()?)
 }
 
-/// Gives the file `fd` the SELinux context and the POSIX ACL of `name`,
-/// where it has them: a new file gets neither from a rename, and a file
-/// whose ACL lets a service read it (shadow) must still let it.
-fn copy_context(dir: &Dir, name: &str, fd: &OwnedFd) {
+/// The extended attributes a replaced file keeps: its SELinux context and
+/// its access control list (which `chmod` then adjusts as it would the
+/// old file's). Not the others: an IMA or EVM signature, for one, would
+/// not match the new content.
+const KEPT_XATTRS: [&std::ffi::CStr; 2] = [c"security.selinux", c"system.posix_acl_access"];
+
+/// Gives the file `fd` the attributes of `name` it keeps
+/// ([`KEPT_XATTRS`]), where it has them.
+fn copy_attributes(dir: &Dir, name: &str, fd: &OwnedFd) {
     let Ok(source) = sys::open_at(dir.as_fd(), name.as_ref(), sys::READ_FLAGS, 0) else {
         return;
     };
-    if let Some(context) = sys::selinux_context(source.as_fd()) {
-        let _ = sys::set_selinux_context(fd.as_fd(), &context);
-    }
-    if let Some(acl) = sys::xattr(source.as_fd(), sys::ACL) {
-        let _ = sys::set_xattr(fd.as_fd(), sys::ACL, &acl);
+    for attribute in KEPT_XATTRS {
+        if let Some(value) = sys::xattr(source.as_fd(), attribute) {
+            // The same file system as the old file's: what it held, the
+            // new file can.
+            let _ = sys::set_xattr(fd.as_fd(), attribute, &value);
+        }
     }
 }

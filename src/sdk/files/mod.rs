@@ -15,6 +15,8 @@ mod batch;
 mod edit;
 mod journal;
 mod lock;
+#[cfg(test)]
+pub(crate) mod probe;
 mod reused;
 mod root;
 mod stat;

@@ -1,7 +1,8 @@
 //! The system calls the files toolkit makes, as safe functions: each
 //! names its path relative to an open directory (the `*at` calls), so that
 //! the walk below the root never follows a path from `/` again. The only
-//! `unsafe` of the toolkit lives here.
+//! `unsafe` of the toolkit lives here, and so do the test-only hooks of
+//! `probe` (compiled only for tests).
 
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
@@ -42,6 +43,10 @@ pub fn open_at(
     flags: libc::c_int,
     mode: libc::mode_t,
 ) -> io::Result<OwnedFd> {
+    #[cfg(test)]
+    if flags & libc::O_CREAT != 0 {
+        super::probe::alive()?;
+    }
     let name = c_name(name)?;
     // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is an
     // open descriptor borrowed for the call.
@@ -127,6 +132,8 @@ pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
 
 /// `mkdirat(2)`.
 pub fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr, mode: libc::mode_t) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     let name = c_name(name)?;
     // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
     check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
@@ -139,23 +146,29 @@ pub fn rename_at(
     to_dir: BorrowedFd<'_>,
     to: &OsStr,
 ) -> io::Result<()> {
-    let from = c_name(from)?;
-    let to = c_name(to)?;
+    #[cfg(test)]
+    super::probe::alive()?;
+    let from_c = c_name(from)?;
+    let to_c = c_name(to)?;
     // SAFETY: both names are NUL-terminated; both descriptors are open
     // for the call.
     check(unsafe {
         libc::renameat(
             from_dir.as_raw_fd(),
-            from.as_ptr(),
+            from_c.as_ptr(),
             to_dir.as_raw_fd(),
-            to.as_ptr(),
+            to_c.as_ptr(),
         )
-    })
-    .map(drop)
+    })?;
+    #[cfg(test)]
+    super::probe::renamed(from_dir, from.as_ref(), to_dir, to.as_ref());
+    Ok(())
 }
 
 /// `unlinkat(2)` of a file (never a directory).
 pub fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     let name = c_name(name)?;
     // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
     check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(drop)
@@ -163,6 +176,8 @@ pub fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
 
 /// `unlinkat(2)` of an empty directory.
 pub fn rmdir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     let name = c_name(name)?;
     // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
     check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) }).map(drop)
@@ -170,25 +185,39 @@ pub fn rmdir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
 
 /// `fsync(2)`.
 pub fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     // SAFETY: `fd` is open for the call.
-    check(unsafe { libc::fsync(fd.as_raw_fd()) }).map(drop)
+    check(unsafe { libc::fsync(fd.as_raw_fd()) })?;
+    #[cfg(test)]
+    super::probe::synced(fd, false);
+    Ok(())
 }
 
 /// `syncfs(2)`: writes back everything of the file system holding `fd`
 /// and waits for it (reporting a write-back error since Linux 5.8).
 pub fn syncfs(fd: BorrowedFd<'_>) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     // SAFETY: `fd` is open for the call.
-    check(unsafe { libc::syncfs(fd.as_raw_fd()) }).map(drop)
+    check(unsafe { libc::syncfs(fd.as_raw_fd()) })?;
+    #[cfg(test)]
+    super::probe::synced(fd, true);
+    Ok(())
 }
 
 /// `fchmod(2)`.
 pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     // SAFETY: `fd` is open for the call.
     check(unsafe { libc::fchmod(fd.as_raw_fd(), mode) }).map(drop)
 }
 
 /// `fchown(2)`; `None` leaves that id as it is.
 pub fn fchown(fd: BorrowedFd<'_>, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     let uid = uid.unwrap_or(libc::uid_t::MAX);
     let gid = gid.unwrap_or(libc::gid_t::MAX);
     // SAFETY: `fd` is open for the call.
@@ -288,20 +317,7 @@ pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
     result.map(|()| names)
 }
 
-const SELINUX: &CStr = c"security.selinux";
 const CAPABILITY: &CStr = c"security.capability";
-/// The POSIX ACL beyond the mode bits (setfacl's), as an attribute.
-pub const ACL: &CStr = c"system.posix_acl_access";
-
-/// The SELinux context of the file open as `fd`, if it has one.
-pub fn selinux_context(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
-    xattr(fd, SELINUX)
-}
-
-/// Gives the file open as `fd` the SELinux context `context`.
-pub fn set_selinux_context(fd: BorrowedFd<'_>, context: &[u8]) -> io::Result<()> {
-    set_xattr(fd, SELINUX, context)
-}
 
 /// The file capabilities of the file open as `fd` (`security.capability`,
 /// which chown(2) clears), if it has any.
@@ -316,7 +332,7 @@ pub fn set_file_capabilities(fd: BorrowedFd<'_>, value: &[u8]) -> io::Result<()>
 }
 
 /// The extended attribute `name` of the file open as `fd`, if it has one
-/// (of at most 64 KiB).
+/// (and it is at most 64 KiB, as every attribute ral keeps is).
 pub fn xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
@@ -344,8 +360,10 @@ pub fn xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
 
 /// Gives the file open as `fd` the extended attribute `name`.
 pub fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
-    // SAFETY: `value` is valid for `value.len()` bytes; the attribute
-    // name is NUL-terminated; `fd` is open for the call.
+    #[cfg(test)]
+    super::probe::alive()?;
+    // SAFETY: `value` is valid for `value.len()` bytes; the attribute name
+    // is NUL-terminated; `fd` is open for the call.
     check(unsafe {
         libc::fsetxattr(
             fd.as_raw_fd(),
@@ -395,6 +413,8 @@ pub fn file_type_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<u32> {
 
 /// `symlinkat(2)`: makes `name` in `dir` a link to `target`.
 pub fn symlink_at(target: &[u8], dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     let target = c_name(OsStr::from_bytes(target))?;
     let name = c_name(name)?;
     // SAFETY: both strings are NUL-terminated; `dir` is open for the call.
@@ -409,6 +429,8 @@ pub fn lchown_at(
     uid: Option<u32>,
     gid: Option<u32>,
 ) -> io::Result<()> {
+    #[cfg(test)]
+    super::probe::alive()?;
     let name = c_name(name)?;
     let uid = uid.unwrap_or(libc::uid_t::MAX);
     let gid = gid.unwrap_or(libc::gid_t::MAX);

@@ -288,3 +288,70 @@ fn edits_from_threads_here_and_from_the_python_toolkit_lose_no_update() {
         format!("{}\n", 3 * rounds).into_bytes()
     );
 }
+
+/// Both toolkits keep a replaced file's access control list, and say that
+/// its other names (hard links) keep the old content.
+#[test]
+fn both_toolkits_keep_the_access_control_list_and_warn_of_hard_links() {
+    use std::os::fd::AsFd;
+    // user::rw-, user:65534:r--, group::r--, mask::r--, other::r--.
+    let entry = |tag: u16, perm: u16, id: u32| {
+        [
+            tag.to_le_bytes().as_slice(),
+            &perm.to_le_bytes(),
+            &id.to_le_bytes(),
+        ]
+        .concat()
+    };
+    let acl = [
+        2u32.to_le_bytes().to_vec(),
+        entry(0x01, 6, u32::MAX),
+        entry(0x02, 4, 65534),
+        entry(0x04, 4, u32::MAX),
+        entry(0x10, 4, u32::MAX),
+        entry(0x20, 4, u32::MAX),
+    ]
+    .concat();
+    const ACL: &std::ffi::CStr = c"system.posix_acl_access";
+    let acl_of = |path: &std::path::Path| {
+        let file = std::fs::File::open(path).unwrap();
+        crate::sdk::files::sys::xattr(file.as_fd(), ACL)
+    };
+    for python in [false, true] {
+        let sandbox = Sandbox::new();
+        sandbox.write("etc/hosts", b"old\n");
+        std::fs::hard_link(sandbox.path("etc/hosts"), sandbox.path("other")).unwrap();
+        let file = std::fs::File::open(sandbox.path("etc/hosts")).unwrap();
+        let with_acl = crate::sdk::files::sys::set_xattr(file.as_fd(), ACL, &acl).is_ok();
+        let said = if python {
+            let out = sandbox.python(
+                "root = ral.Root()\n\
+                 target = root.file('etc/hosts')\n\
+                 with ral.Edit(ral.Lock.beside(target), noop=False) as edit:\n\
+                 \x20   edit.write(target, b'new\\n')\n\
+                 \x20   edit.commit()\n",
+            );
+            String::from_utf8(out.stderr).unwrap()
+        } else {
+            let target = sandbox.open().file("etc/hosts", true, None).unwrap();
+            let mut edit = Edit::begin(Lock::beside(&target), &sandbox.call).unwrap();
+            edit.write(&target, b"new\n".to_vec(), Attrs::default())
+                .unwrap();
+            edit.commit().unwrap();
+            sandbox.log()
+        };
+        assert_eq!(sandbox.read("etc/hosts"), b"new\n");
+        assert_eq!(sandbox.read("other"), b"old\n");
+        assert!(
+            said.contains("etc/hosts' has 2 names (hard links): the new file replaces this one only, and the others keep the old content"),
+            "python: {python}: {said}"
+        );
+        if with_acl {
+            assert_eq!(
+                acl_of(&sandbox.path("etc/hosts")),
+                Some(acl.clone()),
+                "python: {python}"
+            );
+        }
+    }
+}

@@ -211,3 +211,49 @@ fn a_noop_edit_of_several_files_writes_no_journal() {
     assert_eq!(sandbox.names("etc"), ["passwd", "shadow"]);
     assert_eq!(sandbox.read("etc/passwd"), b"root\n");
 }
+
+/// A journal may only name, as the file that replaces another, a
+/// temporary file of ours for that very name beside it
+/// (`.NAME.ral-tmp-...`): one that names shadow as passwd's replacement,
+/// another file's temporary file, a path or a name that is no file is not
+/// followed. Nothing is renamed; the journal is dropped with a warning.
+#[test]
+fn a_journal_that_names_a_file_not_ours_as_the_replacement_is_ignored() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/passwd", b"root\n");
+    sandbox.write("etc/shadow", b"root:secret\n");
+    sandbox.write("etc/sub/.passwd.ral-tmp-0123456789ab", b"deeper\n");
+    let others = temp_name("shadow");
+    sandbox.write(&format!("etc/{others}"), b"shadow's\n");
+    let root = sandbox.open();
+    let passwd = root.file("etc/passwd", true, None).unwrap();
+    let was = crate::sdk::files::identity(passwd.lstat().unwrap().as_ref());
+    let cases = [
+        ("shadow", "passwd"),
+        (others.as_str(), "passwd"),
+        ("sub/.passwd.ral-tmp-0123456789ab", "passwd"),
+        ("..ral-tmp-0123456789ab", ".."),
+    ];
+    for (temp, name) in cases {
+        let journal = serde_json::json!({"ral_journal": 1, "files": [
+            {"dir": "etc", "temp": temp, "name": name, "was": was}]});
+        sandbox.write("etc/.pwd.lock.ral-journal", journal.to_string().as_bytes());
+        let mut reader = Lock::accounts(&root).unwrap();
+        let seen = reader.read(&sandbox.call, &passwd, None).unwrap().unwrap();
+        assert_eq!(seen.0, b"root\n", "{temp}");
+        drop(Edit::begin(Lock::accounts(&root).unwrap(), &sandbox.call).unwrap());
+        assert_eq!(sandbox.read("etc/passwd"), b"root\n", "{temp}");
+        assert_eq!(sandbox.read("etc/shadow"), b"root:secret\n", "{temp}");
+        assert_eq!(sandbox.read(&format!("etc/{others}")), b"shadow's\n");
+        assert!(!sandbox
+            .names("etc")
+            .contains(&".pwd.lock.ral-journal".to_owned()));
+        assert!(
+            sandbox
+                .log()
+                .contains("warn: ignoring the unreadable journal"),
+            "{}",
+            sandbox.log()
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! journals shared with the Python toolkit, and batches.
 
 mod batch;
+mod crash;
 mod edits;
 mod journal;
 mod locks;

@@ -373,3 +373,52 @@ fn a_deep_tree_is_removed_on_a_small_stack() {
         "a link is removed, not followed"
     );
 }
+
+/// `..` climbs one directory, however many are climbed and from where,
+/// and stops at the root: every climb of 1 to 7 levels, odd and even,
+/// from the root and from directories 1 to 3 deep, through a link read
+/// by `Root::file`, a link read by `Dir::entry`, and a path with `..`
+/// in it. Each directory holds a `where` file naming it, and so do the
+/// directories above the root, where a climb that leaves it would land.
+#[test]
+fn dot_dot_climbs_one_directory_at_a_time_and_never_above_the_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut outside = tmp.path().to_owned();
+    for level in 1..=8 {
+        outside.push(format!("above{level}"));
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("where"), "above the root").unwrap();
+    }
+    let root_path = outside.join("root");
+    let dirs = ["", "d1", "d1/d2", "d1/d2/d3"];
+    for dir in dirs {
+        std::fs::create_dir_all(root_path.join(dir)).unwrap();
+        std::fs::write(root_path.join(dir).join("where"), format!("/{dir}")).unwrap();
+    }
+    let root = Root::open(&root_path).unwrap();
+    let read = |target: crate::sdk::CallResult<crate::sdk::files::Target>| {
+        let target = target.unwrap_or_else(|err| panic!("{}", err.message));
+        String::from_utf8(target.read(None).unwrap().unwrap().0).unwrap()
+    };
+    for (depth, start) in dirs.iter().enumerate() {
+        let opened = root.directory(start, false, None).unwrap();
+        for climb in 1..=7 {
+            let want = format!("/{}", dirs[depth.saturating_sub(climb)]);
+            let up = "../".repeat(climb);
+            let link = format!("up{climb}");
+            std::os::unix::fs::symlink(format!("{up}where"), root_path.join(start).join(&link))
+                .unwrap();
+            let shown = format!("{climb} up from /{start}");
+            let rel = |name: &str| [*start, name].join("/");
+            assert_eq!(read(root.file(&rel(&link), true, None)), want, "{shown}");
+            assert_eq!(read(opened.entry(&link)), want, "{shown}, an entry");
+            assert_eq!(
+                read(root.file(&rel(&format!("{up}where")), true, None)),
+                want,
+                "{shown}, a path"
+            );
+            let dir = root.directory(&rel(&up), false, None).unwrap();
+            assert_eq!(format!("/{}", dir.rel()), want, "{shown}, a directory");
+        }
+    }
+}

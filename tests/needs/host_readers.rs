@@ -1,0 +1,377 @@
+//! What ral writes, the system reads the same (host): generated values,
+//! many of them awkward (names with '#', white space, control and format
+//! characters, addresses in every form, a zone, comments with anything
+//! in them), are written with `ralsh host` below a fake root; then glibc
+//! reads the root's hosts file, in a mount namespace of its own where it
+//! is bound over /etc/hosts (with an nsswitch.conf that says `hosts:
+//! files`): `getent hosts` (gethostent, every entry) and `getent hosts
+//! NAME` (gethostbyname2, each name) must read exactly what `ralsh -j
+//! host` reports. A value ral refuses leaves the file as it was.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::process::{Command, Stdio};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{json, Value as Json};
+
+use crate::host::Test;
+use crate::support::{Run, Sandbox};
+use crate::tests;
+
+/// This module's tests and what each needs.
+pub fn tests() -> Vec<Test> {
+    tests![[MountNamespace] hosts_ral_writes_read_the_same_with_glibc]
+}
+
+/// What the file holds before a case.
+const SEED: &str = "127.0.0.1\tlocalhost\n# the database\n10.0.0.1 db.example db # main\n";
+
+/// Binds the fake root's hosts file (and its nsswitch.conf and host.conf)
+/// over the system's, hides nscd (which would answer from the system's
+/// file), then prints `getent hosts` and `getent hosts NAME` for each
+/// name given, each after a `## ` line.
+const READ: &str = r###"
+set -e
+etc=$1; shift
+mount --make-rprivate /
+mount --bind "$etc/hosts" /etc/hosts
+mount --bind "$etc/nsswitch.conf" /etc/nsswitch.conf
+if [ -e /etc/host.conf ]; then mount --bind "$etc/host.conf" /etc/host.conf; fi
+for dir in /run/nscd /var/run/nscd; do
+    if [ -d "$dir" ]; then mount -t tmpfs tmpfs "$dir"; fi
+done
+echo "## *"
+getent hosts || true
+for name in "$@"; do
+    echo "## $name"
+    getent hosts "$name" || true
+done
+"###;
+
+/// Characters the values are made of: plain ones, ones a name may not
+/// hold, and control, format and line separator characters.
+const PLAIN: &[char] = &['a', 'b', 'z', 'Q', '0', '7', '-', '_', '.'];
+const SPECIAL: &[char] = &[
+    '#', ' ', '%', ':', '/', '"', '\'', '\\', 'é', '\u{a0}', '\u{3000}',
+];
+const REFUSED: &[char] = &[
+    '\t', '\n', '\r', '\x0b', '\x01', '\x7f', '\u{85}', '\u{9f}', '\u{200b}', '\u{202e}',
+    '\u{feff}', '\u{2028}', '\0',
+];
+
+fn character() -> impl Strategy<Value = char> {
+    prop_oneof![
+        60 => proptest::sample::select(PLAIN),
+        6 => proptest::sample::select(SPECIAL),
+        1 => proptest::sample::select(REFUSED),
+    ]
+}
+
+fn piece(max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::vec(character(), 0..max).prop_map(|chars| chars.into_iter().collect())
+}
+
+/// A host name or alias: mostly a word that can be one, sometimes not.
+fn host_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => ("[a-z][a-z0-9-]{0,6}", proptest::option::of("[a-zA-Z0-9_]{1,5}"))
+            .prop_map(|(a, b)| match b {
+                Some(b) => format!("{a}.{b}"),
+                None => a,
+            }),
+        1 => Just("db".to_owned()),
+        3 => piece(8).prop_map(|p| format!("h{p}")),
+    ]
+}
+
+fn ip() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => any::<std::net::Ipv4Addr>().prop_map(|a| a.to_string()),
+        2 => any::<std::net::Ipv6Addr>().prop_map(|a| a.to_string()),
+        1 => any::<std::net::Ipv6Addr>().prop_map(|a| {
+            let s = a.segments();
+            format!("{:X}:{:x}:{:x}:{:x}:{:x}:{:x}:{:x}:{:04x}", s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])
+        }),
+        1 => any::<std::net::Ipv4Addr>().prop_map(|a| format!("::ffff:{a}")),
+        3 => prop::sample::select(vec![
+            "::1", "::", "fe80::1%eth0", "fe80::2%2", "010.0.0.1", "10.0.0", "1.2.3.4 ",
+            "::1.2.3.4",
+        ])
+        .prop_map(str::to_owned),
+        1 => piece(8),
+    ]
+}
+
+/// One `ralsh host NAME --attrs-stdin`: the attributes, as the text ralsh
+/// takes on its command line.
+#[derive(Debug, Clone)]
+struct Change {
+    name: String,
+    attrs: Vec<(&'static str, String)>,
+}
+
+fn change(names: Vec<String>) -> impl Strategy<Value = Change> {
+    let attrs = (
+        proptest::option::weighted(0.9, ip()),
+        proptest::option::of(proptest::collection::vec(host_name(), 0..4)),
+        proptest::option::of(piece(16)),
+        proptest::option::weighted(0.1, Just("absent")),
+    );
+    (proptest::sample::select(names), attrs).prop_map(|(name, (ip, aliases, comment, absent))| {
+        let mut attrs = Vec::new();
+        attrs.extend(ip.map(|v| ("ip", v)));
+        attrs.extend(aliases.map(|v| ("host_aliases", json!(v).to_string())));
+        attrs.extend(comment.map(|v| ("comment", v)));
+        attrs.extend(absent.map(|v| ("ensure", v.to_owned())));
+        Change { name, attrs }
+    })
+}
+
+/// A case: a few names (no NUL: each is an argument), and changes of
+/// them.
+fn case() -> impl Strategy<Value = Vec<Change>> {
+    let name = host_name().prop_map(|name| name.replace('\0', "\u{1}"));
+    proptest::collection::vec(name, 1..4).prop_flat_map(|names| {
+        let count = names.len() + 1;
+        proptest::collection::vec(change(names), 1..=count)
+    })
+}
+
+/// An entry as read: its address (in inet_ntop's form when it is one),
+/// name and aliases.
+type Read = (String, String, Vec<String>);
+
+/// An address in inet_ntop's form, or as it is when it is none.
+fn address(text: &str) -> String {
+    text.parse::<IpAddr>()
+        .map_or_else(|_| text.to_owned(), |ip| ip.to_string())
+}
+
+/// What `ralsh -j host` reports.
+fn ral_entries(sandbox: &Sandbox) -> Vec<Read> {
+    let listed = crate::support::run(sandbox.command().args(["-j", "host"]));
+    listed.expect(0);
+    let doc = listed.json();
+    doc["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let aliases = r["host_aliases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_owned())
+                .collect();
+            let ip = address(r["ip"].as_str().unwrap());
+            (ip, r["name"].as_str().unwrap().to_owned(), aliases)
+        })
+        .collect()
+}
+
+/// What gethostent returns for an entry: the lines it reads only (IPv4,
+/// and the IPv6 loopback and IPv4-mapped addresses, as IPv4).
+fn as_gethostent_reads(entry: &Read) -> Option<Read> {
+    let (ip, name, aliases) = entry;
+    let ip: IpAddr = match ip.parse().ok()? {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) if v6.is_loopback() => IpAddr::from([127, 0, 0, 1]),
+        IpAddr::V6(v6) => IpAddr::V4(v6.to_ipv4_mapped()?),
+    };
+    Some((ip.to_string(), name.clone(), aliases.clone()))
+}
+
+/// `getent` lines as entries.
+fn parse_getent(lines: &[&str]) -> Vec<Read> {
+    lines
+        .iter()
+        .map(|line| {
+            let mut words = line.split_whitespace();
+            let ip = address(words.next().unwrap());
+            let name = words.next().unwrap().to_owned();
+            (ip, name, words.map(str::to_owned).collect())
+        })
+        .collect()
+}
+
+/// glibc's reading of the fake root's hosts file: every entry, and each
+/// of `names` looked up.
+fn glibc_reads(sandbox: &Sandbox, names: &[String]) -> (Vec<Read>, Vec<(String, Vec<Read>)>) {
+    let etc = sandbox.root().join("etc");
+    std::fs::write(etc.join("nsswitch.conf"), "hosts: files\n").unwrap();
+    std::fs::write(etc.join("host.conf"), "").unwrap();
+    let out = Command::new("unshare")
+        .args(["-rm", "sh", "-c", READ, "sh"])
+        .arg(&etc)
+        .args(names)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).expect("getent prints what ral wrote: UTF-8");
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut sections = stdout.split("## ").skip(1).map(|section| {
+        let mut lines = section.lines();
+        let key = lines.next().unwrap_or_default().to_owned();
+        (key, parse_getent(&lines.collect::<Vec<_>>()))
+    });
+    let (_, all) = sections.next().expect("the enumeration");
+    (all, sections.collect())
+}
+
+/// `ralsh host NAME --attrs-stdin`, the attributes given as JSON.
+fn ralsh_change(sandbox: &Sandbox, change: &Change) -> Run {
+    let attrs: serde_json::Map<String, Json> = change
+        .attrs
+        .iter()
+        .map(|(k, v)| (k.to_string(), Json::from(v.as_str())))
+        .collect();
+    let mut child = sandbox
+        .command()
+        .args(["-j", "host", "--attrs-stdin"])
+        .arg(&change.name)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = Json::Object(attrs).to_string();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    cases: usize,
+    changes: usize,
+    refused: usize,
+    special: usize,
+    enumerated: usize,
+    looked_up: usize,
+    shared_names: usize,
+    disagreements: usize,
+}
+
+/// Whether `name` is a name or alias of an entry other than `at`, without
+/// regard to case (as the resolver compares).
+fn shared(entries: &[Read], at: usize, name: &str) -> bool {
+    entries.iter().enumerate().any(|(other, (_, n, aliases))| {
+        other != at
+            && (n.eq_ignore_ascii_case(name)
+                || aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
+    })
+}
+
+fn run_case(changes: &[Change], tally: &mut Tally) {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", SEED);
+    let hosts = sandbox.root().join("etc/hosts");
+    for change in changes {
+        let old = std::fs::read(&hosts).unwrap();
+        let ran = ralsh_change(&sandbox, change);
+        tally.changes += 1;
+        if ran.status != 0 {
+            tally.refused += 1;
+            assert_eq!(
+                std::fs::read(&hosts).unwrap(),
+                old,
+                "refused, unchanged: {change:?}"
+            );
+            continue;
+        }
+        if change.attrs.is_empty() || change.attrs.iter().any(|(k, _)| *k == "ensure") {
+            continue;
+        }
+        let reported = ral_entries(&sandbox);
+        let (ip, _, aliases) = reported
+            .iter()
+            .find(|(_, name, _)| *name == change.name)
+            .unwrap_or_else(|| panic!("{change:?} made no entry"));
+        for (attr, asked) in &change.attrs {
+            match *attr {
+                "ip" => assert_eq!(*ip, address(asked), "{change:?}"),
+                "host_aliases" => assert_eq!(&json!(aliases).to_string(), asked),
+                _ => {}
+            }
+            let values = match *attr {
+                "host_aliases" => aliases.clone(),
+                _ => vec![asked.clone()],
+            };
+            if values
+                .iter()
+                .any(|v| SPECIAL.iter().any(|c| v.contains(*c)))
+            {
+                tally.special += 1;
+            }
+        }
+    }
+    let ral = ral_entries(&sandbox);
+    let names: Vec<String> = ral.iter().map(|(_, name, _)| name.clone()).collect();
+    let (all, looked_up) = glibc_reads(&sandbox, &names);
+    let content = std::fs::read_to_string(&hosts).unwrap();
+    let expected: Vec<Read> = ral.iter().filter_map(as_gethostent_reads).collect();
+    tally.cases += 1;
+    tally.enumerated += expected.len();
+    let mut agree = all == expected;
+    assert_eq!(all, expected, "gethostent reads otherwise:\n{content}");
+    for (at, (name, found)) in looked_up.iter().enumerate() {
+        if shared(&ral, at, name) {
+            tally.shared_names += 1;
+            continue;
+        }
+        tally.looked_up += 1;
+        agree &= found.as_slice() == std::slice::from_ref(&ral[at]);
+        assert_eq!(
+            found,
+            std::slice::from_ref(&ral[at]),
+            "looking up {name}:\n{content}"
+        );
+    }
+    if !agree {
+        tally.disagreements += 1;
+    }
+}
+
+fn hosts_ral_writes_read_the_same_with_glibc() {
+    let mut runner = TestRunner::new(Config {
+        cases: 64,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let tally = std::cell::RefCell::new(Tally::default());
+    let result = runner.run(&case(), |changes| {
+        run_case(&changes, &mut tally.borrow_mut());
+        Ok(())
+    });
+    let tally = tally.into_inner();
+    eprintln!(
+        "host: {} cases, {} changes tried ({} refused; {} values taken with a special \
+         character), {} entries compared with gethostent, {} names looked up ({} shared \
+         with another entry, not looked up), {} disagreements",
+        tally.cases,
+        tally.changes,
+        tally.refused,
+        tally.special,
+        tally.enumerated,
+        tally.looked_up,
+        tally.shared_names,
+        tally.disagreements
+    );
+    if let Err(err) = result {
+        panic!("{err}");
+    }
+}

@@ -158,14 +158,7 @@ impl RunLock {
                     dir.path_of("").display()
                 )));
             }
-            // Read only: the holder may be writing it.
-            let text = dir
-                .read_small(".lock", 4096)
-                .ok()
-                .flatten()
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .unwrap_or_default();
-            let who = Holder::describe(&text, flock_holder(id));
+            let who = holder_of(dir, Some(id));
             if Instant::now() >= deadline {
                 return Err(Error::Locked {
                     path: path.clone(),
@@ -222,14 +215,21 @@ pub(crate) fn probe(dir: &StoreDir) -> Result<(Option<File>, Option<String>)> {
         unsafe { libc::flock(db.as_raw_fd(), libc::LOCK_UN) };
         return Ok((Some(db), None));
     }
+    let holder = holder_of(dir, dir.id_of(&db).ok());
+    Ok((Some(db), Some(holder)))
+}
+
+/// Who holds the lock of the store in `dir`, whose database file is `id`:
+/// as the lock file names it where the kernel's list of locks agrees.
+fn holder_of(dir: &StoreDir, id: Option<FileId>) -> String {
+    // Read only: the holder may be writing it.
     let text = dir
         .read_small(".lock", 4096)
         .ok()
         .flatten()
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
         .unwrap_or_default();
-    let holder = Holder::describe(&text, dir.id_of(&db).ok().and_then(flock_holder));
-    Ok((Some(db), Some(holder)))
+    Holder::describe(&text, id.and_then(flock_holder))
 }
 
 impl Drop for RunLock {

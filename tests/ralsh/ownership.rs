@@ -337,13 +337,8 @@ fn what_appears_after_a_failed_create_is_not_rals() {
     let m = bench.manifest("m.yaml", BOTH);
     bench.ral("apply", &[&m]).expect(1);
     assert!(intents(&bench).is_empty(), "{:?}", intents(&bench));
-    // Made by hand since.
     bench.sandbox.write("fail", "");
-    bench.sandbox.write(
-        "beta.json",
-        "{\"b0\": {\"ensure\": \"present\", \"value\": \"ours\"}, \
-         \"b1\": {\"ensure\": \"present\", \"value\": \"theirs\"}}",
-    );
+    b1_made_by_hand(&bench);
     let fewer = bench.manifest("m.yaml", NEITHER);
     bench
         .ral("plan", &["--destroy", &fewer])
@@ -354,6 +349,15 @@ fn what_appears_after_a_failed_create_is_not_rals() {
         bench.store("beta")["b1"]["value"],
         "theirs",
         "left as it is"
+    );
+}
+
+/// b1 made by someone else, beside the b0 ral applied.
+fn b1_made_by_hand(bench: &Bench) {
+    bench.sandbox.write(
+        "beta.json",
+        "{\"b0\": {\"ensure\": \"present\", \"value\": \"ours\"}, \
+         \"b1\": {\"ensure\": \"present\", \"value\": \"theirs\"}}",
     );
 }
 
@@ -405,11 +409,7 @@ fn a_failed_intent_left_by_a_killed_run_is_never_a_creation() {
     )
     .unwrap();
     drop(conn);
-    bench.sandbox.write(
-        "beta.json",
-        "{\"b0\": {\"ensure\": \"present\", \"value\": \"ours\"}, \
-         \"b1\": {\"ensure\": \"present\", \"value\": \"theirs\"}}",
-    );
+    b1_made_by_hand(&bench);
     let fewer = bench.manifest("m.yaml", NEITHER);
     bench
         .ral("apply", &["--destroy", &fewer])

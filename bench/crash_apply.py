@@ -3,8 +3,12 @@
 random moment, and check what every crash leaves behind.
 
 Each run works on its own fake root with the plan fixture providers
-(tests/fixtures/plans: json alpha and beta, simple gamma), which answer
-late (each update waits up to --slow seconds before and after its change).
+(tests/fixtures/plans: json alpha and beta, simple gamma, and svc, a
+service refreshed when alpha[a1] or alpha[a4] changes), which answer late
+(each update waits up to --slow seconds before and after its change, each
+refresh before it), and the demo model plugin (tests/fixtures/plugins): a
+site item whose page, command and callback run whenever its content
+changes, the callback taking up to --slow-callback seconds.
 Two resources exist before ral ever runs (beta[p0], beta[p1]): the
 manifests manage them, never create them. A run:
 
@@ -33,9 +37,12 @@ counts:
   in the store;
 - store integrity: `PRAGMA integrity_check` is not `ok` (after the kill and
   at the end);
+- refresh lost: in a run that changes alpha[a1] (the second variant), the
+  service was never refreshed by the end of the rerun, or the store still
+  owes it a refresh then;
 
-and, apart, the providers left running 3 s after the kill (ral's keeper
-should have ended them all).
+and, apart, the providers and callbacks left running 3 s after the kill
+(ral's keeper should have ended them all).
 
 Run from the repository root after `cargo build --release`:
 
@@ -58,6 +65,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAL = os.path.join(REPO, "target/release/ral")
 FIXTURES = os.path.join(REPO, "tests/fixtures/plans")
+PLUGINS = os.path.join(REPO, "tests/fixtures/plugins")
 STEMS = ("alpha", "beta", "gamma")
 # Resources that exist before ral: (stem, name) -> their record.
 BEFORE = {
@@ -91,6 +99,11 @@ def manifest(variant):
             continue
         name = "/g" if i == 0 else f"/g/x{i}"
         lines.append(f"  {name}: {{value: g{i}-v{variant if i % 2 else 0}, needs: a{i % 8}}}")
+    # Refreshed when a1 (changed by the second variant) or a4 changes.
+    lines.append("svc:")
+    lines.append("  web: {value: w, subscribe: ['alpha[a1]', 'alpha[a4]']}")
+    lines.append("site:")
+    lines.append(f"  shop: {{dir: /www, content: page-v{variant}}}")
     return "\n".join(lines) + "\n"
 
 
@@ -108,7 +121,7 @@ def env_for(root):
 
 def ral(args, root):
     return subprocess.run(
-        [RAL, args[0], "--root", root, "-I", FIXTURES, *args[1:]],
+        [RAL, args[0], "--root", root, "-I", FIXTURES, "-I", PLUGINS, *args[1:]],
         env=env_for(root), capture_output=True, text=True,
     )
 
@@ -123,6 +136,15 @@ def query(root, sql, *params):
         return db.execute(sql, params).fetchall()
     finally:
         db.close()
+
+
+def refreshes_logged(root):
+    """How many refreshes of svc[web] the fixture logged."""
+    try:
+        with open(os.path.join(root, "refreshed.log")) as f:
+            return sum(1 for line in f if line.startswith("svc web "))
+    except FileNotFoundError:
+        return 0
 
 
 def resources(root):
@@ -211,6 +233,10 @@ def kill_point(root, plan_id, calls):
     opened = open_calls(calls)
     if any(c and c[0] in ("set", "update") for c in opened.values()):
         return "during a provider's call"
+    if any(c and c[0] == "refresh" for c in opened.values()):
+        return "during a refresh"
+    if any(r.split("[", 1)[0] not in STEMS + ("svc",) for r in running):
+        return "during a plugin's task (page, command, callback)"
     if running:
         stems = {r.split("[", 1)[0] for r in running}
         if any(opened.get(s) for s in stems):
@@ -234,6 +260,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--slow", type=float, default=0.02)
+    parser.add_argument("--slow-callback", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--ral", default=None, help="the ral binary (default: the release build)")
     args = parser.parse_args()
@@ -261,6 +288,10 @@ def main():
                 json.dump(records, f)
         with open(os.path.join(root, "slow"), "w") as f:
             f.write(str(args.slow))
+        with open(os.path.join(root, "slow-callback"), "w") as f:
+            f.write(str(args.slow_callback))
+        os.makedirs(os.path.join(root, "www"))
+        os.makedirs(os.path.join(root, "marks"))
 
     # How long one whole apply takes, from what existed before (the first
     # probe fills the metadata cache).
@@ -292,8 +323,9 @@ def main():
             os.remove(os.path.join(root, "calls.log"))
         except FileNotFoundError:
             pass
+        refreshed_before = refreshes_logged(root)
         child = subprocess.Popen(
-            [RAL, "apply", "--root", root, "-I", FIXTURES, manifests[variant]],
+            [RAL, "apply", "--root", root, "-I", FIXTURES, "-I", PLUGINS, manifests[variant]],
             env=env_for(root), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True,
         )
@@ -344,6 +376,11 @@ def main():
             items = query(root, "SELECT type, name, state FROM items")
             if any(state != "Applied" for _, _, state in items):
                 fail("not converged", f"items not Applied after the rerun: {items}")
+            owed = query(root, "SELECT resource FROM refreshes")
+            if owed:
+                fail("refresh lost", f"still owed after the rerun: {owed}")
+            if variant == 1 and refreshes_logged(root) == refreshed_before:
+                fail("refresh lost", "alpha[a1] changed and svc[web] was never refreshed")
         for key in BEFORE:
             if key not in resources(root):
                 fail("wrongly removed", f"{key[0]}[{key[1]}] after the rerun")
@@ -365,11 +402,11 @@ def main():
             print(f"{run + 1} runs, {len(problems)} problems, {time.monotonic() - bench_started:.0f} s",
                   file=sys.stderr, flush=True)
     elapsed = time.monotonic() - bench_started
-    kinds = ["leaked", "wrongly removed", "not converged", "store integrity"]
+    kinds = ["leaked", "wrongly removed", "not converged", "store integrity", "refresh lost"]
     print(f"runs: {args.runs}; one whole apply at the end: {whole:.2f} s; bench: {elapsed:.0f} s; "
           f"provider delay up to {args.slow} s before and after each change")
     print()
-    print("| kill point | kills | providers left running | " + " | ".join(kinds) + " |")
+    print("| kill point | kills | providers and callbacks left running | " + " | ".join(kinds) + " |")
     print("|---|---|---|" + "---|" * len(kinds))
     total = collections.Counter()
     for point in sorted(counts, key=lambda p: -counts[p]["kills"]):

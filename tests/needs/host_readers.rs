@@ -8,13 +8,12 @@
 //! NAME` (gethostbyname2, each name) must read exactly what `ralsh -j
 //! host` reports. A value ral refuses leaves the file as it was.
 
-use std::io::Write;
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
 use crate::host::Test;
 use crate::support::{Run, Sandbox};
@@ -225,33 +224,8 @@ fn glibc_reads(sandbox: &Sandbox, names: &[String]) -> (Vec<Read>, Vec<(String, 
 
 /// `ralsh host NAME --attrs-stdin`, the attributes given as JSON.
 fn ralsh_change(sandbox: &Sandbox, change: &Change) -> Run {
-    let attrs: serde_json::Map<String, Json> = change
-        .attrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), Json::from(v.as_str())))
-        .collect();
-    let mut child = sandbox
-        .command()
-        .args(["-j", "host", "--attrs-stdin"])
-        .arg(&change.name)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = Json::Object(attrs).to_string();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    let attrs: Vec<(&str, String)> = change.attrs.iter().map(|(k, v)| (*k, v.clone())).collect();
+    sandbox.ralsh_attrs_stdin("host", &change.name, &attrs)
 }
 
 #[derive(Default, Debug)]

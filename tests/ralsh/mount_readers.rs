@@ -8,9 +8,8 @@
 //! A value ral refuses leaves the file as it was.
 
 use std::ffi::{CStr, CString};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -291,33 +290,8 @@ fn verify_errors(fstab: &Path, entries: &[Read]) -> Vec<String> {
 
 /// `ralsh mount NAME --attrs-stdin`, the attributes given as JSON.
 fn ralsh_change(sandbox: &Sandbox, change: &Change) -> Run {
-    let attrs: serde_json::Map<String, Json> = change
-        .attrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), Json::from(v.as_str())))
-        .collect();
-    let mut child = sandbox
-        .command()
-        .args(["-j", "mount", "--attrs-stdin"])
-        .arg(&change.name)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = Json::Object(attrs).to_string();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    Run {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    let attrs: Vec<(&str, String)> = change.attrs.iter().map(|(k, v)| (*k, v.clone())).collect();
+    sandbox.ralsh_attrs_stdin("mount", &change.name, &attrs)
 }
 
 #[derive(Default, Debug)]

@@ -121,6 +121,35 @@ impl Sandbox {
         command
     }
 
+    /// `ralsh -j TYPE --attrs-stdin -- NAME` (the bundled providers) with
+    /// `attrs` as its JSON input, each value a string. A ralsh that ends
+    /// before it reads its input is no failure of the test's.
+    pub fn ralsh_attrs_stdin(&self, type_name: &str, name: &str, attrs: &[(&str, String)]) -> Run {
+        use std::io::Write;
+        let input: serde_json::Map<String, Json> = attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Json::from(v.as_str())))
+            .collect();
+        let mut child = self
+            .command()
+            .args(["-j", type_name, "--attrs-stdin", "--", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = Json::Object(input).to_string();
+        let written = child.stdin.take().unwrap().write_all(input.as_bytes());
+        if let Err(err) = written {
+            assert_eq!(
+                err.kind(),
+                std::io::ErrorKind::BrokenPipe,
+                "writing ralsh's input: {err}"
+            );
+        }
+        run_output(child.wait_with_output().unwrap())
+    }
+
     /// A ralsh command with the fixture providers and these arguments.
     pub fn fixture_command(&self, args: &[&str]) -> Command {
         let mut command = self.command();
@@ -270,11 +299,16 @@ pub fn write_fifo_while_running(path: &Path, line: &[u8], child: &mut std::proce
 }
 
 pub fn run(command: &mut Command) -> Run {
+    run_output(command.output().expect("ralsh runs"))
+}
+
+/// What a finished ralsh's output says.
+fn run_output(output: Output) -> Run {
     let Output {
         status,
         stdout,
         stderr,
-    } = command.output().expect("ralsh runs");
+    } = output;
     Run {
         status: status.code().unwrap_or(-1),
         stdout: String::from_utf8(stdout).expect("stdout is UTF-8"),

@@ -230,13 +230,16 @@ impl Attribute {
     }
 
     /// The value as messages show it: quoted, or redacted when sensitive
-    /// (unless empty: see [`hides`]).
+    /// (unless empty: see [`hides`]); one with a digest as its digest,
+    /// since it may be private or large.
     pub fn show(&self, value: &Value) -> String {
         if self.sensitive {
             match hides(value) {
                 true => REDACTED.to_owned(),
                 false => EMPTY.to_owned(),
             }
+        } else if self.digest.is_some() {
+            format!("'{}'", value.digest())
         } else {
             format!("'{}'", crate::text::escape(&value.to_text()))
         }
@@ -1143,5 +1146,31 @@ mod tests {
                 },
             ])
         );
+    }
+
+    #[test]
+    fn a_value_with_a_digest_is_shown_by_it_in_messages_and_digests_are_checked() {
+        let yaml = "provider:\n  type: file\n  invoke: json\n  actions: [get]\n  suitable: true\n  attributes:\n    name: {}\n    content: {digest: checksum, private_by: mode}\n    checksum: {kind: r}\n    mode: {}\n";
+        let meta = Metadata::parse(yaml, Path::new("f.yaml")).unwrap();
+        let content = &meta.attributes["content"];
+        let shown = content.show(&Value::from("hunter2"));
+        assert_eq!(shown, format!("'{}'", Value::from("hunter2").digest()));
+        assert!(content.kept_keyed());
+        assert!(!meta.attributes["mode"].kept_keyed());
+        for (attrs, problem) in [
+            ("content: {digest: nope}", "'nope' is not another, read-only"),
+            ("content: {digest: mode}\n    mode: {}", "'mode' is not another, read-only"),
+            ("content: {private_by: mode}\n    mode: {}", "has none (give digest too)"),
+            (
+                "content: {digest: checksum, private_by: nope}\n    checksum: {kind: r}",
+                "'nope' is not another attribute",
+            ),
+        ] {
+            let yaml = format!(
+                "provider:\n  type: file\n  invoke: json\n  actions: [get]\n  suitable: true\n  attributes:\n    name: {{}}\n    {attrs}\n"
+            );
+            let err = Metadata::parse(&yaml, Path::new("f.yaml")).unwrap_err().to_string();
+            assert!(err.contains(problem), "{attrs}: {err}");
+        }
     }
 }

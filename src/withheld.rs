@@ -17,20 +17,12 @@
 //!
 //! A digest is `sha256:` and the hex SHA-256 of the value's text.
 
-use sha2::{Digest, Sha256};
-
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::types::Value;
 
 /// The largest value, in bytes, that is shown in clear.
 pub const SHOWN_MAX: usize = 64 * 1024;
-
-/// `sha256:HEX` of the value's text.
-pub fn digest_of(value: &Value) -> String {
-    let digest = Sha256::digest(value.to_text().as_bytes());
-    format!("sha256:{}", crate::text::hex(&digest))
-}
 
 /// The attribute that reports `attr`'s digest, if it has one.
 fn digest_attribute<'p>(provider: &'p Provider, attr: &str) -> Option<&'p str> {
@@ -45,7 +37,7 @@ pub fn met(provider: &Provider, attr: &str, wanted: &Value, state: &Resource) ->
         return false;
     };
     !state.attrs.contains_key(attr)
-        && state.attrs.get(digest).and_then(Value::as_str) == Some(digest_of(wanted).as_str())
+        && state.attrs.get(digest).and_then(Value::as_str) == Some(wanted.digest().as_str())
 }
 
 /// Whether permission bits written as octal digits give others no read
@@ -120,12 +112,12 @@ pub fn digested(
 ) -> Change {
     let digest = digest_attribute(provider, &change.attr);
     let was = match state.attrs.get(&change.attr) {
-        Some(value) => Some(Value::String(digest_of(value))),
+        Some(value) => Some(Value::String(value.digest())),
         None => digest.and_then(|digest| state.attrs.get(digest)).cloned(),
     };
     Change {
         attr: change.attr.clone(),
-        is: Value::String(digest_of(wanted.unwrap_or(&change.is))),
+        is: Value::String(wanted.unwrap_or(&change.is).digest()),
         was,
     }
 }
@@ -185,7 +177,7 @@ pub fn view_after(
             false => {
                 let value = asked.unwrap_or(&change.is);
                 view.attrs
-                    .insert(digest.to_owned(), Value::String(digest_of(value)));
+                    .insert(digest.to_owned(), Value::String(value.digest()));
                 view.attrs.insert(change.attr.clone(), value.clone());
             }
         }
@@ -210,7 +202,7 @@ pub fn withhold_read(provider: &Provider, resource: &mut Resource) {
             if !resource.attrs.contains_key(digest) {
                 resource
                     .attrs
-                    .insert(digest.to_owned(), Value::String(digest_of(&value)));
+                    .insert(digest.to_owned(), Value::String(value.digest()));
             }
         }
     }
@@ -244,7 +236,7 @@ mod tests {
     #[test]
     fn a_digest_is_sha256_of_the_text() {
         assert_eq!(
-            digest_of(&Value::from("<h1>hello</h1>\n")),
+            Value::from("<h1>hello</h1>\n").digest(),
             "sha256:186ea20da38447cf0c59fa62a9dfaea3bdcca431517b83d3a9c00ebc2044e95a"
         );
     }
@@ -253,7 +245,7 @@ mod tests {
     fn an_unreported_value_is_met_by_its_digest_only() {
         let p = provider();
         let text = Value::String("x".repeat(70_000));
-        let found = resource(&[("ensure", "file"), ("checksum", &digest_of(&text))]);
+        let found = resource(&[("ensure", "file"), ("checksum", &text.digest())]);
         assert!(met(&p, "content", &text, &found));
         assert!(!met(&p, "content", &Value::from("other"), &found));
         // A reported value is compared as itself, not through its digest.
@@ -318,11 +310,8 @@ mod tests {
             was: Some(Value::from("old")),
         };
         let shown = digested(&p, &change, &found, Some(&Value::from("new")));
-        assert_eq!(
-            shown.was,
-            Some(Value::String(digest_of(&Value::from("old"))))
-        );
-        assert_eq!(shown.is, Value::String(digest_of(&Value::from("new"))));
+        assert_eq!(shown.was, Some(Value::String(Value::from("old").digest())));
+        assert_eq!(shown.is, Value::String(Value::from("new").digest()));
         let unreported = resource(&[("ensure", "file"), ("checksum", "sha256:aa")]);
         let shown = digested(&p, &change, &unreported, None);
         assert_eq!(shown.was, Some(Value::from("sha256:aa")));
@@ -337,7 +326,7 @@ mod tests {
         assert!(!read.attrs.contains_key("content"));
         assert_eq!(
             read.attrs["checksum"],
-            Value::String(digest_of(&Value::from("secret")))
+            Value::String(Value::from("secret").digest())
         );
         let mut public = resource(&[("ensure", "file"), ("mode", "0644"), ("content", "hi")]);
         withhold_read(&p, &mut public);
@@ -367,7 +356,7 @@ mod tests {
         assert_eq!(view.attrs["content"], Value::from("b"));
         assert_eq!(
             view.attrs["checksum"],
-            Value::String(digest_of(&Value::from("b")))
+            Value::String(Value::from("b").digest())
         );
         let shown = digested(&p, &change, &found, Some(&Value::from("b")));
         let withheld = vec!["content".to_owned()];
@@ -375,7 +364,7 @@ mod tests {
         assert!(!view.attrs.contains_key("content"));
         assert_eq!(
             view.attrs["checksum"],
-            Value::String(digest_of(&Value::from("b")))
+            Value::String(Value::from("b").digest())
         );
     }
 }

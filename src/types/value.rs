@@ -29,6 +29,16 @@ impl Value {
         }
     }
 
+    /// `sha256:` and the hex SHA-256 of its text: how a value too large or
+    /// private to show is shown (see the `withheld` module).
+    pub fn digest(&self) -> String {
+        use sha2::Digest;
+        format!(
+            "sha256:{}",
+            crate::text::hex(&sha2::Sha256::digest(self.to_text().as_bytes()))
+        )
+    }
+
     /// The text of a scalar as a simple provider receives and prints it.
     /// Arrays and hashes are written as shell words (see
     /// [`Value::shell_words`]).

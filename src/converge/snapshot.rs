@@ -55,6 +55,14 @@ pub enum SnapshotError {
     Exists(String),
     #[error("there is no snapshot '{0}' (ral snapshot list shows them)")]
     Missing(String),
+    /// A name plugins would be handed, and the store keep, that is not a
+    /// plain word (see [`crate::plugin_meta::name_problem`]).
+    #[error(
+        "'{}' cannot name a snapshot: {why}; a snapshot's name is {}",
+        crate::text::escape(.name),
+        crate::plugin_meta::NAME_RULE
+    )]
+    Name { name: String, why: String },
 }
 
 impl From<Error> for SnapshotError {
@@ -84,6 +92,14 @@ pub fn run<'r>(
     stop: StopRequested,
     events: &mut dyn Events,
 ) -> Result<SnapshotRun<'r>, SnapshotError> {
+    // Before anything runs or is stored: plugins get the name, and may
+    // make file names or commands of it.
+    if let Some(why) = crate::plugin_meta::name_problem(name) {
+        return Err(SnapshotError::Name {
+            name: name.to_owned(),
+            why,
+        });
+    }
     let plugins: Vec<&Plugin> = registry
         .plugins()
         .iter()

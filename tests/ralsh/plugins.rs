@@ -703,6 +703,45 @@ fn snapshots_are_made_listed_restored_and_removed_by_the_plugins_plans() {
 }
 
 #[test]
+fn a_snapshot_name_that_is_no_plain_word_is_refused_before_anything_runs() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.take_calls();
+    let long = "s".repeat(129);
+    for (name, why) in [
+        ("", "it is empty"),
+        ("../../x", "it holds '/'"),
+        ("a\nb", "it holds '\\n'"),
+        ("$(id)", "it holds '$'"),
+        (".hidden", "it starts with '.' or '-'"),
+        ("-x", "it starts with '.' or '-'"),
+        (&long, "it is 129 characters long"),
+    ] {
+        for action in ["create", "restore", "remove"] {
+            bench
+                .ral("snapshot", &[action, "--", name])
+                .expect(2)
+                .stderr_has(&format!(
+                    "cannot name a snapshot: {why}; a snapshot's name is letters, digits"
+                ));
+        }
+    }
+    assert!(
+        bench.take_calls().is_empty(),
+        "no plugin was given a bad name"
+    );
+    assert_eq!(
+        bench.ral("snapshot", &["list"]).stdout,
+        "",
+        "none was stored"
+    );
+    assert!(!bench.exists("snapshots"));
+    // A plain one is made.
+    bench.ral("snapshot", &["create", "before-1.2_a"]).expect(0);
+}
+
+#[test]
 fn a_failed_snapshot_plan_is_recorded_failed_and_a_failed_removal_keeps_it() {
     let bench = Bench::new();
     let m = bench.manifest("site.yaml", TWO_SITES);

@@ -473,6 +473,17 @@ fn check_resource<'r>(
     if unchecked {
         return Some(item(Vec::new()));
     }
+    // A plugin item's name makes its vpath and the names of its tasks:
+    // one outside the rule could be read as another item's, or a task's.
+    if role == Role::Model {
+        if let Some(why) = crate::plugin_meta::name_problem(&resource.name) {
+            problems.push(resource.origin.problem(format!(
+                "{reference}: {why}: a plugin item's name is {}",
+                crate::plugin_meta::NAME_RULE
+            )));
+            return None;
+        }
+    }
     let written: Vec<(&str, &Written)> = resource
         .attrs
         .iter()

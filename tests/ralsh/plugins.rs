@@ -346,6 +346,48 @@ fn item_type_clashes_name_both_files() {
 }
 
 #[test]
+fn a_plugin_item_cannot_be_named_like_a_task_or_a_vpath() {
+    let bench = Bench::new().with_data("rogue");
+    // A task's name in the plan is its item's vpath and its id: these
+    // names would be those of /thing/x's task 'b' (or 'a:b').
+    answer(
+        &bench,
+        "create_configuration",
+        r#"{"tasks": [{"kind": "callback", "item": "/thing/x", "id": "b", "callback": "c"}]}"#,
+        0,
+    );
+    for (name, why) in [
+        ("/thing/x:b", "it holds '/'"),
+        ("x:a", "it holds ':'"),
+        ("a/b", "it holds '/'"),
+        ("", "it is empty"),
+        ("-x", "it starts with '.' or '-'"),
+        ("$(id)", "it holds '$'"),
+    ] {
+        let m = bench.manifest(
+            "thing.yaml",
+            &format!("thing:\n  x: {{size: 1}}\n  {name:?}: {{size: 2}}\n"),
+        );
+        bench.ral("plan", &[&m]).expect(2).stderr_has(&format!(
+            "thing.yaml:3: thing[{name}]: {why}: a plugin item's name is letters, digits, '_', '-' \
+             and '.', not starting with '.' or '-', at most 128 characters"
+        ));
+        assert!(
+            !bench.exists("rogue/validate_model.in"),
+            "no plugin ran: {name}"
+        );
+    }
+    let m = bench.manifest(
+        "thing.yaml",
+        "thing:\n  x: {size: 1}\n  x.y_z-1: {size: 2}\n",
+    );
+    bench
+        .ral("plan", &[&m])
+        .expect(0)
+        .stdout_has("* callback[/thing/x:b]");
+}
+
+#[test]
 fn sensitive_properties_reach_the_plugin_but_no_output_or_store() {
     let bench = Bench::new();
     let m = bench.manifest(

@@ -227,7 +227,7 @@ impl PluginCheck<'_> {
             self.find(
                 Level::Error,
                 "metadata",
-                clash.to_string(),
+                clash.error().to_string(),
                 "an item type's name must be no provider's type",
                 None,
             );

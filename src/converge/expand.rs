@@ -329,18 +329,11 @@ fn removed_models(
         .collect()
 }
 
-fn clash_problem(error: &Error) -> Problem {
-    match error {
-        Error::PluginMetadata { file, message } => Problem {
-            file: file.clone(),
-            line: 0,
-            message: message.clone(),
-        },
-        other => Problem {
-            file: Default::default(),
-            line: 0,
-            message: other.to_string(),
-        },
+fn clash_problem(clash: &crate::discovery::plugins::Clash) -> Problem {
+    Problem {
+        file: clash.file.clone(),
+        line: 0,
+        message: clash.message(),
     }
 }
 

@@ -331,17 +331,58 @@ fn item_type_clashes_name_both_files() {
         .expect(2)
         .stderr_has("clash_type/plugins/files.yaml: item type 'file' is also the type of the provider file::file (")
         .stderr_has("file.prov)");
-    // Without plugin items the run goes on, but says the type is shadowed.
-    let files = bench.manifest("files.yaml", "file:\n  /srv/x: {ensure: file}\n");
+    // A manifest naming the type could mean either: refused at its line,
+    // naming both files, and nothing runs.
+    let files = bench.manifest(
+        "files.yaml",
+        "host:\n  web: {ip: 10.0.0.5}\nfile:\n  /srv/x: {ensure: file}\n",
+    );
+    let applied = bench.ral("apply", &[&files]);
+    applied
+        .expect(2)
+        .stderr_has("files.yaml:4: ")
+        .stderr_has("clash_type/plugins/files.yaml: invalid plugin metadata: item type 'file' is also the type of the provider file::file (")
+        .stderr_has("file.prov): a manifest could not tell which is meant; rename one");
+    assert!(!bench.exists("srv/x"));
+    assert!(!bench.sandbox.read("etc/hosts").contains("web"));
+    // Also as a reference, and as the item type's qualified name.
+    let named = bench.manifest(
+        "named.yaml",
+        "host:\n  web: {ip: 10.0.0.5, require: \"file[/srv/x]\"}\nfile::files:\n  a: {size: 1}\n",
+    );
     bench
-        .ral("plan", &[&files])
+        .ral("plan", &[&named])
+        .expect(2)
+        .stderr_has("named.yaml:2: host[web]: require file[/srv/x]: ")
+        .stderr_has("named.yaml:4: ")
+        .stderr_has("item type 'file' is also the type of the provider file::file");
+    // The provider named by its qualified name, or a manifest not naming
+    // the type, goes on, with a warning.
+    let qualified = bench.manifest(
+        "qualified.yaml",
+        "host:\n  web: {ip: 10.0.0.5}\nfile::file:\n  /srv/x: {ensure: file}\n",
+    );
+    bench
+        .ral("apply", &[&qualified])
         .expect(0)
         .stderr_has("item type 'file' is also the type of the provider file::file");
+    assert!(bench.exists("srv/x"));
+    // ralsh, which knows no plugin items, lists providers with the
+    // warning, and shows the provider's resources.
+    let clash_dir = fixtures_dir().join("plugin_cases/clash_type");
+    run(&mut bench.sandbox.command_in(&clash_dir, &[]))
+        .expect(0)
+        .stdout_has("file::file")
+        .stderr_has("item type 'file' is also the type of the provider file::file");
+    run(&mut bench.sandbox.command_in(&clash_dir, &["file", "/srv/x"]))
+        .expect(0)
+        .stdout_has("file::file { '/srv/x':");
     let bench = Bench::new().with_data("clash_plugins");
     bench
         .ral("plan", &[&m])
         .expect(2)
-        .stderr_has("clash_plugins/plugins/other.yaml: item type 'site' is also an item type of the plugin demo (")
+        .stderr_has("site.yaml:2: ")
+        .stderr_has("clash_plugins/plugins/other.yaml: invalid plugin metadata: item type 'site' is also an item type of the plugin demo (")
         .stderr_has("plugins/demo.yaml)");
 }
 

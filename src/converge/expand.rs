@@ -20,7 +20,9 @@ use crate::discovery::Registry;
 use crate::error::{Error, Problem};
 use crate::invoke::Runner;
 use crate::plugin::model::vpath;
-use crate::plugin::{self, Answer, CallInput, Model, ModelItem, PluginTask, Requirement, TaskKind};
+use crate::plugin::{
+    self, Answer, CallInput, Model, ModelItem, PluginTask, Requirement, ResourceName, TaskKind,
+};
 use crate::plugin_meta::{Plugin, PluginCall};
 use crate::store::{ItemState, StoreKey, StoredItem};
 use crate::types::{Value, Written};
@@ -34,7 +36,8 @@ use super::manifest::{Declared, Origin, RawAttr, Reading, Reference};
 pub enum FromPlugin {
     /// A plugin item no manifest lists any more (ForRemoval).
     Removal,
-    /// A task of a plugin's answer.
+    /// A task of a plugin's answer. What it requires, notifies and
+    /// subscribes to are its declaration's edges, not kept here.
     Task {
         plugin: String,
         task: Box<PluginTask>,
@@ -258,7 +261,7 @@ pub fn expand<'r>(
         )?;
         answers.push((plugin, tasks));
     }
-    let declared = declared_with_tasks(&catalog, reading, &removed, &answers, store_origin)?;
+    let declared = declared_with_tasks(&catalog, reading, &removed, answers, store_origin)?;
     let mut expanded = Catalog::build(registry, &declared).map_err(|problems| Error::Manifest {
         problems: naming_tasks(problems, &declared),
     })?;
@@ -672,11 +675,14 @@ fn action_name(task: &PluginTask) -> String {
 
 /// The declarations of the expanded catalog: the manifests' (each plugin
 /// item requiring its tasks), the plugin items for removal, and the tasks.
+/// A task requiring another of its answer, or an item, is given the
+/// other's place in the list (`require_at`): nothing is looked up by name
+/// again for each of many requirements.
 fn declared_with_tasks(
     catalog: &Catalog,
     reading: &Reading,
     removed: &[StoredItem],
-    answers: &[(&Plugin, Vec<PluginTask>)],
+    answers: Vec<(&Plugin, Vec<PluginTask>)>,
     store_origin: &Origin,
 ) -> Result<Vec<Declared>, Error> {
     let mut declared: Vec<Declared> = reading.declared.clone();
@@ -688,6 +694,7 @@ fn declared_with_tasks(
             origin: store_origin.clone(),
             attrs: Vec::new(),
             require: Vec::new(),
+            require_at: Vec::new(),
             before: Vec::new(),
             notify: Vec::new(),
             subscribe: Vec::new(),
@@ -709,11 +716,10 @@ fn declared_with_tasks(
         }
     }
     for (plugin, tasks) in answers {
-        // Each task's reference, for `requires` by id.
-        let mut by_id: HashMap<&str, Reference> = HashMap::new();
-        for task in tasks {
-            // check_items let only the plugin's own items of the model
-            // through, and each is declared or for removal.
+        // check_items let only the plugin's own items of the model
+        // through, and each is declared or for removal.
+        let mut owners = Vec::with_capacity(tasks.len());
+        for task in &tasks {
             let Some(&owner_at) = at_vpath.get(&task.item) else {
                 return Err(Error::Plugin {
                     plugin: plugin.name().to_owned(),
@@ -725,57 +731,66 @@ fn declared_with_tasks(
                     ),
                 });
             };
-            let owner = &declared[owner_at];
-            by_id.insert(
-                &task.id,
-                task_reference(task, &owner.type_query, owner.origin.line),
-            );
+            owners.push(owner_at);
         }
-        for task in tasks {
-            let owner_at = at_vpath[&task.item];
-            // Only where the item is: its own requires grow with each
-            // task, and copying them per task would be quadratic.
-            let owner = Owner {
-                origin: declared[owner_at].origin.clone(),
-            };
-            // requires, notify and subscribe name the same ways.
-            let mut lists: [Vec<Reference>; 3] = Default::default();
-            let named = [
-                ("requires", &task.requires),
-                ("notify", &task.notify),
-                ("subscribe", &task.subscribe),
+        // The answer's tasks are declared in its order from here on.
+        let first = declared.len();
+        let references: Vec<Reference> = tasks
+            .iter()
+            .zip(&owners)
+            .map(|(task, &owner_at)| {
+                let owner = &declared[owner_at];
+                task_reference(task, &owner.type_query, owner.origin.line)
+            })
+            .collect();
+        for ((at, mut task), &owner_at) in tasks.into_iter().enumerate().zip(&owners) {
+            let origin = declared[owner_at].origin.clone();
+            let mut require_at = Vec::with_capacity(task.requires.len());
+            let mut named: [Vec<Reference>; 3] = Default::default();
+            let lists = [
+                ("requires", std::mem::take(&mut task.requires)),
+                ("notify", std::mem::take(&mut task.notify)),
+                ("subscribe", std::mem::take(&mut task.subscribe)),
             ];
-            for ((word, requirements), list) in named.into_iter().zip(&mut lists) {
+            for (index, (word, requirements)) in lists.into_iter().enumerate() {
                 for requirement in requirements {
-                    match requirement {
-                        Requirement::Task(id) => list.push(by_id[id.as_str()].clone()),
-                        Requirement::Resource { type_query, title } => list.push(Reference {
-                            type_query: type_query.clone(),
-                            name: title.clone(),
-                            line: owner.origin.line,
-                        }),
-                        Requirement::Item(wanted) => match at_vpath.get(wanted) {
-                            Some(&at) => list.push(Reference {
-                                type_query: declared[at].type_query.clone(),
-                                name: declared[at].name.clone(),
-                                line: owner.origin.line,
-                            }),
-                            None => problems.push(owner.origin.problem(format!(
-                                "{}: task '{}' of the plugin {} {word} '{}', which is no item \
-                                 of the model",
-                                task.item,
-                                crate::text::escape(&task.id),
-                                plugin.name(),
-                                crate::text::escape(wanted)
-                            ))),
+                    let other = match requirement {
+                        Requirement::Task(other) => first + other,
+                        Requirement::Resource(resource) => {
+                            let ResourceName { type_query, title } = *resource;
+                            named[index].push(Reference {
+                                type_query,
+                                name: title,
+                                line: origin.line,
+                            });
+                            continue;
+                        }
+                        Requirement::Item(wanted) => match at_vpath.get(&wanted) {
+                            Some(&other) => other,
+                            None => {
+                                problems.push(origin.problem(format!(
+                                    "{}: task '{}' of the plugin {} {word} '{}', which is no \
+                                     item of the model",
+                                    task.item,
+                                    crate::text::escape(&task.id),
+                                    plugin.name(),
+                                    crate::text::escape(&wanted)
+                                )));
+                                continue;
+                            }
                         },
+                    };
+                    // Refreshes are rare: named as a manifest names them.
+                    match index {
+                        0 => require_at.push(other),
+                        _ => named[index].push(reference_at(&declared, &references, first, other)),
                     }
                 }
             }
-            let [require, notify, subscribe] = lists;
-            let reference = &by_id[task.id.as_str()];
-            declared[owner_at].require.push(reference.clone());
-            let mut declaration = task_declaration(plugin, task, reference, &owner.origin, require);
+            declared[owner_at].require_at.push(first + at);
+            let [require, notify, subscribe] = named;
+            let mut declaration = task_declaration(plugin, task, &references[at], &origin, require);
+            declaration.require_at = require_at;
             declaration.notify = notify;
             declaration.subscribe = subscribe;
             declared.push(declaration);
@@ -787,12 +802,33 @@ fn declared_with_tasks(
     }
 }
 
+/// The reference of the declaration at `at`: one of `declared`, or the
+/// task at `at - first` of the answer being declared, whose `references`
+/// are these.
+fn reference_at(
+    declared: &[Declared],
+    references: &[Reference],
+    first: usize,
+    at: usize,
+) -> Reference {
+    match at.checked_sub(first) {
+        Some(task) => references[task].clone(),
+        None => Reference {
+            type_query: declared[at].type_query.clone(),
+            name: declared[at].name.clone(),
+            line: declared[at].origin.line,
+        },
+    }
+}
+
 /// The declaration of a plugin's task known as `reference`, shown at
 /// `origin` (its item's, where nothing of the task itself is written):
-/// a config task's attributes are read as a manifest's would be.
+/// a config task's attributes are read as a manifest's would be. What
+/// the task requires, notifies and subscribes to is the declaration's
+/// (`require` here; the caller sets the rest).
 pub(super) fn task_declaration(
     plugin: &Plugin,
-    task: &PluginTask,
+    task: PluginTask,
     reference: &Reference,
     origin: &Origin,
     require: Vec<Reference>,
@@ -814,20 +850,21 @@ pub(super) fn task_declaration(
         origin: origin.clone(),
         attrs,
         require,
+        require_at: Vec::new(),
         before: Vec::new(),
         notify: Vec::new(),
         subscribe: Vec::new(),
         from_plugin: Some(Arc::new(FromPlugin::Task {
             plugin: plugin.name().to_owned(),
-            task: Box::new(task.clone()),
+            task: Box::new(PluginTask {
+                requires: Vec::new(),
+                notify: Vec::new(),
+                subscribe: Vec::new(),
+                ..task
+            }),
             phase: Phase::Main,
         })),
     }
-}
-
-/// Where a task's item is declared.
-struct Owner {
-    origin: Origin,
 }
 
 /// The reference a task is known by in the catalog: its resource for a

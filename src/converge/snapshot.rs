@@ -7,7 +7,6 @@
 //! how the last plan run on it ended. A snapshot plan changes no item of
 //! the store: what it makes belongs to the snapshot, not to the manifests.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value as Json};
@@ -160,7 +159,8 @@ pub fn run<'r>(
         let Answer::Tasks(tasks) = answer else {
             unreachable!("create_snapshot_plan answers tasks")
         };
-        declared.extend(declarations(plugin, &tasks, &origin)?);
+        let first = declared.len();
+        declared.extend(declarations(plugin, tasks, &origin, first)?);
     }
     let mut catalog =
         Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
@@ -211,13 +211,15 @@ fn model_of(stored: &[StoredItem]) -> Model {
     }
 }
 
-/// A plugin's snapshot tasks as catalog declarations. Their `requires`
-/// name tasks of the same answer or resources; a vpath names no task
-/// here, since a snapshot plan has no model items of its own.
+/// A plugin's snapshot tasks as catalog declarations, to follow the
+/// first `first` of the list. Their `requires` name tasks of the same
+/// answer or resources; a vpath names no task here, since a snapshot plan
+/// has no model items of its own.
 fn declarations(
     plugin: &Plugin,
-    tasks: &[PluginTask],
+    tasks: Vec<PluginTask>,
     origin: &Origin,
+    first: usize,
 ) -> Result<Vec<Declared>, Error> {
     let item_type = plugin
         .meta
@@ -233,20 +235,18 @@ fn declarations(
         }
         reference
     };
-    let by_id: HashMap<&str, Reference> = tasks
-        .iter()
-        .map(|task| (task.id.as_str(), reference_of(task)))
-        .collect();
+    let references: Vec<Reference> = tasks.iter().map(reference_of).collect();
     let mut problems = Vec::new();
     let mut declared = Vec::new();
-    for task in tasks {
+    for (task, reference) in tasks.into_iter().zip(&references) {
         let mut require = Vec::new();
+        let mut require_at = Vec::new();
         for requirement in &task.requires {
             match requirement {
-                Requirement::Task(id) => require.push(by_id[id.as_str()].clone()),
-                Requirement::Resource { type_query, title } => require.push(Reference {
-                    type_query: type_query.clone(),
-                    name: title.clone(),
+                Requirement::Task(other) => require_at.push(first + other),
+                Requirement::Resource(resource) => require.push(Reference {
+                    type_query: resource.type_query.clone(),
+                    name: resource.title.clone(),
                     line: 0,
                 }),
                 Requirement::Item(vpath) => problems.push(Problem {
@@ -261,8 +261,9 @@ fn declarations(
                 }),
             }
         }
-        let reference = &by_id[task.id.as_str()];
-        declared.push(task_declaration(plugin, task, reference, origin, require));
+        let mut declaration = task_declaration(plugin, task, reference, origin, require);
+        declaration.require_at = require_at;
+        declared.push(declaration);
     }
     match problems.is_empty() {
         true => Ok(declared),

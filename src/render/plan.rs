@@ -192,9 +192,18 @@ fn change_phrase(catalog: &Catalog, task: &Task, change: &Change, style: Style) 
     }
 }
 
-/// The resources of the tasks `tasks` (indices) waits for.
-fn waits_for(catalog: &Catalog, plan: &Plan, tasks: &[usize]) -> String {
-    resources_of(catalog, plan, tasks, ", ")
+/// Writes ` (waits for A, B, ...)`: the resources `names` (of every
+/// task, made once) of the tasks `tasks` (indices). A task may wait for
+/// thousands: nothing is made for each but its name, written.
+fn write_waits_for(out: &mut impl Write, names: &[String], tasks: &[usize]) -> io::Result<()> {
+    write!(out, " (waits for ")?;
+    for (at, &task) in tasks.iter().enumerate() {
+        if at > 0 {
+            write!(out, ", ")?;
+        }
+        write!(out, "{}", names[task])?;
+    }
+    write!(out, ")")
 }
 
 /// The resources of the tasks `tasks` (indices), joined by `between`.
@@ -223,23 +232,22 @@ pub fn preview(
     plan: &Plan,
     style: Style,
 ) -> io::Result<()> {
-    for task in &plan.tasks {
+    let names: Vec<String> = (plan.tasks.iter())
+        .map(|task| catalog.items[task.item].reference())
+        .collect();
+    for (at, task) in plan.tasks.iter().enumerate() {
         let item = &catalog.items[task.item];
         write!(
             out,
             "{} {}",
             painted_sign(task, style),
-            style.paint(NAME, &item.reference())
+            style.paint(NAME, &names[at])
         )?;
         if task.drifted {
             write!(out, " (drifted)")?;
         }
         if !task.requires.is_empty() {
-            write!(
-                out,
-                " (waits for {})",
-                waits_for(catalog, plan, &shown_requires(plan, task))
-            )?;
+            write_waits_for(out, &names, &shown_requires(plan, task))?;
         }
         writeln!(out)?;
         if let Some(error) = &task.error {

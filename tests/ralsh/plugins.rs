@@ -496,6 +496,25 @@ fn answers_against_the_protocol_fail_the_run_naming_the_plugin_and_call() {
 }
 
 #[test]
+fn an_answer_of_too_many_requirements_is_refused_naming_the_plugin_and_their_count() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n");
+    // Two million and one entries: one more than an answer may hold
+    // (about 8 MB, well within the bytes an answer may take).
+    let mut out = String::from(
+        r#"{"tasks": [{"kind": "callback", "item": "/thing/a", "id": "x", "callback": "c", "requires": ["#,
+    );
+    out.push_str(&vec![r#""x""#; 2_000_001].join(","));
+    out.push_str("]}]}");
+    answer(&bench, "create_configuration", &out, 0);
+    bench.ral("apply", &[&m]).expect(2).stderr_has(
+        "plugin rogue: create_configuration: 2000001 requirements (entries of requires, notify \
+         and subscribe, and the links of ordered lists) in one answer, more than 2000000",
+    );
+    assert!(!bench.exists("var/lib/ral/state.db") || bench.states().is_empty());
+}
+
+#[test]
 fn every_call_gets_the_model_with_states_and_applied_properties() {
     let bench = Bench::new().with_data("rogue");
     let m = bench.manifest(

@@ -268,6 +268,7 @@ pub fn expand<'r>(
     keep_updates(&catalog, &mut expanded);
     tie_tasks(&mut expanded);
     check_replaces(registry, &expanded, stored)?;
+    check_shared_removals(&expanded, stored)?;
     expanded.plugins = Some(Arc::new(run));
     Ok(expanded)
 }
@@ -490,7 +491,7 @@ fn model(
         });
     }
     for item in stored {
-        if item.owner.is_some() || listed.contains(&(item.provider.clone(), item.name.clone())) {
+        if !item.owners.is_empty() || listed.contains(&(item.provider.clone(), item.name.clone())) {
             continue;
         }
         items.push(ModelItem {
@@ -922,9 +923,9 @@ fn check_replaces(
         .filter(|i| i.role == Role::Model && !is_removed_model(i))
         .map(|i| vpath(i.provider.type_name(), i.name()))
         .collect();
-    let owners: HashMap<(&str, &str), &str> = stored
+    let owners: HashMap<(&str, &str), &[String]> = stored
         .iter()
-        .filter_map(|s| Some(((s.provider.as_str(), s.name.as_str()), s.owner.as_deref()?)))
+        .map(|s| ((s.provider.as_str(), s.name.as_str()), s.owners.as_slice()))
         .collect();
     let declared: HashMap<(String, &str), usize> = catalog
         .items
@@ -954,15 +955,18 @@ fn check_replaces(
                 .and_then(FromPlugin::task)
                 .map(|t| t.item.as_str())
                 .unwrap_or_default();
-            if let Some(owner) = owners.get(&(key.0.as_str(), key.1.as_str())) {
-                if *owner != task_item && present.contains(*owner) {
-                    problems.push(item.origin.problem(format!(
-                        "{} replaces {shown}, which {} made and still has: a resource is \
-                         replaced only once nothing else declares it",
-                        item.reference(),
-                        crate::text::escape(owner)
-                    )));
-                }
+            let made_by = owners.get(&(key.0.as_str(), key.1.as_str()));
+            let other = made_by
+                .into_iter()
+                .flat_map(|owners| owners.iter())
+                .find(|owner| *owner != task_item && present.contains(owner.as_str()));
+            if let Some(owner) = other {
+                problems.push(item.origin.problem(format!(
+                    "{} replaces {shown}, which {} made and still has: a resource is \
+                     replaced only once nothing else declares it",
+                    item.reference(),
+                    crate::text::escape(owner)
+                )));
             }
             if let Some(&first) = replacing.get(&key) {
                 problems.push(item.origin.problem(format!(
@@ -973,6 +977,58 @@ fn check_replaces(
             } else {
                 replacing.insert(key, at);
             }
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// A config task that removes (`ensure: absent`) a resource another
+/// plugin item still yields would take it from that item: refused at plan
+/// time, naming both. A resource stays while any item yields it.
+fn check_shared_removals(catalog: &Catalog, stored: &[StoredItem]) -> Result<(), Error> {
+    let owners: HashMap<(&str, &str), &[String]> = stored
+        .iter()
+        .filter(|s| !s.owners.is_empty())
+        .map(|s| ((s.provider.as_str(), s.name.as_str()), s.owners.as_slice()))
+        .collect();
+    if owners.is_empty() {
+        return Ok(());
+    }
+    let yields = Yields::of(catalog);
+    let mut problems = Vec::new();
+    for item in &catalog.items {
+        let Some(task) = item.from_plugin.as_deref().and_then(FromPlugin::task) else {
+            continue;
+        };
+        let TaskKind::Config { attributes, .. } = &task.kind else {
+            continue;
+        };
+        if attributes.get("ensure").and_then(Json::as_str) != Some("absent") {
+            continue;
+        }
+        let provider = item.provider.qualified_name();
+        let Some(made_by) = owners.get(&(provider.as_str(), item.name())) else {
+            continue;
+        };
+        let other = made_by
+            .iter()
+            .find(|owner| **owner != task.item && yields.keeps(owner));
+        if let Some(other) = other {
+            problems.push(item.origin.problem(format!(
+                "{} (task '{}' of the plugin {} for {}) removes what {} still yields: a \
+                 resource several items yield stays while any of them does",
+                item.reference(),
+                crate::text::escape(&task.id),
+                item.from_plugin
+                    .as_deref()
+                    .and_then(FromPlugin::plugin)
+                    .unwrap_or_default(),
+                crate::text::escape(&task.item),
+                crate::text::escape(other)
+            )));
         }
     }
     match problems.is_empty() {
@@ -1029,50 +1085,72 @@ fn tie_tasks(catalog: &mut Catalog) {
 /// answer of this run names them.
 #[derive(Debug, Default)]
 pub struct Owned {
-    /// The stored items left to decide as usual: a resource whose item got
-    /// tasks again and no longer names it is removed, as one a manifest
-    /// dropped.
+    /// The stored items left to decide as usual: a resource whose items
+    /// all got tasks again (or left) and no longer name it, and one of
+    /// which got tasks, is removed, as one a manifest dropped.
     pub decidable: Vec<StoredItem>,
-    /// Resources of items for removal that their removal tasks do not name:
-    /// the plugin leaves them (an account may own other files), so ral
-    /// forgets them, as it forgets what it did not create.
+    /// Resources of items for removal that their removal tasks do not name,
+    /// and that no other item still yields: the plugin leaves them (an
+    /// account may own other files), so ral forgets them, as it forgets
+    /// what it did not create.
     pub forget: Vec<StoredItem>,
 }
 
-/// Splits `stored` (the items not already in the catalog are the
-/// candidates for removal): a resource of a plugin item that is applied
-/// and got no tasks this time stays as it is, in the store too.
-pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
-    let with_tasks: HashSet<usize> = catalog.items.iter().filter_map(|i| i.tie).collect();
-    let applied = |path: &str| {
-        catalog
-            .plugins
-            .as_deref()
-            .and_then(|run| run.model.find(path))
-            .is_some_and(|item| item.state == ItemState::Applied)
-    };
-    // Items that got tasks again and were not applied: what they own is
-    // exactly their new answer. An applied item's tasks (drift seen by
-    // its plugin) only add: what they do not name stays.
-    let mut expanded: HashSet<String> = HashSet::new();
-    let mut leaving: HashSet<String> = HashSet::new();
-    for (at, item) in catalog.items.iter().enumerate() {
-        if item.role != Role::Model {
-            continue;
+/// What this run does with what each plugin item yielded when it was
+/// last applied (the resources it owns), by vpath.
+#[derive(Debug, Default)]
+pub struct Yields {
+    /// Items that got tasks again and were not applied: what they own is
+    /// exactly their new answer. An applied item's tasks (drift seen by
+    /// its plugin) only add: what they do not name stays.
+    pub answering: HashSet<String>,
+    /// Items for removal: they let go of everything once removed.
+    pub leaving: HashSet<String>,
+    /// Every plugin item of the run, declared or for removal.
+    pub present: HashSet<String>,
+}
+
+impl Yields {
+    pub fn of(catalog: &Catalog) -> Yields {
+        let with_tasks: HashSet<usize> = catalog.items.iter().filter_map(|i| i.tie).collect();
+        let applied = |path: &str| {
+            catalog
+                .plugins
+                .as_deref()
+                .and_then(|run| run.model.find(path))
+                .is_some_and(|item| item.state == ItemState::Applied)
+        };
+        let mut yields = Yields::default();
+        for (at, item) in catalog.items.iter().enumerate() {
+            if item.role != Role::Model {
+                continue;
+            }
+            let path = vpath(item.provider.type_name(), item.name());
+            if is_removed_model(item) {
+                yields.leaving.insert(path.clone());
+            } else if with_tasks.contains(&at) && !applied(&path) {
+                yields.answering.insert(path.clone());
+            }
+            yields.present.insert(path);
         }
-        let path = vpath(item.provider.type_name(), item.name());
-        if is_removed_model(item) {
-            leaving.insert(path);
-        } else if with_tasks.contains(&at) && !applied(&path) {
-            expanded.insert(path);
-        }
+        yields
     }
-    let present: HashSet<String> = catalog
-        .items
-        .iter()
-        .filter(|i| i.role == Role::Model)
-        .map(|i| vpath(i.provider.type_name(), i.name()))
-        .collect();
+
+    /// Whether `owner` still yields what it did, whatever this run
+    /// answers: it is applied and not answering anew, or it is not in
+    /// this run at all (its plugin is not found: nothing is decided about
+    /// what it made).
+    pub fn keeps(&self, owner: &str) -> bool {
+        !self.answering.contains(owner) && !self.leaving.contains(owner)
+    }
+}
+
+/// Splits `stored` (the items not already in the catalog are the
+/// candidates for removal): a resource that some plugin item still yields
+/// (applied and given no new answer) stays as it is, in the store too;
+/// one that all its items let go is removed or forgotten.
+pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
+    let yields = Yields::of(catalog);
     let listed: HashSet<(String, &str)> = catalog
         .items
         .iter()
@@ -1081,25 +1159,29 @@ pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
     let mut out = Owned::default();
     let mut warned: HashSet<String> = HashSet::new();
     for item in stored {
-        let Some(owner) = item.owner.clone() else {
+        if item.owners.is_empty() {
             out.decidable.push(item);
             continue;
-        };
-        if leaving.contains(&owner)
-            && !listed.contains(&(item.provider.clone(), item.name.as_str()))
-        {
-            out.forget.push(item);
-        } else if expanded.contains(&owner) {
+        }
+        for owner in item.owners.iter().filter(|o| !yields.present.contains(*o)) {
+            if warned.insert(owner.clone()) {
+                // Its item is not in this run (its plugin is not found, or
+                // its type is gone): nothing can be decided about what it
+                // made, which stays as it is, in the store too.
+                log::warn!(
+                    "the resources made for {} stay as they are: that item is in no manifest \
+                     and its plugin is not found",
+                    crate::text::escape(owner)
+                );
+            }
+        }
+        if item.owners.iter().any(|owner| yields.keeps(owner)) {
+            continue;
+        }
+        if item.owners.iter().any(|o| yields.answering.contains(o)) {
             out.decidable.push(item);
-        } else if !present.contains(&owner) && warned.insert(owner.clone()) {
-            // Its item is not in this run (its plugin is not found, or
-            // its type is gone): nothing can be decided about what it
-            // made, which stays as it is, in the store too.
-            log::warn!(
-                "the resources made for {} stay as they are: that item is in no manifest and \
-                 its plugin is not found",
-                crate::text::escape(&owner)
-            );
+        } else if !listed.contains(&(item.provider.clone(), item.name.as_str())) {
+            out.forget.push(item);
         }
     }
     out

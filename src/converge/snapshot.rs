@@ -197,7 +197,7 @@ fn model_of(stored: &[StoredItem]) -> Model {
     Model {
         items: stored
             .iter()
-            .filter(|item| item.owner.is_none())
+            .filter(|item| item.owners.is_empty())
             .map(|item| ModelItem {
                 type_name: item.type_name.clone(),
                 name: item.name.clone(),

@@ -424,15 +424,20 @@ pub fn done_phrase(done: &Done) -> String {
 /// not. `tense`: "is" for a plan, "was" for an apply.
 pub fn forgotten(out: &mut impl Write, items: &[StoredItem], tense: &str) -> io::Result<()> {
     for item in items {
-        // A plugin item's resource that its removal leaves.
-        if let Some(owner) = &item.owner {
+        // A plugin item's resource that its removal leaves (or the
+        // removals of the items that shared it).
+        if !item.owners.is_empty() {
+            let owners: Vec<String> = item.owners.iter().map(|o| escape(o)).collect();
+            let whose = match owners.len() {
+                1 => "its removal leaves",
+                _ => "their removals leave",
+            };
             writeln!(
                 out,
-                "= {}[{}] {tense} only forgotten, left as it is: {} made it, and its removal \
-                 leaves it",
+                "= {}[{}] {tense} only forgotten, left as it is: {} made it, and {whose} it",
                 escape(&item.type_name),
                 escape(&item.name),
-                escape(owner)
+                owners.join(" and ")
             )?;
             continue;
         }

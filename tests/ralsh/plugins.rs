@@ -1008,6 +1008,122 @@ fn drift_tasks_of_an_applied_item_only_add() {
     assert!(bench.states().contains(&"file[/srv/r2] Applied".to_owned()));
 }
 
+/// The rogue plugin's create_configuration: for each (ITEM, TITLE, ENSURE),
+/// a config task of the thing ITEM for the file TITLE.
+fn shared_answer(tasks: &[(&str, &str, &str)]) -> String {
+    let tasks: Vec<Json> = tasks
+        .iter()
+        .map(|(item, title, ensure)| {
+            serde_json::json!({"kind": "config", "item": format!("/thing/{item}"),
+                "type": "file", "title": title,
+                "attributes": {"ensure": ensure, "content": "shared\n"}})
+        })
+        .collect();
+    serde_json::json!({ "tasks": tasks }).to_string()
+}
+
+const NO_TASKS: &str = r#"{"tasks": []}"#;
+
+#[test]
+fn a_resource_several_items_yield_stays_until_the_last_of_them_goes() {
+    let bench = Bench::new().with_data("rogue");
+    let a = bench.manifest("a.yaml", "thing:\n  a: {size: 1}\n");
+    let ab = bench.manifest("ab.yaml", "thing:\n  a: {size: 1}\n  b: {size: 2}\n");
+    let b = bench.manifest("b.yaml", "thing:\n  b: {size: 2}\n");
+    let c = bench.manifest("c.yaml", "thing:\n  c: {size: 3}\n");
+    let shared = |item, ensure| shared_answer(&[(item, "/srv/shared", ensure)]);
+    // a makes the file; then b, added, yields it too (as b wants it
+    // already: its task has nothing to do).
+    answer(&bench, "create_configuration", &shared("a", "file"), 0);
+    bench.ral("apply", &[&a]).expect(0);
+    answer(&bench, "create_configuration", &shared("b", "file"), 0);
+    bench.ral("apply", &[&ab]).expect(0);
+    // a goes, its plugin answering no removal task: b still yields the
+    // file, which stays recorded, neither forgotten nor removed.
+    answer(&bench, "create_configuration", NO_TASKS, 0);
+    for _ in 0..2 {
+        let applied = bench.ral("apply", &[&b]);
+        applied.expect(0);
+        assert!(!applied.stdout.contains("forgotten"), "{}", applied.stdout);
+        assert_eq!(
+            bench.states(),
+            ["file[/srv/shared] Applied", "thing[b] Applied"]
+        );
+    }
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
+    // A removal task of one item may not take it from the other.
+    answer(&bench, "create_configuration", &shared("a", "file"), 0);
+    bench.ral("apply", &[&ab]).expect(0);
+    answer(&bench, "create_configuration", &shared("a", "absent"), 0);
+    bench.ral("apply", &[&b]).expect(2).stderr_has(
+        "file[/srv/shared] (task '#1' of the plugin rogue for /thing/a) removes what /thing/b \
+         still yields",
+    );
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
+    answer(&bench, "create_configuration", NO_TASKS, 0);
+    bench.ral("apply", &[&b]).expect(0);
+    // When the last item that yields it goes, its removal decides: it
+    // leaves the file, which is forgotten, left as it is.
+    bench
+        .ral("apply", &["--destroy", &c])
+        .expect(0)
+        .stdout_has("= file[/srv/shared] was only forgotten, left as it is: /thing/b made it");
+    assert_eq!(bench.states(), ["thing[c] Applied"]);
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
+}
+
+#[test]
+fn an_item_answering_anew_without_a_shared_resource_lets_go_of_it_alone() {
+    let bench = Bench::new().with_data("rogue");
+    let a = bench.manifest("a.yaml", "thing:\n  a: {size: 1}\n");
+    let ab = bench.manifest("ab.yaml", "thing:\n  a: {size: 1}\n  b: {size: 2}\n");
+    let changed = bench.manifest("ab2.yaml", "thing:\n  a: {size: 5}\n  b: {size: 2}\n");
+    let a_changed = bench.manifest("a2.yaml", "thing:\n  a: {size: 5}\n");
+    answer(
+        &bench,
+        "create_configuration",
+        &shared_answer(&[("a", "/srv/shared", "file")]),
+        0,
+    );
+    bench.ral("apply", &[&a]).expect(0);
+    answer(
+        &bench,
+        "create_configuration",
+        &shared_answer(&[("b", "/srv/shared", "file")]),
+        0,
+    );
+    bench.ral("apply", &[&ab]).expect(0);
+    // a changes, and its new answer no longer names the file: b still
+    // yields it, so it stays.
+    answer(
+        &bench,
+        "create_configuration",
+        &shared_answer(&[("a", "/srv/a2", "file")]),
+        0,
+    );
+    bench.ral("apply", &[&changed]).expect(0);
+    assert_eq!(
+        bench.states(),
+        [
+            "file[/srv/a2] Applied",
+            "file[/srv/shared] Applied",
+            "thing[a] Applied",
+            "thing[b] Applied"
+        ]
+    );
+    // a applied lets go of it: once b goes, nothing yields it any more.
+    answer(&bench, "create_configuration", NO_TASKS, 0);
+    bench
+        .ral("apply", &[&a_changed])
+        .expect(0)
+        .stdout_has("= file[/srv/shared] was only forgotten, left as it is: /thing/b made it");
+    assert_eq!(
+        bench.states(),
+        ["file[/srv/a2] Applied", "thing[a] Applied"]
+    );
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
+}
+
 #[test]
 fn what_an_item_made_stays_while_its_plugin_is_not_found() {
     let bench = Bench::new().with_data("rogue");

@@ -207,11 +207,13 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 .collect();
             // A plugin item is applied (or, for removal, gone) once every
             // task tied to it succeeded; otherwise it stays as it was.
-            let settled = |at: usize| {
-                plan.tasks.iter().all(|t| {
-                    self.catalog.items[t.item].tie != Some(at) || t.state == TaskState::Success
-                })
-            };
+            // Found once: asked for each item, a scan of the tasks would
+            // cost items times tasks.
+            let unsettled: HashSet<usize> = (plan.tasks.iter())
+                .filter(|t| t.state != TaskState::Success)
+                .filter_map(|t| self.catalog.items[t.item].tie)
+                .collect();
+            let settled = |at: usize| !unsettled.contains(&at);
             let items: Vec<StoredItem> = (0..self.declared)
                 .filter(|at| !with_task.contains(at))
                 .filter(|&at| match self.catalog.items[at].role {
@@ -265,26 +267,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             if !undetermined.is_empty() {
                 self.store.put_items(&undetermined)?;
             }
-            // What plugin items let go of: one removed lets go of all it
-            // yielded, one applied with a new answer of all its answer
-            // does not name. Another item's are kept.
-            let yields = Yields::of(self.catalog);
-            let mut releasing: HashMap<String, HashSet<(String, String)>> = HashMap::new();
-            for at in (0..self.declared).filter(|&at| settled(at)) {
-                let item = &self.catalog.items[at];
-                let path = crate::plugin::model::vpath(item.provider.type_name(), item.name());
-                if yields.leaving.contains(&path) || yields.answering.contains(&path) {
-                    releasing.insert(path, HashSet::new());
-                }
-            }
-            for at in 0..self.declared {
-                let named = (self.owner_of(at))
-                    .filter(|owner| yields.answering.contains(owner))
-                    .and_then(|owner| releasing.get_mut(&owner));
-                if let Some(named) = named {
-                    named.insert(self.key(at));
-                }
-            }
+            let releasing = self.releasing(&settled);
             let lets_go = |owner: &str, provider: &str, name: &str| {
                 releasing
                     .get(owner)
@@ -341,6 +324,37 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         }
         self.store
             .end_plan(&plan.id, plan.state.as_str(), &report_text(report))
+    }
+
+    /// What the plugin items that `settled` let go of, by vpath, each
+    /// with the resources it keeps: one removed lets go of all it
+    /// yielded, one applied with a new answer of all that answer does
+    /// not name. An item that did not settle keeps all it had.
+    fn releasing(
+        &self,
+        settled: &dyn Fn(usize) -> bool,
+    ) -> HashMap<String, HashSet<(String, String)>> {
+        let yields = Yields::of(self.catalog);
+        let mut releasing: HashMap<String, HashSet<(String, String)>> = HashMap::new();
+        for at in 0..self.declared {
+            let item = &self.catalog.items[at];
+            if item.role != Role::Model || !settled(at) {
+                continue;
+            }
+            let path = crate::plugin::model::vpath(item.provider.type_name(), item.name());
+            if yields.leaving.contains(&path) || yields.answering.contains(&path) {
+                releasing.insert(path, HashSet::new());
+            }
+        }
+        for at in 0..self.declared {
+            let named = (self.owner_of(at))
+                .filter(|owner| yields.answering.contains(owner))
+                .and_then(|owner| releasing.get_mut(&owner));
+            if let Some(named) = named {
+                named.insert(self.key(at));
+            }
+        }
+        releasing
     }
 
     /// What task `at`'s end does to its item.

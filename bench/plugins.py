@@ -37,7 +37,9 @@ runs; the real system is never touched.
    answer's size and the plugin alone on the model ral sent it. With
    --before RAL (another build, e.g. of the commit before a change), the
    same plans by that binary beside them (3,900 once each: it took
-   half a minute and 2 GB before answers were bounded).
+   half a minute and 2 GB before answers were bounded). Each size is also
+   planned with every other task unchanged (the plugin asks for the value
+   nop reads already), so that the others wait through unchanged items.
 
 Peak RSS is what /usr/bin/time reports for the ral process: the largest
 of ral and the children it waited for (the plugin, the provider), so the
@@ -296,24 +298,23 @@ def plan_shape(work, name, shape, items, repeat):
                                 repeat)}
 
 
-def write_dense(path, tasks):
+def write_dense(path, tasks, steady=False):
     """A manifest of one bulk item of TASKS config tasks, each requiring
-    every one before it."""
+    every one before it; with STEADY, every other one plans no change."""
     with open(path, "w") as out:
-        out.write("bulk:\n  %s: {config: %d, callbacks: 0, dense: true}\n"
-                  % (item_name(0), tasks))
+        out.write("bulk:\n  %s: {config: %d, callbacks: 0, dense: true, steady: %s}\n"
+                  % (item_name(0), tasks, "true" if steady else "false"))
 
 
 def requirements(tasks):
     return tasks * (tasks - 1) // 2
 
 
-def dense_shape(work, tasks, repeat, binary, refused):
-    """Part 3 for one size and binary: `ral plan` (refused, or planning
-    TASKS changes), and, the first time, the answer's size and the plugin
-    alone on the model ral sent it."""
+def dense_shape(work, tasks, repeat, binary, refused, steady=False):
+    """Part 3 for one size, shape and binary: `ral plan`, refused or
+    planning its changes (TASKS, or half with STEADY)."""
     manifest = os.path.join(work, "dense-%d.yaml" % tasks)
-    write_dense(manifest, tasks)
+    write_dense(manifest, tasks, steady)
     env = env_of(work)
     root = os.path.join(work, "root")
 
@@ -326,7 +327,8 @@ def dense_shape(work, tasks, repeat, binary, refused):
                          % (tasks, run[4][-500:]))
         else:
             run = timed(ral("plan", root, manifest, binary), env, 2)
-            check_summary(run[3], "Plan: 0 to create, %d to change" % tasks)
+            changed = (tasks + 1) // 2 if steady else tasks
+            check_summary(run[3], "Plan: 0 to create, %d to change" % changed)
         return run[:3]
 
     samples = [once() for _ in range(repeat)]
@@ -522,6 +524,9 @@ def dense_table(dense, sizes, refused, repeat, before):
            "peak RSS the largest (ral's, or the plugin's when larger). *Plugin "
            "alone* is create_configuration run by hand on the model ral sent it "
            "(median of %d runs, and its own peak RSS); *answer* is what it writes. "
+           "*Every other unchanged*: the same answer but for every other task "
+           "asking for the value nop reads already, so that half the tasks plan no "
+           "change and the others wait for the tasks behind them through them. "
            "N = %s is more than an answer may hold: the plan is refused (exit 2), "
            "timed once.%s"
            % ("{:,}".format(MAX_REQUIREMENTS), repeat, repeat,
@@ -530,13 +535,17 @@ def dense_table(dense, sizes, refused, repeat, before):
            heads, rule]
     for tasks in sizes + refused:
         d = dense[tasks]
-        row = "| {:,} | {:,} | {:.1f} MB | {}, {} | {}{} | {} |".format(
-            tasks, requirements(tasks), d["bytes"] / 1e6, ms(d["plugin"].wall),
-            mib(d["plugin"].peak), ms(d["after"].wall),
-            " (refused)" if tasks in refused else "", mib(d["after"].peak))
-        if before:
-            row += " {} | {} |".format(ms(d["before"].wall), mib(d["before"].peak))
-        out.append(row)
+        shapes = [("after", "before", "")]
+        if "steady" in d:
+            shapes.append(("steady", "steady_before", ", every other unchanged"))
+        for mine, theirs, label in shapes:
+            row = "| {:,}{} | {:,} | {:.1f} MB | {}, {} | {}{} | {} |".format(
+                tasks, label, requirements(tasks), d["bytes"] / 1e6, ms(d["plugin"].wall),
+                mib(d["plugin"].peak), ms(d[mine].wall),
+                " (refused)" if tasks in refused else "", mib(d[mine].peak))
+            if before:
+                row += " {} | {} |".format(ms(d[theirs].wall), mib(d[theirs].peak))
+            out.append(row)
     return out
 
 
@@ -552,11 +561,18 @@ def dense_sentences(dense, sizes, refused, before):
                    ", ".join("{:.0f} bytes at N = {:,}".format(
                        dense[n]["after"].peak * 1048576 / requirements(n), n)
                              for n in sizes)))
+    steady = ["{} at N = {:,}".format(ms(dense[n]["steady"].wall), n) for n in sizes]
+    out.append("With every other task unchanged, `ral plan` took " + ", ".join(steady)
+               + " (all changing: " + ", ".join(ms(dense[n]["after"].wall) for n in sizes)
+               + ").")
     if before:
         ratios = ["{:.1f} times the time and {:.1f} times the memory at N = {:,}".format(
             dense[n]["before"].wall / dense[n]["after"].wall,
             dense[n]["before"].peak / dense[n]["after"].peak, n) for n in sizes + refused]
-        out.append("The binary before took " + "; ".join(ratios) + ".")
+        out.append("The binary before took " + "; ".join(ratios) + "; with every other "
+                   "task unchanged, " + ", ".join("{:.1f} times the time at N = {:,}".format(
+                       dense[n]["steady_before"].wall / dense[n]["steady"].wall, n)
+                       for n in sizes) + ".")
     return out
 
 
@@ -617,6 +633,11 @@ def main():
                  "after": dense_shape(work, tasks, count, RAL, is_refused)}
             if opts.before:
                 d["before"] = dense_shape(work, tasks, count, opts.before, False)
+            if not is_refused:
+                d["steady"] = dense_shape(work, tasks, count, RAL, False, steady=True)
+                if opts.before:
+                    d["steady_before"] = dense_shape(work, tasks, count, opts.before,
+                                                     False, steady=True)
             dense[tasks] = d
             print("dense %5d tasks %9d requirements %8.3f s %7.1f MiB%s"
                   % (tasks, requirements(tasks), d["after"].wall, d["after"].peak,

@@ -784,7 +784,10 @@ fn declared_with_tasks(
                     // Refreshes are rare: named as a manifest names them.
                     match index {
                         0 => require_at.push(other),
-                        _ => named[index].push(reference_at(&declared, &references, first, other)),
+                        _ => named[index].push(Reference {
+                            line: origin.line,
+                            ..reference_at(&declared, &references, first, other)
+                        }),
                     }
                 }
             }
@@ -805,7 +808,8 @@ fn declared_with_tasks(
 
 /// The reference of the declaration at `at`: one of `declared`, or the
 /// task at `at - first` of the answer being declared, whose `references`
-/// are these.
+/// are these. Its line is the declaration's own; a reference is shown at
+/// the line of what names it.
 fn reference_at(
     declared: &[Declared],
     references: &[Reference],

@@ -961,6 +961,27 @@ fn a_problem_with_a_plugin_task_names_the_plugin_and_the_task() {
 }
 
 #[test]
+fn a_problem_with_what_a_task_names_is_shown_at_the_line_of_its_own_item() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 1}\n  b: {size: 2}\n");
+    answer(
+        &bench,
+        "create_configuration",
+        r#"{"tasks": [
+            {"kind": "config", "item": "/thing/a", "id": "f", "type": "file", "title": "/srv/f",
+             "attributes": {"ensure": "file"}, "notify": ["cb", "/thing/b"]},
+            {"kind": "callback", "item": "/thing/b", "id": "cb", "callback": "c"}]}"#,
+        0,
+    );
+    // Task f of /thing/a (line 2) names b's task and b (line 3).
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("thing.yaml:2: file[/srv/f]: notify thing[/thing/b:cb]: callback[/thing/b:cb] cannot be refreshed")
+        .stderr_has("thing.yaml:2: file[/srv/f]: notify thing[b]: thing[b] cannot be refreshed");
+}
+
+#[test]
 fn a_misspelt_item_type_is_suggested() {
     let bench = Bench::new();
     let m = bench.manifest("site.yaml", "sitte:\n  shop: {dir: /srv, content: hi}\n");

@@ -29,6 +29,18 @@ runs; the real system is never touched.
    a manifest: median wall time and peak RSS, and create_configuration
    alone on the model document ral sent it.
 
+3. Dense answers (issue 38): `ral plan` of one bulk item of N config
+   tasks each requiring every one before it, N (N - 1) / 2 requirements
+   (N = 500 to 2,000 by default, 2,000 holding just under the 2,000,000
+   an answer may hold), and of one of N = 3,900 (about 7.6 million, some
+   57 MB of answer), which ral refuses: median wall time, peak RSS, the
+   answer's size and the plugin alone on the model ral sent it. With
+   --before RAL (another build, e.g. of the commit before a change), the
+   same plans by that binary beside them (3,900 once each: it took
+   half a minute and 2 GB before answers were bounded). Each size is also
+   planned with every other task unchanged (the plugin asks for the value
+   nop reads already), so that the others wait through unchanged items.
+
 Peak RSS is what /usr/bin/time reports for the ral process: the largest
 of ral and the children it waited for (the plugin, the provider), so the
 plugin's own peak is shown beside it. Wall time is taken around
@@ -39,6 +51,8 @@ Run from the repository root after `cargo build --release`:
 
     python3 bench/plugins.py [--tasks 200,1000] [--repeat 7]
                              [--plan-items 200,1000,2000,4000]
+                             [--dense 500,1000,1500,2000] [--refused 3900]
+                             [--before PATH_TO_ANOTHER_RAL]
 
 Writes the plugins section of BENCHMARKS.md (bench/section.py).
 """
@@ -64,6 +78,8 @@ TIME = "/usr/bin/time"
 # Python version manager's shim ahead of /usr/bin/python3 adds its own
 # start-up to no call.
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The most requirements an answer may hold (src/plugin/task.rs).
+MAX_REQUIREMENTS = 2000000
 # The tasks of one bulk item, in each plugin shape: (config, callbacks).
 PER_ITEM = 5
 SHAPES = [
@@ -139,12 +155,13 @@ def timed(argv, env, expect=0):
                      % (" ".join(argv[:2]), code, expect, err.read().decode()[-2000:]))
         # With a non-zero status, time writes "Command exited ..." first.
         peak = int(rss.read().split()[-1]) / 1024.0
-        return (wall, usage.ru_utime + usage.ru_stime, peak, out.read().decode())
+        return (wall, usage.ru_utime + usage.ru_stime, peak, out.read().decode(),
+                err.read().decode())
 
 
-def ral(command, root, manifest):
-    argv = [RAL, command, "--detailed-exitcodes", "-I", BENCH,
-            "-I", os.path.join(BENCH, "plugins"), "--root", root]
+def ral(command, root, manifest, binary=RAL, detailed=True):
+    argv = [binary, command] + (["--detailed-exitcodes"] if detailed else []) + [
+        "-I", BENCH, "-I", os.path.join(BENCH, "plugins"), "--root", root]
     if command == "apply":
         argv += ["--jobs", "1"]
     return argv + [manifest]
@@ -160,6 +177,16 @@ def check_summary(stdout, wanted):
     summary = stdout.rstrip().rsplit("\n", 1)[-1]
     if wanted not in summary:
         sys.exit("bench: unexpected summary %r, wanted %r" % (summary, wanted))
+
+
+def check_applied(stdout, tasks):
+    """`Apply complete: 800 changed, 200 run; 0 unchanged (...)`: every
+    one of TASKS tasks done, none failed."""
+    summary = stdout.rstrip().rsplit("\n", 1)[-1]
+    done = summary.partition("Apply complete: ")[2].partition(";")[0]
+    counts = [int(part.split()[0]) for part in done.split(", ") if part[:1].isdigit()]
+    if sum(counts) != tasks or "failed" in done:
+        sys.exit("bench: unexpected summary %r, wanted %d tasks done" % (summary, tasks))
 
 
 class Runs:
@@ -208,13 +235,12 @@ def apply_shape(work, name, shape, tasks, repeat):
     env = env_of(work)
     root = os.path.join(work, "root")
     callbacks = 0 if shape is None else shape[1] * (tasks // PER_ITEM)
-    wanted = "Tasks: %d succeeded, 0 failed" % tasks
     # --detailed-exitcodes: 2 when resources changed; callbacks change none.
     expect = 0 if shape is not None and shape[0] == 0 else 2
     # Once with the calls recorded (and the metadata cache warm), untimed.
     fresh(root)
     os.mkdir(os.path.join(root, "calls"))
-    check_summary(timed(ral("apply", root, manifest), env, expect)[3], wanted)
+    check_applied(timed(ral("apply", root, manifest), env, expect)[3], tasks)
     calls = os.path.join(work, "calls-%s-%d" % (name, tasks))
     shutil.rmtree(calls, ignore_errors=True)
     os.rename(os.path.join(root, "calls"), calls)
@@ -222,7 +248,7 @@ def apply_shape(work, name, shape, tasks, repeat):
     for _ in range(repeat):
         fresh(root)
         run = timed(ral("apply", root, manifest), env, expect)
-        check_summary(run[3], wanted)
+        check_applied(run[3], tasks)
         samples.append(run[:3])
     configure = recorded(calls, "create_configuration")
     called = recorded(calls, "callback")
@@ -270,6 +296,65 @@ def plan_shape(work, name, shape, items, repeat):
     return {"plan": Runs(samples),
             "configure": replay(work, PLUGIN, recorded(calls, "create_configuration"),
                                 repeat)}
+
+
+def write_dense(path, tasks, steady=False):
+    """A manifest of one bulk item of TASKS config tasks, each requiring
+    every one before it; with STEADY, every other one plans no change."""
+    with open(path, "w") as out:
+        out.write("bulk:\n  %s: {config: %d, callbacks: 0, dense: true, steady: %s}\n"
+                  % (item_name(0), tasks, "true" if steady else "false"))
+
+
+def requirements(tasks):
+    return tasks * (tasks - 1) // 2
+
+
+def dense_shape(work, tasks, repeat, binary, refused, steady=False):
+    """Part 3 for one size, shape and binary: `ral plan`, refused or
+    planning its changes (TASKS, or half with STEADY)."""
+    manifest = os.path.join(work, "dense-%d.yaml" % tasks)
+    write_dense(manifest, tasks, steady)
+    env = env_of(work)
+    root = os.path.join(work, "root")
+
+    def once():
+        fresh(root)
+        if refused:
+            run = timed(ral("plan", root, manifest, binary, detailed=False), env, 2)
+            if "requirements (entries of requires" not in run[4]:
+                sys.exit("bench: %d dense tasks not refused as expected: %s"
+                         % (tasks, run[4][-500:]))
+        else:
+            run = timed(ral("plan", root, manifest, binary), env, 2)
+            changed = (tasks + 1) // 2 if steady else tasks
+            check_summary(run[3], "Plan: 0 to create, %d to change" % changed)
+        return run[:3]
+
+    samples = [once() for _ in range(repeat)]
+    return Runs(samples)
+
+
+def dense_answer(work, tasks, repeat):
+    """The answer's size in bytes, and create_configuration alone on the
+    model document ral sent (recorded by a plan of this build)."""
+    manifest = os.path.join(work, "dense-%d.yaml" % tasks)
+    write_dense(manifest, tasks)
+    env = env_of(work)
+    root = os.path.join(work, "root")
+    fresh(root)
+    os.mkdir(os.path.join(root, "calls"))
+    timed(ral("plan", root, manifest, detailed=False), env,
+          2 if requirements(tasks) > MAX_REQUIREMENTS else 0)
+    calls = os.path.join(work, "dense-calls")
+    shutil.rmtree(calls, ignore_errors=True)
+    os.rename(os.path.join(root, "calls"), calls)
+    recorded_input = recorded(calls, "create_configuration")
+    with open(recorded_input[0], "rb") as given:
+        size = len(subprocess.run([PLUGIN, "ral_action=create_configuration"], stdin=given,
+                                  capture_output=True, check=True,
+                                  env={"PATH": PATH, "RALSH_ROOT_DIR": root}).stdout)
+    return size, replay(work, PLUGIN, recorded_input, repeat)
 
 
 # ------------------------------------------------------------ the section
@@ -423,6 +508,74 @@ def plan_sentences(plans, items_list):
     return out
 
 
+def mib(value):
+    return "%.0f MiB" % value if value >= 100 else "%.1f MiB" % value
+
+
+def dense_table(dense, sizes, refused, repeat, before):
+    heads = "| N | requirements | answer | plugin alone | `ral plan` | peak RSS |"
+    rule = "| --- | --- | --- | --- | --- | --- |"
+    if before:
+        heads += " before: `ral plan` | before: peak RSS |"
+        rule += " --- | --- |"
+    out = ["`ral plan` (release build) of one bulk item of N config tasks each "
+           "requiring every one before it, on a fresh fake root: N (N - 1) / 2 "
+           "requirements, at most %s in an answer; median wall time of %d runs, "
+           "peak RSS the largest (ral's, or the plugin's when larger). *Plugin "
+           "alone* is create_configuration run by hand on the model ral sent it "
+           "(median of %d runs, and its own peak RSS); *answer* is what it writes. "
+           "*Every other unchanged*: the same answer but for every other task "
+           "asking for the value nop reads already, so that half the tasks plan no "
+           "change and the others wait for the tasks behind them through them. "
+           "N = %s is more than an answer may hold: the plan is refused (exit 2), "
+           "timed once.%s"
+           % ("{:,}".format(MAX_REQUIREMENTS), repeat, repeat,
+              ", ".join("{:,}".format(n) for n in refused),
+              " *Before* is the same plan by %s." % before if before else ""), "",
+           heads, rule]
+    for tasks in sizes + refused:
+        d = dense[tasks]
+        shapes = [("after", "before", "")]
+        if "steady" in d:
+            shapes.append(("steady", "steady_before", ", every other unchanged"))
+        for mine, theirs, label in shapes:
+            row = "| {:,}{} | {:,} | {:.1f} MB | {}, {} | {}{} | {} |".format(
+                tasks, label, requirements(tasks), d["bytes"] / 1e6, ms(d["plugin"].wall),
+                mib(d["plugin"].peak), ms(d[mine].wall),
+                " (refused)" if tasks in refused else "", mib(d[mine].peak))
+            if before:
+                row += " {} | {} |".format(ms(d[theirs].wall), mib(d[theirs].peak))
+            out.append(row)
+    return out
+
+
+def dense_sentences(dense, sizes, refused, before):
+    out = []
+    # ral's own: the plan less the plugin alone, per requirement.
+    own = [(n, (dense[n]["after"].wall - dense[n]["plugin"].wall) / requirements(n))
+           for n in sizes]
+    out.append("Planning time of ral's own (the plan less the plugin alone) per "
+               "requirement: {}; peak RSS per requirement: {}.".format(
+                   ", ".join("{} at N = {:,}".format("%.2f µs" % (t * 1e6), n)
+                             for n, t in own),
+                   ", ".join("{:.0f} bytes at N = {:,}".format(
+                       dense[n]["after"].peak * 1048576 / requirements(n), n)
+                             for n in sizes)))
+    steady = ["{} at N = {:,}".format(ms(dense[n]["steady"].wall), n) for n in sizes]
+    out.append("With every other task unchanged, `ral plan` took " + ", ".join(steady)
+               + " (all changing: " + ", ".join(ms(dense[n]["after"].wall) for n in sizes)
+               + ").")
+    if before:
+        ratios = ["{:.1f} times the time and {:.1f} times the memory at N = {:,}".format(
+            dense[n]["before"].wall / dense[n]["after"].wall,
+            dense[n]["before"].peak / dense[n]["after"].peak, n) for n in sizes + refused]
+        out.append("The binary before took " + "; ".join(ratios) + "; with every other "
+                   "task unchanged, " + ", ".join("{:.1f} times the time at N = {:,}".format(
+                       dense[n]["steady_before"].wall / dense[n]["steady"].wall, n)
+                       for n in sizes) + ".")
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", default="200,1000",
@@ -430,6 +583,14 @@ def main():
     parser.add_argument("--plan-items", default="200,1000,2000,4000",
                         help="part 2: bulk items per plan (5 tasks each)")
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--dense", default="500,1000,1500,2000",
+                        help="part 3: config tasks of the one dense item")
+    parser.add_argument("--refused", default="3900",
+                        help="part 3: dense sizes beyond the limit (timed once)")
+    parser.add_argument("--before", default=None,
+                        help="part 3: another ral binary, measured beside this one")
+    parser.add_argument("--before-label", default=None,
+                        help="what --before is, as the section says it (default: its path)")
     opts = parser.parse_args()
     if not os.path.exists(RAL):
         sys.exit("build first: cargo build --release")
@@ -437,11 +598,16 @@ def main():
         sys.exit("bench: missing /usr/bin/time (apt-get install time)")
     sizes = [int(s) for s in opts.tasks.split(",")]
     items_list = [int(s) for s in opts.plan_items.split(",")]
+    dense_sizes = [int(s) for s in opts.dense.split(",") if s]
+    refused = [int(s) for s in opts.refused.split(",") if s]
+    if any(requirements(n) > MAX_REQUIREMENTS for n in dense_sizes) or any(
+            requirements(n) <= MAX_REQUIREMENTS for n in refused):
+        sys.exit("--dense: at most %d requirements; --refused: more" % MAX_REQUIREMENTS)
     if any(t % PER_ITEM for t in sizes):
         sys.exit("--tasks: multiples of %d" % PER_ITEM)
     sec = section.Section("plugins", "Model plugins: the engine's cost per plugin task",
                           "bench/plugins.py")
-    results, plans = {}, {}
+    results, plans, dense = {}, {}, {}
     with tempfile.TemporaryDirectory() as work:
         for sub in ("cache", "home"):
             os.mkdir(os.path.join(work, sub))
@@ -459,11 +625,34 @@ def main():
                 print("plan  %5d items %-9s %8.3f s  %6.1f MiB"
                       % (items, name, p["plan"].wall, p["plan"].peak),
                       flush=True)
+        for tasks in dense_sizes + refused:
+            is_refused = tasks in refused
+            count = 1 if is_refused else opts.repeat
+            size, plugin = dense_answer(work, tasks, count)
+            d = {"bytes": size, "plugin": plugin,
+                 "after": dense_shape(work, tasks, count, RAL, is_refused)}
+            if opts.before:
+                d["before"] = dense_shape(work, tasks, count, opts.before, False)
+            if not is_refused:
+                d["steady"] = dense_shape(work, tasks, count, RAL, False, steady=True)
+                if opts.before:
+                    d["steady_before"] = dense_shape(work, tasks, count, opts.before,
+                                                     False, steady=True)
+            dense[tasks] = d
+            print("dense %5d tasks %9d requirements %8.3f s %7.1f MiB%s"
+                  % (tasks, requirements(tasks), d["after"].wall, d["after"].peak,
+                     "  before %8.3f s %7.1f MiB" % (d["before"].wall, d["before"].peak)
+                     if opts.before else ""), flush=True)
     bullets = lambda lines: ["- " + line for line in lines]  # noqa: E731
     body = (apply_table(results, sizes, opts.repeat) + [""]
             + bullets(apply_sentences(results, sizes)) + [""]
             + plan_table(plans, items_list, opts.repeat) + [""]
             + bullets(plan_sentences(plans, items_list)))
+    if dense:
+        label = opts.before and (opts.before_label or "`%s`" % opts.before)
+        body += ([""] + dense_table(dense, dense_sizes, refused, opts.repeat, label)
+                 + [""] + bullets(dense_sentences(dense, dense_sizes, refused,
+                                                   opts.before)))
     sec.write("\n".join(body))
 
 

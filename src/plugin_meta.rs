@@ -58,6 +58,35 @@ impl PluginCall {
 /// property so named would never reach the plugin.
 const HOST_KEYS: [&str; 6] = ["name", "ensure", "require", "before", "notify", "subscribe"];
 
+/// The longest name of a plugin item or a snapshot, in characters.
+pub const MAX_NAME: usize = 128;
+
+/// The rule of [`name_problem`], as errors state it.
+pub const NAME_RULE: &str =
+    "letters, digits, '_', '-' and '.', not starting with '.' or '-', at most 128 characters";
+
+/// Why `name` cannot name a plugin item or a snapshot, if it cannot. As
+/// LITP's item ids: letters, digits, `_`, `-` and `.`, not starting with
+/// `.` or `-`, at most [`MAX_NAME`] characters. Such a name holds no `/`,
+/// so a vpath `/TYPE/NAME` names one item; no `:`, so the names ral makes
+/// of it (a task's `VPATH:ID`) can be written by no manifest; and nothing
+/// a shell, a terminal or a path would read as more than a word.
+pub fn name_problem(name: &str) -> Option<String> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let first = name.chars().next();
+    if first.is_none() {
+        return Some("it is empty".to_owned());
+    }
+    if let Some(c) = name.chars().find(|&c| !plain(c)) {
+        return Some(format!("it holds '{}'", c.escape_debug()));
+    }
+    if matches!(first, Some('.' | '-')) {
+        return Some("it starts with '.' or '-'".to_owned());
+    }
+    let length = name.chars().count();
+    (length > MAX_NAME).then(|| format!("it is {length} characters long"))
+}
+
 /// One item type a plugin owns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ItemType {
@@ -334,6 +363,36 @@ mod tests {
             let error = parse(&text).unwrap_err();
             assert!(error.contains(expected), "{expected}: {error}");
             assert!(error.contains("webapp.yaml"), "{error}");
+        }
+    }
+
+    #[test]
+    fn item_and_snapshot_names_are_plain_words() {
+        assert!(NAME_RULE.contains(&format!("at most {MAX_NAME} characters")));
+        for good in [
+            "shop",
+            "node1.example.com",
+            "_x",
+            "v-2",
+            "0",
+            &"a".repeat(MAX_NAME),
+        ] {
+            assert_eq!(name_problem(good), None, "{good}");
+        }
+        for (bad, expected) in [
+            ("", "empty"),
+            ("../../x", "holds '/'"),
+            ("a:b", "holds ':'"),
+            ("a\nb", "holds '\\n'"),
+            ("$(id)", "holds '$'"),
+            ("a b", "holds ' '"),
+            ("caf\u{e9}", "holds 'é'"),
+            (".hidden", "starts with '.' or '-'"),
+            ("-rf", "starts with '.' or '-'"),
+            (&"a".repeat(MAX_NAME + 1), "129 characters long"),
+        ] {
+            let problem = name_problem(bad).unwrap_or_default();
+            assert!(problem.contains(expected), "{bad:?}: {problem}");
         }
     }
 }

@@ -227,7 +227,7 @@ impl PluginCheck<'_> {
             self.find(
                 Level::Error,
                 "metadata",
-                clash.to_string(),
+                clash.error().to_string(),
                 "an item type's name must be no provider's type",
                 None,
             );
@@ -628,7 +628,8 @@ impl PluginCheck<'_> {
                     Requirement::Item(wanted) => {
                         model.find(wanted).is_none().then(|| wanted.clone())
                     }
-                    Requirement::Resource { type_query, title } => {
+                    Requirement::Resource(resource) => {
+                        let (type_query, title) = (&resource.type_query, &resource.title);
                         let type_name = type_query.split("::").next().unwrap_or(type_query);
                         let by_task = tasks.iter().any(|t| {
                             matches!(&t.kind, TaskKind::Config { type_name: t_type, title: t_title, .. }

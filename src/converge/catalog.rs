@@ -106,7 +106,9 @@ impl<'r> Catalog<'r> {
         // Every resource declared, rejected or not: a reference to one
         // with problems of its own adds none.
         let mut named: std::collections::HashSet<Key> = Default::default();
-        for resource in declared {
+        // The item each declaration became, if it became one.
+        let mut item_of: Vec<Option<usize>> = vec![None; declared.len()];
+        for (at, resource) in declared.iter().enumerate() {
             if let Ok(provider) = registry.resolve_item(&resource.type_query) {
                 named.insert(key(provider, &resource.name));
             }
@@ -126,10 +128,22 @@ impl<'r> Catalog<'r> {
                 continue;
             }
             index.insert(key, items.len());
+            item_of[at] = Some(items.len());
             items.push(item);
             sources.push(resource);
         }
-        let mut requires: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
+        // Declarations found already; one with problems of its own (which
+        // are reported) is no edge.
+        let mut requires: Vec<Vec<usize>> = sources
+            .iter()
+            .map(|resource| {
+                (resource.require_at.iter())
+                    .filter_map(|&other| item_of[other])
+                    .collect()
+            })
+            .collect();
+        // The type each reference names, looked up once per type written.
+        let mut types = Types::new(registry);
         // For each item, those whose change refreshes it.
         let mut subscribes: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
         // The accepted resources' references make edges; a rejected one's
@@ -162,7 +176,7 @@ impl<'r> Catalog<'r> {
                         }
                         .problem(format!("{own}: {word} {reference}: {message}"))
                     };
-                    let other = match lookup(registry, &index, reference) {
+                    let other = match lookup(&mut types, &index, reference) {
                         Ok(other) => other,
                         // Named, with problems of its own: no edge, but
                         // what this one cannot do is still said.
@@ -210,7 +224,7 @@ impl<'r> Catalog<'r> {
             sources.dedup();
             items[at].subscribes = sources;
         }
-        let edges: Vec<Vec<usize>> = items.iter().map(|i| i.requires.clone()).collect();
+        let edges: Vec<&[usize]> = items.iter().map(|i| i.requires.as_slice()).collect();
         let order = match graph::order(&edges) {
             Ok(order) => order,
             Err(cycles) => {
@@ -255,15 +269,44 @@ fn place(origin: &Origin) -> String {
     format!("{}:{}", origin.file.display(), origin.line)
 }
 
+/// The providers (or plugin item types) the types written in references
+/// name, each looked up once: a catalog may hold many more references
+/// than types.
+struct Types<'a> {
+    registry: &'a Registry,
+    found: HashMap<&'a str, Result<&'a Provider, String>>,
+}
+
+impl<'a> Types<'a> {
+    fn new(registry: &'a Registry) -> Types<'a> {
+        Types {
+            registry,
+            found: HashMap::new(),
+        }
+    }
+
+    /// The provider `type_query` names, or why none (escaped).
+    fn resolve(&mut self, type_query: &'a str) -> Result<&'a Provider, String> {
+        let registry = self.registry;
+        self.found
+            .entry(type_query)
+            .or_insert_with(|| {
+                resolve_reference_type(registry, type_query).map_err(|e| escape(&e.to_string()))
+            })
+            .clone()
+    }
+}
+
 /// The item a reference names, or why there is none.
 /// Fails with the message and the key looked for.
 fn lookup<'a>(
-    registry: &'a Registry,
+    types: &mut Types<'a>,
     index: &HashMap<Key<'a>, usize>,
     reference: &'a Reference,
 ) -> Result<usize, (String, Key<'a>)> {
-    let provider = resolve_reference_type(registry, &reference.type_query)
-        .map_err(|e| (escape(&e.to_string()), Default::default()))?;
+    let provider = types
+        .resolve(&reference.type_query)
+        .map_err(|message| (message, Default::default()))?;
     let key = key(provider, &reference.name);
     match index.get(&key) {
         Some(&at) => Ok(at),
@@ -472,6 +515,17 @@ fn check_resource<'r>(
     };
     if unchecked {
         return Some(item(Vec::new()));
+    }
+    // A plugin item's name makes its vpath and the names of its tasks:
+    // one outside the rule could be read as another item's, or a task's.
+    if role == Role::Model {
+        if let Some(why) = crate::plugin_meta::name_problem(&resource.name) {
+            problems.push(resource.origin.problem(format!(
+                "{reference}: {why}: a plugin item's name is {}",
+                crate::plugin_meta::NAME_RULE
+            )));
+            return None;
+        }
     }
     let written: Vec<(&str, &Written)> = resource
         .attrs

@@ -20,7 +20,9 @@ use crate::discovery::Registry;
 use crate::error::{Error, Problem};
 use crate::invoke::Runner;
 use crate::plugin::model::vpath;
-use crate::plugin::{self, Answer, CallInput, Model, ModelItem, PluginTask, Requirement, TaskKind};
+use crate::plugin::{
+    self, Answer, CallInput, Model, ModelItem, PluginTask, Requirement, ResourceName, TaskKind,
+};
 use crate::plugin_meta::{Plugin, PluginCall};
 use crate::store::{ItemState, StoreKey, StoredItem};
 use crate::types::{Value, Written};
@@ -34,7 +36,8 @@ use super::manifest::{Declared, Origin, RawAttr, Reading, Reference};
 pub enum FromPlugin {
     /// A plugin item no manifest lists any more (ForRemoval).
     Removal,
-    /// A task of a plugin's answer.
+    /// A task of a plugin's answer. What it requires, notifies and
+    /// subscribes to are its declaration's edges, not kept here.
     Task {
         plugin: String,
         task: Box<PluginTask>,
@@ -258,13 +261,14 @@ pub fn expand<'r>(
         )?;
         answers.push((plugin, tasks));
     }
-    let declared = declared_with_tasks(&catalog, reading, &removed, &answers, store_origin)?;
+    let declared = declared_with_tasks(&catalog, reading, &removed, answers, store_origin)?;
     let mut expanded = Catalog::build(registry, &declared).map_err(|problems| Error::Manifest {
         problems: naming_tasks(problems, &declared),
     })?;
     keep_updates(&catalog, &mut expanded);
     tie_tasks(&mut expanded);
     check_replaces(registry, &expanded, stored)?;
+    check_shared_removals(&expanded, stored)?;
     expanded.plugins = Some(Arc::new(run));
     Ok(expanded)
 }
@@ -329,18 +333,11 @@ fn removed_models(
         .collect()
 }
 
-fn clash_problem(error: &Error) -> Problem {
-    match error {
-        Error::PluginMetadata { file, message } => Problem {
-            file: file.clone(),
-            line: 0,
-            message: message.clone(),
-        },
-        other => Problem {
-            file: Default::default(),
-            line: 0,
-            message: other.to_string(),
-        },
+fn clash_problem(clash: &crate::discovery::plugins::Clash) -> Problem {
+    Problem {
+        file: clash.file.clone(),
+        line: 0,
+        message: clash.message(),
     }
 }
 
@@ -494,7 +491,7 @@ fn model(
         });
     }
     for item in stored {
-        if item.owner.is_some() || listed.contains(&(item.provider.clone(), item.name.clone())) {
+        if !item.owners.is_empty() || listed.contains(&(item.provider.clone(), item.name.clone())) {
             continue;
         }
         items.push(ModelItem {
@@ -679,11 +676,14 @@ fn action_name(task: &PluginTask) -> String {
 
 /// The declarations of the expanded catalog: the manifests' (each plugin
 /// item requiring its tasks), the plugin items for removal, and the tasks.
+/// A task requiring another of its answer, or an item, is given the
+/// other's place in the list (`require_at`): nothing is looked up by name
+/// again for each of many requirements.
 fn declared_with_tasks(
     catalog: &Catalog,
     reading: &Reading,
     removed: &[StoredItem],
-    answers: &[(&Plugin, Vec<PluginTask>)],
+    answers: Vec<(&Plugin, Vec<PluginTask>)>,
     store_origin: &Origin,
 ) -> Result<Vec<Declared>, Error> {
     let mut declared: Vec<Declared> = reading.declared.clone();
@@ -695,6 +695,7 @@ fn declared_with_tasks(
             origin: store_origin.clone(),
             attrs: Vec::new(),
             require: Vec::new(),
+            require_at: Vec::new(),
             before: Vec::new(),
             notify: Vec::new(),
             subscribe: Vec::new(),
@@ -716,11 +717,10 @@ fn declared_with_tasks(
         }
     }
     for (plugin, tasks) in answers {
-        // Each task's reference, for `requires` by id.
-        let mut by_id: HashMap<&str, Reference> = HashMap::new();
-        for task in tasks {
-            // check_items let only the plugin's own items of the model
-            // through, and each is declared or for removal.
+        // check_items let only the plugin's own items of the model
+        // through, and each is declared or for removal.
+        let mut owners = Vec::with_capacity(tasks.len());
+        for task in &tasks {
             let Some(&owner_at) = at_vpath.get(&task.item) else {
                 return Err(Error::Plugin {
                     plugin: plugin.name().to_owned(),
@@ -732,57 +732,69 @@ fn declared_with_tasks(
                     ),
                 });
             };
-            let owner = &declared[owner_at];
-            by_id.insert(
-                &task.id,
-                task_reference(task, &owner.type_query, owner.origin.line),
-            );
+            owners.push(owner_at);
         }
-        for task in tasks {
-            let owner_at = at_vpath[&task.item];
-            // Only where the item is: its own requires grow with each
-            // task, and copying them per task would be quadratic.
-            let owner = Owner {
-                origin: declared[owner_at].origin.clone(),
-            };
-            // requires, notify and subscribe name the same ways.
-            let mut lists: [Vec<Reference>; 3] = Default::default();
-            let named = [
-                ("requires", &task.requires),
-                ("notify", &task.notify),
-                ("subscribe", &task.subscribe),
+        // The answer's tasks are declared in its order from here on.
+        let first = declared.len();
+        let references: Vec<Reference> = tasks
+            .iter()
+            .zip(&owners)
+            .map(|(task, &owner_at)| {
+                let owner = &declared[owner_at];
+                task_reference(task, &owner.type_query, owner.origin.line)
+            })
+            .collect();
+        for ((at, mut task), &owner_at) in tasks.into_iter().enumerate().zip(&owners) {
+            let origin = declared[owner_at].origin.clone();
+            let mut require_at = Vec::with_capacity(task.requires.len());
+            let mut named: [Vec<Reference>; 3] = Default::default();
+            let lists = [
+                ("requires", std::mem::take(&mut task.requires)),
+                ("notify", std::mem::take(&mut task.notify)),
+                ("subscribe", std::mem::take(&mut task.subscribe)),
             ];
-            for ((word, requirements), list) in named.into_iter().zip(&mut lists) {
+            for (index, (word, requirements)) in lists.into_iter().enumerate() {
                 for requirement in requirements {
-                    match requirement {
-                        Requirement::Task(id) => list.push(by_id[id.as_str()].clone()),
-                        Requirement::Resource { type_query, title } => list.push(Reference {
-                            type_query: type_query.clone(),
-                            name: title.clone(),
-                            line: owner.origin.line,
-                        }),
-                        Requirement::Item(wanted) => match at_vpath.get(wanted) {
-                            Some(&at) => list.push(Reference {
-                                type_query: declared[at].type_query.clone(),
-                                name: declared[at].name.clone(),
-                                line: owner.origin.line,
-                            }),
-                            None => problems.push(owner.origin.problem(format!(
-                                "{}: task '{}' of the plugin {} {word} '{}', which is no item \
-                                 of the model",
-                                task.item,
-                                crate::text::escape(&task.id),
-                                plugin.name(),
-                                crate::text::escape(wanted)
-                            ))),
+                    let other = match requirement {
+                        Requirement::Task(other) => first + other,
+                        Requirement::Resource(resource) => {
+                            let ResourceName { type_query, title } = *resource;
+                            named[index].push(Reference {
+                                type_query,
+                                name: title,
+                                line: origin.line,
+                            });
+                            continue;
+                        }
+                        Requirement::Item(wanted) => match at_vpath.get(&wanted) {
+                            Some(&other) => other,
+                            None => {
+                                problems.push(origin.problem(format!(
+                                    "{}: task '{}' of the plugin {} {word} '{}', which is no \
+                                     item of the model",
+                                    task.item,
+                                    crate::text::escape(&task.id),
+                                    plugin.name(),
+                                    crate::text::escape(&wanted)
+                                )));
+                                continue;
+                            }
                         },
+                    };
+                    // Refreshes are rare: named as a manifest names them.
+                    match index {
+                        0 => require_at.push(other),
+                        _ => named[index].push(Reference {
+                            line: origin.line,
+                            ..reference_at(&declared, &references, first, other)
+                        }),
                     }
                 }
             }
-            let [require, notify, subscribe] = lists;
-            let reference = &by_id[task.id.as_str()];
-            declared[owner_at].require.push(reference.clone());
-            let mut declaration = task_declaration(plugin, task, reference, &owner.origin, require);
+            declared[owner_at].require_at.push(first + at);
+            let [require, notify, subscribe] = named;
+            let mut declaration = task_declaration(plugin, task, &references[at], &origin, require);
+            declaration.require_at = require_at;
             declaration.notify = notify;
             declaration.subscribe = subscribe;
             declared.push(declaration);
@@ -794,12 +806,34 @@ fn declared_with_tasks(
     }
 }
 
+/// The reference of the declaration at `at`: one of `declared`, or the
+/// task at `at - first` of the answer being declared, whose `references`
+/// are these. Its line is the declaration's own; a reference is shown at
+/// the line of what names it.
+fn reference_at(
+    declared: &[Declared],
+    references: &[Reference],
+    first: usize,
+    at: usize,
+) -> Reference {
+    match at.checked_sub(first) {
+        Some(task) => references[task].clone(),
+        None => Reference {
+            type_query: declared[at].type_query.clone(),
+            name: declared[at].name.clone(),
+            line: declared[at].origin.line,
+        },
+    }
+}
+
 /// The declaration of a plugin's task known as `reference`, shown at
 /// `origin` (its item's, where nothing of the task itself is written):
-/// a config task's attributes are read as a manifest's would be.
+/// a config task's attributes are read as a manifest's would be. What
+/// the task requires, notifies and subscribes to is the declaration's
+/// (`require` here; the caller sets the rest).
 pub(super) fn task_declaration(
     plugin: &Plugin,
-    task: &PluginTask,
+    task: PluginTask,
     reference: &Reference,
     origin: &Origin,
     require: Vec<Reference>,
@@ -821,20 +855,21 @@ pub(super) fn task_declaration(
         origin: origin.clone(),
         attrs,
         require,
+        require_at: Vec::new(),
         before: Vec::new(),
         notify: Vec::new(),
         subscribe: Vec::new(),
         from_plugin: Some(Arc::new(FromPlugin::Task {
             plugin: plugin.name().to_owned(),
-            task: Box::new(task.clone()),
+            task: Box::new(PluginTask {
+                requires: Vec::new(),
+                notify: Vec::new(),
+                subscribe: Vec::new(),
+                ..task
+            }),
             phase: Phase::Main,
         })),
     }
-}
-
-/// Where a task's item is declared.
-struct Owner {
-    origin: Origin,
 }
 
 /// The reference a task is known by in the catalog: its resource for a
@@ -892,9 +927,9 @@ fn check_replaces(
         .filter(|i| i.role == Role::Model && !is_removed_model(i))
         .map(|i| vpath(i.provider.type_name(), i.name()))
         .collect();
-    let owners: HashMap<(&str, &str), &str> = stored
+    let owners: HashMap<(&str, &str), &[String]> = stored
         .iter()
-        .filter_map(|s| Some(((s.provider.as_str(), s.name.as_str()), s.owner.as_deref()?)))
+        .map(|s| ((s.provider.as_str(), s.name.as_str()), s.owners.as_slice()))
         .collect();
     let declared: HashMap<(String, &str), usize> = catalog
         .items
@@ -924,15 +959,18 @@ fn check_replaces(
                 .and_then(FromPlugin::task)
                 .map(|t| t.item.as_str())
                 .unwrap_or_default();
-            if let Some(owner) = owners.get(&(key.0.as_str(), key.1.as_str())) {
-                if *owner != task_item && present.contains(*owner) {
-                    problems.push(item.origin.problem(format!(
-                        "{} replaces {shown}, which {} made and still has: a resource is \
-                         replaced only once nothing else declares it",
-                        item.reference(),
-                        crate::text::escape(owner)
-                    )));
-                }
+            let made_by = owners.get(&(key.0.as_str(), key.1.as_str()));
+            let other = made_by
+                .into_iter()
+                .flat_map(|owners| owners.iter())
+                .find(|owner| *owner != task_item && present.contains(owner.as_str()));
+            if let Some(owner) = other {
+                problems.push(item.origin.problem(format!(
+                    "{} replaces {shown}, which {} made and still has: a resource is \
+                     replaced only once nothing else declares it",
+                    item.reference(),
+                    crate::text::escape(owner)
+                )));
             }
             if let Some(&first) = replacing.get(&key) {
                 problems.push(item.origin.problem(format!(
@@ -943,6 +981,58 @@ fn check_replaces(
             } else {
                 replacing.insert(key, at);
             }
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// A config task that removes (`ensure: absent`) a resource another
+/// plugin item still yields would take it from that item: refused at plan
+/// time, naming both. A resource stays while any item yields it.
+fn check_shared_removals(catalog: &Catalog, stored: &[StoredItem]) -> Result<(), Error> {
+    let owners: HashMap<(&str, &str), &[String]> = stored
+        .iter()
+        .filter(|s| !s.owners.is_empty())
+        .map(|s| ((s.provider.as_str(), s.name.as_str()), s.owners.as_slice()))
+        .collect();
+    if owners.is_empty() {
+        return Ok(());
+    }
+    let yields = Yields::of(catalog);
+    let mut problems = Vec::new();
+    for item in &catalog.items {
+        let Some(task) = item.from_plugin.as_deref().and_then(FromPlugin::task) else {
+            continue;
+        };
+        let TaskKind::Config { attributes, .. } = &task.kind else {
+            continue;
+        };
+        if attributes.get("ensure").and_then(Json::as_str) != Some("absent") {
+            continue;
+        }
+        let provider = item.provider.qualified_name();
+        let Some(made_by) = owners.get(&(provider.as_str(), item.name())) else {
+            continue;
+        };
+        let other = made_by
+            .iter()
+            .find(|owner| **owner != task.item && yields.keeps(owner));
+        if let Some(other) = other {
+            problems.push(item.origin.problem(format!(
+                "{} (task '{}' of the plugin {} for {}) removes what {} still yields: a \
+                 resource several items yield stays while any of them does",
+                item.reference(),
+                crate::text::escape(&task.id),
+                item.from_plugin
+                    .as_deref()
+                    .and_then(FromPlugin::plugin)
+                    .unwrap_or_default(),
+                crate::text::escape(&task.item),
+                crate::text::escape(other)
+            )));
         }
     }
     match problems.is_empty() {
@@ -999,50 +1089,72 @@ fn tie_tasks(catalog: &mut Catalog) {
 /// answer of this run names them.
 #[derive(Debug, Default)]
 pub struct Owned {
-    /// The stored items left to decide as usual: a resource whose item got
-    /// tasks again and no longer names it is removed, as one a manifest
-    /// dropped.
+    /// The stored items left to decide as usual: a resource whose items
+    /// all got tasks again (or left) and no longer name it, and one of
+    /// which got tasks, is removed, as one a manifest dropped.
     pub decidable: Vec<StoredItem>,
-    /// Resources of items for removal that their removal tasks do not name:
-    /// the plugin leaves them (an account may own other files), so ral
-    /// forgets them, as it forgets what it did not create.
+    /// Resources of items for removal that their removal tasks do not name,
+    /// and that no other item still yields: the plugin leaves them (an
+    /// account may own other files), so ral forgets them, as it forgets
+    /// what it did not create.
     pub forget: Vec<StoredItem>,
 }
 
-/// Splits `stored` (the items not already in the catalog are the
-/// candidates for removal): a resource of a plugin item that is applied
-/// and got no tasks this time stays as it is, in the store too.
-pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
-    let with_tasks: HashSet<usize> = catalog.items.iter().filter_map(|i| i.tie).collect();
-    let applied = |path: &str| {
-        catalog
-            .plugins
-            .as_deref()
-            .and_then(|run| run.model.find(path))
-            .is_some_and(|item| item.state == ItemState::Applied)
-    };
-    // Items that got tasks again and were not applied: what they own is
-    // exactly their new answer. An applied item's tasks (drift seen by
-    // its plugin) only add: what they do not name stays.
-    let mut expanded: HashSet<String> = HashSet::new();
-    let mut leaving: HashSet<String> = HashSet::new();
-    for (at, item) in catalog.items.iter().enumerate() {
-        if item.role != Role::Model {
-            continue;
+/// What this run does with what each plugin item yielded when it was
+/// last applied (the resources it owns), by vpath.
+#[derive(Debug, Default)]
+pub struct Yields {
+    /// Items that got tasks again and were not applied: what they own is
+    /// exactly their new answer. An applied item's tasks (drift seen by
+    /// its plugin) only add: what they do not name stays.
+    pub answering: HashSet<String>,
+    /// Items for removal: they let go of everything once removed.
+    pub leaving: HashSet<String>,
+    /// Every plugin item of the run, declared or for removal.
+    pub present: HashSet<String>,
+}
+
+impl Yields {
+    pub fn of(catalog: &Catalog) -> Yields {
+        let with_tasks: HashSet<usize> = catalog.items.iter().filter_map(|i| i.tie).collect();
+        let applied = |path: &str| {
+            catalog
+                .plugins
+                .as_deref()
+                .and_then(|run| run.model.find(path))
+                .is_some_and(|item| item.state == ItemState::Applied)
+        };
+        let mut yields = Yields::default();
+        for (at, item) in catalog.items.iter().enumerate() {
+            if item.role != Role::Model {
+                continue;
+            }
+            let path = vpath(item.provider.type_name(), item.name());
+            if is_removed_model(item) {
+                yields.leaving.insert(path.clone());
+            } else if with_tasks.contains(&at) && !applied(&path) {
+                yields.answering.insert(path.clone());
+            }
+            yields.present.insert(path);
         }
-        let path = vpath(item.provider.type_name(), item.name());
-        if is_removed_model(item) {
-            leaving.insert(path);
-        } else if with_tasks.contains(&at) && !applied(&path) {
-            expanded.insert(path);
-        }
+        yields
     }
-    let present: HashSet<String> = catalog
-        .items
-        .iter()
-        .filter(|i| i.role == Role::Model)
-        .map(|i| vpath(i.provider.type_name(), i.name()))
-        .collect();
+
+    /// Whether `owner` still yields what it did, whatever this run
+    /// answers: it is applied and not answering anew, or it is not in
+    /// this run at all (its plugin is not found: nothing is decided about
+    /// what it made).
+    pub fn keeps(&self, owner: &str) -> bool {
+        !self.answering.contains(owner) && !self.leaving.contains(owner)
+    }
+}
+
+/// Splits `stored` (the items not already in the catalog are the
+/// candidates for removal): a resource that some plugin item still yields
+/// (applied and given no new answer) stays as it is, in the store too;
+/// one that all its items let go is removed or forgotten.
+pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
+    let yields = Yields::of(catalog);
     let listed: HashSet<(String, &str)> = catalog
         .items
         .iter()
@@ -1051,25 +1163,29 @@ pub fn owned(catalog: &Catalog, stored: Vec<StoredItem>) -> Owned {
     let mut out = Owned::default();
     let mut warned: HashSet<String> = HashSet::new();
     for item in stored {
-        let Some(owner) = item.owner.clone() else {
+        if item.owners.is_empty() {
             out.decidable.push(item);
             continue;
-        };
-        if leaving.contains(&owner)
-            && !listed.contains(&(item.provider.clone(), item.name.as_str()))
-        {
-            out.forget.push(item);
-        } else if expanded.contains(&owner) {
+        }
+        for owner in item.owners.iter().filter(|o| !yields.present.contains(*o)) {
+            if warned.insert(owner.clone()) {
+                // Its item is not in this run (its plugin is not found, or
+                // its type is gone): nothing can be decided about what it
+                // made, which stays as it is, in the store too.
+                log::warn!(
+                    "the resources made for {} stay as they are: that item is in no manifest \
+                     and its plugin is not found",
+                    crate::text::escape(owner)
+                );
+            }
+        }
+        if item.owners.iter().any(|owner| yields.keeps(owner)) {
+            continue;
+        }
+        if item.owners.iter().any(|o| yields.answering.contains(o)) {
             out.decidable.push(item);
-        } else if !present.contains(&owner) && warned.insert(owner.clone()) {
-            // Its item is not in this run (its plugin is not found, or
-            // its type is gone): nothing can be decided about what it
-            // made, which stays as it is, in the store too.
-            log::warn!(
-                "the resources made for {} stay as they are: that item is in no manifest and \
-                 its plugin is not found",
-                crate::text::escape(&owner)
-            );
+        } else if !listed.contains(&(item.provider.clone(), item.name.as_str())) {
+            out.forget.push(item);
         }
     }
     out

@@ -8,12 +8,12 @@ use std::collections::BinaryHeap;
 /// nodes it requires, the lowest index first among those ready together.
 /// When cycles prevent a full order, returns them instead, each as its
 /// nodes in order (each requires the next, the last the first).
-pub fn order(requires: &[Vec<usize>]) -> Result<Vec<usize>, Vec<Vec<usize>>> {
+pub fn order<R: AsRef<[usize]>>(requires: &[R]) -> Result<Vec<usize>, Vec<Vec<usize>>> {
     let count = requires.len();
-    let mut waiting: Vec<usize> = requires.iter().map(Vec::len).collect();
+    let mut waiting: Vec<usize> = requires.iter().map(|r| r.as_ref().len()).collect();
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (node, prerequisites) in requires.iter().enumerate() {
-        for &prerequisite in prerequisites {
+        for &prerequisite in prerequisites.as_ref() {
             dependents[prerequisite].push(node);
         }
     }
@@ -40,7 +40,7 @@ pub fn order(requires: &[Vec<usize>]) -> Result<Vec<usize>, Vec<Vec<usize>>> {
 /// The cycles among the nodes left unsorted (`waiting` > 0). Each of those
 /// requires at least one other left unsorted, so following such edges from
 /// any of them must come back to a node already on the path.
-fn cycles(requires: &[Vec<usize>], waiting: &[usize]) -> Vec<Vec<usize>> {
+fn cycles<R: AsRef<[usize]>>(requires: &[R], waiting: &[usize]) -> Vec<Vec<usize>> {
     let left = |node: usize| waiting[node] > 0;
     // 0: not visited; 1: on the current path; 2: done.
     let mut mark = vec![0u8; requires.len()];
@@ -54,6 +54,7 @@ fn cycles(requires: &[Vec<usize>], waiting: &[usize]) -> Vec<Vec<usize>> {
         loop {
             let node = *path.last().expect("the path is never empty");
             let next = requires[node]
+                .as_ref()
                 .iter()
                 .copied()
                 .find(|&p| left(p))

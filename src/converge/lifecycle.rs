@@ -446,7 +446,7 @@ mod tests {
             properties: Map::new(),
             created,
             requires: Vec::new(),
-            owner: None,
+            owners: Vec::new(),
             undetermined: false,
         }
     }
@@ -659,7 +659,7 @@ mod tests {
             properties: applied.clone(),
             created: true,
             requires: Vec::new(),
-            owner: None,
+            owners: Vec::new(),
             undetermined: false,
         };
         let other = properties(&p, &request("w", "s"), &StoreKey::from_bytes([7; 32]));

@@ -69,6 +69,11 @@ pub struct Declared {
     pub origin: Origin,
     pub attrs: Vec<RawAttr>,
     pub require: Vec<Reference>,
+    /// Declarations of the same list this one requires, by their place
+    /// in it: found already (a plugin's task requiring another of its
+    /// answer, or an item; a plugin item requiring its tasks), so not
+    /// looked up by name. A manifest's are always empty.
+    pub require_at: Vec<usize>,
     pub before: Vec<Reference>,
     /// Resources a change of this one refreshes (they come after it).
     pub notify: Vec<Reference>,
@@ -236,6 +241,7 @@ fn declared_resource(
         origin: origin.clone(),
         attrs: Vec::new(),
         require: Vec::new(),
+        require_at: Vec::new(),
         before: Vec::new(),
         notify: Vec::new(),
         subscribe: Vec::new(),

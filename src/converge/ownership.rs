@@ -528,7 +528,7 @@ mod tests {
             properties: Map::new(),
             created,
             requires: Vec::new(),
-            owner: None,
+            owners: Vec::new(),
             undetermined: false,
         };
         let mut stored = vec![item("a", false), item("b", true), item("c", false)];

@@ -312,17 +312,32 @@ pub fn plan_keeping(
         false => Vec::new(),
     };
     let mut unchanged = 0;
+    // The item whose task list last took each task: an item waiting
+    // through many items without a task meets the same tasks many times,
+    // and a list sorted and deduplicated after the fact would be as long
+    // as all of theirs together.
+    let mut taken_by: Vec<usize> = Vec::new();
     for &at in &catalog.order {
         let item = &catalog.items[at];
         let mut requires: Vec<usize> = Vec::new();
+        taken_by.resize(tasks.len(), usize::MAX);
         for &before in &item.requires {
-            match task_of[before] {
-                Some(id) => requires.push(id),
-                None => requires.extend(waits[before].iter().copied()),
+            let own;
+            let through: &[usize] = match task_of[before] {
+                Some(id) => {
+                    own = id;
+                    std::slice::from_ref(&own)
+                }
+                None => &waits[before],
+            };
+            for &id in through {
+                if taken_by[id] != at {
+                    taken_by[id] = at;
+                    requires.push(id);
+                }
             }
         }
         requires.sort_unstable();
-        requires.dedup();
         match item.role {
             // A plugin item stands for its tasks: what requires it waits
             // for them.

@@ -4,7 +4,7 @@
 //! the intent) committed before any task that waits for it starts, and the
 //! plan's end with its report.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value as Json};
@@ -18,7 +18,7 @@ use crate::store::{
 
 use super::apply::{Calling, Events};
 use super::catalog::{Catalog, Role};
-use super::expand::is_removed_model;
+use super::expand::{is_removed_model, Yields};
 use super::lifecycle;
 use super::ownership;
 use super::plan::{Action, Plan, TaskState};
@@ -90,6 +90,15 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         lifecycle::properties(item.provider, &item.request, &self.key)
     }
 
+    /// The vpath of the plugin item whose task catalog item `at` is.
+    fn owner_of(&self, at: usize) -> Option<String> {
+        let model = &self.catalog.items[self.catalog.items[at].tie?];
+        Some(crate::plugin::model::vpath(
+            model.provider.type_name(),
+            model.name(),
+        ))
+    }
+
     /// The stored item for catalog item `at` in `state`.
     fn stored_item(&self, at: usize, state: ItemState, created: bool) -> StoredItem {
         let item = &self.catalog.items[at];
@@ -108,10 +117,18 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 .filter(|&&r| self.catalog.items[r].role == Role::Resource)
                 .map(|&r| self.key(r))
                 .collect(),
-            owner: item.tie.map(|tie| {
-                let model = &self.catalog.items[tie];
-                crate::plugin::model::vpath(model.provider.type_name(), model.name())
-            }),
+            // Every item that yields it: those it had, and the one whose
+            // task it is now (only a settled answer lets one go: `finish`).
+            owners: {
+                let mut owners = before.map(|b| b.owners.clone()).unwrap_or_default();
+                if let Some(tie) = self.owner_of(at) {
+                    if !owners.contains(&tie) {
+                        owners.push(tie);
+                        owners.sort();
+                    }
+                }
+                owners
+            },
             undetermined: false,
         }
     }
@@ -232,11 +249,13 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 .collect();
             // A plugin item is applied (or, for removal, gone) once every
             // task tied to it succeeded; otherwise it stays as it was.
-            let settled = |at: usize| {
-                plan.tasks.iter().all(|t| {
-                    self.catalog.items[t.item].tie != Some(at) || t.state == TaskState::Success
-                })
-            };
+            // Found once: asked for each item, a scan of the tasks would
+            // cost items times tasks.
+            let unsettled: HashSet<usize> = (plan.tasks.iter())
+                .filter(|t| t.state != TaskState::Success)
+                .filter_map(|t| self.catalog.items[t.item].tie)
+                .collect();
+            let settled = |at: usize| !unsettled.contains(&at);
             let items: Vec<StoredItem> = (0..self.declared)
                 .filter(|at| !with_task.contains(at))
                 .filter(|&at| match self.catalog.items[at].role {
@@ -246,7 +265,14 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 })
                 .filter(|&at| {
                     let before = self.stored.get(&self.key(at));
-                    lifecycle::state_before(before, &self.properties(at)) != ItemState::Applied
+                    // A resource already as a plugin's task wants it is
+                    // that item's too from now on.
+                    let newly_owned = self
+                        .owner_of(at)
+                        .is_some_and(|owner| before.is_none_or(|b| !b.owners.contains(&owner)));
+                    newly_owned
+                        || lifecycle::state_before(before, &self.properties(at))
+                            != ItemState::Applied
                 })
                 .map(|at| self.stored_item(at, ItemState::Applied, false))
                 .collect();
@@ -283,26 +309,41 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             if !undetermined.is_empty() {
                 self.store.put_items(&undetermined)?;
             }
+            let releasing = self.releasing(&settled);
+            let lets_go = |owner: &str, provider: &str, name: &str| {
+                releasing
+                    .get(owner)
+                    .is_some_and(|named| !named.contains(&(provider.to_owned(), name.to_owned())))
+            };
+            // Whether a resource some item still yields.
+            let kept = |at: usize| {
+                let key = self.key(at);
+                let owners = self.stored.get(&key).map(|s| s.owners.as_slice());
+                owners.unwrap_or_default().iter().any(|owner| {
+                    Some(owner) != self.owner_of(at).as_ref() && !lets_go(owner, &key.0, &key.1)
+                })
+            };
             // Removals with nothing to do: the resource is gone already (a
             // run that removed it was cut short before recording it).
             let gone: Vec<(String, String)> = (self.declared..self.catalog.items.len())
                 .filter(|at| !with_task.contains(at))
                 // A plugin item removed leaves the store with the
-                // resources its removal tasks settled.
+                // resources its removal tasks settled, but for those
+                // another item still yields.
                 .chain((0..self.declared).filter(|&at| {
                     let item = &self.catalog.items[at];
                     let removed =
                         |at: usize| is_removed_model(&self.catalog.items[at]) && settled(at);
                     match (item.role, item.tie) {
                         (Role::Model, _) => removed(at),
-                        (Role::Resource, Some(tie)) => removed(tie),
+                        (Role::Resource, Some(tie)) => removed(tie) && !kept(at),
                         _ => false,
                     }
                 }))
                 .map(|at| self.key(at))
                 .collect();
-            if !gone.is_empty() {
-                self.store.forget(&gone)?;
+            if !gone.is_empty() || !releasing.is_empty() {
+                self.store.forget_and_release(&gone, lets_go)?;
             }
             // A resource taken over by a task that succeeded (or had
             // nothing to do) is no longer ral's to remove; one whose task
@@ -356,6 +397,37 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             return Ok(());
         }
         self.store.forget_refreshes(&orphaned)
+    }
+
+    /// What the plugin items that `settled` let go of, by vpath, each
+    /// with the resources it keeps: one removed lets go of all it
+    /// yielded, one applied with a new answer of all that answer does
+    /// not name. An item that did not settle keeps all it had.
+    fn releasing(
+        &self,
+        settled: &dyn Fn(usize) -> bool,
+    ) -> HashMap<String, HashSet<(String, String)>> {
+        let yields = Yields::of(self.catalog);
+        let mut releasing: HashMap<String, HashSet<(String, String)>> = HashMap::new();
+        for at in 0..self.declared {
+            let item = &self.catalog.items[at];
+            if item.role != Role::Model || !settled(at) {
+                continue;
+            }
+            let path = crate::plugin::model::vpath(item.provider.type_name(), item.name());
+            if yields.leaving.contains(&path) || yields.answering.contains(&path) {
+                releasing.insert(path, HashSet::new());
+            }
+        }
+        for at in 0..self.declared {
+            let named = (self.owner_of(at))
+                .filter(|owner| yields.answering.contains(owner))
+                .and_then(|owner| releasing.get_mut(&owner));
+            if let Some(named) = named {
+                named.insert(self.key(at));
+            }
+        }
+        releasing
     }
 
     /// What task `at`'s end does to its item.
@@ -615,7 +687,7 @@ mod tests {
             properties,
             created: true,
             requires: Vec::new(),
-            owner: None,
+            owners: Vec::new(),
             undetermined: false,
         }
     }

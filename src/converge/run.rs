@@ -772,11 +772,12 @@ impl Prepared<'_> {
 
 fn log_forgotten(items: &[StoredItem], what_happens: &str) {
     for item in items {
-        if let Some(owner) = &item.owner {
+        if !item.owners.is_empty() {
             log::info!(
-                "{}[{}] was made for {owner}, whose removal leaves it, so {what_happens}",
+                "{}[{}] was made for {}, whose removal leaves it, so {what_happens}",
                 item.type_name,
-                item.name
+                item.name,
+                item.owners.join(" and ")
             );
             continue;
         }

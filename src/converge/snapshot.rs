@@ -7,7 +7,6 @@
 //! how the last plan run on it ended. A snapshot plan changes no item of
 //! the store: what it makes belongs to the snapshot, not to the manifests.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value as Json};
@@ -55,6 +54,14 @@ pub enum SnapshotError {
     Exists(String),
     #[error("there is no snapshot '{0}' (ral snapshot list shows them)")]
     Missing(String),
+    /// A name plugins would be handed, and the store keep, that is not a
+    /// plain word (see [`crate::plugin_meta::name_problem`]).
+    #[error(
+        "'{}' cannot name a snapshot: {why}; a snapshot's name is {}",
+        crate::text::escape(.name),
+        crate::plugin_meta::NAME_RULE
+    )]
+    Name { name: String, why: String },
 }
 
 impl From<Error> for SnapshotError {
@@ -84,6 +91,14 @@ pub fn run<'r>(
     stop: StopRequested,
     events: &mut dyn Events,
 ) -> Result<SnapshotRun<'r>, SnapshotError> {
+    // Before anything runs or is stored: plugins get the name, and may
+    // make file names or commands of it.
+    if let Some(why) = crate::plugin_meta::name_problem(name) {
+        return Err(SnapshotError::Name {
+            name: name.to_owned(),
+            why,
+        });
+    }
     let plugins: Vec<&Plugin> = registry
         .plugins()
         .iter()
@@ -144,7 +159,8 @@ pub fn run<'r>(
         let Answer::Tasks(tasks) = answer else {
             unreachable!("create_snapshot_plan answers tasks")
         };
-        declared.extend(declarations(plugin, &tasks, &origin)?);
+        let first = declared.len();
+        declared.extend(declarations(plugin, tasks, &origin, first)?);
     }
     let mut catalog =
         Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
@@ -181,7 +197,7 @@ fn model_of(stored: &[StoredItem]) -> Model {
     Model {
         items: stored
             .iter()
-            .filter(|item| item.owner.is_none())
+            .filter(|item| item.owners.is_empty())
             .map(|item| ModelItem {
                 type_name: item.type_name.clone(),
                 name: item.name.clone(),
@@ -195,13 +211,15 @@ fn model_of(stored: &[StoredItem]) -> Model {
     }
 }
 
-/// A plugin's snapshot tasks as catalog declarations. Their `requires`
-/// name tasks of the same answer or resources; a vpath names no task
-/// here, since a snapshot plan has no model items of its own.
+/// A plugin's snapshot tasks as catalog declarations, to follow the
+/// first `first` of the list. Their `requires` name tasks of the same
+/// answer or resources; a vpath names no task here, since a snapshot plan
+/// has no model items of its own.
 fn declarations(
     plugin: &Plugin,
-    tasks: &[PluginTask],
+    tasks: Vec<PluginTask>,
     origin: &Origin,
+    first: usize,
 ) -> Result<Vec<Declared>, Error> {
     let item_type = plugin
         .meta
@@ -217,20 +235,18 @@ fn declarations(
         }
         reference
     };
-    let by_id: HashMap<&str, Reference> = tasks
-        .iter()
-        .map(|task| (task.id.as_str(), reference_of(task)))
-        .collect();
+    let references: Vec<Reference> = tasks.iter().map(reference_of).collect();
     let mut problems = Vec::new();
     let mut declared = Vec::new();
-    for task in tasks {
+    for (task, reference) in tasks.into_iter().zip(&references) {
         let mut require = Vec::new();
+        let mut require_at = Vec::new();
         for requirement in &task.requires {
             match requirement {
-                Requirement::Task(id) => require.push(by_id[id.as_str()].clone()),
-                Requirement::Resource { type_query, title } => require.push(Reference {
-                    type_query: type_query.clone(),
-                    name: title.clone(),
+                Requirement::Task(other) => require_at.push(first + other),
+                Requirement::Resource(resource) => require.push(Reference {
+                    type_query: resource.type_query.clone(),
+                    name: resource.title.clone(),
                     line: 0,
                 }),
                 Requirement::Item(vpath) => problems.push(Problem {
@@ -245,8 +261,9 @@ fn declarations(
                 }),
             }
         }
-        let reference = &by_id[task.id.as_str()];
-        declared.push(task_declaration(plugin, task, reference, origin, require));
+        let mut declaration = task_declaration(plugin, task, reference, origin, require);
+        declaration.require_at = require_at;
+        declared.push(declaration);
     }
     match problems.is_empty() {
         true => Ok(declared),

@@ -3,6 +3,7 @@
 //! run with their counts, one plan's report, and forgetting items, which
 //! stops managing them without touching them.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -142,6 +143,9 @@ impl StateStore {
         )?;
         let stored = store.items()?;
         let mut keys = Vec::new();
+        // Plugin items forgotten: what they shared with others stays,
+        // the others' only.
+        let mut owners_gone = HashSet::new();
         for wanted in references {
             let reference = parse_reference(wanted, 0).map_err(StateError::Reference)?;
             let found = stored.iter().find(|item| {
@@ -154,15 +158,7 @@ impl StateStore {
             match found {
                 Some(item) => {
                     keys.push((item.provider.clone(), item.name.clone()));
-                    // A plugin item's resources go with it: left as they
-                    // are, and no longer ral's.
-                    let vpath = crate::plugin::model::vpath(&item.type_name, &item.name);
-                    keys.extend(
-                        stored
-                            .iter()
-                            .filter(|s| s.owner.as_deref() == Some(vpath.as_str()))
-                            .map(|s| (s.provider.clone(), s.name.clone())),
-                    );
+                    owners_gone.insert(crate::plugin::model::vpath(&item.type_name, &item.name));
                 }
                 None => {
                     return Err(StateError::NoItem {
@@ -172,7 +168,17 @@ impl StateStore {
                 }
             }
         }
-        store.forget(&keys)?;
+        // A plugin item's resources go with it (left as they are, and no
+        // longer ral's), but for those another item still yields.
+        keys.extend(
+            stored
+                .iter()
+                .filter(|s| {
+                    !s.owners.is_empty() && s.owners.iter().all(|o| owners_gone.contains(o))
+                })
+                .map(|s| (s.provider.clone(), s.name.clone())),
+        );
+        store.forget_and_release(&keys, |owner, _, _| owners_gone.contains(owner))?;
         Ok(())
     }
 }

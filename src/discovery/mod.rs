@@ -109,7 +109,7 @@ pub struct Registry {
     /// manifests' plugin items.
     models: Vec<Provider>,
     /// Item types that clash with a provider's type or with each other.
-    clashes: Vec<Error>,
+    clashes: Vec<plugins::Clash>,
 }
 
 /// How many describes run at once when the cache cannot answer.
@@ -189,10 +189,10 @@ pub fn discover(
         }
     }
     let (models, clashes) = plugins::models(&registry.plugins, &registry.providers);
-    // Said at once: a run whose model holds plugin items fails on it,
-    // and one that does not would otherwise shadow the type silently.
+    // Said at once: a run whose manifests name the type, or whose model
+    // holds plugin items, fails on it; `ralsh` goes on with the provider.
     for clash in &clashes {
-        log::warn!("{clash}");
+        log::warn!("{}", clash.error());
     }
     registry.models = models;
     registry.clashes = clashes;
@@ -486,13 +486,18 @@ impl Registry {
     }
 
     /// Item types that clash with a provider's type or each other.
-    pub fn plugin_clashes(&self) -> &[Error] {
+    pub fn plugin_clashes(&self) -> &[plugins::Clash] {
         &self.clashes
     }
 
     /// The provider, or the plugin item type (provider-shaped: it has no
-    /// actions), a manifest's `query` names.
+    /// actions), a manifest's `query` names. A name both an item type's
+    /// and a provider's (or two plugins') is refused, naming both files:
+    /// the manifest could mean either.
     pub fn resolve_item(&self, query: &str) -> Result<&Provider> {
+        if let Some(clash) = self.clashes.iter().find(|c| c.is_named(query)) {
+            return Err(clash.error());
+        }
         // An item type first: no provider has one's name (they would
         // clash), and a failed provider lookup builds a suggestion.
         if let Some(model) = self.model(query) {

@@ -3,7 +3,8 @@
 //! with a warning naming the file, as a broken provider is; an item type
 //! that clashes with a provider's type or another plugin's item type is a
 //! problem naming both files, which fails every run that could meet it
-//! (a manifest cannot tell which one it means).
+//! (a manifest cannot tell which one it means): a manifest naming that
+//! type, and one whose model holds plugin items.
 
 use std::path::{Path, PathBuf};
 
@@ -74,21 +75,57 @@ pub fn load(program: &Path) -> Result<Plugin> {
     })
 }
 
+/// An item type whose name is also a provider's type or an item type of
+/// an earlier plugin: a manifest could not tell which is meant, so no
+/// manifest may name it (see `Registry::resolve_item`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clash {
+    /// The item type's name.
+    pub type_name: String,
+    /// Its qualified name, `TYPE::PLUGIN`.
+    pub qualified: String,
+    /// The plugin's metadata file.
+    pub file: PathBuf,
+    /// What else has the name, with its file.
+    pub other: String,
+}
+
+impl Clash {
+    /// What is wrong, naming the other file (the error names this one).
+    pub fn message(&self) -> String {
+        format!(
+            "item type '{}' is also {}: a manifest could not tell which is meant; rename one",
+            self.type_name, self.other
+        )
+    }
+
+    /// The error naming both files.
+    pub fn error(&self) -> Error {
+        Error::PluginMetadata {
+            file: self.file.clone(),
+            message: self.message(),
+        }
+    }
+
+    /// Whether a manifest's `query` (a type, or a qualified name) names it.
+    pub fn is_named(&self, query: &str) -> bool {
+        query == self.type_name || query == self.qualified
+    }
+}
+
 /// The item types of `plugins` as providers (for typing manifest items),
 /// and the clashes among them and with `providers`' types, each naming
 /// both files.
-pub fn models(plugins: &[Plugin], providers: &[Provider]) -> (Vec<Provider>, Vec<Error>) {
+pub fn models(plugins: &[Plugin], providers: &[Provider]) -> (Vec<Provider>, Vec<Clash>) {
     let mut models: Vec<Provider> = Vec::new();
     let mut clashes = Vec::new();
     for plugin in plugins {
         for item_type in &plugin.meta.item_types {
-            let clash = |other: String| Error::PluginMetadata {
+            let clash = |other: String| Clash {
+                type_name: item_type.name.clone(),
+                qualified: format!("{}::{}", item_type.name, plugin.name()),
                 file: plugin.yaml.clone(),
-                message: format!(
-                    "item type '{}' is also {other}: a manifest could not tell which is meant; \
-                     rename one",
-                    item_type.name
-                ),
+                other,
             };
             if let Some(provider) = providers.iter().find(|p| p.type_name() == item_type.name) {
                 clashes.push(clash(format!(

@@ -17,7 +17,7 @@ use crate::plugin_meta::{Plugin, PluginCall};
 use crate::process::Budget;
 
 use super::model::Model;
-use super::task::{parse_one, parse_tasks, Items, PluginTask};
+use super::task::{parse_one, parse_tasks, parse_tasks_text, Items, PluginTask};
 
 /// The largest answer accepted, in bytes.
 pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
@@ -153,6 +153,19 @@ pub fn parse(plugin: &Plugin, which: PluginCall, text: &str) -> Result<Answer> {
         call: which.as_str().to_owned(),
         message,
     };
+    // Tasks, the largest answers by far, are read from the text straight
+    // into tasks; an answer that is not tasks is read again below, as a
+    // document, to say why.
+    let items = match which {
+        PluginCall::CreateConfiguration => Some(Items::Required),
+        PluginCall::CreateSnapshotPlan => Some(Items::Optional),
+        _ => None,
+    };
+    if let Some(tasks) = items.and_then(|items| parse_tasks_text(text, items)) {
+        return tasks
+            .map(Answer::Tasks)
+            .map_err(|message| fail(crate::text::escape(&message)));
+    }
     let answer: Json = serde_json::from_str(text)
         .map_err(|e| fail(format!("the output is not one JSON document: {e}")))?;
     let Json::Object(map) = &answer else {

@@ -2,9 +2,20 @@
 //! `create_lock_tasks`, `create_snapshot_plan`), parsed strictly into
 //! typed tasks: config (a resource), callback (a call of the plugin) and
 //! remote (a command), with ordered lists (nested ones opened) flattened
-//! into tasks that each require the one before. Every id is unique within one answer (a task
-//! without one gets `#N`, its position), and every `requires` entry is
-//! told apart: a task id, a resource `type[title]`, or an item's vpath.
+//! into tasks that each require the one before. Every id is unique within
+//! one answer (a task without one gets `#N`, its position), and every
+//! `requires` entry is told apart: a task of the answer (found by its id
+//! once, and known by its position from then on), a resource
+//! `type[title]`, or an item's vpath.
+//!
+//! An answer is bounded in tasks and in requirements as well as in bytes,
+//! and reading it costs in proportion to its size: a task answer is read
+//! from its text straight into tasks, each id is looked up once, and a
+//! task stands for another by its position, so a plan of many
+//! requirements holds no copy of an id for each.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
@@ -13,6 +24,14 @@ use serde_json::{Map, Value as Json};
 /// than any model needs (the bench expands 1,000 items into 5,000), and
 /// few enough that planning them stays a matter of seconds.
 pub const MAX_TASKS: usize = 100_000;
+
+/// The most requirements one answer may hold: the entries of every
+/// task's `requires`, `notify` and `subscribe`, and the link of each task
+/// of an ordered list to the one before. Twenty for each of the most
+/// tasks an answer may hold; a plan of that many edges is made in about
+/// a second (`bench/plugins.py`), where the 64 MiB an answer may take
+/// could hold several times as many.
+pub const MAX_REQUIREMENTS: usize = 2_000_000;
 
 /// What a task does.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,12 +68,21 @@ impl TaskKind {
 /// What a task waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Requirement {
-    /// Another task of the same answer, by id.
-    Task(String),
-    /// A resource (of the manifest or a config task), `type[title]`.
-    Resource { type_query: String, title: String },
+    /// Another task of the same answer, by its position among the
+    /// answer's tasks (ordered lists opened).
+    Task(usize),
+    /// A resource (of the manifest or a config task), `type[title]`:
+    /// boxed, so that the many requirements on tasks stay small.
+    Resource(Box<ResourceName>),
     /// Every task of a model item, `/TYPE/NAME`.
     Item(String),
+}
+
+/// A resource a task names, `TYPE[TITLE]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceName {
+    pub type_query: String,
+    pub title: String,
 }
 
 /// One task of a plugin's answer.
@@ -75,9 +103,13 @@ pub struct PluginTask {
     pub kind: TaskKind,
 }
 
+/// `requires`, `notify` and `subscribe` as written: borrowed from the
+/// answer's text where they can be (a name without escapes).
+type Written<'a> = Vec<Cow<'a, str>>;
+
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-enum RawTask {
+enum RawTask<'a> {
     Config {
         #[serde(default)]
         item: Option<String>,
@@ -88,12 +120,12 @@ enum RawTask {
         title: String,
         #[serde(default)]
         attributes: Map<String, Json>,
-        #[serde(default)]
-        requires: Vec<String>,
-        #[serde(default)]
-        notify: Vec<String>,
-        #[serde(default)]
-        subscribe: Vec<String>,
+        #[serde(default, borrow)]
+        requires: Written<'a>,
+        #[serde(default, borrow)]
+        notify: Written<'a>,
+        #[serde(default, borrow)]
+        subscribe: Written<'a>,
         #[serde(default)]
         replaces: Vec<(String, String)>,
         #[serde(default)]
@@ -109,12 +141,12 @@ enum RawTask {
         args: Vec<Json>,
         #[serde(default)]
         kwargs: Map<String, Json>,
-        #[serde(default)]
-        requires: Vec<String>,
-        #[serde(default)]
-        notify: Vec<String>,
-        #[serde(default)]
-        subscribe: Vec<String>,
+        #[serde(default, borrow)]
+        requires: Written<'a>,
+        #[serde(default, borrow)]
+        notify: Written<'a>,
+        #[serde(default, borrow)]
+        subscribe: Written<'a>,
         #[serde(default)]
         description: Option<String>,
     },
@@ -124,27 +156,29 @@ enum RawTask {
         #[serde(default)]
         id: Option<String>,
         command: Vec<String>,
-        #[serde(default)]
-        requires: Vec<String>,
-        #[serde(default)]
-        notify: Vec<String>,
-        #[serde(default)]
-        subscribe: Vec<String>,
+        #[serde(default, borrow)]
+        requires: Written<'a>,
+        #[serde(default, borrow)]
+        notify: Written<'a>,
+        #[serde(default, borrow)]
+        subscribe: Written<'a>,
         #[serde(default)]
         description: Option<String>,
     },
     Ordered {
         #[serde(default)]
         item: Option<String>,
-        tasks: Vec<RawTask>,
+        #[serde(borrow)]
+        tasks: Vec<RawTask<'a>>,
     },
 }
 
 /// `{"tasks": [...]}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTasks {
-    tasks: Vec<RawTask>,
+struct RawTasks<'a> {
+    #[serde(borrow)]
+    tasks: Vec<RawTask<'a>>,
 }
 
 /// Whether an answer's tasks must each name the item they settle.
@@ -163,6 +197,15 @@ pub fn parse_tasks(answer: &Json, items: Items) -> Result<Vec<PluginTask>, Strin
     flatten(raw.tasks, items)
 }
 
+/// Parses a `{"tasks": [...]}` answer from its text, with no document of
+/// values made of it first (which would cost several times the text);
+/// `None` when the text is no such answer, for the caller to say why from
+/// the document (an error document, not JSON, an unknown key).
+pub fn parse_tasks_text(text: &str, items: Items) -> Option<Result<Vec<PluginTask>, String>> {
+    let raw: RawTasks = serde_json::from_str(text).ok()?;
+    Some(flatten(raw.tasks, items))
+}
+
 /// Parses one task (a lock or unlock task): never an ordered list.
 pub fn parse_one(answer: &Json, what: &str) -> Result<PluginTask, String> {
     let raw = RawTask::deserialize(answer).map_err(|e| format!("{what}: {e}"))?;
@@ -173,75 +216,111 @@ pub fn parse_one(answer: &Json, what: &str) -> Result<PluginTask, String> {
     Ok(tasks.remove(0))
 }
 
+/// A task as `add` leaves it: its requirements still as written.
+struct Flat<'a> {
+    task: PluginTask,
+    /// `requires`, `notify` and `subscribe`.
+    written: [Written<'a>; 3],
+    /// The task before it in an ordered list, by position.
+    after: Option<usize>,
+}
+
+/// The words of a task's three lists, in messages.
+const LISTS: [&str; 3] = ["requires", "notify", "subscribe"];
+
 /// The tasks in answer order, ordered lists made into chains, ids given
 /// and checked, `requires` told apart.
 fn flatten(raw: Vec<RawTask>, items: Items) -> Result<Vec<PluginTask>, String> {
-    let mut tasks = Vec::new();
+    let mut flat = Vec::new();
     for (at, task) in raw.into_iter().enumerate() {
-        add(task, &format!("tasks[{at}]"), None, &mut tasks)?;
-        if tasks.len() > MAX_TASKS {
+        add(task, &format!("tasks[{at}]"), None, &mut flat)?;
+        if flat.len() > MAX_TASKS {
             return Err(format!(
                 "more than {MAX_TASKS} tasks in one answer; a plan of that many is not \
                  one a person or a machine can follow"
             ));
         }
     }
+    let requirements = requirement_count(&flat);
+    if requirements > MAX_REQUIREMENTS {
+        return Err(format!(
+            "{requirements} requirements (entries of requires, notify and subscribe, and the \
+             links of ordered lists) in one answer, more than {MAX_REQUIREMENTS}; a plugin \
+             orders its tasks with fewer (an ordered list, or a task requiring the last of \
+             those before it, orders as much as one requiring them all)"
+        ));
+    }
     if items == Items::Required {
-        if let Some((at, _)) = tasks.iter().enumerate().find(|(_, t)| t.item.is_empty()) {
+        if let Some(unnamed) = flat.iter().find(|f| f.task.item.is_empty()) {
             return Err(format!(
                 "task '{}' names no item: every task of create_configuration settles one",
-                escape(&tasks[at].id)
+                escape(&unnamed.task.id)
             ));
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    for task in &tasks {
-        if !seen.insert(task.id.as_str()) {
-            return Err(format!("the task id '{}' is used twice", escape(&task.id)));
+    let mut position: HashMap<String, usize> = HashMap::with_capacity(flat.len());
+    for (at, f) in flat.iter().enumerate() {
+        if position.insert(f.task.id.clone(), at).is_some() {
+            return Err(format!(
+                "the task id '{}' is used twice",
+                escape(&f.task.id)
+            ));
         }
     }
-    for task in &tasks {
-        let lists = [
-            ("requires", &task.requires),
-            ("notify", &task.notify),
-            ("subscribe", &task.subscribe),
-        ];
-        for (word, requirement) in lists
-            .into_iter()
-            .flat_map(|(word, list)| list.iter().map(move |r| (word, r)))
-        {
-            if let Requirement::Task(id) = requirement {
-                if !seen.contains(id.as_str()) {
-                    return Err(format!(
-                        "task '{}' {} '{}', which is no task id of this answer, no \
+    // Each task's lists as written are let go once read: an answer of
+    // many requirements is not held twice.
+    let mut tasks = Vec::with_capacity(flat.len());
+    for Flat {
+        mut task,
+        written,
+        after,
+    } in flat
+    {
+        let lists = [&mut task.requires, &mut task.notify, &mut task.subscribe];
+        for ((word, written), list) in LISTS.iter().zip(written).zip(lists) {
+            list.reserve_exact(written.len());
+            for text in written {
+                let found = requirement(&text, &position).ok_or_else(|| {
+                    format!(
+                        "task '{}' {word} '{}', which is no task id of this answer, no \
                          TYPE[TITLE] and no /TYPE/NAME",
                         escape(&task.id),
-                        word,
-                        escape(id)
-                    ));
-                }
+                        escape(&text)
+                    )
+                })?;
+                list.push(found);
             }
         }
+        task.requires.extend(after.map(Requirement::Task));
+        tasks.push(task);
     }
     Ok(tasks)
+}
+
+/// How many requirements `flat` holds: every entry of its lists, and
+/// each link of an ordered list.
+fn requirement_count(flat: &[Flat]) -> usize {
+    flat.iter()
+        .map(|f| f.written.iter().map(Vec::len).sum::<usize>() + usize::from(f.after.is_some()))
+        .sum()
 }
 
 fn escape(text: &str) -> String {
     crate::text::escape(text)
 }
 
-/// Adds `raw` (at `path` in the answer) to `tasks`; `after` is the id of
-/// the task before it in an ordered list.
-fn add(
-    raw: RawTask,
+/// Adds `raw` (at `path` in the answer) to `tasks`; `after` is the
+/// position of the task before it in an ordered list.
+fn add<'a>(
+    raw: RawTask<'a>,
     path: &str,
-    after: Option<&str>,
-    tasks: &mut Vec<PluginTask>,
+    after: Option<usize>,
+    tasks: &mut Vec<Flat<'a>>,
 ) -> Result<(), String> {
     let default_id = || format!("#{}", tasks.len() + 1);
-    let (item, id, (requires, notify, subscribe), description, kind) = match raw {
+    let (item, id, written, description, kind) = match raw {
         RawTask::Ordered { item, tasks: inner } => {
-            let mut before: Option<String> = after.map(str::to_owned);
+            let mut before = after;
             for (at, task) in inner.into_iter().enumerate() {
                 // A list within a list is opened: its tasks join the chain.
                 let inner_path = format!("{path}.tasks[{at}]");
@@ -253,8 +332,8 @@ fn add(
                         escape(list_item)
                     ));
                 }
-                add(task, &inner_path, before.as_deref(), tasks)?;
-                before = tasks.last().map(|t| t.id.clone());
+                add(task, &inner_path, before, tasks)?;
+                before = tasks.len().checked_sub(1);
             }
             return Ok(());
         }
@@ -279,7 +358,7 @@ fn add(
                 attributes,
                 replaces,
             };
-            (item, id, (requires, notify, subscribe), description, kind)
+            (item, id, [requires, notify, subscribe], description, kind)
         }
         RawTask::Callback {
             item,
@@ -300,7 +379,7 @@ fn add(
                 args,
                 kwargs,
             };
-            (item, id, (requires, notify, subscribe), description, kind)
+            (item, id, [requires, notify, subscribe], description, kind)
         }
         RawTask::Remote {
             item,
@@ -322,7 +401,7 @@ fn add(
             (
                 item,
                 id,
-                (requires, notify, subscribe),
+                [requires, notify, subscribe],
                 description,
                 TaskKind::Remote { command },
             )
@@ -339,23 +418,23 @@ fn add(
     if id.is_empty() {
         return Err(format!("{path}: an empty id"));
     }
-    let mut requirements: Vec<Requirement> = requires.iter().map(|r| requirement(r)).collect();
-    if let Some(after) = after {
-        requirements.push(Requirement::Task(after.to_owned()));
-    }
-    tasks.push(PluginTask {
-        item,
-        id,
-        description: description.unwrap_or_default(),
-        requires: requirements,
-        notify: notify.iter().map(|r| requirement(r)).collect(),
-        subscribe: subscribe.iter().map(|r| requirement(r)).collect(),
-        kind,
+    tasks.push(Flat {
+        task: PluginTask {
+            item,
+            id,
+            description: description.unwrap_or_default(),
+            requires: Vec::new(),
+            notify: Vec::new(),
+            subscribe: Vec::new(),
+            kind,
+        },
+        written,
+        after,
     });
     Ok(())
 }
 
-fn task_item(raw: &RawTask) -> &str {
+fn task_item<'r>(raw: &'r RawTask) -> &'r str {
     match raw {
         RawTask::Config { item, .. }
         | RawTask::Callback { item, .. }
@@ -365,21 +444,23 @@ fn task_item(raw: &RawTask) -> &str {
 }
 
 /// A `requires` entry: `/...` a vpath, `TYPE[TITLE]` a resource, anything
-/// else a task id.
-fn requirement(text: &str) -> Requirement {
+/// else the id of a task of the answer (`None` when no task has it).
+fn requirement(text: &str, position: &HashMap<String, usize>) -> Option<Requirement> {
     if text.starts_with('/') {
-        return Requirement::Item(text.to_owned());
+        return Some(Requirement::Item(text.to_owned()));
     }
     // As manifests read `TYPE[NAME]`: the name runs to the last `]`.
     let resource = text.split_once('[').and_then(|(type_query, rest)| {
         let title = rest.strip_suffix(']')?;
         let plain = !type_query.is_empty() && type_query == type_query.trim();
-        (plain && !title.is_empty()).then(|| Requirement::Resource {
-            type_query: type_query.to_owned(),
-            title: title.to_owned(),
+        (plain && !title.is_empty()).then(|| {
+            Requirement::Resource(Box::new(ResourceName {
+                type_query: type_query.to_owned(),
+                title: title.to_owned(),
+            }))
         })
     });
-    resource.unwrap_or_else(|| Requirement::Task(text.to_owned()))
+    resource.or_else(|| position.get(text).map(|&at| Requirement::Task(at)))
 }
 
 #[cfg(test)]
@@ -408,13 +489,14 @@ mod tests {
         assert_eq!(
             tasks[2].requires,
             [
-                Requirement::Resource {
+                Requirement::Resource(Box::new(ResourceName {
                     type_query: "file".into(),
                     title: "/x".into()
-                },
+                })),
                 Requirement::Item("/user/a".into()),
-                Requirement::Task("#1".into()),
-                Requirement::Task("r".into()),
+                // #1, then r before it in its list.
+                Requirement::Task(0),
+                Requirement::Task(1),
             ]
         );
         assert!(
@@ -437,15 +519,89 @@ mod tests {
             .iter()
             .map(|t| (t.id.as_str(), t.requires.clone()))
             .collect();
-        let after = |id: &str| vec![Requirement::Task(id.to_owned())];
+        let after = |at: usize| vec![Requirement::Task(at)];
         assert_eq!(
             chain,
             [
                 ("x", vec![]),
-                ("y", after("x")),
-                ("z", after("y")),
-                ("w", after("z"))
+                ("y", after(0)),
+                ("z", after(1)),
+                ("w", after(2))
             ]
+        );
+    }
+
+    #[test]
+    fn an_answer_read_from_its_text_is_the_one_read_from_its_document() {
+        let answer = json!({"tasks": [
+            {"kind": "config", "item": "/a/b", "id": "c", "type": "file", "title": "/x",
+             "attributes": {"content": "hi"}, "replaces": [["file", "/y"]],
+             "requires": ["d", "file[/z]", "/a/b"], "notify": ["eA"]},
+            {"kind": "ordered", "item": "/a/b", "tasks": [
+                {"kind": "remote", "item": "/a/b", "id": "d", "command": ["true"]},
+                {"kind": "callback", "item": "/a/b", "id": "eA", "callback": "x",
+                 "args": [1], "kwargs": {"k": "v"}, "subscribe": ["c"]}]}]});
+        // A name with an escape is not borrowed from the text, but read.
+        let text = answer
+            .to_string()
+            .replace(r#""notify":["eA"]"#, r#""notify":["e\u0041"]"#);
+        assert!(text.contains(r"e\u0041"), "{text}");
+        let read = parse_tasks_text(&text, Items::Required).expect("a task answer");
+        assert_eq!(read, parse_tasks_required(&answer));
+        assert_eq!(
+            read.unwrap()[0].notify,
+            [Requirement::Task(2)],
+            "escapes are read"
+        );
+        // What is no task answer is left to the document's reading.
+        for text in [
+            r#"{"error": {"message": "no"}}"#,
+            r#"{"tasks": [], "extra": 1}"#,
+            "not json",
+            "[]",
+        ] {
+            assert!(parse_tasks_text(text, Items::Required).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn requirements_are_every_entry_of_the_lists_and_every_link_of_a_list() {
+        let answer = json!({"tasks": [
+            {"kind": "callback", "item": "/a/b", "id": "x", "callback": "c",
+             "requires": ["y", "file[/f]"], "notify": ["/a/b"], "subscribe": ["y"]},
+            {"kind": "ordered", "item": "/a/b", "tasks": [
+                {"kind": "callback", "item": "/a/b", "id": "y", "callback": "c"},
+                {"kind": "callback", "item": "/a/b", "id": "z", "callback": "c",
+                 "requires": ["x"]},
+                {"kind": "callback", "item": "/a/b", "id": "w", "callback": "c"}]}]});
+        let raw = RawTasks::deserialize(&answer).unwrap();
+        let mut flat = Vec::new();
+        for task in raw.tasks {
+            add(task, "tasks[]", None, &mut flat).unwrap();
+        }
+        // 4 entries of x's lists, z's 1, and the links y-z and z-w.
+        assert_eq!(requirement_count(&flat), 7);
+    }
+
+    #[test]
+    fn an_answer_of_more_requirements_than_the_limit_is_refused_with_their_count() {
+        let mut text = String::from(
+            r#"{"tasks": [{"kind": "callback", "item": "/a/b", "id": "x", "callback": "c", "requires": ["#,
+        );
+        for at in 0..=MAX_REQUIREMENTS {
+            text.push_str(if at == 0 { r#""x""# } else { r#","x""# });
+        }
+        text.push_str("]}]}");
+        let error = parse_tasks_text(&text, Items::Required)
+            .expect("a task answer")
+            .unwrap_err();
+        assert!(
+            error.starts_with(&format!(
+                "{} requirements (entries of requires, notify and subscribe, and the links of \
+                 ordered lists) in one answer, more than {MAX_REQUIREMENTS}",
+                MAX_REQUIREMENTS + 1
+            )),
+            "{error}"
         );
     }
 

@@ -192,9 +192,18 @@ fn change_phrase(catalog: &Catalog, task: &Task, change: &Change, style: Style) 
     }
 }
 
-/// The resources of the tasks `tasks` (indices) waits for.
-fn waits_for(catalog: &Catalog, plan: &Plan, tasks: &[usize]) -> String {
-    resources_of(catalog, plan, tasks, ", ")
+/// Writes ` (waits for A, B, ...)`: the resources `names` (of every
+/// task, made once) of the tasks `tasks` (indices). A task may wait for
+/// thousands: nothing is made for each but its name, written.
+fn write_waits_for(out: &mut impl Write, names: &[String], tasks: &[usize]) -> io::Result<()> {
+    write!(out, " (waits for ")?;
+    for (at, &task) in tasks.iter().enumerate() {
+        if at > 0 {
+            write!(out, ", ")?;
+        }
+        write!(out, "{}", names[task])?;
+    }
+    write!(out, ")")
 }
 
 /// The resources of the tasks `tasks` (indices), joined by `between`.
@@ -223,23 +232,22 @@ pub fn preview(
     plan: &Plan,
     style: Style,
 ) -> io::Result<()> {
-    for task in &plan.tasks {
+    let names: Vec<String> = (plan.tasks.iter())
+        .map(|task| catalog.items[task.item].reference())
+        .collect();
+    for (at, task) in plan.tasks.iter().enumerate() {
         let item = &catalog.items[task.item];
         write!(
             out,
             "{} {}",
             painted_sign(task, style),
-            style.paint(NAME, &item.reference())
+            style.paint(NAME, &names[at])
         )?;
         if task.drifted {
             write!(out, " (drifted)")?;
         }
         if !task.requires.is_empty() {
-            write!(
-                out,
-                " (waits for {})",
-                waits_for(catalog, plan, &shown_requires(plan, task))
-            )?;
+            write_waits_for(out, &names, &shown_requires(plan, task))?;
         }
         writeln!(out)?;
         if let Some(error) = &task.error {
@@ -429,15 +437,20 @@ pub fn done_phrase(done: &Done) -> String {
 /// not. `tense`: "is" for a plan, "was" for an apply.
 pub fn forgotten(out: &mut impl Write, items: &[StoredItem], tense: &str) -> io::Result<()> {
     for item in items {
-        // A plugin item's resource that its removal leaves.
-        if let Some(owner) = &item.owner {
+        // A plugin item's resource that its removal leaves (or the
+        // removals of the items that shared it).
+        if !item.owners.is_empty() {
+            let owners: Vec<String> = item.owners.iter().map(|o| escape(o)).collect();
+            let whose = match owners.len() {
+                1 => "its removal leaves",
+                _ => "their removals leave",
+            };
             writeln!(
                 out,
-                "= {}[{}] {tense} only forgotten, left as it is: {} made it, and its removal \
-                 leaves it",
+                "= {}[{}] {tense} only forgotten, left as it is: {} made it, and {whose} it",
                 escape(&item.type_name),
                 escape(&item.name),
-                escape(owner)
+                owners.join(" and ")
             )?;
             continue;
         }

@@ -245,7 +245,7 @@ mod tests {
             properties: Map::new(),
             created: true,
             requires: Vec::new(),
-            owner: None,
+            owners: Vec::new(),
             undetermined: false,
         }
     }

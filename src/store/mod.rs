@@ -120,10 +120,11 @@ pub struct StoredItem {
     pub created: bool,
     /// The items it came after when last applied, as (provider, name).
     pub requires: Vec<(String, String)>,
-    /// For a resource a model plugin's config task made: the vpath of the
-    /// plugin item it was made for, which keeps it while that item is
-    /// applied and not expanded again.
-    pub owner: Option<String>,
+    /// For a resource model plugins' config tasks made: the vpaths of the
+    /// plugin items whose answers yield it, sorted (several items may
+    /// share one). It stays while any of them still yields it: while one
+    /// is applied and not expanded again, or its plugin is not found.
+    pub owners: Vec<String>,
     /// Its tasks ran and not all succeeded, so what is applied cannot be
     /// told from its properties (LITP's `applied_properties_determinable`
     /// false): it needs work whatever the manifests say.
@@ -454,7 +455,7 @@ impl Store {
         let mut statement = self
             .conn
             .prepare(
-                "SELECT provider, type, name, state, properties, created, requires, owner, \
+                "SELECT provider, type, name, state, properties, created, requires, owners, \
                  undetermined FROM items ORDER BY provider, name",
             )
             .map_err(|e| self.fail(e))?;
@@ -468,7 +469,7 @@ impl Store {
                     row.get::<_, String>(4)?,
                     row.get::<_, bool>(5)?,
                     row.get::<_, String>(6)?,
-                    row.get::<_, Option<String>>(7)?,
+                    row.get::<_, String>(7)?,
                     row.get::<_, bool>(8)?,
                 ))
             })
@@ -483,7 +484,7 @@ impl Store {
                 properties,
                 created,
                 requires,
-                owner,
+                owners,
                 undetermined,
             ) = row.map_err(|e| self.fail(e))?;
             let corrupt = |what: &str| Error::Store {
@@ -495,6 +496,8 @@ impl Store {
                 serde_json::from_str(&properties).map_err(|_| corrupt("unreadable properties"))?;
             let requires: Vec<(String, String)> =
                 serde_json::from_str(&requires).map_err(|_| corrupt("unreadable requires"))?;
+            let owners: Vec<String> =
+                serde_json::from_str(&owners).map_err(|_| corrupt("unreadable owners"))?;
             items.push(StoredItem {
                 provider,
                 type_name,
@@ -503,7 +506,7 @@ impl Store {
                 properties,
                 created,
                 requires,
-                owner,
+                owners,
                 undetermined,
             });
         }
@@ -538,6 +541,30 @@ impl Store {
         bump_serial(&tx).map_err(|e| db_error(&path, e))?;
         tx.commit().map_err(|e| db_error(&path, e))?;
         Ok(gone)
+    }
+
+    /// Forgets the items `keys`, and takes off every other item's owners
+    /// those that `lets_go(owner, provider, name)`, in one transaction:
+    /// the owners are read as they are now (a run may have added some
+    /// since it read the store), and an item keeps its other owners.
+    pub fn forget_and_release(
+        &mut self,
+        keys: &[(String, String)],
+        lets_go: impl Fn(&str, &str, &str) -> bool,
+    ) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        for (provider, name) in keys {
+            execute_cached(
+                &tx,
+                "DELETE FROM items WHERE provider = ?1 AND name = ?2",
+                params![provider, name],
+            )
+            .map_err(|e| db_error(&path, e))?;
+        }
+        release_owners(&tx, &path, lets_go)?;
+        bump_serial(&tx).map_err(|e| db_error(&path, e))?;
+        tx.commit().map_err(|e| db_error(&path, e))
     }
 
     /// Records a plan that starts running, with its tasks (Initial).
@@ -746,9 +773,9 @@ fn put_item(tx: &rusqlite::Transaction, item: &StoredItem) -> rusqlite::Result<(
     execute_cached(
         tx,
         "INSERT INTO items (provider, name, type, state, properties, created, requires, updated, \
-         owner, undetermined) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+         owners, undetermined) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
          ON CONFLICT (provider, name) DO UPDATE SET type = ?3, state = ?4, properties = ?5, \
-         created = ?6, requires = ?7, updated = ?8, owner = ?9, undetermined = ?10",
+         created = ?6, requires = ?7, updated = ?8, owners = ?9, undetermined = ?10",
         params![
             item.provider,
             item.name,
@@ -758,11 +785,54 @@ fn put_item(tx: &rusqlite::Transaction, item: &StoredItem) -> rusqlite::Result<(
             item.created,
             requires,
             now(),
-            item.owner,
+            owners_text(&item.owners),
             item.undetermined
         ],
     )
     .map(|_| ())
+}
+
+/// Takes off each item's owners those that `lets_go(owner, provider,
+/// name)`, within `tx`.
+fn release_owners(
+    tx: &rusqlite::Transaction,
+    path: &std::path::Path,
+    lets_go: impl Fn(&str, &str, &str) -> bool,
+) -> Result<()> {
+    let owned: Vec<(String, String, String)> = {
+        let mut statement = tx
+            .prepare("SELECT provider, name, owners FROM items WHERE owners != '[]'")
+            .map_err(|e| db_error(path, e))?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .map_err(|e| db_error(path, e))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(|e| db_error(path, e))?
+    };
+    for (provider, name, text) in owned {
+        let owners: Vec<String> = serde_json::from_str(&text).map_err(|_| Error::Store {
+            path: path.to_owned(),
+            message: format!("item {provider} '{name}': unreadable owners"),
+        })?;
+        let kept: Vec<&String> = (owners.iter())
+            .filter(|owner| !lets_go(owner, &provider, &name))
+            .collect();
+        if kept.len() < owners.len() {
+            let kept = serde_json::to_string(&kept).unwrap_or_else(|_| "[]".to_owned());
+            execute_cached(
+                tx,
+                "UPDATE items SET owners = ?3 WHERE provider = ?1 AND name = ?2",
+                params![provider, name, kept],
+            )
+            .map_err(|e| db_error(path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Owners as the store keeps them: a JSON list of vpaths.
+fn owners_text(owners: &[String]) -> String {
+    serde_json::to_string(owners).unwrap_or_else(|_| "[]".to_owned())
 }
 
 /// Runs one statement through the connection's cache of prepared
@@ -859,7 +929,7 @@ mod tests {
                 .clone(),
             created: true,
             requires: vec![("t::t".to_owned(), "other".to_owned())],
-            owner: None,
+            owners: Vec::new(),
             undetermined: false,
         }
     }
@@ -895,6 +965,37 @@ mod tests {
         assert_eq!(Store::open(&path).unwrap().id().unwrap(), id);
         let other = Store::open(&dir.path().join("other.db")).unwrap();
         assert_ne!(other.id().unwrap(), id);
+    }
+
+    #[test]
+    fn forgetting_an_owner_keeps_what_others_still_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let owned = |name: &str, owners: &[&str]| StoredItem {
+            owners: owners.iter().map(|o| (*o).to_owned()).collect(),
+            ..item(name, ItemState::Applied)
+        };
+        store
+            .put_items(&[
+                owned("shared", &["/x/a", "/x/b"]),
+                owned("mine", &["/x/a"]),
+                owned("theirs", &["/x/b"]),
+                item("a", ItemState::Applied),
+            ])
+            .unwrap();
+        store
+            .forget_and_release(&[("t::t".to_owned(), "a".to_owned())], |owner, _, name| {
+                owner == "/x/a" && name != "mine"
+            })
+            .unwrap();
+        assert_eq!(
+            store.items().unwrap(),
+            [
+                owned("mine", &["/x/a"]),
+                owned("shared", &["/x/b"]),
+                owned("theirs", &["/x/b"])
+            ]
+        );
     }
 
     #[test]

@@ -7,10 +7,12 @@
 //! the model plugin item whose config task made the resource. Version 4:
 //! snapshots (`ral snapshot`), each with the model as applied when made,
 //! and whether an item's applied properties can be told (LITP's
-//! `applied_properties_determinable`). Version 5: whether an intent's task
-//! failed (its resource is then never taken as made by ral in a later
-//! run), and the refreshes owed: a refresh called for by a change, kept
-//! until it succeeds.
+//! `applied_properties_determinable`). Version 5: an item's owners, every
+//! plugin item whose answer yields the resource (several items may share
+//! one), as a JSON list (the single `owner` of version 3 moves into it and
+//! is no longer used); whether an intent's task failed (its resource is
+//! then never taken as made by ral in a later run); and the refreshes
+//! owed: a refresh called for by a change, kept until it succeeds.
 
 use rusqlite::Connection;
 
@@ -83,6 +85,8 @@ CREATE TABLE snapshots (
 ALTER TABLE items ADD COLUMN undetermined INTEGER NOT NULL DEFAULT 0;
 ",
     "
+ALTER TABLE items ADD COLUMN owners TEXT NOT NULL DEFAULT '[]';
+UPDATE items SET owners = json_array(owner), owner = NULL WHERE owner IS NOT NULL;
 ALTER TABLE intents ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE refreshes (
     provider TEXT NOT NULL,
@@ -151,13 +155,47 @@ mod tests {
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .unwrap();
         assert_eq!(version, VERSION);
-        let (name, owner): (String, Option<String>) = conn
-            .query_row("SELECT name, owner FROM items", [], |row| {
+        let (name, owners): (String, String) = conn
+            .query_row("SELECT name, owners FROM items", [], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })
             .unwrap();
-        assert_eq!((name.as_str(), owner), ("a", None));
+        assert_eq!((name.as_str(), owners.as_str()), ("a", "[]"));
         // Migrating again changes nothing.
         migrate(&mut conn).unwrap();
+    }
+
+    #[test]
+    fn a_version_4_store_s_owner_becomes_its_only_owner() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for (at, statements) in MIGRATIONS[..4].iter().enumerate() {
+            conn.execute_batch(statements).unwrap();
+            conn.pragma_update(None, "user_version", at as i64 + 1)
+                .unwrap();
+        }
+        for (name, owner) in [("a", None), ("b", Some("/site/\"x\""))] {
+            conn.execute(
+                "INSERT INTO items (provider, name, type, state, properties, created, \
+                 requires, updated, owner) VALUES ('t::t', ?1, 't', 'Applied', '{}', 1, '[]', \
+                 0, ?2)",
+                rusqlite::params![name, owner],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn).unwrap();
+        let rows: Vec<(String, String, Option<String>)> = conn
+            .prepare("SELECT name, owners, owner FROM items ORDER BY name")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("a".to_owned(), "[]".to_owned(), None),
+                ("b".to_owned(), r#"["/site/\"x\""]"#.to_owned(), None)
+            ]
+        );
     }
 }

@@ -206,6 +206,27 @@ fn apply_follows_require_before_and_automatic_edges_then_plans_nothing() {
 }
 
 #[test]
+fn a_task_waits_through_unchanged_resources_for_each_task_behind_them_once() {
+    let bench = Bench::new();
+    let before = "beta:\n  b1: {value: one}\n  b2: {value: two, require: 'beta[b1]'}\n  \
+                  b3: {value: three, require: 'beta[b1]'}\n  \
+                  b4: {value: four, require: ['beta[b2]', 'beta[b3]', 'beta[b1]']}\n";
+    bench
+        .ral("apply", &[&bench.manifest("m.yaml", before)])
+        .expect(0);
+    // b1 and b4 change; b2 and b3, between them, do not: b4 waits for b1
+    // through both, and directly, and names it once.
+    let after = before
+        .replace("value: one", "value: uno")
+        .replace("value: four", "value: cuatro");
+    bench
+        .ral("plan", &[&bench.manifest("m2.yaml", &after)])
+        .expect(0)
+        .stdout_has("~ beta[b4] (waits for beta[b1])\n")
+        .stdout_has("Plan: 0 to create, 2 to change, 0 to remove; 2 unchanged.");
+}
+
+#[test]
 fn ready_tasks_of_a_json_provider_go_in_one_set_and_calls_of_one_provider_never_overlap() {
     let bench = Bench::new();
     let m = bench.manifest(

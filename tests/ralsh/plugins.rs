@@ -331,18 +331,101 @@ fn item_type_clashes_name_both_files() {
         .expect(2)
         .stderr_has("clash_type/plugins/files.yaml: item type 'file' is also the type of the provider file::file (")
         .stderr_has("file.prov)");
-    // Without plugin items the run goes on, but says the type is shadowed.
-    let files = bench.manifest("files.yaml", "file:\n  /srv/x: {ensure: file}\n");
+    // A manifest naming the type could mean either: refused at its line,
+    // naming both files, and nothing runs.
+    let files = bench.manifest(
+        "files.yaml",
+        "host:\n  web: {ip: 10.0.0.5}\nfile:\n  /srv/x: {ensure: file}\n",
+    );
+    let applied = bench.ral("apply", &[&files]);
+    applied
+        .expect(2)
+        .stderr_has("files.yaml:4: ")
+        .stderr_has("clash_type/plugins/files.yaml: invalid plugin metadata: item type 'file' is also the type of the provider file::file (")
+        .stderr_has("file.prov): a manifest could not tell which is meant; rename one");
+    assert!(!bench.exists("srv/x"));
+    assert!(!bench.sandbox.read("etc/hosts").contains("web"));
+    // Also as a reference, and as the item type's qualified name.
+    let named = bench.manifest(
+        "named.yaml",
+        "host:\n  web: {ip: 10.0.0.5, require: \"file[/srv/x]\"}\nfile::files:\n  a: {size: 1}\n",
+    );
     bench
-        .ral("plan", &[&files])
+        .ral("plan", &[&named])
+        .expect(2)
+        .stderr_has("named.yaml:2: host[web]: require file[/srv/x]: ")
+        .stderr_has("named.yaml:4: ")
+        .stderr_has("item type 'file' is also the type of the provider file::file");
+    // The provider named by its qualified name, or a manifest not naming
+    // the type, goes on, with a warning.
+    let qualified = bench.manifest(
+        "qualified.yaml",
+        "host:\n  web: {ip: 10.0.0.5}\nfile::file:\n  /srv/x: {ensure: file}\n",
+    );
+    bench
+        .ral("apply", &[&qualified])
         .expect(0)
         .stderr_has("item type 'file' is also the type of the provider file::file");
+    assert!(bench.exists("srv/x"));
+    // ralsh, which knows no plugin items, lists providers with the
+    // warning, and shows the provider's resources.
+    let clash_dir = fixtures_dir().join("plugin_cases/clash_type");
+    run(&mut bench.sandbox.command_in(&clash_dir, &[]))
+        .expect(0)
+        .stdout_has("file::file")
+        .stderr_has("item type 'file' is also the type of the provider file::file");
+    run(&mut bench.sandbox.command_in(&clash_dir, &["file", "/srv/x"]))
+        .expect(0)
+        .stdout_has("file::file { '/srv/x':");
     let bench = Bench::new().with_data("clash_plugins");
     bench
         .ral("plan", &[&m])
         .expect(2)
-        .stderr_has("clash_plugins/plugins/other.yaml: item type 'site' is also an item type of the plugin demo (")
+        .stderr_has("site.yaml:2: ")
+        .stderr_has("clash_plugins/plugins/other.yaml: invalid plugin metadata: item type 'site' is also an item type of the plugin demo (")
         .stderr_has("plugins/demo.yaml)");
+}
+
+#[test]
+fn a_plugin_item_cannot_be_named_like_a_task_or_a_vpath() {
+    let bench = Bench::new().with_data("rogue");
+    // A task's name in the plan is its item's vpath and its id: these
+    // names would be those of /thing/x's task 'b' (or 'a:b').
+    answer(
+        &bench,
+        "create_configuration",
+        r#"{"tasks": [{"kind": "callback", "item": "/thing/x", "id": "b", "callback": "c"}]}"#,
+        0,
+    );
+    for (name, why) in [
+        ("/thing/x:b", "it holds '/'"),
+        ("x:a", "it holds ':'"),
+        ("a/b", "it holds '/'"),
+        ("", "it is empty"),
+        ("-x", "it starts with '.' or '-'"),
+        ("$(id)", "it holds '$'"),
+    ] {
+        let m = bench.manifest(
+            "thing.yaml",
+            &format!("thing:\n  x: {{size: 1}}\n  {name:?}: {{size: 2}}\n"),
+        );
+        bench.ral("plan", &[&m]).expect(2).stderr_has(&format!(
+            "thing.yaml:3: thing[{name}]: {why}: a plugin item's name is letters, digits, '_', '-' \
+             and '.', not starting with '.' or '-', at most 128 characters"
+        ));
+        assert!(
+            !bench.exists("rogue/validate_model.in"),
+            "no plugin ran: {name}"
+        );
+    }
+    let m = bench.manifest(
+        "thing.yaml",
+        "thing:\n  x: {size: 1}\n  x.y_z-1: {size: 2}\n",
+    );
+    bench
+        .ral("plan", &[&m])
+        .expect(0)
+        .stdout_has("* callback[/thing/x:b]");
 }
 
 #[test]
@@ -416,6 +499,25 @@ fn answers_against_the_protocol_fail_the_run_naming_the_plugin_and_call() {
         plan.expect(2).stderr_has(expected);
         assert!(!plan.stderr.contains('\u{1b}'), "{}", plan.stderr);
     }
+    assert!(!bench.exists("var/lib/ral/state.db") || bench.states().is_empty());
+}
+
+#[test]
+fn an_answer_of_too_many_requirements_is_refused_naming_the_plugin_and_their_count() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n");
+    // Two million and one entries: one more than an answer may hold
+    // (about 8 MB, well within the bytes an answer may take).
+    let mut out = String::from(
+        r#"{"tasks": [{"kind": "callback", "item": "/thing/a", "id": "x", "callback": "c", "requires": ["#,
+    );
+    out.push_str(&vec![r#""x""#; 2_000_001].join(","));
+    out.push_str("]}]}");
+    answer(&bench, "create_configuration", &out, 0);
+    bench.ral("apply", &[&m]).expect(2).stderr_has(
+        "plugin rogue: create_configuration: 2000001 requirements (entries of requires, notify \
+         and subscribe, and the links of ordered lists) in one answer, more than 2000000",
+    );
     assert!(!bench.exists("var/lib/ral/state.db") || bench.states().is_empty());
 }
 
@@ -710,6 +812,45 @@ fn snapshots_are_made_listed_restored_and_removed_by_the_plugins_plans() {
 }
 
 #[test]
+fn a_snapshot_name_that_is_no_plain_word_is_refused_before_anything_runs() {
+    let bench = Bench::new();
+    let m = bench.manifest("site.yaml", TWO_SITES);
+    bench.ral("apply", &[&m]).expect(0);
+    bench.take_calls();
+    let long = "s".repeat(129);
+    for (name, why) in [
+        ("", "it is empty"),
+        ("../../x", "it holds '/'"),
+        ("a\nb", "it holds '\\n'"),
+        ("$(id)", "it holds '$'"),
+        (".hidden", "it starts with '.' or '-'"),
+        ("-x", "it starts with '.' or '-'"),
+        (&long, "it is 129 characters long"),
+    ] {
+        for action in ["create", "restore", "remove"] {
+            bench
+                .ral("snapshot", &[action, "--", name])
+                .expect(2)
+                .stderr_has(&format!(
+                    "cannot name a snapshot: {why}; a snapshot's name is letters, digits"
+                ));
+        }
+    }
+    assert!(
+        bench.take_calls().is_empty(),
+        "no plugin was given a bad name"
+    );
+    assert_eq!(
+        bench.ral("snapshot", &["list"]).stdout,
+        "",
+        "none was stored"
+    );
+    assert!(!bench.exists("snapshots"));
+    // A plain one is made.
+    bench.ral("snapshot", &["create", "before-1.2_a"]).expect(0);
+}
+
+#[test]
 fn a_failed_snapshot_plan_is_recorded_failed_and_a_failed_removal_keeps_it() {
     let bench = Bench::new();
     let m = bench.manifest("site.yaml", TWO_SITES);
@@ -827,6 +968,27 @@ fn a_problem_with_a_plugin_task_names_the_plugin_and_the_task() {
 }
 
 #[test]
+fn a_problem_with_what_a_task_names_is_shown_at_the_line_of_its_own_item() {
+    let bench = Bench::new().with_data("rogue");
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 1}\n  b: {size: 2}\n");
+    answer(
+        &bench,
+        "create_configuration",
+        r#"{"tasks": [
+            {"kind": "config", "item": "/thing/a", "id": "f", "type": "file", "title": "/srv/f",
+             "attributes": {"ensure": "file"}, "notify": ["cb", "/thing/b"]},
+            {"kind": "callback", "item": "/thing/b", "id": "cb", "callback": "c"}]}"#,
+        0,
+    );
+    // Task f of /thing/a (line 2) names b's task and b (line 3).
+    bench
+        .ral("plan", &[&m])
+        .expect(2)
+        .stderr_has("thing.yaml:2: file[/srv/f]: notify thing[/thing/b:cb]: callback[/thing/b:cb] cannot be refreshed")
+        .stderr_has("thing.yaml:2: file[/srv/f]: notify thing[b]: thing[b] cannot be refreshed");
+}
+
+#[test]
 fn a_misspelt_item_type_is_suggested() {
     let bench = Bench::new();
     let m = bench.manifest("site.yaml", "sitte:\n  shop: {dir: /srv, content: hi}\n");
@@ -872,6 +1034,122 @@ fn drift_tasks_of_an_applied_item_only_add() {
     assert_eq!(bench.sandbox.read("srv/r1"), "one\n");
     assert_eq!(bench.sandbox.read("srv/r2"), "two\n", "not removed");
     assert!(bench.states().contains(&"file[/srv/r2] Applied".to_owned()));
+}
+
+/// The rogue plugin's create_configuration: for each (ITEM, TITLE, ENSURE),
+/// a config task of the thing ITEM for the file TITLE.
+fn shared_answer(tasks: &[(&str, &str, &str)]) -> String {
+    let tasks: Vec<Json> = tasks
+        .iter()
+        .map(|(item, title, ensure)| {
+            serde_json::json!({"kind": "config", "item": format!("/thing/{item}"),
+                "type": "file", "title": title,
+                "attributes": {"ensure": ensure, "content": "shared\n"}})
+        })
+        .collect();
+    serde_json::json!({ "tasks": tasks }).to_string()
+}
+
+const NO_TASKS: &str = r#"{"tasks": []}"#;
+
+#[test]
+fn a_resource_several_items_yield_stays_until_the_last_of_them_goes() {
+    let bench = Bench::new().with_data("rogue");
+    let a = bench.manifest("a.yaml", "thing:\n  a: {size: 1}\n");
+    let ab = bench.manifest("ab.yaml", "thing:\n  a: {size: 1}\n  b: {size: 2}\n");
+    let b = bench.manifest("b.yaml", "thing:\n  b: {size: 2}\n");
+    let c = bench.manifest("c.yaml", "thing:\n  c: {size: 3}\n");
+    let shared = |item, ensure| shared_answer(&[(item, "/srv/shared", ensure)]);
+    // a makes the file; then b, added, yields it too (as b wants it
+    // already: its task has nothing to do).
+    answer(&bench, "create_configuration", &shared("a", "file"), 0);
+    bench.ral("apply", &[&a]).expect(0);
+    answer(&bench, "create_configuration", &shared("b", "file"), 0);
+    bench.ral("apply", &[&ab]).expect(0);
+    // a goes, its plugin answering no removal task: b still yields the
+    // file, which stays recorded, neither forgotten nor removed.
+    answer(&bench, "create_configuration", NO_TASKS, 0);
+    for _ in 0..2 {
+        let applied = bench.ral("apply", &[&b]);
+        applied.expect(0);
+        assert!(!applied.stdout.contains("forgotten"), "{}", applied.stdout);
+        assert_eq!(
+            bench.states(),
+            ["file[/srv/shared] Applied", "thing[b] Applied"]
+        );
+    }
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
+    // A removal task of one item may not take it from the other.
+    answer(&bench, "create_configuration", &shared("a", "file"), 0);
+    bench.ral("apply", &[&ab]).expect(0);
+    answer(&bench, "create_configuration", &shared("a", "absent"), 0);
+    bench.ral("apply", &[&b]).expect(2).stderr_has(
+        "file[/srv/shared] (task '#1' of the plugin rogue for /thing/a) removes what /thing/b \
+         still yields",
+    );
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
+    answer(&bench, "create_configuration", NO_TASKS, 0);
+    bench.ral("apply", &[&b]).expect(0);
+    // When the last item that yields it goes, its removal decides: it
+    // leaves the file, which is forgotten, left as it is.
+    bench
+        .ral("apply", &["--destroy", &c])
+        .expect(0)
+        .stdout_has("= file[/srv/shared] was only forgotten, left as it is: /thing/b made it");
+    assert_eq!(bench.states(), ["thing[c] Applied"]);
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
+}
+
+#[test]
+fn an_item_answering_anew_without_a_shared_resource_lets_go_of_it_alone() {
+    let bench = Bench::new().with_data("rogue");
+    let a = bench.manifest("a.yaml", "thing:\n  a: {size: 1}\n");
+    let ab = bench.manifest("ab.yaml", "thing:\n  a: {size: 1}\n  b: {size: 2}\n");
+    let changed = bench.manifest("ab2.yaml", "thing:\n  a: {size: 5}\n  b: {size: 2}\n");
+    let a_changed = bench.manifest("a2.yaml", "thing:\n  a: {size: 5}\n");
+    answer(
+        &bench,
+        "create_configuration",
+        &shared_answer(&[("a", "/srv/shared", "file")]),
+        0,
+    );
+    bench.ral("apply", &[&a]).expect(0);
+    answer(
+        &bench,
+        "create_configuration",
+        &shared_answer(&[("b", "/srv/shared", "file")]),
+        0,
+    );
+    bench.ral("apply", &[&ab]).expect(0);
+    // a changes, and its new answer no longer names the file: b still
+    // yields it, so it stays.
+    answer(
+        &bench,
+        "create_configuration",
+        &shared_answer(&[("a", "/srv/a2", "file")]),
+        0,
+    );
+    bench.ral("apply", &[&changed]).expect(0);
+    assert_eq!(
+        bench.states(),
+        [
+            "file[/srv/a2] Applied",
+            "file[/srv/shared] Applied",
+            "thing[a] Applied",
+            "thing[b] Applied"
+        ]
+    );
+    // a applied lets go of it: once b goes, nothing yields it any more.
+    answer(&bench, "create_configuration", NO_TASKS, 0);
+    bench
+        .ral("apply", &[&a_changed])
+        .expect(0)
+        .stdout_has("= file[/srv/shared] was only forgotten, left as it is: /thing/b made it");
+    assert_eq!(
+        bench.states(),
+        ["file[/srv/a2] Applied", "thing[a] Applied"]
+    );
+    assert_eq!(bench.sandbox.read("srv/shared"), "shared\n");
 }
 
 #[test]

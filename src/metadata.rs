@@ -1158,9 +1158,18 @@ mod tests {
         assert!(content.kept_keyed());
         assert!(!meta.attributes["mode"].kept_keyed());
         for (attrs, problem) in [
-            ("content: {digest: nope}", "'nope' is not another, read-only"),
-            ("content: {digest: mode}\n    mode: {}", "'mode' is not another, read-only"),
-            ("content: {private_by: mode}\n    mode: {}", "has none (give digest too)"),
+            (
+                "content: {digest: nope}",
+                "'nope' is not another, read-only",
+            ),
+            (
+                "content: {digest: mode}\n    mode: {}",
+                "'mode' is not another, read-only",
+            ),
+            (
+                "content: {private_by: mode}\n    mode: {}",
+                "has none (give digest too)",
+            ),
             (
                 "content: {digest: checksum, private_by: nope}\n    checksum: {kind: r}",
                 "'nope' is not another attribute",
@@ -1169,7 +1178,9 @@ mod tests {
             let yaml = format!(
                 "provider:\n  type: file\n  invoke: json\n  actions: [get]\n  suitable: true\n  attributes:\n    name: {{}}\n    {attrs}\n"
             );
-            let err = Metadata::parse(&yaml, Path::new("f.yaml")).unwrap_err().to_string();
+            let err = Metadata::parse(&yaml, Path::new("f.yaml"))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(problem), "{attrs}: {err}");
         }
     }

@@ -332,6 +332,10 @@ fn check_text(attr: &str, value: &Json) -> CallResult<Value> {
         // libmount decodes \043, glibc's getmntent does not: no escape
         // keeps the line from reading as a comment for every reader.
         "starts with '#', which would make its line a comment".to_owned()
+    } else if attr == "device" && text.starts_with('=') {
+        // blkid reads a tag with no name, which findmnt --verify calls
+        // an unsupported tag.
+        "starts with '=', which reads as a tag with no name".to_owned()
     } else if let Some(tag) = unknown_tag(text).filter(|_| attr == "device") {
         format!(
             "reads as a tag {}, which libmount does not know (it knows {}); it would take \

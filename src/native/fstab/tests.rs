@@ -491,6 +491,13 @@ fn a_device_that_reads_as_a_tag_libmount_does_not_know_is_refused() {
          LABEL, UUID, PARTLABEL, PARTUUID, ID); it would take it for a file name"
     );
     assert!(check_value("device", &json!("FOO_1=bar")).is_err());
+    // A tag with no name: findmnt --verify calls it unsupported.
+    assert_eq!(
+        check_value("device", &json!("=A_9@-0\""))
+            .unwrap_err()
+            .message,
+        "device: '=A_9@-0\"' starts with '=', which reads as a tag with no name"
+    );
 }
 
 /// libmount reads a line without options, and one with more than six

@@ -13,9 +13,11 @@
 //! repr): so each of its pieces between line breaks (or other control
 //! characters) is taken out as well, once it is [`MIN_PIECE`] characters
 //! long, leading and trailing blanks aside. Shorter pieces would blank
-//! out ordinary words and say next to nothing of the secret. A text cut
-//! at a length ([`redact_cut`]) loses also the start of a secret it ends
-//! with.
+//! out ordinary words and say next to nothing of the secret; so would a
+//! whole secret that short (a locked account's password `!`), which is
+//! left in free text too: renderers still show its attribute as
+//! [`REDACTED`]. A text cut at a length ([`redact_cut`]) loses also the
+//! start of a secret it ends with.
 
 use std::cmp::Reverse;
 
@@ -92,7 +94,9 @@ pub fn redact_cut(text: &str, secrets: &[String]) -> String {
 fn needles(secrets: &[String]) -> Vec<&str> {
     let mut needles: Vec<&str> = Vec::new();
     for secret in secrets.iter().filter(|secret| !secret.is_empty()) {
-        needles.push(secret);
+        if secret.trim().chars().count() >= MIN_PIECE {
+            needles.push(secret);
+        }
         if secret.chars().any(breaks) {
             needles.extend(
                 secret
@@ -162,10 +166,22 @@ mod tests {
             [("password", &list), ("comment", &plain)],
         );
         assert_eq!(found, ["ab abcd", "abcd", "ab"]);
+        // A secret of fewer than four characters is left in free text: it
+        // would blank out words and tells next to nothing.
         assert_eq!(
             redact("got abcd and ab, shown", &found),
-            "got [redacted] and [redacted], shown"
+            "got [redacted] and ab, shown"
         );
+    }
+
+    #[test]
+    fn a_locked_account_s_password_leaves_messages_whole() {
+        let locked = secret_texts(|_| true, [("password", &Value::from("!"))]);
+        let message = "a locked account has the password '!'";
+        assert_eq!(redact(message, &locked), message);
+        assert!(!holds(message, &locked));
+        let four = secret_texts(|_| true, [("password", &Value::from("abcd"))]);
+        assert_eq!(redact("x abcd y", &four), "x [redacted] y");
     }
 
     #[test]
@@ -215,13 +231,13 @@ mod tests {
     fn each_value_of_a_sensitive_hash_is_a_secret_too() {
         let mut map = indexmap::IndexMap::new();
         map.insert("user".to_owned(), Value::from("alice-token"));
-        map.insert("key".to_owned(), Value::from("k3y"));
+        map.insert("key".to_owned(), Value::from("k3y4"));
         let hash = Value::Hash(Box::new(map));
         let found = secret_texts(|key| key == "creds", [("creds", &hash)]);
         assert!(found.contains(&"alice-token".to_owned()), "{found:?}");
-        assert!(found.contains(&"k3y".to_owned()), "{found:?}");
+        assert!(found.contains(&"k3y4".to_owned()), "{found:?}");
         assert_eq!(
-            redact("echoed k3y and alice-token", &found),
+            redact("echoed k3y4 and alice-token", &found),
             "echoed [redacted] and [redacted]"
         );
     }

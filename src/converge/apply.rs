@@ -588,11 +588,16 @@ fn start_refresh<'scope, 'env>(
         };
         let _ = sender.send(Message::Done(Done {
             tasks: vec![at],
-            results: vec![result.map(|()| (Vec::new(), placeholder)).map_err(failed)],
+            results: vec![result
+                .map(|()| (Vec::new(), placeholder))
+                .map_err(|e| failed(format!("{e}{STAYS_OWED}")))],
             seconds: started.elapsed().as_secs_f64(),
         }));
     });
 }
+
+/// What a refresh that did not succeed says: the store owes it.
+const STAYS_OWED: &str = "; the refresh stays owed, and the next apply runs it";
 
 /// Why refresh task `at` need not call its provider, if it need not.
 fn refresh_not_needed(catalog: &Catalog, plan: &Plan, at: usize) -> Option<String> {
@@ -718,11 +723,21 @@ fn skip(
             .filter(|&&before| plan.tasks[before].state.is_unsuccessful())
             .map(|&before| catalog.items[plan.tasks[before].item].reference())
             .collect();
+        // A refresh a source of which ran (and failed) is owed.
+        let owed = plan.tasks[at].owed
+            || plan.tasks[at]
+                .refresh_on
+                .iter()
+                .any(|&source| plan.tasks[source].state == TaskState::Failed);
         let task = &mut plan.tasks[at];
         task.state = TaskState::Skipped;
         task.error = Some(TaskError {
             kind: ErrorKind::Prerequisite,
-            message: format!("not run: {} did not succeed", names.join(", ")),
+            message: format!(
+                "not run: {} did not succeed{}",
+                names.join(", "),
+                if owed { STAYS_OWED } else { "" }
+            ),
         });
     }
     events.tasks_ended(catalog, plan, &off);

@@ -81,6 +81,32 @@ impl<'s> Remembered<'s> {
         self.by_key.get(&(provider.qualified_name(), name)).copied()
     }
 
+    /// Drops from `changes`, planned for the existing resource `name`, the
+    /// write-only parameters ral last applied to it with the same value:
+    /// they go to the provider again with the other changes, but change
+    /// nothing, so they are no change to show.
+    pub fn hide_applied_parameters(
+        &self,
+        provider: &Provider,
+        name: &str,
+        changes: &mut Vec<crate::resource::Change>,
+    ) {
+        let Some(item) = self.item(provider, name) else {
+            return;
+        };
+        if item.state != ItemState::Applied || item.undetermined {
+            return;
+        }
+        changes.retain(|change| {
+            let parameter = provider
+                .attribute(&change.attr)
+                .is_some_and(|a| a.kind == crate::metadata::Kind::Write);
+            !parameter
+                || item.properties.get(&change.attr)
+                    != Some(&kept(provider, name, &change.attr, &change.is, self.key))
+        });
+    }
+
     /// Whether an earlier run owes the resource a refresh: one was called
     /// for and did not succeed (see `store::refreshes`).
     pub fn owes_refresh(&self, provider: &Provider, name: &str) -> bool {

@@ -394,13 +394,16 @@ pub fn plan_keeping(
                                 provider.meta.update_action().as_str()
                             )));
                         }
-                        Some(planned_task(
-                            provider,
-                            at,
-                            requires.clone(),
-                            transition,
-                            keep,
-                        ))
+                        let mut task =
+                            planned_task(provider, at, requires.clone(), transition, keep);
+                        if let (Some(applied), Action::Change) = (applied, task.action) {
+                            applied.hide_applied_parameters(
+                                provider,
+                                item.name(),
+                                &mut task.changes,
+                            );
+                        }
+                        Some(task)
                     }
                 }
             }

@@ -793,13 +793,18 @@ fn log_forgotten(items: &[StoredItem], what_happens: &str) {
 fn applied(plan: &Plan) -> Outcome {
     Outcome {
         // A task that made changes counts, also when the verification
-        // found them short of the manifest.
+        // found them short of the manifest; so does a refresh that ran
+        // (not one found not needed).
         changes: plan.tasks.iter().any(|t| {
-            !t.changes.is_empty()
-                && (t.state == TaskState::Success
-                    || t.error
-                        .as_ref()
-                        .is_some_and(|e| e.kind == ErrorKind::Verify))
+            let refreshed = t.action == plan::Action::Refresh
+                && t.state == TaskState::Success
+                && t.note.is_none();
+            refreshed
+                || (!t.changes.is_empty()
+                    && (t.state == TaskState::Success
+                        || t.error
+                            .as_ref()
+                            .is_some_and(|e| e.kind == ErrorKind::Verify)))
         }),
         failures: plan.state != PlanState::Successful,
     }

@@ -309,11 +309,15 @@ pub fn summary(plan: &Plan) -> String {
             "; {run} to run (callbacks and commands of plugins)"
         ));
     }
-    let refresh = plan.count(Action::Refresh);
+    let owed = plan.tasks.iter().filter(|t| t.owed).count();
+    let refresh = plan.count(Action::Refresh) - owed;
     if refresh > 0 {
         line.push_str(&format!(
             "; {refresh} to refresh (if what they subscribe to changes)"
         ));
+    }
+    if owed > 0 {
+        line.push_str(&format!("; {owed} refresh(es) owed by an earlier run"));
     }
     if deferred > 0 {
         line.push_str(&format!(

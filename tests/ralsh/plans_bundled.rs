@@ -101,6 +101,14 @@ fn write_only_parameters_ral_applied_are_settled() {
         .ral("plan", &["--detailed-exitcodes", &m])
         .expect(0)
         .stdout_has("Plan: 0 to create, 0 to change, 0 to remove; 1 unchanged.");
+    // Beside another change it is passed on again, but is none itself.
+    let other = bench.manifest(
+        "other.yaml",
+        "user:\n  shop: {managehome: true, home: /home/shop, comment: Shop}\n",
+    );
+    let plan = bench.ral("plan", &[&other]);
+    plan.expect(0).stdout_has("comment: '' -> 'Shop'");
+    assert!(!plan.stdout.contains("managehome"), "{}", plan.stdout);
     // Another value than the one applied is a change, passed on.
     let m = bench.manifest(
         "m2.yaml",

@@ -322,7 +322,8 @@ fn a_failed_refresh_is_owed_and_runs_on_the_next_apply() {
     bench
         .ral("apply", &[&m])
         .expect(1)
-        .stdout_has("Failed  ^ svc[web]");
+        .stdout_has("Failed  ^ svc[web]")
+        .stdout_has("; the refresh stays owed, and the next apply runs it");
     assert!(refreshed(&bench).is_empty());
     bench.sandbox.write("fail-refresh", "");
     // Nothing else to do: the refresh alone.
@@ -330,14 +331,15 @@ fn a_failed_refresh_is_owed_and_runs_on_the_next_apply() {
         .ral("plan", &["--detailed-exitcodes", &m])
         .expect(2)
         .stdout_has("^ svc[web]\n    owed: an earlier run's refresh of it did not succeed")
-        .stdout_has("0 to create, 0 to change, 0 to remove");
+        .stdout_has("0 to create, 0 to change, 0 to remove; 3 unchanged; 1 refresh(es) owed by an earlier run.");
     let json = bench.ral("plan", &["-j", &m]);
     let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     plan_schema().validate(&report).unwrap();
     assert_eq!(report["plan"]["tasks"][0]["owed"], true);
+    // A refresh is a change.
     bench
-        .ral("apply", &[&m])
-        .expect(0)
+        .ral("apply", &["--detailed-exitcodes", &m])
+        .expect(2)
         .stdout_has("Success ^ svc[web]")
         .stdout_has(": refreshed, as an earlier run owed");
     assert_eq!(refreshed(&bench), ["svc web ensure,value"]);

@@ -91,11 +91,31 @@ pub fn is_sensitive(provider: &Provider, attr: &str) -> bool {
 }
 
 /// A value, or `[redacted]` for a sensitive attribute (`'' (empty)` for
-/// an empty one, which hides nothing: see [`crate::secrets::hides`]).
+/// an empty one, which hides nothing: see [`crate::secrets::hides`]); a
+/// digest standing for a value too large or private to show, unquoted.
 pub fn shown(provider: &Provider, attr: &str, val: &Value) -> String {
     match provider.attribute(attr) {
         Some(attribute) if attribute.sensitive => attribute.show(val),
+        _ if is_digest_of(provider, attr, val) => val.to_text(),
         _ => value(val),
+    }
+}
+
+/// Whether `val` is a digest (`sha256:HEX`) standing for a value of
+/// `attr`, which has one: how a value too large or private to show is
+/// shown.
+fn is_digest_of(provider: &Provider, attr: &str, val: &Value) -> bool {
+    let has_digest = provider.attribute(attr).is_some_and(|a| a.digest.is_some());
+    let digest = val.as_str().and_then(|text| text.strip_prefix("sha256:"));
+    has_digest
+        && digest.is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// What a change shown as digests says after it.
+pub fn digest_note(provider: &Provider, change: &Change) -> &'static str {
+    match is_digest_of(provider, &change.attr, &change.is) {
+        true => " (as checksums: too large or private to show)",
+        false => "",
     }
 }
 
@@ -196,10 +216,11 @@ pub fn changes(
             shown(provider, &change.attr, was)
         });
         let line = format!(
-            "{}: {} -> {}",
+            "{}: {} -> {}{}",
             escape(&change.attr),
             style.paint(OLD, &was),
-            style.paint(NEW, &shown(provider, &change.attr, &change.is))
+            style.paint(NEW, &shown(provider, &change.attr, &change.is)),
+            digest_note(provider, change)
         );
         if noop {
             writeln!(out, "{line} (noop: would change)")?;

@@ -108,6 +108,17 @@ fn from_plugin(item: &crate::converge::catalog::Item) -> Option<String> {
 fn change_text(catalog: &Catalog, task: &Task, change: &Change, style: Style) -> String {
     let provider = catalog.items[task.item].provider;
     let is = style.paint(NEW, &human::shown(provider, &change.attr, &change.is));
+    let text = change_words(task, change, provider, is, style);
+    format!("{text}{}", human::digest_note(provider, change))
+}
+
+fn change_words(
+    task: &Task,
+    change: &Change,
+    provider: &crate::provider::Provider,
+    is: String,
+    style: Style,
+) -> String {
     match (&change.was, task.action) {
         (_, Action::Create) if change.attr == "ensure" => {
             let made = match &change.is {

@@ -129,7 +129,7 @@ fn file_creates_changes_and_deletes() {
         .expect(0)
         // Private (0600): shown as checksums only.
         .stdout_has(&format!(
-            "content: '{}' -> '{}'",
+            "content: {} -> {} (as checksums: too large or private to show)",
             sha256("top secret\n"),
             sha256("new")
         ))

@@ -370,7 +370,9 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     }
 
     /// Forgets the refreshes owed to resources that no manifest lists any
-    /// more, or whose provider cannot refresh: no run would pay them.
+    /// more and that left the store (removed or forgotten; one kept by
+    /// `--keep-removed` is still owed), or whose provider cannot
+    /// refresh: no run would pay them.
     fn forget_owed_refreshes(&mut self) -> Result<()> {
         let owed = self.store.owed_refreshes()?;
         if owed.is_empty() {
@@ -388,14 +390,24 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             })
             .map(|item| (item.provider.qualified_name(), item.name()))
             .collect();
-        let orphaned: Vec<(String, String)> = owed
+        let unlisted: Vec<(String, String)> = owed
             .into_iter()
             .filter(|o| !refreshable.contains(&(o.provider.clone(), o.name.as_str())))
             .map(|o| (o.provider, o.name))
             .collect();
-        if orphaned.is_empty() {
+        if unlisted.is_empty() {
             return Ok(());
         }
+        let kept: HashSet<(String, String)> = self
+            .store
+            .items()?
+            .into_iter()
+            .map(|item| (item.provider, item.name))
+            .collect();
+        let orphaned: Vec<(String, String)> = unlisted
+            .into_iter()
+            .filter(|key| !kept.contains(key))
+            .collect();
         self.store.forget_refreshes(&orphaned)
     }
 

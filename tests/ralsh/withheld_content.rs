@@ -160,3 +160,47 @@ fn a_private_file_s_content_is_never_shown_saved_or_kept_in_clear() {
         .expect(0)
         .stdout_has("1 unchanged");
 }
+
+/// A provider that echoes a private value it was given, on stderr, in
+/// its error, escaped or not: what ral shows and keeps is redacted of it.
+#[test]
+fn a_private_value_a_provider_echoes_is_redacted() {
+    let bench = Bench::new();
+    let data = crate::support::fixtures_dir().join("private");
+    let data = data.to_str().unwrap();
+    let secret = "Pr1vate-Kéy-material";
+    let run = bench.sandbox.ralsh(&[
+        "-I",
+        data,
+        "privfile",
+        "/k",
+        &format!("content={secret}\nsecond-line"),
+        "mode=0600",
+    ]);
+    run.expect(2);
+    assert!(
+        run.stderr.contains("disk full while writing"),
+        "{}",
+        run.stderr
+    );
+    for shown in [&run.stdout, &run.stderr] {
+        for piece in ["Pr1vate", "second-line", "K\\u00e9y"] {
+            assert!(!shown.contains(piece), "{piece} shown: {shown}");
+        }
+    }
+    let m = bench.manifest(
+        "m.yaml",
+        &format!("privfile:\n  /k: {{content: \"{secret}\", mode: '0600'}}\n"),
+    );
+    let report = bench.manifests.path().join("r.html");
+    let applied = bench.ral(
+        "apply",
+        &["-I", data, "--report", report.to_str().unwrap(), &m],
+    );
+    applied.expect(1);
+    assert!(!applied.stdout.contains("Pr1vate"), "{}", applied.stdout);
+    assert!(!applied.stderr.contains("Pr1vate"), "{}", applied.stderr);
+    assert!(!holds(&std::fs::read(&report).unwrap(), "Pr1vate"));
+    let store = bytes_below(&bench.sandbox.root().join("var/lib/ral"));
+    assert!(!holds(&store, "Pr1vate"), "the state store holds it");
+}

@@ -274,7 +274,7 @@ fn matches(provider: &Provider, intent: &Intent, found: &Resource, key: Option<&
         };
         if attribute.is_some_and(|a| a.kept_keyed()) {
             return key.is_some_and(|key| {
-                lifecycle::kept_value(provider, &intent.name, attr, value, key) == *asked
+                lifecycle::kept(provider, &intent.name, attr, value, key) == *asked
             });
         }
         Json::from(value) == *asked

@@ -135,6 +135,12 @@ fn a_private_file_s_content_is_never_shown_saved_or_kept_in_clear() {
         sha256(&format!("{secret}-2"))
     ));
     assert_eq!(bench.sandbox.read("etc/app.key"), format!("{secret}-2"));
+    // A manifest of it cannot hold what is not shown, and says so.
+    bench
+        .sandbox
+        .ralsh(&["--yaml", "file", "/etc/app.key"])
+        .expect(0)
+        .stderr_has("left out of the manifest (only their digest is known): content");
     let shown = bench.sandbox.ralsh(&["file", "/etc/app.key"]);
     shown
         .expect(0)

@@ -19,7 +19,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value as Json};
 
 use crate::support::{Run, Sandbox};
@@ -149,10 +148,14 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
 /// What a run tried and found, by kind of value.
 #[derive(Debug, Default)]
 pub struct Counts {
+    /// The run's cases and seed.
+    pub run: String,
     /// Values tried per attribute (`user.comment`, `group.members`, ...).
     pub tried: BTreeMap<String, usize>,
     pub accepted: usize,
     pub refused: usize,
+    /// Users and groups compared with what glibc reads.
+    pub compared: usize,
 }
 
 impl std::fmt::Display for Counts {
@@ -160,23 +163,26 @@ impl std::fmt::Display for Counts {
         let tried: Vec<String> = self.tried.iter().map(|(k, n)| format!("{k} {n}")).collect();
         write!(
             f,
-            "values tried: {}; changes accepted {}, refused {}; disagreements 0",
+            "{}: values tried: {}; changes accepted {}, refused {}; {} entries compared \
+             with glibc; disagreements 0",
+            self.run,
             tried.join(", "),
             self.accepted,
-            self.refused
+            self.refused,
+            self.compared
         )
     }
 }
 
-/// Runs `cases` generated cases; the counts when every one passed.
-pub fn run_cases(cases: u32, shadow_tools: bool) -> Counts {
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let counts = std::sync::Mutex::new(Counts::default());
-    let mut runner = TestRunner::new(config);
+/// Runs `default_cases` generated cases (or `RAL_PROPERTY_CASES`); the
+/// counts when every one passed.
+pub fn run_cases(default_cases: u32, shadow_tools: bool) -> Counts {
+    let (mut runner, seed) = crate::property::runner(default_cases);
+    let run = crate::property::describe(&runner, seed);
+    let counts = std::sync::Mutex::new(Counts {
+        run: run.clone(),
+        ..Counts::default()
+    });
     let result = runner.run(&ops(), |ops| {
         let mut case = Case::new(shadow_tools);
         for op in &ops {
@@ -185,7 +191,7 @@ pub fn run_cases(cases: u32, shadow_tools: bool) -> Counts {
         Ok(())
     });
     if let Err(err) = result {
-        panic!("{err}");
+        panic!("{run}: {err}");
     }
     counts.into_inner().unwrap()
 }
@@ -252,7 +258,7 @@ impl Case {
                 if type_name == "user" && !self.users.contains(&name) {
                     self.users.push(name.clone());
                 }
-                self.check_read_back(&what)?;
+                counts.compared += self.check_read_back(&what)?;
                 let again = self.set(type_name, &name, &attrs);
                 prop_assert_eq!(again.status, 0, "{} again: {:?}", what, again);
                 prop_assert!(
@@ -353,8 +359,9 @@ impl Case {
     }
 
     /// Fails unless glibc reads every account and group as ralsh reports
-    /// it, and gshadow agrees with group.
-    fn check_read_back(&self, what: &str) -> Result<(), TestCaseError> {
+    /// it, and gshadow agrees with group; the number of accounts and
+    /// groups compared.
+    fn check_read_back(&self, what: &str) -> Result<usize, TestCaseError> {
         let etc = self.sandbox.root().join("etc");
         let passwd = read_passwd(&etc.join("passwd"));
         let shadow = read_shadow(&etc.join("shadow"));
@@ -432,7 +439,7 @@ impl Case {
                 what
             );
         }
-        Ok(())
+        Ok(self.users.len() + groups.len())
     }
 
     /// What pwck and grpck say of the root's files (nothing without

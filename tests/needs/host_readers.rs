@@ -12,7 +12,6 @@ use std::net::IpAddr;
 use std::process::Command;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::json;
 
 use crate::host::Test;
@@ -321,11 +320,8 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
 }
 
 fn hosts_ral_writes_read_the_same_with_glibc() {
-    let mut runner = TestRunner::new(Config {
-        cases: 64,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let (mut runner, seed) = crate::property::runner(64);
+    let run = crate::property::describe(&runner, seed);
     let tally = std::cell::RefCell::new(Tally::default());
     let result = runner.run(&case(), |changes| {
         run_case(&changes, &mut tally.borrow_mut());
@@ -333,7 +329,7 @@ fn hosts_ral_writes_read_the_same_with_glibc() {
     });
     let tally = tally.into_inner();
     eprintln!(
-        "host: {} cases, {} changes tried ({} refused; {} values taken with a special \
+        "host, {run}: {} cases read back, {} changes tried ({} refused; {} values taken with a special \
          character), {} entries compared with gethostent, {} names looked up ({} shared \
          with another entry, not looked up), {} disagreements",
         tally.cases,
@@ -346,6 +342,6 @@ fn hosts_ral_writes_read_the_same_with_glibc() {
         tally.disagreements
     );
     if let Err(err) = result {
-        panic!("{err}");
+        panic!("{run}: {err}");
     }
 }

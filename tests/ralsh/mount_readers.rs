@@ -12,7 +12,6 @@ use std::path::Path;
 use std::process::Command;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value as Json};
 
 use crate::support::{Run, Sandbox};
@@ -382,11 +381,8 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
 
 #[test]
 fn mounts_ral_writes_read_the_same_with_libmount_and_glibc() {
-    let mut runner = TestRunner::new(Config {
-        cases: 96,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let (mut runner, seed) = crate::property::runner(96);
+    let run = crate::property::describe(&runner, seed);
     let tally = std::cell::RefCell::new(Tally::default());
     let result = runner.run(&case(), |changes| {
         run_case(&changes, &mut tally.borrow_mut());
@@ -394,7 +390,7 @@ fn mounts_ral_writes_read_the_same_with_libmount_and_glibc() {
     });
     let tally = tally.into_inner();
     eprintln!(
-        "mount: {} cases, {} changes tried ({} refused; {} values taken with a special \
+        "mount, {run}: {} cases read back, {} changes tried ({} refused; {} values taken with a special \
          character), {} entries compared with libmount and getmntent, {} disagreements",
         tally.cases,
         tally.changes,
@@ -404,6 +400,6 @@ fn mounts_ral_writes_read_the_same_with_libmount_and_glibc() {
         tally.disagreements
     );
     if let Err(err) = result {
-        panic!("{err}");
+        panic!("{run}: {err}");
     }
 }

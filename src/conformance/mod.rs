@@ -32,6 +32,12 @@ mod round_trip;
 
 pub use plugin::check_plugin;
 
+/// How many listed resources a noop update is tried on before its
+/// refusal is a finding: a provider may refuse one for a reason of its
+/// own.
+const NOOP_SUBJECTS: usize = 3;
+const HINT_NOOP_FAILS: &str = "a noop update must succeed and report what it would change";
+
 /// How a check is run.
 #[derive(Debug, Clone)]
 pub struct CheckOptions {
@@ -326,7 +332,11 @@ impl Checker<'_> {
             match listed.first().or(template.as_ref()).cloned() {
                 Some(subject) => {
                     // noop first: a real update could hide what a noop changed.
-                    self.check_noop(&provider, &subject);
+                    let subjects = match listed.is_empty() {
+                        true => std::slice::from_ref(&subject),
+                        false => &listed[..listed.len().min(NOOP_SUBJECTS)],
+                    };
+                    self.check_noop(&provider, subjects);
                     self.check_update_without_change(&provider, &subject);
                 }
                 None => {
@@ -537,11 +547,31 @@ impl Checker<'_> {
     }
 
     /// Under noop nothing may change: neither the listing nor any file
-    /// below the root.
-    fn check_noop(&mut self, provider: &Provider, resource: &Resource) {
+    /// below the root. The update must succeed on one of `subjects`: a
+    /// provider may refuse one for a reason of its own (group refuses to
+    /// remove a user's primary group, as groupdel does), and is then
+    /// checked on the next.
+    fn check_noop(&mut self, provider: &Provider, subjects: &[Resource]) {
         if !provider.meta.supports_noop {
             return;
         }
+        let mut refused = None;
+        for resource in subjects {
+            match self.noop_once(provider, resource) {
+                Some(message) => {
+                    refused.get_or_insert(message);
+                }
+                None => return,
+            }
+        }
+        if let Some(message) = refused {
+            self.find("noop", message, HINT_NOOP_FAILS);
+        }
+    }
+
+    /// One noop update of `resource`, whose findings are made here but for
+    /// a refusal of this resource, which is returned.
+    fn noop_once(&mut self, provider: &Provider, resource: &Resource) -> Option<String> {
         let change = match provider.attribute("ensure") {
             Some(_) if crate::update::can_be_absent(provider) => {
                 ("ensure".to_owned(), Value::String("absent".to_owned()))
@@ -553,9 +583,9 @@ impl Checker<'_> {
                     .find(|v| Some(v.as_str()) != resource.ensure())
                 {
                     Some(other) => ("ensure".to_owned(), Value::String(other.clone())),
-                    None => return,
+                    None => return None,
                 },
-                _ => return,
+                _ => return None,
             },
             None => match provider.meta.attributes.values().find(|a| {
                 a.name != "name"
@@ -563,7 +593,7 @@ impl Checker<'_> {
                     && a.attr_type.accepts_text("ral-check")
             }) {
                 Some(attr) => (attr.name.clone(), Value::String("ral-check".to_owned())),
-                None => return,
+                None => return None,
             },
         };
         let files_before = snapshot(&self.options.root);
@@ -577,13 +607,14 @@ impl Checker<'_> {
         let answer = self.step("noop", |host| {
             host.set_many(provider, &[plan.as_update()], true)
         });
-        if let Err(e) | Ok(Some(Err(e))) = answer.map(|mut answers| answers.pop()) {
-            self.find(
-                "noop",
-                e.to_string(),
-                "a noop update must succeed and report what it would change",
-            );
-        }
+        let refused = match answer.map(|mut answers| answers.pop()) {
+            Ok(Some(Err(e))) => Some(e.to_string()),
+            Err(e) => {
+                self.find("noop", e.to_string(), HINT_NOOP_FAILS);
+                None
+            }
+            Ok(_) => None,
+        };
         let changed_files = diff_snapshots(&files_before, &snapshot(&self.options.root));
         if !changed_files.is_empty() {
             self.find(
@@ -599,6 +630,7 @@ impl Checker<'_> {
                 "with ral_noop=true (json: ral.noop), report the changes but make none",
             );
         }
+        refused
     }
 
     fn list_quietly(&mut self, provider: &Provider) -> Option<Vec<Resource>> {

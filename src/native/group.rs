@@ -26,6 +26,9 @@ const AUTO_GID_END: u64 = 60000;
 const ATTRIBUTES: [&str; 4] = ["name", "ensure", "gid", "members"];
 const ENSURES: [&str; 2] = ["present", "absent"];
 const TABLES: [&str; 2] = ["group", "gshadow"];
+/// What a change reads: passwd too, for the users whose primary group a
+/// group is.
+const SET_TABLES: [&str; 3] = ["group", "gshadow", "passwd"];
 
 /// The provider.
 pub struct EtcGroup;
@@ -224,6 +227,30 @@ fn gid_owner(db: &Accounts, gid: u64, name: &str) -> Option<String> {
         .and_then(|line| line.name().map(str::to_owned))
 }
 
+/// The gid of the group `name` and the users whose primary group it is,
+/// when there are any and no other group has that gid: removing it would
+/// leave them without a group (pwck calls such an account broken, ral
+/// incomplete).
+fn primary_of(db: &Accounts, name: &str) -> Option<(u64, Vec<String>)> {
+    let group = db.get("group")?;
+    let gid = group.lines[group.find(name)?].id(2);
+    let shared = group
+        .lines
+        .iter()
+        .any(|line| line.fields.is_some() && line.name() != Some(name) && line.id(2) == gid);
+    if shared {
+        return None;
+    }
+    let users: Vec<String> = db
+        .get("passwd")?
+        .records()
+        .iter()
+        .filter(|line| line.id(3) == gid)
+        .filter_map(|line| line.name().map(str::to_owned))
+        .collect();
+    (!users.is_empty()).then_some((gid, users))
+}
+
 fn free_gid(db: &Accounts) -> CallResult<u64> {
     let used = db.get("group").map(|g| g.ids(2)).unwrap_or_default();
     (AUTO_GID_FIRST..AUTO_GID_END)
@@ -242,7 +269,7 @@ struct Groups {
 
 impl Apply for Groups {
     fn tables(&self) -> &'static [&'static str] {
-        &TABLES
+        &SET_TABLES
     }
 
     fn drop_missing(&self) -> &'static [&'static str] {
@@ -279,6 +306,20 @@ fn apply_update(
             true => "incomplete",
             false => "present",
         };
+        if let Some((gid, users)) = primary_of(db, name) {
+            let users: Vec<String> = users.iter().map(|u| quoted(u)).collect();
+            let (who, those, them) = match users.len() {
+                1 => ("user", "that user", "it"),
+                _ => ("users", "those users", "them"),
+            };
+            return Err(CallError::new(format!(
+                "ensure: group {} (gid {gid}) is the primary group of {who} {}; remove {those} \
+                 or give {them} another gid first, as groupdel requires (in a manifest, make the \
+                 group require {them})",
+                quoted(name),
+                users.join(", ")
+            )));
+        }
         return log.deleting(name, || {
             if let Some(group) = db.get_mut("group") {
                 group.remove(name);
@@ -413,6 +454,46 @@ mod tests {
         assert_eq!(
             member_problem("", "member name").as_deref(),
             Some("member name must not be empty")
+        );
+    }
+
+    /// `group u0 ensure=absent` while user u0 had its gid left the user
+    /// without a primary group (pwck: "no group 1000"): refused, as
+    /// groupdel refuses it, until no user needs it or another group has
+    /// the gid.
+    #[test]
+    fn the_primary_group_of_a_user_is_not_removed() {
+        use super::super::tests::{call, update, write_accounts};
+        let dir = tempfile::tempdir().unwrap();
+        write_accounts(dir.path());
+        let etc = dir.path().join("etc");
+        let passwd = "root:x:0:0:root:/root:/bin/bash\nu0:x:1000:1000::/home/u0:/bin/sh\n";
+        std::fs::write(etc.join("passwd"), passwd).unwrap();
+        std::fs::write(etc.join("group"), "root:x:0:\nu0:x:1000:\n").unwrap();
+        std::fs::write(etc.join("gshadow"), "root:*::\nu0:!::\n").unwrap();
+        let call = call(dir.path());
+        let remove = || update("u0", json!({"ensure": "absent"}));
+        let outcomes = EtcGroup.set(&call, &[remove()]).unwrap();
+        assert_eq!(
+            outcomes[0].clone().unwrap_err().message,
+            "ensure: group 'u0' (gid 1000) is the primary group of user 'u0'; remove that user \
+             or give it another gid first, as groupdel requires (in a manifest, make the group \
+             require it)"
+        );
+        assert_eq!(
+            std::fs::read_to_string(etc.join("group")).unwrap(),
+            "root:x:0:\nu0:x:1000:\n"
+        );
+        // Another group has gid 1000: u0 keeps a primary group.
+        std::fs::write(etc.join("group"), "root:x:0:\nu0:x:1000:\nother:x:1000:\n").unwrap();
+        assert!(EtcGroup.set(&call, &[remove()]).unwrap()[0].is_ok());
+        // Without users of its gid, a group goes.
+        std::fs::write(etc.join("passwd"), "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+        let outcomes = EtcGroup.set(&call, &[update("other", json!({"ensure": "absent"}))]);
+        assert!(outcomes.unwrap()[0].is_ok());
+        assert_eq!(
+            std::fs::read_to_string(etc.join("group")).unwrap(),
+            "root:x:0:\n"
         );
     }
 

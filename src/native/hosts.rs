@@ -295,6 +295,18 @@ fn name_syntax_problem(value: &str) -> Option<String> {
                 .to_owned(),
         );
     }
+    if value.starts_with(|c: char| c.is_ascii_digit())
+        && value.chars().all(|c| c.is_ascii_digit() || c == '.')
+    {
+        // glibc takes a name of digits and dots for an IPv4 address
+        // (`123` is 0.0.0.123) before any lookup, and one that is none
+        // (`1.2.3.4.5`) for no host: it never looks in /etc/hosts.
+        return Some(
+            "is only digits and dots: the C library's resolver reads it as an IPv4 address \
+             (or none), never looking it up in /etc/hosts"
+                .to_owned(),
+        );
+    }
     for label in value.split('.') {
         if label.is_empty() {
             return Some("has an empty label (two dots, or a leading dot)".to_owned());
@@ -676,6 +688,21 @@ pub(crate) mod tests {
         assert!(name_syntax_problem("-x").unwrap().starts_with("label '-x'"));
         assert!(name_syntax_problem(&"a".repeat(64)).is_some());
         assert!(name_syntax_problem(&"a.".repeat(127)).is_some());
+        // The C library's resolver reads these as addresses (123 as
+        // 0.0.0.123), or as no host at all, without looking in the file.
+        for numeric in ["123", "1.2.3.4", "10.0.0.1", "1.2.3.4.5", "0"] {
+            assert_eq!(
+                name_syntax_problem(numeric).as_deref(),
+                Some(
+                    "is only digits and dots: the C library's resolver reads it as an IPv4 \
+                     address (or none), never looking it up in /etc/hosts"
+                ),
+                "{numeric}"
+            );
+        }
+        for name in ["1e3", "0x10", "1-2", "a.1", "1.2.3.4a", "4294967296x"] {
+            assert_eq!(name_syntax_problem(name), None, "{name}");
+        }
         let err = check_hostname("a b", "name", "a b").unwrap_err();
         assert_eq!(
             err.message,

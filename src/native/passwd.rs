@@ -264,6 +264,25 @@ fn check_groups(group: Option<&Table>, value: &Json) -> CallResult<Vec<String>> 
     Ok(groups)
 }
 
+/// `gid` as a new primary group: one the group file has (while there is
+/// one), as useradd and usermod require. An account whose primary group
+/// does not exist is incomplete (pwck and grpck call it broken), and a
+/// later ensure=present would make a group for it: the same request would
+/// change the files again.
+fn check_primary_group(db: &Accounts, gid: u64) -> CallResult<u64> {
+    match db.get("group") {
+        Some(group) if group.exists && !group.ids(2).contains(&gid) => {
+            Err(CallError::new(format!(
+                "gid: no group has the gid {gid} (in {}); create that group first (in a \
+                 manifest, make the user require it), or leave gid out to get a group named \
+                 like the user",
+                group.target.path()
+            )))
+        }
+        _ => Ok(gid),
+    }
+}
+
 fn free_id(used: &HashSet<u64>, attr: &str, preferred: Option<u64>) -> CallResult<u64> {
     if let Some(preferred) = preferred.filter(|p| !used.contains(p)) {
         return Ok(preferred);
@@ -423,7 +442,7 @@ fn create(
         None => free_id(&used_uids, "uid", None)?,
     };
     let gid = match should.get("gid") {
-        Some(value) => check_id("gid", value)?,
+        Some(value) => check_primary_group(db, check_id("gid", value)?)?,
         None => {
             let group = db.get("group");
             match group.and_then(|g| g.find(name).map(|at| g.lines[at].id(2))) {
@@ -507,15 +526,19 @@ fn modify(
             )));
         }
     }
+    let old_gid: u64 = fields[3].parse().unwrap_or_default();
+    let new_gid = match should.get("gid") {
+        Some(value) => Some(check_id("gid", value)?).filter(|gid| *gid != old_gid),
+        None => None,
+    };
+    if let Some(gid) = new_gid {
+        check_primary_group(db, gid)?;
+    }
     let passwd = db.get_mut("passwd").expect("passwd is read");
-    if let Some(value) = should.get("gid") {
-        let gid = check_id("gid", value)?;
-        let old: u64 = fields[3].parse().unwrap_or_default();
-        if gid != old {
-            changes.push(Change::new("gid", old, gid));
-            passwd.lines[at].set_field(3, &gid.to_string());
-            passwd.changed = true;
-        }
+    if let Some(gid) = new_gid {
+        changes.push(Change::new("gid", old_gid, gid));
+        passwd.lines[at].set_field(3, &gid.to_string());
+        passwd.changed = true;
     }
     for (attr, index) in [("comment", 4), ("home", 5), ("shell", 6)] {
         if let Some(value) = text_of(should, attr) {
@@ -654,5 +677,62 @@ fn apply_update(
             }
             Ok(changes)
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::super::tests::{call, update, write_accounts};
+    use super::*;
+
+    fn files(root: &Path) -> Vec<String> {
+        ["passwd", "shadow", "group", "gshadow"]
+            .iter()
+            .map(|f| std::fs::read_to_string(root.join("etc").join(f)).unwrap())
+            .collect()
+    }
+
+    /// `user u0 ensure=present gid=999` with no group 999 made an account
+    /// without its primary group (pwck: "no group 999"), which the same
+    /// request run again completed with a new group: refused, as useradd
+    /// and usermod refuse it, naming the attribute and the value.
+    #[test]
+    fn a_primary_gid_no_group_has_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        write_accounts(dir.path());
+        let call = call(dir.path());
+        let before = files(dir.path());
+        let create = update("u0", json!({"ensure": "present", "gid": 999}));
+        let outcomes = EtcPasswd.set(&call, &[create]).unwrap();
+        let err = outcomes[0].clone().unwrap_err();
+        assert!(
+            err.message
+                .starts_with("gid: no group has the gid 999 (in "),
+            "{}",
+            err.message
+        );
+        assert_eq!(files(dir.path()), before, "nothing written");
+        // A gid a group has is taken, and an account's gid is changed
+        // only to one a group has.
+        let create = update("u0", json!({"ensure": "present", "gid": 50}));
+        assert!(EtcPasswd.set(&call, &[create]).unwrap()[0].is_ok());
+        let change = update("u0", json!({"gid": 4_294_967_294u64}));
+        let outcomes = EtcPasswd.set(&call, &[change]).unwrap();
+        assert!(
+            outcomes[0]
+                .clone()
+                .unwrap_err()
+                .message
+                .starts_with("gid: no group has the gid 4294967294"),
+            "{outcomes:?}"
+        );
+        let change = update("u0", json!({"gid": 0}));
+        assert!(EtcPasswd.set(&call, &[change]).unwrap()[0].is_ok());
+        let passwd = std::fs::read_to_string(dir.path().join("etc/passwd")).unwrap();
+        assert!(passwd.contains("\nu0:x:1000:0:"), "{passwd}");
     }
 }

@@ -15,7 +15,7 @@ use super::passwd::EtcPasswd;
 use crate::sdk::files::probe::{killed_after, Trace};
 use crate::sdk::{Call, Provider, Resource, Update};
 
-fn call(root: &Path) -> Call {
+pub(super) fn call(root: &Path) -> Call {
     Call {
         lock_timeout: std::time::Duration::from_secs(5),
         ..Call::new(
@@ -26,7 +26,7 @@ fn call(root: &Path) -> Call {
     }
 }
 
-fn update(name: &str, should: Json) -> Update {
+pub(super) fn update(name: &str, should: Json) -> Update {
     Update {
         name: name.to_owned(),
         is: Resource::new(),
@@ -74,7 +74,7 @@ fn half_made(root: &Path) -> Vec<String> {
     problems
 }
 
-fn write_accounts(root: &Path) {
+pub(super) fn write_accounts(root: &Path) {
     let etc = root.join("etc");
     std::fs::create_dir(&etc).unwrap();
     for (name, data) in [

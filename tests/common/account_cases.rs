@@ -4,10 +4,13 @@
 //! reads the root's files with glibc's own parsers (`fgetpwent_r`,
 //! `fgetspent_r`, `fgetgrent_r`, `fgetsgent_r`) and checks that they read
 //! exactly what `ralsh -j user NAME` and `group NAME` report, and that
-//! running the same change again changes nothing. Values that would be
-//! read otherwise (a control character, ':', a member name glibc splits
-//! or skips) must be refused, leaving every file as it was; plain values
-//! must be accepted. With `shadow_tools`, `pwck -r` and `grpck -r` (run
+//! running the same change again changes nothing. The values include
+//! other scripts' letters and combining marks, long texts, ids at and
+//! past their limits, names at the length limit, and removals. Values
+//! that would be read otherwise (a control character, ':', a member name
+//! glibc splits or skips) or leave an account broken (a primary gid no
+//! group has, the removal of a user's primary group) must be refused,
+//! leaving every file as it was; plain values must be accepted. With `shadow_tools`, `pwck -r` and `grpck -r` (run
 //! with `-R`, which chroots: root only) must find nothing new after each
 //! change. Shared by tests/ralsh (glibc) and tests/needs (shadow tools).
 
@@ -19,7 +22,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value as Json};
 
 use crate::support::{Run, Sandbox};
@@ -31,11 +33,49 @@ const GROUP: &str = "root:x:0:\nstaff:x:50:alice\naudio:x:29:\nalice:x:1000:\n";
 const GSHADOW: &str = "root:*::\nstaff:!:alice:alice\naudio:!::\nalice:!::\n";
 const GROUPS: [&str; 3] = ["staff", "audio", "root"];
 
-/// Characters of values that every reader reads as written.
+/// Characters of values that every reader reads as written: ASCII, and
+/// letters and marks of other scripts (a combining accent, a four-byte
+/// emoji, a ligature, the Kelvin sign that folds to 'k'), non-breaking
+/// and ideographic spaces, a bidirectional override.
 const PLAIN: &[char] = &[
-    'a', 'b', 'z', 'A', 'Z', '0', '9', ' ', '.', ',', '-', '_', '/', '#', '+', '=', '\'', '"',
-    '\\', '$', '*', '!', '(', '\u{e9}', '\u{df}', '\u{65e5}', '\u{2713}', '\u{a0}', '\u{202e}',
+    'a',
+    'b',
+    'z',
+    'A',
+    'Z',
+    '0',
+    '9',
+    ' ',
+    '.',
+    ',',
+    '-',
+    '_',
+    '/',
+    '#',
+    '+',
+    '=',
+    '\'',
+    '"',
+    '\\',
+    '$',
+    '*',
+    '!',
+    '(',
+    '\u{e9}',
+    '\u{df}',
+    '\u{65e5}',
+    '\u{2713}',
+    '\u{a0}',
+    '\u{202e}',
     '\u{fb00}',
+    '\u{301}',
+    '\u{308}',
+    '\u{1f600}',
+    '\u{212a}',
+    '\u{436}',
+    '\u{3000}',
+    '&',
+    '%',
 ];
 /// Characters no account file can hold as they are.
 const BAD: &[char] = &[
@@ -49,20 +89,76 @@ fn has_bad(text: &str) -> bool {
     text.chars().any(|c| BAD.contains(&c))
 }
 
-fn text() -> impl Strategy<Value = String> {
+/// The largest user or group id (4294967295 is -1, "no id", to the
+/// system calls).
+const ID_MAX: u64 = 4_294_967_294;
+
+/// A user's uid and gid.
+type UserIds = (u32, u32);
+
+/// An id given as text, as ral must take it.
+enum Id {
+    /// A decimal number, written as such.
+    Number(u64),
+    /// No number at all: refused.
+    Bad,
+    /// Another way to write one (`00`, `1e3`, ` 1`): taken or refused.
+    Unsure,
+}
+
+impl Id {
+    fn of(text: &str) -> Id {
+        match text.parse::<u64>() {
+            Ok(n) if n.to_string() == text => Id::Number(n),
+            _ if ["-1", "", "x"].contains(&text) => Id::Bad,
+            _ => Id::Unsure,
+        }
+    }
+}
+
+/// A text of up to `max` characters, now and then one that must be
+/// refused.
+fn short_text(max: usize) -> impl Strategy<Value = String> {
     let pool = prop_oneof![
         24 => proptest::sample::select(PLAIN),
         1 => proptest::sample::select(BAD),
     ];
-    proptest::collection::vec(pool, 0..10).prop_map(|chars| chars.into_iter().collect())
+    proptest::collection::vec(pool, 0..max).prop_map(|chars| chars.into_iter().collect())
+}
+
+/// A long text of plain characters: longer than a line of the readers
+/// with fixed buffers of 1024, 4096 and 8192 bytes would hold.
+fn long_text() -> impl Strategy<Value = String> {
+    let length = prop_oneof![
+        1 => proptest::sample::select(vec![255, 256, 1023, 1024, 4095, 4096, 8191, 8192]),
+        1 => 200..9000usize,
+    ];
+    length.prop_flat_map(|n| {
+        proptest::collection::vec(proptest::sample::select(PLAIN), n)
+            .prop_map(|chars| chars.into_iter().collect())
+    })
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        30 => short_text(10),
+        1 => long_text(),
+    ]
 }
 
 /// A path: absolute mostly, below /h or /s so that the shadow tools'
-/// checks can be met by making it; sometimes relative (refused).
+/// checks can be met by making it; long ones made of names of at most
+/// 255 bytes, which a directory can have; sometimes relative (refused).
 fn path(top: &'static str) -> impl Strategy<Value = String> {
-    (text(), 0..16u8).prop_map(move |(tail, pick)| match pick {
+    let long = proptest::collection::vec("[a-z\u{e9}\u{65e5}]{1,80}", 2..30)
+        .prop_map(|names| names.join("/"));
+    let tail = prop_oneof![
+        30 => short_text(10).prop_map(|tail| tail.replace('/', "_")),
+        1 => long,
+    ];
+    (tail, 0..16u8).prop_map(move |(tail, pick)| match pick {
         0 => format!("x{tail}"),
-        _ => format!("/{top}/p{}", tail.replace('/', "_")),
+        _ => format!("/{top}/p{tail}"),
     })
 }
 
@@ -95,14 +191,54 @@ enum Member {
     Bad(String),
 }
 
+/// User names: those ral makes (shadow-utils' rule: lowercase letters,
+/// digits, '_' and '-', starting with a letter or '_', maybe ending in
+/// '$', at most 32 characters), the first four most often, and some it
+/// refuses (`false`).
+const USER_NAMES: [(&str, bool); 10] = [
+    ("u0", true),
+    ("u1", true),
+    ("u2", true),
+    ("u3", true),
+    ("_s-1$", true),
+    ("u1234567890123456789012345678901", true),
+    ("u12345678901234567890123456789012", false),
+    ("Upper", false),
+    ("9lives", false),
+    ("a.b", false),
+];
+
+fn user_name() -> impl Strategy<Value = usize> {
+    prop_oneof![16 => 0..4usize, 1 => 4..USER_NAMES.len()]
+}
+
+/// An id as `--attrs-stdin` takes it: at the limits (0, the largest,
+/// one more, 2^32, the 16-bit ones), in use, or any.
+fn id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => proptest::sample::select(vec![
+            0u64, 1, 29, 50, 999, 1000, 1001, 59999, 60000, 65534, 65535, 65536, 4_294_967_294,
+            4_294_967_295, 4_294_967_296,
+        ])
+        .prop_map(|id| id.to_string()),
+        2 => any::<u32>().prop_map(|id| id.to_string()),
+        1 => proptest::sample::select(vec!["-1", "", "x", "1e3", "00", "0x10", " 1", "1.0"])
+            .prop_map(str::to_owned),
+    ]
+}
+
 /// User attributes to set; `None` leaves one out.
 #[derive(Debug, Clone)]
 struct UserAttrs {
+    uid: Option<String>,
+    gid: Option<String>,
     comment: Option<String>,
     home: Option<String>,
     shell: Option<String>,
     password: Option<(String, bool)>,
     groups: Option<Vec<String>>,
+    /// ensure=present, which completes an incomplete account.
+    present: bool,
 }
 
 fn user_attrs() -> impl Strategy<Value = UserAttrs> {
@@ -114,45 +250,74 @@ fn user_attrs() -> impl Strategy<Value = UserAttrs> {
         0..3,
     );
     (
-        proptest::option::of(text()),
-        proptest::option::of(path("h")),
+        (
+            proptest::option::weighted(0.15, id()),
+            proptest::option::weighted(0.15, id()),
+            proptest::option::of(text()),
+            proptest::option::of(path("h")),
+        ),
         proptest::option::of(path("s")),
         proptest::option::of(password()),
         proptest::option::of(groups),
+        proptest::bool::weighted(0.2),
     )
-        .prop_map(|(comment, home, shell, password, groups)| UserAttrs {
-            comment,
-            home,
-            shell,
-            password,
-            groups,
-        })
+        .prop_map(
+            |((uid, gid, comment, home), shell, password, groups, present)| UserAttrs {
+                uid,
+                gid,
+                comment,
+                home,
+                shell,
+                password,
+                groups,
+                present,
+            },
+        )
 }
+
+/// Group names: made ones, staff (which alice administers), and the
+/// groups made for users u0 and u1 (their primary groups).
+const GROUP_NAMES: [&str; 6] = ["g0", "g1", "g2", "staff", "u0", "u1"];
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Creates or changes the user `u{N}`.
+    /// Creates or changes the user `USER_NAMES[N]`.
     User(usize, UserAttrs),
-    /// Creates or changes the group `g{N}` (or, for 9, staff).
-    Group(usize, Vec<Member>),
+    /// Removes it.
+    RemoveUser(usize),
+    /// Creates or changes the group `GROUP_NAMES[N]`: its members, and
+    /// maybe its gid.
+    Group(usize, Vec<Member>, Option<String>),
+    /// Removes it (never staff).
+    RemoveGroup(usize),
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
-        3 => (0..4usize, user_attrs()).prop_map(|(n, attrs)| Op::User(n, attrs)),
-        1 => (prop_oneof![0..3usize, Just(9)], proptest::collection::vec(member(), 0..4))
-            .prop_map(|(n, members)| Op::Group(n, members)),
+        12 => (user_name(), user_attrs()).prop_map(|(n, attrs)| Op::User(n, attrs)),
+        1 => user_name().prop_map(Op::RemoveUser),
+        4 => (
+            0..GROUP_NAMES.len(),
+            proptest::collection::vec(member(), 0..4),
+            proptest::option::weighted(0.2, id()),
+        )
+            .prop_map(|(n, members, gid)| Op::Group(n, members, gid)),
+        1 => prop_oneof![0..3usize, 4..6usize].prop_map(Op::RemoveGroup),
     ];
-    proptest::collection::vec(op, 1..7)
+    proptest::collection::vec(op, 1..8)
 }
 
 /// What a run tried and found, by kind of value.
 #[derive(Debug, Default)]
 pub struct Counts {
+    /// The run's cases and seed.
+    pub run: String,
     /// Values tried per attribute (`user.comment`, `group.members`, ...).
     pub tried: BTreeMap<String, usize>,
     pub accepted: usize,
     pub refused: usize,
+    /// Users and groups compared with what glibc reads.
+    pub compared: usize,
 }
 
 impl std::fmt::Display for Counts {
@@ -160,23 +325,26 @@ impl std::fmt::Display for Counts {
         let tried: Vec<String> = self.tried.iter().map(|(k, n)| format!("{k} {n}")).collect();
         write!(
             f,
-            "values tried: {}; changes accepted {}, refused {}; disagreements 0",
+            "{}: values tried: {}; changes accepted {}, refused {}; {} entries compared \
+             with glibc; disagreements 0",
+            self.run,
             tried.join(", "),
             self.accepted,
-            self.refused
+            self.refused,
+            self.compared
         )
     }
 }
 
-/// Runs `cases` generated cases; the counts when every one passed.
-pub fn run_cases(cases: u32, shadow_tools: bool) -> Counts {
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    let counts = std::sync::Mutex::new(Counts::default());
-    let mut runner = TestRunner::new(config);
+/// Runs `default_cases` generated cases (or `RAL_PROPERTY_CASES`); the
+/// counts when every one passed.
+pub fn run_cases(default_cases: u32, shadow_tools: bool) -> Counts {
+    let (mut runner, seed) = crate::property::runner(default_cases);
+    let run = crate::property::describe(&runner, seed);
+    let counts = std::sync::Mutex::new(Counts {
+        run: run.clone(),
+        ..Counts::default()
+    });
     let result = runner.run(&ops(), |ops| {
         let mut case = Case::new(shadow_tools);
         for op in &ops {
@@ -185,7 +353,7 @@ pub fn run_cases(cases: u32, shadow_tools: bool) -> Counts {
         Ok(())
     });
     if let Err(err) = result {
-        panic!("{err}");
+        panic!("{run}: {err}");
     }
     counts.into_inner().unwrap()
 }
@@ -228,19 +396,35 @@ impl Case {
     fn apply(&mut self, op: &Op, counts: &mut Counts) -> Result<(), TestCaseError> {
         let (type_name, name, attrs, must_refuse, plain) = match op {
             Op::User(n, attrs) => {
-                let name = format!("u{n}");
-                let (json, must_refuse, plain) = self.user_request(attrs, counts);
+                let (name, valid) = USER_NAMES[*n];
+                let (json, must_refuse, plain) = self.user_request(name, valid, attrs, counts);
                 ("user", name, json, must_refuse, plain)
             }
-            Op::Group(n, members) => {
-                let name = match n {
-                    9 => "staff".to_owned(),
-                    n => format!("g{n}"),
-                };
-                let (json, must_refuse) = self.group_request(members, counts);
-                ("group", name, json, must_refuse, !must_refuse)
+            Op::RemoveUser(n) => {
+                let (name, valid) = USER_NAMES[*n];
+                *counts.tried.entry("user.ensure".into()).or_default() += 1;
+                ("user", name, json!({"ensure": "absent"}), false, valid)
+            }
+            Op::Group(n, members, gid) => {
+                let name = GROUP_NAMES[*n];
+                let (json, must_refuse, plain) = self.group_request(name, members, gid, counts);
+                ("group", name, json, must_refuse, plain)
+            }
+            Op::RemoveGroup(n) => {
+                let name = GROUP_NAMES[*n];
+                *counts.tried.entry("group.ensure".into()).or_default() += 1;
+                // As groupdel, ral keeps a group a user needs.
+                let primary = self.is_primary_group(name);
+                (
+                    "group",
+                    name,
+                    json!({"ensure": "absent"}),
+                    primary,
+                    !primary,
+                )
             }
         };
+        let name = name.to_owned();
         let before = self.files();
         let findings = self.findings();
         let run = self.set(type_name, &name, &attrs);
@@ -249,10 +433,14 @@ impl Case {
             0 => {
                 prop_assert!(!must_refuse, "{what} was accepted:\n{run:?}");
                 counts.accepted += 1;
-                if type_name == "user" && !self.users.contains(&name) {
+                let exists = read_passwd(&self.sandbox.root().join("etc/passwd"))
+                    .iter()
+                    .any(|entry| entry.name == name);
+                self.users.retain(|user| *user != name);
+                if exists {
                     self.users.push(name.clone());
                 }
-                self.check_read_back(&what)?;
+                counts.compared += self.check_read_back(&what)?;
                 let again = self.set(type_name, &name, &attrs);
                 prop_assert_eq!(again.status, 0, "{} again: {:?}", what, again);
                 prop_assert!(
@@ -297,13 +485,84 @@ impl Case {
         }
     }
 
+    /// The users' uids and gids and the groups' gids, by name, as glibc
+    /// reads them.
+    fn ids(&self) -> (BTreeMap<String, UserIds>, BTreeMap<String, u32>) {
+        let etc = self.sandbox.root().join("etc");
+        let users = read_passwd(&etc.join("passwd"))
+            .into_iter()
+            .map(|entry| (entry.name, (entry.uid, entry.gid)))
+            .collect();
+        let groups = read_group(&etc.join("group"))
+            .into_iter()
+            .map(|entry| (entry.name, entry.gid))
+            .collect();
+        (users, groups)
+    }
+
+    /// Whether the group `name` is the primary group of a user (its gid
+    /// the user's, on no other group's line).
+    fn is_primary_group(&self, name: &str) -> bool {
+        let etc = self.sandbox.root().join("etc");
+        let groups = read_group(&etc.join("group"));
+        let Some(gid) = groups.iter().find(|g| g.name == name).map(|g| g.gid) else {
+            return false;
+        };
+        let others = groups.iter().any(|g| g.name != name && g.gid == gid);
+        !others
+            && read_passwd(&etc.join("passwd"))
+                .iter()
+                .any(|u| u.gid == gid)
+    }
+
     /// The attributes as `--attrs-stdin` takes them (each value the text
     /// the command line takes: a list as a JSON literal), whether they
     /// must be refused, and whether they must be accepted.
-    fn user_request(&self, attrs: &UserAttrs, counts: &mut Counts) -> (Json, bool, bool) {
+    fn user_request(
+        &self,
+        name: &str,
+        valid: bool,
+        attrs: &UserAttrs,
+        counts: &mut Counts,
+    ) -> (Json, bool, bool) {
         let mut json = serde_json::Map::new();
-        let mut refuse = false;
+        let (users, gids) = self.ids();
+        let now = users.get(name).copied();
+        let uid_now = now.map(|(uid, _)| uid);
+        // A new account needs a name ral can make.
+        let mut refuse = uid_now.is_none() && !valid;
+        let mut either = false;
         let mut count = |attr: &str| *counts.tried.entry(format!("user.{attr}")).or_default() += 1;
+        if let Some(uid) = &attrs.uid {
+            count("uid");
+            match Id::of(uid) {
+                Id::Number(uid) => {
+                    refuse |= match uid_now {
+                        // uid is set at creation only.
+                        Some(now) => uid != u64::from(now),
+                        None => uid > ID_MAX || users.values().any(|&(u, _)| u64::from(u) == uid),
+                    };
+                }
+                Id::Bad => refuse = true,
+                Id::Unsure => either = true,
+            }
+            json.insert("uid".into(), json!(uid));
+        }
+        if let Some(gid) = &attrs.gid {
+            count("gid");
+            match Id::of(gid) {
+                Id::Number(gid) => {
+                    // A new primary group must exist, as useradd and
+                    // usermod require.
+                    let changed = now.is_none_or(|(_, g)| u64::from(g) != gid);
+                    refuse |=
+                        gid > ID_MAX || (changed && !gids.values().any(|&g| u64::from(g) == gid));
+                }
+                Id::Bad => refuse = true,
+                Id::Unsure => either = true,
+            }
+            json.insert("gid".into(), json!(gid));
+        }
         if let Some(comment) = &attrs.comment {
             count("comment");
             refuse |= has_bad(comment);
@@ -329,16 +588,23 @@ impl Case {
             refuse |= groups.iter().any(|g| !GROUPS.contains(&g.as_str()));
             json.insert("groups".into(), json!(json!(groups).to_string()));
         }
-        if json.is_empty() {
+        if json.is_empty() || attrs.present {
             json.insert("ensure".into(), json!("present"));
         }
         // Every refusal here is for a reason above.
-        (Json::Object(json), refuse, !refuse)
+        (Json::Object(json), refuse, !refuse && !either)
     }
 
-    fn group_request(&self, members: &[Member], counts: &mut Counts) -> (Json, bool) {
+    fn group_request(
+        &self,
+        name: &str,
+        members: &[Member],
+        gid: &Option<String>,
+        counts: &mut Counts,
+    ) -> (Json, bool, bool) {
         *counts.tried.entry("group.members".into()).or_default() += 1;
         let mut refuse = false;
+        let mut either = false;
         let names: Vec<String> = members
             .iter()
             .map(|member| match member {
@@ -349,12 +615,36 @@ impl Case {
                 }
             })
             .collect();
-        (json!({ "members": json!(names).to_string() }), refuse)
+        let mut json = serde_json::Map::new();
+        json.insert("members".into(), json!(json!(names).to_string()));
+        if let Some(gid) = gid {
+            *counts.tried.entry("group.gid".into()).or_default() += 1;
+            let (_, gids) = self.ids();
+            match Id::of(gid) {
+                Id::Number(gid) => {
+                    refuse |= match gids.get(name) {
+                        // gid is set at creation only.
+                        Some(&now) => gid != u64::from(now),
+                        None => {
+                            gid > ID_MAX
+                                || gids
+                                    .iter()
+                                    .any(|(g, &id)| g != name && u64::from(id) == gid)
+                        }
+                    };
+                }
+                Id::Bad => refuse = true,
+                Id::Unsure => either = true,
+            }
+            json.insert("gid".into(), json!(gid));
+        }
+        (Json::Object(json), refuse, !refuse && !either)
     }
 
     /// Fails unless glibc reads every account and group as ralsh reports
-    /// it, and gshadow agrees with group.
-    fn check_read_back(&self, what: &str) -> Result<(), TestCaseError> {
+    /// it, and gshadow agrees with group; the number of accounts and
+    /// groups compared.
+    fn check_read_back(&self, what: &str) -> Result<usize, TestCaseError> {
         let etc = self.sandbox.root().join("etc");
         let passwd = read_passwd(&etc.join("passwd"));
         let shadow = read_shadow(&etc.join("shadow"));
@@ -432,7 +722,7 @@ impl Case {
                 what
             );
         }
-        Ok(())
+        Ok(self.users.len() + groups.len())
     }
 
     /// What pwck and grpck say of the root's files (nothing without

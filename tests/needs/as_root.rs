@@ -365,6 +365,6 @@ fn what_ral_writes_to_the_account_files_pwck_and_grpck_accept() {
     // The property of tests/ralsh/account_properties.rs, with pwck -r and
     // grpck -r run below the root after each change: nothing new found.
     let counts = crate::account_cases::run_cases(24, true);
-    eprintln!("{counts}");
+    eprintln!("user and group, with pwck and grpck, {counts}");
     assert!(counts.accepted > 0 && counts.refused > 0, "{counts}");
 }

@@ -1,18 +1,19 @@
 //! What ral writes, the system reads the same (host): generated values,
 //! many of them awkward (names with '#', white space, control and format
-//! characters, addresses in every form, a zone, comments with anything
-//! in them), are written with `ralsh host` below a fake root; then glibc
-//! reads the root's hosts file, in a mount namespace of its own where it
-//! is bound over /etc/hosts (with an nsswitch.conf that says `hosts:
-//! files`): `getent hosts` (gethostent, every entry) and `getent hosts
-//! NAME` (gethostbyname2, each name) must read exactly what `ralsh -j
-//! host` reports. A value ral refuses leaves the file as it was.
+//! characters, other scripts' letters, names of digits and dots, names
+//! and labels at their length limits, many aliases, addresses in every
+//! form, a zone, long comments with anything in them), are written with
+//! `ralsh host` below a fake root; then glibc reads the root's hosts
+//! file, in a mount namespace of its own where it is bound over
+//! /etc/hosts (with an nsswitch.conf that says `hosts: files`): `getent
+//! hosts` (gethostent, every entry) and `getent hosts NAME`
+//! (gethostbyname2, each name and alias) must read exactly what `ralsh
+//! -j host` reports. A value ral refuses leaves the file as it was.
 
 use std::net::IpAddr;
 use std::process::Command;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::json;
 
 use crate::host::Test;
@@ -50,11 +51,14 @@ done
 "###;
 
 /// Characters the values are made of: plain ones, ones a name may not
-/// hold, and control, format and line separator characters.
+/// hold, letters and marks of other scripts (a combining accent, a
+/// four-byte emoji, the Kelvin sign that folds to 'k'), and control,
+/// format and line separator characters.
 const PLAIN: &[char] = &['a', 'b', 'z', 'Q', '0', '7', '-', '_', '.'];
 const SPECIAL: &[char] = &[
     '#', ' ', '%', ':', '/', '"', '\'', '\\', 'é', '\u{a0}', '\u{3000}',
 ];
+const LETTERS: &[char] = &['ß', 'ж', '日', '\u{301}', '\u{308}', '😀', '\u{212a}', 'İ'];
 const REFUSED: &[char] = &[
     '\t', '\n', '\r', '\x0b', '\x01', '\x7f', '\u{85}', '\u{9f}', '\u{200b}', '\u{202e}',
     '\u{feff}', '\u{2028}', '\0',
@@ -64,6 +68,7 @@ fn character() -> impl Strategy<Value = char> {
     prop_oneof![
         60 => proptest::sample::select(PLAIN),
         6 => proptest::sample::select(SPECIAL),
+        2 => proptest::sample::select(LETTERS),
         1 => proptest::sample::select(REFUSED),
     ]
 }
@@ -72,16 +77,44 @@ fn piece(max: usize) -> impl Strategy<Value = String> {
     proptest::collection::vec(character(), 0..max).prop_map(|chars| chars.into_iter().collect())
 }
 
-/// A host name or alias: mostly a word that can be one, sometimes not.
+/// A label of `length` letters, digits and '-' (not at its ends).
+fn label(length: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = String> {
+    length.prop_flat_map(|n| {
+        proptest::string::string_regex(&format!("[a-z][a-z0-9-]{{{}}}[a-z0-9]", n.max(2) - 2))
+            .unwrap()
+    })
+}
+
+/// A name that can be one: a label, maybe with a domain.
+fn word() -> impl Strategy<Value = String> {
+    (
+        "[a-z][a-z0-9-]{0,6}",
+        proptest::option::of("[a-zA-Z0-9_]{1,5}"),
+    )
+        .prop_map(|(a, b)| match b {
+            Some(b) => format!("{a}.{b}"),
+            None => a,
+        })
+}
+
+/// A host name or alias: mostly a word that can be one; names at the
+/// limits (labels of 63 and 64 characters, names of 253 and 254); names
+/// the resolver reads otherwise (only digits and dots: an address to
+/// it); other scripts' letters; reserved ones; sometimes not a name.
 fn host_name() -> impl Strategy<Value = String> {
     prop_oneof![
-        8 => ("[a-z][a-z0-9-]{0,6}", proptest::option::of("[a-zA-Z0-9_]{1,5}"))
-            .prop_map(|(a, b)| match b {
-                Some(b) => format!("{a}.{b}"),
-                None => a,
-            }),
-        1 => Just("db".to_owned()),
-        3 => piece(8).prop_map(|p| format!("h{p}")),
+        16 => word(),
+        2 => Just("db".to_owned()),
+        6 => piece(8).prop_map(|p| format!("h{p}")),
+        1 => label(62..=65),
+        1 => proptest::collection::vec(label(60..=63), 4..=4).prop_map(|labels| labels.join(".")),
+        1 => proptest::sample::select(vec![
+            "123", "0", "1.2.3.4", "10.0.0.1", "1.2.3.4.5", "4294967296", "0x10", "1e3", "1-2",
+            "1.2.3.4a", "a.1", "127.0.0.1", "localhost", "localhost.localdomain", "LOCALHOST",
+            "ip6-localhost", "DB", "xn--bcher-kva", "_gateway", "-x", "x-", "a..b", ".a", "a.",
+            "h\u{e9}llo", "b\u{fc}cher", "\u{212a}elvin", "x\u{301}",
+        ])
+        .prop_map(str::to_owned),
     ]
 }
 
@@ -94,9 +127,12 @@ fn ip() -> impl Strategy<Value = String> {
             format!("{:X}:{:x}:{:x}:{:x}:{:x}:{:x}:{:x}:{:04x}", s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7])
         }),
         1 => any::<std::net::Ipv4Addr>().prop_map(|a| format!("::ffff:{a}")),
-        3 => prop::sample::select(vec![
+        4 => prop::sample::select(vec![
             "::1", "::", "fe80::1%eth0", "fe80::2%2", "010.0.0.1", "10.0.0", "1.2.3.4 ",
-            "::1.2.3.4",
+            "::1.2.3.4", "0.0.0.0", "255.255.255.255", "0:0:0:0:0:0:0:1", "::ffff:0.0.0.0",
+            "::ffff:255.255.255.255", "::0", "1::", "fe80::", "64:ff9b::1.2.3.4", "1.2.3.256",
+            "0x7f.1", "127.1", "::ffff:1.2.3", "[::1]", "1:2:3:4:5:6:7:8:9",
+            "0000:0000:0000:0000:0000:0000:0000:0001", "00000::1", "ff02::1", "::ffff:7f00:1",
         ])
         .prop_map(str::to_owned),
         1 => piece(8),
@@ -114,8 +150,14 @@ struct Change {
 fn change(names: Vec<String>) -> impl Strategy<Value = Change> {
     let attrs = (
         proptest::option::weighted(0.9, ip()),
-        proptest::option::of(proptest::collection::vec(host_name(), 0..4)),
-        proptest::option::of(piece(16)),
+        proptest::option::of(prop_oneof![
+            24 => proptest::collection::vec(host_name(), 0..4),
+            1 => proptest::collection::vec(word(), 30..80),
+        ]),
+        proptest::option::of(prop_oneof![
+            24 => piece(16),
+            1 => piece(16).prop_map(|p| p.repeat(300)),
+        ]),
         proptest::option::weighted(0.1, Just("absent")),
     );
     (proptest::sample::select(names), attrs).prop_map(|(name, (ip, aliases, comment, absent))| {
@@ -233,7 +275,11 @@ struct Tally {
     cases: usize,
     changes: usize,
     refused: usize,
+    /// Values taken that hold a character a name may not, a letter of
+    /// another script, or that are long (250 bytes, or 30 aliases).
     special: usize,
+    letters: usize,
+    long: usize,
     enumerated: usize,
     looked_up: usize,
     shared_names: usize,
@@ -248,6 +294,17 @@ fn shared(entries: &[Read], at: usize, name: &str) -> bool {
             && (n.eq_ignore_ascii_case(name)
                 || aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
     })
+}
+
+impl Tally {
+    /// Counts a value taken (an alias list as one) by the kinds of
+    /// characters it holds and its length.
+    fn count(&mut self, values: &[String]) {
+        let any = |chars: &[char]| values.iter().any(|v| chars.iter().any(|c| v.contains(*c)));
+        self.special += usize::from(any(SPECIAL));
+        self.letters += usize::from(any(LETTERS));
+        self.long += usize::from(values.len() >= 30 || values.iter().any(|v| v.len() >= 250));
+    }
 }
 
 fn run_case(changes: &[Change], tally: &mut Tally) {
@@ -285,16 +342,20 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
                 "host_aliases" => aliases.clone(),
                 _ => vec![asked.clone()],
             };
-            if values
-                .iter()
-                .any(|v| SPECIAL.iter().any(|c| v.contains(*c)))
-            {
-                tally.special += 1;
-            }
+            tally.count(&values);
         }
     }
     let ral = ral_entries(&sandbox);
-    let names: Vec<String> = ral.iter().map(|(_, name, _)| name.clone()).collect();
+    // Each name and alias, with the entry it names.
+    let (entry_of, names): (Vec<usize>, Vec<String>) = ral
+        .iter()
+        .enumerate()
+        .flat_map(|(at, (_, name, aliases))| {
+            std::iter::once(name)
+                .chain(aliases)
+                .map(move |name| (at, name.clone()))
+        })
+        .unzip();
     let (all, looked_up) = glibc_reads(&sandbox, &names);
     let content = std::fs::read_to_string(&hosts).unwrap();
     let expected: Vec<Read> = ral.iter().filter_map(as_gethostent_reads).collect();
@@ -302,7 +363,7 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
     tally.enumerated += expected.len();
     let mut agree = all == expected;
     assert_eq!(all, expected, "gethostent reads otherwise:\n{content}");
-    for (at, (name, found)) in looked_up.iter().enumerate() {
+    for (&at, (name, found)) in entry_of.iter().zip(&looked_up) {
         if shared(&ral, at, name) {
             tally.shared_names += 1;
             continue;
@@ -321,11 +382,8 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
 }
 
 fn hosts_ral_writes_read_the_same_with_glibc() {
-    let mut runner = TestRunner::new(Config {
-        cases: 64,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let (mut runner, seed) = crate::property::runner(64);
+    let run = crate::property::describe(&runner, seed);
     let tally = std::cell::RefCell::new(Tally::default());
     let result = runner.run(&case(), |changes| {
         run_case(&changes, &mut tally.borrow_mut());
@@ -333,19 +391,22 @@ fn hosts_ral_writes_read_the_same_with_glibc() {
     });
     let tally = tally.into_inner();
     eprintln!(
-        "host: {} cases, {} changes tried ({} refused; {} values taken with a special \
-         character), {} entries compared with gethostent, {} names looked up ({} shared \
-         with another entry, not looked up), {} disagreements",
+        "host, {run}: {} cases read back, {} changes tried ({} refused; values taken: {} \
+         with a special character, {} with a letter of another script, {} long), {} entries \
+         compared with gethostent, {} names and aliases looked up ({} shared with another \
+         entry, not looked up), {} disagreements",
         tally.cases,
         tally.changes,
         tally.refused,
         tally.special,
+        tally.letters,
+        tally.long,
         tally.enumerated,
         tally.looked_up,
         tally.shared_names,
         tally.disagreements
     );
     if let Err(err) = result {
-        panic!("{err}");
+        panic!("{run}: {err}");
     }
 }

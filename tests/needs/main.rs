@@ -15,6 +15,8 @@ mod no_python;
 mod over_ssh;
 #[path = "../common/pids.rs"]
 mod pids;
+#[path = "../common/property.rs"]
+mod property;
 mod provider_package;
 #[path = "../common/quoting_cases.rs"]
 mod quoting_cases;

@@ -8,6 +8,6 @@ use crate::account_cases::run_cases;
 fn what_ral_writes_to_the_account_files_glibc_reads_the_same() {
     let counts = run_cases(24, false);
     // Shown with --nocapture: what the property covered.
-    eprintln!("{counts}");
+    eprintln!("user and group, {counts}");
     assert!(counts.accepted > 0 && counts.refused > 0, "{counts}");
 }

@@ -47,6 +47,8 @@ mod plans_bundled;
 mod plugins;
 mod process;
 mod properties;
+#[path = "../common/property.rs"]
+mod property;
 mod provider_accounts;
 mod provider_cron;
 mod provider_failures;

@@ -1,6 +1,8 @@
 //! What ral writes, the system reads the same (mount): generated values,
 //! many of them awkward (spaces, '#', backslashes, quotes, commas, '=',
-//! control and format characters, Unicode white space), are written with
+//! control and format characters, Unicode white space, other scripts'
+//! letters and combining marks, tags and reserved words, values and lines
+//! at and past the readers' lengths, hundreds of options), are written with
 //! `ralsh mount` below a fake root; then the root's fstab is read by
 //! util-linux's libmount (`findmnt --tab-file FILE -J`) and by glibc's
 //! getmntent, which must both read exactly what `ralsh -j mount` reports,
@@ -12,7 +14,6 @@ use std::path::Path;
 use std::process::Command;
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value as Json};
 
 use crate::support::{Run, Sandbox};
@@ -25,11 +26,17 @@ const SEED: &str = "# /etc/fstab: static file system information.\n\
                     proc /proc proc\n";
 
 /// Characters the values are made of: plain ones; those fstab escapes or
-/// splits on, or libmount and getmntent treat specially; and control,
-/// format and line separator characters, which no value may hold.
+/// splits on, or libmount and getmntent treat specially; letters and
+/// marks of other scripts (a combining accent, a four-byte emoji, the
+/// Kelvin sign that folds to 'k'), which every reader takes as bytes; and
+/// control, format and line separator characters, which no value may
+/// hold.
 const PLAIN: &[char] = &['a', 'b', 'z', 'A', '0', '9', '.', '-', '_', ':', '@', '+'];
 const SPECIAL: &[char] = &[
     '=', ',', '"', '\'', '#', '\\', ' ', 'é', '✓', '\u{a0}', '\u{3000}',
+];
+const LETTERS: &[char] = &[
+    'ß', 'ж', '日', '\u{301}', '\u{308}', '😀', '\u{212a}', 'ǅ', 'İ',
 ];
 const REFUSED: &[char] = &[
     '\t', '\n', '\r', '\x0b', '\x01', '\x7f', '\u{85}', '\u{9f}', '\u{200b}', '\u{202e}',
@@ -40,6 +47,7 @@ fn character() -> impl Strategy<Value = char> {
     prop_oneof![
         80 => proptest::sample::select(PLAIN),
         12 => proptest::sample::select(SPECIAL),
+        4 => proptest::sample::select(LETTERS),
         1 => proptest::sample::select(REFUSED),
     ]
 }
@@ -48,46 +56,100 @@ fn piece(max: usize) -> impl Strategy<Value = String> {
     proptest::collection::vec(character(), 0..max).prop_map(|chars| chars.into_iter().collect())
 }
 
+/// Lengths at readers' limits: a file name's 255 bytes, a path's 4096,
+/// getmntent's line of 4095 bytes (which a line of one long value
+/// reaches from 4030 bytes), and around them.
+fn long_length() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        1 => proptest::sample::select(vec![254, 255, 256, 1000, 4095, 4096, 4097, 5000]),
+        1 => 4030..4100usize,
+    ]
+}
+
+/// A long value of `long_length` bytes, of plain characters and other
+/// scripts' letters (so that it can be taken).
+fn long_piece() -> impl Strategy<Value = String> {
+    let character = prop_oneof![
+        40 => proptest::sample::select(PLAIN),
+        1 => proptest::sample::select(LETTERS),
+    ];
+    long_length().prop_flat_map(move |bytes| {
+        proptest::collection::vec(character.clone(), bytes / 2..=bytes).prop_map(move |chars| {
+            let mut text = String::new();
+            for c in chars {
+                if text.len() + c.len_utf8() > bytes {
+                    break;
+                }
+                text.push(c);
+            }
+            while text.len() < bytes {
+                text.push('a');
+            }
+            text
+        })
+    })
+}
+
 fn name() -> impl Strategy<Value = String> {
     prop_oneof![
-        4 => (piece(8), piece(6)).prop_map(|(a, b)| format!("/m{a}/{b}x")),
-        2 => piece(6).prop_map(|p| format!("/srv/data/{p}x")),
-        1 => piece(6).prop_map(|p| format!("/{p}")),
-        1 => prop::sample::select(vec!["/", "/srv", "/tmp", "none", "swap", "srv", "/m/", "/m/../x"])
-            .prop_map(str::to_owned),
-        1 => piece(6),
+        8 => (piece(8), piece(6)).prop_map(|(a, b)| format!("/m{a}/{b}x")),
+        4 => piece(6).prop_map(|p| format!("/srv/data/{p}x")),
+        2 => piece(6).prop_map(|p| format!("/{p}")),
+        2 => prop::sample::select(vec![
+            "/", "/srv", "/tmp", "none", "swap", "srv", "/m/", "/m/../x", "/m/./x", "//m",
+            "/proc", "/none", "/#", "/m#x", "/-", "/=", "/UUID=x", "/\\040",
+        ])
+        .prop_map(str::to_owned),
+        2 => piece(6),
+        1 => long_piece().prop_map(|p| format!("/m/{p}")),
+        1 => proptest::collection::vec(long_piece(), 1..3).prop_map(|parts| {
+            let parts: Vec<String> = parts.iter().map(|p| p.chars().take(200).collect()).collect();
+            format!("/m/{}", parts.join("/"))
+        }),
     ]
 }
 
 fn device() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => (piece(6), piece(6)).prop_map(|(a, b)| format!("/dev/{a}/{b}")),
-        1 => piece(8).prop_map(|p| format!("UUID={p}")),
-        1 => piece(8).prop_map(|p| format!("LABEL={p}")),
-        1 => prop::sample::select(vec![
+        6 => (piece(6), piece(6)).prop_map(|(a, b)| format!("/dev/{a}/{b}")),
+        2 => piece(8).prop_map(|p| format!("UUID={p}")),
+        2 => piece(8).prop_map(|p| format!("LABEL={p}")),
+        3 => prop::sample::select(vec![
             "uuid=1", "FOO=bar", "h@fsid.fs=/", "server:/export", "tmpfs", "#dev", "a\\040b",
+            "none", "proc", "UUID=", "LABEL=", "PARTUUID=", "ID=", "PARTLABEL=x", "LABEL=\"x\"",
+            "LABEL='x'", "LABEL=\"x", "LABEL=a=b", "UUID==", "/dev/sda1 ", "-", "\\\\",
+            "\"/dev/sda\"", "//server/share", "[::1]:/export", "LABEL=\u{e9}t\u{e9}",
         ])
             .prop_map(str::to_owned),
-        2 => piece(10),
+        4 => piece(10),
+        1 => long_piece(),
+        1 => long_piece().prop_map(|p| format!("LABEL={p}")),
     ]
 }
 
 fn fstype() -> impl Strategy<Value = String> {
     prop_oneof![
-        8 => prop::sample::select(vec!["ext4", "xfs", "tmpfs", "swap", "nfs", "udf,iso9660", "auto"])
+        16 => prop::sample::select(vec![
+            "ext4", "xfs", "tmpfs", "swap", "nfs", "udf,iso9660", "auto", "none", "ignore",
+            "fuse.sshfs", "nfs4", "ext4,", ",", "proc", "btrfs", "9p", "cifs", "ntfs-3g", "squashfs",
+        ])
             .prop_map(str::to_owned),
-        1 => piece(6),
+        2 => piece(6),
+        1 => long_piece(),
     ]
 }
 
 fn option() -> impl Strategy<Value = String> {
     prop_oneof![
-        3 => prop::sample::select(vec![
+        6 => prop::sample::select(vec![
             "defaults", "ro", "noatime", "x-systemd.automount", "uid=1000",
-            "context=\"system_u:object_r:tmp_t:s0:c1,c2\"", "x=\"a", "a,b",
+            "context=\"system_u:object_r:tmp_t:s0:c1,c2\"", "x=\"a", "a,b", "bind", "rbind",
+            "noauto", "nofail", "user", "users", "owner", "x-mount.mkdir=0755", "comment=x",
+            "=", "==", "x=", "\"\"", "a=\"\"", "\"a,b\"", "ro=rw", "x-systemd.requires=/a",
         ])
         .prop_map(str::to_owned),
-        2 => piece(8),
+        4 => piece(8),
+        1 => long_piece(),
     ]
 }
 
@@ -117,8 +179,9 @@ fn change(names: Vec<String>) -> impl Strategy<Value = Change> {
         proptest::option::weighted(0.95, device()),
         proptest::option::weighted(0.95, fstype()),
         proptest::option::of(prop_oneof![
-            12 => proptest::collection::vec(option(), 1..4),
-            1 => Just(Vec::new()),
+            24 => proptest::collection::vec(option(), 1..4),
+            2 => Just(Vec::new()),
+            1 => proptest::collection::vec(option(), 100..400),
         ]),
         proptest::option::of(number()),
         proptest::option::of(number()),
@@ -300,10 +363,22 @@ struct Tally {
     changes: usize,
     refused: usize,
     /// Values taken that hold a character fstab escapes or readers treat
-    /// specially.
+    /// specially, a letter of another script, or 250 bytes or more.
     special: usize,
+    letters: usize,
+    long: usize,
     entries_compared: usize,
     disagreements: usize,
+}
+
+impl Tally {
+    /// Counts a value taken by the kinds of characters it holds and its
+    /// length.
+    fn count(&mut self, value: &str) {
+        self.special += usize::from(SPECIAL.iter().any(|c| value.contains(*c)));
+        self.letters += usize::from(LETTERS.iter().any(|c| value.contains(*c)));
+        self.long += usize::from(value.len() >= 250);
+    }
 }
 
 fn run_case(changes: &[Change], tally: &mut Tally) {
@@ -357,10 +432,9 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
             };
             assert_eq!(got, asked, "{attr}: {change:?}");
             let value = if *attr == "options" { &entry.3 } else { &got };
-            if SPECIAL.iter().any(|c| value.contains(*c)) {
-                tally.special += 1;
-            }
+            tally.count(value);
         }
+        tally.count(&change.name);
     }
     let ral: Vec<Read> = ral_entries(&sandbox)
         .into_iter()
@@ -382,11 +456,8 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
 
 #[test]
 fn mounts_ral_writes_read_the_same_with_libmount_and_glibc() {
-    let mut runner = TestRunner::new(Config {
-        cases: 96,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let (mut runner, seed) = crate::property::runner(96);
+    let run = crate::property::describe(&runner, seed);
     let tally = std::cell::RefCell::new(Tally::default());
     let result = runner.run(&case(), |changes| {
         run_case(&changes, &mut tally.borrow_mut());
@@ -394,16 +465,19 @@ fn mounts_ral_writes_read_the_same_with_libmount_and_glibc() {
     });
     let tally = tally.into_inner();
     eprintln!(
-        "mount: {} cases, {} changes tried ({} refused; {} values taken with a special \
-         character), {} entries compared with libmount and getmntent, {} disagreements",
+        "mount, {run}: {} cases read back, {} changes tried ({} refused; values taken: {} \
+         with a special character, {} with a letter of another script, {} of 250 bytes or \
+         more), {} entries compared with libmount and getmntent, {} disagreements",
         tally.cases,
         tally.changes,
         tally.refused,
         tally.special,
+        tally.letters,
+        tally.long,
         tally.entries_compared,
         tally.disagreements
     );
     if let Err(err) = result {
-        panic!("{err}");
+        panic!("{run}: {err}");
     }
 }

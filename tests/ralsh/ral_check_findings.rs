@@ -1,6 +1,7 @@
 //! `ral check` findings no other test provokes: a noop update that
-//! changes what list reports without changing any file, and an attribute
-//! the metadata does not declare. Each fixture breaks one rule, so its
+//! changes what list reports without changing any file, a noop update
+//! refused for every resource it is tried on, and an attribute the
+//! metadata does not declare. Each fixture breaks one rule, so its
 //! findings are listed exactly.
 
 use crate::ral_check::{check_fixture, ral_check};
@@ -62,6 +63,34 @@ fn an_undeclared_attribute_is_a_finding_of_list_and_find() {
             (format!("list: {problem}"), hint.to_owned()),
             (format!("find: {problem}"), hint.to_owned()),
         ],
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_noop_update_refused_for_one_resource_is_tried_on_the_next_ones() {
+    // A provider may refuse to remove one resource for a reason of its
+    // own (group::etc_group a user's primary group): the noop is tried on
+    // the next listed, and a finding only when each one tried refuses.
+    let fixture = check_fixture("noop_refused");
+    let seed = tempfile::tempdir().unwrap();
+    let check = |refuse: &str| {
+        std::fs::write(seed.path().join("refuse"), refuse).unwrap();
+        let args = ["--seed", seed.path().to_str().unwrap(), "--slow", "60"];
+        ral_check(&args, std::slice::from_ref(&fixture))
+    };
+    check("a\n")
+        .expect(0)
+        .stdout_has("1 of 1 provider(s) clean");
+    let run = check("a\nb\nc\n");
+    run.expect(1);
+    assert_eq!(
+        findings(&run.stdout),
+        [(
+            "noop: nooprefused::noop_refused: update reported an error: a is in use".to_owned(),
+            "hint: a noop update must succeed and report what it would change".to_owned()
+        )],
         "{}",
         run.stdout
     );

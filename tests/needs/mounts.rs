@@ -6,7 +6,8 @@
 //! mount point, before anything goes, and to replace, remove or change a
 //! path something is mounted on (its mode and owner only with `force`);
 //! and the toolkit's `remove_tree` never crosses a mount, whoever calls
-//! it.
+//! it. The user provider's `managehome` keeps a home whole that is a
+//! mount point or holds one.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -20,10 +21,14 @@ use crate::tests;
 
 /// This module's tests and what each needs.
 pub fn tests() -> Vec<Test> {
-    tests![[MountNamespace]
+    let mut all = tests![[MountNamespace]
         file_never_removes_or_changes_through_a_mount_point,
         remove_tree_never_crosses_a_mount,
-    ]
+    ];
+    all.extend(tests![[Root, MountNamespace]
+        managehome_keeps_a_home_that_is_or_holds_a_mount_point,
+    ]);
+    all
 }
 
 /// Makes the namespace's mounts private (none reaches the machine's),
@@ -219,4 +224,96 @@ fn remove_tree_inside(base: &Path) {
         b"outside\n"
     );
     assert!(base.join("root/top/z").is_file());
+}
+
+/// Gives `path` and everything below it (links themselves) to `uid`.
+fn chown_tree(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if std::fs::symlink_metadata(path).unwrap().is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chown_tree(&entry.unwrap().path(), uid);
+        }
+    }
+}
+
+/// A mount point in a home, of a directory on the same file system (so
+/// of the same device number), or the home itself a mount point (a bind
+/// mount, a tmpfs): the home is kept whole, what is mounted there is
+/// never removed, and the warning says so before anything goes.
+fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
+    let sandbox = Sandbox::new();
+    sandbox.write_accounts();
+    for (user, uid) in [("bob", "4242"), ("carol", "4243"), ("dave", "4244")] {
+        sandbox
+            .ralsh(&["user", user, &format!("uid={uid}")])
+            .expect(0);
+    }
+    let root = sandbox.root();
+    sandbox.write("home/bob/notes", "bob's\n");
+    std::fs::create_dir(root.join("home/bob/proj")).unwrap();
+    sandbox.write("srv/shared/data", "shared\n");
+    sandbox.write("srv/carol/notes", "carol's\n");
+    std::fs::create_dir(root.join("home/carol")).unwrap();
+    std::fs::create_dir(root.join("home/dave")).unwrap();
+    chown_tree(&root.join("home/bob"), 4242);
+    chown_tree(&root.join("srv/shared"), 4242);
+    chown_tree(&root.join("home/carol"), 4243);
+    chown_tree(&root.join("srv/carol"), 4243);
+    chown_tree(&root.join("home/dave"), 4244);
+    let r = root.display();
+    let setup = format!(
+        "mount --bind '{r}/srv/shared' '{r}/home/bob/proj'\n\
+         mount --bind '{r}/srv/carol' '{r}/home/carol'\n\
+         mount -t tmpfs tmpfs '{r}/home/dave'\n\
+         echo \"dave's\" >'{r}/home/dave/notes'\n\
+         chown -R 4244:4244 '{r}/home/dave'"
+    );
+    let before = (
+        tree_snapshot(&root.join("home")),
+        tree_snapshot(&root.join("srv")),
+    );
+    let lines = [
+        ralsh(&sandbox, "-n user bob ensure=absent managehome=true"),
+        ralsh(&sandbox, "user bob ensure=absent managehome=true"),
+        ralsh(&sandbox, "user carol ensure=absent managehome=true"),
+        ralsh(&sandbox, "user dave ensure=absent managehome=true"),
+        format!("ls -A '{r}/home/bob/proj' '{r}/home/carol' '{r}/home/dave'"),
+    ];
+    let sections = in_namespace(&sandbox, true, &setup, &lines);
+    let held = format!(
+        "it holds '{r}/home/bob/proj', a mount point (something is mounted on it, maybe from \
+         outside the root), and a removal never crosses into another mount"
+    );
+    has(
+        &sections[0],
+        &format!("bob: deleting: the home directory '{r}/home/bob' would be kept: {held}\n"),
+    );
+    has(
+        &sections[1],
+        &format!("bob: deleting: the home directory '{r}/home/bob' was kept: {held}\n"),
+    );
+    for (at, user) in [(2, "carol"), (3, "dave")] {
+        has(
+            &sections[at],
+            &format!(
+                "{user}: deleting: the home directory '{r}/home/{user}' was kept: it is a mount \
+                 point (something is mounted on it, maybe from outside the root), and a removal \
+                 never crosses into another mount\n"
+            ),
+        );
+    }
+    for section in &sections[1..4] {
+        has(section, "ensure: 'present' -> 'absent'");
+    }
+    has(&sections[4], "home/dave:\nnotes\n");
+    // The namespace is gone: what is left is what was there.
+    let after = (
+        tree_snapshot(&root.join("home")),
+        tree_snapshot(&root.join("srv")),
+    );
+    assert_eq!(before, after, "nothing of the homes or of /srv went");
+    let passwd = sandbox.read("etc/passwd");
+    for user in ["bob", "carol", "dave"] {
+        assert!(!passwd.contains(&format!("\n{user}:")), "{passwd}");
+    }
 }

@@ -7,7 +7,8 @@
 //! path something is mounted on (its mode and owner only with `force`);
 //! and the toolkit's `remove_tree` never crosses a mount, whoever calls
 //! it. The user provider's `managehome` keeps a home whole that is a
-//! mount point or holds one.
+//! mount point or holds one. An edit of several files (the account
+//! files) that would rename over a mount point writes none of them.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -24,6 +25,7 @@ pub fn tests() -> Vec<Test> {
     let mut all = tests![[MountNamespace]
         file_never_removes_or_changes_through_a_mount_point,
         remove_tree_never_crosses_a_mount,
+        an_edit_of_several_files_never_half_replaces_a_mount_point,
     ];
     all.extend(tests![[Root, MountNamespace]
         managehome_keeps_a_home_that_is_or_holds_a_mount_point,
@@ -316,4 +318,48 @@ fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
     for user in ["bob", "carol", "dave"] {
         assert!(!passwd.contains(&format!("\n{user}:")), "{passwd}");
     }
+}
+
+/// The account files are replaced together; one of them a bind mount
+/// (a container's, of a file outside the root): the rename over it would
+/// fail after the others were replaced, so none is, the mount point is
+/// named, and no temporary file or journal stays. The file outside is
+/// never written, nor the hosts file mounted the same way.
+fn an_edit_of_several_files_never_half_replaces_a_mount_point() {
+    let sandbox = Sandbox::new();
+    sandbox.write_accounts();
+    sandbox.write("etc/hosts", "");
+    let outside = tempfile::tempdir().unwrap();
+    let o = outside.path();
+    std::fs::write(o.join("passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+    std::fs::write(o.join("hosts"), "127.0.0.1 localhost\n").unwrap();
+    let before = tree_snapshot(sandbox.root());
+    let outside_before = tree_snapshot(o);
+    let (r, od) = (sandbox.root().display(), o.display());
+    let setup = format!(
+        "mount --bind '{od}/passwd' '{r}/etc/passwd'\n\
+         mount --bind '{od}/hosts' '{r}/etc/hosts'"
+    );
+    let lines = [
+        ralsh(&sandbox, "user bob uid=4000"),
+        ralsh(&sandbox, "host web ip=10.0.0.1"),
+    ];
+    let sections = in_namespace(&sandbox, false, &setup, &lines);
+    has(
+        &sections[0],
+        &format!(
+            "cannot replace '{r}/etc/passwd': it is a mount point (something is mounted on it, \
+             maybe from outside the root), which a file is never renamed over; nothing was \
+             written"
+        ),
+    );
+    has(&sections[1], &format!("cannot replace '{r}/etc/hosts'"));
+    for section in &sections {
+        has(section, "exit status");
+    }
+    // Lock files may stay (as after any edit); nothing else is new.
+    let mut after = tree_snapshot(sandbox.root());
+    after.retain(|path, _| !path.to_string_lossy().ends_with("lock"));
+    assert_eq!(before, after, "no file of the root changed or stayed");
+    assert_eq!(outside_before, tree_snapshot(o), "nothing outside written");
 }

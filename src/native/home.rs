@@ -16,15 +16,19 @@
 //! - the user owns it, and the user's uid is not 0 (root's files are
 //!   everywhere);
 //! - it is not the home of another account, nor holds one;
-//! - everything in it belongs to the user and lies on the same file
-//!   system (a mount point in it is kept whole).
+//! - it is no mount point, and everything in it belongs to the user and
+//!   lies on its mount: a mount point in it (a bind mount of a directory
+//!   outside the home, of the same file system or another, told by its
+//!   mount id, not by its device number) keeps the home whole, as a
+//!   removal never crosses into another mount.
 //!
 //! Every check and removal goes through directory descriptors, never
 //! following a link: each directory is opened below the one before with
 //! `O_NOFOLLOW`, its owner read from the descriptor opened. The removal
 //! checks each entry's owner again before unlinking it, so that a file
 //! another user put there after the first check stays (and so does the
-//! directory holding it).
+//! directory holding it), and its mount: a mount point that appeared
+//! after the check stops the removal there.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
@@ -285,18 +289,23 @@ fn remove(
     let Some(home_dir) = open_home(&dir, base, uid, accounts)? else {
         return Ok(());
     };
-    let dev = fstat(&home_dir, &dir.show(base))?.dev();
+    let mount = home_mount(&dir, base, &home_dir)?;
     let start = || Open::new(home_dir.try_clone(), dir.show(base));
     let level = start().map_err(|err| err.to_string())?;
-    if let Some(found) = first_foreign(level, uid, dev)? {
+    if let Some(found) = first_foreign(level, uid, mount)? {
         return Err(found.say(accounts));
     }
     if call.noop {
         return Ok(());
     }
     let level = start().map_err(|err| err.to_string())?;
-    let kept = remove_owned(level, uid, dev)?;
+    let kept = remove_owned(level, uid, mount)?;
     match kept {
+        Some(found @ Found::Mount { .. }) => Err(format!(
+            "{} (found while removing: the removal stopped there, and some of what the user \
+             owned is removed)",
+            found.say(accounts)
+        )),
         Some(found) => Err(format!(
             "{} (found while removing; the rest of what the user owned is removed)",
             found.say(accounts)
@@ -379,6 +388,33 @@ fn fstat(fd: &OwnedFd, path: &str) -> Result<Stat, String> {
     sys::fstat(fd.as_fd()).map_err(|err| format!("{}: {err}", shown(path)))
 }
 
+/// Why a mount point is kept, after what it is: a removal never crosses
+/// into another mount.
+const MOUNT_POINT: &str = "a mount point (something is mounted on it, maybe from outside the \
+     root), and a removal never crosses into another mount";
+
+/// The id of the mount that the home `base` in `dir`, open as `home`,
+/// lies on; why it is kept when that is not the mount of `dir` (the home
+/// is a mount point) or cannot be told.
+fn home_mount(dir: &Dir, base: &str, home: &OwnedFd) -> Result<u64, String> {
+    let error = |err: std::io::Error| format!("{}: {err}", shown(&dir.show(base)));
+    let mount = sys::mount_id(home.as_fd()).map_err(error)?;
+    if mount != sys::mount_id(dir.as_fd()).map_err(error)? {
+        return Err(format!("it is {MOUNT_POINT}"));
+    }
+    Ok(mount)
+}
+
+/// Whether `name` in `level` lies on another mount than `mount` (it is
+/// a mount point); `None` when it vanished meanwhile.
+fn on_other_mount(level: &Open, name: &OsStr, mount: u64) -> Result<Option<bool>, String> {
+    match sys::kind_and_mount_at(level.fd.as_fd(), name) {
+        Ok((_, on)) => Ok(Some(on != mount)),
+        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(err) => Err(format!("{}: {err}", shown(&level.show(name)))),
+    }
+}
+
 /// What keeps a home: an entry of another owner, or a mount point.
 enum Found {
     Foreign { path: String, uid: u32 },
@@ -393,9 +429,7 @@ impl Found {
                 shown(path),
                 accounts.owner(*uid)
             ),
-            Found::Mount { path } => {
-                format!("it holds {}, on another file system", shown(path))
-            }
+            Found::Mount { path } => format!("it holds {}, {MOUNT_POINT}", shown(path)),
         }
     }
 }
@@ -430,12 +464,22 @@ fn entry(level: &Open, name: &OsStr) -> Result<Option<Stat>, String> {
 }
 
 /// The directory `name` in `level`, opened without following a link, if
-/// the descriptor opened shows it owned by `uid` on the file system
-/// `dev`; else what keeps it.
-fn descend(level: &Open, name: &OsStr, uid: u32, dev: u64) -> Result<Result<Open, Found>, String> {
+/// the descriptor opened shows it on the mount `mount` and owned by
+/// `uid`; else what keeps it. (Checked on the descriptor, so that nothing
+/// mounted there since it was looked at is walked into.)
+fn descend(
+    level: &Open,
+    name: &OsStr,
+    uid: u32,
+    mount: u64,
+) -> Result<Result<Open, Found>, String> {
     let path = level.show(name);
-    let fd = sys::open_at(level.fd.as_fd(), name, sys::DIR_FLAGS, 0);
-    let below = Open::new(fd, path.clone()).map_err(|err| format!("{}: {err}", shown(&path)))?;
+    let error = |err: std::io::Error| format!("{}: {err}", shown(&path));
+    let fd = sys::open_at(level.fd.as_fd(), name, sys::DIR_FLAGS, 0).map_err(error)?;
+    if sys::mount_id(fd.as_fd()).map_err(error)? != mount {
+        return Ok(Err(Found::Mount { path }));
+    }
+    let below = Open::new(Ok(fd), path.clone()).map_err(error)?;
     let info = fstat(&below.fd, &path)?;
     if info.uid() != uid {
         return Ok(Err(Found::Foreign {
@@ -443,15 +487,12 @@ fn descend(level: &Open, name: &OsStr, uid: u32, dev: u64) -> Result<Result<Open
             uid: info.uid(),
         }));
     }
-    if info.dev() != dev {
-        return Ok(Err(Found::Mount { path }));
-    }
     Ok(Ok(below))
 }
 
 /// The first entry below `top` that keeps it, or `None` when the user
-/// owns everything in it, on its file system.
-fn first_foreign(top: Open, uid: u32, dev: u64) -> Result<Option<Found>, String> {
+/// owns everything in it, on its mount `mount`.
+fn first_foreign(top: Open, uid: u32, mount: u64) -> Result<Option<Found>, String> {
     // A loop over a stack of levels, not a recursion: a tree of any depth
     // is walked without running out of stack.
     let mut levels = vec![top];
@@ -461,22 +502,15 @@ fn first_foreign(top: Open, uid: u32, dev: u64) -> Result<Option<Found>, String>
             continue;
         };
         let level = &*level;
-        let Some(info) = entry(level, &name)? else {
+        let Some(found) = keeps(level, &name, uid, mount)? else {
             continue;
         };
-        if info.uid() != uid {
-            return Ok(Some(Found::Foreign {
-                path: level.show(&name),
-                uid: info.uid(),
-            }));
-        }
-        if info.dev() != dev {
-            return Ok(Some(Found::Mount {
-                path: level.show(&name),
-            }));
-        }
+        let info = match found {
+            Ok(info) => info,
+            Err(found) => return Ok(Some(found)),
+        };
         if info.is_dir() {
-            match descend(level, &name, uid, dev)? {
+            match descend(level, &name, uid, mount)? {
                 Ok(below) => levels.push(below),
                 Err(found) => return Ok(Some(found)),
             }
@@ -485,10 +519,40 @@ fn first_foreign(top: Open, uid: u32, dev: u64) -> Result<Option<Found>, String>
     Ok(None)
 }
 
-/// Removes everything below `top` that `uid` owns on the file system
-/// `dev`, each entry's owner read again just before it goes; returns the
-/// first entry kept, if any (the directories holding it stay too).
-fn remove_owned(top: Open, uid: u32, dev: u64) -> Result<Option<Found>, String> {
+/// The entry `name` in `level` (`None`: it vanished meanwhile), or what
+/// keeps the home: a mount point (looked at first: what is mounted there
+/// is no file of the home, whoever owns it), or an entry not owned by
+/// `uid`.
+fn keeps(
+    level: &Open,
+    name: &OsStr,
+    uid: u32,
+    mount: u64,
+) -> Result<Option<Result<Stat, Found>>, String> {
+    let path = || level.show(name);
+    match on_other_mount(level, name, mount)? {
+        None => return Ok(None),
+        Some(true) => return Ok(Some(Err(Found::Mount { path: path() }))),
+        Some(false) => {}
+    }
+    let Some(info) = entry(level, name)? else {
+        return Ok(None);
+    };
+    if info.uid() != uid {
+        return Ok(Some(Err(Found::Foreign {
+            path: path(),
+            uid: info.uid(),
+        })));
+    }
+    Ok(Some(Ok(info)))
+}
+
+/// Removes everything below `top` that `uid` owns on the mount `mount`,
+/// each entry's owner and mount read again just before it goes; returns
+/// the first entry kept, if any (the directories holding it stay too).
+/// A mount point found stops the removal there: it appeared after the
+/// check, and nothing more of the home goes.
+fn remove_owned(top: Open, uid: u32, mount: u64) -> Result<Option<Found>, String> {
     let mut kept = None;
     // Each level with its name in the one above (none for the top).
     let mut levels: Vec<(Open, Option<OsString>)> = vec![(top, None)];
@@ -507,28 +571,21 @@ fn remove_owned(top: Open, uid: u32, dev: u64) -> Result<Option<Found>, String> 
             continue;
         };
         let level = &*level;
-        let Some(info) = entry(level, &name)? else {
+        let Some(found) = keeps(level, &name, uid, mount)? else {
             continue;
         };
-        let found = if info.uid() != uid {
-            Some(Found::Foreign {
-                path: level.show(&name),
-                uid: info.uid(),
-            })
-        } else if info.dev() != dev {
-            Some(Found::Mount {
-                path: level.show(&name),
-            })
-        } else {
-            None
+        let info = match found {
+            Ok(info) => info,
+            Err(found @ Found::Mount { .. }) => return Ok(Some(found)),
+            Err(found) => {
+                kept.get_or_insert(found);
+                continue;
+            }
         };
-        if let Some(found) = found {
-            kept.get_or_insert(found);
-            continue;
-        }
         if info.is_dir() {
-            match descend(level, &name, uid, dev)? {
+            match descend(level, &name, uid, mount)? {
                 Ok(below) => levels.push((below, Some(name))),
+                Err(found @ Found::Mount { .. }) => return Ok(Some(found)),
                 Err(found) => {
                     kept.get_or_insert(found);
                 }
@@ -593,7 +650,8 @@ mod tests {
         let fd = sys::open_path(&path, sys::DIR_FLAGS);
         let open = Open::new(fd, top.display().to_string()).unwrap();
         let info = fstat(&open.fd, "home").unwrap();
-        (dir, open, info.uid(), info.dev())
+        let mount = sys::mount_id(open.fd.as_fd()).unwrap();
+        (dir, open, info.uid(), mount)
     }
 
     /// The removal reads each entry's owner again before it unlinks it:
@@ -601,14 +659,14 @@ mod tests {
     /// found nothing (another user's file put there meanwhile).
     #[test]
     fn the_removal_keeps_what_the_user_does_not_own() {
-        let (dir, top, owner, dev) = tree();
-        let found = remove_owned(top, owner + 1, dev).unwrap();
+        let (dir, top, owner, mount) = tree();
+        let found = remove_owned(top, owner + 1, mount).unwrap();
         assert!(matches!(found, Some(Found::Foreign { uid, .. }) if uid == owner));
         assert!(dir.path().join("home/a/b/f").is_file());
         assert!(dir.path().join("home/g").is_file());
 
-        let (dir, top, owner, dev) = tree();
-        assert!(remove_owned(top, owner, dev).unwrap().is_none());
+        let (dir, top, owner, mount) = tree();
+        assert!(remove_owned(top, owner, mount).unwrap().is_none());
         let left: Vec<_> = std::fs::read_dir(dir.path().join("home"))
             .unwrap()
             .collect();
@@ -616,19 +674,19 @@ mod tests {
     }
 
     #[test]
-    fn the_check_finds_what_the_user_does_not_own_or_another_file_system() {
-        let (_dir, top, owner, dev) = tree();
+    fn the_check_finds_what_the_user_does_not_own_or_another_mount() {
+        let (_dir, top, owner, mount) = tree();
         assert!(matches!(
-            first_foreign(top, owner + 1, dev).unwrap(),
+            first_foreign(top, owner + 1, mount).unwrap(),
             Some(Found::Foreign { .. })
         ));
-        let (_dir, top, owner, dev) = tree();
+        let (_dir, top, owner, mount) = tree();
         assert!(matches!(
-            first_foreign(top, owner, dev + 1).unwrap(),
+            first_foreign(top, owner, mount + 1).unwrap(),
             Some(Found::Mount { .. })
         ));
-        let (_dir, top, owner, dev) = tree();
-        assert!(first_foreign(top, owner, dev).unwrap().is_none());
+        let (_dir, top, owner, mount) = tree();
+        assert!(first_foreign(top, owner, mount).unwrap().is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod as_root;
 mod host;
 mod host_readers;
 mod html_browser;
+mod mounts;
 mod no_python;
 mod over_ssh;
 #[path = "../common/pids.rs"]
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         as_root::tests(),
         host_readers::tests(),
         html_browser::tests(),
+        mounts::tests(),
         no_python::tests(),
         over_ssh::tests(),
         provider_package::tests(),

@@ -3,7 +3,10 @@
 //! resource's name is an absolute path as seen inside the root; nothing
 //! outside it is ever read or written. The directories holding a path are
 //! opened one at a time, a link among them resolved as if the root were
-//! `/` ([`Place`]); the last component itself is never followed.
+//! `/` ([`Place`]); the last component itself is never followed. What is
+//! mounted on a path (maybe from outside the root) is no file of the root:
+//! it is never replaced or removed, its mode and owner are changed only
+//! with `force`, and a removal never crosses into another mount.
 //!
 //! A change holds an flock on the directory of the path (no lock file
 //! appears beside the files managed), decides on what it finds under it

@@ -180,6 +180,37 @@ impl Place {
         })
     }
 
+    /// Whether what is there is a mount point: something is mounted on
+    /// it (maybe from outside the root), so that its mode, owner and
+    /// content are what is mounted there. The root counts as none: it is
+    /// never replaced, and its mode is the root's own. `doing` words the
+    /// call in a failure's message (a mount id that cannot be read is
+    /// one).
+    pub fn is_mount_point(&self, doing: &str) -> CallResult<bool> {
+        let (Some(dir), Some(_)) = (&self.dir, &self.target) else {
+            return Ok(false);
+        };
+        sys::is_mount_point_at(dir.as_fd(), OsStr::new(self.base()))
+            .map_err(|err| CallError::io(&err, &format!("{doing} {}", quoted(&self.name))))
+    }
+
+    /// The first mount point below the directory there, as a path inside
+    /// the root; `None` when the whole tree lies on its mount.
+    pub fn mount_below(&self, doing: &str) -> CallResult<Option<String>> {
+        let Some(dir) = &self.dir else {
+            return Ok(None);
+        };
+        let found = sys::find_mount(dir.as_fd(), OsStr::new(self.base()))
+            .map_err(|err| CallError::io(&err, &format!("{doing} {}", quoted(&self.name))))?;
+        Ok(found.map(|below| {
+            let below = below.to_string_lossy();
+            match below.is_empty() {
+                true => self.name.clone(),
+                false => format!("{}/{below}", self.name.trim_end_matches('/')),
+            }
+        }))
+    }
+
     /// Opens what is there (never through a link in its last component).
     pub fn open_fd(&self, flags: libc::c_int) -> std::io::Result<OwnedFd> {
         match &self.dir {

@@ -81,6 +81,8 @@ pub enum Action {
         mode: Option<u32>,
         uid: Option<u32>,
         gid: Option<u32>,
+        /// A mount point, changed in place as `force` allows.
+        on_mount: bool,
     },
 }
 
@@ -207,6 +209,18 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
             quoted(&place.show())
         )));
     }
+    // What is mounted on the path (maybe from outside the root) is no
+    // file of it to replace or remove.
+    if old != What::Absent && new != old && place.is_mount_point("change")? {
+        let verb = match new {
+            What::Absent => "remove",
+            _ => "replace",
+        };
+        return Err(CallError::new(format!(
+            "{path} is a mount point (something is mounted on it, maybe from outside the root): \
+             refusing to {verb} it; unmount it first"
+        )));
+    }
 
     if new == What::Absent {
         if old == What::Absent {
@@ -217,6 +231,9 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
                 "{path} is a non-empty directory; set force=true to remove it with everything \
                  in it"
             )));
+        }
+        if old == What::Directory {
+            refuse_mounts_below(place, &path)?;
         }
         changes.push(Change::new("ensure", old.as_str(), "absent"));
         return Ok(Plan {
@@ -276,6 +293,9 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
     };
 
     if old != new {
+        if old == What::Directory {
+            refuse_mounts_below(place, &path)?;
+        }
         // Created or replaced: everything asked for is new.
         changes.push(Change::new("ensure", old.as_str(), new.as_str()));
         let new_uid = uid.or(uid_keep);
@@ -410,7 +430,11 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
     // maybe with a file outside the root: its mode and owner are never
     // changed in place. A new content replaces the path anyway.
     let in_place = new_content.is_none() && new_target.is_none();
-    if in_place && new != What::Directory && st.nlink() > 1 {
+    let mounted = place.is_mount_point("change")?;
+    if mounted {
+        refuse_on_mount_point(&path, in_place, force)?;
+    }
+    if in_place && new != What::Directory && st.nlink() > 1 && !mounted {
         if !force {
             return Err(CallError::new(format!(
                 "{path} has {} hard links, which share its mode and owner (one may be outside \
@@ -447,6 +471,7 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
             mode,
             uid,
             gid,
+            on_mount: mounted,
         }
     };
     Ok(Plan {
@@ -455,6 +480,42 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
         gone: false,
         unreadable,
     })
+}
+
+/// Refuses to remove the directory at `place` (`path`, quoted) when a
+/// mount point lies in it: a removal never crosses into another mount,
+/// so none starts.
+fn refuse_mounts_below(place: &Place, path: &str) -> CallResult<()> {
+    match place.mount_below("remove")? {
+        None => Ok(()),
+        Some(inner) => Err(CallError::new(format!(
+            "{path} holds the mount point {}: refusing to remove anything of it, as a removal \
+             never crosses into another mount; unmount it first",
+            quoted(&inner)
+        ))),
+    }
+}
+
+/// Refuses a change of the mount point `path` (quoted) in place, as a
+/// hard-linked file's: its mode and owner are those of what is mounted
+/// there (maybe from outside the root), changed only with `force`; and a
+/// new content or target, which would be renamed over it, never.
+fn refuse_on_mount_point(path: &str, in_place: bool, force: bool) -> CallResult<()> {
+    if !in_place {
+        return Err(CallError::new(format!(
+            "{path} is a mount point (something is mounted on it, maybe from outside the root): \
+             refusing to replace it with a new content or target; change it where it is \
+             mounted from, or unmount it first"
+        )));
+    }
+    if !force {
+        return Err(CallError::new(format!(
+            "{path} is a mount point (something is mounted on it, maybe from outside the root), \
+             whose mode and owner are those of what is mounted there: refusing to change them; \
+             set force=true to change them in place"
+        )));
+    }
+    Ok(())
 }
 
 /// Shows a content change as checksums when the content is too large to
@@ -640,7 +701,7 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
                 sys::unlink_at(fd, base, false).map_err(os)?;
             }
             sys::mkdir_at(fd, base, 0o700).map_err(os)?;
-            set_meta(place, What::Directory, Some(mode), uid, gid).map_err(os)?;
+            set_meta(place, What::Directory, Some(mode), uid, gid, false).map_err(os)?;
             edit.sync_dir(dir)
         }
         Action::Meta {
@@ -648,17 +709,20 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
             mode,
             uid,
             gid,
-        } => set_meta(place, kind, mode, uid, gid).map_err(os),
+            on_mount,
+        } => set_meta(place, kind, mode, uid, gid, on_mount).map_err(os),
     }
 }
 
-/// Changes mode and ownership of what is at `place`, never following it.
+/// Changes mode and ownership of what is at `place`, never following it;
+/// what is mounted there only when the plan allowed it (`on_mount`).
 fn set_meta(
     place: &Place,
     kind: What,
     mode: Option<u32>,
     uid: Option<u32>,
     gid: Option<u32>,
+    on_mount: bool,
 ) -> std::io::Result<()> {
     if kind == What::Link {
         if let (Some(dir), true) = (&place.dir, uid.is_some() || gid.is_some()) {
@@ -671,8 +735,18 @@ fn set_meta(
         flags |= libc::O_DIRECTORY;
     }
     let fd = place.open_fd(flags)?;
+    // Mounted on since it was planned: what is open is the mount's.
+    if !on_mount {
+        if let Some(dir) = &place.dir {
+            if sys::mount_id(fd.as_fd())? != sys::mount_id(dir.as_fd())? {
+                return Err(std::io::Error::other(
+                    "it became a mount point since it was read; refusing to change it",
+                ));
+            }
+        }
+    }
     // Linked since it was planned: its inode is another path's too.
-    if kind == What::File && sys::fstat(fd.as_fd())?.nlink() > 1 {
+    if kind == What::File && !on_mount && sys::fstat(fd.as_fd())?.nlink() > 1 {
         return Err(std::io::Error::other(
             "it gained another hard link since it was read; refusing to change it in place",
         ));

@@ -334,7 +334,8 @@ fn a_change_of_owner_sets_the_mode_again_after_it() {
             kind: What::File,
             mode: Some(0o4755),
             uid: Some(4242),
-            gid: None
+            gid: None,
+            on_mount: false
         })
     );
     // A mode change alone is only that.
@@ -345,7 +346,8 @@ fn a_change_of_owner_sets_the_mode_again_after_it() {
             kind: What::File,
             mode: Some(0o755),
             uid: None,
-            gid: None
+            gid: None,
+            on_mount: false
         })
     );
 }

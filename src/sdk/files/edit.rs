@@ -380,6 +380,14 @@ impl<'a> Edit<'a> {
                     quoted(&self.guard.show())
                 )));
             }
+            if now.is_some() && mounted_on(&file.target) {
+                return Err(CallError::new(format!(
+                    "cannot replace {}: it is a mount point (something is mounted on it, maybe \
+                     from outside the root), which a file is never renamed over; nothing was \
+                     written",
+                    quoted(file.target.path())
+                )));
+            }
         }
         let locked = self.guard.dir();
         if !in_place(locked)? {
@@ -534,6 +542,14 @@ impl Drop for Edit<'_> {
 
 const TEMP_FLAGS: libc::c_int =
     libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+
+/// Whether something is mounted on `target`. The rename would fail on it
+/// anyway (EBUSY); told before, it keeps an edit of several files from
+/// replacing some and not the others. A mount id that cannot be read
+/// leaves that to the rename.
+fn mounted_on(target: &Target) -> bool {
+    sys::is_mount_point_at(target.dir().as_fd(), target.name().as_ref()).unwrap_or(false)
+}
 
 /// A new temporary file for `name` in `dir`, open to write.
 fn create_temp(dir: &Dir, name: &str) -> CallResult<(String, OwnedFd)> {

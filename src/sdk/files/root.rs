@@ -379,24 +379,31 @@ fn read_link(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
         .map(|target| String::from_utf8_lossy(&target).into_owned())
 }
 
-fn make_dir(
+/// Makes the directory `name` in `parent` as `create` asks and opens it.
+/// One made there meanwhile (by another process, or mounted on) is opened
+/// and left as it is, as one found there is: its mode and owner are not
+/// ours to set.
+pub(super) fn make_dir(
     parent: BorrowedFd<'_>,
     name: &str,
     create: Create,
     shown: &str,
 ) -> CallResult<OwnedFd> {
-    match sys::mkdir_at(parent, OsStr::new(name), 0o700) {
-        Ok(()) => {}
-        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
+    let made = match sys::mkdir_at(parent, OsStr::new(name), 0o700) {
+        Ok(()) => true,
+        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => false,
         Err(err) => {
             return Err(CallError::io(
                 &err,
                 &format!("create the directory {}", quoted(shown)),
             ))
         }
-    }
+    };
     let fd = sys::open_at(parent, OsStr::new(name), sys::DIR_FLAGS, 0)
         .map_err(|err| CallError::io(&err, &format!("open {}", quoted(shown))))?;
+    if !made {
+        return Ok(fd);
+    }
     let set_up = (|| {
         if (create.uid.is_some() || create.gid.is_some()) && sys::is_root() {
             sys::fchown(fd.as_fd(), create.uid, create.gid)?;

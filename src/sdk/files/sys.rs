@@ -1,16 +1,22 @@
 //! The system calls the files toolkit makes, as safe functions: each
 //! names its path relative to an open directory (the `*at` calls), so that
-//! the walk below the root never follows a path from `/` again. The only
-//! `unsafe` of the toolkit lives here, and so do the test-only hooks of
-//! `probe` (compiled only for tests).
+//! the walk below the root never follows a path from `/` again. The mount
+//! an entry lies on is told by its mount id, so that a removal never
+//! crosses into another mount ([`remove_tree`]) and a mount point is never
+//! taken for a file of the root. The only `unsafe` of the toolkit lives
+//! here, and so do the test-only hooks of `probe` (compiled only for
+//! tests).
 
 use std::ffi::{CStr, CString, OsStr, OsString};
+use std::fmt;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
 
 use super::stat::Stat;
+use crate::sdk::text::quoted;
 
 /// Opens a directory of the walk: never through a link.
 pub const DIR_FLAGS: libc::c_int =
@@ -453,51 +459,225 @@ pub fn effective_ids() -> (u32, u32) {
     unsafe { (libc::geteuid(), libc::getegid()) }
 }
 
+/// Why no mount id could be read: the callers refuse what they cannot
+/// tell is not a mount point.
+const NO_MOUNT_ID: &str = "the kernel tells no mount ids here (statx's STATX_MNT_ID needs \
+     Linux 5.8, and /proc/self/fdinfo a mounted /proc), so mount points cannot be told";
+
+/// `statx(2)` of `name` in `dir` (`""` with `AT_EMPTY_PATH`: `dir`
+/// itself), never triggering an automount.
+fn statx_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    flags: libc::c_int,
+    mask: libc::c_uint,
+) -> io::Result<libc::statx> {
+    let mut raw = MaybeUninit::<libc::statx>::uninit();
+    // SAFETY: `raw` has room for a statx; `name` is NUL-terminated; `dir`
+    // is open for the call.
+    check(unsafe {
+        libc::statx(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::AT_NO_AUTOMOUNT,
+            mask,
+            raw.as_mut_ptr(),
+        )
+    })?;
+    // SAFETY: statx succeeded, so it filled the whole structure (the
+    // fields `stx_mask` does not name hold zeros or defaults).
+    Ok(unsafe { raw.assume_init() })
+}
+
+/// A statx refused for what it is, not for its file: no such system call
+/// (before Linux 4.11), or a seccomp filter that does not know it.
+fn no_statx(err: &io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EPERM))
+}
+
+/// The id of the mount that the file or directory open as `fd` lies on:
+/// statx's `STATX_MNT_ID` (Linux 5.8), else the `mnt_id` of
+/// `/proc/self/fdinfo` (Linux 3.15); an error when neither tells it.
+pub fn mount_id(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    match statx_at(fd, c"", libc::AT_EMPTY_PATH, libc::STATX_MNT_ID) {
+        Ok(raw) if raw.stx_mask & libc::STATX_MNT_ID != 0 => Ok(raw.stx_mnt_id),
+        Ok(_) => fdinfo_mount_id(fd),
+        Err(err) if no_statx(&err) => fdinfo_mount_id(fd),
+        Err(err) => Err(err),
+    }
+}
+
+/// The type bits (`st_mode & S_IFMT`) of `name` in `dir`, a link not
+/// followed, and the id of the mount it lies on: for a mount point, the
+/// mount on it (whose root it is), not the mount of `dir`.
+pub fn kind_and_mount_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<(u32, u64)> {
+    let c = c_name(name)?;
+    let mask = libc::STATX_TYPE | libc::STATX_MNT_ID;
+    match statx_at(dir, &c, libc::AT_SYMLINK_NOFOLLOW, mask) {
+        Ok(raw) => {
+            let kind = u32::from(raw.stx_mode) & libc::S_IFMT;
+            match raw.stx_mask & libc::STATX_MNT_ID {
+                0 => Ok((kind, opened_mount_id(dir, name)?)),
+                _ => Ok((kind, raw.stx_mnt_id)),
+            }
+        }
+        Err(err) if no_statx(&err) => Ok((file_type_at(dir, name)?, opened_mount_id(dir, name)?)),
+        Err(err) => Err(err),
+    }
+}
+
+/// Whether `name` in `dir` is a mount point: something is mounted on it,
+/// so that it lies on another mount than `dir`.
+pub fn is_mount_point_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<bool> {
+    Ok(kind_and_mount_at(dir, name)?.1 != mount_id(dir)?)
+}
+
+/// The mount id of `name` in `dir`, opened as a path only (a link not
+/// followed), from `/proc/self/fdinfo`.
+pub(super) fn opened_mount_id(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<u64> {
+    let fd = open_at(
+        dir,
+        name,
+        libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        0,
+    )?;
+    fdinfo_mount_id(fd.as_fd())
+}
+
+/// The `mnt_id` that `/proc/self/fdinfo` shows for `fd`.
+pub(super) fn fdinfo_mount_id(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let unknown = || io::Error::new(io::ErrorKind::Unsupported, NO_MOUNT_ID);
+    let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))
+        .map_err(|_| unknown())?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("mnt_id:"))
+        .and_then(|id| id.trim().parse().ok())
+        .ok_or_else(unknown)
+}
+
+/// What [`remove_tree`] refused: the tree is, or holds, a mount point,
+/// which a removal never crosses into.
+#[derive(Debug)]
+pub struct MountInTree {
+    /// The mount point below the tree's top (empty: the top itself).
+    pub below: PathBuf,
+    /// Found while removing (mounted after the check that found none):
+    /// what the removal reached before it is gone.
+    pub removing: bool,
+}
+
+impl fmt::Display for MountInTree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.below.as_os_str().is_empty() {
+            f.write_str("it is a mount point")?;
+        } else {
+            let below = self.below.to_string_lossy();
+            write!(f, "it holds the mount point {}", quoted(&below))?;
+        }
+        f.write_str(", and a removal never crosses into another mount: ")?;
+        f.write_str(match self.removing {
+            false => "nothing was removed",
+            true => {
+                "it was mounted while the tree was being removed, and the removal stopped there"
+            }
+        })
+    }
+}
+
+impl std::error::Error for MountInTree {}
+
 /// Removes the directory `name` in `dir` with everything in it, each
 /// directory opened below the one before it without following a link,
 /// so that no link in the tree is followed (as Python's `shutil.rmtree`
-/// with a `dir_fd`); an entry gone meanwhile is no error.
+/// with a `dir_fd`); an entry gone meanwhile is no error. It never
+/// crosses into another mount: a tree that is or holds a mount point is
+/// refused whole ([`MountInTree`]) before anything goes.
 pub fn remove_tree(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    /// A directory being emptied: its descriptor, its name in the one
+    for removing in [false, true] {
+        if let Some(below) = walk_tree(dir, name, removing)? {
+            return Err(io::Error::other(MountInTree { below, removing }));
+        }
+    }
+    Ok(())
+}
+
+/// The first mount point in the tree of the directory `name` in `dir`
+/// (the top included), as its path below the top; `None` when the whole
+/// tree lies on the mount of `dir`.
+pub fn find_mount(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Option<PathBuf>> {
+    walk_tree(dir, name, false)
+}
+
+/// Walks the tree of the directory `name` in `dir` depth first, each
+/// directory opened below the one before it without following a link;
+/// stops at the first entry on another mount than `dir` and returns its
+/// path below the top. When `remove`, each entry goes once looked at (a
+/// directory once emptied).
+fn walk_tree(dir: BorrowedFd<'_>, name: &OsStr, remove: bool) -> io::Result<Option<PathBuf>> {
+    /// A directory being walked: its descriptor, its name in the one
     /// above, and the entries still to look at.
     struct Level {
         fd: OwnedFd,
         name: OsString,
         left: Vec<OsString>,
     }
-    let open = |parent: BorrowedFd<'_>, name: &OsStr| -> io::Result<Level> {
+    let mount = mount_id(dir)?;
+    // The directory `name` in `parent`, or `None` when what was opened
+    // lies on another mount: checked on the descriptor itself, so that
+    // nothing mounted between a look and the open is walked into.
+    let open = |parent: BorrowedFd<'_>, name: &OsStr| -> io::Result<Option<Level>> {
         let fd = open_at(parent, name, DIR_FLAGS, 0)?;
+        if mount_id(fd.as_fd())? != mount {
+            return Ok(None);
+        }
         let left = list(fd.as_fd())?;
-        Ok(Level {
+        Ok(Some(Level {
             fd,
             name: name.to_owned(),
             left,
-        })
+        }))
+    };
+    let below = |levels: &[Level], entry: &OsStr| -> PathBuf {
+        let mut path: PathBuf = levels.iter().skip(1).map(|level| &level.name).collect();
+        path.push(entry);
+        path
     };
     // A loop over a stack of levels, not a recursion: a tree of any depth
-    // is removed without running out of stack (a thread's is small).
-    let mut levels = vec![open(dir, name)?];
+    // is walked without running out of stack (a thread's is small).
+    let Some(top) = open(dir, name)? else {
+        return Ok(Some(PathBuf::new()));
+    };
+    let mut levels = vec![top];
     while let Some(level) = levels.last_mut() {
         let Some(entry) = level.left.pop() else {
             let done = levels.pop().expect("a level is there");
-            let parent = levels.last().map_or(dir, |up| up.fd.as_fd());
-            rmdir_at(parent, &done.name)?;
+            if remove {
+                let parent = levels.last().map_or(dir, |up| up.fd.as_fd());
+                rmdir_at(parent, &done.name)?;
+            }
             continue;
         };
-        let kind = match file_type_at(level.fd.as_fd(), &entry) {
-            Ok(kind) => kind,
+        let (kind, on) = match kind_and_mount_at(level.fd.as_fd(), &entry) {
+            Ok(found) => found,
             Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
             Err(err) => return Err(err),
         };
+        if on != mount {
+            return Ok(Some(below(&levels, &entry)));
+        }
         if kind == libc::S_IFDIR {
-            let below = open(level.fd.as_fd(), &entry)?;
-            levels.push(below);
-        } else {
+            match open(level.fd.as_fd(), &entry) {
+                Ok(Some(next)) => levels.push(next),
+                Ok(None) => return Ok(Some(below(&levels, &entry))),
+                Err(err) if !remove && err.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(err) => return Err(err),
+            }
+        } else if remove {
             match unlink_at(level.fd.as_fd(), &entry) {
                 Err(err) if err.raw_os_error() != Some(libc::ENOENT) => return Err(err),
                 _ => {}
             }
         }
     }
-    Ok(())
+    Ok(None)
 }

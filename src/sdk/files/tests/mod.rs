@@ -7,6 +7,7 @@ mod crash;
 mod edits;
 mod journal;
 mod locks;
+mod mounts;
 mod walk;
 
 use std::fs;

@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use super::Sandbox;
-use crate::sdk::files::{Create, Root};
+use crate::sdk::files::{root, sys, Create, Root};
 
 #[test]
 fn links_resolve_inside_the_root_and_never_leave_it() {
@@ -114,6 +114,22 @@ fn missing_directories_are_made_with_the_last_one_as_asked() {
     assert_eq!(mode("var/spool/cron"), 0o1730);
     assert_eq!(mode("var/spool"), 0o755);
     assert_eq!(mode("var"), 0o755);
+}
+
+/// A directory made by another between the look that found none and the
+/// mkdir (or mounted there meanwhile) is not ours: it is opened and left
+/// as it is, its mode and owner not set as asked.
+#[test]
+fn a_directory_made_meanwhile_is_left_as_it_is() {
+    use std::os::fd::AsFd;
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("d");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, PermissionsExt::from_mode(0o700)).unwrap();
+    let parent = sys::open_path(tmp.path().as_os_str(), sys::DIR_FLAGS).unwrap();
+    root::make_dir(parent.as_fd(), "d", Create::mode(0o755), "d").unwrap();
+    let mode = std::fs::metadata(&theirs).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o700);
 }
 
 #[test]

@@ -87,6 +87,18 @@ impl FromPlugin {
             FromPlugin::Removal => Phase::Main,
         }
     }
+
+    /// ` (task 'ID' of the plugin NAME for VPATH)`, which a problem about
+    /// a task adds to its catalog reference; `None` for a removed item.
+    pub fn described(&self) -> Option<String> {
+        let task = self.task()?;
+        Some(format!(
+            " (task '{}' of the plugin {} for {})",
+            crate::text::escape(&task.id),
+            self.plugin().unwrap_or_default(),
+            crate::text::escape(&task.item)
+        ))
+    }
 }
 
 /// What the plugins' callbacks need when they run: the model as the plan
@@ -280,18 +292,11 @@ fn naming_tasks(problems: Vec<Problem>, declared: &[Declared]) -> Vec<Problem> {
     let tasks: Vec<(String, String)> = declared
         .iter()
         .filter_map(|d| {
-            let from = d.from_plugin.as_deref()?;
-            let task = from.task()?;
+            let what = d.from_plugin.as_deref()?.described()?;
             let reference = format!(
                 "{}[{}]",
                 crate::text::escape(&d.type_query),
                 crate::text::escape(&d.name)
-            );
-            let what = format!(
-                " (task '{}' of the plugin {} for {})",
-                crate::text::escape(&task.id),
-                from.plugin().unwrap_or_default(),
-                crate::text::escape(&task.item)
             );
             Some((reference, what))
         })

@@ -521,6 +521,78 @@ fn an_answer_of_too_many_requirements_is_refused_naming_the_plugin_and_their_cou
     assert!(!bench.exists("var/lib/ral/state.db") || bench.states().is_empty());
 }
 
+/// An answer of `n` callbacks of /thing/a, a config task of /thing/a
+/// (`file[/srv/hub]`, as the sandbox has it already) requiring them all,
+/// and `n` callbacks of /thing/b each requiring `what`.
+fn fan_out_answer(n: usize, what: &str) -> String {
+    let a = (0..n).map(|i| {
+        format!(r#"{{"kind": "callback", "item": "/thing/a", "id": "a{i}", "callback": "c"}}"#)
+    });
+    let hub = format!(
+        r#"{{"kind": "config", "item": "/thing/a", "id": "hub", "type": "file", "title": "/srv/hub",
+            "attributes": {{"ensure": "file", "content": "hub\n"}}, "requires": [{}]}}"#,
+        (0..n)
+            .map(|i| format!(r#""a{i}""#))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let b = (0..n).map(|i| {
+        format!(
+            r#"{{"kind": "callback", "item": "/thing/b", "id": "b{i}", "callback": "c",
+                 "requires": ["{what}"]}}"#
+        )
+    });
+    let tasks: Vec<String> = a.chain([hub]).chain(b).collect();
+    format!(r#"{{"tasks": [{}]}}"#, tasks.join(","))
+}
+
+#[test]
+fn a_requirement_on_an_item_counts_once_for_each_task_it_waits_for() {
+    let bench = Bench::new().with_data("rogue");
+    std::fs::write(bench.sandbox.root().join("srv/hub"), "hub\n").unwrap();
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n  b: {size: 4}\n");
+    // 1,500 requirements, each on an item standing for 1,500 tasks (the
+    // plugin item's: its callbacks, which its unchanged file passes on;
+    // or the file's): the plan's tasks would wait for 2,250,000, more
+    // than a plan may gain beyond the requirements written.
+    for (what, through) in [
+        ("/thing/a", "thing[a] standing for 1500 of them"),
+        ("file[/srv/hub]", "file[/srv/hub] standing for 1500 of them"),
+    ] {
+        answer(
+            &bench,
+            "create_configuration",
+            &fan_out_answer(1500, what),
+            0,
+        );
+        let planned = bench.ral("plan", &[&m]);
+        planned
+            .expect(2)
+            .stderr_has("thing.yaml:3: callback[/thing/b:b")
+            .stderr_has("of the plugin rogue for /thing/b): waits for ")
+            .stderr_has(through)
+            .stderr_has(
+                "; the plan would wait for more than 2000000 tasks beyond the requirements \
+                 written: a requirement on a plugin item waits for every task of that item",
+            );
+        assert!(planned.stdout.is_empty(), "no plan is shown");
+    }
+    // Fewer plan, each task of b waiting for every task of a.
+    answer(
+        &bench,
+        "create_configuration",
+        &fan_out_answer(3, "/thing/a"),
+        0,
+    );
+    let planned = bench.ral("plan", &["-j", &m]);
+    planned.expect(0);
+    let report: Json = serde_json::from_str(&planned.stdout).unwrap();
+    let tasks = report["plan"]["tasks"].as_array().unwrap();
+    let last = tasks.last().unwrap();
+    assert_eq!(last["plugin"]["item"], "/thing/b", "{last}");
+    assert_eq!(last["requires"].as_array().unwrap().len(), 3, "{last}");
+}
+
 #[test]
 fn every_call_gets_the_model_with_states_and_applied_properties() {
     let bench = Bench::new().with_data("rogue");

@@ -387,6 +387,41 @@ fn item_type_clashes_name_both_files() {
 }
 
 #[test]
+fn item_types_differing_only_by_case_clash_too() {
+    let bench = Bench::new().with_data("clash_case");
+    // A reference is read in any case (`Host[web]` is host[web]): the
+    // item type 'Host' would take it over, so it clashes as 'host' would.
+    let hosts = bench.manifest(
+        "hosts.yaml",
+        "host:\n  web: {ip: 10.0.0.5}\nfile:\n  /srv/x: {ensure: file, require: \"Host[web]\"}\n",
+    );
+    let applied = bench.ral("apply", &[&hosts]);
+    applied
+        .expect(2)
+        .stderr_has("hosts.yaml:2: ")
+        .stderr_has("hosts.yaml:4: file[/srv/x]: require Host[web]: ")
+        .stderr_has(
+            "clash_case/plugins/cased.yaml: invalid plugin metadata: item type 'Host' is also \
+             the type of the provider host::",
+        )
+        .stderr_has("a manifest could not tell which is meant; rename one");
+    assert!(!bench.exists("srv/x"));
+    assert!(!bench.sandbox.read("etc/hosts").contains("web"));
+    // So does one of another plugin's item types, named in either case.
+    let sites = bench.manifest("site.yaml", &TWO_SITES.replace("site:", "Site:"));
+    for manifest in [bench.manifest("sites.yaml", TWO_SITES), sites] {
+        bench
+            .ral("plan", &[&manifest])
+            .expect(2)
+            .stderr_has(":2: ")
+            .stderr_has(
+                "clash_case/plugins/cased.yaml: invalid plugin metadata: item type 'Site' is \
+                 also an item type of the plugin demo (",
+            );
+    }
+}
+
+#[test]
 fn a_plugin_item_cannot_be_named_like_a_task_or_a_vpath() {
     let bench = Bench::new().with_data("rogue");
     // A task's name in the plan is its item's vpath and its id: these

@@ -48,8 +48,8 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     needles(secrets)
         .into_iter()
         .fold(text.to_owned(), |text, needle| {
-            match text.contains(needle) {
-                true => text.replace(needle, REDACTED),
+            match text.contains(&needle) {
+                true => text.replace(&needle, REDACTED),
                 false => text,
             }
         })
@@ -58,7 +58,9 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
 /// Whether `text` holds a secret, or a piece of a multi-line one, that
 /// [`redact`] would take out.
 pub fn holds(text: &str, secrets: &[String]) -> bool {
-    needles(secrets).iter().any(|needle| text.contains(needle))
+    needles(secrets)
+        .iter()
+        .any(|needle| text.contains(needle.as_str()))
 }
 
 /// [`redact`] for a text cut at some length (a line longer than is read,
@@ -89,16 +91,17 @@ pub fn redact_cut(text: &str, secrets: &[String]) -> String {
 }
 
 /// What [`redact`] takes out for `secrets`: each one whole, and the
-/// pieces of each multi-line one; longest first, so that a text holding
-/// another is taken out whole.
-fn needles(secrets: &[String]) -> Vec<&str> {
-    let mut needles: Vec<&str> = Vec::new();
+/// pieces of each multi-line one, each also as the escaped forms a
+/// provider may echo it in ([`escaped_forms`]); longest first, so that a
+/// text holding another is taken out whole.
+fn needles(secrets: &[String]) -> Vec<String> {
+    let mut plain: Vec<&str> = Vec::new();
     for secret in secrets.iter().filter(|secret| !secret.is_empty()) {
         if secret.trim().chars().count() >= MIN_PIECE {
-            needles.push(secret);
+            plain.push(secret);
         }
         if secret.chars().any(breaks) {
-            needles.extend(
+            plain.extend(
                 secret
                     .split(breaks)
                     .map(str::trim)
@@ -106,9 +109,41 @@ fn needles(secrets: &[String]) -> Vec<&str> {
             );
         }
     }
+    let mut needles: Vec<String> = plain
+        .iter()
+        .flat_map(|text| std::iter::once((*text).to_owned()).chain(escaped_forms(text)))
+        .collect();
     needles.sort_by_key(|needle| Reverse(needle.len()));
     needles.dedup();
     needles
+}
+
+/// The forms a text takes when a provider echoes it escaped, where they
+/// differ from it: inside a JSON string (serde's and Python's `json.dumps`
+/// with non-ASCII kept, and `json.dumps`'s default, every non-ASCII
+/// character as `\uXXXX`), and inside a Python `repr` (its `\` and `'`
+/// escaped).
+fn escaped_forms(text: &str) -> Vec<String> {
+    let json = serde_json::to_string(text).unwrap_or_default();
+    let json = json[1..json.len() - 1].to_owned();
+    let mut ascii = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c.is_ascii() {
+            true => ascii.push(c),
+            false => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    ascii.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    let repr = text.replace('\\', "\\\\").replace('\'', "\\'");
+    let mut forms = vec![json, ascii, repr];
+    forms.retain(|form| form != text);
+    forms.sort();
+    forms.dedup();
+    forms
 }
 
 /// Where a secret is split into pieces: line breaks, and the other
@@ -175,6 +210,33 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_echoed_escaped_is_taken_out_too() {
+        let found = secret_texts(
+            |_| true,
+            [
+                ("a", &Value::from("Pässwort-Geheim-42")),
+                ("b", &Value::from("pa\"ss-word-123")),
+                ("c", &Value::from("back\\slash-secret")),
+                ("d", &Value::from("it's-a-secret\nsecond-line-ä")),
+            ],
+        );
+        for echoed in [
+            r#"json.dumps: "P\u00e4sswort-Geheim-42""#,
+            r#"serde: "Pässwort-Geheim-42""#,
+            r#"quoted: "pa\"ss-word-123""#,
+            r#"repr: 'back\\slash-secret'"#,
+            r#"repr: 'it\'s-a-secret\nsecond-line-ä'"#,
+            r#"piece: "second-line-\u00e4""#,
+        ] {
+            let out = redact(echoed, &found);
+            assert!(out.contains(REDACTED), "{echoed} -> {out}");
+            for kept in ["42", "123", "slash", "second"] {
+                assert!(!out.contains(kept), "{echoed} -> {out}");
+            }
+        }
+    }
+
+    #[test]
     fn a_locked_account_s_password_leaves_messages_whole() {
         let locked = secret_texts(|_| true, [("password", &Value::from("!"))]);
         let message = "a locked account has the password '!'";
@@ -197,7 +259,11 @@ mod tests {
             ("  second-S3CRET ", "  [redacted] "),
             (
                 r#""first-S3CRET\r\n  second-S3CRET \nab\n""#,
-                r#""[redacted]\r\n  [redacted] \nab\n""#,
+                r#""[redacted]""#,
+            ),
+            (
+                r#""first-S3CRET\r\n  second-S3CRET""#,
+                r#""[redacted]\r\n  [redacted]""#,
             ),
             ("first-S3CRET second-S3CRET", "[redacted] [redacted]"),
         ] {

@@ -71,6 +71,21 @@ fn is_private(
     asked.or(found).and_then(is_private_mode) == Some(true)
 }
 
+/// The attributes among `wanted` whose values are private for a
+/// resource found as `state` (`None`: not found): what a provider says is
+/// redacted of them, as of sensitive ones.
+pub fn private(
+    provider: &Provider,
+    wanted: &[(String, Value)],
+    state: Option<&Resource>,
+) -> Vec<String> {
+    wanted
+        .iter()
+        .filter(|(attr, _)| is_private(provider, attr, wanted, state))
+        .map(|(attr, _)| attr.clone())
+        .collect()
+}
+
 /// Whether a value is too large to show.
 fn is_large(value: &Value) -> bool {
     value.as_str().map_or(0, str::len) > SHOWN_MAX

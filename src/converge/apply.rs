@@ -61,6 +61,17 @@ pub trait Events {
     /// were read back: their states are final now. Those that did not
     /// match were ended Failed just before, through `task_ended`.
     fn tasks_verified(&mut self, _catalog: &Catalog, _plan: &Plan, _tasks: &[usize]) {}
+    /// Tasks that failed to create their resource, ended already, each
+    /// with whether the resource exists when read right after the failure
+    /// (`None`: it could not be read): the state store settles their
+    /// intents from that (see `ownership`).
+    fn read_after_failure(
+        &mut self,
+        _catalog: &Catalog,
+        _plan: &Plan,
+        _read: &[(usize, Option<bool>)],
+    ) {
+    }
 }
 
 /// Whether `task`'s resource is read back after it succeeded: a change of
@@ -118,6 +129,9 @@ struct Done {
     tasks: Vec<usize>,
     results: Vec<Outcome>,
     seconds: f64,
+    /// The tasks that failed to create their resource, each with whether
+    /// it exists when read right after (`None`: could not be read).
+    read_after_failure: Vec<(usize, Option<bool>)>,
 }
 
 /// Runs the plan's tasks and verifies the result; the plan ends Successful,
@@ -288,6 +302,9 @@ fn run_tasks(
             }
         }
         events.tasks_ended(catalog, plan, &done.tasks);
+        if !done.read_after_failure.is_empty() {
+            events.read_after_failure(catalog, plan, &done.read_after_failure);
+        }
         off.sort_unstable();
         unfinished.ended(&done.tasks, &schedule);
         unfinished.ended(&off, &schedule);
@@ -501,6 +518,7 @@ fn start_batch<'scope, 'env>(
                 tasks: batch,
                 results: vec![result.map(|()| (Vec::new(), placeholder)).map_err(failed)],
                 seconds: started.elapsed().as_secs_f64(),
+                read_after_failure: Vec::new(),
             }));
         });
         return;
@@ -534,22 +552,25 @@ fn start_batch<'scope, 'env>(
             let (reply, answer) = mpsc::channel();
             sender.send(Message::Calling(calls, reply)).is_ok() && answer.recv().unwrap_or(false)
         };
-        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_batch(host, provider, work, reread, &may_call)
-        }))
-        .unwrap_or_else(|_| {
-            (0..count)
-                .map(|_| {
-                    Err(failed(
-                        "internal error: the task's thread panicked".to_owned(),
-                    ))
-                })
-                .collect()
-        });
+        let (results, read_after_failure) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_batch(host, provider, work, reread, &may_call)
+            }))
+            .unwrap_or_else(|_| {
+                let results = (0..count)
+                    .map(|_| {
+                        Err(failed(
+                            "internal error: the task's thread panicked".to_owned(),
+                        ))
+                    })
+                    .collect();
+                (results, Vec::new())
+            });
         let _ = sender.send(Message::Done(Done {
             tasks: batch,
             results,
             seconds: started.elapsed().as_secs_f64(),
+            read_after_failure,
         }));
     });
 }
@@ -592,6 +613,7 @@ fn start_refresh<'scope, 'env>(
                 .map(|()| (Vec::new(), placeholder))
                 .map_err(|e| failed(format!("{e}{STAYS_OWED}")))],
             seconds: started.elapsed().as_secs_f64(),
+            read_after_failure: Vec::new(),
         }));
     });
 }
@@ -753,9 +775,9 @@ fn run_batch(
     work: Vec<Work>,
     reread: bool,
     may_call: &dyn Fn(Vec<Calling>) -> bool,
-) -> Vec<Outcome> {
+) -> (Vec<Outcome>, Vec<(usize, Option<bool>)>) {
     let mut results: Vec<Option<Outcome>> = vec![None; work.len()];
-    let mut pending: Vec<(usize, update::Transition, update::Request)> = Vec::new();
+    let mut pending: Vec<(usize, update::Transition, update::Request, Calling)> = Vec::new();
     let mut calls: Vec<Calling> = Vec::new();
     let fresh: Vec<Observed> = if reread {
         let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
@@ -807,19 +829,20 @@ fn run_batch(
         if transition.should.is_empty() {
             results[at] = Some(Ok((Vec::new(), transition)));
         } else {
-            calls.push(Calling {
+            let calling = Calling {
                 task,
                 action: super::plan::action_of(provider, &transition),
                 existed: super::ownership::exists(
                     provider,
                     transition.found.then_some(&transition.state),
                 ),
-            });
-            pending.push((at, transition, request));
+            };
+            calls.push(calling);
+            pending.push((at, transition, request, calling));
         }
     }
     if !pending.is_empty() && !may_call(calls) {
-        for (at, _, _) in &pending {
+        for (at, _, _, _) in &pending {
             results[*at] = Some(Err(failed(
                 "not run: what it was about to do could not be recorded in the state store"
                     .to_owned(),
@@ -830,17 +853,17 @@ fn run_batch(
     if !pending.is_empty() {
         let updates: Vec<_> = pending
             .iter()
-            .map(|(_, plan, _)| plan.as_update())
+            .map(|(_, plan, _, _)| plan.as_update())
             .collect();
         match host.set_many(provider, &updates, false) {
             Err(e) => {
                 let message = e.to_string();
-                for (at, _, _) in &pending {
+                for (at, _, _, _) in &pending {
                     results[*at] = Some(Err(failed(message.clone())));
                 }
             }
             Ok(answers) => {
-                for (answer, (at, transition, request)) in answers.into_iter().zip(&pending) {
+                for (answer, (at, transition, request, _)) in answers.into_iter().zip(&pending) {
                     let settled = answer
                         .and_then(|answer| {
                             update::settle(host, provider, transition, Some(request), answer)
@@ -852,9 +875,42 @@ fn run_batch(
             }
         }
     }
-    results
+    let read_after_failure = read_failed_creations(host, provider, &pending, &results);
+    let results = results
         .into_iter()
         .map(|result| result.expect("every task has a result"))
+        .collect();
+    (results, read_after_failure)
+}
+
+/// Reads again, right after their failure, the resources that tasks of
+/// `pending` failed to create (under the provider they ran with, before
+/// any other task of it starts): whether each exists decides whether it
+/// is ral's, before anyone else can make it (see `ownership`).
+fn read_failed_creations(
+    host: &Host,
+    provider: &Provider,
+    pending: &[(usize, update::Transition, update::Request, Calling)],
+    results: &[Option<Outcome>],
+) -> Vec<(usize, Option<bool>)> {
+    let failed: Vec<&(usize, update::Transition, update::Request, Calling)> = pending
+        .iter()
+        .filter(|(at, _, _, calling)| !calling.existed && matches!(results[*at], Some(Err(_))))
+        .collect();
+    if failed.is_empty() {
+        return Vec::new();
+    }
+    let names: Vec<&str> = failed.iter().map(|(_, t, _, _)| t.name.as_str()).collect();
+    read(host, provider, &names)
+        .into_iter()
+        .zip(failed)
+        .map(|(found, (_, _, _, calling))| {
+            let exists = match found {
+                Observed::Unreadable(_) => None,
+                found => Some(super::ownership::exists(provider, found.resource())),
+            };
+            (calling.task, exists)
+        })
         .collect()
 }
 

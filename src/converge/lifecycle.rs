@@ -42,9 +42,11 @@ pub fn properties(provider: &Provider, request: &Request, key: &StoreKey) -> Map
 }
 
 /// How the store keeps one value of `attr`: as JSON, or as
-/// [`kept_value`] when it is kept keyed.
-fn kept(provider: &Provider, name: &str, attr: &str, value: &Value, key: &StoreKey) -> Json {
-    match provider.attribute(attr).is_some_and(|a| a.kept_keyed()) {
+/// [`kept_value`] when it is kept keyed and hides something (an empty
+/// text hides nothing: `ral state` shows it as the empty password it is).
+pub fn kept(provider: &Provider, name: &str, attr: &str, value: &Value, key: &StoreKey) -> Json {
+    let keyed = provider.attribute(attr).is_some_and(|a| a.kept_keyed());
+    match keyed && crate::secrets::hides(value) {
         true => kept_value(provider, name, attr, value, key),
         false => Json::from(value),
     }
@@ -138,13 +140,7 @@ impl<'s> Remembered<'s> {
 }
 
 /// How the store keeps one sensitive value: `{"hmac": HEX}`.
-pub fn kept_value(
-    provider: &Provider,
-    name: &str,
-    attr: &str,
-    value: &Value,
-    key: &StoreKey,
-) -> Json {
+fn kept_value(provider: &Provider, name: &str, attr: &str, value: &Value, key: &StoreKey) -> Json {
     serde_json::json!({"hmac": digest(key, provider, name, attr, value)})
 }
 

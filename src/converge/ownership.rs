@@ -36,9 +36,10 @@
 //! items are left out of its removals).
 //!
 //! A task that fails marks its intent failed, in the transaction that
-//! records its end, and its run reads the resource again once its tasks
-//! are done and settles that intent then (what the failed provider made
-//! right before is ral's). A failed intent a later run finds (its run was
+//! records its end. One that failed to create its resource has it read
+//! again right after, by the batch it ran in (before any other task of its
+//! provider starts), and its intent is settled from that: what the failed
+//! provider made is ral's, and nobody else had the time to make it. A failed intent a later run finds (its run was
 //! killed before settling it) is never taken as a creation: the resource
 //! may have been made since by anyone (a package whose install failed,
 //! then installed by hand), and ral never removes what it did not make.
@@ -117,8 +118,7 @@ pub fn settle_store(
     } else {
         store.existing_key()?
     };
-    let resolve = |name: &str| registry.resolve(name).ok();
-    let settled = settle(host, &resolve, &intents, stored, key.as_ref(), jobs, false);
+    let settled = settle(host, registry, &intents, stored, key.as_ref(), jobs);
     if write {
         store.settle_intents(&settled.settlement)?;
     }
@@ -127,26 +127,22 @@ pub fn settle_store(
 }
 
 /// Settles the `intents` left over by an earlier run against `stored`,
-/// reading each one's resource (one read per provider); `resolve` finds a
-/// provider by its qualified name. `key` is the store's, to compare
-/// sensitive values with their digests (without one such a value never
-/// matches). `fresh`: settled by the run whose tasks failed, right after
-/// them (see [`decide`]).
-#[allow(clippy::too_many_arguments)]
-pub fn settle<'p>(
+/// reading each one's resource (one read per provider). `key` is the
+/// store's, to compare sensitive values with their digests (without one
+/// such a value never matches).
+pub fn settle(
     host: &Host,
-    resolve: &dyn Fn(&str) -> Option<&'p Provider>,
+    registry: &Registry,
     intents: &[Intent],
     stored: &[StoredItem],
     key: Option<&StoreKey>,
     jobs: usize,
-    fresh: bool,
 ) -> Settled {
     let mut settled = Settled::default();
     let mut groups: Vec<(&Provider, Vec<&str>)> = Vec::new();
     let mut members: Vec<Vec<&Intent>> = Vec::new();
     for intent in intents {
-        let Some(provider) = resolve(&intent.provider) else {
+        let Ok(provider) = registry.resolve(&intent.provider) else {
             log::warn!(
                 "{}: a run that ended early left what it was doing unsettled, and its provider \
                  {} is not found: it stays in the state store, untouched",
@@ -199,7 +195,7 @@ pub fn settle<'p>(
                 continue;
             };
             let exists = exists(provider, found.as_ref());
-            match decide(intent, exists, fresh) {
+            match decide(intent, exists) {
                 Decision::Nothing => {}
                 Decision::Removed => {
                     log::info!(
@@ -241,15 +237,14 @@ pub enum Decision {
     Removed,
 }
 
-/// The rule of the module docs, for one intent; `fresh`: read by the run
-/// whose task failed, right after it, when what exists is the failed
-/// provider's making.
-pub fn decide(intent: &Intent, exists_now: bool, fresh: bool) -> Decision {
+/// The rule of the module docs, for one intent.
+pub fn decide(intent: &Intent, exists_now: bool) -> Decision {
     match (intent.existed, exists_now) {
         (true, false) if intent.action == IntentAction::Remove => Decision::Removed,
         (true, _) => Decision::Nothing,
-        // Found by a later run after a failure: anyone may have made it.
-        (false, true) if intent.failed && !fresh => Decision::Nothing,
+        // A failed task's, found by a later run: anyone may have made it
+        // since (its own run read it right after the failure).
+        (false, true) if intent.failed => Decision::Nothing,
         (false, true) => Decision::Created,
         (false, false) => Decision::Nothing,
     }
@@ -279,7 +274,7 @@ fn matches(provider: &Provider, intent: &Intent, found: &Resource, key: Option<&
         };
         if attribute.is_some_and(|a| a.kept_keyed()) {
             return key.is_some_and(|key| {
-                lifecycle::kept_value(provider, &intent.name, attr, value, key) == *asked
+                lifecycle::kept(provider, &intent.name, attr, value, key) == *asked
             });
         }
         Json::from(value) == *asked
@@ -379,14 +374,10 @@ mod tests {
         ];
         for (action, existed, now, decision) in cases {
             assert_eq!(
-                decide(&intent(action, existed), now, false),
+                decide(&intent(action, existed), now),
                 decision,
                 "{action:?} existed {existed} exists {now}"
             );
-            // Settled by its own run right after it failed: the same.
-            let mut failed = intent(action, existed);
-            failed.failed = true;
-            assert_eq!(decide(&failed, now, true), decision);
         }
     }
 
@@ -394,12 +385,12 @@ mod tests {
     fn a_failed_task_s_resource_found_by_a_later_run_is_never_taken_as_rals() {
         let mut failed = intent(IntentAction::Create, false);
         failed.failed = true;
-        assert_eq!(decide(&failed, true, false), Decision::Nothing);
-        assert_eq!(decide(&failed, false, false), Decision::Nothing);
+        assert_eq!(decide(&failed, true), Decision::Nothing);
+        assert_eq!(decide(&failed, false), Decision::Nothing);
         // A removal that failed, its resource gone since: the item goes.
         let mut removal = intent(IntentAction::Remove, true);
         removal.failed = true;
-        assert_eq!(decide(&removal, false, false), Decision::Removed);
+        assert_eq!(decide(&removal, false), Decision::Removed);
     }
 
     #[test]

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{Error, Result};
-use crate::host::Host;
 use crate::store::{
     Intent, IntentAction, ItemChange, ItemState, OwedRefresh, PlanRecord, Store, StoreKey,
     StoredItem, TaskEnd,
@@ -197,42 +196,29 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         )
     }
 
-    /// Settles the intents of this plan's tasks that failed, reading their
-    /// resources again once the tasks are done (see `ownership`): what a
-    /// failed provider made just before is ral's, and no intent is left
-    /// for a later run, by when anyone may have made the resource.
-    pub fn settle_failed(&mut self, host: &Host, plan: &Plan, jobs: usize) -> Result<()> {
-        if self.failure.is_some() {
+    /// Settles the intents of tasks that failed to create their
+    /// resource, from whether it exists when read right after the
+    /// failure (see `ownership`): found made, it is ral's (the failed
+    /// provider's doing); not found, nothing was made. One that could not
+    /// be read keeps its failed intent, which no later run takes as a
+    /// creation.
+    fn settle_failures(&mut self, plan: &Plan, read: &[(usize, Option<bool>)]) -> Result<()> {
+        let mut created = Vec::new();
+        let mut settled = Vec::new();
+        for &(task, exists) in read {
+            let Some(exists) = exists else {
+                continue;
+            };
+            let key = self.key(plan.tasks[task].item);
+            if exists {
+                created.push(key.clone());
+            }
+            settled.push(key);
+        }
+        if settled.is_empty() {
             return Ok(());
         }
-        let intents: Vec<Intent> = self
-            .store
-            .intents()?
-            .into_iter()
-            .filter(|intent| intent.failed && intent.plan_id == plan.id)
-            .collect();
-        if intents.is_empty() {
-            return Ok(());
-        }
-        let stored = self.store.items()?;
-        let catalog = self.catalog;
-        let resolve = |name: &str| {
-            catalog
-                .items
-                .iter()
-                .map(|item| item.provider)
-                .find(|provider| provider.qualified_name() == name)
-        };
-        let settled = ownership::settle(
-            host,
-            &resolve,
-            &intents,
-            &stored,
-            Some(&self.key),
-            jobs,
-            true,
-        );
-        self.store.settle_intents(&settled.settlement)
+        self.store.settle_failures(&created, &settled)
     }
 
     /// Records the end: items without a task are Applied as the manifest
@@ -370,7 +356,9 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     }
 
     /// Forgets the refreshes owed to resources that no manifest lists any
-    /// more, or whose provider cannot refresh: no run would pay them.
+    /// more and that left the store (removed or forgotten; one kept by
+    /// `--keep-removed` is still owed), or whose provider cannot
+    /// refresh: no run would pay them.
     fn forget_owed_refreshes(&mut self) -> Result<()> {
         let owed = self.store.owed_refreshes()?;
         if owed.is_empty() {
@@ -388,14 +376,24 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             })
             .map(|item| (item.provider.qualified_name(), item.name()))
             .collect();
-        let orphaned: Vec<(String, String)> = owed
+        let unlisted: Vec<(String, String)> = owed
             .into_iter()
             .filter(|o| !refreshable.contains(&(o.provider.clone(), o.name.as_str())))
             .map(|o| (o.provider, o.name))
             .collect();
-        if orphaned.is_empty() {
+        if unlisted.is_empty() {
             return Ok(());
         }
+        let kept: HashSet<(String, String)> = self
+            .store
+            .items()?
+            .into_iter()
+            .map(|item| (item.provider, item.name))
+            .collect();
+        let orphaned: Vec<(String, String)> = unlisted
+            .into_iter()
+            .filter(|key| !kept.contains(key))
+            .collect();
         self.store.forget_refreshes(&orphaned)
     }
 
@@ -628,6 +626,21 @@ impl Events for Recording<'_, '_, '_, '_> {
 
     fn tasks_verified(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
         self.inner.tasks_verified(catalog, plan, tasks);
+    }
+
+    fn read_after_failure(
+        &mut self,
+        catalog: &Catalog,
+        plan: &Plan,
+        read: &[(usize, Option<bool>)],
+    ) {
+        if self.recorder.failure.is_none() {
+            if let Err(e) = self.recorder.settle_failures(plan, read) {
+                self.recorder.failure = Some(e);
+                self.failed.store(true, Ordering::SeqCst);
+            }
+        }
+        self.inner.read_after_failure(catalog, plan, read);
     }
 }
 

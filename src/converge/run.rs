@@ -759,9 +759,6 @@ impl Prepared<'_> {
                 &mut recording,
             );
         }
-        if let Err(e) = recorder.settle_failed(host, &self.plan, self.options.jobs) {
-            recorder.failure.get_or_insert(e);
-        }
         recorder.finish(&self.plan, &Report::of(&self.catalog, &self.plan))?;
         if let Some(e) = recorder.failure.take() {
             return Err(e.into());

@@ -125,9 +125,14 @@ pub struct Update<'a> {
 }
 
 impl Update<'_> {
-    /// The texts of the sensitive values it carries, new and current.
+    /// The texts of the sensitive values it carries, new and current, and
+    /// of private ones (a file's content others may not read): what the
+    /// provider says is redacted of them.
     pub fn secrets(&self, provider: &Provider) -> Vec<String> {
-        let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
+        let private = crate::withheld::private(provider, self.should, self.state);
+        let is_sensitive = |key: &str| {
+            provider.attribute(key).is_some_and(|a| a.sensitive) || private.iter().any(|w| w == key)
+        };
         let current = self
             .state
             .into_iter()

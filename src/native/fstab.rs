@@ -332,6 +332,11 @@ fn check_text(attr: &str, value: &Json) -> CallResult<Value> {
         // libmount decodes \043, glibc's getmntent does not: no escape
         // keeps the line from reading as a comment for every reader.
         "starts with '#', which would make its line a comment".to_owned()
+    } else if matches!(attr, "device" | "fstype") && text.starts_with('-') {
+        // fsck -A and mount pass the device and type on to programs,
+        // which take them for an option ('-y': answer yes to every
+        // repair).
+        "starts with '-', which the programs fstab is given to read as an option".to_owned()
     } else if attr == "device" && text.starts_with('=') {
         // blkid reads a tag with no name, which findmnt --verify calls
         // an unsupported tag.

@@ -214,7 +214,16 @@ fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
                 escaped(name)
             )));
         }
-        want.comment = Some(comment.trim().to_owned());
+        // Read back trimmed: a padded comment would never converge.
+        if comment.trim() != comment {
+            return Err(CallError::new(format!(
+                "invalid comment {} for host {}: starts or ends with white space, which the \
+                 file does not keep",
+                escaped(&comment),
+                escaped(name)
+            )));
+        }
+        want.comment = Some(comment);
     }
     Ok(want)
 }
@@ -802,6 +811,11 @@ pub(crate) mod tests {
         assert_eq!(
             check("comment", "a\x07"),
             "invalid comment 'a\\u{7}' for host 'db': must not contain control characters"
+        );
+        assert_eq!(
+            check("comment", " main db "),
+            "invalid comment ' main db ' for host 'db': starts or ends with white space, which \
+             the file does not keep"
         );
     }
 

@@ -59,6 +59,9 @@ pub struct ManifestPrinter<W: Write> {
 #[derive(Debug, Default)]
 struct LeftOut {
     sensitive: BTreeSet<String>,
+    /// Attributes only a digest stands for (a file's content too large
+    /// or private to show).
+    withheld: BTreeSet<String>,
     undeclared: BTreeSet<String>,
     more_undeclared: bool,
     /// By attribute: how many resources, and the first one with why.
@@ -91,6 +94,14 @@ impl<W: Write> ManifestPrinter<W> {
             writeln!(self.out)?;
         }
         self.written += 1;
+        for attribute in provider.meta.attributes.values() {
+            let digest_only = attribute.digest.as_ref().is_some_and(|digest| {
+                item.attrs.contains_key(digest) && !item.attrs.contains_key(&attribute.name)
+            });
+            if digest_only {
+                self.left_out.withheld.insert(attribute.name.clone());
+            }
+        }
         let attrs: Vec<(&str, &Value)> = item
             .display_order()
             .into_iter()
@@ -165,6 +176,13 @@ impl<W: Write> ManifestPrinter<W> {
                 "{label}: sensitive attributes left out of the manifest (their values are \
                  redacted): {}",
                 list(&left.sensitive)
+            );
+        }
+        if !left.withheld.is_empty() {
+            log::warn!(
+                "{label}: attributes too large or private to show left out of the manifest \
+                 (only their digest is known): {}",
+                list(&left.withheld)
             );
         }
         if !left.undeclared.is_empty() {

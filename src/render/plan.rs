@@ -257,8 +257,9 @@ pub fn preview(
         if task.drifted {
             write!(out, " (drifted)")?;
         }
-        if !task.requires.is_empty() {
-            write_waits_for(out, &names, &shown_requires(plan, task))?;
+        let waits = shown_requires(plan, task);
+        if !waits.is_empty() {
+            write_waits_for(out, &names, &waits)?;
         }
         writeln!(out)?;
         if let Some(error) = &task.error {

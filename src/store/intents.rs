@@ -162,6 +162,34 @@ impl Store {
         tx.commit().map_err(|e| db_error(&path, e))
     }
 
+    /// Settles, in one transaction, the intents of tasks that failed to
+    /// create their resource, read right after the failure: the items
+    /// `created` (found made) are ral's from now on, and the intents of
+    /// all `settled` are cleared.
+    pub fn settle_failures(
+        &mut self,
+        created: &[(String, String)],
+        settled: &[(String, String)],
+    ) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
+        for (provider, name) in created {
+            execute_cached(
+                &tx,
+                "UPDATE items SET created = 1 WHERE provider = ?1 AND name = ?2",
+                params![provider, name],
+            )
+            .map_err(|e| db_error(&path, e))?;
+        }
+        for (provider, name) in settled {
+            clear(&tx, provider, name).map_err(|e| db_error(&path, e))?;
+        }
+        if !created.is_empty() {
+            bump_serial(&tx).map_err(|e| db_error(&path, e))?;
+        }
+        tx.commit().map_err(|e| db_error(&path, e))
+    }
+
     /// Writes what settling the leftover intents decided, in one
     /// transaction: a kill during it leaves either all or none of it.
     pub fn settle_intents(&mut self, settlement: &Settlement) -> Result<()> {

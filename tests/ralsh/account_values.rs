@@ -213,9 +213,16 @@ fn the_plan_says_an_account_will_have_no_password() {
         .expect(0)
         .stdout_has("+ user[bob]")
         .stdout_has("    password: '' (empty)\n");
+    // Applied, the store keeps the empty password as it is: it hides
+    // nothing, and ral state shows it.
+    run(&mut sandbox.ral_command("apply", &[manifest.to_str().unwrap()])).expect(0);
+    run(&mut sandbox.ral_command("state", &["list"]))
+        .expect(0)
+        .stdout_has("password: \"\"");
     std::fs::write(&manifest, "user:\n  bob:\n    password: '$6$salt$hash'\n").unwrap();
     let plan = run(&mut sandbox.ral_command("plan", &[manifest.to_str().unwrap()]));
-    plan.expect(0).stdout_has("    password: [redacted]\n");
+    plan.expect(0)
+        .stdout_has("    password: '' (empty) -> [redacted]\n");
     assert!(!plan.stdout.contains("hash"), "{}", plan.stdout);
 }
 

@@ -445,3 +445,50 @@ fn a_plan_beside_a_running_apply_leaves_its_intents_alone() {
         .expect(0)
         .stdout_has("- beta[b1]");
 }
+
+/// A create that failed, the resource made by hand while the run goes on
+/// (another provider's task waits): read right after the failure, it was
+/// not there, so it is not ral's.
+#[test]
+fn what_appears_while_the_run_goes_on_after_a_failed_create_is_not_rals() {
+    let bench = Bench::new();
+    bench.sandbox.write("fail", "x\n");
+    bench.sandbox.write("wait", "y\n");
+    let m = bench.manifest(
+        "m.yaml",
+        "alpha:\n  x: {value: one}\nbeta:\n  y: {value: slow}\n",
+    );
+    let apply = spawn_apply(&bench, &[&m]);
+    let _apply = KillOnDrop::new(&[apply.id() as i32]);
+    await_marker(bench.sandbox.root(), "started-y");
+    // alpha[x] failed, and was read again right after: its set, then a
+    // get, ended in the calls' log.
+    let read_after_set = |calls: Vec<String>| {
+        let set = calls.iter().position(|c| c == "alpha end set");
+        set.is_some_and(|set| calls[set..].iter().any(|c| c == "alpha end get"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !read_after_set(bench.sandbox.calls()) {
+        assert!(
+            Instant::now() < deadline,
+            "alpha[x] was never read after its set"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    bench.sandbox.write(
+        "alpha.json",
+        "{\"x\": {\"ensure\": \"present\", \"value\": \"handmade\"}}",
+    );
+    bench.sandbox.write("release", "");
+    let output = apply.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let only_y = bench.manifest("n.yaml", "beta:\n  y: {value: slow}\n");
+    bench.sandbox.write("fail", "");
+    bench.sandbox.write("wait", "");
+    bench
+        .ral("plan", &[&only_y])
+        .expect(0)
+        .stdout_lacks("- alpha[x]");
+    bench.ral("apply", &[&only_y]).expect(0);
+    assert_eq!(bench.store("alpha")["x"]["value"], "handmade");
+}

@@ -135,6 +135,12 @@ fn a_private_file_s_content_is_never_shown_saved_or_kept_in_clear() {
         sha256(&format!("{secret}-2"))
     ));
     assert_eq!(bench.sandbox.read("etc/app.key"), format!("{secret}-2"));
+    // A manifest of it cannot hold what is not shown, and says so.
+    bench
+        .sandbox
+        .ralsh(&["--yaml", "file", "/etc/app.key"])
+        .expect(0)
+        .stderr_has("left out of the manifest (only their digest is known): content");
     let shown = bench.sandbox.ralsh(&["file", "/etc/app.key"]);
     shown
         .expect(0)
@@ -159,4 +165,48 @@ fn a_private_file_s_content_is_never_shown_saved_or_kept_in_clear() {
         .ral("plan", &["--detailed-exitcodes", &m])
         .expect(0)
         .stdout_has("1 unchanged");
+}
+
+/// A provider that echoes a private value it was given, on stderr, in
+/// its error, escaped or not: what ral shows and keeps is redacted of it.
+#[test]
+fn a_private_value_a_provider_echoes_is_redacted() {
+    let bench = Bench::new();
+    let data = crate::support::fixtures_dir().join("private");
+    let data = data.to_str().unwrap();
+    let secret = "Pr1vate-Kéy-material";
+    let run = bench.sandbox.ralsh(&[
+        "-I",
+        data,
+        "privfile",
+        "/k",
+        &format!("content={secret}\nsecond-line"),
+        "mode=0600",
+    ]);
+    run.expect(2);
+    assert!(
+        run.stderr.contains("disk full while writing"),
+        "{}",
+        run.stderr
+    );
+    for shown in [&run.stdout, &run.stderr] {
+        for piece in ["Pr1vate", "second-line", "K\\u00e9y"] {
+            assert!(!shown.contains(piece), "{piece} shown: {shown}");
+        }
+    }
+    let m = bench.manifest(
+        "m.yaml",
+        &format!("privfile:\n  /k: {{content: \"{secret}\", mode: '0600'}}\n"),
+    );
+    let report = bench.manifests.path().join("r.html");
+    let applied = bench.ral(
+        "apply",
+        &["-I", data, "--report", report.to_str().unwrap(), &m],
+    );
+    applied.expect(1);
+    assert!(!applied.stdout.contains("Pr1vate"), "{}", applied.stdout);
+    assert!(!applied.stderr.contains("Pr1vate"), "{}", applied.stderr);
+    assert!(!holds(&std::fs::read(&report).unwrap(), "Pr1vate"));
+    let store = bytes_below(&bench.sandbox.root().join("var/lib/ral"));
+    assert!(!holds(&store, "Pr1vate"), "the state store holds it");
 }

@@ -491,6 +491,16 @@ fn a_device_that_reads_as_a_tag_libmount_does_not_know_is_refused() {
          LABEL, UUID, PARTLABEL, PARTUUID, ID); it would take it for a file name"
     );
     assert!(check_value("device", &json!("FOO_1=bar")).is_err());
+    // An option to fsck and mount, which pass the device and type on.
+    for attr in ["device", "fstype"] {
+        assert_eq!(
+            check_value(attr, &json!("-y")).unwrap_err().message,
+            format!(
+                "{attr}: '-y' starts with '-', which the programs fstab is given to read as an \
+                 option"
+            )
+        );
+    }
     // A tag with no name: findmnt --verify calls it unsupported.
     assert_eq!(
         check_value("device", &json!("=A_9@-0\""))

@@ -490,6 +490,63 @@ fn sensitive_properties_reach_the_plugin_but_no_output_or_store() {
     }
 }
 
+#[test]
+fn private_file_content_reaches_plugins_redacted_and_their_stderr_never() {
+    let bench = Bench::new().with_data("rogue");
+    // The plugin says on its stderr what it could have read elsewhere
+    // (the file, once made), a line of it too.
+    let dir = bench.sandbox.root().join("rogue");
+    std::fs::create_dir_all(&dir).unwrap();
+    for action in ["validate_model", "create_configuration"] {
+        let said = "read MANISECRET-7f3a and then-second-line";
+        std::fs::write(dir.join(format!("{action}.err")), said).unwrap();
+    }
+    let big = "b".repeat(70_000);
+    let m = bench.manifest(
+        "x.yaml",
+        &format!(
+            "thing:\n  a: {{size: 3}}\nfile:\n  \
+             /etc/x: {{content: \"MANISECRET-7f3a\\nthen-second-line\\n\", mode: '0600'}}\n  \
+             /etc/open: {{content: \"open text\\n\", mode: '0644'}}\n  \
+             /etc/unsure: {{content: \"unsure text\\n\"}}\n  \
+             /etc/big: {{content: {big}, mode: '0644'}}\n"
+        ),
+    );
+    for command in ["plan", "apply", "plan"] {
+        let ran = bench.ral(command, &["-l", "debug", &m]);
+        ran.expect(0);
+        for shown in [&ran.stdout, &ran.stderr] {
+            assert!(!shown.contains("MANISECRET"), "{command}: {shown}");
+            assert!(!shown.contains("then-second"), "{command}: {shown}");
+        }
+        ran.stderr_has("read [redacted] and [redacted]");
+        for action in ["validate_model", "create_configuration"] {
+            let text = bench.sandbox.read(&format!("rogue/{action}.in"));
+            let input: Json = serde_json::from_str(&text).unwrap();
+            let items = input["model"]["items"].as_array().unwrap();
+            let private = items.iter().find(|i| i["name"] == "/etc/x");
+            assert!(
+                !text.contains("MANISECRET"),
+                "{command}: {action}: {private:?}"
+            );
+            let content = |name: &str| {
+                let item = items.iter().find(|i| i["name"] == name).unwrap();
+                item["properties"]["content"].clone()
+            };
+            // Private, perhaps private (as the file is found), too
+            // large: as a sensitive value; public: as it is.
+            assert_eq!(content("/etc/x"), "[redacted]");
+            assert_eq!(content("/etc/unsure"), "[redacted]");
+            assert_eq!(content("/etc/big"), "[redacted]");
+            assert_eq!(content("/etc/open"), "open text\n");
+        }
+    }
+    assert_eq!(
+        bench.sandbox.read("etc/x"),
+        "MANISECRET-7f3a\nthen-second-line\n"
+    );
+}
+
 /// The rogue plugin's answer to `action`, and how it exits.
 fn answer(bench: &Bench, action: &str, out: &str, status: i32) {
     let dir = bench.sandbox.root().join("rogue");

@@ -39,6 +39,7 @@ ORDER = [
     ("plan_scale", "bench/plan_scale.py"),
     ("plan_memory", "bench/plan_memory.py"),
     ("plugins", "bench/plugins.py"),
+    ("plugins_fanout", "bench/plugins.py"),
     ("remote", "bench/remote.py"),
     ("parsers", "bench/criterion.py"),
     ("scheduler", "bench/criterion.py"),

@@ -41,6 +41,15 @@ runs; the real system is never touched.
    planned with every other task unchanged (the plugin asks for the value
    nop reads already), so that the others wait through unchanged items.
 
+4. Requirements that fan out (issue 38): `ral plan` of two bulk items of
+   N config tasks each, every task of the second requiring the first by
+   its vpath (/bulk/b00000): N requirements written, N x N waits, as
+   each waits for every task of the item (N = 500 to 1,400 by default,
+   under the 2,000,000 waits a plan may gain; 2,000 and 5,000 beyond it,
+   refused, timed once): median wall time, peak RSS, the size of the
+   plan's text and of its JSON (`--json`, once), beside --before's. Part
+   4 alone (--fanout-only) writes its own section, plugins_fanout.
+
 Peak RSS is what /usr/bin/time reports for the ral process: the largest
 of ral and the children it waited for (the plugin, the provider), so the
 plugin's own peak is shown beside it. Wall time is taken around
@@ -52,9 +61,11 @@ Run from the repository root after `cargo build --release`:
     python3 bench/plugins.py [--tasks 200,1000] [--repeat 7]
                              [--plan-items 200,1000,2000,4000]
                              [--dense 500,1000,1500,2000] [--refused 3900]
-                             [--before PATH_TO_ANOTHER_RAL]
+                             [--fanout 500,1000,1400] [--fanout-refused 2000,5000]
+                             [--before PATH_TO_ANOTHER_RAL] [--fanout-only]
 
-Writes the plugins section of BENCHMARKS.md (bench/section.py).
+Writes the plugins section of BENCHMARKS.md (parts 1 to 3) and the
+plugins_fanout section (part 4) (bench/section.py).
 """
 import argparse
 import os
@@ -357,6 +368,66 @@ def dense_answer(work, tasks, repeat):
     return size, replay(work, PLUGIN, recorded_input, repeat)
 
 
+def write_fanout(path, tasks):
+    """A manifest of two bulk items of TASKS config tasks, every task of
+    the second requiring the first."""
+    with open(path, "w") as out:
+        out.write("bulk:\n  %s: {config: %d, callbacks: 0}\n" % (item_name(0), tasks))
+        out.write("  %s: {config: %d, callbacks: 0, after: /bulk/%s}\n"
+                  % (item_name(1), tasks, item_name(0)))
+
+
+def fanout_waits(tasks):
+    """The waits gained beyond the TASKS requirements written."""
+    return tasks * tasks - tasks
+
+
+def fanout_shape(work, tasks, repeat, binary, refused, json=False):
+    """Part 4 for one size and binary: `ral plan` (with JSON, `--json`),
+    refused or planning 2 x TASKS creations; also the size of its output."""
+    manifest = os.path.join(work, "fanout-%d.yaml" % tasks)
+    write_fanout(manifest, tasks)
+    env = env_of(work)
+    root = os.path.join(work, "root")
+
+    def once():
+        fresh(root)
+        argv = ral("plan", root, manifest, binary, detailed=False)
+        if json:
+            argv.insert(2, "--json")
+        run = timed(argv, env, 2 if refused else 0)
+        if refused and "beyond the requirements written" not in run[4]:
+            sys.exit("bench: %d fanned-out tasks not refused as expected: %s"
+                     % (tasks, run[4][-500:]))
+        if not refused and not json:
+            check_summary(run[3], "Plan: 0 to create, %d to change" % (2 * tasks))
+        return run[:3] + (len(run[3].encode()),)
+
+    samples = [once() for _ in range(repeat)]
+    runs = Runs(samples)
+    runs.output = samples[0][3]
+    return runs
+
+
+def fanout_part(work, sizes, refused, repeat, before):
+    """Part 4: each size by this build (text and JSON) and by BEFORE."""
+    fanout = {}
+    for tasks in sizes + refused:
+        is_refused = tasks in refused
+        count = 1 if is_refused else repeat
+        f = {"after": fanout_shape(work, tasks, count, RAL, is_refused),
+             "after_json": fanout_shape(work, tasks, 1, RAL, is_refused, json=True)}
+        if before:
+            f["before"] = fanout_shape(work, tasks, count, before, False)
+            f["before_json"] = fanout_shape(work, tasks, 1, before, False, json=True)
+        fanout[tasks] = f
+        print("fanout %5d tasks %10d waits %8.3f s %7.1f MiB%s"
+              % (tasks, fanout_waits(tasks), f["after"].wall, f["after"].peak,
+                 "  before %8.3f s %7.1f MiB" % (f["before"].wall, f["before"].peak)
+                 if before else ""), flush=True)
+    return fanout
+
+
 # ------------------------------------------------------------ the section
 
 
@@ -576,6 +647,67 @@ def dense_sentences(dense, sizes, refused, before):
     return out
 
 
+def nbytes(count):
+    return "%.1f MB" % (count / 1e6) if count >= 100000 else "%.1f kB" % (count / 1e3)
+
+
+def fanout_table(fanout, sizes, refused, repeat, before):
+    heads = "| N | waits gained | `ral plan` | peak RSS | plan text | `--json` | peak RSS |"
+    rule = "| --- | --- | --- | --- | --- | --- | --- |"
+    if before:
+        heads += (" before: `ral plan` | before: peak RSS | before: plan text |"
+                  " before: `--json` | before: peak RSS |")
+        rule += " --- | --- | --- | --- | --- |"
+    out = ["`ral plan` (release build) of two bulk items of N config tasks each, every "
+           "task of the second requiring the first by its vpath, on a fresh fake root: "
+           "N requirements written, each a wait for every task of the first item, "
+           "N x N - N waits gained beyond them, at most %s in a plan; median wall time "
+           "of %d runs, peak RSS the largest (ral's, or a child's when larger); *plan "
+           "text* is what `ral plan` prints; `--json` is the same plan as JSON, timed "
+           "once: its size, its wall time and its peak RSS. N = %s is more than a plan "
+           "may gain: refused (exit 2), timed once.%s"
+           % ("{:,}".format(MAX_REQUIREMENTS), repeat,
+              ", ".join("{:,}".format(n) for n in refused),
+              " *Before* is the same plan by %s." % before if before else ""), "",
+           heads, rule]
+    for tasks in sizes + refused:
+        f = fanout[tasks]
+        refused_mark = " (refused)" if tasks in refused else ""
+        row = "| {:,} | {:,} | {}{} | {} | {} | {}, {} | {} |".format(
+            tasks, fanout_waits(tasks), ms(f["after"].wall), refused_mark,
+            mib(f["after"].peak), nbytes(f["after"].output), nbytes(f["after_json"].output),
+            ms(f["after_json"].wall), mib(f["after_json"].peak))
+        if before:
+            row += " {} | {} | {} | {}, {} | {} |".format(
+                ms(f["before"].wall), mib(f["before"].peak), nbytes(f["before"].output),
+                nbytes(f["before_json"].output), ms(f["before_json"].wall),
+                mib(f["before_json"].peak))
+        out.append(row)
+    return out
+
+
+def fanout_sentences(fanout, sizes, refused, before):
+    out = []
+    largest = max(sizes)
+    f = fanout[largest]
+    out.append("At N = {:,} ({:,} waits gained), `ral plan` took {} and {} and printed "
+               "{} of text ({} of JSON); beyond the bound it refuses in {} at N = {}."
+               .format(largest, fanout_waits(largest), ms(f["after"].wall),
+                       mib(f["after"].peak), nbytes(f["after"].output),
+                       nbytes(f["after_json"].output),
+                       " and ".join(ms(fanout[n]["after"].wall) for n in refused),
+                       " and ".join("{:,}".format(n) for n in refused)))
+    if before:
+        out.append("The binary before planned N = {}: {}.".format(
+            " and ".join("{:,}".format(n) for n in refused),
+            "; ".join("{} in {} and {} ({} as JSON, {} and {})".format(
+                nbytes(fanout[n]["before"].output), ms(fanout[n]["before"].wall),
+                mib(fanout[n]["before"].peak), nbytes(fanout[n]["before_json"].output),
+                ms(fanout[n]["before_json"].wall), mib(fanout[n]["before_json"].peak))
+                for n in refused)))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", default="200,1000",
@@ -587,8 +719,14 @@ def main():
                         help="part 3: config tasks of the one dense item")
     parser.add_argument("--refused", default="3900",
                         help="part 3: dense sizes beyond the limit (timed once)")
+    parser.add_argument("--fanout", default="500,1000,1400",
+                        help="part 4: config tasks of each of the two items")
+    parser.add_argument("--fanout-refused", default="2000,5000",
+                        help="part 4: sizes beyond the limit (timed once)")
+    parser.add_argument("--fanout-only", action="store_true",
+                        help="run part 4 alone, writing its section only")
     parser.add_argument("--before", default=None,
-                        help="part 3: another ral binary, measured beside this one")
+                        help="parts 3 and 4: another ral binary, measured beside this one")
     parser.add_argument("--before-label", default=None,
                         help="what --before is, as the section says it (default: its path)")
     opts = parser.parse_args()
@@ -605,9 +743,29 @@ def main():
         sys.exit("--dense: at most %d requirements; --refused: more" % MAX_REQUIREMENTS)
     if any(t % PER_ITEM for t in sizes):
         sys.exit("--tasks: multiples of %d" % PER_ITEM)
+    fanout_sizes = [int(s) for s in opts.fanout.split(",") if s]
+    fanout_refused = [int(s) for s in opts.fanout_refused.split(",") if s]
+    if any(fanout_waits(n) > MAX_REQUIREMENTS for n in fanout_sizes) or any(
+            fanout_waits(n) <= MAX_REQUIREMENTS for n in fanout_refused):
+        sys.exit("--fanout: at most %d waits gained; --fanout-refused: more"
+                 % MAX_REQUIREMENTS)
+    if opts.fanout_only and not fanout_sizes:
+        sys.exit("--fanout-only: give --fanout sizes")
+    label = opts.before and (opts.before_label or "`%s`" % opts.before)
+    fanout_sec = fanout_sizes and section.Section(
+        "plugins_fanout", "Model plugins: requirements on an item", "bench/plugins.py")
+    if opts.fanout_only:
+        with tempfile.TemporaryDirectory() as work:
+            for sub in ("cache", "home"):
+                os.mkdir(os.path.join(work, sub))
+            fanout = fanout_part(work, fanout_sizes, fanout_refused, opts.repeat,
+                                 opts.before)
+        write_fanout_section(fanout_sec, fanout, fanout_sizes, fanout_refused,
+                             opts.repeat, label, opts.before)
+        return
     sec = section.Section("plugins", "Model plugins: the engine's cost per plugin task",
                           "bench/plugins.py")
-    results, plans, dense = {}, {}, {}
+    results, plans, dense, fanout = {}, {}, {}, {}
     with tempfile.TemporaryDirectory() as work:
         for sub in ("cache", "home"):
             os.mkdir(os.path.join(work, sub))
@@ -643,17 +801,30 @@ def main():
                   % (tasks, requirements(tasks), d["after"].wall, d["after"].peak,
                      "  before %8.3f s %7.1f MiB" % (d["before"].wall, d["before"].peak)
                      if opts.before else ""), flush=True)
-    bullets = lambda lines: ["- " + line for line in lines]  # noqa: E731
+        if fanout_sizes:
+            fanout = fanout_part(work, fanout_sizes, fanout_refused, opts.repeat,
+                                 opts.before)
     body = (apply_table(results, sizes, opts.repeat) + [""]
             + bullets(apply_sentences(results, sizes)) + [""]
             + plan_table(plans, items_list, opts.repeat) + [""]
             + bullets(plan_sentences(plans, items_list)))
     if dense:
-        label = opts.before and (opts.before_label or "`%s`" % opts.before)
         body += ([""] + dense_table(dense, dense_sizes, refused, opts.repeat, label)
                  + [""] + bullets(dense_sentences(dense, dense_sizes, refused,
                                                    opts.before)))
     sec.write("\n".join(body))
+    if fanout:
+        write_fanout_section(fanout_sec, fanout, fanout_sizes, fanout_refused,
+                             opts.repeat, label, opts.before)
+
+
+def bullets(lines):
+    return ["- " + line for line in lines]
+
+
+def write_fanout_section(sec, fanout, sizes, refused, repeat, label, before):
+    sec.write("\n".join(fanout_table(fanout, sizes, refused, repeat, label) + [""]
+                        + bullets(fanout_sentences(fanout, sizes, refused, before))))
 
 
 if __name__ == "__main__":

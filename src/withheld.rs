@@ -13,7 +13,10 @@
 //!   [`digested`]);
 //! - a private value a provider reports anyway is dropped where what
 //!   providers report is typed, its digest kept ([`withhold_read`]), so
-//!   nothing ral prints, keeps or saves holds it.
+//!   nothing ral prints, keeps or saves holds it;
+//! - model plugins, whose model is made before anything is read, get a
+//!   value that is or may be withheld as `[redacted]`
+//!   ([`withheld_unread`]).
 //!
 //! A digest is `sha256:` and the hex SHA-256 of the value's text.
 
@@ -82,6 +85,29 @@ pub fn private(
     wanted
         .iter()
         .filter(|(attr, _)| is_private(provider, attr, wanted, state))
+        .map(|(attr, _)| attr.clone())
+        .collect()
+}
+
+/// The attributes among `wanted` that are shown as their digest before
+/// the resource is read (a model plugin's model is made then, and holds
+/// them as `[redacted]`): those too large to show, and private ones as
+/// asked for or, their `private_by` bits not asked for, as the resource
+/// may be found.
+pub fn withheld_unread(provider: &Provider, wanted: &[(String, Value)]) -> Vec<String> {
+    let perhaps_private = |by: &str| {
+        let asked = wanted.iter().find(|(key, _)| key == by).map(|(_, v)| v);
+        asked.and_then(is_private_mode) != Some(false)
+    };
+    wanted
+        .iter()
+        .filter(|(attr, value)| {
+            let Some(attribute) = provider.attribute(attr) else {
+                return false;
+            };
+            attribute.digest.is_some()
+                && (is_large(value) || attribute.private_by.as_deref().is_some_and(perhaps_private))
+        })
         .map(|(attr, _)| attr.clone())
         .collect()
 }
@@ -313,6 +339,27 @@ mod tests {
             withheld(&p, &wanted(&[("content", "b")]), &unreported),
             ["content"]
         );
+    }
+
+    #[test]
+    fn before_reading_a_value_is_withheld_unless_asked_public_and_small() {
+        let p = provider();
+        let content = |mode: Option<&str>, text: &str| {
+            let mut asked = vec![("content".to_owned(), Value::from(text))];
+            asked.extend(mode.map(|m| ("mode".to_owned(), Value::from(m))));
+            withheld_unread(&p, &asked)
+        };
+        assert!(content(Some("0644"), "hi").is_empty());
+        assert_eq!(content(Some("0640"), "hi"), ["content"]);
+        // The file found decides: it may give others no read permission.
+        assert_eq!(content(None, "hi"), ["content"]);
+        assert_eq!(
+            content(Some("0644"), &"b".repeat(SHOWN_MAX + 1)),
+            ["content"]
+        );
+        // Only an attribute with a digest.
+        let mode = [("mode".to_owned(), Value::from("0600"))];
+        assert!(withheld_unread(&p, &mode).is_empty());
     }
 
     #[test]

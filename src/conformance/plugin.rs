@@ -392,7 +392,7 @@ impl PluginCheck<'_> {
             state: ItemState::Initial,
             properties,
             applied_properties: None,
-            sensitive: Vec::new(),
+            hidden: Vec::new(),
         })
     }
 
@@ -902,7 +902,7 @@ fn made_item(item_type: &ItemType, state: ItemState) -> Result<ModelItem, String
         state,
         properties,
         applied_properties,
-        sensitive: Vec::new(),
+        hidden: Vec::new(),
     })
 }
 

@@ -291,7 +291,9 @@ impl<'a> Types<'a> {
         self.found
             .entry(type_query)
             .or_insert_with(|| {
-                resolve_reference_type(registry, type_query).map_err(|e| escape(&e.to_string()))
+                registry
+                    .resolve_reference(type_query)
+                    .map_err(|e| escape(&e.to_string()))
             })
             .clone()
     }
@@ -319,22 +321,6 @@ fn lookup<'a>(
             let hint = crate::suggest::did_you_mean(&reference.name, names);
             Err((format!("no such resource in the manifest{hint}"), key))
         }
-    }
-}
-
-/// The provider (or plugin item type) a reference's type names. Puppet
-/// writes references with a capital (`User[carol]`, `Host::Etc_hosts[x]`):
-/// a type not found as written is looked for in lower case, as Puppet's
-/// own are case-insensitive; the error is the one for the type as written.
-fn resolve_reference_type<'r>(
-    registry: &'r Registry,
-    type_query: &str,
-) -> crate::error::Result<&'r Provider> {
-    match registry.resolve_item(type_query) {
-        Err(e) if type_query.chars().any(char::is_uppercase) => registry
-            .resolve_item(&type_query.to_lowercase())
-            .map_err(|_| e),
-        other => other,
     }
 }
 
@@ -443,8 +429,8 @@ fn add_declared_relations(
         }
         for relation in &item.provider.meta.relations {
             // As references in manifests: a type not found as written is
-            // looked for in lower case.
-            let lower = relation.type_name.to_lowercase();
+            // looked for in its reference form.
+            let lower = crate::discovery::reference_form(&relation.type_name);
             for title in relation.titles(item.name(), &item.request.attrs) {
                 let found = by_type
                     .get(&(relation.type_name.as_str(), title))

@@ -87,6 +87,18 @@ impl FromPlugin {
             FromPlugin::Removal => Phase::Main,
         }
     }
+
+    /// ` (task 'ID' of the plugin NAME for VPATH)`, which a problem about
+    /// a task adds to its catalog reference; `None` for a removed item.
+    pub fn described(&self) -> Option<String> {
+        let task = self.task()?;
+        Some(format!(
+            " (task '{}' of the plugin {} for {})",
+            crate::text::escape(&task.id),
+            self.plugin().unwrap_or_default(),
+            crate::text::escape(&task.item)
+        ))
+    }
 }
 
 /// What the plugins' callbacks need when they run: the model as the plan
@@ -98,7 +110,12 @@ pub struct PluginRun {
     /// (a snapshot plan's `snapshot` and `snapshot_model`).
     pub extra: Map<String, Json>,
     pub plugins: Vec<Plugin>,
+    /// The texts what the plugins say is redacted of: the model's
+    /// sensitive values and private ones ([`secrets`]).
     pub secrets: Vec<String>,
+    /// The texts of its sensitive values alone, which a task may not put
+    /// where they would be shown ([`guard_secrets`]).
+    pub sensitive: Vec<String>,
     pub root: std::path::PathBuf,
     pub target: Option<String>,
     pub noop: bool,
@@ -205,7 +222,8 @@ pub fn expand<'r>(
         model: Model::default(),
         extra: Map::new(),
         plugins: involved.iter().map(|p| (*p).clone()).collect(),
-        secrets: secrets(&catalog),
+        secrets: secrets(&catalog, true),
+        sensitive: secrets(&catalog, false),
         root: context.root.to_owned(),
         target: context.target.map(str::to_owned),
         noop: context.noop,
@@ -221,7 +239,8 @@ pub fn expand<'r>(
         update(&mut catalog, plugin, updates, reading)?;
     }
     run.model = model(&catalog, stored, &by_key, key);
-    run.secrets = secrets(&catalog);
+    run.secrets = secrets(&catalog, true);
+    run.sensitive = secrets(&catalog, false);
     let mut problems = Vec::new();
     for plugin in involved
         .iter()
@@ -256,7 +275,7 @@ pub fn expand<'r>(
             plugin,
             PluginCall::CreateConfiguration,
             &mut tasks,
-            &run.secrets,
+            &run,
             registry,
         )?;
         answers.push((plugin, tasks));
@@ -280,18 +299,11 @@ fn naming_tasks(problems: Vec<Problem>, declared: &[Declared]) -> Vec<Problem> {
     let tasks: Vec<(String, String)> = declared
         .iter()
         .filter_map(|d| {
-            let from = d.from_plugin.as_deref()?;
-            let task = from.task()?;
+            let what = d.from_plugin.as_deref()?.described()?;
             let reference = format!(
                 "{}[{}]",
                 crate::text::escape(&d.type_query),
                 crate::text::escape(&d.name)
-            );
-            let what = format!(
-                " (task '{}' of the plugin {} for {})",
-                crate::text::escape(&task.id),
-                from.plugin().unwrap_or_default(),
-                crate::text::escape(&task.item)
             );
             Some((reference, what))
         })
@@ -355,18 +367,26 @@ fn call(
     )
 }
 
-/// The texts of the sensitive values in the catalog.
-fn secrets(catalog: &Catalog) -> Vec<String> {
+/// The texts of the sensitive values in the catalog; with `private`, of
+/// those private as asked for too (a file's content others may not
+/// read): the model holds them as `[redacted]`, but a plugin may read
+/// them elsewhere, and what it says is redacted of them as of sensitive
+/// ones.
+fn secrets(catalog: &Catalog, private: bool) -> Vec<String> {
     let mut texts: Vec<String> = catalog
         .items
         .iter()
         .flat_map(|item| {
-            let is_sensitive =
-                |key: &str| item.provider.attribute(key).is_some_and(|a| a.sensitive);
-            crate::secrets::secret_texts(
-                is_sensitive,
-                item.request.attrs.iter().map(|(k, v)| (k.as_str(), v)),
-            )
+            let attrs = &item.request.attrs;
+            let private = match private {
+                true => crate::withheld::private(item.provider, attrs, None),
+                false => Vec::new(),
+            };
+            let is_secret = |key: &str| {
+                item.provider.attribute(key).is_some_and(|a| a.sensitive)
+                    || private.iter().any(|p| p == key)
+            };
+            crate::secrets::secret_texts(is_secret, attrs.iter().map(|(k, v)| (k.as_str(), v)))
         })
         .collect();
     texts.sort_by_key(|text| std::cmp::Reverse(text.len()));
@@ -374,21 +394,24 @@ fn secrets(catalog: &Catalog) -> Vec<String> {
     texts
 }
 
-/// Keeps a plugin's tasks from showing a sensitive value of the model:
+/// Keeps a plugin's tasks from showing a secret of the model (`run`'s):
 /// descriptions have them redacted; a command, a resource's title or an
-/// attribute that is not sensitive holding one refuses the answer, since
-/// it would reach a command line, every output or the store in clear.
+/// attribute that is not sensitive holding a sensitive value refuses the
+/// answer, since it would reach a command line, every output or the
+/// store in clear. (A private value the plugin was not given, a task
+/// may hold: the same text may well be another file's.)
 pub(super) fn guard_secrets(
     plugin: &Plugin,
     which: PluginCall,
     tasks: &mut [PluginTask],
-    secrets: &[String],
+    run: &PluginRun,
     registry: &Registry,
 ) -> Result<(), Error> {
+    let (secrets, sensitive) = (&run.secrets, &run.sensitive);
     if secrets.is_empty() {
         return Ok(());
     }
-    let holds = |text: &str| crate::secrets::holds(text, secrets);
+    let holds = |text: &str| crate::secrets::holds(text, sensitive);
     let refuse = |task: &PluginTask, place: String| Error::Plugin {
         plugin: plugin.name().to_owned(),
         call: which.as_str().to_owned(),
@@ -480,14 +503,7 @@ fn model(
             applied_properties: before
                 .filter(|_| state != ItemState::Initial)
                 .map(|b| b.properties.clone()),
-            sensitive: item
-                .provider
-                .meta
-                .attributes
-                .values()
-                .filter(|a| a.sensitive)
-                .map(|a| a.name.clone())
-                .collect(),
+            hidden: hidden(item),
         });
     }
     for item in stored {
@@ -500,11 +516,26 @@ fn model(
             state: ItemState::ForRemoval,
             properties: item.properties.clone(),
             applied_properties: Some(item.properties.clone()),
-            // The store keeps sensitive values as digests only.
-            sensitive: Vec::new(),
+            // The store keeps sensitive values, and those shown as their
+            // digest, as keyed digests only.
+            hidden: Vec::new(),
         });
     }
     Model { items }
+}
+
+/// The properties of a catalog item that read `[redacted]` in the model
+/// of a plugin not owning its type: its sensitive ones, and those shown
+/// only as their digest (for a resource, which no plugin owns).
+fn hidden(item: &Item) -> Vec<String> {
+    let provider = item.provider;
+    let sensitive = provider.meta.attributes.values().filter(|a| a.sensitive);
+    let mut hidden: Vec<String> = sensitive.map(|a| a.name.clone()).collect();
+    hidden.extend(crate::withheld::withheld_unread(
+        provider,
+        &item.request.attrs,
+    ));
+    hidden
 }
 
 fn attrs_json(attrs: &[(String, Value)]) -> Map<String, Json> {

@@ -73,7 +73,7 @@ pub fn add<'r>(
             plugin,
             PluginCall::CreateLockTasks,
             &mut pair,
-            &run.secrets,
+            &run,
             registry,
         )?;
         let [lock, unlock] = pair;

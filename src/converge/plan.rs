@@ -14,6 +14,7 @@ use crate::resource::Change;
 use crate::update;
 
 use super::catalog::{Catalog, Role};
+use super::expand::FromPlugin;
 use super::read::{read_all, Group, Observed};
 use super::schedule::Schedule;
 
@@ -317,6 +318,7 @@ pub fn plan_keeping(
     // and a list sorted and deduplicated after the fact would be as long
     // as all of theirs together.
     let mut taken_by: Vec<usize> = Vec::new();
+    let mut gained = Gained::default();
     for &at in &catalog.order {
         let item = &catalog.items[at];
         let mut requires: Vec<usize> = Vec::new();
@@ -338,6 +340,20 @@ pub fn plan_keeping(
             }
         }
         requires.sort_unstable();
+        let counted = gained.add(requires.len(), item.requires.len(), || {
+            too_many_waits(
+                catalog,
+                at,
+                requires.len(),
+                &item.requires,
+                &task_of,
+                &waits,
+            )
+        });
+        if let Err(problem) = counted {
+            problems.push(problem);
+            return Err(Error::Manifest { problems });
+        }
         match item.role {
             // A plugin item stands for its tasks: what requires it waits
             // for them.
@@ -439,6 +455,14 @@ pub fn plan_keeping(
         if (!sources.is_empty() || owed) && !sets_ensure {
             sources.sort_unstable();
             sources.dedup();
+            let counted = gained.add(sources.len(), item.subscribes.len(), || {
+                let named = &item.subscribes;
+                too_many_waits(catalog, at, sources.len(), named, &task_of, &changed_by)
+            });
+            if let Err(problem) = counted {
+                problems.push(problem);
+                return Err(Error::Manifest { problems });
+            }
             let mut after = requires;
             after.extend(task_of[at]);
             after.extend(sources.iter().copied());
@@ -461,6 +485,78 @@ pub fn plan_keeping(
         tasks,
         unchanged,
     })
+}
+
+/// The most waits a plan may gain beyond the requirements written: a
+/// requirement on a plugin item waits for every task of that item, and
+/// one on an item with nothing to do for every task that item waits for,
+/// so that a few requirements could make a plan of billions of waits
+/// (each task of one plugin item requiring another item of as many
+/// tasks). As many as an answer may hold requirements: a plan of that
+/// many waits is made, shown and run in about a second.
+pub const MAX_GAINED_WAITS: usize = crate::plugin::task::MAX_REQUIREMENTS;
+
+/// The waits a plan gained so far beyond the requirements written.
+#[derive(Default)]
+struct Gained {
+    count: usize,
+}
+
+impl Gained {
+    /// Counts an item's `waits` for its `written` requirements (or
+    /// subscriptions); past [`MAX_GAINED_WAITS`], the `problem` (worked
+    /// out only then) that refuses the plan before another list is made.
+    fn add(
+        &mut self,
+        waits: usize,
+        written: usize,
+        problem: impl FnOnce() -> Problem,
+    ) -> Result<(), Problem> {
+        self.count += waits.saturating_sub(written);
+        match self.count > MAX_GAINED_WAITS {
+            true => Err(problem()),
+            false => Ok(()),
+        }
+    }
+}
+
+/// The problem of the item at `at`, whose `waits` for the items it
+/// `named` (requires, or subscribes to) took the plan past
+/// [`MAX_GAINED_WAITS`]: the named item without a task that stands for
+/// the most (`through`: the tasks each item stands for) is named with
+/// their count.
+fn too_many_waits(
+    catalog: &Catalog,
+    at: usize,
+    waits: usize,
+    named: &[usize],
+    task_of: &[Option<usize>],
+    through: &[Vec<usize>],
+) -> Problem {
+    let item = &catalog.items[at];
+    let widest = named
+        .iter()
+        .filter(|&&other| task_of[other].is_none())
+        .map(|&other| (other, through[other].len()))
+        .max_by_key(|&(_, count)| count);
+    let how = match widest {
+        Some((other, count)) => format!(
+            ", {} standing for {count} of them",
+            catalog.items[other].reference()
+        ),
+        None => String::new(),
+    };
+    let task = (item.from_plugin.as_deref())
+        .and_then(FromPlugin::described)
+        .unwrap_or_default();
+    item.origin.problem(format!(
+        "{}{task}: waits for {waits} tasks{how}; the plan would wait for more than \
+         {MAX_GAINED_WAITS} tasks beyond the requirements written: a requirement on a plugin \
+         item waits for every task of that item, and one on an item with nothing to do for \
+         every task that item waits for; require one task that comes after the others (the \
+         last of an ordered list) instead",
+        item.reference()
+    ))
 }
 
 /// Notes that `task` changes the item at `at`, and the plugin item `tie`

@@ -140,6 +140,7 @@ pub fn run<'r>(
         extra,
         plugins: plugins.iter().map(|p| (*p).clone()).collect(),
         secrets: Vec::new(),
+        sensitive: Vec::new(),
         root: host.root().to_owned(),
         target: host.config().remote.as_ref().map(|s| s.target.name.clone()),
         noop: false,
@@ -205,7 +206,7 @@ fn model_of(stored: &[StoredItem]) -> Model {
                 properties: item.properties.clone(),
                 applied_properties: Some(item.properties.clone()),
                 // The store keeps sensitive values as digests only.
-                sensitive: Vec::new(),
+                hidden: Vec::new(),
             })
             .collect(),
     }

@@ -423,6 +423,13 @@ fn provider_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// A type name as references also read it: one not found as written is
+/// looked for in this form (see `Registry::resolve_reference`), so two
+/// names of the same form could mean each other.
+pub fn reference_form(type_name: &str) -> String {
+    type_name.to_lowercase()
+}
+
 /// Loads one provider, without the cache: metadata from the `.yaml` beside
 /// it or from describe.
 pub fn load(host: &dyn Describer, source: &Path) -> Result<Provider> {
@@ -508,6 +515,20 @@ impl Registry {
             Err(Error::UnknownProvider { .. }) => {
                 Err(self.unknown(query, self.providers.iter().chain(&self.models)))
             }
+            other => other,
+        }
+    }
+
+    /// The provider (or plugin item type) a reference's type names. Puppet
+    /// writes references with a capital (`User[carol]`,
+    /// `Host::Etc_hosts[x]`): a type not found as written is looked for in
+    /// its `reference_form`, as Puppet's own are case-insensitive; the
+    /// error is the one for the type as written.
+    pub fn resolve_reference(&self, type_query: &str) -> Result<&Provider> {
+        match self.resolve_item(type_query) {
+            Err(e) if reference_form(type_query) != type_query => self
+                .resolve_item(&reference_form(type_query))
+                .map_err(|_| e),
             other => other,
         }
     }

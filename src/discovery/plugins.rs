@@ -76,8 +76,9 @@ pub fn load(program: &Path) -> Result<Plugin> {
 }
 
 /// An item type whose name is also a provider's type or an item type of
-/// an earlier plugin: a manifest could not tell which is meant, so no
-/// manifest may name it (see `Registry::resolve_item`).
+/// an earlier plugin, as references compare them (in any case: Puppet's
+/// `Host[web]` is `host[web]`): a manifest could not tell which is meant,
+/// so no manifest may name it (see `Registry::resolve_item`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clash {
     /// The item type's name.
@@ -107,10 +108,17 @@ impl Clash {
         }
     }
 
-    /// Whether a manifest's `query` (a type, or a qualified name) names it.
+    /// Whether a manifest's `query` (a type, or a qualified name) names it,
+    /// in any case: either name, as a reference, could mean the other.
     pub fn is_named(&self, query: &str) -> bool {
-        query == self.type_name || query == self.qualified
+        same_type(query, &self.type_name) || same_type(query, &self.qualified)
     }
+}
+
+/// Whether two type names (or qualified names) could mean each other as
+/// references read them (see `reference_form`).
+fn same_type(one: &str, other: &str) -> bool {
+    super::reference_form(one) == super::reference_form(other)
 }
 
 /// The item types of `plugins` as providers (for typing manifest items),
@@ -127,7 +135,8 @@ pub fn models(plugins: &[Plugin], providers: &[Provider]) -> (Vec<Provider>, Vec
                 file: plugin.yaml.clone(),
                 other,
             };
-            if let Some(provider) = providers.iter().find(|p| p.type_name() == item_type.name) {
+            let named = |other: &str| same_type(other, &item_type.name);
+            if let Some(provider) = providers.iter().find(|p| named(p.type_name())) {
                 clashes.push(clash(format!(
                     "the type of the provider {} ({})",
                     provider.qualified_name(),
@@ -135,7 +144,7 @@ pub fn models(plugins: &[Plugin], providers: &[Provider]) -> (Vec<Provider>, Vec
                 )));
                 continue;
             }
-            if let Some(model) = models.iter().find(|m| m.type_name() == item_type.name) {
+            if let Some(model) = models.iter().find(|m| named(m.type_name())) {
                 clashes.push(clash(format!(
                     "an item type of the plugin {} ({})",
                     model.meta.name,

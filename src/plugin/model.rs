@@ -15,9 +15,11 @@ pub struct ModelItem {
     pub properties: Map<String, Json>,
     /// What was applied last; `None` for an Initial item.
     pub applied_properties: Option<Map<String, Json>>,
-    /// Its sensitive properties: only the plugin owning its type gets
-    /// their values; the others get `[redacted]`.
-    pub sensitive: Vec<String>,
+    /// Its properties not every plugin may see, which read `[redacted]`
+    /// in the model of the others: sensitive ones, which the plugin owning
+    /// its type gets; and those of a resource shown only as their digest
+    /// (a file's content, private or large), which no plugin owns.
+    pub hidden: Vec<String>,
 }
 
 impl ModelItem {
@@ -31,7 +33,7 @@ impl ModelItem {
         let mine = own.contains(&self.type_name);
         let shown = |map: &Map<String, Json>| -> Map<String, Json> {
             map.iter()
-                .map(|(key, value)| match mine || !self.sensitive.contains(key) {
+                .map(|(key, value)| match mine || !self.hidden.contains(key) {
                     true => (key.clone(), value.clone()),
                     false => (key.clone(), Json::from(crate::secrets::REDACTED)),
                 })
@@ -61,8 +63,8 @@ pub struct Model {
 
 impl Model {
     /// `{"items": [...]}`, as every call's input holds it, for a plugin
-    /// owning the item types `own`: another type's sensitive values are
-    /// not its to see.
+    /// owning the item types `own`: another type's hidden values are not
+    /// its to see.
     pub fn to_json(&self, own: &[String]) -> Json {
         let items: Vec<Json> = self.items.iter().map(|item| item.to_json(own)).collect();
         json!({ "items": items })

@@ -387,6 +387,41 @@ fn item_type_clashes_name_both_files() {
 }
 
 #[test]
+fn item_types_differing_only_by_case_clash_too() {
+    let bench = Bench::new().with_data("clash_case");
+    // A reference is read in any case (`Host[web]` is host[web]): the
+    // item type 'Host' would take it over, so it clashes as 'host' would.
+    let hosts = bench.manifest(
+        "hosts.yaml",
+        "host:\n  web: {ip: 10.0.0.5}\nfile:\n  /srv/x: {ensure: file, require: \"Host[web]\"}\n",
+    );
+    let applied = bench.ral("apply", &[&hosts]);
+    applied
+        .expect(2)
+        .stderr_has("hosts.yaml:2: ")
+        .stderr_has("hosts.yaml:4: file[/srv/x]: require Host[web]: ")
+        .stderr_has(
+            "clash_case/plugins/cased.yaml: invalid plugin metadata: item type 'Host' is also \
+             the type of the provider host::",
+        )
+        .stderr_has("a manifest could not tell which is meant; rename one");
+    assert!(!bench.exists("srv/x"));
+    assert!(!bench.sandbox.read("etc/hosts").contains("web"));
+    // So does one of another plugin's item types, named in either case.
+    let sites = bench.manifest("site.yaml", &TWO_SITES.replace("site:", "Site:"));
+    for manifest in [bench.manifest("sites.yaml", TWO_SITES), sites] {
+        bench
+            .ral("plan", &[&manifest])
+            .expect(2)
+            .stderr_has(":2: ")
+            .stderr_has(
+                "clash_case/plugins/cased.yaml: invalid plugin metadata: item type 'Site' is \
+                 also an item type of the plugin demo (",
+            );
+    }
+}
+
+#[test]
 fn a_plugin_item_cannot_be_named_like_a_task_or_a_vpath() {
     let bench = Bench::new().with_data("rogue");
     // A task's name in the plan is its item's vpath and its id: these
@@ -455,6 +490,63 @@ fn sensitive_properties_reach_the_plugin_but_no_output_or_store() {
     }
 }
 
+#[test]
+fn private_file_content_reaches_plugins_redacted_and_their_stderr_never() {
+    let bench = Bench::new().with_data("rogue");
+    // The plugin says on its stderr what it could have read elsewhere
+    // (the file, once made), a line of it too.
+    let dir = bench.sandbox.root().join("rogue");
+    std::fs::create_dir_all(&dir).unwrap();
+    for action in ["validate_model", "create_configuration"] {
+        let said = "read MANISECRET-7f3a and then-second-line";
+        std::fs::write(dir.join(format!("{action}.err")), said).unwrap();
+    }
+    let big = "b".repeat(70_000);
+    let m = bench.manifest(
+        "x.yaml",
+        &format!(
+            "thing:\n  a: {{size: 3}}\nfile:\n  \
+             /etc/x: {{content: \"MANISECRET-7f3a\\nthen-second-line\\n\", mode: '0600'}}\n  \
+             /etc/open: {{content: \"open text\\n\", mode: '0644'}}\n  \
+             /etc/unsure: {{content: \"unsure text\\n\"}}\n  \
+             /etc/big: {{content: {big}, mode: '0644'}}\n"
+        ),
+    );
+    for command in ["plan", "apply", "plan"] {
+        let ran = bench.ral(command, &["-l", "debug", &m]);
+        ran.expect(0);
+        for shown in [&ran.stdout, &ran.stderr] {
+            assert!(!shown.contains("MANISECRET"), "{command}: {shown}");
+            assert!(!shown.contains("then-second"), "{command}: {shown}");
+        }
+        ran.stderr_has("read [redacted] and [redacted]");
+        for action in ["validate_model", "create_configuration"] {
+            let text = bench.sandbox.read(&format!("rogue/{action}.in"));
+            let input: Json = serde_json::from_str(&text).unwrap();
+            let items = input["model"]["items"].as_array().unwrap();
+            let private = items.iter().find(|i| i["name"] == "/etc/x");
+            assert!(
+                !text.contains("MANISECRET"),
+                "{command}: {action}: {private:?}"
+            );
+            let content = |name: &str| {
+                let item = items.iter().find(|i| i["name"] == name).unwrap();
+                item["properties"]["content"].clone()
+            };
+            // Private, perhaps private (as the file is found), too
+            // large: as a sensitive value; public: as it is.
+            assert_eq!(content("/etc/x"), "[redacted]");
+            assert_eq!(content("/etc/unsure"), "[redacted]");
+            assert_eq!(content("/etc/big"), "[redacted]");
+            assert_eq!(content("/etc/open"), "open text\n");
+        }
+    }
+    assert_eq!(
+        bench.sandbox.read("etc/x"),
+        "MANISECRET-7f3a\nthen-second-line\n"
+    );
+}
+
 /// The rogue plugin's answer to `action`, and how it exits.
 fn answer(bench: &Bench, action: &str, out: &str, status: i32) {
     let dir = bench.sandbox.root().join("rogue");
@@ -519,6 +611,78 @@ fn an_answer_of_too_many_requirements_is_refused_naming_the_plugin_and_their_cou
          and subscribe, and the links of ordered lists) in one answer, more than 2000000",
     );
     assert!(!bench.exists("var/lib/ral/state.db") || bench.states().is_empty());
+}
+
+/// An answer of `n` callbacks of /thing/a, a config task of /thing/a
+/// (`file[/srv/hub]`, as the sandbox has it already) requiring them all,
+/// and `n` callbacks of /thing/b each requiring `what`.
+fn fan_out_answer(n: usize, what: &str) -> String {
+    let a = (0..n).map(|i| {
+        format!(r#"{{"kind": "callback", "item": "/thing/a", "id": "a{i}", "callback": "c"}}"#)
+    });
+    let hub = format!(
+        r#"{{"kind": "config", "item": "/thing/a", "id": "hub", "type": "file", "title": "/srv/hub",
+            "attributes": {{"ensure": "file", "content": "hub\n"}}, "requires": [{}]}}"#,
+        (0..n)
+            .map(|i| format!(r#""a{i}""#))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let b = (0..n).map(|i| {
+        format!(
+            r#"{{"kind": "callback", "item": "/thing/b", "id": "b{i}", "callback": "c",
+                 "requires": ["{what}"]}}"#
+        )
+    });
+    let tasks: Vec<String> = a.chain([hub]).chain(b).collect();
+    format!(r#"{{"tasks": [{}]}}"#, tasks.join(","))
+}
+
+#[test]
+fn a_requirement_on_an_item_counts_once_for_each_task_it_waits_for() {
+    let bench = Bench::new().with_data("rogue");
+    std::fs::write(bench.sandbox.root().join("srv/hub"), "hub\n").unwrap();
+    let m = bench.manifest("thing.yaml", "thing:\n  a: {size: 3}\n  b: {size: 4}\n");
+    // 1,500 requirements, each on an item standing for 1,500 tasks (the
+    // plugin item's: its callbacks, which its unchanged file passes on;
+    // or the file's): the plan's tasks would wait for 2,250,000, more
+    // than a plan may gain beyond the requirements written.
+    for (what, through) in [
+        ("/thing/a", "thing[a] standing for 1500 of them"),
+        ("file[/srv/hub]", "file[/srv/hub] standing for 1500 of them"),
+    ] {
+        answer(
+            &bench,
+            "create_configuration",
+            &fan_out_answer(1500, what),
+            0,
+        );
+        let planned = bench.ral("plan", &[&m]);
+        planned
+            .expect(2)
+            .stderr_has("thing.yaml:3: callback[/thing/b:b")
+            .stderr_has("of the plugin rogue for /thing/b): waits for ")
+            .stderr_has(through)
+            .stderr_has(
+                "; the plan would wait for more than 2000000 tasks beyond the requirements \
+                 written: a requirement on a plugin item waits for every task of that item",
+            );
+        assert!(planned.stdout.is_empty(), "no plan is shown");
+    }
+    // Fewer plan, each task of b waiting for every task of a.
+    answer(
+        &bench,
+        "create_configuration",
+        &fan_out_answer(3, "/thing/a"),
+        0,
+    );
+    let planned = bench.ral("plan", &["-j", &m]);
+    planned.expect(0);
+    let report: Json = serde_json::from_str(&planned.stdout).unwrap();
+    let tasks = report["plan"]["tasks"].as_array().unwrap();
+    let last = tasks.last().unwrap();
+    assert_eq!(last["plugin"]["item"], "/thing/b", "{last}");
+    assert_eq!(last["requires"].as_array().unwrap().len(), 3, "{last}");
 }
 
 #[test]

@@ -307,6 +307,16 @@ fn name_syntax_problem(value: &str) -> Option<String> {
                 .to_owned(),
         );
     }
+    if let Some(address) = inet_aton(value) {
+        // getaddrinfo takes any name inet_aton reads (hex and octal
+        // parts, fewer than four parts) for that address before any
+        // lookup.
+        return Some(format!(
+            "is read by the C library's resolver as the IPv4 address {address} (inet_aton \
+             takes hex parts, octal parts and fewer than four parts), never looked up in \
+             /etc/hosts"
+        ));
+    }
     for label in value.split('.') {
         if label.is_empty() {
             return Some("has an empty label (two dots, or a leading dot)".to_owned());
@@ -326,6 +336,60 @@ fn name_syntax_problem(value: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The address glibc's `inet_aton` reads `text` as, or `None`: one to
+/// four parts separated by dots, each starting with a digit and read as
+/// C's `strtoul` with base 0 reads it (`0x`/`0X` then hex digits, `0`
+/// then octal digits, else decimal); every part but the last is a byte,
+/// and the last fills the bytes left (`1.2` is 1.0.0.2). Parsed here
+/// rather than asked of the C library so that the rule is the same
+/// whichever C library ral was built with; the unit test holds it to
+/// glibc's.
+fn inet_aton(text: &str) -> Option<Ipv4Addr> {
+    let parts: Vec<&str> = text.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let values: Vec<u32> = parts
+        .iter()
+        .map(|part| aton_part(part))
+        .collect::<Option<_>>()?;
+    let (last, leading) = values.split_last()?;
+    if leading.iter().any(|&byte| byte > 0xff) {
+        return None;
+    }
+    let last_bits = 8 * (4 - leading.len() as u32);
+    if last_bits < 32 && *last >> last_bits != 0 {
+        return None;
+    }
+    let high = leading
+        .iter()
+        .enumerate()
+        .fold(0u32, |acc, (at, &byte)| acc | byte << (24 - 8 * at));
+    Some(Ipv4Addr::from(high | last))
+}
+
+/// One part of an `inet_aton` address: `strtoul(part, &end, 0)` that
+/// must start with a digit, use the whole part and fit in 32 bits.
+fn aton_part(part: &str) -> Option<u32> {
+    if !part.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let (digits, radix) =
+        if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            (hex, 16)
+        } else if part.len() > 1 && part.starts_with('0') {
+            (&part[1..], 8)
+        } else {
+            (part, 10)
+        };
+    // from_str_radix would take a sign; strtoul does not after the
+    // prefix, and a part "0x" alone is a 0 followed by junk.
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u32::from_str_radix(digits, radix).ok()
 }
 
 // ------------------------------------------------------------ the file
@@ -700,7 +764,40 @@ pub(crate) mod tests {
                 "{numeric}"
             );
         }
-        for name in ["1e3", "0x10", "1-2", "a.1", "1.2.3.4a", "4294967296x"] {
+        // getaddrinfo reads these as addresses too (inet_aton's hex
+        // forms), and looks nothing up.
+        for (numeric, address) in [
+            ("0x10", "0.0.0.16"),
+            ("0X7f.1", "127.0.0.1"),
+            ("1.0x2", "1.0.0.2"),
+            ("0xa.0xb", "10.0.0.11"),
+            ("0x0a000001", "10.0.0.1"),
+            ("0XDEADBEEF", "222.173.190.239"),
+        ] {
+            assert_eq!(
+                name_syntax_problem(numeric),
+                Some(format!(
+                    "is read by the C library's resolver as the IPv4 address {address} \
+                     (inet_aton takes hex parts, octal parts and fewer than four parts), never \
+                     looked up in /etc/hosts"
+                )),
+                "{numeric}"
+            );
+        }
+        for name in [
+            "1e3",
+            "0xfoo",
+            "0x",
+            "0x.1",
+            "08x",
+            "1-2",
+            "a.1",
+            "1.2.3.4a",
+            "4294967296x",
+            "0x100000000",
+            "web1",
+            "0x100.1",
+        ] {
             assert_eq!(name_syntax_problem(name), None, "{name}");
         }
         let err = check_hostname("a b", "name", "a b").unwrap_err();
@@ -713,6 +810,74 @@ pub(crate) mod tests {
             err.message,
             "invalid host_aliases entry 'x#' for host 'db': must not contain '#'"
         );
+    }
+
+    /// The parser agrees with glibc's own `inet_aton` on the forms it
+    /// reads and the near misses it does not.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn inet_aton_reads_names_as_glibc_does() {
+        extern "C" {
+            #[link_name = "inet_aton"]
+            fn glibc_inet_aton(cp: *const libc::c_char, inp: *mut libc::in_addr) -> libc::c_int;
+        }
+        let glibc = |text: &str| {
+            let text = std::ffi::CString::new(text).unwrap();
+            let mut address = libc::in_addr { s_addr: 0 };
+            // SAFETY: `text` is a NUL-terminated string that outlives the
+            // call, and `address` is a valid in_addr to write to.
+            let read = unsafe { glibc_inet_aton(text.as_ptr(), &mut address) };
+            (read != 0).then(|| Ipv4Addr::from(u32::from_be(address.s_addr)))
+        };
+        let cases = [
+            "0x10",
+            "0X7f.1",
+            "1.0x2",
+            "0xa.0xb",
+            "0x0a000001",
+            "0XDEADBEEF",
+            "0xfoo",
+            "0x",
+            "0x.1",
+            "0x1.",
+            ".1",
+            "1..2",
+            "010",
+            "08",
+            "0o7",
+            "00",
+            "0",
+            "1.2.3.4",
+            "1.2.3.4.5",
+            "1.2.3.256",
+            "1.2.65535",
+            "1.2.65536",
+            "1.16777215",
+            "1.16777216",
+            "4294967295",
+            "4294967296",
+            "0x100000000",
+            "0xffffffff",
+            "0x00000000ff",
+            "0x100.1",
+            "1.0x100.1",
+            "255.255.255.255",
+            "1e3",
+            "0x1g",
+            "-1",
+            "+1",
+            "1.-1",
+            "1.+1",
+            "0x-1",
+            "0x+1",
+            "0x 1",
+            "web1",
+            "a.1",
+            "",
+        ];
+        for text in cases {
+            assert_eq!(inet_aton(text), glibc(text), "{text:?}");
+        }
     }
 
     #[test]
@@ -838,6 +1003,19 @@ pub(crate) mod tests {
         assert_eq!(
             check("comment", "a\x07"),
             "invalid comment 'a\\u{7}' for host 'db': must not contain control characters"
+        );
+        assert_eq!(
+            check("host_aliases", "web1 0x0a000001"),
+            "invalid host_aliases entry '0x0a000001' for host 'db': is read by the C library's \
+             resolver as the IPv4 address 10.0.0.1 (inet_aton takes hex parts, octal parts and \
+             fewer than four parts), never looked up in /etc/hosts"
+        );
+        let ip = want(&[("ip", Json::from("10.9.9.9"))]);
+        assert_eq!(
+            create(&mut Vec::new(), "0x10", &ip).unwrap_err().message,
+            "cannot create host '0x10': the name is read by the C library's resolver as the \
+             IPv4 address 0.0.0.16 (inet_aton takes hex parts, octal parts and fewer than four \
+             parts), never looked up in /etc/hosts"
         );
         assert_eq!(
             check("comment", " main db "),

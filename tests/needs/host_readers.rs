@@ -8,7 +8,9 @@
 //! /etc/hosts (with an nsswitch.conf that says `hosts: files`): `getent
 //! hosts` (gethostent, every entry) and `getent hosts NAME`
 //! (gethostbyname2, each name and alias) must read exactly what `ralsh
-//! -j host` reports. A value ral refuses leaves the file as it was.
+//! -j host` reports, and `getent ahostsv4 NAME` (getaddrinfo, which
+//! reads a name inet_aton takes, `0x10`, as an address) no other
+//! address. A value ral refuses leaves the file as it was.
 
 use std::net::IpAddr;
 use std::process::Command;
@@ -31,7 +33,7 @@ const SEED: &str = "127.0.0.1\tlocalhost\n# the database\n10.0.0.1 db.example db
 /// Binds the fake root's hosts file (and its nsswitch.conf and host.conf)
 /// over the system's, hides nscd (which would answer from the system's
 /// file), then prints `getent hosts` and `getent hosts NAME` for each
-/// name given, each after a `## ` line.
+/// name given, then `getent ahostsv4 NAME`, each after a `## ` line.
 const READ: &str = r###"
 set -e
 etc=$1; shift
@@ -47,6 +49,8 @@ getent hosts || true
 for name in "$@"; do
     echo "## $name"
     getent hosts "$name" || true
+    echo "## $name"
+    getent ahostsv4 "$name" || true
 done
 "###;
 
@@ -99,8 +103,9 @@ fn word() -> impl Strategy<Value = String> {
 
 /// A host name or alias: mostly a word that can be one; names at the
 /// limits (labels of 63 and 64 characters, names of 253 and 254); names
-/// the resolver reads otherwise (only digits and dots: an address to
-/// it); other scripts' letters; reserved ones; sometimes not a name.
+/// the resolver reads otherwise (only digits and dots, or inet_aton's
+/// hex forms: an address to it); other scripts' letters; reserved ones;
+/// sometimes not a name.
 fn host_name() -> impl Strategy<Value = String> {
     prop_oneof![
         16 => word(),
@@ -113,6 +118,12 @@ fn host_name() -> impl Strategy<Value = String> {
             "1.2.3.4a", "a.1", "127.0.0.1", "localhost", "localhost.localdomain", "LOCALHOST",
             "ip6-localhost", "DB", "xn--bcher-kva", "_gateway", "-x", "x-", "a..b", ".a", "a.",
             "h\u{e9}llo", "b\u{fc}cher", "\u{212a}elvin", "x\u{301}",
+        ])
+        .prop_map(str::to_owned),
+        // Names getaddrinfo reads as addresses (inet_aton's hex forms),
+        // and near misses it does not.
+        1 => proptest::sample::select(vec![
+            "0x10", "0X7f.1", "1.0x2", "0xa.0xb", "0x0a000001", "0XDEADBEEF", "0xfoo", "0x100.1",
         ])
         .prop_map(str::to_owned),
     ]
@@ -237,9 +248,28 @@ fn parse_getent(lines: &[&str]) -> Vec<Read> {
         .collect()
 }
 
+/// What getaddrinfo gives for a name: the addresses of `getent ahostsv4`
+/// lines (one for each socket type).
+fn parse_ahosts(lines: &[&str]) -> Vec<String> {
+    let mut addresses: Vec<String> = lines
+        .iter()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(address)
+        .collect();
+    addresses.dedup();
+    addresses
+}
+
+/// One name looked up: what gethostbyname2 and getaddrinfo (IPv4) read.
+struct Lookup {
+    name: String,
+    by_name: Vec<Read>,
+    by_getaddrinfo: Vec<String>,
+}
+
 /// glibc's reading of the fake root's hosts file: every entry, and each
 /// of `names` looked up.
-fn glibc_reads(sandbox: &Sandbox, names: &[String]) -> (Vec<Read>, Vec<(String, Vec<Read>)>) {
+fn glibc_reads(sandbox: &Sandbox, names: &[String]) -> (Vec<Read>, Vec<Lookup>) {
     let etc = sandbox.root().join("etc");
     std::fs::write(etc.join("nsswitch.conf"), "hosts: files\n").unwrap();
     std::fs::write(etc.join("host.conf"), "").unwrap();
@@ -258,10 +288,21 @@ fn glibc_reads(sandbox: &Sandbox, names: &[String]) -> (Vec<Read>, Vec<(String, 
     let mut sections = stdout.split("## ").skip(1).map(|section| {
         let mut lines = section.lines();
         let key = lines.next().unwrap_or_default().to_owned();
-        (key, parse_getent(&lines.collect::<Vec<_>>()))
+        (key, lines.collect::<Vec<_>>())
     });
     let (_, all) = sections.next().expect("the enumeration");
-    (all, sections.collect())
+    let all = parse_getent(&all);
+    let mut lookups = Vec::new();
+    while let (Some((name, by_name)), Some((_, by_getaddrinfo))) =
+        (sections.next(), sections.next())
+    {
+        lookups.push(Lookup {
+            name,
+            by_name: parse_getent(&by_name),
+            by_getaddrinfo: parse_ahosts(&by_getaddrinfo),
+        });
+    }
+    (all, lookups)
 }
 
 /// `ralsh host NAME --attrs-stdin`, the attributes given as JSON.
@@ -282,6 +323,9 @@ struct Tally {
     long: usize,
     enumerated: usize,
     looked_up: usize,
+    /// Names getaddrinfo found (it may find none where the machine has
+    /// no IPv4 address of its own: `getent` asks with AI_ADDRCONFIG).
+    by_getaddrinfo: usize,
     shared_names: usize,
     disagreements: usize,
 }
@@ -363,18 +407,31 @@ fn run_case(changes: &[Change], tally: &mut Tally) {
     tally.enumerated += expected.len();
     let mut agree = all == expected;
     assert_eq!(all, expected, "gethostent reads otherwise:\n{content}");
-    for (&at, (name, found)) in entry_of.iter().zip(&looked_up) {
+    for (&at, lookup) in entry_of.iter().zip(&looked_up) {
+        let name = &lookup.name;
         if shared(&ral, at, name) {
             tally.shared_names += 1;
             continue;
         }
         tally.looked_up += 1;
-        agree &= found.as_slice() == std::slice::from_ref(&ral[at]);
+        agree &= lookup.by_name.as_slice() == std::slice::from_ref(&ral[at]);
         assert_eq!(
-            found,
+            lookup.by_name,
             std::slice::from_ref(&ral[at]),
             "looking up {name}:\n{content}"
         );
+        // getaddrinfo reads a name inet_aton takes as that address, not
+        // the entry's (asked for IPv4, compared for IPv4 entries only).
+        let ip = &ral[at].0;
+        if ip.parse::<std::net::Ipv4Addr>().is_ok() && !lookup.by_getaddrinfo.is_empty() {
+            tally.by_getaddrinfo += 1;
+            agree &= lookup.by_getaddrinfo == std::slice::from_ref(ip);
+            assert_eq!(
+                lookup.by_getaddrinfo,
+                std::slice::from_ref(ip),
+                "getaddrinfo for {name}:\n{content}"
+            );
+        }
     }
     if !agree {
         tally.disagreements += 1;
@@ -393,8 +450,8 @@ fn hosts_ral_writes_read_the_same_with_glibc() {
     eprintln!(
         "host, {run}: {} cases read back, {} changes tried ({} refused; values taken: {} \
          with a special character, {} with a letter of another script, {} long), {} entries \
-         compared with gethostent, {} names and aliases looked up ({} shared with another \
-         entry, not looked up), {} disagreements",
+         compared with gethostent, {} names and aliases looked up ({} found by getaddrinfo; \
+         {} shared with another entry, not looked up), {} disagreements",
         tally.cases,
         tally.changes,
         tally.refused,
@@ -403,6 +460,7 @@ fn hosts_ral_writes_read_the_same_with_glibc() {
         tally.long,
         tally.enumerated,
         tally.looked_up,
+        tally.by_getaddrinfo,
         tally.shared_names,
         tally.disagreements
     );

@@ -8,7 +8,9 @@
 //! and the toolkit's `remove_tree` never crosses a mount, whoever calls
 //! it. The user provider's `managehome` keeps a home whole that is a
 //! mount point or holds one. An edit of several files (the account
-//! files) that would rename over a mount point writes none of them.
+//! files) that would rename over a mount point writes none of them; a
+//! preview (`ralsh -n`) of an edit that would rename over one (a file,
+//! or the journal) refuses as the change does.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -26,6 +28,7 @@ pub fn tests() -> Vec<Test> {
         file_never_removes_or_changes_through_a_mount_point,
         remove_tree_never_crosses_a_mount,
         an_edit_of_several_files_never_half_replaces_a_mount_point,
+        a_preview_refuses_to_replace_a_mount_point_as_the_change_does,
     ];
     all.extend(tests![[Root, MountNamespace]
         managehome_keeps_a_home_that_is_or_holds_a_mount_point,
@@ -358,6 +361,56 @@ fn an_edit_of_several_files_never_half_replaces_a_mount_point() {
         has(section, "exit status");
     }
     // Lock files may stay (as after any edit); nothing else is new.
+    let mut after = tree_snapshot(sandbox.root());
+    after.retain(|path, _| !path.to_string_lossy().ends_with("lock"));
+    assert_eq!(before, after, "no file of the root changed or stayed");
+    assert_eq!(outside_before, tree_snapshot(o), "nothing outside written");
+}
+
+/// `ralsh -n` says what the change would: that a file
+/// (group, hosts, fstab) or the accounts' journal something is mounted
+/// on cannot be replaced, not that it would change.
+fn a_preview_refuses_to_replace_a_mount_point_as_the_change_does() {
+    let sandbox = Sandbox::new();
+    sandbox.write_accounts();
+    sandbox.write("etc/hosts", "");
+    sandbox.write("etc/fstab", "");
+    sandbox.write("etc/.pwd.lock.ral-journal", "");
+    let outside = tempfile::tempdir().unwrap();
+    let o = outside.path();
+    std::fs::write(o.join("file"), "root:x:0:\n").unwrap();
+    let before = tree_snapshot(sandbox.root());
+    let outside_before = tree_snapshot(o);
+    let (r, od) = (sandbox.root().display(), o.display());
+    let setup = ["group", "hosts", "fstab", ".pwd.lock.ral-journal"]
+        .map(|name| format!("mount --bind '{od}/file' '{r}/etc/{name}'"))
+        .join("\n");
+    let lines = [
+        ralsh(&sandbox, "-n user bob ensure=present"),
+        ralsh(&sandbox, "-n host web ip=10.0.0.1"),
+        ralsh(&sandbox, "-n mount /srv device=/dev/sdb1 fstype=ext4"),
+        format!(
+            "umount '{r}/etc/group' && {}",
+            ralsh(&sandbox, "-n user bob ensure=present")
+        ),
+    ];
+    let sections = in_namespace(&sandbox, false, &setup, &lines);
+    let refused = |name: &str| {
+        format!(
+            "cannot replace '{r}/etc/{name}': it is a mount point (something is mounted on it, \
+             maybe from outside the root), which a file is never renamed over; nothing was \
+             written"
+        )
+    };
+    for (section, name) in sections
+        .iter()
+        .zip(["group", "hosts", "fstab", ".pwd.lock.ral-journal"])
+    {
+        has(section, &refused(name));
+        has(section, "exit status");
+        assert!(!section.contains("would change"), "{section}");
+    }
+    // Lock files may stay; nothing else is new, nothing changed.
     let mut after = tree_snapshot(sandbox.root());
     after.retain(|path, _| !path.to_string_lossy().ends_with("lock"));
     assert_eq!(before, after, "no file of the root changed or stayed");

@@ -347,9 +347,12 @@ impl<'a> Edit<'a> {
     }
 
     fn commit_as(&mut self, now: bool) -> CallResult<()> {
-        if self.noop {
+        // Before noop stops: a preview says what the change would say.
+        let refused = self.refuse_mount_points();
+        if self.noop || refused.is_err() {
             self.staged.clear();
         }
+        refused?;
         if self.staged.is_empty() {
             return Ok(());
         }
@@ -378,14 +381,6 @@ impl<'a> Edit<'a> {
                      nothing was written",
                     quoted(file.target.path()),
                     quoted(&self.guard.show())
-                )));
-            }
-            if now.is_some() && mounted_on(&file.target) {
-                return Err(CallError::new(format!(
-                    "cannot replace {}: it is a mount point (something is mounted on it, maybe \
-                     from outside the root), which a file is never renamed over; nothing was \
-                     written",
-                    quoted(file.target.path())
                 )));
             }
         }
@@ -462,6 +457,30 @@ impl<'a> Edit<'a> {
         // The batch's now.
         self.temps
             .retain(|(d, t)| !(t == &temp && d.rel() == file.target.dir().rel()));
+        Ok(())
+    }
+
+    /// Refuses the staged change when a file it replaces, or the journal
+    /// an edit of several files writes, is a mount point: the rename over
+    /// it would fail (EBUSY), maybe after other files were replaced.
+    fn refuse_mount_points(&self) -> CallResult<()> {
+        let dir = self.guard.dir();
+        let journal = self.guard.journal().filter(|_| self.staged.len() > 1);
+        let targets = self
+            .staged
+            .iter()
+            .map(|file| (file.target.dir(), file.target.name()))
+            .chain(journal.as_deref().map(|name| (dir, name)));
+        for (dir, name) in targets {
+            if mounted_on(dir, name) {
+                return Err(CallError::new(format!(
+                    "cannot replace {}: it is a mount point (something is mounted on it, maybe \
+                     from outside the root), which a file is never renamed over; nothing was \
+                     written",
+                    quoted(&dir.show(name))
+                )));
+            }
+        }
         Ok(())
     }
 
@@ -543,12 +562,13 @@ impl Drop for Edit<'_> {
 const TEMP_FLAGS: libc::c_int =
     libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
 
-/// Whether something is mounted on `target`. The rename would fail on it
-/// anyway (EBUSY); told before, it keeps an edit of several files from
-/// replacing some and not the others. A mount id that cannot be read
-/// leaves that to the rename.
-fn mounted_on(target: &Target) -> bool {
-    sys::is_mount_point_at(target.dir().as_fd(), target.name().as_ref()).unwrap_or(false)
+/// Whether something is mounted on `name` in `dir`. The rename would
+/// fail on it anyway (EBUSY); told before, it keeps an edit of several
+/// files from replacing some and not the others, and a preview from
+/// promising what the change cannot do. A mount id that cannot be read
+/// (or a file that does not exist) leaves that to the rename.
+fn mounted_on(dir: &Dir, name: &str) -> bool {
+    sys::is_mount_point_at(dir.as_fd(), name.as_ref()).unwrap_or(false)
 }
 
 /// A new temporary file for `name` in `dir`, open to write.

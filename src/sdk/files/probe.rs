@@ -10,6 +10,9 @@
 //!   SIGKILL would: from then on the thread changes nothing more (no
 //!   temporary file removed, no journal dropped, no directory synced)
 //!   while it unwinds, and its locks go as a dead process's do.
+//! - [`after_mkdir`] runs what another process might do right after a
+//!   directory is made, before it is opened (a mount on it, say): the race
+//!   made to happen every time.
 //!
 //! `sys` calls in here from the few calls that make a change durable or
 //! visible (fsync, syncfs, rename) and refuses every change of a killed
@@ -204,6 +207,23 @@ struct Kill;
 thread_local! {
     static RENAMES_LEFT: Cell<Option<usize>> = const { Cell::new(None) };
     static DEAD: Cell<bool> = const { Cell::new(false) };
+    static AFTER_MKDIR: Cell<Option<Box<dyn FnOnce()>>> = const { Cell::new(None) };
+}
+
+/// Runs `body` with `hook` run (once, on this thread) right after its
+/// first successful mkdir.
+pub fn after_mkdir<R>(hook: impl FnOnce() + 'static, body: impl FnOnce() -> R) -> R {
+    AFTER_MKDIR.with(|after| after.set(Some(Box::new(hook))));
+    let result = body();
+    AFTER_MKDIR.with(Cell::take);
+    result
+}
+
+/// A directory was made: runs the hook waiting for it, if any.
+pub(super) fn made_dir() {
+    if let Some(hook) = AFTER_MKDIR.with(Cell::take) {
+        hook();
+    }
 }
 
 /// `from` in `from_dir` was renamed to `to` in `to_dir`; kills the thread

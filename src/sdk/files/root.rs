@@ -382,7 +382,8 @@ fn read_link(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
 /// Makes the directory `name` in `parent` as `create` asks and opens it.
 /// One made there meanwhile (by another process, or mounted on) is opened
 /// and left as it is, as one found there is: its mode and owner are not
-/// ours to set.
+/// ours to set. One mounted on between the mkdir and the open is refused,
+/// unchanged: what was opened is the mount's, not the directory made.
 pub(super) fn make_dir(
     parent: BorrowedFd<'_>,
     name: &str,
@@ -404,6 +405,17 @@ pub(super) fn make_dir(
     if !made {
         return Ok(fd);
     }
+    // Checked on the descriptor itself: a mount after this changes
+    // nothing of what is open.
+    let mounted = on_other_mount(fd.as_fd(), parent)
+        .map_err(|err| CallError::io(&err, &format!("check the directory {}", quoted(shown))))?;
+    if mounted {
+        return Err(CallError::new(format!(
+            "cannot set up the directory {}: something was mounted on it since it was made; \
+             refusing to change what is mounted there",
+            quoted(shown)
+        )));
+    }
     let set_up = (|| {
         if (create.uid.is_some() || create.gid.is_some()) && sys::is_root() {
             sys::fchown(fd.as_fd(), create.uid, create.gid)?;
@@ -414,6 +426,11 @@ pub(super) fn make_dir(
     set_up
         .map_err(|err| CallError::io(&err, &format!("set up the directory {}", quoted(shown))))?;
     Ok(fd)
+}
+
+/// Whether what is open as `fd` lies on another mount than `parent`.
+fn on_other_mount(fd: BorrowedFd<'_>, parent: BorrowedFd<'_>) -> io::Result<bool> {
+    Ok(sys::mount_id(fd)? != sys::mount_id(parent)?)
 }
 
 /// An open directory below the root. Its `rel` is its path relative to

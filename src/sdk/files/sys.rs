@@ -142,7 +142,10 @@ pub fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr, mode: libc::mode_t) -> io::Re
     super::probe::alive()?;
     let name = c_name(name)?;
     // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
-    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) })?;
+    #[cfg(test)]
+    super::probe::made_dir();
+    Ok(())
 }
 
 /// `renameat(2)` within one directory or between two.

@@ -86,6 +86,11 @@ pub struct Catalog<'r> {
     /// When model plugins made some of the items: what their callbacks
     /// are given when they run.
     pub plugins: Option<Arc<super::expand::PluginRun>>,
+    /// Pairs of items whose metadata orders each after the other (a group
+    /// listing as a member a user whose gid is the group's): unordered,
+    /// which does when either exists already (as what `ralsh --yaml`
+    /// prints), and refused by the plan when it would create both.
+    pub tangled: Vec<(usize, usize)>,
 }
 
 impl<'r> Catalog<'r> {
@@ -217,6 +222,7 @@ impl<'r> Catalog<'r> {
         let mut automatic: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
         add_automatic_edges(&items, &mut automatic);
         add_declared_relations(&items, &mut automatic, &mut subscribes);
+        let tangled = untangle(&requires, &mut automatic);
         order_removals(&items, &mut automatic, 0);
         for (at, ((mut prerequisites, implied), mut sources)) in requires
             .into_iter()
@@ -239,20 +245,7 @@ impl<'r> Catalog<'r> {
         let order = match graph::order(&edges) {
             Ok(order) => order,
             Err(cycles) => {
-                for cycle in cycles {
-                    let names: Vec<String> = cycle
-                        .iter()
-                        .chain(cycle.first())
-                        .map(|&at| {
-                            format!("{} ({})", items[at].reference(), place(&items[at].origin))
-                        })
-                        .collect();
-                    problems.push(items[cycle[0]].origin.problem(format!(
-                        "dependency cycle: {}; each must come after the next{}",
-                        names.join(" -> "),
-                        cycle_reasons(&items, &cycle)
-                    )));
-                }
+                problems.extend(cycles.iter().map(|cycle| cycle_problem(&items, cycle)));
                 Vec::new()
             }
         };
@@ -261,6 +254,7 @@ impl<'r> Catalog<'r> {
                 items,
                 order,
                 plugins: None,
+                tangled,
             })
         } else {
             Err(problems)
@@ -448,6 +442,44 @@ fn add_automatic_edges(items: &[Item], requires: &mut [Vec<usize>]) {
             }
         }
     }
+}
+
+/// The problem of a dependency cycle (each item after the next, the
+/// last after the first), at its first item's place.
+pub(super) fn cycle_problem(items: &[Item], cycle: &[usize]) -> Problem {
+    let names: Vec<String> = (cycle.iter().chain(cycle.first()))
+        .map(|&at| format!("{} ({})", items[at].reference(), place(&items[at].origin)))
+        .collect();
+    items[cycle[0]].origin.problem(format!(
+        "dependency cycle: {}; each must come after the next{}",
+        names.join(" -> "),
+        cycle_reasons(items, cycle)
+    ))
+}
+
+/// Takes out of `automatic` (what the metadata implies) the links that
+/// a link `written` in the manifest orders the other way (the manifest's
+/// word wins), and the pairs it orders both ways, which it returns: such
+/// a link matters only when the resource it waits for is to be made,
+/// which the plan tells (see [`Catalog::tangled`]).
+fn untangle(written: &[Vec<usize>], automatic: &mut [Vec<usize>]) -> Vec<(usize, usize)> {
+    for (later, links) in automatic.iter_mut().enumerate() {
+        links.retain(|&earlier| !written[earlier].contains(&later));
+    }
+    let mut tangled = Vec::new();
+    for (later, links) in automatic.iter().enumerate() {
+        for &earlier in links {
+            let both = later < earlier && automatic[earlier].contains(&later);
+            if both && !tangled.contains(&(later, earlier)) {
+                tangled.push((later, earlier));
+            }
+        }
+    }
+    for &(one, other) in &tangled {
+        automatic[one].retain(|&at| at != other);
+        automatic[other].retain(|&at| at != one);
+    }
+    tangled
 }
 
 /// What attributes make the links of a cycle (each item after the next,
@@ -844,6 +876,16 @@ mod tests {
     }
 
     #[test]
+    fn a_written_order_wins_over_what_the_metadata_implies_the_other_way() {
+        let registry = registry();
+        let text = "group:\n  g: {gid: 3000, members: [u], require: 'User[u]'}\nuser:\n  \
+                    u: {gid: 3000}\n";
+        let catalog = build(&registry, text).unwrap();
+        assert!(catalog.tangled.is_empty());
+        assert_eq!(ordered(&catalog), ["user[u]", "group[g]"]);
+    }
+
+    #[test]
     fn a_written_order_against_the_removal_order_is_a_cycle() {
         let registry = registry();
         let text =
@@ -860,9 +902,11 @@ mod tests {
     fn a_group_listing_a_user_of_its_gid_is_a_cycle_told_with_its_way_out() {
         let registry = registry();
         let text = "group:\n  g: {gid: 3000, members: [u]}\nuser:\n  u: {gid: 3000}\n";
-        let problems = build(&registry, text).unwrap_err();
-        assert_eq!(problems.len(), 1);
-        let message = problems[0].to_string();
+        // Unordered, as when both exist; the plan refuses to make both.
+        let catalog = build(&registry, text).unwrap();
+        assert_eq!(catalog.tangled, [(0, 1)]);
+        assert!(catalog.items.iter().all(|item| item.requires.is_empty()));
+        let message = cycle_problem(&catalog.items, &[0, 1]).to_string();
         for part in [
             "dependency cycle: group[g] (m.yaml:2) -> user[u] (m.yaml:4) -> group[g] (m.yaml:2)",
             "group[g]'s members name user[u], and user[u]'s gid 3000 is group[g]'s gid",

@@ -513,6 +513,7 @@ mod tests {
                 .collect(),
             order: (0..names.len()).collect(),
             plugins: None,
+            tangled: Vec::new(),
         }
     }
 

@@ -315,6 +315,7 @@ mod tests {
     fn bundled_references_name_bundled_types() {
         let mut references = Vec::new();
         let mut path_named = Vec::new();
+        let mut removed_after = Vec::new();
         for (name, contents) in embedded::FILES {
             let Some(stem) = name.strip_suffix(".yaml") else {
                 continue;
@@ -324,13 +325,20 @@ mod tests {
             for attr in meta.attributes.values() {
                 if let Some(target) = &attr.refers_to {
                     assert!(has_type(target), "{name}: {}: {target}", attr.name);
-                    references.push(format!("{stem}.{} -> {target}", attr.name));
+                    let by =
+                        (attr.refers_by.as_deref()).map_or(String::new(), |by| format!(".{by}"));
+                    references.push(format!("{stem}.{} -> {target}{by}", attr.name));
                 }
+            }
+            for target in &meta.removed_after {
+                assert!(has_type(target), "{name}: removed_after: {target}");
+                removed_after.push(format!("{stem} after {target}"));
             }
             if meta.names_are_paths {
                 path_named.push(stem);
             }
         }
+        assert_eq!(removed_after, ["etc_group after user"]);
         references.sort();
         path_named.sort();
         assert_eq!(
@@ -338,6 +346,8 @@ mod tests {
             [
                 "authorized_keys.user -> user",
                 "crontab.user -> user",
+                "etc_group.members -> user",
+                "etc_passwd.gid -> group.gid",
                 "etc_passwd.groups -> group",
                 "file.group -> group",
                 "file.owner -> user",

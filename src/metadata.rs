@@ -210,6 +210,10 @@ pub struct Attribute {
     /// The type whose resources the value names (a string, or each element
     /// of an array): a plan orders a resource after the ones it names.
     pub refers_to: Option<String>,
+    /// With `refers_to`: the attribute of the resources referred to whose
+    /// value this one holds, rather than their name (a user's `gid` names
+    /// the group whose `gid` it is).
+    pub refers_by: Option<String>,
     /// The read-only attribute that reports this one's digest
     /// (`sha256:HEX` of its text): a value the provider does not report
     /// (too large, or private) is compared through it, and a value too
@@ -267,6 +271,9 @@ pub struct Metadata {
     pub attributes: AttrMap<Attribute>,
     /// `autorequire`, `autobefore`, `autonotify` and `autosubscribe`.
     pub relations: Vec<Relation>,
+    /// The types whose removals a removal of one of its resources waits
+    /// for, when one plan removes both (a group after the users).
+    pub removed_after: Vec<String>,
 }
 
 /// The most bytes of metadata accepted, from a `.yaml` or a describe.
@@ -419,6 +426,8 @@ struct RawProvider {
     autonotify: RawRelations,
     #[serde(default)]
     autosubscribe: RawRelations,
+    #[serde(default, deserialize_with = "text_list")]
+    removed_after: Vec<String>,
     attributes: IndexMap<String, RawAttribute>,
 }
 
@@ -478,6 +487,8 @@ pub(crate) struct RawAttribute {
     sensitive: bool,
     #[serde(default, deserialize_with = "optional_text")]
     refers_to: Option<String>,
+    #[serde(default, deserialize_with = "optional_text")]
+    refers_by: Option<String>,
     #[serde(default, deserialize_with = "optional_text")]
     digest: Option<String>,
     #[serde(default, deserialize_with = "optional_text")]
@@ -600,6 +611,7 @@ impl RawProvider {
         ]) {
             relations.extend(relations::check(kind, raw, &names, &sensitive)?);
         }
+        let removed_after = check_removed_after(self.removed_after)?;
         Ok(Metadata {
             type_name: self.type_name,
             name,
@@ -613,6 +625,7 @@ impl RawProvider {
             sensitive_in,
             attributes,
             relations,
+            removed_after,
         })
     }
 }
@@ -688,6 +701,20 @@ impl RawAttribute {
                 return Err(format!("{path}: the name cannot refer to another resource"));
             }
         }
+        match (&self.refers_by, &self.refers_to) {
+            (Some(_), None) => {
+                return Err(format!(
+                    "{path}.refers_by: only with refers_to (it names an attribute of that type)"
+                ))
+            }
+            (Some(by), Some(_)) if !is_identifier(by) => {
+                return Err(format!(
+                    "{path}.refers_by: '{by}' is not an attribute name (a word of letters, \
+                     digits and '_')"
+                ))
+            }
+            _ => {}
+        }
         Ok(Attribute {
             name: name.to_owned(),
             desc: self.desc.unwrap_or_default(),
@@ -697,10 +724,29 @@ impl RawAttribute {
             default,
             sensitive: self.sensitive,
             refers_to: self.refers_to,
+            refers_by: self.refers_by,
             digest: self.digest,
             private_by: self.private_by,
         })
     }
+}
+
+/// The types of `removed_after`: each a word, listed once.
+fn check_removed_after(types: Vec<String>) -> std::result::Result<Vec<String>, String> {
+    for (at, type_name) in types.iter().enumerate() {
+        if !is_identifier(type_name) {
+            return Err(format!(
+                "provider.removed_after: '{type_name}' is not a type name (a word of letters, \
+                 digits and '_')"
+            ));
+        }
+        if types[..at].contains(type_name) {
+            return Err(format!(
+                "provider.removed_after: '{type_name}' is listed twice"
+            ));
+        }
+    }
+    Ok(types)
 }
 
 /// Each `digest` names a read-only attribute of the provider, and each
@@ -945,6 +991,53 @@ mod tests {
                 "unknown feature 'daemons' (known: supports_noop, starts_daemons, \
                  names_are_paths)"
             ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn refers_by_names_an_attribute_and_needs_refers_to() {
+        let with = |attributes: &str| {
+            parse(&MINIMAL.replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")))
+        };
+        let meta = with("    gid: {type: integer, refers_to: group, refers_by: gid}\n").unwrap();
+        assert_eq!(meta.attributes["gid"].refers_by.as_deref(), Some("gid"));
+        assert_eq!(meta.attributes["name"].refers_by, None);
+        let err = with("    gid: {refers_by: gid}\n").unwrap_err().to_string();
+        assert!(
+            err.contains("provider.attributes.gid.refers_by: only with refers_to"),
+            "{err}"
+        );
+        let err = with("    gid: {refers_to: group, refers_by: 'g id'}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("refers_by: 'g id' is not an attribute name"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn removed_after_lists_type_names_once() {
+        let with = |types: &str| {
+            parse(&MINIMAL.replace(
+                "  suitable: true\n",
+                &format!("  suitable: true\n  removed_after: {types}\n"),
+            ))
+        };
+        assert!(parse(MINIMAL).unwrap().removed_after.is_empty());
+        assert_eq!(
+            with("[user, file]").unwrap().removed_after,
+            ["user", "file"]
+        );
+        let err = with("[user, user]").unwrap_err().to_string();
+        assert!(
+            err.contains("provider.removed_after: 'user' is listed twice"),
+            "{err}"
+        );
+        let err = with("['user::etc_passwd']").unwrap_err().to_string();
+        assert!(
+            err.contains("provider.removed_after: 'user::etc_passwd' is not a type name"),
             "{err}"
         );
     }

@@ -230,6 +230,7 @@ impl RawItemType {
                 default: None,
                 sensitive: false,
                 refers_to: None,
+                refers_by: None,
                 digest: None,
                 private_by: None,
             },
@@ -271,6 +272,7 @@ impl RawItemType {
                 sensitive_in: SensitiveIn::Args,
                 attributes,
                 relations: Vec::new(),
+                removed_after: Vec::new(),
             },
         })
     }

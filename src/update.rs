@@ -158,7 +158,8 @@ impl Request {
         })
     }
 
-    fn wants_absent(&self) -> bool {
+    /// Whether it asks for the resource to be removed (`ensure: absent`).
+    pub fn wants_absent(&self) -> bool {
         self.attrs
             .iter()
             .any(|(k, v)| k == "ensure" && v.as_str() == Some("absent"))

@@ -86,6 +86,11 @@ pub struct Catalog<'r> {
     /// When model plugins made some of the items: what their callbacks
     /// are given when they run.
     pub plugins: Option<Arc<super::expand::PluginRun>>,
+    /// Pairs of items whose metadata orders each after the other (a group
+    /// listing as a member a user whose gid is the group's): unordered,
+    /// which does when either exists already (as what `ralsh --yaml`
+    /// prints), and refused by the plan when it would create both.
+    pub tangled: Vec<(usize, usize)>,
 }
 
 impl<'r> Catalog<'r> {
@@ -212,35 +217,35 @@ impl<'r> Catalog<'r> {
                 }
             }
         }
-        add_automatic_edges(&items, &mut requires);
-        add_declared_relations(&items, &mut requires, &mut subscribes);
-        for (at, (mut prerequisites, mut sources)) in
-            requires.into_iter().zip(subscribes).enumerate()
+        // What the metadata implies gives way to the order of removals;
+        // what the manifest writes does not (against it, it is a cycle).
+        let mut automatic: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
+        add_automatic_edges(&items, &mut automatic);
+        add_declared_relations(&items, &mut automatic, &mut subscribes);
+        let tangled = untangle(&requires, &mut automatic);
+        order_removals(&items, &mut automatic, 0);
+        for (at, ((mut prerequisites, implied), mut sources)) in requires
+            .into_iter()
+            .zip(automatic)
+            .zip(subscribes)
+            .enumerate()
         {
+            prerequisites.extend(implied);
             prerequisites.sort_unstable();
             prerequisites.dedup();
-            items[at].requires = prerequisites;
+            // A refresh comes only with an order: one whose order gave
+            // way goes with it.
+            sources.retain(|source| prerequisites.binary_search(source).is_ok());
             sources.sort_unstable();
             sources.dedup();
+            items[at].requires = prerequisites;
             items[at].subscribes = sources;
         }
         let edges: Vec<&[usize]> = items.iter().map(|i| i.requires.as_slice()).collect();
         let order = match graph::order(&edges) {
             Ok(order) => order,
             Err(cycles) => {
-                for cycle in cycles {
-                    let names: Vec<String> = cycle
-                        .iter()
-                        .chain(cycle.first())
-                        .map(|&at| {
-                            format!("{} ({})", items[at].reference(), place(&items[at].origin))
-                        })
-                        .collect();
-                    problems.push(items[cycle[0]].origin.problem(format!(
-                        "dependency cycle: {}; each must come after the next",
-                        names.join(" -> ")
-                    )));
-                }
+                problems.extend(cycles.iter().map(|cycle| cycle_problem(&items, cycle)));
                 Vec::new()
             }
         };
@@ -249,6 +254,7 @@ impl<'r> Catalog<'r> {
                 items,
                 order,
                 plugins: None,
+                tangled,
             })
         } else {
             Err(problems)
@@ -324,8 +330,65 @@ fn lookup<'a>(
     }
 }
 
+/// Whether `item` is a resource the plan removes (`ensure: absent`).
+fn removed(item: &Item) -> bool {
+    item.role == Role::Resource && item.request.wants_absent()
+}
+
+/// The order of removals the metadata asks for (`removed_after`): each
+/// pair `(later, earlier)` of removed items, the removal of `later` (a
+/// group) waiting for that of `earlier` (a user), where `later` is an
+/// item from `from` on or `earlier` is. Removing the one never needs the
+/// other gone, while the other way round may fail.
+pub(super) fn removal_waits(items: &[Item], from: usize) -> Vec<(usize, usize)> {
+    if items
+        .iter()
+        .all(|item| item.provider.meta.removed_after.is_empty())
+    {
+        return Vec::new();
+    }
+    let mut by_type: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (at, item) in items.iter().enumerate().filter(|(_, item)| removed(item)) {
+        by_type
+            .entry(item.provider.type_name())
+            .or_default()
+            .push(at);
+    }
+    let mut waits = Vec::new();
+    for (later, item) in items.iter().enumerate().filter(|(_, item)| removed(item)) {
+        for type_name in &item.provider.meta.removed_after {
+            // As references in manifests: a type not found as written is
+            // looked for in its reference form.
+            let lower = crate::discovery::reference_form(type_name);
+            let found = by_type
+                .get(type_name.as_str())
+                .or_else(|| by_type.get(lower.as_str()));
+            for &earlier in found.into_iter().flatten() {
+                if earlier != later && (later >= from || earlier >= from) {
+                    waits.push((later, earlier));
+                }
+            }
+        }
+    }
+    waits
+}
+
+/// Puts into `requires` the order [`removal_waits`] asks for among the
+/// items (those from `from` on with any other), taking out of it what
+/// would order a pair the other way: an edge the metadata implies or one
+/// reversed from the store's never blocks a removal with a cycle.
+pub(super) fn order_removals(items: &[Item], requires: &mut [Vec<usize>], from: usize) {
+    for (later, earlier) in removal_waits(items, from) {
+        requires[earlier].retain(|&other| other != later);
+        if !requires[later].contains(&earlier) {
+            requires[later].push(earlier);
+        }
+    }
+}
+
 /// Edges the metadata implies: an attribute that names a resource of
-/// another type (`refers_to`), and paths under paths of the same type
+/// another type (`refers_to`), or holds the value of one of its
+/// attributes (`refers_by`), and paths under paths of the same type
 /// (`names_are_paths`). Only resources both in the manifest are linked.
 fn add_automatic_edges(items: &[Item], requires: &mut [Vec<usize>]) {
     // Most catalogs have no such attribute, and a catalog of many
@@ -344,38 +407,194 @@ fn add_automatic_edges(items: &[Item], requires: &mut [Vec<usize>]) {
             .or_default()
             .push(at);
     }
+    let by_value = ByValue::of(items);
     for (at, item) in items.iter().enumerate() {
-        let mut link = |type_name: &str, name: &str| {
-            for &other in by_type.get(&(type_name, name)).into_iter().flatten() {
+        let mut link = |found: Option<&Vec<usize>>| {
+            for &other in found.into_iter().flatten() {
                 if other != at {
                     requires[at].push(other);
                 }
             }
         };
         for (key, value) in &item.request.attrs {
-            let Some(target) = item
-                .provider
-                .attribute(key)
-                .and_then(|a| a.refers_to.as_deref())
-            else {
+            let Some(attribute) = item.provider.attribute(key) else {
                 continue;
             };
-            match value {
-                Value::String(name) => link(target, name),
-                Value::Array(values) => values
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .for_each(|name| link(target, name)),
-                _ => {}
+            let Some(target) = attribute.refers_to.as_deref() else {
+                continue;
+            };
+            let values = match value {
+                Value::Array(values) => values.as_slice(),
+                value => std::slice::from_ref(value),
+            };
+            for value in values {
+                match attribute.refers_by.as_deref() {
+                    Some(by) => link(by_value.get(target, by, value)),
+                    None => link(value.as_str().and_then(|name| by_type.get(&(target, name)))),
+                }
             }
         }
         if item.provider.meta.names_are_paths {
             for parent in Path::new(item.name()).ancestors().skip(1) {
                 if let Some(parent) = parent.to_str().filter(|p| !p.is_empty()) {
-                    link(item.provider.type_name(), parent);
+                    link(by_type.get(&(item.provider.type_name(), parent)));
                 }
             }
         }
+    }
+}
+
+/// The problem of a dependency cycle (each item after the next, the
+/// last after the first), at its first item's place.
+pub(super) fn cycle_problem(items: &[Item], cycle: &[usize]) -> Problem {
+    let names: Vec<String> = (cycle.iter().chain(cycle.first()))
+        .map(|&at| format!("{} ({})", items[at].reference(), place(&items[at].origin)))
+        .collect();
+    items[cycle[0]].origin.problem(format!(
+        "dependency cycle: {}; each must come after the next{}",
+        names.join(" -> "),
+        cycle_reasons(items, cycle)
+    ))
+}
+
+/// Takes out of `automatic` (what the metadata implies) the links that
+/// a link `written` in the manifest orders the other way (the manifest's
+/// word wins), and the pairs it orders both ways, which it returns: such
+/// a link matters only when the resource it waits for is to be made,
+/// which the plan tells (see [`Catalog::tangled`]).
+fn untangle(written: &[Vec<usize>], automatic: &mut [Vec<usize>]) -> Vec<(usize, usize)> {
+    for (later, links) in automatic.iter_mut().enumerate() {
+        links.retain(|&earlier| !written[earlier].contains(&later));
+    }
+    let mut tangled = Vec::new();
+    for (later, links) in automatic.iter().enumerate() {
+        for &earlier in links {
+            let both = later < earlier && automatic[earlier].contains(&later);
+            if both && !tangled.contains(&(later, earlier)) {
+                tangled.push((later, earlier));
+            }
+        }
+    }
+    for &(one, other) in &tangled {
+        automatic[one].retain(|&at| at != other);
+        automatic[other].retain(|&at| at != one);
+    }
+    tangled
+}
+
+/// What attributes make the links of a cycle (each item after the next,
+/// the last after the first), as the end of its message: which value
+/// names which resource, and what the metadata says of each such
+/// attribute (where the way out is told). Empty when no attribute does.
+fn cycle_reasons(items: &[Item], cycle: &[usize]) -> String {
+    let mut links = Vec::new();
+    let mut described: Vec<String> = Vec::new();
+    for (at, &later) in cycle.iter().enumerate() {
+        let earlier = cycle[(at + 1) % cycle.len()];
+        for (attribute, why) in referring(&items[later], &items[earlier]) {
+            links.push(why);
+            let about = format!(
+                "{} {}: {}",
+                items[later].provider.type_name(),
+                attribute.name,
+                attribute.desc
+            );
+            if !attribute.desc.is_empty() && !described.contains(&about) {
+                described.push(about);
+            }
+        }
+    }
+    if links.is_empty() {
+        return String::new();
+    }
+    let mut text = format!(": {}", links.join(", and "));
+    if !described.is_empty() {
+        text.push_str(&format!(" ({})", described.join("; ")));
+    }
+    text
+}
+
+/// The attributes of `item` that refer to `other` (`refers_to`), each
+/// with the words saying how.
+fn referring<'i>(item: &'i Item, other: &Item) -> Vec<(&'i crate::metadata::Attribute, String)> {
+    let mut found = Vec::new();
+    for (key, value) in &item.request.attrs {
+        let Some(attribute) = item.provider.attribute(key) else {
+            continue;
+        };
+        if attribute.refers_to.as_deref() != Some(other.provider.type_name()) {
+            continue;
+        }
+        let values = match value {
+            Value::Array(values) => values.as_slice(),
+            value => std::slice::from_ref(value),
+        };
+        let why = match attribute.refers_by.as_deref() {
+            Some(by) => values
+                .iter()
+                .find(|value| {
+                    (other.request.attrs.iter())
+                        .any(|(key, theirs)| key == by && theirs.to_text() == value.to_text())
+                })
+                .map(|value| {
+                    format!(
+                        "{}'s {key} {} is {}'s {by}",
+                        item.reference(),
+                        escape(&value.to_text()),
+                        other.reference()
+                    )
+                }),
+            None => {
+                let verb = match value {
+                    Value::Array(_) => "name",
+                    _ => "names",
+                };
+                (values
+                    .iter()
+                    .any(|value| value.as_str() == Some(other.name())))
+                .then(|| format!("{}'s {key} {verb} {}", item.reference(), other.reference()))
+            }
+        };
+        found.extend(why.map(|why| (attribute, why)));
+    }
+    found
+}
+
+/// The items by the values of the attributes some `refers_by` names:
+/// (type, attribute, value as text) -> items.
+struct ByValue<'a> {
+    found: HashMap<(&'a str, &'a str, String), Vec<usize>>,
+}
+
+impl<'a> ByValue<'a> {
+    fn of(items: &'a [Item]) -> ByValue<'a> {
+        // The (type, attribute) pairs referred to by value.
+        let wanted: std::collections::HashSet<(&str, &str)> = items
+            .iter()
+            .flat_map(|item| item.provider.meta.attributes.values())
+            .filter_map(|a| Some((a.refers_to.as_deref()?, a.refers_by.as_deref()?)))
+            .collect();
+        let mut found: HashMap<(&str, &str, String), Vec<usize>> = HashMap::new();
+        if wanted.is_empty() {
+            return ByValue { found };
+        }
+        for (at, item) in items.iter().enumerate() {
+            let type_name = item.provider.type_name();
+            for (key, value) in &item.request.attrs {
+                if let Some(&(type_name, key)) = wanted.get(&(type_name, key.as_str())) {
+                    found
+                        .entry((type_name, key, value.to_text()))
+                        .or_default()
+                        .push(at);
+                }
+            }
+        }
+        ByValue { found }
+    }
+
+    /// The items of `type_name` whose `attribute` is `value`.
+    fn get(&self, type_name: &'a str, attribute: &'a str, value: &Value) -> Option<&Vec<usize>> {
+        self.found.get(&(type_name, attribute, value.to_text()))
     }
 }
 
@@ -576,4 +795,132 @@ fn check_resource<'r>(
         }
     }
     Some(item(attrs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::Metadata;
+
+    /// The bundled user and group providers, by their metadata.
+    fn registry() -> Registry {
+        let provider = |yaml: &str, file: &str| {
+            let meta = Metadata::parse(yaml, Path::new(file)).unwrap();
+            Provider::new(meta, file.into(), None)
+        };
+        Registry::of(vec![
+            provider(
+                include_str!("../../providers/etc_passwd.yaml"),
+                "etc_passwd.yaml",
+            ),
+            provider(
+                include_str!("../../providers/etc_group.yaml"),
+                "etc_group.yaml",
+            ),
+        ])
+    }
+
+    fn build<'r>(registry: &'r Registry, text: &str) -> Result<Catalog<'r>, Vec<Problem>> {
+        let (declared, problems) = super::super::manifest::parse(text, Path::new("m.yaml"));
+        assert!(problems.is_empty(), "{problems:?}");
+        Catalog::build(registry, &declared)
+    }
+
+    /// The references in the catalog's order.
+    fn ordered(catalog: &Catalog) -> Vec<String> {
+        (catalog.order.iter())
+            .map(|&at| catalog.items[at].reference())
+            .collect()
+    }
+
+    #[test]
+    fn a_user_waits_for_the_group_of_its_gid_and_a_group_for_its_members() {
+        let registry = registry();
+        let groups = "group:\n  h: {gid: 3001, members: [u]}\n  g: {gid: 3000}\n";
+        let users = "user:\n  u: {gid: 3000}\n";
+        for text in [format!("{groups}{users}"), format!("{users}{groups}")] {
+            let catalog = build(&registry, &text).unwrap();
+            assert_eq!(
+                ordered(&catalog),
+                ["group[g]", "user[u]", "group[h]"],
+                "{text}"
+            );
+        }
+        // A gid no group of the manifest has orders nothing.
+        let catalog = build(
+            &registry,
+            "user:\n  u: {gid: 7}\ngroup:\n  g: {gid: 3000}\n",
+        )
+        .unwrap();
+        assert_eq!(ordered(&catalog), ["user[u]", "group[g]"]);
+    }
+
+    #[test]
+    fn groups_are_removed_after_users_whatever_the_metadata_implies() {
+        let registry = registry();
+        // The key order puts the group first, and the user's gid and
+        // groups would make it wait for the groups: the removal order wins.
+        let text = "group:\n  bob: {ensure: absent}\n  g: {ensure: absent, gid: 3000}\nuser:\n  \
+                    bob: {ensure: absent, gid: 3000, groups: [g]}\n  carol: {ensure: absent}\n";
+        let catalog = build(&registry, text).unwrap();
+        assert_eq!(
+            ordered(&catalog),
+            ["user[bob]", "user[carol]", "group[bob]", "group[g]"]
+        );
+        // Made, not removed: the user still waits for its groups.
+        let catalog = build(
+            &registry,
+            "group:\n  g: {gid: 3000}\nuser:\n  bob: {gid: 3000}\n",
+        );
+        assert_eq!(ordered(&catalog.unwrap()), ["group[g]", "user[bob]"]);
+    }
+
+    #[test]
+    fn a_written_order_wins_over_what_the_metadata_implies_the_other_way() {
+        let registry = registry();
+        let text = "group:\n  g: {gid: 3000, members: [u], require: 'User[u]'}\nuser:\n  \
+                    u: {gid: 3000}\n";
+        let catalog = build(&registry, text).unwrap();
+        assert!(catalog.tangled.is_empty());
+        assert_eq!(ordered(&catalog), ["user[u]", "group[g]"]);
+    }
+
+    #[test]
+    fn a_written_order_against_the_removal_order_is_a_cycle() {
+        let registry = registry();
+        let text =
+            "group:\n  g: {ensure: absent, before: 'User[u]'}\nuser:\n  u: {ensure: absent}\n";
+        let problems = build(&registry, text).unwrap_err();
+        let message = problems[0].to_string();
+        assert!(
+            message.contains("dependency cycle: group[g] (m.yaml:2) -> user[u] (m.yaml:4)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_group_listing_a_user_of_its_gid_is_a_cycle_told_with_its_way_out() {
+        let registry = registry();
+        let text = "group:\n  g: {gid: 3000, members: [u]}\nuser:\n  u: {gid: 3000}\n";
+        // Unordered, as when both exist; the plan refuses to make both.
+        let catalog = build(&registry, text).unwrap();
+        assert_eq!(catalog.tangled, [(0, 1)]);
+        assert!(catalog.items.iter().all(|item| item.requires.is_empty()));
+        let message = cycle_problem(&catalog.items, &[0, 1]).to_string();
+        for part in [
+            "dependency cycle: group[g] (m.yaml:2) -> user[u] (m.yaml:4) -> group[g] (m.yaml:2)",
+            "group[g]'s members name user[u], and user[u]'s gid 3000 is group[g]'s gid",
+            "A user whose primary group this is needs no listing here (glibc counts it a \
+             member through its gid); to list it all the same, give the group in the user's \
+             groups instead",
+        ] {
+            assert!(message.contains(part), "{part}\n{message}");
+        }
+        // The way out it tells: the membership given in the user's groups.
+        let text = "group:\n  g: {gid: 3000}\nuser:\n  u: {gid: 3000, groups: [g]}\n";
+        assert_eq!(
+            ordered(&build(&registry, text).unwrap()),
+            ["group[g]", "user[u]"]
+        );
+    }
 }

@@ -365,25 +365,40 @@ pub fn add_removals<'r>(
             subscribes: Vec::new(),
         });
     }
+    let mut requires: Vec<Vec<usize>> = (catalog.items.iter_mut())
+        .map(|item| std::mem::take(&mut item.requires))
+        .collect();
     // Reverse the stored edges among the removed items.
     for (at, stored) in remove.iter().enumerate() {
         for (provider, name) in &stored.requires {
             if let Some(&prerequisite) = index.get(&(provider.as_str(), name.as_str())) {
-                catalog.items[prerequisite].requires.push(first + at);
+                requires[prerequisite].push(first + at);
             }
         }
     }
-    // The new items go after the others, in an order the edges allow.
-    let removal_order = super::graph::order(
-        &catalog.items[first..]
-            .iter()
-            .map(|item| item.requires.iter().map(|r| r - first).collect())
-            .collect::<Vec<Vec<usize>>>(),
-    )
-    .unwrap_or_else(|_| (0..remove.len()).collect());
-    catalog
-        .order
-        .extend(removal_order.into_iter().map(|at| at + first));
+    // The order of removals the metadata asks for (a group after the
+    // users) overrides that reverse, also with the manifest's removals.
+    super::catalog::order_removals(&catalog.items, &mut requires, first);
+    for (item, mut prerequisites) in catalog.items.iter_mut().zip(requires) {
+        prerequisites.sort_unstable();
+        prerequisites.dedup();
+        item.requires = prerequisites;
+    }
+    // The manifest's items come first as before, the new ones after them
+    // unless one of the manifest's removals waits for them.
+    let edges: Vec<&[usize]> = (catalog.items.iter())
+        .map(|item| item.requires.as_slice())
+        .collect();
+    match super::graph::order(&edges) {
+        Ok(order) => catalog.order = order,
+        // The store's edges were made in an order, and the removals'
+        // order only ever joins removals of two types: no cycle is
+        // expected; should one come, the removals go last as listed.
+        Err(_) => {
+            log::warn!("the removals of items no manifest lists are ordered in a cycle");
+            catalog.order.extend(first..catalog.items.len());
+        }
+    }
 }
 
 /// The state an item of the catalog is in before the plan runs: new
@@ -498,6 +513,7 @@ mod tests {
                 .collect(),
             order: (0..names.len()).collect(),
             plugins: None,
+            tangled: Vec::new(),
         }
     }
 
@@ -640,6 +656,60 @@ mod tests {
             );
         }
         assert_eq!(listed.order, [0, 3, 2, 1]);
+    }
+
+    #[test]
+    fn a_stored_group_is_removed_after_the_users_whatever_its_stored_edges_say() {
+        let provider = |yaml: &str, file: &str| {
+            let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new(file)).unwrap();
+            Provider::new(meta, file.into(), None)
+        };
+        let registry = Registry::of(vec![
+            provider(
+                include_str!("../../providers/etc_passwd.yaml"),
+                "etc_passwd.yaml",
+            ),
+            provider(
+                include_str!("../../providers/etc_group.yaml"),
+                "etc_group.yaml",
+            ),
+        ]);
+        let origin = Origin {
+            file: std::sync::Arc::from(std::path::Path::new("state.db")),
+            line: 0,
+        };
+        // The group was made after the user (it required it): reversed,
+        // its removal would come first, and fail while it is the user's
+        // primary group.
+        let group = StoredItem {
+            requires: vec![("user::etc_passwd".to_owned(), "u".to_owned())],
+            ..stored_of("group::etc_group", "g", true)
+        };
+        let user = stored_of("user::etc_passwd", "u", true);
+        let remove = [group.clone(), user.clone()];
+        let (declared, _) =
+            super::super::manifest::parse("user:\n  v: {}\n", std::path::Path::new("m.yaml"));
+        let mut catalog = Catalog::build(&registry, &declared).unwrap();
+        add_removals(&mut catalog, &registry, &remove, &origin);
+        let ordered: Vec<String> = (catalog.order.iter())
+            .map(|&at| catalog.items[at].reference())
+            .collect();
+        assert_eq!(ordered, ["user[v]", "user[u]", "group[g]"]);
+        assert_eq!(catalog.items[1].requires, [2]);
+        assert!(catalog.items[2].requires.is_empty());
+        // A group the manifest removes waits for a user the store's
+        // leftovers remove, though it comes first in the manifest.
+        let (declared, _) = super::super::manifest::parse(
+            "group:\n  h: {ensure: absent}\n",
+            std::path::Path::new("m.yaml"),
+        );
+        let mut catalog = Catalog::build(&registry, &declared).unwrap();
+        add_removals(&mut catalog, &registry, &[user], &origin);
+        let ordered: Vec<String> = (catalog.order.iter())
+            .map(|&at| catalog.items[at].reference())
+            .collect();
+        assert_eq!(ordered, ["user[u]", "group[h]"]);
+        assert_eq!(catalog.items[0].requires, [1]);
     }
 
     #[test]

@@ -476,6 +476,7 @@ pub fn plan_keeping(
             });
         }
     }
+    problems.extend(tangles_to_create(catalog, &tasks));
     if !problems.is_empty() {
         return Err(Error::Manifest { problems });
     }
@@ -485,6 +486,19 @@ pub fn plan_keeping(
         tasks,
         unchanged,
     })
+}
+
+/// The cycles of the pairs of items the metadata orders both ways
+/// ([`Catalog::tangled`]) that the plan would create both of: neither
+/// can be made before the other, so the plan is refused before anything
+/// runs. Where either exists, the other's need of it is met.
+fn tangles_to_create(catalog: &Catalog, tasks: &[Task]) -> Vec<Problem> {
+    let creates =
+        |at: usize| (tasks.iter()).any(|task| task.item == at && task.action == Action::Create);
+    (catalog.tangled.iter())
+        .filter(|&&(one, other)| creates(one) && creates(other))
+        .map(|&(one, other)| super::catalog::cycle_problem(&catalog.items, &[one, other]))
+        .collect()
 }
 
 /// The most waits a plan may gain beyond the requirements written: a

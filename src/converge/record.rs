@@ -687,6 +687,7 @@ mod tests {
             }],
             order: vec![0],
             plugins: None,
+            tangled: Vec::new(),
         }
     }
 

@@ -197,6 +197,37 @@ fn schema_and_parser_agree_on_good_and_bad_snippets() {
             false,
         ),
         ("    name: {}", "    name: {refers_to: user}", false),
+        (
+            "    name: {}",
+            "    name: {}\n    gid: {type: integer, refers_to: group, refers_by: gid}",
+            true,
+        ),
+        (
+            "    name: {}",
+            "    name: {}\n    gid: {refers_by: gid}",
+            false,
+        ),
+        (
+            "    name: {}",
+            "    name: {}\n    gid: {refers_to: group, refers_by: 'g id'}",
+            false,
+        ),
+        (
+            "type: thing",
+            "type: thing\n  removed_after: [user, file]",
+            true,
+        ),
+        (
+            "type: thing",
+            "type: thing\n  removed_after: [user, user]",
+            false,
+        ),
+        (
+            "type: thing",
+            "type: thing\n  removed_after: ['a b']",
+            false,
+        ),
+        ("type: thing", "type: thing\n  removed_after: user", false),
         ("    name: {}", "    name: {desc: x, kind: x}", false),
         ("    name: {}", "    name: {}\n    e: {typo: x}", false),
         ("    name: {}", "    name: {}\n    e: null", false),

@@ -119,3 +119,152 @@ fn write_only_parameters_ral_applied_are_settled() {
         .expect(2)
         .stdout_has("managehome: (none) -> false");
 }
+
+/// Writes `text` as the manifest `name` in `dir`, returning its path.
+fn manifest(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// Whether `name` has a line in the sandbox's `etc/FILE`.
+fn has_line(sandbox: &Sandbox, file: &str, name: &str) -> bool {
+    (sandbox.read(&format!("etc/{file}")).lines()).any(|line| line.starts_with(&format!("{name}:")))
+}
+
+#[test]
+fn a_group_and_its_user_removed_together_go_in_one_run_whatever_the_key_order() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let made = manifest(
+        &dir,
+        "made.yaml",
+        "group:\n  bob: {gid: 3100}\nuser:\n  bob: {gid: 3100}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&made])).expect(0);
+    // The group first: its removal must still wait for the user's.
+    let gone = manifest(
+        &dir,
+        "gone.yaml",
+        "group:\n  bob: {ensure: absent}\nuser:\n  bob: {ensure: absent}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&gone]))
+        .expect(0)
+        .stdout_has("Apply complete: 2 removed");
+    assert!(!has_line(&sandbox, "passwd", "bob") && !has_line(&sandbox, "group", "bob"));
+}
+
+#[test]
+fn a_group_made_after_its_user_is_still_removed_after_it_when_both_leave_the_manifests() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let a1 = manifest(
+        &dir,
+        "a1.yaml",
+        "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000}\nuser:\n  u: {gid: 3000, \
+         require: \"Group[g]\"}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&a1])).expect(0);
+    // Both exist: the group now requires the user, and the store keeps
+    // that edge (the user's gid is left as it is).
+    let a2 = manifest(
+        &dir,
+        "a2.yaml",
+        "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000, members: [u], require: \
+         \"User[u]\"}\nuser:\n  u: {}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&a2])).expect(0);
+    // Neither is listed: the stored edge reversed would remove the group,
+    // u's primary group, first; it is removed after the user.
+    let a3 = manifest(&dir, "a3.yaml", "host:\n  h.example: {ip: 10.0.0.9}\n");
+    run(&mut sandbox.ral_command("apply", &[&a3]))
+        .expect(0)
+        .stdout_has("Apply complete: 2 removed");
+    assert!(!has_line(&sandbox, "passwd", "u") && !has_line(&sandbox, "group", "g"));
+    run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", &a3]))
+        .expect(0)
+        .stdout_has("0 to create, 0 to change, 0 to remove");
+}
+
+#[test]
+fn the_three_applies_of_the_report_end_with_both_removed() {
+    // As reported: a2 lists the user in the members of its primary group
+    // and makes the group require it, which wins over the user's gid; the
+    // store keeps the group after the user, and a3 removes both.
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let a1 = manifest(
+        &dir,
+        "a1.yaml",
+        "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000}\nuser:\n  u: {gid: 3000, \
+         require: \"Group[g]\"}\n",
+    );
+    let a2 = manifest(
+        &dir,
+        "a2.yaml",
+        "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000, members: [u], require: \
+         \"User[u]\"}\nuser:\n  u: {gid: 3000}\n",
+    );
+    let a3 = manifest(&dir, "a3.yaml", "host:\n  h.example: {ip: 10.0.0.9}\n");
+    run(&mut sandbox.ral_command("apply", &[&a1])).expect(0);
+    run(&mut sandbox.ral_command("apply", &[&a2]))
+        .expect(0)
+        .stdout_has("Apply complete: 1 changed");
+    assert!(sandbox.read("etc/group").contains("g:x:3000:u\n"));
+    run(&mut sandbox.ral_command("apply", &[&a3]))
+        .expect(0)
+        .stdout_has("2 removed");
+    assert!(!has_line(&sandbox, "passwd", "u") && !has_line(&sandbox, "group", "g"));
+}
+
+#[test]
+fn users_and_groups_made_together_converge_in_one_run_in_any_key_order() {
+    let groups = "group:\n  h: {gid: 3001, members: [u]}\n  g: {gid: 3000}\n";
+    let users = "user:\n  u: {gid: 3000}\n";
+    for text in [format!("{groups}{users}"), format!("{users}{groups}")] {
+        let sandbox = Sandbox::seeded();
+        let dir = tempfile::tempdir().unwrap();
+        let m = manifest(&dir, "m.yaml", &text);
+        run(&mut sandbox.ral_command("apply", &[&m]))
+            .expect(0)
+            .stdout_has("Apply complete: 3 created");
+        run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", &m]))
+            .expect(0)
+            .stdout_has("0 to create, 0 to change, 0 to remove; 3 unchanged");
+    }
+}
+
+#[test]
+fn a_new_group_listing_the_new_user_of_its_gid_is_refused_with_the_way_out() {
+    let sandbox = Sandbox::seeded();
+    let before = [sandbox.read("etc/passwd"), sandbox.read("etc/group")];
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(
+        &dir,
+        "m.yaml",
+        "group:\n  g: {gid: 3000, members: [u]}\nuser:\n  u: {gid: 3000}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&m]))
+        .expect(2)
+        .stderr_has("m.yaml:2: dependency cycle: group[g] (")
+        .stderr_has("group[g]'s members name user[u], and user[u]'s gid 3000 is group[g]'s gid")
+        .stderr_has("needs no listing here (glibc counts it a member through its gid)")
+        .stderr_has("give the group in the user's groups instead");
+    assert_eq!(
+        [sandbox.read("etc/passwd"), sandbox.read("etc/group")],
+        before
+    );
+    // Where both exist, the same manifest plans nothing.
+    let made = manifest(
+        &dir,
+        "made.yaml",
+        "group:\n  g: {gid: 3000}\nuser:\n  u: {gid: 3000, groups: [g]}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&made]))
+        .expect(0)
+        .stdout_has("Apply complete: 2 created");
+    assert!(sandbox.read("etc/group").contains("g:x:3000:u\n"));
+    run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", &m]))
+        .expect(0)
+        .stdout_has("0 to create, 0 to change, 0 to remove; 2 unchanged");
+}

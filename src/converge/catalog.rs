@@ -4,7 +4,7 @@
 //! dependency order. All problems are collected, so one run reports them
 //! all.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::discovery::Registry;
@@ -378,9 +378,15 @@ pub(super) fn removal_waits(items: &[Item], from: usize) -> Vec<(usize, usize)> 
 /// would order a pair the other way: an edge the metadata implies or one
 /// reversed from the store's never blocks a removal with a cycle.
 pub(super) fn order_removals(items: &[Item], requires: &mut [Vec<usize>], from: usize) {
+    // What each later removal already waits for, as a set: a search of
+    // its list for every pair would cost the cube of the removals.
+    let mut waits_for: HashMap<usize, HashSet<usize>> = HashMap::new();
     for (later, earlier) in removal_waits(items, from) {
         requires[earlier].retain(|&other| other != later);
-        if !requires[later].contains(&earlier) {
+        let known = waits_for
+            .entry(later)
+            .or_insert_with(|| requires[later].iter().copied().collect());
+        if known.insert(earlier) {
             requires[later].push(earlier);
         }
     }

@@ -223,9 +223,24 @@ pub struct Attribute {
     /// digits): when they give others no read permission, this value is
     /// private, shown only as its digest (needs `digest`).
     pub private_by: Option<String>,
+    /// An array whose order means nothing (a user's supplementary
+    /// groups, which the group file orders): compared as the set of its
+    /// elements, so a request in another order is met.
+    pub unordered: bool,
 }
 
 impl Attribute {
+    /// Whether `found` holds what `wanted` asks for: equal, or for an
+    /// unordered array the same elements in any order.
+    pub fn met_by(&self, wanted: &Value, found: Option<&Value>) -> bool {
+        match (wanted, found) {
+            (Value::Array(wanted), Some(Value::Array(found))) if self.unordered => {
+                wanted.iter().all(|w| found.contains(w)) && found.iter().all(|f| wanted.contains(f))
+            }
+            _ => found == Some(wanted),
+        }
+    }
+
     /// Whether the state store and saved plans keep its values only as
     /// keyed digests: a sensitive one, and one shown as its digest (a
     /// file's content, which may be private or large).
@@ -493,6 +508,8 @@ pub(crate) struct RawAttribute {
     digest: Option<String>,
     #[serde(default, deserialize_with = "optional_text")]
     private_by: Option<String>,
+    #[serde(default)]
+    unordered: bool,
 }
 
 /// True for names a shell or Python provider can use as a variable.
@@ -715,6 +732,11 @@ impl RawAttribute {
             }
             _ => {}
         }
+        if self.unordered && !matches!(attr_type, AttrType::Array(_)) {
+            return Err(format!(
+                "{path}.unordered: only an array can be unordered (its type is {attr_type})"
+            ));
+        }
         Ok(Attribute {
             name: name.to_owned(),
             desc: self.desc.unwrap_or_default(),
@@ -727,6 +749,7 @@ impl RawAttribute {
             refers_by: self.refers_by,
             digest: self.digest,
             private_by: self.private_by,
+            unordered: self.unordered,
         })
     }
 }
@@ -1013,6 +1036,41 @@ mod tests {
             .to_string();
         assert!(
             err.contains("refers_by: 'g id' is not an attribute name"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unordered_array_is_met_by_its_elements_in_any_order() {
+        let with = |attributes: &str| {
+            parse(&MINIMAL.replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")))
+        };
+        let meta = with(
+            "    groups: {type: 'array[string]', unordered: true}\n    tags: {type: 'array[string]'}\n",
+        )
+        .unwrap();
+        let list = |items: &[&str]| {
+            Value::Array(
+                items
+                    .iter()
+                    .map(|i| Value::String((*i).to_owned()))
+                    .collect(),
+            )
+        };
+        let groups = &meta.attributes["groups"];
+        assert!(groups.met_by(&list(&["gb", "ga"]), Some(&list(&["ga", "gb"]))));
+        assert!(!groups.met_by(&list(&["gb", "ga"]), Some(&list(&["ga"]))));
+        assert!(!groups.met_by(&list(&["ga"]), Some(&list(&["ga", "gb"]))));
+        assert!(!groups.met_by(&list(&["ga"]), None));
+        // An ordered array is met only in its own order.
+        let tags = &meta.attributes["tags"];
+        assert!(!tags.met_by(&list(&["gb", "ga"]), Some(&list(&["ga", "gb"]))));
+        assert!(tags.met_by(&list(&["ga", "gb"]), Some(&list(&["ga", "gb"]))));
+        let err = with("    shell: {unordered: true}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("provider.attributes.shell.unordered: only an array can be unordered"),
             "{err}"
         );
     }

@@ -233,6 +233,7 @@ impl RawItemType {
                 refers_by: None,
                 digest: None,
                 private_by: None,
+                unordered: false,
             },
         );
         for (property, mut raw) in self.properties {

@@ -320,10 +320,13 @@ impl Transition {
                 .is_none_or(|a| a.kind != Kind::Refresh)
         });
         wanted.retain(|(key, value)| {
-            (!exists && key != "ensure")
-                || (state.attrs.get(key) != Some(value)
-                    && !(exists && present_met(key, value, state.attrs.get(key)))
-                    && !(exists && withheld::met(provider, key, value, &state)))
+            let found = state.attrs.get(key);
+            let met = match provider.attribute(key) {
+                Some(attribute) => attribute.met_by(value, found),
+                None => found == Some(value),
+            } || (exists
+                && (present_met(key, value, found) || withheld::met(provider, key, value, &state)));
+            (!exists && key != "ensure") || !met
         });
         // Kept with every planned task: no room for what was dropped.
         wanted.shrink_to_fit();

@@ -235,6 +235,34 @@ fn users_and_groups_made_together_converge_in_one_run_in_any_key_order() {
 }
 
 #[test]
+fn a_user_s_groups_in_another_order_than_the_group_file_s_converge() {
+    // The group file orders a user's groups; a manifest need not.
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(
+        &dir,
+        "m.yaml",
+        "group:\n  ga: {gid: 2000}\n  gb: {gid: 2001}\nuser:\n  u: {uid: 1500, groups: [gb, ga]}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&m]))
+        .expect(0)
+        .stdout_has("Apply complete: 3 created");
+    run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", &m]))
+        .expect(0)
+        .stdout_has("0 to create, 0 to change, 0 to remove; 3 unchanged");
+    // A change of the set is still one.
+    let more = manifest(
+        &dir,
+        "more.yaml",
+        "group:\n  ga: {gid: 2000}\n  gb: {gid: 2001}\nuser:\n  u: {uid: 1500, groups: [gb]}\n",
+    );
+    run(&mut sandbox.ral_command("apply", &[&more]))
+        .expect(0)
+        .stdout_has("1 changed");
+    assert!(sandbox.read("etc/group").contains("ga:x:2000:\n"));
+}
+
+#[test]
 fn a_new_group_listing_the_new_user_of_its_gid_is_refused_with_the_way_out() {
     let sandbox = Sandbox::seeded();
     let before = [sandbox.read("etc/passwd"), sandbox.read("etc/group")];

@@ -384,3 +384,68 @@ fn links_are_made_changed_and_never_followed() {
     );
     assert!(leftovers(dir.path()).is_empty());
 }
+
+/// A log that, once the line of `trigger` comes, replaces `path` as a
+/// program that takes no lock would.
+struct Meddler {
+    trigger: &'static [u8],
+    path: std::path::PathBuf,
+    done: bool,
+}
+
+impl std::io::Write for Meddler {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.done && buf.windows(self.trigger.len()).any(|w| w == self.trigger) {
+            self.done = true;
+            let theirs = self.path.with_extension("theirs");
+            std::fs::write(&theirs, "theirs").unwrap();
+            std::fs::rename(&theirs, &self.path).unwrap();
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A queued file that another program replaced before the batch wrote it
+/// is not written, and its update fails instead of reporting the change;
+/// the other updates of the batch are made.
+#[test]
+fn a_queued_file_replaced_meanwhile_fails_its_update_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("srv")).unwrap();
+    std::fs::write(dir.path().join("srv/a"), "old").unwrap();
+    // The second update's work is logged once the first is queued.
+    let meddler = Meddler {
+        trigger: b"\"/srv/b\"",
+        path: dir.path().join("srv/a"),
+        done: false,
+    };
+    let call = Call {
+        log: Log::new(Box::new(meddler), false),
+        ..call(dir.path(), false)
+    };
+    let updates = [
+        update("/srv/a", json!({"content": "ours"})),
+        update("/srv/b", json!({"ensure": "file", "content": "b"})),
+    ];
+    let outcomes = File.set(&call, &updates).unwrap();
+    let err = outcomes[0].as_ref().unwrap_err();
+    assert!(
+        err.message.contains("was changed meanwhile"),
+        "{}",
+        err.message
+    );
+    assert!(outcomes[1].as_ref().is_ok_and(|c| !c.is_empty()));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("srv/a")).unwrap(),
+        "theirs"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("srv/b")).unwrap(),
+        "b"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}

@@ -7,6 +7,7 @@ use serde_json::{json, Value as Json};
 
 use super::plan::{dumps, plan, Action};
 use super::*;
+use crate::sdk::files::probe::{Event, Trace};
 use crate::sdk::{Change, Log};
 
 fn call(root: &std::path::Path, noop: bool) -> Call {
@@ -448,4 +449,39 @@ fn a_queued_file_replaced_meanwhile_fails_its_update_alone() {
         "b"
     );
     assert!(leftovers(dir.path()).is_empty());
+}
+
+/// What a set removes, and a link it makes, is made durable: the
+/// directory that held them is synced once the batch is done, after the
+/// link was renamed into it, so that a crash neither brings the file back
+/// nor loses the link.
+#[test]
+fn removals_and_links_of_a_batch_are_made_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("srv")).unwrap();
+    std::fs::write(dir.path().join("srv/old"), "old").unwrap();
+    let trace = Trace::below(dir.path());
+    let updates = [
+        update("/srv/old", json!({"ensure": "absent"})),
+        update("/srv/lnk", json!({"ensure": "link", "target": "new"})),
+    ];
+    let outcomes = File.set(&call(dir.path(), false), &updates).unwrap();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| o.as_ref().is_ok_and(|c| !c.is_empty())),
+        "{outcomes:?}"
+    );
+    assert!(!dir.path().join("srv/old").exists());
+    // A link has no data of its own to sync: its directory holds it.
+    let srv = dir.path().canonicalize().unwrap().join("srv");
+    let events = trace.events();
+    let linked = events
+        .iter()
+        .position(|event| matches!(event, Event::Rename(_, to) if *to == srv.join("lnk")))
+        .unwrap_or_else(|| panic!("no link renamed into place: {events:?}"));
+    assert!(
+        events[linked..].contains(&Event::Sync(srv.clone())),
+        "{events:?}"
+    );
 }

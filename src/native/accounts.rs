@@ -681,6 +681,47 @@ mod tests {
         assert!(said.contains("line 4: expected 7"), "{said}");
     }
 
+    /// An id field is a number from 0 to [`ID_MAX`] in digits alone (no
+    /// sign, not empty), the gid of a group line too: a line with any
+    /// other is skipped with a warning.
+    #[test]
+    fn a_line_whose_id_is_no_number_in_range_is_skipped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("etc")).unwrap();
+        let said = crate::sdk::Buffer::default();
+        let mut call = call(dir.path());
+        call.log = crate::sdk::Log::new(Box::new(said.clone()), false);
+        let etc = Root::open(dir.path())
+            .unwrap()
+            .directory("etc", true, None)
+            .unwrap();
+        let names = |name: &str, data: &str| -> Vec<String> {
+            let target = etc.file(name).unwrap();
+            let table = Table::new(&call, name, target, Some(data.as_bytes().to_vec()));
+            let records = table.records();
+            records
+                .iter()
+                .filter_map(|r| r.name().map(str::to_owned))
+                .collect()
+        };
+        let passwd = "plus:x:+5:1::/:/bin/sh\n\
+                      big:x:4294967295:1::/:/bin/sh\n\
+                      word:x:1:x1::/:/bin/sh\n\
+                      none:x::1::/:/bin/sh\n\
+                      max:x:4294967294:0::/:/bin/sh\n";
+        assert_eq!(names("passwd", passwd), ["max"]);
+        assert_eq!(names("group", "words:x:abc:\nstaff:x:50:\n"), ["staff"]);
+        let said = said.text();
+        for bad in ["'+5'", "'4294967295'", "'x1'", "''", "'abc'"] {
+            assert!(
+                said.contains(&format!(
+                    "{bad} is not a number from 0 to 4294967294; line skipped"
+                )),
+                "{bad}: {said}"
+            );
+        }
+    }
+
     #[test]
     fn ids_are_checked_integers() {
         assert_eq!(check_id("uid", &serde_json::json!(5)), Ok(5));

@@ -451,6 +451,7 @@ mod tests {
             Some("member name '-x' starts with '-'")
         );
         assert!(member_problem(&"a".repeat(33), "member name").is_some());
+        assert_eq!(member_problem(&"a".repeat(32), "member name"), None);
         assert_eq!(
             member_problem("", "member name").as_deref(),
             Some("member name must not be empty")

@@ -373,3 +373,89 @@ fn an_immutable_or_append_only_table_is_left_as_it_is() {
         }
     }
 }
+
+/// A shadow file made new holds password hashes: it is readable by no one
+/// else (0640, as shadow-utils makes it), while passwd keeps its mode.
+#[test]
+fn a_new_shadow_file_is_not_readable_by_others() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let etc = dir.path().join("etc");
+    std::fs::remove_file(etc.join("shadow")).unwrap();
+    std::fs::set_permissions(etc.join("passwd"), std::fs::Permissions::from_mode(0o664)).unwrap();
+    let outcomes = EtcPasswd
+        .set(
+            &call(dir.path()),
+            &[update("bob", json!({"ensure": "present"}))],
+        )
+        .unwrap();
+    assert!(outcomes[0].is_ok(), "{outcomes:?}");
+    let mode = |name: &str| {
+        std::fs::metadata(etc.join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(records(dir.path(), "shadow").unwrap()[0][0], "bob");
+    assert_eq!(mode("shadow"), 0o640);
+    assert_eq!(mode("passwd"), 0o664);
+}
+
+/// An update that fails among others undoes its own edits only: the
+/// changes of the updates before and after it are saved.
+#[test]
+fn a_failed_update_undoes_only_its_own_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let create =
+        |name: &str, groups: Json| update(name, json!({"ensure": "present", "groups": groups}));
+    let outcomes = EtcPasswd
+        .set(
+            &call(dir.path()),
+            &[
+                create("bob", json!(["staff"])),
+                create("carol", json!(["nosuchgroup"])),
+                create("dave", json!(["staff"])),
+            ],
+        )
+        .unwrap();
+    assert!(outcomes[0].is_ok() && outcomes[2].is_ok(), "{outcomes:?}");
+    assert!(outcomes[1].is_err(), "{outcomes:?}");
+    for table in ["passwd", "shadow", "group", "gshadow"] {
+        let names: Vec<String> = records(dir.path(), table)
+            .unwrap()
+            .into_iter()
+            .map(|record| record[0].clone())
+            .collect();
+        assert!(!names.contains(&"carol".to_owned()), "{table}: {names:?}");
+        assert!(names.contains(&"bob".to_owned()), "{table}: {names:?}");
+        assert!(names.contains(&"dave".to_owned()), "{table}: {names:?}");
+    }
+}
+
+/// shadow is not readable for everyone: a get does without it (here a
+/// directory in its place stands for a file the reader may not open),
+/// while a change needs it and fails naming it.
+#[test]
+fn a_get_does_without_a_shadow_file_it_cannot_read_and_a_change_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let shadow = dir.path().join("etc/shadow");
+    std::fs::remove_file(&shadow).unwrap();
+    std::fs::create_dir(&shadow).unwrap();
+    let call = call(dir.path());
+    let found = EtcPasswd.get(&call, &["root".to_owned()]).unwrap();
+    assert_eq!(found[0]["ensure"], "present", "{found:?}");
+    let err = set(
+        &EtcPasswd,
+        &call,
+        &update("root", json!({"shell": "/bin/sh"})),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        format!("cannot read '{}': Is a directory", shadow.display())
+    );
+}

@@ -2,7 +2,8 @@
 //! directory given to another user (chown), a manifest of bundled
 //! resources that sets a file's owner, useradd -R (it chroots) beside
 //! ralsh on one root, homes holding files of several owners, and pwck
-//! and grpck -R (they chroot) on what the user and group types write.
+//! and grpck -R (they chroot) on what the user and group types write, and
+//! the owners of account files they make new.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -22,6 +23,7 @@ pub fn tests() -> Vec<Test> {
         managehome_keeps_a_home_that_holds_a_file_of_another_owner,
         managehome_on_creation_never_gives_away_a_directory_that_exists,
         what_ral_writes_to_the_account_files_pwck_and_grpck_accept,
+        account_files_made_new_get_the_owners_and_modes_shadow_utils_gives,
     ]
 }
 
@@ -367,4 +369,23 @@ fn what_ral_writes_to_the_account_files_pwck_and_grpck_accept() {
     let counts = crate::account_cases::run_cases(24, true);
     eprintln!("user and group, with pwck and grpck, {counts}");
     assert!(counts.accepted > 0 && counts.refused > 0, "{counts}");
+}
+
+/// Account files made new get the owners and modes shadow-utils gives
+/// them: passwd root's, 0644; shadow root and the group `shadow` (which
+/// may read the hashes), 0640.
+fn account_files_made_new_get_the_owners_and_modes_shadow_utils_gives() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/group", "root:x:0:\nshadow:x:42:\n");
+    sandbox.write("etc/gshadow", "root:*::\nshadow:*::\n");
+    sandbox
+        .ralsh(&["user", "bob", "ensure=present"])
+        .expect(0)
+        .stdout_has("ensure: 'absent' -> 'present'");
+    let of = |name: &str| {
+        let meta = std::fs::metadata(sandbox.root().join("etc").join(name)).unwrap();
+        (meta.uid(), meta.gid(), meta.mode() & 0o7777)
+    };
+    assert_eq!(of("passwd"), (0, 0, 0o644));
+    assert_eq!(of("shadow"), (0, 42, 0o640));
 }

@@ -2,9 +2,12 @@
 //! namespace where `/usr/bin` holds every program but Python's and the
 //! other directories a Python could come from (`/usr/local/bin`, a version
 //! manager's) are empty, and lists, finds and changes resources of each
-//! native type (host, mount) below a fake root.
+//! native type (host, mount) below a fake root; and mount(8) run for the
+//! real root of a namespace whose `/etc` is a copy.
 
 use std::process::Command;
+
+use serde_json::{json, Value as Json};
 
 use crate::host::Test;
 use crate::support::{run, Sandbox};
@@ -15,6 +18,7 @@ pub fn tests() -> Vec<Test> {
     tests![[MountNamespace]
         the_core_types_work_where_no_python3_exists,
         mount_and_umount_run_for_the_real_root_of_a_private_namespace,
+        a_failed_mount_fails_its_own_mount_point_alone,
     ]
 }
 
@@ -260,6 +264,52 @@ fn mount_and_umount_run_for_the_real_root_of_a_private_namespace() {
     for section in &sections {
         assert!(!section.contains("python"), "{section}");
     }
+    assert_eq!(
+        std::fs::read("/etc/fstab").ok(),
+        system_fstab,
+        "the system's fstab is untouched"
+    );
+}
+
+/// One set call of two mount points (as `ral apply` batches a provider's
+/// updates) where the mount of one fails: the failure takes the place of
+/// that mount point's report only; the other's change is still reported.
+fn a_failed_mount_fails_its_own_mount_point_alone() {
+    let work = tempfile::tempdir().unwrap();
+    let system_fstab = std::fs::read("/etc/fstab").ok();
+    let kept = format!("{}/kept", work.path().display());
+    let bad = format!("{}/bad", work.path().display());
+    let update = |name: &str, should: Json| json!({"name": name, "is": {}, "should": should});
+    let request = json!({"ral": {"noop": false}, "updates": [
+        update(&kept, json!({"ensure": "present", "device": "tmpfs", "fstype": "tmpfs"})),
+        update(&bad, json!({"ensure": "mounted", "device": "/dev/nonexistent", "fstype": "ext4"})),
+    ]});
+    let script =
+        format!("{PRIVATE_ETC}\nprintf '%s' \"$REQUEST\" | \"$PROGRAM\" fstab ral_action=set\n");
+    let mut command = Command::new("unshare");
+    command
+        .args(["-rm", "sh", "-c", &script])
+        .env("WORK", work.path())
+        .env("REQUEST", request.to_string())
+        .env("PROGRAM", env!("CARGO_BIN_EXE_ral-provider"));
+    let out = run(&mut command);
+    let answer: Json = serde_json::from_str(&out.expect(0).stdout).unwrap();
+    let changes = answer["changes"].as_array().unwrap();
+    let of = |name: &str| -> Vec<&Json> { changes.iter().filter(|c| c["name"] == name).collect() };
+    let error = of(&bad)
+        .iter()
+        .find_map(|c| c["error"]["message"].as_str())
+        .unwrap_or_default();
+    assert!(
+        error.contains(&format!("mount {bad} failed (exit status 32)")),
+        "{answer}"
+    );
+    assert!(
+        of(&kept)
+            .iter()
+            .any(|c| c.get("error").is_none() && c.to_string().contains("present")),
+        "the other mount point's change is reported: {answer}"
+    );
     assert_eq!(
         std::fs::read("/etc/fstab").ok(),
         system_fstab,

@@ -7,6 +7,7 @@ use serde_json::{json, Value as Json};
 
 use super::plan::{dumps, plan, Action};
 use super::*;
+use crate::sdk::files::probe::{Event, Trace};
 use crate::sdk::{Change, Log};
 
 fn call(root: &std::path::Path, noop: bool) -> Call {
@@ -385,4 +386,104 @@ fn links_are_made_changed_and_never_followed() {
         "a link in a tree removed is not followed"
     );
     assert!(leftovers(dir.path()).is_empty());
+}
+
+/// A log that, once the line of `trigger` comes, replaces `path` as a
+/// program that takes no lock would.
+struct Meddler {
+    trigger: &'static [u8],
+    path: std::path::PathBuf,
+    done: bool,
+}
+
+impl std::io::Write for Meddler {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.done && buf.windows(self.trigger.len()).any(|w| w == self.trigger) {
+            self.done = true;
+            let theirs = self.path.with_extension("theirs");
+            std::fs::write(&theirs, "theirs").unwrap();
+            std::fs::rename(&theirs, &self.path).unwrap();
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A queued file that another program replaced before the batch wrote it
+/// is not written, and its update fails instead of reporting the change;
+/// the other updates of the batch are made.
+#[test]
+fn a_queued_file_replaced_meanwhile_fails_its_update_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("srv")).unwrap();
+    std::fs::write(dir.path().join("srv/a"), "old").unwrap();
+    // The second update's work is logged once the first is queued.
+    let meddler = Meddler {
+        trigger: b"\"/srv/b\"",
+        path: dir.path().join("srv/a"),
+        done: false,
+    };
+    let call = Call {
+        log: Log::new(Box::new(meddler), false),
+        ..call(dir.path(), false)
+    };
+    let updates = [
+        update("/srv/a", json!({"content": "ours"})),
+        update("/srv/b", json!({"ensure": "file", "content": "b"})),
+    ];
+    let outcomes = File.set(&call, &updates).unwrap();
+    let err = outcomes[0].as_ref().unwrap_err();
+    assert!(
+        err.message.contains("was changed meanwhile"),
+        "{}",
+        err.message
+    );
+    assert!(outcomes[1].as_ref().is_ok_and(|c| !c.is_empty()));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("srv/a")).unwrap(),
+        "theirs"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("srv/b")).unwrap(),
+        "b"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+/// What a set removes, and a link it makes, is made durable: the
+/// directory that held them is synced once the batch is done, after the
+/// link was renamed into it, so that a crash neither brings the file back
+/// nor loses the link.
+#[test]
+fn removals_and_links_of_a_batch_are_made_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("srv")).unwrap();
+    std::fs::write(dir.path().join("srv/old"), "old").unwrap();
+    let trace = Trace::below(dir.path());
+    let updates = [
+        update("/srv/old", json!({"ensure": "absent"})),
+        update("/srv/lnk", json!({"ensure": "link", "target": "new"})),
+    ];
+    let outcomes = File.set(&call(dir.path(), false), &updates).unwrap();
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| o.as_ref().is_ok_and(|c| !c.is_empty())),
+        "{outcomes:?}"
+    );
+    assert!(!dir.path().join("srv/old").exists());
+    // A link has no data of its own to sync: its directory holds it.
+    let srv = dir.path().canonicalize().unwrap().join("srv");
+    let events = trace.events();
+    let linked = events
+        .iter()
+        .position(|event| matches!(event, Event::Rename(_, to) if *to == srv.join("lnk")))
+        .unwrap_or_else(|| panic!("no link renamed into place: {events:?}"));
+    assert!(
+        events[linked..].contains(&Event::Sync(srv.clone())),
+        "{events:?}"
+    );
 }

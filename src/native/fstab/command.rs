@@ -257,6 +257,38 @@ mod tests {
         assert!(!said.contains("sh: oops"), "stderr is not logged: {said}");
     }
 
+    /// The value of `key` in a command's environment.
+    fn value<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {
+        env.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// A command gets the caller's PATH without its relative entries
+    /// (looked up from `/`, they would name other programs) and the
+    /// caller's HOME; without them, the default PATH and `/`.
+    #[test]
+    fn commands_get_the_callers_absolute_path_and_home() {
+        let (mut call, _) = call(false);
+        call.env = vec![
+            (
+                "PATH".to_owned(),
+                "bin:/opt/tools/bin:.:/usr/bin".to_owned(),
+            ),
+            ("HOME".to_owned(), "/home/ops".to_owned()),
+        ];
+        let env = command_env(&call);
+        assert_eq!(value(&env, "PATH"), Some("/opt/tools/bin:/usr/bin"));
+        assert_eq!(value(&env, "HOME"), Some("/home/ops"));
+        call.env = vec![
+            ("PATH".to_owned(), "bin:.".to_owned()),
+            ("HOME".to_owned(), String::new()),
+        ];
+        let env = command_env(&call);
+        assert_eq!(value(&env, "PATH"), Some(DEFAULT_PATH));
+        assert_eq!(value(&env, "HOME"), Some("/"));
+    }
+
     #[test]
     fn a_command_past_its_time_is_killed_with_its_group() {
         let argv: Vec<String> = ["sh", "-c", "sleep 30 & sleep 30; echo late"]

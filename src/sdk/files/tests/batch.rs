@@ -64,6 +64,32 @@ fn queued_edits_are_made_together_and_leave_nothing() {
     assert!(!batch.touches("a/old"));
 }
 
+/// An open edit keeps the lock of its directory, also through a flush
+/// its own commit sets off (the batch full): it counts as a user of the
+/// lock until it is done, and only the next flush lets the lock go.
+#[test]
+fn an_open_edit_keeps_its_lock_through_a_flush_it_sets_off() {
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("a");
+    sandbox.mkdir("b");
+    let mut batch = Batch::new(false);
+    for n in 1..Batch::LIMIT {
+        edit(&sandbox, &mut batch, &format!("b/f{n}"), b"b\n", n).unwrap();
+    }
+    assert_eq!(batch.queued(), Batch::LIMIT - 1);
+    let target = sandbox.open().file("a/x", true, None).unwrap();
+    let mut open = batch.edit(&sandbox.call, target.dir(), 0).unwrap();
+    open.note(&target, target.lstat().unwrap()).unwrap();
+    open.write(&target, b"x\n".to_vec(), Attrs::default())
+        .unwrap();
+    open.commit().unwrap();
+    assert_eq!(sandbox.read("a/x"), b"x\n", "the full batch was flushed");
+    assert!(is_locked(&sandbox, "a"), "the edit is still open");
+    drop(open);
+    assert!(batch.finish().is_empty());
+    assert!(!(is_locked(&sandbox, "a") || is_locked(&sandbox, "b")));
+}
+
 #[test]
 fn a_file_changed_meanwhile_fails_alone() {
     let sandbox = Sandbox::new();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::Sandbox;
 use crate::sdk::files::edit::FAIL_RENAME_ONTO;
-use crate::sdk::files::{temp_name, Attrs, Edit, Lock, Root, Target};
+use crate::sdk::files::{temp_name, Attrs, Edit, Lock, Root, Target, JOURNAL_MAX};
 
 /// An edit of shadow and passwd that "crashes" before replacing passwd.
 fn interrupted_rust_edit(sandbox: &Sandbox) -> (Root, Target) {
@@ -160,8 +160,9 @@ fn a_journal_too_deep_or_too_large_to_parse_is_ignored() {
     let valid = serde_json::json!({"ral_journal": 1, "files": [
         {"dir": "etc", "temp": temp, "name": "passwd", "was": was}]})
     .to_string();
+    // One byte past the limit; the same journal at it is read below.
     let mut large = valid.clone().into_bytes();
-    large.extend(std::iter::repeat_n(b' ', 1 << 20));
+    large.resize(JOURNAL_MAX + 1, b' ');
     let deep = [vec![b'['; 100_000], vec![b']'; 100_000]].concat();
     for journal in [deep, large, b"{\"files\": [{\"dir\": 1}]}".to_vec()] {
         sandbox.write(&format!("etc/{temp}"), b"root\nbob\n");
@@ -186,8 +187,10 @@ fn a_journal_too_deep_or_too_large_to_parse_is_ignored() {
             .contains("warn: ignoring the unreadable journal"));
     }
     assert_eq!(sandbox.read("etc/passwd"), b"root\n");
-    // The same journal, readable, is finished.
-    sandbox.write("etc/.pwd.lock.ral-journal", valid.as_bytes());
+    // The same journal, readable (as long as the limit), is finished.
+    let mut at_limit = valid.into_bytes();
+    at_limit.resize(JOURNAL_MAX, b' ');
+    sandbox.write("etc/.pwd.lock.ral-journal", &at_limit);
     sandbox.write(&format!("etc/{temp}"), b"root\nbob\n");
     drop(Edit::begin(Lock::accounts(&root).unwrap(), &sandbox.call).unwrap());
     assert_eq!(sandbox.read("etc/passwd"), b"root\nbob\n");
@@ -223,6 +226,7 @@ fn a_journal_that_names_a_file_not_ours_as_the_replacement_is_ignored() {
     sandbox.write("etc/passwd", b"root\n");
     sandbox.write("etc/shadow", b"root:secret\n");
     sandbox.write("etc/sub/.passwd.ral-tmp-0123456789ab", b"deeper\n");
+    sandbox.write("etc/.passwd.ral-tmp-0123456789ab/x", b"deeper\n");
     let others = temp_name("shadow");
     sandbox.write(&format!("etc/{others}"), b"shadow's\n");
     let root = sandbox.open();
@@ -233,8 +237,19 @@ fn a_journal_that_names_a_file_not_ours_as_the_replacement_is_ignored() {
         (others.as_str(), "passwd"),
         ("sub/.passwd.ral-tmp-0123456789ab", "passwd"),
         ("..ral-tmp-0123456789ab", ".."),
+        // Ours by its start, but a path.
+        (".passwd.ral-tmp-0123456789ab/x", "passwd"),
+        // Ours for the name, but the name is no file.
+        ("....ral-tmp-0123456789ab", ".."),
     ];
+    let warnings = || {
+        sandbox
+            .log()
+            .matches("warn: ignoring the unreadable journal")
+            .count()
+    };
     for (temp, name) in cases {
+        let before = warnings();
         let journal = serde_json::json!({"ral_journal": 1, "files": [
             {"dir": "etc", "temp": temp, "name": name, "was": was}]});
         sandbox.write("etc/.pwd.lock.ral-journal", journal.to_string().as_bytes());
@@ -248,12 +263,6 @@ fn a_journal_that_names_a_file_not_ours_as_the_replacement_is_ignored() {
         assert!(!sandbox
             .names("etc")
             .contains(&".pwd.lock.ral-journal".to_owned()));
-        assert!(
-            sandbox
-                .log()
-                .contains("warn: ignoring the unreadable journal"),
-            "{}",
-            sandbox.log()
-        );
+        assert!(warnings() > before, "{temp}: {}", sandbox.log());
     }
 }

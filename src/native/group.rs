@@ -314,8 +314,8 @@ fn apply_update(
             };
             return Err(CallError::new(format!(
                 "ensure: group {} (gid {gid}) is the primary group of {who} {}; remove {those} \
-                 or give {them} another gid first, as groupdel requires (in a manifest, make the \
-                 group require {them})",
+                 or give {them} another gid first, as groupdel requires (a plan that removes \
+                 both removes the users first)",
                 quoted(name),
                 users.join(", ")
             )));
@@ -478,8 +478,8 @@ mod tests {
         assert_eq!(
             outcomes[0].clone().unwrap_err().message,
             "ensure: group 'u0' (gid 1000) is the primary group of user 'u0'; remove that user \
-             or give it another gid first, as groupdel requires (in a manifest, make the group \
-             require it)"
+             or give it another gid first, as groupdel requires (a plan that removes both \
+             removes the users first)"
         );
         assert_eq!(
             std::fs::read_to_string(etc.join("group")).unwrap(),

@@ -273,9 +273,9 @@ fn check_primary_group(db: &Accounts, gid: u64) -> CallResult<u64> {
     match db.get("group") {
         Some(group) if group.exists && !group.ids(2).contains(&gid) => {
             Err(CallError::new(format!(
-                "gid: no group has the gid {gid} (in {}); create that group first (in a \
-                 manifest, make the user require it), or leave gid out to get a group named \
-                 like the user",
+                "gid: no group has the gid {gid} (in {}); create that group first (a plan \
+                 makes a group of the manifest with that gid before the user), or leave gid \
+                 out to get a group named like the user",
                 group.target.path()
             )))
         }

@@ -151,7 +151,13 @@ fn queued_edits_are_made_before_waiting_for_a_lock() {
 fn temporary_files_a_crash_left_go_but_queued_ones_stay() {
     let sandbox = Sandbox::new();
     sandbox.mkdir("a");
-    for stale in [".x.ral-tmp-0123456789ab", ".y.ral-tmp-0123456789ab"] {
+    // Older versions' names too (`.NAME.ralsh-*`, `.ralsh-*.NAME`).
+    for stale in [
+        ".x.ral-tmp-0123456789ab",
+        ".y.ral-tmp-0123456789ab",
+        ".y.ralsh-abc",
+        ".ralsh-abc.y",
+    ] {
         sandbox.write(&format!("a/{stale}"), b"half");
     }
     let mut batch = Batch::new(false);

@@ -117,6 +117,36 @@ fn temporary_files_a_crash_left_go_with_the_next_edit() {
 }
 
 #[test]
+fn an_edit_removes_only_its_own_files_temporary_files() {
+    // Names like another file's temporary files, or a user's file that
+    // only ends like the edited one: none is this edit's to remove.
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/passwd", b"old\n");
+    let others = [
+        ".hosts.abc123.tmp",
+        ".ralsh-abc.group",
+        "backup.passwd",
+        ".group.ral-tmp-0123456789ab",
+    ];
+    for other in others {
+        sandbox.write(&format!("etc/{other}"), b"not ours");
+    }
+    sandbox.write("etc/.passwd.ral-tmp-0123456789ab", b"half");
+    let target = sandbox.open().file("etc/passwd", true, None).unwrap();
+    let mut edit = Edit::begin(Lock::beside(&target), &sandbox.call).unwrap();
+    edit.read(&target).unwrap();
+    drop(edit);
+    let names = sandbox.names("etc");
+    for other in others {
+        assert!(
+            names.contains(&other.to_owned()),
+            "{other} removed: {names:?}"
+        );
+    }
+    assert!(!names.contains(&".passwd.ral-tmp-0123456789ab".to_owned()));
+}
+
+#[test]
 fn a_noop_edit_reads_like_one_and_creates_nothing() {
     let sandbox = Sandbox::with(true, Duration::from_secs(15));
     sandbox.write("etc/hosts", b"old\n");

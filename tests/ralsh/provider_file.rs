@@ -185,6 +185,18 @@ fn file_creates_changes_and_deletes() {
 }
 
 #[test]
+fn the_view_after_a_change_shows_the_new_checksum() {
+    let sandbox = file_sandbox();
+    sandbox.ralsh(&["file", "/srv/v", "content=one"]).expect(0);
+    sandbox
+        .ralsh(&["file", "/srv/v", "content=two"])
+        .expect(0)
+        .stdout_has("content: 'one' -> 'two'")
+        .stdout_has(&format!("checksum => '{}'", sha256("two")))
+        .stdout_lacks(&sha256("one"));
+}
+
+#[test]
 fn file_replaces_a_directory_only_with_force() {
     let sandbox = file_sandbox();
     let run = sandbox.ralsh(&["file", "/srv/www", "ensure=file", "content=x"]);

@@ -7,21 +7,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use crate::provider_user::files;
-use crate::support::Sandbox;
-
-const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
-const SHADOW: &str = "root:*:19700:0:99999:7:::\nalice:!:19700:0:99999:7:::\n";
-const GROUP: &str = "root:x:0:\nstaff:x:50:alice\nalice:x:1000:\n";
-const GSHADOW: &str = "root:*::\nstaff:!::alice\nalice:!::\n";
-
-fn files_sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    sandbox.write("etc/passwd", PASSWD);
-    sandbox.write("etc/shadow", SHADOW);
-    sandbox.write("etc/group", GROUP);
-    sandbox.write("etc/gshadow", GSHADOW);
-    sandbox
-}
+use crate::support::{accounts_sandbox, GROUP, GSHADOW, PASSWD, SHADOW};
 
 fn c_path(path: &Path) -> CString {
     CString::new(path.as_os_str().as_encoded_bytes()).unwrap()
@@ -35,7 +21,7 @@ fn mkfifo(path: &Path) {
 
 #[test]
 fn an_account_file_that_is_a_link_is_edited_where_it_leads() {
-    let sandbox = files_sandbox();
+    let sandbox = accounts_sandbox();
     sandbox.write("data/passwd", PASSWD);
     let passwd = sandbox.root().join("etc/passwd");
     std::fs::remove_file(&passwd).unwrap();
@@ -55,7 +41,7 @@ fn an_account_file_that_is_a_link_is_edited_where_it_leads() {
 /// name of the old one keeps the old content (it is not written through).
 #[test]
 fn a_hard_linked_account_file_is_replaced_not_written_through() {
-    let sandbox = files_sandbox();
+    let sandbox = accounts_sandbox();
     let shadow = sandbox.root().join("etc/shadow");
     let other = sandbox.root().join("shadow.other");
     std::fs::hard_link(&shadow, &other).unwrap();
@@ -70,7 +56,7 @@ fn a_hard_linked_account_file_is_replaced_not_written_through() {
 #[test]
 fn a_fifo_in_place_of_an_account_file_is_refused_without_waiting() {
     for file in ["passwd", "shadow", "group", "gshadow"] {
-        let sandbox = files_sandbox();
+        let sandbox = accounts_sandbox();
         let path = sandbox.root().join("etc").join(file);
         std::fs::remove_file(&path).unwrap();
         mkfifo(&path);
@@ -109,7 +95,7 @@ fn a_fifo_in_place_of_an_account_file_is_refused_without_waiting() {
 /// POSIX ACL: a service that setfacl let read shadow can still read it.
 #[test]
 fn a_replaced_account_file_keeps_its_mode_owner_and_acl() {
-    let sandbox = files_sandbox();
+    let sandbox = accounts_sandbox();
     let shadow = sandbox.root().join("etc/shadow");
     std::fs::set_permissions(&shadow, std::fs::Permissions::from_mode(0o640)).unwrap();
     // SAFETY: geteuid has no preconditions.
@@ -187,7 +173,7 @@ fn a_replaced_account_file_keeps_its_mode_owner_and_acl() {
 /// Latin-1, read its own value as mojibake and never converged).
 #[test]
 fn a_value_ral_writes_beside_latin1_reads_back_as_written() {
-    let sandbox = files_sandbox();
+    let sandbox = accounts_sandbox();
     let mut passwd = PASSWD.as_bytes().to_vec();
     passwd.extend_from_slice(b"zoe:x:1003:1003:Zo\xeb:/home/zoe:/bin/sh\n");
     std::fs::write(sandbox.root().join("etc/passwd"), &passwd).unwrap();
@@ -212,7 +198,7 @@ fn a_value_ral_writes_beside_latin1_reads_back_as_written() {
 /// bare line feed, so the shell it wrote is the one the system runs.
 #[test]
 fn a_crlf_line_ral_changes_ends_in_a_line_feed() {
-    let sandbox = files_sandbox();
+    let sandbox = accounts_sandbox();
     sandbox.write("etc/passwd", &PASSWD.replace('\n', "\r\n"));
     sandbox.write("etc/group", &GROUP.replace('\n', "\r\n"));
     let before = files(&sandbox);

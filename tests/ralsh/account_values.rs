@@ -11,20 +11,14 @@ use std::process::Stdio;
 use serde_json::{json, Value as Json};
 
 use crate::provider_user::files;
-use crate::support::{run, Run, Sandbox};
+use crate::support::{accounts_sandbox, run, Run, Sandbox, GROUP, PASSWD, SHADOW};
 
-const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
-const SHADOW: &str = "root:*:19700:0:99999:7:::\nalice:!:19700:0:99999:7:::\n";
-const GROUP: &str = "root:x:0:\nstaff:x:50:alice\nalice:x:1000:\n";
 /// alice administers staff (gshadow's third field) and is its member
 /// (the fourth).
 const GSHADOW: &str = "root:*::\nstaff:!:alice:alice\nalice:!::\n";
 
 fn values_sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    sandbox.write("etc/passwd", PASSWD);
-    sandbox.write("etc/shadow", SHADOW);
-    sandbox.write("etc/group", GROUP);
+    let sandbox = accounts_sandbox();
     sandbox.write("etc/gshadow", GSHADOW);
     sandbox
 }

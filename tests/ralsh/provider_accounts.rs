@@ -10,21 +10,9 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use serde_json::json;
 
 use crate::provider_user::files;
-use crate::support::{fixtures_dir, shadow_tools_accept, Sandbox};
-
-const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
-const SHADOW: &str = "root:*:19700:0:99999:7:::\nalice:!:19700:0:99999:7:::\n";
-const GROUP: &str = "root:x:0:\nstaff:x:50:alice\nalice:x:1000:\n";
-const GSHADOW: &str = "root:*::\nstaff:!::alice\nalice:!::\n";
-
-fn accounts_sandbox() -> Sandbox {
-    let sandbox = Sandbox::new();
-    sandbox.write("etc/passwd", PASSWD);
-    sandbox.write("etc/shadow", SHADOW);
-    sandbox.write("etc/group", GROUP);
-    sandbox.write("etc/gshadow", GSHADOW);
-    sandbox
-}
+use crate::support::{
+    accounts_sandbox, fixtures_dir, shadow_tools_accept, Sandbox, GROUP, PASSWD, SHADOW,
+};
 
 #[test]
 fn a_half_made_account_is_incomplete_and_ensure_present_completes_it() {

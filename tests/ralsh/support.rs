@@ -8,6 +8,24 @@ use std::sync::OnceLock;
 
 use serde_json::Value as Json;
 
+/// Account files of root and alice (uid and gid 1000, a member of staff,
+/// gid 50), for the tests of the user and group types.
+pub const PASSWD: &str =
+    "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\n";
+pub const SHADOW: &str = "root:*:19700:0:99999:7:::\nalice:!:19700:0:99999:7:::\n";
+pub const GROUP: &str = "root:x:0:\nstaff:x:50:alice\nalice:x:1000:\n";
+pub const GSHADOW: &str = "root:*::\nstaff:!::alice\nalice:!::\n";
+
+/// A sandbox holding [`PASSWD`], [`SHADOW`], [`GROUP`] and [`GSHADOW`].
+pub fn accounts_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/passwd", PASSWD);
+    sandbox.write("etc/shadow", SHADOW);
+    sandbox.write("etc/group", GROUP);
+    sandbox.write("etc/gshadow", GSHADOW);
+    sandbox
+}
+
 /// A fake root for providers and a private cache for the bundled ones.
 pub struct Sandbox {
     pub root: tempfile::TempDir,

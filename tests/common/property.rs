@@ -9,6 +9,14 @@ use std::hash::{BuildHasher, Hasher};
 
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 
+/// Characters no text attribute of the native types takes (control,
+/// format and line separator characters), which the generators of the
+/// hosts and fstab tests draw now and then: each must be refused.
+pub const REFUSED: &[char] = &[
+    '\t', '\n', '\r', '\x0b', '\x01', '\x7f', '\u{85}', '\u{9f}', '\u{200b}', '\u{202e}',
+    '\u{feff}', '\u{2028}', '\0',
+];
+
 /// The variable that overrides every property test's number of cases.
 pub const CASES_VAR: &str = "RAL_PROPERTY_CASES";
 

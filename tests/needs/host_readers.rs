@@ -19,6 +19,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use crate::host::Test;
+use crate::property::REFUSED;
 use crate::support::{Run, Sandbox};
 use crate::tests;
 
@@ -63,10 +64,6 @@ const SPECIAL: &[char] = &[
     '#', ' ', '%', ':', '/', '"', '\'', '\\', 'é', '\u{a0}', '\u{3000}',
 ];
 const LETTERS: &[char] = &['ß', 'ж', '日', '\u{301}', '\u{308}', '😀', '\u{212a}', 'İ'];
-const REFUSED: &[char] = &[
-    '\t', '\n', '\r', '\x0b', '\x01', '\x7f', '\u{85}', '\u{9f}', '\u{200b}', '\u{202e}',
-    '\u{feff}', '\u{2028}', '\0',
-];
 
 fn character() -> impl Strategy<Value = char> {
     prop_oneof![

@@ -16,6 +16,7 @@ use std::process::Command;
 use proptest::prelude::*;
 use serde_json::{json, Value as Json};
 
+use crate::property::REFUSED;
 use crate::support::{Run, Sandbox};
 
 /// What the file holds before a case.
@@ -37,10 +38,6 @@ const SPECIAL: &[char] = &[
 ];
 const LETTERS: &[char] = &[
     'ß', 'ж', '日', '\u{301}', '\u{308}', '😀', '\u{212a}', 'ǅ', 'İ',
-];
-const REFUSED: &[char] = &[
-    '\t', '\n', '\r', '\x0b', '\x01', '\x7f', '\u{85}', '\u{9f}', '\u{200b}', '\u{202e}',
-    '\u{feff}', '\u{2028}', '\0',
 ];
 
 fn character() -> impl Strategy<Value = char> {

@@ -45,22 +45,39 @@ pub const MIN_PIECE: usize = 4;
 /// Replaces every occurrence of a secret, and of each piece of a
 /// multi-line one, by [`REDACTED`].
 pub fn redact(text: &str, secrets: &[String]) -> String {
-    needles(secrets)
-        .into_iter()
-        .fold(text.to_owned(), |text, needle| {
-            match text.contains(&needle) {
-                true => text.replace(&needle, REDACTED),
-                false => text,
-            }
-        })
+    Needles::of(secrets).redact(text)
 }
 
 /// Whether `text` holds a secret, or a piece of a multi-line one, that
 /// [`redact`] would take out.
 pub fn holds(text: &str, secrets: &[String]) -> bool {
-    needles(secrets)
-        .iter()
-        .any(|needle| text.contains(needle.as_str()))
+    Needles::of(secrets).holds(text)
+}
+
+/// What [`redact`] takes out for some secrets, worked out once: for a
+/// caller that looks at many texts against the same secrets.
+pub struct Needles(Vec<String>);
+
+impl Needles {
+    /// The needles of `secrets` (see [`needles`]).
+    pub fn of(secrets: &[String]) -> Needles {
+        Needles(needles(secrets))
+    }
+
+    /// [`redact`] of `text`.
+    pub fn redact(&self, text: &str) -> String {
+        self.0.iter().fold(text.to_owned(), |text, needle| {
+            match text.contains(needle.as_str()) {
+                true => text.replace(needle.as_str(), REDACTED),
+                false => text,
+            }
+        })
+    }
+
+    /// [`holds`] of `text`.
+    pub fn holds(&self, text: &str) -> bool {
+        self.0.iter().any(|needle| text.contains(needle.as_str()))
+    }
 }
 
 /// [`redact`] for a text cut at some length (a line longer than is read,
@@ -68,8 +85,9 @@ pub fn holds(text: &str, secrets: &[String]) -> bool {
 /// characters or more at its end goes too, the rest of that secret having
 /// been cut off.
 pub fn redact_cut(text: &str, secrets: &[String]) -> String {
-    let mut text = redact(text, secrets);
-    let needles = needles(secrets);
+    let found = Needles::of(secrets);
+    let mut text = found.redact(text);
+    let needles = found.0;
     // Only an end shorter than the longest secret can start one.
     let from = text
         .len()

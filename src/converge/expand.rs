@@ -411,18 +411,23 @@ pub(super) fn guard_secrets(
     if secrets.is_empty() {
         return Ok(());
     }
-    let holds = |text: &str| crate::secrets::holds(text, sensitive);
+    // Worked out once for every text of every task.
+    let (secrets, sensitive) = (
+        crate::secrets::Needles::of(secrets),
+        crate::secrets::Needles::of(sensitive),
+    );
+    let holds = |text: &str| sensitive.holds(text);
     let refuse = |task: &PluginTask, place: String| Error::Plugin {
         plugin: plugin.name().to_owned(),
         call: which.as_str().to_owned(),
         message: format!(
             "task '{}' puts a sensitive value {place}, where it would be shown or kept in \
              clear; pass it in a sensitive attribute or a callback's arguments",
-            crate::text::escape(&crate::secrets::redact(&task.id, secrets)),
+            crate::text::escape(&secrets.redact(&task.id)),
         ),
     };
     for task in tasks.iter_mut() {
-        task.description = crate::secrets::redact(&task.description, secrets);
+        task.description = secrets.redact(&task.description);
         if holds(&task.id) {
             return Err(refuse(task, "in its id".to_owned()));
         }

@@ -35,10 +35,9 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use serde_json::Map;
 
-use super::accounts::Table;
+use super::accounts::{shown, Table};
 use crate::sdk::files::{sys, Create, Dir, Root, Stat};
 use crate::sdk::{Call, CallError, CallResult, Level};
-use crate::text::escape;
 
 /// Directories a home is never removed from at any depth: configuration,
 /// the kernel's file systems and the boot files.
@@ -130,10 +129,6 @@ impl Accounts {
             None => format!("uid {uid}"),
         }
     }
-}
-
-fn shown(text: &str) -> String {
-    format!("'{}'", escape(text))
 }
 
 /// Does the work: makes the homes asked for (an error fails the call,

@@ -203,6 +203,10 @@ impl Apply for Users {
     }
 
     fn after(&mut self, call: &Call, root: &Root, db: &Accounts) -> CallResult<()> {
+        // Most calls make or remove no home: no copy of the accounts.
+        if self.work.is_empty() {
+            return Ok(());
+        }
         home::run(
             call,
             root,

@@ -738,7 +738,7 @@ fn set_meta(
     // Mounted on since it was planned: what is open is the mount's.
     if !on_mount {
         if let Some(dir) = &place.dir {
-            if sys::mount_id(fd.as_fd())? != sys::mount_id(dir.as_fd())? {
+            if sys::on_other_mount(fd.as_fd(), dir.as_fd())? {
                 return Err(std::io::Error::other(
                     "it became a mount point since it was read; refusing to change it",
                 ));

@@ -10,8 +10,8 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use crate::sdk::files::sys;
 pub use crate::sdk::files::sys::{
     effective_ids, fchmod, fchown, file_capabilities, file_type_at, find_mount, fstat,
-    is_mount_point_at, lchown_at, list, mount_id, read_link_at, remove_tree, set_file_capabilities,
-    symlink_at,
+    is_mount_point_at, lchown_at, list, on_other_mount, read_link_at, remove_tree,
+    set_file_capabilities, symlink_at,
 };
 
 /// `openat(2)` of `name`, never through a link (`O_NOFOLLOW` and

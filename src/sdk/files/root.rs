@@ -407,7 +407,7 @@ pub(super) fn make_dir(
     }
     // Checked on the descriptor itself: a mount after this changes
     // nothing of what is open.
-    let mounted = on_other_mount(fd.as_fd(), parent)
+    let mounted = sys::on_other_mount(fd.as_fd(), parent)
         .map_err(|err| CallError::io(&err, &format!("check the directory {}", quoted(shown))))?;
     if mounted {
         return Err(CallError::new(format!(
@@ -426,11 +426,6 @@ pub(super) fn make_dir(
     set_up
         .map_err(|err| CallError::io(&err, &format!("set up the directory {}", quoted(shown))))?;
     Ok(fd)
-}
-
-/// Whether what is open as `fd` lies on another mount than `parent`.
-fn on_other_mount(fd: BorrowedFd<'_>, parent: BorrowedFd<'_>) -> io::Result<bool> {
-    Ok(sys::mount_id(fd)? != sys::mount_id(parent)?)
 }
 
 /// An open directory below the root. Its `rel` is its path relative to

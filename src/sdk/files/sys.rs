@@ -498,6 +498,11 @@ fn no_statx(err: &io::Error) -> bool {
     matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EPERM))
 }
 
+/// Whether what is open as `fd` lies on another mount than `parent`.
+pub fn on_other_mount(fd: BorrowedFd<'_>, parent: BorrowedFd<'_>) -> io::Result<bool> {
+    Ok(mount_id(fd)? != mount_id(parent)?)
+}
+
 /// The id of the mount that the file or directory open as `fd` lies on:
 /// statx's `STATX_MNT_ID` (Linux 5.8), else the `mnt_id` of
 /// `/proc/self/fdinfo` (Linux 3.15); an error when neither tells it.

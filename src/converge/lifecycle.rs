@@ -93,20 +93,33 @@ impl<'s> Remembered<'s> {
         name: &str,
         changes: &mut Vec<crate::resource::Change>,
     ) {
-        let Some(item) = self.item(provider, name) else {
+        let Some(item) = self.applied_item(provider, name) else {
             return;
         };
-        if item.state != ItemState::Applied || item.undetermined {
-            return;
-        }
-        changes.retain(|change| {
-            let parameter = provider
-                .attribute(&change.attr)
-                .is_some_and(|a| a.kind == crate::metadata::Kind::Write);
-            !parameter
-                || item.properties.get(&change.attr)
-                    != Some(&kept(provider, name, &change.attr, &change.is, self.key))
-        });
+        changes.retain(|change| !self.applied_as(item, provider, name, &change.attr, &change.is));
+    }
+
+    /// The stored item of the resource `name`, when ral applied it as it
+    /// was asked to (so that its stored parameters are what it was given).
+    fn applied_item(&self, provider: &Provider, name: &str) -> Option<&'s StoredItem> {
+        self.item(provider, name)
+            .filter(|item| item.state == ItemState::Applied && !item.undetermined)
+    }
+
+    /// Whether `attr` is a write-only parameter that ral last applied to
+    /// the resource `name` (its stored `item`) with `value`.
+    fn applied_as(
+        &self,
+        item: &StoredItem,
+        provider: &Provider,
+        name: &str,
+        attr: &str,
+        value: &crate::types::Value,
+    ) -> bool {
+        provider
+            .attribute(attr)
+            .is_some_and(|a| a.kind == crate::metadata::Kind::Write)
+            && item.properties.get(attr) == Some(&kept(provider, name, attr, value, self.key))
     }
 
     /// Whether an earlier run owes the resource a refresh: one was called
@@ -122,20 +135,13 @@ impl<'s> Remembered<'s> {
     /// asked, and such a transition has nothing to do (`managehome`
     /// after the user was made with it).
     pub fn settles(&self, provider: &Provider, transition: &crate::update::Transition) -> bool {
-        let Some(item) = self.item(provider, &transition.name) else {
+        let Some(item) = self.applied_item(provider, &transition.name) else {
             return false;
         };
         let exists = transition.found && !transition.state.is_absent();
         exists
-            && item.state == ItemState::Applied
-            && !item.undetermined
-            && transition.should.iter().all(|(attr, value)| {
-                provider
-                    .attribute(attr)
-                    .is_some_and(|a| a.kind == crate::metadata::Kind::Write)
-                    && item.properties.get(attr)
-                        == Some(&kept(provider, &transition.name, attr, value, self.key))
-            })
+            && (transition.should.iter())
+                .all(|(attr, value)| self.applied_as(item, provider, &transition.name, attr, value))
     }
 }
 

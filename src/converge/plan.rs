@@ -324,12 +324,8 @@ pub fn plan_keeping(
         let mut requires: Vec<usize> = Vec::new();
         taken_by.resize(tasks.len(), usize::MAX);
         for &before in &item.requires {
-            let own;
-            let through: &[usize] = match task_of[before] {
-                Some(id) => {
-                    own = id;
-                    std::slice::from_ref(&own)
-                }
+            let through: &[usize] = match &task_of[before] {
+                Some(id) => std::slice::from_ref(id),
                 None => &waits[before],
             };
             for &id in through {
@@ -493,10 +489,15 @@ pub fn plan_keeping(
 /// can be made before the other, so the plan is refused before anything
 /// runs. Where either exists, the other's need of it is met.
 fn tangles_to_create(catalog: &Catalog, tasks: &[Task]) -> Vec<Problem> {
-    let creates =
-        |at: usize| (tasks.iter()).any(|task| task.item == at && task.action == Action::Create);
+    if catalog.tangled.is_empty() {
+        return Vec::new();
+    }
+    let mut creates = vec![false; catalog.items.len()];
+    for task in tasks.iter().filter(|task| task.action == Action::Create) {
+        creates[task.item] = true;
+    }
     (catalog.tangled.iter())
-        .filter(|&&(one, other)| creates(one) && creates(other))
+        .filter(|&&(one, other)| creates[one] && creates[other])
         .map(|&(one, other)| super::catalog::cycle_problem(&catalog.items, &[one, other]))
         .collect()
 }

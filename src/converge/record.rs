@@ -364,8 +364,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
         if owed.is_empty() {
             return Ok(());
         }
-        let refreshable: std::collections::HashSet<(String, &str)> = self.catalog.items
-            [..self.declared]
+        let refreshable: HashSet<(String, &str)> = self.catalog.items[..self.declared]
             .iter()
             .filter(|item| {
                 item.role == Role::Resource

@@ -601,7 +601,6 @@ impl Store {
         tx.commit().map_err(|e| db_error(&path, e))
     }
 
-    /// Marks tasks Running, in one transaction.
     /// Records tasks as started, and the refreshes they may call for as
     /// owed, in one transaction committed before their providers are
     /// called.

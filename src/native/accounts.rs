@@ -539,6 +539,7 @@ pub fn check_id(attr: &str, value: &serde_json::Value) -> CallResult<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::native::tests::call;
 
     #[test]
     fn new_names_follow_shadow_utils_rule() {
@@ -600,17 +601,6 @@ mod tests {
         let table = Table::new(&call, "passwd", target, Some(data));
         assert_eq!(table.lines[0].f()[4], "Zo\u{eb}");
         assert_eq!(table.lines[0].f()[6], "/bin/b\u{e4}sh");
-    }
-
-    fn call(root: &std::path::Path) -> Call {
-        Call {
-            lock_timeout: std::time::Duration::from_secs(5),
-            ..Call::new(
-                root,
-                false,
-                crate::sdk::Log::new(Box::new(std::io::sink()), false),
-            )
-        }
     }
 
     /// After the lock is taken, `etc` is swapped for another whose files

@@ -581,11 +581,12 @@ fn warn_shared_names(call: &Call, lines: &[Line], at: usize) {
         return;
     };
     let family = |ip: &[u8]| std::str::from_utf8(ip).is_ok_and(|ip| ip.parse::<Ipv4Addr>().is_ok());
+    let mine = family(&entry.ip);
     for name in std::iter::once(&entry.name).chain(&entry.aliases) {
         let shared = lines.iter().enumerate().find(|(other, line)| {
             line.entry.as_ref().is_some_and(|e| {
                 *other != at
-                    && family(&e.ip) == family(&entry.ip)
+                    && family(&e.ip) == mine
                     && std::iter::once(&e.name)
                         .chain(&e.aliases)
                         .any(|n| n.eq_ignore_ascii_case(name))

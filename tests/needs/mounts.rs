@@ -10,7 +10,8 @@
 //! mount point or holds one. An edit of several files (the account
 //! files) that would rename over a mount point writes none of them; a
 //! preview (`ralsh -n`) of an edit that would rename over one (a file,
-//! or the journal) refuses as the change does.
+//! or the journal) refuses as the change does, for an edit of one file
+//! too.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -29,6 +30,7 @@ pub fn tests() -> Vec<Test> {
         remove_tree_never_crosses_a_mount,
         an_edit_of_several_files_never_half_replaces_a_mount_point,
         a_preview_refuses_to_replace_a_mount_point_as_the_change_does,
+        an_edit_of_one_file_stops_at_a_journal_that_is_a_mount_point,
     ];
     all.extend(tests![[Root, MountNamespace]
         managehome_keeps_a_home_that_is_or_holds_a_mount_point,
@@ -415,4 +417,38 @@ fn a_preview_refuses_to_replace_a_mount_point_as_the_change_does() {
     after.retain(|path, _| !path.to_string_lossy().ends_with("lock"));
     assert_eq!(before, after, "no file of the root changed or stayed");
     assert_eq!(outside_before, tree_snapshot(o), "nothing outside written");
+}
+
+/// An edit of one file renames no journal into place, but the lock's
+/// journal is looked at when the edit begins (one left by a crash is
+/// finished), and one that is a mount point cannot be removed: the change
+/// stops, and so does its preview; a preview of no change says so.
+fn an_edit_of_one_file_stops_at_a_journal_that_is_a_mount_point() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", "10.0.0.2\tdb\n");
+    sandbox.write("etc/.hosts.ral-lock.ral-journal", "");
+    let outside = tempfile::tempdir().unwrap();
+    let o = outside.path();
+    std::fs::write(o.join("file"), "").unwrap();
+    let (r, od) = (sandbox.root().display(), o.display());
+    let setup = format!("mount --bind '{od}/file' '{r}/etc/.hosts.ral-lock.ral-journal'");
+    let lines = [
+        ralsh(&sandbox, "-n host web ip=10.0.0.1"),
+        ralsh(&sandbox, "host web ip=10.0.0.1"),
+        ralsh(&sandbox, "-n host db ip=10.0.0.2"),
+    ];
+    let sections = in_namespace(&sandbox, false, &setup, &lines);
+    has(
+        &sections[0],
+        &format!("cannot replace '{r}/etc/.hosts.ral-lock.ral-journal': it is a mount point"),
+    );
+    for section in &sections[..2] {
+        has(section, "exit status");
+    }
+    has(&sections[1], "cannot remove the journal");
+    assert!(!sections[2].contains("exit status"), "{}", sections[2]);
+    assert_eq!(
+        std::fs::read_to_string(sandbox.root().join("etc/hosts")).unwrap(),
+        "10.0.0.2\tdb\n"
+    );
 }

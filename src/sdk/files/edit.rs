@@ -215,14 +215,6 @@ impl<'a> Edit<'a> {
         self.noop
     }
 
-    /// The lock, for an edit with a lock of its own.
-    pub fn lock(&mut self) -> Option<&mut Lock> {
-        match &mut self.guard {
-            Guard::Lock(lock) => Some(lock),
-            Guard::Batch { .. } => None,
-        }
-    }
-
     fn clean(&mut self, target: &Target) -> CallResult<()> {
         let key = target.key();
         if self.noop || self.cleaned.contains(&key) {
@@ -461,11 +453,13 @@ impl<'a> Edit<'a> {
     }
 
     /// Refuses the staged change when a file it replaces, or the journal
-    /// an edit of several files writes, is a mount point: the rename over
-    /// it would fail (EBUSY), maybe after other files were replaced.
+    /// beside its lock, is a mount point: the rename over it would fail
+    /// (EBUSY), maybe after other files were replaced. An edit of one file
+    /// writes no journal, but cannot remove one either: the change stops
+    /// there when it begins, and its preview must stop as well.
     fn refuse_mount_points(&self) -> CallResult<()> {
         let dir = self.guard.dir();
-        let journal = self.guard.journal().filter(|_| self.staged.len() > 1);
+        let journal = self.guard.journal().filter(|_| !self.staged.is_empty());
         let targets = self
             .staged
             .iter()
@@ -572,7 +566,7 @@ fn mounted_on(dir: &Dir, name: &str) -> bool {
 }
 
 /// A new temporary file for `name` in `dir`, open to write.
-fn create_temp(dir: &Dir, name: &str) -> CallResult<(String, OwnedFd)> {
+pub(super) fn create_temp(dir: &Dir, name: &str) -> CallResult<(String, OwnedFd)> {
     for _ in 0..100 {
         let temp = temp_name(name);
         match sys::open_at(dir.as_fd(), temp.as_ref(), TEMP_FLAGS, 0o600) {

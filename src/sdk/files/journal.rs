@@ -241,11 +241,23 @@ pub fn fsync_dir(dir: &impl AsFd) {
 /// A new name for a temporary file that will replace `name`: hidden, and
 /// recognisable as ours by the next edit.
 pub fn temp_name(name: &str) -> String {
+    #[cfg(test)]
+    if let Some(next) = NEXT_TEMP_NAMES.with(|names| names.borrow_mut().pop_front()) {
+        return next;
+    }
     let mut text = format!(".{name}{TEMP_TAG}");
     for byte in sys::random_bytes(6) {
         let _ = write!(text, "{byte:02x}");
     }
     text
+}
+
+#[cfg(test)]
+thread_local! {
+    /// A test's temporary names, given out before random ones: a name
+    /// someone else took first is then no matter of chance.
+    pub(super) static NEXT_TEMP_NAMES: std::cell::RefCell<std::collections::VecDeque<String>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
 }
 
 /// Removes the temporary files of ours for `name` in `dir`: with the lock

@@ -20,6 +20,7 @@ fn a_file_is_replaced_keeping_its_mode_and_nothing_is_left() {
     let before = meta(&sandbox, "etc/hosts");
     let target = sandbox.open().file("etc/hosts", true, None).unwrap();
     let mut edit = Edit::begin(Lock::beside(&target), &sandbox.call).unwrap();
+    assert!(!edit.noop());
     assert_eq!(edit.read(&target).unwrap().unwrap(), b"old\n");
     edit.write(&target, b"new\n".to_vec(), Attrs::default())
         .unwrap();
@@ -169,6 +170,32 @@ fn a_noop_edit_reads_like_one_and_creates_nothing() {
         sandbox.names("etc"),
         [".hosts.ral-tmp-0123456789ab", "hosts"]
     );
+}
+
+#[test]
+fn a_noop_edit_notes_a_file_without_removing_its_temporary_files() {
+    // `note` (for files that are resources themselves) cleans up after an
+    // interrupted edit, as `read` does; a preview must not.
+    let sandbox = Sandbox::with(true, Duration::from_secs(15));
+    sandbox.write("srv/app.conf", b"old\n");
+    sandbox.write("srv/.app.conf.ral-tmp-0123456789ab", b"half");
+    let target = sandbox.open().file("srv/app.conf", true, None).unwrap();
+    let mut edit = Edit::begin(Lock::beside(&target), &sandbox.call).unwrap();
+    edit.note(&target, None).unwrap();
+    drop(edit);
+    assert_eq!(
+        sandbox.names("srv"),
+        [".app.conf.ral-tmp-0123456789ab", "app.conf"]
+    );
+
+    let sandbox = Sandbox::new();
+    sandbox.write("srv/app.conf", b"old\n");
+    sandbox.write("srv/.app.conf.ral-tmp-0123456789ab", b"half");
+    let target = sandbox.open().file("srv/app.conf", true, None).unwrap();
+    let mut edit = Edit::begin(Lock::beside(&target), &sandbox.call).unwrap();
+    edit.note(&target, None).unwrap();
+    drop(edit);
+    assert_eq!(sandbox.names("srv"), [".app.conf.ral-lock", "app.conf"]);
 }
 
 #[test]
@@ -384,4 +411,34 @@ fn both_toolkits_keep_the_access_control_list_and_warn_of_hard_links() {
             );
         }
     }
+}
+
+#[test]
+fn only_a_change_of_a_file_with_other_names_warns_of_hard_links() {
+    let edit_hosts = |sandbox: &Sandbox| {
+        let target = sandbox.open().file("etc/hosts", true, None).unwrap();
+        let mut edit = Edit::begin(Lock::beside(&target), &sandbox.call).unwrap();
+        edit.write(&target, b"new\n".to_vec(), Attrs::default())
+            .unwrap();
+        edit.commit().unwrap();
+    };
+    let warned = |sandbox: &Sandbox| sandbox.log().contains("(hard links)");
+
+    let single = Sandbox::new();
+    single.write("etc/hosts", b"old\n");
+    edit_hosts(&single);
+    assert!(!warned(&single), "{}", single.log());
+
+    let linked = Sandbox::new();
+    linked.write("etc/hosts", b"old\n");
+    std::fs::hard_link(linked.path("etc/hosts"), linked.path("etc/hosts.bak")).unwrap();
+    edit_hosts(&linked);
+    assert!(warned(&linked), "{}", linked.log());
+
+    // A preview changes no name, so it has nothing to warn of.
+    let preview = Sandbox::with(true, Duration::from_secs(15));
+    preview.write("etc/hosts", b"old\n");
+    std::fs::hard_link(preview.path("etc/hosts"), preview.path("etc/hosts.bak")).unwrap();
+    edit_hosts(&preview);
+    assert!(!warned(&preview), "{}", preview.log());
 }

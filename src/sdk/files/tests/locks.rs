@@ -48,6 +48,11 @@ impl Holder {
 impl Drop for Holder {
     fn drop(&mut self) {
         drop(self.child.stdin.take());
+        // A test that failed before the holder was waited for must fail,
+        // not wait for it forever.
+        if std::thread::panicking() {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }
@@ -133,6 +138,7 @@ fn a_lock_held_by_another_process_is_waited_for_until_let_go() {
     sandbox.mkdir("etc");
     let mut holder = Holder::start(&sandbox.path("etc/.pwd.lock"), "posix", "until-waited-for");
     let mut lock = Lock::accounts(&sandbox.open()).unwrap();
+    assert!(!lock.is_held());
     // The holder lets go once it sees this process blocked on the lock.
     lock.acquire(&sandbox.call).unwrap();
     assert!(lock.is_held());

@@ -8,6 +8,8 @@ mod edits;
 mod journal;
 mod locks;
 mod mounts;
+mod reused;
+mod temps;
 mod walk;
 
 use std::fs;

@@ -438,3 +438,140 @@ fn dot_dot_climbs_one_directory_at_a_time_and_never_above_the_root() {
         }
     }
 }
+
+#[test]
+fn a_root_that_is_a_file_is_refused() {
+    let sandbox = Sandbox::new();
+    sandbox.write("file", b"not a directory\n");
+    let err = Root::open(&sandbox.path("file")).unwrap_err();
+    assert!(
+        err.message
+            .ends_with("does not exist or is not a directory (Not a directory)"),
+        "{}",
+        err.message
+    );
+}
+
+/// Said forbidden, not failed: the caller lacks a permission. Root reads
+/// anything, so the test drops its file-system identity on a thread of
+/// its own (setfsuid is per thread) where it runs as root.
+#[test]
+fn a_root_that_cannot_be_entered_is_forbidden() {
+    let sandbox = Sandbox::new();
+    let closed = sandbox.path("closed");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let as_nobody = sys::is_root();
+    let err = std::thread::spawn(move || {
+        if as_nobody {
+            // SAFETY: setfsuid takes no pointer; it changes this thread's
+            // file-system user id only.
+            unsafe { libc::setfsuid(65534) };
+        } else {
+            std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
+        }
+        Root::open(&closed.join("sub")).unwrap_err()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        err.kind,
+        crate::sdk::error::Kind::Forbidden,
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message.contains("(Permission denied)"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn an_error_on_the_way_other_than_a_missing_directory_is_no_missing_file() {
+    let sandbox = Sandbox::new();
+    sandbox.write("etc", b"a file\n");
+    let err = sandbox.open().read("etc/hosts", true).unwrap_err();
+    assert!(
+        err.message.ends_with("is not a directory"),
+        "{}",
+        err.message
+    );
+    // A name the system refuses is said so, not taken for a file.
+    let long = format!("{}/hosts", "x".repeat(300));
+    let err = sandbox.open().read(&long, true).unwrap_err();
+    assert!(
+        err.message.contains("File name too long"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn a_chain_of_links_is_followed_up_to_the_limit() {
+    let limit = crate::sdk::files::MAX_LINKS;
+    let sandbox = Sandbox::new();
+    std::fs::create_dir(sandbox.path("end")).unwrap();
+    sandbox.symlink("end", "l0");
+    for n in 1..=limit {
+        sandbox.symlink(&format!("l{}", n - 1), &format!("l{n}"));
+    }
+    let root = sandbox.open();
+    // l{limit - 1} is `limit` links from the directory.
+    assert!(root
+        .directory(&format!("l{}", limit - 1), true, None)
+        .is_ok());
+    let err = root
+        .directory(&format!("l{limit}"), true, None)
+        .unwrap_err();
+    assert!(
+        err.message.starts_with("too many levels"),
+        "{}",
+        err.message
+    );
+}
+
+/// An owner asked is given whether it names a user, a group or both;
+/// only root can give one.
+#[test]
+fn a_directory_made_gets_the_user_or_group_asked_alone() {
+    use std::os::unix::fs::MetadataExt;
+    if !sys::is_root() {
+        eprintln!("skipped: giving a directory an owner needs root");
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let root = sandbox.open();
+    let user_only = Create {
+        mode: 0o755,
+        uid: Some(7001),
+        gid: None,
+    };
+    let group_only = Create {
+        mode: 0o755,
+        uid: None,
+        gid: Some(7002),
+    };
+    root.directory("u", true, Some(user_only)).unwrap();
+    root.directory("g", true, Some(group_only)).unwrap();
+    let owner = |rel| {
+        let meta = std::fs::metadata(sandbox.path(rel)).unwrap();
+        (meta.uid(), meta.gid())
+    };
+    assert_eq!(owner("u"), (7001, 0));
+    assert_eq!(owner("g"), (0, 7002));
+}
+
+#[test]
+fn a_directory_that_cannot_be_made_says_so() {
+    use std::os::fd::AsFd;
+    let tmp = tempfile::tempdir().unwrap();
+    let parent = sys::open_path(tmp.path().as_os_str(), sys::DIR_FLAGS).unwrap();
+    let long = "d".repeat(300);
+    let err = root::make_dir(parent.as_fd(), &long, Create::mode(0o755), "d…").unwrap_err();
+    assert!(
+        err.message.starts_with("cannot create the directory 'd…'"),
+        "{}",
+        err.message
+    );
+}

@@ -575,3 +575,52 @@ fn a_directory_that_cannot_be_made_says_so() {
         err.message
     );
 }
+
+#[test]
+fn a_subdirectory_swapped_in_between_open_and_readlink_is_opened() {
+    // The open meets a file (ENOTDIR); by the readlink a directory is
+    // there: subdir opens again rather than calling it "not a directory".
+    use crate::sdk::files::root::BEFORE_READ_LINK;
+    let sandbox = Sandbox::new();
+    sandbox.write("etc", b"a file for now\n");
+    sandbox.write("etc.real/hosts", b"inside\n");
+    let top = sandbox.open().directory("", true, None).unwrap();
+    let swaps = std::rc::Rc::new(std::cell::Cell::new(0));
+    let (seen, base) = (swaps.clone(), sandbox.root.clone());
+    BEFORE_READ_LINK.with(|hook| {
+        *hook.borrow_mut() = Some(Box::new(move |name: &str| {
+            if name == "etc" && seen.get() == 0 {
+                seen.set(1);
+                std::fs::remove_file(base.join("etc")).unwrap();
+                std::fs::rename(base.join("etc.real"), base.join("etc")).unwrap();
+            }
+        }));
+    });
+    let etc = top.subdir("etc", None);
+    BEFORE_READ_LINK.with(|hook| *hook.borrow_mut() = None);
+    assert_eq!(swaps.get(), 1);
+    assert_eq!(
+        etc.unwrap().read("hosts", None).unwrap().unwrap().0,
+        b"inside\n"
+    );
+}
+
+#[test]
+fn an_entry_the_system_cannot_look_at_is_an_error_not_absent() {
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("etc");
+    let etc = sandbox.open().directory("etc", true, None).unwrap();
+    let long = "x".repeat(300);
+    let err = etc.lstat(&long).unwrap_err();
+    assert!(
+        err.message.contains("File name too long"),
+        "{}",
+        err.message
+    );
+    let err = etc.read(&long, None).unwrap_err();
+    assert!(
+        err.message.contains("File name too long"),
+        "{}",
+        err.message
+    );
+}

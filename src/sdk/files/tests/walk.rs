@@ -624,3 +624,17 @@ fn an_entry_the_system_cannot_look_at_is_an_error_not_absent() {
         err.message
     );
 }
+
+#[test]
+fn a_subdirectory_knows_its_path_below_the_root() {
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("etc/ssh");
+    let top = sandbox.open().directory("", true, None).unwrap();
+    let etc = top.subdir("etc", None).unwrap();
+    let ssh = etc.subdir("ssh", None).unwrap();
+    assert_eq!((top.rel(), etc.rel(), ssh.rel()), ("", "etc", "etc/ssh"));
+    assert_eq!(
+        ssh.show("x"),
+        sandbox.path("etc/ssh/x").display().to_string()
+    );
+}

@@ -1,7 +1,7 @@
 //! Unit tests of the file provider: its checks and plans on a temporary
 //! root, and a set of many files made as one batch.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 
 use serde_json::{json, Value as Json};
 
@@ -486,4 +486,24 @@ fn removals_and_links_of_a_batch_are_made_durable() {
         events[linked..].contains(&Event::Sync(srv.clone())),
         "{events:?}"
     );
+}
+
+#[test]
+fn a_special_file_is_said_to_be_one_and_never_planned_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; mkfifo(3) keeps no pointer.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    let found = File
+        .get(&call(dir.path(), false), &["/fifo".to_owned()])
+        .unwrap();
+    let said = found[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.starts_with("'/fifo' is a special file"), "{found:?}");
+    let err = planned(dir.path(), "/fifo", json!({"ensure": "absent"})).unwrap_err();
+    assert!(err.contains("special file"), "{err}");
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
 }

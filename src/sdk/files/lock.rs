@@ -352,3 +352,52 @@ fn holder(info: &Stat) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod poll_tests {
+    //! `poll`, the wait used when no thread can be spared for a blocking
+    //! lock: private, so tested here.
+
+    use super::*;
+
+    /// A new description of a file in `dir`, for reading and writing or
+    /// for reading only.
+    fn open(dir: &tempfile::TempDir, write: bool) -> OwnedFd {
+        let path = dir.path().join("lock");
+        fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .create(write)
+            .truncate(false)
+            .open(path)
+            .unwrap()
+            .into()
+    }
+
+    #[test]
+    fn a_free_lock_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let got = poll(Kind::Flock, open(&dir, true), Duration::ZERO);
+        assert!(matches!(got, Some(Ok(_))), "{got:?}");
+    }
+
+    #[test]
+    fn a_lock_held_throughout_is_given_up_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let holder = open(&dir, true);
+        take(Kind::Flock, &holder, false).unwrap();
+        let got = poll(Kind::Flock, open(&dir, true), Duration::from_millis(20));
+        assert!(got.is_none(), "{got:?}");
+    }
+
+    #[test]
+    fn an_error_other_than_busy_ends_the_wait_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(open(&dir, true));
+        // A write lock on a description open for reading only: EBADF,
+        // which waiting longer never mends.
+        let got = poll(Kind::Record, open(&dir, false), Duration::from_millis(20));
+        let code = got.map(|got| got.err().and_then(|err| err.raw_os_error()));
+        assert_eq!(code, Some(Some(libc::EBADF)));
+    }
+}

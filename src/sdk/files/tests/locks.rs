@@ -1,8 +1,9 @@
 //! Locks: excluded between two threads of one process and between two
-//! processes (the Python toolkit's and lckpwdf's locks among them), a wait
-//! bounded and saying who holds the lock.
+//! processes (the Python toolkit's and lckpwdf's locks among them), not
+//! kept by a child process, a wait bounded (by the lock timeout or the
+//! call's deadline) and saying who holds the lock.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
@@ -285,4 +286,102 @@ fn a_wait_for_a_lock_ends_at_the_calls_deadline() {
         "the call ran past its time limit of 0.3s (--timeout); this was not done"
     );
     assert!(sandbox.log().contains("waiting up to 0.3s for the lock"));
+}
+
+/// A child process that lives until dropped (its stdin closed), as a
+/// provider's script run while a lock is held.
+struct Bystander(Child);
+
+impl Bystander {
+    /// Started, and seen running its program: the descriptors not to be
+    /// inherited are closed by then.
+    fn start() -> Bystander {
+        let child = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut bystander = Bystander(child);
+        let stdin = bystander.0.stdin.as_mut().unwrap();
+        stdin.write_all(b"running\n").unwrap();
+        let mut line = String::new();
+        BufReader::new(bystander.0.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "running\n");
+        bystander
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_lock_let_go_is_not_kept_by_a_child_process() {
+    let mut sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", b"");
+    // Time enough for a child that another test is starting, which holds
+    // a copy of every descriptor until it runs its program.
+    short(&mut sandbox, Duration::from_secs(2));
+    let root = sandbox.open();
+    let target = root.file("etc/hosts", true, None).unwrap();
+    let kinds: [&dyn Fn() -> Lock; 3] = [
+        &|| Lock::beside(&target),
+        &|| Lock::accounts(&root).unwrap(),
+        &|| Lock::of_directory(target.dir()),
+    ];
+    for make in kinds {
+        let mut lock = make();
+        lock.acquire(&sandbox.call).unwrap();
+        // A child started under the lock gets no descriptor of it, so
+        // letting go here lets go.
+        let _child = Bystander::start();
+        lock.release();
+        let mut again = make();
+        let got = again.acquire(&sandbox.call);
+        assert_eq!(got, Ok(()), "{}", again.show());
+    }
+}
+
+#[test]
+fn a_deadline_no_sooner_than_the_lock_timeout_leaves_the_lock_timeouts_message() {
+    let mut sandbox = Sandbox::new();
+    sandbox.write("etc/hosts", b"");
+    short(&mut sandbox, Duration::from_millis(100));
+    // As much of the call's time is left as the lock timeout allows: the
+    // deadline cuts the wait only when it comes first.
+    let late = std::sync::Arc::default();
+    sandbox.call.deadline = Some(crate::sdk::testing::deadline(
+        Duration::from_millis(100),
+        &late,
+    ));
+    let target = sandbox.open().file("etc/hosts", true, None).unwrap();
+    let mut held = Lock::beside(&target);
+    held.acquire(&sandbox.call).unwrap();
+    let err = Lock::beside(&target).acquire(&sandbox.call).unwrap_err();
+    let lock_timeout = format!(
+        "timed out after 0.1s waiting for the lock '{}', held by ",
+        sandbox.path("etc/.hosts.ral-lock").display()
+    );
+    assert!(err.message.starts_with(&lock_timeout), "{}", err.message);
+}
+
+#[test]
+fn seconds_are_written_as_pythons_g_format_writes_them() {
+    // What Python's '%g' % value writes, as the Python toolkit's
+    // messages do.
+    let cases = [
+        (Duration::from_secs(15), "15"),
+        (Duration::from_millis(500), "0.5"),
+        (Duration::from_micros(12_500), "0.0125"),
+        (Duration::from_micros(1_234), "0.001234"),
+        (Duration::from_millis(123_456_700), "123457"),
+    ];
+    for (duration, text) in cases {
+        assert_eq!(crate::sdk::files::lock::seconds(duration), text);
+    }
 }

@@ -638,3 +638,21 @@ fn a_subdirectory_knows_its_path_below_the_root() {
         sandbox.path("etc/ssh/x").display().to_string()
     );
 }
+
+#[test]
+fn a_link_target_of_any_length_is_read_whole() {
+    use std::os::fd::AsFd;
+    let sandbox = Sandbox::new();
+    sandbox.mkdir("d");
+    // Lengths around the first buffer (256 bytes), and the longest a
+    // path may be.
+    for len in [255, 256, 257, 300, 4095] {
+        let target = "t".repeat(len);
+        let name = format!("l{len}");
+        sandbox.symlink(&target, &format!("d/{name}"));
+        let dir = sys::open_path(sandbox.path("d").as_os_str(), sys::DIR_FLAGS).unwrap();
+        let read = sys::read_link_at(dir.as_fd(), name.as_ref()).unwrap();
+        assert_eq!(read.len(), len);
+        assert_eq!(read, target.as_bytes());
+    }
+}

@@ -429,11 +429,7 @@ fn add_automatic_edges(items: &[Item], requires: &mut [Vec<usize>]) {
             let Some(target) = attribute.refers_to.as_deref() else {
                 continue;
             };
-            let values = match value {
-                Value::Array(values) => values.as_slice(),
-                value => std::slice::from_ref(value),
-            };
-            for value in values {
+            for value in each_value(value) {
                 match attribute.refers_by.as_deref() {
                     Some(by) => link(by_value.get(target, by, value)),
                     None => link(value.as_str().and_then(|name| by_type.get(&(target, name)))),
@@ -531,10 +527,7 @@ fn referring<'i>(item: &'i Item, other: &Item) -> Vec<(&'i crate::metadata::Attr
         if attribute.refers_to.as_deref() != Some(other.provider.type_name()) {
             continue;
         }
-        let values = match value {
-            Value::Array(values) => values.as_slice(),
-            value => std::slice::from_ref(value),
-        };
+        let values = each_value(value);
         let why = match attribute.refers_by.as_deref() {
             Some(by) => values
                 .iter()
@@ -564,6 +557,15 @@ fn referring<'i>(item: &'i Item, other: &Item) -> Vec<(&'i crate::metadata::Attr
         found.extend(why.map(|why| (attribute, why)));
     }
     found
+}
+
+/// The values of an attribute that refers to resources: each of a
+/// list's, or the one value.
+fn each_value(value: &Value) -> &[Value] {
+    match value {
+        Value::Array(values) => values.as_slice(),
+        value => std::slice::from_ref(value),
+    }
 }
 
 /// The items by the values of the attributes some `refers_by` names:
@@ -804,12 +806,12 @@ fn check_resource<'r>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::metadata::Metadata;
 
     /// The bundled user and group providers, by their metadata.
-    fn registry() -> Registry {
+    pub(in crate::converge) fn registry() -> Registry {
         let provider = |yaml: &str, file: &str| {
             let meta = Metadata::parse(yaml, Path::new(file)).unwrap();
             Provider::new(meta, file.into(), None)

@@ -666,20 +666,7 @@ mod tests {
 
     #[test]
     fn a_stored_group_is_removed_after_the_users_whatever_its_stored_edges_say() {
-        let provider = |yaml: &str, file: &str| {
-            let meta = crate::metadata::Metadata::parse(yaml, std::path::Path::new(file)).unwrap();
-            Provider::new(meta, file.into(), None)
-        };
-        let registry = Registry::of(vec![
-            provider(
-                include_str!("../../providers/etc_passwd.yaml"),
-                "etc_passwd.yaml",
-            ),
-            provider(
-                include_str!("../../providers/etc_group.yaml"),
-                "etc_group.yaml",
-            ),
-        ]);
+        let registry = super::super::catalog::tests::registry();
         let origin = Origin {
             file: std::sync::Arc::from(std::path::Path::new("state.db")),
             line: 0,

@@ -835,7 +835,7 @@ pub(super) mod tests {
     }
 
     /// The references in the catalog's order.
-    fn ordered(catalog: &Catalog) -> Vec<String> {
+    pub(in crate::converge) fn ordered(catalog: &Catalog) -> Vec<String> {
         (catalog.order.iter())
             .map(|&at| catalog.items[at].reference())
             .collect()

@@ -666,7 +666,8 @@ mod tests {
 
     #[test]
     fn a_stored_group_is_removed_after_the_users_whatever_its_stored_edges_say() {
-        let registry = super::super::catalog::tests::registry();
+        use super::super::catalog::tests::{ordered, registry};
+        let registry = registry();
         let origin = Origin {
             file: std::sync::Arc::from(std::path::Path::new("state.db")),
             line: 0,
@@ -684,10 +685,7 @@ mod tests {
             super::super::manifest::parse("user:\n  v: {}\n", std::path::Path::new("m.yaml"));
         let mut catalog = Catalog::build(&registry, &declared).unwrap();
         add_removals(&mut catalog, &registry, &remove, &origin);
-        let ordered: Vec<String> = (catalog.order.iter())
-            .map(|&at| catalog.items[at].reference())
-            .collect();
-        assert_eq!(ordered, ["user[v]", "user[u]", "group[g]"]);
+        assert_eq!(ordered(&catalog), ["user[v]", "user[u]", "group[g]"]);
         assert_eq!(catalog.items[1].requires, [2]);
         assert!(catalog.items[2].requires.is_empty());
         // A group the manifest removes waits for a user the store's
@@ -698,10 +696,7 @@ mod tests {
         );
         let mut catalog = Catalog::build(&registry, &declared).unwrap();
         add_removals(&mut catalog, &registry, &[user], &origin);
-        let ordered: Vec<String> = (catalog.order.iter())
-            .map(|&at| catalog.items[at].reference())
-            .collect();
-        assert_eq!(ordered, ["user[u]", "group[h]"]);
+        assert_eq!(ordered(&catalog), ["user[u]", "group[h]"]);
         assert_eq!(catalog.items[0].requires, [1]);
     }
 

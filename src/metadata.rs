@@ -881,6 +881,11 @@ mod tests {
 
     const MINIMAL: &str = "provider:\n  type: thing\n  invoke: simple\n  actions: [list]\n  suitable: true\n  attributes:\n    name: {}\n";
 
+    /// MINIMAL with `attributes` (YAML lines) after `name`.
+    fn with(attributes: &str) -> Result<Metadata> {
+        parse(&MINIMAL.replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")))
+    }
+
     #[test]
     fn minimal_metadata_gets_defaults() {
         let meta = parse(MINIMAL).unwrap();
@@ -1020,9 +1025,6 @@ mod tests {
 
     #[test]
     fn refers_by_names_an_attribute_and_needs_refers_to() {
-        let with = |attributes: &str| {
-            parse(&MINIMAL.replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")))
-        };
         let meta = with("    gid: {type: integer, refers_to: group, refers_by: gid}\n").unwrap();
         assert_eq!(meta.attributes["gid"].refers_by.as_deref(), Some("gid"));
         assert_eq!(meta.attributes["name"].refers_by, None);
@@ -1042,9 +1044,6 @@ mod tests {
 
     #[test]
     fn an_unordered_array_is_met_by_its_elements_in_any_order() {
-        let with = |attributes: &str| {
-            parse(&MINIMAL.replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")))
-        };
         let meta = with(
             "    groups: {type: 'array[string]', unordered: true}\n    tags: {type: 'array[string]'}\n",
         )
@@ -1102,9 +1101,6 @@ mod tests {
 
     #[test]
     fn refers_to_is_a_type_name_on_any_attribute_but_name() {
-        let with = |attributes: &str| {
-            parse(&MINIMAL.replace("    name: {}\n", &format!("    name: {{}}\n{attributes}")))
-        };
         let meta = with(
             "    owner: {refers_to: user}\n    groups: {type: 'array[string]', refers_to: group}\n    \
              mode: {}\n",

@@ -30,6 +30,14 @@ impl Bench {
         }
     }
 
+    /// A bench whose root holds the seeded account files and hosts.
+    pub fn seeded() -> Bench {
+        Bench {
+            sandbox: Sandbox::seeded(),
+            manifests: tempfile::tempdir().unwrap(),
+        }
+    }
+
     pub fn manifest(&self, name: &str, text: &str) -> String {
         let path = self.manifests.path().join(name);
         std::fs::write(&path, text).unwrap();

@@ -120,12 +120,12 @@ fn write_only_parameters_ral_applied_are_settled() {
         .stdout_has("managehome: (none) -> false");
 }
 
-/// Writes `text` as the manifest `name` in `dir`, returning its path.
-fn manifest(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
-    let path = dir.path().join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_owned()
-}
+/// The first of the reported applies: a group, and a user of its gid
+/// that requires it (and a hosts entry, so that no manifest is empty).
+const A1: &str = "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000}\nuser:\n  u: {gid: \
+                  3000, require: \"Group[g]\"}\n";
+/// The last: neither the group nor the user.
+const A3: &str = "host:\n  h.example: {ip: 10.0.0.9}\n";
 
 /// Whether `name` has a line in the sandbox's `etc/FILE`.
 fn has_line(sandbox: &Sandbox, file: &str, name: &str) -> bool {
@@ -134,41 +134,33 @@ fn has_line(sandbox: &Sandbox, file: &str, name: &str) -> bool {
 
 #[test]
 fn a_group_and_its_user_removed_together_go_in_one_run_whatever_the_key_order() {
-    let sandbox = Sandbox::seeded();
-    let dir = tempfile::tempdir().unwrap();
-    let made = manifest(
-        &dir,
+    let bench = Bench::seeded();
+    let sandbox = &bench.sandbox;
+    let made = bench.manifest(
         "made.yaml",
         "group:\n  bob: {gid: 3100}\nuser:\n  bob: {gid: 3100}\n",
     );
     run(&mut sandbox.ral_command("apply", &[&made])).expect(0);
     // The group first: its removal must still wait for the user's.
-    let gone = manifest(
-        &dir,
+    let gone = bench.manifest(
         "gone.yaml",
         "group:\n  bob: {ensure: absent}\nuser:\n  bob: {ensure: absent}\n",
     );
     run(&mut sandbox.ral_command("apply", &[&gone]))
         .expect(0)
         .stdout_has("Apply complete: 2 removed");
-    assert!(!has_line(&sandbox, "passwd", "bob") && !has_line(&sandbox, "group", "bob"));
+    assert!(!has_line(sandbox, "passwd", "bob") && !has_line(sandbox, "group", "bob"));
 }
 
 #[test]
 fn a_group_made_after_its_user_is_still_removed_after_it_when_both_leave_the_manifests() {
-    let sandbox = Sandbox::seeded();
-    let dir = tempfile::tempdir().unwrap();
-    let a1 = manifest(
-        &dir,
-        "a1.yaml",
-        "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000}\nuser:\n  u: {gid: 3000, \
-         require: \"Group[g]\"}\n",
-    );
+    let bench = Bench::seeded();
+    let sandbox = &bench.sandbox;
+    let a1 = bench.manifest("a1.yaml", A1);
     run(&mut sandbox.ral_command("apply", &[&a1])).expect(0);
     // Both exist: the group now requires the user, and the store keeps
     // that edge (the user's gid is left as it is).
-    let a2 = manifest(
-        &dir,
+    let a2 = bench.manifest(
         "a2.yaml",
         "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000, members: [u], require: \
          \"User[u]\"}\nuser:\n  u: {}\n",
@@ -176,11 +168,11 @@ fn a_group_made_after_its_user_is_still_removed_after_it_when_both_leave_the_man
     run(&mut sandbox.ral_command("apply", &[&a2])).expect(0);
     // Neither is listed: the stored edge reversed would remove the group,
     // u's primary group, first; it is removed after the user.
-    let a3 = manifest(&dir, "a3.yaml", "host:\n  h.example: {ip: 10.0.0.9}\n");
+    let a3 = bench.manifest("a3.yaml", A3);
     run(&mut sandbox.ral_command("apply", &[&a3]))
         .expect(0)
         .stdout_has("Apply complete: 2 removed");
-    assert!(!has_line(&sandbox, "passwd", "u") && !has_line(&sandbox, "group", "g"));
+    assert!(!has_line(sandbox, "passwd", "u") && !has_line(sandbox, "group", "g"));
     run(&mut sandbox.ral_command("plan", &["--detailed-exitcodes", &a3]))
         .expect(0)
         .stdout_has("0 to create, 0 to change, 0 to remove");
@@ -191,21 +183,15 @@ fn the_three_applies_of_the_report_end_with_both_removed() {
     // As reported: a2 lists the user in the members of its primary group
     // and makes the group require it, which wins over the user's gid; the
     // store keeps the group after the user, and a3 removes both.
-    let sandbox = Sandbox::seeded();
-    let dir = tempfile::tempdir().unwrap();
-    let a1 = manifest(
-        &dir,
-        "a1.yaml",
-        "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000}\nuser:\n  u: {gid: 3000, \
-         require: \"Group[g]\"}\n",
-    );
-    let a2 = manifest(
-        &dir,
+    let bench = Bench::seeded();
+    let sandbox = &bench.sandbox;
+    let a1 = bench.manifest("a1.yaml", A1);
+    let a2 = bench.manifest(
         "a2.yaml",
         "host:\n  h.example: {ip: 10.0.0.9}\ngroup:\n  g: {gid: 3000, members: [u], require: \
          \"User[u]\"}\nuser:\n  u: {gid: 3000}\n",
     );
-    let a3 = manifest(&dir, "a3.yaml", "host:\n  h.example: {ip: 10.0.0.9}\n");
+    let a3 = bench.manifest("a3.yaml", A3);
     run(&mut sandbox.ral_command("apply", &[&a1])).expect(0);
     run(&mut sandbox.ral_command("apply", &[&a2]))
         .expect(0)
@@ -214,7 +200,7 @@ fn the_three_applies_of_the_report_end_with_both_removed() {
     run(&mut sandbox.ral_command("apply", &[&a3]))
         .expect(0)
         .stdout_has("2 removed");
-    assert!(!has_line(&sandbox, "passwd", "u") && !has_line(&sandbox, "group", "g"));
+    assert!(!has_line(sandbox, "passwd", "u") && !has_line(sandbox, "group", "g"));
 }
 
 #[test]
@@ -222,9 +208,9 @@ fn users_and_groups_made_together_converge_in_one_run_in_any_key_order() {
     let groups = "group:\n  h: {gid: 3001, members: [u]}\n  g: {gid: 3000}\n";
     let users = "user:\n  u: {gid: 3000}\n";
     for text in [format!("{groups}{users}"), format!("{users}{groups}")] {
-        let sandbox = Sandbox::seeded();
-        let dir = tempfile::tempdir().unwrap();
-        let m = manifest(&dir, "m.yaml", &text);
+        let bench = Bench::seeded();
+        let sandbox = &bench.sandbox;
+        let m = bench.manifest("m.yaml", &text);
         run(&mut sandbox.ral_command("apply", &[&m]))
             .expect(0)
             .stdout_has("Apply complete: 3 created");
@@ -237,10 +223,9 @@ fn users_and_groups_made_together_converge_in_one_run_in_any_key_order() {
 #[test]
 fn a_user_s_groups_in_another_order_than_the_group_file_s_converge() {
     // The group file orders a user's groups; a manifest need not.
-    let sandbox = Sandbox::seeded();
-    let dir = tempfile::tempdir().unwrap();
-    let m = manifest(
-        &dir,
+    let bench = Bench::seeded();
+    let sandbox = &bench.sandbox;
+    let m = bench.manifest(
         "m.yaml",
         "group:\n  ga: {gid: 2000}\n  gb: {gid: 2001}\nuser:\n  u: {uid: 1500, groups: [gb, ga]}\n",
     );
@@ -251,8 +236,7 @@ fn a_user_s_groups_in_another_order_than_the_group_file_s_converge() {
         .expect(0)
         .stdout_has("0 to create, 0 to change, 0 to remove; 3 unchanged");
     // A change of the set is still one.
-    let more = manifest(
-        &dir,
+    let more = bench.manifest(
         "more.yaml",
         "group:\n  ga: {gid: 2000}\n  gb: {gid: 2001}\nuser:\n  u: {uid: 1500, groups: [gb]}\n",
     );
@@ -264,11 +248,10 @@ fn a_user_s_groups_in_another_order_than_the_group_file_s_converge() {
 
 #[test]
 fn a_new_group_listing_the_new_user_of_its_gid_is_refused_with_the_way_out() {
-    let sandbox = Sandbox::seeded();
+    let bench = Bench::seeded();
+    let sandbox = &bench.sandbox;
     let before = [sandbox.read("etc/passwd"), sandbox.read("etc/group")];
-    let dir = tempfile::tempdir().unwrap();
-    let m = manifest(
-        &dir,
+    let m = bench.manifest(
         "m.yaml",
         "group:\n  g: {gid: 3000, members: [u]}\nuser:\n  u: {gid: 3000}\n",
     );
@@ -283,8 +266,7 @@ fn a_new_group_listing_the_new_user_of_its_gid_is_refused_with_the_way_out() {
         before
     );
     // Where both exist, the same manifest plans nothing.
-    let made = manifest(
-        &dir,
+    let made = bench.manifest(
         "made.yaml",
         "group:\n  g: {gid: 3000}\nuser:\n  u: {gid: 3000, groups: [g]}\n",
     );

@@ -136,3 +136,47 @@ pub fn seconds(timeout: Duration) -> String {
     let text = format!("{}", timeout.as_secs_f64());
     text.strip_suffix(".0").map(str::to_owned).unwrap_or(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the process `pid` is gone (or a zombie, dead but not yet
+    /// reaped by whoever adopted it), waiting for it at most `limit`.
+    fn gone_within(pid: i32, limit: Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+            // The state follows the command name's closing parenthesis.
+            let state = stat.as_deref().ok().and_then(|s| s.rsplit(") ").next());
+            if state.is_none_or(|s| s.starts_with('Z')) {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_command_past_its_time_is_ended_with_the_processes_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!("sleep 60 & echo $! > '{}'; wait", pid_file.display());
+        let argv = ["sh", "-c", &script].map(str::to_owned);
+        let env = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())];
+        let ran = Direct.run(&argv, &env, Duration::from_secs(2));
+        assert_eq!(ran.problem.as_deref(), Some("did not finish within 2s"));
+        assert_eq!(ran.status, None);
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .expect("the command started its child")
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            gone_within(pid, Duration::from_secs(10)),
+            "the command's child {pid} outlived the time limit"
+        );
+    }
+}

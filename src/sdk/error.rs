@@ -111,5 +111,7 @@ mod tests {
         assert_eq!(err.message, "cannot open 'x': Permission denied");
         let full = io::Error::from_raw_os_error(libc::ENOSPC);
         assert_eq!(CallError::io(&full, "write").kind, Kind::Failed);
+        // Shown as its message, as a provider author prints it.
+        assert_eq!(err.to_string(), "cannot open 'x': Permission denied");
     }
 }

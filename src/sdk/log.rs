@@ -214,4 +214,20 @@ mod tests {
         log.warning("two\nlines");
         assert_eq!(shared.text().as_bytes(), b"warn: two?lines\n");
     }
+
+    #[test]
+    fn errors_and_changed_attributes_are_written_as_the_host_reads_them() {
+        let shared = Buffer::default();
+        let log = Log::new(Box::new(shared.clone()), false);
+        assert!(!log.noop());
+        assert!(Log::new(Box::new(std::io::sink()), true).noop());
+        log.error("disk full");
+        log.attribute_changed("web1", "ip", "10.0.0.1", "10.0.0.2");
+        assert_eq!(
+            shared.text(),
+            "error: disk full\n\
+             info: ral_log {\"resource\": \"web1\", \"attribute\": \"ip\", \"old\": \"10.0.0.1\", \
+             \"new\": \"10.0.0.2\"}\n"
+        );
+    }
 }

@@ -572,6 +572,15 @@ pub fn stderr_level(line: &str) -> (log::Level, &str) {
 mod tests {
     use super::*;
 
+    /// What a provider on the SDK writes, the host reads whole: the SDK's
+    /// limits are the host's.
+    #[test]
+    fn the_sdk_writes_within_the_limits_the_host_reads_by() {
+        use crate::sdk::serve::{LINE_MAX, RESOURCE_MAX};
+        assert_eq!(LINE_MAX, MAX_LINE);
+        assert_eq!(RESOURCE_MAX, MAX_ANSWER);
+    }
+
     #[test]
     fn a_missing_interpreter_is_named() {
         use std::os::unix::fs::PermissionsExt;

@@ -581,6 +581,12 @@ mod tests {
     use super::super::canned::Canned;
     use super::*;
 
+    /// A json answer of a provider on the SDK is read whole.
+    #[test]
+    fn the_sdk_writes_documents_within_the_limit_read_here() {
+        assert_eq!(crate::sdk::serve::DOCUMENT_MAX, MAX_DOCUMENT);
+    }
+
     fn protocol(result: Result<impl std::fmt::Debug, OutputError>) -> String {
         match result {
             Err(OutputError::Protocol(message)) => message,

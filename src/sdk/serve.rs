@@ -806,6 +806,157 @@ mod tests {
         );
     }
 
+    /// A simple provider: `a` (a list and a null among its attributes),
+    /// `bad` failed, `gone` unknown; its set records the call it got and
+    /// says `shell` changed.
+    #[derive(Default)]
+    struct Simple {
+        seen: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Provider for Simple {
+        fn metadata(&self) -> &'static str {
+            "provider:\n  type: thing\n"
+        }
+
+        fn convention(&self) -> Convention {
+            Convention::Simple
+        }
+
+        fn get(&self, _call: &Call, _names: &[String]) -> CallResult<Vec<Resource>> {
+            let resource = |value: Json| value.as_object().cloned().unwrap();
+            Ok(vec![
+                resource(
+                    json!({"name": "a", "ensure": "present", "tags": ["x y", "z"],
+                                "note": null}),
+                ),
+                resource(json!({"name": "bad", "error": {"kind": "failed",
+                                                         "message": "cannot read bad"}})),
+                resource(json!({"name": "gone", "error": {"kind": "unknown",
+                                                          "message": "no such thing"}})),
+            ])
+        }
+
+        fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+            let update = &updates[0];
+            self.seen.lock().unwrap().push(format!(
+                "{} {:?} noop={} root={}",
+                update.name,
+                update.should.keys().collect::<Vec<_>>(),
+                call.noop,
+                call.root.display()
+            ));
+            Ok(vec![Ok(vec![crate::sdk::Change::new(
+                "shell",
+                Json::from("/bin/sh"),
+                Json::from("/bin/zsh"),
+            )])])
+        }
+    }
+
+    /// The answer of `provider` to the simple call `args`, in `env`.
+    fn simple_call(provider: &Simple, args: &[&str], env: &Env) -> String {
+        let args: Vec<String> = args.iter().map(|&a| a.to_owned()).collect();
+        let mut out = Vec::new();
+        serve(
+            provider,
+            &args,
+            &mut &b""[..],
+            &made(env),
+            &mut out,
+            Box::new(std::io::sink()),
+        );
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_simple_provider_lists_finds_and_describes() {
+        let simple = Simple::default();
+        let list = simple_call(&simple, &["ral_action=list"], &[]);
+        // The name first, a null left out, a list as shell words; the
+        // failed and unknown ones are no resources.
+        assert_eq!(list, "# simple\nname: a\nensure: present\ntags: 'x y' z\n");
+        let find =
+            |name: &str| simple_call(&simple, &["ral_action=find", &format!("name={name}")], &[]);
+        assert!(
+            find("a").contains("name: a\nensure: present\n"),
+            "{}",
+            find("a")
+        );
+        let gone = find("gone");
+        assert!(gone.contains("name: gone\nral_unknown: true\n"), "{gone}");
+        let missing = find("nowhere");
+        assert!(
+            missing.contains("name: nowhere\nensure: absent\n"),
+            "{missing}"
+        );
+        let bad = find("bad");
+        assert!(bad.contains("ral_error: cannot read bad\n"), "{bad}");
+        let described = simple_call(&simple, &["ral_action=describe"], &[]);
+        assert_eq!(described, "provider:\n  type: thing\n");
+    }
+
+    #[test]
+    fn a_simple_update_gets_the_attributes_asked_and_answers_what_changed() {
+        let simple = Simple::default();
+        let root = [("RALSH_ROOT_DIR".to_owned(), "/tmp/fake".to_owned())];
+        let answer = simple_call(
+            &simple,
+            &[
+                "ral_action=update",
+                "name=bob",
+                "shell=/bin/zsh",
+                "ral_noop=true",
+            ],
+            &root,
+        );
+        assert!(
+            answer.contains("name: bob\nshell: /bin/zsh\nral_was: /bin/sh\n"),
+            "{answer}"
+        );
+        let empty_root = [("RALSH_ROOT_DIR".to_owned(), String::new())];
+        simple_call(
+            &simple,
+            &["ral_action=update", "name=bob", "shell=/bin/zsh"],
+            &empty_root,
+        );
+        assert_eq!(
+            *simple.seen.lock().unwrap(),
+            [
+                "bob [\"shell\"] noop=true root=/tmp/fake",
+                "bob [\"shell\"] noop=false root=/"
+            ]
+        );
+    }
+
+    /// A reader that went away: every write fails, and they are counted.
+    struct Gone(usize);
+
+    impl Write for Gone {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            self.0 += 1;
+            Err(std::io::Error::from_raw_os_error(libc::EPIPE))
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_answer_whose_reader_went_away_writes_no_more() {
+        let mut gone = Gone(0);
+        let mut answer = Answer {
+            out: &mut gone,
+            convention: Convention::Simple,
+            failed: false,
+        };
+        answer.write("one\n");
+        answer.write("two\n");
+        assert!(answer.failed);
+        assert_eq!(gone.0, 1);
+    }
+
     #[test]
     fn a_lock_wait_no_duration_holds_is_the_default_not_a_panic() {
         for text in ["1e30", "-1", "nan", "inf", "x"] {

@@ -840,9 +840,9 @@ mod tests {
         fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
             let update = &updates[0];
             self.seen.lock().unwrap().push(format!(
-                "{} {:?} noop={} root={}",
+                "{} {} noop={} root={}",
                 update.name,
-                update.should.keys().collect::<Vec<_>>(),
+                Json::Object(update.should.clone()),
                 call.noop,
                 call.root.display()
             ));
@@ -923,10 +923,53 @@ mod tests {
         assert_eq!(
             *simple.seen.lock().unwrap(),
             [
-                "bob [\"shell\"] noop=true root=/tmp/fake",
-                "bob [\"shell\"] noop=false root=/"
+                "bob {\"shell\":\"/bin/zsh\"} noop=true root=/tmp/fake",
+                "bob {\"shell\":\"/bin/zsh\"} noop=false root=/"
             ]
         );
+    }
+
+    #[test]
+    fn a_simple_argument_in_parentheses_is_a_list() {
+        let simple = Simple::default();
+        let args = [
+            "ral_action=update",
+            "name=bob",
+            "groups=(a 'b c')",
+            "none=()",
+            "open=(",
+            "shut=a)",
+        ];
+        simple_call(&simple, &args, &[]);
+        assert_eq!(
+            *simple.seen.lock().unwrap(),
+            [
+                "bob {\"groups\":[\"a\",\"b c\"],\"none\":[],\"open\":\"(\",\"shut\":\"a)\"} \
+              noop=false root=/"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_resource_whose_name_line_is_too_long_to_read_is_left_out() {
+        let said = crate::sdk::Buffer::default();
+        let log = Log::new(Box::new(said.clone()), false);
+        // "name: " and the newline make the line.
+        let longest = "n".repeat(LINE_MAX - 7);
+        let pairs = |name: &str| {
+            [("name", name), ("shell", "/bin/sh")].map(|(k, v)| (k.to_owned(), v.to_owned()))
+        };
+        let mut text = SimpleText::new(Some(&log));
+        text.add(&pairs(&longest));
+        assert_eq!(
+            text.text,
+            format!("# simple\nname: {longest}\nshell: /bin/sh\n")
+        );
+        let mut text = SimpleText::new(Some(&log));
+        text.add(&pairs(&format!("{longest}n")));
+        text.add(&pairs("short"));
+        assert_eq!(text.text, "# simple\nname: short\nshell: /bin/sh\n");
+        assert!(said.text().contains("is too long for ral to read"));
     }
 
     /// A reader that went away: every write fails, and they are counted.

@@ -972,6 +972,44 @@ mod tests {
         assert!(said.text().contains("is too long for ral to read"));
     }
 
+    #[test]
+    fn an_attribute_line_too_long_to_read_is_left_out_and_an_old_value_cut() {
+        let said = crate::sdk::Buffer::default();
+        let log = Log::new(Box::new(said.clone()), false);
+        // "content: " (9 bytes) and the newline make the line.
+        let longest = "c".repeat(LINE_MAX - 10);
+        let pair = |key: &str, value: &str| (key.to_owned(), value.to_owned());
+        let mut text = SimpleText::new(Some(&log));
+        text.add(&[pair("name", "f"), pair("content", &longest)]);
+        assert_eq!(
+            text.text,
+            format!("# simple\nname: f\ncontent: {longest}\n")
+        );
+        assert_eq!(said.text(), "");
+        let mut text = SimpleText::new(Some(&log));
+        let long = format!("{longest}c");
+        text.add(&[
+            pair("name", "f"),
+            pair("content", &long),
+            pair("ral_was", &long),
+        ]);
+        let kept = LINE_MAX - 100 - "ral_was: ".len();
+        assert_eq!(
+            text.text,
+            format!(
+                "# simple\nname: f\nral_was: {} [cut at {} bytes]\n",
+                &long[..kept],
+                LINE_MAX - 100
+            )
+        );
+        assert!(
+            said.text()
+                .contains("content is 65536 bytes long, more than ral reads"),
+            "{}",
+            said.text()
+        );
+    }
+
     /// A reader that went away: every write fails, and they are counted.
     struct Gone(usize);
 

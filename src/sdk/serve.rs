@@ -498,6 +498,13 @@ fn read_request(stdin: &mut dyn Read) -> CallResult<Map<String, Json>> {
         .take(DOCUMENT_MAX as u64 + 1)
         .read_to_end(&mut data)
         .map_err(|err| CallError::io(&err, "read stdin"))?;
+    if data.len() > DOCUMENT_MAX {
+        // Cut, it could still read as JSON (spaces at its end): refused
+        // whole, as the host refuses an answer that long.
+        return Err(CallError::new(format!(
+            "stdin is longer than {DOCUMENT_MAX} bytes"
+        )));
+    }
     let text = String::from_utf8(data)
         .map_err(|err| CallError::new(format!("stdin is not UTF-8: {err}")))?;
     match serde_json::from_str::<Json>(&text) {
@@ -1007,6 +1014,73 @@ mod tests {
                 .contains("content is 65536 bytes long, more than ral reads"),
             "{}",
             said.text()
+        );
+        // The cut falls inside a character: it is cut before it.
+        let wide = "é".repeat(LINE_MAX / 2);
+        let mut text = SimpleText::new(None);
+        text.add(&[pair("name", "f"), pair("ral_was", &wide)]);
+        let kept = (LINE_MAX - 100 - "ral_was: ".len()) / 2;
+        assert_eq!(
+            text.text,
+            format!(
+                "# simple\nname: f\nral_was: {} [cut at {} bytes]\n",
+                "é".repeat(kept),
+                LINE_MAX - 100
+            )
+        );
+    }
+
+    /// The answer of the json provider `One` to `args`, given `stdin`.
+    fn json_call(args: &[&str], stdin: &[u8]) -> String {
+        let args: Vec<String> = args.iter().map(|&a| a.to_owned()).collect();
+        let mut out = Vec::new();
+        let mut stdin = stdin;
+        serve(
+            &One,
+            &args,
+            &mut stdin,
+            &made(&[]),
+            &mut out,
+            Box::new(std::io::sink()),
+        );
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_json_call_needs_its_one_action_argument_and_an_object() {
+        let err = |message: &str| {
+            format!("{{\"error\": {{\"kind\": \"failed\", \"message\": \"{message}\"}}}}\n")
+        };
+        assert_eq!(
+            json_call(&["get"], b"{}"),
+            err("expected exactly one argument ral_action=ACTION, got 'get'")
+        );
+        assert_eq!(
+            json_call(&["ral_action=get"], b"[1]"),
+            err("stdin must be a JSON object, not an array")
+        );
+        assert_eq!(
+            json_call(&["ral_action=get"], b"7"),
+            err("stdin must be a JSON object, not a number")
+        );
+    }
+
+    #[test]
+    fn a_request_of_the_longest_size_is_read_and_a_longer_one_refused() {
+        let request = |size: usize| {
+            let mut text = b"{\"names\": []".to_vec();
+            text.resize(size - 1, b' ');
+            text.push(b'}');
+            text
+        };
+        let all = "{\"resources\": [{\"name\": \"a\"}]}\n";
+        assert_eq!(json_call(&["ral_action=get"], &request(DOCUMENT_MAX)), all);
+        let mut longer = request(DOCUMENT_MAX);
+        longer.push(b' ');
+        let refused = json_call(&["ral_action=get"], &longer);
+        assert!(
+            refused.contains(&format!("stdin is longer than {DOCUMENT_MAX} bytes")),
+            "{refused}"
         );
     }
 

@@ -1084,6 +1084,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_entry_longer_than_the_host_reads_becomes_an_error_of_its_own() {
+        assert_eq!(too_long(RESOURCE_MAX, "it"), None);
+        assert_eq!(
+            too_long(RESOURCE_MAX + 1, "it").as_deref(),
+            Some("it is 1048577 bytes long as ral reads it back, more than the 1048576 it accepts")
+        );
+        let mut big = Resource::new();
+        big.insert("name".into(), Json::from("big"));
+        big.insert("content".into(), Json::from("x".repeat(RESOURCE_MAX)));
+        let text = entry_text(big, "'big'");
+        assert!(
+            text.starts_with("{\"name\": \"big\", \"error\": {"),
+            "{}",
+            &text[..80.min(text.len())]
+        );
+        assert!(
+            text.contains("more than the 1048576 it accepts"),
+            "{}",
+            &text[..200.min(text.len())]
+        );
+    }
+
     /// A reader that went away: every write fails, and they are counted.
     struct Gone(usize);
 

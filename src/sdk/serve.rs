@@ -1107,6 +1107,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_answer_as_long_as_the_host_reads_is_written_and_a_longer_one_refused() {
+        // With its newline, the document is DOCUMENT_MAX bytes at most.
+        let base = "{\"resources\": []}".len();
+        let mut out = Vec::new();
+        let mut answer = Answer {
+            out: &mut out,
+            convention: Convention::Json,
+            failed: false,
+        };
+        let fits = ["x".repeat(DOCUMENT_MAX - 1 - base)];
+        assert_eq!(emit_list(&mut answer, "resources", &fits, ""), Ok(()));
+        let longer = ["x".repeat(DOCUMENT_MAX - base)];
+        let err = emit_list(&mut answer, "resources", &longer, "").unwrap_err();
+        assert!(
+            err.message.starts_with("the answer is 67108865 bytes long"),
+            "{}",
+            err.message
+        );
+        assert_eq!(out.len(), DOCUMENT_MAX);
+    }
+
     /// A reader that went away: every write fails, and they are counted.
     struct Gone(usize);
 

@@ -74,22 +74,6 @@ mod tests {
     }
 
     #[test]
-    fn a_targets_port_and_user_win_over_its_destination_as_for_the_connection() {
-        let mut target = super::Target::destination("ssh://alice@example.org:2200").unwrap();
-        let none = Some(std::path::Path::new("/dev/null"));
-        assert_eq!(
-            Destination::resolve(none, &target).unwrap(),
-            at("alice", "example.org", 2200)
-        );
-        target.port = Some(2222);
-        target.user = Some("bob".to_owned());
-        assert_eq!(
-            Destination::resolve(none, &target).unwrap(),
-            at("bob", "example.org", 2222)
-        );
-    }
-
-    #[test]
     fn ssh_g_output_gives_the_destination() {
         let text = "user bob\nhostname example.org\nport 2222\nhostkeyalias x\n";
         assert_eq!(

@@ -24,6 +24,7 @@ pub fn tests() -> Vec<Test> {
         managehome_on_creation_never_gives_away_a_directory_that_exists,
         what_ral_writes_to_the_account_files_pwck_and_grpck_accept,
         account_files_made_new_get_the_owners_and_modes_shadow_utils_gives,
+        a_directory_made_gets_the_user_or_group_asked_alone,
     ]
 }
 
@@ -388,4 +389,30 @@ fn account_files_made_new_get_the_owners_and_modes_shadow_utils_gives() {
     };
     assert_eq!(of("passwd"), (0, 0, 0o644));
     assert_eq!(of("shadow"), (0, 42, 0o640));
+}
+
+/// The toolkit gives a directory it makes the owner asked, whether it
+/// names a user, a group or both.
+fn a_directory_made_gets_the_user_or_group_asked_alone() {
+    use ral::sdk::files::{Create, Root};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = Root::open(tmp.path()).unwrap();
+    let user_only = Create {
+        mode: 0o755,
+        uid: Some(7001),
+        gid: None,
+    };
+    let group_only = Create {
+        mode: 0o755,
+        uid: None,
+        gid: Some(7002),
+    };
+    root.directory("u", true, Some(user_only)).unwrap();
+    root.directory("g", true, Some(group_only)).unwrap();
+    let owner = |rel: &str| {
+        let meta = std::fs::metadata(tmp.path().join(rel)).unwrap();
+        (meta.uid(), meta.gid())
+    };
+    assert_eq!(owner("u"), (7001, 0));
+    assert_eq!(owner("g"), (0, 7002));
 }

@@ -41,6 +41,7 @@ pub fn tests() -> Vec<Test> {
         an_interrupt_of_a_run_through_a_kept_connection_ends_its_provider_and_keeps_the_master,
         a_kept_master_that_takes_no_more_sessions_is_left_to_the_run_using_it,
         a_copied_file_named_like_pythons_cache_is_checked_as_any_other,
+        a_targets_port_and_user_win_over_its_destination_as_for_the_connection,
     ]]
     .concat()
 }
@@ -1404,4 +1405,26 @@ fn two_inventory_entries_of_one_machine_keep_a_master_each() {
     assert_eq!(names, ["a", "b"]);
     assert_eq!(fleet.sshd.accepted(), 2);
     fleet.connections(&["close"]).expect(0);
+}
+
+/// What `ssh -G` resolves (OpenSSH's client, which the sshd need brings):
+/// a target's own port and user win over those of its destination.
+fn a_targets_port_and_user_win_over_its_destination_as_for_the_connection() {
+    use ral::remote::{Destination, Target};
+    let mut target = Target::destination("ssh://alice@example.org:2200").unwrap();
+    let none = Some(Path::new("/dev/null"));
+    let resolved = |target: &Target| {
+        let found = Destination::resolve(none, target).unwrap();
+        (found.user, found.host, found.port)
+    };
+    assert_eq!(
+        resolved(&target),
+        ("alice".into(), "example.org".into(), 2200)
+    );
+    target.port = Some(2222);
+    target.user = Some("bob".to_owned());
+    assert_eq!(
+        resolved(&target),
+        ("bob".into(), "example.org".into(), 2222)
+    );
 }

@@ -531,37 +531,6 @@ fn a_chain_of_links_is_followed_up_to_the_limit() {
     );
 }
 
-/// An owner asked is given whether it names a user, a group or both;
-/// only root can give one.
-#[test]
-fn a_directory_made_gets_the_user_or_group_asked_alone() {
-    use std::os::unix::fs::MetadataExt;
-    if !sys::is_root() {
-        eprintln!("skipped: giving a directory an owner needs root");
-        return;
-    }
-    let sandbox = Sandbox::new();
-    let root = sandbox.open();
-    let user_only = Create {
-        mode: 0o755,
-        uid: Some(7001),
-        gid: None,
-    };
-    let group_only = Create {
-        mode: 0o755,
-        uid: None,
-        gid: Some(7002),
-    };
-    root.directory("u", true, Some(user_only)).unwrap();
-    root.directory("g", true, Some(group_only)).unwrap();
-    let owner = |rel| {
-        let meta = std::fs::metadata(sandbox.path(rel)).unwrap();
-        (meta.uid(), meta.gid())
-    };
-    assert_eq!(owner("u"), (7001, 0));
-    assert_eq!(owner("g"), (0, 7002));
-}
-
 #[test]
 fn a_directory_that_cannot_be_made_says_so() {
     use std::os::fd::AsFd;

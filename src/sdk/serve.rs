@@ -1129,6 +1129,86 @@ mod tests {
         assert_eq!(out.len(), DOCUMENT_MAX);
     }
 
+    /// A json provider whose set changes `changed`, finds `same` as asked,
+    /// fails `bad`, and answers one outcome too few when `short` is asked.
+    struct Sets;
+
+    impl Provider for Sets {
+        fn metadata(&self) -> &'static str {
+            ""
+        }
+
+        fn convention(&self) -> Convention {
+            Convention::Json
+        }
+
+        fn get(&self, _call: &Call, _names: &[String]) -> CallResult<Vec<Resource>> {
+            Ok(Vec::new())
+        }
+
+        fn set(&self, _call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+            let mut outcomes: Vec<Outcome> = (updates.iter())
+                .map(|update| match update.name.as_str() {
+                    "changed" => Ok(vec![crate::sdk::Change::new(
+                        "ip",
+                        Json::from("10.0.0.1"),
+                        Json::from("10.0.0.2"),
+                    )]),
+                    "bad" => Err(CallError::new("cannot write")),
+                    _ => Ok(Vec::new()),
+                })
+                .collect();
+            if updates.iter().any(|update| update.name == "short") {
+                outcomes.pop();
+            }
+            Ok(outcomes)
+        }
+    }
+
+    fn set_call(names: &[&str]) -> String {
+        let updates: Vec<Json> = names.iter().map(|name| json!({"name": name})).collect();
+        let request = json!({"updates": updates}).to_string();
+        let mut out = Vec::new();
+        let args = ["ral_action=set".to_owned()];
+        serve(
+            &Sets,
+            &args,
+            &mut request.as_bytes(),
+            &made(&[]),
+            &mut out,
+            Box::new(std::io::sink()),
+        );
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_json_set_answers_a_change_per_changed_update_and_an_error_per_failed_one() {
+        assert_eq!(
+            set_call(&["changed", "same", "bad"]),
+            "{\"changes\": [{\"name\": \"changed\", \"ip\": {\"is\": \"10.0.0.2\", \"was\": \
+             \"10.0.0.1\"}}, {\"name\": \"bad\", \"error\": {\"kind\": \"failed\", \"message\": \
+             \"cannot write\"}}], \"derive\": false}\n"
+        );
+        assert!(
+            set_call(&["same", "short"]).contains("internal error: 1 outcomes for 2 updates"),
+            "{}",
+            set_call(&["same", "short"])
+        );
+    }
+
+    #[test]
+    fn an_update_may_name_its_resource_but_never_rename_it() {
+        let update = |should: Json| Update {
+            name: "web".to_owned(),
+            is: Resource::new(),
+            should: should.as_object().cloned().unwrap(),
+        };
+        let same = update(json!({"name": "web", "ip": "10.0.0.1"}));
+        assert!(check_should(&same, &["name", "ip"], None, &[]).is_ok());
+        let renamed = update(json!({"name": "db"}));
+        assert!(check_should(&renamed, &["name", "ip"], None, &[]).is_err());
+    }
+
     /// A reader that went away: every write fails, and they are counted.
     struct Gone(usize);
 

@@ -89,3 +89,38 @@ fn an_edit_of_several_files_failed_at_its_first_rename_leaves_no_trace() {
     assert_eq!(sandbox.read("etc/passwd"), b"root\n");
     assert_eq!(sandbox.names("etc"), [".pwd.lock", "passwd", "shadow"]);
 }
+
+/// Names nobody can guess: the kernel's random bytes, not the clock's
+/// fallback (whose pattern repeats every 16 bytes).
+#[test]
+fn random_bytes_are_the_kernels() {
+    use crate::sdk::files::sys::random_bytes;
+    let bytes = random_bytes(32);
+    assert_eq!(bytes.len(), 32);
+    assert_ne!(bytes[..16], bytes[16..]);
+    assert_ne!(random_bytes(16), random_bytes(16));
+}
+
+/// An extended attribute longer than the first buffer is read whole.
+#[test]
+fn an_extended_attribute_is_read_whole_at_any_length() {
+    use crate::sdk::files::sys::{set_xattr, xattr};
+    use std::os::fd::AsFd;
+    // Beside the build, on the file system of the checkout (a tmpfs of
+    // an older kernel has no user attributes).
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let dir = tempfile::tempdir_in(target).unwrap();
+    let file = std::fs::File::create(dir.path().join("f")).unwrap();
+    let name = c"user.ral-test";
+    assert_eq!(xattr(file.as_fd(), name), None);
+    if let Err(err) = set_xattr(file.as_fd(), name, b"v") {
+        assert_eq!(err.raw_os_error(), Some(libc::EOPNOTSUPP), "{err}");
+        eprintln!("skipped: this file system keeps no user attributes");
+        return;
+    }
+    for len in [10, 256, 257, 2000] {
+        let value = vec![b'v'; len];
+        set_xattr(file.as_fd(), name, &value).unwrap();
+        assert_eq!(xattr(file.as_fd(), name), Some(value), "{len}");
+    }
+}

@@ -234,6 +234,11 @@ mod tests {
             python_json(&value),
             r#"{"a": [1, "é\n"], "b": {}, "c": null}"#
         );
+        // A control character without a short escape is written \u, a
+        // space as it is.
+        let text = serde_json::json!("a b\u{1}\u{1f}é");
+        assert_eq!(python_dumps(&text, false), "\"a b\\u0001\\u001fé\"");
+        assert_eq!(python_dumps(&text, true), "\"a b\\u0001\\u001f\\u00e9\"");
     }
 
     #[test]

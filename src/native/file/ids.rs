@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn the_first_entry_of_a_name_or_id_counts_and_others_are_skipped() {
         let map = IdMap::parse(
-            b"root:x:0:0::/:/bin/sh\r\n#c:x:5:5\n+nis:x:6:6\nadmin:x:0:0\nweb:x:33\nbad:x:x1:1\nweb:x:34:\n",
+            b"root:x:0:0::/:/bin/sh\r\n#c:x:5:5\n+nis:x:6:6\nshort:x\nadmin:x:0:0\nweb:x:33\nbad:x:x1:1\nweb:x:34:\n",
         );
         assert_eq!(map.show(0), "root");
         assert_eq!(map.show(33), "web");

@@ -507,3 +507,25 @@ fn a_special_file_is_said_to_be_one_and_never_planned_over() {
         .file_type()
         .is_fifo());
 }
+
+#[test]
+fn entries_are_opened_never_through_a_link_and_closed_on_exec() {
+    // What a swapped-in link would be followed to between a look at an
+    // entry and its opening: the open itself must refuse it.
+    use std::os::fd::{AsFd, AsRawFd};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("target"), "outside").unwrap();
+    std::os::unix::fs::symlink("target", dir.path().join("link")).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let at = std::fs::File::open(dir.path()).unwrap();
+    let open = |name: &str, flags| sys::open_at(at.as_fd(), std::ffi::OsStr::new(name), flags);
+    let refused = open("link", libc::O_RDONLY | libc::O_NONBLOCK).unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::ELOOP));
+    // The caller's flags are kept: a file is no directory.
+    let refused = open("target", libc::O_RDONLY | libc::O_DIRECTORY).unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::ENOTDIR));
+    let fd = open("sub", libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
+    // SAFETY: F_GETFD on a descriptor this test owns.
+    let fd_flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) };
+    assert_eq!(fd_flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+}

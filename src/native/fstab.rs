@@ -594,13 +594,9 @@ impl Line {
                 3 => b"defaults".to_vec(),
                 _ => b"0".to_vec(),
             };
-            if last == parts.len() - 1 {
-                parts.push(separator);
-                parts.push(filler);
-            } else {
-                // Trailing whitespace: the field goes before it.
-                parts.splice(last + 1..last + 1, [separator, filler]);
-            }
+            // Right after the last field: at the end, or before trailing
+            // whitespace.
+            parts.splice(last + 1..last + 1, [separator, filler]);
             fields.push(last + 2);
         }
         parts[fields[index]] = field_bytes(&value);

@@ -538,6 +538,13 @@ fn lines_are_entries_as_libmount_reads_them() {
          /dev/b /n ext4 defaults # c\n"
     );
     assert_eq!(file.entry(1).options, ["defaults"]);
+    // Not entries either: a mount point with a control character or
+    // white space at an end, once its escapes are read.
+    let odd = File::parse(Some(
+        b"/dev/c /x\\011y ext4 defaults\n/dev/d \\040/p ext4 defaults\n/dev/e /q ext4 defaults\n",
+    ));
+    let names: Vec<&str> = odd.entries().keys().copied().collect();
+    assert_eq!(names, ["/q"]);
     // Not an entry: created anew.
     let new = update("/n", json!({"device": "/dev/b", "fstype": "ext4"}));
     let (changes, _) = apply_update(&call(), &root, &new, &mut file).unwrap();

@@ -193,6 +193,7 @@ fn mount_and_umount_run_for_the_real_root_of_a_private_namespace() {
     let ralsh = format!("{} ", crate::support::ralsh_bin());
     let mnt = format!("{work_path}/mnt");
     let bad = format!("{work_path}/bad");
+    let swap = format!("{work_path}/swap");
     let mounted = format!("grep -c ' {mnt} ' /proc/self/mountinfo");
     let lines = [
         PRIVATE_ETC.to_owned(),
@@ -204,6 +205,8 @@ fn mount_and_umount_run_for_the_real_root_of_a_private_namespace() {
         format!("{ralsh} mount {mnt} ensure=unmounted"),
         mounted,
         format!("{ralsh} mount {bad} device=/dev/nonexistent fstype=ext4 ensure=mounted"),
+        "cat /etc/fstab".to_owned(),
+        format!("{ralsh} mount {swap} device=/dev/nonexistent fstype=swap ensure=mounted"),
         "cat /etc/fstab".to_owned(),
     ];
     let mut command = Command::new("unshare");
@@ -255,12 +258,17 @@ fn mount_and_umount_run_for_the_real_root_of_a_private_namespace() {
         "{}",
         sections[8]
     );
-    ends(
-        9,
-        &format!(
-            "tmpfs\t{mnt}\ttmpfs\tsize=1m\t0\t0\n/dev/nonexistent\t{bad}\text4\tdefaults\t0\t0\n"
-        ),
+    let fstab = format!(
+        "tmpfs\t{mnt}\ttmpfs\tsize=1m\t0\t0\n/dev/nonexistent\t{bad}\text4\tdefaults\t0\t0\n"
     );
+    ends(9, &fstab);
+    // A swap entry is never mounted (nor added to fstab by the attempt).
+    assert!(
+        sections[10].contains("ensure: mounted does not apply to the swap entry"),
+        "{}",
+        sections[10]
+    );
+    ends(11, &fstab);
     for section in &sections {
         assert!(!section.contains("python"), "{section}");
     }

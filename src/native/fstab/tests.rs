@@ -266,7 +266,7 @@ fn mounting_below_a_fake_root_is_refused_before_anything_changes() {
 #[test]
 fn the_kernels_mount_points_are_decoded() {
     let info = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
-                 30 22 0:5 / /mnt/my\\040disk rw - tmpfs tmpfs rw\r\nshort line\n";
+                 30 22 0:5 / /mnt/my\\040disk rw - tmpfs tmpfs rw\r\nshort line\nfour fields only here\n";
     let points = mountinfo_points(info);
     assert!(points.contains("/"));
     assert!(points.contains("/mnt/my disk"));

@@ -498,6 +498,134 @@ mod tests {
         );
     }
 
+    /// Members added on the real root are checked against the system's
+    /// user database (read only, never changed).
+    #[test]
+    fn members_added_on_the_real_root_must_be_known_users() {
+        let root = Root::open(std::path::Path::new("/")).unwrap();
+        let mut users = Users { root, names: None };
+        assert!(users.check_new(&["root".to_owned()], &[]).is_ok());
+        let unknown = "no-such-user-here-x9".to_owned();
+        let err = users.check_new(&[unknown.clone()], &[]).unwrap_err();
+        assert_eq!(err.message, "members: unknown user 'no-such-user-here-x9'");
+        // Members already there are not checked again.
+        assert!(users.check_new(&[unknown.clone()], &[unknown]).is_ok());
+    }
+
+    /// The groups as `get` reports them, by name.
+    fn listed(call: &Call, names: &[&str]) -> Vec<Json> {
+        let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
+        let found = EtcGroup.get(call, &names).unwrap();
+        found
+            .into_iter()
+            .map(|res| Json::Object(res.into_iter().collect()))
+            .collect()
+    }
+
+    #[test]
+    fn groups_are_listed_and_found_with_a_missing_gshadow_line_incomplete() {
+        use super::super::tests::{call, write_accounts};
+        let dir = tempfile::tempdir().unwrap();
+        let call = call(dir.path());
+        // No etc: no groups, no error.
+        assert_eq!(listed(&call, &[]), Vec::<Json>::new());
+        write_accounts(dir.path());
+        let etc = dir.path().join("etc");
+        std::fs::write(
+            etc.join("group"),
+            "root:x:0:\nstaff:x:50:root,bin\nlone:x:60:\n",
+        )
+        .unwrap();
+        let all = listed(&call, &[]);
+        let names: Vec<&str> = all.iter().map(|g| g["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["root", "staff", "lone"]);
+        assert_eq!(all[1]["gid"], 50);
+        assert_eq!(all[1]["members"], json!(["root", "bin"]));
+        assert_eq!(all[1]["ensure"], "present");
+        assert_eq!(all[2]["ensure"], "incomplete", "no gshadow line: {all:?}");
+        // Found by name; an unknown valid name is absent, a bad one an error.
+        assert_eq!(listed(&call, &["staff"])[0]["gid"], 50);
+        assert_eq!(listed(&call, &["nobody-here"]), Vec::<Json>::new());
+        let bad = listed(&call, &["Bad Name"]);
+        assert!(bad[0]["error"].is_object(), "{bad:?}");
+        // Without a gshadow file, no group is incomplete.
+        std::fs::remove_file(etc.join("gshadow")).unwrap();
+        assert_eq!(listed(&call, &["lone"])[0]["ensure"], "present");
+        // A group file that cannot be read is an error, not "no groups".
+        std::fs::remove_file(etc.join("group")).unwrap();
+        std::fs::create_dir(etc.join("group")).unwrap();
+        assert!(EtcGroup.get(&call, &[]).is_err());
+    }
+
+    #[test]
+    fn a_gid_another_group_uses_is_refused_and_members_change_both_files() {
+        use super::super::tests::{call, update, write_accounts};
+        let dir = tempfile::tempdir().unwrap();
+        write_accounts(dir.path());
+        let etc = dir.path().join("etc");
+        let read = |file: &str| std::fs::read_to_string(etc.join(file)).unwrap();
+        let call = call(dir.path());
+        let one = |name: &str, should: Json| {
+            EtcGroup
+                .set(&call, &[update(name, should)])
+                .unwrap()
+                .remove(0)
+        };
+        let err = one("web", json!({"gid": 50})).unwrap_err();
+        assert_eq!(err.message, "gid: 50 is already used by group 'staff'");
+        let err = one("root", json!({"gid": 50})).unwrap_err();
+        assert_eq!(err.message, "gid: 50 is already used by group 'staff'");
+        // Its own gid is no clash.
+        assert_eq!(one("staff", json!({"gid": 50})).unwrap(), Vec::new());
+        assert_eq!(
+            one("web", json!({"gid": 70})).unwrap()[1],
+            Change::new("gid", Json::Null, 70)
+        );
+        // Members change in group and gshadow; the same again is no change.
+        let changes = one("staff", json!({"members": ["root"]})).unwrap();
+        assert_eq!(
+            changes,
+            [Change::new("members", json!([]), json!(["root"]))]
+        );
+        assert!(
+            read("group").contains("\nstaff:x:50:root\n"),
+            "{}",
+            read("group")
+        );
+        assert!(
+            read("gshadow").contains("\nstaff:!::root\n"),
+            "{}",
+            read("gshadow")
+        );
+        assert_eq!(
+            one("staff", json!({"members": ["root"]})).unwrap(),
+            Vec::new()
+        );
+        // ensure=present of a whole group changes nothing.
+        let gshadow = read("gshadow");
+        assert_eq!(
+            one("staff", json!({"ensure": "present"})).unwrap(),
+            Vec::new()
+        );
+        assert_eq!(read("gshadow"), gshadow);
+    }
+
+    /// As groupadd does on a system without gshadow, a new group does not
+    /// bring one into being.
+    #[test]
+    fn a_missing_gshadow_file_is_not_made() {
+        use super::super::tests::{call, update, write_accounts};
+        let dir = tempfile::tempdir().unwrap();
+        write_accounts(dir.path());
+        let gshadow = dir.path().join("etc/gshadow");
+        std::fs::remove_file(&gshadow).unwrap();
+        let outcomes = EtcGroup
+            .set(&call(dir.path()), &[update("web", json!({}))])
+            .unwrap();
+        assert!(outcomes[0].is_ok(), "{outcomes:?}");
+        assert!(!gshadow.exists());
+    }
+
     #[test]
     fn the_system_user_database_is_asked() {
         assert!(system_user_exists("root"));

@@ -753,6 +753,21 @@ pub(crate) mod tests {
         assert!(name_syntax_problem("-x").unwrap().starts_with("label '-x'"));
         assert!(name_syntax_problem(&"a".repeat(64)).is_some());
         assert!(name_syntax_problem(&"a.".repeat(127)).is_some());
+        // 253 characters is the longest name; labels may hold '_' and '-'.
+        let label = "a".repeat(63);
+        let longest = format!("{label}.{label}.{label}.{}", "b_-c".repeat(15) + "d");
+        assert_eq!(longest.len(), 253);
+        assert_eq!(name_syntax_problem(&longest), None);
+        assert_eq!(
+            name_syntax_problem(&format!("{longest}e")).as_deref(),
+            Some("longer than 253 characters")
+        );
+        assert_eq!(name_syntax_problem("web_1-a"), None);
+        // A lone dot is an empty label, not a name ending in a dot.
+        assert_eq!(
+            name_syntax_problem(".").as_deref(),
+            Some("has an empty label (two dots, or a leading dot)")
+        );
         // The C library's resolver reads these as addresses (123 as
         // 0.0.0.123), or as no host at all, without looking in the file.
         for numeric in ["123", "1.2.3.4", "10.0.0.1", "1.2.3.4.5", "0"] {

@@ -202,11 +202,8 @@ fn make(
     if call.noop {
         return Ok(());
     }
-    let dir = match root.directory(parent, true, Some(Create::mode(0o755))) {
-        Ok(dir) => dir,
-        Err(err) if err.missing => return Ok(()),
-        Err(err) => return Err(err),
-    };
+    // Directories missing on the way are made (so never "missing").
+    let dir = root.directory(parent, true, Some(Create::mode(0o755)))?;
     let left = match dir.lstat(base)? {
         None => {
             let made = Create {
@@ -682,6 +679,119 @@ mod tests {
         ));
         let (_dir, top, owner, mount) = tree();
         assert!(first_foreign(top, owner, mount).unwrap().is_none());
+    }
+
+    /// A call on `root` and what its log says.
+    fn calling(root: &std::path::Path) -> (Call, crate::sdk::Buffer) {
+        let said = crate::sdk::Buffer::default();
+        let log = crate::sdk::Log::new(Box::new(said.clone()), false);
+        (Call::new(root, false, log), said)
+    }
+
+    fn accounts() -> Accounts {
+        Accounts {
+            entries: vec![("alice".to_owned(), 4242, "/home/alice".to_owned())],
+        }
+    }
+
+    fn make_home(root: &std::path::Path, home: &str, uid: u32) -> (CallResult<()>, String) {
+        let (call, said) = calling(root);
+        let work = Work::Make {
+            name: "bob".to_owned(),
+            home: home.to_owned(),
+            uid,
+            gid: uid,
+        };
+        let done = run(&call, &Root::open(root).unwrap(), &accounts(), &[work]);
+        (done, said.text())
+    }
+
+    fn remove_home(root: &std::path::Path, home: &str, uid: u32) -> String {
+        let (call, said) = calling(root);
+        let work = Work::Remove {
+            name: "bob".to_owned(),
+            home: home.to_owned(),
+            uid,
+        };
+        run(&call, &Root::open(root).unwrap(), &accounts(), &[work]).unwrap();
+        said.text()
+    }
+
+    #[test]
+    fn a_path_without_a_last_name_names_no_home() {
+        for home in ["/", "", "/home/..", "/home/.", "/home/../", "//"] {
+            assert_eq!(split(home), None, "{home:?}");
+        }
+        assert_eq!(split("/home/bob/"), Some(("home", "bob")));
+        assert_eq!(split("/bob"), Some(("", "bob")));
+        let dir = tempfile::tempdir().unwrap();
+        let (done, _) = make_home(dir.path(), "/home/..", 1000);
+        assert_eq!(
+            done.unwrap_err().message,
+            "the home directory '/home/..' cannot be managed"
+        );
+    }
+
+    /// A home that exists is left as it is; a warning says what it is
+    /// when it is no directory, or (as root) not the user's.
+    #[test]
+    fn a_home_in_the_way_is_left_as_it_is_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        let me = fstat(
+            &sys::open_path(home.as_os_str(), sys::DIR_FLAGS).unwrap(),
+            "home",
+        )
+        .unwrap()
+        .uid();
+        std::fs::write(home.join("file"), "x").unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(home.join("socket")).unwrap();
+        for (name, what) in [("file", "a file"), ("socket", "a socket")] {
+            let (done, said) = make_home(dir.path(), &format!("/home/{name}"), me);
+            assert!(done.is_ok());
+            assert!(
+                said.contains(&format!(
+                    "exists already and was left as it is: it is {what}"
+                )),
+                "{name}: {said}"
+            );
+        }
+        // Its own directory: nothing to say.
+        std::fs::create_dir(home.join("mine")).unwrap();
+        assert_eq!(
+            make_home(dir.path(), "/home/mine", me),
+            (Ok(()), String::new())
+        );
+        if sys::is_root() {
+            let (done, said) = make_home(dir.path(), "/home/mine", 4243);
+            assert!(done.is_ok());
+            assert!(said.contains(&format!("it is owned by uid {me}")), "{said}");
+            let null =
+                std::ffi::CString::new(home.join("dev").into_os_string().into_encoded_bytes())
+                    .unwrap();
+            // SAFETY: a NUL-terminated path; /dev/null's numbers.
+            assert_eq!(
+                unsafe { libc::mknod(null.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) },
+                0
+            );
+            let (_, said) = make_home(dir.path(), "/home/dev", me);
+            assert!(said.contains("it is a device"), "{said}");
+        } else {
+            eprintln!("skipped: a home of another owner and a device need root");
+        }
+        // A parent that is no directory fails the call.
+        let (done, said) = make_home(dir.path(), "/home/file/bob", me);
+        assert!(done.is_err(), "{said}");
+    }
+
+    /// Nothing there is nothing to remove, and no warning.
+    #[test]
+    fn a_home_or_its_parent_that_is_missing_is_nothing_to_remove() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(remove_home(dir.path(), "/home/bob", 1000), "");
+        std::fs::create_dir(dir.path().join("home")).unwrap();
+        assert_eq!(remove_home(dir.path(), "/home/bob", 1000), "");
     }
 
     #[test]

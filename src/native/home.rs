@@ -657,6 +657,22 @@ mod tests {
         assert!(dir.path().join("home/a/b/f").is_file());
         assert!(dir.path().join("home/g").is_file());
 
+        // A file of another owner deep down: the rest goes, it and the
+        // directories holding it stay, and it is what was kept.
+        if sys::is_root() {
+            let (dir, top, owner, mount) = tree();
+            let deep = dir.path().join("home/a/b/f");
+            std::os::unix::fs::lchown(&deep, Some(owner + 1), None).unwrap();
+            let found = remove_owned(top, owner, mount).unwrap();
+            assert!(
+                matches!(&found, Some(Found::Foreign { path, uid }) if path.ends_with("home/a/b/f") && *uid == owner + 1)
+            );
+            assert!(deep.is_file());
+            assert!(!dir.path().join("home/g").exists());
+        } else {
+            eprintln!("skipped: a file of another owner needs root");
+        }
+
         let (dir, top, owner, mount) = tree();
         assert!(remove_owned(top, owner, mount).unwrap().is_none());
         let left: Vec<_> = std::fs::read_dir(dir.path().join("home"))

@@ -250,7 +250,13 @@ fn chown_tree(path: &Path, uid: u32) {
 fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
     let sandbox = Sandbox::new();
     sandbox.write_accounts();
-    for (user, uid) in [("bob", "4242"), ("carol", "4243"), ("dave", "4244")] {
+    let users = [
+        ("bob", "4242"),
+        ("carol", "4243"),
+        ("dave", "4244"),
+        ("erin", "4245"),
+    ];
+    for (user, uid) in users {
         sandbox
             .ralsh(&["user", user, &format!("uid={uid}")])
             .expect(0);
@@ -262,6 +268,13 @@ fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
     sandbox.write("srv/carol/notes", "carol's\n");
     std::fs::create_dir(root.join("home/carol")).unwrap();
     std::fs::create_dir(root.join("home/dave")).unwrap();
+    // erin's home holds a file that is a mount point (her own file,
+    // bound over one of hers): kept whole, none of it removed first.
+    sandbox.write("home/erin/a-notes", "erin's\n");
+    sandbox.write("home/erin/m", "");
+    sandbox.write("srv/erin-file", "bound\n");
+    chown_tree(&root.join("home/erin"), 4245);
+    chown_tree(&root.join("srv/erin-file"), 4245);
     chown_tree(&root.join("home/bob"), 4242);
     chown_tree(&root.join("srv/shared"), 4242);
     chown_tree(&root.join("home/carol"), 4243);
@@ -271,6 +284,7 @@ fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
     let setup = format!(
         "mount --bind '{r}/srv/shared' '{r}/home/bob/proj'\n\
          mount --bind '{r}/srv/carol' '{r}/home/carol'\n\
+         mount --bind '{r}/srv/erin-file' '{r}/home/erin/m'\n\
          mount -t tmpfs tmpfs '{r}/home/dave'\n\
          echo \"dave's\" >'{r}/home/dave/notes'\n\
          chown -R 4244:4244 '{r}/home/dave'"
@@ -284,6 +298,7 @@ fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
         ralsh(&sandbox, "user bob ensure=absent managehome=true"),
         ralsh(&sandbox, "user carol ensure=absent managehome=true"),
         ralsh(&sandbox, "user dave ensure=absent managehome=true"),
+        ralsh(&sandbox, "user erin ensure=absent managehome=true"),
         format!("ls -A '{r}/home/bob/proj' '{r}/home/carol' '{r}/home/dave'"),
     ];
     let sections = in_namespace(&sandbox, true, &setup, &lines);
@@ -309,10 +324,17 @@ fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
             ),
         );
     }
-    for section in &sections[1..4] {
+    for section in &sections[1..5] {
         has(section, "ensure: 'present' -> 'absent'");
     }
-    has(&sections[4], "home/dave:\nnotes\n");
+    has(
+        &sections[4],
+        &format!(
+            "erin: deleting: the home directory '{r}/home/erin' was kept: it holds \
+             '{r}/home/erin/m', a mount point"
+        ),
+    );
+    has(&sections[5], "home/dave:\nnotes\n");
     // The namespace is gone: what is left is what was there.
     let after = (
         tree_snapshot(&root.join("home")),
@@ -320,7 +342,7 @@ fn managehome_keeps_a_home_that_is_or_holds_a_mount_point() {
     );
     assert_eq!(before, after, "nothing of the homes or of /srv went");
     let passwd = sandbox.read("etc/passwd");
-    for user in ["bob", "carol", "dave"] {
+    for (user, _) in users {
         assert!(!passwd.contains(&format!("\n{user}:")), "{passwd}");
     }
 }

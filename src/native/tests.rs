@@ -459,3 +459,28 @@ fn a_get_does_without_a_shadow_file_it_cannot_read_and_a_change_fails() {
         format!("cannot read '{}': Is a directory", shadow.display())
     );
 }
+
+/// A new user's own group takes the uid as its gid when no group has it,
+/// else the first free gid; as useradd does, a system without gshadow is
+/// not given one.
+#[test]
+fn a_new_users_group_gets_the_uid_as_gid_when_free_and_no_gshadow_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let etc = dir.path().join("etc");
+    std::fs::remove_file(etc.join("gshadow")).unwrap();
+    std::fs::write(etc.join("group"), "root:x:0:\nstaff:x:50:\nweb:x:1006:\n").unwrap();
+    let call = call(dir.path());
+    let create = |name: &str, uid: u64| {
+        set(
+            &EtcPasswd,
+            &call,
+            &update(name, json!({"ensure": "present", "uid": uid})),
+        )
+    };
+    create("bob", 1005).unwrap();
+    create("carol", 1006).unwrap();
+    let group = std::fs::read_to_string(etc.join("group")).unwrap();
+    assert!(group.ends_with("\nbob:x:1005:\ncarol:x:1000:\n"), "{group}");
+    assert!(!etc.join("gshadow").exists());
+}

@@ -245,6 +245,12 @@ pub struct Sum {
 /// `None` for one larger than [`CHECKSUM_MAX`], also when it grows past it
 /// while being read. `doing` words the call in a failure's message.
 pub fn read_sum(place: &Place, doing: &str) -> CallResult<Option<Sum>> {
+    read_sum_within(place, doing, CHECKSUM_MAX)
+}
+
+/// [`read_sum`] with `limit` in place of [`CHECKSUM_MAX`] (for tests, at
+/// sizes a test can make).
+pub(super) fn read_sum_within(place: &Place, doing: &str, limit: u64) -> CallResult<Option<Sum>> {
     let io = |err: std::io::Error| CallError::io(&err, &format!("{doing} {}", quoted(&place.name)));
     let fd = place
         .open_fd(libc::O_RDONLY | libc::O_NONBLOCK)
@@ -257,7 +263,7 @@ pub fn read_sum(place: &Place, doing: &str) -> CallResult<Option<Sum>> {
             quoted(&place.name)
         )));
     }
-    if info.len() > CHECKSUM_MAX {
+    if info.len() > limit {
         return Ok(None);
     }
     let mut digest = Sha256::new();
@@ -276,7 +282,7 @@ pub fn read_sum(place: &Place, doing: &str) -> CallResult<Option<Sum>> {
             Err(err) => return Err(io(err)),
         };
         size += got as u64;
-        if size > CHECKSUM_MAX {
+        if size > limit {
             return Ok(None);
         }
         digest.update(&chunk[..got]);

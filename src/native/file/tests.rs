@@ -529,3 +529,43 @@ fn entries_are_opened_never_through_a_link_and_closed_on_exec() {
     let fd_flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) };
     assert_eq!(fd_flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
 }
+
+#[test]
+fn a_checksum_is_worked_out_up_to_its_limit_and_never_past_it() {
+    use super::place::{read_sum_within, sha256_hex};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty"), "").unwrap();
+    std::fs::write(dir.path().join("ten"), "0123456789").unwrap();
+    let root = Root::open(dir.path()).unwrap();
+    let sum = |root: &Root, name: &str, limit| {
+        let place = Place::open(root, name).unwrap();
+        read_sum_within(&place, "read", limit).map(|sum| sum.map(|sum| (sum.digest, sum.head)))
+    };
+    assert_eq!(
+        sum(&root, "/empty", 10).unwrap(),
+        Some((sha256_hex(b""), Some(Vec::new())))
+    );
+    assert_eq!(
+        sum(&root, "/ten", 10).unwrap(),
+        Some((sha256_hex(b"0123456789"), Some(b"0123456789".to_vec())))
+    );
+    assert_eq!(sum(&root, "/ten", 9).unwrap(), None);
+    // A file that grows while it is read is cut off there too: a file of
+    // /proc says it is empty and reads as much more (read only).
+    let proc = Root::open(std::path::Path::new("/proc/self")).unwrap();
+    assert_eq!(sum(&proc, "/status", 0).unwrap(), None);
+    assert!(sum(&proc, "/status", 1 << 20).unwrap().is_some());
+    // Something other than a regular file there by now (here a FIFO) is
+    // refused, and its opening never waits for a writer.
+    let fifo = std::ffi::CString::new(
+        dir.path()
+            .join("fifo")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a NUL-terminated path, for the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let err = sum(&root, "/fifo", 10).unwrap_err();
+    assert_eq!(err.message, "'/fifo' is no longer a regular file");
+}

@@ -157,6 +157,20 @@ fn bad_updates_are_refused_with_the_scripts_messages() {
         )
     );
     assert!(refused("/d/", json!({})).contains("is not in normal form"));
+    for target in ["", "a\0b"] {
+        assert_eq!(
+            refused("/x", json!({"ensure": "link", "target": target})),
+            "target: a link's text must be non-empty and without NUL"
+        );
+    }
+    assert_eq!(
+        refused("/x", json!({"name": "/y"})),
+        "name: cannot rename '/x' to '/y'"
+    );
+    // Its own name is no rename; an empty directory goes without force.
+    assert!(planned(dir.path(), "/x", json!({"name": "/x"})).is_ok());
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    assert!(planned(dir.path(), "/empty", json!({"ensure": "absent"})).is_ok());
     // Nothing asked to go, nothing there: nothing to do.
     let plan = planned(dir.path(), "/no/x", json!({"ensure": "absent"})).unwrap();
     assert!(plan.changes.is_empty());

@@ -484,3 +484,65 @@ fn a_new_users_group_gets_the_uid_as_gid_when_free_and_no_gshadow_is_made() {
     assert!(group.ends_with("\nbob:x:1005:\ncarol:x:1000:\n"), "{group}");
     assert!(!etc.join("gshadow").exists());
 }
+
+/// A new user's shadow line says the password was last changed today
+/// (days since 1970, as useradd writes it).
+#[test]
+fn a_new_users_password_was_last_changed_today() {
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let today = || {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.unwrap().as_secs() / 86400
+    };
+    let before = today();
+    let call = call(dir.path());
+    set(
+        &EtcPasswd,
+        &call,
+        &update("bob", json!({"ensure": "present"})),
+    )
+    .unwrap();
+    let after = today();
+    let shadow = records(dir.path(), "shadow").unwrap();
+    let bob = shadow.iter().find(|fields| fields[0] == "bob").unwrap();
+    let changed: u64 = bob[2].parse().unwrap();
+    assert!((before..=after).contains(&changed), "{bob:?}");
+}
+
+/// A removed user leaves every group's members and administrators,
+/// the others staying as they were.
+#[test]
+fn a_removed_user_leaves_the_members_and_administrators_of_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let etc = dir.path().join("etc");
+    let passwd = "root:x:0:0:root:/root:/bin/bash\nbob:x:1000:1000::/home/bob:/bin/sh\n";
+    std::fs::write(etc.join("passwd"), passwd).unwrap();
+    std::fs::write(
+        etc.join("shadow"),
+        "root:*:19700:0:99999:7:::\nbob:!:19700:0:99999:7:::\n",
+    )
+    .unwrap();
+    let groups = "root:x:0:\nstaff:x:50:bob,carol\nbob:x:1000:\nweb:x:60:carol\nops:x:70:\n";
+    std::fs::write(etc.join("group"), groups).unwrap();
+    // ops's odd administrators field names no bob: left byte for byte.
+    let gshadow =
+        "root:*::\nstaff:!:carol,bob:bob,carol\nbob:!::\nweb:!:carol:carol\nops:!:carol,,dave:\n";
+    std::fs::write(etc.join("gshadow"), gshadow).unwrap();
+    let call = call(dir.path());
+    set(
+        &EtcPasswd,
+        &call,
+        &update("bob", json!({"ensure": "absent"})),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(etc.join("group")).unwrap(),
+        "root:x:0:\nstaff:x:50:carol\nbob:x:1000:\nweb:x:60:carol\nops:x:70:\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(etc.join("gshadow")).unwrap(),
+        "root:*::\nstaff:!:carol:carol\nbob:!::\nweb:!:carol:carol\nops:!:carol,,dave:\n"
+    );
+}

@@ -546,3 +546,20 @@ fn a_removed_user_leaves_the_members_and_administrators_of_groups() {
         "root:*::\nstaff:!:carol:carol\nbob:!::\nweb:!:carol:carol\nops:!:carol,,dave:\n"
     );
 }
+
+/// A uid is given when the user is made; asking another of an existing
+/// user is refused, asking the one it has is no change.
+#[test]
+fn an_existing_users_uid_is_never_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let call = call(dir.path());
+    let bob = |uid: u64| update("bob", json!({"ensure": "present", "uid": uid}));
+    set(&EtcPasswd, &call, &bob(1000)).unwrap();
+    assert_eq!(
+        set(&EtcPasswd, &call, &bob(1001)).unwrap_err(),
+        "uid: 1001 can only be set when the user is created; it is 1000 now"
+    );
+    let outcomes = EtcPasswd.set(&call, &[bob(1000)]).unwrap();
+    assert_eq!(outcomes[0].as_ref().unwrap(), &Vec::new());
+}

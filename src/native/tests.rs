@@ -563,3 +563,25 @@ fn an_existing_users_uid_is_never_changed() {
     let outcomes = EtcPasswd.set(&call, &[bob(1000)]).unwrap();
     assert_eq!(outcomes[0].as_ref().unwrap(), &Vec::new());
 }
+
+/// A change that would make an account too long for the host to read
+/// back is refused, and nothing is written.
+#[test]
+fn a_change_too_long_to_read_back_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_accounts(dir.path());
+    let passwd = std::fs::read(dir.path().join("etc/passwd")).unwrap();
+    let call = call(dir.path());
+    let comment = "a".repeat(crate::sdk::serve::RESOURCE_MAX);
+    let err = set(
+        &EtcPasswd,
+        &call,
+        &update("root", json!({"comment": comment})),
+    )
+    .unwrap_err();
+    assert!(err.ends_with("; nothing was changed"), "{err:.200}");
+    assert_eq!(
+        std::fs::read(dir.path().join("etc/passwd")).unwrap(),
+        passwd
+    );
+}

@@ -535,7 +535,7 @@ fn withhold_content(changes: &mut [Change], content: Option<&str>, mode: u32, wa
 }
 
 /// The largest hard-linked file that `force` replaces with a copy.
-const COPY_MAX: u64 = 64 << 20;
+pub(super) const COPY_MAX: u64 = 64 << 20;
 
 /// The plan that replaces a hard-linked file or link at `place` with a
 /// copy of its own, with the mode and owner asked for.
@@ -568,7 +568,7 @@ fn replace_linked(
                 )));
             }
             Action::WriteFile {
-                data: read_whole(place).map_err(io)?,
+                data: read_whole(place, COPY_MAX).map_err(io)?,
                 mode: mode.unwrap_or(st.permissions()),
                 uid: Some(uid.unwrap_or(st.uid())),
                 gid: Some(gid.unwrap_or(st.gid())),
@@ -584,9 +584,9 @@ fn replace_linked(
     })
 }
 
-/// The whole content of the regular file at `place`, at most
-/// [`COPY_MAX`] bytes.
-fn read_whole(place: &Place) -> std::io::Result<Vec<u8>> {
+/// The whole content of the regular file at `place`, at most `limit`
+/// bytes ([`COPY_MAX`]; smaller in tests).
+pub(super) fn read_whole(place: &Place, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let fd = place.open_fd(libc::O_RDONLY | libc::O_NONBLOCK)?;
     let file = std::fs::File::from(fd);
@@ -594,8 +594,8 @@ fn read_whole(place: &Place) -> std::io::Result<Vec<u8>> {
         return Err(std::io::Error::other("it is no longer a regular file"));
     }
     let mut data = Vec::new();
-    file.take(COPY_MAX + 1).read_to_end(&mut data)?;
-    if data.len() as u64 > COPY_MAX {
+    file.take(limit + 1).read_to_end(&mut data)?;
+    if data.len() as u64 > limit {
         return Err(std::io::Error::other(
             "it grew past the size it may be copied at",
         ));

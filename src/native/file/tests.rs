@@ -583,3 +583,62 @@ fn a_checksum_is_worked_out_up_to_its_limit_and_never_past_it() {
     let err = sum(&root, "/fifo", 10).unwrap_err();
     assert_eq!(err.message, "'/fifo' is no longer a regular file");
 }
+
+#[test]
+fn a_copy_is_read_up_to_its_limit_and_never_past_it() {
+    use super::plan::read_whole;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ten"), "0123456789").unwrap();
+    let root = Root::open(dir.path()).unwrap();
+    let read = |root: &Root, name: &str, limit| {
+        read_whole(&Place::open(root, name).unwrap(), limit).map_err(|err| err.to_string())
+    };
+    assert_eq!(read(&root, "/ten", 10).unwrap(), b"0123456789");
+    // A file that grows past the limit while read (a /proc file says it
+    // is empty): refused, not cut.
+    let proc = Root::open(std::path::Path::new("/proc/self")).unwrap();
+    assert_eq!(
+        read(&proc, "/status", 10).unwrap_err(),
+        "it grew past the size it may be copied at"
+    );
+    let fifo = std::ffi::CString::new(
+        dir.path()
+            .join("fifo")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a NUL-terminated path, for the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    assert_eq!(
+        read(&root, "/fifo", 10).unwrap_err(),
+        "it is no longer a regular file"
+    );
+}
+
+/// `force` replaces a hard-linked file with a copy up to COPY_MAX bytes
+/// (sparse files here, so that nothing of that size is written).
+#[test]
+fn a_hard_linked_file_is_copied_up_to_the_copy_limit() {
+    use super::plan::COPY_MAX;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, size) in [("edge", COPY_MAX), ("over", COPY_MAX + 1)] {
+        let file = std::fs::File::create(dir.path().join(name)).unwrap();
+        file.set_len(size).unwrap();
+        std::fs::hard_link(
+            dir.path().join(name),
+            dir.path().join(format!("{name}-link")),
+        )
+        .unwrap();
+    }
+    let should = json!({"mode": "0600", "force": true});
+    let plan = planned(dir.path(), "/edge", should.clone()).unwrap();
+    match plan.action {
+        Some(Action::WriteFile { data, .. }) => assert_eq!(data.len() as u64, COPY_MAX),
+        _ => panic!("no copy planned"),
+    }
+    assert_eq!(
+        planned(dir.path(), "/over", should).unwrap_err(),
+        format!("'/over' is larger than {COPY_MAX} bytes, too large to replace with a copy")
+    );
+}

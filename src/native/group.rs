@@ -610,6 +610,31 @@ mod tests {
         assert_eq!(read("gshadow"), gshadow);
     }
 
+    /// A change of members that would make the group too long for the
+    /// host to read back is refused, and nothing is written.
+    #[test]
+    fn a_change_too_long_to_read_back_is_refused() {
+        use super::super::tests::{call, update, write_accounts};
+        let dir = tempfile::tempdir().unwrap();
+        write_accounts(dir.path());
+        let names: Vec<String> = (0..130_000).map(|n| format!("u{n:06}")).collect();
+        let passwd: String = names
+            .iter()
+            .map(|n| format!("{n}:x:1:1::/:/bin/sh\n"))
+            .collect();
+        std::fs::write(dir.path().join("etc/passwd"), passwd).unwrap();
+        let group = std::fs::read(dir.path().join("etc/group")).unwrap();
+        let outcomes = EtcGroup
+            .set(
+                &call(dir.path()),
+                &[update("staff", json!({"members": names}))],
+            )
+            .unwrap();
+        let err = outcomes[0].clone().unwrap_err().message;
+        assert!(err.ends_with("; nothing was changed"), "{err:.300}");
+        assert_eq!(std::fs::read(dir.path().join("etc/group")).unwrap(), group);
+    }
+
     /// As groupadd does on a system without gshadow, a new group does not
     /// bring one into being.
     #[test]

@@ -1158,5 +1158,44 @@ pub(crate) mod tests {
                  regard to case, finds the first line of a name only",
             ]
         );
+        // A change of an entry warns again; no change says nothing.
+        let again = want(&[("ip", "fe80::2".into())]);
+        apply(&call, &mut lines, "six", &again).unwrap();
+        assert_eq!(warnings().len(), 3);
+        apply(&call, &mut lines, "six", &again).unwrap();
+        assert_eq!(warnings().len(), 3);
+    }
+
+    #[test]
+    fn empty_aliases_or_comment_asked_of_a_new_entry_are_reported() {
+        let mut lines = parse(None);
+        let asked = want(&[
+            ("ip", "10.0.0.1".into()),
+            ("host_aliases", serde_json::json!([])),
+            ("comment", "".into()),
+        ]);
+        let changes = apply(&call(), &mut lines, "db", &asked).unwrap();
+        assert_eq!(
+            changes,
+            [
+                Change::new("ensure", "absent", "present"),
+                Change::new("ip", "", "10.0.0.1"),
+                Change::new("host_aliases", "", ""),
+                Change::new("comment", "", ""),
+            ]
+        );
+    }
+
+    /// Each attribute's `key: value` line must fit the line limit with its
+    /// newline: at the limit it is written, one byte more refused.
+    #[test]
+    fn an_entry_fits_the_line_limit_exactly_or_is_refused() {
+        let at_limit = "c".repeat(LINE_MAX - "comment: ".len() - 1);
+        for (comment, fits) in [(at_limit.clone(), true), (at_limit + "c", false)] {
+            let mut lines = parse(None);
+            let asked = want(&[("ip", "10.0.0.1".into()), ("comment", comment.into())]);
+            apply(&call(), &mut lines, "db", &asked).unwrap();
+            assert_eq!(check_fits("db", &lines).is_ok(), fits);
+        }
     }
 }

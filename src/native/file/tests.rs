@@ -157,6 +157,12 @@ fn bad_updates_are_refused_with_the_scripts_messages() {
         )
     );
     assert!(refused("/d/", json!({})).contains("is not in normal form"));
+    std::fs::write(dir.path().join("f"), "").unwrap();
+    // A file on the way is an error of its own, not a missing directory.
+    assert_eq!(
+        refused("/f/x", json!({"ensure": "file"})),
+        format!("'{}' is not a directory", dir.path().join("f").display())
+    );
     for target in ["", "a\0b"] {
         assert_eq!(
             refused("/x", json!({"ensure": "link", "target": target})),
@@ -564,6 +570,14 @@ fn a_checksum_is_worked_out_up_to_its_limit_and_never_past_it() {
         Some((sha256_hex(b"0123456789"), Some(b"0123456789".to_vec())))
     );
     assert_eq!(sum(&root, "/ten", 9).unwrap(), None);
+    // The content comes with the checksum up to 64 KiB (CONTENT_MAX).
+    let edge = "e".repeat(64 * 1024);
+    std::fs::write(dir.path().join("edge"), &edge).unwrap();
+    std::fs::write(dir.path().join("over"), edge.clone() + "e").unwrap();
+    let (_, head) = sum(&root, "/edge", 1 << 20).unwrap().unwrap();
+    assert_eq!(head.as_deref(), Some(edge.as_bytes()));
+    let (_, head) = sum(&root, "/over", 1 << 20).unwrap().unwrap();
+    assert_eq!(head, None);
     // A file that grows while it is read is cut off there too: a file of
     // /proc says it is empty and reads as much more (read only).
     let proc = Root::open(std::path::Path::new("/proc/self")).unwrap();

@@ -25,6 +25,7 @@ pub fn tests() -> Vec<Test> {
         what_ral_writes_to_the_account_files_pwck_and_grpck_accept,
         account_files_made_new_get_the_owners_and_modes_shadow_utils_gives,
         a_directory_made_gets_the_user_or_group_asked_alone,
+        as_another_user_a_change_of_owner_or_group_is_refused,
     ]
 }
 
@@ -415,4 +416,56 @@ fn a_directory_made_gets_the_user_or_group_asked_alone() {
     };
     assert_eq!(owner("u"), (7001, 0));
     assert_eq!(owner("g"), (0, 7002));
+}
+
+/// Only root gives files away: run as another user (nobody), ralsh
+/// refuses another owner or group of a file with why, and asking the
+/// ones it has is no change. (Copies of the binaries in a directory
+/// nobody may read, whatever the checkout's own permissions.)
+fn as_another_user_a_change_of_owner_or_group_is_refused() {
+    use std::os::unix::process::CommandExt;
+    const NOBODY: u32 = 65534;
+    let bin = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ralsh = bin.path().join("ralsh");
+    std::fs::copy(crate::support::ralsh_bin(), &ralsh).unwrap();
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_ral-provider"),
+        bin.path().join("ral-provider"),
+    )
+    .unwrap();
+    let sandbox = Sandbox::new();
+    sandbox.write("f", "x\n");
+    for path in [
+        sandbox.root().to_path_buf(),
+        sandbox.root().join("f"),
+        sandbox.cache.path().to_path_buf(),
+    ] {
+        std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let as_nobody = |args: &[&str]| {
+        let mut command = std::process::Command::new(&ralsh);
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", sandbox.cache.path())
+            .env("XDG_CACHE_HOME", sandbox.cache.path())
+            .arg("--root")
+            .arg(sandbox.root())
+            .args(args)
+            .uid(NOBODY)
+            .gid(NOBODY);
+        run(&mut command)
+    };
+    as_nobody(&["file", "/f", "owner=0"])
+        .expect(2)
+        .stderr_has("owner: changing the owner of '/f' needs root");
+    as_nobody(&["file", "/f", "group=0"])
+        .expect(2)
+        .stderr_has("group: changing the group of '/f' needs root");
+    let same = as_nobody(&["file", "/f", "owner=65534", "group=65534"]);
+    same.expect(0);
+    assert!(!same.stdout.contains("->"), "no change: {}", same.stdout);
+    let meta = std::fs::metadata(sandbox.root().join("f")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (NOBODY, NOBODY));
 }

@@ -506,10 +506,11 @@ mod tests {
         let mut users = Users { root, names: None };
         assert!(users.check_new(&["root".to_owned()], &[]).is_ok());
         let unknown = "no-such-user-here-x9".to_owned();
-        let err = users.check_new(&[unknown.clone()], &[]).unwrap_err();
+        let unknown = std::slice::from_ref(&unknown);
+        let err = users.check_new(unknown, &[]).unwrap_err();
         assert_eq!(err.message, "members: unknown user 'no-such-user-here-x9'");
         // Members already there are not checked again.
-        assert!(users.check_new(&[unknown.clone()], &[unknown]).is_ok());
+        assert!(users.check_new(unknown, unknown).is_ok());
     }
 
     /// The groups as `get` reports them, by name.

@@ -656,3 +656,32 @@ fn a_hard_linked_file_is_copied_up_to_the_copy_limit() {
         format!("'/over' is larger than {COPY_MAX} bytes, too large to replace with a copy")
     );
 }
+
+/// As root, what replaces a file keeps its owner and group (what is new
+/// is root's anyway).
+#[test]
+fn a_replacement_keeps_the_owner_of_what_it_replaces() {
+    if super::sys::effective_ids().0 != 0 {
+        eprintln!("skipped: files of another owner need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, "x").unwrap();
+    std::os::unix::fs::chown(&path, Some(4242), Some(4243)).unwrap();
+    let plan = planned(
+        dir.path(),
+        "/f",
+        json!({"ensure": "link", "target": "/etc"}),
+    )
+    .unwrap();
+    assert_eq!(
+        plan.action,
+        Some(Action::Link {
+            target: "/etc".to_owned(),
+            uid: Some(4242),
+            gid: Some(4243),
+            old: What::File
+        })
+    );
+}

@@ -685,3 +685,34 @@ fn a_replacement_keeps_the_owner_of_what_it_replaces() {
         })
     );
 }
+
+/// A replacement reports the mode it gives against the mode of what it
+/// replaces (a link has none): no change when they agree.
+#[test]
+fn a_replacement_reports_its_mode_against_the_old_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, mode) in [("a", 0o644), ("b", 0o755)] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, "x").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::os::unix::fs::symlink("a", dir.path().join("c")).unwrap();
+    let modes = |name: &str, should: Json| -> Vec<Change> {
+        let plan = planned(dir.path(), name, should).unwrap();
+        plan.changes
+            .into_iter()
+            .filter(|c| c.attribute == "mode")
+            .collect()
+    };
+    let to_dir = json!({"ensure": "directory", "force": true});
+    assert_eq!(
+        modes("/a", to_dir.clone()),
+        [Change::new("mode", "0644", "0755")]
+    );
+    assert_eq!(modes("/b", to_dir), []);
+    let to_file = json!({"ensure": "file", "force": true});
+    assert_eq!(
+        modes("/c", to_file),
+        [Change::new("mode", Json::Null, "0644")]
+    );
+}

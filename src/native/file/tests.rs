@@ -716,3 +716,21 @@ fn a_replacement_reports_its_mode_against_the_old_ones() {
         [Change::new("mode", Json::Null, "0644")]
     );
 }
+
+/// An owner or group asked as the file has it is no change; another
+/// group is (only root may give it).
+#[test]
+fn an_owner_or_group_asked_as_it_is_is_no_change() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, "x").unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    let (uid, gid) = (meta.uid().to_string(), meta.gid().to_string());
+    let plan = planned(dir.path(), "/f", json!({"owner": uid, "group": gid})).unwrap();
+    assert_eq!(plan.changes, []);
+    if super::sys::effective_ids().0 == 0 {
+        let plan = planned(dir.path(), "/f", json!({"group": "4243"})).unwrap();
+        assert_eq!(plan.changes, [Change::new("group", gid.as_str(), "4243")]);
+    }
+}

@@ -35,6 +35,14 @@ fn statx_and_fdinfo_tell_the_same_mount_ids() {
         id
     );
     assert!(!sys::is_mount_point_at(dir.as_fd(), OsStr::new("d")).unwrap());
+    // A link to another mount lies on its directory's: never followed.
+    std::os::unix::fs::symlink("/proc", tmp.path().join("l")).unwrap();
+    let link = OsStr::new("l");
+    assert_eq!(sys::opened_mount_id(dir.as_fd(), link).unwrap(), id);
+    assert_eq!(
+        sys::kind_and_mount_at(dir.as_fd(), link).unwrap(),
+        (libc::S_IFLNK, id)
+    );
 
     let slash = open("/");
     let proc_id = sys::kind_and_mount_at(slash.as_fd(), OsStr::new("proc"))

@@ -734,3 +734,32 @@ fn an_owner_or_group_asked_as_it_is_is_no_change() {
         assert_eq!(plan.changes, [Change::new("group", gid.as_str(), "4243")]);
     }
 }
+
+/// As root, a new link gets the owner or the group asked, either alone.
+#[test]
+fn a_new_link_gets_the_owner_or_group_asked_alone() {
+    use std::os::unix::fs::MetadataExt;
+    if super::sys::effective_ids().0 != 0 {
+        eprintln!("skipped: giving a link away needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let updates = [
+        update(
+            "/o",
+            json!({"ensure": "link", "target": "x", "owner": "4242"}),
+        ),
+        update(
+            "/g",
+            json!({"ensure": "link", "target": "x", "group": "4243"}),
+        ),
+    ];
+    let outcomes = File.set(&call(dir.path(), false), &updates).unwrap();
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    let ids = |name: &str| {
+        let meta = std::fs::symlink_metadata(dir.path().join(name)).unwrap();
+        (meta.uid(), meta.gid())
+    };
+    assert_eq!(ids("o").0, 4242);
+    assert_eq!(ids("g").1, 4243);
+}

@@ -763,3 +763,24 @@ fn a_new_link_gets_the_owner_or_group_asked_alone() {
     assert_eq!(ids("o").0, 4242);
     assert_eq!(ids("g").1, 4243);
 }
+
+/// A link with another hard link (`ln` of a link) is replaced with a
+/// link of its own, never read as a file, when its owner changes.
+#[test]
+fn a_hard_linked_link_is_replaced_with_a_link_of_its_own() {
+    if super::sys::effective_ids().0 != 0 {
+        eprintln!("skipped: giving a link away needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("x", dir.path().join("l")).unwrap();
+    // linkat(2) without AT_SYMLINK_FOLLOW links the link itself.
+    std::fs::hard_link(dir.path().join("l"), dir.path().join("l2")).unwrap();
+    let plan = planned(dir.path(), "/l", json!({"owner": "4242", "force": true})).unwrap();
+    match plan.action {
+        Some(Action::Link { target, uid, .. }) => {
+            assert_eq!((target.as_str(), uid), ("x", Some(4242)))
+        }
+        _ => panic!("no link planned"),
+    }
+}

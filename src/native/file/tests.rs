@@ -784,3 +784,19 @@ fn a_hard_linked_link_is_replaced_with_a_link_of_its_own() {
         _ => panic!("no link planned"),
     }
 }
+
+/// `force` replaces a file or a link with a directory.
+#[test]
+fn a_file_or_link_is_replaced_with_a_directory_by_force() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
+    let to_dir = json!({"ensure": "directory", "force": true});
+    let updates = [update("/f", to_dir.clone()), update("/l", to_dir)];
+    let outcomes = File.set(&call(dir.path(), false), &updates).unwrap();
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    for name in ["f", "l"] {
+        let meta = std::fs::symlink_metadata(dir.path().join(name)).unwrap();
+        assert!(meta.is_dir(), "{name}");
+    }
+}

@@ -716,7 +716,7 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
 
 /// Changes mode and ownership of what is at `place`, never following it;
 /// what is mounted there only when the plan allowed it (`on_mount`).
-fn set_meta(
+pub(super) fn set_meta(
     place: &Place,
     kind: What,
     mode: Option<u32>,

@@ -800,3 +800,47 @@ fn a_file_or_link_is_replaced_with_a_directory_by_force() {
         assert!(meta.is_dir(), "{name}");
     }
 }
+
+/// What changes mode and owner in place: the mode of a file or a
+/// directory, the owner or group alone (as root), a link's owner; never
+/// a file that gained another hard link since it was planned.
+#[test]
+fn mode_and_owner_are_set_in_place_unless_a_link_came_meanwhile() {
+    use super::plan::set_meta;
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    std::os::unix::fs::symlink("f", dir.path().join("l")).unwrap();
+    let root = Root::open(dir.path()).unwrap();
+    let place = |name: &str| Place::open(&root, name).unwrap();
+    let meta = |name: &str| std::fs::symlink_metadata(dir.path().join(name)).unwrap();
+    set_meta(&place("/f"), What::File, Some(0o600), None, None, false).unwrap();
+    assert_eq!(meta("f").mode() & 0o7777, 0o600);
+    set_meta(
+        &place("/d"),
+        What::Directory,
+        Some(0o700),
+        None,
+        None,
+        false,
+    )
+    .unwrap();
+    assert_eq!(meta("d").mode() & 0o7777, 0o700);
+    if super::sys::effective_ids().0 == 0 {
+        set_meta(&place("/f"), What::File, None, Some(4242), None, false).unwrap();
+        set_meta(&place("/d"), What::Directory, None, None, Some(4243), false).unwrap();
+        set_meta(&place("/l"), What::Link, None, Some(4244), None, false).unwrap();
+        assert_eq!(meta("f").uid(), 4242);
+        assert_eq!(meta("d").gid(), 4243);
+        assert_eq!(meta("l").uid(), 4244);
+        assert_eq!(meta("f").mode() & 0o7777, 0o600, "the mode is kept");
+    }
+    std::fs::hard_link(dir.path().join("f"), dir.path().join("f2")).unwrap();
+    let err = set_meta(&place("/f"), What::File, Some(0o644), None, None, false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "it gained another hard link since it was read; refusing to change it in place"
+    );
+    assert_eq!(meta("f").mode() & 0o7777, 0o600);
+}

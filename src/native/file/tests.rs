@@ -158,6 +158,12 @@ fn bad_updates_are_refused_with_the_scripts_messages() {
     );
     assert!(refused("/d/", json!({})).contains("is not in normal form"));
     std::fs::write(dir.path().join("f"), "").unwrap();
+    // A name too long for the system: its error, named.
+    let long = format!("/{}", "n".repeat(300));
+    assert_eq!(
+        refused(&long, json!({"ensure": "file"})),
+        format!("cannot change '{long}': File name too long")
+    );
     // A file on the way is an error of its own, not a missing directory.
     assert_eq!(
         refused("/f/x", json!({"ensure": "file"})),

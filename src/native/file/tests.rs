@@ -741,7 +741,8 @@ fn an_owner_or_group_asked_as_it_is_is_no_change() {
     }
 }
 
-/// As root, a new link gets the owner or the group asked, either alone.
+/// As root, a new link gets the owner or the group asked, either alone;
+/// a new file gets them too.
 #[test]
 fn a_new_link_gets_the_owner_or_group_asked_alone() {
     use std::os::unix::fs::MetadataExt;
@@ -759,6 +760,10 @@ fn a_new_link_gets_the_owner_or_group_asked_alone() {
             "/g",
             json!({"ensure": "link", "target": "x", "group": "4243"}),
         ),
+        update(
+            "/f",
+            json!({"content": "x", "owner": "4242", "group": "4243"}),
+        ),
     ];
     let outcomes = File.set(&call(dir.path(), false), &updates).unwrap();
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
@@ -768,6 +773,7 @@ fn a_new_link_gets_the_owner_or_group_asked_alone() {
     };
     assert_eq!(ids("o").0, 4242);
     assert_eq!(ids("g").1, 4243);
+    assert_eq!(ids("f"), (4242, 4243), "a new file too");
 }
 
 /// A link with another hard link (`ln` of a link) is replaced with a

@@ -539,7 +539,7 @@ pub fn check_id(attr: &str, value: &serde_json::Value) -> CallResult<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::native::tests::call;
+    use crate::native::tests::{call, logged_call};
 
     #[test]
     fn new_names_follow_shadow_utils_rule() {
@@ -645,9 +645,7 @@ mod tests {
     fn lines_blank_for_python_are_skipped_without_a_warning() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("etc")).unwrap();
-        let said = crate::sdk::Buffer::default();
-        let mut call = call(dir.path());
-        call.log = crate::sdk::Log::new(Box::new(said.clone()), false);
+        let (call, said) = logged_call(dir.path());
         let root = Root::open(dir.path()).unwrap();
         let target = root
             .directory("etc", true, None)
@@ -678,9 +676,7 @@ mod tests {
     fn a_line_whose_id_is_no_number_in_range_is_skipped_with_a_warning() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("etc")).unwrap();
-        let said = crate::sdk::Buffer::default();
-        let mut call = call(dir.path());
-        call.log = crate::sdk::Log::new(Box::new(said.clone()), false);
+        let (call, said) = logged_call(dir.path());
         let etc = Root::open(dir.path())
             .unwrap()
             .directory("etc", true, None)

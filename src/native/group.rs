@@ -429,6 +429,7 @@ fn apply_update(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{call, outcome, update, write_accounts};
     use super::*;
 
     #[test]
@@ -464,7 +465,6 @@ mod tests {
     /// the gid.
     #[test]
     fn the_primary_group_of_a_user_is_not_removed() {
-        use super::super::tests::{call, update, write_accounts};
         let dir = tempfile::tempdir().unwrap();
         write_accounts(dir.path());
         let etc = dir.path().join("etc");
@@ -525,7 +525,6 @@ mod tests {
 
     #[test]
     fn groups_are_listed_and_found_with_a_missing_gshadow_line_incomplete() {
-        use super::super::tests::{call, write_accounts};
         let dir = tempfile::tempdir().unwrap();
         let call = call(dir.path());
         // No etc: no groups, no error.
@@ -560,18 +559,12 @@ mod tests {
 
     #[test]
     fn a_gid_another_group_uses_is_refused_and_members_change_both_files() {
-        use super::super::tests::{call, update, write_accounts};
         let dir = tempfile::tempdir().unwrap();
         write_accounts(dir.path());
         let etc = dir.path().join("etc");
         let read = |file: &str| std::fs::read_to_string(etc.join(file)).unwrap();
         let call = call(dir.path());
-        let one = |name: &str, should: Json| {
-            EtcGroup
-                .set(&call, &[update(name, should)])
-                .unwrap()
-                .remove(0)
-        };
+        let one = |name: &str, should: Json| outcome(&EtcGroup, &call, &update(name, should));
         let err = one("web", json!({"gid": 50})).unwrap_err();
         assert_eq!(err.message, "gid: 50 is already used by group 'staff'");
         let err = one("root", json!({"gid": 50})).unwrap_err();
@@ -615,7 +608,6 @@ mod tests {
     /// host to read back is refused, and nothing is written.
     #[test]
     fn a_change_too_long_to_read_back_is_refused() {
-        use super::super::tests::{call, update, write_accounts};
         let dir = tempfile::tempdir().unwrap();
         write_accounts(dir.path());
         let names: Vec<String> = (0..130_000).map(|n| format!("u{n:06}")).collect();
@@ -625,13 +617,10 @@ mod tests {
             .collect();
         std::fs::write(dir.path().join("etc/passwd"), passwd).unwrap();
         let group = std::fs::read(dir.path().join("etc/group")).unwrap();
-        let outcomes = EtcGroup
-            .set(
-                &call(dir.path()),
-                &[update("staff", json!({"members": names}))],
-            )
-            .unwrap();
-        let err = outcomes[0].clone().unwrap_err().message;
+        let asked = update("staff", json!({"members": names}));
+        let err = outcome(&EtcGroup, &call(dir.path()), &asked)
+            .unwrap_err()
+            .message;
         assert!(err.ends_with("; nothing was changed"), "{err:.300}");
         assert_eq!(std::fs::read(dir.path().join("etc/group")).unwrap(), group);
     }
@@ -640,15 +629,12 @@ mod tests {
     /// bring one into being.
     #[test]
     fn a_missing_gshadow_file_is_not_made() {
-        use super::super::tests::{call, update, write_accounts};
         let dir = tempfile::tempdir().unwrap();
         write_accounts(dir.path());
         let gshadow = dir.path().join("etc/gshadow");
         std::fs::remove_file(&gshadow).unwrap();
-        let outcomes = EtcGroup
-            .set(&call(dir.path()), &[update("web", json!({}))])
-            .unwrap();
-        assert!(outcomes[0].is_ok(), "{outcomes:?}");
+        let made = outcome(&EtcGroup, &call(dir.path()), &update("web", json!({})));
+        assert!(made.is_ok(), "{made:?}");
         assert!(!gshadow.exists());
     }
 

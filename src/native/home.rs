@@ -595,6 +595,7 @@ fn remove_owned(top: Open, uid: u32, mount: u64) -> Result<Option<Found>, String
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::logged_call;
     use super::*;
 
     #[test]
@@ -697,13 +698,6 @@ mod tests {
         assert!(first_foreign(top, owner, mount).unwrap().is_none());
     }
 
-    /// A call on `root` and what its log says.
-    fn calling(root: &std::path::Path) -> (Call, crate::sdk::Buffer) {
-        let said = crate::sdk::Buffer::default();
-        let log = crate::sdk::Log::new(Box::new(said.clone()), false);
-        (Call::new(root, false, log), said)
-    }
-
     fn accounts() -> Accounts {
         Accounts {
             entries: vec![("alice".to_owned(), 4242, "/home/alice".to_owned())],
@@ -711,7 +705,7 @@ mod tests {
     }
 
     fn make_home(root: &std::path::Path, home: &str, uid: u32) -> (CallResult<()>, String) {
-        let (call, said) = calling(root);
+        let (call, said) = logged_call(root);
         let work = Work::Make {
             name: "bob".to_owned(),
             home: home.to_owned(),
@@ -723,7 +717,7 @@ mod tests {
     }
 
     fn remove_home(root: &std::path::Path, home: &str, uid: u32) -> String {
-        let (call, said) = calling(root);
+        let (call, said) = logged_call(root);
         let work = Work::Remove {
             name: "bob".to_owned(),
             home: home.to_owned(),

@@ -13,7 +13,7 @@ use super::fstab::Fstab;
 use super::hosts::EtcHosts;
 use super::passwd::EtcPasswd;
 use crate::sdk::files::probe::{killed_after, Trace};
-use crate::sdk::{Call, Provider, Resource, Update};
+use crate::sdk::{Call, Outcome, Provider, Resource, Update};
 
 pub(super) fn call(root: &Path) -> Call {
     Call {
@@ -142,13 +142,25 @@ fn tables() -> [(&'static dyn Provider, &'static str, Update, &'static str); 2] 
     ]
 }
 
+/// A call on `root` whose log is kept, and what it says.
+pub(super) fn logged_call(root: &Path) -> (Call, crate::sdk::Buffer) {
+    let said = crate::sdk::Buffer::default();
+    let mut call = call(root);
+    call.log = crate::sdk::Log::new(Box::new(said.clone()), false);
+    (call, said)
+}
+
+/// The outcome of a set of one update (a failed call as its error).
+pub(super) fn outcome(provider: &dyn Provider, call: &Call, update: &Update) -> Outcome {
+    provider.set(call, std::slice::from_ref(update))?.remove(0)
+}
+
 /// A set of one update, its failure as a message, whichever the
 /// convention (simple: the call fails; json: the update does).
 fn set(provider: &dyn Provider, call: &Call, update: &Update) -> Result<(), String> {
-    match provider.set(call, std::slice::from_ref(update)) {
-        Ok(outcomes) => outcomes[0].clone().map(drop).map_err(|err| err.message),
-        Err(err) => Err(err.message),
-    }
+    outcome(provider, call, update)
+        .map(drop)
+        .map_err(|err| err.message)
 }
 
 #[test]
@@ -199,9 +211,7 @@ fn a_hard_linked_table_is_replaced_and_a_warning_says_the_other_name_keeps_the_o
         std::fs::create_dir(&etc).unwrap();
         std::fs::write(etc.join(file), line).unwrap();
         std::fs::hard_link(etc.join(file), dir.path().join("other")).unwrap();
-        let said = crate::sdk::Buffer::default();
-        let mut call = call(dir.path());
-        call.log = crate::sdk::Log::new(Box::new(said.clone()), false);
+        let (call, said) = logged_call(dir.path());
         set(provider, &call, &update).unwrap();
         assert_ne!(std::fs::read_to_string(etc.join(file)).unwrap(), line);
         assert_eq!(
@@ -560,8 +570,7 @@ fn an_existing_users_uid_is_never_changed() {
         set(&EtcPasswd, &call, &bob(1001)).unwrap_err(),
         "uid: 1001 can only be set when the user is created; it is 1000 now"
     );
-    let outcomes = EtcPasswd.set(&call, &[bob(1000)]).unwrap();
-    assert_eq!(outcomes[0].as_ref().unwrap(), &Vec::new());
+    assert_eq!(outcome(&EtcPasswd, &call, &bob(1000)).unwrap(), Vec::new());
 }
 
 /// A change that would make an account too long for the host to read

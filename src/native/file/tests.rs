@@ -35,6 +35,23 @@ fn planned(root: &std::path::Path, name: &str, should: Json) -> Result<Plan, Str
 
 use super::plan::Plan;
 
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &std::path::Path) {
+    let path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; mkfifo(3) keeps no pointer.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+}
+
+/// Whether this runs as root; if not, says that the test, which needs
+/// root for `what`, is skipped.
+fn is_root_for(what: &str) -> bool {
+    let root = super::sys::effective_ids().0 == 0;
+    if !root {
+        eprintln!("skipped: {what} needs root");
+    }
+    root
+}
+
 #[test]
 fn values_in_messages_are_written_as_python_wrote_them() {
     assert_eq!(dumps(&json!("é\n\"")), r#""\u00e9\n\"""#);
@@ -518,9 +535,7 @@ fn removals_and_links_of_a_batch_are_made_durable() {
 fn a_special_file_is_said_to_be_one_and_never_planned_over() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid C string; mkfifo(3) keeps no pointer.
-    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    mkfifo(&fifo);
     let found = File
         .get(&call(dir.path(), false), &["/fifo".to_owned()])
         .unwrap();
@@ -591,15 +606,7 @@ fn a_checksum_is_worked_out_up_to_its_limit_and_never_past_it() {
     assert!(sum(&proc, "/status", 1 << 20).unwrap().is_some());
     // Something other than a regular file there by now (here a FIFO) is
     // refused, and its opening never waits for a writer.
-    let fifo = std::ffi::CString::new(
-        dir.path()
-            .join("fifo")
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .unwrap();
-    // SAFETY: a NUL-terminated path, for the call.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    mkfifo(&dir.path().join("fifo"));
     let err = sum(&root, "/fifo", 10).unwrap_err();
     assert_eq!(err.message, "'/fifo' is no longer a regular file");
 }
@@ -621,15 +628,7 @@ fn a_copy_is_read_up_to_its_limit_and_never_past_it() {
         read(&proc, "/status", 10).unwrap_err(),
         "it grew past the size it may be copied at"
     );
-    let fifo = std::ffi::CString::new(
-        dir.path()
-            .join("fifo")
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .unwrap();
-    // SAFETY: a NUL-terminated path, for the call.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    mkfifo(&dir.path().join("fifo"));
     assert_eq!(
         read(&root, "/fifo", 10).unwrap_err(),
         "it is no longer a regular file"
@@ -670,8 +669,7 @@ fn a_hard_linked_file_is_copied_up_to_the_copy_limit() {
 /// is root's anyway).
 #[test]
 fn a_replacement_keeps_the_owner_of_what_it_replaces() {
-    if super::sys::effective_ids().0 != 0 {
-        eprintln!("skipped: files of another owner need root");
+    if !is_root_for("a file of another owner") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -749,8 +747,7 @@ fn an_owner_or_group_asked_as_it_is_is_no_change() {
 #[test]
 fn a_new_link_gets_the_owner_or_group_asked_alone() {
     use std::os::unix::fs::MetadataExt;
-    if super::sys::effective_ids().0 != 0 {
-        eprintln!("skipped: giving a link away needs root");
+    if !is_root_for("giving a link away") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -785,8 +782,7 @@ fn a_new_link_gets_the_owner_or_group_asked_alone() {
 /// link of its own, never read as a file, when its owner changes.
 #[test]
 fn a_hard_linked_link_is_replaced_with_a_link_of_its_own() {
-    if super::sys::effective_ids().0 != 0 {
-        eprintln!("skipped: giving a link away needs root");
+    if !is_root_for("giving a link away") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -227,6 +227,10 @@ pub struct Attribute {
     /// groups, which the group file orders): compared as the set of its
     /// elements, so a request in another order is met.
     pub unordered: bool,
+    /// A read-only value that changes by itself from one read to the
+    /// next (a machine's free memory, its uptime): `ral check` does not
+    /// expect two reads to agree on it.
+    pub volatile: bool,
 }
 
 impl Attribute {
@@ -510,6 +514,8 @@ pub(crate) struct RawAttribute {
     private_by: Option<String>,
     #[serde(default)]
     unordered: bool,
+    #[serde(default)]
+    volatile: bool,
 }
 
 /// True for names a shell or Python provider can use as a variable.
@@ -737,6 +743,11 @@ impl RawAttribute {
                 "{path}.unordered: only an array can be unordered (its type is {attr_type})"
             ));
         }
+        if self.volatile && kind != Kind::Read {
+            return Err(format!(
+                "{path}.volatile: only a read-only attribute (kind: r) can be volatile"
+            ));
+        }
         Ok(Attribute {
             name: name.to_owned(),
             desc: self.desc.unwrap_or_default(),
@@ -750,6 +761,7 @@ impl RawAttribute {
             digest: self.digest,
             private_by: self.private_by,
             unordered: self.unordered,
+            volatile: self.volatile,
         })
     }
 }
@@ -1070,6 +1082,20 @@ mod tests {
             .to_string();
         assert!(
             err.contains("provider.attributes.shell.unordered: only an array can be unordered"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn only_a_read_only_attribute_is_volatile() {
+        let meta = with("    free: {kind: r, volatile: true}\n    os: {kind: r}\n").unwrap();
+        assert!(meta.attributes["free"].volatile);
+        assert!(!meta.attributes["os"].volatile);
+        let err = with("    free: {volatile: true}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("provider.attributes.free.volatile: only a read-only attribute"),
             "{err}"
         );
     }

@@ -234,6 +234,7 @@ impl RawItemType {
                 digest: None,
                 private_by: None,
                 unordered: false,
+                volatile: false,
             },
         );
         for (property, mut raw) in self.properties {

@@ -453,13 +453,13 @@ impl Checker<'_> {
         for resource in listed.iter().take(MAX_FINDS) {
             let found = self.step("find", |host| host.find(provider, &resource.name));
             match found {
-                Ok(Some(found)) if &found == resource => {}
+                Ok(Some(found)) if steady(provider, &found) == steady(provider, resource) => {}
                 Ok(Some(found)) => self.find(
                     "find",
                     format!(
                         "find '{}' disagrees with list: {}",
                         resource.name,
-                        differences(resource, &found)
+                        differences(provider, resource, &found)
                     ),
                     "find NAME must report exactly what list reports for NAME",
                 ),
@@ -644,12 +644,23 @@ impl Checker<'_> {
     }
 }
 
-/// Says which attributes of two resources differ.
-fn differences(listed: &Resource, found: &Resource) -> String {
+/// A resource without the attributes its provider declares volatile
+/// (they change by themselves between two reads).
+fn steady(provider: &Provider, resource: &Resource) -> Resource {
+    let mut steady = resource.clone();
+    steady
+        .attrs
+        .retain(|key, _| provider.attribute(key).is_none_or(|a| !a.volatile));
+    steady
+}
+
+/// Says which attributes of two resources differ (volatile ones aside).
+fn differences(provider: &Provider, listed: &Resource, found: &Resource) -> String {
     let mut keys: Vec<&String> = listed.attrs.keys().chain(found.attrs.keys()).collect();
     keys.sort();
     keys.dedup();
     keys.into_iter()
+        .filter(|key| provider.attribute(key).is_none_or(|a| !a.volatile))
         .filter(|key| listed.attrs.get(*key) != found.attrs.get(*key))
         .map(|key| {
             let show = |value: Option<&Value>| {

@@ -142,12 +142,12 @@ impl Checker<'_> {
             .list_quietly(provider)
             .and_then(|listed| listed.into_iter().find(|r| r.name == name))
         {
-            Some(listed) if listed == made => {}
+            Some(listed) if super::steady(provider, &listed) == super::steady(provider, &made) => {}
             Some(listed) => self.find(
                 "find",
                 format!(
                     "find '{name}' disagrees with list: {}",
-                    super::differences(&listed, &made)
+                    super::differences(provider, &listed, &made)
                 ),
                 "find NAME must report exactly what list reports for NAME",
             ),
@@ -622,7 +622,7 @@ pub(super) fn made_value(attr_type: &AttrType) -> Option<Value> {
         AttrType::Array(inner) => Some(Value::Array(vec![made_value(inner)?])),
         AttrType::Optional(inner) => made_value(inner),
         AttrType::Variant(types) => types.iter().find_map(made_value),
-        AttrType::Hash => None,
+        AttrType::Hash | AttrType::Data => None,
         AttrType::Integer(Some((min, max))) => Some(Value::Integer(1.clamp(*min, *max))),
         _ => [MADE_VALUE, "1", "true"]
             .into_iter()
@@ -666,7 +666,7 @@ pub(super) fn other_value(attr_type: &AttrType, now: Option<&Value>) -> Option<V
         AttrType::Optional(inner) => other_value(inner, now),
         AttrType::Variant(types) => types.iter().find_map(|t| other_value(t, now)),
         // Words, numbers, and the file modes patterns often stand for.
-        AttrType::String | AttrType::Pattern(_) => {
+        AttrType::String | AttrType::Pattern(_) | AttrType::Data => {
             [CHANGED, MADE_VALUE, "1", "true", "0600", "0644"]
                 .into_iter()
                 .filter_map(|text| attr_type.parse_cli(text).ok())

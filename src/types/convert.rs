@@ -47,6 +47,7 @@ impl AttrType {
                     _ => choose(types, |t| t.check_json(json)),
                 }
             }
+            (AttrType::Data, json) => Ok(Value::from_json(json)),
             (_, Json::Null) => Err(Mismatch::Null),
             (AttrType::String, Json::String(text)) => Ok(Value::String(text.clone())),
             (AttrType::Boolean, Json::Bool(flag)) => Ok(Value::Bool(*flag)),
@@ -95,6 +96,7 @@ impl AttrType {
             (AttrType::String | AttrType::Pattern(_) | AttrType::Enum(_), Json::String(_)) => true,
             (AttrType::Array(_), Json::Array(_)) | (AttrType::Hash, Json::Object(_)) => true,
             (AttrType::Optional(inner), _) => json.is_null() || inner.is_json_type_of(json),
+            (AttrType::Data, _) => true,
             _ => false,
         }
     }
@@ -160,6 +162,12 @@ impl AttrType {
                 }
                 Ok(Value::Hash(Box::new(map)))
             }
+            // On the command line a JSON array or object is that value;
+            // any other text (and all of a simple provider's) is text.
+            AttrType::Data => match raw.trim_start().starts_with(['[', '{']) {
+                true if source == Source::CommandLine => Ok(Value::from_json(&json_literal(raw)?)),
+                _ => Ok(Value::String(raw.to_owned())),
+            },
             AttrType::Optional(_) if raw.is_empty() => Ok(Value::Null),
             AttrType::Optional(inner) => inner.convert_text(raw, source),
             AttrType::Variant(types) => choose(types, |t| t.convert_text(raw, source)),

@@ -17,6 +17,7 @@
 //! | `enum[a, b]` | one of the words |
 //! | `array[T]` | a list of T |
 //! | `hash` | a map with string keys |
+//! | `data` | any JSON value, nested as deep as it goes (read-only facts: a machine's `os`, its `networking`) |
 //! | `optional[T]` | T, or no value (null) |
 //! | `variant[T1, T2]` | a value exactly one of the types accepts in one way |
 
@@ -48,6 +49,9 @@ pub enum AttrType {
     Enum(Vec<String>),
     Array(Box<AttrType>),
     Hash,
+    /// Any JSON value: text, numbers, booleans, null, and arrays and
+    /// maps of them at any depth (what Facter calls structured facts).
+    Data,
     Optional(Box<AttrType>),
     Variant(Vec<AttrType>),
 }
@@ -98,7 +102,7 @@ impl AttrType {
     /// True when a value of the type may be an array or a hash.
     pub fn may_hold_collection(&self) -> bool {
         match self {
-            AttrType::Array(_) | AttrType::Hash => true,
+            AttrType::Array(_) | AttrType::Hash | AttrType::Data => true,
             AttrType::Optional(inner) => inner.may_hold_collection(),
             AttrType::Variant(types) => types.iter().any(AttrType::may_hold_collection),
             _ => false,
@@ -124,6 +128,7 @@ impl fmt::Display for AttrType {
             AttrType::Enum(members) => write!(f, "enum[{}]", members.join(", ")),
             AttrType::Array(inner) => write!(f, "array[{inner}]"),
             AttrType::Hash => f.write_str("hash"),
+            AttrType::Data => f.write_str("data"),
             AttrType::Optional(inner) => write!(f, "optional[{inner}]"),
             AttrType::Variant(types) => list(f, "variant", types),
         }

@@ -101,6 +101,7 @@ impl Parser<'_> {
             "boolean" => no_args(AttrType::Boolean),
             "float" => no_args(AttrType::Float),
             "hash" => no_args(AttrType::Hash),
+            "data" => no_args(AttrType::Data),
             "integer" if !has_args => Ok(AttrType::Integer(None)),
             "integer" => {
                 self.expect('[')?;
@@ -161,7 +162,7 @@ impl Parser<'_> {
                 None => Err("expected a type name".to_owned()),
             },
             other => Err(format!(
-                "unknown type '{other}' (known: string, boolean, integer, float, pattern, enum, array, hash, optional, variant)"
+                "unknown type '{other}' (known: string, boolean, integer, float, pattern, enum, array, hash, data, optional, variant)"
             )),
         }
     }

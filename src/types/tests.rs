@@ -168,6 +168,42 @@ fn arrays_take_commas_or_json() {
 }
 
 #[test]
+fn data_takes_any_value_nested() {
+    let facts = json!({"os": {"release": {"major": "12"}, "names": ["a", 1, true, null]}});
+    let data = ty("data");
+    assert_eq!(data.to_string(), "data");
+    assert!(data.may_hold_collection());
+    assert_eq!(data.check_json(&facts), Ok(Value::from_json(&facts)));
+    assert_eq!(data.check_json(&json!(null)), Ok(Value::Null));
+    assert_eq!(data.check_json(&json!(2.5)), Ok(Value::Float(2.5)));
+    // Nested as a hash never is.
+    assert!(ty("hash").check_json(&facts).is_err());
+    cli_table(
+        "data",
+        &[
+            ("plain", s("plain")),
+            (
+                "[1, {\"a\": \"b\"}]",
+                Value::from_json(&json!([1, {"a": "b"}])),
+            ),
+        ],
+        &[("{\"a\": ", "not valid JSON")],
+    );
+    // A simple provider's text stays text.
+    assert_eq!(data.parse_wire("[x"), Ok(s("[x")));
+    // A manifest's mapping of lists, as written.
+    use super::Written;
+    let written = Written::Map(vec![(
+        "a".to_owned(),
+        Written::List(vec![Written::Text("1".to_owned()), Written::Null]),
+    )]);
+    assert_eq!(
+        data.convert_written(&written),
+        Ok(Value::from_json(&json!({"a": ["1", null]})))
+    );
+}
+
+#[test]
 fn hashes_take_pairs_or_json_objects() {
     let hash = |pairs: &[(&str, Value)]| {
         Value::Hash(Box::new(

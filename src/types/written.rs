@@ -47,6 +47,22 @@ impl Written {
         }
     }
 
+    /// The value as `data` takes it: texts, lists and mappings as they
+    /// are written, null as null.
+    fn data(&self) -> Value {
+        match self {
+            Written::Null => Value::Null,
+            Written::Text(text) => Value::String(text.clone()),
+            Written::List(items) => Value::Array(items.iter().map(Written::data).collect()),
+            Written::Map(pairs) => Value::Hash(Box::new(
+                pairs
+                    .iter()
+                    .map(|(key, value)| (key.clone(), value.data()))
+                    .collect(),
+            )),
+        }
+    }
+
     /// The kind of value written, for a [`Mismatch`].
     fn found(&self) -> Found {
         match self {
@@ -65,6 +81,7 @@ impl AttrType {
     pub fn convert_written(&self, written: &Written) -> Result<Value, Mismatch> {
         match (self, written) {
             (AttrType::Optional(_), Written::Null) => Ok(Value::Null),
+            (AttrType::Data, written) => Ok(written.data()),
             (_, Written::Null) => Err(Mismatch::NoValue),
             (_, Written::Text(text)) => self.parse_cli(text),
             (AttrType::Optional(inner), _) => inner.convert_written(written),

@@ -61,6 +61,28 @@ fn every_bundled_provider_passes() {
     assert_eq!(run.stdout.matches("not run:").count(), 2, "{}", run.stdout);
 }
 
+/// A volatile attribute (the facts' free memory, say) changes by itself
+/// between list and find; without the flag the same answers disagree.
+#[test]
+fn a_volatile_attribute_may_change_between_list_and_find() {
+    let fixture = check_fixture("volatile_reading");
+    ral_check(&[], std::slice::from_ref(&fixture))
+        .expect(0)
+        .stdout_has("1 of 1 provider(s) clean");
+    let data = tempfile::tempdir().unwrap();
+    let copy = data.path().join("volatile_reading.prov");
+    std::fs::copy(&fixture, &copy).unwrap();
+    let yaml = std::fs::read_to_string(fixture.with_extension("yaml")).unwrap();
+    std::fs::write(
+        copy.with_extension("yaml"),
+        yaml.replace(", volatile: true", ""),
+    )
+    .unwrap();
+    ral_check(&[], &[copy])
+        .expect(1)
+        .stdout_has("find 'a' disagrees with list: load: list says '1', find says '2'");
+}
+
 #[test]
 fn each_violation_is_found_with_a_hint() {
     for (fixture, problem, hint) in [

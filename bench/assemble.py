@@ -41,6 +41,7 @@ ORDER = [
     ("plugins", "bench/plugins.py"),
     ("plugins_fanout", "bench/plugins.py"),
     ("remote", "bench/remote.py"),
+    ("facts", "bench/facts.py"),
     ("parsers", "bench/criterion.py"),
     ("scheduler", "bench/criterion.py"),
     ("instructions", "bench/instructions.py"),

@@ -29,6 +29,7 @@ pub mod conformance;
 pub mod converge;
 pub mod discovery;
 pub mod error;
+pub mod facts;
 pub mod fnv;
 pub mod holo;
 mod host;

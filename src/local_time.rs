@@ -39,6 +39,25 @@ pub fn local_date(seconds: i64) -> String {
     }
 }
 
+/// The local time zone's abbreviation now (`UTC`, `CET`, `CEST`), as
+/// localtime_r(3) names it from `TZ` or `/etc/localtime`; `None` for a
+/// zone without a name.
+pub fn zone_now() -> Option<String> {
+    // SAFETY: time(NULL) only returns; localtime_r writes only the tm it
+    // is given; tm_zone, when set, points to a NUL-terminated name the
+    // C library keeps for the life of the process (tzname's storage).
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() || tm.tm_zone.is_null() {
+            return None;
+        }
+        let name = std::ffi::CStr::from_ptr(tm.tm_zone).to_string_lossy();
+        let name = name.trim();
+        (!name.is_empty()).then(|| crate::text::escape(name))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +70,15 @@ mod tests {
         let shape = regex::Regex::new(r"^2026-11-2[5-7] \d\d:\d\d:33 \S+$").unwrap();
         assert!(shape.is_match(&shown), "{shown}");
         assert_eq!(local_date(i64::MAX), format!("{} (unix time)", i64::MAX));
+    }
+
+    #[test]
+    fn the_zone_now_is_the_one_a_date_names() {
+        let zone = zone_now().expect("this machine's zone has a name");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        assert!(local_date(now).ends_with(&format!(" {zone}")), "{zone}");
     }
 }

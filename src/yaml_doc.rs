@@ -179,6 +179,46 @@ fn flow_depth(line: &str, mut depth: usize, max_depth: usize) -> usize {
     depth
 }
 
+/// A YAML value as JSON, typed as YAML 1.2's core schema types it: an
+/// unquoted `true`/`false`, integer, float or null is one; any other
+/// scalar is text.
+pub fn typed_json(node: &Node) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match node {
+        Node::Scalar(scalar) => {
+            let text = scalar.as_str();
+            if !scalar.may_coerce() {
+                return Json::String(text.to_owned());
+            }
+            match text {
+                "" | "~" | "null" | "Null" | "NULL" => Json::Null,
+                "true" | "True" | "TRUE" => Json::Bool(true),
+                "false" | "False" | "FALSE" => Json::Bool(false),
+                _ => {
+                    if let Ok(integer) = text.parse::<i64>() {
+                        Json::from(integer)
+                    } else if let Some(number) = text
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|f| f.is_finite() && text.bytes().any(|b| b.is_ascii_digit()))
+                        .and_then(serde_json::Number::from_f64)
+                    {
+                        Json::Number(number)
+                    } else {
+                        Json::String(text.to_owned())
+                    }
+                }
+            }
+        }
+        Node::Sequence(items) => Json::Array(items.iter().map(typed_json).collect()),
+        Node::Mapping(map) => Json::Object(
+            map.iter()
+                .map(|(key, value)| (key.as_str().to_owned(), typed_json(value)))
+                .collect(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -116,7 +116,9 @@ pub struct Fleet {
 
 impl Fleet {
     /// Gets ready to connect: the files of every provider `registry` holds
-    /// (with their directories' helpers) and the toolkit make the bundle.
+    /// (with their directories' helpers), the toolkit and each data
+    /// directory's custom facts (`facts.d`, whose programs run on the
+    /// targets) make the bundle.
     pub fn new(
         args: &RemoteArgs,
         targets: Vec<Target>,
@@ -129,6 +131,7 @@ impl Fleet {
             .filter_map(|provider| provider.source.parent().map(Path::to_owned))
             .collect();
         dirs.extend(local.config().provider_lib.clone());
+        dirs.extend(crate::facts::custom::dirs(registry.data_dirs()));
         // Native providers run on a target through their program, which
         // travels beside their scripts.
         let native_dir = registry

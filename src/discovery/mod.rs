@@ -98,7 +98,7 @@ pub fn data_dirs(
 }
 
 /// Every provider that loaded, suitable or not, in discovery order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Registry {
     providers: Vec<Provider>,
     /// How many providers were skipped as broken.
@@ -110,6 +110,9 @@ pub struct Registry {
     models: Vec<Provider>,
     /// Item types that clash with a provider's type or with each other.
     clashes: Vec<plugins::Clash>,
+    /// The data directories searched, in order (where custom facts,
+    /// `DIR/facts.d`, are found too).
+    data_dirs: Vec<DataDir>,
 }
 
 /// How many describes run at once when the cache cannot answer.
@@ -156,7 +159,10 @@ pub fn discover(
     for (index, result) in pending.into_iter().zip(described) {
         found[index].meta = Some(result);
     }
-    let mut registry = Registry::default();
+    let mut registry = Registry {
+        data_dirs: dirs.to_vec(),
+        ..Registry::default()
+    };
     if only_type.is_none() {
         registry.plugins = plugins::find(dirs);
     }
@@ -482,6 +488,12 @@ impl Registry {
         self.providers.push(provider);
     }
 
+    /// The data directories the providers were looked for in, in order
+    /// (none for a registry not made by [`discover`]).
+    pub fn data_dirs(&self) -> &[DataDir] {
+        &self.data_dirs
+    }
+
     /// All providers, suitable or not.
     pub fn providers(&self) -> &[Provider] {
         &self.providers
@@ -571,6 +583,7 @@ impl Registry {
             plugins,
             models,
             clashes,
+            data_dirs: Vec::new(),
         }
     }
 

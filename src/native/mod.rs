@@ -1,5 +1,5 @@
 //! ral's native providers: the core types (host, user, group, mount
-//! and file) written in Rust on the provider SDK
+//! and file), and the machine's facts, written in Rust on the provider SDK
 //! ([`crate::sdk`]), with the same names, metadata and behaviour as the
 //! scripts they replace. The host serves their calls in its own process
 //! (no interpreter, no child: a host without Python can use them);
@@ -8,6 +8,7 @@
 //! `NAME.prov` beside its metadata.
 
 mod accounts;
+mod facts;
 mod file;
 mod fstab;
 mod group;
@@ -24,6 +25,7 @@ static PROVIDERS: &[(&str, &dyn Provider)] = &[
     ("etc_group", &group::EtcGroup),
     ("etc_hosts", &hosts::EtcHosts),
     ("etc_passwd", &passwd::EtcPasswd),
+    ("facts", &facts::Facts),
     ("file", &file::File),
     ("fstab", &fstab::Fstab),
 ];

@@ -11,12 +11,15 @@
 //! inside the host's process, with the same bytes in and out.
 //!
 //! Around that: [`CallError`] and its kinds, the [`Log`] the host reads,
-//! text helpers shaped like the Python toolkit's, and `files`: paths below
+//! text helpers shaped like the Python toolkit's, `files`: paths below
 //! the root opened without following links out of it, the locks the
-//! system's tools take, and crash-safe edits with a journal.
+//! system's tools take, and crash-safe edits with a journal; and `facts`:
+//! the machine's facts, gathered natively, which the bundled `facts`
+//! provider reports and a provider may read.
 
 pub mod command;
 pub mod error;
+pub mod facts;
 pub mod files;
 pub mod log;
 pub mod serve;

@@ -1,5 +1,6 @@
 //! What this machine offers the tests that need more than a Rust toolchain
-//! and Python 3 (root, an OpenSSH server, an Ansible virtualenv, Chromium), found
+//! and Python 3 (root, an OpenSSH server, an Ansible virtualenv, Chromium,
+//! Facter), found
 //! when the test binary starts, and the registry that turns each test
 //! into a trial ignored, with the reason, where a need is missing.
 //!
@@ -32,6 +33,9 @@ pub enum Need {
     /// `unshare -rm` (util-linux) works: a mount namespace of its own,
     /// where a test hides programs from what it runs.
     MountNamespace,
+    /// Puppet's `facter` (Debian's facter), whose facts `ral facts` is
+    /// compared with.
+    Facter,
 }
 
 impl fmt::Display for Need {
@@ -43,6 +47,7 @@ impl fmt::Display for Need {
             Need::Dpkg => "dpkg",
             Need::Chromium => "chromium",
             Need::MountNamespace => "mount-namespace",
+            Need::Facter => "facter",
         })
     }
 }
@@ -142,6 +147,9 @@ impl Host {
                 "`unshare -rm true` fails: no unshare (util-linux), or user namespaces are off"
                     .to_owned(),
             ));
+        }
+        if !executable("facter") {
+            missing.push((Need::Facter, "no facter (Debian's facter)".to_owned()));
         }
         let venv = ansible_venv();
         if !executable(venv.join("bin/ansible-playbook")) {

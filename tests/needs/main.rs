@@ -1,5 +1,5 @@
 //! Integration tests that need what a fresh machine may lack (root, an
-//! OpenSSH server, an Ansible virtualenv, Chromium). Whether each need is met is
+//! OpenSSH server, an Ansible virtualenv, Chromium, Facter). Whether each need is met is
 //! decided when this binary starts (`host.rs`): a test whose need is
 //! missing is reported ignored, with the reason, instead of failing;
 //! `.ci/run` sets `RAL_TEST_NEEDS=all`, so that there it fails instead.
@@ -8,6 +8,7 @@
 mod account_cases;
 mod ansible;
 mod as_root;
+mod facts;
 mod host;
 mod host_readers;
 mod html_browser;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
     let trials = [
         ansible::tests(),
         as_root::tests(),
+        facts::tests(),
         host_readers::tests(),
         html_browser::tests(),
         mounts::tests(),

@@ -37,6 +37,7 @@ const LAYERS: &[&str] = &[
     "invoke",
     "remote",
     "host",
+    "facts",
     "update",
     "plugin",
     "conformance",

@@ -18,6 +18,7 @@ mod destroy_guard;
 mod discovery;
 mod escapees;
 mod example;
+mod facts;
 mod forgotten_items;
 mod hostile_inputs;
 mod html_report;

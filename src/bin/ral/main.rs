@@ -7,6 +7,7 @@ mod conformance;
 mod connections;
 mod converge;
 mod converge_args;
+mod facts;
 mod holo;
 mod manual;
 mod one_run;
@@ -75,6 +76,11 @@ enum Command {
     /// Run providers (and model plugins) the way the host does and report
     /// every violation of the calling convention.
     Check(conformance::CheckArgs),
+    /// The facts of this machine, or of each target: os, networking,
+    /// processors, memory, virtual... as Facter names them, and the
+    /// custom facts of the data directories' facts.d.
+    #[command(after_help = FACTS_HELP)]
+    Facts(facts::FactsArgs),
     /// The ssh connections a run on remote targets leaves open for the
     /// next one (--persist): ral connections lists them, ral connections
     /// close [TARGET...] closes them.
@@ -102,6 +108,11 @@ const PLAN_HELP: &str = "Exit status: 0 when the plan could be made (changes or 
     With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 \
     unreadable resources, 6 both; 1 when nothing ran.\n\n\
     Example:\n  ral plan --root /tmp/fake site.yaml";
+
+const FACTS_HELP: &str = "Exit status: 0 when the facts were gathered (of every target, with -t \
+    or -i), 1 when a target failed, 2 when nothing could be gathered (a usage error, no facts \
+    provider). A custom facts file that cannot be read is a warning.\n\n\
+    Examples:\n  ral facts\n  ral facts -j --root /tmp/fake\n  ral facts -t web1,web2";
 
 const APPLY_HELP: &str = "Exit status: 0 when every task succeeded or there was nothing to do, 1 \
     when a task failed, was skipped or was stopped, or the removals were not approved, 2 when \
@@ -138,6 +149,7 @@ fn main() -> ExitCode {
                 converge.quiet,
                 Box::new(progress::LogOutput),
             ),
+            Some(Command::Facts(facts)) => logging::init("ral", facts.log_level.as_deref(), false),
             _ => init_logging(),
         }
         match (args.command, args.completions) {
@@ -148,6 +160,7 @@ fn main() -> ExitCode {
                 converge::run(&converge, converge_args::Mode::Apply)
             }
             (Some(Command::Check(check)), _) => conformance::run(&check),
+            (Some(Command::Facts(facts)), _) => facts::run(&facts),
             (Some(Command::Connections(connections)), _) => connections::run(&connections),
             (Some(Command::State(state)), _) => state::run(&state),
             (Some(Command::Snapshot(snapshot)), _) => snapshot::run(&snapshot),

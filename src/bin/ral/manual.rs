@@ -14,7 +14,7 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
         &Sections {
             environment: &[
                 ("RUST_LOG", "The log filter (default: error; warn for ral plan and apply, whose -l overrides it)."),
-                ("RALSH_DATA_DIR", "ral plan, apply: more data directories, as for ralsh(1); ral check: where the providers a plugin's config tasks name are found, too."),
+                ("RALSH_DATA_DIR", "ral plan, apply, facts: more data directories, as for ralsh(1) (ral facts reads their facts.d); ral check: where the providers a plugin's config tasks name are found, too."),
                 ("XDG_CACHE_HOME, HOME, TMPDIR", "Where ral's cache is, as for ralsh(1): the bundled providers and the Python toolkit ral check gives providers."),
                 ("HOLO_ROOT_DIR", "ral holo: the root Holo works below (default /)."),
                 ("NO_COLOR, CLICOLOR, CLICOLOR_FORCE", "ral plan, apply and holo: colour (signs, diffs), as anstream reads them; never in JSON."),
@@ -24,6 +24,7 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
                 ("ROOT/usr/lib/holo/holo-PLUGIN", "ral holo: the plugins."),
                 ("ROOT/run/holo.pid", "ral holo apply: the lock."),
                 ("DIR/providers/NAME.prov, NAME.yaml", "ral check, plan, apply: a provider and its metadata."),
+                ("DIR/facts.d/*", "ral facts: custom facts (NAME.yaml, NAME.json, NAME.txt, or a program printing them), in each data directory."),
                 ("DIR/plugins/NAME.plugin, NAME.yaml", "ral check, plan, apply: a model plugin and its metadata (ral check types its config tasks against DIR's providers, RALSH_DATA_DIR's and the bundled ones)."),
                 ("MANIFEST.yaml, MANIFEST.json", "ral plan, apply: TYPE -> NAME -> attributes, with require and before."),
                 ("ROOT/var/lib/ral/state.db, state.db.lock", "ral apply, state: the state store and the lock of the apply that runs."),
@@ -32,12 +33,14 @@ pub fn render(out: &mut dyn Write) -> io::Result<()> {
                 ("ral plan", "0 the plan was made; 1 some resources could not be read; 2 nothing ran (a usage, manifest or validation error, or a removal of everything ral manages not asked for with --destroy). With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 unreadable resources, 6 both, 1 nothing ran."),
                 ("ral apply", "0 every task succeeded or there was nothing to do; 1 a task failed, was skipped or was stopped; 2 nothing ran (as for ral plan). With --detailed-exitcodes: 0 no changes, 2 changes made, 4 failures, 6 both, 1 nothing ran."),
                 ("ral state", "0 success; 2 an error (no store, an unknown plan or item)."),
+                ("ral facts", "0 the facts were gathered (of every target); 1 a target failed; 2 nothing could be gathered (a usage error, no facts provider)."),
                 ("ral check", "0 when no provider or plugin has findings (notes aside; each is clean, or PARTIAL: not fully checked, with what did not run and why on its not run line); 1 when there are findings; 2 when the check could not run."),
                 ("ral holo", "As Holo's: 0 success; 1 a generator failed (with --strict, also a plugin); 2 a usage error; 255 a configuration, plugin info, scan, selector or lock error."),
                 ("ral (usage error)", "2."),
             ],
             examples: &[
                 ("What a manifest would change below a fake root, then change it:", "ral plan --root /tmp/fake site.yaml\nral apply --root /tmp/fake site.yaml"),
+                ("This machine's facts, then two targets' as JSON:", "ral facts\nral facts -j -t web1,web2"),
                 ("Check the bundled providers on a seeded fake root:", "ral check --seed tests/fixtures/seed providers/*.prov"),
                 ("What Holo would do, then do it:", "ral holo scan --short\nral holo apply"),
                 ("Run as holo:", "ln -s \"$(command -v ral)\" /usr/local/bin/holo"),

@@ -53,6 +53,7 @@ pub mod sdk;
 pub mod secrets;
 pub mod store;
 pub mod suggest;
+pub mod templating;
 pub mod text;
 pub mod types;
 pub mod update;

@@ -736,6 +736,7 @@ fn declared_with_tasks(
             notify: Vec::new(),
             subscribe: Vec::new(),
             from_plugin: Some(Arc::new(FromPlugin::Removal)),
+            varying: None,
         });
     }
     // Where each vpath is declared, to find an item's origin and type.
@@ -895,6 +896,7 @@ pub(super) fn task_declaration(
         before: Vec::new(),
         notify: Vec::new(),
         subscribe: Vec::new(),
+        varying: None,
         from_plugin: Some(Arc::new(FromPlugin::Task {
             plugin: plugin.name().to_owned(),
             task: Box::new(PluginTask {

@@ -82,16 +82,52 @@ pub struct Declared {
     /// Not a manifest's: a model plugin's task, or a plugin item for
     /// removal (see `expand`).
     pub from_plugin: Option<std::sync::Arc<super::expand::FromPlugin>>,
+    /// Its `when:` and `loop:`, which only the rendering phase
+    /// (the templating module) can resolve: a declaration that still has
+    /// them was not rendered, and the catalog refuses it.
+    pub varying: Option<Box<Varying>>,
 }
+
+/// What makes one declaration stand for none, one or many resources.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Varying {
+    /// `when: EXPRESSION`, with its line: declared only where it holds.
+    pub when: Option<(String, usize)>,
+    /// `loop: LIST|MAPPING|EXPRESSION`, with its line: one resource per
+    /// element, the element as `item`.
+    pub over: Option<(Written, usize)>,
+}
+
+/// One variable of a manifest's top-level `vars:` mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestVar {
+    pub name: String,
+    /// As YAML types it: unquoted numbers, booleans and null are typed,
+    /// everything else is text.
+    pub value: serde_json::Value,
+    pub origin: Origin,
+}
+
+/// The top-level key of a manifest that holds its variables, not
+/// resources of a type.
+pub const VARS_KEY: &str = "vars";
 
 /// The metaparameters (`require`, `before`, `notify`, `subscribe`).
 pub use crate::update::METAPARAMETERS;
+
+/// The key of a resource's condition, as Ansible's.
+pub const WHEN: &str = "when";
+/// The key of a resource's loop, as Ansible's.
+pub const LOOP: &str = "loop";
 
 /// What reading manifests gave.
 #[derive(Debug, Default)]
 pub struct Reading {
     /// Every resource that could be read, in file order.
     pub declared: Vec<Declared>,
+    /// The variables of the manifests' `vars:` mappings, in file order
+    /// (a later one overrides an earlier one of the same name).
+    pub vars: Vec<ManifestVar>,
     pub problems: Vec<Problem>,
     /// Whether every file could be read as a whole (its problems, if any,
     /// are each resource's own): checking the catalog then adds no noise.
@@ -120,7 +156,8 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
                 hash.update(text.as_bytes());
                 let (found, wrong, whole) = parse_document(&text, path);
                 reading.complete &= whole;
-                reading.declared.extend(found);
+                reading.declared.extend(found.declared);
+                reading.vars.extend(found.vars);
                 reading.problems.extend(wrong);
             }
             Err(why) => {
@@ -138,26 +175,50 @@ pub fn read_all(paths: &[PathBuf]) -> Reading {
     reading
 }
 
+/// The digest of manifests read (`digest`) with the `-e` variables they
+/// are rendered with: a saved plan made with other variables does not
+/// apply.
+pub fn with_extra_vars(digest: &str, words: &[String]) -> String {
+    use sha2::Digest;
+    if words.is_empty() {
+        return digest.to_owned();
+    }
+    let mut hash = sha2::Sha256::new();
+    hash.update(digest.as_bytes());
+    for word in words {
+        hash.update((word.len() as u64).to_le_bytes());
+        hash.update(word.as_bytes());
+    }
+    crate::text::hex(&hash.finalize())
+}
+
 /// Parses one manifest's text; `file` names it in problems, and its
 /// extension `.json` makes it JSON.
 pub fn parse(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>) {
-    let (declared, problems, _) = parse_document(text, file);
-    (declared, problems)
+    let (found, problems, _) = parse_document(text, file);
+    (found.declared, problems)
 }
 
-/// [`parse`], and whether the document could be read as a whole (its
-/// problems, if any, being each resource's own).
-fn parse_document(text: &str, file: &Path) -> (Vec<Declared>, Vec<Problem>, bool) {
-    let (declared, problems) = match parse_whole(text, file) {
+/// What one manifest declares: its resources and its variables.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub declared: Vec<Declared>,
+    pub vars: Vec<ManifestVar>,
+}
+
+/// [`parse`] with the variables, and whether the document could be read
+/// as a whole (its problems, if any, being each resource's own).
+pub fn parse_document(text: &str, file: &Path) -> (Found, Vec<Problem>, bool) {
+    let (found, problems) = match parse_whole(text, file) {
         Ok(found) => found,
-        Err(problem) => return (Vec::new(), vec![problem], false),
+        Err(problem) => return (Found::default(), vec![problem], false),
     };
-    (declared, problems, true)
+    (found, problems, true)
 }
 
 /// The resources and their problems, or the problem that kept the
 /// document from being read.
-fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>), Problem> {
+fn parse_whole(text: &str, file: &Path) -> Result<(Found, Vec<Problem>), Problem> {
     let file: Arc<Path> = Arc::from(file);
     let at = |line: usize, message: String| Problem {
         file: file.to_path_buf(),
@@ -186,13 +247,28 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
         return Err(at(line, message));
     }
     if text.trim().is_empty() {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok((Found::default(), Vec::new()));
     }
     let mut declared = Vec::new();
+    let mut vars = Vec::new();
     let mut problems = Vec::new();
     // Each resource is checked as soon as it is read, and only what it
     // declares is kept: the document is never held as a tree.
     let mut value = |path: &[&MarkedScalarNode], node: Node| match path {
+        [type_key, name_key] if type_key.as_str() == VARS_KEY => vars.push(ManifestVar {
+            name: name_key.as_str().to_owned(),
+            value: yaml_doc::typed_json(&node),
+            origin: Origin {
+                file: file.clone(),
+                line: line_of_scalar(name_key),
+            },
+        }),
+        [type_key] if type_key.as_str() == VARS_KEY && mapping_or_empty(&node).is_none() => {
+            problems.push(at(
+                line_of_scalar(type_key),
+                "'vars' must map variable names to their values".to_owned(),
+            ));
+        }
         [type_key, name_key] => {
             let origin = Origin {
                 file: file.clone(),
@@ -218,7 +294,7 @@ fn parse_whole(text: &str, file: &Path) -> Result<(Vec<Declared>, Vec<Problem>),
     if let Err(e) = yaml_stream::load_streamed(text, 2, &mut value) {
         return Err(load_problem(&file, e));
     }
-    Ok((declared, problems))
+    Ok((Found { declared, vars }, problems))
 }
 
 /// The deepest nesting a manifest may have: a resource's attributes sit
@@ -246,6 +322,7 @@ fn declared_resource(
         notify: Vec::new(),
         subscribe: Vec::new(),
         from_plugin: None,
+        varying: None,
     };
     let Some(body) = mapping_or_empty(body) else {
         return Err(vec![origin.problem(format!(
@@ -276,6 +353,43 @@ fn declared_resource(
                 "notify" => &mut resource.notify,
                 _ => &mut resource.subscribe,
             } = references;
+            continue;
+        }
+        if attr == WHEN || attr == LOOP {
+            let varying = resource.varying.get_or_insert_with(|| {
+                Box::new(Varying {
+                    when: None,
+                    over: None,
+                })
+            });
+            match (attr, value) {
+                (WHEN, Node::Scalar(scalar)) => {
+                    varying.when = Some((scalar.as_str().to_owned(), line));
+                }
+                // A list of conditions holds when each does, as Ansible's.
+                (WHEN, Node::Sequence(items))
+                    if !items.is_empty() && items.iter().all(|i| matches!(i, Node::Scalar(_))) =>
+                {
+                    let all: Vec<String> = items
+                        .iter()
+                        .filter_map(|item| match item {
+                            Node::Scalar(scalar) => Some(format!("({})", scalar.as_str())),
+                            _ => None,
+                        })
+                        .collect();
+                    varying.when = Some((all.join(" and "), line));
+                }
+                (WHEN, _) => problems.push(
+                    Origin {
+                        line,
+                        ..origin.clone()
+                    }
+                    .problem(format!(
+                        "{type_query}[{name}]: when: expected an expression, or a list of them"
+                    )),
+                ),
+                _ => varying.over = Some((raw(value), line)),
+            }
             continue;
         }
         resource.attrs.push(RawAttr {

@@ -104,7 +104,7 @@ pub enum RunError {
 /// Why a saved plan is Invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Invalid {
-    #[error("its manifests changed since it was made; make a new plan")]
+    #[error("its manifests changed since it was made (or the -e variables they are rendered with); make a new plan")]
     ManifestsChanged,
     #[error("the state store {} was replaced since the plan was verified", .0.display())]
     StoreReplaced(PathBuf),
@@ -165,13 +165,26 @@ impl Input {
         store_at: &StoreAt,
         keep_removed: bool,
     ) -> Result<Input, RunError> {
+        Input::saved_with_vars(file, host, store_at, keep_removed, &[])
+    }
+
+    /// [`Input::saved`] for manifests rendered with the `-e` variables
+    /// `extra_vars`, which must be those the plan was made with.
+    pub fn saved_with_vars(
+        file: SavedFile,
+        host: &Host,
+        store_at: &StoreAt,
+        keep_removed: bool,
+        extra_vars: &[String],
+    ) -> Result<Input, RunError> {
         let store = Store::open_existing_at(&store_at.location, Some(&store_at.identity))?;
         let saved = file.verify(store.as_ref(), &store_at.location.path(), host.root())?;
         drop(store);
         if keep_removed && !saved.keep_removed {
             return Err(RunError::SavedWithoutKeepRemoved { plan: saved.id });
         }
-        let reading = manifest::read_all(&saved.manifests);
+        let mut reading = manifest::read_all(&saved.manifests);
+        reading.digest = manifest::with_extra_vars(&reading.digest, extra_vars);
         if !saved.manifests_match(&reading.digest) {
             return Err(invalid(&saved, Invalid::ManifestsChanged));
         }
@@ -522,6 +535,26 @@ fn plan_anew(
 /// The catalog of what the manifests declare; every problem in one
 /// error: the manifests' own and the catalog's.
 fn checked_catalog<'a>(registry: &'a Registry, reading: &Reading) -> Result<Catalog<'a>, Error> {
+    // `when:`, `loop:` and `vars:` mean something only once rendered for
+    // a host: taken as they are, a condition would be ignored.
+    let unrendered: Vec<Problem> = reading
+        .declared
+        .iter()
+        .filter(|d| d.varying.is_some())
+        .map(|d| {
+            d.origin.problem(format!(
+                "{}[{}]: when: and loop: are resolved by rendering the manifests for a host \
+                 (ral::templating::render) before the catalog is made",
+                crate::text::escape(&d.type_query),
+                crate::text::escape(&d.name)
+            ))
+        })
+        .collect();
+    if !unrendered.is_empty() {
+        return Err(Error::Manifest {
+            problems: unrendered,
+        });
+    }
     match Catalog::build(registry, &reading.declared) {
         Ok(catalog) if reading.problems.is_empty() => Ok(catalog),
         Ok(_) => Err(Error::Manifest {

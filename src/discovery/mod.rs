@@ -574,6 +574,39 @@ impl Registry {
             .find(|p| p.program == provider.source && p.name() == provider.meta.name)
     }
 
+    /// A copy in which each attribute of `marked` (a provider found by
+    /// [`Registry::resolve_item`] and an attribute of it) is sensitive:
+    /// a manifest that computes a value from a sensitive variable makes
+    /// that attribute sensitive for the run, so the value is redacted
+    /// wherever it goes. Types not found are left for the catalog to
+    /// report.
+    pub fn marking_sensitive(&self, marked: &[(String, String)]) -> Registry {
+        let mut copy = Registry {
+            providers: self.providers.clone(),
+            broken: self.broken,
+            plugins: self.plugins.clone(),
+            models: self.models.clone(),
+            clashes: self.clashes.clone(),
+            data_dirs: self.data_dirs.clone(),
+        };
+        for (type_query, attr) in marked {
+            let Ok(found) = self.resolve_item(type_query) else {
+                continue;
+            };
+            let (name, source) = (found.qualified_name(), found.source.clone());
+            for provider in copy.providers.iter_mut().chain(copy.models.iter_mut()) {
+                if provider.qualified_name() == name && provider.source == source {
+                    if let Some(attribute) = provider.meta.attributes.get_mut(attr) {
+                        if attribute.name != "name" {
+                            attribute.sensitive = true;
+                        }
+                    }
+                }
+            }
+        }
+        copy
+    }
+
     /// A registry of providers and plugins, as [`discover`] makes one.
     pub fn with_plugins(providers: Vec<Provider>, plugins: Vec<Plugin>) -> Registry {
         let (models, clashes) = plugins::models(&plugins, &providers);

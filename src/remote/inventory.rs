@@ -65,10 +65,28 @@ pub struct Host {
     /// Every group the host is in, with their ancestors (so `all` too).
     pub groups: BTreeSet<String>,
     /// The other variables, as text (a list or mapping as JSON, null as
-    /// the empty text). ral does not use them.
+    /// the empty text).
     pub vars: BTreeMap<String, String>,
+    /// Every variable the inventory gives the host (the connection ones
+    /// too), typed as YAML types them, by where it is written, lowest
+    /// precedence first: each group's `vars:` (`all` first, a parent
+    /// before its children, groups of one depth by name), then the
+    /// host's own. What manifests are rendered with (see
+    /// the templating module).
+    pub var_layers: Vec<VarLayer>,
+    /// [`Host::groups`] in that order of precedence.
+    pub group_order: Vec<String>,
     /// The line that first names the host.
     pub line: usize,
+}
+
+/// The variables one place of an inventory gives a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VarLayer {
+    /// The group whose `vars:` they are, or `None` for the host's own.
+    pub group: Option<String>,
+    /// Name, value and line, by name.
+    pub vars: Vec<(String, serde_json::Value, usize)>,
 }
 
 /// A read inventory: its hosts in the order the file first names them.
@@ -272,6 +290,7 @@ enum Var {
 struct Group {
     name: String,
     vars: BTreeMap<String, Var>,
+    typed: BTreeMap<String, (serde_json::Value, usize)>,
     parents: BTreeSet<usize>,
     hosts: BTreeSet<usize>,
     line: usize,
@@ -281,6 +300,7 @@ struct Group {
 struct HostEntry {
     name: String,
     vars: BTreeMap<String, Var>,
+    typed: BTreeMap<String, (serde_json::Value, usize)>,
     groups: BTreeSet<usize>,
     line: usize,
 }
@@ -384,8 +404,10 @@ impl Reader<'_> {
                     let vars = mapping_or_empty(value).ok_or_else(|| {
                         self.fail(section_line, shape("variable names to values"))
                     })?;
-                    for (var, value) in vars.iter() {
-                        let (var_name, var) = self.var(var, value)?;
+                    for (key, value) in vars.iter() {
+                        let (var_name, var) = self.var(key, value)?;
+                        let typed = (yaml_doc::typed_json(value), line_of(key));
+                        self.groups[id].typed.insert(var_name.clone(), typed);
                         self.groups[id].vars.insert(var_name, var);
                     }
                 }
@@ -418,8 +440,11 @@ impl Reader<'_> {
             ));
         };
         let mut read = Vec::new();
+        let mut typed = Vec::new();
         for (var, value) in vars.iter() {
-            read.push(self.var(var, value)?);
+            let (name, checked) = self.var(var, value)?;
+            typed.push((name.clone(), (yaml_doc::typed_json(value), line_of(var))));
+            read.push((name, checked));
         }
         for name in names {
             check_name(&name)
@@ -430,6 +455,7 @@ impl Reader<'_> {
                     self.hosts.push(HostEntry {
                         name: name.clone(),
                         vars: BTreeMap::new(),
+                        typed: BTreeMap::new(),
                         groups: BTreeSet::new(),
                         line,
                     });
@@ -440,6 +466,7 @@ impl Reader<'_> {
             self.hosts[index].groups.insert(group);
             self.groups[group].hosts.insert(index);
             self.hosts[index].vars.extend(read.iter().cloned());
+            self.hosts[index].typed.extend(typed.iter().cloned());
         }
         Ok(())
     }
@@ -551,8 +578,30 @@ impl Reader<'_> {
                 root: None,
                 groups: BTreeSet::new(),
                 vars: BTreeMap::new(),
+                var_layers: Vec::new(),
+                group_order: order.iter().map(|&g| self.groups[g].name.clone()).collect(),
                 line: entry.line,
             };
+            let layer =
+                |group: Option<String>, typed: &BTreeMap<String, (serde_json::Value, usize)>| {
+                    VarLayer {
+                        group,
+                        vars: typed
+                            .iter()
+                            .map(|(name, (value, line))| (name.clone(), value.clone(), *line))
+                            .collect(),
+                    }
+                };
+            for &g in &order {
+                let group = &self.groups[g];
+                if !group.typed.is_empty() {
+                    host.var_layers
+                        .push(layer(Some(group.name.clone()), &group.typed));
+                }
+            }
+            if !entry.typed.is_empty() {
+                host.var_layers.push(layer(None, &entry.typed));
+            }
             for (name, var) in vars {
                 match var {
                     Var::Address(address) => host.address = address.clone(),

@@ -42,6 +42,7 @@ const LAYERS: &[&str] = &[
     "plugin",
     "conformance",
     "converge",
+    "templating",
     "render",
     "holo",
     "cli",

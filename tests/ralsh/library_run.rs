@@ -300,3 +300,33 @@ fn one_run_lets_its_declarations_go_and_a_plan_only_shown_its_transitions() {
     let names: Vec<String> = once.catalog.items.iter().map(|i| i.reference()).collect();
     assert_eq!(names, ["alpha[a1]", "beta[b1]"]);
 }
+
+/// A program that skips the rendering phase never has a `when:` ignored:
+/// the catalog refuses a declaration that still has one, and the same
+/// input rendered (`ral::templating::render`) plans what holds.
+#[test]
+fn an_unrendered_condition_is_refused_and_a_rendered_one_plans() {
+    let bench = Bench::new();
+    let host = host(bench.sandbox.root());
+    let registry = registry(&host);
+    let store_at = StoreAt::local(host.root(), None);
+    let manifest = PathBuf::from(bench.manifest(
+        "when.yaml",
+        "alpha:\n  a1: {value: one}\n  a2:\n    value: two\n    when: false\n",
+    ));
+    let mut input = Input::read(&[manifest], false).unwrap();
+    match run::prepare(&host, &registry, &store_at, &input, options(Mode::Plan)) {
+        Err(RunError::Ral(ral::Error::Manifest { problems })) => {
+            assert!(problems[0]
+                .message
+                .contains("when: and loop: are resolved by rendering"));
+        }
+        other => panic!("an unrendered when: was planned: {:?}", other.err()),
+    }
+    let rendered =
+        ral::templating::render(&input.reading, &ral::templating::Scope::default()).unwrap();
+    input.reading.declared = rendered.declared;
+    let prepared = run::prepare(&host, &registry, &store_at, &input, options(Mode::Plan)).unwrap();
+    let names: Vec<&str> = prepared.catalog.items.iter().map(|i| i.name()).collect();
+    assert_eq!(names, ["a1"]);
+}

@@ -1,0 +1,495 @@
+//! One declaration as written, made into the resources it stands for on
+//! one host: its `loop:` gives one element per resource (as `item`), its
+//! `when:` keeps or drops each, and every text of its title, attributes
+//! and references is rendered; a file's `template: PATH` (rendered) or
+//! `source: PATH` (as it is) becomes its `content`, PATH relative to the
+//! manifest. Each rendered attribute knows the variables it used: where
+//! they came from (for `-v`) and whether one was sensitive.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::value::Value;
+use minijinja::Environment;
+
+use crate::converge::manifest::{Declared, RawAttr, Reference};
+use crate::error::Problem;
+use crate::types::Written;
+
+use super::engine::{self, Failure};
+use super::scope::Variables;
+
+/// What one declaration gave.
+#[derive(Default)]
+pub struct Stamped {
+    pub declared: Vec<Stamp>,
+    pub problems: Vec<Problem>,
+}
+
+/// One resource it stands for.
+pub struct Stamp {
+    pub declared: Declared,
+    /// Which element of its loop it is (from 1), when it has one.
+    pub element: Option<usize>,
+    /// Its attributes computed from a sensitive value.
+    pub sensitive: Vec<String>,
+    /// `ATTRIBUTE: VARIABLE from SOURCE, ...` for each attribute that used
+    /// variables.
+    pub provenance: Vec<String>,
+}
+
+/// The attributes that read a file instead of holding their text.
+pub const TEMPLATE: &str = "template";
+pub const SOURCE: &str = "source";
+
+/// Whether a type takes `template:` and `source:`: the file type.
+fn is_file_type(type_query: &str) -> bool {
+    type_query == "file" || type_query.starts_with("file::")
+}
+
+/// The resources `declared` stands for with `vars`.
+pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> Stamped {
+    let mut out = Stamped::default();
+    let origin = &declared.origin;
+    let at = |line: usize, failure: Failure| Problem {
+        file: origin.file.to_path_buf(),
+        line: line + failure.line - 1,
+        message: format!(
+            "{}[{}]: {}",
+            crate::text::escape(&declared.type_query),
+            crate::text::escape(&declared.name),
+            failure.message
+        ),
+    };
+    let suggest = |name: &str| vars.suggest(name);
+    let varying = declared.varying.as_deref();
+    // The elements of the loop, each with whether it is sensitive.
+    let elements: Vec<Option<(Value, bool)>> = match varying.and_then(|v| v.over.as_ref()) {
+        None => vec![None],
+        Some((over, line)) => match elements_of(env, over, vars, &suggest) {
+            Ok(elements) => elements.into_iter().map(Some).collect(),
+            Err(failures) => {
+                out.problems
+                    .extend(failures.into_iter().map(|f| at(*line, f)));
+                return out;
+            }
+        },
+    };
+    for (index, element) in elements.into_iter().enumerate() {
+        if vars.past_deadline() {
+            out.problems.push(origin.problem(format!(
+                "{}[{}]: rendering stopped: the manifests took longer than {} s to render",
+                crate::text::escape(&declared.type_query),
+                crate::text::escape(&declared.name),
+                super::scope::RENDER_LIMIT.as_secs()
+            )));
+            return out;
+        }
+        let (context, item_sensitive) = match &element {
+            Some((item, sensitive)) => (
+                minijinja::context! { item => item.clone(), ..vars.context.clone() },
+                *sensitive,
+            ),
+            None => (vars.context.clone(), false),
+        };
+        let element_number = element.as_ref().map(|_| index + 1);
+        let is_sensitive = |names: &[String]| {
+            names
+                .iter()
+                .any(|n| vars.is_sensitive(n) || (n == "item" && item_sensitive))
+        };
+        if let Some((condition, line)) = varying.and_then(|v| v.when.as_ref()) {
+            match engine::holds(env, condition, &context, &suggest) {
+                Ok((true, _)) => {}
+                Ok((false, _)) => continue,
+                Err(failures) => {
+                    out.problems.extend(
+                        failures
+                            .into_iter()
+                            .map(|f| at(*line, with_item(f, element_number))),
+                    );
+                    continue;
+                }
+            }
+        }
+        let mut problems = Vec::new();
+        let name = match render_text(env, &declared.name, &context, &suggest) {
+            Ok((name, names)) if is_sensitive(&names) => {
+                problems.push(origin.problem(format!(
+                    "{}[{}]: a title is shown everywhere and cannot come from a sensitive value",
+                    crate::text::escape(&declared.type_query),
+                    crate::text::escape(&declared.name)
+                )));
+                name
+            }
+            Ok((name, _)) if name.is_empty() => {
+                problems.push(origin.problem(format!(
+                    "{}[{}]: the title renders empty",
+                    crate::text::escape(&declared.type_query),
+                    crate::text::escape(&declared.name)
+                )));
+                name
+            }
+            Ok((name, _)) => name,
+            Err(failures) => {
+                problems.extend(
+                    failures
+                        .into_iter()
+                        .map(|f| at(origin.line, with_item(f, element_number))),
+                );
+                declared.name.clone()
+            }
+        };
+        let mut stamp = Stamp {
+            declared: Declared {
+                type_query: declared.type_query.clone(),
+                name,
+                origin: declared.origin.clone(),
+                attrs: Vec::with_capacity(declared.attrs.len()),
+                require: Vec::new(),
+                require_at: declared.require_at.clone(),
+                before: Vec::new(),
+                notify: Vec::new(),
+                subscribe: Vec::new(),
+                from_plugin: declared.from_plugin.clone(),
+                varying: None,
+            },
+            element: element_number,
+            sensitive: Vec::new(),
+            provenance: Vec::new(),
+        };
+        let file_type = is_file_type(&declared.type_query);
+        let has_content = declared.attrs.iter().any(|a| a.name == "content");
+        for attr in &declared.attrs {
+            let from_file = file_type && (attr.name == TEMPLATE || attr.name == SOURCE);
+            let rendered = match from_file {
+                true => content_from_file(
+                    env,
+                    attr,
+                    &declared.origin.file,
+                    has_content,
+                    &context,
+                    &suggest,
+                    &is_sensitive,
+                ),
+                false => render_written(env, &attr.value, &context, &suggest)
+                    .map(|(value, names)| (attr.name.clone(), value, names))
+                    .map_err(|failures| {
+                        failures
+                            .into_iter()
+                            .map(|f| at(attr.line, with_item(f, element_number)))
+                            .collect()
+                    }),
+            };
+            match rendered {
+                Ok((name, value, names)) => {
+                    if is_sensitive(&names) {
+                        stamp.sensitive.push(name.clone());
+                    }
+                    let from: Vec<String> = names
+                        .iter()
+                        .filter_map(|n| match (n.as_str(), element_number) {
+                            ("item", Some(number)) => {
+                                Some(format!("item from loop element {number}"))
+                            }
+                            _ => vars.source(n).map(|s| format!("{n} from {s}")),
+                        })
+                        .collect();
+                    if !from.is_empty() {
+                        stamp
+                            .provenance
+                            .push(format!("{name}: {}", from.join(", ")));
+                    }
+                    stamp.declared.attrs.push(RawAttr {
+                        name,
+                        value,
+                        line: attr.line,
+                    });
+                }
+                Err(more) => problems.extend(more),
+            }
+        }
+        for (from, to) in [
+            (&declared.require, &mut stamp.declared.require),
+            (&declared.before, &mut stamp.declared.before),
+            (&declared.notify, &mut stamp.declared.notify),
+            (&declared.subscribe, &mut stamp.declared.subscribe),
+        ] {
+            for reference in from {
+                match render_text(env, &reference.name, &context, &suggest) {
+                    Ok((_, names)) if is_sensitive(&names) => {
+                        problems.push(origin.problem(format!(
+                        "{}[{}]: a reference is shown everywhere and cannot come from a sensitive \
+                         value",
+                        crate::text::escape(&declared.type_query),
+                        crate::text::escape(&declared.name)
+                    )))
+                    }
+                    Ok((name, _)) => to.push(Reference {
+                        name,
+                        ..reference.clone()
+                    }),
+                    Err(failures) => problems.extend(
+                        failures
+                            .into_iter()
+                            .map(|f| at(reference.line, with_item(f, element_number))),
+                    ),
+                }
+            }
+        }
+        if problems.is_empty() {
+            out.declared.push(stamp);
+        } else {
+            out.problems.extend(problems);
+        }
+    }
+    out
+}
+
+/// A failure in a loop's element says which element.
+fn with_item(failure: Failure, element: Option<usize>) -> Failure {
+    match element {
+        None => failure,
+        Some(n) => Failure {
+            message: format!("{} (loop element {n})", failure.message),
+            ..failure
+        },
+    }
+}
+
+/// A loop's elements: a list's items, or a mapping's entries as
+/// `{key, value}` (Ansible's `dict2items`), each with whether it came
+/// from a sensitive value.
+fn elements_of(
+    env: &Environment<'_>,
+    over: &Written,
+    vars: &Variables,
+    suggest: &dyn Fn(&str) -> String,
+) -> Result<Vec<(Value, bool)>, Vec<Failure>> {
+    let (value, names) = match over {
+        Written::Text(text) if engine::is_template(text) => {
+            let read = engine::read(env, text, &vars.context, suggest)?;
+            (read.value, read.names)
+        }
+        Written::Text(_) | Written::Null => {
+            return Err(vec![Failure {
+                line: 1,
+                message: "loop: expected a list, a mapping or an expression giving one".to_owned(),
+            }])
+        }
+        other => {
+            let (written, names) = render_written(env, other, &vars.context, suggest)?;
+            (written_value(&written), names)
+        }
+    };
+    let sensitive = names.iter().any(|n| vars.is_sensitive(n));
+    let elements: Vec<Value> = match value.kind() {
+        minijinja::value::ValueKind::Seq | minijinja::value::ValueKind::Iterable => value
+            .try_iter()
+            .map_err(|e| {
+                vec![Failure {
+                    line: 1,
+                    message: e.to_string(),
+                }]
+            })?
+            .collect(),
+        minijinja::value::ValueKind::Map => value
+            .try_iter()
+            .map_err(|e| {
+                vec![Failure {
+                    line: 1,
+                    message: e.to_string(),
+                }]
+            })?
+            .map(|key| {
+                let entry = value.get_item(&key).unwrap_or_default();
+                minijinja::context! { key => key, value => entry }
+            })
+            .collect(),
+        _ => {
+            return Err(vec![Failure {
+                line: 1,
+                message: format!("loop: expected a list or a mapping, not {}", value.kind()),
+            }])
+        }
+    };
+    Ok(elements.into_iter().map(|e| (e, sensitive)).collect())
+}
+
+/// A written value as the engine's.
+fn written_value(written: &Written) -> Value {
+    match written {
+        Written::Null => Value::from(()),
+        Written::Text(text) => Value::from(text.as_str()),
+        Written::List(items) => Value::from(items.iter().map(written_value).collect::<Vec<_>>()),
+        Written::Map(pairs) => Value::from_object(
+            pairs
+                .iter()
+                .map(|(key, value)| (Value::from(key.as_str()), written_value(value)))
+                .collect::<indexmap::IndexMap<Value, Value>>(),
+        ),
+    }
+}
+
+/// A text rendered (a title or a reference's name): always text.
+fn render_text(
+    env: &Environment<'_>,
+    text: &str,
+    context: &Value,
+    suggest: &dyn Fn(&str) -> String,
+) -> Result<(String, Vec<String>), Vec<Failure>> {
+    if !engine::is_template(text) {
+        return Ok((text.to_owned(), Vec::new()));
+    }
+    let read = engine::read(env, text, context, suggest)?;
+    let text = match engine::written(&read.value) {
+        Ok(Written::Text(text)) => text,
+        Ok(_) => {
+            return Err(vec![Failure {
+                line: 1,
+                message: "expected a text, not a list or a mapping".to_owned(),
+            }])
+        }
+        Err(message) => return Err(vec![Failure { line: 1, message }]),
+    };
+    Ok((text, read.names))
+}
+
+/// A written value with its texts rendered, and the names they used.
+fn render_written(
+    env: &Environment<'_>,
+    written: &Written,
+    context: &Value,
+    suggest: &dyn Fn(&str) -> String,
+) -> Result<(Written, Vec<String>), Vec<Failure>> {
+    match written {
+        Written::Text(text) if engine::is_template(text) => {
+            let read = engine::read(env, text, context, suggest)?;
+            let value = engine::written(&read.value)
+                .map_err(|message| vec![Failure { line: 1, message }])?;
+            Ok((value, read.names))
+        }
+        Written::List(items) => {
+            let mut names = Vec::new();
+            let mut out = Vec::with_capacity(items.len());
+            let mut failures = Vec::new();
+            for item in items {
+                match render_written(env, item, context, suggest) {
+                    Ok((value, used)) => {
+                        out.push(value);
+                        names.extend(used);
+                    }
+                    Err(more) => failures.extend(more),
+                }
+            }
+            match failures.is_empty() {
+                true => Ok((Written::List(out), names)),
+                false => Err(failures),
+            }
+        }
+        Written::Map(pairs) => {
+            let mut names = Vec::new();
+            let mut out = Vec::with_capacity(pairs.len());
+            let mut failures = Vec::new();
+            for (key, item) in pairs {
+                match render_written(env, item, context, suggest) {
+                    Ok((value, used)) => {
+                        out.push((key.clone(), value));
+                        names.extend(used);
+                    }
+                    Err(more) => failures.extend(more),
+                }
+            }
+            match failures.is_empty() {
+                true => Ok((Written::Map(out), names)),
+                false => Err(failures),
+            }
+        }
+        other => Ok((other.clone(), Vec::new())),
+    }
+}
+
+/// A file's `template: PATH` or `source: PATH` read (and for a template,
+/// rendered) into its `content`.
+#[allow(clippy::too_many_arguments)]
+fn content_from_file(
+    env: &Environment<'_>,
+    attr: &RawAttr,
+    manifest: &Path,
+    has_content: bool,
+    context: &Value,
+    suggest: &dyn Fn(&str) -> String,
+    is_sensitive: &dyn Fn(&[String]) -> bool,
+) -> Result<(String, Written, Vec<String>), Vec<Problem>> {
+    let at = |message: String| {
+        vec![Problem {
+            file: manifest.to_path_buf(),
+            line: attr.line,
+            message,
+        }]
+    };
+    if has_content {
+        return Err(at(format!(
+            "{}: give content, template or source, not two of them",
+            attr.name
+        )));
+    }
+    let Written::Text(given) = &attr.value else {
+        return Err(at(format!("{}: expected a path", attr.name)));
+    };
+    let (given, mut names) = render_text(env, given, context, suggest).map_err(|failures| {
+        failures
+            .into_iter()
+            .map(|f| Problem {
+                file: manifest.to_path_buf(),
+                line: attr.line,
+                message: format!("{}: {}", attr.name, f.message),
+            })
+            .collect::<Vec<_>>()
+    })?;
+    if is_sensitive(&names) {
+        return Err(at(format!(
+            "{}: a path is shown in messages and cannot come from a sensitive value",
+            attr.name
+        )));
+    }
+    let path = relative_to(manifest, &given);
+    let text = crate::converge::input::read_text(&path).map_err(|why| {
+        at(format!(
+            "{}: cannot read {}: {}",
+            attr.name,
+            path.display(),
+            why.reason()
+        ))
+    })?;
+    if attr.name == SOURCE {
+        return Ok(("content".to_owned(), Written::Text(text), names));
+    }
+    let read = engine::render(env, &text, context, suggest).map_err(|failures| {
+        failures
+            .into_iter()
+            .map(|f| Problem {
+                file: path.clone(),
+                line: f.line,
+                message: format!("(template of {}) {}", manifest.display(), f.message),
+            })
+            .collect::<Vec<_>>()
+    })?;
+    names.extend(read.names);
+    let rendered = match read.value.as_str() {
+        Some(text) => text.to_owned(),
+        None => read.value.to_string(),
+    };
+    Ok(("content".to_owned(), Written::Text(rendered), names))
+}
+
+/// `given` relative to the manifest's directory (standard input's is the
+/// working directory).
+fn relative_to(manifest: &Path, given: &str) -> PathBuf {
+    let given = Path::new(given);
+    if given.is_absolute() || manifest.as_os_str() == "-" {
+        return given.to_path_buf();
+    }
+    manifest
+        .parent()
+        .map_or_else(|| given.to_path_buf(), |dir| dir.join(given))
+}

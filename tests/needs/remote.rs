@@ -42,6 +42,7 @@ pub fn tests() -> Vec<Test> {
         a_kept_master_that_takes_no_more_sessions_is_left_to_the_run_using_it,
         a_copied_file_named_like_pythons_cache_is_checked_as_any_other,
         a_targets_port_and_user_win_over_its_destination_as_for_the_connection,
+        the_web_app_job_renders_one_manifest_per_target_in_one_run,
     ]]
     .concat()
 }
@@ -1427,4 +1428,147 @@ fn a_targets_port_and_user_win_over_its_destination_as_for_the_connection() {
         resolved(&target),
         ("bob".into(), "example.org".into(), 2222)
     );
+}
+
+/// Issue 39's web-app job: one manifest, an inventory with group and
+/// host variables beside it, three targets whose facts differ (one is a
+/// RedHat), one `ral apply -i`: three different config files, and the
+/// second run changes nothing.
+fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
+    let fleet = Fleet::new(&["web1", "web2", "web3"], false);
+    let dir = fleet.controller.path();
+    for (name, os) in [
+        (
+            "web1",
+            "ID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\nNAME=\"Debian GNU/Linux\"\n",
+        ),
+        (
+            "web2",
+            "ID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\nNAME=\"Debian GNU/Linux\"\n",
+        ),
+        (
+            "web3",
+            "ID=rocky\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=\"9.3\"\nNAME=\"Rocky Linux\"\n",
+        ),
+    ] {
+        let root = fleet.root(name);
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(fixtures_dir().join("seed/."))
+            .arg(root)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        std::fs::write(root.join("etc/os-release"), os).unwrap();
+        std::fs::write(root.join("etc/hostname"), format!("{name}\n")).unwrap();
+        std::fs::create_dir_all(root.join("etc/app")).unwrap();
+    }
+    let inventory = format!(
+        "all:\n  vars:\n    app_port: 8000\n  children:\n    web:\n      hosts:\n        web1: {{ral_root: {}}}\n        web2: {{ral_root: {}}}\n    canary:\n      hosts:\n        web3: {{ral_root: {}}}\n",
+        fleet.root("web1").display(),
+        fleet.root("web2").display(),
+        fleet.root("web3").display()
+    );
+    std::fs::write(&fleet.inventory, inventory).unwrap();
+    std::fs::create_dir_all(dir.join("group_vars")).unwrap();
+    std::fs::create_dir_all(dir.join("host_vars")).unwrap();
+    std::fs::create_dir_all(dir.join("files")).unwrap();
+    std::fs::write(
+        dir.join("group_vars/web.yaml"),
+        "app_port: 8080\npeers: {db: 10.0.0.5, cache: 10.0.0.6}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("host_vars/web1.yaml"), "app_workers: 8\n").unwrap();
+    std::fs::write(
+        dir.join("files/app.conf.j2"),
+        "# {{ inventory_hostname }} ({{ facts.os.family }} {{ facts.os.release.major }})\n\
+         listen {{ app_port }}\nworkers {{ app_workers | default(2) }}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("files/app.init"), "#!/bin/sh\nexec /usr/bin/app\n").unwrap();
+    let manifest = dir.join("site.yaml");
+    std::fs::write(
+        &manifest,
+        "group:\n  app: {gid: 3100}\n\
+         user:\n  app: {uid: 3100, gid: 3100, home: /srv/app, shell: /usr/sbin/nologin}\n\
+         file:\n  /etc/app/app.conf:\n    template: files/app.conf.j2\n    mode: '0644'\n\
+         \x20 /etc/init.d/app:\n    source: files/app.init\n    mode: '0755'\n\
+         \x20 /etc/app/redhat.conf:\n    content: \"selinux {{ selinux | default('enforcing') }}\\n\"\n\
+         \x20   when: facts.os.family == 'RedHat'\n\
+         host:\n  \"{{ item.key }}\":\n    loop: \"{{ peers | default({}) }}\"\n    ip: \"{{ item.value }}\"\n",
+    )
+    .unwrap();
+    let state = dir.join("state");
+    let ral = |subcommand: &str, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir)
+            .env("XDG_CACHE_HOME", dir)
+            .env("TMPDIR", dir.join("tmp"))
+            .env("RAL_SSH_PERSIST", "0")
+            .arg(subcommand)
+            .arg("--ssh-config")
+            .arg(fleet.sshd.ssh_config())
+            .arg("-i")
+            .arg(&fleet.inventory)
+            .arg("--state")
+            .arg(&state)
+            .args(args)
+            .arg(&manifest);
+        run(&mut command)
+    };
+    let planned = ral("plan", &["-v"]);
+    planned.expect(0);
+    assert!(
+        planned.stdout.contains("app_port from ") && planned.stdout.contains("group_vars/web.yaml"),
+        "{}",
+        planned.stdout
+    );
+    ral("apply", &["--detailed-exitcodes"]).expect(2);
+    assert_eq!(
+        fleet.read("web1", "etc/app/app.conf"),
+        "# web1 (Debian 12)\nlisten 8080\nworkers 8\n"
+    );
+    assert_eq!(
+        fleet.read("web2", "etc/app/app.conf"),
+        "# web2 (Debian 12)\nlisten 8080\nworkers 2\n"
+    );
+    assert_eq!(
+        fleet.read("web3", "etc/app/app.conf"),
+        "# web3 (RedHat 9)\nlisten 8000\nworkers 2\n"
+    );
+    assert_eq!(
+        fleet.read("web3", "etc/app/redhat.conf"),
+        "selinux enforcing\n"
+    );
+    assert!(!fleet.root("web1").join("etc/app/redhat.conf").exists());
+    for name in ["web1", "web2", "web3"] {
+        assert_eq!(
+            fleet.read(name, "etc/init.d/app"),
+            "#!/bin/sh\nexec /usr/bin/app\n"
+        );
+        assert!(
+            fleet.read(name, "etc/passwd").contains("app:x:3100:3100:"),
+            "{name}"
+        );
+        assert!(
+            fleet.read(name, "etc/group").contains("app:x:3100:"),
+            "{name}"
+        );
+    }
+    assert!(fleet.read("web1", "etc/hosts").contains("10.0.0.5\tdb"));
+    assert!(!fleet.read("web3", "etc/hosts").contains("10.0.0.5"));
+    let again = ral("apply", &["--detailed-exitcodes", "-j"]);
+    again.expect(0);
+    let doc: Json = serde_json::from_str(&again.stdout).unwrap();
+    for entry in targets(&doc) {
+        assert_eq!(
+            entry["plan"]["tasks"].as_array().unwrap().len(),
+            0,
+            "{entry}"
+        );
+    }
+    fleet.assert_no_ssh_left();
 }

@@ -76,6 +76,7 @@ mod state_store;
 mod store_paths;
 mod suggestions;
 mod support;
+mod templating;
 mod terminal;
 mod toolkit;
 mod types;

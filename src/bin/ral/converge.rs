@@ -9,13 +9,14 @@ use std::time::Instant;
 
 use anyhow::bail;
 use ral::converge::run::{Input, RunError, StoreAt};
-use ral::converge::saved;
+use ral::converge::{manifest, saved};
 use ral::render::plan as render;
 use ral::text::escape_lines;
 
 use crate::converge_args::{exit_code, mode_name, setup, ConvergeArgs, Ending, Mode};
 use crate::load;
 use crate::one_run::{Given, Run};
+use crate::render::Vars;
 
 pub fn run(args: &ConvergeArgs, mode: Mode) -> ExitCode {
     // Until tasks run, nothing has changed: an interrupt ends the run at
@@ -72,11 +73,18 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         bail!("--serial rolls out over targets: give them with -t or -i");
     }
     let mut input = Input::read(&args.manifests, args.destroy)?;
+    // A saved plan is bound to the variables too.
+    input.reading.digest = manifest::with_extra_vars(&input.reading.digest, &args.extra_vars);
+    let vars = Vars::new(
+        &args.extra_vars,
+        args.remote.inventory.as_deref(),
+        args.destroy,
+    )?;
     if args.remote.is_remote() {
         if args.out.is_some() {
             return Err(saved_plans_over_targets());
         }
-        return crate::targets::execute(args, mode, &input, started);
+        return crate::targets::execute(args, mode, &input, &vars, started);
     }
     let (host, registry) = load::load(&setup(args, &args.root))?;
     let store_at = StoreAt::local(host.root(), args.state.as_deref());
@@ -84,9 +92,10 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         args,
         mode,
         started,
+        vars: &vars,
     };
     let input = Given::Alone(&mut input);
-    run.converge(input, &host, &registry, &store_at, &mut output(args))
+    run.converge(input, None, &host, &registry, &store_at, &mut output(args))
 }
 
 /// What manifests must not be: a saved plan, or (for a plan to be saved)
@@ -165,12 +174,15 @@ fn execute_saved(
     }
     let (host, registry) = load::load(&setup(args, &args.root))?;
     let store_at = StoreAt::local(host.root(), args.state.as_deref());
-    let mut input = Input::saved(file, &host, &store_at, args.keep_removed)?;
+    let mut input =
+        Input::saved_with_vars(file, &host, &store_at, args.keep_removed, &args.extra_vars)?;
+    let vars = Vars::new(&args.extra_vars, None, args.destroy)?;
     let run = Run {
         args,
         mode: Mode::Apply,
         started,
+        vars: &vars,
     };
     let input = Given::Alone(&mut input);
-    run.converge(input, &host, &registry, &store_at, &mut output(args))
+    run.converge(input, None, &host, &registry, &store_at, &mut output(args))
 }

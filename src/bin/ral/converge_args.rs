@@ -119,6 +119,18 @@ pub struct ConvergeArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
+    /// Set a variable for the manifests' templates, above every other
+    /// (the inventory's, the manifests' vars:): KEY=VALUE (a text),
+    /// @FILE (a YAML or JSON mapping) or a JSON mapping; repeatable, a
+    /// later one winning. ral apply FILE of a saved plan needs the same.
+    #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]
+    pub extra_vars: Vec<String>,
+
+    /// Also print where each templated value's variables came from
+    /// (`content: app_port from group_vars/web.yaml`).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
     /// Manifest files (YAML, or JSON by the .json extension), read as one;
     /// `-` reads YAML from stdin. ral apply also takes one saved plan
     /// (`ral plan -o FILE`): a file whose text starts with

@@ -12,6 +12,7 @@ mod holo;
 mod manual;
 mod one_run;
 mod progress;
+mod render;
 mod report_file;
 mod snapshot;
 mod state;

@@ -14,6 +14,7 @@ use ral::render::human::Style;
 use ral::render::plan as render;
 
 use crate::converge_args::{options, ConvergeArgs, Ending, Mode};
+use crate::render::Vars;
 use crate::{confirm, progress};
 
 /// What a run is given to converge to.
@@ -31,12 +32,46 @@ pub struct Run<'a> {
     pub args: &'a ConvergeArgs,
     pub mode: Mode,
     pub started: Instant,
+    /// The variables the manifests are rendered with.
+    pub vars: &'a Vars,
 }
 
 impl Run<'_> {
     /// Plans (and, for apply, converges) `host`'s system to `input` with
-    /// the store `store_at`, writing the output to `out`.
+    /// the store `store_at`, writing the output to `out`. The manifests
+    /// are first rendered for the host (`target`, or this machine).
     pub fn converge(
+        &self,
+        input: Given<'_>,
+        target: Option<&str>,
+        host: &ral::Host,
+        registry: &ral::discovery::Registry,
+        store_at: &StoreAt,
+        out: &mut dyn Write,
+    ) -> anyhow::Result<Ending> {
+        let reading = match &input {
+            Given::Shared(input) => &input.reading,
+            Given::Alone(input) => &input.reading,
+        };
+        let Some(rendered) = self.vars.render(reading, target, host, registry)? else {
+            return self.converge_rendered(input, host, registry, store_at, out);
+        };
+        if self.args.verbose && !self.args.json {
+            crate::render::print_provenance(out, &rendered.provenance)?;
+        }
+        let marked = ral::templating::sensitive_registry(registry, &rendered);
+        let mut input = match input {
+            Given::Shared(input) => crate::render::rendered_input(input, rendered.declared, None),
+            Given::Alone(input) => {
+                let saved = input.saved.take();
+                crate::render::rendered_input(input, rendered.declared, saved)
+            }
+        };
+        let registry = marked.as_ref().unwrap_or(registry);
+        self.converge_rendered(Given::Alone(&mut input), host, registry, store_at, out)
+    }
+
+    fn converge_rendered(
         &self,
         input: Given<'_>,
         host: &ral::Host,

@@ -16,11 +16,13 @@ use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
 use crate::one_run::{Given, Run};
 use crate::remote::{self, Fleet, Rollout};
+use crate::render::Vars;
 
 pub fn execute(
     args: &ConvergeArgs,
     mode: Mode,
     input: &Input,
+    vars: &Vars,
     started: Instant,
 ) -> anyhow::Result<Ending> {
     // An interrupt between calls is only noted too, so that the masters
@@ -49,6 +51,7 @@ pub fn execute(
         args,
         mode,
         started,
+        vars,
     };
     let rollout = Rollout {
         serial: args.serial.map(usize::from),
@@ -68,7 +71,8 @@ pub fn execute(
         }
         let root = target.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let store_at = target_store::store_at(&state_dir, &destination, &root);
-        run.converge(Given::Shared(input), host, &registry, &store_at, out)
+        let name = Some(target.name.as_str());
+        run.converge(Given::Shared(input), name, host, &registry, &store_at, out)
     });
     let command = format!("ral {}", converge_args::mode_name(mode));
     remote::report(&runs, args.json, args.quiet, &command)?;

@@ -40,6 +40,8 @@ pub fn tests() -> Vec<Test> {
         resource_refuses_attribute_names_that_are_not_plain_names,
         apply_returns_no_inline_manifest_and_no_sensitive_value,
         the_ansible_modules_log_no_sensitive_value_on_the_managed_host,
+        apply_templates_each_host_with_its_variables_and_hides_secrets,
+        apply_gives_ral_its_variables_in_a_private_file_removed_after,
     ]]
     .concat()
 }
@@ -268,7 +270,15 @@ fn ansible_doc_reads_both_modules() {
         (
             "ral.core.apply",
             &[
-                "manifest", "content", "root", "include", "state", "ral_path",
+                "manifest",
+                "content",
+                "root",
+                "include",
+                "state",
+                "ral_path",
+                "host_vars",
+                "vars",
+                "sensitive_vars",
             ][..],
         ),
     ] {
@@ -1032,6 +1042,14 @@ fn apply_returns_no_inline_manifest_and_no_sensitive_value() {
 /// every run) when run with ARGS: the module is run as Ansible runs it,
 /// with its `log` recording instead.
 fn ansible_logged(module: &str, args: &Json) -> String {
+    let (run, logged) = run_module(module, args);
+    assert_eq!(run.status, 0, "{}{}", run.stdout, run.stderr);
+    logged
+}
+
+/// Runs an Ansible module of ral.core as Ansible runs it, with ARGS: its
+/// output, and what it logged on the managed host (see ansible_logged).
+fn run_module(module: &str, args: &Json) -> (Run, String) {
     let python = ansible_program("python");
     let dir = tempfile::tempdir().unwrap();
     let args_file = dir.path().join("args.json");
@@ -1061,8 +1079,8 @@ fn ansible_logged(module: &str, args: &Json) -> String {
             .arg(&args_file)
             .arg(&logged),
     );
-    assert_eq!(run.status, 0, "{}{}", run.stdout, run.stderr);
-    std::fs::read_to_string(&logged).unwrap()
+    let logged = std::fs::read_to_string(&logged).unwrap_or_default();
+    (run, logged)
 }
 
 /// The Ansible modules never log a sensitive value on the managed host:
@@ -1104,4 +1122,524 @@ fn the_ansible_modules_log_no_sensitive_value_on_the_managed_host() {
     assert!(logged.contains("Invoked with"), "{logged}");
     assert!(!logged.contains("Hunter2"), "{logged}");
     assert!(sandbox.root().join("made.a2").exists());
+}
+
+/// The secrets of [`apply_templates_each_host_with_its_variables_and_hides_secrets`],
+/// each made sensitive another way: a `ral_sensitive` list in group_vars,
+/// an inline `!vault` value, a vault-encrypted vars file, and a value
+/// Ansible computed from that one.
+const LISTED_SECRET: &str = "Listed-s3cret-1";
+const INLINE_SECRET: &str = "Inline-s3cret-2";
+const FILE_SECRET: &str = "File-s3cret-3";
+
+/// The manifest of that test, as `ral apply -i` would take it: the host's
+/// port, a file per group's tier, a host entry only where the group says
+/// so (`when:`), and the secrets in comments, which ral's plan shows
+/// unless they are sensitive (ral redacts an attribute of a type for
+/// every resource once one value of it is sensitive: the computed one is
+/// in a type of its own, the envsecret fixture, which takes its sensitive
+/// values in its environment and the others on its command line).
+const TEMPLATED_SITE: &str = r#"file:
+  /etc/app.conf:
+    content: "port={{ app_port }}\ntier={{ tier }}\nlabel={{ label }}\n"
+    mode: '0640'
+host:
+  frontend:
+    ip: 10.0.0.5
+    comment: "{{ listed_secret }}"
+    when: "tier == 'web'"
+  backend:
+    ip: 10.0.0.6
+    comment: "{{ api_token }}"
+    when: "'dbs' in group_names and inventory_hostname == 'db1'"
+envsecret:
+  pg:
+    comment: "{{ dsn }}"
+"#;
+
+/// Every file below DIR (a path relative to it) that holds TEXT.
+fn files_holding(dir: &Path, text: &str) -> Vec<PathBuf> {
+    tree_snapshot(dir)
+        .into_iter()
+        .filter(|(_, what)| what.windows(text.len()).any(|w| w == text.as_bytes()))
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// The result `ansible-playbook -v` printed for HOST's TASK, which ended
+/// OUTCOME (`changed`, `ok`), over several lines.
+#[track_caller]
+fn printed_result(stdout: &str, task: &str, outcome: &str, host: &str) -> Json {
+    let heading = format!("TASK [{task}] ");
+    let start = format!("{outcome}: [{host}] => {{");
+    let mut lines = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with(&heading))
+        .skip_while(|line| *line != start);
+    lines
+        .next()
+        .unwrap_or_else(|| panic!("no {start} for {task}:\n{stdout}"));
+    let mut text = String::from("{");
+    for line in lines {
+        text.push_str(line);
+        if line == "}" {
+            break;
+        }
+    }
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Whether a directory named ral-vars-* (the module's variables file's) is
+/// anywhere below DIR.
+fn vars_dirs_below(dir: &Path) -> Vec<PathBuf> {
+    tree_snapshot(dir)
+        .into_keys()
+        .filter(|path| {
+            path.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("ral-vars-"))
+        })
+        .collect()
+}
+
+/// ral.core.apply gives ral the play's variables for each host (its action
+/// plugin reads them), so one manifest with `{{ app_port }}` and `when:`
+/// makes different files on two inventory hosts; the sensitive values
+/// (listed in `ral_sensitive`, vault-encrypted inline or in a file, or
+/// computed from one) are redacted in ral's plan and store, and show
+/// nowhere in Ansible's output at -vvv; the variables file is gone after
+/// each run, a failed one too.
+fn apply_templates_each_host_with_its_variables_and_hides_secrets() {
+    let play = Play::new();
+    let web = play.sandbox.root().to_owned();
+    let db_sandbox = Sandbox::new();
+    db_sandbox.write("etc/hosts", HOSTS);
+    let db = db_sandbox.root().to_owned();
+    let home = play.home.path();
+    let path = std::env::var_os("PATH").unwrap();
+    // The inputs (which hold the secrets in clear) apart from the play's
+    // home, whose every file is searched for them.
+    let inputs = tempfile::tempdir().unwrap();
+    let input = |name: &str, text: &str| {
+        let file = inputs.path().join(name);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, text).unwrap();
+        file
+    };
+    let password = input("vault-password", "the vault password\n");
+    let vault = |command: &str, args: &[&str]| {
+        let run = run(play
+            .command("ansible-vault", &path)
+            .arg(command)
+            .arg("--vault-password-file")
+            .arg(&password)
+            .args(args));
+        run.expect(0);
+        run.stdout
+    };
+    let results = home.join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    input(
+        "inventory/hosts.yaml",
+        &format!(
+            "all:\n  vars:\n    ansible_connection: local\n    \
+             ansible_python_interpreter: \"{{{{ ansible_playbook_python }}}}\"\n    \
+             ral: {ral:?}\n    out: {results:?}\n  children:\n    web:\n      hosts:\n        \
+             web1: {{root: {web:?}, app_port: 8080}}\n    dbs:\n      hosts:\n        \
+             db1: {{root: {db:?}, app_port: 5432}}\n",
+            ral = env!("CARGO_BIN_EXE_ral"),
+        ),
+    );
+    input("inventory/group_vars/web.yaml", "tier: web\n");
+    input("inventory/group_vars/dbs.yaml", "tier: db\n");
+    let inline = vault("encrypt_string", &["--name", "api_token", INLINE_SECRET]);
+    assert!(inline.contains("!vault"), "{inline}");
+    input(
+        "inventory/group_vars/all/main.yaml",
+        &format!(
+            "ral_sensitive: [listed_secret]\nlisted_secret: {LISTED_SECRET}\n\
+             dsn: \"pg://app:{{{{ vault_db_password }}}}@db\"\n\
+             unused: \"{{{{ no_such_variable }}}}\"\n{inline}"
+        ),
+    );
+    let vaulted = input(
+        "inventory/group_vars/all/vault.yaml",
+        &format!("vault_db_password: {FILE_SECRET}\n"),
+    );
+    vault("encrypt", &[vaulted.to_str().unwrap()]);
+    assert!(!std::fs::read_to_string(&vaulted)
+        .unwrap()
+        .contains(FILE_SECRET));
+    let manifest = input("site.yaml", TEMPLATED_SITE);
+    let fixtures = crate::support::fixtures_dir();
+    let refused = input(
+        "refused.yaml",
+        "file:\n  /etc/x:\n    content: \"{{ no_such_var }}\"\n",
+    );
+    let playbook = input(
+        "playbook.yml",
+        &format!(
+            r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - name: site
+      register: site
+      ral.core.apply:
+        manifest: {manifest:?}
+        root: "{{{{ root }}}}"
+        ral_path: "{{{{ ral }}}}"
+        include: [{fixtures:?}]
+        vars:
+          label: "{{{{ tier | upper }}}}-{{{{ inventory_hostname }}}}"
+    - name: refused
+      register: refused
+      ignore_errors: true
+      ral.core.apply:
+        manifest: {refused:?}
+        root: "{{{{ root }}}}"
+        ral_path: "{{{{ ral }}}}"
+    - name: results
+      check_mode: false
+      changed_when: false
+      diff: false
+      ansible.builtin.copy:
+        dest: "{{{{ out }}}}/{{{{ inventory_hostname }}}}.json"
+        content: "{{{{ {{'site': site, 'refused': refused}} | to_json }}}}"
+"#
+        ),
+    );
+    let inventory = inputs.path().join("inventory/hosts.yaml");
+    let playbook_run = |args: &[&str], keep_remote_files: bool| {
+        for host in ["web1", "db1"] {
+            let _ = std::fs::remove_file(results.join(format!("{host}.json")));
+        }
+        let mut command = play.command("ansible-playbook", &path);
+        if keep_remote_files {
+            command.env("ANSIBLE_KEEP_REMOTE_FILES", "true");
+        }
+        let run = run(command
+            .arg("-i")
+            .arg(&inventory)
+            .arg("--vault-password-file")
+            .arg(&password)
+            .arg("-vvv")
+            .args(args)
+            .arg(&playbook));
+        for secret in [LISTED_SECRET, INLINE_SECRET, FILE_SECRET] {
+            assert!(
+                !run.stdout.contains(secret) && !run.stderr.contains(secret),
+                "{secret} shown:\n{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+        run.expect(0);
+        let result = |host: &str| -> Json {
+            let file = results.join(format!("{host}.json"));
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", file.display(), run.stdout));
+            serde_json::from_str(&text).unwrap()
+        };
+        (result("web1"), result("db1"), run)
+    };
+    let refused_as_expected = |result: &Json| {
+        let refused = &result["refused"];
+        assert_eq!(refused["failed"], true, "{refused}");
+        let msg = refused["msg"].as_str().unwrap();
+        assert!(msg.contains("no_such_var"), "{msg}");
+    };
+
+    // Check mode, keeping Ansible's remote files: ral plan with the
+    // variables changes nothing, and no variables file stays behind (a
+    // refused manifest's neither), though Ansible kept its own files.
+    let web_before = tree_snapshot(&web);
+    let db_before = tree_snapshot(&db);
+    let (web1, db1, _) = playbook_run(&["--check"], true);
+    assert_same_tree(&web_before, &web, "check mode");
+    assert_same_tree(&db_before, &db, "check mode");
+    for result in [&web1, &db1] {
+        let site = &result["site"];
+        assert_eq!(site["changed"], true, "{site}");
+        assert_eq!(site["cmd"][1], "plan", "{site}");
+        let cmd = site["cmd"].as_array().unwrap();
+        let e = cmd.iter().position(|w| w == "-e").expect("-e");
+        assert!(cmd[e + 1].as_str().unwrap().starts_with('@'), "{site}");
+        refused_as_expected(result);
+    }
+    let remote = home.join("ansible-remote");
+    assert!(
+        tree_snapshot(&remote)
+            .keys()
+            .any(|p| p.ends_with("AnsiballZ_apply.py")),
+        "Ansible kept no remote files"
+    );
+    assert_eq!(vars_dirs_below(home), Vec::<PathBuf>::new());
+    // Ansible's kept module files hold its arguments, as for any module.
+    std::fs::remove_dir_all(&remote).unwrap();
+
+    // Applied: each host gets its own file and host entries.
+    let (web1, db1, applied) = playbook_run(&[], false);
+    for (result, host, port, tier) in [(&web1, "web1", 8080, "web"), (&db1, "db1", 5432, "db")] {
+        let site = &result["site"];
+        assert_eq!(site["changed"], true, "{site}");
+        assert_eq!(site["plan_state"], "Successful", "{site}");
+        // Every secret (the dsn holds the vaulted password) is redacted.
+        for task in site["tasks"].as_array().unwrap() {
+            for change in task["changes"].as_array().unwrap() {
+                if change["attr"] == "comment" {
+                    assert_eq!(change["is"], "[redacted]", "{task}");
+                }
+            }
+        }
+        // The invocation, as ansible-playbook -vvv printed it.
+        let printed = printed_result(&applied.stdout, "site", "changed", host);
+        let args = &printed["invocation"]["module_args"];
+        let passed = args["vars"].as_object().unwrap();
+        for name in [
+            "app_port",
+            "tier",
+            "label",
+            "dsn",
+            "api_token",
+            "listed_secret",
+        ] {
+            assert_eq!(
+                passed.get(name),
+                Some(&json!("VALUE_SPECIFIED_IN_NO_LOG_PARAMETER")),
+                "{name} not passed: {args}"
+            );
+        }
+        // The host's inventory name and groups go to ral too (as -e, the
+        // one place ral takes them from): the backend entry's when: needs
+        // them (checked on the roots below).
+        for name in ["inventory_hostname", "group_names"] {
+            assert!(passed.contains_key(name), "{name} not passed: {args}");
+        }
+        for name in [
+            "hostvars",
+            "groups",
+            "ansible_connection",
+            "playbook_dir",
+            "unused",
+            "ral_sensitive",
+        ] {
+            assert!(!passed.contains_key(name), "{name} passed: {args}");
+        }
+        let sensitive: Vec<&str> = args["sensitive_vars"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        for name in ["api_token", "listed_secret", "vault_db_password"] {
+            assert!(sensitive.contains(&name), "{name} not sensitive: {args}");
+        }
+        refused_as_expected(result);
+        let root = if host == "web1" { &web } else { &db };
+        assert_eq!(
+            std::fs::read_to_string(root.join("etc/app.conf")).unwrap(),
+            format!(
+                "port={port}\ntier={tier}\nlabel={}-{host}\n",
+                tier.to_uppercase()
+            )
+        );
+        assert!(root.join("var/lib/ral/state.db").is_file());
+        // The computed dsn went to the provider as a sensitive value: in
+        // its environment, not on its command line.
+        let env = std::fs::read_to_string(root.join("env.pg")).unwrap();
+        assert!(
+            env.contains(&format!("comment=pg://app:{FILE_SECRET}@db\0")),
+            "{env:?}"
+        );
+        let cmdline = std::fs::read_to_string(root.join("cmdline.pg")).unwrap();
+        assert!(!cmdline.contains("comment="), "{cmdline:?}");
+    }
+    assert_eq!(
+        play.sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.5\tfrontend\t# {LISTED_SECRET}\n")
+    );
+    assert_eq!(
+        db_sandbox.read("etc/hosts"),
+        format!("{HOSTS}10.0.0.6\tbackend\t# {INLINE_SECRET}\n")
+    );
+    assert!(
+        applied
+            .stdout
+            .contains("web1                       : ok=3    changed=1 ")
+            && applied
+                .stdout
+                .contains("db1                        : ok=3    changed=1 "),
+        "{}",
+        applied.stdout
+    );
+
+    // Again: nothing to do on either host.
+    let (web1, db1, again) = playbook_run(&[], false);
+    for result in [&web1, &db1] {
+        assert_eq!(result["site"]["changed"], false, "{}", result["site"]);
+        assert_eq!(result["site"]["tasks"], json!([]));
+    }
+    assert!(
+        again.stdout.contains("changed=0") && !again.stdout.contains("changed=1"),
+        "{}",
+        again.stdout
+    );
+
+    // The secrets are in the managed files alone (etc/hosts, and the
+    // environment the fixture saw): not in ral's state stores, nor
+    // anywhere Ansible and ral keep their files (the results, the caches,
+    // the temporary directories), nor a variables file.
+    for secret in [LISTED_SECRET, INLINE_SECRET, FILE_SECRET] {
+        assert_eq!(
+            files_holding(home, secret),
+            Vec::<PathBuf>::new(),
+            "{secret}"
+        );
+        for root in [&web, &db] {
+            let holding = files_holding(root, secret);
+            assert!(
+                holding
+                    .iter()
+                    .all(|p| p == Path::new("etc/hosts") || p == Path::new("env.pg")),
+                "{secret} in {holding:?} below {}",
+                root.display()
+            );
+        }
+    }
+    assert_eq!(vars_dirs_below(home), Vec::<PathBuf>::new());
+}
+
+/// ral.core.apply (the module alone) gives ral its `vars` as `-e @FILE`: a
+/// JSON file 0600 in a directory of its own 0700, listing the sensitive
+/// ones (named, or holding a sensitive one's text) in `ral_sensitive`, a
+/// value that holds Jinja2 made an expression of itself (ral renders it
+/// back to the same text), the file gone when ral has ended. The values
+/// show neither in what the module returns nor in its log; a name ral
+/// refuses fails the module, naming it, before ral runs.
+fn apply_gives_ral_its_variables_in_a_private_file_removed_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path();
+    // A ral that keeps what it was given: the file's and directory's
+    // modes, the file, and its path.
+    let fake = seen.join("ral");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nseen={seen:?}\nwhile [ $# -gt 0 ]; do\n  if [ \"$1\" = -e ]; then\n    \
+             f=${{2#@}}\n    stat -c %a \"$f\" > \"$seen/file-mode\"\n    \
+             stat -c %a \"${{f%/*}}\" > \"$seen/dir-mode\"\n    cp \"$f\" \"$seen/vars.json\"\n    \
+             printf %s \"$f\" > \"$seen/path\"\n  fi\n  shift\ndone\n\
+             echo '{{\"plan\":{{\"id\":\"1\",\"state\":\"Successful\",\"tasks\":[],\"counts\":{{}}}}}}'\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = json!({
+        "content": "host: {}\n", "ral_path": fake,
+        "vars": {
+            "app_port": 8080, "password": "Pw-s3cret", "dsn": "pg://app:Pw-s3cret@db",
+            "tpl": "{{ not rendered }} {% raw %}\u{2028}", "nested": {"k": ["v", 1, null]},
+            "ral_sensitive": ["listed"], "listed": "L-s3cret",
+        },
+        "sensitive_vars": ["password"],
+    });
+    let (module, logged) = run_module("apply.py", &args);
+    assert_eq!(module.status, 0, "{}{}", module.stdout, module.stderr);
+    assert_eq!(
+        std::fs::read_to_string(seen.join("file-mode"))
+            .unwrap()
+            .trim(),
+        "600"
+    );
+    assert_eq!(
+        std::fs::read_to_string(seen.join("dir-mode"))
+            .unwrap()
+            .trim(),
+        "700"
+    );
+    let path = PathBuf::from(std::fs::read_to_string(seen.join("path")).unwrap());
+    assert!(
+        !path.exists() && !path.parent().unwrap().exists(),
+        "{}",
+        path.display()
+    );
+    let given: Json =
+        serde_json::from_str(&std::fs::read_to_string(seen.join("vars.json")).unwrap()).unwrap();
+    assert_eq!(
+        given,
+        json!({
+            "app_port": 8080, "password": "Pw-s3cret", "dsn": "pg://app:Pw-s3cret@db",
+            "tpl": "{{ \"{{ not rendered }} {% raw %}\u{2028}\" }}", "nested": {"k": ["v", 1, null]},
+            "listed": "L-s3cret", "ral_sensitive": ["dsn", "listed", "password"],
+        })
+    );
+    // ral reads the file back as it was meant.
+    let sandbox = Sandbox::new();
+    let manifest = sandbox.root().join("site.yaml");
+    std::fs::write(
+        &manifest,
+        "file:\n  /out:\n    content: \"{{ tpl }}|{{ app_port }}|{{ nested.k[0] }}\"\n",
+    )
+    .unwrap();
+    run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .env("HOME", sandbox.cache.path())
+        .env("XDG_CACHE_HOME", sandbox.cache.path())
+        .arg("apply")
+        .arg("--root")
+        .arg(sandbox.root())
+        .arg("--state")
+        .arg(sandbox.root().join("s.db"))
+        .arg("-e")
+        .arg(format!("@{}", seen.join("vars.json").display()))
+        .arg(&manifest))
+    .expect(0);
+    assert_eq!(
+        sandbox.read("out"),
+        "{{ not rendered }} {% raw %}\u{2028}|8080|v"
+    );
+    // What the module returned and logged: the names, not the values.
+    let result: Json = serde_json::from_str(&module.stdout).unwrap();
+    let shown = &result["invocation"]["module_args"]["vars"];
+    assert_eq!(
+        shown["app_port"], "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER",
+        "{result}"
+    );
+    assert_eq!(
+        shown["password"], "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER",
+        "{result}"
+    );
+    assert!(result["cmd"].to_string().contains("-e"), "{result}");
+    for secret in ["s3cret", "8080"] {
+        assert!(
+            !module.stdout.contains(secret),
+            "{secret}: {}",
+            module.stdout
+        );
+        assert!(!logged.contains(secret), "{secret}: {logged}");
+    }
+    assert!(logged.contains("vars=NOT_LOGGING_PARAMETER"), "{logged}");
+
+    // A name ral refuses: the module fails, naming it, and shows no value.
+    for (name, message) in [
+        ("facts", "'facts' is a name every ral template has"),
+        ("bad-name", "'bad-name' is not a variable name"),
+    ] {
+        let _ = std::fs::remove_file(seen.join("path"));
+        let (refused, _) = run_module(
+            "apply.py",
+            &json!({"content": "host: {}\n", "ral_path": fake,
+                    "vars": {name: "Pw-s3cret"}, "sensitive_vars": []}),
+        );
+        let result: Json = serde_json::from_str(&refused.stdout).unwrap();
+        assert_eq!(result["failed"], true, "{result}");
+        assert_eq!(
+            result["invocation"]["module_args"]["content"],
+            "CONTENT_NOT_SHOWN"
+        );
+        assert!(
+            result["msg"].as_str().unwrap().contains(message),
+            "{result}"
+        );
+        assert!(!refused.stdout.contains("s3cret"), "{}", refused.stdout);
+        assert!(!seen.join("path").exists(), "ral ran");
+    }
 }

@@ -23,6 +23,11 @@ description:
     failed, was skipped or was stopped, and the failing ones are in RV(failed_tasks).
   - A manifest that ral refuses (an unknown type or attribute, a value that does not fit
     its type, a dependency cycle) fails the task with ral's message, and nothing runs.
+  - The manifest's templates (C({{ app_port }}), C(when:), C(loop:), a file's C(template:))
+    see the play's variables for the host, as with C(ral apply -i) they see the inventory's
+    (see O(host_vars), O(vars) and O(sensitive_vars)). The module gives them to ral in a file
+    of its own (C(ral apply -e @FILE)), which only the user the module runs as can read and
+    which is removed when ral has ended, never on ral's command line.
   - ral remembers what it applied in a state store (by default
     C(ROOT/var/lib/ral/state.db)), and removes the resources it created that no manifest
     applied with that store lists any more. Two C(ral.core.apply) tasks with different
@@ -95,6 +100,58 @@ options:
         with the same state store applied and the manifest no longer lists.
     type: bool
     default: false
+  host_vars:
+    description:
+      - Pass the host's variables to ral, for the manifest's templates.
+      - >-
+        These are the variables the task sees for the host (the inventory's, the group and host
+        vars files', the play's, C(set_fact)'s and registered ones, C(-e)), each rendered as
+        Ansible renders it (so every lookup in them runs), and passed as it is rendered: ral
+        does not render them again. Left out are Ansible's own (C(hostvars), C(groups),
+        C(omit), C(playbook_dir), C(inventory_dir), C(role_path), every C(ansible_*)
+        connection, fact and play variable, ...), the names every ral template has and ral
+        refuses as variables (C(facts), C(item)), and,
+        without failing the task, a variable that does not render (it names an undefined
+        one) or is not JSON data (at C(-vvv) the task names them).
+      - >-
+        The host's C(inventory_hostname) and C(group_names) are passed too (ral takes them
+        from C(-e) only), so a manifest's C(when: "'web' in group_names") reads as under
+        C(ral apply -i).
+      - V(false) passes only O(vars).
+      - The action plugin of the module reads this; the module itself takes its variables
+        from O(vars).
+    type: bool
+    default: true
+  vars:
+    description:
+      - Variables for the manifest's templates, above the host's (O(host_vars)), as
+        C(ral apply -e) gives them.
+      - Names are variable names (letters, digits and C(_), not starting with a digit), and
+        not C(facts) or C(item).
+      - A C(ral_sensitive) list among them names more sensitive variables, as
+        O(sensitive_vars) does.
+      - The values never show in the task's returned C(invocation) (which lists their names)
+        nor in the managed host's log.
+    type: dict
+  sensitive_vars:
+    description:
+      - The names of the variables whose values are secrets. ral redacts every attribute
+        whose value was computed from one (as V([redacted])) in the plan, its report and its
+        state store, and the module hides their values (as C(no_log) values) in what the
+        task returns.
+      - >-
+        Besides these, sensitive are the variables every C(ral_sensitive) list (a host
+        variable, or in O(vars)) names, as with C(ral apply -i); every variable whose value
+        Ansible decrypted from a vault (an inline C(!vault) value, or one read from a
+        vault-encrypted vars file such as C(group_vars/all/vault.yml)); and every variable
+        whose value holds the text (of 4 characters or more) of a sensitive one, as Ansible
+        computed it (C(dsn: "pg://app:{{ vault_db_password }}@db")).
+      - Ansible marks no other value as secret (a C(no_log) task hides its own output, not
+        the variables it is given), so a secret that is neither vaulted nor computed from a
+        vaulted one must be named here or in a C(ral_sensitive) list.
+    type: list
+    elements: str
+    default: []
   ral_path:
     description:
       - The path of C(ral) on the managed host.
@@ -107,6 +164,11 @@ notes:
     nothing was to be done), 1 (a task failed, was skipped or was stopped; for
     C(ral plan), a resource could not be read) and 2 (nothing ran).
   - Lines ral logs as warnings become the task's warnings.
+  - The variables go to ral in a JSON file in a directory of the module's temporary directory
+    on the managed host, made for it with mode 0700 (the file 0600) and removed when ral has
+    ended, also when the task fails.
+  - The variables are rendered on the controller by an action plugin (C(ral.core.apply) too),
+    which Ansible runs in the module's place.
 seealso:
   - module: ral.core.resource
 """
@@ -132,6 +194,28 @@ EXAMPLES = r"""
   ral.core.apply:
     content: "{{ lookup('ansible.builtin.template', 'site.yaml.j2') }}"
     state: /var/lib/ral/templated.db
+
+# site.yaml on the managed host, as ral apply -i runs it too:
+#   file:
+#     /etc/app.conf:
+#       content: "port = {{ app_port }}\npassword = {{ db_password }}\n"
+#       mode: '0600'
+#   service:
+#     nginx: {ensure: running, when: "tier == 'web'"}
+- name: A manifest templated with the host's variables (app_port, tier, db_password)
+  ral.core.apply:
+    manifest: /etc/ral/site.yaml
+    sensitive_vars: [db_password]
+
+- name: Only the variables given here
+  ral.core.apply:
+    manifest: /etc/ral/site.yaml
+    host_vars: false
+    vars:
+      app_port: 8080
+      tier: web
+      db_password: "{{ vault_db_password }}"
+    sensitive_vars: [db_password]
 """
 
 RETURN = r"""
@@ -194,27 +278,37 @@ problems:
   type: list
   elements: dict
 cmd:
-  description: The ral command line that ran.
+  description: >-
+    The ral command line that ran (its C(-e @FILE) names the variables file, removed since).
   returned: always
   type: list
   elements: str
 """
 
+import contextlib
 import json
 import os
 import tempfile
 
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.ral.core.plugins.module_utils.ral import (
+    SENSITIVE_LIST,
     Module,
     change_diff,
     common_args,
     ral_binary,
     run_json,
+    sensitive_closure,
+    value_texts,
+    variable_problem,
+    variables_file,
 )
 
 # What the returned invocation shows instead of an inline manifest.
 CONTENT_NOT_SHOWN = 'CONTENT_NOT_SHOWN'
+
+# What the returned invocation shows for each variable's value.
+VALUE_NOT_SHOWN = 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER'
 
 # Task states that count as failures: ral apply's exit status is 1 for them.
 FAILED_STATES = ('Failed', 'Skipped', 'Stopped')
@@ -259,6 +353,35 @@ def write_content(module, content):
     return path
 
 
+def checked_variables(module):
+    """The vars option as ral takes it (its ral_sensitive list taken out)
+    and the names of the sensitive variables (see sensitive_closure).
+    Fails the module on a name ral refuses. The option is no_log, so far
+    every value of it was hidden in what the module returns; from here
+    on only the sensitive ones are, as Ansible hides no_log values."""
+    variables = dict(module.params['vars'] or {})
+    sensitive = set(module.params['sensitive_vars'] or [])
+    if SENSITIVE_LIST in variables:
+        listed = variables.pop(SENSITIVE_LIST)
+        if isinstance(listed, str):
+            listed = [listed]
+        if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+            module.fail_json(msg='vars: %s: expected a list of variable names' % SENSITIVE_LIST)
+        sensitive.update(listed)
+    for name in variables:
+        problem = variable_problem(name)
+        if problem:
+            module.fail_json(msg='vars: %s' % problem)
+    sensitive = sensitive_closure(variables, sensitive)
+    for name, value in variables.items():
+        if name not in sensitive:
+            module.no_log_values.difference_update(value_texts(value))
+    for name in sensitive:
+        if name in variables:
+            module.no_log_values.update(value_texts(variables[name]))
+    return variables, sensitive
+
+
 def main():
     module = Module(
         argument_spec=dict(
@@ -268,6 +391,11 @@ def main():
             include=dict(type='list', elements='path', default=[]),
             state=dict(type='path', aliases=['state_file']),
             keep_removed=dict(type='bool', default=False),
+            host_vars=dict(type='bool', default=True),
+            # no_log: until the module knows which are sensitive, every
+            # value is hidden (a failure of the parameters shows none).
+            vars=dict(type='dict', no_log=True),
+            sensitive_vars=dict(type='list', elements='str', default=[]),
             ral_path=dict(type='path'),
         ),
         mutually_exclusive=[('manifest', 'content')],
@@ -275,6 +403,14 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    # The returned invocation is made from the parameters when the module
+    # exits: the manifest, which may hold secrets, is not in it.
+    content = params['content']
+    if content is not None:
+        params['content'] = CONTENT_NOT_SHOWN
+    variables, sensitive = checked_variables(module)
+    # The variables' names, not their values.
+    params['vars'] = dict((name, VALUE_NOT_SHOWN) for name in variables)
     ral = ral_binary(module, 'ral')
     cmd = [ral, 'plan' if module.check_mode else 'apply', '-j']
     cmd += common_args(module)
@@ -283,22 +419,32 @@ def main():
     if params['keep_removed']:
         cmd.append('--keep-removed')
     inline = None
-    if params['content'] is not None:
-        inline = write_content(module, params['content'])
+    if content is not None:
+        inline = write_content(module, content)
         manifest = inline
-        # The returned invocation is made from the parameters when the
-        # module exits: the manifest, which may hold secrets, is not in it.
-        params['content'] = CONTENT_NOT_SHOWN
     else:
         manifest = params['manifest']
     module.log_invocation()
-    cmd += ['--', manifest]
 
-    rc, doc, err = run_json(module, cmd)
+    given = None
+    with contextlib.ExitStack() as stack:
+        if variables or sensitive:
+            given = stack.enter_context(variables_file(module, variables, sensitive))
+            cmd += ['-e', '@' + given]
+        cmd += ['--', manifest]
+        rc, doc, err = run_json(module, cmd)
+    # The variables file is gone.
 
     def named(text):
-        """TEXT with the temporary file of an inline manifest called content."""
-        return text.replace(inline, 'content') if inline and isinstance(text, str) else text
+        """TEXT with the temporary file of an inline manifest called
+        content, and the variables file vars."""
+        if not isinstance(text, str):
+            return text
+        if inline:
+            text = text.replace(inline, 'content')
+        if given:
+            text = text.replace(given, 'vars')
+        return text
 
     if 'plan' not in doc:
         error = doc.get('error') or {}

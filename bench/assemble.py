@@ -38,6 +38,7 @@ ORDER = [
     ("plan_engine", "bench/plan.sh"),
     ("plan_scale", "bench/plan_scale.py"),
     ("plan_memory", "bench/plan_memory.py"),
+    ("templating", "bench/templating.py"),
     ("plugins", "bench/plugins.py"),
     ("plugins_fanout", "bench/plugins.py"),
     ("remote", "bench/remote.py"),

@@ -98,14 +98,7 @@ pub fn read(
     let Some(expression) = sole_expression(text) else {
         return render(env, text, context, suggest);
     };
-    let compiled = env
-        .compile_expression(expression)
-        .map_err(|e| vec![failure(&e, context, suggest)])?;
-    let names = sorted(compiled.undeclared_variables(false));
-    let value = retried(context, suggest, |context| compiled.eval(context))?;
-    if value.is_undefined() {
-        return Err(vec![undefined_expression(expression, context, suggest)]);
-    }
+    let Read { value, names } = evaluate(env, expression, context, suggest)?;
     if value.as_str().is_some_and(|text| text.len() > MAX_RENDERED) {
         return Err(vec![too_long(value.as_str().map_or(0, str::len))]);
     }
@@ -144,17 +137,28 @@ pub fn holds(
     // `when: "{{ x }}"` is accepted as Ansible accepts it (with a warning
     // there): the expression inside.
     let expression = sole_expression(expression).unwrap_or(expression);
+    let Read { value, names } = evaluate(env, expression, context, suggest)?;
+    Ok((value.is_true(), names))
+}
+
+/// Evaluates an expression, and the names it uses. Undefined is an
+/// error, not a value: a misspelt condition must not quietly drop a
+/// resource, nor a misspelt value become empty.
+fn evaluate(
+    env: &Environment<'_>,
+    expression: &str,
+    context: &Value,
+    suggest: &dyn Fn(&str) -> String,
+) -> Result<Read, Vec<Failure>> {
     let compiled = env
         .compile_expression(expression)
         .map_err(|e| vec![failure(&e, context, suggest)])?;
     let names = sorted(compiled.undeclared_variables(false));
     let value = retried(context, suggest, |context| compiled.eval(context))?;
-    // Undefined is no false: a misspelt condition must not quietly drop
-    // a resource.
     if value.is_undefined() {
         return Err(vec![undefined_expression(expression, context, suggest)]);
     }
-    Ok((value.is_true(), names))
+    Ok(Read { value, names })
 }
 
 /// The failure of an expression that evaluated to undefined (the engine

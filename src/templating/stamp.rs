@@ -282,24 +282,19 @@ fn elements_of(
         }
     };
     let sensitive = names.iter().any(|n| vars.is_sensitive(n));
+    let items = || {
+        value.try_iter().map_err(|e| {
+            vec![Failure {
+                line: 1,
+                message: e.to_string(),
+            }]
+        })
+    };
     let elements: Vec<Value> = match value.kind() {
-        minijinja::value::ValueKind::Seq | minijinja::value::ValueKind::Iterable => value
-            .try_iter()
-            .map_err(|e| {
-                vec![Failure {
-                    line: 1,
-                    message: e.to_string(),
-                }]
-            })?
-            .collect(),
-        minijinja::value::ValueKind::Map => value
-            .try_iter()
-            .map_err(|e| {
-                vec![Failure {
-                    line: 1,
-                    message: e.to_string(),
-                }]
-            })?
+        minijinja::value::ValueKind::Seq | minijinja::value::ValueKind::Iterable => {
+            items()?.collect()
+        }
+        minijinja::value::ValueKind::Map => items()?
             .map(|key| {
                 let entry = value.get_item(&key).unwrap_or_default();
                 minijinja::context! { key => key, value => entry }
@@ -369,42 +364,41 @@ fn render_written(
             Ok((value, read.names))
         }
         Written::List(items) => {
-            let mut names = Vec::new();
-            let mut out = Vec::with_capacity(items.len());
-            let mut failures = Vec::new();
-            for item in items {
-                match render_written(env, item, context, suggest) {
-                    Ok((value, used)) => {
-                        out.push(value);
-                        names.extend(used);
-                    }
-                    Err(more) => failures.extend(more),
-                }
-            }
-            match failures.is_empty() {
-                true => Ok((Written::List(out), names)),
-                false => Err(failures),
-            }
+            let (values, names) = render_all(env, items.iter(), context, suggest)?;
+            Ok((Written::List(values), names))
         }
         Written::Map(pairs) => {
-            let mut names = Vec::new();
-            let mut out = Vec::with_capacity(pairs.len());
-            let mut failures = Vec::new();
-            for (key, item) in pairs {
-                match render_written(env, item, context, suggest) {
-                    Ok((value, used)) => {
-                        out.push((key.clone(), value));
-                        names.extend(used);
-                    }
-                    Err(more) => failures.extend(more),
-                }
-            }
-            match failures.is_empty() {
-                true => Ok((Written::Map(out), names)),
-                false => Err(failures),
-            }
+            let (values, names) = render_all(env, pairs.iter().map(|(_, v)| v), context, suggest)?;
+            let keys = pairs.iter().map(|(k, _)| k.clone());
+            Ok((Written::Map(keys.zip(values).collect()), names))
         }
         other => Ok((other.clone(), Vec::new())),
+    }
+}
+
+/// Each of `items` rendered, with every name they used, or every
+/// failure among them.
+fn render_all<'w>(
+    env: &Environment<'_>,
+    items: impl Iterator<Item = &'w Written>,
+    context: &Value,
+    suggest: &dyn Fn(&str) -> String,
+) -> Result<(Vec<Written>, Vec<String>), Vec<Failure>> {
+    let mut names = Vec::new();
+    let mut values = Vec::new();
+    let mut failures = Vec::new();
+    for item in items {
+        match render_written(env, item, context, suggest) {
+            Ok((value, used)) => {
+                values.push(value);
+                names.extend(used);
+            }
+            Err(more) => failures.extend(more),
+        }
+    }
+    match failures.is_empty() {
+        true => Ok((values, names)),
+        false => Err(failures),
     }
 }
 

@@ -131,6 +131,29 @@ impl Fleet {
         command
     }
 
+    /// `ral SUBCOMMAND` over the inventory's targets, with the stores in
+    /// the controller's `state`, on `manifest`.
+    fn ral(&self, subcommand: &str, args: &[&str], manifest: &Path) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.controller.path())
+            .env("XDG_CACHE_HOME", self.controller.path())
+            .env("TMPDIR", self.controller.path().join("tmp"))
+            .env("RAL_SSH_PERSIST", "0")
+            .arg(subcommand)
+            .arg("--ssh-config")
+            .arg(self.sshd.ssh_config())
+            .arg("-i")
+            .arg(&self.inventory)
+            .arg("--state")
+            .arg(self.controller.path().join("state"))
+            .args(args)
+            .arg(manifest);
+        run(&mut command)
+    }
+
     /// The controller's XDG_RUNTIME_DIR, where kept connections are.
     fn runtime(&self) -> PathBuf {
         self.controller.path().join("run")
@@ -554,27 +577,7 @@ fn ral_apply_converges_every_target_with_a_store_per_target_here() {
         "host:\n  web:\n    ip: 10.0.0.5\n  db:\n    ip: 10.0.0.6\n",
     )
     .unwrap();
-    let state = fleet.controller.path().join("state");
-    let ral = |subcommand: &str, args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
-        command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", fleet.controller.path())
-            .env("XDG_CACHE_HOME", fleet.controller.path())
-            .env("TMPDIR", fleet.controller.path().join("tmp"))
-            .env("RAL_SSH_PERSIST", "0")
-            .arg(subcommand)
-            .arg("--ssh-config")
-            .arg(fleet.sshd.ssh_config())
-            .arg("-i")
-            .arg(&fleet.inventory)
-            .arg("--state")
-            .arg(&state)
-            .args(args)
-            .arg(&manifest);
-        run(&mut command)
-    };
+    let ral = |subcommand: &str, args: &[&str]| fleet.ral(subcommand, args, &manifest);
     let planned = ral("plan", &["--detailed-exitcodes"]);
     planned.expect(2);
     assert_eq!(
@@ -600,7 +603,7 @@ fn ral_apply_converges_every_target_with_a_store_per_target_here() {
         // Named from where ssh connects (the test's ssh config sends every
         // name to root@127.0.0.1) and the target's root.
         let root = fleet.root(target).display().to_string().replace('/', "%2F");
-        let named = std::fs::read_dir(&state)
+        let named = std::fs::read_dir(fleet.controller.path().join("state"))
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .any(|name| {
@@ -1498,27 +1501,7 @@ fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
          host:\n  \"{{ item.key }}\":\n    loop: \"{{ peers | default({}) }}\"\n    ip: \"{{ item.value }}\"\n",
     )
     .unwrap();
-    let state = dir.join("state");
-    let ral = |subcommand: &str, args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
-        command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", dir)
-            .env("XDG_CACHE_HOME", dir)
-            .env("TMPDIR", dir.join("tmp"))
-            .env("RAL_SSH_PERSIST", "0")
-            .arg(subcommand)
-            .arg("--ssh-config")
-            .arg(fleet.sshd.ssh_config())
-            .arg("-i")
-            .arg(&fleet.inventory)
-            .arg("--state")
-            .arg(&state)
-            .args(args)
-            .arg(&manifest);
-        run(&mut command)
-    };
+    let ral = |subcommand: &str, args: &[&str]| fleet.ral(subcommand, args, &manifest);
     let planned = ral("plan", &["-v"]);
     planned.expect(0);
     assert!(

@@ -63,7 +63,7 @@ const FOREIGN_FACTS: &[(&str, &str)] = &[
 const MAX_CHAIN: usize = 256;
 
 /// The reserved names `-e` may set: which inventory host a run is for.
-const OVERRIDABLE: &[&str] = &["inventory_hostname", "group_names"];
+pub const OVERRIDABLE: &[&str] = &["inventory_hostname", "group_names"];
 
 /// Names a template sees that no variable may take.
 pub const RESERVED: &[&str] = &["facts", "item", "inventory_hostname", "group_names"];

@@ -32,7 +32,24 @@ pub const MAX_FILE: usize = 4 << 20;
 pub fn extra_vars(words: &[String]) -> Result<Vec<Layer>, Error> {
     let mut layers = Vec::new();
     for word in words {
-        layers.push(extra_var(word)?);
+        let layer = extra_var(word)?;
+        // Checked here, once, rather than for every host rendered.
+        if let Some((name, _, _)) = layer.vars.iter().find(|(name, _, _)| {
+            super::RESERVED.contains(&name.as_str())
+                && !super::scope::OVERRIDABLE.contains(&name.as_str())
+        }) {
+            return Err(Error::Manifest {
+                problems: vec![Problem {
+                    file: PathBuf::from("-e"),
+                    line: 0,
+                    message: format!(
+                        "'{}' is a name every template has; a variable cannot take it",
+                        crate::text::escape(name)
+                    ),
+                }],
+            });
+        }
+        layers.push(layer);
     }
     Ok(layers)
 }
@@ -87,6 +104,10 @@ fn extra_var(word: &str) -> Result<Layer, Error> {
 /// `-e enabled=false` is false, not the true text "false"; a JSON mapping
 /// gives a text that looks like one: `-e '{"port": "80"}'`).
 fn typed_scalar(value: &str) -> serde_json::Value {
+    // `-e name=` is the empty text, not null.
+    if value.trim().is_empty() {
+        return serde_json::Value::String(value.to_owned());
+    }
     let options = marked_yaml::LoaderOptions::default().prevent_coercion(true);
     match marked_yaml::parse_yaml_with_options(0, format!("v: {value}"), options) {
         Ok(Node::Mapping(map)) => match map.get_node("v") {

@@ -62,11 +62,22 @@ pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> St
     };
     let suggest = |name: &str| vars.suggest(name);
     let varying = declared.varying.as_deref();
-    // The elements of the loop, each with whether it is sensitive.
+    // The elements of the loop, each with whether it is sensitive, and
+    // where the list came from (for `-v`).
+    let mut looped_from = String::new();
     let elements: Vec<Option<(Value, bool)>> = match varying.and_then(|v| v.over.as_ref()) {
         None => vec![None],
         Some((over, line)) => match elements_of(env, over, vars, &suggest) {
-            Ok(elements) => elements.into_iter().map(Some).collect(),
+            Ok((elements, names)) => {
+                let from: Vec<String> = names
+                    .iter()
+                    .filter_map(|n| vars.source(n).map(|s| format!("{n} from {s}")))
+                    .collect();
+                if !from.is_empty() {
+                    looped_from = format!(" ({})", from.join(", "));
+                }
+                elements.into_iter().map(Some).collect()
+            }
             Err(failures) => {
                 out.problems
                     .extend(failures.into_iter().map(|f| at(*line, f)));
@@ -189,7 +200,7 @@ pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> St
                         .iter()
                         .filter_map(|n| match (n.as_str(), element_number) {
                             ("item", Some(number)) => {
-                                Some(format!("item from loop element {number}"))
+                                Some(format!("item from loop element {number}{looped_from}"))
                             }
                             _ => vars.source(n).map(|s| format!("{n} from {s}")),
                         })
@@ -256,6 +267,9 @@ fn with_item(failure: Failure, element: Option<usize>) -> Failure {
     }
 }
 
+/// One element of a loop, and whether it came from a sensitive value.
+type Element = (Value, bool);
+
 /// A loop's elements: a list's items, or a mapping's entries as
 /// `{key, value}` (Ansible's `dict2items`), each with whether it came
 /// from a sensitive value.
@@ -264,7 +278,7 @@ fn elements_of(
     over: &Written,
     vars: &Variables,
     suggest: &dyn Fn(&str) -> String,
-) -> Result<Vec<(Value, bool)>, Vec<Failure>> {
+) -> Result<(Vec<Element>, Vec<String>), Vec<Failure>> {
     let (value, names) = match over {
         Written::Text(text) if engine::is_template(text) => {
             let read = engine::read(env, text, &vars.context, suggest)?;
@@ -307,7 +321,10 @@ fn elements_of(
             }])
         }
     };
-    Ok(elements.into_iter().map(|e| (e, sensitive)).collect())
+    Ok((
+        elements.into_iter().map(|e| (e, sensitive)).collect(),
+        names,
+    ))
 }
 
 /// A written value as the engine's.

@@ -108,8 +108,17 @@ fn loops_stamp_one_resource_per_element_of_a_list_or_mapping() {
     assert_eq!(attr(&done.declared[1], "ip"), &text("10.0.0.6"));
     assert_eq!(attr(&done.declared[3], "comment"), &text("user cy"));
     assert!(
+        done.provenance.contains(
+            &"user[cy] comment: item from loop element 2 (extra from group_vars/web.yaml)"
+                .to_owned()
+        ),
+        "{:?}",
         done.provenance
-            .contains(&"user[cy] comment: item from loop element 2".to_owned()),
+    );
+    assert!(
+        done.provenance.contains(
+            &"host[cache] ip: item from loop element 3 (peers from group_vars/web.yaml)".to_owned()
+        ),
         "{:?}",
         done.provenance
     );

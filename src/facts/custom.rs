@@ -127,6 +127,7 @@ fn kind_of(path: &Path) -> Option<FileKind> {
 pub fn read(runner: &dyn Runner, dirs: &[PathBuf], target: Option<&str>) -> Facts {
     let on = target.map_or(String::new(), |name| format!("{name}: "));
     let mut facts = Facts::new();
+    let started = std::time::Instant::now();
     for dir in dirs {
         let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
             Ok(entries) => entries.flatten().map(|entry| entry.path()).collect(),
@@ -141,6 +142,15 @@ pub fn read(runner: &dyn Runner, dirs: &[PathBuf], target: Option<&str>) -> Fact
                 log::debug!("custom facts: {} gives no facts", file.display());
                 continue;
             };
+            if kind == FileKind::Program && started.elapsed() > PROGRAMS_BUDGET {
+                log::warn!(
+                    "{on}custom facts: {}: not run: the custom facts took more than {} s \
+                     already",
+                    file.display(),
+                    PROGRAMS_BUDGET.as_secs()
+                );
+                continue;
+            }
             match read_file(runner, &file, kind) {
                 Ok(found) => {
                     for (name, value) in found {
@@ -159,6 +169,7 @@ pub fn read(runner: &dyn Runner, dirs: &[PathBuf], target: Option<&str>) -> Fact
                     // A call's error on a target starts with its name.
                     let why = why.to_string();
                     let why = why.strip_prefix(&on).unwrap_or(&why);
+                    let why = shortened(why);
                     log::warn!(
                         "{on}custom facts: {}: {why}; its facts are skipped",
                         file.display()
@@ -168,6 +179,26 @@ pub fn read(runner: &dyn Runner, dirs: &[PathBuf], target: Option<&str>) -> Fact
         }
     }
     facts
+}
+
+/// How long the programs of one host's custom facts may take together:
+/// once past it, the ones left are not run (each one is bounded by the
+/// call's time limit).
+const PROGRAMS_BUDGET: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The longest reason a warning quotes.
+const MAX_QUOTED: usize = 400;
+
+/// `why`, cut to [`MAX_QUOTED`] bytes (at a character's boundary).
+fn shortened(why: &str) -> String {
+    if why.len() <= MAX_QUOTED {
+        return why.to_owned();
+    }
+    let mut end = MAX_QUOTED;
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes in all)", &why[..end], why.len())
 }
 
 /// The facts of one file.
@@ -321,6 +352,15 @@ pub fn parse_output(text: &str) -> Result<Facts, Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_reason_is_cut_in_a_warning() {
+        let long = "é".repeat(1000);
+        let cut = shortened(&long);
+        assert!(cut.len() < 500, "{}", cut.len());
+        assert!(cut.ends_with("... (2000 bytes in all)"), "{cut}");
+        assert_eq!(shortened("short"), "short");
+    }
     use serde_json::json;
 
     #[test]

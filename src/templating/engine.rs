@@ -30,6 +30,29 @@ pub fn environment() -> Environment<'static> {
     // debug() prints every variable, sensitive ones too, without naming
     // any: a template cannot call it.
     env.remove_global("debug");
+    // The filters that turn a whole value into text measure it first.
+    env.add_filter(
+        "tojson",
+        |value: &Value, indent: Option<Value>, args: minijinja::value::Kwargs| {
+            bounded(value)?;
+            minijinja::filters::tojson(value, indent, args)
+        },
+    );
+    env.add_filter("string", |state: &minijinja::State, value: &Value| {
+        bounded(value)?;
+        minijinja::filters::string(state, value)
+    });
+    // A list or mapping printed whole is measured first: lists nested in
+    // themselves double at each level and would fill memory in one step.
+    env.set_formatter(|out, state, value| {
+        if matches!(
+            value.kind(),
+            ValueKind::Seq | ValueKind::Map | ValueKind::Iterable
+        ) {
+            bounded(value)?;
+        }
+        minijinja::escape_formatter(out, state, value)
+    });
     // Manifests and config files are not HTML: nothing is escaped.
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder()
@@ -99,8 +122,11 @@ pub fn read(
         return render(env, text, context, suggest);
     };
     let Read { value, names } = evaluate(env, expression, context, suggest)?;
-    if value.as_str().is_some_and(|text| text.len() > MAX_RENDERED) {
-        return Err(vec![too_long(value.as_str().map_or(0, str::len))]);
+    if !within_bounds(&value) {
+        return Err(vec![Failure {
+            line: 1,
+            message: too_large(),
+        }]);
     }
     Ok(Read { value, names })
 }
@@ -325,6 +351,71 @@ fn undefined_path(path: &str, context: &Value, suggest: &dyn Fn(&str) -> String)
     format!("'{}' is undefined", crate::text::escape(path))
 }
 
+/// The most elements (at every depth, a shared one each time it is
+/// reached) a value may hold: lists that hold themselves twice double at
+/// each level, and are refused before they are copied or printed.
+const MAX_ELEMENTS: usize = 1_000_000;
+
+/// Whether `value` holds at most [`MAX_ELEMENTS`] elements and
+/// [`MAX_RENDERED`] bytes of text, counted without copying it.
+pub fn within_bounds(value: &Value) -> bool {
+    fn walk(value: &Value, elements: &mut usize, bytes: &mut usize) -> bool {
+        *elements += 1;
+        if *elements > MAX_ELEMENTS || *bytes > MAX_RENDERED {
+            return false;
+        }
+        match value.kind() {
+            ValueKind::String => {
+                *bytes += value.as_str().map_or(0, str::len);
+                *bytes <= MAX_RENDERED
+            }
+            ValueKind::Seq | ValueKind::Iterable => match value.try_iter() {
+                Ok(items) => {
+                    for item in items {
+                        if !walk(&item, elements, bytes) {
+                            return false;
+                        }
+                    }
+                    true
+                }
+                Err(_) => true,
+            },
+            ValueKind::Map => match value.try_iter() {
+                Ok(keys) => {
+                    for key in keys {
+                        let item = value.get_item(&key).unwrap_or_default();
+                        if !walk(&key, elements, bytes) || !walk(&item, elements, bytes) {
+                            return false;
+                        }
+                    }
+                    true
+                }
+                Err(_) => true,
+            },
+            _ => true,
+        }
+    }
+    walk(value, &mut 0, &mut 0)
+}
+
+/// An engine error for a value out of [`within_bounds`].
+fn bounded(value: &Value) -> Result<(), minijinja::Error> {
+    match within_bounds(value) {
+        true => Ok(()),
+        false => Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            too_large(),
+        )),
+    }
+}
+
+fn too_large() -> String {
+    format!(
+        "the value holds more than {MAX_ELEMENTS} elements or {MAX_RENDERED} bytes of text, more \
+         than a value may hold"
+    )
+}
+
 /// A value as a manifest would have written it: text stays text, a
 /// number or a boolean becomes its text (`true`, not Python's `True`),
 /// none becomes null, and lists and mappings keep their shape.
@@ -499,11 +590,23 @@ mod tests {
         .err()
         .unwrap();
         assert!(failures[0].message.contains("fuel"), "{failures:?}");
-        let failures = read_text("{{ 'x' * 20000000 }}").err().unwrap();
-        assert!(
-            failures[0].message.contains("more than the"),
-            "{failures:?}"
-        );
+        for text in ["{{ 'x' * 20000000 }}", "{{ 'x' * 20000000 }} "] {
+            let failures = read_text(text).err().unwrap();
+            assert!(failures[0].message.contains("more than"), "{failures:?}");
+        }
+        // Lists holding themselves twice, forty times over: measured, not
+        // copied, whether kept whole or printed.
+        let doubling = "{% set ns = namespace(v='x') %}{% for i in range(40) %}\
+                        {% set ns.v = [ns.v, ns.v] %}{% endfor %}";
+        for shown in [
+            "{{ ns.v }}",
+            "{{ ns.v | length }}{{ ns.v }}",
+            "{{ ns.v | tojson | length }}",
+            "{{ ns.v | string | length }}",
+        ] {
+            let failures = read_text(&format!("{doubling}{shown}")).err().unwrap();
+            assert!(failures[0].message.contains("elements"), "{failures:?}");
+        }
         assert!(
             read_text("{{ debug() }}").is_err(),
             "debug() would print every variable"

@@ -77,6 +77,7 @@ pub fn render(reading: &Reading, scope: &Scope) -> Result<Rendered, Error> {
         let file = var.origin.file.to_path_buf();
         if manifest_layers.last().is_none_or(|l| l.file != file) {
             manifest_layers.push(Layer {
+                command_line: false,
                 source: file.display().to_string(),
                 file,
                 vars: Vec::new(),

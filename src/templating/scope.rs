@@ -79,6 +79,9 @@ pub struct Layer {
     pub file: PathBuf,
     /// Name, value and line (0 when there is none).
     pub vars: Vec<(String, serde_json::Value, usize)>,
+    /// Given on the command line (`-e`): only such a layer may say which
+    /// inventory host a run is for.
+    pub command_line: bool,
 }
 
 /// What one host's templates are rendered with, besides its manifests'
@@ -153,7 +156,7 @@ impl Variables {
                 }
                 // `-e` may say which inventory host this run is for (the
                 // Ansible module does, on the managed host).
-                if layer.source.starts_with("-e") && OVERRIDABLE.contains(&name.as_str()) {
+                if layer.command_line && OVERRIDABLE.contains(&name.as_str()) {
                     overrides.insert(name.clone(), value.clone());
                     continue;
                 }
@@ -487,6 +490,7 @@ mod tests {
 
     fn layer(source: &str, vars: serde_json::Value) -> Layer {
         Layer {
+            command_line: source.starts_with("-e "),
             source: source.to_owned(),
             file: PathBuf::from(source),
             vars: vars
@@ -561,10 +565,12 @@ mod tests {
         );
         let problems = resolve(&[layer("a", json!({"facts": 1}))]).err().unwrap();
         assert!(problems[0].message.contains("a variable cannot take it"));
-        let problems = resolve(&[layer("host_vars/x.yaml", json!({"group_names": ["web"]}))])
-            .err()
-            .unwrap();
-        assert!(problems[0].message.contains("only -e may set"));
+        for source in ["host_vars/x.yaml", "-evil.yaml"] {
+            let problems = resolve(&[layer(source, json!({"group_names": ["web"]}))])
+                .err()
+                .unwrap();
+            assert!(problems[0].message.contains("only -e may set"), "{source}");
+        }
         let vars = resolve(&[layer(
             "-e @vars.json",
             json!({"inventory_hostname": "web7", "group_names": ["web"]}),

@@ -66,6 +66,7 @@ fn extra_var(word: &str) -> Result<Layer, Error> {
         let path = PathBuf::from(file);
         let vars = read_file(&path).map_err(|p| Error::Manifest { problems: vec![p] })?;
         return Ok(Layer {
+            command_line: true,
             source: format!("-e @{file}"),
             file: path,
             vars,
@@ -75,6 +76,7 @@ fn extra_var(word: &str) -> Result<Layer, Error> {
         let vars =
             parse_text(word, Path::new("-e")).map_err(|p| Error::Manifest { problems: vec![p] })?;
         return Ok(Layer {
+            command_line: true,
             source: "-e".to_owned(),
             file: PathBuf::from("-e"),
             vars,
@@ -93,6 +95,7 @@ fn extra_var(word: &str) -> Result<Layer, Error> {
         )));
     }
     Ok(Layer {
+        command_line: true,
         source: "-e".to_owned(),
         file: PathBuf::from("-e"),
         vars: vec![(name.to_owned(), typed_scalar(value), 0)],
@@ -137,6 +140,7 @@ pub fn inventory_layers(inventory: &Inventory, host: &Host) -> Result<Vec<Layer>
     let mut own = None;
     for layer in &host.var_layers {
         let made = Layer {
+            command_line: false,
             source: match &layer.group {
                 Some(group) => format!("{shown} (group {group})"),
                 None => format!("{shown} (host {})", host.name),
@@ -191,6 +195,7 @@ fn entry_layers(dir: &Path, name: &str) -> Result<Vec<Layer>, Error> {
     for path in files {
         let vars = read_file(&path).map_err(|p| Error::Manifest { problems: vec![p] })?;
         layers.push(Layer {
+            command_line: false,
             source: path.display().to_string(),
             file: path,
             vars,

@@ -28,6 +28,7 @@ fn scope(vars: serde_json::Value) -> Scope {
                 .clone(),
         ),
         layers: vec![Layer {
+            command_line: false,
             source: "group_vars/web.yaml".to_owned(),
             file: PathBuf::from("group_vars/web.yaml"),
             vars: vars

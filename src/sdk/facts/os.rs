@@ -29,10 +29,18 @@ pub fn parse_os_release(text: &str) -> BTreeMap<String, String> {
         if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             continue;
         }
+        // No real value is this long; a hostile root's would be copied
+        // into several facts and outgrow the answer.
+        if value.len() > MAX_VALUE {
+            continue;
+        }
         pairs.insert(key.to_owned(), unquote(value.trim()));
     }
     pairs
 }
+
+/// The longest os-release value read.
+const MAX_VALUE: usize = 1024;
 
 /// A value as the shell reads it: inside double quotes `\"`, `\\`, `\$`
 /// and `` \` `` are the character; single quotes keep everything.
@@ -451,6 +459,14 @@ impl RedHatRelease {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_os_release_value_too_long_to_be_real_is_left_out() {
+        let text = format!("ID=debian\nVERSION_ID=\"{}\"\n", "1".repeat(4096));
+        let pairs = parse_os_release(&text);
+        assert_eq!(pairs.get("ID").map(String::as_str), Some("debian"));
+        assert!(!pairs.contains_key("VERSION_ID"));
+    }
 
     const DEBIAN: &str = r#"PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
 NAME="Debian GNU/Linux"

@@ -561,6 +561,17 @@ mod tests {
     }
 
     #[test]
+    fn an_expression_that_gives_nothing_is_an_error_named_as_written() {
+        let failures = read_text("{{ 1 if false }}").err().unwrap();
+        assert_eq!(failures[0].message, "'1 if false' is undefined");
+        let failures = read_text("{{ app_prot }}").err().unwrap();
+        assert_eq!(
+            failures[0].message,
+            "undefined variable 'app_prot' (did you mean 'app_port'?)"
+        );
+    }
+
+    #[test]
     fn the_bool_filter_reads_texts_as_ansible_does() {
         for (text, truth) in [
             ("'false'", false),
@@ -621,5 +632,11 @@ mod tests {
         assert_eq!(sole_expression("{{ a }}\n"), None);
         assert_eq!(sole_expression("{{ a }}{{ b }}"), None);
         assert_eq!(sole_expression("x {{ a }}"), None);
+        assert_eq!(sole_expression("{{ a }} {% if b %}{{ c }}"), None);
+        assert_eq!(
+            sole_expression("{{ a }} {% if b %}c{% endif %}{{ d }}"),
+            None
+        );
+        assert_eq!(sole_expression("{{ a }}}}"), None);
     }
 }

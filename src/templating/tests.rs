@@ -141,6 +141,27 @@ fn a_loop_giving_one_title_twice_names_both_elements() {
 }
 
 #[test]
+fn a_loop_giving_the_title_of_a_plain_declaration_names_both() {
+    let problems = rendered(
+        "user:\n  ann: {}\n  \"{{ item }}\":\n    loop: [bo, ann]\n",
+        json!({}),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(
+        problems[0].message,
+        "user[ann] is declared twice: line 2 and line 3 (loop element 2)"
+    );
+    // Two plain ones are the catalog's to report (it knows the types).
+    let done = rendered(
+        "user:\n  ann: {}\nuser::etc_passwd:\n  ann: {}\n",
+        json!({}),
+    );
+    assert!(done.is_ok());
+}
+
+#[test]
 fn every_undefined_variable_of_the_run_is_reported_with_its_line() {
     let problems = rendered(
         "vars:\n  port: 1\nfile:\n  /a:\n    content: \"{{ prot }}\"\n  /b:\n    mode: |\n      x\n      {{ facts.os.familly }}\nuser:\n  u:\n    when: nope\n",

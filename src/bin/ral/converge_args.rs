@@ -120,7 +120,8 @@ pub struct ConvergeArgs {
     pub report: Option<PathBuf>,
 
     /// Set a variable for the manifests' templates, above every other
-    /// (the inventory's, the manifests' vars:): KEY=VALUE (a text),
+    /// (the inventory's, the manifests' vars:): KEY=VALUE (typed as an
+    /// unquoted YAML value: false and 8080 are a boolean and a number),
     /// @FILE (a YAML or JSON mapping) or a JSON mapping; repeatable, a
     /// later one winning. ral apply FILE of a saved plan needs the same.
     #[arg(short = 'e', long = "extra-vars", value_name = "VARS")]

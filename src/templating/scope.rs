@@ -240,6 +240,12 @@ impl Variables {
         crate::suggest::did_you_mean(name, known)
     }
 
+    /// This host's rendering as if it had taken too long already.
+    #[cfg(test)]
+    pub(super) fn expire(&mut self) {
+        self.deadline = std::time::Instant::now() - std::time::Duration::from_secs(1);
+    }
+
     /// Whether this host's rendering has taken too long.
     pub fn past_deadline(&self) -> bool {
         std::time::Instant::now() > self.deadline
@@ -578,6 +584,33 @@ mod tests {
         .unwrap();
         assert_eq!(value(&vars, "inventory_hostname"), json!("web7"));
         assert_eq!(value(&vars, "group_names"), json!(["web"]));
+    }
+
+    #[test]
+    fn templates_nested_in_lists_and_mappings_render_and_one_name_or_none_may_be_sensitive() {
+        let vars = resolve(&[layer(
+            "a",
+            json!({"host": "web1", "urls": ["http://{{ host }}/"], "by": {"main": "{{ host }}"},
+                   "ral_sensitive": "host"}),
+        )])
+        .unwrap();
+        assert_eq!(value(&vars, "urls"), json!(["http://web1/"]));
+        assert_eq!(value(&vars, "by"), json!({"main": "web1"}));
+        assert!(vars.is_sensitive("host") && vars.is_sensitive("urls"));
+        let vars = resolve(&[layer("a", json!({"x": 1, "ral_sensitive": null}))]).unwrap();
+        assert!(!vars.is_sensitive("x"));
+        assert!(resolve(&[layer("a", json!({"ral_sensitive": 5}))]).is_err());
+    }
+
+    #[test]
+    fn a_host_past_its_deadline_stops_rendering_its_variables() {
+        let refs = [layer("a", json!({"a": "{{ b }}", "b": 1}))];
+        let refs: Vec<&Layer> = refs.iter().collect();
+        let mut vars =
+            Variables::resolve(&engine::environment(), &refs, &Scope::default()).unwrap();
+        assert!(!vars.past_deadline());
+        vars.expire();
+        assert!(vars.past_deadline());
     }
 
     #[test]

@@ -270,6 +270,21 @@ fn a_value_computed_from_a_sensitive_variable_marks_its_attribute() {
 }
 
 #[test]
+fn a_host_past_its_deadline_stops_with_a_problem() {
+    let reading = reading("user:\n  ann: {}\n", Path::new("site.yaml"));
+    let env = engine::environment();
+    let mut vars = scope::Variables::resolve(&env, &[], &scope(json!({}))).unwrap();
+    vars.expire();
+    let stamped = stamp::stamp(&env, &reading.declared[0], &vars);
+    assert!(stamped.declared.is_empty());
+    assert!(
+        stamped.problems[0].message.contains("rendering stopped"),
+        "{:?}",
+        stamped.problems
+    );
+}
+
+#[test]
 fn plain_manifests_need_no_rendering() {
     let plain = reading("user:\n  ann: {uid: 1500}\n", Path::new("m.yaml"));
     assert!(!uses_templates(&plain));

@@ -282,10 +282,18 @@ mod tests {
             "on=false".to_owned(),
             "n=5000".to_owned(),
             "t=x: y".to_owned(),
+            "e=".to_owned(),
         ])
         .unwrap();
         let values: Vec<&serde_json::Value> = typed.iter().map(|l| &l.vars[0].1).collect();
-        assert_eq!(values, [&json!(false), &json!(5000), &json!("x: y")]);
+        assert_eq!(
+            values,
+            [&json!(false), &json!(5000), &json!("x: y"), &json!("")]
+        );
+        assert!(typed.iter().all(|l| l.command_line));
+        // A reserved name is refused at once, but for the two -e may set.
+        assert!(extra_vars(&["facts=1".to_owned()]).is_err());
+        assert!(extra_vars(&["inventory_hostname=web1".to_owned()]).is_ok());
         assert_eq!(
             layers[1].vars,
             [
@@ -318,6 +326,9 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("group_vars/web/a.yml"), "port: 20\n").unwrap();
+        // Only YAML and JSON files of a directory are variables.
+        std::fs::write(dir.path().join("group_vars/web/README.txt"), "not: [yaml\n").unwrap();
+        std::fs::create_dir(dir.path().join("group_vars/web/old.yaml.d")).unwrap();
         std::fs::write(dir.path().join("host_vars/web1.json"), "{\"port\": 30}").unwrap();
         let inventory = Inventory::load(&inventory).unwrap();
         let host = inventory.host("web1").unwrap();

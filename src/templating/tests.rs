@@ -270,6 +270,60 @@ fn a_value_computed_from_a_sensitive_variable_marks_its_attribute() {
 }
 
 #[test]
+fn references_render_and_only_a_file_reads_template_and_source() {
+    let done = rendered(
+        "user:\n  ann:\n    source: not/a/file\n    require: \"group[{{ team }}]\"\n",
+        json!({"team": "ops"}),
+    )
+    .unwrap();
+    let ann = &done.declared[0];
+    assert_eq!(attr(ann, "source"), &text("not/a/file"));
+    assert_eq!(ann.require[0].name, "ops");
+    assert_eq!(ann.require[0].type_query, "group");
+}
+
+#[test]
+fn a_loop_over_a_sensitive_list_marks_only_what_uses_its_item() {
+    let done = rendered(
+        "host:\n  \"h{{ loop_index }}\":\n    loop: \"{{ secrets }}\"\n    loop_index: x\n    ip: \"{{ item }}\"\n    comment: \"{{ note }}\"\n",
+        json!({"secrets": ["10.0.0.1"], "note": "plain", "loop_index": 1, "ral_sensitive": ["secrets"]}),
+    )
+    .unwrap();
+    assert_eq!(done.sensitive, [("host".to_owned(), "ip".to_owned())]);
+}
+
+#[test]
+fn a_title_that_renders_empty_and_errors_in_a_loop_say_so() {
+    let problems = rendered("user:\n  \"{{ nobody }}\": {}\n", json!({"nobody": ""}))
+        .err()
+        .unwrap();
+    assert!(
+        problems[0].message.contains("the title renders empty"),
+        "{problems:?}"
+    );
+    let problems = rendered(
+        "user:\n  \"{{ item }}\":\n    loop: [a, b]\n    comment: \"{{ missing if item == 'b' else 'x' }}\"\n",
+        json!({}),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].message.ends_with("(loop element 2)"),
+        "{problems:?}"
+    );
+    let problems = rendered("user:\n  u:\n    loop: abc\n", json!({}))
+        .err()
+        .unwrap();
+    assert!(
+        problems[0]
+            .message
+            .contains("loop: expected a list, a mapping or an expression giving one"),
+        "{problems:?}"
+    );
+}
+
+#[test]
 fn a_host_past_its_deadline_stops_with_a_problem() {
     let reading = reading("user:\n  ann: {}\n", Path::new("site.yaml"));
     let env = engine::environment();

@@ -618,6 +618,12 @@ mod tests {
             let failures = read_text(&format!("{doubling}{shown}")).err().unwrap();
             assert!(failures[0].message.contains("elements"), "{failures:?}");
         }
+        // Numbers have no text to count: their number bounds them.
+        let numbers = doubling.replace("v='x'", "v=1");
+        let failures = read_text(&format!("{numbers}{{{{ ns.v }}}}"))
+            .err()
+            .unwrap();
+        assert!(failures[0].message.contains("elements"), "{failures:?}");
         assert!(
             read_text("{{ debug() }}").is_err(),
             "debug() would print every variable"

@@ -183,7 +183,7 @@ fn every_undefined_variable_of_the_run_is_reported_with_its_line() {
 #[test]
 fn ansible_and_legacy_facter_names_point_to_the_fact() {
     let problems = rendered(
-        "file:\n  /a:\n    content: \"{{ ansible_os_family }}\"\n  /b:\n    content: \"{{ facts.osfamily }}\"\n",
+        "file:\n  /a:\n    content: \"{{ ansible_os_family }}\"\n  /b:\n    content: \"{{ facts.osfamily }}\"\n  /c:\n    content: \"{{ facts.hostnme }}\"\n",
         json!({}),
     )
     .err()
@@ -194,6 +194,7 @@ fn ansible_and_legacy_facter_names_point_to_the_fact() {
         [
             "file[/a]: undefined variable 'ansible_os_family' (did you mean 'facts.os.family'?)",
             "file[/b]: 'facts.osfamily' is undefined: facts has no 'osfamily' (did you mean 'facts.os.family'?)",
+            "file[/c]: 'facts.hostnme' is undefined: facts has no 'hostnme' (did you mean 'hostname'?)",
         ]
     );
 }

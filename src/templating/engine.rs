@@ -620,10 +620,11 @@ mod tests {
         }
         // Numbers have no text to count: their number bounds them.
         let numbers = doubling.replace("v='x'", "v=1");
-        let failures = read_text(&format!("{numbers}{{{{ ns.v }}}}"))
-            .err()
-            .unwrap();
-        assert!(failures[0].message.contains("elements"), "{failures:?}");
+        let mappings = numbers.replace("[ns.v, ns.v]", "{'a': ns.v, 'b': ns.v}");
+        for nested in [numbers, mappings] {
+            let failures = read_text(&format!("{nested}{{{{ ns.v }}}}")).err().unwrap();
+            assert!(failures[0].message.contains("elements"), "{failures:?}");
+        }
         assert!(
             read_text("{{ debug() }}").is_err(),
             "debug() would print every variable"

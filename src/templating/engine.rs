@@ -494,6 +494,9 @@ mod tests {
             ])
         );
         assert_eq!(list.names, ["admins"]);
+        let nothing = read_text("{{ none }}").unwrap();
+        assert_eq!(written(&nothing.value).unwrap(), Written::Null);
+        assert!(written(&Value::UNDEFINED).is_err());
         let flag = read_text("{{ flag }}").unwrap();
         assert_eq!(written(&flag.value).unwrap(), Written::Text("true".into()));
         let text = read_text("port={{ app_port }} on {{ facts.os.family }}\n").unwrap();

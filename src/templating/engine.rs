@@ -497,6 +497,11 @@ mod tests {
         let nothing = read_text("{{ none }}").unwrap();
         assert_eq!(written(&nothing.value).unwrap(), Written::Null);
         assert!(written(&Value::UNDEFINED).is_err());
+        let map = read_text("{{ {'port': app_port} }}").unwrap();
+        assert_eq!(
+            written(&map.value).unwrap(),
+            Written::Map(vec![("port".to_owned(), Written::Text("8080".to_owned()))])
+        );
         let flag = read_text("{{ flag }}").unwrap();
         assert_eq!(written(&flag.value).unwrap(), Written::Text("true".into()));
         let text = read_text("port={{ app_port }} on {{ facts.os.family }}\n").unwrap();

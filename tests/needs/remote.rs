@@ -118,30 +118,30 @@ impl Fleet {
     /// and the test sshd's ssh config; its connections close with it
     /// (RAL_SSH_PERSIST=0; see [`Fleet::warm`] for kept ones).
     fn command(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ralsh"));
+        let mut command = self.controller_command(env!("CARGO_BIN_EXE_ralsh"));
+        command.arg("--ssh-config").arg(self.sshd.ssh_config());
+        command
+    }
+
+    /// `program` with a clean environment and the controller's HOME and
+    /// TMPDIR; its connections close with it.
+    fn controller_command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
         command
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.controller.path())
             .env("XDG_CACHE_HOME", self.controller.path())
             .env("TMPDIR", self.controller.path().join("tmp"))
-            .env("RAL_SSH_PERSIST", "0")
-            .arg("--ssh-config")
-            .arg(self.sshd.ssh_config());
+            .env("RAL_SSH_PERSIST", "0");
         command
     }
 
     /// `ral SUBCOMMAND` over the inventory's targets, with the stores in
     /// the controller's `state`, on `manifest`.
     fn ral(&self, subcommand: &str, args: &[&str], manifest: &Path) -> Run {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        let mut command = self.controller_command(env!("CARGO_BIN_EXE_ral"));
         command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.controller.path())
-            .env("XDG_CACHE_HOME", self.controller.path())
-            .env("TMPDIR", self.controller.path().join("tmp"))
-            .env("RAL_SSH_PERSIST", "0")
             .arg(subcommand)
             .arg("--ssh-config")
             .arg(self.sshd.ssh_config())

@@ -190,25 +190,7 @@ pub fn typed_json(node: &Node) -> serde_json::Value {
             if !scalar.may_coerce() {
                 return Json::String(text.to_owned());
             }
-            match text {
-                "" | "~" | "null" | "Null" | "NULL" => Json::Null,
-                "true" | "True" | "TRUE" => Json::Bool(true),
-                "false" | "False" | "FALSE" => Json::Bool(false),
-                _ => {
-                    if let Ok(integer) = text.parse::<i64>() {
-                        Json::from(integer)
-                    } else if let Some(number) = text
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|f| f.is_finite() && text.bytes().any(|b| b.is_ascii_digit()))
-                        .and_then(serde_json::Number::from_f64)
-                    {
-                        Json::Number(number)
-                    } else {
-                        Json::String(text.to_owned())
-                    }
-                }
-            }
+            typed_plain(text)
         }
         Node::Sequence(items) => Json::Array(items.iter().map(typed_json).collect()),
         Node::Mapping(map) => Json::Object(
@@ -216,6 +198,31 @@ pub fn typed_json(node: &Node) -> serde_json::Value {
                 .map(|(key, value)| (key.as_str().to_owned(), typed_json(value)))
                 .collect(),
         ),
+    }
+}
+
+/// An unquoted YAML scalar's text, typed as YAML 1.2's core schema types
+/// it: null, a boolean, an integer, a float, else text.
+pub fn typed_plain(text: &str) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => Json::Null,
+        "true" | "True" | "TRUE" => Json::Bool(true),
+        "false" | "False" | "FALSE" => Json::Bool(false),
+        _ => {
+            if let Ok(integer) = text.parse::<i64>() {
+                Json::from(integer)
+            } else if let Some(number) = text
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && text.bytes().any(|b| b.is_ascii_digit()))
+                .and_then(serde_json::Number::from_f64)
+            {
+                Json::Number(number)
+            } else {
+                Json::String(text.to_owned())
+            }
+        }
     }
 }
 

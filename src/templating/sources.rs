@@ -111,14 +111,7 @@ fn typed_scalar(value: &str) -> serde_json::Value {
     if value.trim().is_empty() {
         return serde_json::Value::String(value.to_owned());
     }
-    let options = marked_yaml::LoaderOptions::default().prevent_coercion(true);
-    match marked_yaml::parse_yaml_with_options(0, format!("v: {value}"), options) {
-        Ok(Node::Mapping(map)) => match map.get_node("v") {
-            Some(node @ Node::Scalar(_)) => yaml_doc::typed_json(node),
-            _ => serde_json::Value::String(value.to_owned()),
-        },
-        _ => serde_json::Value::String(value.to_owned()),
-    }
+    yaml_doc::typed_plain(value)
 }
 
 /// Whether `name` can be a variable: what Jinja2 can name.
@@ -283,12 +276,19 @@ mod tests {
             "n=5000".to_owned(),
             "t=x: y".to_owned(),
             "e=".to_owned(),
+            "c=v2 # not a comment".to_owned(),
         ])
         .unwrap();
         let values: Vec<&serde_json::Value> = typed.iter().map(|l| &l.vars[0].1).collect();
         assert_eq!(
             values,
-            [&json!(false), &json!(5000), &json!("x: y"), &json!("")]
+            [
+                &json!(false),
+                &json!(5000),
+                &json!("x: y"),
+                &json!(""),
+                &json!("v2 # not a comment")
+            ]
         );
         assert!(typed.iter().all(|l| l.command_line));
         // A reserved name is refused at once, but for the two -e may set.

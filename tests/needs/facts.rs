@@ -165,14 +165,8 @@ fn each_targets_facts_are_gathered_there_below_its_root() {
         "#!/bin/sh\necho 'not a fact'\nexit 3\n",
         0o755,
     );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+    let mut command = crate::sshd::controller_command(env!("CARGO_BIN_EXE_ral"), controller.path());
     command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", controller.path())
-        .env("XDG_CACHE_HOME", controller.path())
-        .env("TMPDIR", controller.path().join("tmp"))
-        .env("RAL_SSH_PERSIST", "0")
         .env("RALSH_DATA_DIR", data.path())
         .args(["facts", "-j", "--ssh-config"])
         .arg(sshd.ssh_config())

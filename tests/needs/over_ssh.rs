@@ -101,14 +101,9 @@ fn a_target_under_two_roots_has_two_stores() {
     let ral = |subcommand: &str, root: &Path, manifest: &str| {
         let file = controller.path().join("site.yaml");
         std::fs::write(&file, manifest).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        let mut command =
+            crate::sshd::controller_command(env!("CARGO_BIN_EXE_ral"), controller.path());
         command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", controller.path())
-            .env("XDG_CACHE_HOME", controller.path())
-            .env("TMPDIR", controller.path().join("tmp"))
-            .env("RAL_SSH_PERSIST", "0")
             .arg(subcommand)
             .arg("--ssh-config")
             .arg(sshd.ssh_config())

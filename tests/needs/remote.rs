@@ -118,29 +118,17 @@ impl Fleet {
     /// and the test sshd's ssh config; its connections close with it
     /// (RAL_SSH_PERSIST=0; see [`Fleet::warm`] for kept ones).
     fn command(&self) -> Command {
-        let mut command = self.controller_command(env!("CARGO_BIN_EXE_ralsh"));
+        let mut command =
+            crate::sshd::controller_command(env!("CARGO_BIN_EXE_ralsh"), self.controller.path());
         command.arg("--ssh-config").arg(self.sshd.ssh_config());
-        command
-    }
-
-    /// `program` with a clean environment and the controller's HOME and
-    /// TMPDIR; its connections close with it.
-    fn controller_command(&self, program: &str) -> Command {
-        let mut command = Command::new(program);
-        command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.controller.path())
-            .env("XDG_CACHE_HOME", self.controller.path())
-            .env("TMPDIR", self.controller.path().join("tmp"))
-            .env("RAL_SSH_PERSIST", "0");
         command
     }
 
     /// `ral SUBCOMMAND` over the inventory's targets, with the stores in
     /// the controller's `state`, on `manifest`.
     fn ral(&self, subcommand: &str, args: &[&str], manifest: &Path) -> Run {
-        let mut command = self.controller_command(env!("CARGO_BIN_EXE_ral"));
+        let mut command =
+            crate::sshd::controller_command(env!("CARGO_BIN_EXE_ral"), self.controller.path());
         command
             .arg(subcommand)
             .arg("--ssh-config")
@@ -829,14 +817,9 @@ fn a_killed_ral_apply_leaves_nothing_running_on_the_target() {
     let fleet = Fleet::new(&["t1"], false);
     let manifest = fleet.controller.path().join("site.yaml");
     std::fs::write(&manifest, "hang:\n  x: {}\n").unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+    let mut command =
+        crate::sshd::controller_command(env!("CARGO_BIN_EXE_ral"), fleet.controller.path());
     command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", fleet.controller.path())
-        .env("XDG_CACHE_HOME", fleet.controller.path())
-        .env("TMPDIR", fleet.controller.path().join("tmp"))
-        .env("RAL_SSH_PERSIST", "0")
         .arg("apply")
         .arg("--ssh-config")
         .arg(fleet.sshd.ssh_config())
@@ -1037,14 +1020,9 @@ fn plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches() {
         std::fs::create_dir(fleet.root(target).join("marks")).unwrap();
     }
     let ral = |manifest: &Path, args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ral"));
+        let mut command =
+            crate::sshd::controller_command(env!("CARGO_BIN_EXE_ral"), fleet.controller.path());
         command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", fleet.controller.path())
-            .env("XDG_CACHE_HOME", fleet.controller.path())
-            .env("TMPDIR", fleet.controller.path().join("tmp"))
-            .env("RAL_SSH_PERSIST", "0")
             .arg("apply")
             .arg("--ssh-config")
             .arg(fleet.sshd.ssh_config())

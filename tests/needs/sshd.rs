@@ -30,6 +30,21 @@ fn keygen(path: &Path) {
 }
 
 /// A port nothing listens on now.
+/// `program` as the tests run it on a controller: a clean environment
+/// with the controller's directory `home` as HOME, cache and TMPDIR
+/// (`home/tmp`), and connections that close with it.
+pub fn controller_command(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
+    let mut command = Command::new(program);
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home)
+        .env("TMPDIR", home.join("tmp"))
+        .env("RAL_SSH_PERSIST", "0");
+    command
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()

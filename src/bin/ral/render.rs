@@ -19,6 +19,9 @@ pub struct Vars {
     /// `--destroy`: a host rendered to nothing may remove everything.
     destroy: bool,
     extra: Vec<Layer>,
+    /// Whether the run's manifests use templating: asked once, not for
+    /// every target of a fleet (they all share the manifests).
+    templated: std::sync::OnceLock<bool>,
     inventory: Option<Inventory>,
 }
 
@@ -33,6 +36,7 @@ impl Vars {
         Ok(Vars {
             destroy,
             extra,
+            templated: std::sync::OnceLock::new(),
             inventory,
         })
     }
@@ -75,7 +79,10 @@ impl Vars {
         host: &ral::Host,
         registry: &Registry,
     ) -> anyhow::Result<Option<templating::Rendered>> {
-        if !templating::uses_templates(reading) {
+        if !*self
+            .templated
+            .get_or_init(|| templating::uses_templates(reading))
+        {
             return Ok(None);
         }
         let scope = self.scope(target, host, registry)?;

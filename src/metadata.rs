@@ -285,6 +285,11 @@ pub struct Metadata {
     /// Its names are absolute paths, and a resource depends on those of
     /// the same type that name its parent directories.
     pub names_are_paths: bool,
+    /// Its resources are commands to run (`exec`): a get is given the
+    /// manifest's values (`should`), which its checks need; a task runs
+    /// the command, is never verified by reading back, and never creates
+    /// or removes anything ral would own.
+    pub runs_commands: bool,
     /// Where its sensitive values go (simple convention only).
     pub sensitive_in: SensitiveIn,
     pub attributes: AttrMap<Attribute>,
@@ -592,15 +597,17 @@ impl RawProvider {
         let mut supports_noop = false;
         let mut starts_daemons = false;
         let mut names_are_paths = false;
+        let mut runs_commands = false;
         for feature in &self.features {
             let flag = match feature.as_str() {
                 "supports_noop" => &mut supports_noop,
                 "starts_daemons" => &mut starts_daemons,
                 "names_are_paths" => &mut names_are_paths,
+                "runs_commands" => &mut runs_commands,
                 other => {
                     return Err(format!(
                         "provider.features: unknown feature '{other}' (known: supports_noop, \
-                         starts_daemons, names_are_paths)"
+                         starts_daemons, names_are_paths, runs_commands)"
                     ))
                 }
             };
@@ -635,6 +642,9 @@ impl RawProvider {
             relations.extend(relations::check(kind, raw, &names, &sensitive)?);
         }
         let removed_after = check_removed_after(self.removed_after)?;
+        if runs_commands {
+            check_runs_commands(invoke, &attributes)?;
+        }
         Ok(Metadata {
             type_name: self.type_name,
             name,
@@ -645,11 +655,49 @@ impl RawProvider {
             supports_noop,
             starts_daemons,
             names_are_paths,
+            runs_commands,
             sensitive_in,
             attributes,
             relations,
             removed_after,
         })
+    }
+}
+
+/// The attribute a `runs_commands` provider reads its need to run into:
+/// [`RUN_DONE`] when there is nothing to run, else why it would run.
+pub const RUN: &str = "run";
+/// The value of [`RUN`] that every request asks for: nothing left to run.
+pub const RUN_DONE: &str = "done";
+
+/// A provider whose resources are commands is told the manifest's values
+/// in its get, which only the json convention carries; it has no
+/// `ensure` (a command is never created or removed) and reads whether it
+/// would run into [`RUN`].
+fn check_runs_commands(
+    invoke: Invoke,
+    attributes: &AttrMap<Attribute>,
+) -> std::result::Result<(), String> {
+    if invoke != Invoke::Json {
+        return Err(
+            "provider.features: runs_commands needs the json calling convention, whose get \
+             carries the manifest's values"
+                .to_owned(),
+        );
+    }
+    if attributes.contains_key("ensure") {
+        return Err(
+            "provider.features: a provider that runs_commands has no 'ensure': its commands \
+             are run, never created or removed"
+                .to_owned(),
+        );
+    }
+    match attributes.get(RUN) {
+        Some(run) if run.kind == Kind::ReadWrite => Ok(()),
+        _ => Err(format!(
+            "provider.features: a provider that runs_commands declares the attribute '{RUN}' \
+             (rw), which its get reads as '{RUN_DONE}' or why the command would run"
+        )),
     }
 }
 
@@ -1029,7 +1077,7 @@ mod tests {
         assert!(
             err.contains(
                 "unknown feature 'daemons' (known: supports_noop, starts_daemons, \
-                 names_are_paths)"
+                 names_are_paths, runs_commands)"
             ),
             "{err}"
         );

@@ -271,6 +271,7 @@ impl RawItemType {
                 supports_noop: true,
                 starts_daemons: false,
                 names_are_paths: false,
+                runs_commands: false,
                 sensitive_in: SensitiveIn::Args,
                 attributes,
                 relations: Vec::new(),

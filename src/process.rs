@@ -242,6 +242,7 @@ pub fn run(call: &Call, sink: &mut LineSink, idle: &mut Idle) -> Result<Finished
         timeout: call.timeout,
         release: call.starts_daemons,
         last_words: true,
+        user: None,
     };
     let mut answers = Answers::new(call, sink, idle);
     let result = runner::run(&options, &mut answers);

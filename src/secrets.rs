@@ -173,14 +173,25 @@ fn breaks(c: char) -> bool {
 
 /// The texts of the values of `attrs` that `is_sensitive` names: each whole
 /// value, and each element of an array or hash, as a provider could echo
-/// them. Longest first, so that a secret holding another is taken out
-/// whole; without repeats or empty texts.
+/// them; of a `NAME=VALUE` text (an environment's entry, which an exec
+/// hands its command), its VALUE too, which the command sees alone.
+/// Longest first, so that a secret holding another is taken out whole;
+/// without repeats or empty texts.
 pub fn secret_texts<'a>(
     is_sensitive: impl Fn(&str) -> bool,
     attrs: impl IntoIterator<Item = (&'a str, &'a Value)>,
 ) -> Vec<String> {
     fn texts(value: &Value, out: &mut Vec<String>) {
-        out.push(value.to_text());
+        let text = value.to_text();
+        if let Some((name, assigned)) = text.split_once('=') {
+            let is_name = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if is_name {
+                out.push(assigned.to_owned());
+            }
+        }
+        out.push(text);
         match value {
             Value::Array(items) => items.iter().for_each(|item| texts(item, out)),
             Value::Hash(map) => map.values().for_each(|item| texts(item, out)),
@@ -208,6 +219,17 @@ mod tests {
         assert!(!hides(&Value::from("")));
         assert!(hides(&Value::from("x")));
         assert!(hides(&Value::Array(Vec::new())));
+    }
+
+    #[test]
+    fn an_environment_entry_s_value_is_a_secret_of_its_own() {
+        let env = Value::Array(vec![Value::from("TOKEN=t0ken"), Value::from("a b=c")]);
+        let found = secret_texts(|_| true, [("environment", &env)]);
+        assert!(found.contains(&"t0ken".to_owned()), "{found:?}");
+        assert!(
+            !found.contains(&"c".to_owned()),
+            "not a NAME=VALUE: {found:?}"
+        );
     }
 
     #[test]

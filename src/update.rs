@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::host::{check_name, Host};
 use crate::invoke::{Update, UpdateAnswer};
-use crate::metadata::{Attribute, Kind};
+use crate::metadata::{self, Attribute, Kind};
 use crate::provider::Provider;
 use crate::resource::{Change, Resource};
 use crate::secrets::REDACTED;
@@ -101,6 +101,15 @@ impl Request {
                 );
                 continue;
             }
+            if provider.meta.runs_commands && key == metadata::RUN {
+                problem(format!(
+                    "'{key}' is not written: it is read, as '{}' when the command has nothing \
+                     to do and as why it would run otherwise, and every request asks for '{}'",
+                    metadata::RUN_DONE,
+                    metadata::RUN_DONE
+                ));
+                continue;
+            }
             let attribute = match settable_attribute_or(provider, key, also) {
                 Ok(attribute) => attribute,
                 Err(message) => {
@@ -115,6 +124,14 @@ impl Request {
                 }
                 Ok(value) => checked.push((key.to_owned(), value)),
             }
+        }
+        // A command is asked to have nothing left to run: its need to run
+        // is then the one difference a plan sees.
+        if provider.meta.runs_commands {
+            checked.push((
+                metadata::RUN.to_owned(),
+                Value::String(metadata::RUN_DONE.to_owned()),
+            ));
         }
         match problems.is_empty() {
             true => Ok(Request {
@@ -438,7 +455,11 @@ pub fn apply_many(
     let names: Vec<&str> = requests.iter().map(|r| r.name.as_str()).collect();
     let plans: Vec<Result<Transition>> = requests
         .iter()
-        .zip(host.get_many(provider, &names)?)
+        .zip(match provider.meta.runs_commands {
+            // Commands' checks need the values asked for.
+            true => host.get_with_should(provider, &names, &requests.iter().collect::<Vec<_>>())?,
+            false => host.get_many(provider, &names)?,
+        })
         .map(|(request, found)| found.and_then(|found| Transition::new(provider, request, found)))
         .collect();
     let pending: Vec<&Transition> = plans

@@ -21,7 +21,7 @@ use super::expand::Phase;
 use super::locks;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
 use super::planned::Planned;
-use super::read::{read, read_all, Observed};
+use super::read::{read, read_all, read_told, Observed};
 use super::schedule::{Node, Schedule};
 
 /// What a run reports as it goes; `ral apply` prints it.
@@ -79,7 +79,12 @@ pub trait Events {
 /// succeeded), nor a refresh (which changes nothing ral compares). Until
 /// then its success is not final.
 pub fn is_verified(catalog: &Catalog, task: &super::plan::Task) -> bool {
-    task.action != Action::Refresh && catalog.items[task.item].role == Role::Resource
+    let item = &catalog.items[task.item];
+    // A command that ran is done: reading it back would only run its
+    // checks again (and one without checks always says it would run).
+    task.action != Action::Refresh
+        && item.role == Role::Resource
+        && !item.provider.meta.runs_commands
 }
 
 /// A task about to call its provider.
@@ -781,7 +786,11 @@ fn run_batch(
     let mut calls: Vec<Calling> = Vec::new();
     let fresh: Vec<Observed> = if reread {
         let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
-        read(host, provider, &names)
+        let should: Vec<&update::Request> = match provider.meta.runs_commands {
+            true => work.iter().map(|w| &w.request).collect(),
+            false => Vec::new(),
+        };
+        read_told(host, provider, &names, &should)
     } else {
         Vec::new()
     };

@@ -15,7 +15,7 @@ use crate::update;
 
 use super::catalog::{Catalog, Role};
 use super::expand::FromPlugin;
-use super::read::{read_all, Group, Observed};
+use super::read::{read_all_told, Group, Observed};
 use super::schedule::Schedule;
 
 /// What a task does to its resource.
@@ -435,10 +435,12 @@ pub fn plan_keeping(
         // something it subscribes to may change in this run; not when its
         // own task creates, removes, starts or stops it (sets its ensure),
         // which a refresh would only repeat.
+        // Nor when it is a command its own task runs: it runs once.
         let sets_ensure = task_of[at].is_some_and(|own| {
             let own = &tasks[own];
             matches!(own.action, Action::Create | Action::Remove)
                 || own.changes.iter().any(|c| c.attr == "ensure")
+                || provider.meta.runs_commands
         });
         let mut sources: Vec<usize> = item
             .subscribes
@@ -644,7 +646,14 @@ pub fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Observed>
         .filter(|&at| catalog.items[at].role == Role::Resource)
         .collect();
     let (groups, members) = by_provider(catalog, resources);
-    let answers = read_all(host, &groups, jobs);
+    // Commands' checks need what the manifest says of them.
+    let should: Vec<Vec<&update::Request>> = (groups.iter().zip(&members))
+        .map(|((provider, _), items)| match provider.meta.runs_commands {
+            true => items.iter().map(|&at| &catalog.items[at].request).collect(),
+            false => Vec::new(),
+        })
+        .collect();
+    let answers = read_all_told(host, &groups, &should, jobs);
     let mut found: Vec<Observed> = vec![Observed::NotFound; catalog.items.len()];
     for (answer, items) in answers.into_iter().zip(members) {
         for (one, at) in answer.into_iter().zip(items) {

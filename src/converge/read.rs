@@ -11,6 +11,7 @@ use crate::host::Host;
 use crate::metadata::{Action, Invoke};
 use crate::provider::Provider;
 use crate::resource::Resource;
+use crate::update::Request;
 
 /// A provider with the names to read from it.
 pub type Group<'a> = (&'a Provider, Vec<&'a str>);
@@ -55,6 +56,18 @@ impl Observed {
 /// with its names. At most `jobs` providers are read at once. The answer
 /// has one result per name, in order, per group.
 pub fn read_all(host: &Host, groups: &[Group], jobs: usize) -> Vec<Vec<Observed>> {
+    read_all_told(host, groups, &[], jobs)
+}
+
+/// [`read_all`], telling the providers that run commands the manifest's
+/// values of their names: `should` holds, per group, one request per name
+/// (or none: a group of another provider, or all of them).
+pub fn read_all_told(
+    host: &Host,
+    groups: &[Group],
+    should: &[Vec<&Request>],
+    jobs: usize,
+) -> Vec<Vec<Observed>> {
     let results: Vec<Mutex<Vec<Observed>>> =
         groups.iter().map(|_| Mutex::new(Vec::new())).collect();
     let next = AtomicUsize::new(0);
@@ -63,7 +76,8 @@ pub fn read_all(host: &Host, groups: &[Group], jobs: usize) -> Vec<Vec<Observed>
         let Some((provider, names)) = groups.get(at) else {
             break;
         };
-        let found = read(host, provider, names);
+        let told = should.get(at).map_or(&[][..], Vec::as_slice);
+        let found = read_told(host, provider, names, told);
         *results[at].lock().unwrap_or_else(|e| e.into_inner()) = found;
     };
     let workers = jobs.clamp(1, groups.len().max(1));
@@ -83,6 +97,17 @@ pub fn read_all(host: &Host, groups: &[Group], jobs: usize) -> Vec<Vec<Observed>
 /// would otherwise be run once per name (a simple provider, several names
 /// or no find), else one get of all the names.
 pub fn read(host: &Host, provider: &Provider, names: &[&str]) -> Vec<Observed> {
+    read_told(host, provider, names, &[])
+}
+
+/// [`read`], telling a provider that runs commands the manifest's values
+/// of the names (`should`, one request per name, or none).
+pub fn read_told(
+    host: &Host,
+    provider: &Provider,
+    names: &[&str],
+    should: &[&Request],
+) -> Vec<Observed> {
     let meta = &provider.meta;
     let listing = meta.invoke == Invoke::Simple
         && meta.supports(Action::List)
@@ -90,7 +115,7 @@ pub fn read(host: &Host, provider: &Provider, names: &[&str]) -> Vec<Observed> {
     let outcome = if listing {
         list_picking(host, provider, names)
     } else {
-        host.get_many(provider, names).map(|found| {
+        host.get_with_should(provider, names, should).map(|found| {
             found
                 .into_iter()
                 .map(|one| match one {

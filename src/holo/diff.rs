@@ -100,6 +100,8 @@ fn git_diff(
         stdin: None,
         timeout: runner.timeout,
         release: false,
+        dir: None,
+        user: None,
     };
     let mut diff = Vec::new();
     let ended = run_streams(&call, &mut |stream, line| match stream {

@@ -150,6 +150,8 @@ impl Runner {
             stdin: None,
             timeout: self.timeout,
             release: false,
+            dir: None,
+            user: None,
         };
         let mut stdout = Vec::new();
         let mut on_output = on_output;

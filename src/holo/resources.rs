@@ -106,6 +106,8 @@ impl Resources {
             stdin: None,
             timeout: runner.timeout,
             release: false,
+            dir: None,
+            user: None,
         };
         let mut output = Vec::new();
         let ended = run_streams(&call, &mut |_, line| {

@@ -199,13 +199,25 @@ impl Host {
         provider: &Provider,
         names: &[&str],
     ) -> Result<Vec<Result<Option<Resource>>>> {
+        self.get_with_should(provider, names, &[])
+    }
+
+    /// [`Host::get_many`], telling a provider that runs commands the
+    /// manifest's values of each name (`should`: one request per name, in
+    /// order, or none), which its checks need.
+    pub fn get_with_should(
+        &self,
+        provider: &Provider,
+        names: &[&str],
+        should: &[&crate::update::Request],
+    ) -> Result<Vec<Result<Option<Resource>>>> {
         for name in names {
             check_name(name).map_err(|bad| Error::Request {
                 provider: provider.qualified_name(),
                 message: bad.to_string(),
             })?;
         }
-        invoke::convention(provider.meta.invoke).get_many(self, provider, names)
+        invoke::convention(provider.meta.invoke).get_with_should(self, provider, names, should)
     }
 
     /// Changes several resources of one provider (previews them under

@@ -296,7 +296,7 @@ impl super::Convention for JsonConvention {
         provider: &Provider,
         sink: &mut dyn ResourceSink,
     ) -> Result<()> {
-        for entry in get(runner, provider, &[])? {
+        for entry in get(runner, provider, &[], &[])? {
             match entry.body {
                 Ok(attrs) => sink.resource(typed(runner, provider, &entry.name, &attrs)?)?,
                 Err(error) => log::warn!(
@@ -310,15 +310,16 @@ impl super::Convention for JsonConvention {
         Ok(())
     }
 
-    fn get_many(
+    fn get_with_should(
         &self,
         runner: &dyn Runner,
         provider: &Provider,
         names: &[&str],
+        should: &[&crate::update::Request],
     ) -> Result<Vec<Result<Option<Resource>>>> {
         // The provider may answer with more than was asked; what was asked
         // is picked out.
-        let entries = match get(runner, provider, names) {
+        let entries = match get(runner, provider, names, should) {
             // "Does not exist and cannot be created" is not found, whether
             // it comes for the whole call or for the resource.
             Err(Error::Reported {
@@ -536,16 +537,40 @@ fn call(
     Ok(text)
 }
 
-/// The entries of one get call for `names` (none: every resource).
-fn get(runner: &dyn Runner, provider: &Provider, names: &[&str]) -> Result<Vec<GetEntry>> {
-    let text = call(
-        runner,
-        provider,
-        Action::Get,
-        get_request(names),
-        Vec::new(),
-    )?;
-    parse_get(&text).map_err(|e| e.into_error(provider, Action::Get))
+/// The entries of one get call for `names` (none: every resource); a
+/// provider that runs commands is told the manifest's values `should`
+/// (redacted from what it says, as an update's are).
+fn get(
+    runner: &dyn Runner,
+    provider: &Provider,
+    names: &[&str],
+    should: &[&crate::update::Request],
+) -> Result<Vec<GetEntry>> {
+    let (request, secrets) = match provider.meta.runs_commands && !should.is_empty() {
+        true => {
+            let mut told = Map::new();
+            for request in should {
+                let values: Map<String, Json> = (request.attrs.iter())
+                    .map(|(key, value)| (key.clone(), Json::from(value)))
+                    .collect();
+                told.insert(request.name.clone(), Json::Object(values));
+            }
+            let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
+            let mut secrets: Vec<String> = (should.iter())
+                .flat_map(|request| {
+                    let attrs = request.attrs.iter().map(|(k, v)| (k.as_str(), v));
+                    crate::secrets::secret_texts(is_sensitive, attrs)
+                })
+                .collect();
+            secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
+            secrets.dedup();
+            let request = json!({ "names": names, "should": told });
+            (request.to_string().into_bytes(), secrets)
+        }
+        false => (get_request(names), Vec::new()),
+    };
+    let text = call(runner, provider, Action::Get, request, secrets.clone())?;
+    parse_get(&text).map_err(|e| e.redacted(&secrets).into_error(provider, Action::Get))
 }
 
 /// A reported resource, typed against the metadata.

@@ -172,6 +172,19 @@ pub trait Convention: Sync {
         runner: &dyn Runner,
         provider: &Provider,
         names: &[&str],
+    ) -> Result<Vec<Result<Option<Resource>>>> {
+        self.get_with_should(runner, provider, names, &[])
+    }
+
+    /// [`Convention::get_many`], telling a provider that `runs_commands`
+    /// the manifest's values of each name (`should`, one per name, or
+    /// none), which its checks need.
+    fn get_with_should(
+        &self,
+        runner: &dyn Runner,
+        provider: &Provider,
+        names: &[&str],
+        should: &[&crate::update::Request],
     ) -> Result<Vec<Result<Option<Resource>>>>;
 
     /// Changes several resources (previews them under `noop`); one result
@@ -186,7 +199,8 @@ pub trait Convention: Sync {
 
     /// Refreshes one resource (restarts a service, say) because something
     /// it subscribes to changed, telling it `attrs` (the manifest's, none
-    /// sensitive). A refresh changes no attribute.
+    /// sensitive but for a provider that runs commands: see
+    /// [`refresh_attrs`]). A refresh changes no attribute.
     fn refresh(
         &self,
         runner: &dyn Runner,
@@ -203,9 +217,11 @@ pub fn refresh_attrs<'a>(
     provider: &'a Provider,
     attrs: &'a [(String, Value)],
 ) -> impl Iterator<Item = &'a (String, Value)> {
-    attrs
-        .iter()
-        .filter(move |(key, _)| provider.attribute(key).is_none_or(|a| !a.sensitive))
+    // A command's refresh runs it, with all it needs: a provider that
+    // runs commands is json, told on stdin, never on a command line.
+    attrs.iter().filter(move |(key, _)| {
+        provider.meta.runs_commands || provider.attribute(key).is_none_or(|a| !a.sensitive)
+    })
 }
 
 /// The sensitive values among `attrs`: a refresh is not told them, but

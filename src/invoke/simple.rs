@@ -388,11 +388,14 @@ impl super::Convention for SimpleConvention {
         Ok(())
     }
 
-    fn get_many(
+    /// The simple convention carries no manifest values in a find (no
+    /// provider of it runs commands): `should` is not told.
+    fn get_with_should(
         &self,
         runner: &dyn Runner,
         provider: &Provider,
         names: &[&str],
+        _should: &[&crate::update::Request],
     ) -> Result<Vec<Result<Option<Resource>>>> {
         if !provider.meta.supports(Action::Find) {
             // One listing answers for every name, each matched through a

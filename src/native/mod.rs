@@ -1,5 +1,5 @@
-//! ral's native providers: the core types (host, user, group, mount
-//! and file), and the machine's facts, written in Rust on the provider SDK
+//! ral's native providers: the core types (host, user, group, mount,
+//! file and exec), and the machine's facts, written in Rust on the provider SDK
 //! ([`crate::sdk`]), with the same names, metadata and behaviour as the
 //! scripts they replace. The host serves their calls in its own process
 //! (no interpreter, no child: a host without Python can use them);
@@ -8,6 +8,7 @@
 //! `NAME.prov` beside its metadata.
 
 mod accounts;
+mod exec;
 mod facts;
 mod file;
 mod fstab;
@@ -25,6 +26,7 @@ static PROVIDERS: &[(&str, &dyn Provider)] = &[
     ("etc_group", &group::EtcGroup),
     ("etc_hosts", &hosts::EtcHosts),
     ("etc_passwd", &passwd::EtcPasswd),
+    ("exec", &exec::Exec),
     ("facts", &facts::Facts),
     ("file", &file::File),
     ("fstab", &fstab::Fstab),

@@ -127,12 +127,14 @@ struct Hosted {
 }
 
 impl sdk::command::Commands for Hosted {
-    fn run(
-        &self,
-        argv: &[String],
-        env: &[(String, String)],
-        timeout: std::time::Duration,
-    ) -> sdk::command::Finished {
+    fn run_spec(&self, spec: &sdk::command::Spec) -> sdk::command::Finished {
+        let sdk::command::Spec {
+            argv,
+            env,
+            timeout,
+            dir,
+            user,
+        } = *spec;
         let mut ran = sdk::command::Finished::default();
         let Some(program) = argv.first() else {
             ran.problem = Some("could not be run: no command".to_owned());
@@ -157,6 +159,8 @@ impl sdk::command::Commands for Hosted {
             stdin: None,
             timeout,
             release: false,
+            dir,
+            user,
         };
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         let ended = super::streams::run_streams(&call, &mut |stream, line| {

@@ -263,6 +263,8 @@ fn real_python(program: &Path, env: &[(OsString, OsString)]) -> Option<PathBuf> 
         stdin: None,
         timeout: ASK_LIMIT,
         release: false,
+        dir: None,
+        user: None,
     };
     let mut said = Vec::new();
     let ended = super::streams::run_streams(&call, &mut |stream, bytes| {

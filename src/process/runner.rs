@@ -58,7 +58,7 @@ pub(super) struct Options<'a, A> {
     pub args: &'a [A],
     /// The complete environment.
     pub env: &'a [(OsString, OsString)],
-    /// The working directory; the caller's when `None`. A relative
+    /// The working directory; the caller's when `None`. A relative path
     /// `program` still means the caller's: it is made absolute first.
     pub dir: Option<&'a Path>,
     /// Fed to stdin; stdin is `/dev/null` when `None`.
@@ -73,6 +73,8 @@ pub(super) struct Options<'a, A> {
     /// When the run is ended early, read what it wrote on stderr first,
     /// and what it says while being ended: its last words often say why.
     pub last_words: bool,
+    /// Who it runs as; the caller when `None`.
+    pub user: Option<&'a crate::sdk::command::Credentials>,
 }
 
 /// What a run's output lines mean: the provider rules or the plugin rules.
@@ -134,9 +136,13 @@ fn spawn<'a, A: AsRef<OsStr>>(options: &Options<'a, A>) -> Result<Running<'a>> {
         action: options.action.to_owned(),
         source: explain_spawn_error(options.program, source),
     };
+    // A bare name is looked up on PATH wherever the program runs.
+    let relative_path = options.program.is_relative() && options.program.components().count() > 1;
     let program = match options.dir {
-        Some(_) => Cow::Owned(std::path::absolute(options.program).map_err(spawn_error)?),
-        None => Cow::Borrowed(options.program),
+        Some(_) if relative_path => {
+            Cow::Owned(std::path::absolute(options.program).map_err(spawn_error)?)
+        }
+        _ => Cow::Borrowed(options.program),
     };
     let fd3 = match options.fd3 {
         Some(_) => Some(std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?),
@@ -160,6 +166,9 @@ fn spawn<'a, A: AsRef<OsStr>>(options: &Options<'a, A>) -> Result<Running<'a>> {
     };
     if let Some(dir) = options.dir {
         command.current_dir(dir);
+    }
+    if let Some(user) = options.user {
+        user.apply(&mut command);
     }
     command
         .args(options.args)

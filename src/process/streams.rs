@@ -57,6 +57,10 @@ pub struct StreamCall<'a> {
     /// What the run leaves running and not holding its output is not
     /// ended with it (it starts a daemon on purpose: an ssh master).
     pub release: bool,
+    /// The working directory; the caller's when `None`.
+    pub dir: Option<&'a Path>,
+    /// Who it runs as; the caller when `None`.
+    pub user: Option<&'a crate::sdk::command::Credentials>,
 }
 
 /// How the program ended.
@@ -96,12 +100,13 @@ pub fn run_streams(call: &StreamCall, on_line: &mut dyn FnMut(Stream, &[u8])) ->
         arg0: Some(call.arg0),
         args: call.args,
         env: call.env,
-        dir: None,
+        dir: call.dir,
         stdin: call.stdin,
         fd3: call.fd3.then_some(MAX_FD3),
         timeout: call.timeout,
         release: call.release,
         last_words: false,
+        user: call.user,
     };
     let mut passed = PassedOn {
         label: call.label,

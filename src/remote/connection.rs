@@ -244,6 +244,8 @@ pub fn ssh_resolved(settings: &SshSettings, target: &Target) -> Result<Vec<Strin
         stdin: None,
         timeout: settings.connect_timeout,
         release: false,
+        dir: None,
+        user: None,
     };
     let (ended, stdout, stderr) = run_collecting(&call)?;
     if !ended.success() {
@@ -674,6 +676,8 @@ impl Session {
             stdin,
             timeout: self.timeout,
             release,
+            dir: None,
+            user: None,
         };
         run_collecting(&call).map_err(|e| match e {
             Error::Timeout { limit, .. } => self.no_answer(limit),

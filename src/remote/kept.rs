@@ -238,6 +238,8 @@ fn control(kept: &Kept, command: &str) -> Result<(bool, Vec<String>)> {
         stdin: None,
         timeout: Duration::from_secs(10),
         release: false,
+        dir: None,
+        user: None,
     };
     let mut said = Vec::new();
     let ended = run_streams(&call, &mut |_, line| {

@@ -120,6 +120,16 @@ fn change_words(
     style: Style,
 ) -> String {
     match (&change.was, task.action) {
+        // A command's need to run reads as why it runs.
+        (Some(Value::String(why)), _)
+            if provider.meta.runs_commands && change.attr == crate::metadata::RUN =>
+        {
+            let verb = match task.state {
+                TaskState::Success => "ran",
+                _ => "runs",
+            };
+            format!("{verb}: {}", style.paint(OLD, &escape(why)))
+        }
         (_, Action::Create) if change.attr == "ensure" => {
             let made = match &change.is {
                 Value::String(word) if is_word(word) => style.paint(NEW, word),

@@ -30,17 +30,87 @@ pub struct Finished {
     pub stderr: Vec<u8>,
 }
 
+/// Who a command runs as: ids the caller looked up (the process must be
+/// root to take them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub uid: u32,
+    pub gid: u32,
+    /// The supplementary groups, which replace the caller's.
+    pub groups: Vec<u32>,
+}
+
+impl Credentials {
+    /// Takes these ids in a forked child before it execs: groups, then
+    /// the group, then the user, each checked (a failure fails the spawn,
+    /// the command never runs with the caller's privileges).
+    ///
+    /// # Safety
+    /// Only for `pre_exec`: it calls setgroups, setgid and setuid alone,
+    /// which are async-signal-safe, on a vector allocated before the fork.
+    pub unsafe fn take(uid: u32, gid: u32, groups: &[libc::gid_t]) -> std::io::Result<()> {
+        let taken = unsafe {
+            libc::setgroups(groups.len() as _, groups.as_ptr()) == 0
+                && libc::setgid(gid) == 0
+                && libc::setuid(uid) == 0
+        };
+        match taken {
+            true => Ok(()),
+            false => Err(std::io::Error::last_os_error()),
+        }
+    }
+
+    /// Sets `command` to run with these ids.
+    pub fn apply(&self, command: &mut Command) {
+        let (uid, gid, groups) = (self.uid, self.gid, self.groups.clone());
+        // SAFETY: `take` is async-signal-safe, and the groups were
+        // allocated here, before the fork.
+        unsafe {
+            command.pre_exec(move || Credentials::take(uid, gid, &groups));
+        }
+    }
+}
+
+/// One command to run: argv only, with exactly `env`, within `timeout`;
+/// in `dir` (`/` when `None`), as `user` (the caller when `None`).
+#[derive(Debug, Clone, Copy)]
+pub struct Spec<'a> {
+    pub argv: &'a [String],
+    pub env: &'a [(String, String)],
+    pub timeout: Duration,
+    pub dir: Option<&'a std::path::Path>,
+    pub user: Option<&'a Credentials>,
+}
+
 /// Runs commands for a provider.
 pub trait Commands: Send + Sync {
-    /// Runs `argv` with exactly `env`, within `timeout`.
-    fn run(&self, argv: &[String], env: &[(String, String)], timeout: Duration) -> Finished;
+    /// Runs `argv` with exactly `env`, within `timeout`, in `/`.
+    fn run(&self, argv: &[String], env: &[(String, String)], timeout: Duration) -> Finished {
+        self.run_spec(&Spec {
+            argv,
+            env,
+            timeout,
+            dir: None,
+            user: None,
+        })
+    }
+
+    /// Runs the command `spec` describes.
+    fn run_spec(&self, spec: &Spec) -> Finished;
 }
 
 /// Runs commands as children of the provider's own process.
 pub struct Direct;
 
 impl Commands for Direct {
-    fn run(&self, argv: &[String], env: &[(String, String)], timeout: Duration) -> Finished {
+    fn run_spec(&self, spec: &Spec) -> Finished {
+        let Spec {
+            argv,
+            env,
+            timeout,
+            dir,
+            user,
+        } = *spec;
         let mut ran = Finished::default();
         let Some((program, args)) = argv.split_first() else {
             ran.problem = Some("could not be run: no command".to_owned());
@@ -60,12 +130,15 @@ impl Commands for Direct {
         command
             .args(args)
             .stdin(Stdio::null())
-            .current_dir("/")
+            .current_dir(dir.unwrap_or(std::path::Path::new("/")))
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
             // Its own group, so that a timeout ends the helpers it started
             // (mount.nfs...) too.
             .process_group(0);
+        if let Some(user) = user {
+            user.apply(&mut command);
+        }
         let spawned = out
             .try_clone()
             .and_then(|o| Ok((o, err.try_clone()?)))

@@ -90,6 +90,9 @@ pub struct Call {
     /// not yet renamed into place fails with [`Deadline::error`], a wait
     /// for a lock or a command is cut to what is left of it.
     pub deadline: Option<Deadline>,
+    /// For a get of a provider that `runs_commands`: the manifest's values
+    /// of each name asked for (its checks need them); empty otherwise.
+    pub should: Map<String, Json>,
 }
 
 impl Call {
@@ -104,7 +107,14 @@ impl Call {
             env: Vec::new(),
             commands: std::sync::Arc::new(command::Direct),
             deadline: None,
+            should: Map::new(),
         }
+    }
+
+    /// The manifest's values for `name` a get was given (see
+    /// [`Call::should`]).
+    pub fn should_of(&self, name: &str) -> Option<&Resource> {
+        self.should.get(name).and_then(Json::as_object)
     }
 
     /// An error once the call is past its deadline (see
@@ -227,6 +237,15 @@ pub trait Provider: Sync {
     /// change); one outcome per update, in order. The outer error fails
     /// the whole call: nothing was done.
     fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>>;
+
+    /// Refreshes `name` (something it subscribes to changed), told the
+    /// manifest's values `attrs`; only providers whose metadata lists the
+    /// refresh action are asked.
+    fn refresh(&self, _call: &Call, name: &str, _attrs: &Resource) -> CallResult<()> {
+        Err(CallError::new(format!(
+            "'{name}' cannot be refreshed: the provider has no refresh action"
+        )))
+    }
 }
 
 /// The answer entry saying that resource `name` failed with `err`: a

@@ -164,6 +164,7 @@ fn call(made: &Made, log: Box<dyn Write + Send>, noop: bool) -> Call {
         env: env.to_vec(),
         commands: made.commands.clone(),
         deadline: made.deadline.clone(),
+        should: Map::new(),
     }
 }
 
@@ -473,9 +474,18 @@ fn json_call(
         "get" => {
             let document = read_request(stdin)?;
             let names = get_names(&document)?;
-            let call = call(made, log, false);
+            let mut call = call(made, log, false);
+            call.should = get_should(&document, &names)?;
             let resources = read(provider, &call, &names)?;
             answer_get(answer, resources, &names)
+        }
+        "refresh" => {
+            let document = read_request(stdin)?;
+            let (name, attrs) = refresh_request(&document)?;
+            let call = call(made, log, false);
+            provider.refresh(&call, &name, &attrs)?;
+            answer.write(&serde_json::json!({ "refreshed": [{ "name": name }] }).to_string());
+            Ok(())
         }
         "set" => {
             let document = read_request(stdin)?;
@@ -485,10 +495,51 @@ fn json_call(
             answer_set(answer, &updates, outcomes)
         }
         other => Err(CallError::new(format!(
-            "unknown action {}: expected one of describe, get, set",
+            "unknown action {}: expected one of describe, get, set, refresh",
             quoted(other)
         ))),
     }
+}
+
+/// The manifest's values a get names (`"should": {NAME: {...}}`, sent to
+/// providers that run commands): an object per name asked for, if any.
+fn get_should(document: &Map<String, Json>, names: &[String]) -> CallResult<Map<String, Json>> {
+    let Some(should) = document.get("should") else {
+        return Ok(Map::new());
+    };
+    let bad = || CallError::new("'should' must be an object of an object per name asked for");
+    let should = should.as_object().ok_or_else(bad)?;
+    for (name, values) in should {
+        if !values.is_object() || !names.contains(name) {
+            return Err(bad());
+        }
+    }
+    Ok(should.clone())
+}
+
+/// The one resource of a refresh request (`{"refresh": [{"name",
+/// "attributes"}]}`) and the manifest's values it is told.
+fn refresh_request(document: &Map<String, Json>) -> CallResult<(String, Resource)> {
+    let bad = || {
+        CallError::new(
+            "a refresh request is {\"refresh\": [{\"name\": NAME, \"attributes\": {...}}]}",
+        )
+    };
+    let [one] = document
+        .get("refresh")
+        .and_then(Json::as_array)
+        .map(Vec::as_slice)
+        .ok_or_else(bad)?
+    else {
+        return Err(bad());
+    };
+    let name = one.get("name").and_then(Json::as_str).ok_or_else(bad)?;
+    let attrs = match one.get("attributes") {
+        None => Resource::new(),
+        Some(Json::Object(attrs)) => attrs.clone(),
+        Some(_) => return Err(bad()),
+    };
+    Ok((name.to_owned(), attrs))
 }
 
 /// The document on stdin, which must be a JSON object.

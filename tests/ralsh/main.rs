@@ -53,6 +53,7 @@ mod property;
 mod provider_accounts;
 mod provider_cron;
 mod provider_failures;
+mod provider_exec;
 mod provider_file;
 mod provider_mount;
 mod provider_service;

@@ -1,0 +1,240 @@
+//! `exec::exec`: the one command no other type covers, run when its
+//! guards allow (Puppet's exec, Ansible's command and shell). Its
+//! provider `runs_commands`: a get is told the manifest's values and
+//! reads `run` as `done` (a guard says there is nothing to do, or it
+//! runs only on refresh) or as why it would run; a set runs it; a
+//! refresh runs it when its guards allow. What it runs goes through the
+//! call's command runner: argv only, its own process group killed at its
+//! time limit, a bounded tail of its output kept.
+
+mod spec;
+#[cfg(test)]
+mod tests;
+mod users;
+
+use serde_json::Value as Json;
+
+use crate::metadata::{RUN, RUN_DONE};
+use crate::sdk::command::{Finished, Spec as RunSpec};
+use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention};
+use crate::sdk::{Outcome, Provider, Resource, Update};
+
+use spec::{below, Command, Spec};
+
+/// The lines of a failed command's output its error quotes (the last).
+const QUOTED_LINES: usize = 20;
+
+/// The provider.
+pub struct Exec;
+
+impl Provider for Exec {
+    fn metadata(&self) -> &'static str {
+        include_str!("../../../providers/exec.yaml")
+    }
+
+    fn convention(&self) -> Convention {
+        Convention::Json
+    }
+
+    /// Execs are not listed (they are the manifest's alone); one named
+    /// without its values is only its name.
+    fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
+        Ok(names
+            .iter()
+            .map(|name| {
+                let Some(values) = call.should_of(name) else {
+                    let mut resource = Resource::new();
+                    resource.insert("name".into(), Json::from(name.as_str()));
+                    return resource;
+                };
+                read(call, name, values).unwrap_or_else(|err| error_entry(name, &err))
+            })
+            .collect())
+    }
+
+    fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
+        Ok(updates
+            .iter()
+            .map(|update| run_update(call, update))
+            .collect())
+    }
+
+    fn refresh(&self, call: &Call, name: &str, attrs: &Resource) -> CallResult<()> {
+        let spec = Spec::parse(name, attrs, &call.root)?;
+        if let Some(done) = guarded(call, &spec)? {
+            call.log
+                .info(&format!("{name}: not run on refresh: {done}"));
+            return Ok(());
+        }
+        execute(call, &spec, &spec.command)
+    }
+}
+
+/// The exec `name` as its manifest `values` find it now: the values as
+/// given, and `run`.
+fn read(call: &Call, name: &str, values: &Resource) -> CallResult<Resource> {
+    let spec = Spec::parse(name, values, &call.root)?;
+    let run = match spec.refreshonly {
+        true => RUN_DONE.to_owned(),
+        false => match guarded(call, &spec)? {
+            Some(_) => RUN_DONE.to_owned(),
+            None => why_it_runs(&spec),
+        },
+    };
+    let mut resource = values.clone();
+    resource.insert("name".into(), Json::from(name));
+    resource.insert(RUN.into(), Json::from(run));
+    Ok(resource)
+}
+
+/// Why a command the guards allow would run.
+fn why_it_runs(spec: &Spec) -> String {
+    let mut why = Vec::new();
+    if let Some(path) = &spec.creates {
+        why.push(format!("{path} does not exist"));
+    }
+    if let Some(check) = &spec.onlyif {
+        why.push(format!("onlyif {} succeeded", check.shown));
+    }
+    if let Some(check) = &spec.unless {
+        why.push(format!("unless {} failed", check.shown));
+    }
+    match why.is_empty() {
+        true => "it has no creates, onlyif or unless: it runs every time".to_owned(),
+        false => why.join("; "),
+    }
+}
+
+/// What a guard says when it keeps the command from running (`None`:
+/// every guard allows it). `creates` is looked at first, so that a
+/// command whose work is done runs no check.
+fn guarded(call: &Call, spec: &Spec) -> CallResult<Option<String>> {
+    if let Some(path) = &spec.creates {
+        if std::fs::symlink_metadata(below(&call.root, path)).is_ok() {
+            return Ok(Some(format!("{path} exists")));
+        }
+    }
+    if let Some(check) = &spec.onlyif {
+        let status = check_status(call, spec, check, "onlyif")?;
+        if status != 0 {
+            return Ok(Some(format!("onlyif {} failed ({status})", check.shown)));
+        }
+    }
+    if let Some(check) = &spec.unless {
+        if check_status(call, spec, check, "unless")? == 0 {
+            return Ok(Some(format!("unless {} succeeded", check.shown)));
+        }
+    }
+    Ok(None)
+}
+
+/// The exit status of a check; a check that cannot run or finish fails
+/// the read: whether the command would run is then not known.
+fn check_status(call: &Call, spec: &Spec, check: &Command, attr: &str) -> CallResult<i64> {
+    let ran = run(call, spec, check)?;
+    match ran.status {
+        Some(status) => Ok(i64::from(status)),
+        None => Err(CallError::new(format!(
+            "{attr}: {} {}{}",
+            check.shown,
+            ran.problem.as_deref().unwrap_or("did not finish"),
+            output_tail(&ran)
+        ))),
+    }
+}
+
+/// Runs the command of an update (`is` as read, `should` asking for
+/// `run: done`), or says under noop that it would.
+fn run_update(call: &Call, update: &Update) -> Outcome {
+    let mut values = update.is.clone();
+    values.extend(update.should.clone());
+    let was = update.is.get(RUN).cloned().unwrap_or(Json::Null);
+    if update.should.get(RUN).and_then(Json::as_str) != Some(RUN_DONE) {
+        return Err(CallError::new(format!(
+            "an exec's update asks for {RUN}: {RUN_DONE}, which running the command gives"
+        )));
+    }
+    let spec = Spec::parse(&update.name, &values, &call.root)?;
+    if !call.noop {
+        execute(call, &spec, &spec.command)?;
+    }
+    Ok(vec![Change::new(RUN, was, RUN_DONE)])
+}
+
+/// Runs `command` as the exec says; its exit status must be one of
+/// `returns`.
+fn execute(call: &Call, spec: &Spec, command: &Command) -> CallResult<()> {
+    let ran = run(call, spec, command)?;
+    match ran.status {
+        Some(status) if spec.returns.contains(&i64::from(status)) => {
+            call.log.info(&format!(
+                "{} ran, exit status {status}",
+                crate::sdk::text::clean(&command.shown)
+            ));
+            Ok(())
+        }
+        Some(status) => Err(CallError::new(format!(
+            "{} exited with status {status} (returns: {}){}",
+            command.shown,
+            shown_returns(&spec.returns),
+            output_tail(&ran)
+        ))),
+        None => Err(CallError::new(format!(
+            "{} {}{}",
+            command.shown,
+            ran.problem.as_deref().unwrap_or("did not finish"),
+            output_tail(&ran)
+        ))),
+    }
+}
+
+fn shown_returns(returns: &[i64]) -> String {
+    let all: Vec<String> = returns.iter().map(i64::to_string).collect();
+    all.join(", ")
+}
+
+/// Runs `command` in the exec's directory, environment and user, within
+/// its time limit. A directory that is not there fails before anything
+/// runs.
+fn run(call: &Call, spec: &Spec, command: &Command) -> CallResult<Finished> {
+    call.within_time()?;
+    if !spec.dir.is_dir() {
+        return Err(CallError::new(format!(
+            "cwd: {} is not a directory",
+            spec.dir.display()
+        )));
+    }
+    let mut env = call.env.clone();
+    for (key, value) in &spec.environment {
+        env.retain(|(k, _)| k != key);
+        env.push((key.clone(), value.clone()));
+    }
+    let ran = call.commands.run_spec(&RunSpec {
+        argv: &command.argv,
+        env: &env,
+        timeout: spec.timeout,
+        dir: Some(&spec.dir),
+        user: spec.user.as_ref().map(|(_, ids)| ids),
+    });
+    Ok(ran)
+}
+
+/// The last lines of what a command wrote (stderr after stdout), as a
+/// message's tail: `:\n` and the lines, or nothing when it wrote nothing.
+fn output_tail(ran: &Finished) -> String {
+    let mut text = String::from_utf8_lossy(&ran.stdout).into_owned();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&String::from_utf8_lossy(&ran.stderr));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let from = lines.len().saturating_sub(QUOTED_LINES);
+    let quoted: Vec<String> = lines[from..]
+        .iter()
+        .map(|line| crate::sdk::text::clean(line))
+        .collect();
+    format!(":\n{}", quoted.join("\n"))
+}

@@ -1,0 +1,202 @@
+//! The exec type through ral plan, ral apply and ralsh on a fake root:
+//! its guards decide and the plan says why; a refreshonly exec runs when
+//! what it subscribes to changes (on the first run too) and once; checks
+//! run under plan and noop, the command never; a command is argv, never
+//! a shell's text; an exec is never removed; its secrets stay out of
+//! plans, output and the store. Every command only writes below the
+//! sandbox's root, which it finds in RALSH_ROOT_DIR.
+
+use crate::support::{run, Run, Sandbox};
+
+/// A manifest written beside the sandbox, and its path.
+fn manifest(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn ral(sandbox: &Sandbox, subcommand: &str, args: &[&str]) -> Run {
+    run(&mut sandbox.ral_command(subcommand, args))
+}
+
+/// What a command appends to ROOT/log: each run leaves one line.
+fn log(sandbox: &Sandbox) -> Vec<String> {
+    std::fs::read_to_string(sandbox.root().join("log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+const APP: &str = r#"file:
+  /etc/app.conf: {content: "port 80\n"}
+exec:
+  migrate:
+    command: [sh, -c, 'echo migrate >> "$RALSH_ROOT_DIR/log"; touch "$RALSH_ROOT_DIR/etc/.migrated"']
+    creates: /etc/.migrated
+  reload:
+    command: sh -c 'echo reload >> "$RALSH_ROOT_DIR/log"'
+    refreshonly: true
+    subscribe: file[/etc/app.conf]
+"#;
+
+#[test]
+fn guards_decide_the_plan_says_why_and_a_second_run_has_nothing_to_do() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(&dir, "app.yaml", APP);
+    ral(&sandbox, "plan", &[&m])
+        .expect(0)
+        .stdout_has("~ exec[migrate]\n    runs: /etc/.migrated does not exist")
+        .stdout_has("^ exec[reload] (waits for file[/etc/app.conf])");
+    assert!(log(&sandbox).is_empty(), "a plan runs no command");
+    // The config file is created in this run: the refreshonly exec,
+    // which has no ensure of its own, is refreshed on the first run too.
+    ral(&sandbox, "apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ~ exec[migrate]")
+        .stdout_has("ran: /etc/.migrated does not exist")
+        .stdout_has("Success ^ exec[reload]");
+    assert_eq!(log(&sandbox), ["migrate", "reload"]);
+    ral(&sandbox, "plan", &["--detailed-exitcodes", &m])
+        .expect(0)
+        .stdout_has("0 to create, 0 to change, 0 to remove; 3 unchanged");
+    ral(&sandbox, "apply", &[&m]).expect(0);
+    assert_eq!(log(&sandbox), ["migrate", "reload"], "nothing ran again");
+    // A change of what it subscribes to refreshes it once.
+    let m2 = manifest(&dir, "app2.yaml", &APP.replace("port 80", "port 81"));
+    ral(&sandbox, "apply", &[&m2]).expect(0);
+    assert_eq!(log(&sandbox), ["migrate", "reload", "reload"]);
+}
+
+#[test]
+fn an_exec_that_runs_as_its_own_task_is_not_refreshed_again() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"file:
+  /etc/app.conf: {content: "x\n"}
+exec:
+  always:
+    command: sh -c 'echo always >> "$RALSH_ROOT_DIR/log"'
+    subscribe: file[/etc/app.conf]
+"#;
+    let m = manifest(&dir, "m.yaml", text);
+    ral(&sandbox, "apply", &[&m]).expect(0);
+    assert_eq!(
+        log(&sandbox),
+        ["always"],
+        "one run, not a run and a refresh"
+    );
+    // Without guards it runs every time, as Puppet's does.
+    ral(&sandbox, "plan", &[&m])
+        .expect(0)
+        .stdout_has("runs: it has no creates, onlyif or unless: it runs every time");
+}
+
+#[test]
+fn checks_run_under_plan_and_noop_the_command_never() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"exec:
+  guarded:
+    command: sh -c 'echo command >> "$RALSH_ROOT_DIR/log"'
+    onlyif: sh -c 'echo check >> "$RALSH_ROOT_DIR/log"; exit 0'
+"#;
+    let m = manifest(&dir, "m.yaml", text);
+    ral(&sandbox, "plan", &[&m])
+        .expect(0)
+        .stdout_has("runs: onlyif sh -c 'echo check");
+    assert_eq!(log(&sandbox), ["check"]);
+    ral(&sandbox, "apply", &["--noop", &m]);
+    assert!(
+        !log(&sandbox).contains(&"command".to_owned()),
+        "{:?}",
+        log(&sandbox)
+    );
+    ral(&sandbox, "apply", &[&m]).expect(0);
+    assert_eq!(log(&sandbox).last().unwrap(), "command");
+    // unless: a check that succeeds means there is nothing to do.
+    let m = manifest(
+        &dir,
+        "unless.yaml",
+        "exec:\n  skipped:\n    command: touch /nonexistent/never\n    unless: 'true'\n",
+    );
+    ral(&sandbox, "plan", &["--detailed-exitcodes", &m])
+        .expect(0)
+        .stdout_has("1 unchanged");
+}
+
+#[test]
+fn a_command_is_argv_and_its_words_never_reach_a_shell() {
+    let sandbox = Sandbox::new();
+    let attack = "; touch \"$RALSH_ROOT_DIR/pwned\" #";
+    let out = run(sandbox.command().args([
+        "exec",
+        "x",
+        &format!("command=echo {}", shell_words::quote(attack)),
+    ]));
+    out.expect(0);
+    assert!(!sandbox.root().join("pwned").exists());
+    // The same text with shell: true is the shell's, as asked.
+    let out = run(sandbox.command().args([
+        "exec",
+        "y",
+        "command=touch \"$RALSH_ROOT_DIR/shelled\"",
+        "shell=true",
+    ]));
+    out.expect(0);
+    assert!(sandbox.root().join("shelled").exists());
+}
+
+#[test]
+fn a_failing_command_fails_its_task_with_status_and_output_and_is_never_removed() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest(
+        &dir,
+        "m.yaml",
+        "exec:\n  broken:\n    command: sh -c 'echo why-it-broke >&2; exit 3'\n  fine:\n    command: 'true'\n    returns: [0, 3]\n",
+    );
+    let applied = ral(&sandbox, "apply", &[&m]);
+    assert_ne!(applied.status, 0);
+    applied
+        .stdout_has("exited with status 3 (returns: 0)")
+        .stdout_has("why-it-broke")
+        .stdout_has("Success ~ exec[fine]");
+    // Left out of the manifest, an exec is not something to remove.
+    let empty = manifest(&dir, "other.yaml", "file:\n  /etc/other: {content: x}\n");
+    ral(&sandbox, "plan", &[&empty])
+        .expect(0)
+        .stdout_has("= exec[fine] is only forgotten, left as it is")
+        .stdout_has("0 to remove");
+}
+
+#[test]
+fn a_sensitive_value_of_an_exec_is_never_shown_or_stored() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"vars:
+  token: s3cr3t-t0ken
+  ral_sensitive: [token]
+exec:
+  login:
+    command: sh -c 'echo "failed with $TOKEN" >&2; exit 1'
+    environment: ["TOKEN={{ token }}"]
+"#;
+    let m = manifest(&dir, "m.yaml", text);
+    let plan = ral(&sandbox, "plan", &["-j", &m]);
+    assert!(!plan.stdout.contains("s3cr3t"), "{}", plan.stdout);
+    let applied = ral(&sandbox, "apply", &[&m]);
+    assert!(
+        !applied.stdout.contains("s3cr3t") && !applied.stderr.contains("s3cr3t"),
+        "{}{}",
+        applied.stdout,
+        applied.stderr
+    );
+    applied.stdout_has("failed with [redacted]");
+    let store = std::fs::read(sandbox.root().join("var/lib/ral/state.db")).unwrap_or_default();
+    assert!(
+        !store.windows(6).any(|w| w == b"s3cr3t"),
+        "the secret reached the state store"
+    );
+}

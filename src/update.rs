@@ -491,22 +491,59 @@ pub fn apply_many(
             .collect()
     }
     .into_iter();
-    Ok(plans
-        .into_iter()
-        .map(|plan| {
-            let plan = plan?;
+    let mut created = Vec::new();
+    let mut outcomes: Vec<Result<Outcome>> = Vec::with_capacity(plans.len());
+    for (at, plan) in plans.into_iter().enumerate() {
+        outcomes.push(plan.and_then(|plan| {
             let changes = if plan.should.is_empty() {
                 Vec::new()
             } else {
                 answers.next().expect("one answer per pending plan")?
             };
+            if !noop && !changes.is_empty() && plan.creates(provider) {
+                created.push(at);
+            }
             Ok(Outcome {
                 resource: plan.view_after(provider, &changes),
                 changes,
                 noop,
             })
-        })
-        .collect())
+        }));
+    }
+    show_created_as_read(host, provider, requests, &created, &mut outcomes);
+    Ok(outcomes)
+}
+
+/// Replaces the view of each resource just created with what the
+/// provider reads of it now: a creation's answer names what was set, and
+/// the attributes it left at their defaults (a hosts entry's empty
+/// aliases) are there only in a read. One get for all of them; a view
+/// that cannot be read back stays as it was made.
+fn show_created_as_read(
+    host: &Host,
+    provider: &Provider,
+    requests: &[Request],
+    created: &[usize],
+    outcomes: &mut [Result<Outcome>],
+) {
+    if created.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = created
+        .iter()
+        .map(|&at| requests[at].name.as_str())
+        .collect();
+    let Ok(found) = host.get_many(provider, &names) else {
+        return;
+    };
+    for (&at, found) in created.iter().zip(found) {
+        if let (Ok(outcome), Ok(Some(read))) = (&mut outcomes[at], found) {
+            let withheld = withheld::withheld(provider, &requests[at].attrs, &read);
+            if withheld.is_empty() {
+                outcome.resource = read;
+            }
+        }
+    }
 }
 
 /// The changes an update's answer reports for `plan`, completed and

@@ -13,6 +13,7 @@ mod bundled;
 mod cli;
 mod closed_stdout;
 mod completion;
+mod create_view;
 mod concurrent_edits;
 mod destroy_guard;
 mod discovery;

@@ -712,6 +712,23 @@ fn check_resource<'r>(
             .from_plugin
             .as_deref()
             .is_some_and(FromPlugin::is_removal);
+    // What Puppet prints besides attributes (`provider`, `target`).
+    let (provider, written) = match role {
+        Role::Resource if !unchecked => {
+            match super::puppet_compat::resolve(registry, provider, resource) {
+                Ok(resolved) => resolved,
+                Err((line, message)) => {
+                    let at = Origin {
+                        line,
+                        ..resource.origin.clone()
+                    };
+                    problems.push(at.problem(format!("{reference}: {message}")));
+                    return None;
+                }
+            }
+        }
+        _ => (provider, resource.attrs.iter().collect()),
+    };
     let item = |attrs| Item {
         provider,
         role,
@@ -740,8 +757,8 @@ fn check_resource<'r>(
             return None;
         }
     }
-    let written: Vec<(&str, &Written)> = resource
-        .attrs
+    let attr_lines: Vec<usize> = written.iter().map(|attr| attr.line).collect();
+    let written: Vec<(&str, &Written)> = written
         .iter()
         .map(|attr| (attr.name.as_str(), &attr.value))
         .collect();
@@ -754,7 +771,7 @@ fn check_resource<'r>(
             for problem in found {
                 let at = match problem.attr {
                     Some(index) => Origin {
-                        line: resource.attrs[index].line,
+                        line: attr_lines[index],
                         ..resource.origin.clone()
                     },
                     None => resource.origin.clone(),

@@ -15,6 +15,7 @@ pub mod manifest;
 pub mod ownership;
 pub mod plan;
 pub mod planned;
+mod puppet_compat;
 pub mod read;
 pub mod record;
 pub mod report;

@@ -12,11 +12,23 @@ $RALSH_ROOT_DIR ("/" when unset or empty).
 
 get reads dpkg's database with one dpkg-query call, whatever was asked; a
 name dpkg does not know is looked up with one apt-cache policy call for all
-such names. set runs apt-get once per package (install, remove or purge),
-non-interactively, and reports what dpkg's database says changed; under
-noop it runs apt-get's simulation (-s) instead and reports what it says
-would change. Read-only apt calls never write apt's binary caches, so get
-and noop change no file.
+such names. mark (hold or none) is dpkg's selection, the first word of
+the same call's ${Status}. set runs apt-get once per package (install,
+remove or purge), non-interactively, and reports what dpkg's database says
+changed; under noop it runs apt-get's simulation (-s) instead and reports
+what it says would change. Read-only apt calls never write apt's binary
+caches, so get and noop change no file.
+
+A mark is written with dpkg --set-selections (NAME hold, or install /
+deinstall for none) under dpkg's frontend lock. A hold stops apt-get, so a
+change to a held package is made only when the request also releases it
+(mark none): the hold is released (selection install), then apt-get runs;
+a failing apt-get gets its hold back. Without mark none such a change is
+refused before anything runs (the host sends only attributes that change,
+so a request that keeps the hold cannot be told from one that ignores it). Only an installed
+package can be held: mark hold with ensure absent or purged, or on a
+package that stays uninstalled, is refused; with ensure present or a
+version it installs, then holds.
 
 With a root other than "/", every tool is pointed below it: dpkg-query gets
 --admindir; apt is configured by an APT_CONFIG document kept in memory that
@@ -32,7 +44,11 @@ ral_provider.Commands: argv only, the scrubbed environment, no shell.
 
 import json
 import os
+import contextlib
+import fcntl
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 
@@ -47,7 +63,8 @@ INSTALLED = ("installed", "triggers-awaited", "triggers-pending")
 # dpkg states in which none of the package's files but config files remain.
 GONE = ("config-files", "not-installed")
 STATES = INSTALLED + GONE + ("half-installed", "unpacked", "half-configured")
-REPORTED = ("ensure", "version", "arch", "status")
+REPORTED = ("ensure", "version", "arch", "status", "mark")
+MARKS = ("hold", "none")
 NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+\Z")
 ARCH = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 FORMAT = "${binary:Package}\\t${Package}\\t${Version}\\t${Status}\\t${Architecture}\\n"
@@ -291,7 +308,10 @@ class Apt:
             raise CallError(failure("apt-cache policy", status, out, err))
         return parse_policy(out)
 
-    def get(self, command, target, simulate, downgrade=False):
+    def get(self, command, target, simulate, downgrade=False, held=False):
+        """Runs apt-get COMMAND TARGET (-s when SIMULATE). HELD: the package
+        is held and the real run releases it first, so the simulation
+        lets apt-get change held packages (which it refuses under -y)."""
         argv = ["apt-get", "-q", "-y"] + self.options(not simulate) + [
             "-o", "Dpkg::Use-Pty=0",
             "-o", "DPkg::Lock::Timeout=%d" % LOCK_TIMEOUT,
@@ -304,6 +324,8 @@ class Apt:
             argv.append("-s")
         if downgrade:
             argv.append("--allow-downgrades")
+        if held and simulate:
+            argv.append("--allow-change-held-packages")
         argv += [command, target]
         if self.root is not None and not simulate:
             for rel in ("var/log/apt", "var/cache/apt/archives/partial",
@@ -380,12 +402,14 @@ def parse_policy(text):
 class Entry:
     """One package in dpkg's database."""
 
-    def __init__(self, name, package, version, status, arch):
+    def __init__(self, name, package, version, status, arch, want):
         self.name = name
         self.package = package
         self.version = version
         self.status = status
         self.arch = arch
+        # dpkg's selection: install, hold, deinstall, purge or unknown.
+        self.want = want
 
 
 class Database:
@@ -412,10 +436,13 @@ class Database:
             if len(fields) != 5 or not fields[0]:
                 continue
             name, package, version, state, arch = fields
-            state = state.split()[-1] if state.split() else ""
+            # ${Status} is "WANT FLAG STATE": the selection comes first.
+            words = state.split()
+            want = words[0] if words else ""
+            state = words[-1] if words else ""
             if state not in STATES or state == "not-installed":
                 continue
-            entry = Entry(name, package, version, state, arch)
+            entry = Entry(name, package, version, state, arch, want)
             self.entries[name] = entry
             self.by_package.setdefault(package, []).append(entry)
 
@@ -453,13 +480,19 @@ class Database:
 def state_of(entry):
     """The reported attributes of a database entry (None: not known)."""
     if entry is None or entry.status == "not-installed":
-        return {"ensure": "absent", "status": "not-installed"}
+        return {"ensure": "absent", "status": "not-installed", "mark": "none"}
     state = {"ensure": "present" if entry.status in INSTALLED else "absent",
              "status": entry.status}
     if entry.status not in GONE:
         state["version"] = entry.version
         state["arch"] = entry.arch
+    state["mark"] = mark_of(entry)
     return state
+
+
+def mark_of(entry):
+    """hold when dpkg's selection of ENTRY is hold, else none."""
+    return "hold" if entry is not None and entry.want == "hold" else "none"
 
 
 def resource(name, state):
@@ -484,6 +517,92 @@ def unknown_message(name, entry=None):
     return ("package %s not found: it is not installed and no configured apt "
             "source offers it (check the name, or run apt-get update if the "
             "package lists are stale)" % quoted(name))
+
+
+# -------------------------------------------------------------- selections
+
+
+class _LockTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def frontend_lock(root):
+    """Holds dpkg's frontend lock (ROOT/var/lib/dpkg/lock-frontend, the one
+    apt-get and dpkg take first), waiting up to LOCK_TIMEOUT seconds for it
+    as apt-get is told to. dpkg run inside is told it is held
+    (DPKG_FRONTEND_LOCKED), as apt-get tells it."""
+    path = os.path.join(root or "/", "var/lib/dpkg/lock-frontend")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+    except OSError as err:
+        raise UpdateError("cannot open dpkg's lock %s: %s"
+                          % (quoted(path), err.strerror or err))
+
+    def expired(signum, frame):
+        raise _LockTimeout()
+
+    try:
+        previous = signal.signal(signal.SIGALRM, expired)
+        signal.alarm(LOCK_TIMEOUT)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+        except _LockTimeout:
+            raise UpdateError("dpkg's lock %s is still held by another "
+                              "process after %d seconds"
+                              % (quoted(path), LOCK_TIMEOUT)) from None
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+        yield
+    finally:
+        os.close(fd)
+
+
+def set_selection(root, name, want):
+    """Sets dpkg's selection of package NAME to WANT (hold, install or
+    deinstall) with dpkg --set-selections, below the root. dpkg reads the
+    selection on stdin, which ral_provider.Commands does not give a
+    command, hence subprocess here with the same environment, working
+    directory and time limit."""
+    argv = ["dpkg"]
+    if root is not None:
+        argv += ["--root=%s" % root, "--admindir=%s/var/lib/dpkg" % root]
+    argv.append("--set-selections")
+    what = "dpkg --set-selections (%s %s)" % (name, want)
+    with frontend_lock(root):
+        try:
+            done = subprocess.run(
+                argv, input=("%s %s\n" % (name, want)).encode("utf-8"),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
+                env=ral.command_env({"DPKG_FRONTEND_LOCKED": "1"}),
+                timeout=TOOL_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise UpdateError("%s could not run: %s" % (what, err)) from None
+    out = done.stdout.decode("utf-8", "replace")
+    err = done.stderr.decode("utf-8", "replace")
+    if done.returncode != 0:
+        raise UpdateError(failure(what, done.returncode, out, err))
+    return err
+
+
+def selection_for(entry, mark):
+    """The dpkg selection that gives ENTRY the mark MARK: hold, or (for
+    none) install when its files are there and deinstall when only its
+    config files are."""
+    if mark == "hold":
+        return "hold"
+    return "deinstall" if entry.status in GONE else "install"
+
+
+def check_selection(db, name, mark, said):
+    """Fails unless dpkg's database DB now gives NAME the mark MARK (dpkg
+    only warns about a selection it cannot record); SAID is dpkg's
+    stderr."""
+    if mark_of(db.lookup(name)) != mark:
+        raise UpdateError("mark: dpkg did not record %s as %s%s"
+                          % (quoted(name), mark,
+                             ":\n" + tail(said) if said.strip() else ""))
 
 
 # -------------------------------------------------------------------- get
@@ -630,54 +749,130 @@ def simulated_changes(db, name, entry, output):
             keeps = verb == "Remv" and target is not None and db.conffiles(target)
             after = {"ensure": "absent",
                      "status": "config-files" if keeps else "not-installed"}
-        if same_package(line_name, name):
-            before = state_of(entry)
-            if "arch" not in after and "arch" in before and after["ensure"] == "present":
+        mine_now = same_package(line_name, name)
+        before = state_of(entry if mine_now else db.lookup(line_name))
+        if after["ensure"] == "present":
+            if "arch" not in after and "arch" in before:
                 after["arch"] = before["arch"]
+            # An upgrade keeps dpkg's selection; a removal drops a hold.
+            after["mark"] = before["mark"]
+        else:
+            after["mark"] = "none"
+        if mine_now:
             mine = differences(before, after)
         else:
-            before = state_of(db.lookup(line_name))
-            if "arch" not in after and "arch" in before and after["ensure"] == "present":
-                after["arch"] = before["arch"]
             change = differences(before, after)
             if change:
                 others.append((line_name, change))
     return mine, others
 
 
-def apply_update(update, db, apt, policies, noop):
-    """Runs one update; returns (change entries, the database after)."""
+def checked_update(update):
+    """(name, ensure, mark) of one update, each None when not given."""
     name, should, ensure = ral.check_should(
-        update, ("name", "ensure"), ensures=None,
+        update, ("name", "ensure", "mark"), ensures=None,
         read_only=("version", "arch", "status"))
-    if "ensure" not in should:
-        return [], db
-    if not isinstance(ensure, str) or ensure == "":
+    if "ensure" in should and (not isinstance(ensure, str) or ensure == ""):
         raise UpdateError("ensure: %s is not one of %s or a version"
                           % (json.dumps(ensure), ", ".join(ENSURE_WORDS)))
+    mark = should.get("mark")
+    if "mark" in should and mark not in MARKS:
+        raise UpdateError("mark: %s is not one of %s"
+                          % (json.dumps(mark), ", ".join(MARKS)))
+    if mark == "hold" and ensure in ("absent", "purged"):
+        raise UpdateError("mark: hold cannot go with ensure: %s: only an "
+                          "installed package can be held" % ensure)
+    return name, ensure, mark
+
+
+def check_hold(name, ensure, mark, entry, action):
+    """Refuses what a hold forbids: a hold asked of a package that will not
+    be installed, and a change to a held package by a request that does
+    not say what becomes of the hold (apt-get would refuse it too)."""
+    installed = action[0] == "install" if action is not None \
+        else entry is not None and entry.status not in GONE
+    if mark == "hold" and not installed:
+        raise UpdateError(
+            "mark: hold: package %s is not installed, and only an installed "
+            "package can be held (add ensure: present, or a version, to "
+            "install it and hold it)" % quoted(name))
+    # The host sends only the attributes that must change, so a request
+    # that keeps the hold looks like one that says nothing of it: only
+    # mark none, which releases the hold, lets a held package change.
+    if action is not None and mark != "none" and mark_of(entry) == "hold":
+        raise UpdateError(
+            "ensure: %s would %s package %s, which is held (mark: hold); "
+            "add mark: none to release the hold (and hold it again later "
+            "with mark: hold)" % (
+                quoted(ensure),
+                "change" if action[0] == "install" else "remove",
+                quoted(name)))
+
+
+def apply_update(update, db, apt, policies, noop):
+    """Runs one update; returns (change entries, the database after).
+
+    A held package that must change (the request says mark: none) is
+    released first (dpkg selection install), then changed with apt-get;
+    when apt-get fails, the hold is put back."""
+    name, ensure, mark = checked_update(update)
     entry = db.lookup(name)
     if entry is None:
         problem = name_problem(name)
         if problem:
             raise UpdateError(problem, "unknown")
-    action = plan_action(name, ensure, entry, policies)
-    if action is None:
+    action = plan_action(name, ensure, entry, policies) \
+        if ensure is not None else None
+    check_hold(name, ensure, mark, entry, action)
+    held = mark_of(entry) == "hold"
+    marking = mark is not None and mark != mark_of(entry)
+    if action is None and not marking:
         return [], db
-    command, target, downgrade = action
     if noop:
-        output = apt.get(command, target, True, downgrade)
-        mine, others = simulated_changes(db, name, entry, output)
-        entries = []
-        if mine:
-            entries.append(dict({"name": name}, **mine))
-        entries += [dict({"name": other}, **change) for other, change in others]
-        return entries, db
-    apt.get(command, target, False, downgrade)
+        return simulated_update(db, apt, name, entry, action, mark, held), db
+    if action is not None:
+        command, target, downgrade = action
+        if held:
+            set_selection(db.root, entry.name, "install")
+        try:
+            apt.get(command, target, False, downgrade)
+        except UpdateError:
+            if held:
+                set_selection(db.root, entry.name, "hold")
+            raise
     after = Database(db.root)
-    before_state = state_of(entry)
     after_entry = after.lookup(name)
+    if mark is not None and after_entry is not None \
+            and mark_of(after_entry) != mark:
+        said = set_selection(db.root, after_entry.name,
+                             selection_for(after_entry, mark))
+        after = Database(db.root)
+        after_entry = after.lookup(name)
+        check_selection(after, name, mark, said)
+    return changed(db, after, name, entry, after_entry), after
+
+
+def simulated_update(db, apt, name, entry, action, mark, held):
+    """The change entries of one update under noop: apt-get's simulation
+    of the action (if any) and the mark the request sets."""
+    mine, others = None, []
+    if action is not None:
+        command, target, downgrade = action
+        output = apt.get(command, target, True, downgrade, held)
+        mine, others = simulated_changes(db, name, entry, output)
+    mine = dict(mine or {})
+    if mark is not None and mark != mark_of(entry):
+        mine["mark"] = {"is": mark, "was": mark_of(entry)}
+    entries = [dict({"name": name}, **mine)] if mine else []
+    entries += [dict({"name": other}, **change) for other, change in others]
+    return entries
+
+
+def changed(db, after, name, entry, after_entry):
+    """The change entries between databases DB and AFTER: the requested
+    package's first, then every other package apt-get touched."""
     entries = []
-    change = differences(before_state, state_of(after_entry))
+    change = differences(state_of(entry), state_of(after_entry))
     if change:
         entries.append(dict({"name": name}, **change))
     skip = set(e.name for e in (entry, after_entry) if e is not None)
@@ -688,7 +883,7 @@ def apply_update(update, db, apt, policies, noop):
                              state_of(after.entries.get(other)))
         if change:
             entries.append(dict({"name": other}, **change))
-    return entries, after
+    return entries
 
 
 def merged(entries):

@@ -27,6 +27,9 @@ pub fn tests() -> Vec<Test> {
             package_noop_previews_and_leaves_the_root_byte_identical,
             package_rejects_bad_requests_and_changes_nothing,
             package_fast_listing_equals_python_after_installs,
+            package_mark_holds_and_releases_through_dpkg_selections,
+            package_held_changes_only_when_the_request_releases_it,
+            package_installs_and_holds_in_one_request,
         ],
         tests![[Dpkg]
             package_lists_a_large_database,
@@ -387,7 +390,7 @@ fn package_lists_and_finds_what_dpkg_and_apt_know() {
             "Conffiles:\n /etc/ral-gone.conf 00000000000000000000000000000000\n",
         ),
         stanza("ral-half", "install ok unpacked", "0.7", "all", ""),
-        stanza("ral-hello", "install ok installed", "1.0", "all", ""),
+        stanza("ral-hello", "hold ok installed", "1.0", "all", ""),
         stanza("ral-purged", "purge ok not-installed", "0.1", "all", ""),
     ]
     .concat();
@@ -398,12 +401,13 @@ fn package_lists_and_finds_what_dpkg_and_apt_know() {
         doc["resources"],
         json!([
             {"name": multiarch, "ensure": "present", "status": "installed",
-             "version": "3.1-2", "arch": arch, "ral": ral()},
-            {"name": "ral-gone", "ensure": "absent", "status": "config-files", "ral": ral()},
+             "version": "3.1-2", "arch": arch, "mark": "none", "ral": ral()},
+            {"name": "ral-gone", "ensure": "absent", "status": "config-files",
+             "mark": "none", "ral": ral()},
             {"name": "ral-half", "ensure": "absent", "status": "unpacked",
-             "version": "0.7", "arch": "all", "ral": ral()},
+             "version": "0.7", "arch": "all", "mark": "none", "ral": ral()},
             {"name": "ral-hello", "ensure": "present", "status": "installed",
-             "version": "1.0", "arch": "all", "ral": ral()},
+             "version": "1.0", "arch": "all", "mark": "hold", "ral": ral()},
         ])
     );
     let hello = doc["resources"][3].clone();
@@ -425,7 +429,8 @@ fn package_lists_and_finds_what_dpkg_and_apt_know() {
         .json();
     assert_eq!(
         found["resource"],
-        json!({"name": "ral-tools", "ensure": "absent", "status": "not-installed", "ral": ral()})
+        json!({"name": "ral-tools", "ensure": "absent", "status": "not-installed",
+               "mark": "none", "ral": ral()})
     );
     // Config files only: absent, and not found with -a.
     sandbox.ralsh(&["-a", "package", "ral-gone"]).expect(1);
@@ -728,6 +733,235 @@ fn package_rejects_bad_requests_and_changes_nothing() {
     assert_eq!(dpkg_state(&sandbox, "ral-broken"), None);
 }
 
+/// dpkg's own `${Status}` of a package below the root ("hold ok
+/// installed"), or None when dpkg does not know it.
+fn dpkg_status(sandbox: &Sandbox, package: &str) -> Option<String> {
+    let output = Command::new("dpkg-query")
+        .arg(format!(
+            "--admindir={}",
+            sandbox.root().join("var/lib/dpkg").display()
+        ))
+        .args(["-W", "-f", "${Status} ${Version}", "--", package])
+        .output()
+        .unwrap();
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8(output.stdout).unwrap())
+}
+
+fn package_mark_holds_and_releases_through_dpkg_selections() {
+    let host_before = host_package_state();
+    let sandbox = package_sandbox("");
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=1.0"])
+        .expect(0);
+    let found = sandbox
+        .ralsh(&["-j", "package", "ral-hello"])
+        .expect(0)
+        .json();
+    assert_eq!(found["resource"]["mark"], "none");
+
+    // Under noop the hold is reported and nothing is written.
+    let before = tree_snapshot(sandbox.root());
+    let doc = sandbox
+        .ralsh(&["-n", "-j", "package", "ral-hello", "mark=hold"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["result"][0]["changes"],
+        json!([{"attr": "mark", "is": "hold", "was": "none"}])
+    );
+    assert_same_tree(&before, sandbox.root(), "noop mark=hold");
+
+    // Held: dpkg's selection says so, and so do the next read and a listing.
+    let doc = sandbox
+        .ralsh(&["-j", "package", "ral-hello", "mark=hold"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["result"][0]["changes"],
+        json!([{"attr": "mark", "is": "hold", "was": "none"}])
+    );
+    assert_eq!(
+        dpkg_status(&sandbox, "ral-hello").as_deref(),
+        Some("hold ok installed 1.0")
+    );
+    let found = sandbox
+        .ralsh(&["-j", "package", "ral-hello"])
+        .expect(0)
+        .json();
+    assert_eq!(found["resource"]["mark"], "hold");
+    let listed = sandbox.ralsh(&["-j", "package"]).expect(0).json();
+    assert_eq!(listed["resources"][0]["mark"], "hold", "{listed}");
+    sandbox
+        .ralsh(&["package", "ral-hello", "mark=hold"])
+        .expect(0)
+        .stdout_has("no changes needed");
+
+    // Released: under noop nothing is written, then dpkg's selection is
+    // install again.
+    let before = tree_snapshot(sandbox.root());
+    sandbox
+        .ralsh(&["-n", "package", "ral-hello", "mark=none"])
+        .expect(0)
+        .stdout_has("mark: 'hold' -> 'none' (noop: would change)");
+    assert_same_tree(&before, sandbox.root(), "noop mark=none");
+    sandbox
+        .ralsh(&["package", "ral-hello", "mark=none"])
+        .expect(0)
+        .stdout_has("mark: 'hold' -> 'none'");
+    assert_eq!(
+        dpkg_status(&sandbox, "ral-hello").as_deref(),
+        Some("install ok installed 1.0")
+    );
+    assert!(
+        host_before == host_package_state(),
+        "the host's dpkg and apt state changed"
+    );
+}
+
+fn package_held_changes_only_when_the_request_releases_it() {
+    let sandbox = package_sandbox("");
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=1.0", "mark=hold"])
+        .expect(0);
+    assert_eq!(
+        dpkg_status(&sandbox, "ral-hello").as_deref(),
+        Some("hold ok installed 1.0")
+    );
+
+    // Without mark, a change to the held package is refused, saying how
+    // to ask for it, and nothing is written.
+    let before = tree_snapshot(sandbox.root());
+    for (ensure, message) in [
+        ("ensure=latest", "ensure: 'latest' would change package 'ral-hello', which is held (mark: hold); add mark: none to release the hold"),
+        ("ensure=2.0", "ensure: '2.0' would change package 'ral-hello', which is held"),
+        ("ensure=absent", "ensure: 'absent' would remove package 'ral-hello', which is held (mark: hold); add mark: none"),
+    ] {
+        sandbox
+            .ralsh(&["package", "ral-hello", ensure])
+            .expect(2)
+            .stderr_has(message);
+    }
+    // mark hold equals what is there, so ralsh does not send it: the same
+    // refusal.
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=latest", "mark=hold"])
+        .expect(2)
+        .stderr_has("would change package 'ral-hello', which is held");
+    // Under noop, apt-get's simulation of the change the request allows.
+    let doc = sandbox
+        .ralsh(&[
+            "-n",
+            "-j",
+            "package",
+            "ral-hello",
+            "ensure=latest",
+            "mark=none",
+        ])
+        .expect(0)
+        .json();
+    assert_eq!(
+        sorted_changes(&doc),
+        json!([
+            {"attr": "mark", "is": "none", "was": "hold"},
+            {"attr": "version", "is": "2.0", "was": "1.0"},
+        ])
+    );
+    assert_same_tree(&before, sandbox.root(), "a refused or noop change");
+
+    // When apt-get fails (the repository's 2.0 is damaged), the hold is
+    // put back.
+    let deb = sandbox.root().join(REPO).join("ral-hello_2.0_all.deb");
+    let good = std::fs::read(&deb).unwrap();
+    std::fs::write(&deb, b"not a deb").unwrap();
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=2.0", "mark=none"])
+        .expect(2)
+        .stderr_has("apt-get install ral-hello=2.0 failed");
+    assert_eq!(
+        dpkg_status(&sandbox, "ral-hello").as_deref(),
+        Some("hold ok installed 1.0")
+    );
+    std::fs::write(&deb, good).unwrap();
+
+    // With mark none the hold is released and the change made; a later
+    // request holds the new version.
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=latest", "mark=none"])
+        .expect(0)
+        .stdout_has("version: '1.0' -> '2.0'")
+        .stdout_has("mark: 'hold' -> 'none'");
+    assert_eq!(
+        dpkg_status(&sandbox, "ral-hello").as_deref(),
+        Some("install ok installed 2.0")
+    );
+    // A removal drops the selection to deinstall: mark none.
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=absent", "mark=none"])
+        .expect(0);
+    assert_eq!(
+        dpkg_status(&sandbox, "ral-hello").as_deref(),
+        Some("deinstall ok config-files 2.0")
+    );
+}
+
+/// The changes of a ralsh -j run's first result, by attribute name: ralsh
+/// orders them as the provider reported them.
+fn sorted_changes(doc: &Json) -> Json {
+    let mut changes = doc["result"][0]["changes"].as_array().unwrap().clone();
+    changes.sort_by_key(|c| c["attr"].as_str().unwrap().to_owned());
+    Json::Array(changes)
+}
+
+fn package_installs_and_holds_in_one_request() {
+    let sandbox = package_sandbox("");
+    let before = tree_snapshot(sandbox.root());
+    // A package that is not installed cannot be held on its own.
+    sandbox
+        .ralsh(&["package", "ral-hello", "mark=hold"])
+        .expect(2)
+        .stderr_has("mark: hold: package 'ral-hello' is not installed, and only an installed package can be held");
+    let doc = sandbox
+        .ralsh(&[
+            "-n",
+            "-j",
+            "package",
+            "ral-hello",
+            "ensure=present",
+            "mark=hold",
+        ])
+        .expect(0)
+        .json();
+    let previewed = sorted_changes(&doc);
+    assert_eq!(
+        previewed,
+        json!([
+            {"attr": "arch", "is": "all", "was": null},
+            {"attr": "ensure", "is": "present", "was": "absent"},
+            {"attr": "mark", "is": "hold", "was": "none"},
+            {"attr": "status", "is": "installed", "was": "not-installed"},
+            {"attr": "version", "is": "2.0", "was": null},
+        ])
+    );
+    assert_same_tree(&before, sandbox.root(), "refused or noop install and hold");
+    let doc = sandbox
+        .ralsh(&["-j", "package", "ral-hello", "ensure=present", "mark=hold"])
+        .expect(0)
+        .json();
+    assert_eq!(sorted_changes(&doc), previewed, "as previewed");
+    assert_eq!(doc["result"][0]["resource"]["mark"], "hold", "{doc}");
+    assert_eq!(
+        dpkg_status(&sandbox, "ral-hello").as_deref(),
+        Some("hold ok installed 2.0")
+    );
+    sandbox
+        .ralsh(&["package", "ral-hello", "ensure=present", "mark=hold"])
+        .expect(0)
+        .stdout_has("no changes needed");
+}
+
 // ------------------------------------------------- the listing's fast path
 //
 // providers/dpkg.prov answers `get` with no names itself (sh and awk) and
@@ -987,6 +1221,15 @@ fn package_fast_listing_equals_python_on_synthetic_databases() {
     assert_eq!(names.len(), 9, "{doc}");
     assert!(names.contains(&format!("libral1:{arch}").as_str()), "{doc}");
     assert!(!names.contains(&"ral-purged"), "{doc}");
+    // mark is dpkg's selection: hold only where the status says so.
+    for resource in doc["resources"].as_array().unwrap() {
+        let held = resource["name"] == "ral-held";
+        assert_eq!(
+            resource["mark"],
+            if held { "hold" } else { "none" },
+            "{doc}"
+        );
+    }
     // A root given through a symbolic link, with a trailing slash.
     let link = stubs.dir.path().join("root-link");
     std::os::unix::fs::symlink(sandbox.root(), &link).unwrap();
@@ -1012,9 +1255,9 @@ fn package_fast_listing_equals_python_after_installs() {
         doc["resources"],
         json!([
             {"name": "ral-hello", "ensure": "present", "status": "installed",
-             "version": "2.0", "arch": "all"},
+             "version": "2.0", "arch": "all", "mark": "none"},
             {"name": "ral-tools", "ensure": "present", "status": "installed",
-             "version": "1.0", "arch": "all"},
+             "version": "1.0", "arch": "all", "mark": "none"},
         ])
     );
     // Removing ral-hello removes ral-tools and leaves ral-hello's conffile:
@@ -1025,7 +1268,8 @@ fn package_fast_listing_equals_python_after_installs() {
     let doc = assert_fast_listing(sandbox.root(), &stubs, &[]);
     assert_eq!(
         doc["resources"],
-        json!([{"name": "ral-hello", "ensure": "absent", "status": "config-files"}])
+        json!([{"name": "ral-hello", "ensure": "absent", "status": "config-files",
+                "mark": "none"}])
     );
 }
 
@@ -1219,7 +1463,7 @@ fn package_listing_through_ralsh_runs_no_python() {
     let sandbox = Sandbox::new();
     let status = [
         stanza("ral-gone", "deinstall ok config-files", "0.5", "all", ""),
-        stanza("ral-hello", "install ok installed", "1.0", "all", ""),
+        stanza("ral-hello", "hold ok installed", "1.0", "all", ""),
     ]
     .concat();
     sandbox.write(DPKG_STATUS, &status);
@@ -1230,9 +1474,10 @@ fn package_listing_through_ralsh_runs_no_python() {
     assert_eq!(
         doc["resources"],
         json!([
-            {"name": "ral-gone", "ensure": "absent", "status": "config-files", "ral": ral()},
+            {"name": "ral-gone", "ensure": "absent", "status": "config-files",
+             "mark": "none", "ral": ral()},
             {"name": "ral-hello", "ensure": "present", "status": "installed",
-             "version": "1.0", "arch": "all", "ral": ral()},
+             "version": "1.0", "arch": "all", "mark": "hold", "ral": ral()},
         ])
     );
     // The stub is in the way of anything else: finding one package needs

@@ -1,15 +1,17 @@
 //! `mount::fstab`: entries of `/etc/fstab` below the root (json calling
-//! convention), as the script it replaces kept them. The file is edited
-//! line by line and field by field: every line not changed stays byte for
-//! byte as it was, and a changed line keeps the whitespace between its
-//! fields. Changes take the lock beside the file, re-read it under the
-//! lock and replace it atomically. Mounting and unmounting
-//! (`ensure=mounted/unmounted`) only ever happen with the real root `/`;
-//! below any other root they are refused before anything runs.
+//! convention), and whether they are mounted. The file is edited line by
+//! line and field by field: every line not changed stays byte for byte as
+//! it was, and a changed line keeps the whitespace between its fields.
+//! Changes take the lock beside the file, re-read it under the lock and
+//! replace it atomically. What is mounted is read from the kernel's list
+//! for this process's namespace (`mountinfo`); mount(8) and umount(8)
+//! change it, with the real root `/`, or below another root when ral runs
+//! in a mount namespace of its own (elsewhere they would mount on the
+//! machine, and are refused before anything runs).
 
 mod command;
+mod mountinfo;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,14 +24,13 @@ use crate::sdk::{Outcome, Provider, Resource, Update};
 
 /// The file, relative to the root.
 const FSTAB: &str = "etc/fstab";
-/// Where the kernel lists what is mounted (always the real one: mounting
-/// is for the real root only).
-const MOUNTINFO: &str = "/proc/self/mountinfo";
 /// The attributes an update may name.
 const ATTRIBUTES: [&str; 7] = [
     "name", "ensure", "device", "fstype", "options", "dump", "pass",
 ];
-const ENSURES: [&str; 4] = ["present", "absent", "mounted", "unmounted"];
+/// What an update may ask `ensure` to be (`defined` is `present`, as in
+/// Puppet; `ghost`, a mount without an entry, is only ever read).
+const ENSURES: [&str; 5] = ["present", "defined", "absent", "mounted", "unmounted"];
 /// The fields of a line, in order.
 const FIELDS: [&str; 6] = ["device", "name", "fstype", "options", "dump", "pass"];
 /// The attributes of an entry besides its name, in the order reported.
@@ -55,17 +56,28 @@ impl Provider for Fstab {
 
     fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
         let file = read_fstab(call)?;
+        let mounts = mountinfo::read(&root_prefix(&call.root)?).map_err(CallError::new)?;
         let entries = file.entries();
+        let state = |name: &str| mounts.state(name);
         if names.is_empty() {
-            return Ok(entries
-                .values()
-                .map(|&at| resource(file.entry(at)))
-                .collect());
+            let mut found: Vec<Resource> = entries
+                .iter()
+                .map(|(&name, &at)| resource(file.entry(at), state(name)))
+                .collect();
+            // Mounted without an entry: listed, as Puppet lists them.
+            for point in mounts
+                .keys()
+                .filter(|point| !entries.contains_key(point.as_str()))
+            {
+                found.push(ghost(point));
+            }
+            return Ok(found);
         }
         let mut found = Vec::new();
         for name in names {
             match entries.get(name.as_str()) {
-                Some(&at) => found.push(resource(file.entry(at))),
+                Some(&at) => found.push(resource(file.entry(at), state(name))),
+                None if mounts.contains_key(name) => found.push(ghost(name)),
                 None => {
                     if let Some(problem) = mount_point_problem(name, "swap") {
                         let message = format!("the mount point {} {problem}", escaped(name));
@@ -82,52 +94,35 @@ impl Provider for Fstab {
 
     fn set(&self, call: &Call, updates: &[Update]) -> CallResult<Vec<Outcome>> {
         let root = Root::open(&call.root)?;
+        let place = Place::new(call, &root)?;
         let target = root.file(FSTAB, true, None)?;
-        let mut actions = Vec::new();
         let mut outcomes = Vec::with_capacity(updates.len());
-        let changed = {
-            let mut edit = Edit::begin(Lock::beside(&target), call)?;
-            let mut file = File::parse(edit.read(&target)?.as_deref());
-            for (at, update) in updates.iter().enumerate() {
-                // Each update starts from the lines the ones before it
-                // left; a failed one leaves them as they were.
-                let saved = file.clone();
-                let outcome = apply_update(call, &root, update, &mut file);
-                outcomes.push(match outcome {
-                    Ok((changes, action)) => {
-                        actions.extend(action.map(|argv| (at, argv)));
-                        Ok(changes)
-                    }
-                    Err(err) => {
-                        file = saved;
-                        Err(err)
-                    }
+        let mut edit = Edit::begin(Lock::beside(&target), call)?;
+        let mut file = File::parse(edit.read(&target)?.as_deref());
+        // The commands that ran, to undo should fstab not be written.
+        let mut ran = Vec::new();
+        for update in updates {
+            // Each update starts from the lines the ones before it left;
+            // a failed one leaves them, and what is mounted, as they were.
+            let saved = file.clone();
+            let outcome =
+                apply_update(call, &place, update, &mut file).and_then(|(changes, actions)| {
+                    ran.extend(run_actions(call, &actions)?);
+                    Ok(changes)
                 });
+            if outcome.is_err() {
+                file = saved;
             }
-            if file.changed {
-                edit.write(&target, file.content(), Attrs::default())?;
-                edit.commit()?;
+            outcomes.push(outcome);
+        }
+        if file.changed {
+            let written = edit
+                .write(&target, file.content(), Attrs::default())
+                .and_then(|()| edit.commit());
+            if let Err(err) = written {
+                undo(call, &ran);
+                return Err(err);
             }
-            file.changed
-        };
-        // The lock is released: mounting may take long.
-        for (at, argv) in actions {
-            let Some(ran) = command::change(call, &argv, COMMAND_TIMEOUT) else {
-                continue;
-            };
-            if ran.ok() {
-                continue;
-            }
-            let written = if changed { " (fstab was updated)" } else { "" };
-            // Whatever was reported of this mount point gives way to the
-            // failure (as the script dropped its other entries).
-            let name = &updates[at].name;
-            for (other, outcome) in outcomes.iter_mut().enumerate() {
-                if updates[other].name == *name {
-                    *outcome = Ok(Vec::new());
-                }
-            }
-            outcomes[at] = Err(CallError::new(format!("{}{written}", ran.failure())));
         }
         Ok(outcomes)
     }
@@ -700,13 +695,25 @@ impl File {
 
 // ------------------------------------------------------------ resources
 
-fn resource(entry: &Entry) -> Resource {
+/// An entry of fstab, its `ensure` what is mounted says (`mounted` or
+/// `unmounted`).
+fn resource(entry: &Entry, ensure: &str) -> Resource {
     let mut resource = Resource::new();
     resource.insert("name".into(), Json::from(entry.name.as_str()));
-    resource.insert("ensure".into(), Json::from("present"));
+    resource.insert("ensure".into(), Json::from(ensure));
     for attr in VALUES {
         resource.insert(attr.into(), entry.get(attr).json());
     }
+    resource
+}
+
+/// A mount point mounted without an entry in fstab: only its name and
+/// `ensure` (`ghost`), as Puppet reports it; what is mounted there is not
+/// an entry's values.
+fn ghost(name: &str) -> Resource {
+    let mut resource = Resource::new();
+    resource.insert("name".into(), Json::from(name));
+    resource.insert("ensure".into(), Json::from("ghost"));
     resource
 }
 
@@ -758,6 +765,10 @@ fn check_should(update: &Update) -> CallResult<Option<&str>> {
     match should.get("ensure") {
         None | Some(Json::Null) => Ok(None),
         Some(Json::String(ensure)) if ENSURES.contains(&ensure.as_str()) => Ok(Some(ensure)),
+        Some(Json::String(ghost)) if ghost == "ghost" => Err(CallError::new(
+            "ensure: 'ghost' is only read (something mounted without an entry in fstab), \
+             never set",
+        )),
         Some(other) => Err(CallError::new(format!(
             "ensure: {} is not one of {}",
             python_dumps(other, true),
@@ -766,147 +777,417 @@ fn check_should(update: &Update) -> CallResult<Option<&str>> {
     }
 }
 
-/// What one update changes in `file`, and the mount or umount it needs
-/// (run once the file is written).
-type Applied = (Vec<Change>, Option<Vec<String>>);
+/// What one update changes in `file`, and the commands it needs.
+type Applied = (Vec<Change>, Vec<Action>);
 
-/// Applies one update to the lines in memory.
-fn apply_update(call: &Call, root: &Root, update: &Update, file: &mut File) -> CallResult<Applied> {
-    let ensure = check_should(update)?.unwrap_or("present");
+/// Applies one update to the lines in memory, and works out the mount
+/// commands it needs (run by [`run_actions`] before fstab is written).
+fn apply_update(
+    call: &Call,
+    place: &Place,
+    update: &Update,
+    file: &mut File,
+) -> CallResult<Applied> {
+    let ensure = match check_should(update)?.unwrap_or("present") {
+        "defined" => "present",
+        ensure => ensure,
+    };
+    let name = update.name.as_str();
+    let mounted = place.mounted()?.contains_key(name);
+    let line = file.find(name);
+    // Refused before anything changes, when it needs a command.
+    let commands = match ensure {
+        "mounted" => !mounted,
+        "unmounted" | "absent" => mounted,
+        _ => false,
+    };
+    if let Some(err) = place.refused(name).filter(|_| commands) {
+        return Err(err);
+    }
+    let was = match (line.is_some(), mounted) {
+        (true, true) => "mounted",
+        (true, false) => "unmounted",
+        (false, true) => "ghost",
+        (false, false) => "absent",
+    };
+    if ensure == "absent" {
+        // As Puppet: what is mounted is unmounted, then the entry goes.
+        let mut actions = Vec::new();
+        if mounted {
+            let old = line.map(|at| file.entry(at).clone());
+            actions.push(place.unmount(name, old.as_ref())?);
+        }
+        if was == "absent" {
+            return Ok((Vec::new(), actions));
+        }
+        call.log.deleting(name, || {
+            if line.is_some() {
+                file.remove(name);
+            }
+            Ok(())
+        })?;
+        return Ok((vec![Change::new("ensure", was, "absent")], actions));
+    }
+
+    let before = line.map(|at| file.entry(at).clone());
+    let mut changes = match line {
+        None => create_entry(call, update, ensure, was, file)?,
+        Some(at) => change_entry(call, update, at, file)?,
+    };
+    let entry = file
+        .find(name)
+        .map(|at| file.entry(at).clone())
+        .ok_or_else(|| {
+            CallError::new(format!("internal: the entry of {} is gone", escaped(name)))
+        })?;
+
+    let mut actions = Vec::new();
     let mounting = ensure == "mounted" || ensure == "unmounted";
-    if mounting && !root.is_real() {
+    if mounting && (entry.fstype == "swap" || SWAP_NAMES.contains(&name)) {
         return Err(CallError::new(format!(
-            "ensure: mounted/unmounted need the real root; use present/absent below --root (the \
-             root is {})",
-            escaped(root.path())
+            "ensure: {ensure} does not apply to the swap entry {}",
+            escaped(name)
         )));
     }
+    let options_changed = before
+        .as_ref()
+        .is_some_and(|old| old.options != entry.options);
+    match ensure {
+        "mounted" if !mounted => actions.push(place.mount(&entry)?),
+        "unmounted" if mounted => {
+            actions.push(place.unmount(name, before.as_ref().or(Some(&entry)))?)
+        }
+        "mounted" | "present" if mounted && options_changed => {
+            let old = before.as_ref().map_or(&entry, |old| old);
+            match place.refused(name) {
+                // Asked only to edit fstab, where mounting is not ral's:
+                // fstab changes, the mount stays, and the log says so.
+                Some(err) if ensure == "present" => call.log.warning(&format!(
+                    "{}: the options changed in fstab, but the mount was not remounted: {}",
+                    escaped(name),
+                    err.message
+                )),
+                _ => actions.push(place.remount(&entry, old)?),
+            }
+        }
+        _ => {}
+    }
+    if line.is_some() && mounting && was != ensure {
+        changes.insert(0, Change::new("ensure", was, ensure));
+    }
+    Ok((changes, actions))
+}
+
+/// Adds the entry of an update that has none (its `ensure` was `absent`
+/// or `ghost`).
+fn create_entry(
+    call: &Call,
+    update: &Update,
+    ensure: &str,
+    was: &str,
+    file: &mut File,
+) -> CallResult<Vec<Change>> {
     let name = update.name.as_str();
     let should = &update.should;
-    let log = &call.log;
-    let line = file.find(name);
-    if ensure == "absent" {
-        let changes = match line {
-            None => Vec::new(),
-            Some(_) => log.deleting(name, || {
-                file.remove(name);
-                Ok(vec![Change::new("ensure", "present", "absent")])
-            })?,
+    let missing: Vec<&str> = ["device", "fstype"]
+        .into_iter()
+        .filter(|attr| !should.contains_key(*attr))
+        .collect();
+    if !missing.is_empty() {
+        return Err(CallError::new(format!(
+            "creating {} needs {}",
+            escaped(name),
+            missing.join(" and ")
+        )));
+    }
+    let values = call.log.creating(name, || {
+        let mut values = Vec::with_capacity(VALUES.len());
+        for attr in VALUES {
+            values.push(match (should.get(attr), attr) {
+                (Some(value), _) => check_value(attr, value)?,
+                (None, "options") => Value::Options(vec!["defaults".to_owned()]),
+                (None, _) => Value::Number(0),
+            });
+        }
+        let Value::Text(fstype) = &values[1] else {
+            return Err(CallError::new("internal: fstype is not text"));
         };
-        return Ok((changes, None));
+        check_name(name, fstype)?;
+        file.append(name, &values);
+        match file.find(name) {
+            Some(at) => check_fits(&file.lines[at])?,
+            None => {
+                return Err(CallError::new(format!(
+                    "the new line of {} does not read back as an entry",
+                    escaped(name)
+                )))
+            }
+        }
+        Ok(values)
+    })?;
+    let mut changes = vec![Change::new("ensure", was, ensure)];
+    for (attr, value) in VALUES.into_iter().zip(&values) {
+        changes.push(Change::new(attr, Json::Null, value.json()));
+    }
+    Ok(changes)
+}
+
+/// Changes the fields of the entry at `at` that the update sets to other
+/// values.
+fn change_entry(
+    call: &Call,
+    update: &Update,
+    at: usize,
+    file: &mut File,
+) -> CallResult<Vec<Change>> {
+    let name = update.name.as_str();
+    let entry = file.entry(at).clone();
+    let mut new = Vec::new();
+    for attr in VALUES {
+        if let Some(value) = update.should.get(attr) {
+            if *value != entry.get(attr).json() {
+                new.push((attr, check_value(attr, value)?));
+            }
+        }
+    }
+    if let Some((_, Value::Text(fstype))) = new.iter().find(|(attr, _)| *attr == "fstype") {
+        check_name(name, fstype)?;
+    }
+    let mut changes = Vec::new();
+    if !new.is_empty() {
+        call.log.updating(name, || {
+            for (attr, value) in new {
+                changes.push(Change::new(attr, entry.get(attr).json(), value.json()));
+                Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
+            }
+            file.changed = true;
+            check_fits(&file.lines[at])
+        })?;
+    }
+    Ok(changes)
+}
+
+// ------------------------------------------------------------ mounting
+
+/// A command that changes what is mounted, and the one that puts it back.
+#[derive(Debug, Clone, PartialEq)]
+struct Action {
+    argv: Vec<String>,
+    undo: Option<Vec<String>>,
+}
+
+/// The root's path with links resolved, as mountinfo shows paths (`/`
+/// for the real root).
+fn root_prefix(root: &std::path::Path) -> CallResult<String> {
+    let root = if root.as_os_str().is_empty() {
+        std::path::Path::new("/")
+    } else {
+        root
+    };
+    let resolved = std::fs::canonicalize(root).map_err(|err| {
+        CallError::io(
+            &err,
+            &format!("resolve the root {}", escaped(&root.to_string_lossy())),
+        )
+    })?;
+    Ok(resolved.to_string_lossy().into_owned())
+}
+
+/// What is mounted, by mount point as the root sees it.
+type Mounts = indexmap::IndexMap<String, mountinfo::Mount>;
+
+trait MountState {
+    /// `mounted` or `unmounted`, for the entry of `name`.
+    fn state(&self, name: &str) -> &'static str;
+}
+
+impl MountState for Mounts {
+    fn state(&self, name: &str) -> &'static str {
+        match self.contains_key(name) {
+            true => "mounted",
+            false => "unmounted",
+        }
+    }
+}
+
+/// Why a root other than `/` needs a namespace of ral's own, and what
+/// works without one.
+const OWN_NAMESPACE: &str = "below a root other than '/' ral mounts only in a mount namespace of \
+                             its own (as under 'unshare -m'); present and absent edit fstab alone";
+
+/// Where an update mounts: the root, its resolved path, and why mounting
+/// there is refused (`None` when it is not).
+struct Place {
+    root: Root,
+    prefix: String,
+    refusal: Option<String>,
+}
+
+impl Place {
+    fn new(call: &Call, root: &Root) -> CallResult<Place> {
+        let prefix = root_prefix(&call.root)?;
+        let refusal = match root.is_real() {
+            true => None,
+            false => match mountinfo::own_namespace() {
+                Ok(true) => None,
+                Ok(false) => Some(format!(
+                    "ral runs in the machine's mount namespace (that of PID 1), where this \
+                     would change the machine's mounts; {OWN_NAMESPACE}"
+                )),
+                Err(why) => Some(format!(
+                    "ral cannot tell whether it runs in a mount namespace of its own ({why}); \
+                     {OWN_NAMESPACE}"
+                )),
+            },
+        };
+        Ok(Place {
+            root: root.clone(),
+            prefix,
+            refusal,
+        })
     }
 
-    let mut changes = Vec::new();
-    let fstype = match line {
-        None => {
-            let missing: Vec<&str> = ["device", "fstype"]
-                .into_iter()
-                .filter(|attr| !should.contains_key(*attr))
-                .collect();
-            if !missing.is_empty() {
-                return Err(CallError::new(format!(
-                    "creating {} needs {}",
-                    escaped(name),
-                    missing.join(" and ")
-                )));
-            }
-            let values = log.creating(name, || {
-                let mut values = Vec::with_capacity(VALUES.len());
-                for attr in VALUES {
-                    values.push(match (should.get(attr), attr) {
-                        (Some(value), _) => check_value(attr, value)?,
-                        (None, "options") => Value::Options(vec!["defaults".to_owned()]),
-                        (None, _) => Value::Number(0),
-                    });
-                }
-                let Value::Text(fstype) = &values[1] else {
-                    return Err(CallError::new("internal: fstype is not text"));
-                };
-                check_name(name, fstype)?;
-                file.append(name, &values);
-                match file.find(name) {
-                    Some(at) => check_fits(&file.lines[at])?,
-                    None => {
-                        return Err(CallError::new(format!(
-                            "the new line of {} does not read back as an entry",
-                            escaped(name)
-                        )))
-                    }
-                }
-                Ok(values)
-            })?;
-            changes.push(Change::new("ensure", "absent", ensure));
-            for (attr, value) in VALUES.into_iter().zip(&values) {
-                changes.push(Change::new(attr, Json::Null, value.json()));
-            }
-            match &values[1] {
-                Value::Text(fstype) => fstype.clone(),
-                _ => String::new(),
-            }
-        }
-        Some(at) => {
-            let entry = file.entry(at).clone();
-            let mut new = Vec::new();
-            for attr in VALUES {
-                if let Some(value) = should.get(attr) {
-                    if *value != entry.get(attr).json() {
-                        new.push((attr, check_value(attr, value)?));
-                    }
-                }
-            }
-            if let Some((_, Value::Text(fstype))) = new.iter().find(|(attr, _)| *attr == "fstype") {
-                check_name(name, fstype)?;
-            }
-            if !new.is_empty() {
-                log.updating(name, || {
-                    for (attr, value) in new {
-                        changes.push(Change::new(attr, entry.get(attr).json(), value.json()));
-                        Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
-                    }
-                    file.changed = true;
-                    check_fits(&file.lines[at])
-                })?;
-            }
-            file.entry(at).fstype.clone()
-        }
-    };
+    /// What is mounted below the root now.
+    fn mounted(&self) -> CallResult<Mounts> {
+        mountinfo::read(&self.prefix).map_err(CallError::new)
+    }
 
-    let mut action = None;
-    if mounting {
-        if fstype == "swap" || SWAP_NAMES.contains(&name) {
+    /// Why mounting or unmounting `name` is refused, if it is.
+    fn refused(&self, name: &str) -> Option<CallError> {
+        self.refusal.as_ref().map(|why| {
+            CallError::of_kind(
+                Kind::Forbidden,
+                format!(
+                    "ensure: refusing to mount or unmount {} below the root {}: {why}",
+                    escaped(name),
+                    escaped(&self.prefix)
+                ),
+            )
+        })
+    }
+
+    /// The path mount(8) is given for `name`: the name itself with the
+    /// real root; below another, the mount point resolved inside the
+    /// root (a link in it never leads out), under the root's path.
+    fn path(&self, name: &str) -> CallResult<String> {
+        if let Some(err) = self.refused(name) {
+            return Err(err);
+        }
+        if self.root.is_real() {
+            return Ok(name.to_owned());
+        }
+        let rel = name.trim_start_matches('/');
+        let dir = self.root.directory(rel, true, None).map_err(|err| {
+            CallError::new(format!(
+                "the mount point {}: {}",
+                escaped(name),
+                err.message
+            ))
+        })?;
+        Ok(match dir.rel() {
+            "" => self.prefix.clone(),
+            rel => format!("{}/{rel}", self.prefix.trim_end_matches('/')),
+        })
+    }
+
+    /// `mount -t TYPE -o OPTIONS -- DEVICE PATH`: the entry's values
+    /// given whole, since mount(8) reads the machine's fstab, not the
+    /// root's.
+    fn mount_argv(entry: &Entry, path: &str) -> Vec<String> {
+        let options = match entry.options.is_empty() {
+            true => "defaults".to_owned(),
+            false => entry.options.join(","),
+        };
+        [
+            "mount",
+            "-t",
+            &entry.fstype,
+            "-o",
+            &options,
+            "--",
+            &entry.device,
+            path,
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
+    fn umount_argv(path: &str) -> Vec<String> {
+        ["umount", "--", path].map(str::to_owned).to_vec()
+    }
+
+    fn remount_argv(entry: &Entry, path: &str) -> Vec<String> {
+        let mut options = vec!["remount".to_owned()];
+        options.extend(entry.options.iter().cloned());
+        ["mount", "-o", &options.join(","), "--", path]
+            .map(str::to_owned)
+            .to_vec()
+    }
+
+    fn mount(&self, entry: &Entry) -> CallResult<Action> {
+        let path = self.path(&entry.name)?;
+        Ok(Action {
+            argv: Place::mount_argv(entry, &path),
+            undo: Some(Place::umount_argv(&path)),
+        })
+    }
+
+    /// Unmounts `name`, mounted again with `old` (its entry before) to
+    /// undo.
+    fn unmount(&self, name: &str, old: Option<&Entry>) -> CallResult<Action> {
+        let path = self.path(name)?;
+        Ok(Action {
+            argv: Place::umount_argv(&path),
+            undo: old.map(|old| Place::mount_argv(old, &path)),
+        })
+    }
+
+    /// `mount -o remount,OPTIONS`, as Puppet's `remounts` does: the
+    /// options of the mount change in place, its users keep it.
+    fn remount(&self, entry: &Entry, old: &Entry) -> CallResult<Action> {
+        let path = self.path(&entry.name)?;
+        Ok(Action {
+            argv: Place::remount_argv(entry, &path),
+            undo: Some(Place::remount_argv(old, &path)),
+        })
+    }
+}
+
+/// Runs an update's commands in order; when one fails, undoes those that
+/// ran before it and says what failed. Returns the ones that ran (to be
+/// undone should fstab then not be written).
+fn run_actions(call: &Call, actions: &[Action]) -> CallResult<Vec<Action>> {
+    let mut done = Vec::new();
+    for action in actions {
+        let Some(ran) = command::change(call, &action.argv, COMMAND_TIMEOUT) else {
+            continue;
+        };
+        if !ran.ok() {
+            undo(call, &done);
             return Err(CallError::new(format!(
-                "ensure: {ensure} does not apply to the swap entry {}",
-                escaped(name)
+                "{}; fstab was left as it was",
+                ran.failure()
             )));
         }
-        let is_mounted = mounted_points()?.contains(name);
-        if ensure == "mounted" && !is_mounted {
-            action = Some(vec!["mount".to_owned(), name.to_owned()]);
-        } else if ensure == "unmounted" && is_mounted {
-            action = Some(vec!["umount".to_owned(), name.to_owned()]);
-        }
-        if line.is_some() && (ensure == "mounted") != is_mounted {
-            let was = if is_mounted { "mounted" } else { "unmounted" };
-            changes.push(Change::new("ensure", was, ensure));
+        done.push(action.clone());
+    }
+    Ok(done)
+}
+
+/// Undoes commands that ran, the last first; what cannot be undone is
+/// logged.
+fn undo(call: &Call, done: &[Action]) {
+    for action in done.iter().rev() {
+        let Some(argv) = &action.undo else {
+            continue;
+        };
+        if let Some(ran) = command::change(call, argv, COMMAND_TIMEOUT) {
+            if !ran.ok() {
+                call.log
+                    .warning(&format!("could not undo: {}", ran.failure()));
+            }
         }
     }
-    Ok((changes, action))
-}
-
-/// The mount points the kernel reports, decoded.
-fn mounted_points() -> CallResult<HashSet<String>> {
-    let data = std::fs::read(MOUNTINFO)
-        .map_err(|err| CallError::io(&err, &format!("read {MOUNTINFO}")))?;
-    Ok(mountinfo_points(&data))
-}
-
-fn mountinfo_points(data: &[u8]) -> HashSet<String> {
-    data.split(|&b| b == b'\n' || b == b'\r')
-        .filter_map(|line| {
-            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-            (fields.len() > 4).then(|| unescape(fields[4]))
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -24,11 +24,17 @@ fn update(name: &str, should: Json) -> Update {
     }
 }
 
-/// A fake root (never the real one), for updates.
-fn fake_root() -> (tempfile::TempDir, Root) {
+/// A fake root (never the real one), for updates, where mounting is
+/// refused as in the machine's namespace.
+fn fake_root() -> (tempfile::TempDir, Place) {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::open(dir.path()).unwrap();
-    (dir, root)
+    let place = Place {
+        root,
+        prefix: root_prefix(dir.path()).unwrap(),
+        refusal: Some("not here".to_owned()),
+    };
+    (dir, place)
 }
 
 const FSTAB: &[u8] = b"# c\n\
@@ -53,8 +59,8 @@ fn entries_are_read_as_the_script_read_them_and_every_byte_survives() {
     assert_eq!(file.entry(file.find("/lat1").unwrap()).device, "été");
     assert_eq!(file.find("/"), Some(1), "the first '/' line wins");
     assert_eq!(
-        resource(file.entry(1)),
-        json!({"name": "/", "ensure": "present", "device": "UUID=1", "fstype": "ext4",
+        resource(file.entry(1), "unmounted"),
+        json!({"name": "/", "ensure": "unmounted", "device": "UUID=1", "fstype": "ext4",
                "options": ["errors=remount-ro"], "dump": 0, "pass": 1})
         .as_object()
         .cloned()
@@ -157,7 +163,7 @@ fn messages_quote_json_as_python_dumps_it() {
     let err = check_should(&update("/a", json!({"ensure": "up"}))).unwrap_err();
     assert_eq!(
         err.message,
-        "ensure: \"up\" is not one of present, absent, mounted, unmounted"
+        "ensure: \"up\" is not one of present, defined, absent, mounted, unmounted"
     );
     let err = check_should(&update("/a", json!({"name": "/b"}))).unwrap_err();
     assert_eq!(err.message, "name: cannot rename '/a' to '/b'");
@@ -167,11 +173,11 @@ fn messages_quote_json_as_python_dumps_it() {
 
 #[test]
 fn updates_create_change_and_delete_with_the_scripts_reports() {
-    let (_dir, root) = fake_root();
+    let (_dir, place) = fake_root();
     let mut file = File::parse(Some(b"tmpfs /tmp tmpfs defaults 0 0"));
     let (changes, action) = apply_update(
         &call(),
-        &root,
+        &place,
         &update(
             "/srv/a b",
             json!({"device": "d#v", "fstype": "ext4", "pass": 2}),
@@ -179,7 +185,7 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
         &mut file,
     )
     .unwrap();
-    assert_eq!(action, None);
+    assert_eq!(action, []);
     assert_eq!(
         changes,
         vec![
@@ -198,7 +204,7 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
 
     let (changes, _) = apply_update(
         &call(),
-        &root,
+        &place,
         &update("/tmp", json!({"options": ["defaults"], "dump": 1})),
         &mut file,
     )
@@ -211,7 +217,7 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
 
     let err = apply_update(
         &call(),
-        &root,
+        &place,
         &update("/x", json!({"device": "d"})),
         &mut file,
     )
@@ -220,7 +226,7 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
     let mut swap = File::parse(Some(b"/dev/sda3 none swap sw\n"));
     let err = apply_update(
         &call(),
-        &root,
+        &place,
         &update("none", json!({"fstype": "ext4"})),
         &mut swap,
     )
@@ -232,22 +238,22 @@ fn updates_create_change_and_delete_with_the_scripts_reports() {
 
     let (changes, _) = apply_update(
         &call(),
-        &root,
+        &place,
         &update("/tmp", json!({"ensure": "absent"})),
         &mut file,
     )
     .unwrap();
-    assert_eq!(changes, vec![Change::new("ensure", "present", "absent")]);
+    assert_eq!(changes, vec![Change::new("ensure", "unmounted", "absent")]);
     assert!(!String::from_utf8_lossy(&file.content()).contains("/tmp"));
 }
 
 #[test]
 fn mounting_below_a_fake_root_is_refused_before_anything_changes() {
-    let (dir, root) = fake_root();
+    let (_dir, place) = fake_root();
     let mut file = File::parse(Some(b"tmpfs /tmp tmpfs defaults 0 0\n"));
     let err = apply_update(
         &call(),
-        &root,
+        &place,
         &update("/tmp", json!({"ensure": "mounted", "options": ["ro"]})),
         &mut file,
     )
@@ -255,22 +261,74 @@ fn mounting_below_a_fake_root_is_refused_before_anything_changes() {
     assert_eq!(
         err.message,
         format!(
-            "ensure: mounted/unmounted need the real root; use present/absent below --root (the \
-             root is '{}')",
-            dir.path().display()
+            "ensure: refusing to mount or unmount '/tmp' below the root '{}': not here",
+            place.prefix
         )
     );
     assert!(!file.changed);
 }
 
+/// Lines as the kernel writes them: optional fields (shared:1) before
+/// the `-`, a bind mount (its file system root not `/`), escapes in the
+/// mount point and source, a mount stacked over another.
+const MOUNTINFO: &[u8] = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
+30 22 0:5 / /mnt/my\\040disk rw,nosuid - tmpfs my\\040tmpfs rw\n\
+31 22 8:1 /srv/data /fake/root/srv ro,relatime shared:5 master:2 - ext4 /dev/sda1 rw\n\
+32 22 0:6 / /fake/root rw - tmpfs tmpfs rw\n\
+33 31 0:7 / /fake/root/srv ro,noexec - tmpfs top rw\n\
+34 22 0:8 / /fake/rooted rw - tmpfs tmpfs rw\n\
+35 22 0:9 / /fake/root/tab\\011and\\134 rw - tmpfs tmpfs rw\n\
+short line\n\
+36 22 0:10 / /no/separator rw shared:1 ext4 /dev/x rw\n";
+
 #[test]
-fn the_kernels_mount_points_are_decoded() {
-    let info = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
-                 30 22 0:5 / /mnt/my\\040disk rw - tmpfs tmpfs rw\r\nshort line\nfour fields only here\n";
-    let points = mountinfo_points(info);
-    assert!(points.contains("/"));
-    assert!(points.contains("/mnt/my disk"));
-    assert_eq!(points.len(), 2);
+fn mountinfo_is_read_with_its_escapes_and_optional_fields() {
+    let mounts = mountinfo::parse(MOUNTINFO, "/");
+    let points: Vec<&str> = mounts.keys().map(String::as_str).collect();
+    assert_eq!(
+        points,
+        [
+            "/",
+            "/mnt/my disk",
+            "/fake/root/srv",
+            "/fake/root",
+            "/fake/rooted",
+            "/fake/root/tab\tand\\"
+        ]
+    );
+    let disk = &mounts["/mnt/my disk"];
+    assert_eq!(disk.source, "my tmpfs");
+    assert_eq!(disk.fstype, "tmpfs");
+    assert_eq!(disk.options, ["rw", "nosuid"]);
+    // The bind mount of /srv/data, and over it a tmpfs: the top one is
+    // what the mount point shows.
+    let srv = &mounts["/fake/root/srv"];
+    assert_eq!((srv.id.as_str(), srv.source.as_str()), ("33", "top"));
+    assert_eq!(srv.options, ["ro", "noexec"]);
+}
+
+#[test]
+fn below_a_root_only_its_mounts_are_read_as_its_own_paths() {
+    for root in ["/fake/root", "/fake/root/"] {
+        let mounts = mountinfo::parse(MOUNTINFO, root);
+        let points: Vec<&str> = mounts.keys().map(String::as_str).collect();
+        // The root itself is '/'; /fake/rooted is not below /fake/root.
+        assert_eq!(points, ["/srv", "/", "/tab\tand\\"], "{root}");
+    }
+    assert_eq!(
+        mountinfo::below_root("/fake/root/a", "/fake/root"),
+        Some("/a".into())
+    );
+    assert_eq!(mountinfo::below_root("/fake/rootx", "/fake/root"), None);
+    assert_eq!(mountinfo::below_root("/a", "/"), Some("/a".into()));
+}
+
+#[test]
+fn two_lists_of_one_namespace_share_their_mount_ids() {
+    let other = b"40 39 8:1 / / rw - ext4 /dev/sda1 rw\n41 40 0:5 / /mnt rw - tmpfs t rw\n";
+    assert!(mountinfo::same_namespace(MOUNTINFO, MOUNTINFO));
+    assert!(!mountinfo::same_namespace(MOUNTINFO, other));
+    assert!(!mountinfo::same_namespace(b"", MOUNTINFO));
 }
 
 #[test]
@@ -456,13 +514,13 @@ fn a_line_glibc_would_cut_is_refused_and_nothing_is_written() {
 fn a_new_entry_goes_before_the_first_entry_mounted_below_it() {
     assert!(is_below("/srv/data", "/srv") && is_below("/srv", "/"));
     assert!(!(is_below("/srvx", "/srv") || is_below("/srv", "/srv") || is_below("none", "/")));
-    let (_dir, root) = fake_root();
+    let (_dir, place) = fake_root();
     let mut file = File::parse(Some(
         b"# top\nswap none swap sw 0 0\n/dev/b /srv/data ext4 defaults 0 2\n/dev/c /srvx ext4 defaults 0 2\n",
     ));
     for (name, device) in [("/srv", "/dev/s"), ("/opt", "/dev/o"), ("/", "/dev/r")] {
         let new = update(name, json!({"device": device, "fstype": "ext4"}));
-        apply_update(&call(), &root, &new, &mut file).unwrap();
+        apply_update(&call(), &place, &new, &mut file).unwrap();
     }
     assert_eq!(
         String::from_utf8(file.content()).unwrap(),
@@ -523,11 +581,17 @@ fn lines_are_entries_as_libmount_reads_them() {
     assert_eq!(names, ["/m", "/proc"]);
     assert_eq!(file.entry(0).pass, 1);
     assert!(file.entry(1).options.is_empty());
-    let (_dir, root) = fake_root();
-    apply_update(&call(), &root, &update("/m", json!({"pass": 2})), &mut file).unwrap();
+    let (_dir, place) = fake_root();
     apply_update(
         &call(),
-        &root,
+        &place,
+        &update("/m", json!({"pass": 2})),
+        &mut file,
+    )
+    .unwrap();
+    apply_update(
+        &call(),
+        &place,
         &update("/proc", json!({"dump": 1})),
         &mut file,
     )
@@ -547,6 +611,6 @@ fn lines_are_entries_as_libmount_reads_them() {
     assert_eq!(names, ["/q"]);
     // Not an entry: created anew.
     let new = update("/n", json!({"device": "/dev/b", "fstype": "ext4"}));
-    let (changes, _) = apply_update(&call(), &root, &new, &mut file).unwrap();
+    let (changes, _) = apply_update(&call(), &place, &new, &mut file).unwrap();
     assert_eq!(changes[0], Change::new("ensure", "absent", "present"));
 }

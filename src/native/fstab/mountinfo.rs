@@ -1,0 +1,122 @@
+//! What is mounted, for `mount::fstab`: the kernel's list for this
+//! process's mount namespace (`/proc/self/mountinfo`), seen from the root
+//! ral works below, and whether that namespace is the machine's (PID 1's)
+//! or one of the process's own, where mounting below a root touches
+//! nothing of the machine.
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+
+use super::unescape;
+
+/// Where the kernel lists what this process's namespace has mounted.
+pub const SELF_MOUNTINFO: &str = "/proc/self/mountinfo";
+/// The same for PID 1, the machine's namespace.
+const INIT_MOUNTINFO: &str = "/proc/1/mountinfo";
+const SELF_NS: &str = "/proc/self/ns/mnt";
+const INIT_NS: &str = "/proc/1/ns/mnt";
+
+/// One mount, as mountinfo(5) lists it (the top one when several are
+/// stacked on a mount point).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mount {
+    /// The kernel's id of the mount, unique among all namespaces.
+    pub id: String,
+    /// What is mounted (the source field: a device, `tmpfs`, ...).
+    pub source: String,
+    pub fstype: String,
+    /// The mount's own options (`rw`, `nosuid`, ...).
+    pub options: Vec<String>,
+}
+
+/// The mount point `path` as the root `root` sees it: `root` itself is
+/// `/`, a path below it loses the prefix, a path outside it is not the
+/// root's (`None`). `root` is a canonical path.
+pub fn below_root(path: &str, root: &str) -> Option<String> {
+    let root = root.trim_end_matches('/');
+    if root.is_empty() {
+        return Some(path.to_owned());
+    }
+    if path == root {
+        return Some("/".to_owned());
+    }
+    path.strip_prefix(root)
+        .filter(|rest| rest.starts_with('/'))
+        .map(str::to_owned)
+}
+
+/// The mounts of a mountinfo text that are the root's, by their mount
+/// points as the root sees them, in the kernel's order (later ones on
+/// the same point stack over earlier ones, and win). Lines that do not
+/// read as mountinfo lines are skipped.
+pub fn parse(data: &[u8], root: &str) -> IndexMap<String, Mount> {
+    let mut mounts = IndexMap::new();
+    for line in data.split(|&b| b == b'\n') {
+        let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+        // ID PARENT MAJ:MIN FSROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER
+        // (a bind mount differs only in FSROOT, which is not read).
+        let Some(dash) = fields.iter().skip(6).position(|f| *f == b"-") else {
+            continue;
+        };
+        let dash = dash + 6;
+        if fields.len() < dash + 3 {
+            continue;
+        }
+        let Some(point) = below_root(&unescape(fields[4]), root) else {
+            continue;
+        };
+        let mount = Mount {
+            id: unescape(fields[0]),
+            source: unescape(fields[dash + 2]),
+            fstype: unescape(fields[dash + 1]),
+            options: unescape(fields[5]).split(',').map(str::to_owned).collect(),
+        };
+        // A mount stacked later hides the one below: it is listed where
+        // the first was, with its own values.
+        mounts.insert(point, mount);
+    }
+    mounts
+}
+
+/// What this process's namespace has mounted below `root`.
+pub fn read(root: &str) -> Result<IndexMap<String, Mount>, String> {
+    let data = std::fs::read(SELF_MOUNTINFO)
+        .map_err(|err| format!("cannot read {SELF_MOUNTINFO}: {err}"))?;
+    Ok(parse(&data, root))
+}
+
+/// The ids of the mounts of a mountinfo text.
+fn mount_ids(data: &[u8]) -> Vec<&[u8]> {
+    data.split(|&b| b == b'\n')
+        .filter_map(|line| line.split(|&b| b == b' ').next())
+        .filter(|id| !id.is_empty())
+        .collect()
+}
+
+/// Whether two mountinfo texts list the same namespace: a mount belongs
+/// to one namespace only, and its id is unique among all of them, so two
+/// lists of one namespace share their ids, and those of two share none.
+pub fn same_namespace(ours: &[u8], theirs: &[u8]) -> bool {
+    let theirs = mount_ids(theirs);
+    mount_ids(ours).iter().any(|id| theirs.contains(id))
+}
+
+/// Whether this process runs in a mount namespace other than PID 1's
+/// (as under `unshare -m`): the links of the two namespaces compared, or,
+/// where PID 1's cannot be read (it needs the right to trace PID 1), the
+/// mount ids of the two mountinfo lists. The error says why neither
+/// could tell.
+pub fn own_namespace() -> Result<bool, String> {
+    let link = |path: &str| std::fs::read_link(Path::new(path));
+    if let (Ok(ours), Ok(init)) = (link(SELF_NS), link(INIT_NS)) {
+        return Ok(ours != init);
+    }
+    let read = |path: &str| std::fs::read(path).map_err(|err| format!("cannot read {path}: {err}"));
+    let ours = read(SELF_MOUNTINFO)?;
+    let init = read(INIT_MOUNTINFO)?;
+    if mount_ids(&ours).is_empty() {
+        return Err(format!("{SELF_MOUNTINFO} lists no mounts"));
+    }
+    Ok(!same_namespace(&ours, &init))
+}

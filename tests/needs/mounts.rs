@@ -11,7 +11,8 @@
 //! files) that would rename over a mount point writes none of them; a
 //! preview (`ralsh -n`) of an edit that would rename over one (a file,
 //! or the journal) refuses as the change does, for an edit of one file
-//! too.
+//! too. The mount provider reads what the namespace has mounted below
+//! the root, and mounts, unmounts and remounts there.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -31,6 +32,7 @@ pub fn tests() -> Vec<Test> {
         an_edit_of_several_files_never_half_replaces_a_mount_point,
         a_preview_refuses_to_replace_a_mount_point_as_the_change_does,
         an_edit_of_one_file_stops_at_a_journal_that_is_a_mount_point,
+        mount_reads_and_changes_what_is_mounted_below_a_root,
     ];
     all.extend(tests![[Root, MountNamespace]
         managehome_keeps_a_home_that_is_or_holds_a_mount_point,
@@ -472,5 +474,108 @@ fn an_edit_of_one_file_stops_at_a_journal_that_is_a_mount_point() {
     assert_eq!(
         std::fs::read_to_string(sandbox.root().join("etc/hosts")).unwrap(),
         "10.0.0.2\tdb\n"
+    );
+}
+
+/// In a namespace of its own, below a fake root: a tmpfs and a bind mount
+/// without entries read as ghosts, an entry mounted as `mounted`, one not
+/// mounted as `unmounted`; `ensure: mounted` mounts, a new option
+/// remounts, `unmounted` unmounts, each seen in the namespace's
+/// mountinfo; a manifest that does not name the ghosts leaves them
+/// mounted; a mount that fails says why and leaves fstab as it was.
+fn mount_reads_and_changes_what_is_mounted_below_a_root() {
+    let sandbox = Sandbox::new();
+    let fstab = "tmpfs /mnt/a tmpfs size=1m 0 0\ntmpfs /mnt/b tmpfs size=2m 0 0\n";
+    sandbox.write("etc/fstab", fstab);
+    for dir in [
+        "mnt/a",
+        "mnt/b",
+        "mnt/c",
+        "mnt/ghost",
+        "mnt/bound",
+        "mnt/bad",
+    ] {
+        std::fs::create_dir_all(sandbox.root().join(dir)).unwrap();
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(sandbox.root()).unwrap();
+    let (r, o) = (root.display(), outside.path().display());
+    let setup = format!(
+        "mount -t tmpfs -o size=2m tmpfs '{r}/mnt/b'\n\
+         mount -t tmpfs ghost '{r}/mnt/ghost'\n\
+         mount --bind '{o}' '{r}/mnt/bound'"
+    );
+    let manifest = outside.path().join("m.yaml");
+    std::fs::write(
+        &manifest,
+        "mount:\n  /mnt/c: {ensure: mounted, device: tmpfs, fstype: tmpfs}\n",
+    )
+    .unwrap();
+    // The mount points of the namespace below the root, with their
+    // options.
+    let mounted = format!("grep ' {r}/' /proc/self/mountinfo | cut -d' ' -f5,6");
+    let lines = [
+        ralsh(&sandbox, "-j mount"),
+        ralsh(&sandbox, "mount /mnt/a ensure=mounted"),
+        mounted.clone(),
+        ralsh(&sandbox, "mount /mnt/b options=size=2m,ro"),
+        mounted.clone(),
+        ralsh(&sandbox, "mount /mnt/b ensure=unmounted"),
+        mounted.clone(),
+        format!(
+            "{} apply --root '{r}' '{}'",
+            env!("CARGO_BIN_EXE_ral"),
+            manifest.display()
+        ),
+        mounted.clone(),
+        ralsh(
+            &sandbox,
+            "mount /mnt/bad ensure=mounted device=nothing fstype=nosuchfs",
+        ),
+        mounted.clone(),
+    ];
+    let sections = in_namespace(&sandbox, false, &setup, &lines);
+    let listed: serde_json::Value =
+        serde_json::from_str(sections[0].split_once('\n').unwrap().1).unwrap();
+    let states: Vec<(&str, &str)> = listed["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["ensure"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("/mnt/a", "unmounted"),
+            ("/mnt/b", "mounted"),
+            ("/mnt/ghost", "ghost"),
+            ("/mnt/bound", "ghost"),
+        ],
+        "only the mounts below the root, as its paths: {}",
+        sections[0]
+    );
+    has(&sections[1], "ensure  => 'mounted',");
+    has(&sections[1], "ensure: 'unmounted' -> 'mounted'");
+    has(&sections[2], &format!("{r}/mnt/a rw,"));
+    has(&sections[3], "options: ['size=2m'] -> ['size=2m', 'ro']");
+    has(&sections[4], &format!("{r}/mnt/b ro,"));
+    has(&sections[5], "ensure: 'mounted' -> 'unmounted'");
+    assert!(!sections[6].contains("/mnt/b "), "{}", sections[6]);
+    assert!(!sections[7].contains("exit status"), "{}", sections[7]);
+    for point in ["a", "c", "ghost", "bound"] {
+        has(&sections[8], &format!("{r}/mnt/{point} "));
+    }
+    has(
+        &sections[9],
+        &format!("mount -t nosuchfs -o defaults -- nothing {r}/mnt/bad failed (exit status "),
+    );
+    has(&sections[9], "fstab was left as it was");
+    has(&sections[9], "exit status 2");
+    assert!(!sections[10].contains("/mnt/bad"), "{}", sections[10]);
+    assert_eq!(
+        sandbox.read("etc/fstab"),
+        "tmpfs /mnt/a tmpfs size=1m 0 0\ntmpfs /mnt/b tmpfs size=2m,ro 0 0\n\
+         tmpfs\t/mnt/c\ttmpfs\tdefaults\t0\t0\n",
+        "the failed mount added no entry"
     );
 }

@@ -604,7 +604,9 @@ fn service_reports_failures_unknown_services_and_bad_values() {
     sandbox
         .ralsh_bundled(&["service", "web", "enable=yes"])
         .expect(2)
-        .stderr_has("invalid value 'yes' for attribute 'enable' of type boolean");
+        .stderr_has(
+            "invalid value 'yes' for attribute 'enable' of type variant[boolean, enum[mask]]",
+        );
     assert!(sandbox.root().join("run/fake/web.running").exists());
     assert_eq!(links_of(&sandbox, "web"), default_links("web", 'S'));
 }
@@ -668,13 +670,26 @@ fn service_manager_follows_the_root() {
     assert_eq!(names_in(&doc["resources"]), ["cron"]);
 }
 
+/// Whether a call the fake systemctl logged only asks (changes nothing).
+fn is_query(call: &str) -> bool {
+    let verb = call.split(' ').nth(1).unwrap_or_default();
+    [
+        "list-unit-files",
+        "list-units",
+        "is-enabled",
+        "is-active",
+        "show",
+    ]
+    .contains(&verb)
+}
+
 /// Units for the fake systemctl: UNIT FILE-STATE ACTIVE-STATE.
 const UNITS: &str = "ssh.service enabled active
 cron.service disabled inactive
 dbus.service static active
 broken.service disabled failed
 getty@.service enabled -
-getty@tty1.service - active
+getty@tty1.service disabled active
 sshd.service alias -
 oldd.service generated active
 ";
@@ -754,16 +769,13 @@ fn service_uses_systemctl_with_the_root_when_systemd_runs() {
         .expect(0)
         .stdout_has("no changes needed");
 
-    // noop asks systemctl only for its listings.
+    // noop only asks systemctl.
     std::fs::remove_file(sandbox.root().join("systemctl.log")).unwrap();
     ralsh_with_fake_systemctl(&sandbox, &["-n", "service", "ssh", "ensure=stopped"])
         .expect(0)
         .stdout_has("(noop: would change)");
     assert!(
-        sandbox
-            .read("systemctl.log")
-            .lines()
-            .all(|call| call.contains(" list-unit")),
+        sandbox.read("systemctl.log").lines().all(is_query),
         "{}",
         sandbox.read("systemctl.log")
     );
@@ -874,7 +886,10 @@ fn service_refreshes_a_running_unit_with_systemctl_and_leaves_a_stopped_one() {
         "{calls}"
     );
     assert!(
-        !calls.contains("cron.service"),
+        calls
+            .lines()
+            .filter(|call| call.ends_with(" cron.service"))
+            .all(is_query),
         "a stopped unit is left alone: {calls}"
     );
     // Where systemctl refuses (a real one below a fake root), the refresh
@@ -890,4 +905,361 @@ fn service_refreshes_a_running_unit_with_systemctl_and_leaves_a_stopped_one() {
     apply()
         .expect(1)
         .stdout_has("systemctl cannot start, stop or restart units below a fake root");
+}
+
+/// A stand-in for Debian's /lib/init/init-d-script, written below the fake
+/// root: like the real one it takes the script's name first, sources the
+/// script for its settings and do_* functions, and dispatches the action,
+/// with a status action whether or not the script mentions one.
+const INIT_D_SCRIPT_LIBRARY: &str = r#"#!/bin/sh
+__init_d_script_name="$1"
+shift
+do_start() { :; }
+do_stop() { :; }
+do_status() { return 3; }
+. "$__init_d_script_name"
+case "$1" in
+  start) do_start ;;
+  stop) do_stop ;;
+  status) do_status ;;
+  *) echo "Usage: $__init_d_script_name {start|stop|status|restart}" >&2; exit 3 ;;
+esac
+exit $?
+"#;
+
+/// A script shaped as Debian's /etc/init.d/procps: it re-runs itself
+/// through the library and defines do_status, but never says the word
+/// status on its own; its start and stop do nothing, and it is "running"
+/// (do_status returns 0) whenever asked.
+fn procps_shaped(name: &str) -> String {
+    format!(
+        r#"#! /bin/sh
+root=$(cd "${{0%/*}}/../.." && pwd -P) || exit 4
+if [ true != "$INIT_D_SCRIPT_SOURCED" ] ; then
+    set "$0" "$@"; INIT_D_SCRIPT_SOURCED=true . "$root/lib/init/init-d-script"
+fi
+### BEGIN INIT INFO
+# Provides:          {name}
+# Required-Start:    mountkernfs $local_fs
+# Required-Stop:
+# Default-Start:     S
+# Default-Stop:
+# Short-Description: Configure kernel parameters at boottime
+### END INIT INFO
+
+DESC="Setting kernel variables"
+DAEMON=/sbin/sysctl
+PIDFILE=none
+
+do_start_cmd() {{ return 0; }}
+do_reload() {{ call do_start_cmd; }}
+do_stop() {{ return 0; }}
+do_status() {{ return 0; }}
+"#
+    )
+}
+
+#[test]
+fn service_runs_the_status_of_a_script_written_for_init_d_script() {
+    // procps runs through init-d-script, whose status calls its do_status:
+    // it has a status action though its text never names one, and it runs.
+    // It starts from rcS.d only: listed, and not enabled.
+    let sandbox = Sandbox::new();
+    install(&sandbox, "lib/init/init-d-script", INIT_D_SCRIPT_LIBRARY);
+    install(&sandbox, "etc/init.d/procps", &procps_shaped("procps"));
+    link(&sandbox, 'S', "S01procps", "procps");
+    // One that leaves status to the library's do_status, which says
+    // stopped here.
+    install(
+        &sandbox,
+        "etc/init.d/quiet",
+        &procps_shaped("quiet").replace("do_status() { return 0; }\n", ""),
+    );
+    let ral = json!({"type": "service", "provider": RAL});
+    let doc = sandbox.ralsh_bundled(&["-j", "service"]).expect(0).json();
+    assert_eq!(
+        doc["resources"],
+        json!([
+            {"name": "procps", "ensure": "running", "enable": false, "ral": ral},
+            {"name": "quiet", "ensure": "stopped", "enable": false, "ral": ral},
+        ])
+    );
+}
+
+#[test]
+fn service_reads_status_exit_codes_as_lsb_defines_them() {
+    // 0 running; 1 (dead, pid file left), 2 (dead, lock file left) and 3
+    // stopped; 4 (unknown) and anything above: no value.
+    let sandbox = Sandbox::new();
+    let script = "#!/bin/sh\n\
+                  # A script whose status exits with the code its name ends in.\n\
+                  case \"$1\" in\n  status) exit \"${0##*-}\" ;;\n  *) exit 0 ;;\nesac\n";
+    for code in 0..=5 {
+        install(&sandbox, &format!("etc/init.d/code-{code}"), script);
+    }
+    let doc = sandbox.ralsh_bundled(&["-j", "service"]).expect(0).json();
+    let ensures: Vec<(String, Json)> = doc["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_owned(), r["ensure"].clone()))
+        .collect();
+    let expected: Vec<(String, Json)> = [
+        json!("running"),
+        json!("stopped"),
+        json!("stopped"),
+        json!("stopped"),
+        Json::Null,
+        Json::Null,
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(code, ensure)| (format!("code-{code}"), ensure))
+    .collect();
+    assert_eq!(ensures, expected);
+}
+
+#[test]
+fn service_counts_start_links_in_runlevels_2_to_5_only() {
+    // Started from rcS.d only (as hwclock.sh and x11-common are): listed,
+    // not enabled, and enabling is refused before anything changes.
+    let sandbox = init_sandbox();
+    let boot_only = fixture("fake-init")
+        .replace("# Default-Start:     2 3 4 5", "# Default-Start:     S")
+        .replace("# Default-Stop:      0 1 6", "# Default-Stop:      0 6");
+    install(&sandbox, "etc/init.d/clock", &boot_only);
+    link(&sandbox, 'S', "S01clock", "clock");
+    for level in "06".chars() {
+        link(&sandbox, level, "K01clock", "clock");
+    }
+    let doc = sandbox
+        .ralsh_bundled(&["-j", "service", "clock"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["resource"]["enable"], false);
+    let listed = sandbox.ralsh_bundled(&["-j", "service"]).expect(0).json();
+    assert!(names_in(&listed["resources"]).contains(&"clock"));
+    let before = links_of(&sandbox, "clock");
+    sandbox
+        .ralsh_bundled(&["service", "clock", "enable=true"])
+        .expect(2)
+        .stderr_has("cannot enable 'clock': the Default-Start runlevels (S)")
+        .stderr_has("name none of 2, 3, 4, 5");
+    assert_eq!(links_of(&sandbox, "clock"), before);
+    sandbox
+        .ralsh_bundled(&["service", "clock", "enable=false"])
+        .expect(0)
+        .stdout_has("no changes needed");
+
+    // Started from rcS.d and disabled in 2-5: not enabled; enabling turns
+    // the K links of 2-5 into S links and the next read says enabled;
+    // disabling turns them back, with the one of rcS.d.
+    let both = fixture("fake-init").replace(
+        "# Default-Start:     2 3 4 5",
+        "# Default-Start:     S 2 3 4 5",
+    );
+    install(&sandbox, "etc/init.d/early", &both);
+    link(&sandbox, 'S', "S01early", "early");
+    for level in "2345".chars() {
+        link(&sandbox, level, "K01early", "early");
+    }
+    let read = |name: &str| {
+        sandbox
+            .ralsh_bundled(&["-j", "service", name])
+            .expect(0)
+            .json()["resource"]["enable"]
+            .clone()
+    };
+    assert_eq!(read("early"), false);
+    sandbox
+        .ralsh_bundled(&["service", "early", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: false -> true");
+    assert_eq!(read("early"), true);
+    assert!(links_of(&sandbox, "early").contains(&"rc2.d/S01early -> ../init.d/early".to_owned()));
+    sandbox
+        .ralsh_bundled(&["service", "early", "enable=false"])
+        .expect(0)
+        .stdout_has("enable: true -> false");
+    assert_eq!(read("early"), false);
+    assert!(links_of(&sandbox, "early")
+        .iter()
+        .all(|link| link.contains("/K01early")));
+}
+
+/// A fake root where systemd runs, with UNITS for the fake systemctl.
+fn systemd_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.root().join("run/systemd/system")).unwrap();
+    std::fs::create_dir_all(sandbox.root().join("etc/systemd/system")).unwrap();
+    sandbox.write("systemctl.state", UNITS);
+    sandbox
+}
+
+/// The fake systemctl's log of calls that change something, without the
+/// root: `--no-ask-password VERB UNIT`.
+fn changes_logged(sandbox: &Sandbox) -> Vec<String> {
+    let log = std::fs::read_to_string(sandbox.root().join("systemctl.log")).unwrap_or_default();
+    std::fs::remove_file(sandbox.root().join("systemctl.log")).ok();
+    log.lines()
+        .filter(|call| !is_query(call))
+        .map(|call| call.split_once(' ').unwrap().1.to_owned())
+        .collect()
+}
+
+#[test]
+fn service_masks_and_unmasks_systemd_units_as_puppet_does() {
+    let sandbox = systemd_sandbox();
+    let enable = |name: &str| {
+        ralsh_with_fake_systemctl(&sandbox, &["-j", "service", name])
+            .expect(0)
+            .json()["resource"]["enable"]
+            .clone()
+    };
+    // Masking an enabled unit disables it first; the next read says mask.
+    ralsh_with_fake_systemctl(&sandbox, &["service", "ssh", "enable=mask"])
+        .expect(0)
+        .stdout_has("enable: true -> 'mask'");
+    assert_eq!(
+        changes_logged(&sandbox),
+        [
+            "--no-ask-password disable ssh.service",
+            "--no-ask-password mask ssh.service"
+        ]
+    );
+    assert_eq!(enable("ssh"), "mask");
+    ralsh_with_fake_systemctl(&sandbox, &["service", "ssh", "enable=mask"])
+        .expect(0)
+        .stdout_has("no changes needed");
+    // true unmasks first, then enables.
+    changes_logged(&sandbox);
+    ralsh_with_fake_systemctl(&sandbox, &["service", "ssh", "enable=true"])
+        .expect(0)
+        .stdout_has("enable: 'mask' -> true");
+    assert_eq!(
+        changes_logged(&sandbox),
+        [
+            "--no-ask-password unmask ssh.service",
+            "--no-ask-password enable ssh.service"
+        ]
+    );
+    assert_eq!(enable("ssh"), true);
+    // A static unit cannot be enabled, but can be masked; false unmasks.
+    ralsh_with_fake_systemctl(&sandbox, &["service", "dbus", "enable=mask"])
+        .expect(0)
+        .stdout_has("enable: (none) -> 'mask'");
+    ralsh_with_fake_systemctl(&sandbox, &["service", "dbus", "enable=false"])
+        .expect(0)
+        .stdout_has("enable: 'mask' -> false");
+    assert_eq!(enable("dbus"), false);
+
+    // A step that fails undoes the steps before it: the unit stays masked.
+    ralsh_with_fake_systemctl(&sandbox, &["service", "cron", "enable=mask"]).expect(0);
+    changes_logged(&sandbox);
+    sandbox.write("systemctl.fail-enable", "");
+    ralsh_with_fake_systemctl(&sandbox, &["service", "cron", "enable=true"])
+        .expect(2)
+        .stderr_has("'cron': enable: ")
+        .stderr_has("--no-ask-password enable cron.service failed (exit status 1)");
+    assert_eq!(
+        changes_logged(&sandbox),
+        [
+            "--no-ask-password unmask cron.service",
+            "--no-ask-password enable cron.service",
+            "--no-ask-password mask cron.service",
+        ]
+    );
+    assert_eq!(enable("cron"), "mask");
+
+    // Init scripts have no mask: refused before anything changes.
+    let init = init_sandbox();
+    let before = tree_snapshot(init.root());
+    init.ralsh_bundled(&["service", "db", "ensure=running", "enable=mask"])
+        .expect(2)
+        .stderr_has("'db': enable: 'db' cannot be masked");
+    assert_same_tree(&before, init.root(), "mask of an init script");
+}
+
+#[test]
+fn service_reloads_systemd_before_starting_a_unit_whose_file_changed() {
+    // cron's unit file is changed by a file resource of the same run: the
+    // start that follows comes after a daemon-reload.
+    let sandbox = systemd_sandbox();
+    sandbox.write(
+        "etc/systemd/system/cron.service",
+        "[Service]\nExecStart=/bin/cron\n",
+    );
+    sandbox.write(
+        "systemctl.loaded/cron.service",
+        "[Service]\nExecStart=/bin/cron\n",
+    );
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("m.yaml");
+    std::fs::write(
+        &manifest,
+        "file:\n  /etc/systemd/system/cron.service:\n    ensure: file\n    \
+         content: \"[Service]\\nExecStart=/bin/cron -f\\n\"\n    before: 'service[cron]'\n\
+         service:\n  cron: {ensure: running}\n",
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        fixtures_dir().join("service").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    run(sandbox
+        .ral_command("apply", &[manifest.to_str().unwrap()])
+        .env("PATH", &path))
+    .expect(0);
+    assert_eq!(
+        changes_logged(&sandbox),
+        [
+            "--no-ask-password daemon-reload",
+            "--no-ask-password start cron.service"
+        ]
+    );
+    // Unchanged since: a restart for a refresh needs no reload.
+    sandbox.write(
+        "systemctl.state",
+        &UNITS.replace(
+            "cron.service disabled inactive",
+            "cron.service disabled active",
+        ),
+    );
+    let doc = ralsh_with_fake_systemctl(&sandbox, &["-j", "service", "cron"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["resource"]["ensure"], "running");
+    changes_logged(&sandbox);
+    sandbox.write(
+        "etc/systemd/system/cron.service",
+        "[Service]\nExecStart=/bin/cron -n\n",
+    );
+    std::fs::write(
+        &manifest,
+        "file:\n  /etc/cron.conf: {ensure: file, content: \"x\\n\", notify: 'service[cron]'}\n\
+         service:\n  cron: {ensure: running}\n",
+    )
+    .unwrap();
+    run(sandbox
+        .ral_command("apply", &[manifest.to_str().unwrap()])
+        .env("PATH", &path))
+    .expect(0);
+    assert_eq!(
+        changes_logged(&sandbox),
+        [
+            "--no-ask-password daemon-reload",
+            "--no-ask-password try-restart cron.service"
+        ]
+    );
+    // Nothing changed: no reload before a start.
+    ralsh_with_fake_systemctl(&sandbox, &["service", "ssh", "ensure=stopped"]).expect(0);
+    ralsh_with_fake_systemctl(&sandbox, &["service", "ssh", "ensure=running"]).expect(0);
+    assert_eq!(
+        changes_logged(&sandbox),
+        [
+            "--no-ask-password stop ssh.service",
+            "--no-ask-password start ssh.service"
+        ]
+    );
 }

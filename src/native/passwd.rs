@@ -8,7 +8,10 @@
 //! last, so an account appears only once its shadow line and primary group
 //! are in place. useradd(8) is never run. An account that is nevertheless
 //! half made (no shadow line, or no group with its gid) is reported as
-//! incomplete, and ensure=present completes it.
+//! incomplete, and ensure=present completes it. Password aging and
+//! expiry (shadow's day fields) are in `aging`.
+
+mod aging;
 
 use std::collections::HashSet;
 
@@ -28,7 +31,7 @@ use crate::sdk::{Outcome, Provider, Resource, Update};
 const AUTO_FIRST: u64 = 1000;
 /// Exclusive.
 const AUTO_END: u64 = 60000;
-const ATTRIBUTES: [&str; 11] = [
+const ATTRIBUTES: [&str; 15] = [
     "name",
     "ensure",
     "uid",
@@ -38,6 +41,10 @@ const ATTRIBUTES: [&str; 11] = [
     "shell",
     "groups",
     "password",
+    "password_min_age",
+    "password_max_age",
+    "password_warn_days",
+    "expiry",
     "managehome",
     "allow_empty_password",
 ];
@@ -148,7 +155,9 @@ impl<'d> View<'d> {
         res.insert("groups".into(), json!(groups));
         if let Some(shadow) = self.shadow {
             if let Some(at) = shadow.find(&f[0]) {
-                res.insert("password".into(), json!(clean(&shadow.lines[at].f()[1])));
+                let line = shadow.lines[at].f();
+                res.insert("password".into(), json!(clean(&line[1])));
+                aging::report(line, &mut res);
             }
         }
         res
@@ -415,10 +424,46 @@ fn complete(db: &mut Accounts, fields: &[String], should: &Resource) -> CallResu
     Ok(())
 }
 
+/// Gives the shadow line of `name` the `wanted` aging values; their
+/// changes, or an error when the account has no shadow line to hold them.
+fn age_shadow(db: &mut Accounts, name: &str, wanted: &[aging::Wanted]) -> CallResult<Vec<Change>> {
+    let Some(first) = wanted.first() else {
+        return Ok(Vec::new());
+    };
+    let shadow = db.get_mut("shadow");
+    let Some((shadow, at)) = shadow.and_then(|s| s.find(name).map(|at| (s, at))) else {
+        return Err(CallError::new(format!(
+            "{}: {} has no shadow line to hold it; ensure=present adds one",
+            first.attr(),
+            quoted(name)
+        )));
+    };
+    let changes = aging::apply(&mut shadow.lines[at], wanted);
+    if !changes.is_empty() {
+        shadow.changed = true;
+    }
+    Ok(changes)
+}
+
+/// What a new account's aging fields were set to, as changes from
+/// nothing: the defaults of its shadow line and the values given.
+fn aging_made(db: &Accounts, name: &str) -> Vec<Change> {
+    let mut made = Resource::new();
+    if let Some(shadow) = db.get("shadow") {
+        if let Some(at) = shadow.find(name) {
+            aging::report(shadow.lines[at].f(), &mut made);
+        }
+    }
+    made.into_iter()
+        .map(|(attr, value)| Change::new(&attr, Json::Null, value))
+        .collect()
+}
+
 fn create(
     db: &mut Accounts,
     name: &str,
     should: &Resource,
+    wanted: &[aging::Wanted],
     work: &mut Vec<Work>,
 ) -> CallResult<Vec<Change>> {
     if let Some(problem) = name_problem(name, "user name") {
@@ -474,6 +519,7 @@ fn create(
         })
         .unwrap_or_default();
     add_shadow(db, name, &password);
+    age_shadow(db, name, wanted)?;
     if let Some(passwd) = db.get_mut("passwd") {
         passwd.append(&[
             name,
@@ -494,7 +540,7 @@ fn create(
             gid: gid as u32,
         });
     }
-    Ok(vec![
+    let mut changes = vec![
         Change::new("ensure", "absent", "present"),
         Change::new("uid", Json::Null, uid),
         Change::new("gid", Json::Null, gid),
@@ -503,13 +549,16 @@ fn create(
         Change::new("shell", Json::Null, shell),
         Change::new("groups", Json::Null, groups),
         Change::new("password", Json::Null, password),
-    ])
+    ];
+    changes.extend(aging_made(db, name));
+    Ok(changes)
 }
 
 fn modify(
     db: &mut Accounts,
     at: usize,
     should: &Resource,
+    wanted: &[aging::Wanted],
     ensure: Option<&str>,
 ) -> CallResult<Vec<Change>> {
     let fields = db.get("passwd").expect("passwd is read").lines[at]
@@ -575,6 +624,7 @@ fn modify(
             ));
         }
     }
+    changes.extend(age_shadow(db, &name, wanted)?);
     if let Some(groups) = should.get("groups") {
         let groups: Vec<String> = groups
             .as_array()
@@ -664,9 +714,10 @@ fn apply_update(
         let checked = check_groups(db.get("group"), groups)?;
         should.insert("groups".into(), json!(checked));
     }
+    let wanted = aging::check(&should)?;
     match at {
         None => log.creating(name, || {
-            let changes = create(db, name, &should, work)?;
+            let changes = create(db, name, &should, &wanted, work)?;
             let passwd = db.get("passwd").expect("passwd is read");
             if let Some(at) = passwd.find(name) {
                 check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;
@@ -674,7 +725,7 @@ fn apply_update(
             Ok(changes)
         }),
         Some(at) => log.updating(name, || {
-            let changes = modify(db, at, &should, ensure)?;
+            let changes = modify(db, at, &should, &wanted, ensure)?;
             if !changes.is_empty() {
                 let passwd = db.get("passwd").expect("passwd is read");
                 check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;

@@ -119,7 +119,7 @@ fn the_core_types_work_where_no_python3_exists() {
         sections[5]
     );
     assert!(
-        sections[7].contains("groups   => ['staff'],"),
+        sections[7].contains("groups             => ['staff'],"),
         "{}",
         sections[7]
     );

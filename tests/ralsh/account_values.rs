@@ -172,7 +172,7 @@ fn an_empty_password_needs_allow_empty_password_and_is_shown_empty() {
     let run = sandbox.ralsh(&["user", "alice", "password=", "allow_empty_password=true"]);
     run.expect(0)
         .stdout_has("password: [redacted] -> '' (empty)")
-        .stdout_has("password => '' (empty),");
+        .stdout_has("password           => '' (empty),");
     assert!(sandbox.read("etc/shadow").contains("\nalice::"));
     let doc = sandbox.ralsh(&["-j", "user", "alice"]).expect(0).json();
     assert_eq!(doc["resource"]["password"], "");

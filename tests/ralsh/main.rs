@@ -1,6 +1,7 @@
 //! Integration tests: the built `ralsh` binary against fixture providers
 //! (tests/fixtures) and the bundled ones, always on a temporary fake root.
 
+mod account_aging;
 #[path = "../common/account_cases.rs"]
 mod account_cases;
 mod account_files;

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value as Json};
 
 use crate::provider_user::files;
-use crate::support::{Sandbox, GROUP, GSHADOW};
+use crate::support::{run, Sandbox, GROUP, GSHADOW};
 
 const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\n\
                       alice:x:1000:1000::/home/alice:/bin/sh\n\
@@ -378,4 +378,34 @@ fn an_account_without_a_shadow_line_gets_aging_once_completed() {
         added.starts_with("carol:!:") && added.ends_with(":0:99999:7::22066:\n"),
         "{added}"
     );
+}
+
+/// A manifest's aging is planned, applied, and then planned as done:
+/// what ral writes reads back as the manifest says (-1 and absent as
+/// the empty fields they write).
+#[test]
+fn a_plan_converges_on_aging() {
+    let sandbox = sandbox();
+    let manifests = tempfile::tempdir().unwrap();
+    let manifest = manifests.path().join("site.yaml");
+    std::fs::write(
+        &manifest,
+        "user:\n  bob:\n    expiry: 2030-06-01\n    password_max_age: 90\n  \
+         alice:\n    expiry: absent\n    password_warn_days: -1\n",
+    )
+    .unwrap();
+    let manifest = manifest.to_str().unwrap();
+    run(&mut sandbox.ral_command("plan", &[manifest]))
+        .expect(0)
+        .stdout_has("+ user[bob]")
+        .stdout_has("    expiry: '2030-06-01'\n")
+        .stdout_has("    expiry: '2025-01-01' -> 'absent'\n")
+        .stdout_has("    password_warn_days: 7 -> -1\n");
+    run(&mut sandbox.ral_command("apply", &[manifest])).expect(0);
+    assert!(sandbox
+        .read("etc/shadow")
+        .contains("\nalice:$6$salt$hash:19000:1:60::14::\n"));
+    run(&mut sandbox.ral_command("plan", &[manifest]))
+        .expect(0)
+        .stdout_has("0 to create, 0 to change, 0 to remove; 2 unchanged");
 }

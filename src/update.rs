@@ -457,7 +457,11 @@ pub fn apply_many(
         .iter()
         .zip(match provider.meta.runs_commands {
             // Commands' checks need the values asked for.
-            true => host.get_with_should(provider, &names, &requests.iter().collect::<Vec<_>>())?,
+            true => {
+                let should: Vec<&[(String, Value)]> =
+                    requests.iter().map(|r| r.attrs.as_slice()).collect();
+                host.get_with_should(provider, &names, &should)?
+            }
             false => host.get_many(provider, &names)?,
         })
         .map(|(request, found)| found.and_then(|found| Transition::new(provider, request, found)))
@@ -514,7 +518,7 @@ pub fn apply_many(
     Ok(outcomes)
 }
 
-/// Replaces the view of each resource just created with what the
+/// Completes the view of each resource just created with what the
 /// provider reads of it now: a creation's answer names what was set, and
 /// the attributes it left at their defaults (a hosts entry's empty
 /// aliases) are there only in a read. One get for all of them; a view
@@ -539,8 +543,10 @@ fn show_created_as_read(
     for (&at, found) in created.iter().zip(found) {
         if let (Ok(outcome), Ok(Some(read))) = (&mut outcomes[at], found) {
             let withheld = withheld::withheld(provider, &requests[at].attrs, &read);
+            // What the read has wins; what it leaves out (a value the
+            // provider never reports) stays as made.
             if withheld.is_empty() {
-                outcome.resource = read;
+                outcome.resource.attrs.extend(read.attrs);
             }
         }
     }
@@ -584,7 +590,7 @@ pub fn settle(
 /// report for an account that exists only in part, is to be repaired.
 pub fn present_met(key: &str, wanted: &Value, found: Option<&Value>) -> bool {
     key == "ensure"
-        && wanted.as_str() == Some("present")
+        && matches!(wanted.as_str(), Some("present" | "defined"))
         && found
             .and_then(Value::as_str)
             .is_none_or(|found| found != "absent" && found != "incomplete")

@@ -302,7 +302,10 @@ impl Checker<'_> {
         };
         self.check_find(&provider, &listed);
         let updates = provider.meta.supports(provider.meta.update_action());
-        let creates = updates && crate::update::can_be_absent(&provider);
+        // Commands (an exec's) are the manifest's: never listed, made or
+        // removed, so there is nothing to work on.
+        let commands = provider.meta.runs_commands;
+        let creates = updates && crate::update::can_be_absent(&provider) && !commands;
         // The round trip copies a resource that exists; failing one, it
         // works on one made from the metadata, as do noop and update when
         // nothing at all is listed.
@@ -321,6 +324,10 @@ impl Checker<'_> {
                 }
                 Err(why) => lacking = format!("{lacking}, and {why}"),
             }
+        } else if template.is_none() && commands {
+            lacking.push_str(
+                ", and its resources are commands, which are never created (runs_commands)",
+            );
         } else if template.is_none() && updates && !creates {
             lacking.push_str(", and none can be created (its ensure has no 'absent')");
         }

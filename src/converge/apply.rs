@@ -786,8 +786,8 @@ fn run_batch(
     let mut calls: Vec<Calling> = Vec::new();
     let fresh: Vec<Observed> = if reread {
         let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
-        let should: Vec<&update::Request> = match provider.meta.runs_commands {
-            true => work.iter().map(|w| &w.request).collect(),
+        let should: Vec<&[(String, crate::types::Value)]> = match provider.meta.runs_commands {
+            true => work.iter().map(|w| w.request.attrs.as_slice()).collect(),
             false => Vec::new(),
         };
         read_told(host, provider, &names, &should)

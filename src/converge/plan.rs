@@ -647,9 +647,11 @@ pub fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Observed>
         .collect();
     let (groups, members) = by_provider(catalog, resources);
     // Commands' checks need what the manifest says of them.
-    let should: Vec<Vec<&update::Request>> = (groups.iter().zip(&members))
+    let should: Vec<Vec<&[(String, crate::types::Value)]>> = (groups.iter().zip(&members))
         .map(|((provider, _), items)| match provider.meta.runs_commands {
-            true => items.iter().map(|&at| &catalog.items[at].request).collect(),
+            true => (items.iter())
+                .map(|&at| catalog.items[at].request.attrs.as_slice())
+                .collect(),
             false => Vec::new(),
         })
         .collect();

@@ -11,7 +11,7 @@ use crate::host::Host;
 use crate::metadata::{Action, Invoke};
 use crate::provider::Provider;
 use crate::resource::Resource;
-use crate::update::Request;
+use crate::types::Value;
 
 /// A provider with the names to read from it.
 pub type Group<'a> = (&'a Provider, Vec<&'a str>);
@@ -60,12 +60,13 @@ pub fn read_all(host: &Host, groups: &[Group], jobs: usize) -> Vec<Vec<Observed>
 }
 
 /// [`read_all`], telling the providers that run commands the manifest's
-/// values of their names: `should` holds, per group, one request per name
+/// values of their names: `should` holds, per group, one list of
+/// attributes per name
 /// (or none: a group of another provider, or all of them).
 pub fn read_all_told(
     host: &Host,
     groups: &[Group],
-    should: &[Vec<&Request>],
+    should: &[Vec<&[(String, Value)]>],
     jobs: usize,
 ) -> Vec<Vec<Observed>> {
     let results: Vec<Mutex<Vec<Observed>>> =
@@ -101,12 +102,12 @@ pub fn read(host: &Host, provider: &Provider, names: &[&str]) -> Vec<Observed> {
 }
 
 /// [`read`], telling a provider that runs commands the manifest's values
-/// of the names (`should`, one request per name, or none).
+/// of the names (`should`, one list of attributes per name, or none).
 pub fn read_told(
     host: &Host,
     provider: &Provider,
     names: &[&str],
-    should: &[&Request],
+    should: &[&[(String, Value)]],
 ) -> Vec<Observed> {
     let meta = &provider.meta;
     let listing = meta.invoke == Invoke::Simple

@@ -455,15 +455,17 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
 
     /// Whether task `at`, which ended, pays the refresh owed to its item:
     /// a refresh that succeeded, or a task that created, removed, started
-    /// or stopped its resource (set its `ensure`), which a refresh would
-    /// only repeat.
-    fn pays_refresh(plan: &Plan, at: usize) -> bool {
+    /// or stopped its resource (set its `ensure`), or ran its command (an
+    /// exec's), which a refresh would only repeat.
+    fn pays_refresh(catalog: &Catalog, plan: &Plan, at: usize) -> bool {
         let task = &plan.tasks[at];
+        let runs_commands = catalog.items[task.item].provider.meta.runs_commands;
         task.state == TaskState::Success
             && (matches!(
                 task.action,
                 Action::Refresh | Action::Create | Action::Remove
-            ) || task.changes.iter().any(|c| c.attr == "ensure"))
+            ) || task.changes.iter().any(|c| c.attr == "ensure")
+                || (runs_commands && task.action == Action::Change))
     }
 
     /// The refreshes that `tasks`, about to start, may call for: those of
@@ -525,7 +527,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                         Outcome::Applied(item) => ItemChange::Applied(item),
                         Outcome::Removed => ItemChange::Removed { provider, name },
                     },
-                    refreshed: Self::pays_refresh(plan, at)
+                    refreshed: Self::pays_refresh(self.catalog, plan, at)
                         .then_some((provider.as_str(), name.as_str())),
                 }
             })

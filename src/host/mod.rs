@@ -203,13 +203,13 @@ impl Host {
     }
 
     /// [`Host::get_many`], telling a provider that runs commands the
-    /// manifest's values of each name (`should`: one request per name, in
-    /// order, or none), which its checks need.
+    /// manifest's values of each name (`should`: its attributes, one list
+    /// per name, in order, or none), which its checks need.
     pub fn get_with_should(
         &self,
         provider: &Provider,
         names: &[&str],
-        should: &[&crate::update::Request],
+        should: &[&[(String, crate::types::Value)]],
     ) -> Result<Vec<Result<Option<Resource>>>> {
         for name in names {
             check_name(name).map_err(|bad| Error::Request {

@@ -315,7 +315,7 @@ impl super::Convention for JsonConvention {
         runner: &dyn Runner,
         provider: &Provider,
         names: &[&str],
-        should: &[&crate::update::Request],
+        should: &[&[(String, crate::types::Value)]],
     ) -> Result<Vec<Result<Option<Resource>>>> {
         // The provider may answer with more than was asked; what was asked
         // is picked out.
@@ -544,21 +544,21 @@ fn get(
     runner: &dyn Runner,
     provider: &Provider,
     names: &[&str],
-    should: &[&crate::update::Request],
+    should: &[&[(String, crate::types::Value)]],
 ) -> Result<Vec<GetEntry>> {
     let (request, secrets) = match provider.meta.runs_commands && !should.is_empty() {
         true => {
             let mut told = Map::new();
-            for request in should {
-                let values: Map<String, Json> = (request.attrs.iter())
+            for (name, attrs) in names.iter().zip(should) {
+                let values: Map<String, Json> = (attrs.iter())
                     .map(|(key, value)| (key.clone(), Json::from(value)))
                     .collect();
-                told.insert(request.name.clone(), Json::Object(values));
+                told.insert((*name).to_owned(), Json::Object(values));
             }
             let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
             let mut secrets: Vec<String> = (should.iter())
-                .flat_map(|request| {
-                    let attrs = request.attrs.iter().map(|(k, v)| (k.as_str(), v));
+                .flat_map(|attrs| {
+                    let attrs = attrs.iter().map(|(k, v)| (k.as_str(), v));
                     crate::secrets::secret_texts(is_sensitive, attrs)
                 })
                 .collect();

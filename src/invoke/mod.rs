@@ -177,14 +177,14 @@ pub trait Convention: Sync {
     }
 
     /// [`Convention::get_many`], telling a provider that `runs_commands`
-    /// the manifest's values of each name (`should`, one per name, or
-    /// none), which its checks need.
+    /// the manifest's values of each name (`should`: its attributes, one
+    /// list per name, or none), which its checks need.
     fn get_with_should(
         &self,
         runner: &dyn Runner,
         provider: &Provider,
         names: &[&str],
-        should: &[&crate::update::Request],
+        should: &[&[(String, crate::types::Value)]],
     ) -> Result<Vec<Result<Option<Resource>>>>;
 
     /// Changes several resources (previews them under `noop`); one result

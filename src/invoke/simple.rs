@@ -395,7 +395,7 @@ impl super::Convention for SimpleConvention {
         runner: &dyn Runner,
         provider: &Provider,
         names: &[&str],
-        _should: &[&crate::update::Request],
+        _should: &[&[(String, crate::types::Value)]],
     ) -> Result<Vec<Result<Option<Resource>>>> {
         if !provider.meta.supports(Action::Find) {
             // One listing answers for every name, each matched through a

@@ -495,7 +495,7 @@ fn json_call(
             answer_set(answer, &updates, outcomes)
         }
         other => Err(CallError::new(format!(
-            "unknown action {}: expected one of describe, get, set, refresh",
+            "unknown action {}: expected one of describe, get, set",
             quoted(other)
         ))),
     }

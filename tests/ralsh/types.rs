@@ -202,7 +202,9 @@ fn creating_needs_required_attributes_and_fills_in_defaults() {
         "# simple\nname: old\nensure: present\nshell: /bin/zsh\n",
     );
     sandbox.ralsh(&["typed", "old", "port=81"]).expect(0);
-    assert_eq!(sandbox.calls()[4], "ral_action=update name=old port=81");
+    // (The creation's view was read back: a find after the update.)
+    assert_eq!(sandbox.calls()[3], "ral_action=find name=new");
+    assert_eq!(sandbox.calls()[5], "ral_action=update name=old port=81");
 }
 
 #[test]

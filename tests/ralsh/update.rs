@@ -260,8 +260,13 @@ fn several_names_are_read_in_one_get_and_changed_in_one_set() {
         .into_iter()
         .filter(|call| call.contains(" begin "))
         .collect();
+    // The three created are read back together, for the view of each.
     assert_eq!(
         calls,
-        ["alpha begin get a1,a2,a3", "alpha begin set a1,a2,a3"]
+        [
+            "alpha begin get a1,a2,a3",
+            "alpha begin set a1,a2,a3",
+            "alpha begin get a1,a2,a3"
+        ]
     );
 }

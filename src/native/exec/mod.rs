@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 
 use crate::metadata::{RUN, RUN_DONE};
 use crate::sdk::command::{Finished, Spec as RunSpec};
-use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention};
+use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
 use crate::sdk::{Outcome, Provider, Resource, Update};
 
 use spec::{below, Command, Spec};
@@ -36,18 +36,21 @@ impl Provider for Exec {
         Convention::Json
     }
 
-    /// Execs are not listed (they are the manifest's alone); one named
-    /// without its values is only its name.
+    /// Execs are not listed (they are the manifest's alone), and one
+    /// named without its values is not there to read: only what the
+    /// manifest says of a command makes it one.
     fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
         Ok(names
             .iter()
-            .map(|name| {
-                let Some(values) = call.should_of(name) else {
-                    let mut resource = Resource::new();
-                    resource.insert("name".into(), Json::from(name.as_str()));
-                    return resource;
-                };
-                read(call, name, values).unwrap_or_else(|err| error_entry(name, &err))
+            .map(|name| match call.should_of(name) {
+                Some(values) => read(call, name, values).unwrap_or_else(|e| error_entry(name, &e)),
+                None => error_entry(
+                    name,
+                    &CallError::of_kind(
+                        Kind::Unknown,
+                        "an exec is read with its values (command, creates, ...): give some",
+                    ),
+                ),
             })
             .collect())
     }
@@ -149,12 +152,25 @@ fn run_update(call: &Call, update: &Update) -> Outcome {
     let mut values = update.is.clone();
     values.extend(update.should.clone());
     let was = update.is.get(RUN).cloned().unwrap_or(Json::Null);
-    if update.should.get(RUN).and_then(Json::as_str) != Some(RUN_DONE) {
-        return Err(CallError::new(format!(
-            "an exec's update asks for {RUN}: {RUN_DONE}, which running the command gives"
-        )));
-    }
     let spec = Spec::parse(&update.name, &values, &call.root)?;
+    match update.should.get(RUN) {
+        Some(run) if run.as_str() == Some(RUN_DONE) => {}
+        Some(_) => {
+            return Err(CallError::new(format!(
+                "an exec's update asks for {RUN}: {RUN_DONE}, which running the command gives"
+            )))
+        }
+        // An exec keeps nothing: values alone are taken as given, and
+        // nothing runs (ral's own requests always ask for run: done).
+        None => {
+            return Ok((update.should.iter())
+                .map(|(key, value)| {
+                    let was = update.is.get(key).cloned().unwrap_or(Json::Null);
+                    Change::new(key, was, value.clone())
+                })
+                .collect())
+        }
+    }
     if !call.noop {
         execute(call, &spec, &spec.command)?;
     }

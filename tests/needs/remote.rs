@@ -1476,7 +1476,9 @@ fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
          \x20 /etc/init.d/app:\n    source: files/app.init\n    mode: '0755'\n\
          \x20 /etc/app/redhat.conf:\n    content: \"selinux {{ selinux | default('enforcing') }}\\n\"\n\
          \x20   when: facts.os.family == 'RedHat'\n\
-         host:\n  \"{{ item.key }}\":\n    loop: \"{{ peers | default({}) }}\"\n    ip: \"{{ item.value }}\"\n",
+         host:\n  \"{{ item.key }}\":\n    loop: \"{{ peers | default({}) }}\"\n    ip: \"{{ item.value }}\"\n\
+         exec:\n  app-reindex:\n    command: sh -c 'echo reindex >> \"$RALSH_ROOT_DIR/etc/app/reindex.log\"'\n\
+         \x20   refreshonly: true\n    subscribe: file[/etc/app/app.conf]\n",
     )
     .unwrap();
     let ral = |subcommand: &str, args: &[&str]| fleet.ral(subcommand, args, &manifest);
@@ -1521,8 +1523,23 @@ fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
     }
     assert!(fleet.read("web1", "etc/hosts").contains("10.0.0.5\tdb"));
     assert!(!fleet.read("web3", "etc/hosts").contains("10.0.0.5"));
+    // The one-off step ran once on each target, as its config was made.
+    for name in ["web1", "web2", "web3"] {
+        assert_eq!(
+            fleet.read(name, "etc/app/reindex.log"),
+            "reindex\n",
+            "{name}"
+        );
+    }
     let again = ral("apply", &["--detailed-exitcodes", "-j"]);
     again.expect(0);
+    for name in ["web1", "web2", "web3"] {
+        assert_eq!(
+            fleet.read(name, "etc/app/reindex.log"),
+            "reindex\n",
+            "{name}"
+        );
+    }
     let doc: Json = serde_json::from_str(&again.stdout).unwrap();
     for entry in targets(&doc) {
         assert_eq!(
@@ -1531,5 +1548,13 @@ fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
             "{entry}"
         );
     }
+    // web1's config changes: its step runs again there, and only there.
+    std::fs::write(dir.join("host_vars/web1.yaml"), "app_workers: 9\n").unwrap();
+    ral("apply", &[]).expect(0);
+    assert_eq!(
+        fleet.read("web1", "etc/app/reindex.log"),
+        "reindex\nreindex\n"
+    );
+    assert_eq!(fleet.read("web2", "etc/app/reindex.log"), "reindex\n");
     fleet.assert_no_ssh_left();
 }

@@ -37,9 +37,10 @@ hwclock.sh and x11-common answer `status` without changing anything).
 Values are compared after the normalisations named in NORMALISATIONS
 (printed with --json, and listed in docs/puppet-parity.md).
 
-Usage: python3 bench/puppet_parity.py [--json] [--keep]
-  --json  print the figures and differences as JSON instead of tables
-  --keep  keep the temporary directory (fake root, both tools' output)
+Usage: python3 bench/puppet_parity.py [--json] [--keep] [--section]
+  --json     print the figures and differences as JSON instead of tables
+  --section  also write the tables as BENCHMARKS.md's section
+  --keep     keep the temporary directory (fake root, both tools' output)
 Needs root (unshare, mount --bind), puppet (7.x, with the host_core and
 mount_core modules), unshare and mount from util-linux, dpkg-query, and a
 built ralsh (RALSH, else target/debug/ralsh or, when missing,
@@ -50,7 +51,9 @@ or its output not read.
 """
 
 import argparse
+import contextlib
 import datetime
+import io
 import json
 import os
 import shlex
@@ -58,6 +61,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import section  # noqa: E402  (bench/section.py)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET_DIR = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
@@ -732,6 +738,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--section", action="store_true",
+                        help="also write the tables as BENCHMARKS.md's section")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("run as root: the bench binds files in a mount namespace of its own",
@@ -745,6 +753,9 @@ def main():
     if missing:
         print("missing: %s" % ", ".join(missing), file=sys.stderr)
         return 1
+    # Made before anything runs: its header says how busy the machine was.
+    sec = (section.Section("puppet_parity", "Puppet parity of the core types",
+                           "bench/puppet_parity.py") if args.section else None)
     work = tempfile.mkdtemp(prefix="ral-puppet-parity-")
     root = os.path.join(work, "root")
     notes = []
@@ -787,6 +798,14 @@ def main():
         print()
     else:
         print_tables(report)
+    if sec is not None:
+        tables = io.StringIO()
+        with contextlib.redirect_stdout(tables):
+            print_tables(report)
+        sec.write("`puppet resource TYPE` and `ralsh -j TYPE` listing the same fake "
+                  "files; every difference is explained in "
+                  "[docs/puppet-parity.md](docs/puppet-parity.md).\n\n```text\n"
+                  + tables.getvalue() + "```\n")
     return 0
 
 

@@ -290,6 +290,14 @@ fn run_tasks(
             task.seconds = done.seconds;
             match result {
                 Ok((changes, transition)) => {
+                    // Read again, it had nothing left to do: no change is
+                    // counted or claimed.
+                    let idle = task.action != Action::Refresh
+                        && changes.is_empty()
+                        && transition.should.is_empty();
+                    if idle {
+                        task.note = Some(NOTHING_LEFT.to_owned());
+                    }
                     if task.action == Action::Unknown {
                         let provider = catalog.items[task.item].provider;
                         task.action = super::plan::action_of(provider, &transition);
@@ -622,6 +630,11 @@ fn start_refresh<'scope, 'env>(
         }));
     });
 }
+
+/// What a task says that, read again just before it ran, had nothing
+/// left to do (what it waited for did it, or an exec's guard now says
+/// so).
+pub const NOTHING_LEFT: &str = "nothing left to do when read again";
 
 /// What a refresh that did not succeed says: the store owes it.
 const STAYS_OWED: &str = "; the refresh stays owed, and the next apply runs it";

@@ -424,13 +424,17 @@ pub fn state_before(stored: Option<&StoredItem>, properties: &Map<String, Json>)
 /// Marks the tasks of items the store says were applied as the manifest
 /// says: the system drifted from what ral applied.
 pub fn mark_drifted(catalog: &Catalog, plan: &mut super::plan::Plan, applied: &Remembered) {
-    // A refresh is planned for a change elsewhere, never for drift.
+    // A refresh is planned for a change elsewhere, never for drift; a
+    // command that runs again was not changed by anyone.
     for task in plan
         .tasks
         .iter_mut()
         .filter(|t| t.action != super::plan::Action::Refresh)
     {
         let item = &catalog.items[task.item];
+        if item.provider.meta.runs_commands {
+            continue;
+        }
         let Some(before) = applied.item(item.provider, item.name()) else {
             continue;
         };

@@ -420,6 +420,21 @@ pub fn plan_keeping(
                 }
             }
         };
+        // A command with nothing to do may have something once what it
+        // waits for is done (an onlyif testing a file made before it):
+        // its guards are read again then, as Puppet checks them at its
+        // turn.
+        let task = match task {
+            None if provider.meta.runs_commands
+                && !requires.is_empty()
+                && !runs_on_refresh_only(&item.request) =>
+            {
+                let mut task = deferred_task(at, item, requires.clone());
+                task.deferred = Some(GUARDS_LATER.to_owned());
+                Some(task)
+            }
+            task => task,
+        };
         match task {
             Some(task) => {
                 task_of[at] = Some(tasks.len());
@@ -502,6 +517,17 @@ fn tangles_to_create(catalog: &Catalog, tasks: &[Task]) -> Vec<Problem> {
         .filter(|&&(one, other)| creates[one] && creates[other])
         .map(|&(one, other)| super::catalog::cycle_problem(&catalog.items, &[one, other]))
         .collect()
+}
+
+/// Why an exec waiting for other tasks is read again before its turn.
+pub const GUARDS_LATER: &str = "its guards are checked again once the tasks it waits for are \
+     done; now they say there is nothing to run";
+
+/// Whether a command runs only on a refresh (an exec's `refreshonly`),
+/// which no guard read again could change.
+fn runs_on_refresh_only(request: &update::Request) -> bool {
+    (request.attrs.iter())
+        .any(|(key, value)| key == "refreshonly" && *value == crate::types::Value::Bool(true))
 }
 
 /// The most waits a plan may gain beyond the requirements written: a

@@ -119,19 +119,20 @@ pub struct Done {
 }
 
 impl Done {
-    /// The tally of tasks given as (action, state, note): a refresh that
-    /// ended with a note (not needed) did nothing and is not counted.
+    /// The tally of tasks given as (action, state, note): a task that
+    /// ended with a note (a refresh not needed, a task with nothing left
+    /// to do) did nothing and is not counted.
     pub fn of<'t>(
         tasks: impl IntoIterator<Item = (Action, TaskState, Option<&'t String>)>,
     ) -> Done {
         let mut done = Done::default();
         for (action, state, note) in tasks {
             let count = match (state, action) {
+                (TaskState::Success, _) if note.is_some() => continue,
                 (TaskState::Success, Action::Create) => &mut done.created,
                 (TaskState::Success, Action::Change) => &mut done.changed,
                 (TaskState::Success, Action::Remove) => &mut done.removed,
                 (TaskState::Success, Action::Run) => &mut done.run,
-                (TaskState::Success, Action::Refresh) if note.is_some() => continue,
                 (TaskState::Success, Action::Refresh) => &mut done.refreshed,
                 // An unknown task fails without running; it never succeeds.
                 (TaskState::Success, Action::Unknown) => continue,

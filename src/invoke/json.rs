@@ -570,7 +570,31 @@ fn get(
         false => (get_request(names), Vec::new()),
     };
     let text = call(runner, provider, Action::Get, request, secrets.clone())?;
-    parse_get(&text).map_err(|e| e.redacted(&secrets).into_error(provider, Action::Get))
+    let mut entries =
+        parse_get(&text).map_err(|e| e.redacted(&secrets).into_error(provider, Action::Get))?;
+    if !secrets.is_empty() {
+        redact_entries(&mut entries, &secrets);
+    }
+    Ok(entries)
+}
+
+/// Takes the secrets a get was told out of what its provider (one that
+/// runs commands) says of them: each resource's error, and the texts it
+/// reads from the manifest's values (why a command would run quotes its
+/// checks). The values it was told come back as they were, and are
+/// shown as their attributes' sensitivity says.
+fn redact_entries(entries: &mut [GetEntry], secrets: &[String]) {
+    let needles = secrets::Needles::of(secrets);
+    for entry in entries {
+        match &mut entry.body {
+            Ok(attrs) => {
+                if let Some(Json::String(text)) = attrs.get_mut(crate::metadata::RUN) {
+                    *text = needles.redact(text);
+                }
+            }
+            Err(error) => error.message = needles.redact(&error.message),
+        }
+    }
 }
 
 /// A reported resource, typed against the metadata.

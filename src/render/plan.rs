@@ -290,12 +290,16 @@ pub fn preview(
                 resources_of(catalog, plan, &task.refresh_on, " or ")
             )?;
         }
-        if let Some(why) = &task.deferred {
-            writeln!(
+        match &task.deferred {
+            Some(why) if why == crate::converge::plan::GUARDS_LATER => {
+                writeln!(out, "    ({why})")?
+            }
+            Some(why) => writeln!(
                 out,
                 "    (read again once the tasks it waits for are done; it could not be read: {})",
                 escape(why)
-            )?;
+            )?,
+            None => {}
         }
         for change in &task.changes {
             match multi_line(catalog, task, change) {

@@ -200,3 +200,135 @@ exec:
         "the secret reached the state store"
     );
 }
+
+#[test]
+fn a_secret_in_a_guard_or_a_bad_value_never_shows_in_why_or_errors() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"vars:
+  ral_sensitive: [token]
+  token: S3cr3tToken42
+exec:
+  guarded:
+    command: "true"
+    onlyif: ["test", "{{ token }}", "=", "{{ token }}"]
+  made:
+    command: "true"
+    creates: "/srv/{{ token }}"
+  broken:
+    command: "echo {{ token }} 'open"
+  slow:
+    command: "true"
+    onlyif: "sh -c 'echo {{ token }}; sleep 5'"
+    timeout: 1
+"#;
+    let m = manifest(&dir, "m.yaml", text);
+    for args in [
+        vec!["plan"],
+        vec!["plan", "-j"],
+        vec!["apply"],
+        vec!["apply", "-j"],
+    ] {
+        let mut args: Vec<&str> = args;
+        let subcommand = args.remove(0);
+        args.push(&m);
+        let out = ral(&sandbox, subcommand, &args);
+        let all = format!("{}{}", out.stdout, out.stderr);
+        assert!(!all.contains("3cr3t"), "{subcommand} {args:?}: {all}");
+        assert!(all.contains("[redacted]"), "{subcommand} {args:?}: {all}");
+    }
+    let store = std::fs::read(sandbox.root().join("var/lib/ral/state.db")).unwrap();
+    assert!(!store.windows(5).any(|w| w == b"3cr3t"));
+}
+
+#[test]
+fn guards_are_read_again_once_what_the_exec_waits_for_is_done() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let root = sandbox.root().display().to_string();
+    let text = format!(
+        r#"file:
+  /srv/flag: {{content: "x\n"}}
+exec:
+  after-flag:
+    command: sh -c 'echo ran >> "$RALSH_ROOT_DIR/log"'
+    onlyif: [test, -e, "{root}/srv/flag"]
+    require: file[/srv/flag]
+  made-by-flag:
+    command: sh -c 'echo never >> "$RALSH_ROOT_DIR/log"'
+    creates: /srv/flag
+    require: file[/srv/flag]
+"#
+    );
+    let m = manifest(&dir, "m.yaml", &text);
+    ral(&sandbox, "plan", &[&m])
+        .expect(0)
+        .stdout_has("? exec[after-flag] (waits for file[/srv/flag])")
+        .stdout_has("its guards are checked again once the tasks it waits for are done");
+    ral(&sandbox, "apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ~ exec[after-flag]")
+        .stdout_has("exec[made-by-flag] (0.")
+        .stdout_has("nothing left to do when read again")
+        .stdout_has("Apply complete: 1 created, 1 changed;");
+    assert_eq!(
+        log(&sandbox),
+        ["ran"],
+        "made-by-flag's creates exists by then"
+    );
+}
+
+#[test]
+fn a_relative_program_is_found_from_cwd_and_creates_never_looks_out_of_the_root() {
+    let sandbox = Sandbox::seeded();
+    sandbox.write(
+        "srv/app/bin/run.sh",
+        "#!/bin/sh\necho inside >> \"$RALSH_ROOT_DIR/log\"\n",
+    );
+    let script = sandbox.root().join("srv/app/bin/run.sh");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // A link in the root to /proc: creates looks below the root (the link
+    // resolved as if the root were /), where /proc/cpuinfo does not exist.
+    std::os::unix::fs::symlink("/proc", sandbox.root().join("srv/out")).unwrap();
+    assert!(!sandbox.root().join("proc").exists());
+    let out = run(sandbox.command().args([
+        "exec",
+        "x",
+        "command=./bin/run.sh",
+        "cwd=/srv/app",
+        "creates=/srv/out/cpuinfo",
+    ]));
+    out.expect(0);
+    assert_eq!(log(&sandbox), ["inside"]);
+}
+
+#[test]
+fn a_user_s_command_runs_with_its_ids_and_home() {
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: running as another user needs root");
+        return;
+    }
+    let sandbox = Sandbox::seeded();
+    sandbox.write(
+        "etc/passwd",
+        "root:x:0:0:root:/root:/bin/sh\napp:x:1500:1500::/srv/app:/bin/sh\n",
+    );
+    sandbox.write("etc/group", "root:x:0:\napp:x:1500:\nweb:x:1600:app\n");
+    let out_dir = sandbox.root().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::set_permissions(
+        &out_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out = run(sandbox.command().args([
+        "exec",
+        "who",
+        "command=echo \"$(id -u) $(id -G) $HOME $USER\" > \"$RALSH_ROOT_DIR/out/who\"",
+        "shell=true",
+        "user=app",
+    ]));
+    out.expect(0);
+    assert_eq!(sandbox.read("out/who"), "1500 1500 1600 /srv/app app\n");
+}

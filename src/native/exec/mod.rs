@@ -15,7 +15,11 @@ mod users;
 use serde_json::Value as Json;
 
 use crate::metadata::{RUN, RUN_DONE};
-use crate::sdk::command::{Finished, Spec as RunSpec};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::sdk::command::{Finished, Spec as RunSpec, TAIL_BYTES};
+use crate::sdk::files::Root;
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};
 use crate::sdk::{Outcome, Provider, Resource, Update};
 
@@ -90,6 +94,18 @@ fn read(call: &Call, name: &str, values: &Resource) -> CallResult<Resource> {
     Ok(resource)
 }
 
+/// Whether `path` exists below the root, links on the way resolved
+/// inside it (never out of it), the last one not followed: what cannot
+/// be reached (a directory on the way missing) does not exist.
+fn exists_below(call: &Call, path: &str) -> bool {
+    let Ok(root) = Root::open(&call.root) else {
+        return false;
+    };
+    root.file(path.trim_start_matches('/'), true, Some(false))
+        .and_then(|target| target.lstat())
+        .is_ok_and(|found| found.is_some())
+}
+
 /// Why a command the guards allow would run.
 fn why_it_runs(spec: &Spec) -> String {
     let mut why = Vec::new();
@@ -113,7 +129,7 @@ fn why_it_runs(spec: &Spec) -> String {
 /// command whose work is done runs no check.
 fn guarded(call: &Call, spec: &Spec) -> CallResult<Option<String>> {
     if let Some(path) = &spec.creates {
-        if std::fs::symlink_metadata(below(&call.root, path)).is_ok() {
+        if exists_below(call, path) {
             return Ok(Some(format!("{path} exists")));
         }
     }
@@ -134,7 +150,8 @@ fn guarded(call: &Call, spec: &Spec) -> CallResult<Option<String>> {
 /// The exit status of a check; a check that cannot run or finish fails
 /// the read: whether the command would run is then not known.
 fn check_status(call: &Call, spec: &Spec, check: &Command, attr: &str) -> CallResult<i64> {
-    let ran = run(call, spec, check)?;
+    let ran =
+        run(call, spec, check).map_err(|e| CallError::new(format!("{attr}: {}", e.message)))?;
     match ran.status {
         Some(status) => Ok(i64::from(status)),
         None => Err(CallError::new(format!(
@@ -210,39 +227,108 @@ fn shown_returns(returns: &[i64]) -> String {
 }
 
 /// Runs `command` in the exec's directory, environment and user, within
-/// its time limit. A directory that is not there fails before anything
-/// runs.
+/// its time limit. A directory that is not there, or a program that is
+/// not found, fails before anything runs.
 fn run(call: &Call, spec: &Spec, command: &Command) -> CallResult<Finished> {
     call.within_time()?;
-    if !spec.dir.is_dir() {
-        return Err(CallError::new(format!(
-            "cwd: {} is not a directory",
-            spec.dir.display()
-        )));
-    }
+    let dir = working_dir(call, spec)?;
     let mut env = call.env.clone();
+    if let Some((name, _, home)) = &spec.user {
+        // Who it runs as, as login(1) would say (Puppet's exec too).
+        for (key, value) in [("HOME", home), ("USER", name), ("LOGNAME", name)] {
+            env.retain(|(k, _)| k != key);
+            env.push((key.to_owned(), value.clone()));
+        }
+    }
     for (key, value) in &spec.environment {
         env.retain(|(k, _)| k != key);
         env.push((key.clone(), value.clone()));
     }
+    let mut argv = command.argv.clone();
+    argv[0] = program(&argv[0], &dir, &env, &command.shown)?;
     let ran = call.commands.run_spec(&RunSpec {
-        argv: &command.argv,
+        argv: &argv,
         env: &env,
         timeout: spec.timeout,
-        dir: Some(&spec.dir),
-        user: spec.user.as_ref().map(|(_, ids)| ids),
+        dir: Some(&dir),
+        user: spec.user.as_ref().map(|(_, ids, _)| ids),
     });
     Ok(ran)
 }
 
+/// The exec's directory below the root, found as the root sees it (a
+/// link in it resolved inside the root, never out of it).
+fn working_dir(call: &Call, spec: &Spec) -> CallResult<PathBuf> {
+    let root = Root::open(&call.root)?;
+    let rel = spec.cwd.trim_start_matches('/');
+    let found = root.directory(rel, true, None).map_err(|e| {
+        CallError::new(format!(
+            "cwd: {} is not a directory below the root: {}",
+            spec.cwd, e.message
+        ))
+    })?;
+    Ok(below(&call.root, found.rel()))
+}
+
+/// The program `word` names: a path with a `/` as it is (a relative one
+/// from `dir`, where it runs), a bare name looked up on the command's
+/// PATH, as a shell would; one not found fails naming it.
+fn program(word: &str, dir: &Path, env: &[(String, String)], shown: &str) -> CallResult<String> {
+    let runnable = |candidate: &Path| {
+        std::fs::metadata(candidate)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let clean = crate::sdk::text::clean;
+    if word.contains('/') {
+        let path = match word.starts_with('/') {
+            true => PathBuf::from(word),
+            false => dir.join(word),
+        };
+        return match runnable(&path) {
+            true => Ok(path.to_string_lossy().into_owned()),
+            false => Err(CallError::new(format!(
+                "{}: {} is not a program (no executable file there)",
+                clean(shown),
+                clean(&path.to_string_lossy())
+            ))),
+        };
+    }
+    let path = env.iter().find(|(k, _)| k == "PATH").map_or("", |(_, v)| v);
+    let found = path
+        .split(':')
+        .filter(|part| part.starts_with('/'))
+        .map(|part| Path::new(part).join(word))
+        .find(|candidate| runnable(candidate));
+    match found {
+        Some(found) => Ok(found.to_string_lossy().into_owned()),
+        None => Err(CallError::new(format!(
+            "{}: '{}' is not a program on PATH ({})",
+            clean(shown),
+            clean(word),
+            clean(path)
+        ))),
+    }
+}
+
 /// The last lines of what a command wrote (stderr after stdout), as a
 /// message's tail: `:\n` and the lines, or nothing when it wrote nothing.
+/// Only whole lines: of an output cut to its end, the first line, cut,
+/// goes (a secret cut there could not be told and redacted).
 fn output_tail(ran: &Finished) -> String {
-    let mut text = String::from_utf8_lossy(&ran.stdout).into_owned();
+    let whole = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        match bytes.len() >= TAIL_BYTES {
+            true => text
+                .split_once('\n')
+                .map_or(String::new(), |(_, rest)| rest.to_owned()),
+            false => text,
+        }
+    };
+    let mut text = whole(&ran.stdout);
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&String::from_utf8_lossy(&ran.stderr));
+    text.push_str(&whole(&ran.stderr));
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
         return String::new();

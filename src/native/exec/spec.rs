@@ -22,8 +22,8 @@ const SHELL: &str = "/bin/sh";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Command {
     pub argv: Vec<String>,
-    /// As it is shown in messages: the text written, or the argv joined
-    /// with a shell's quoting.
+    /// As it is shown in messages: the text written, or the argv's words
+    /// joined by spaces.
     pub shown: String,
 }
 
@@ -37,12 +37,13 @@ pub struct Spec {
     pub onlyif: Option<Command>,
     pub unless: Option<Command>,
     pub refreshonly: bool,
-    /// Where the command runs: below the root.
-    pub dir: PathBuf,
+    /// Where the command runs: an absolute path below the root (`/`, the
+    /// root itself, by default).
+    pub cwd: String,
     /// `KEY=VALUE` pairs added to the provider's environment.
     pub environment: Vec<(String, String)>,
-    /// The user it runs as, when one is named.
-    pub user: Option<(String, Credentials)>,
+    /// The user it runs as, when one is named, and its home.
+    pub user: Option<(String, Credentials, String)>,
     pub timeout: Duration,
     pub returns: Vec<i64>,
 }
@@ -54,7 +55,7 @@ impl Spec {
         let shell = match values.get("shell") {
             None | Some(Json::Null) => false,
             Some(Json::Bool(shell)) => *shell,
-            Some(other) => return Err(bad("shell", other, "it is true or false")),
+            Some(other) => return Err(bad("shell", other, "it must be true or false")),
         };
         let command = match values.get("command") {
             None | Some(Json::Null) => parse_command(&Json::from(name), shell, "name")?,
@@ -68,14 +69,17 @@ impl Spec {
             None | Some(Json::Null) => None,
             Some(value) => Some(absolute(value, "creates")?),
         };
-        let dir = match values.get("cwd") {
-            None | Some(Json::Null) => root.to_owned(),
-            Some(value) => below(root, &absolute(value, "cwd")?),
+        let cwd = match values.get("cwd") {
+            None | Some(Json::Null) => "/".to_owned(),
+            Some(value) => absolute(value, "cwd")?,
         };
         let user = match values.get("user") {
             None | Some(Json::Null) => None,
-            Some(Json::String(user)) => Some((user.clone(), super::users::look_up(user, root)?)),
-            Some(other) => return Err(bad("user", other, "it is a user name or uid")),
+            Some(Json::String(user)) => {
+                let (ids, home) = super::users::look_up(user, root)?;
+                Some((user.clone(), ids, home))
+            }
+            Some(other) => return Err(bad("user", other, "it must be a user name or uid")),
         };
         Ok(Spec {
             command,
@@ -83,7 +87,7 @@ impl Spec {
             onlyif: check("onlyif")?,
             unless: check("unless")?,
             refreshonly: flag(values, "refreshonly")?,
-            dir,
+            cwd,
             environment: environment(values.get("environment"))?,
             user,
             timeout: timeout(values.get("timeout"))?,
@@ -106,7 +110,7 @@ fn flag(values: &Resource, attr: &str) -> CallResult<bool> {
     match values.get(attr) {
         None | Some(Json::Null) => Ok(false),
         Some(Json::Bool(set)) => Ok(*set),
-        Some(other) => Err(bad(attr, other, "it is true or false")),
+        Some(other) => Err(bad(attr, other, "it must be true or false")),
     }
 }
 
@@ -126,7 +130,7 @@ fn parse_command(value: &Json, shell: bool, attr: &str) -> CallResult<Command> {
             .iter()
             .map(|word| word.as_str().map(str::to_owned))
             .collect::<Option<_>>()
-            .ok_or_else(|| bad(attr, value, "a command's words are texts"))?,
+            .ok_or_else(|| bad(attr, value, "a command's words must be texts"))?,
         (Json::Array(_), true) => {
             return Err(bad(
                 attr,
@@ -134,7 +138,7 @@ fn parse_command(value: &Json, shell: bool, attr: &str) -> CallResult<Command> {
                 "with shell: true a command is one text for /bin/sh -c, not a list of words",
             ))
         }
-        _ => return Err(bad(attr, value, "it is a text or a list of words")),
+        _ => return Err(bad(attr, value, "it must be a text or a list of words")),
     };
     if argv.first().is_none_or(String::is_empty) {
         return Err(bad(attr, value, "the command is empty"));
@@ -142,10 +146,11 @@ fn parse_command(value: &Json, shell: bool, attr: &str) -> CallResult<Command> {
     if argv.iter().any(|word| word.contains('\0')) {
         return Err(bad(attr, value, "a command cannot hold a NUL character"));
     }
-    // Shown on one line of a message.
+    // Shown on one line of a message: a list's words as they are, so that
+    // a secret among them is found whole and redacted.
     let shown = crate::sdk::text::clean(&match value {
         Json::String(text) => text.clone(),
-        _ => shell_words::join(&argv),
+        _ => argv.join(" "),
     });
     Ok(Command { argv, shown })
 }
@@ -154,13 +159,13 @@ fn parse_command(value: &Json, shell: bool, attr: &str) -> CallResult<Command> {
 /// the root).
 fn absolute(value: &Json, attr: &str) -> CallResult<String> {
     let Json::String(path) = value else {
-        return Err(bad(attr, value, "it is a path"));
+        return Err(bad(attr, value, "it must be a path"));
     };
     if !path.starts_with('/') {
         return Err(bad(
             attr,
             value,
-            "it is an absolute path (starting with '/')",
+            "it must be an absolute path (starting with '/')",
         ));
     }
     if path.contains('\0') || Path::new(path).components().any(|c| c.as_os_str() == "..") {
@@ -173,7 +178,13 @@ fn environment(value: Option<&Json>) -> CallResult<Vec<(String, String)>> {
     let words = match value {
         None | Some(Json::Null) => return Ok(Vec::new()),
         Some(Json::Array(words)) => words,
-        Some(other) => return Err(bad("environment", other, "it is a list of KEY=VALUE texts")),
+        Some(other) => {
+            return Err(bad(
+                "environment",
+                other,
+                "it must be a list of KEY=VALUE texts",
+            ))
+        }
     };
     words
         .iter()
@@ -211,15 +222,25 @@ fn timeout(value: Option<&Json>) -> CallResult<Duration> {
         Some(Json::Number(n)) if n.as_u64().is_some_and(|s| (1..=86400).contains(&s)) => {
             Ok(Duration::from_secs(n.as_u64().unwrap_or(1)))
         }
-        Some(other) => Err(bad("timeout", other, "it is 1 to 86400 seconds")),
+        Some(other) => Err(bad("timeout", other, "it must be 1 to 86400 seconds")),
     }
 }
 
 fn returns(value: Option<&Json>) -> CallResult<Vec<i64>> {
-    let status = |value: &Json| value.as_i64().filter(|n| (0..=255).contains(n));
+    // A number, or its digits as ralsh's command line gives them.
+    let status = |value: &Json| {
+        (value.as_i64())
+            .or_else(|| value.as_str().and_then(|text| text.trim().parse().ok()))
+            .filter(|n| (0..=255).contains(n))
+    };
     match value {
         None | Some(Json::Null) => Ok(vec![0]),
-        Some(Json::Array(all)) if !all.is_empty() => all
+        Some(Json::Array(all)) if all.is_empty() => Err(bad(
+            "returns",
+            &Json::Array(Vec::new()),
+            "it names at least one status",
+        )),
+        Some(Json::Array(all)) => all
             .iter()
             .map(status)
             .collect::<Option<_>>()
@@ -227,12 +248,24 @@ fn returns(value: Option<&Json>) -> CallResult<Vec<i64>> {
                 bad(
                     "returns",
                     &Json::Array(all.clone()),
-                    "statuses are 0 to 255",
+                    "each status must be 0 to 255",
+                )
+            }),
+        // `returns=0,2` on a command line.
+        Some(Json::String(text)) if text.contains(',') => text
+            .split(',')
+            .map(|one| status(&Json::from(one)))
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                bad(
+                    "returns",
+                    &Json::from(text.as_str()),
+                    "each status must be 0 to 255",
                 )
             }),
         Some(one) => status(one)
             .map(|n| vec![n])
-            .ok_or_else(|| bad("returns", one, "a status is 0 to 255")),
+            .ok_or_else(|| bad("returns", one, "a status must be 0 to 255")),
     }
 }
 
@@ -252,7 +285,7 @@ mod tests {
         let spec = parse(json!({"command": "echo $HOME | cat", "shell": true})).unwrap();
         assert_eq!(spec.command.argv, ["/bin/sh", "-c", "echo $HOME | cat"]);
         let spec = parse(json!({"command": ["touch", "a b"]})).unwrap();
-        assert_eq!(spec.command.shown, "touch 'a b'");
+        assert_eq!(spec.command.shown, "touch a b");
         // The title is the command when none is given.
         let spec = Spec::parse("newaliases -v", &Resource::new(), Path::new("/")).unwrap();
         assert_eq!(spec.command.argv, ["newaliases", "-v"]);
@@ -263,7 +296,7 @@ mod tests {
         let spec = parse(json!({"command": "true"})).unwrap();
         assert_eq!(spec.returns, [0]);
         assert_eq!(spec.timeout, DEFAULT_TIMEOUT);
-        assert_eq!(spec.dir, Path::new("/r"));
+        assert_eq!(spec.cwd, "/");
         assert!(!spec.refreshonly && spec.creates.is_none() && spec.user.is_none());
         let spec = parse(
             json!({"command": "true", "returns": [0, 2], "cwd": "/srv/app",
@@ -271,7 +304,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(spec.returns, [0, 2]);
-        assert_eq!(spec.dir, Path::new("/r/srv/app"));
+        for written in [json!("0,2"), json!(["0", 2])] {
+            let spec = parse(json!({"command": "true", "returns": written})).unwrap();
+            assert_eq!(spec.returns, [0, 2], "{written}");
+        }
+        assert_eq!(parse(json!({"returns": "3"})).unwrap().returns, [3]);
+        assert_eq!(spec.cwd, "/srv/app");
         assert_eq!(spec.timeout, Duration::from_secs(5));
         assert!(spec.refreshonly);
         assert_eq!(spec.creates.as_deref(), Some("/x"));
@@ -292,14 +330,17 @@ mod tests {
                 json!({"command": ["a"], "shell": true}),
                 "not a list of words",
             ),
-            (json!({"command": [1]}), "a command's words are texts"),
+            (json!({"command": [1]}), "a command's words must be texts"),
             (
                 json!({"creates": "relative"}),
                 "creates: \"relative\" is not valid",
             ),
             (json!({"cwd": "/a/../../etc"}), "cwd: \"/a/../../etc\""),
             (json!({"returns": 256}), "returns: 256 is not valid"),
-            (json!({"returns": []}), "returns: [] is not valid"),
+            (
+                json!({"returns": []}),
+                "returns: [] is not valid: it names at least",
+            ),
             (json!({"timeout": 0}), "timeout: 0 is not valid"),
             (json!({"onlyif": ""}), "onlyif: \"\" is not valid"),
         ] {

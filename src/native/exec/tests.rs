@@ -105,7 +105,7 @@ fn a_check_that_cannot_run_fails_the_read_naming_it() {
     );
     let message = found["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("onlyif: /nonexistent/check could not be run"),
+        message.contains("onlyif: /nonexistent/check: /nonexistent/check is not a program"),
         "{message}"
     );
 }
@@ -200,4 +200,50 @@ fn an_update_that_asks_for_anything_but_run_done_is_refused() {
         .unwrap_err()
         .message;
     assert!(err.contains("asks for run: done"), "{err}");
+}
+
+#[test]
+fn a_tail_cut_at_its_start_quotes_only_whole_lines() {
+    // The first line of a kept tail may be the end of a longer one, a
+    // secret's end among it: it goes.
+    let mut stdout = b"EFGH-end-of-a-secret\n".to_vec();
+    stdout.resize(TAIL_BYTES - 6, b'y');
+    stdout.extend_from_slice(b"\nlast\n");
+    assert_eq!(stdout.len(), TAIL_BYTES);
+    let ran = Finished {
+        status: Some(1),
+        stdout,
+        ..Finished::default()
+    };
+    let tail = output_tail(&ran);
+    assert!(!tail.contains("EFGH"), "{tail}");
+    assert!(tail.ends_with("\nlast"), "{tail}");
+    // Not cut: every line stays.
+    let ran = Finished {
+        status: Some(1),
+        stdout: b"first\nlast\n".to_vec(),
+        ..Finished::default()
+    };
+    assert_eq!(output_tail(&ran), ":\nfirst\nlast");
+}
+
+#[test]
+fn a_program_not_found_is_named_before_anything_runs() {
+    let (root, mut call) = call(false);
+    let found = get(&mut call, "m", json!({"command": "nosuch-program --flag"}));
+    let err = Exec.set(&call, &[update("m", &found)]).unwrap()[0]
+        .clone()
+        .unwrap_err()
+        .message;
+    assert!(
+        err.contains("'nosuch-program' is not a program on PATH (/usr/bin:/bin)"),
+        "{err}"
+    );
+    let found = get(&mut call, "m", json!({"command": "./missing", "cwd": "/"}));
+    let err = Exec.set(&call, &[update("m", &found)]).unwrap()[0]
+        .clone()
+        .unwrap_err()
+        .message;
+    let expected = format!("{}/./missing is not a program", root.path().display());
+    assert!(err.contains(&expected), "{err}");
 }

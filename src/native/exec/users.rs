@@ -8,8 +8,9 @@ use std::path::Path;
 use crate::sdk::command::Credentials;
 use crate::sdk::{CallError, CallResult};
 
-/// The ids of `user` (a name, or a uid) below `root`.
-pub fn look_up(user: &str, root: &Path) -> CallResult<Credentials> {
+/// The ids of `user` (a name, or a uid) below `root`, and its home
+/// (`/` for a uid no account has).
+pub fn look_up(user: &str, root: &Path) -> CallResult<(Credentials, String)> {
     let read = |file: &str| {
         let path = root.join("etc").join(file);
         std::fs::read_to_string(&path).map_err(|e| {
@@ -25,14 +26,19 @@ pub fn look_up(user: &str, root: &Path) -> CallResult<Credentials> {
         let fields: Vec<&str> = line.split(':').collect();
         let uid = fields.get(2)?.parse::<u32>().ok()?;
         let gid = fields.get(3)?.parse::<u32>().ok()?;
-        (fields[0] == user || by_uid == Some(uid)).then(|| (fields[0].to_owned(), uid, gid))
+        let home = fields.get(5).copied().unwrap_or("/").to_owned();
+        (fields[0] == user || by_uid == Some(uid)).then(|| (fields[0].to_owned(), uid, gid, home))
     });
+    let mut home = "/".to_owned();
     let credentials = match (entry, by_uid) {
-        (Some((name, uid, gid)), _) => Credentials {
-            uid,
-            gid,
-            groups: groups_of(&name, gid, &read("group").unwrap_or_default()),
-        },
+        (Some((name, uid, gid, its_home)), _) => {
+            home = its_home;
+            Credentials {
+                uid,
+                gid,
+                groups: groups_of(&name, gid, &read("group").unwrap_or_default()),
+            }
+        }
         // A uid no account has runs with that uid as its group too, in
         // no other group (as `runuser` cannot, but Puppet's exec does).
         (None, Some(uid)) => Credentials {
@@ -57,7 +63,7 @@ pub fn look_up(user: &str, root: &Path) -> CallResult<Credentials> {
             credentials.uid
         )));
     }
-    Ok(credentials)
+    Ok((credentials, home))
 }
 
 /// `gid` and the gids of the groups in `group` (a group file's text)
@@ -105,11 +111,11 @@ mod tests {
         // Only root may take the ids; anyone else is told so.
         // SAFETY: geteuid(2) takes nothing and cannot fail.
         if unsafe { libc::geteuid() } == 0 {
-            let app = app.unwrap();
-            assert_eq!((app.uid, app.gid), (1500, 1501));
+            let (app, home) = app.unwrap();
+            assert_eq!((app.uid, app.gid, home.as_str()), (1500, 1501, "/srv"));
             assert_eq!(app.groups, [1501, 1600]);
-            assert_eq!(look_up("1500", root.path()).unwrap().uid, 1500);
-            assert_eq!(look_up("4242", root.path()).unwrap().groups, [4242]);
+            assert_eq!(look_up("1500", root.path()).unwrap().0.uid, 1500);
+            assert_eq!(look_up("4242", root.path()).unwrap().0.groups, [4242]);
         } else {
             assert!(app.unwrap_err().message.contains("needs root"));
         }

@@ -1029,7 +1029,20 @@ impl Place {
         let refusal = match root.is_real() {
             true => None,
             false => match mountinfo::own_namespace() {
-                Ok(true) => None,
+                Ok(true) => match mountinfo::propagates(&prefix) {
+                    Ok(None) => None,
+                    Ok(Some(group)) => Some(format!(
+                        "the mount holding the root is shared with other mount namespaces \
+                         ({group} in /proc/self/mountinfo), so a mount below it would show in \
+                         them, the machine's among them; make it private first ('mount \
+                         --make-rprivate {}', or run under 'unshare -m --propagation private')",
+                        escaped(&prefix)
+                    )),
+                    Err(why) => Some(format!(
+                        "ral cannot tell whether a mount below the root would reach other \
+                         namespaces ({why})"
+                    )),
+                },
                 Ok(false) => Some(format!(
                     "ral runs in the machine's mount namespace (that of PID 1), where this \
                      would change the machine's mounts; {OWN_NAMESPACE}"
@@ -1075,6 +1088,16 @@ impl Place {
         }
         if self.root.is_real() {
             return Ok(name.to_owned());
+        }
+        if name.trim_matches('/').is_empty() {
+            return Err(CallError::of_kind(
+                Kind::Forbidden,
+                format!(
+                    "ensure: refusing to mount or unmount '/' below the root {}: it would cover \
+                     or uncover the root itself (its fstab and ral's state among it)",
+                    escaped(&self.prefix)
+                ),
+            ));
         }
         let rel = name.trim_start_matches('/');
         let dir = self.root.directory(rel, true, None).map_err(|err| {

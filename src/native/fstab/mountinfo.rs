@@ -79,6 +79,44 @@ pub fn parse(data: &[u8], root: &str) -> IndexMap<String, Mount> {
     mounts
 }
 
+/// The propagation group of the mount that holds `path` (the one whose
+/// mount point is its longest prefix), when that mount is shared with
+/// other namespaces (`shared:N` among its optional fields): a mount made
+/// below it shows in them too.
+pub fn shared_at(data: &[u8], path: &str) -> Option<String> {
+    let mut holder: Option<(usize, Option<String>)> = None;
+    for line in data.split(|&b| b == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        let fields: Vec<&str> = text.split(' ').collect();
+        let Some(dash) = fields.iter().skip(6).position(|f| *f == "-") else {
+            continue;
+        };
+        let point = unescape(fields[4].as_bytes());
+        let holds = path == point
+            || point == "/"
+            || path
+                .strip_prefix(point.as_str())
+                .is_some_and(|rest| rest.starts_with('/'));
+        if !holds || holder.as_ref().is_some_and(|(len, _)| point.len() < *len) {
+            continue;
+        }
+        let shared = fields[6..6 + dash]
+            .iter()
+            .find(|f| f.starts_with("shared:"))
+            .map(|f| (*f).to_owned());
+        holder = Some((point.len(), shared));
+    }
+    holder.and_then(|(_, shared)| shared)
+}
+
+/// Why mounting below `root` (a canonical path) would reach other
+/// namespaces, if it would: the mount holding it is shared.
+pub fn propagates(root: &str) -> Result<Option<String>, String> {
+    let data = std::fs::read(SELF_MOUNTINFO)
+        .map_err(|err| format!("cannot read {SELF_MOUNTINFO}: {err}"))?;
+    Ok(shared_at(&data, root))
+}
+
 /// What this process's namespace has mounted below `root`.
 pub fn read(root: &str) -> Result<IndexMap<String, Mount>, String> {
     let data = std::fs::read(SELF_MOUNTINFO)

@@ -614,3 +614,26 @@ fn lines_are_entries_as_libmount_reads_them() {
     let (changes, _) = apply_update(&call(), &place, &new, &mut file).unwrap();
     assert_eq!(changes[0], Change::new("ensure", "absent", "present"));
 }
+
+#[test]
+fn a_root_held_by_a_shared_mount_is_told_by_its_propagation_group() {
+    let info = b"1 0 8:1 / / rw shared:1 - ext4 /dev/vda rw\n\
+                 2 1 0:5 / /tmp/private rw - tmpfs tmpfs rw\n\
+                 3 1 0:6 / /tmp/shared rw master:4 shared:7 - tmpfs tmpfs rw\n";
+    // Held by / (shared:1), by a private mount, by a shared one.
+    assert_eq!(
+        mountinfo::shared_at(info, "/srv/root").as_deref(),
+        Some("shared:1")
+    );
+    assert_eq!(mountinfo::shared_at(info, "/tmp/private/root"), None);
+    assert_eq!(mountinfo::shared_at(info, "/tmp/private"), None);
+    assert_eq!(
+        mountinfo::shared_at(info, "/tmp/shared/r").as_deref(),
+        Some("shared:7")
+    );
+    // A longer mount point that is not a parent does not hold it.
+    assert_eq!(
+        mountinfo::shared_at(info, "/tmp/privatex").as_deref(),
+        Some("shared:1")
+    );
+}

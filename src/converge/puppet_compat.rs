@@ -54,7 +54,7 @@ fn pick<'r>(
         ));
     };
     let type_name = &listed.meta.type_name;
-    if *name == listed.meta.name {
+    if *name == listed.meta.name || *name == listed.qualified_name() {
         return Ok(listed);
     }
     // Listed by a qualified name already: the two must agree.
@@ -68,17 +68,48 @@ fn pick<'r>(
             ),
         ));
     }
-    match registry.resolve_item(&format!("{type_name}::{name}")) {
+    let qualified = match name.split_once("::") {
+        Some((of_type, _)) if of_type == type_name => name.clone(),
+        _ => format!("{type_name}::{name}"),
+    };
+    match registry.resolve_item(&qualified) {
         Ok(found) if found.meta.type_name == *type_name => Ok(found),
         _ => {
-            log::warn!(
-                "{}[{}]: provider '{}' is not one of ral's; using {}",
-                escape(&resource.type_query),
-                escape(&resource.name),
-                escape(name),
-                listed.qualified_name()
-            );
+            // Once per file and Puppet provider: a listing of every user
+            // names useradd as many times.
+            if first_time(&resource.origin.file, name) {
+                let at = super::manifest::Origin {
+                    line: attr.line,
+                    ..resource.origin.clone()
+                };
+                log::warn!(
+                    "{}",
+                    at.problem(format!(
+                        "provider '{}' is not one of ral's; {} is used for {} (and any other \
+                         resource naming it in this file)",
+                        escape(name),
+                        listed.qualified_name(),
+                        escape(&format!("{}[{}]", resource.type_query, resource.name)),
+                    ))
+                );
+            }
             Ok(listed)
+        }
+    }
+}
+
+/// Whether the Puppet provider `name` is met in `file` for the first
+/// time in this process.
+fn first_time(file: &std::path::Path, name: &str) -> bool {
+    static SEEN: std::sync::Mutex<Vec<(std::path::PathBuf, String)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (file.to_owned(), name.to_owned());
+    match seen.contains(&key) {
+        true => false,
+        false => {
+            seen.push(key);
+            true
         }
     }
 }

@@ -662,10 +662,11 @@ fn sudo_and_ansible_become_run_the_providers_through_sudo_n() {
         .args(["host", "web", "ip=10.9.9.9"]))
     .expect(0);
     let calls = std::fs::read_to_string(&noted).unwrap();
+    // The find, the update, and the read of what it created for its view.
     assert_eq!(
         calls.lines().count(),
-        3,
-        "find and update through sudo: {calls}"
+        4,
+        "find, update and read back through sudo: {calls}"
     );
     assert!(fleet.read("t1", "etc/hosts").contains("10.9.9.9\tweb"));
 }

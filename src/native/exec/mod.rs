@@ -81,6 +81,9 @@ impl Provider for Exec {
 /// given, and `run`.
 fn read(call: &Call, name: &str, values: &Resource) -> CallResult<Resource> {
     let spec = Spec::parse(name, values, &call.root)?;
+    // A directory that is not there fails the read, as a plan should
+    // know (one made earlier in the run is there when it is read again).
+    working_dir(call, &spec)?;
     let run = match spec.refreshonly {
         true => RUN_DONE.to_owned(),
         false => match guarded(call, &spec)? {

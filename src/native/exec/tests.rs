@@ -228,6 +228,21 @@ fn a_tail_cut_at_its_start_quotes_only_whole_lines() {
 }
 
 #[test]
+fn a_missing_cwd_fails_the_read() {
+    let (_root, mut call) = call(false);
+    let found = get(
+        &mut call,
+        "m",
+        json!({"command": "true", "cwd": "/nowhere"}),
+    );
+    let message = found["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("cwd: /nowhere is not a directory below the root"),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_program_not_found_is_named_before_anything_runs() {
     let (root, mut call) = call(false);
     let found = get(&mut call, "m", json!({"command": "nosuch-program --flag"}));

@@ -292,8 +292,10 @@ fn run_tasks(
                 Ok((changes, transition)) => {
                     // Read again, it had nothing left to do: no change is
                     // counted or claimed.
-                    let idle = task.action != Action::Refresh
-                        && changes.is_empty()
+                    let idle = matches!(
+                        task.action,
+                        Action::Create | Action::Change | Action::Remove | Action::Unknown
+                    ) && changes.is_empty()
                         && transition.should.is_empty();
                     if idle {
                         task.note = Some(NOTHING_LEFT.to_owned());

@@ -62,6 +62,7 @@ mod provider_service;
 mod provider_ssh_key;
 mod provider_user;
 mod pty;
+mod puppet_yaml;
 mod quoting;
 #[path = "../common/quoting_cases.rs"]
 mod quoting_cases;

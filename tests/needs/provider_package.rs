@@ -306,12 +306,18 @@ fn package_sandbox(status: &str) -> Sandbox {
 /// dpkg's word for the package's state and its version in the fake root's
 /// database, or None when dpkg does not know it.
 fn dpkg_state(sandbox: &Sandbox, package: &str) -> Option<String> {
+    dpkg_query(sandbox, package, "${db:Status-Status} ${Version}")
+}
+
+/// What dpkg-query prints of `package` below the root in `format`, or
+/// None when dpkg does not know it.
+fn dpkg_query(sandbox: &Sandbox, package: &str, format: &str) -> Option<String> {
     let output = Command::new("dpkg-query")
         .arg(format!(
             "--admindir={}",
             sandbox.root().join("var/lib/dpkg").display()
         ))
-        .args(["-W", "-f", "${db:Status-Status} ${Version}", "--", package])
+        .args(["-W", "-f", format, "--", package])
         .output()
         .unwrap();
     output
@@ -736,18 +742,7 @@ fn package_rejects_bad_requests_and_changes_nothing() {
 /// dpkg's own `${Status}` of a package below the root ("hold ok
 /// installed"), or None when dpkg does not know it.
 fn dpkg_status(sandbox: &Sandbox, package: &str) -> Option<String> {
-    let output = Command::new("dpkg-query")
-        .arg(format!(
-            "--admindir={}",
-            sandbox.root().join("var/lib/dpkg").display()
-        ))
-        .args(["-W", "-f", "${Status} ${Version}", "--", package])
-        .output()
-        .unwrap();
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8(output.stdout).unwrap())
+    dpkg_query(sandbox, package, "${Status} ${Version}")
 }
 
 fn package_mark_holds_and_releases_through_dpkg_selections() {

@@ -22,6 +22,14 @@ fn get(call: &mut Call, name: &str, values: Json) -> Resource {
     answer.remove(0)
 }
 
+/// The error of the set that runs exec `m` as `found`.
+fn set_error(call: &Call, found: &Resource) -> String {
+    Exec.set(call, &[update("m", found)]).unwrap()[0]
+        .clone()
+        .unwrap_err()
+        .message
+}
+
 fn update(name: &str, is: &Resource) -> Update {
     let mut should = Resource::new();
     should.insert(RUN.into(), Json::from(RUN_DONE));
@@ -142,10 +150,7 @@ fn an_exit_status_not_in_returns_fails_with_the_output_tail() {
     let script = "for i in $(seq 1 30); do echo line$i; done; echo oops >&2; exit 3";
     let values = json!({"command": script, "shell": true});
     let found = get(&mut call, "m", values);
-    let err = Exec.set(&call, &[update("m", &found)]).unwrap()[0]
-        .clone()
-        .unwrap_err()
-        .message;
+    let err = set_error(&call, &found);
     assert!(err.contains("exited with status 3 (returns: 0)"), "{err}");
     assert!(err.contains("line30") && err.contains("oops"), "{err}");
     assert!(!err.contains("line10\n"), "only the last lines: {err}");
@@ -162,10 +167,7 @@ fn a_command_past_its_timeout_is_killed_and_fails() {
     let (_root, mut call) = call(false);
     let found = get(&mut call, "m", json!({"command": "sleep 30", "timeout": 1}));
     let started = std::time::Instant::now();
-    let err = Exec.set(&call, &[update("m", &found)]).unwrap()[0]
-        .clone()
-        .unwrap_err()
-        .message;
+    let err = set_error(&call, &found);
     assert!(err.contains("did not finish within 1s"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
@@ -246,19 +248,13 @@ fn a_missing_cwd_fails_the_read() {
 fn a_program_not_found_is_named_before_anything_runs() {
     let (root, mut call) = call(false);
     let found = get(&mut call, "m", json!({"command": "nosuch-program --flag"}));
-    let err = Exec.set(&call, &[update("m", &found)]).unwrap()[0]
-        .clone()
-        .unwrap_err()
-        .message;
+    let err = set_error(&call, &found);
     assert!(
         err.contains("'nosuch-program' is not a program on PATH (/usr/bin:/bin)"),
         "{err}"
     );
     let found = get(&mut call, "m", json!({"command": "./missing", "cwd": "/"}));
-    let err = Exec.set(&call, &[update("m", &found)]).unwrap()[0]
-        .clone()
-        .unwrap_err()
-        .message;
+    let err = set_error(&call, &found);
     let expected = format!("{}/./missing is not a program", root.path().display());
     assert!(err.contains(&expected), "{err}");
 }

@@ -533,6 +533,7 @@ fn mount_reads_and_changes_what_is_mounted_below_a_root() {
             "mount /mnt/bad ensure=mounted device=nothing fstype=nosuchfs",
         ),
         mounted.clone(),
+        ralsh(&sandbox, "mount / ensure=mounted device=tmpfs fstype=tmpfs"),
     ];
     let sections = in_namespace(&sandbox, false, &setup, &lines);
     let listed: serde_json::Value =
@@ -572,6 +573,11 @@ fn mount_reads_and_changes_what_is_mounted_below_a_root() {
     has(&sections[9], "fstab was left as it was");
     has(&sections[9], "exit status 2");
     assert!(!sections[10].contains("/mnt/bad"), "{}", sections[10]);
+    // Mounting on / below the root would cover the root itself.
+    has(
+        &sections[11],
+        "refusing to mount or unmount '/' below the root",
+    );
     assert_eq!(
         sandbox.read("etc/fstab"),
         "tmpfs /mnt/a tmpfs size=1m 0 0\ntmpfs /mnt/b tmpfs size=2m,ro 0 0\n\

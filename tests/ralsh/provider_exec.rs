@@ -87,10 +87,38 @@ exec:
         ["always"],
         "one run, not a run and a refresh"
     );
-    // Without guards it runs every time, as Puppet's does.
+    // Without guards it runs every time, as Puppet's does: not drift.
     ral(&sandbox, "plan", &[&m])
         .expect(0)
-        .stdout_has("runs: it has no creates, onlyif or unless: it runs every time");
+        .stdout_has("runs: it has no creates, onlyif or unless: it runs every time")
+        .stdout_lacks("drifted");
+}
+
+#[test]
+fn an_owed_refresh_is_paid_by_the_exec_s_own_run() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let command = r#"sh -c 'test -e "$RALSH_ROOT_DIR/ok" && touch "$RALSH_ROOT_DIR/done"'"#;
+    let first = format!(
+        "file:\n  /etc/a.conf: {{content: \"v1\\n\"}}\nexec:\n  e:\n    command: {command}\n    \
+         refreshonly: true\n    subscribe: file[/etc/a.conf]\n"
+    );
+    let m = manifest(&dir, "first.yaml", &first);
+    // Its refresh fails: it is owed.
+    ral(&sandbox, "apply", &[&m]).stdout_has("the refresh stays owed");
+    ral(&sandbox, "plan", &[&m]).stdout_has("owed: an earlier run's refresh");
+    // Now it runs as its own task (creates not there yet): that run pays
+    // the refresh, which is not run again after it.
+    sandbox.write("ok", "");
+    let second = first.replace("refreshonly: true", "creates: /done");
+    let m = manifest(&dir, "second.yaml", &second);
+    ral(&sandbox, "apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ~ exec[e]")
+        .stdout_lacks("^ exec[e]");
+    ral(&sandbox, "plan", &["--detailed-exitcodes", &m])
+        .expect(0)
+        .stdout_lacks("owed");
 }
 
 #[test]

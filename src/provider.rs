@@ -31,6 +31,11 @@ pub struct Provider {
     /// serves its calls in its own process (`source` is still the
     /// program that serves them elsewhere, on a target).
     pub native: Option<Native>,
+    /// Texts redacted from whatever it says besides its own sensitive
+    /// values: those of the sensitive variables a value of this run was
+    /// computed from, which may be a part of the value alone (a secret in
+    /// a command's text, which the command prints by itself).
+    pub also_secret: std::sync::Arc<Vec<String>>,
 }
 
 impl Provider {
@@ -42,6 +47,7 @@ impl Provider {
             source,
             unsuitable,
             native: None,
+            also_secret: std::sync::Arc::default(),
         }
     }
 

@@ -578,9 +578,12 @@ impl Registry {
     /// [`Registry::resolve_item`] and an attribute of it) is sensitive:
     /// a manifest that computes a value from a sensitive variable makes
     /// that attribute sensitive for the run, so the value is redacted
-    /// wherever it goes. Types not found are left for the catalog to
-    /// report.
-    pub fn marking_sensitive(&self, marked: &[(String, String)]) -> Registry {
+    /// wherever it goes; `secrets`, the texts of those variables, are
+    /// redacted from what the marked providers say (a part of a value:
+    /// a secret in a command's text, which the command prints alone).
+    /// Types not found are left for the catalog to report.
+    pub fn marking_sensitive(&self, marked: &[(String, String)], secrets: &[String]) -> Registry {
+        let secrets = std::sync::Arc::new(secrets.to_vec());
         let mut copy = Registry {
             providers: self.providers.clone(),
             broken: self.broken,
@@ -596,6 +599,7 @@ impl Registry {
             let (name, source) = (found.qualified_name(), found.source.clone());
             for provider in copy.providers.iter_mut().chain(copy.models.iter_mut()) {
                 if provider.qualified_name() == name && provider.source == source {
+                    provider.also_secret = secrets.clone();
                     if let Some(attribute) = provider.meta.attributes.get_mut(attr) {
                         if attribute.name != "name" {
                             attribute.sensitive = true;

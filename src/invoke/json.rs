@@ -562,6 +562,7 @@ fn get(
                     crate::secrets::secret_texts(is_sensitive, attrs)
                 })
                 .collect();
+            secrets.extend(provider.also_secret.iter().cloned());
             secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
             secrets.dedup();
             let request = json!({ "names": names, "should": told });

@@ -137,13 +137,15 @@ impl Update<'_> {
             .state
             .into_iter()
             .flat_map(|state| state.attrs.iter().map(|(key, value)| (key.as_str(), value)));
-        secrets::secret_texts(
+        let mut texts = secrets::secret_texts(
             is_sensitive,
             self.should
                 .iter()
                 .map(|(key, value)| (key.as_str(), value))
                 .chain(current),
-        )
+        );
+        texts.extend(provider.also_secret.iter().cloned());
+        texts
     }
 }
 
@@ -228,7 +230,9 @@ pub fn refresh_attrs<'a>(
 /// what it says is redacted of them, as an update's answer is.
 pub fn refresh_secrets(provider: &Provider, attrs: &[(String, Value)]) -> Vec<String> {
     let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
-    secrets::secret_texts(is_sensitive, attrs.iter().map(|(k, v)| (k.as_str(), v)))
+    let mut texts = secrets::secret_texts(is_sensitive, attrs.iter().map(|(k, v)| (k.as_str(), v)));
+    texts.extend(provider.also_secret.iter().cloned());
+    texts
 }
 
 /// The convention a provider declares.

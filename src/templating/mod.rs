@@ -37,6 +37,9 @@ pub struct Rendered {
     pub sensitive: Vec<(String, String)>,
     /// `TYPE[NAME] ATTRIBUTE: VARIABLE from SOURCE, ...`, for `-v`.
     pub provenance: Vec<String>,
+    /// The texts of the sensitive variables' values: a value computed
+    /// from one may hold it as a part only, which is redacted too.
+    pub secrets: Vec<String>,
 }
 
 /// Whether the manifests use anything only rendering resolves: `vars:`,
@@ -97,6 +100,7 @@ pub fn render(reading: &Reading, scope: &Scope) -> Result<Rendered, Error> {
         declared: Vec::with_capacity(reading.declared.len()),
         sensitive: Vec::new(),
         provenance: Vec::new(),
+        secrets: vars.sensitive_texts(),
     };
     // Where each rendered title was declared, for the one declared twice.
     let mut seen: HashMap<(String, String), (usize, Option<usize>)> = HashMap::new();
@@ -159,7 +163,7 @@ fn place((line, element): (usize, Option<usize>)) -> String {
 pub fn sensitive_registry(registry: &Registry, rendered: &Rendered) -> Option<Registry> {
     match rendered.sensitive.is_empty() {
         true => None,
-        false => Some(registry.marking_sensitive(&rendered.sensitive)),
+        false => Some(registry.marking_sensitive(&rendered.sensitive, &rendered.secrets)),
     }
 }
 

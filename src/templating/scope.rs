@@ -220,6 +220,30 @@ impl Variables {
         self.sensitive.contains(name)
     }
 
+    /// The texts of the sensitive variables' values: each scalar, and
+    /// each element of a list or mapping, as a value computed from one
+    /// may hold it.
+    pub fn sensitive_texts(&self) -> Vec<String> {
+        fn texts(value: &serde_json::Value, out: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Null => {}
+                serde_json::Value::String(text) => out.push(text.clone()),
+                serde_json::Value::Array(items) => items.iter().for_each(|v| texts(v, out)),
+                serde_json::Value::Object(map) => map.values().for_each(|v| texts(v, out)),
+                other => out.push(other.to_string()),
+            }
+        }
+        let mut out = Vec::new();
+        for name in &self.sensitive {
+            if let Some(resolved) = self.values.get(name) {
+                texts(&resolved.value, &mut out);
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Where `name`'s value came from.
     pub fn source(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(|r| r.source.as_str())

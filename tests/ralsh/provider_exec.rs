@@ -250,20 +250,34 @@ exec:
     onlyif: "sh -c 'echo {{ token }}; sleep 5'"
     timeout: 1
 "#;
-    let m = manifest(&dir, "m.yaml", text);
-    for args in [
-        vec!["plan"],
-        vec!["plan", "-j"],
-        vec!["apply"],
-        vec!["apply", "-j"],
+    // Alone in their manifest (no other value holds the secret by itself):
+    // a command and a check holding the secret in their text, which print
+    // it alone.
+    let printing = r#"vars:
+  ral_sensitive: [token]
+  token: S3cr3tToken42
+exec:
+  printed:
+    command: "sh -c 'echo {{ token }}; exit 3'"
+  killed:
+    command: "true"
+    onlyif: "sh -c 'echo {{ token }}; kill -9 $$'"
+"#;
+    for m in [
+        manifest(&dir, "m.yaml", text),
+        manifest(&dir, "printing.yaml", printing),
     ] {
-        let mut args: Vec<&str> = args;
-        let subcommand = args.remove(0);
-        args.push(&m);
-        let out = ral(&sandbox, subcommand, &args);
-        let all = format!("{}{}", out.stdout, out.stderr);
-        assert!(!all.contains("3cr3t"), "{subcommand} {args:?}: {all}");
-        assert!(all.contains("[redacted]"), "{subcommand} {args:?}: {all}");
+        for args in [["plan", ""], ["plan", "-j"], ["apply", ""], ["apply", "-j"]] {
+            let [subcommand, flag] = args;
+            let mut given: Vec<&str> = vec![m.as_str()];
+            if !flag.is_empty() {
+                given.insert(0, flag);
+            }
+            let out = ral(&sandbox, subcommand, &given);
+            let all = format!("{}{}", out.stdout, out.stderr);
+            assert!(!all.contains("3cr3t"), "{subcommand} {given:?}: {all}");
+            assert!(all.contains("[redacted]"), "{subcommand} {given:?}: {all}");
+        }
     }
     let store = std::fs::read(sandbox.root().join("var/lib/ral/state.db")).unwrap();
     assert!(!store.windows(5).any(|w| w == b"3cr3t"));

@@ -824,8 +824,10 @@ fn run_batch(
                 continue;
             }
             // A saved plan's task runs as planned, once its resource is
-            // found as it was then; it is told the state found now.
-            Some(found) if planned_from.is_some() => {
+            // found as it was then; it is told the state found now. A
+            // command's state is its guards', which what it waits for may
+            // just have changed: it is planned again, as in a live run.
+            Some(found) if planned_from.is_some() && !provider.meta.runs_commands => {
                 let planned = planned_from.as_ref().expect("a saved plan's task");
                 if let Some(message) = drift(provider, &transition, planned, found.resource()) {
                     results[at] = Some(Err(TaskError {

@@ -374,3 +374,34 @@ fn a_user_s_command_runs_with_its_ids_and_home() {
     out.expect(0);
     assert_eq!(sandbox.read("out/who"), "1500 1500 1600 /srv/app app\n");
 }
+
+#[test]
+fn a_saved_plan_reads_an_exec_again_at_its_turn_too() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"file:
+  /srv/t: {content: "x\n", before: "exec[made]"}
+exec:
+  made:
+    command: sh -c 'echo made >> "$RALSH_ROOT_DIR/log"'
+    creates: /srv/t
+  other:
+    command: sh -c 'echo other >> "$RALSH_ROOT_DIR/log"'
+    creates: /srv/other
+    require: file[/srv/t]
+"#;
+    let m = manifest(&dir, "m.yaml", text);
+    let saved = dir.path().join("plan.json");
+    let saved = saved.to_str().unwrap();
+    ral(&sandbox, "plan", &["-o", saved, &m])
+        .expect(0)
+        .stdout_has("~ exec[made]");
+    // The file its creates names is made first: read again, it has
+    // nothing to do, which is no drift from the plan.
+    ral(&sandbox, "apply", &[saved])
+        .expect(0)
+        .stdout_has("Success ~ exec[made] (0.")
+        .stdout_has("nothing left to do when read again")
+        .stdout_has("Success ~ exec[other]");
+    assert_eq!(log(&sandbox), ["other"]);
+}

@@ -1107,10 +1107,36 @@ impl Place {
                 err.message
             ))
         })?;
-        Ok(match dir.rel() {
+        let path = match dir.rel() {
             "" => self.prefix.clone(),
             rel => format!("{}/{rel}", self.prefix.trim_end_matches('/')),
-        })
+        };
+        // A mount below the root may itself be shared (a bind of a path
+        // of the machine's): what is mounted on it, or unmounted from it,
+        // would reach its peers.
+        let parent = std::path::Path::new(&path)
+            .parent()
+            .map(|p| p.to_string_lossy().into_owned());
+        for place in std::iter::once(path.as_str()).chain(parent.as_deref()) {
+            match mountinfo::propagates(place) {
+                Ok(None) => {}
+                Ok(Some(group)) => {
+                    return Err(CallError::of_kind(
+                        Kind::Forbidden,
+                        format!(
+                            "ensure: refusing to mount or unmount {} below the root {}: the mount \
+                             holding {} is shared with other mount namespaces ({group}), which \
+                             would see it too; make it private first (mount --make-private)",
+                            escaped(name),
+                            escaped(&self.prefix),
+                            escaped(place)
+                        ),
+                    ))
+                }
+                Err(why) => return Err(CallError::new(why)),
+            }
+        }
+        Ok(path)
     }
 
     /// `mount -t TYPE -o OPTIONS -- DEVICE PATH`: the entry's values

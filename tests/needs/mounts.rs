@@ -33,6 +33,7 @@ pub fn tests() -> Vec<Test> {
         a_preview_refuses_to_replace_a_mount_point_as_the_change_does,
         an_edit_of_one_file_stops_at_a_journal_that_is_a_mount_point,
         mount_reads_and_changes_what_is_mounted_below_a_root,
+        a_mount_that_would_reach_other_namespaces_is_refused,
     ];
     all.extend(tests![[Root, MountNamespace]
         managehome_keeps_a_home_that_is_or_holds_a_mount_point,
@@ -583,5 +584,42 @@ fn mount_reads_and_changes_what_is_mounted_below_a_root() {
         "tmpfs /mnt/a tmpfs size=1m 0 0\ntmpfs /mnt/b tmpfs size=2m,ro 0 0\n\
          tmpfs\t/mnt/c\ttmpfs\tdefaults\t0\t0\n",
         "the failed mount added no entry"
+    );
+}
+
+/// In a namespace of its own, ral still mounts nothing that would show
+/// elsewhere: a mount point on a shared mount below the root (a peer
+/// bound elsewhere stands for the machine's namespace) is refused, and
+/// one on a private mount is mounted.
+fn a_mount_that_would_reach_other_namespaces_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let peer = tempfile::tempdir().unwrap();
+    let script = r#"
+set -e
+mount -t tmpfs rt "$R"
+mkdir -p "$R/etc" "$R/mnt" "$R/ok"
+: > "$R/etc/fstab"
+mount -t tmpfs t2 "$R/mnt"
+mount --make-shared "$R/mnt"
+mkdir "$R/mnt/x"
+mount --bind "$R/mnt" "$P"
+"$RALSH" --root "$R" mount /mnt/x ensure=mounted device=tmpfs fstype=tmpfs || echo "refused $?"
+echo "peer sees: $(grep -c " $P/x " /proc/self/mountinfo || true)"
+"$RALSH" --root "$R" mount /ok ensure=mounted device=tmpfs fstype=tmpfs >/dev/null
+echo "ok: $(grep -c " $R/ok " /proc/self/mountinfo)"
+"#;
+    let out = run(Command::new("unshare")
+        .args(["-rm", "--propagation", "private", "sh", "-c", script])
+        .env("R", root.path())
+        .env("P", peer.path())
+        .env("RALSH", crate::support::ralsh_bin()));
+    let out = out.expect(0);
+    assert!(
+        out.stderr.contains("is shared with other mount namespaces"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.contains("refused 2\npeer sees: 0\nok: 1\n"),
+        "{out:?}"
     );
 }

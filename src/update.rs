@@ -166,7 +166,20 @@ impl Request {
                     escape(arg)
                 )));
             };
-            written.push((key, Written::Text(text.to_owned())));
+            // A `data` value on the command line is a JSON array or object
+            // when it reads as one (docs/cli.md), else text.
+            let is_data = provider
+                .attribute(key)
+                .is_some_and(|a| a.attr_type == crate::types::AttrType::Data);
+            let json = match is_data && text.trim_start().starts_with(['[', '{']) {
+                true => serde_json::from_str::<serde_json::Value>(text).ok(),
+                false => None,
+            };
+            written.push((
+                key,
+                json.as_ref()
+                    .map_or_else(|| Written::Text(text.to_owned()), Written::from_json),
+            ));
         }
         let attrs: Vec<(&str, &Written)> = written.iter().map(|(k, v)| (*k, v)).collect();
         Request::check(provider, name, &attrs, WrittenIn::CommandLine).map_err(|problems| {

@@ -174,6 +174,15 @@ fn a_command_is_argv_and_its_words_never_reach_a_shell() {
     ]));
     out.expect(0);
     assert!(sandbox.root().join("shelled").exists());
+    // A JSON list on the command line is the argv, as for any data value.
+    let out = run(sandbox.command().args([
+        "exec",
+        "z",
+        r#"command=["sh", "-c", "touch \"$RALSH_ROOT_DIR/listed\""]"#,
+        "returns=[0, 2]",
+    ]));
+    out.expect(0);
+    assert!(sandbox.root().join("listed").exists());
 }
 
 #[test]

@@ -104,7 +104,12 @@ fn exists_below(call: &Call, path: &str) -> bool {
     let Ok(root) = Root::open(&call.root) else {
         return false;
     };
-    root.file(path.trim_start_matches('/'), true, Some(false))
+    let rel = path.trim_start_matches('/');
+    if rel.is_empty() {
+        // `/`: the root itself, which is there.
+        return true;
+    }
+    root.file(rel, true, Some(false))
         .and_then(|target| target.lstat())
         .is_ok_and(|found| found.is_some())
 }

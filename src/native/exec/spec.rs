@@ -230,7 +230,11 @@ fn returns(value: Option<&Json>) -> CallResult<Vec<i64>> {
     // A number, or its digits as ralsh's command line gives them.
     let status = |value: &Json| {
         (value.as_i64())
-            .or_else(|| value.as_str().and_then(|text| text.trim().parse().ok()))
+            .or_else(|| {
+                let text = value.as_str()?;
+                let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+                digits.then(|| text.parse().ok()).flatten()
+            })
             .filter(|n| (0..=255).contains(n))
     };
     match value {
@@ -309,6 +313,9 @@ mod tests {
             assert_eq!(spec.returns, [0, 2], "{written}");
         }
         assert_eq!(parse(json!({"returns": "3"})).unwrap().returns, [3]);
+        for loose in ["+2", "2 ", ""] {
+            assert!(parse(json!({"returns": loose})).is_err(), "{loose:?}");
+        }
         assert_eq!(spec.cwd, "/srv/app");
         assert_eq!(spec.timeout, Duration::from_secs(5));
         assert!(spec.refreshonly);

@@ -58,6 +58,9 @@ fn guards_decide_whether_it_would_run_and_say_why() {
     );
     assert_eq!(found[RUN], "/done does not exist");
     assert_eq!(found["creates"], "/done", "the values are read as given");
+    // The root itself is always there.
+    let found = get(&mut call, "r", json!({"command": "true", "creates": "/"}));
+    assert_eq!(found[RUN], RUN_DONE);
     std::fs::write(root.path().join("done"), "").unwrap();
     let found = get(
         &mut call,

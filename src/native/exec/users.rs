@@ -21,7 +21,10 @@ pub fn look_up(user: &str, root: &Path) -> CallResult<(Credentials, String)> {
         })
     };
     let passwd = read("passwd")?;
-    let by_uid = user.parse::<u32>().ok();
+    let by_uid = match !user.is_empty() && user.bytes().all(|b| b.is_ascii_digit()) {
+        true => user.parse::<u32>().ok(),
+        false => None,
+    };
     let entry = passwd.lines().find_map(|line| {
         let fields: Vec<&str> = line.split(':').collect();
         let uid = fields.get(2)?.parse::<u32>().ok()?;

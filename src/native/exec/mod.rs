@@ -12,12 +12,12 @@ mod spec;
 mod tests;
 mod users;
 
-use serde_json::Value as Json;
-
-use crate::metadata::{RUN, RUN_DONE};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value as Json;
+
+use crate::metadata::{RUN, RUN_DONE};
 use crate::sdk::command::{Finished, Spec as RunSpec, TAIL_BYTES};
 use crate::sdk::files::Root;
 use crate::sdk::{error_entry, Call, CallError, CallResult, Change, Convention, Kind};

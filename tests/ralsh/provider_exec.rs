@@ -414,3 +414,36 @@ exec:
         .stdout_has("Success ~ exec[other]");
     assert_eq!(log(&sandbox), ["other"]);
 }
+
+#[test]
+fn an_exec_runs_after_the_user_and_the_directory_it_names() {
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: running as another user needs root");
+        return;
+    }
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    // Listed first, with no require: its user and cwd order it.
+    let text = r#"exec:
+  migrate:
+    command: [sh, -c, 'id -u > "$RALSH_ROOT_DIR/srv/app/who"']
+    user: app
+    cwd: /srv/app
+    creates: /srv/app/who
+group:
+  app: {gid: 3100}
+user:
+  app: {uid: 3100, gid: 3100, home: /srv/app}
+file:
+  /srv/app: {ensure: directory, mode: '0777'}
+"#;
+    let m = manifest(&dir, "m.yaml", text);
+    ral(&sandbox, "plan", &[&m])
+        .expect(0)
+        .stdout_has("? exec[migrate] (waits for user[app], file[/srv/app])");
+    ral(&sandbox, "apply", &[&m])
+        .expect(0)
+        .stdout_has("Success ~ exec[migrate]");
+    assert_eq!(sandbox.read("srv/app/who"), "3100\n");
+}

@@ -349,6 +349,8 @@ mod tests {
                 "etc_group.members -> user",
                 "etc_passwd.gid -> group.gid",
                 "etc_passwd.groups -> group",
+                "exec.cwd -> file",
+                "exec.user -> user",
                 "file.group -> group",
                 "file.owner -> user",
             ]

@@ -1107,6 +1107,17 @@ impl Place {
                 err.message
             ))
         })?;
+        // A mount point reached through a link would be mounted where the
+        // link leads, and read back under another name: never mounted
+        // by its own, each run would mount it again.
+        if dir.rel() != rel.trim_end_matches('/') {
+            return Err(CallError::new(format!(
+                "the mount point {} leads through a symbolic link to '/{}' below the root: \
+                 name the mount point by its own path",
+                escaped(name),
+                dir.rel()
+            )));
+        }
         let path = match dir.rel() {
             "" => self.prefix.clone(),
             rel => format!("{}/{rel}", self.prefix.trim_end_matches('/')),

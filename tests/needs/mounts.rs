@@ -498,6 +498,7 @@ fn mount_reads_and_changes_what_is_mounted_below_a_root() {
     ] {
         std::fs::create_dir_all(sandbox.root().join(dir)).unwrap();
     }
+    std::os::unix::fs::symlink("mnt", sandbox.root().join("lnk")).unwrap();
     let outside = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(sandbox.root()).unwrap();
     let (r, o) = (root.display(), outside.path().display());
@@ -535,6 +536,10 @@ fn mount_reads_and_changes_what_is_mounted_below_a_root() {
         ),
         mounted.clone(),
         ralsh(&sandbox, "mount / ensure=mounted device=tmpfs fstype=tmpfs"),
+        ralsh(
+            &sandbox,
+            "mount /lnk/a ensure=mounted device=tmpfs fstype=tmpfs",
+        ),
     ];
     let sections = in_namespace(&sandbox, false, &setup, &lines);
     let listed: serde_json::Value =
@@ -578,6 +583,12 @@ fn mount_reads_and_changes_what_is_mounted_below_a_root() {
     has(
         &sections[11],
         "refusing to mount or unmount '/' below the root",
+    );
+    // Through a link inside the root it would be mounted under another
+    // name, and read back as unmounted: refused.
+    has(
+        &sections[12],
+        "leads through a symbolic link to '/mnt/a' below the root",
     );
     assert_eq!(
         sandbox.read("etc/fstab"),

@@ -67,7 +67,7 @@ impl Provider for Exec {
     }
 
     fn refresh(&self, call: &Call, name: &str, attrs: &Resource) -> CallResult<()> {
-        let spec = Spec::parse(name, attrs, &call.root)?;
+        let spec = Spec::parse(name, attrs)?;
         if let Some(done) = guarded(call, &spec)? {
             call.log
                 .info(&format!("{name}: not run on refresh: {done}"));
@@ -80,10 +80,12 @@ impl Provider for Exec {
 /// The exec `name` as its manifest `values` find it now: the values as
 /// given, and `run`.
 fn read(call: &Call, name: &str, values: &Resource) -> CallResult<Resource> {
-    let spec = Spec::parse(name, values, &call.root)?;
-    // A directory that is not there fails the read, as a plan should
-    // know (one made earlier in the run is there when it is read again).
+    let spec = Spec::parse(name, values)?;
+    // A directory or a user that is not there fails the read, as a plan
+    // should know (one made earlier in the run is there when it is read
+    // again).
     working_dir(call, &spec)?;
+    run_as(call, &spec)?;
     let run = match spec.refreshonly {
         true => RUN_DONE.to_owned(),
         false => match guarded(call, &spec)? {
@@ -177,7 +179,7 @@ fn run_update(call: &Call, update: &Update) -> Outcome {
     let mut values = update.is.clone();
     values.extend(update.should.clone());
     let was = update.is.get(RUN).cloned().unwrap_or(Json::Null);
-    let spec = Spec::parse(&update.name, &values, &call.root)?;
+    let spec = Spec::parse(&update.name, &values)?;
     match update.should.get(RUN) {
         Some(run) if run.as_str() == Some(RUN_DONE) => {}
         Some(_) => {
@@ -240,10 +242,15 @@ fn shown_returns(returns: &[i64]) -> String {
 fn run(call: &Call, spec: &Spec, command: &Command) -> CallResult<Finished> {
     call.within_time()?;
     let dir = working_dir(call, spec)?;
+    let user = run_as(call, spec)?;
     let mut env = call.env.clone();
-    if let Some((name, _, home)) = &spec.user {
+    if let Some(user) = &user {
         // Who it runs as, as login(1) would say (Puppet's exec too).
-        for (key, value) in [("HOME", home), ("USER", name), ("LOGNAME", name)] {
+        for (key, value) in [
+            ("HOME", &user.home),
+            ("USER", &user.name),
+            ("LOGNAME", &user.name),
+        ] {
             env.retain(|(k, _)| k != key);
             env.push((key.to_owned(), value.clone()));
         }
@@ -259,9 +266,17 @@ fn run(call: &Call, spec: &Spec, command: &Command) -> CallResult<Finished> {
         env: &env,
         timeout: spec.timeout,
         dir: Some(&dir),
-        user: spec.user.as_ref().map(|(_, ids, _)| ids),
+        user: user.as_ref().map(|user| &user.ids),
     });
     Ok(ran)
+}
+
+/// Who the exec runs as, when it names a user.
+fn run_as(call: &Call, spec: &Spec) -> CallResult<Option<users::RunAs>> {
+    spec.user
+        .as_deref()
+        .map(|user| users::look_up(call, user))
+        .transpose()
 }
 
 /// The exec's directory below the root, found as the root sees it (a

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use crate::sdk::command::Credentials;
 use crate::sdk::{CallError, CallResult, Resource};
 
 /// How long a command or a check may take when `timeout` is not given
@@ -42,16 +41,17 @@ pub struct Spec {
     pub cwd: String,
     /// `KEY=VALUE` pairs added to the provider's environment.
     pub environment: Vec<(String, String)>,
-    /// The user it runs as, when one is named, and its home.
-    pub user: Option<(String, Credentials, String)>,
+    /// The user it runs as, when one is named (looked up when it runs:
+    /// see `users`).
+    pub user: Option<String>,
     pub timeout: Duration,
     pub returns: Vec<i64>,
 }
 
 impl Spec {
     /// Checks the values of exec `name` (the manifest's, as a get is told
-    /// them, or what a set was given) below `root`.
-    pub fn parse(name: &str, values: &Resource, root: &Path) -> CallResult<Spec> {
+    /// them, or what a set was given); reads nothing.
+    pub fn parse(name: &str, values: &Resource) -> CallResult<Spec> {
         let shell = match values.get("shell") {
             None | Some(Json::Null) => false,
             Some(Json::Bool(shell)) => *shell,
@@ -75,10 +75,7 @@ impl Spec {
         };
         let user = match values.get("user") {
             None | Some(Json::Null) => None,
-            Some(Json::String(user)) => {
-                let (ids, home) = super::users::look_up(user, root)?;
-                Some((user.clone(), ids, home))
-            }
+            Some(Json::String(user)) => Some(user.clone()),
             Some(other) => return Err(bad("user", other, "it must be a user name or uid")),
         };
         Ok(Spec {
@@ -279,7 +276,7 @@ mod tests {
     use serde_json::json;
 
     fn parse(values: Json) -> CallResult<Spec> {
-        Spec::parse("title", values.as_object().unwrap(), Path::new("/r"))
+        Spec::parse("title", values.as_object().unwrap())
     }
 
     #[test]
@@ -291,7 +288,7 @@ mod tests {
         let spec = parse(json!({"command": ["touch", "a b"]})).unwrap();
         assert_eq!(spec.command.shown, "touch a b");
         // The title is the command when none is given.
-        let spec = Spec::parse("newaliases -v", &Resource::new(), Path::new("/")).unwrap();
+        let spec = Spec::parse("newaliases -v", &Resource::new()).unwrap();
         assert_eq!(spec.command.argv, ["newaliases", "-v"]);
     }
 

@@ -438,6 +438,19 @@ impl Transition {
     }
 }
 
+/// What a get of `provider` is told of the names it reads: for one that
+/// runs commands, each request's values (its checks need them), in the
+/// requests' order; for any other, nothing.
+pub fn told<'r>(
+    provider: &Provider,
+    requests: impl IntoIterator<Item = &'r Request>,
+) -> Vec<&'r [(String, Value)]> {
+    match provider.meta.runs_commands {
+        true => requests.into_iter().map(|r| r.attrs.as_slice()).collect(),
+        false => Vec::new(),
+    }
+}
+
 /// Brings a resource to the requested state (or previews it under `noop`).
 pub fn apply(host: &Host, provider: &Provider, request: &Request, noop: bool) -> Result<Outcome> {
     apply_many(host, provider, std::slice::from_ref(request), noop)?
@@ -468,15 +481,7 @@ pub fn apply_many(
     let names: Vec<&str> = requests.iter().map(|r| r.name.as_str()).collect();
     let plans: Vec<Result<Transition>> = requests
         .iter()
-        .zip(match provider.meta.runs_commands {
-            // Commands' checks need the values asked for.
-            true => {
-                let should: Vec<&[(String, Value)]> =
-                    requests.iter().map(|r| r.attrs.as_slice()).collect();
-                host.get_with_should(provider, &names, &should)?
-            }
-            false => host.get_many(provider, &names)?,
-        })
+        .zip(host.get_with_should(provider, &names, &told(provider, requests))?)
         .map(|(request, found)| found.and_then(|found| Transition::new(provider, request, found)))
         .collect();
     let pending: Vec<&Transition> = plans

@@ -801,10 +801,7 @@ fn run_batch(
     let mut calls: Vec<Calling> = Vec::new();
     let fresh: Vec<Observed> = if reread {
         let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
-        let should: Vec<&[(String, crate::types::Value)]> = match provider.meta.runs_commands {
-            true => work.iter().map(|w| w.request.attrs.as_slice()).collect(),
-            false => Vec::new(),
-        };
+        let should = update::told(provider, work.iter().map(|w| &w.request));
         read_told(host, provider, &names, &should)
     } else {
         Vec::new()

@@ -674,11 +674,8 @@ pub fn read_states(host: &Host, catalog: &Catalog, jobs: usize) -> Vec<Observed>
     let (groups, members) = by_provider(catalog, resources);
     // Commands' checks need what the manifest says of them.
     let should: Vec<Vec<&[(String, crate::types::Value)]>> = (groups.iter().zip(&members))
-        .map(|((provider, _), items)| match provider.meta.runs_commands {
-            true => (items.iter())
-                .map(|&at| catalog.items[at].request.attrs.as_slice())
-                .collect(),
-            false => Vec::new(),
+        .map(|((provider, _), items)| {
+            update::told(provider, items.iter().map(|&at| &catalog.items[at].request))
         })
         .collect();
     let answers = read_all_told(host, &groups, &should, jobs);

@@ -369,7 +369,7 @@ impl super::Convention for JsonConvention {
         let told = super::refresh_attrs(provider, attrs)
             .map(|(key, value)| (key.clone(), Json::from(value)))
             .collect();
-        let secrets = super::refresh_secrets(provider, attrs);
+        let secrets = super::told_secrets(provider, attrs);
         let text = call(
             runner,
             provider,
@@ -555,14 +555,9 @@ fn get(
                     .collect();
                 told.insert((*name).to_owned(), Json::Object(values));
             }
-            let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
             let mut secrets: Vec<String> = (should.iter())
-                .flat_map(|attrs| {
-                    let attrs = attrs.iter().map(|(k, v)| (k.as_str(), v));
-                    crate::secrets::secret_texts(is_sensitive, attrs)
-                })
+                .flat_map(|attrs| super::told_secrets(provider, attrs))
                 .collect();
-            secrets.extend(provider.also_secret.iter().cloned());
             secrets.sort_by_key(|text| std::cmp::Reverse(text.len()));
             secrets.dedup();
             let request = json!({ "names": names, "should": told });

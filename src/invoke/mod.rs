@@ -226,9 +226,11 @@ pub fn refresh_attrs<'a>(
     })
 }
 
-/// The sensitive values among `attrs`: a refresh is not told them, but
-/// what it says is redacted of them, as an update's answer is.
-pub fn refresh_secrets(provider: &Provider, attrs: &[(String, Value)]) -> Vec<String> {
+/// The texts to take out of what `provider` says when it is told `attrs`
+/// (the manifest's, for a refresh or a command's get): those of its
+/// sensitive values, as an update's answer is redacted of them, and the
+/// sensitive variables' texts the run gave it.
+pub fn told_secrets(provider: &Provider, attrs: &[(String, Value)]) -> Vec<String> {
     let is_sensitive = |key: &str| provider.attribute(key).is_some_and(|a| a.sensitive);
     let mut texts = secrets::secret_texts(is_sensitive, attrs.iter().map(|(k, v)| (k.as_str(), v)));
     texts.extend(provider.also_secret.iter().cloned());

@@ -447,7 +447,7 @@ impl super::Convention for SimpleConvention {
         require(provider, Action::Refresh)?;
         let told = super::refresh_attrs(provider, attrs).map(|(k, v)| (k.as_str(), v));
         let args = arguments(Action::Refresh, Some(name), told, false);
-        let secrets = super::refresh_secrets(provider, attrs);
+        let secrets = super::told_secrets(provider, attrs);
         let fail = |e: OutputError| e.redacted(&secrets).into_error(provider, Action::Refresh);
         let invocation = Invocation {
             secrets: secrets.clone(),

@@ -68,12 +68,13 @@ impl Provider for Exec {
 
     fn refresh(&self, call: &Call, name: &str, attrs: &Resource) -> CallResult<()> {
         let spec = Spec::parse(name, attrs)?;
-        if let Some(done) = guarded(call, &spec)? {
+        let place = Place::of(call, &spec)?;
+        if let Some(done) = guarded(call, &spec, &place)? {
             call.log
                 .info(&format!("{name}: not run on refresh: {done}"));
             return Ok(());
         }
-        execute(call, &spec, &spec.command)
+        execute(call, &spec, &place)
     }
 }
 
@@ -84,11 +85,10 @@ fn read(call: &Call, name: &str, values: &Resource) -> CallResult<Resource> {
     // A directory or a user that is not there fails the read, as a plan
     // should know (one made earlier in the run is there when it is read
     // again).
-    working_dir(call, &spec)?;
-    run_as(call, &spec)?;
+    let place = Place::of(call, &spec)?;
     let run = match spec.refreshonly {
         true => RUN_DONE.to_owned(),
-        false => match guarded(call, &spec)? {
+        false => match guarded(call, &spec, &place)? {
             Some(_) => RUN_DONE.to_owned(),
             None => why_it_runs(&spec),
         },
@@ -137,20 +137,20 @@ fn why_it_runs(spec: &Spec) -> String {
 /// What a guard says when it keeps the command from running (`None`:
 /// every guard allows it). `creates` is looked at first, so that a
 /// command whose work is done runs no check.
-fn guarded(call: &Call, spec: &Spec) -> CallResult<Option<String>> {
+fn guarded(call: &Call, spec: &Spec, place: &Place) -> CallResult<Option<String>> {
     if let Some(path) = &spec.creates {
         if exists_below(call, path) {
             return Ok(Some(format!("{path} exists")));
         }
     }
     if let Some(check) = &spec.onlyif {
-        let status = check_status(call, spec, check, "onlyif")?;
+        let status = check_status(call, spec, place, check, "onlyif")?;
         if status != 0 {
             return Ok(Some(format!("onlyif {} failed ({status})", check.shown)));
         }
     }
     if let Some(check) = &spec.unless {
-        if check_status(call, spec, check, "unless")? == 0 {
+        if check_status(call, spec, place, check, "unless")? == 0 {
             return Ok(Some(format!("unless {} succeeded", check.shown)));
         }
     }
@@ -159,9 +159,15 @@ fn guarded(call: &Call, spec: &Spec) -> CallResult<Option<String>> {
 
 /// The exit status of a check; a check that cannot run or finish fails
 /// the read: whether the command would run is then not known.
-fn check_status(call: &Call, spec: &Spec, check: &Command, attr: &str) -> CallResult<i64> {
-    let ran =
-        run(call, spec, check).map_err(|e| CallError::new(format!("{attr}: {}", e.message)))?;
+fn check_status(
+    call: &Call,
+    spec: &Spec,
+    place: &Place,
+    check: &Command,
+    attr: &str,
+) -> CallResult<i64> {
+    let ran = run(call, spec, place, check)
+        .map_err(|e| CallError::new(format!("{attr}: {}", e.message)))?;
     match ran.status {
         Some(status) => Ok(i64::from(status)),
         None => Err(CallError::new(format!(
@@ -199,21 +205,19 @@ fn run_update(call: &Call, update: &Update) -> Outcome {
         }
     }
     if !call.noop {
-        execute(call, &spec, &spec.command)?;
+        execute(call, &spec, &Place::of(call, &spec)?)?;
     }
     Ok(vec![Change::new(RUN, was, RUN_DONE)])
 }
 
-/// Runs `command` as the exec says; its exit status must be one of
-/// `returns`.
-fn execute(call: &Call, spec: &Spec, command: &Command) -> CallResult<()> {
-    let ran = run(call, spec, command)?;
+/// Runs the exec's command; its exit status must be one of `returns`.
+fn execute(call: &Call, spec: &Spec, place: &Place) -> CallResult<()> {
+    let command = &spec.command;
+    let ran = run(call, spec, place, command)?;
     match ran.status {
         Some(status) if spec.returns.contains(&i64::from(status)) => {
-            call.log.info(&format!(
-                "{} ran, exit status {status}",
-                crate::sdk::text::clean(&command.shown)
-            ));
+            call.log
+                .info(&format!("{} ran, exit status {status}", command.shown));
             Ok(())
         }
         Some(status) => Err(CallError::new(format!(
@@ -236,47 +240,53 @@ fn shown_returns(returns: &[i64]) -> String {
     all.join(", ")
 }
 
-/// Runs `command` in the exec's directory, environment and user, within
-/// its time limit. A directory that is not there, or a program that is
-/// not found, fails before anything runs.
-fn run(call: &Call, spec: &Spec, command: &Command) -> CallResult<Finished> {
-    call.within_time()?;
-    let dir = working_dir(call, spec)?;
-    let user = run_as(call, spec)?;
-    let mut env = call.env.clone();
-    if let Some(user) = &user {
-        // Who it runs as, as login(1) would say (Puppet's exec too).
-        for (key, value) in [
-            ("HOME", &user.home),
-            ("USER", &user.name),
-            ("LOGNAME", &user.name),
-        ] {
-            env.retain(|(k, _)| k != key);
-            env.push((key.to_owned(), value.clone()));
-        }
-    }
-    for (key, value) in &spec.environment {
-        env.retain(|(k, _)| k != key);
-        env.push((key.clone(), value.clone()));
-    }
-    let mut argv = command.argv.clone();
-    argv[0] = program(&argv[0], &dir, &env, &command.shown)?;
-    let ran = call.commands.run_spec(&RunSpec {
-        argv: &argv,
-        env: &env,
-        timeout: spec.timeout,
-        dir: Some(&dir),
-        user: user.as_ref().map(|user| &user.ids),
-    });
-    Ok(ran)
+/// Where and as whom an exec's commands run, found once per call: its
+/// directory below the root, its user, and the environment they get.
+struct Place {
+    dir: PathBuf,
+    user: Option<users::RunAs>,
+    env: Vec<(String, String)>,
 }
 
-/// Who the exec runs as, when it names a user.
-fn run_as(call: &Call, spec: &Spec) -> CallResult<Option<users::RunAs>> {
-    spec.user
-        .as_deref()
-        .map(|user| users::look_up(call, user))
-        .transpose()
+impl Place {
+    /// A directory or a user that is not there fails here, before
+    /// anything runs.
+    fn of(call: &Call, spec: &Spec) -> CallResult<Place> {
+        let dir = working_dir(call, spec)?;
+        let user = (spec.user.as_deref())
+            .map(|user| users::look_up(call, user))
+            .transpose()?;
+        let mut env = call.env.clone();
+        let mut set = |key: &str, value: &str| {
+            env.retain(|(k, _)| k != key);
+            env.push((key.to_owned(), value.to_owned()));
+        };
+        if let Some(user) = &user {
+            // Who it runs as, as login(1) would say (Puppet's exec too).
+            set("HOME", &user.home);
+            set("USER", &user.name);
+            set("LOGNAME", &user.name);
+        }
+        for (key, value) in &spec.environment {
+            set(key, value);
+        }
+        Ok(Place { dir, user, env })
+    }
+}
+
+/// Runs `command` in the exec's place, within its time limit. A program
+/// that is not found fails before anything runs.
+fn run(call: &Call, spec: &Spec, place: &Place, command: &Command) -> CallResult<Finished> {
+    call.within_time()?;
+    let mut argv = command.argv.clone();
+    argv[0] = program(&argv[0], &place.dir, &place.env, &command.shown)?;
+    Ok(call.commands.run_spec(&RunSpec {
+        argv: &argv,
+        env: &place.env,
+        timeout: spec.timeout,
+        dir: Some(&place.dir),
+        user: place.user.as_ref().map(|user| &user.ids),
+    }))
 }
 
 /// The exec's directory below the root, found as the root sees it (a

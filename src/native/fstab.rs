@@ -1029,9 +1029,9 @@ impl Place {
         let refusal = match root.is_real() {
             true => None,
             false => match mountinfo::own_namespace() {
-                Ok(true) => match mountinfo::propagates(&prefix) {
+                Ok(true) => match mountinfo::propagates(&[&prefix]) {
                     Ok(None) => None,
-                    Ok(Some(group)) => Some(format!(
+                    Ok(Some((_, group))) => Some(format!(
                         "the mount holding the root is shared with other mount namespaces \
                          ({group} in /proc/self/mountinfo), so a mount below it would show in \
                          them, the machine's among them; make it private first ('mount \
@@ -1128,26 +1128,24 @@ impl Place {
         let parent = std::path::Path::new(&path)
             .parent()
             .map(|p| p.to_string_lossy().into_owned());
-        for place in std::iter::once(path.as_str()).chain(parent.as_deref()) {
-            match mountinfo::propagates(place) {
-                Ok(None) => {}
-                Ok(Some(group)) => {
-                    return Err(CallError::of_kind(
-                        Kind::Forbidden,
-                        format!(
-                            "ensure: refusing to mount or unmount {} below the root {}: the mount \
-                             holding {} is shared with other mount namespaces ({group}), which \
-                             would see it too; make it private first (mount --make-private)",
-                            escaped(name),
-                            escaped(&self.prefix),
-                            escaped(place)
-                        ),
-                    ))
-                }
-                Err(why) => return Err(CallError::new(why)),
-            }
+        let places: Vec<&str> = std::iter::once(path.as_str())
+            .chain(parent.as_deref())
+            .collect();
+        match mountinfo::propagates(&places) {
+            Ok(None) => Ok(path),
+            Ok(Some((place, group))) => Err(CallError::of_kind(
+                Kind::Forbidden,
+                format!(
+                    "ensure: refusing to mount or unmount {} below the root {}: the mount \
+                     holding {} is shared with other mount namespaces ({group}), which would \
+                     see it too; make it private first (mount --make-private)",
+                    escaped(name),
+                    escaped(&self.prefix),
+                    escaped(place)
+                ),
+            )),
+            Err(why) => Err(CallError::new(why)),
         }
-        Ok(path)
     }
 
     /// `mount -t TYPE -o OPTIONS -- DEVICE PATH`: the entry's values

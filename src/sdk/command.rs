@@ -48,7 +48,7 @@ impl Credentials {
     /// # Safety
     /// Only for `pre_exec`: it calls setgroups, setgid and setuid alone,
     /// which are async-signal-safe, on a vector allocated before the fork.
-    pub unsafe fn take(uid: u32, gid: u32, groups: &[libc::gid_t]) -> std::io::Result<()> {
+    unsafe fn take(uid: u32, gid: u32, groups: &[libc::gid_t]) -> std::io::Result<()> {
         let taken = unsafe {
             libc::setgroups(groups.len() as _, groups.as_ptr()) == 0
                 && libc::setgid(gid) == 0

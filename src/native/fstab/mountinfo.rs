@@ -109,12 +109,15 @@ pub fn shared_at(data: &[u8], path: &str) -> Option<String> {
     holder.and_then(|(_, shared)| shared)
 }
 
-/// Why mounting below `root` (a canonical path) would reach other
-/// namespaces, if it would: the mount holding it is shared.
-pub fn propagates(root: &str) -> Result<Option<String>, String> {
+/// The first of `places` (canonical paths) whose holding mount is
+/// shared with other namespaces, and its propagation group: a mount made
+/// there would reach them. One read of this namespace's mounts.
+pub fn propagates<'p>(places: &[&'p str]) -> Result<Option<(&'p str, String)>, String> {
     let data = std::fs::read(SELF_MOUNTINFO)
         .map_err(|err| format!("cannot read {SELF_MOUNTINFO}: {err}"))?;
-    Ok(shared_at(&data, root))
+    Ok(places
+        .iter()
+        .find_map(|&place| shared_at(&data, place).map(|group| (place, group))))
 }
 
 /// What this process's namespace has mounted below `root`.

@@ -5,7 +5,6 @@
 //! run here), one field at a time, and refused when no field can hold
 //! them.
 
-use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -240,23 +239,14 @@ fn aging_and_password_change_together_each_their_fields() {
 fn provider_set(root: &Path, should: &Json) -> Json {
     let program = env!("CARGO_BIN_EXE_ral-provider");
     let request = json!({"updates": [{"name": "alice", "is": {}, "should": should}]});
-    let mut child = Command::new(program)
-        .args(["etc_passwd", "ral_action=set"])
-        .env_clear()
-        .env("RALSH_ROOT_DIR", root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    serde_json::from_slice(&output.stdout).unwrap()
+    let output = crate::support::run_with_stdin(
+        Command::new(program)
+            .args(["etc_passwd", "ral_action=set"])
+            .env_clear()
+            .env("RALSH_ROOT_DIR", root),
+        &request.to_string(),
+    );
+    serde_json::from_str(&output.stdout).unwrap()
 }
 
 #[test]

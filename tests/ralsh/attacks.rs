@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use crate::plans::Bench;
-use crate::sensitive_env::run_with_stdin;
+use crate::support::run_with_stdin;
 use crate::support::Sandbox;
 
 /// `ralsh --attrs-stdin` with a JSON object naming one attribute twice:

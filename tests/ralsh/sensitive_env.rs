@@ -125,31 +125,7 @@ fn libral_providers_keep_the_value_on_the_command_line_with_one_warning_per_run(
 
 /// ralsh with the fixture providers, ARGS, and INPUT on its stdin.
 fn ralsh_with_stdin(sandbox: &Sandbox, args: &[&str], input: &str) -> crate::support::Run {
-    run_with_stdin(&mut sandbox.fixture_command(args), input)
-}
-
-/// Runs COMMAND with INPUT on its stdin.
-pub fn run_with_stdin(command: &mut std::process::Command, input: &str) -> crate::support::Run {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    crate::support::Run {
-        status: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
+    crate::support::run_with_stdin(&mut sandbox.fixture_command(args), input)
 }
 
 #[test]
@@ -264,7 +240,7 @@ fn the_bundled_user_provider_sets_a_password_hash_that_no_command_line_holds() {
         "ensure=present",
         "uid=1500",
     ]);
-    run_with_stdin(&mut command, &input).expect(0);
+    crate::support::run_with_stdin(&mut command, &input).expect(0);
     assert!(
         sandbox
             .read("etc/shadow")

@@ -316,6 +316,30 @@ pub fn write_fifo_while_running(path: &Path, line: &[u8], child: &mut std::proce
     }
 }
 
+/// Runs COMMAND with INPUT on its stdin.
+pub fn run_with_stdin(command: &mut std::process::Command, input: &str) -> Run {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    Run {
+        status: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
 pub fn run(command: &mut Command) -> Run {
     run_output(command.output().expect("ralsh runs"))
 }

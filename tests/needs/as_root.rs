@@ -2,8 +2,9 @@
 //! directory given to another user (chown), a manifest of bundled
 //! resources that sets a file's owner, useradd -R (it chroots) beside
 //! ralsh on one root, homes holding files of several owners, and pwck
-//! and grpck -R (they chroot) on what the user and group types write, and
-//! the owners of account files they make new.
+//! and grpck -R (they chroot) on what the user and group types write,
+//! the owners of account files they make new, and an exec run as another
+//! user (its ids, groups and home; ordered after that user).
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -17,6 +18,8 @@ use crate::tests;
 pub fn tests() -> Vec<Test> {
     tests![[Root]
         a_temporary_cache_directory_another_user_owns_is_not_used,
+        an_exec_s_command_runs_with_its_user_s_ids_and_home,
+        an_exec_runs_after_the_user_and_the_directory_it_names,
         a_manifest_of_bundled_resources_converges_and_the_next_plan_is_empty,
         ralsh_and_useradd_side_by_side_lose_nothing,
         a_change_of_owner_keeps_setuid_and_file_capabilities,
@@ -468,4 +471,62 @@ fn as_another_user_a_change_of_owner_or_group_is_refused() {
     assert!(!same.stdout.contains("->"), "no change: {}", same.stdout);
     let meta = std::fs::metadata(sandbox.root().join("f")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (NOBODY, NOBODY));
+}
+
+/// An exec's `user`: its uid, its groups (primary and listed), its home
+/// and name in the environment.
+fn an_exec_s_command_runs_with_its_user_s_ids_and_home() {
+    let sandbox = Sandbox::seeded();
+    sandbox.write(
+        "etc/passwd",
+        "root:x:0:0:root:/root:/bin/sh\napp:x:1500:1500::/srv/app:/bin/sh\n",
+    );
+    sandbox.write("etc/group", "root:x:0:\napp:x:1500:\nweb:x:1600:app\n");
+    let out_dir = sandbox.root().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::set_permissions(
+        &out_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out = run(sandbox.command().args([
+        "exec",
+        "who",
+        "command=echo \"$(id -u) $(id -G) $HOME $USER\" > \"$RALSH_ROOT_DIR/out/who\"",
+        "shell=true",
+        "user=app",
+    ]));
+    out.expect(0);
+    assert_eq!(sandbox.read("out/who"), "1500 1500 1600 /srv/app app\n");
+}
+
+/// Listed first, with no require, an exec waits for the user and the
+/// directory it names, and runs as that user.
+fn an_exec_runs_after_the_user_and_the_directory_it_names() {
+    let sandbox = Sandbox::seeded();
+    let dir = tempfile::tempdir().unwrap();
+    // Listed first, with no require: its user and cwd order it.
+    let text = r#"exec:
+  migrate:
+    command: [sh, -c, 'id -u > "$RALSH_ROOT_DIR/srv/app/who"']
+    user: app
+    cwd: /srv/app
+    creates: /srv/app/who
+group:
+  app: {gid: 3100}
+user:
+  app: {uid: 3100, gid: 3100, home: /srv/app}
+file:
+  /srv/app: {ensure: directory, mode: '0777'}
+"#;
+    let path = dir.path().join("m.yaml");
+    std::fs::write(&path, text).unwrap();
+    let m = path.to_str().unwrap();
+    run(&mut sandbox.ral_command("plan", &[m]))
+        .expect(0)
+        .stdout_has("? exec[migrate] (waits for user[app], file[/srv/app])");
+    run(&mut sandbox.ral_command("apply", &[m]))
+        .expect(0)
+        .stdout_has("Success ~ exec[migrate]");
+    assert_eq!(sandbox.read("srv/app/who"), "3100\n");
 }

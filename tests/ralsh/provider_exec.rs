@@ -354,37 +354,6 @@ fn a_relative_program_is_found_from_cwd_and_creates_never_looks_out_of_the_root(
 }
 
 #[test]
-fn a_user_s_command_runs_with_its_ids_and_home() {
-    // SAFETY: geteuid(2) takes nothing and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: running as another user needs root");
-        return;
-    }
-    let sandbox = Sandbox::seeded();
-    sandbox.write(
-        "etc/passwd",
-        "root:x:0:0:root:/root:/bin/sh\napp:x:1500:1500::/srv/app:/bin/sh\n",
-    );
-    sandbox.write("etc/group", "root:x:0:\napp:x:1500:\nweb:x:1600:app\n");
-    let out_dir = sandbox.root().join("out");
-    std::fs::create_dir(&out_dir).unwrap();
-    std::fs::set_permissions(
-        &out_dir,
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
-    let out = run(sandbox.command().args([
-        "exec",
-        "who",
-        "command=echo \"$(id -u) $(id -G) $HOME $USER\" > \"$RALSH_ROOT_DIR/out/who\"",
-        "shell=true",
-        "user=app",
-    ]));
-    out.expect(0);
-    assert_eq!(sandbox.read("out/who"), "1500 1500 1600 /srv/app app\n");
-}
-
-#[test]
 fn a_saved_plan_reads_an_exec_again_at_its_turn_too() {
     let sandbox = Sandbox::seeded();
     let dir = tempfile::tempdir().unwrap();
@@ -413,37 +382,4 @@ exec:
         .stdout_has("nothing left to do when read again")
         .stdout_has("Success ~ exec[other]");
     assert_eq!(log(&sandbox), ["other"]);
-}
-
-#[test]
-fn an_exec_runs_after_the_user_and_the_directory_it_names() {
-    // SAFETY: geteuid(2) takes nothing and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: running as another user needs root");
-        return;
-    }
-    let sandbox = Sandbox::seeded();
-    let dir = tempfile::tempdir().unwrap();
-    // Listed first, with no require: its user and cwd order it.
-    let text = r#"exec:
-  migrate:
-    command: [sh, -c, 'id -u > "$RALSH_ROOT_DIR/srv/app/who"']
-    user: app
-    cwd: /srv/app
-    creates: /srv/app/who
-group:
-  app: {gid: 3100}
-user:
-  app: {uid: 3100, gid: 3100, home: /srv/app}
-file:
-  /srv/app: {ensure: directory, mode: '0777'}
-"#;
-    let m = manifest(&dir, "m.yaml", text);
-    ral(&sandbox, "plan", &[&m])
-        .expect(0)
-        .stdout_has("? exec[migrate] (waits for user[app], file[/srv/app])");
-    ral(&sandbox, "apply", &[&m])
-        .expect(0)
-        .stdout_has("Success ~ exec[migrate]");
-    assert_eq!(sandbox.read("srv/app/who"), "3100\n");
 }

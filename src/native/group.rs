@@ -6,7 +6,6 @@
 //! incomplete, and ensure=present completes it.
 
 use std::collections::HashSet;
-use std::ffi::CString;
 
 use serde_json::{json, Value as Json};
 
@@ -149,7 +148,7 @@ impl Users {
         }
         if self.root.is_real() {
             for member in added {
-                if !system_user_exists(member) {
+                if !crate::sdk::nss::user_exists(member) {
                     return Err(CallError::new(format!(
                         "members: unknown user {}",
                         quoted(member)
@@ -187,35 +186,6 @@ impl Users {
         }
         Ok(())
     }
-}
-
-/// Whether the system's user database (NSS) knows `name`.
-fn system_user_exists(name: &str) -> bool {
-    let Ok(name) = CString::new(name) else {
-        return false;
-    };
-    let mut entry: libc::passwd = unsafe_zeroed_passwd();
-    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is valid for the call: `name` is
-    // NUL-terminated, `entry` and `buffer` are owned here with the length
-    // given, and `found` is written by the call.
-    let status = unsafe {
-        libc::getpwnam_r(
-            name.as_ptr(),
-            &mut entry,
-            buffer.as_mut_ptr(),
-            buffer.len(),
-            &mut found,
-        )
-    };
-    status == 0 && !found.is_null()
-}
-
-fn unsafe_zeroed_passwd() -> libc::passwd {
-    // SAFETY: libc::passwd is plain data (integers and pointers), for
-    // which all zeroes is a valid value; getpwnam_r fills it in.
-    unsafe { std::mem::zeroed() }
 }
 
 /// Another group whose line uses `gid`, or `None`.
@@ -636,12 +606,5 @@ mod tests {
         let made = outcome(&EtcGroup, &call(dir.path()), &update("web", json!({})));
         assert!(made.is_ok(), "{made:?}");
         assert!(!gshadow.exists());
-    }
-
-    #[test]
-    fn the_system_user_database_is_asked() {
-        assert!(system_user_exists("root"));
-        assert!(!system_user_exists("no-such-user-here-x9"));
-        assert!(!system_user_exists("nul\0byte"));
     }
 }

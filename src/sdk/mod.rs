@@ -22,6 +22,7 @@ pub mod error;
 pub mod facts;
 pub mod files;
 pub mod log;
+pub mod nss;
 pub mod serve;
 
 pub mod text;

@@ -11,7 +11,7 @@
 //! host, each the machine's own when the root lacks the file; so is
 //! `ROOT/etc/resolv.conf`.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -175,12 +175,12 @@ fn kernel_hostname() -> Option<String> {
 /// The canonical name the system's resolver gives `host`, waiting for it
 /// at most [`RESOLVER_WAIT`] (the lookup, if slower, ends unseen).
 fn resolver_canonical(host: &str) -> Option<String> {
-    let host = CString::new(host).ok()?;
+    let host = host.to_owned();
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("facts-getaddrinfo".into())
         .spawn(move || {
-            let _ = sender.send(getaddrinfo_canonical(&host));
+            let _ = sender.send(crate::sdk::nss::canonical_name(&host));
         });
     if let Err(e) = spawned {
         log::debug!("facts: starting the canonical name's lookup: {e}");
@@ -195,34 +195,6 @@ fn resolver_canonical(host: &str) -> Option<String> {
             );
             None
         }
-    }
-}
-
-/// getaddrinfo(host, AI_CANONNAME)'s canonical name, unless it is only
-/// the address written out.
-fn getaddrinfo_canonical(host: &CStr) -> Option<String> {
-    let mut result: *mut libc::addrinfo = std::ptr::null_mut();
-    // SAFETY: hints is a valid zeroed addrinfo with the fields set;
-    // getaddrinfo reads it and the NUL-terminated name, and on success
-    // hands back a list freed below, read only before that.
-    unsafe {
-        let mut hints: libc::addrinfo = std::mem::zeroed();
-        hints.ai_family = libc::AF_UNSPEC;
-        hints.ai_socktype = libc::SOCK_STREAM;
-        hints.ai_flags = libc::AI_CANONNAME;
-        let status = libc::getaddrinfo(host.as_ptr(), std::ptr::null(), &hints, &mut result);
-        if status != 0 || result.is_null() {
-            log::debug!(
-                "facts: getaddrinfo {}: status {status}",
-                host.to_string_lossy()
-            );
-            return None;
-        }
-        let canonical = (*result).ai_canonname;
-        let name = (!canonical.is_null())
-            .then(|| CStr::from_ptr(canonical).to_string_lossy().into_owned());
-        libc::freeaddrinfo(result);
-        name.filter(|name| name.parse::<std::net::IpAddr>().is_err())
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::discovery::Registry;
 use crate::host::{Host, HostConfig};
-use crate::remote::{self, inventory::Inventory, Bundle, Connector, SshSettings, Target};
+use crate::remote::{self, inventory::Inventory, Bundles, Connector, SshSettings, Target};
 use crate::text::escape_lines;
 use anyhow::{bail, Context};
 use serde_json::{Map, Value};
@@ -111,7 +111,7 @@ pub struct Fleet {
     pub targets: Vec<Target>,
     pub forks: usize,
     connector: Connector,
-    bundle: Arc<Bundle>,
+    bundles: Bundles,
 }
 
 impl Fleet {
@@ -143,8 +143,8 @@ impl Fleet {
             Some(_) => Some(crate::native::program()?),
             None => None,
         };
-        let native = native_dir.zip(program.as_deref());
-        let bundle = Bundle::collect_with(&dirs, native)?;
+        let native = native_dir.map(Path::to_owned).zip(program);
+        let bundles = Bundles::new(dirs, native)?;
         // ssh runs in `/`: relative paths mean the caller's directory.
         let config = args
             .ssh_config
@@ -161,7 +161,7 @@ impl Fleet {
             targets,
             forks: usize::from(args.forks),
             connector,
-            bundle: Arc::new(bundle),
+            bundles,
         })
     }
 
@@ -169,13 +169,13 @@ impl Fleet {
     /// the connection closes when the host is dropped (it holds the only
     /// reference to the session).
     pub fn connect(&self, target: &Target, local: &Host) -> crate::error::Result<Host> {
-        let session = Arc::new(self.connector.open(target, &self.bundle)?);
+        let session = Arc::new(self.connector.open(target, &self.bundles)?);
         if session.uploaded() {
             log::info!(
                 "{}: copied {} provider files ({})",
                 target.name,
-                self.bundle.len(),
-                self.bundle.digest()
+                session.bundle().len(),
+                session.bundle().digest()
             );
         }
         let config = HostConfig {

@@ -377,8 +377,16 @@ impl Host {
         let native = invocation
             .native
             .and_then(|_| Some((program.parent()?, program.file_stem()?.to_str()?)))
-            .filter(|(_, name)| crate::native::find(name).is_some())
-            .and_then(|(dir, name)| Some((session.native_program(dir)?, name)));
+            .filter(|(_, name)| crate::native::find(name).is_some());
+        if let (Some((_, name)), Some(why)) = (native, session.native_refused()) {
+            return Err(Error::Remote {
+                target: session.target.name.clone(),
+                message: format!(
+                    "{label}: ral's native providers ({name} is one) cannot run there: {why}"
+                ),
+            });
+        }
+        let native = native.and_then(|(dir, name)| Some((session.native_program(dir)?, name)));
         let native_name = native.as_ref().map(|(_, name)| format!(" {name}"));
         let (remote_program, args) = match native {
             Some((native_program, name)) => {

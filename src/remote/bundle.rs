@@ -59,6 +59,8 @@ pub struct Bundle {
     digest: String,
     /// See [`Bundle::manifest`].
     manifest: String,
+    /// Which of `files` is ral's native providers' program.
+    program: Option<usize>,
 }
 
 impl Bundle {
@@ -86,6 +88,7 @@ impl Bundle {
         let mut packages = Vec::new();
         let mut files = Vec::new();
         let mut total = 0;
+        let mut program_at = None;
         for (index, dir) in unique.iter().enumerate() {
             let name = format!("d{index}");
             for package in read_files(dir, &name, &mut files, &mut total)? {
@@ -111,6 +114,7 @@ impl Bundle {
                         e,
                     )
                 })?;
+                program_at = Some(files.len() - 1);
             }
             names.insert((*dir).clone(), name);
         }
@@ -143,7 +147,13 @@ impl Bundle {
             files,
             digest,
             manifest,
+            program: program_at,
         })
+    }
+
+    /// The bytes of ral's native providers' program, when it travels.
+    pub fn native_bytes(&self) -> Option<&[u8]> {
+        self.program.map(|at| self.files[at].bytes.as_slice())
     }
 
     /// Names the content: equal digests, equal files.

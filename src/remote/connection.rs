@@ -31,7 +31,8 @@ use super::bundle::Bundle;
 use super::control_dir::{self, ControlDir};
 use super::kept::{self, KeptDir};
 use super::mux;
-use super::script;
+use super::programs::Bundles;
+use super::script::{self, Machine};
 use super::Target;
 use crate::error::{Error, Result};
 use crate::process::streams::{run_streams, Ended, Stream, StreamCall};
@@ -121,9 +122,12 @@ impl Connector {
         })
     }
 
-    /// Connects to `target` and makes sure an intact copy of `bundle` is
-    /// there (copying it when it is not): one round trip when it is.
-    pub fn open(&self, target: &Target, bundle: &Arc<Bundle>) -> Result<Session> {
+    /// Connects to `target` and makes sure an intact copy of the bundle
+    /// for its machine is there (copying it when it is not): one round
+    /// trip when it is, and the target runs this machine's program (one
+    /// more, to ask about another bundle, when it does not).
+    pub fn open(&self, target: &Target, bundles: &Bundles) -> Result<Session> {
+        let bundle = bundles.first();
         let (control, kept) = match &self.sockets {
             Sockets::Run(dir) => {
                 let index = self.count.fetch_add(1, Ordering::SeqCst);
@@ -148,6 +152,8 @@ impl Connector {
             control,
             remote_dir: String::new(),
             bundle: Arc::clone(bundle),
+            machine: None,
+            refused: None,
             uploaded: false,
             holder: Mutex::new(None),
             script: 0,
@@ -165,7 +171,9 @@ impl Connector {
                 session.open_kept(&mut entry, persist, &self.opening)?
             }
         };
+        let (present, dir) = session.choose_bundle(bundles, present, dir)?;
         if !present {
+            let bundle = Arc::clone(&session.bundle);
             let payload = bundle.payload();
             let answer = session.control(
                 &["-o", "ControlMaster=no"],
@@ -385,6 +393,10 @@ pub struct Session {
     /// The bundle's directory on the target.
     remote_dir: String,
     bundle: Arc<Bundle>,
+    /// What the session's script said of the machine.
+    machine: Option<Machine>,
+    /// Why ral's native providers cannot run there, if they cannot.
+    refused: Option<String>,
     uploaded: bool,
     /// The ssh that runs the session's script, until the connection is
     /// closed: the master itself, or a session through a kept one.
@@ -410,6 +422,11 @@ impl Session {
         self.uploaded
     }
 
+    /// What was sent, or found there: the bundle for the target's machine.
+    pub fn bundle(&self) -> &Bundle {
+        &self.bundle
+    }
+
     /// Where a local provider file, or directory, is on the target.
     pub fn remote_path(&self, local: &Path) -> Option<String> {
         self.bundle.remote_path(&self.remote_dir, local)
@@ -419,6 +436,42 @@ impl Session {
     /// was copied with the provider directory `dir`.
     pub fn native_program(&self, dir: &Path) -> Option<String> {
         self.bundle.native_program(&self.remote_dir, dir)
+    }
+
+    /// Why ral's native providers cannot run on the target (no copy of
+    /// their program runs on its machine), if they cannot.
+    pub fn native_refused(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+
+    /// The bundle for the machine the session's script reported, and
+    /// whether it is there: the first bundle's answer when that is the
+    /// one; else a second question, about the other one.
+    fn choose_bundle(
+        &mut self,
+        bundles: &Bundles,
+        present: bool,
+        dir: String,
+    ) -> Result<(bool, String)> {
+        let machine = self.machine.clone().unwrap_or(Machine {
+            arch: String::new(),
+            glibc: None,
+        });
+        let choice = bundles.for_machine(&machine)?;
+        if let Some(why) = &choice.refused {
+            log::debug!("{}: {why}", self.target.name);
+        }
+        self.refused = choice.refused.clone();
+        if Arc::ptr_eq(&choice.bundle, &self.bundle) {
+            return Ok((present, dir));
+        }
+        self.bundle = Arc::clone(&choice.bundle);
+        let answer = self.control(
+            &["-o", "ControlMaster=no"],
+            script::probe(self.bundle.digest(), self.bundle.manifest()),
+            None,
+        )?;
+        self.answer(&answer)
     }
 
     /// The program a provider call runs locally: ssh.
@@ -607,6 +660,8 @@ impl Session {
             };
             if let Some(pid) = line.strip_prefix("ral-session ") {
                 self.script = pid.trim().parse().unwrap_or(0);
+            } else if let Some(machine) = script::parse_machine(&line) {
+                self.machine = Some(machine);
             } else if let Some(why) = line.strip_prefix("ral-bundle damaged ") {
                 log::warn!(
                     "{}: the copy of the providers there cannot be used ({why}); copying it again",

@@ -3,15 +3,18 @@
 //! ARG...`), with every argument quoted by [`quote_word`], so no value can
 //! run anything there. The scripts themselves need only a POSIX `sh` and
 //! the standard utilities (`find`, `id`, `mkdir`, `mv`, `rm`, `sleep`,
-//! `kill`, `env`, `cat`, `cmp`, `sed`, `sort`, `sha256sum`; GNU `find -printf`
+//! `kill`, `env`, `cat`, `cmp`, `sed`, `sort`, `sha256sum`, `uname`, `getconf`; GNU `find -printf`
 //! where there is one, see [`LISTING`]).
 //!
 //! - [`session`]: the command of the connection's master: makes sure the
 //!   private cache directory (`~/.cache/ral`, 0700, ours, not a link)
-//!   exists, says whether an intact copy of the bundle of a digest is
-//!   there (`ral-bundle have DIR` or `ral-bundle need DIR`; each file's
-//!   SHA-256 checked, no link anywhere), then stays until the controller
-//!   is gone.
+//!   exists, says the machine (`ral-machine ARCH [glibc VERSION]`: which
+//!   copy of ral's native providers' program can run there) and whether
+//!   an intact copy of the bundle of a digest is there (`ral-bundle have
+//!   DIR` or `ral-bundle need DIR`; each file's SHA-256 checked, no link
+//!   anywhere), then stays until the controller is gone.
+//! - [`probe`]: the same question about another bundle, for a machine
+//!   that needs another copy of the program.
 //! - [`upload`]: the same checks, then runs the payload read on stdin (see
 //!   `bundle.rs`) in a fresh directory that is renamed into place only when
 //!   the payload reached its end, so a cut upload is never used; a copy
@@ -94,7 +97,7 @@ intact() {
 }
 "#;
 
-/// What a copy looks like, for [`SESSION`]'s record of a copy found
+/// What a copy looks like, for [`CHECK`]'s record of a copy found
 /// intact: every entry's type, owner, mode and inode, and every file's
 /// size, modification and change times (GNU find's `-printf`; elsewhere
 /// nothing, and every run checks the whole copy). An entry written,
@@ -114,18 +117,23 @@ record() {
 }
 "#;
 
-/// The session's script: says whether an intact copy of the bundle is
-/// there (`ral-bundle damaged WHY` first when one is there but changed),
-/// with its own process ID, then waits for the end of its stdin: the
-/// controller's end, however it ends. Provider calls watch it (see
-/// [`PROVIDER`]).
+/// The session's script: says its own process ID, the machine (`uname
+/// -m`) and its C library (`glibc 2.31`, or nothing where there is no
+/// glibc), and whether an intact copy of the bundle is there (see
+/// [`CHECK`]), then waits for the end of its stdin: the controller's end,
+/// however it ends. Provider calls watch it (see [`PROVIDER`]).
+const SESSION: &str = r#"echo "ral-session $$"
+echo "ral-machine $(uname -m 2>/dev/null) $(getconf GNU_LIBC_VERSION 2>/dev/null)"
+"#;
+
+/// Whether an intact copy of the bundle is there (`ral-bundle damaged
+/// WHY` first when one is there but changed).
 ///
 /// A copy found intact (here or by [`UPLOAD`]) is recorded in
 /// `$b/.checked` with its [`LISTING`] taken before the check; while the
 /// listing stays the same, later sessions take the copy as intact without
 /// reading its files again.
-const SESSION: &str = r#"echo "ral-session $$"
-now=$(listing) || now=
+const CHECK: &str = r#"now=$(listing) || now=
 # cmp stops at the first difference: a record of any size costs no more
 # than the listing.
 if [ -n "$now" ] && [ -f "$b/.checked" ] && [ ! -L "$b/.checked" ] &&
@@ -138,8 +146,11 @@ else
   [ -z "$why" ] || echo "ral-bundle damaged $why"
   echo "ral-bundle need $b"
 fi
-# Until the controller's end (the shell's own read: nothing to start).
-while read -r _; do :; done
+"#;
+
+/// The end of [`SESSION`]: until the controller's end (the shell's own
+/// read: nothing to start).
+const WAIT: &str = r#"while read -r _; do :; done
 "#;
 
 /// The upload: the payload on stdin, written in a directory of its own.
@@ -255,11 +266,45 @@ fn command(script: &str, session: bool, args: &[&str], sudo: bool) -> String {
 /// lists (see `INTACT`).
 pub fn session(digest: &str, manifest: &str) -> String {
     command(
-        &format!("{PRIVATE_DIR}{INTACT}{LISTING}{SESSION}"),
+        &format!("{PRIVATE_DIR}{INTACT}{LISTING}{SESSION}{CHECK}{WAIT}"),
         false,
         &[digest, manifest],
         false,
     )
+}
+
+/// Whether an intact copy of the bundle `digest` is there, as the
+/// session's command says it: for a target that needs another bundle
+/// than the one its session asked about (another machine's program).
+pub fn probe(digest: &str, manifest: &str) -> String {
+    command(
+        &format!("{PRIVATE_DIR}{INTACT}{LISTING}{CHECK}"),
+        false,
+        &[digest, manifest],
+        false,
+    )
+}
+
+/// The machine a session's script said it runs on: `uname -m`, and the
+/// glibc version where there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Machine {
+    /// What `uname -m` printed (empty when it printed nothing).
+    pub arch: String,
+    /// `getconf GNU_LIBC_VERSION`'s version: `None` without glibc.
+    pub glibc: Option<String>,
+}
+
+/// The machine of a `ral-machine ARCH [glibc VERSION]` line.
+pub fn parse_machine(line: &str) -> Option<Machine> {
+    let rest = line.strip_prefix("ral-machine ")?;
+    let mut words = rest.split_whitespace();
+    let arch = words.next().unwrap_or_default().to_owned();
+    let glibc = match (words.next(), words.next()) {
+        (Some("glibc"), Some(version)) => Some(version.to_owned()),
+        _ => None,
+    };
+    Some(Machine { arch, glibc })
 }
 
 /// The upload of the bundle `digest` whose files `manifest` lists; the
@@ -563,6 +608,33 @@ mod tests {
         assert!(shell_words::split(&sudo)
             .unwrap()
             .contains(&"keep".to_owned()));
+    }
+
+    #[test]
+    fn the_machine_line_says_the_architecture_and_glibc() {
+        let machine = |arch: &str, glibc: Option<&str>| Machine {
+            arch: arch.to_owned(),
+            glibc: glibc.map(str::to_owned),
+        };
+        assert_eq!(
+            parse_machine("ral-machine x86_64 glibc 2.31"),
+            Some(machine("x86_64", Some("2.31")))
+        );
+        // musl has no GNU_LIBC_VERSION; a target without uname says nothing.
+        assert_eq!(
+            parse_machine("ral-machine aarch64 "),
+            Some(machine("aarch64", None))
+        );
+        assert_eq!(parse_machine("ral-machine  "), Some(machine("", None)));
+        assert_eq!(parse_machine("ral-session 12"), None);
+        // The session's own line, run here.
+        let out = run_here(&format!(
+            "sh -c {} ral",
+            quote_word(SESSION.lines().nth(1).unwrap())
+        ));
+        let said = parse_machine(String::from_utf8_lossy(&out.stdout).trim_end()).unwrap();
+        assert_eq!(said.arch, std::env::consts::ARCH);
+        assert!(said.glibc.is_some_and(|v| v.starts_with("2.")));
     }
 
     #[test]

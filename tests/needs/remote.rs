@@ -43,6 +43,7 @@ pub fn tests() -> Vec<Test> {
         a_copied_file_named_like_pythons_cache_is_checked_as_any_other,
         a_targets_port_and_user_win_over_its_destination_as_for_the_connection,
         the_web_app_job_renders_one_manifest_per_target_in_one_run,
+        another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason,
     ]]
     .concat()
 }
@@ -1557,5 +1558,93 @@ fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
         "reindex\nreindex\n"
     );
     assert_eq!(fleet.read("web2", "etc/app/reindex.log"), "reindex\n");
+    fleet.assert_no_ssh_left();
+}
+
+fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
+    // uname and getconf first on the sessions' PATH, saying what the
+    // files `machine` and `glibc` hold when they are there: a target of
+    // another architecture, or with an older glibc, as ral sees one.
+    let sshd = Sshd::start_with(" PATH=DIR/bin:/usr/bin:/bin");
+    let dir = sshd.dir.path().to_owned();
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = |name: &str, option: &str, file: &str, real: &str| {
+        let script = format!(
+            "#!/bin/sh\nif [ \"$1\" = {option} ] && [ -f {dir}/{file} ]; then cat {dir}/{file}; exit 0; fi\nexec {real} \"$@\"\n",
+            dir = dir.display()
+        );
+        std::fs::write(bin.join(name), script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    fake("uname", "-m", "machine", "/usr/bin/uname");
+    fake("getconf", "GNU_LIBC_VERSION", "glibc", "/usr/bin/getconf");
+    let fleet = Fleet::with_sshd(sshd, &["t1"], false);
+    // A script provider's resource there: a crontab entry of root's.
+    let root = fleet.root("t1");
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+    std::fs::create_dir_all(root.join("var/spool/cron/crontabs")).unwrap();
+    std::fs::write(
+        root.join("var/spool/cron/crontabs/root"),
+        "# Puppet Name: backup\n0 1 * * * /usr/bin/backup\n",
+    )
+    .unwrap();
+    let programs = fleet.controller.path().join("programs");
+    std::fs::create_dir(&programs).unwrap();
+    let ralsh = |args: &[&str]| {
+        run(fleet
+            .command()
+            .env("RAL_TARGET_PROGRAMS", &programs)
+            .arg("-i")
+            .arg(&fleet.inventory)
+            .args(args))
+    };
+
+    // A machine ral has no copy for: its native types are refused with
+    // the reason, before anything runs there; its script providers work.
+    std::fs::write(dir.join("machine"), "toaster9\n").unwrap();
+    let refused = ralsh(&["host", "localhost"]);
+    refused.expect(2);
+    for said in [
+        "t1: host::etc_hosts: ral's native providers (etc_hosts is one) cannot run there",
+        "no copy of their program runs on its machine (toaster9, glibc ",
+        "ral-provider is built for x86_64",
+        &format!("there is no {}/ral-provider-toaster9", programs.display()),
+    ] {
+        assert!(refused.stderr.contains(said), "{said}: {}", refused.stderr);
+    }
+    let cron = ralsh(&["cron", "backup"]);
+    cron.expect(0);
+    assert!(cron.stdout.contains("/usr/bin/backup"), "{}", cron.stdout);
+
+    // The copy put where RAL_TARGET_PROGRAMS says is sent there and runs.
+    let copy = std::fs::read(env!("CARGO_BIN_EXE_ral-provider")).unwrap();
+    std::fs::write(programs.join("ral-provider-toaster9"), &copy).unwrap();
+    let listed = ralsh(&["host", "localhost"]);
+    listed.expect(0);
+    assert!(listed.stdout.contains("127.0.0.1"), "{}", listed.stdout);
+    let cache = fleet.sshd.home().join(".cache/ral");
+    let sent = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|copy| {
+            copy.join("d0/ral-provider").exists() || copy.join("d1/ral-provider").exists()
+        })
+        .count();
+    assert_eq!(sent, 1, "one copy of the providers holds a program");
+    std::fs::remove_file(dir.join("machine")).unwrap();
+
+    // This machine's architecture with a glibc older than the program
+    // needs: refused with both versions, never the loader's error.
+    std::fs::write(dir.join("glibc"), "glibc 2.17\n").unwrap();
+    let old = ralsh(&["user", "root"]);
+    old.expect(2);
+    assert!(
+        old.stderr.contains("needs glibc 2.") && old.stderr.contains("and the target has 2.17"),
+        "{}",
+        old.stderr
+    );
+    assert!(!old.stderr.contains("not found"), "{}", old.stderr);
     fleet.assert_no_ssh_left();
 }

@@ -17,8 +17,11 @@ pub struct Sshd {
     pub dir: tempfile::TempDir,
     pub port: u16,
     child: Child,
-    log: Arc<Mutex<Vec<String>>>,
+    log: Log,
 }
+
+/// What sshd logged so far, kept by a thread that reads its stderr.
+pub type Log = Arc<Mutex<Vec<String>>>;
 
 fn keygen(path: &Path) {
     let status = Command::new("ssh-keygen")
@@ -29,7 +32,70 @@ fn keygen(path: &Path) {
     assert!(status.success());
 }
 
-/// A port nothing listens on now.
+/// Makes a server's keys in `dir`: `host_key`, and `user_key`, whose
+/// public half `authorized_keys` holds.
+pub fn make_keys(dir: &Path) {
+    keygen(&dir.join("host_key"));
+    keygen(&dir.join("user_key"));
+    std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
+}
+
+/// Writes `dir/ssh_config`, which sends every name to root@127.0.0.1 at
+/// `port` with the key [`make_keys`] made there, and keeps the host key it
+/// learns in `dir/known_hosts`.
+pub fn write_ssh_config(dir: &Path, port: u16) {
+    std::fs::write(
+        dir.join("ssh_config"),
+        format!(
+            "Host *\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  \
+             IdentityFile {dir}/user_key\n  IdentitiesOnly yes\n  \
+             StrictHostKeyChecking accept-new\n  UserKnownHostsFile {dir}/known_hosts\n",
+            dir = dir.display()
+        ),
+    )
+    .unwrap();
+}
+
+/// Runs `spawn` with a free port until the sshd it starts (with `-D -e`,
+/// its stderr piped) says it listens on 127.0.0.1 there, trying another
+/// port when someone took that one in between. Returns the port, the
+/// process and its log, which a thread keeps reading.
+pub fn listen(mut spawn: impl FnMut(u16) -> Child) -> (u16, Child, Log) {
+    for attempt in 0.. {
+        let port = free_port();
+        let mut child = spawn(port);
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut said = Vec::new();
+        let listening = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    let done = line.contains("Server listening on 127.0.0.1");
+                    said.push(line);
+                    if done {
+                        break true;
+                    }
+                }
+                _ => break false,
+            }
+        };
+        if !listening {
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(attempt < 5, "sshd did not start:\n{}", said.join("\n"));
+            continue;
+        }
+        let log = Arc::new(Mutex::new(said));
+        let keep = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                keep.lock().unwrap().push(line);
+            }
+        });
+        return (port, child, log);
+    }
+    unreachable!()
+}
+
 /// `program` as the tests run it on a controller: a clean environment
 /// with the controller's directory `home` as HOME, cache and TMPDIR
 /// (`home/tmp`), and connections that close with it.
@@ -45,6 +111,7 @@ pub fn controller_command(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> 
     command
 }
 
+/// A port nothing listens on now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -83,12 +150,9 @@ impl Sshd {
         std::fs::create_dir_all("/run/sshd").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        keygen(&d.join("host_key"));
-        keygen(&d.join("user_key"));
-        std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).unwrap();
+        make_keys(d);
         std::fs::create_dir(d.join("home")).unwrap();
-        for attempt in 0.. {
-            let port = free_port();
+        let (port, child, log) = listen(|port| {
             std::fs::write(
                 d.join("sshd_config"),
                 format!(
@@ -102,67 +166,28 @@ impl Sshd {
                 ),
             )
             .unwrap();
-            std::fs::write(
-                d.join("ssh_config"),
-                format!(
-                    "Host *\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  \
-                     IdentityFile {dir}/user_key\n  IdentitiesOnly yes\n  \
-                     StrictHostKeyChecking accept-new\n  UserKnownHostsFile {dir}/known_hosts\n",
-                    dir = d.display()
-                ),
-            )
-            .unwrap();
-            let mut child = Command::new(SSHD)
+            write_ssh_config(d, port);
+            Command::new(SSHD)
                 .args(["-D", "-e", "-f"])
                 .arg(d.join("sshd_config"))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
-                .unwrap();
-            let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-            let mut said = Vec::new();
-            let listening = loop {
-                match lines.next() {
-                    Some(Ok(line)) => {
-                        let done = line.contains("Server listening on 127.0.0.1");
-                        said.push(line);
-                        if done {
-                            break true;
-                        }
-                    }
-                    _ => break false,
-                }
-            };
-            if !listening {
-                let _ = child.kill();
-                let _ = child.wait();
-                // Someone took the port in between: try another.
-                assert!(attempt < 5, "sshd did not start:\n{}", said.join("\n"));
-                continue;
-            }
-            let log = Arc::new(Mutex::new(said));
-            let keep = Arc::clone(&log);
-            std::thread::spawn(move || {
-                for line in lines.map_while(Result::ok) {
-                    keep.lock().unwrap().push(line);
-                }
-            });
-            return Sshd {
-                dir,
-                port,
-                child,
-                log,
-            };
+                .unwrap()
+        });
+        Sshd {
+            dir,
+            port,
+            child,
+            log,
         }
-        unreachable!()
     }
 
     pub fn ssh_config(&self) -> PathBuf {
         self.dir.path().join("ssh_config")
     }
 
-    /// The HOME of the logins: where the providers are copied.
     /// A known_hosts file that holds this server's host key, as ssh looks
     /// it up for 127.0.0.1 at its port.
     pub fn pinned_known_hosts(&self) -> PathBuf {
@@ -177,6 +202,7 @@ impl Sshd {
         self.dir.path().join("user_key")
     }
 
+    /// The HOME of the logins: where the providers are copied.
     pub fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }

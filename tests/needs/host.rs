@@ -1,6 +1,6 @@
 //! What this machine offers the tests that need more than a Rust toolchain
 //! and Python 3 (root, an OpenSSH server, an Ansible virtualenv, Chromium,
-//! Facter), found
+//! Facter, a Debian 11 root), found
 //! when the test binary starts, and the registry that turns each test
 //! into a trial ignored, with the reason, where a need is missing.
 //!
@@ -36,6 +36,10 @@ pub enum Need {
     /// Puppet's `facter` (Debian's facter), whose facts `ral facts` is
     /// compared with.
     Facter,
+    /// A Debian 11 (bullseye) root to start an old target from (see
+    /// [`old_target_root`]), and root: the target runs in a chroot on an
+    /// overlay mount of its own.
+    OldTarget,
 }
 
 impl fmt::Display for Need {
@@ -48,6 +52,7 @@ impl fmt::Display for Need {
             Need::Chromium => "chromium",
             Need::MountNamespace => "mount-namespace",
             Need::Facter => "facter",
+            Need::OldTarget => "old-target",
         })
     }
 }
@@ -94,6 +99,44 @@ pub fn ansible_venv() -> PathBuf {
     }
 }
 
+/// The Debian 11 root the old target starts from: `$RAL_TEST_OLD_TARGET`,
+/// or the one `.ci/run` keeps in its cache (`$RAL_CI_CACHE`, by default
+/// `/var/cache/ral-ci`), `bullseye` there, once its marker
+/// `bullseye.complete` says it was made to the end. Err says why there is
+/// none.
+pub fn old_target_root() -> Result<PathBuf, String> {
+    let root = match std::env::var_os("RAL_TEST_OLD_TARGET") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => {
+            let cache = match std::env::var_os("RAL_CI_CACHE") {
+                Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+                _ => PathBuf::from("/var/cache/ral-ci"),
+            };
+            if !cache.join("bullseye.complete").is_file() {
+                return Err(format!(
+                    "no Debian 11 root (.ci/run makes one with debootstrap in {}, \
+                     or set RAL_TEST_OLD_TARGET)",
+                    cache.join("bullseye").display()
+                ));
+            }
+            cache.join("bullseye")
+        }
+    };
+    // What the target runs: its sshd, and Python for the script providers.
+    let lacking: Vec<&str> = ["usr/sbin/sshd", "usr/bin/python3"]
+        .into_iter()
+        .filter(|program| !executable(root.join(program)))
+        .collect();
+    if !lacking.is_empty() {
+        return Err(format!(
+            "no Debian 11 root (.ci/run makes one with debootstrap): {} lacks {}",
+            root.display(),
+            lacking.join(", ")
+        ));
+    }
+    Ok(root)
+}
+
 /// What is missing here, need by need.
 pub struct Host {
     missing: Vec<(Need, String)>,
@@ -117,7 +160,10 @@ impl Host {
         .iter()
         .filter(|(program, _)| !executable(program))
         .map(|(program, package)| format!("no {program} (Debian's {package})"))
-        .chain(root.map(|why| format!("{why}: the tests log in to their sshd as root")))
+        .chain(
+            root.clone()
+                .map(|why| format!("{why}: the tests log in to their sshd as root")),
+        )
         .collect::<Vec<_>>();
         if !sshd_tools.is_empty() {
             missing.push((Need::Sshd, sshd_tools.join("; ")));
@@ -147,6 +193,16 @@ impl Host {
                 "`unshare -rm true` fails: no unshare (util-linux), or user namespaces are off"
                     .to_owned(),
             ));
+        }
+        let old_target = old_target_root()
+            .err()
+            .into_iter()
+            .chain(root.map(|why| {
+                format!("{why}: the old target is an overlay mount, chroot and sshd of root's")
+            }))
+            .collect::<Vec<_>>();
+        if !old_target.is_empty() {
+            missing.push((Need::OldTarget, old_target.join("; ")));
         }
         if !executable("facter") {
             missing.push((Need::Facter, "no facter (Debian's facter)".to_owned()));

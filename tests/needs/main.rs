@@ -1,5 +1,6 @@
 //! Integration tests that need what a fresh machine may lack (root, an
-//! OpenSSH server, an Ansible virtualenv, Chromium, Facter). Whether each need is met is
+//! OpenSSH server, an Ansible virtualenv, Chromium, Facter, a Debian 11
+//! root). Whether each need is met is
 //! decided when this binary starts (`host.rs`): a test whose need is
 //! missing is reported ignored, with the reason, instead of failing;
 //! `.ci/run` sets `RAL_TEST_NEEDS=all`, so that there it fails instead.
@@ -14,6 +15,7 @@ mod host_readers;
 mod html_browser;
 mod mounts;
 mod no_python;
+mod old_target;
 mod over_ssh;
 #[path = "../common/pids.rs"]
 mod pids;
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         html_browser::tests(),
         mounts::tests(),
         no_python::tests(),
+        old_target::tests(),
         over_ssh::tests(),
         provider_package::tests(),
         remote::tests(),

@@ -62,8 +62,9 @@ exec chroot "$root" /usr/sbin/sshd -D -e -p "$port" \
 struct OldTarget {
     /// The cached root, the overlay's lower directory.
     lower: PathBuf,
-    /// The keys, configurations, the overlay's upper, work and mount
-    /// directories, and the controller's `controller`.
+    /// The keys and ssh configurations, the inventory, the overlay's
+    /// `upper`, `work` and mount (`root`) directories, and the
+    /// controller's HOME, `controller`.
     dir: tempfile::TempDir,
     /// Where its sshd listens, on 127.0.0.1.
     port: u16,
@@ -90,7 +91,8 @@ impl OldTarget {
             Command::new("unshare")
                 .args(["--mount", "--propagation", "private"])
                 // The sshd is the PID namespace's first process: when it
-                // dies, the kernel kills everything it started.
+                // dies, the kernel kills everything it started; and it
+                // dies with unshare, which the test kills when it ends.
                 .args(["--pid", "--kill-child"])
                 .args(["sh", "-c", IN_NAMESPACE, "sh"])
                 .arg(&lower)
@@ -358,6 +360,7 @@ fn a_python_provider_runs_on_the_targets_python() {
     let listed = target.ralsh(&["-j", "ssh_authorized_key"]);
     listed.expect(0);
     assert_eq!(listed_names(&listed), ["ops@example"]);
+    assert_eq!(target.cached("/root/.ssh/authorized_keys"), None);
 }
 
 /// The processes of this machine whose command line is `cmdline`

@@ -27,7 +27,7 @@ pub fn tests() -> Vec<Test> {
     tests![[OldTarget]
         ralsh_lists_and_changes_hosts_and_users_as_the_targets_files_say,
         a_manifest_converges_with_ral_apply_and_then_plans_nothing,
-        a_python_provider_runs_on_the_targets_python,
+        python_providers_run_on_the_targets_python_and_init_scripts,
         each_target_starts_from_the_cached_root_and_leaves_nothing_running,
     ]
 }
@@ -339,7 +339,7 @@ fn a_manifest_converges_with_ral_apply_and_then_plans_nothing() {
     assert_eq!(plan["plan"]["tasks"].as_array().unwrap().len(), 0, "{plan}");
 }
 
-fn a_python_provider_runs_on_the_targets_python() {
+fn python_providers_run_on_the_targets_python_and_init_scripts() {
     let target = OldTarget::start();
     let version = target.ssh("python3 -c 'import sys; print(sys.version_info[:2])'");
     assert_eq!(version.expect(0).stdout, "(3, 9)\n", "Debian 11's Python");
@@ -361,6 +361,35 @@ fn a_python_provider_runs_on_the_targets_python() {
     listed.expect(0);
     assert_eq!(listed_names(&listed), ["ops@example"]);
     assert_eq!(target.cached("/root/.ssh/authorized_keys"), None);
+
+    // The service provider runs the target's own init scripts (no systemd
+    // runs there): ssh's status reads the pid file of the sshd the test
+    // started.
+    let services = target.ralsh(&["-j", "service"]);
+    services.expect(0);
+    let mut scripts: Vec<String> = std::fs::read_dir(target.path("/etc/init.d"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    scripts.sort();
+    assert_eq!(listed_names(&services), scripts);
+    let ssh = target.ralsh(&["-j", "service", "ssh"]);
+    let ssh = answer(ssh.expect(0));
+    assert_eq!(ssh["resource"]["ensure"], "running", "{ssh}");
+    assert_eq!(ssh["resource"]["enable"], true, "{ssh}");
+    // On the target's real root, update-rc.d disables it.
+    target
+        .ralsh(&["service", "ssh", "enable=false"])
+        .expect(0)
+        .stdout_has("enable: true -> false");
+    let links = target.ssh("ls /etc/rc2.d /etc/rc5.d");
+    assert_eq!(
+        links.expect(0).stdout,
+        "/etc/rc2.d:\nK01ssh\n\n/etc/rc5.d:\nK01ssh\n"
+    );
+    let ssh = target.ralsh(&["-j", "service", "ssh"]);
+    assert_eq!(answer(ssh.expect(0))["resource"]["enable"], false);
+    assert!(target.lower.join("etc/rc2.d/S01ssh").exists());
 }
 
 /// The processes of this machine whose command line is `cmdline`

@@ -29,6 +29,7 @@ pub fn tests() -> Vec<Test> {
         a_manifest_converges_with_ral_apply_and_then_plans_nothing,
         python_providers_run_on_the_targets_python_and_init_scripts,
         each_target_starts_from_the_cached_root_and_leaves_nothing_running,
+        without_a_static_copy_its_native_types_are_refused_by_glibc_version,
     ]
 }
 
@@ -162,7 +163,15 @@ impl OldTarget {
 
     /// `ralsh -i INVENTORY ARGS` from the controller.
     fn ralsh(&self, args: &[&str]) -> Run {
+        self.ralsh_with(None, args)
+    }
+
+    /// [`OldTarget::ralsh`], with RAL_TARGET_PROGRAMS set to `programs`.
+    fn ralsh_with(&self, programs: Option<&Path>, args: &[&str]) -> Run {
         let mut command = controller_command(env!("CARGO_BIN_EXE_ralsh"), &self.controller());
+        if let Some(programs) = programs {
+            command.env("RAL_TARGET_PROGRAMS", programs);
+        }
         command
             .arg("--ssh-config")
             .arg(self.ssh_config())
@@ -441,4 +450,30 @@ fn each_target_starts_from_the_cached_root_and_leaves_nothing_running() {
         "the second target sees what the first one wrote"
     );
     assert_eq!(second.cached("/srv/left"), None, "the cached root changed");
+}
+
+fn without_a_static_copy_its_native_types_are_refused_by_glibc_version() {
+    // Only the ordinary ral-provider, built against this machine's newer
+    // glibc: ral says so before anything runs, never the loader's
+    // `GLIBC_2.34' not found; the script providers still work.
+    let target = OldTarget::start();
+    let empty = tempfile::tempdir().unwrap();
+    let refused = target.ralsh_with(Some(empty.path()), &["user", "root"]);
+    refused.expect(2);
+    let said = &refused.stderr;
+    assert!(
+        said.contains("ral's native providers (etc_passwd is one) cannot run there")
+            && said.contains("(x86_64, glibc 2.31)")
+            && said.contains("or newer and the target has 2.31")
+            && said.contains("ral-provider-x86_64"),
+        "{said}"
+    );
+    assert!(!said.contains("not found"), "{said}");
+    let services = target.ralsh_with(Some(empty.path()), &["-j", "service", "ssh"]);
+    services.expect(0);
+    assert_eq!(
+        answer(&services)["resource"]["ensure"],
+        "running",
+        "{services:?}"
+    );
 }

@@ -30,6 +30,7 @@ pub fn tests() -> Vec<Test> {
         python_providers_run_on_the_targets_python_and_init_scripts,
         each_target_starts_from_the_cached_root_and_leaves_nothing_running,
         without_a_static_copy_its_native_types_are_refused_by_glibc_version,
+        the_static_copy_asks_the_targets_getent_for_users_in_no_file,
     ]
 }
 
@@ -475,5 +476,46 @@ fn without_a_static_copy_its_native_types_are_refused_by_glibc_version() {
         answer(&services)["resource"]["ensure"],
         "running",
         "{services:?}"
+    );
+}
+
+fn the_static_copy_asks_the_targets_getent_for_users_in_no_file() {
+    // A user the target's name services know but no file holds (as from
+    // LDAP or sssd): a static glibc cannot load another glibc's NSS
+    // modules, so the static copy asks the target's getent, which here
+    // knows `directory-user` besides what the files say.
+    let target = OldTarget::start();
+    let getent = target.path("/usr/bin/getent");
+    let real = target.path("/usr/bin/getent.real");
+    std::fs::rename(&getent, &real).unwrap();
+    target.write(
+        "/usr/bin/getent",
+        "#!/bin/sh\n[ \"$1 $2\" = 'passwd directory-user' ] && \
+         { echo 'directory-user:*:5000:5000::/home/d:/bin/sh'; exit 0; }\n\
+         exec /usr/bin/getent.real \"$@\"\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&getent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(!target.read("/etc/passwd").contains("directory-user"));
+
+    target
+        .ralsh(&["group", "adm", "members=root,directory-user"])
+        .expect(0)
+        .stdout_has("'directory-user'");
+    assert!(
+        target
+            .read("/etc/group")
+            .contains("\nadm:x:4:root,directory-user\n"),
+        "{}",
+        target.read("/etc/group")
+    );
+    let unknown = target.ralsh(&["group", "adm", "members=nobody-known-x"]);
+    unknown.expect(2);
+    assert!(
+        unknown
+            .stderr
+            .contains("members: unknown user 'nobody-known-x'"),
+        "{}",
+        unknown.stderr
     );
 }

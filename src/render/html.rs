@@ -77,6 +77,18 @@ pub const GENERATOR: &str = "<meta name=\"generator\" content=\"ral report\">";
 pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()> {
     let plan = &report.plan;
     let state = plan.state.as_str();
+    start(out, &format!("ral plan {}: {state}", text(&plan.id)), "")?;
+    writeln!(out, "<header>")?;
+    writeln!(out, "<h1>ral plan <code>{}</code></h1>", text(&plan.id))?;
+    plan_facts(out, report, Some(when))?;
+    writeln!(out, "</header>")?;
+    tasks(out, report, "")?;
+    end(out)
+}
+
+/// The page's start up to its `<body>`, titled `title` (HTML already),
+/// with `more_style` after the style every page has.
+pub(super) fn start(out: &mut impl Write, title: &str, more_style: &str) -> io::Result<()> {
     writeln!(out, "<!DOCTYPE html>")?;
     writeln!(out, "<html lang=\"en\">")?;
     writeln!(out, "<head>")?;
@@ -86,32 +98,58 @@ pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()>
         out,
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
     )?;
-    writeln!(out, "<title>ral plan {}: {state}</title>", text(&plan.id))?;
-    writeln!(out, "<style>\n{STYLE}</style>")?;
+    writeln!(out, "<title>{title}</title>")?;
+    writeln!(out, "<style>\n{STYLE}{more_style}</style>")?;
     writeln!(out, "</head>")?;
-    writeln!(out, "<body>")?;
-    writeln!(out, "<header>")?;
-    writeln!(out, "<h1>ral plan <code>{}</code></h1>", text(&plan.id))?;
+    writeln!(out, "<body>")
+}
+
+pub(super) fn end(out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "</body>")?;
+    writeln!(out, "</html>")
+}
+
+/// What the page says of a plan before its tasks: its state, when it ran
+/// (`when`, if known) and what it did.
+pub(super) fn plan_facts(
+    out: &mut impl Write,
+    report: &Report,
+    when: Option<&str>,
+) -> io::Result<()> {
+    let plan = &report.plan;
+    let state = plan.state.as_str();
     writeln!(
         out,
         "<p class=\"meta\">State: <span class=\"badge {state}\">{state}</span></p>"
     )?;
-    writeln!(out, "<p class=\"meta\">When: {}</p>", text(when))?;
-    let done = plan.counts.done.unwrap_or_else(|| {
+    if let Some(when) = when {
+        writeln!(out, "<p class=\"meta\">When: {}</p>", text(when))?;
+    }
+    writeln!(
+        out,
+        "<p class=\"summary\">{}; {} unchanged; {} tasks.</p>",
+        text(&super::plan::done_phrase(&done(report))),
+        plan.counts.unchanged,
+        plan.tasks.len()
+    )
+}
+
+/// How the plan's tasks ended, as the report counts it (or, for one
+/// stored before it did, as its tasks say).
+pub fn done(report: &Report) -> Done {
+    let plan = &report.plan;
+    plan.counts.done.unwrap_or_else(|| {
         Done::of(
             plan.tasks
                 .iter()
                 .map(|t| (t.action, t.state, t.note.as_ref())),
         )
-    });
-    writeln!(
-        out,
-        "<p class=\"summary\">{}; {} unchanged; {} tasks.</p>",
-        text(&super::plan::done_phrase(&done)),
-        plan.counts.unchanged,
-        plan.tasks.len()
-    )?;
-    writeln!(out, "</header>")?;
+    })
+}
+
+/// The table of the plan's tasks in order; each row's id is `task-ID`
+/// after `id_prefix` (a page of many plans gives each its own).
+pub(super) fn tasks(out: &mut impl Write, report: &Report, id_prefix: &str) -> io::Result<()> {
     writeln!(out, "<table>")?;
     writeln!(
         out,
@@ -119,13 +157,11 @@ pub fn page(out: &mut impl Write, report: &Report, when: &str) -> io::Result<()>
          <th>Waits for</th><th>Changes</th></tr></thead>"
     )?;
     writeln!(out, "<tbody>")?;
-    for task in &plan.tasks {
-        row(out, report, task)?;
+    for task in &report.plan.tasks {
+        row(out, report, task, id_prefix)?;
     }
     writeln!(out, "</tbody>")?;
-    writeln!(out, "</table>")?;
-    writeln!(out, "</body>")?;
-    writeln!(out, "</html>")
+    writeln!(out, "</table>")
 }
 
 /// The sign of an action, as the text shows it, and its class: the
@@ -135,7 +171,12 @@ fn sign(action: Action) -> (&'static str, &'static str) {
 }
 
 /// One task's row.
-fn row(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<()> {
+fn row(
+    out: &mut impl Write,
+    report: &Report,
+    task: &TaskReport,
+    id_prefix: &str,
+) -> io::Result<()> {
     let state = task.state.as_str();
     let failed = if task.state == TaskState::Failed {
         " failed"
@@ -153,7 +194,12 @@ fn row(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<(
         .filter_map(|id| report.plan.tasks.iter().find(|t| t.id == *id))
         .map(|t| format!("<code>{}</code>", text(&t.resource)))
         .collect();
-    writeln!(out, "<tr class=\"task{failed}\" id=\"task-{}\">", task.id)?;
+    writeln!(
+        out,
+        "<tr class=\"task{failed}\" id=\"{}task-{}\">",
+        text(id_prefix),
+        task.id
+    )?;
     writeln!(out, "<td>{}</td>", task.id)?;
     writeln!(
         out,

@@ -4,11 +4,13 @@
 //! Puppet-style text, [`json`] writes libral's JSON shapes, [`manifest`]
 //! writes resources as the YAML manifest `ral plan` reads (through
 //! [`yaml`]). Plans and runs: [`plan`] (text), [`html`] (the report
-//! page), both showing multi-line values as [`diff`]s. Core code never
-//! prints; it hands data to a printer.
+//! page; [`html_fleet`] that of a run over many targets), all showing
+//! multi-line values as [`diff`]s. Core code never prints; it hands data
+//! to a printer.
 
 pub mod diff;
 pub mod html;
+pub mod html_fleet;
 pub mod human;
 pub mod json;
 pub mod manifest;

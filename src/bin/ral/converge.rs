@@ -93,6 +93,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         mode,
         started,
         vars: &vars,
+        kept: None,
     };
     let input = Given::Alone(&mut input);
     run.converge(input, None, &host, &registry, &store_at, &mut output(args))
@@ -122,17 +123,15 @@ fn check_manifest_arguments(args: &ConvergeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--report FILE`: for one ral apply on one machine, to a directory that
-/// exists (checked before anything runs, not found missing after).
+/// `--report FILE`: for ral apply (on this machine, or one page for all
+/// the targets of -t/-i), to a directory that exists (checked before
+/// anything runs, not found missing after).
 fn check_report_argument(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<()> {
     let Some(file) = &args.report else {
         return Ok(());
     };
     if mode == Mode::Plan {
         bail!("--report is for ral apply: it reports a run");
-    }
-    if args.remote.is_remote() {
-        bail!("--report writes the report of one machine's run: it does not take -t or -i");
     }
     let dir = crate::report_file::directory_of(file);
     if !dir.is_dir() {
@@ -182,6 +181,7 @@ fn execute_saved(
         mode: Mode::Apply,
         started,
         vars: &vars,
+        kept: None,
     };
     let input = Given::Alone(&mut input);
     run.converge(input, None, &host, &registry, &store_at, &mut output(args))

@@ -34,6 +34,10 @@ pub struct Run<'a> {
     pub started: Instant,
     /// The variables the manifests are rendered with.
     pub vars: &'a Vars,
+    /// Where an apply's report is kept for the page of a run over many
+    /// targets (`--report` with -t/-i), instead of making a page of its
+    /// own.
+    pub kept: Option<&'a std::sync::OnceLock<ral::converge::report::Report>>,
 }
 
 impl Run<'_> {
@@ -187,7 +191,10 @@ impl Run<'_> {
             }
         }
         let mut ending = Ending::from(outcome);
-        if let Some(file) = &self.args.report {
+        if let Some(kept) = self.kept {
+            // The fleet's page is written once every target is over.
+            let _ = kept.set(prepared.report());
+        } else if let Some(file) = &self.args.report {
             let when = std::time::SystemTime::now() - self.started.elapsed();
             if let Err(e) = crate::report_file::write(file, &prepared.report(), when) {
                 // The run is made and recorded; only the page is missing.

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use ral::converge::run::Input;
 use ral::converge::target_store;
-use ral::remote::Destination;
+use ral::remote::{Destination, Target};
 
 use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
@@ -52,13 +52,18 @@ pub fn execute(
         mode,
         started,
         vars,
+        kept: None,
     };
+    // `--report`: each target's report is kept for one page of them all.
+    let kept = crate::report_file::Kept::default();
+    let page = args.report.as_deref().filter(|_| mode == Mode::Apply);
     let rollout = Rollout {
         serial: args.serial.map(usize::from),
         max_fail_percentage: args.max_fail_percentage.unwrap_or(0),
     };
     let failure = |ending: &Ending| ending.failures || ending.errors;
-    let runs = fleet.roll_out(rollout, &local, failed, failure, |target, host, out| {
+    // One target's work, connected: its store here, its run there.
+    let converge_target = |run: &Run, target: &Target, host: &ral::Host, out: &mut Vec<u8>| {
         let destination = Destination::resolve(ssh_config.as_deref(), target)?;
         let older = target_store::older_store(&state_dir, &target.name);
         if older.exists() {
@@ -73,14 +78,35 @@ pub fn execute(
         let store_at = target_store::store_at(&state_dir, &destination, &root);
         let name = Some(target.name.as_str());
         run.converge(Given::Shared(input), name, host, &registry, &store_at, out)
+    };
+    let runs = fleet.roll_out(rollout, &local, failed, failure, |target, host, out| {
+        if page.is_none() {
+            return converge_target(&run, target, host, out);
+        }
+        kept.run(&target.name, |slot| {
+            let run = Run {
+                kept: Some(slot),
+                ..run
+            };
+            converge_target(&run, target, host, out)
+        })
     });
     let command = format!("ral {}", converge_args::mode_name(mode));
     remote::report(&runs, args.json, args.quiet, &command)?;
-    Ok(runs.iter().fold(Ending::default(), |all, run| Ending {
+    let mut all = runs.iter().fold(Ending::default(), |all, run| Ending {
         changes: all.changes || run.outcome.changes,
         failures: all.failures || run.outcome.failures,
         errors: all.errors || run.outcome.errors,
         // Nothing is asked over targets.
         cancelled: false,
-    }))
+    });
+    if let Some(file) = page {
+        if let Err(e) = kept.write(file, &runs, started) {
+            // As for one machine: the runs are made and recorded; only
+            // the page is missing.
+            log::error!("{e:#}");
+            all.failures = true;
+        }
+    }
+    Ok(all)
 }

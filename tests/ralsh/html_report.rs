@@ -226,6 +226,37 @@ fn report_is_refused_before_anything_runs_where_it_cannot_be() {
 }
 
 #[test]
+fn report_over_targets_is_checked_before_any_target_is_tried() {
+    let (bench, m) = realistic_run();
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/run.html");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "mine\n").unwrap();
+    // A target no ssh could reach: refused before ssh is asked.
+    let target = ["-t", "nowhere.invalid"];
+    for (page, why) in [
+        (missing.to_str().unwrap(), "is not a directory"),
+        (
+            notes.to_str().unwrap(),
+            "it is a file that is no report of ral's",
+        ),
+    ] {
+        let ran = bench.ral("apply", &[&target[..], &["--report", page, &m]].concat());
+        ran.expect(2)
+            .stderr_has(&format!("--report {page}: "))
+            .stderr_has(why);
+        assert!(!ran.stderr.contains("nowhere.invalid"), "{}", ran.stderr);
+    }
+    assert!(bench.take_calls().is_empty());
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine\n");
+    // `ral plan` has no run to report, over targets too.
+    bench
+        .ral("plan", &["-t", "nowhere.invalid", "--report", "p.html", &m])
+        .expect(2)
+        .stderr_has("--report is for ral apply");
+}
+
+#[test]
 fn a_report_that_cannot_be_written_fails_the_exit_status_not_the_run() {
     let (bench, m) = realistic_run();
     bench.sandbox.write("fail", "");

@@ -52,7 +52,7 @@ fn report(dir: &Path) -> PathBuf {
 
 /// Headless Chromium on `page` with `args`, its profile in `dir`, bounded
 /// in time by timeout(1).
-fn chromium(dir: &Path, page: &Path, args: &[&str]) -> Output {
+pub fn chromium(dir: &Path, page: &Path, args: &[&str]) -> Output {
     let output = Command::new("timeout")
         .args([
             "120",

@@ -44,6 +44,10 @@ pub fn tests() -> Vec<Test> {
         a_targets_port_and_user_win_over_its_destination_as_for_the_connection,
         the_web_app_job_renders_one_manifest_per_target_in_one_run,
         another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason,
+        ral_apply_report_is_one_page_for_all_targets_failed_first,
+        ral_plan_and_apply_json_over_targets_is_one_document,
+    ], tests![[Sshd, Chromium]
+        chromium_opens_the_failed_target_first_in_the_fleet_report,
     ]]
     .concat()
 }
@@ -1647,4 +1651,241 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
     );
     assert!(!old.stderr.contains("not found"), "{}", old.stderr);
     fleet.assert_no_ssh_left();
+}
+/// The name of the fleet report's target named as markup.
+const HOSTILE: &str = "<script>t3</script>";
+
+/// A fleet for `ral apply --report`: t1, t2 and a target named
+/// [`HOSTILE`] (each a seeded root), and `down`, unreachable. The
+/// manifest's file goes in `/etc/app`, which t2's root lacks: its task
+/// fails there; elsewhere the file's content changes (to a value holding
+/// `</details>`), as a user with a password and a group are made, and the
+/// hosts file's `localhost` is already as declared.
+fn report_fleet() -> (Fleet, PathBuf) {
+    let fleet = Fleet::new(&["t1", "t2", "t3"], false);
+    for name in ["t1", "t2", "t3"] {
+        let root = fleet.root(name);
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(fixtures_dir().join("seed/."))
+            .arg(root)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        std::fs::write(root.join("etc/hosts"), HOSTS).unwrap();
+        if name != "t2" {
+            std::fs::create_dir_all(root.join("etc/app")).unwrap();
+            std::fs::write(root.join("etc/app/app.conf"), "listen 8080\nworkers 2\n").unwrap();
+        }
+    }
+    let inventory = format!(
+        "all:\n  hosts:\n    t1: {{ral_root: {}}}\n    t2: {{ral_root: {}}}\n    \
+         \"{HOSTILE}\": {{ral_root: {}, ansible_host: 127.0.0.1}}\n    \
+         down: {{ansible_host: 127.0.0.1, ansible_port: {}, ral_root: /nonexistent}}\n",
+        fleet.root("t1").display(),
+        fleet.root("t2").display(),
+        fleet.root("t3").display(),
+        free_port()
+    );
+    std::fs::write(&fleet.inventory, inventory).unwrap();
+    let manifest = fleet.controller.path().join("site.yaml");
+    std::fs::write(
+        &manifest,
+        "group:\n  app: {gid: 3100}\n\
+         user:\n  app: {uid: 3100, gid: 3100, home: /srv/app, shell: /usr/sbin/nologin, \
+         password: '$6$salt$s3cr3tHASH'}\n\
+         file:\n  /etc/app/app.conf:\n    content: \"listen 80\\n</details><script>alert(2)</script>\\nworkers 2\\n\"\n\
+         host:\n  localhost: {ip: 127.0.0.1}\n",
+    )
+    .unwrap();
+    (fleet, manifest)
+}
+
+/// `ral apply --report FILE` over [`report_fleet`]: the page, and its
+/// rows as `(class, the rest of the row)`, in the page's order.
+fn apply_with_report(fleet: &Fleet, manifest: &Path) -> (PathBuf, String) {
+    let page = fleet.controller.path().join("fleet.html");
+    let applied = fleet.ral("apply", &["--report", page.to_str().unwrap()], manifest);
+    // An unreachable target: an error, exit 2.
+    applied.expect(2).stderr_has("ral apply: error: down: ");
+    let html = std::fs::read_to_string(&page).expect("the page is written");
+    (page, html)
+}
+
+fn ral_apply_report_is_one_page_for_all_targets_failed_first() {
+    let (fleet, manifest) = report_fleet();
+    let (page, html) = apply_with_report(&fleet, &manifest);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(html.contains("<meta name=\"generator\" content=\"ral report\">"));
+    assert!(
+        html.contains("4 targets: 1 failed, 1 unreachable, 2 changed, 0 unchanged;"),
+        "{html}"
+    );
+    // One row per target: its summary, then its body.
+    let rows: Vec<&str> = html
+        .split("<details class=\"target ")
+        .skip(1)
+        .map(|row| row.split("</details>\n").next().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4, "{html}");
+    let summary = |row: &str| row.split("</summary>").next().unwrap().to_owned();
+    let hostile = "&lt;script&gt;t3&lt;/script&gt;";
+    let expected = [
+        ("failed", "<code>t2</code>", [2, 1, 1]),
+        ("unreachable", "<code>down</code>", [0, 0, 0]),
+        ("changed", "<code>t1</code>", [3, 0, 1]),
+        ("changed", &format!("<code>{hostile}</code>"), [3, 0, 1]),
+    ];
+    for (row, (class, name, [changes, failures, unchanged])) in rows.iter().zip(&expected) {
+        let head = summary(row);
+        assert!(row.starts_with(&format!("{class}\"")), "{row}");
+        assert!(head.contains(name), "{head}");
+        assert!(head.contains(&format!(">{class}</span>")), "{head}");
+        let counts = format!(
+            "<span class=\"num\">{changes}</span><span class=\"num\">{failures}</span>\
+             <span class=\"num\">{unchanged}</span>"
+        );
+        assert!(head.contains(&counts), "{head}");
+    }
+    // Each target's tasks, as the one-target page shows them.
+    assert!(rows[0].contains("<tr class=\"task failed\""), "{}", rows[0]);
+    assert!(rows[0].contains("<code>file[/etc/app/app.conf]</code>"));
+    assert!(rows[1].contains("Connection refused"), "{}", rows[1]);
+    assert!(!rows[1].contains("<table>"));
+    for row in &rows[2..] {
+        assert!(
+            row.contains("<span class=\"del\">-listen 8080</span>"),
+            "{row}"
+        );
+        assert!(
+            row.contains(
+                "<span class=\"add\">+&lt;/details&gt;&lt;script&gt;alert(2)&lt;/script&gt;</span>"
+            ),
+            "{row}"
+        );
+        assert!(row.contains("<code>user[app]</code>"), "{row}");
+    }
+    // Markup from names and values stays text, and the password is
+    // redacted as on the one-target page.
+    assert!(!html.contains("<script"), "{html}");
+    assert!(!html.contains("s3cr3t"), "{html}");
+    assert!(html.contains("[redacted]"), "{html}");
+    // The runs are made: the failed target's other tasks too.
+    assert!(fleet
+        .read("t1", "etc/app/app.conf")
+        .starts_with("listen 80\n"));
+    assert!(fleet.read("t2", "etc/passwd").contains("app:x:3100:3100:"));
+    fleet.assert_no_ssh_left();
+}
+
+fn ral_plan_and_apply_json_over_targets_is_one_document() {
+    let (fleet, manifest) = report_fleet();
+    for subcommand in ["plan", "apply"] {
+        let ran = fleet.ral(subcommand, &["-j"], &manifest);
+        ran.expect(2);
+        let doc: Json = serde_json::from_str(&ran.stdout)
+            .unwrap_or_else(|e| panic!("{subcommand}: not one JSON value ({e}): {}", ran.stdout));
+        let all = targets(&doc);
+        let names: Vec<&str> = all.iter().map(|t| t["target"].as_str().unwrap()).collect();
+        assert_eq!(names, ["t1", "t2", HOSTILE, "down"], "{subcommand}");
+        for entry in &all[..3] {
+            assert!(entry.get("error").is_none(), "{entry}");
+            assert_eq!(
+                entry["plan"]["tasks"].as_array().unwrap().len(),
+                3,
+                "{entry}"
+            );
+        }
+        let message = all[3]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("Connection refused"), "{message}");
+        assert!(all[3].get("plan").is_none());
+    }
+    // The apply failed on t2: its report says which task, and why.
+    let again = fleet.ral("apply", &["-j"], &manifest);
+    let doc: Json = serde_json::from_str(&again.stdout).unwrap();
+    let t2 = &targets(&doc)[1];
+    assert_eq!(t2["plan"]["state"], "Failed", "{t2}");
+    let failed: Vec<&Json> = t2["plan"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["state"] == "Failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{t2}");
+    assert_eq!(failed[0]["resource"], "file[/etc/app/app.conf]");
+    assert!(failed[0]["error"]["message"].is_string(), "{t2}");
+    fleet.assert_no_ssh_left();
+}
+
+/// The fleet page in Chromium: a copy of it with a script of the test's
+/// own at its end reads the rendered rows, opens the first and measures
+/// it and sees whether its table of tasks shows, before and after (the
+/// page itself has no script).
+fn chromium_opens_the_failed_target_first_in_the_fleet_report() {
+    let (fleet, manifest) = report_fleet();
+    let (_, html) = apply_with_report(&fleet, &manifest);
+    let probe = r#"<script>
+const rows = [...document.querySelectorAll("details.target")];
+const first = rows[0];
+const table = first.querySelector("table");
+const before = {height: first.getBoundingClientRect().height, seen: table.checkVisibility()};
+first.querySelector("summary").click();
+const after = {height: first.getBoundingClientRect().height, seen: table.checkVisibility()};
+document.body.setAttribute("data-probe", JSON.stringify({
+  names: rows.map(r => r.querySelector(".name").textContent),
+  open: first.open,
+  before,
+  after,
+  tasks: [...first.querySelectorAll("tr.task")].map(r => r.innerText.replace(/\s+/g, " ")),
+  others_open: rows.slice(1).filter(r => r.open).length,
+}));
+</script>
+</body>"#;
+    assert_eq!(html.matches("</body>").count(), 1);
+    let dir = fleet.controller.path();
+    let probed = dir.join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", probe)).unwrap();
+    let dom = crate::html_browser::chromium(dir, &probed, &["--dump-dom"]).stdout;
+    let dom = String::from_utf8(dom).unwrap();
+    let attr = dom
+        .split("data-probe=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the probe ran: {dom}"));
+    let attr = attr
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let probe: Json = serde_json::from_str(&attr).unwrap_or_else(|e| panic!("{e}: {attr}"));
+    assert_eq!(
+        probe["names"],
+        serde_json::json!(["t2", "down", "t1", HOSTILE]),
+        "{probe}"
+    );
+    assert_eq!(probe["open"], true, "{probe}");
+    assert_eq!(
+        probe["before"]["seen"], false,
+        "closed, its tasks are hidden: {probe}"
+    );
+    assert_eq!(probe["after"]["seen"], true, "{probe}");
+    let height = |when: &str| probe[when]["height"].as_f64().unwrap();
+    // Opened, the row holds its three tasks below its summary line.
+    assert!(height("after") > 3.0 * height("before"), "{probe}");
+    assert_eq!(probe["others_open"], 0, "{probe}");
+    let tasks: Vec<&str> = probe["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.len(), 3, "{probe}");
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t.contains("file[/etc/app/app.conf]") && t.contains("Failed")),
+        "{probe}"
+    );
 }

@@ -133,13 +133,15 @@ pub struct FleetRun<'r> {
 }
 
 /// The page's own style: the rows of targets as a grid whose header and
-/// summaries line up, a failed or unreachable row marked as a failed task
-/// is.
+/// summaries line up (a grid's summary loses its marker: a triangle
+/// before the name says whether it is open), a failed or unreachable row
+/// marked as a failed task is.
 const STYLE: &str = "\
 .targets .grid{display:grid;grid-template-columns:minmax(10em,2fr) 8em repeat(3,6em) 6em;gap:.5em;padding:.35em .5em}
 .targets .head{background:#f3f5f7;font-weight:600;border-bottom:1px solid #d8dee4}
 .targets details{border-bottom:1px solid #d8dee4}
 .targets summary{cursor:pointer}
+.targets summary .name::before{content:'\\25B8  '}.targets details[open] summary .name::before{content:'\\25BE  '}
 .targets details.failed,.targets details.unreachable{background:#fff0f0;border-left:4px solid #cf222e}
 .targets .body{padding:.3em .5em 1em 1.5em;background:#fff}
 .num{text-align:right}

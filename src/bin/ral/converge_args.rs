@@ -115,7 +115,8 @@ pub struct ConvergeArgs {
 
     /// ral apply: after the run (also a failed or stopped one), write its
     /// report to FILE as one self-contained HTML page (0600: it may name
-    /// private paths).
+    /// private paths); with -t/-i, one page for all the targets, failed
+    /// ones first, each opening to its tasks.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 

@@ -1044,12 +1044,35 @@ fn plugin_lock_tasks_wrap_each_target_and_serial_rolls_out_in_batches() {
     };
     // b's check fails: b is still unlocked, and the rollout stops there.
     let manifest = site_manifest(&fleet, &order, "b");
-    let applied = ral(&manifest, &["--serial", "1"]);
+    let page = fleet.controller.path().join("rollout.html");
+    let applied = ral(
+        &manifest,
+        &["--serial", "1", "--report", page.to_str().unwrap()],
+    );
     applied
         .expect(2)
         .stdout_has("Success * callback[lock:demo:")
         .stdout_has("Failed  * callback[/site/shop:shop-check]")
         .stderr_has("c: not run: the rollout stopped after batch 2 (1 of its 1 targets failed; --max-fail-percentage 0)");
+    // The page: b failed first, then a, then c, which was not run (not
+    // unreachable: no connection to it was tried).
+    let html = std::fs::read_to_string(&page).unwrap();
+    let rows: Vec<(&str, &str)> = html
+        .split("<details class=\"target ")
+        .skip(1)
+        .map(|row| {
+            let class = row.split('"').next().unwrap();
+            let name = row.split("<code>").nth(1).unwrap().split("</code>").next();
+            (class, name.unwrap())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("failed", "b"), ("changed", "a"), ("notrun", "c")],
+        "{html}"
+    );
+    assert!(html.contains("3 targets: 1 failed, 0 unreachable, 1 changed, 0 unchanged, 1 not run;"));
+    assert!(html.contains("not run: the rollout stopped after batch 2"));
     let log = std::fs::read_to_string(&order).unwrap();
     assert_eq!(
         log, "lock a a\ncheck shop a\nunlock a a\nlock b b\ncheck shop b\nunlock b b\n",

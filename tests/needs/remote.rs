@@ -115,6 +115,19 @@ impl Fleet {
             .unwrap()
     }
 
+    /// The root of `name`, with the fixtures' seed files copied in.
+    fn seeded(&self, name: &str) -> &Path {
+        let root = self.root(name);
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(fixtures_dir().join("seed/."))
+            .arg(root)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        root
+    }
+
     fn read(&self, name: &str, file: &str) -> String {
         std::fs::read_to_string(self.root(name).join(file)).unwrap_or_default()
     }
@@ -1461,14 +1474,7 @@ fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
             "ID=rocky\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=\"9.3\"\nNAME=\"Rocky Linux\"\n",
         ),
     ] {
-        let root = fleet.root(name);
-        let copied = Command::new("cp")
-            .arg("-a")
-            .arg(fixtures_dir().join("seed/."))
-            .arg(root)
-            .status()
-            .unwrap();
-        assert!(copied.success());
+        let root = fleet.seeded(name);
         std::fs::write(root.join("etc/os-release"), os).unwrap();
         std::fs::write(root.join("etc/hostname"), format!("{name}\n")).unwrap();
         std::fs::create_dir_all(root.join("etc/app")).unwrap();
@@ -1687,14 +1693,7 @@ const HOSTILE: &str = "<script>t3</script>";
 fn report_fleet() -> (Fleet, PathBuf) {
     let fleet = Fleet::new(&["t1", "t2", "t3"], false);
     for name in ["t1", "t2", "t3"] {
-        let root = fleet.root(name);
-        let copied = Command::new("cp")
-            .arg("-a")
-            .arg(fixtures_dir().join("seed/."))
-            .arg(root)
-            .status()
-            .unwrap();
-        assert!(copied.success());
+        let root = fleet.seeded(name);
         std::fs::write(root.join("etc/hosts"), HOSTS).unwrap();
         if name != "t2" {
             std::fs::create_dir_all(root.join("etc/app")).unwrap();

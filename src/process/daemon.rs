@@ -153,7 +153,11 @@ impl Daemon {
         };
         loop {
             while let Some(piece) = stdout.next_piece(MAX_LINE) {
-                self.partial.extend_from_slice(piece.bytes);
+                // A longer line is kept cut at MAX_LINE: what a daemon (a
+                // target's shell) says never grows without bound here.
+                let room = MAX_LINE.saturating_sub(self.partial.len());
+                self.partial
+                    .extend_from_slice(&piece.bytes[..piece.bytes.len().min(room)]);
                 if piece.ends {
                     let line = text(&self.partial).into_owned();
                     self.partial.clear();
@@ -296,5 +300,24 @@ fn wait_for_end(socket: RawFd, until: Instant) {
 impl Drop for Daemon {
     fn drop(&mut self) {
         self.end(Duration::ZERO);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_kept_cut_and_the_next_one_read() {
+        let script = "head -c 1000000 /dev/zero | tr '\\0' a; echo; echo next";
+        let args = [OsString::from("-c"), OsString::from(script)];
+        let stderr = tempfile::tempfile().unwrap();
+        let mut daemon = Daemon::start("test", Path::new("/bin/sh"), &args, &[], stderr).unwrap();
+        let until = Instant::now() + Duration::from_secs(30);
+        let long = daemon.read_line(until).unwrap().unwrap();
+        assert_eq!(long.len(), MAX_LINE);
+        assert!(long.bytes().all(|b| b == b'a'));
+        assert_eq!(daemon.read_line(until).unwrap().as_deref(), Some("next"));
+        assert_eq!(daemon.read_line(until).unwrap(), None);
     }
 }

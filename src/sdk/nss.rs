@@ -55,7 +55,12 @@ pub fn user_exists(name: &str) -> bool {
 
 fn user_known(name: &str, via: Via) -> bool {
     if via == Via::Getent {
-        return getent(&["passwd", name]).is_some_and(|out| !out.is_empty());
+        // getent takes a number for a uid: only an entry of that name
+        // answers the question, as getpwnam's does.
+        return getent(&["passwd", name]).is_some_and(|out| {
+            out.split(|&b| b == b'\n')
+                .any(|line| line.split(|&b| b == b':').next() == Some(name.as_bytes()))
+        });
     }
     let Ok(name) = CString::new(name) else {
         return false;
@@ -166,6 +171,8 @@ mod tests {
             assert!(!user_known("no-such-user-here-x9", via), "{via:?}");
             assert!(!user_known("nul\0byte", via), "{via:?}");
             assert!(!user_known("--help", via), "{via:?}");
+            // A uid is not a user name, whatever getent takes.
+            assert!(!user_known("0", via), "{via:?}");
         }
         assert!(user_exists("root"));
     }

@@ -5,12 +5,15 @@
 //! under each target's name or gathered in `{"targets": [...]}`, and the
 //! worst outcome.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ral::converge::run::Input;
 use ral::converge::target_store;
 use ral::remote::{Destination, Target};
+use ral::store::Location;
 
 use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
@@ -62,6 +65,7 @@ pub fn execute(
         max_fail_percentage: args.max_fail_percentage.unwrap_or(0),
     };
     let failure = |ending: &Ending| ending.failures || ending.errors;
+    let turns = Turns::default();
     // One target's work, connected: its store here, its run there.
     let converge_target = |run: &Run, target: &Target, host: &ral::Host, out: &mut Vec<u8>| {
         let destination = Destination::resolve(ssh_config.as_deref(), target)?;
@@ -76,6 +80,8 @@ pub fn execute(
         }
         let root = target.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let store_at = target_store::store_at(&state_dir, &destination, &root);
+        let turn = turns.of(&store_at.location);
+        let _held = turn.lock().unwrap_or_else(|e| e.into_inner());
         let name = Some(target.name.as_str());
         run.converge(Given::Shared(input), name, host, &registry, &store_at, out)
     };
@@ -109,4 +115,23 @@ pub fn execute(
         }
     }
     Ok(all)
+}
+
+/// One run at a time per store. Two names of one machine and root (two
+/// inventory entries, or an alias) share a store and the machine's files:
+/// their runs take turns, the second finding what the first did, instead
+/// of one failing on the other's lock.
+#[derive(Default)]
+struct Turns(Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>);
+
+impl Turns {
+    /// The turn of the store at `location`.
+    fn of(&self, location: &Location) -> Arc<Mutex<()>> {
+        let key = match location {
+            Location::File(path) => path.clone(),
+            other => PathBuf::from(format!("{other:?}")),
+        };
+        let mut turns = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(turns.entry(key).or_default())
+    }
 }

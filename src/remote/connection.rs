@@ -454,6 +454,7 @@ impl Session {
         dir: String,
     ) -> Result<(bool, String)> {
         let machine = self.machine.clone().unwrap_or(Machine {
+            os: String::new(),
             arch: String::new(),
             glibc: None,
         });

@@ -42,6 +42,8 @@ pub struct Elf {
     pub dynamic: bool,
     /// The newest `GLIBC_x.y[.z]` version it needs, if it needs glibc.
     pub glibc: Option<Version>,
+    /// `EI_OSABI`: 0 (System V) or 3 (GNU/Linux) for a Linux program.
+    pub os_abi: u8,
 }
 
 /// A glibc version, as `GLIBC_2.34` or `getconf GNU_LIBC_VERSION`'s
@@ -140,12 +142,19 @@ impl Elf {
             glibc = glibc.max(file.newest_glibc(table, size, strings)?);
         }
         Ok(Elf {
+            os_abi: bytes[7],
             machine,
             wide,
             little,
             dynamic,
             glibc,
         })
+    }
+
+    /// Whether it is a program for Linux (or for no system in
+    /// particular, as Linux's own programs say).
+    pub fn for_linux(&self) -> bool {
+        matches!(self.os_abi, 0 | 3)
     }
 
     /// Whether a machine whose `uname -m` is `name` runs this program
@@ -265,16 +274,24 @@ impl File<'_> {
     /// the table reaches, so a loop in them ends.
     fn newest_glibc(&self, table: u64, size: u64, strings: u64) -> Result<Option<Version>, String> {
         let end = table.checked_add(size).ok_or("a table out of range")?;
-        let steps = size / 16 + 1;
+        // One budget for both chains: a table of N records holds at most N
+        // of them, and records shared by many chains (a crafted file) end
+        // the walk instead of multiplying it.
+        let mut steps = size.min(self.bytes.len() as u64) / 16 + 1;
         let mut newest = None;
         let mut entry = table;
-        for _ in 0..steps {
+        while steps > 0 {
+            steps -= 1;
             if entry >= end {
                 break;
             }
             let count = self.u16(entry + 2)?;
             let mut aux = entry + u64::from(self.u32(entry + 8)?);
-            for _ in 0..u64::from(count).min(steps) {
+            for _ in 0..count {
+                if steps == 0 {
+                    return Err("its version table's chains are longer than the table".to_owned());
+                }
+                steps -= 1;
                 let name = self.name(strings + u64::from(self.u32(aux + 8)?))?;
                 let version = std::str::from_utf8(name)
                     .ok()
@@ -387,6 +404,10 @@ pub(crate) mod tests {
         assert_eq!(read.runs_on("aarch64"), Some(false));
         assert_eq!(read.runs_on("sparc64"), None);
         assert_eq!(read.machine_name(), "x86_64");
+        assert!(read.for_linux());
+        let mut freebsd = bytes.clone();
+        freebsd[7] = 9;
+        assert!(!Elf::read(&freebsd).unwrap().for_linux());
     }
 
     #[test]
@@ -430,6 +451,42 @@ pub(crate) mod tests {
             changed[at] ^= 0xff;
             let _ = Elf::read(&changed);
         }
+    }
+
+    #[test]
+    fn chains_shared_by_many_entries_end_the_walk() {
+        // 2,000 entries, each pointing at one chain of 60,000 versions: a
+        // walk of each chain would take 120 million steps.
+        let (entries, chain) = (2000u32, 60_000u32);
+        let mut bytes = Vec::new();
+        for index in 0..entries {
+            bytes.extend_from_slice(&1u16.to_le_bytes());
+            bytes.extend_from_slice(&(chain as u16).to_le_bytes());
+            bytes.extend_from_slice(&0u32.to_le_bytes());
+            bytes.extend_from_slice(&((entries - index) * 16).to_le_bytes());
+            let next: u32 = if index + 1 < entries { 16 } else { 0 };
+            bytes.extend_from_slice(&next.to_le_bytes());
+        }
+        let strings = (entries + chain) * 16;
+        for index in 0..chain {
+            bytes.extend_from_slice(&[0; 8]);
+            bytes.extend_from_slice(&1u32.to_le_bytes());
+            let next: u32 = if index + 1 < chain { 16 } else { 0 };
+            bytes.extend_from_slice(&next.to_le_bytes());
+        }
+        bytes.extend_from_slice(b"\0GLIBC_2.1\0");
+        let file = File {
+            bytes: &bytes,
+            little: true,
+        };
+        let size = u64::from(strings);
+        let read = file.newest_glibc(0, size, u64::from(strings));
+        assert!(read.unwrap_err().contains("longer than the table"));
+        // One chain of its own per entry is read whole.
+        assert_eq!(
+            file.newest_glibc(u64::from(entries - 1) * 16, size, u64::from(strings)),
+            Ok(Some(Version(2, 1, 0)))
+        );
     }
 
     #[test]

@@ -8,10 +8,9 @@
 //!    when it is built for the target's machine and is either statically
 //!    linked or needs no newer glibc than the target has;
 //! 2. `ral-provider-ARCH` (ARCH as the target's `uname -m` prints it) in
-//!    the directory `RAL_TARGET_PROGRAMS` names, or else beside the
-//!    running binary: a static build for older machines of the same
-//!    architecture, or a build for another one (docs/remote.md says how
-//!    to make them).
+//!    the directory `RAL_TARGET_PROGRAMS` names, then beside the running
+//!    binary: a static build for older machines of the same architecture,
+//!    or a build for another one (docs/remote.md says how to make them).
 //!
 //! A target none of them can run gets the bundle without the program: its
 //! script providers work, and a call of a native provider is refused with
@@ -50,8 +49,8 @@ pub struct Bundles {
     /// The directory of the native providers' scripts and this machine's
     /// program, when native providers are in use.
     native: Option<(PathBuf, PathBuf)>,
-    /// Where `ral-provider-ARCH` files are looked for.
-    elsewhere: PathBuf,
+    /// Where `ral-provider-ARCH` files are looked for, in order.
+    elsewhere: Vec<PathBuf>,
     /// The bundle with this machine's program: the one a session asks
     /// about first.
     first: Arc<Bundle>,
@@ -73,10 +72,13 @@ impl Bundles {
             .and_then(|(_, program)| program.parent())
             .map(Path::to_owned)
             .unwrap_or_default();
-        let elsewhere = std::env::var_os(PROGRAMS_VAR)
+        let mut elsewhere: Vec<PathBuf> = std::env::var_os(PROGRAMS_VAR)
             .filter(|dir| !dir.is_empty())
             .map(PathBuf::from)
-            .unwrap_or(beside);
+            .into_iter()
+            .collect();
+        elsewhere.push(beside);
+        elsewhere.dedup();
         Ok(Bundles {
             dirs,
             native,
@@ -110,6 +112,9 @@ impl Bundles {
             });
         };
         let mut why = Vec::new();
+        if machine.os != "Linux" {
+            return self.refusal(machine, "ral-provider runs on Linux only".to_owned());
+        }
         if let Some(bytes) = self.first.native_bytes() {
             match usable(bytes, machine, false) {
                 Ok(()) => {
@@ -127,31 +132,40 @@ impl Bundles {
                 escape(&machine.arch)
             )),
             Some(name) => {
-                let path = self.elsewhere.join(name);
-                match read(&path) {
-                    Ok(Some(bytes)) => match usable(&bytes, machine, true) {
-                        Ok(()) => {
-                            let bundle = Bundle::collect_with(&self.dirs, Some((dir, &path)))?;
-                            return Ok(Choice {
-                                bundle: Arc::new(bundle),
-                                refused: None,
-                            });
-                        }
-                        Err(problem) => why.push(format!("{} {problem}", path.display())),
-                    },
-                    Ok(None) => why.push(format!("there is no {}", path.display())),
-                    Err(e) => why.push(format!("{}: {e}", path.display())),
+                let mut missing = Vec::new();
+                for path in self.elsewhere.iter().map(|place| place.join(&name)) {
+                    match read(&path) {
+                        Ok(Some(bytes)) => match usable(&bytes, machine, true) {
+                            Ok(()) => {
+                                let bundle = Bundle::collect_with(&self.dirs, Some((dir, &path)))?;
+                                return Ok(Choice {
+                                    bundle: Arc::new(bundle),
+                                    refused: None,
+                                });
+                            }
+                            Err(problem) => why.push(format!("{} {problem}", path.display())),
+                        },
+                        Ok(None) => missing.push(path.display().to_string()),
+                        Err(e) => why.push(format!("{}: {e}", path.display())),
+                    }
+                }
+                if !missing.is_empty() {
+                    why.push(format!("there is no {}", missing.join(" nor ")));
                 }
             }
         }
+        self.refusal(machine, why.join("; "))
+    }
+
+    /// The bundle without the program, and why.
+    fn refusal(&self, machine: &Machine, why: String) -> Result<Choice> {
         let bundle = Bundle::collect_with(&self.dirs, None)?;
         Ok(Choice {
             bundle: Arc::new(bundle),
             refused: Some(format!(
-                "no copy of their program runs on its machine ({}): {} (docs/remote.md, \
+                "no copy of their program runs on its machine ({}): {why} (docs/remote.md, \
                  \"Older and other machines\", says how to build one)",
                 describe(machine),
-                why.join("; ")
             )),
         })
     }
@@ -168,11 +182,12 @@ fn named_for(arch: &str) -> Option<String> {
     plain.then(|| format!("{NATIVE_PROGRAM}-{arch}"))
 }
 
-/// `uname -m` and the C library, as an error tells them.
+/// `uname -sm` and the C library, as an error tells them.
 fn describe(machine: &Machine) -> String {
-    let arch = match machine.arch.as_str() {
-        "" => "uname -m said nothing".to_owned(),
-        arch => escape(arch),
+    let arch = match (machine.os.as_str(), machine.arch.as_str()) {
+        ("", _) | (_, "") => "uname -sm said nothing".to_owned(),
+        ("Linux", arch) => escape(arch),
+        (os, arch) => format!("{} {}", escape(os), escape(arch)),
     };
     match &machine.glibc {
         Some(version) => format!("{arch}, glibc {}", escape(version)),
@@ -193,7 +208,13 @@ fn read(path: &Path) -> std::result::Result<Option<Vec<u8>>, String> {
 /// was named for that machine (a machine ral knows no ELF name of is then
 /// taken at its word).
 fn usable(bytes: &[u8], machine: &Machine, named: bool) -> std::result::Result<(), String> {
-    let elf = Elf::read(bytes)?;
+    let elf = Elf::read(bytes).map_err(|e| format!("cannot be read as a program: {e}"))?;
+    if !elf.for_linux() {
+        return Err(format!(
+            "is built for another system (ELF OS/ABI {})",
+            elf.os_abi
+        ));
+    }
     match elf.runs_on(&machine.arch) {
         Some(true) => {}
         None if named => {}
@@ -227,6 +248,7 @@ mod tests {
 
     fn machine(arch: &str, glibc: Option<&str>) -> Machine {
         Machine {
+            os: "Linux".to_owned(),
             arch: arch.to_owned(),
             glibc: glibc.map(str::to_owned),
         }
@@ -253,7 +275,7 @@ mod tests {
         .unwrap();
         // The tests name the directory themselves, whatever the caller's
         // environment holds.
-        made.elsewhere = program.parent().unwrap().to_owned();
+        made.elsewhere = vec![program.parent().unwrap().to_owned()];
         made
     }
 
@@ -326,6 +348,43 @@ mod tests {
     }
 
     #[test]
+    fn the_named_directory_is_looked_in_first_then_beside_the_binary() {
+        let (dir, providers, program) = setup(&elf(EM_X86_64, true, &["GLIBC_2.34"]));
+        let named = dir.path().join("named");
+        std::fs::create_dir(&named).unwrap();
+        let mut made = bundles(&providers, &program);
+        made.elsewhere.insert(0, named.clone());
+        let old = machine("x86_64", Some("2.31"));
+        let why = made.for_machine(&old).unwrap().refused.clone().unwrap();
+        assert!(
+            why.contains(&format!(
+                "there is no {}/ral-provider-x86_64 nor {}/ral-provider-x86_64",
+                named.display(),
+                dir.path().join("bin").display()
+            )),
+            "{why}"
+        );
+        // Beside the binary, when the named directory has none.
+        let beside = elf(EM_X86_64, false, &["GLIBC_2.2.5"]);
+        std::fs::write(dir.path().join("bin/ral-provider-x86_64"), &beside).unwrap();
+        let mut made = bundles(&providers, &program);
+        made.elsewhere.insert(0, named.clone());
+        assert_eq!(
+            made.for_machine(&old).unwrap().bundle.native_bytes(),
+            Some(&beside[..])
+        );
+        // The named directory's copy wins.
+        let first = elf(EM_X86_64, false, &[]);
+        std::fs::write(named.join("ral-provider-x86_64"), &first).unwrap();
+        let mut made = bundles(&providers, &program);
+        made.elsewhere.insert(0, named);
+        assert_eq!(
+            made.for_machine(&old).unwrap().bundle.native_bytes(),
+            Some(&first[..])
+        );
+    }
+
+    #[test]
     fn an_odd_machine_name_is_never_a_path() {
         let (_dir, providers, program) = setup(&elf(EM_X86_64, false, &[]));
         let made = bundles(&providers, &program);
@@ -339,5 +398,42 @@ mod tests {
             assert!(!why.contains("/../"), "{why}");
         }
         assert_eq!(named_for("armv7l").as_deref(), Some("ral-provider-armv7l"));
+    }
+
+    #[test]
+    fn a_system_other_than_linux_gets_no_program() {
+        let (dir, providers, program) = setup(&elf(EM_X86_64, false, &[]));
+        let made = bundles(&providers, &program);
+        let mac = Machine {
+            os: "Darwin".to_owned(),
+            arch: "x86_64".to_owned(),
+            glibc: None,
+        };
+        let why = made.for_machine(&mac).unwrap().refused.clone().unwrap();
+        assert!(
+            why.contains("(Darwin x86_64, no glibc): ral-provider runs on Linux only"),
+            "{why}"
+        );
+        // A copy built for another system is refused by its header.
+        let mut freebsd = elf(EM_AARCH64, false, &[]);
+        freebsd[7] = 9;
+        std::fs::write(dir.path().join("bin/ral-provider-aarch64"), &freebsd).unwrap();
+        let arm = machine("aarch64", None);
+        let why = made.for_machine(&arm).unwrap().refused.clone().unwrap();
+        assert!(
+            why.contains("is built for another system (ELF OS/ABI 9)"),
+            "{why}"
+        );
+        std::fs::write(dir.path().join("bin/ral-provider-aarch64"), b"#!/bin/sh\n").unwrap();
+        let why = bundles(&providers, &program)
+            .for_machine(&arm)
+            .unwrap()
+            .refused
+            .clone()
+            .unwrap();
+        assert!(
+            why.contains("ral-provider-aarch64 cannot be read as a program: not an ELF program"),
+            "{why}"
+        );
     }
 }

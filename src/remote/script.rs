@@ -8,7 +8,7 @@
 //!
 //! - [`session`]: the command of the connection's master: makes sure the
 //!   private cache directory (`~/.cache/ral`, 0700, ours, not a link)
-//!   exists, says the machine (`ral-machine ARCH [glibc VERSION]`: which
+//!   exists, says the machine (`ral-machine SYSTEM ARCH [glibc VERSION]`: which
 //!   copy of ral's native providers' program can run there) and whether
 //!   an intact copy of the bundle of a digest is there (`ral-bundle have
 //!   DIR` or `ral-bundle need DIR`; each file's SHA-256 checked, no link
@@ -117,13 +117,13 @@ record() {
 }
 "#;
 
-/// The session's script: says its own process ID, the machine (`uname
-/// -m`) and its C library (`glibc 2.31`, or nothing where there is no
+/// The session's script: says its own process ID, the system and machine
+/// (`uname -sm`: `Linux x86_64`) and its C library (`glibc 2.31`, or nothing where there is no
 /// glibc), and whether an intact copy of the bundle is there (see
 /// [`CHECK`]), then waits for the end of its stdin: the controller's end,
 /// however it ends. Provider calls watch it (see [`PROVIDER`]).
 const SESSION: &str = r#"echo "ral-session $$"
-echo "ral-machine $(uname -m 2>/dev/null) $(getconf GNU_LIBC_VERSION 2>/dev/null)"
+echo "ral-machine $(uname -sm 2>/dev/null) $(getconf GNU_LIBC_VERSION 2>/dev/null)"
 "#;
 
 /// Whether an intact copy of the bundle is there (`ral-bundle damaged
@@ -285,26 +285,36 @@ pub fn probe(digest: &str, manifest: &str) -> String {
     )
 }
 
-/// The machine a session's script said it runs on: `uname -m`, and the
+/// The machine a session's script said it runs on: `uname -sm`, and the
 /// glibc version where there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Machine {
-    /// What `uname -m` printed (empty when it printed nothing).
+    /// The system, `uname -s` (`Linux`; empty when it printed nothing).
+    pub os: String,
+    /// The machine, `uname -m` (empty when it printed nothing).
     pub arch: String,
     /// `getconf GNU_LIBC_VERSION`'s version: `None` without glibc.
     pub glibc: Option<String>,
 }
 
-/// The machine of a `ral-machine ARCH [glibc VERSION]` line.
+/// The most characters of a machine's name or glibc version kept.
+const MACHINE_WORD: usize = 64;
+
+/// The machine of a `ral-machine SYSTEM ARCH [glibc VERSION]` line.
+/// (A target says at most [`MACHINE_WORD`] characters of each: no
+/// machine's name or version is longer, and a hostile target's would
+/// otherwise travel into every error.)
 pub fn parse_machine(line: &str) -> Option<Machine> {
     let rest = line.strip_prefix("ral-machine ")?;
     let mut words = rest.split_whitespace();
-    let arch = words.next().unwrap_or_default().to_owned();
+    let word = |text: &str| text.chars().take(MACHINE_WORD).collect::<String>();
+    let os = word(words.next().unwrap_or_default());
+    let arch = word(words.next().unwrap_or_default());
     let glibc = match (words.next(), words.next()) {
-        (Some("glibc"), Some(version)) => Some(version.to_owned()),
+        (Some("glibc"), Some(version)) => Some(word(version)),
         _ => None,
     };
-    Some(Machine { arch, glibc })
+    Some(Machine { os, arch, glibc })
 }
 
 /// The upload of the bundle `digest` whose files `manifest` lists; the
@@ -613,26 +623,36 @@ mod tests {
     #[test]
     fn the_machine_line_says_the_architecture_and_glibc() {
         let machine = |arch: &str, glibc: Option<&str>| Machine {
+            os: if arch.is_empty() { "" } else { "Linux" }.to_owned(),
             arch: arch.to_owned(),
             glibc: glibc.map(str::to_owned),
         };
         assert_eq!(
-            parse_machine("ral-machine x86_64 glibc 2.31"),
+            parse_machine("ral-machine Linux x86_64 glibc 2.31"),
             Some(machine("x86_64", Some("2.31")))
         );
         // musl has no GNU_LIBC_VERSION; a target without uname says nothing.
         assert_eq!(
-            parse_machine("ral-machine aarch64 "),
+            parse_machine("ral-machine Linux aarch64 "),
             Some(machine("aarch64", None))
         );
         assert_eq!(parse_machine("ral-machine  "), Some(machine("", None)));
         assert_eq!(parse_machine("ral-session 12"), None);
+        let long = parse_machine(&format!(
+            "ral-machine Linux {} glibc 2.{}",
+            "x".repeat(10_000),
+            "9".repeat(500)
+        ))
+        .unwrap();
+        assert_eq!(long.arch.len(), 64);
+        assert_eq!(long.glibc.unwrap().len(), 64);
         // The session's own line, run here.
         let out = run_here(&format!(
             "sh -c {} ral",
             quote_word(SESSION.lines().nth(1).unwrap())
         ));
         let said = parse_machine(String::from_utf8_lossy(&out.stdout).trim_end()).unwrap();
+        assert_eq!(said.os, "Linux");
         assert_eq!(said.arch, std::env::consts::ARCH);
         assert!(said.glibc.is_some_and(|v| v.starts_with("2.")));
     }

@@ -167,12 +167,14 @@ impl OldTarget {
         self.ralsh_with(None, args)
     }
 
-    /// [`OldTarget::ralsh`], with RAL_TARGET_PROGRAMS set to `programs`.
-    fn ralsh_with(&self, programs: Option<&Path>, args: &[&str]) -> Run {
-        let mut command = controller_command(env!("CARGO_BIN_EXE_ralsh"), &self.controller());
-        if let Some(programs) = programs {
-            command.env("RAL_TARGET_PROGRAMS", programs);
-        }
+    /// [`OldTarget::ralsh`], run from `install` (see
+    /// [`crate::sshd::ordinary_install`]) when given.
+    fn ralsh_with(&self, install: Option<&Path>, args: &[&str]) -> Run {
+        let program = match install {
+            Some(dir) => dir.join("ralsh"),
+            None => PathBuf::from(env!("CARGO_BIN_EXE_ralsh")),
+        };
+        let mut command = controller_command(program, &self.controller());
         command
             .arg("--ssh-config")
             .arg(self.ssh_config())
@@ -458,8 +460,8 @@ fn without_a_static_copy_its_native_types_are_refused_by_glibc_version() {
     // glibc: ral says so before anything runs, never the loader's
     // `GLIBC_2.34' not found; the script providers still work.
     let target = OldTarget::start();
-    let empty = tempfile::tempdir().unwrap();
-    let refused = target.ralsh_with(Some(empty.path()), &["user", "root"]);
+    let install = crate::sshd::ordinary_install();
+    let refused = target.ralsh_with(Some(install.path()), &["user", "root"]);
     refused.expect(2);
     let said = &refused.stderr;
     assert!(
@@ -470,7 +472,7 @@ fn without_a_static_copy_its_native_types_are_refused_by_glibc_version() {
         "{said}"
     );
     assert!(!said.contains("not found"), "{said}");
-    let services = target.ralsh_with(Some(empty.path()), &["-j", "service", "ssh"]);
+    let services = target.ralsh_with(Some(install.path()), &["-j", "service", "ssh"]);
     services.expect(0);
     assert_eq!(
         answer(&services)["resource"]["ensure"],

@@ -44,6 +44,7 @@ pub fn tests() -> Vec<Test> {
         a_targets_port_and_user_win_over_its_destination_as_for_the_connection,
         the_web_app_job_renders_one_manifest_per_target_in_one_run,
         another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason,
+        two_names_of_one_machine_and_root_take_turns_in_one_apply,
         ral_apply_report_is_one_page_for_all_targets_failed_first,
         ral_plan_and_apply_json_over_targets_is_one_document,
     ], tests![[Sshd, Chromium]
@@ -1597,7 +1598,8 @@ fn the_web_app_job_renders_one_manifest_per_target_in_one_run() {
 fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
     // uname and getconf first on the sessions' PATH, saying what the
     // files `machine` and `glibc` hold when they are there: a target of
-    // another architecture, or with an older glibc, as ral sees one.
+    // another architecture or system, or with an older glibc, as ral sees
+    // one.
     let sshd = Sshd::start_with(" PATH=DIR/bin:/usr/bin:/bin");
     let dir = sshd.dir.path().to_owned();
     let bin = dir.join("bin");
@@ -1611,7 +1613,7 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
     };
-    fake("uname", "-m", "machine", "/usr/bin/uname");
+    fake("uname", "-sm", "machine", "/usr/bin/uname");
     fake("getconf", "GNU_LIBC_VERSION", "glibc", "/usr/bin/getconf");
     let fleet = Fleet::with_sshd(sshd, &["t1"], false);
     // A script provider's resource there: a crontab entry of root's.
@@ -1636,7 +1638,7 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
 
     // A machine ral has no copy for: its native types are refused with
     // the reason, before anything runs there; its script providers work.
-    std::fs::write(dir.join("machine"), "toaster9\n").unwrap();
+    std::fs::write(dir.join("machine"), "Linux toaster9\n").unwrap();
     let refused = ralsh(&["host", "localhost"]);
     refused.expect(2);
     for said in [
@@ -1666,12 +1668,35 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
         })
         .count();
     assert_eq!(sent, 1, "one copy of the providers holds a program");
+    // Another system, whatever its machine: nothing is sent to run.
+    std::fs::write(dir.join("machine"), "FreeBSD x86_64\n").unwrap();
+    let other = ralsh(&["user", "root"]);
+    other.expect(2);
+    assert!(
+        other
+            .stderr
+            .contains("(FreeBSD x86_64, glibc 2.36): ral-provider runs on Linux only")
+            || other.stderr.contains("(FreeBSD x86_64, glibc ")
+                && other.stderr.contains("runs on Linux only"),
+        "{}",
+        other.stderr
+    );
     std::fs::remove_file(dir.join("machine")).unwrap();
 
     // This machine's architecture with a glibc older than the program
     // needs: refused with both versions, never the loader's error.
+    // (An installation with the ordinary ral-provider alone.)
     std::fs::write(dir.join("glibc"), "glibc 2.17\n").unwrap();
-    let old = ralsh(&["user", "root"]);
+    let install = crate::sshd::ordinary_install();
+    let old = run(crate::sshd::controller_command(
+        install.path().join("ralsh"),
+        fleet.controller.path(),
+    )
+    .arg("--ssh-config")
+    .arg(fleet.sshd.ssh_config())
+    .arg("-i")
+    .arg(&fleet.inventory)
+    .args(["user", "root"]));
     old.expect(2);
     assert!(
         old.stderr.contains("needs glibc 2.") && old.stderr.contains("and the target has 2.17"),
@@ -1910,4 +1935,39 @@ document.body.setAttribute("data-probe", JSON.stringify({
             .any(|t| t.contains("file[/etc/app/app.conf]") && t.contains("Failed")),
         "{probe}"
     );
+}
+
+fn two_names_of_one_machine_and_root_take_turns_in_one_apply() {
+    // Two inventory names of one machine with one root share a store:
+    // their runs take turns (the second finds the first's work done)
+    // instead of one failing on the other's lock.
+    let fleet = Fleet::new(&["t1"], false);
+    let root = fleet.root("t1").display().to_string();
+    let mut inventory = String::from("all:\n  hosts:\n");
+    for name in ["t1", "t1-alias", "t1-again"] {
+        inventory.push_str(&format!("    {name}:\n      ral_root: {root}\n"));
+    }
+    std::fs::write(&fleet.inventory, inventory).unwrap();
+    let manifest = fleet.controller.path().join("site.yaml");
+    for ip in ["10.0.0.5", "10.0.0.6"] {
+        std::fs::write(&manifest, format!("host:\n  web:\n    ip: {ip}\n")).unwrap();
+        let applied = fleet.ral("apply", &["-j", "--forks", "3"], &manifest);
+        applied.expect(0);
+        assert!(
+            !applied.stderr.contains("another ral apply"),
+            "{}",
+            applied.stderr
+        );
+        let doc: Json = serde_json::from_str(&applied.stdout).unwrap();
+        let made: Vec<usize> = targets(&doc)
+            .iter()
+            .map(|entry| entry["plan"]["tasks"].as_array().map_or(99, Vec::len))
+            .collect();
+        // One of the three made the change; the others found it made.
+        assert_eq!(made.iter().sum::<usize>(), 1, "{doc}");
+        assert!(fleet
+            .read("t1", "etc/hosts")
+            .contains(&format!("{ip}\tweb")));
+    }
+    fleet.assert_no_ssh_left();
 }

@@ -111,6 +111,24 @@ pub fn controller_command(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> 
     command
 }
 
+/// `ralsh`, `ral` and the ordinary `ral-provider`, linked into a directory
+/// of their own: an installation without the static copy that the build
+/// directory may hold beside them (`ral-provider-ARCH`, made by .ci/run).
+pub fn ordinary_install() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, built) in [
+        ("ralsh", env!("CARGO_BIN_EXE_ralsh")),
+        ("ral", env!("CARGO_BIN_EXE_ral")),
+        ("ral-provider", env!("CARGO_BIN_EXE_ral-provider")),
+    ] {
+        let to = dir.path().join(name);
+        if std::fs::hard_link(built, &to).is_err() {
+            std::fs::copy(built, &to).unwrap();
+        }
+    }
+    dir
+}
+
 /// A port nothing listens on now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

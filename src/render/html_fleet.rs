@@ -176,7 +176,7 @@ pub fn page(out: &mut impl Write, run: &FleetRun) -> io::Result<()> {
     };
     html::start(
         out,
-        &format!("ral apply on {targets}: {} failed", failed + unreachable),
+        &format!("ral apply on {targets}: {failed} failed, {unreachable} unreachable"),
         STYLE,
     )?;
     writeln!(out, "<header>")?;

@@ -1,6 +1,6 @@
 //! What `ralsh` and `ral plan`/`ral apply` share to run on remote targets:
 //! the options (`-t`, `-i`, `--limit`, `--ssh-config`, `--sudo`,
-//! `--forks`, `--persist`), the targets they select, one connection per target with
+//! `--forks`, `--connect-timeout`, `--persist`), the targets they select, one connection per target with
 //! the providers copied there, and a host per target that runs its
 //! providers over that connection.
 
@@ -50,6 +50,13 @@ pub struct RemoteArgs {
     #[arg(long, value_name = "N", default_value = "20",
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub forks: u16,
+
+    /// How long ssh may take to connect and log in to a target (ssh's
+    /// ConnectTimeout); a target whose session gives no answer within
+    /// this and 20 seconds more fails alone, as unreachable.
+    #[arg(long, value_name = "SECONDS", default_value = "10",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub connect_timeout: u16,
 
     /// Keep each target's connection open SECONDS after the run, so that
     /// the next run within that time reuses it instead of logging in
@@ -155,6 +162,7 @@ impl Fleet {
         let connector = Connector::new(SshSettings {
             config,
             persist,
+            connect_timeout: std::time::Duration::from_secs(args.connect_timeout.into()),
             ..SshSettings::default()
         })?;
         Ok(Fleet {

@@ -21,6 +21,7 @@ mod discovery;
 mod escapees;
 mod example;
 mod facts;
+mod fleet;
 mod forgotten_items;
 mod hostile_inputs;
 mod html_report;

@@ -42,6 +42,7 @@ ORDER = [
     ("plugins", "bench/plugins.py"),
     ("plugins_fanout", "bench/plugins.py"),
     ("remote", "bench/remote.py"),
+    ("fleet", "bench/fleet.py"),
     ("facts", "bench/facts.py"),
     ("puppet_parity", "bench/puppet_parity.py"),
     ("parsers", "bench/criterion.py"),

@@ -167,28 +167,22 @@ fn a_dead_target_costs_its_own_time_out_and_the_others_finish() {
     let names = ["t1", "dead", "t3", "t4", "t5"];
     let fleet = Fleet::new(&names);
     std::fs::write(fleet.dir.path().join("dead/hang"), "").unwrap();
-    let started = std::time::Instant::now();
     let run = fleet.ralsh(
         1,
         &["--forks", "2", "--connect-timeout", "1", "user", "root"],
     );
-    let took = started.elapsed();
     assert_ne!(run.status, 0, "{run:?}");
     for name in ["t1", "t3", "t4", "t5"] {
         run.stdout_has(&format!("== {name} ==\nuser::etc_passwd {{ 'root':"));
     }
-    run.stdout_has("== dead ==\nerror: dead: no answer within");
-    run.stderr_has("error: dead: no answer within");
+    // Its time-out is its own, the one --connect-timeout gives (and 20 s
+    // for the session's answer), not the default's 30 s.
+    run.stdout_has("== dead ==\nerror: dead: no answer within 21s");
+    run.stderr_has("error: dead: no answer within 21s");
     // The other worker took every other target while the dead one held
     // its own: all of them ended, each once.
     let log = fleet.log();
     for name in ["t1", "t3", "t4", "t5"] {
         assert!(log.contains(&format!("end {name}")), "{name}: {log:?}");
     }
-    // Its time-out is its own: the run took about that long, not one
-    // time-out per target, nor the default one.
-    assert!(
-        took < std::time::Duration::from_secs(29),
-        "the run took {took:?}"
-    );
 }

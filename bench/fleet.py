@@ -238,8 +238,10 @@ def run_size(work, size, runs):
             sys.exit("the stand-in's hub did not start")
         time.sleep(0.01)
     try:
-        # The providers copied to every target, and the metadata cache here.
+        # The providers copied to every target (each command has its own
+        # set, so its own copy), and the metadata cache here.
         measure([RALSH, "--no-persist", "-i", inventory, "user", "root"], env, base, size)
+        measure([RAL, "plan", "--no-persist", "-i", inventory, manifest], env, base, size)
         for name, argv in commands.items():
             no_persist = argv[:1] + (["plan", "--no-persist"] + argv[2:]
                                      if name == "plan" else ["--no-persist"] + argv[1:])

@@ -409,13 +409,15 @@ fn control(args: &Args, command: &str) -> ExitCode {
     if send(&mut stream, &words(&[request, 1])).is_err() {
         return fail("the master went away");
     }
+    // The alive answer carries the master's process ID; the terminate
+    // answer is its type and the request ID alone.
     match receive(&mut stream).map(|m| read_words(&m, 3)).as_deref() {
-        Some(&[answer, _, pid]) if answer == expected => {
-            if command == "check" {
-                eprintln!("Master running (pid={pid})");
-            } else {
-                eprintln!("Exit request sent.");
-            }
+        Some(&[ALIVE, _, pid]) if expected == ALIVE => {
+            eprintln!("Master running (pid={pid})");
+            ExitCode::SUCCESS
+        }
+        Some(&[OK, _, ..]) if expected == OK => {
+            eprintln!("Exit request sent.");
             ExitCode::SUCCESS
         }
         _ => fail("the master gave no answer"),

@@ -37,6 +37,8 @@ static STATE: Mutex<State> = Mutex::new(State {
     inherited: Vec::new(),
     kept: Vec::new(),
     given_up: Vec::new(),
+    spared: Vec::new(),
+    spared_checked: None,
 });
 
 /// More processes than this in one sweep are left alone (a fork bomb is
@@ -46,6 +48,10 @@ const MOST_PROCESSES: usize = 4096;
 const ROUNDS: usize = 3;
 /// How long a sweep waits for processes that got SIGKILL to go.
 const KILL_WAIT: Duration = Duration::from_secs(2);
+/// How often the children a released call left running are looked at
+/// again (to reap those that have exited); in between a sweep passes them
+/// by without reading their status.
+const SPARED_RECHECK: Duration = Duration::from_secs(1);
 
 struct State {
     /// Leaders of running calls (unreaped), with their start times.
@@ -61,6 +67,14 @@ struct State {
     /// Processes that outlived SIGKILL (stuck in the kernel, or not ours
     /// to signal), with their start times: not waited for again.
     given_up: Vec<(i32, u64)>,
+    /// Children found running that a released call left (the kept ssh
+    /// masters of a fleet, a thousand of them in a first run): a child's
+    /// ID stays its own until this process reaps it, so the sweeps need
+    /// not read its status again until [`SPARED_RECHECK`] has passed.
+    /// Sorted.
+    spared: Vec<i32>,
+    /// When `spared` was last looked at again.
+    spared_checked: Option<Instant>,
 }
 
 impl State {
@@ -85,11 +99,15 @@ impl State {
             .filter(|&&(leader, _)| Some(leader) != own)
             .map(|&(_, start)| start)
             .min();
-        others.is_none_or(|first| stat.start < first)
-            && !self
-                .released
-                .iter()
-                .any(|&(from, to)| from <= stat.start && stat.start <= to)
+        others.is_none_or(|first| stat.start < first) && !self.released_started(stat.start)
+    }
+
+    /// Whether a process that started at `start` started during a call
+    /// whose orphans are released.
+    fn released_started(&self, start: u64) -> bool {
+        self.released
+            .iter()
+            .any(|&(from, to)| from <= start && start <= to)
     }
 }
 
@@ -241,18 +259,36 @@ fn find(own: Option<i32>) -> Found {
 fn orphans(own: Option<i32>) -> Vec<(Pinned, bool)> {
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
-    let state = lock();
-    children_of(me)
+    let mut state = lock();
+    let now = Instant::now();
+    let recheck = state
+        .spared_checked
+        .is_none_or(|at| now.duration_since(at) >= SPARED_RECHECK);
+    if recheck {
+        state.spared.clear();
+        state.spared_checked = Some(now);
+    }
+    let mut spared = Vec::new();
+    let found = children_of(me)
         .into_iter()
         .filter_map(|pid| {
+            if state.spared.binary_search(&pid).is_ok() {
+                return None;
+            }
             let stat = stat_of(pid)?;
             if !state.may_end(pid, &stat, own) {
+                if !stat.zombie && state.released_started(stat.start) {
+                    spared.push(pid);
+                }
                 return None;
             }
             // Our own children: their IDs stay theirs until reaped.
             Pinned::open(pid).map(|process| (process, stat.zombie))
         })
-        .collect()
+        .collect();
+    state.spared.extend(spared);
+    state.spared.sort_unstable();
+    found
 }
 
 /// The living orphans with all their descendants, pinned. A descendant is

@@ -21,6 +21,10 @@ pub struct RemoteArgs {
     /// Run on TARGET over ssh instead of here: a host as ssh takes it
     /// (host, user@host, ssh://user@host:port) or, with -i, a host pattern
     /// of the inventory (hosts and groups). Comma-separated; repeatable.
+    /// The native providers run there as a copy of ral-provider built for
+    /// the target's machine: ral-provider-ARCH in the directory
+    /// RAL_TARGET_PROGRAMS names, or beside this program (docs/remote.md,
+    /// "Older and other machines").
     #[arg(short = 't', long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
 

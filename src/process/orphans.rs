@@ -518,12 +518,25 @@ fn children_of(pid: i32) -> Vec<i32> {
                 list.split_whitespace()
                     .filter_map(|c| c.parse::<i32>().ok()),
             ),
-            // A kernel without /proc/PID/task/TID/children.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return children_by_scan(pid),
+            // A thread that ended since the listing (the workers' do all
+            // the time), or a kernel without /proc/PID/task/TID/children,
+            // where only a scan of every process finds them.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !kernel_lists_children() {
+                    return children_by_scan(pid);
+                }
+            }
             Err(_) => {}
         }
     }
     children
+}
+
+/// Whether the kernel lists each thread's children in `/proc` (asked once,
+/// of this thread, which is there to ask).
+fn kernel_lists_children() -> bool {
+    static LISTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LISTS.get_or_init(|| std::path::Path::new("/proc/thread-self/children").exists())
 }
 
 /// The children of `pid`, found by reading every process's parent.

@@ -122,8 +122,27 @@ record() {
 /// glibc), and whether an intact copy of the bundle is there (see
 /// [`CHECK`]), then waits for the end of its stdin: the controller's end,
 /// however it ends. Provider calls watch it (see [`PROVIDER`]).
+///
+/// The machine is asked once per boot and C library: the answer is kept
+/// in `~/.cache/ral.machine` with the boot's ID, and taken from there (by
+/// the shell's own `read`: no process started) while the boot is the same
+/// and the file is newer than `/etc/ld.so.cache`, which every change of
+/// the system's libraries (a glibc upgrade among them) writes anew.
 const SESSION: &str = r#"echo "ral-session $$"
-echo "ral-machine $(uname -sm 2>/dev/null) $(getconf GNU_LIBC_VERSION 2>/dev/null)"
+m= boot=
+if [ -f "$c/ral.machine" ] && [ "$c/ral.machine" -nt /etc/ld.so.cache ] &&
+  read -r boot </proc/sys/kernel/random/boot_id; then
+  { read -r was && read -r m; } <"$c/ral.machine" || m=
+  [ "$was" = "$boot" ] || m=
+fi 2>/dev/null
+if [ -z "$m" ]; then
+  m="$(uname -sm 2>/dev/null) $(getconf GNU_LIBC_VERSION 2>/dev/null)"
+  if [ -n "$boot" ] || read -r boot </proc/sys/kernel/random/boot_id 2>/dev/null; then
+    printf '%s\n%s\n' "$boot" "$m" >"$c/ral.machine-$$" 2>/dev/null &&
+      mv -f "$c/ral.machine-$$" "$c/ral.machine" 2>/dev/null || rm -f "$c/ral.machine-$$"
+  fi
+fi
+echo "ral-machine $m"
 "#;
 
 /// Whether an intact copy of the bundle is there (`ral-bundle damaged
@@ -646,15 +665,71 @@ mod tests {
         .unwrap();
         assert_eq!(long.arch.len(), 64);
         assert_eq!(long.glibc.unwrap().len(), 64);
-        // The session's own line, run here.
-        let out = run_here(&format!(
-            "sh -c {} ral",
-            quote_word(SESSION.lines().nth(1).unwrap())
-        ));
-        let said = parse_machine(String::from_utf8_lossy(&out.stdout).trim_end()).unwrap();
+    }
+
+    #[test]
+    fn the_machine_is_asked_once_per_boot_and_c_library() {
+        // The session's lines up to its machine, run here with a uname
+        // that notes each call.
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let calls = dir.path().join("calls");
+        std::fs::write(
+            bin.join("uname"),
+            format!(
+                "#!/bin/sh\necho >> {}\nexec /usr/bin/uname \"$@\"\n",
+                calls.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("uname"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        let session = |_: ()| {
+            let script = format!("c={}\n{SESSION}", quote_word(&cache.to_string_lossy()));
+            let out = std::process::Command::new("sh")
+                .args(["-c", &script])
+                .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("ral-machine "))
+                .unwrap()
+                .to_owned();
+            parse_machine(&line).unwrap()
+        };
+        let asked = || std::fs::read_to_string(&calls).map_or(0, |text| text.lines().count());
+        let said = session(());
         assert_eq!(said.os, "Linux");
         assert_eq!(said.arch, std::env::consts::ARCH);
-        assert!(said.glibc.is_some_and(|v| v.starts_with("2.")));
+        assert!(said.glibc.clone().is_some_and(|v| v.starts_with("2.")));
+        assert_eq!(asked(), 1);
+        // Kept: the next session starts nothing to know it.
+        assert_eq!(session(()), said);
+        assert_eq!(asked(), 1);
+        // Another boot, or a file older than the libraries' cache: asked
+        // again.
+        let kept = cache.join("ral.machine");
+        let text = std::fs::read_to_string(&kept).unwrap();
+        let (_, line) = text.split_once('\n').unwrap();
+        std::fs::write(&kept, format!("another-boot\n{line}")).unwrap();
+        assert_eq!(session(()), said);
+        assert_eq!(asked(), 2);
+        let old = std::process::Command::new("touch")
+            .args(["-d", "@0"])
+            .arg(&kept)
+            .status()
+            .unwrap();
+        assert!(old.success());
+        assert_eq!(session(()), said);
+        assert_eq!(asked(), 3);
+        assert_eq!(session(()), said);
+        assert_eq!(asked(), 3);
     }
 
     #[test]

@@ -1627,6 +1627,17 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
     .unwrap();
     let programs = fleet.controller.path().join("programs");
     std::fs::create_dir(&programs).unwrap();
+    // What the sessions say of the machine, from the next one on: a
+    // target keeps its answer for the boot, which a real machine's never
+    // changes within.
+    let kept = fleet.sshd.home().join(".cache/ral.machine");
+    let says = |file: &str, text: Option<&str>| {
+        match text {
+            Some(text) => std::fs::write(dir.join(file), text).unwrap(),
+            None => std::fs::remove_file(dir.join(file)).unwrap(),
+        }
+        let _ = std::fs::remove_file(&kept);
+    };
     let ralsh = |args: &[&str]| {
         run(fleet
             .command()
@@ -1638,7 +1649,7 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
 
     // A machine ral has no copy for: its native types are refused with
     // the reason, before anything runs there; its script providers work.
-    std::fs::write(dir.join("machine"), "Linux toaster9\n").unwrap();
+    says("machine", Some("Linux toaster9\n"));
     let refused = ralsh(&["host", "localhost"]);
     refused.expect(2);
     for said in [
@@ -1669,7 +1680,7 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
         .count();
     assert_eq!(sent, 1, "one copy of the providers holds a program");
     // Another system, whatever its machine: nothing is sent to run.
-    std::fs::write(dir.join("machine"), "FreeBSD x86_64\n").unwrap();
+    says("machine", Some("FreeBSD x86_64\n"));
     let other = ralsh(&["user", "root"]);
     other.expect(2);
     assert!(
@@ -1681,12 +1692,12 @@ fn another_machine_gets_a_copy_of_the_native_program_for_it_or_the_reason() {
         "{}",
         other.stderr
     );
-    std::fs::remove_file(dir.join("machine")).unwrap();
+    says("machine", None);
 
     // This machine's architecture with a glibc older than the program
     // needs: refused with both versions, never the loader's error.
     // (An installation with the ordinary ral-provider alone.)
-    std::fs::write(dir.join("glibc"), "glibc 2.17\n").unwrap();
+    says("glibc", Some("glibc 2.17\n"));
     let install = crate::sshd::ordinary_install();
     let old = run(crate::sshd::controller_command(
         install.path().join("ralsh"),

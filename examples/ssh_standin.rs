@@ -262,7 +262,7 @@ impl Target {
         let request = session_request(&self.host, command);
         send(&mut stream, &request).ok()?;
         for fd in fds {
-            send_fd(&stream, fd).ok()?;
+            ral::remote::mux::send_fd(&stream, fd).ok()?;
         }
         let opened = receive(&mut stream)?;
         if read_words(&opened, 1) != [SESSION_OPENED] {
@@ -693,41 +693,6 @@ fn receive_fds(stream: &UnixStream) -> Option<[OwnedFd; 3]> {
         receive_fd(stream)?,
         receive_fd(stream)?,
     ])
-}
-
-/// Sends the descriptor `fd` as ssh's client does.
-fn send_fd(stream: &UnixStream, fd: RawFd) -> std::io::Result<()> {
-    let byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_ptr() as *mut libc::c_void,
-        iov_len: 1,
-    };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u64; space.div_ceil(8)];
-    // SAFETY: msghdr is plain data, filled in below.
-    let mut header = unsafe { std::mem::zeroed::<libc::msghdr>() };
-    header.msg_iov = &mut iov;
-    header.msg_iovlen = 1;
-    header.msg_control = control.as_mut_ptr().cast();
-    header.msg_controllen = space as _;
-    // SAFETY: the control buffer holds one header and one descriptor.
-    unsafe {
-        let message = libc::CMSG_FIRSTHDR(&header);
-        (*message).cmsg_level = libc::SOL_SOCKET;
-        (*message).cmsg_type = libc::SCM_RIGHTS;
-        (*message).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-        std::ptr::copy_nonoverlapping(
-            (&fd as *const RawFd).cast::<u8>(),
-            libc::CMSG_DATA(message),
-            std::mem::size_of::<RawFd>(),
-        );
-    }
-    // SAFETY: sends the message built above on our socket.
-    match unsafe { libc::sendmsg(stream.as_raw_fd(), &header, libc::MSG_NOSIGNAL) } {
-        1 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
 }
 
 /// One descriptor sent as ssh's client sends it: a byte with the

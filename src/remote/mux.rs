@@ -309,7 +309,7 @@ fn string_at(message: &[u8], offset: usize) -> Option<String> {
 
 /// Sends the descriptor `fd` over `socket` as ssh's own client does: one
 /// byte, with the descriptor as its control message.
-fn send_fd(socket: &UnixStream, fd: RawFd) -> std::io::Result<()> {
+pub fn send_fd(socket: &UnixStream, fd: RawFd) -> std::io::Result<()> {
     let byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_ptr() as *mut libc::c_void,

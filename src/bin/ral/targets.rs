@@ -13,7 +13,6 @@ use std::time::Instant;
 use ral::converge::run::Input;
 use ral::converge::target_store;
 use ral::remote::{Destination, Target};
-use ral::store::Location;
 
 use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
@@ -80,7 +79,7 @@ pub fn execute(
         }
         let root = target.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let store_at = target_store::store_at(&state_dir, &destination, &root);
-        let turn = turns.of(&store_at.location);
+        let turn = turns.of(&store_at.location.path());
         let _held = turn.lock().unwrap_or_else(|e| e.into_inner());
         let name = Some(target.name.as_str());
         run.converge(Given::Shared(input), name, host, &registry, &store_at, out)
@@ -125,13 +124,9 @@ pub fn execute(
 struct Turns(Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>);
 
 impl Turns {
-    /// The turn of the store at `location`.
-    fn of(&self, location: &Location) -> Arc<Mutex<()>> {
-        let key = match location {
-            Location::File(path) => path.clone(),
-            other => PathBuf::from(format!("{other:?}")),
-        };
+    /// The turn of the store at `path`.
+    fn of(&self, path: &Path) -> Arc<Mutex<()>> {
         let mut turns = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(turns.entry(key).or_default())
+        Arc::clone(turns.entry(path.to_owned()).or_default())
     }
 }

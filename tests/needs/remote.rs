@@ -10,7 +10,7 @@ use crate::host::Test;
 use crate::pids::{assert_gone, pids_in};
 use crate::quoting_cases::cases;
 use crate::sshd::{free_port, Sshd};
-use crate::support::{fixtures_dir, run, Run};
+use crate::support::{fixtures_dir, run, run_with_stdin, Run};
 use crate::tests;
 
 /// This module's tests and what each needs.
@@ -984,7 +984,6 @@ fn a_copied_file_named_like_pythons_cache_is_checked_as_any_other() {
 /// line on the machine (ralsh's, ssh's, sshd's shell's, the wrapper's,
 /// the provider's) ever holds it: the envsecret fixture scans them all.
 fn a_sensitive_value_reaches_a_target_on_no_command_line() {
-    use std::io::Write;
     let fleet = Fleet::new(&["t1"], false);
     // No single quote: quoted on a command line, the value would then
     // differ from itself, and the fixture, which looks for it whole,
@@ -996,22 +995,11 @@ fn a_sensitive_value_reaches_a_target_on_no_command_line() {
         .arg(&fleet.inventory)
         .arg("-I")
         .arg(fixtures_dir())
-        .args(["--attrs-stdin", "envsecret", "a", "ensure=present"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = command.spawn().unwrap();
+        .args(["--attrs-stdin", "envsecret", "a", "ensure=present"]);
     let input = serde_json::json!({ "password": secret }).to_string();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}{stderr}");
+    let ran = run_with_stdin(&mut command, &input);
+    let (stdout, stderr) = (&ran.stdout, &ran.stderr);
+    assert_eq!(ran.status, 0, "{stdout}{stderr}");
     assert!(!stdout.contains("s3cr") && !stderr.contains("s3cr"));
     assert_eq!(fleet.read("t1", "password.a"), secret);
     assert_eq!(fleet.read("t1", "seen.a"), "");

@@ -35,7 +35,7 @@ const MAX_FILE: usize = 8 << 20;
 pub const NATIVE_PROGRAM: &str = "ral-provider";
 /// The most bytes of that program (a release build is well under 2 MiB;
 /// a debug one, without its debug information, about 3).
-const MAX_PROGRAM: usize = 16 << 20;
+pub(super) const MAX_PROGRAM: usize = 16 << 20;
 /// Bytes per `printf` line of a file sent in octal.
 const OCTAL_CHUNK: usize = 2048;
 

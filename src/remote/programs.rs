@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::bounded_read;
 use crate::error::Result;
-use crate::remote::bundle::{Bundle, NATIVE_PROGRAM};
+use crate::remote::bundle::{Bundle, MAX_PROGRAM, NATIVE_PROGRAM};
 use crate::remote::elf::{Elf, Version};
 use crate::remote::script::Machine;
 use crate::text::escape;
@@ -31,8 +31,6 @@ use crate::text::escape;
 /// The environment variable naming the directory of the copies for
 /// other machines.
 pub const PROGRAMS_VAR: &str = "RAL_TARGET_PROGRAMS";
-/// The most bytes of a copy (as the bundle takes it).
-const MAX_PROGRAM: usize = 16 << 20;
 
 /// What a target of one machine is sent.
 #[derive(Debug)]

@@ -453,11 +453,8 @@ impl Session {
         present: bool,
         dir: String,
     ) -> Result<(bool, String)> {
-        let machine = self.machine.clone().unwrap_or(Machine {
-            os: String::new(),
-            arch: String::new(),
-            glibc: None,
-        });
+        // A script that said nothing of it: a machine of no name.
+        let machine = self.machine.clone().unwrap_or_default();
         let choice = bundles.for_machine(&machine)?;
         if let Some(why) = &choice.refused {
             log::debug!("{}: {why}", self.target.name);

@@ -306,7 +306,7 @@ pub fn probe(digest: &str, manifest: &str) -> String {
 
 /// The machine a session's script said it runs on: `uname -sm`, and the
 /// glibc version where there is one.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Machine {
     /// The system, `uname -s` (`Linux`; empty when it printed nothing).
     pub os: String,

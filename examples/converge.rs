@@ -56,6 +56,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         destroy: false,
         lock_timeout: Duration::ZERO, // another apply holds the store: fail at once
         saving: false,
+        origin: None, // a person's run, not ral agent's
     };
     let mut prepared = run::prepare(&host, &registry, &store_at, &input, options)?;
     // With Mode::Plan, stop here: prepared.planned() and prepared.report()

@@ -53,6 +53,8 @@ pub struct Recorder<'s, 'c, 'r> {
     /// Catalog items whose config tasks replace stored resources, and
     /// those resources (provider, name).
     pub replacements: Vec<(usize, Vec<(String, String)>)>,
+    /// Who started the run, when not a person (see [`super::run::Options`]).
+    pub origin: Option<String>,
 }
 
 impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
@@ -75,6 +77,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
             declared,
             failure: None,
             replacements: Vec::new(),
+            origin: None,
         })
     }
 
@@ -191,6 +194,7 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
                 started: Some(now),
                 ended: None,
                 report: Some(report_text(report)),
+                origin: self.origin.clone(),
             },
             &tasks,
         )

@@ -329,6 +329,7 @@ mod tests {
             started: None,
             ended,
             report: Some(report.to_string()),
+            origin: None,
         }
     }
 

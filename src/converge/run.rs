@@ -59,6 +59,21 @@ pub struct Options {
     /// The plan is to be saved ([`Prepared::save`]): the store is made
     /// when there is none, for the plan to be bound to it.
     pub saving: bool,
+    /// Who starts the run and why, when it is not a person's command
+    /// (`ral agent (drift: /etc/hosts)`): recorded with the plan, and
+    /// named to whoever finds the store locked by it. A plan with an
+    /// origin takes the store's lock too, and is recorded as a `Noop`
+    /// plan by [`Prepared::record_noop`].
+    pub origin: Option<RunOrigin>,
+}
+
+/// Who starts a run that is not a person's command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOrigin {
+    /// One word, for the lock's holder (`ral-agent`).
+    pub by: String,
+    /// What the history shows.
+    pub text: String,
 }
 
 /// Which state store a run uses, and what it must be the store of.
@@ -79,6 +94,14 @@ impl StoreAt {
             },
             identity: Identity::local(root),
         }
+    }
+
+    /// Makes the store when there is none (its directories too), and
+    /// checks that it is this one's: what a long-running process (`ral
+    /// agent`) does before its first run, so that it can keep files
+    /// beside it and fail at once on a store it cannot use.
+    pub fn make(&self) -> Result<(), Error> {
+        Store::open_at(&self.location, Some(&self.identity)).map(drop)
     }
 }
 
@@ -644,7 +667,7 @@ fn open_store(
     saved: Option<&SavedPlan>,
 ) -> Result<Option<Store>, RunError> {
     let identity = Some(&store_at.identity);
-    if options.mode == Mode::Plan {
+    if options.mode == Mode::Plan && options.origin.is_none() {
         // A saved plan is bound to its store: saving makes the store (and
         // its key) when there is none yet.
         return Ok(match options.saving {
@@ -652,12 +675,12 @@ fn open_store(
             false => Store::open_existing_at(&store_at.location, identity)?,
         });
     }
-    let mut store = Store::open_locked(
-        &store_at.location,
-        identity,
-        &Holder::me(plan_id),
-        options.lock_timeout,
-    )?;
+    let holder = match &options.origin {
+        Some(origin) => Holder::me(plan_id).by(&origin.by),
+        None => Holder::me(plan_id),
+    };
+    let mut store =
+        Store::open_locked(&store_at.location, identity, &holder, options.lock_timeout)?;
     for dead in store.recover_dead_plans()? {
         log::warn!(
             "plan {dead} was left running by a process that ended; it is marked Failed, and \
@@ -739,6 +762,45 @@ impl Prepared<'_> {
         Ok(())
     }
 
+    /// Records the plan of a run with an origin prepared with
+    /// [`Mode::Plan`] (`ral agent --noop`) as a plan in state `Noop`:
+    /// what it found to do, nothing done. The items' states stay as they
+    /// are.
+    pub fn record_noop(&mut self) -> Result<(), RunError> {
+        let (Some(origin), Mode::Plan, Some(store)) =
+            (&self.options.origin, self.options.mode, self.store.as_mut())
+        else {
+            return Err(Error::Store {
+                path: self.state_path.clone(),
+                message: "only a plan with an origin is recorded without being applied".to_owned(),
+            }
+            .into());
+        };
+        let report =
+            serde_json::to_string(&Report::of(&self.catalog, &self.plan)).map_err(|e| {
+                Error::Io {
+                    context: format!("plan {}: its report", self.plan.id),
+                    error: e.into(),
+                }
+            })?;
+        let now = crate::store::now();
+        store.begin_plan(
+            &crate::store::PlanRecord {
+                id: self.plan.id.clone(),
+                manifest_digest: self.input.reading.digest.clone(),
+                state: "Noop".to_owned(),
+                created: now,
+                started: Some(now),
+                ended: None,
+                report: Some(report.clone()),
+                origin: Some(origin.text.clone()),
+            },
+            &[],
+        )?;
+        store.end_plan(&self.plan.id, "Noop", &report)?;
+        Ok(())
+    }
+
     /// Runs the plan (prepared with [`Mode::Apply`]): forgets what is
     /// only forgotten, records the plan, runs its tasks (`stop` is asked
     /// between them) and verifies them, recording each step. `events`
@@ -773,6 +835,7 @@ impl Prepared<'_> {
         }
         let mut recorder = Recorder::new(store, &self.catalog, &self.stored, self.declared_items)?;
         recorder.replacements = self.replacements.clone();
+        recorder.origin = self.options.origin.as_ref().map(|o| o.text.clone());
         let report = Report::of(&self.catalog, &self.plan);
         recorder.begin(&self.plan, &self.input.reading.digest, &report)?;
         let failed_store = AtomicBool::new(false);

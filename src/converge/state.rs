@@ -48,6 +48,9 @@ pub struct PlanSummary {
     pub ended: Option<f64>,
     /// `None` for a plan recorded without a report.
     pub counts: Option<Counts>,
+    /// Who ran it when not a person: `ral agent (drift: /etc/hosts)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// A state store as `ral state` sees it.
@@ -111,6 +114,7 @@ impl StateStore {
                 created: record.created,
                 started: record.started,
                 ended: record.ended,
+                origin: record.origin,
             });
         }
         Ok(plans)

@@ -28,6 +28,9 @@ pub struct Holder {
     /// Seconds since the epoch.
     pub since: u64,
     pub plan: String,
+    /// What runs the plan when it is not a person's command (`ral agent`),
+    /// one word.
+    pub by: Option<String>,
 }
 
 impl Holder {
@@ -38,12 +41,31 @@ impl Holder {
             host: hostname(),
             since: super::now() as u64,
             plan: plan.to_owned(),
+            by: None,
+        }
+    }
+
+    /// The holder run by `who` (its blanks made dashes: the lock file is
+    /// words).
+    pub fn by(self, who: &str) -> Holder {
+        let word = who
+            .chars()
+            .map(|c| if c.is_whitespace() { '-' } else { c })
+            .collect();
+        Holder {
+            by: Some(word),
+            ..self
         }
     }
 
     fn to_line(&self) -> String {
+        let by = self
+            .by
+            .as_ref()
+            .map(|who| format!(" by={who}"))
+            .unwrap_or_default();
         format!(
-            "pid={} host={} since={} plan={}\n",
+            "pid={} host={} since={} plan={}{by}\n",
             self.pid, self.host, self.since, self.plan
         )
     }
@@ -63,13 +85,16 @@ impl Holder {
             (Some(pid), Some(written)) if written != pid.to_string() => format!("process {pid}"),
             (Some(pid), None) => format!("process {pid}"),
             (_, written) => format!(
-                "process {} on {} since {}, plan {}",
+                "process {} on {} since {}, plan {}{}",
                 written.unwrap_or_else(|| "?".to_owned()),
                 field("host").unwrap_or_else(|| "?".to_owned()),
                 field("since")
                     .and_then(|since| since.parse().ok())
                     .map_or_else(|| "?".to_owned(), crate::local_time::local_date),
-                field("plan").unwrap_or_else(|| "?".to_owned())
+                field("plan").unwrap_or_else(|| "?".to_owned()),
+                field("by")
+                    .map(|who| format!(", run by {}", crate::text::escape(&who)))
+                    .unwrap_or_default()
             ),
         }
     }
@@ -260,6 +285,15 @@ mod tests {
         assert_eq!(Holder::describe(text, Some(7)), "process 7");
         assert_eq!(Holder::describe("", Some(7)), "process 7");
         assert_eq!(Holder::describe("", None), "process ? on ? since ?, plan ?");
+        // Run by the agent: said, so that a person's apply knows why.
+        let agent = Holder::me("p3").by("ral agent");
+        assert!(agent.to_line().ends_with(" plan=p3 by=ral-agent\n"));
+        assert!(
+            Holder::describe(&agent.to_line(), Some(agent.pid))
+                .ends_with(", plan p3, run by ral-agent"),
+            "{}",
+            Holder::describe(&agent.to_line(), Some(agent.pid))
+        );
     }
 
     #[test]

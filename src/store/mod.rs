@@ -143,6 +143,8 @@ pub struct PlanRecord {
     /// The plan document `ral apply -j` prints: as planned until the
     /// plan ends, as it ended afterwards.
     pub report: Option<String>,
+    /// Who started it and why, when not a person (`ral agent`'s runs).
+    pub origin: Option<String>,
 }
 
 /// One task's end, recorded with what it did to its item.
@@ -577,15 +579,16 @@ impl Store {
         let tx = self.conn.transaction().map_err(|e| db_error(&path, e))?;
         execute_cached(
             &tx,
-            "INSERT INTO plans (id, manifest_digest, state, created, started, report) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO plans (id, manifest_digest, state, created, started, report, origin) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 plan.id,
                 plan.manifest_digest,
                 plan.state,
                 plan.created,
                 plan.started,
-                plan.report
+                plan.report,
+                plan.origin
             ],
         )
         .map_err(|e| db_error(&path, e))?;
@@ -704,7 +707,7 @@ impl Store {
         let mut statement = self
             .conn
             .prepare(
-                "SELECT id, manifest_digest, state, created, started, ended, report \
+                "SELECT id, manifest_digest, state, created, started, ended, report, origin \
                  FROM plans ORDER BY created, id",
             )
             .map_err(|e| self.fail(e))?;
@@ -718,6 +721,7 @@ impl Store {
                     started: row.get(4)?,
                     ended: row.get(5)?,
                     report: row.get(6)?,
+                    origin: row.get(7)?,
                 })
             })
             .map_err(|e| self.fail(e))?;
@@ -908,6 +912,7 @@ impl PlanRecord {
             started: Some(1.0),
             ended: None,
             report: None,
+            origin: None,
         }
     }
 }

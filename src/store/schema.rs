@@ -13,11 +13,13 @@
 //! is no longer used); whether an intent's task failed (its resource is
 //! then never taken as made by ral in a later run); and the refreshes
 //! owed: a refresh called for by a change, kept until it succeeds.
+//! Version 6: who started a plan (`origin`, NULL for a person's `ral
+//! apply`; `ral agent` names itself and why it ran).
 
 use rusqlite::Connection;
 
 /// The schema this binary writes.
-pub const VERSION: i64 = 5;
+pub const VERSION: i64 = 6;
 
 /// The statements that bring version `n - 1` to `n`, at index `n - 1`.
 const MIGRATIONS: &[&str] = &[
@@ -97,6 +99,7 @@ CREATE TABLE refreshes (
     PRIMARY KEY (provider, name)
 );
 ",
+    "ALTER TABLE plans ADD COLUMN origin TEXT;",
 ];
 
 /// Why the database cannot be brought to [`VERSION`].

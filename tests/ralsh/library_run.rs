@@ -36,6 +36,7 @@ fn registry(host: &Host) -> Registry {
 
 fn options(mode: Mode) -> Options {
     Options {
+        origin: None,
         mode,
         jobs: 4,
         keep_removed: false,

@@ -214,5 +214,6 @@ pub fn options(args: &ConvergeArgs, mode: Mode) -> Options {
         destroy: args.destroy,
         lock_timeout: args.lock_timeout.unwrap_or_default(),
         saving: args.out.is_some(),
+        origin: None,
     }
 }

@@ -154,16 +154,28 @@ fn history(out: &mut impl Write, plans: &[PlanSummary], as_json: bool) -> anyhow
     }
     for plan in plans {
         let counts = plan.counts.unwrap_or_default();
+        // A noop run (`ral agent --noop`) did nothing: what it found to do.
+        let tasks = match plan.state.as_str() {
+            "Noop" => format!(
+                "tasks: {} to create, {} to change, {} to remove, nothing done",
+                counts.create, counts.change, counts.remove
+            ),
+            _ => format!(
+                "tasks: {} succeeded, {} failed, {} skipped, {} stopped",
+                counts.success, counts.failed, counts.skipped, counts.stopped
+            ),
+        };
+        let by = plan
+            .origin
+            .as_ref()
+            .map(|origin| format!("  by {}", escape(origin)))
+            .unwrap_or_default();
         writeln!(
             out,
-            "{}  {:<10}  {}  tasks: {} succeeded, {} failed, {} skipped, {} stopped",
+            "{}  {:<10}  {}  {tasks}{by}",
             plan.id,
             plan.state,
             ral::local_time::local_date(plan.created as i64),
-            counts.success,
-            counts.failed,
-            counts.skipped,
-            counts.stopped
         )?;
     }
     Ok(())

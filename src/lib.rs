@@ -21,6 +21,7 @@
 //! dependency order, a plan from one read per provider, and tasks run in
 //! that order (`ral plan`, `ral apply`).
 
+pub mod agent;
 pub mod bounded_read;
 pub mod bundled;
 pub mod cache_dir;

@@ -54,9 +54,9 @@ pub use daemon::Daemon;
 pub use orphans::{adopt_orphans, adopted_child};
 
 pub use signals::{
-    end_on_interrupt, exit_if_interrupted, forward_interrupts, forward_interrupts_deferred,
-    forward_interrupts_graceful, is_interrupted, keep_on_interrupt, keep_running_on_interrupt,
-    remove_on_interrupt, stop_requested,
+    agent_signals, end_on_interrupt, exit_if_interrupted, forward_interrupts,
+    forward_interrupts_deferred, forward_interrupts_graceful, is_interrupted, keep_on_interrupt,
+    keep_running_on_interrupt, remove_on_interrupt, stop_requested, take_reload, take_run_now,
 };
 
 /// The longest line accepted from a provider, in bytes.

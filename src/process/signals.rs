@@ -41,6 +41,100 @@ static SPAWN_GATE: Mutex<()> = Mutex::new(());
 
 const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
+/// Set by [`agent_signals`]: SIGHUP is then a request to reload, never an
+/// interrupt, whoever installs the handlers afterwards.
+static AGENT: AtomicBool = AtomicBool::new(false);
+/// The write end of the agent's wake-up pipe, or -1: every handled signal
+/// writes a byte to it, so that a `poll` on the read end wakes even when
+/// the signal lands just before the call.
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// SIGHUP to the agent: reload the manifests.
+static RELOAD: AtomicBool = AtomicBool::new(false);
+/// SIGUSR1 to the agent: run now.
+static RUN_NOW: AtomicBool = AtomicBool::new(false);
+
+/// Writes one byte to the agent's wake-up pipe, if there is one.
+fn wake() {
+    let fd = WAKE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: write is async-signal-safe; a full pipe (EAGAIN, the
+        // descriptor is non-blocking) already holds a wake-up.
+        unsafe { libc::write(fd, [1u8].as_ptr().cast(), 1) };
+    }
+}
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    wake();
+    // The first signal to a graceful binary is only a request to stop;
+    // a second one acts as usual.
+    if GRACEFUL.load(Ordering::SeqCst)
+        && STOP
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    {
+        return;
+    }
+    let mut running = SPAWNING.load(Ordering::SeqCst) > 0;
+    for slot in &ACTIVE_GROUPS {
+        let group = slot.load(Ordering::SeqCst);
+        if group > 0 {
+            running = true;
+            // SAFETY: kill is async-signal-safe and takes plain integers.
+            unsafe { libc::kill(-group, libc::SIGTERM) };
+        }
+    }
+    if running || DEFERRED.load(Ordering::SeqCst) {
+        // A waiting call notices, finishes its group off and returns
+        // the interruption to the binary, which ends by the signal
+        // after cleaning up (`exit_if_interrupted`).
+        INTERRUPTED.store(signal, Ordering::SeqCst);
+    } else {
+        // SAFETY: signal and raise are async-signal-safe.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+    }
+}
+
+extern "C" fn on_request(signal: libc::c_int) {
+    match signal {
+        libc::SIGHUP => RELOAD.store(true, Ordering::SeqCst),
+        _ => RUN_NOW.store(true, Ordering::SeqCst),
+    }
+    wake();
+}
+
+/// The signals of a long-running binary (`ral agent`): SIGINT and SIGTERM
+/// as [`forward_interrupts_graceful`] (the first asks to stop, the
+/// running tasks finish; a second ends them), SIGHUP noted for
+/// [`take_reload`] and SIGUSR1 for [`take_run_now`]. Each also writes a
+/// byte to `wake`, the write end of a non-blocking pipe the binary polls.
+/// Handlers installed later by the library's runs keep SIGHUP a request.
+pub fn agent_signals(wake: std::os::fd::RawFd) {
+    WAKE_FD.store(wake, Ordering::SeqCst);
+    AGENT.store(true, Ordering::SeqCst);
+    GRACEFUL.store(true, Ordering::SeqCst);
+    for signal in [libc::SIGHUP, libc::SIGUSR1] {
+        // SAFETY: the handler only touches atomics and calls write, which
+        // is async-signal-safe; it lives for the whole program.
+        unsafe {
+            libc::signal(signal, on_request as *const () as libc::sighandler_t);
+        }
+    }
+    forward_interrupts();
+}
+
+/// Whether SIGHUP arrived since the last call (see [`agent_signals`]).
+pub fn take_reload() -> bool {
+    RELOAD.swap(false, Ordering::SeqCst)
+}
+
+/// Whether SIGUSR1 arrived since the last call (see [`agent_signals`]).
+pub fn take_run_now() -> bool {
+    RUN_NOW.swap(false, Ordering::SeqCst)
+}
+
 /// Makes SIGINT, SIGTERM and SIGHUP end the running providers' whole
 /// process groups (SIGTERM, then SIGKILL for what survives the grace
 /// period): the calls return [`Error::Interrupted`](crate::Error::Interrupted)
@@ -53,39 +147,10 @@ const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 /// Meant for binaries: it installs process-wide handlers. It follows every
 /// provider call that runs at the time, concurrent describes included.
 pub fn forward_interrupts() {
-    extern "C" fn on_signal(signal: libc::c_int) {
-        // The first signal to a graceful binary is only a request to stop;
-        // a second one acts as usual.
-        if GRACEFUL.load(Ordering::SeqCst)
-            && STOP
-                .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        {
-            return;
-        }
-        let mut running = SPAWNING.load(Ordering::SeqCst) > 0;
-        for slot in &ACTIVE_GROUPS {
-            let group = slot.load(Ordering::SeqCst);
-            if group > 0 {
-                running = true;
-                // SAFETY: kill is async-signal-safe and takes plain integers.
-                unsafe { libc::kill(-group, libc::SIGTERM) };
-            }
-        }
-        if running || DEFERRED.load(Ordering::SeqCst) {
-            // A waiting call notices, finishes its group off and returns
-            // the interruption to the binary, which ends by the signal
-            // after cleaning up (`exit_if_interrupted`).
-            INTERRUPTED.store(signal, Ordering::SeqCst);
-        } else {
-            // SAFETY: signal and raise are async-signal-safe.
-            unsafe {
-                libc::signal(signal, libc::SIG_DFL);
-                libc::raise(signal);
-            }
-        }
-    }
     for signal in FORWARDED {
+        if signal == libc::SIGHUP && AGENT.load(Ordering::SeqCst) {
+            continue;
+        }
         // SAFETY: the handler only touches atomics and calls
         // async-signal-safe functions; it lives for the whole program.
         unsafe {

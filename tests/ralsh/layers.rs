@@ -45,6 +45,7 @@ const LAYERS: &[&str] = &[
     "templating",
     "render",
     "holo",
+    "agent",
     "cli",
 ];
 

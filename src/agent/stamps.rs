@@ -1,0 +1,101 @@
+//! What a watched file looked like when the agent last looked: its
+//! identity, size, times, mode and owner. An event on a file whose stamp
+//! is the one recorded changed nothing the agent has not seen: its own
+//! run's writes, which are stamped as each task ends, wake it without
+//! making a run of their own; anyone else's change differs (the change
+//! time moves at every write) and does.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// One file's look; `None` in [`Stamps`] for a file that was missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    mode: u32,
+    uid: u32,
+    gid: u32,
+}
+
+impl Stamp {
+    /// `path` now (not following a last link: the link itself is what
+    /// the file resource manages), or `None` when it cannot be looked at.
+    pub fn of(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some(Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            mode: meta.mode(),
+            uid: meta.uid(),
+            gid: meta.gid(),
+        })
+    }
+}
+
+/// The stamps of the watched files.
+#[derive(Debug, Default)]
+pub struct Stamps {
+    seen: HashMap<PathBuf, Option<Stamp>>,
+}
+
+impl Stamps {
+    /// Looks at `path` now and records it.
+    pub fn refresh(&mut self, path: &Path) {
+        self.seen.insert(path.to_owned(), Stamp::of(path));
+    }
+
+    /// Whether `path` differs from its record (a file never recorded
+    /// differs).
+    pub fn changed(&self, path: &Path) -> bool {
+        self.seen.get(path) != Some(&Stamp::of(path))
+    }
+
+    /// Whether `path` has a record.
+    pub fn knows(&self, path: &Path) -> bool {
+        self.seen.contains_key(path)
+    }
+
+    /// Keeps the records of `paths` only.
+    pub fn keep_only(&mut self, paths: &[PathBuf]) {
+        self.seen.retain(|path, _| paths.contains(path));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_changed_by_anyone_after_its_stamp_differs_and_one_left_alone_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts");
+        let mut stamps = Stamps::default();
+        assert!(stamps.changed(&path), "never recorded");
+        stamps.refresh(&path);
+        assert!(!stamps.changed(&path), "missing, and still missing");
+        std::fs::write(&path, "a\n").unwrap();
+        assert!(stamps.changed(&path));
+        stamps.refresh(&path);
+        assert!(!stamps.changed(&path));
+        // Same size, same content even: the change time moved.
+        std::fs::write(&path, "a\n").unwrap();
+        assert!(stamps.changed(&path));
+        stamps.refresh(&path);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(stamps.changed(&path));
+        stamps.refresh(&path);
+        std::fs::remove_file(&path).unwrap();
+        assert!(stamps.changed(&path));
+        stamps.keep_only(&[]);
+        assert!(stamps.seen.is_empty());
+    }
+}

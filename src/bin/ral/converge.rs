@@ -94,6 +94,8 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
         started,
         vars: &vars,
         kept: None,
+        origin: None,
+        observer: None,
     };
     let input = Given::Alone(&mut input);
     run.converge(input, None, &host, &registry, &store_at, &mut output(args))
@@ -182,6 +184,8 @@ fn execute_saved(
         started,
         vars: &vars,
         kept: None,
+        origin: None,
+        observer: None,
     };
     let input = Given::Alone(&mut input);
     run.converge(input, None, &host, &registry, &store_at, &mut output(args))

@@ -2,6 +2,7 @@
 //! positional interface; `ral` has subcommands, starting with `ral check`,
 //! the conformance checker for provider authors.
 
+mod agent;
 mod confirm;
 mod conformance;
 mod connections;
@@ -69,6 +70,11 @@ enum Command {
     /// dependency order, and verify the result.
     #[command(after_help = APPLY_HELP)]
     Apply(converge_args::ConvergeArgs),
+    /// Keep this machine converged: a run at start, every --interval, and
+    /// within a second of a change to a file a managed resource is kept
+    /// in; ral agent status, ral agent unit.
+    #[command(after_help = AGENT_HELP)]
+    Agent(agent::AgentArgs),
     /// What the state store holds: ral state list|history|show|forget.
     State(state::StateArgs),
     /// Model plugins' snapshot plans: ral snapshot create|remove|restore
@@ -109,6 +115,21 @@ const PLAN_HELP: &str = "Exit status: 0 when the plan could be made (changes or 
     With --detailed-exitcodes: 0 nothing to change, 2 changes pending, 4 \
     unreadable resources, 6 both; 1 when nothing ran.\n\n\
     Example:\n  ral plan --root /tmp/fake site.yaml";
+
+const AGENT_HELP: &str = "Runs in the foreground, for a service manager (ral agent unit prints a \
+    systemd unit). Watches, with inotify, the files the file, host, user, group and mount \
+    resources are kept in, and the manifests: a change to a managed file is converged once \
+    its writes settle (a tenth of a second); changed manifests are read again at once, and \
+    manifests that cannot be used leave the last good ones in force. Each run takes the \
+    state store's lock (a person's ral apply is told the agent runs; a run the agent finds \
+    locked waits for it) and is recorded with the agent as its origin (ral state history). \
+    Signals: SIGHUP reads the manifests again, SIGUSR1 runs now, SIGTERM or SIGINT lets the \
+    running task finish, records the run and exits 0.\n\n\
+    Exit status: 0 when stopped by a signal, 2 when it could not start (a usage or manifest \
+    argument error, another agent on the store, a store it cannot use).\n\n\
+    Examples:\n  ral agent --interval 30m --splay 5m /etc/ral/site.yaml\n  \
+    ral agent --root /tmp/fake --interval 1m site.yaml\n  ral agent status\n  \
+    ral agent unit /etc/ral/site.yaml > /etc/systemd/system/ral-agent.service";
 
 const FACTS_HELP: &str = "Exit status: 0 when the facts were gathered (of every target, with -t \
     or -i), 1 when a target failed, 2 when nothing could be gathered (a usage error, no facts \
@@ -151,6 +172,7 @@ fn main() -> ExitCode {
                 Box::new(progress::LogOutput),
             ),
             Some(Command::Facts(facts)) => logging::init("ral", facts.log_level.as_deref(), false),
+            Some(Command::Agent(agent)) => logging::init("ral", agent.log_level(), false),
             _ => init_logging(),
         }
         match (args.command, args.completions) {
@@ -164,6 +186,7 @@ fn main() -> ExitCode {
             (Some(Command::Facts(facts)), _) => facts::run(&facts),
             (Some(Command::Connections(connections)), _) => connections::run(&connections),
             (Some(Command::State(state)), _) => state::run(&state),
+            (Some(Command::Agent(agent)), _) => agent::run(&agent),
             (Some(Command::Snapshot(snapshot)), _) => snapshot::run(&snapshot),
             (Some(Command::Holo { args }), _) => holo::run("ral holo", &args),
             (None, Some(shell)) => {

@@ -27,6 +27,18 @@ pub enum Given<'i> {
     Alone(&'i mut Input),
 }
 
+/// What `ral agent` learns of a run as it goes (`ral plan` and `ral
+/// apply` watch none).
+pub trait Observer {
+    /// The run's catalog and plan, once made, before any task runs.
+    fn planned(&self, catalog: &Catalog, plan: &Plan);
+    /// Tasks that ended or whose resources were read back: what they are
+    /// about may have changed just now.
+    fn touched(&self, catalog: &Catalog, plan: &Plan, tasks: &[usize]);
+    /// The run is over (a plan only: once made).
+    fn ended(&self, catalog: &Catalog, plan: &Plan);
+}
+
 /// One command's run, on this machine or one target.
 pub struct Run<'a> {
     pub args: &'a ConvergeArgs,
@@ -38,6 +50,10 @@ pub struct Run<'a> {
     /// targets (`--report` with -t/-i), instead of making a page of its
     /// own.
     pub kept: Option<&'a std::sync::OnceLock<ral::converge::report::Report>>,
+    /// Who starts the run when not a person (`ral agent`): recorded with
+    /// it, and a plan is then recorded too.
+    pub origin: Option<run::RunOrigin>,
+    pub observer: Option<&'a (dyn Observer + Sync)>,
 }
 
 impl Run<'_> {
@@ -83,7 +99,8 @@ impl Run<'_> {
         store_at: &StoreAt,
         out: &mut dyn Write,
     ) -> anyhow::Result<Ending> {
-        let options = options(self.args, self.mode);
+        let mut options = options(self.args, self.mode);
+        options.origin = self.origin.clone();
         let mut prepared = match input {
             Given::Shared(input) => run::prepare(host, registry, store_at, input, options)?,
             Given::Alone(input) => run::prepare_once(host, registry, store_at, input, options)?,
@@ -91,8 +108,20 @@ impl Run<'_> {
         let style = Style {
             color: !self.args.json && crate::use_color(),
         };
+        if let Some(observer) = self.observer {
+            observer.planned(&prepared.catalog, &prepared.plan);
+        }
         match self.mode {
-            Mode::Plan => self.print_plan(&prepared, host, style, out),
+            Mode::Plan => {
+                let ending = self.print_plan(&prepared, host, style, out)?;
+                if self.origin.is_some() {
+                    prepared.record_noop()?;
+                }
+                if let Some(observer) = self.observer {
+                    observer.ended(&prepared.catalog, &prepared.plan);
+                }
+                Ok(ending)
+            }
             Mode::Apply => {
                 if !self.approved(&prepared, style, out)? {
                     return Ok(Ending {
@@ -161,6 +190,7 @@ impl Run<'_> {
     ) -> anyhow::Result<Ending> {
         let json = self.args.json;
         let mut printer = TaskLines::new(out, style, json);
+        printer.observer = self.observer;
         // A stop request now lets the running tasks finish.
         ral::process::forward_interrupts_graceful();
         let stop = || ral::process::stop_requested().is_some();
@@ -189,6 +219,9 @@ impl Run<'_> {
             if e.kind() != io::ErrorKind::BrokenPipe {
                 log::error!("writing the report: {e}");
             }
+        }
+        if let Some(observer) = self.observer {
+            observer.ended(&prepared.catalog, &prepared.plan);
         }
         let mut ending = Ending::from(outcome);
         if let Some(kept) = self.kept {
@@ -225,6 +258,8 @@ pub struct TaskLines<'a> {
     /// The tasks of `held`, to tell at once whether one is (a plan of
     /// thousands of tasks holds thousands of lines).
     holding: HashSet<usize>,
+    /// Told of every task that ended or was read back.
+    pub observer: Option<&'a (dyn Observer + Sync)>,
 }
 
 impl<'a> TaskLines<'a> {
@@ -236,6 +271,7 @@ impl<'a> TaskLines<'a> {
             error: None,
             held: Vec::new(),
             holding: HashSet::new(),
+            observer: None,
         }
     }
 
@@ -285,6 +321,9 @@ impl Events for TaskLines<'_> {
     }
 
     fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+        if let Some(observer) = self.observer {
+            observer.touched(catalog, plan, &[task]);
+        }
         if self.holding.contains(&task) {
             // Failed by its reading back: printed with the others read.
             return;
@@ -305,6 +344,9 @@ impl Events for TaskLines<'_> {
     }
 
     fn tasks_verified(&mut self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
+        if let Some(observer) = self.observer {
+            observer.touched(catalog, plan, tasks);
+        }
         let read: HashSet<usize> = tasks.iter().copied().collect();
         let mut now = Vec::new();
         // In the order they ended: what a task waits for comes first.

@@ -55,6 +55,8 @@ pub fn execute(
         started,
         vars,
         kept: None,
+        origin: None,
+        observer: None,
     };
     // `--report`: each target's report is kept for one page of them all.
     let kept = crate::report_file::Kept::default();
@@ -91,6 +93,7 @@ pub fn execute(
         kept.run(&target.name, |slot| {
             let run = Run {
                 kept: Some(slot),
+                origin: run.origin.clone(),
                 ..run
             };
             converge_target(&run, target, host, out)

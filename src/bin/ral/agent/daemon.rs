@@ -1,0 +1,668 @@
+//! The agent's loop: one thread that sleeps in `poll` on the wake-up pipe
+//! the signal handlers write to and on the inotify descriptor, until the
+//! schedule's next time; then runs what is due, one run at a time.
+//!
+//! Each run reads the manifests again when they changed (or on SIGHUP);
+//! manifests that cannot be read, rendered or planned are reported and
+//! the last ones that could be stay in force, so an edit that breaks them
+//! never removes anything. The store's lock is taken per run, at once: a
+//! person's `ral apply` holding it puts the run off (tried again every
+//! quarter second, the one wait that looks again), and one that finds the
+//! agent's run holding it is told so.
+
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context};
+use ral::agent::notify::Notifier;
+use ral::agent::schedule::{Schedule, Timing, Why};
+use ral::agent::stamps::Stamps;
+use ral::agent::status::{LastRun, Presence, Status};
+use ral::agent::watch::{Kind, Watched, Watcher};
+use ral::converge::manifest;
+use ral::converge::run::{Input, RunError, RunOrigin, StoreAt};
+use ral::text::escape_lines;
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+
+use super::observe::RunObserver;
+use super::RunArgs;
+use crate::converge_args::{setup, ConvergeArgs, Mode};
+use crate::load;
+use crate::one_run::{Given, Run};
+use crate::render::Vars;
+
+/// How soon a run the store's lock put off is tried again.
+const LOCKED_RETRY: Duration = Duration::from_millis(250);
+
+pub fn run(args: &RunArgs) -> ExitCode {
+    match serve(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ral agent: error: {}", escape_lines(&format!("{e:#}")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(args: &RunArgs) -> anyhow::Result<()> {
+    let manifests = checked_manifests(&args.manifests)?;
+    let (wake, wake_write) = rustix::pipe::pipe_with(
+        rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
+    )
+    .context("making the wake-up pipe")?;
+    ral::process::agent_signals(wake_write.as_raw_fd());
+    // The handlers write to it for as long as the process lives.
+    std::mem::forget(wake_write);
+    let converge = converge_args(args, manifests.clone());
+    let (host, registry) = load::load(&setup(&converge, &converge.root))?;
+    let store_at = StoreAt::local(host.root(), converge.state.as_deref());
+    store_at.make()?;
+    let store = store_at.location.path();
+    let presence = Presence::take(&store)?;
+    let vars = Vars::new(&args.extra_vars, None, false)?;
+    let timing = Timing::new(args.interval, args.splay, args.backoff);
+    let notifier = Arc::new(Notifier::from_env());
+    let mut agent = Agent {
+        args,
+        manifests,
+        root: host.root().to_owned(),
+        converge,
+        host,
+        registry,
+        store_at,
+        presence,
+        notifier: notifier.clone(),
+        pinger: Pinger::start(notifier),
+        watcher: Watcher::new().context("starting inotify")?,
+        schedule: Schedule::new(timing, Instant::now()),
+        vars,
+        good: None,
+        candidate: None,
+        stamps: Stamps::default(),
+        managed: Vec::new(),
+        status: Status {
+            pid: std::process::id(),
+            started: epoch(SystemTime::now()),
+            manifests: args.manifests.clone(),
+            interval_seconds: args.interval.as_secs_f64(),
+            splay_seconds: args.splay.as_secs_f64(),
+            noop: args.noop,
+            ..Status::default()
+        },
+        wake,
+        locked_said: false,
+        next_ping: None,
+    };
+    agent.serve()
+}
+
+/// The manifests, absolute: each must be a file (a run reads them again,
+/// so not standard input).
+fn checked_manifests(manifests: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    manifests
+        .iter()
+        .map(|path| {
+            if path.as_os_str() == "-" {
+                bail!("ral agent reads its manifests again at each change: give files, not - (standard input)");
+            }
+            let meta = std::fs::metadata(path)
+                .with_context(|| format!("manifest {}", path.display()))?;
+            if !meta.is_file() {
+                bail!("manifest {}: not a file", path.display());
+            }
+            std::path::absolute(path).with_context(|| format!("manifest {}", path.display()))
+        })
+        .collect()
+}
+
+/// The options of each run, as `ral apply` would take them.
+fn converge_args(args: &RunArgs, manifests: Vec<PathBuf>) -> ConvergeArgs {
+    ConvergeArgs {
+        include: args.include.clone(),
+        root: args.root.clone(),
+        timeout: args.timeout,
+        // At once: the agent puts its run off itself, and goes on hearing
+        // signals meanwhile.
+        lock_timeout: Some(Duration::ZERO),
+        state: args.state.clone(),
+        keep_removed: args.keep_removed,
+        serial: None,
+        max_fail_percentage: None,
+        destroy: false,
+        log_level: args.log_level.clone(),
+        // Nobody is there to answer: removals are the manifests' word.
+        auto_approve: true,
+        quiet: args.quiet,
+        strict: args.strict,
+        no_cache: args.no_cache,
+        json: false,
+        jobs: args.jobs,
+        detailed_exitcodes: false,
+        out: None,
+        report: None,
+        extra_vars: args.extra_vars.clone(),
+        verbose: false,
+        manifests,
+        remote: ral::cli::remote::RemoteArgs {
+            targets: Vec::new(),
+            inventory: None,
+            limit: None,
+            ssh_config: None,
+            sudo: false,
+            forks: 1,
+            connect_timeout: 10,
+            persist: Duration::ZERO,
+            no_persist: true,
+        },
+    }
+}
+
+fn epoch(time: SystemTime) -> f64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Manifests read whole, and when.
+struct Loaded {
+    input: Input,
+    at: SystemTime,
+}
+
+struct Agent<'a> {
+    args: &'a RunArgs,
+    manifests: Vec<PathBuf>,
+    root: PathBuf,
+    converge: ConvergeArgs,
+    host: ral::Host,
+    registry: ral::discovery::Registry,
+    store_at: StoreAt,
+    presence: Presence,
+    notifier: Arc<Notifier>,
+    pinger: Option<Pinger>,
+    watcher: Watcher,
+    schedule: Schedule,
+    vars: Vars,
+    /// The last manifests a run went through with.
+    good: Option<Loaded>,
+    /// Manifests read since, not through a run yet.
+    candidate: Option<Loaded>,
+    stamps: Stamps,
+    /// The files the last catalog keeps resources in: (below the root, as
+    /// the root names it).
+    managed: Vec<(PathBuf, PathBuf)>,
+    status: Status,
+    wake: OwnedFd,
+    /// Whether the store's lock held by another was said (once per wait).
+    locked_said: bool,
+    next_ping: Option<Instant>,
+}
+
+impl Agent<'_> {
+    fn serve(&mut self) -> anyhow::Result<()> {
+        self.watch();
+        self.say(&format!(
+            "started: every {}{}, {} manifest(s){}",
+            ral::agent::duration::show(self.args.interval),
+            if self.args.splay.is_zero() {
+                String::new()
+            } else {
+                format!(" (splay {})", ral::agent::duration::show(self.args.splay))
+            },
+            self.manifests.len(),
+            if self.args.noop { ", noop" } else { "" }
+        ));
+        self.notifier.ready("converging");
+        self.next_ping = self
+            .notifier
+            .watchdog_every()
+            .map(|every| Instant::now() + every);
+        loop {
+            if ral::process::stop_requested().is_some() {
+                break;
+            }
+            let now = Instant::now();
+            if ral::process::take_reload() {
+                self.say("SIGHUP: reading the manifests again");
+                self.notifier.reloading();
+                self.schedule.want(now, Why::reload());
+            }
+            if ral::process::take_run_now() {
+                self.schedule.want(now, Why::asked());
+            }
+            if let Some(why) = self.schedule.due(now) {
+                self.run_once(why);
+                continue;
+            }
+            self.wait()?;
+        }
+        self.stop()
+    }
+
+    /// Sleeps until the schedule's next time, a signal or a watched
+    /// file's change, and takes in the changes.
+    fn wait(&mut self) -> anyhow::Result<()> {
+        let now = Instant::now();
+        let mut until = self.schedule.wake_at();
+        if let Some(ping) = self.next_ping {
+            until = until.min(ping);
+        }
+        // Rounded up to the millisecond: woken a hair early, the loop
+        // would only come back here.
+        let left = until.saturating_duration_since(now);
+        let left = Duration::from_millis(left.as_millis() as u64 + u64::from(!left.is_zero()));
+        let timeout = Timespec {
+            tv_sec: left.as_secs() as _,
+            tv_nsec: left.subsec_nanos() as _,
+        };
+        let (woken, changed) = {
+            let inotify = self.watcher.fd();
+            let mut fds = [
+                PollFd::new(&self.wake, PollFlags::IN),
+                PollFd::new(&inotify, PollFlags::IN),
+            ];
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e).context("waiting"),
+            }
+            (!fds[0].revents().is_empty(), !fds[1].revents().is_empty())
+        };
+        if woken {
+            let mut bytes = [0u8; 64];
+            while matches!(rustix::io::read(self.wake.as_fd(), &mut bytes), Ok(n) if n > 0) {}
+        }
+        if changed {
+            self.take_changes()?;
+        }
+        if let Some(ping) = self.next_ping.filter(|ping| *ping <= Instant::now()) {
+            self.notifier.watchdog();
+            let every = self.notifier.watchdog_every().unwrap_or_default();
+            self.next_ping = Some(ping.max(Instant::now() - every) + every);
+        }
+        Ok(())
+    }
+
+    /// What the watched files' events say: changed manifests are read
+    /// again at once; a managed file that differs from its stamp is drift.
+    fn take_changes(&mut self) -> anyhow::Result<()> {
+        let changed = self.watcher.changes().context("reading inotify")?;
+        let now = Instant::now();
+        let mut drift = Vec::new();
+        let mut manifests = false;
+        for at in changed {
+            let watched = &self.watcher.watched()[at];
+            match watched.kind {
+                Kind::Manifest => manifests = true,
+                Kind::Managed if self.stamps.changed(&watched.path) => {
+                    drift.push(watched.shown.clone())
+                }
+                Kind::Managed => {}
+            }
+        }
+        if manifests {
+            self.schedule.want(now, Why::reload());
+        }
+        if !drift.is_empty() {
+            log::info!(
+                "changed: {}",
+                drift
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            self.schedule.want(now, Why::drift(drift));
+        }
+        Ok(())
+    }
+
+    /// Watches the manifests and the files the last catalog keeps
+    /// resources in.
+    fn watch(&mut self) {
+        let mut watched: Vec<Watched> = self
+            .manifests
+            .iter()
+            .map(|path| Watched {
+                path: path.clone(),
+                shown: path.clone(),
+                kind: Kind::Manifest,
+            })
+            .collect();
+        watched.extend(self.managed.iter().map(|(path, shown)| Watched {
+            path: path.clone(),
+            shown: shown.clone(),
+            kind: Kind::Managed,
+        }));
+        for (path, e) in self.watcher.set(watched) {
+            log::warn!("cannot watch {}: {e}", path.display());
+        }
+    }
+
+    /// Reads the manifests again: they are tried by the next run, the
+    /// last ones that went through staying in force until then.
+    fn load(&mut self) {
+        match Input::read(&self.manifests, false) {
+            Ok(mut input) => {
+                input.reading.digest =
+                    manifest::with_extra_vars(&input.reading.digest, &self.args.extra_vars);
+                self.candidate = Some(Loaded {
+                    input,
+                    at: SystemTime::now(),
+                });
+            }
+            Err(e) => {
+                self.candidate = None;
+                self.manifest_problem(&anyhow::Error::from(e));
+            }
+        }
+    }
+
+    fn manifest_problem(&mut self, e: &anyhow::Error) {
+        let kept = match &self.good {
+            Some(good) => format!(
+                "; keeping the manifests as read at {}",
+                ral::local_time::local_date(epoch(good.at) as i64)
+            ),
+            None => "; nothing runs until they can be".to_owned(),
+        };
+        let message = format!("the manifests cannot be used: {e:#}");
+        log::error!("{}{kept}", escape_lines(&message));
+        self.status.manifest_problem = Some(message);
+    }
+
+    /// One run for `why`, with the manifests read again first if they
+    /// changed; put off when another run holds the store.
+    fn run_once(&mut self, why: Why) {
+        let started = SystemTime::now();
+        let clock = Instant::now();
+        if why.reload || why.start || (self.good.is_none() && self.candidate.is_none()) {
+            self.load();
+        }
+        let text = why.text(self.args.interval);
+        let mut last = LastRun {
+            why: text.clone(),
+            started: epoch(started),
+            ..LastRun::default()
+        };
+        let outcome = if self.candidate.is_some() {
+            match self.attempt(true, &text) {
+                Err(e) if !is_locked(&e) => {
+                    // What broke is the new manifests: the last good ones
+                    // run instead, and nothing they do not name is touched.
+                    self.candidate = None;
+                    self.manifest_problem(&e);
+                    match self.good.is_some() {
+                        true => self.attempt(false, &text),
+                        false => Err(e),
+                    }
+                }
+                Ok(done) => {
+                    self.good = self.candidate.take();
+                    self.status.manifest_problem = None;
+                    Ok(done)
+                }
+                locked => locked,
+            }
+        } else if self.good.is_some() {
+            self.attempt(false, &text)
+        } else {
+            Err(anyhow::anyhow!("no manifests could be read"))
+        };
+        let failed = match outcome {
+            Err(e) if is_locked(&e) => {
+                if !std::mem::replace(&mut self.locked_said, true) {
+                    self.say(&format!("{}; running after it", e.root_cause()));
+                }
+                self.schedule.put_back(Instant::now(), why, LOCKED_RETRY);
+                return;
+            }
+            Err(e) => {
+                log::error!("run ({text}): {}", escape_lines(&format!("{e:#}")));
+                last.outcome = format!("failed: {e:#}");
+                true
+            }
+            Ok(done) => {
+                last.outcome = done.outcome(self.args.noop).to_owned();
+                last.plan = done.plan;
+                last.drift = done.drift;
+                last.repaired = done.repaired;
+                self.status.drift_found += done.drift;
+                self.status.repaired += done.repaired;
+                done.failures
+            }
+        };
+        self.locked_said = false;
+        self.schedule.ran(Instant::now(), failed, self.splay());
+        last.ended = epoch(SystemTime::now());
+        self.status.runs += 1;
+        self.status.failed_runs += u64::from(failed);
+        self.say(&format!(
+            "run ({text}): {} in {:.2} s{}",
+            last.outcome,
+            clock.elapsed().as_secs_f64(),
+            match self.schedule.failures() {
+                0 => String::new(),
+                n => format!(
+                    "; {n} failed in a row, next interval or drift run in {} at the soonest",
+                    ral::agent::duration::show(self.schedule.timing().backoff_after(n))
+                ),
+            }
+        ));
+        self.status.last_run = Some(last);
+        self.watch();
+        self.write_status();
+        self.notifier.status(&format!(
+            "last run: {}; next at {}",
+            self.status
+                .last_run
+                .as_ref()
+                .map_or("", |l| l.outcome.as_str()),
+            self.status
+                .next_run
+                .map_or_else(String::new, |at| ral::local_time::local_date(at as i64))
+        ));
+    }
+
+    /// One run with the candidate manifests, or the good ones.
+    fn attempt(&mut self, candidate: bool, why: &str) -> anyhow::Result<Done> {
+        let loaded = match candidate {
+            true => self.candidate.as_ref(),
+            false => self.good.as_ref(),
+        }
+        .expect("asked for manifests that are there");
+        // Stamped before the run reads them: a change from here on is
+        // either the run's (stamped again as its task ends) or drift.
+        for (path, _) in &self.managed {
+            self.stamps.refresh(path);
+        }
+        let observer = RunObserver::new(&self.root, std::mem::take(&mut self.stamps));
+        let origin = RunOrigin {
+            by: "ral-agent".to_owned(),
+            text: format!(
+                "ral agent{} ({why})",
+                if self.args.noop { " --noop" } else { "" }
+            ),
+        };
+        let run = Run {
+            args: &self.converge,
+            mode: if self.args.noop {
+                Mode::Plan
+            } else {
+                Mode::Apply
+            },
+            started: Instant::now(),
+            vars: &self.vars,
+            kept: None,
+            origin: Some(origin),
+            observer: Some(&observer),
+        };
+        if let Some(pinger) = &self.pinger {
+            pinger.running(true);
+        }
+        let mut out = output(self.args.quiet);
+        let ending = run.converge(
+            Given::Shared(&loaded.input),
+            None,
+            &self.host,
+            &self.registry,
+            &self.store_at,
+            &mut out,
+        );
+        if let Some(pinger) = &self.pinger {
+            pinger.running(false);
+        }
+        let RunObserver {
+            stamps,
+            managed,
+            plan,
+            drift,
+            repaired,
+            ..
+        } = observer;
+        self.stamps = stamps.into_inner().unwrap_or_else(|e| e.into_inner());
+        let ending = ending?;
+        let managed = managed.into_inner().unwrap_or_else(|e| e.into_inner());
+        let plan = plan.into_inner().unwrap_or_else(|e| e.into_inner());
+        if plan.is_some() {
+            let paths: Vec<PathBuf> = managed.iter().map(|(path, _)| path.clone()).collect();
+            self.stamps.keep_only(&paths);
+            self.managed = managed;
+        }
+        Ok(Done {
+            plan,
+            drift: drift.into_inner(),
+            repaired: repaired.into_inner(),
+            changes: ending.changes,
+            failures: ending.failures,
+        })
+    }
+
+    fn splay(&self) -> Duration {
+        if self.args.splay.is_zero() {
+            return Duration::ZERO;
+        }
+        let mut bytes = [0u8; 8];
+        // The kernel's randomness; without it (never on Linux since 3.17),
+        // no splay rather than a guessable one.
+        if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
+            return Duration::ZERO;
+        }
+        let millis = self.args.splay.as_millis() as u64;
+        Duration::from_millis(u64::from_le_bytes(bytes) % (millis + 1))
+    }
+
+    fn write_status(&mut self) {
+        let wait = self
+            .schedule
+            .next_interval()
+            .saturating_duration_since(Instant::now());
+        self.status.next_run = Some(epoch(SystemTime::now() + wait));
+        if let Err(e) = self.presence.write(&self.status) {
+            log::warn!("cannot write the agent's status: {e}");
+        }
+    }
+
+    fn stop(&mut self) -> anyhow::Result<()> {
+        self.notifier.stopping();
+        self.status.stopped = true;
+        self.status.next_run = None;
+        if let Err(e) = self.presence.write(&self.status) {
+            log::warn!("cannot write the agent's status: {e}");
+        }
+        self.say("stopped");
+        Ok(())
+    }
+
+    /// The agent's own line, on standard output with the runs' task
+    /// lines.
+    fn say(&self, line: &str) {
+        let mut out = crate::unread::stdout();
+        let _ = writeln!(out, "ral agent: {}", escape_lines(line));
+        let _ = out.flush();
+    }
+}
+
+/// What a run found and did.
+struct Done {
+    plan: Option<String>,
+    drift: u64,
+    repaired: u64,
+    changes: bool,
+    failures: bool,
+}
+
+impl Done {
+    fn outcome(&self, noop: bool) -> &'static str {
+        match (self.failures, noop, self.drift > 0, self.changes) {
+            (true, _, _, _) => "failed",
+            (false, true, true, _) => "drift found",
+            (false, false, _, true) => "repaired",
+            _ => "unchanged",
+        }
+    }
+}
+
+fn output(quiet: bool) -> Box<dyn Write> {
+    match quiet {
+        true => Box::new(std::io::sink()),
+        false => Box::new(crate::unread::stdout()),
+    }
+}
+
+/// Whether a run did not start because another held the store's lock.
+fn is_locked(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<RunError>(),
+            Some(RunError::Ral(ral::Error::Locked { .. }))
+        ) || matches!(
+            cause.downcast_ref::<ral::Error>(),
+            Some(ral::Error::Locked { .. })
+        )
+    })
+}
+
+/// Pings systemd's watchdog from a thread while a run goes on (the loop
+/// pings between runs): each provider call has its own time limit, so a
+/// run never hangs; the watchdog watches the loop.
+struct Pinger {
+    state: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Pinger {
+    fn start(notifier: Arc<Notifier>) -> Option<Pinger> {
+        let every = notifier.watchdog_every()?;
+        let state = Arc::new((Mutex::new(false), Condvar::new()));
+        let shared = state.clone();
+        std::thread::Builder::new()
+            .name("watchdog".to_owned())
+            .spawn(move || {
+                let (lock, turn) = &*shared;
+                let mut running = lock.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    if *running {
+                        running = turn
+                            .wait_timeout(running, every)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                        if *running {
+                            notifier.watchdog();
+                        }
+                    } else {
+                        running = turn.wait(running).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+            })
+            .ok()?;
+        Some(Pinger { state })
+    }
+
+    fn running(&self, now: bool) {
+        let (lock, turn) = &*self.state;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = now;
+        turn.notify_all();
+    }
+}

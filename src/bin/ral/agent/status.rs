@@ -1,0 +1,120 @@
+//! `ral agent status`: whether an agent runs on the store, and what its
+//! status file says: the last run, the next, the counts since it started.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use ral::agent::status::{self, Status};
+use ral::converge::run::StoreAt;
+use ral::local_time::local_date;
+use ral::text::{escape, escape_lines};
+use serde_json::json;
+
+use super::StatusArgs;
+
+/// The exit status when no agent runs (as LSB's `status` says "not
+/// running").
+const NOT_RUNNING: u8 = 3;
+
+pub fn run(args: &StatusArgs) -> ExitCode {
+    match report(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(NOT_RUNNING),
+        Err(e) => {
+            eprintln!(
+                "ral agent status: error: {}",
+                escape_lines(&format!("{e:#}"))
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints the status; whether an agent runs.
+fn report(args: &StatusArgs) -> anyhow::Result<bool> {
+    let store = StoreAt::local(&args.root, args.state.as_deref())
+        .location
+        .path();
+    let running = status::running(&store)?;
+    let last = status::read(&status::path_for(&store))?;
+    let mut out = crate::unread::stdout();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            json!({"store": store, "running": running, "status": last})
+        )?;
+    } else {
+        text(&mut out, &store, running, last.as_ref())?;
+    }
+    out.flush()?;
+    Ok(running)
+}
+
+fn text(
+    out: &mut dyn Write,
+    store: &std::path::Path,
+    running: bool,
+    status: Option<&Status>,
+) -> std::io::Result<()> {
+    let store = escape(&store.to_string_lossy());
+    let Some(status) = status else {
+        let state = if running { "starting" } else { "not running" };
+        return writeln!(out, "agent: {state}; no agent has run on {store} yet");
+    };
+    let state = match (running, status.stopped) {
+        (true, _) => format!("running (process {})", status.pid),
+        (false, true) => format!("not running (stopped; it was process {})", status.pid),
+        (false, false) => format!(
+            "not running (process {} ended without stopping)",
+            status.pid
+        ),
+    };
+    writeln!(out, "agent: {state}, store {store}")?;
+    writeln!(
+        out,
+        "since: {}, every {}{}{}",
+        local_date(status.started as i64),
+        ral::agent::duration::show(std::time::Duration::from_secs_f64(status.interval_seconds)),
+        if status.splay_seconds > 0.0 {
+            format!(
+                " (splay {})",
+                ral::agent::duration::show(std::time::Duration::from_secs_f64(
+                    status.splay_seconds
+                ))
+            )
+        } else {
+            String::new()
+        },
+        if status.noop { ", noop" } else { "" }
+    )?;
+    match &status.last_run {
+        Some(last) => writeln!(
+            out,
+            "last run: {} ({}): {}; {} drifted, {} repaired{}",
+            local_date(last.started as i64),
+            last.why,
+            escape(&last.outcome),
+            last.drift,
+            last.repaired,
+            last.plan
+                .as_ref()
+                .map(|plan| format!(", plan {plan}"))
+                .unwrap_or_default()
+        )?,
+        None => writeln!(out, "last run: none yet")?,
+    }
+    match (running, status.next_run) {
+        (true, Some(next)) => writeln!(out, "next run: {}", local_date(next as i64))?,
+        _ => writeln!(out, "next run: none (not running)")?,
+    }
+    writeln!(
+        out,
+        "since it started: {} runs, {} drifted, {} repaired, {} failed runs",
+        status.runs, status.drift_found, status.repaired, status.failed_runs
+    )?;
+    if let Some(problem) = &status.manifest_problem {
+        writeln!(out, "manifests: {}", escape_lines(problem))?;
+    }
+    Ok(())
+}

@@ -37,15 +37,17 @@ pub struct Timing {
 
 impl Timing {
     /// The settle, gather and gap the agent uses, with `interval`,
-    /// `splay` and `backoff` as given (the ceiling: five minutes, or the
-    /// interval when shorter, never below the backoff itself).
+    /// `splay` and `backoff` as given. The gap is half a second, or the
+    /// interval when shorter (who asks for runs that often gets them);
+    /// the backoff's ceiling five minutes, or the interval when shorter,
+    /// never below the backoff itself.
     pub fn new(interval: Duration, splay: Duration, backoff: Duration) -> Timing {
         Timing {
             interval,
             splay,
             settle: Duration::from_millis(100),
             gather: Duration::from_millis(500),
-            gap: Duration::from_millis(500),
+            gap: Duration::from_millis(500).min(interval),
             backoff,
             backoff_max: Duration::from_secs(300).min(interval).max(backoff),
         }

@@ -41,8 +41,9 @@ enum AgentCommand {
 /// What the agent runs with.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
-    /// Time between runs: seconds, or a duration such as 30m or 1h30m.
-    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = duration)]
+    /// Time between runs: seconds, or a duration such as 30m or 1h30m
+    /// (at least 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = interval)]
     pub interval: Duration,
 
     /// Put each run on the interval off by a random time up to this
@@ -133,6 +134,17 @@ pub struct StatusArgs {
 
 fn duration(text: &str) -> Result<Duration, ral::agent::duration::BadDuration> {
     ral::agent::duration::parse(text)
+}
+
+/// The shortest interval: runs back to back would only spin.
+const SHORTEST_INTERVAL: Duration = Duration::from_millis(100);
+
+fn interval(text: &str) -> anyhow::Result<Duration> {
+    let interval = duration(text)?;
+    if interval < SHORTEST_INTERVAL {
+        anyhow::bail!("{text:?} is shorter than the shortest interval, 100ms");
+    }
+    Ok(interval)
 }
 
 impl AgentArgs {

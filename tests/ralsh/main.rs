@@ -8,6 +8,7 @@ mod account_files;
 mod account_homes;
 mod account_properties;
 mod account_values;
+mod agent;
 mod answers;
 mod attacks;
 mod bundled;

@@ -63,7 +63,9 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     store_at.make()?;
     let store = store_at.location.path();
     let presence = Presence::take(&store)?;
-    let vars = Vars::new(&args.extra_vars, None, false)?;
+    // Checked at once (a -e that cannot be read is a usage error); each
+    // load of the manifests reads them again with them.
+    Vars::new(&args.extra_vars, None, false)?;
     let timing = Timing::new(args.interval, args.splay, args.backoff);
     let notifier = Arc::new(Notifier::from_env());
     let mut agent = Agent {
@@ -79,7 +81,6 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
         pinger: Pinger::start(notifier),
         watcher: Watcher::new().context("starting inotify")?,
         schedule: Schedule::new(timing, Instant::now()),
-        vars,
         good: None,
         candidate: None,
         stamps: Stamps::default(),
@@ -166,9 +167,12 @@ fn epoch(time: SystemTime) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// Manifests read whole, and when.
+/// Manifests read whole, with the variables they are rendered with (made
+/// with them: whether manifests use templating is learnt once per
+/// `Vars`), and when.
 struct Loaded {
     input: Input,
+    vars: Vars,
     at: SystemTime,
 }
 
@@ -185,7 +189,6 @@ struct Agent<'a> {
     pinger: Option<Pinger>,
     watcher: Watcher,
     schedule: Schedule,
-    vars: Vars,
     /// The last manifests a run went through with.
     good: Option<Loaded>,
     /// Manifests read since, not through a run yet.
@@ -339,23 +342,39 @@ impl Agent<'_> {
         for (path, e) in self.watcher.set(watched) {
             log::warn!("cannot watch {}: {e}", path.display());
         }
+        // A file changed since its stamp and before its watch made no
+        // event: it is drift all the same.
+        let unseen: Vec<PathBuf> = self
+            .managed
+            .iter()
+            .filter(|(path, _)| self.stamps.changed(path))
+            .map(|(_, shown)| shown.clone())
+            .collect();
+        if !unseen.is_empty() {
+            self.schedule.want(Instant::now(), Why::drift(unseen));
+        }
     }
 
     /// Reads the manifests again: they are tried by the next run, the
     /// last ones that went through staying in force until then.
     fn load(&mut self) {
-        match Input::read(&self.manifests, false) {
-            Ok(mut input) => {
+        let read = Input::read(&self.manifests, false)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut input| {
                 input.reading.digest =
                     manifest::with_extra_vars(&input.reading.digest, &self.args.extra_vars);
-                self.candidate = Some(Loaded {
+                let vars = Vars::new(&self.args.extra_vars, None, false)?;
+                Ok(Loaded {
                     input,
+                    vars,
                     at: SystemTime::now(),
-                });
-            }
+                })
+            });
+        match read {
+            Ok(loaded) => self.candidate = Some(loaded),
             Err(e) => {
                 self.candidate = None;
-                self.manifest_problem(&anyhow::Error::from(e));
+                self.manifest_problem(&e);
             }
         }
     }
@@ -425,17 +444,24 @@ impl Agent<'_> {
                 true
             }
             Ok(done) => {
-                last.outcome = done.outcome(self.args.noop).to_owned();
+                last.outcome = match ral::process::stop_requested() {
+                    // Asked to stop: what did not run was not a failure.
+                    Some(_) if done.failures => "stopped".to_owned(),
+                    _ => done.outcome(self.args.noop).to_owned(),
+                };
                 last.plan = done.plan;
                 last.drift = done.drift;
                 last.repaired = done.repaired;
                 self.status.drift_found += done.drift;
                 self.status.repaired += done.repaired;
-                done.failures
+                done.failures && last.outcome != "stopped"
             }
         };
         self.locked_said = false;
         self.schedule.ran(Instant::now(), failed, self.splay());
+        // Watched before anything is said of the run: whoever acts on
+        // the line finds the catalog's files watched.
+        self.watch();
         last.ended = epoch(SystemTime::now());
         self.status.runs += 1;
         self.status.failed_runs += u64::from(failed);
@@ -452,7 +478,6 @@ impl Agent<'_> {
             }
         ));
         self.status.last_run = Some(last);
-        self.watch();
         self.write_status();
         self.notifier.status(&format!(
             "last run: {}; next at {}",
@@ -494,7 +519,7 @@ impl Agent<'_> {
                 Mode::Apply
             },
             started: Instant::now(),
-            vars: &self.vars,
+            vars: &loaded.vars,
             kept: None,
             origin: Some(origin),
             observer: Some(&observer),

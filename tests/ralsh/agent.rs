@@ -1,0 +1,637 @@
+//! `ral agent` on a fake root: drift repaired and recorded, unmanaged
+//! changes ignored, broken manifests never in force, signals, --noop,
+//! backoff, the store's lock beside a person's apply, systemd's socket,
+//! `ral agent status` and `ral agent unit`.
+//!
+//! The tests follow the agent by its lines (`ral agent: run (WHY): ...`,
+//! one per run, in order) and never by the clock: a change the agent must
+//! not act on is shown by the next run's reasons, which name everything
+//! that asked for it (SIGUSR1 sent after the change makes that run).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use crate::support::{run, Sandbox};
+
+/// The longest a test waits for a line it expects.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A running agent and its stdout, line by line.
+struct Agent {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Agent {
+    fn start(sandbox: &Sandbox, args: &[&str]) -> Agent {
+        Agent::start_with(sandbox.ral_command("agent", args))
+    }
+
+    fn start_with(mut command: Command) -> Agent {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (sender, lines) = channel();
+        // Its log lines too, marked, in the order they come: shown when a
+        // line waited for never comes.
+        let stderr = child.stderr.take().unwrap();
+        let to_log = sender.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if to_log.send(format!("stderr: {line}")).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Agent {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line holding `needle` (lines before it are kept in
+    /// `seen`).
+    fn line_with(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {needle:?} within {PATIENCE:?}; the agent said:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// The next run's line: `ral agent: run (WHY): OUTCOME in S s`.
+    fn next_run(&mut self) -> String {
+        self.line_with("ral agent: run (")
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill takes plain integers; the child is unreaped.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+
+    /// SIGTERM, then its exit status and the rest of what it said.
+    fn stop(mut self) -> (Option<i32>, Vec<String>) {
+        self.signal(libc::SIGTERM);
+        let status = self.child.wait().unwrap();
+        let rest: Vec<String> = self.lines.iter().collect();
+        self.seen.extend(rest);
+        (status.code(), std::mem::take(&mut self.seen))
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fake root with a hosts file, and a directory of manifests.
+struct Site {
+    sandbox: Sandbox,
+    manifests: tempfile::TempDir,
+}
+
+impl Site {
+    fn new() -> Site {
+        let sandbox = Sandbox::new();
+        sandbox.write("etc/hosts", "127.0.0.1 localhost\n");
+        Site {
+            sandbox,
+            manifests: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.sandbox.root()
+    }
+
+    /// Writes manifest `name` (replacing it whole, as editors do).
+    fn manifest(&self, name: &str, text: &str) -> String {
+        let path = self.manifests.path().join(name);
+        let fresh = self.manifests.path().join(format!(".{name}.new"));
+        std::fs::write(&fresh, text).unwrap();
+        std::fs::rename(&fresh, &path).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    fn read(&self, relative: &str) -> Option<String> {
+        std::fs::read_to_string(self.root().join(relative)).ok()
+    }
+
+    fn ral(&self, subcommand: &str, args: &[&str]) -> crate::support::Run {
+        run(&mut self.sandbox.ral_command(subcommand, args))
+    }
+
+    /// `ral agent SUB --root ROOT ARGS...` (status, unit).
+    fn agent(&self, sub: &str, args: &[&str]) -> crate::support::Run {
+        let mut command = self.sandbox.ral_command("agent", &[]);
+        // The root goes after the subcommand, whose option it is.
+        let mut all: Vec<std::ffi::OsString> = command.get_args().map(|a| a.to_owned()).collect();
+        all.insert(1, sub.into());
+        all.extend(args.iter().map(|a| a.into()));
+        let mut fresh = Command::new(command.get_program());
+        fresh.env_clear().args(all);
+        for (key, value) in command.get_envs() {
+            if let Some(value) = value {
+                fresh.env(key, value);
+            }
+        }
+        command = fresh;
+        run(&mut command)
+    }
+
+    fn history(&self) -> String {
+        self.ral("state", &["history"]).expect(0).stdout.clone()
+    }
+}
+
+const MOTD_AND_HOST: &str = "file:\n  /etc/motd: {ensure: file, content: \"hello\\n\"}\n\
+                             host:\n  db: {ip: 10.0.0.5}\n";
+
+#[test]
+fn a_managed_file_edited_by_hand_is_restored_and_the_repair_recorded() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    let first = agent.next_run();
+    assert!(first.contains("run (start): repaired"), "{first}");
+    assert_eq!(site.read("etc/motd").as_deref(), Some("hello\n"));
+
+    std::fs::write(site.root().join("etc/motd"), "tampered\n").unwrap();
+    let repair = agent.next_run();
+    assert!(
+        repair.contains("run (drift: /etc/motd): repaired"),
+        "{repair}"
+    );
+    assert_eq!(site.read("etc/motd").as_deref(), Some("hello\n"));
+
+    // The hosts file rewritten without the managed entry, by a rename.
+    let fresh = site.root().join("etc/.hosts.new");
+    std::fs::write(&fresh, "127.0.0.1 localhost\n").unwrap();
+    std::fs::rename(&fresh, site.root().join("etc/hosts")).unwrap();
+    let repair = agent.next_run();
+    assert!(
+        repair.contains("run (drift: /etc/hosts): repaired"),
+        "{repair}"
+    );
+    assert!(site.read("etc/hosts").unwrap().contains("10.0.0.5\tdb"));
+
+    // Its own writes made no run: the next one, asked for, has no drift.
+    agent.signal(libc::SIGUSR1);
+    let asked = agent.next_run();
+    assert!(asked.contains("run (SIGUSR1): unchanged"), "{asked}");
+
+    let (code, said) = agent.stop();
+    assert_eq!(code, Some(0), "{said:#?}");
+    assert!(said.iter().any(|l| l == "ral agent: stopped"), "{said:#?}");
+    let history = site.history();
+    let agents: Vec<&str> = history
+        .lines()
+        .filter(|l| l.contains("  by ral agent ("))
+        .collect();
+    assert_eq!(agents.len(), 4, "{history}");
+    assert!(
+        agents[1].ends_with("by ral agent (drift: /etc/motd)"),
+        "{history}"
+    );
+    assert!(agents[1].contains("tasks: 1 succeeded"), "{history}");
+    assert!(
+        agents[2].ends_with("by ral agent (drift: /etc/hosts)"),
+        "{history}"
+    );
+}
+
+#[test]
+fn a_change_to_an_unmanaged_file_triggers_nothing() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    agent.next_run();
+    // Beside the managed files, in the directory the agent watches.
+    site.sandbox.write("etc/motd.d", "not managed\n");
+    site.sandbox.write("etc/hostname", "box\n");
+    std::fs::remove_file(site.root().join("etc/hostname")).unwrap();
+    agent.signal(libc::SIGUSR1);
+    let asked = agent.next_run();
+    assert!(asked.contains("run (SIGUSR1): unchanged"), "{asked}");
+    // The same check sees a managed file's change (it is not blind).
+    site.sandbox.write("etc/motd", "changed\n");
+    agent.signal(libc::SIGUSR1);
+    let both = agent.next_run();
+    assert!(
+        both.contains("SIGUSR1") && both.contains("drift: /etc/motd"),
+        "{both}"
+    );
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
+fn a_manifest_broken_by_an_edit_keeps_the_last_catalog_and_removes_nothing() {
+    let site = Site::new();
+    let two = "file:\n  /srv/a: {ensure: file, content: a}\n  /srv/b: {ensure: file, content: b}\n";
+    std::fs::create_dir(site.root().join("srv")).unwrap();
+    let m = site.manifest("site.yaml", two);
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    assert!(agent.next_run().contains("repaired"));
+    assert_eq!(site.read("srv/b").as_deref(), Some("b"));
+
+    for broken in [
+        // Not YAML.
+        "file: [\n",
+        // Empty: never "remove everything".
+        "",
+        // Read, but its catalog cannot be made.
+        "nosuchtype:\n  x: {}\n",
+        // Read, but its template cannot be rendered.
+        "file:\n  /srv/a: {ensure: file, content: \"{{ missing.var }}\"}\n",
+    ] {
+        site.manifest("site.yaml", broken);
+        let run = agent.next_run();
+        assert!(
+            run.contains("run (manifests changed): unchanged"),
+            "{broken:?}: {run}"
+        );
+        assert_eq!(site.read("srv/a").as_deref(), Some("a"), "{broken:?}");
+        assert_eq!(site.read("srv/b").as_deref(), Some("b"), "{broken:?}");
+        let status = site
+            .agent("status", &["-j"])
+            .expect(0)
+            .stdout
+            .parse::<serde_json::Value>()
+            .unwrap();
+        let problem = status["status"]["manifest_problem"].as_str().unwrap_or("");
+        assert!(
+            problem.starts_with("the manifests cannot be used"),
+            "{broken:?}: {status}"
+        );
+    }
+    // The last good catalog still repairs.
+    site.sandbox.write("srv/b", "tampered");
+    assert!(agent.next_run().contains("drift: /srv/b): repaired"));
+    assert_eq!(site.read("srv/b").as_deref(), Some("b"));
+
+    // A good edit is in force at once: b, which ral made, goes.
+    site.manifest("site.yaml", "file:\n  /srv/a: {ensure: file, content: a}\n");
+    let run = agent.next_run();
+    assert!(run.contains("run (manifests changed): repaired"), "{run}");
+    assert_eq!(site.read("srv/b"), None);
+    let status = site
+        .agent("status", &["-j"])
+        .expect(0)
+        .stdout
+        .parse::<serde_json::Value>()
+        .unwrap();
+    assert!(status["status"]["manifest_problem"].is_null(), "{status}");
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
+fn sighup_reads_the_manifests_again_and_sigusr1_runs_now() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    agent.next_run();
+    // Written in place and closed: read again at once.
+    std::fs::write(&m, MOTD_AND_HOST.replace("hello", "hello again")).unwrap();
+    let reload = agent.next_run();
+    assert!(
+        reload.contains("run (manifests changed): repaired"),
+        "{reload}"
+    );
+    assert_eq!(site.read("etc/motd").as_deref(), Some("hello again\n"));
+    agent.signal(libc::SIGHUP);
+    agent.line_with("ral agent: SIGHUP: reading the manifests again");
+    let run = agent.next_run();
+    assert!(run.contains("run (manifests changed): unchanged"), "{run}");
+    agent.signal(libc::SIGUSR1);
+    assert!(agent.next_run().contains("run (SIGUSR1): unchanged"));
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+/// A manifest whose first task blocks reading ROOT/gate (a FIFO) and
+/// writes what it read to ROOT/done; /srv/after comes after it.
+fn gated(site: &Site) -> String {
+    let root = site.root();
+    let gate = root.join("gate");
+    let status = Command::new("mkfifo").arg(&gate).status().unwrap();
+    assert!(status.success());
+    std::fs::create_dir_all(root.join("srv")).unwrap();
+    format!(
+        "exec:\n  wait:\n    command: [/bin/sh, -c, 'cat {gate} > {done}']\n    creates: /done\n\
+         file:\n  /srv/after: {{ensure: file, content: x, require: ['exec[wait]']}}\n",
+        gate = gate.display(),
+        done = root.join("done").display()
+    )
+}
+
+/// Opens the gate for writing once its task reads it, writes and closes.
+fn open_gate(site: &Site, then: impl FnOnce()) {
+    use std::io::Write;
+    let mut gate = crate::support::open_fifo(&site.root().join("gate"), true);
+    then();
+    gate.write_all(b"opened\n").unwrap();
+}
+
+#[test]
+fn sigterm_lets_the_running_task_finish_records_the_run_and_exits_0() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", &gated(&site));
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    open_gate(&site, || {
+        // The task runs (it opened the gate): SIGTERM now.
+        agent.signal(libc::SIGTERM);
+    });
+    let code = agent.child.wait().unwrap().code();
+    let said: Vec<String> = agent.lines.iter().collect();
+    assert_eq!(code, Some(0), "{said:#?}");
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("ral agent: run (start): stopped")),
+        "{said:#?}"
+    );
+    assert_eq!(site.read("done").as_deref(), Some("opened\n"));
+    assert_eq!(site.read("srv/after"), None, "nothing starts after SIGTERM");
+    let history = site.history();
+    assert!(
+        history.contains("Stopped") && history.contains("by ral agent (start)"),
+        "{history}"
+    );
+    assert!(history.contains("tasks: 1 succeeded, 0 failed, 0 skipped, 1 stopped"));
+    let status = site.agent("status", &["-j"]);
+    assert_eq!(status.status, 3, "not running: {}", status.stdout);
+    assert_eq!(
+        status.stdout.parse::<serde_json::Value>().unwrap()["status"]["stopped"],
+        true
+    );
+}
+
+#[test]
+fn noop_reports_drift_and_changes_nothing() {
+    let site = Site::new();
+    site.sandbox.write("etc/motd", "as it was\n");
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let mut agent = Agent::start(&site.sandbox, &["--noop", "--interval", "1h", &m]);
+    let first = agent.next_run();
+    assert!(first.contains("run (start): drift found"), "{first}");
+    site.sandbox.write("etc/motd", "changed by hand\n");
+    let drift = agent.next_run();
+    assert!(
+        drift.contains("run (drift: /etc/motd): drift found"),
+        "{drift}"
+    );
+    assert_eq!(site.read("etc/motd").as_deref(), Some("changed by hand\n"));
+    assert!(!site.read("etc/hosts").unwrap().contains("db"));
+    assert_eq!(agent.stop().0, Some(0));
+    let history = site.history();
+    let noop: Vec<&str> = history.lines().filter(|l| l.contains(" Noop ")).collect();
+    assert_eq!(noop.len(), 2, "{history}");
+    assert!(
+        noop[1].contains("tasks: 1 to create, 1 to change, 0 to remove, nothing done")
+            && noop[1].ends_with("by ral agent --noop (drift: /etc/motd)"),
+        "{history}"
+    );
+    // The store holds no item: nothing was applied.
+    let items = site
+        .ral("state", &["list", "-j"])
+        .expect(0)
+        .stdout
+        .parse::<serde_json::Value>()
+        .unwrap();
+    assert_eq!(items["items"].as_array().unwrap().len(), 0, "{items}");
+}
+
+#[test]
+fn failures_back_off_and_hold_drift_runs_but_not_a_request() {
+    let site = Site::new();
+    // Fails every time: its owner does not exist.
+    let m = site.manifest(
+        "site.yaml",
+        "file:\n  /etc/motd: {ensure: file, content: \"hi\\n\"}\n  \
+         /etc/broken: {ensure: file, content: x, owner: nosuchuser}\n",
+    );
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "2h", "--backoff", "1m", &m]);
+    let first = agent.next_run();
+    assert!(
+        first.contains("run (start): failed")
+            && first
+                .ends_with("; 1 failed in a row, next interval or drift run in 1m at the soonest"),
+        "{first}"
+    );
+    // Drift now waits for the backoff: it joins the next run, which a
+    // request starts at once.
+    site.sandbox.write("etc/motd", "tampered\n");
+    agent.signal(libc::SIGUSR1);
+    let second = agent.next_run();
+    assert!(
+        second.contains("run (SIGUSR1; drift: /etc/motd): failed")
+            && second
+                .ends_with("; 2 failed in a row, next interval or drift run in 2m at the soonest"),
+        "{second}"
+    );
+    assert_eq!(site.read("etc/motd").as_deref(), Some("hi\n"));
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
+fn a_persons_apply_is_told_the_agent_runs_and_the_agent_waits_for_one() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", &gated(&site));
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    let other = site.manifest("other.yaml", "host:\n  web: {ip: 10.0.0.7}\n");
+    open_gate(&site, || {
+        // The agent's run holds the store.
+        let refused = site.ral("apply", &[&other]);
+        refused.expect(2);
+        assert!(
+            refused.stderr.contains("run by ral-agent"),
+            "{}",
+            refused.stderr
+        );
+    });
+    assert!(agent.next_run().contains("run (start): repaired"));
+
+    // And the other way round: a person's apply holds the store (its
+    // exec waits at the gate) when the agent is asked to run.
+    std::fs::remove_file(site.root().join("done")).unwrap();
+    let mut apply = site
+        .sandbox
+        .ral_command("apply", &[&m])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    open_gate(&site, || {
+        agent.signal(libc::SIGUSR1);
+        let waits = agent.line_with("; running after it");
+        assert!(
+            waits.starts_with("ral agent: another ral apply is running (process "),
+            "{waits}"
+        );
+    });
+    assert!(apply.wait().unwrap().success());
+    let after = agent.next_run();
+    assert!(after.contains("run (SIGUSR1): unchanged"), "{after}");
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
+fn one_agent_per_store_and_its_status_says_what_it_did() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let none = site.agent("status", &[]);
+    assert_eq!(none.status, 3);
+    assert!(
+        none.stdout.contains("not running; no agent has run on"),
+        "{}",
+        none.stdout
+    );
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "45m", &m]);
+    agent.next_run();
+    let second = site.ral("agent", &["--interval", "1h", &m]);
+    second.expect(2);
+    assert!(
+        second.stderr.contains(&format!(
+            "another ral agent (process {}) runs on the state store",
+            agent.child.id()
+        )),
+        "{}",
+        second.stderr
+    );
+    site.sandbox.write("etc/motd", "x\n");
+    agent.next_run();
+    let status = site.agent("status", &[]).expect(0).stdout.clone();
+    assert!(
+        status.contains(&format!("agent: running (process {})", agent.child.id())),
+        "{status}"
+    );
+    assert!(status.contains(", every 45m\n"), "{status}");
+    assert!(status.contains("(drift: /etc/motd): repaired; 1 drifted, 1 repaired, plan "));
+    assert!(status.contains("since it started: 2 runs, 3 drifted, 3 repaired, 0 failed runs"));
+    let json = site
+        .agent("status", &["-j"])
+        .expect(0)
+        .stdout
+        .parse::<serde_json::Value>()
+        .unwrap();
+    let next = json["status"]["next_run"].as_f64().unwrap();
+    let ended = json["status"]["last_run"]["ended"].as_f64().unwrap();
+    assert!((next - ended - 2700.0).abs() < 5.0, "{json}");
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
+fn systemd_hears_ready_watchdog_and_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let socket_dir = tempfile::tempdir().unwrap();
+    let path = socket_dir.path().join("notify");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    socket.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut command = site.sandbox.ral_command("agent", &["--interval", "1h", &m]);
+    command
+        .env("NOTIFY_SOCKET", &path)
+        // Pinged every 0.1 s.
+        .env("WATCHDOG_USEC", "200000");
+    let agent = Agent::start_with(command);
+    let mut heard = Vec::new();
+    let mut next = || {
+        let mut buffer = [0u8; 1024];
+        let n = socket
+            .recv(&mut buffer)
+            .expect("systemd hears from the agent");
+        let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
+        heard.push(text.clone());
+        text
+    };
+    assert!(next().starts_with("READY=1\nSTATUS="));
+    while next() != "WATCHDOG=1" {}
+    let (code, _) = agent.stop();
+    assert_eq!(code, Some(0));
+    while next() != "STOPPING=1" {}
+    assert!(
+        heard.iter().any(|h| h.starts_with("STATUS=last run: ")),
+        "{heard:#?}"
+    );
+}
+
+#[test]
+fn the_unit_runs_this_ral_with_the_options_given() {
+    let site = Site::new();
+    let m = site.manifest("my site.yaml", MOTD_AND_HOST);
+    let unit = site
+        .agent("unit", &["--interval", "1h", "--splay", "5m", "--noop", &m])
+        .expect(0)
+        .stdout
+        .clone();
+    let ral = PathBuf::from(env!("CARGO_BIN_EXE_ral"));
+    let exec = unit.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
+    assert_eq!(
+        exec,
+        format!(
+            "ExecStart={} agent --interval 1h --splay 5m --root {} --noop \"{m}\"",
+            ral.display(),
+            site.root().display()
+        )
+    );
+    for line in [
+        "Type=notify",
+        "KillMode=mixed",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "{line}: {unit}");
+    }
+    // A manifest systemd could not be given is refused, not mangled.
+    let bad = site.manifest("a\nb.yaml", MOTD_AND_HOST);
+    site.agent("unit", &[&bad])
+        .expect(2)
+        .stderr_has("control character");
+}
+
+#[test]
+fn an_agent_refuses_what_it_cannot_run_at_once() {
+    let site = Site::new();
+    site.ral("agent", &["missing.yaml"])
+        .expect(2)
+        .stderr_has("manifest missing.yaml");
+    site.ral("agent", &["-"])
+        .expect(2)
+        .stderr_has("not - (standard input)");
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    site.ral("agent", &["--interval", "10ms", &m])
+        .expect(2)
+        .stderr_has("shorter than the shortest interval, 100ms");
+    site.ral("agent", &["--interval", "1x", &m])
+        .expect(2)
+        .stderr_has("\"1x\" is not a duration");
+}

@@ -98,13 +98,40 @@ impl Agent {
         assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
     }
 
+    /// Its exit status, once it exits: a failure when it has not within
+    /// [`PATIENCE`] (waited on through a pidfd, not by looking again).
+    fn exit_code(&mut self) -> Option<i32> {
+        // SAFETY: pidfd_open takes a process ID (unreaped: ours) and flags.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.child.id(), 0) } as i32;
+        assert!(
+            pidfd >= 0,
+            "pidfd_open: {}",
+            std::io::Error::last_os_error()
+        );
+        let mut ready = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd of ours; then the descriptor is closed.
+        let got = unsafe { libc::poll(&mut ready, 1, PATIENCE.as_millis() as i32) };
+        unsafe { libc::close(pidfd) };
+        assert_eq!(
+            got,
+            1,
+            "the agent did not exit within {PATIENCE:?}; it said:\n{}",
+            self.seen.join("\n")
+        );
+        self.child.wait().unwrap().code()
+    }
+
     /// SIGTERM, then its exit status and the rest of what it said.
     fn stop(mut self) -> (Option<i32>, Vec<String>) {
         self.signal(libc::SIGTERM);
-        let status = self.child.wait().unwrap();
+        let code = self.exit_code();
         let rest: Vec<String> = self.lines.iter().collect();
         self.seen.extend(rest);
-        (status.code(), std::mem::take(&mut self.seen))
+        (code, std::mem::take(&mut self.seen))
     }
 }
 
@@ -330,11 +357,55 @@ fn sighup_reads_the_manifests_again_and_sigusr1_runs_now() {
     );
     assert_eq!(site.read("etc/motd").as_deref(), Some("hello again\n"));
     agent.signal(libc::SIGHUP);
-    agent.line_with("ral agent: SIGHUP: reading the manifests again");
+    agent.line_with("ral agent: SIGHUP: reading the providers and the manifests again");
     let run = agent.next_run();
     assert!(run.contains("run (manifests changed): unchanged"), "{run}");
     agent.signal(libc::SIGUSR1);
     assert!(agent.next_run().contains("run (SIGUSR1): unchanged"));
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
+fn sighup_finds_providers_added_since_the_start() {
+    let site = Site::new();
+    let include = tempfile::tempdir().unwrap();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let dir = include.path().to_str().unwrap();
+    let mut agent = Agent::start(&site.sandbox, &["-I", dir, "--interval", "1h", &m]);
+    agent.next_run();
+    // A package puts a provider in place, and the manifest uses it: the
+    // type is unknown to the agent until SIGHUP.
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(crate::plans::plans_dir().join("providers"))
+        .arg(include.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    site.manifest(
+        "site.yaml",
+        &format!("{MOTD_AND_HOST}alpha:\n  a1: {{value: one}}\n"),
+    );
+    let unknown = agent.next_run();
+    assert!(
+        unknown.contains("run (manifests changed): unchanged"),
+        "{unknown}"
+    );
+    assert!(
+        agent
+            .seen
+            .iter()
+            .any(|l| l.contains("unknown provider or type 'alpha'")),
+        "{:#?}",
+        agent.seen
+    );
+    agent.signal(libc::SIGHUP);
+    let known = agent.next_run();
+    assert!(
+        known.contains("run (manifests changed): repaired"),
+        "{known}"
+    );
+    assert!(site.history().contains("tasks: 1 succeeded"));
     assert_eq!(agent.stop().0, Some(0));
 }
 
@@ -371,7 +442,7 @@ fn sigterm_lets_the_running_task_finish_records_the_run_and_exits_0() {
         // The task runs (it opened the gate): SIGTERM now.
         agent.signal(libc::SIGTERM);
     });
-    let code = agent.child.wait().unwrap().code();
+    let code = agent.exit_code();
     let said: Vec<String> = agent.lines.iter().collect();
     assert_eq!(code, Some(0), "{said:#?}");
     assert!(

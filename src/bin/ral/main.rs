@@ -123,7 +123,7 @@ const AGENT_HELP: &str = "Runs in the foreground, for a service manager (ral age
     manifests that cannot be used leave the last good ones in force. Each run takes the \
     state store's lock (a person's ral apply is told the agent runs; a run the agent finds \
     locked waits for it) and is recorded with the agent as its origin (ral state history). \
-    Signals: SIGHUP reads the manifests again, SIGUSR1 runs now, SIGTERM or SIGINT lets the \
+    Signals: SIGHUP reads the providers and manifests again, SIGUSR1 runs now, SIGTERM or SIGINT lets the \
     running task finish, records the run and exits 0.\n\n\
     Exit status: 0 when stopped by a signal, 2 when it could not start (a usage or manifest \
     argument error, another agent on the store, a store it cannot use).\n\n\

@@ -229,8 +229,9 @@ impl Agent<'_> {
             }
             let now = Instant::now();
             if ral::process::take_reload() {
-                self.say("SIGHUP: reading the manifests again");
+                self.say("SIGHUP: reading the providers and the manifests again");
                 self.notifier.reloading();
+                self.reload_providers();
                 self.schedule.want(now, Why::reload());
             }
             if ral::process::take_run_now() {
@@ -352,6 +353,21 @@ impl Agent<'_> {
             .collect();
         if !unseen.is_empty() {
             self.schedule.want(Instant::now(), Why::drift(unseen));
+        }
+    }
+
+    /// Discovers the providers again (SIGHUP: a package may have added or
+    /// changed some); when that fails, the ones known stay.
+    fn reload_providers(&mut self) {
+        match load::load(&setup(&self.converge, &self.converge.root)) {
+            Ok((host, registry)) => {
+                self.host = host;
+                self.registry = registry;
+            }
+            Err(e) => log::error!(
+                "reading the providers again: {}; keeping those read before",
+                escape_lines(&format!("{e:#}"))
+            ),
         }
     }
 

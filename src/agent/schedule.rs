@@ -246,6 +246,15 @@ impl Schedule {
         Some(self.hold(settled, wanted.why.exempt()))
     }
 
+    /// When the wanted run is held back by the backoff, the time it waits
+    /// for (later than it would run without).
+    pub fn held_until(&self) -> Option<Instant> {
+        let wanted = self.wanted.as_ref()?;
+        let backoff = self.backoff_until?;
+        let free = self.hold(wanted.first, true);
+        (!wanted.why.exempt() && backoff > free).then_some(backoff)
+    }
+
     /// When the loop must look again: the wanted run's time, or the
     /// interval's, whichever comes first.
     pub fn wake_at(&self) -> Instant {
@@ -384,10 +393,12 @@ mod tests {
         schedule.want(t0 + ms(100), drift.clone());
         assert_eq!(schedule.wake_at(), t0 + Duration::from_secs(10));
         assert_eq!(schedule.due(t0 + Duration::from_secs(9)), None);
+        assert_eq!(schedule.held_until(), Some(t0 + Duration::from_secs(10)));
         assert_eq!(
             schedule.due(t0 + Duration::from_secs(10)),
             Some(drift.clone())
         );
+        assert_eq!(schedule.held_until(), None);
         schedule.ran(t0 + Duration::from_secs(10), false, Duration::ZERO);
         assert_eq!(schedule.failures(), 0);
         schedule.want(t0 + Duration::from_secs(11), drift.clone());

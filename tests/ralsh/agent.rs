@@ -518,9 +518,15 @@ fn failures_back_off_and_hold_drift_runs_but_not_a_request() {
                 .ends_with("; 1 failed in a row, next interval or drift run in 1m at the soonest"),
         "{first}"
     );
-    // Drift now waits for the backoff: it joins the next run, which a
-    // request starts at once.
+    // Drift now waits for the backoff (and says so): it joins the next
+    // run, which a request starts at once.
     site.sandbox.write("etc/motd", "tampered\n");
+    let held = agent.line_with("ral agent: drift held back");
+    assert!(
+        held.contains("(1 failed runs in a row): it runs in 59s, or at once on SIGUSR1")
+            || held.contains("(1 failed runs in a row): it runs in 1m, or at once on SIGUSR1"),
+        "{held}"
+    );
     agent.signal(libc::SIGUSR1);
     let second = agent.next_run();
     assert!(

@@ -96,6 +96,7 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
         },
         wake,
         locked_said: false,
+        held_said: false,
         next_ping: None,
     };
     agent.serve()
@@ -201,6 +202,8 @@ struct Agent<'a> {
     wake: OwnedFd,
     /// Whether the store's lock held by another was said (once per wait).
     locked_said: bool,
+    /// Whether drift held back by the backoff was said (once per run).
+    held_said: bool,
     next_ping: Option<Instant>,
 }
 
@@ -319,6 +322,16 @@ impl Agent<'_> {
                     .join(", ")
             );
             self.schedule.want(now, Why::drift(drift));
+            if let Some(until) = self.schedule.held_until() {
+                if !std::mem::replace(&mut self.held_said, true) {
+                    let left = until.saturating_duration_since(now);
+                    self.say(&format!(
+                        "drift held back by the backoff ({} failed runs in a row): it runs in {}, or at once on SIGUSR1",
+                        self.schedule.failures(),
+                        ral::agent::duration::show(Duration::from_secs(left.as_secs()))
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -474,6 +487,7 @@ impl Agent<'_> {
             }
         };
         self.locked_said = false;
+        self.held_said = false;
         self.schedule.ran(Instant::now(), failed, self.splay());
         // Watched before anything is said of the run: whoever acts on
         // the line finds the catalog's files watched.

@@ -169,6 +169,29 @@ mod tests {
     }
 
     #[test]
+    fn a_version_5_store_s_plans_have_no_origin() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for (at, statements) in MIGRATIONS[..5].iter().enumerate() {
+            conn.execute_batch(statements).unwrap();
+            conn.pragma_update(None, "user_version", at as i64 + 1)
+                .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO plans (id, manifest_digest, state, created) VALUES ('p1', 'd', \
+             'Successful', 1)",
+            [],
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let origin: Option<String> = conn
+            .query_row("SELECT origin FROM plans WHERE id = 'p1'", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(origin, None);
+    }
+
+    #[test]
     fn a_version_4_store_s_owner_becomes_its_only_owner() {
         let mut conn = Connection::open_in_memory().unwrap();
         for (at, statements) in MIGRATIONS[..4].iter().enumerate() {

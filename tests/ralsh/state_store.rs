@@ -259,7 +259,7 @@ fn a_store_with_a_newer_schema_is_refused() {
         bench
             .ral(subcommand, &[&m])
             .expect(2)
-            .stderr_has("its schema is version 99, newer than this ral knows (version 5)");
+            .stderr_has("its schema is version 99, newer than this ral knows (version 6)");
     }
 }
 

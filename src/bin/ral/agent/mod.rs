@@ -103,11 +103,11 @@ pub struct RunArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
-    /// Refuse provider output with unknown attributes instead of warning.
+    /// Treat provider output that breaks the metadata as an error.
     #[arg(long)]
     pub strict: bool,
 
-    /// Do not use the metadata cache.
+    /// Run every provider's describe instead of using the metadata cache.
     #[arg(long)]
     pub no_cache: bool,
 

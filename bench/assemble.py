@@ -43,6 +43,7 @@ ORDER = [
     ("plugins_fanout", "bench/plugins.py"),
     ("remote", "bench/remote.py"),
     ("fleet", "bench/fleet.py"),
+    ("agent", "bench/agent.py"),
     ("facts", "bench/facts.py"),
     ("puppet_parity", "bench/puppet_parity.py"),
     ("parsers", "bench/criterion.py"),

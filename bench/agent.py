@@ -375,6 +375,7 @@ def part_idle(ral, work, env, manifest, idle):
         time.sleep(1)
         print("bench: idle, %d s" % idle, file=sys.stderr)
         before = (proc_status(agent.pid), cpu_seconds(agent.pid), switches(agent.pid))
+        huge_before = huge_pages(agent.pid)
         time.sleep(idle)
         after = (proc_status(agent.pid), cpu_seconds(agent.pid), switches(agent.pid))
         huge = huge_pages(agent.pid)
@@ -390,6 +391,7 @@ def part_idle(ral, work, env, manifest, idle):
     return {
         "rss_before": before[0]["VmRSS"], "rss_after": after[0]["VmRSS"],
         "anon": after[0]["RssAnon"], "file": after[0]["RssFile"], "huge": huge,
+        "start": dict(before[0], huge=huge_before),
         "hwm": after[0]["VmHWM"], "threads": after[0]["Threads"],
         "threads_before": before[0]["Threads"],
         "cpu": after[1] - before[1], "wakeups": sum(woke.values()),
@@ -615,7 +617,8 @@ def report(args, latency, idle, memory, apply_runs, puppet):
         "`--interval 30m`, over %d s from a second after the first run's line. "
         "Wake-ups are the voluntary and involuntary context switches of all the "
         "agent's threads (`/proc/PID/task/*/status`), their growth over the time; "
-        "CPU is its utime and stime (`/proc/PID/stat`)." % args.idle,
+        "CPU is its utime and stime (`/proc/PID/stat`, in clock ticks of 1/%d s)."
+        % (args.idle, TICK),
         "",
         "| RSS (VmRSS) at the start | RSS at the end | peak (VmHWM) | threads | CPU used "
         "| wake-ups |",
@@ -624,9 +627,10 @@ def report(args, latency, idle, memory, apply_runs, puppet):
             mib(idle["rss_before"]), mib(idle["rss_after"]), mib(idle["hwm"]),
             idle["threads"], idle["cpu"], idle["wakeups"]),
         "",
-        "What the RSS at the end is made of, and the same a second after the first run "
-        "of an agent started with `MIMALLOC_ALLOW_THP=0` (the allocator then asks for "
-        "no transparent huge pages; a diagnosis, not how ral runs):",
+        "What the RSS is made of at the start and at the end of that time, and a "
+        "second after the first run of an agent started with `MIMALLOC_ALLOW_THP=0` "
+        "(its allocator then asks for no transparent huge pages; a diagnosis, not how "
+        "ral runs):",
         "",
         "| agent | VmRSS | anonymous (RssAnon) | of it in huge pages (AnonHugePages) "
         "| file-backed (RssFile) |",
@@ -635,7 +639,8 @@ def report(args, latency, idle, memory, apply_runs, puppet):
         "| %s | %s | %s | %s | %s |" % (label, mib(row[rss]), mib(row[anon]), mib(row["huge"]),
                                        mib(row[file]))
         for label, row, rss, anon, file in (
-            ("as it runs", idle, "rss_after", "anon", "file"),
+            ("as it runs, at the start", idle["start"], "VmRSS", "RssAnon", "RssFile"),
+            ("as it runs, at the end", idle, "rss_after", "anon", "file"),
             ("`MIMALLOC_ALLOW_THP=0`", idle["no_thp"], "VmRSS", "RssAnon", "RssFile"))
     ] + [
         "",
@@ -648,7 +653,7 @@ def report(args, latency, idle, memory, apply_runs, puppet):
                 "%s: %d" % kv for kv in sorted(idle["by_thread"].items())),
             idle["threads_gone"], idle["runs"], idle["status_runs"]),
         "",
-        "### Memory over %d runs" % memory["runs"],
+        "### Memory over {:,} runs".format(memory["runs"]),
         "",
         "`--interval 100ms` (the shortest; the gap between runs is then 100 ms), "
         "nothing to repair after the first run. VmRSS read as each counted run "
@@ -665,13 +670,12 @@ def report(args, latency, idle, memory, apply_runs, puppet):
     growth = samples[max(samples)] - samples[low]
     store = memory["store"]
     out += [
-        "From run %d to run %d RSS grew by %d KiB (%s); the peak (VmHWM) was %s. "
+        "From run %d to run %d RSS grew by %+d KiB (%s); the peak (VmHWM) was %s. "
         "Runs 2 to %d took %.1f s, %s of the agent's CPU per run, a run's own time "
         "%s (median of %d; outcomes: %s). The store after: %s (%s per run; each run "
         "records a plan); `ral agent status` counted %d runs." % (
             low, max(samples), growth,
-            "flat: within %d KiB" % FLAT if abs(growth) <= FLAT
-            else "**growing**" if growth > 0 else "shrinking",
+            "flat: no growth beyond %d KiB" % FLAT if growth <= FLAT else "**growing**",
             mib(memory["hwm"]), memory["runs"], memory["wall"],
             ms(memory["cpu_per_run"]), ms(med(memory["run_secs"])), len(memory["run_secs"]),
             ", ".join(memory["outcomes"]),

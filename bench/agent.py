@@ -562,13 +562,21 @@ def carried_puppet(reason):
     return "| " + " | ".join(cells) + " |", wall
 
 
+def end_load():
+    try:
+        with open("/proc/loadavg") as handle:
+            return handle.read().split()[0]
+    except (OSError, IndexError):
+        return "unknown"
+
+
 def report(args, latency, idle, memory, apply_runs, puppet):
     med = statistics.median
     out = [
         "`ral agent -q` on a fake root in a temporary directory (its own HOME and "
         "cache), with a manifest keeping one file (`/etc/motd`, its content) and one "
         "host entry (`db` in `/etc/hosts`); each part an agent of its own on a fresh "
-        "root.",
+        "root. The 1-minute load average was %s when the script ended." % end_load(),
         "",
         "### Write -> repair latency",
         "",
@@ -607,6 +615,10 @@ def report(args, latency, idle, memory, apply_runs, puppet):
             met(worst_all <= 1.0 and not not_repaired), ms(worst_all), not_repaired,
             len(all_values) + not_repaired, REPAIR_TIMEOUT),
     ]
+    slowest = ["%s %s (its run took %s)" % (key, ms(latency[key]["slowest"][0][0]),
+                                            ms(latency[key]["slowest"][0][3]))
+               for key in ("motd", "hosts") if latency[key]["slowest"]]
+    out.append("The slowest round of each series: %s." % ", ".join(slowest))
     if problems:
         out.append("Rounds whose run was not one repair of the file changed: %s." %
                    "; ".join(sorted(set(problems))[:5]))
@@ -672,12 +684,14 @@ def report(args, latency, idle, memory, apply_runs, puppet):
     out += [
         "From run %d to run %d RSS grew by %+d KiB (%s); the peak (VmHWM) was %s. "
         "Runs 2 to %d took %.1f s, %s of the agent's CPU per run, a run's own time "
-        "%s (median of %d; outcomes: %s). The store after: %s (%s per run; each run "
+        "%s (median of %d; of the first hundred of them %s, of the last hundred %s; "
+        "outcomes: %s). The store after: %s (%s per run; each run "
         "records a plan); `ral agent status` counted %d runs." % (
             low, max(samples), growth,
             "flat: no growth beyond %d KiB" % FLAT if growth <= FLAT else "**growing**",
             mib(memory["hwm"]), memory["runs"], memory["wall"],
             ms(memory["cpu_per_run"]), ms(med(memory["run_secs"])), len(memory["run_secs"]),
+            ms(med(memory["run_secs"][:100])), ms(med(memory["run_secs"][-100:])),
             ", ".join(memory["outcomes"]),
             ", ".join("`%s` %.1f KiB" % (name, size / 1024) for name, size in
                       sorted(store.items())),

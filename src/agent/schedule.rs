@@ -73,8 +73,10 @@ pub struct Why {
     pub interval: bool,
     /// SIGUSR1.
     pub asked: bool,
-    /// The manifests changed, or SIGHUP.
+    /// The manifests changed.
     pub reload: bool,
+    /// SIGHUP: the providers and the manifests are read again.
+    pub hup: bool,
     /// Watched files that changed (in the root's terms).
     pub drift: BTreeSet<PathBuf>,
 }
@@ -101,6 +103,18 @@ impl Why {
         }
     }
 
+    pub fn hup() -> Why {
+        Why {
+            hup: true,
+            ..Why::default()
+        }
+    }
+
+    /// Whether the manifests are read again first.
+    pub fn reads_manifests(&self) -> bool {
+        self.reload || self.hup
+    }
+
     pub fn drift(paths: impl IntoIterator<Item = PathBuf>) -> Why {
         Why {
             drift: paths.into_iter().collect(),
@@ -113,12 +127,13 @@ impl Why {
         self.interval |= other.interval;
         self.asked |= other.asked;
         self.reload |= other.reload;
+        self.hup |= other.hup;
         self.drift.extend(other.drift);
     }
 
     /// Not held back by a backoff.
     fn exempt(&self) -> bool {
-        self.start || self.asked || self.reload
+        self.start || self.asked || self.reads_manifests()
     }
 
     /// Waits for writes to settle (a run asked for does not).
@@ -127,8 +142,8 @@ impl Why {
     }
 
     /// For the history and the log: `start`, `every 30m`, `SIGUSR1`,
-    /// `manifests changed`, `drift: /etc/hosts, /etc/passwd`, joined by
-    /// `; `.
+    /// `manifests changed`, `SIGHUP`, `drift: /etc/hosts, /etc/passwd`,
+    /// joined by `; `.
     pub fn text(&self, interval: Duration) -> String {
         let mut parts = Vec::new();
         if self.start {
@@ -136,6 +151,9 @@ impl Why {
         }
         if self.reload {
             parts.push("manifests changed".to_owned());
+        }
+        if self.hup {
+            parts.push("SIGHUP".to_owned());
         }
         if self.asked {
             parts.push("SIGUSR1".to_owned());
@@ -415,6 +433,14 @@ mod tests {
         assert_eq!(schedule.wake_at(), t0 + Duration::from_secs(1) + ms(100));
         assert!(schedule.due(t0 + Duration::from_secs(2)).unwrap().reload);
         schedule.ran(t0 + Duration::from_secs(2), true, Duration::ZERO);
+        schedule.want(t0 + Duration::from_secs(2), Why::hup());
+        assert!(
+            schedule
+                .due(t0 + Duration::from_secs(2) + ms(500))
+                .unwrap()
+                .hup
+        );
+        schedule.ran(t0 + Duration::from_secs(2) + ms(500), true, Duration::ZERO);
         schedule.want(t0 + Duration::from_secs(3), Why::asked());
         assert_eq!(
             schedule.due(t0 + Duration::from_secs(3)),
@@ -454,5 +480,12 @@ mod tests {
         );
         assert_eq!(Why::reload().text(Duration::ZERO), "manifests changed");
         assert_eq!(Why::asked().text(Duration::ZERO), "SIGUSR1");
+        // SIGHUP reads the manifests again, changed or not, and says so.
+        assert_eq!(Why::hup().text(Duration::ZERO), "SIGHUP");
+        assert!(Why::hup().reads_manifests() && Why::reload().reads_manifests());
+        assert!(!Why::asked().reads_manifests());
+        let mut both = Why::reload();
+        both.merge(Why::hup());
+        assert_eq!(both.text(Duration::ZERO), "manifests changed; SIGHUP");
     }
 }

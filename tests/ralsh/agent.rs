@@ -301,6 +301,8 @@ fn a_manifest_broken_by_an_edit_keeps_the_last_catalog_and_removes_nothing() {
         "nosuchtype:\n  x: {}\n",
         // Read, but its template cannot be rendered.
         "file:\n  /srv/a: {ensure: file, content: \"{{ missing.var }}\"}\n",
+        // Good, but it names nothing ral manages: refused as a sweep.
+        "file:\n  /srv/c: {ensure: file, content: c}\n",
     ] {
         site.manifest("site.yaml", broken);
         let run = agent.next_run();
@@ -321,6 +323,14 @@ fn a_manifest_broken_by_an_edit_keeps_the_last_catalog_and_removes_nothing() {
             problem.starts_with("the manifests cannot be used"),
             "{broken:?}: {status}"
         );
+    }
+    assert_eq!(site.read("srv/c"), None);
+    // The sweep's refusal names --destroy, which the agent does not take:
+    // it is told what to do instead.
+    let hint = "ral agent takes no --destroy: run ral apply --destroy with these manifests \
+                once, then SIGHUP the agent";
+    if !agent.seen.iter().any(|l| l.contains(hint)) {
+        agent.line_with(hint);
     }
     // The last good catalog still repairs.
     site.sandbox.write("srv/b", "tampered");
@@ -359,7 +369,7 @@ fn sighup_reads_the_manifests_again_and_sigusr1_runs_now() {
     agent.signal(libc::SIGHUP);
     agent.line_with("ral agent: SIGHUP: reading the providers and the manifests again");
     let run = agent.next_run();
-    assert!(run.contains("run (manifests changed): unchanged"), "{run}");
+    assert!(run.contains("run (SIGHUP): unchanged"), "{run}");
     agent.signal(libc::SIGUSR1);
     assert!(agent.next_run().contains("run (SIGUSR1): unchanged"));
     assert_eq!(agent.stop().0, Some(0));
@@ -401,10 +411,7 @@ fn sighup_finds_providers_added_since_the_start() {
     );
     agent.signal(libc::SIGHUP);
     let known = agent.next_run();
-    assert!(
-        known.contains("run (manifests changed): repaired"),
-        "{known}"
-    );
+    assert!(known.contains("run (SIGHUP): repaired"), "{known}");
     assert!(site.history().contains("tasks: 1 succeeded"));
     assert_eq!(agent.stop().0, Some(0));
 }
@@ -627,7 +634,7 @@ fn one_agent_per_store_and_its_status_says_what_it_did() {
 }
 
 #[test]
-fn systemd_hears_ready_watchdog_and_stopping() {
+fn systemd_hears_ready_watchdog_reloading_and_stopping() {
     use std::os::unix::net::UnixDatagram;
     let site = Site::new();
     let m = site.manifest("site.yaml", MOTD_AND_HOST);
@@ -642,6 +649,10 @@ fn systemd_hears_ready_watchdog_and_stopping() {
         .env("WATCHDOG_USEC", "200000");
     let agent = Agent::start_with(command);
     let mut heard = Vec::new();
+    // The next message, and the next that starts with `prefix` (the
+    // watchdog's pings come between them, never ending: within
+    // PATIENCE).
+    let deadline = Instant::now() + PATIENCE;
     let mut next = || {
         let mut buffer = [0u8; 1024];
         let n = socket
@@ -651,15 +662,28 @@ fn systemd_hears_ready_watchdog_and_stopping() {
         heard.push(text.clone());
         text
     };
-    assert!(next().starts_with("READY=1\nSTATUS="));
-    while next() != "WATCHDOG=1" {}
+    let mut until = |prefix: &str| loop {
+        let text = next();
+        if text.starts_with(prefix) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {prefix:?} within {PATIENCE:?}"
+        );
+    };
+    until("READY=1\nSTATUS=");
+    until("STATUS=last run: ");
+    until("WATCHDOG=1");
+    // A reload is RELOADING, then READY again once it is done: without
+    // that READY, systemd holds the unit in "reloading" until it times
+    // out.
+    agent.signal(libc::SIGHUP);
+    until("RELOADING=1\nMONOTONIC_USEC=");
+    until("READY=1\n");
     let (code, _) = agent.stop();
     assert_eq!(code, Some(0));
-    while next() != "STOPPING=1" {}
-    assert!(
-        heard.iter().any(|h| h.starts_with("STATUS=last run: ")),
-        "{heard:#?}"
-    );
+    until("STOPPING=1");
 }
 
 #[test]
@@ -696,6 +720,52 @@ fn the_unit_runs_this_ral_with_the_options_given() {
 }
 
 #[test]
+fn the_unit_names_every_path_absolutely() {
+    // systemd starts the unit in /: a relative path given here would name
+    // something else there.
+    let site = Site::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("site.yaml"), MOTD_AND_HOST).unwrap();
+    std::fs::write(dir.path().join("vars.yaml"), "greeting: hi\n").unwrap();
+    let mut command = site.sandbox.ral_command("agent", &[]);
+    let program = command.get_program().to_owned();
+    let envs: Vec<_> = command
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    command = Command::new(program);
+    command
+        .env_clear()
+        .envs(envs)
+        .current_dir(dir.path())
+        .args([
+            "agent",
+            "unit",
+            "--root",
+            "fake",
+            "-I",
+            "inc",
+            "--state",
+            "st.db",
+            "-e",
+            "@vars.yaml",
+            "-e",
+            "x=1",
+            "site.yaml",
+        ]);
+    let unit = run(&mut command).expect(0).stdout.clone();
+    let exec = unit.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
+    let d = dir.path().display();
+    assert!(
+        exec.ends_with(&format!(
+            " agent -I {d}/inc --root {d}/fake --state {d}/st.db -e @{d}/vars.yaml -e x=1 \
+             {d}/site.yaml"
+        )),
+        "{exec}"
+    );
+}
+
+#[test]
 fn an_agent_refuses_what_it_cannot_run_at_once() {
     let site = Site::new();
     site.ral("agent", &["missing.yaml"])
@@ -711,4 +781,8 @@ fn an_agent_refuses_what_it_cannot_run_at_once() {
     site.ral("agent", &["--interval", "1x", &m])
         .expect(2)
         .stderr_has("\"1x\" is not a duration");
+    // A subcommand's options go after it: said when they did not.
+    site.ral("agent", &["status"])
+        .expect(2)
+        .stderr_has("for ral agent status, give its options after it");
 }

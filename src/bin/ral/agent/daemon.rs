@@ -23,6 +23,7 @@ use ral::agent::schedule::{Schedule, Timing, Why};
 use ral::agent::stamps::Stamps;
 use ral::agent::status::{LastRun, Presence, Status};
 use ral::agent::watch::{Kind, Watched, Watcher};
+use ral::converge::lifecycle::Sweep;
 use ral::converge::manifest;
 use ral::converge::run::{Input, RunError, RunOrigin, StoreAt};
 use ral::text::escape_lines;
@@ -111,8 +112,17 @@ fn checked_manifests(manifests: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             if path.as_os_str() == "-" {
                 bail!("ral agent reads its manifests again at each change: give files, not - (standard input)");
             }
-            let meta = std::fs::metadata(path)
-                .with_context(|| format!("manifest {}", path.display()))?;
+            let meta = std::fs::metadata(path).with_context(|| {
+                // `ral agent --root DIR status`: the options of a
+                // subcommand go after it.
+                match path.to_str() {
+                    Some(sub @ ("status" | "unit")) if !path.exists() => format!(
+                        "manifest {sub} (for ral agent {sub}, give its options after it: \
+                         ral agent {sub} --root DIR ...)"
+                    ),
+                    _ => format!("manifest {}", path.display()),
+                }
+            })?;
             if !meta.is_file() {
                 bail!("manifest {}: not a file", path.display());
             }
@@ -235,7 +245,11 @@ impl Agent<'_> {
                 self.say("SIGHUP: reading the providers and the manifests again");
                 self.notifier.reloading();
                 self.reload_providers();
-                self.schedule.want(now, Why::reload());
+                // The reload is done: systemd holds the unit in
+                // "reloading" until it hears READY again. The manifests
+                // are read by the run that follows.
+                self.notifier.ready("providers read again; running");
+                self.schedule.want(now, Why::hup());
             }
             if ral::process::take_run_now() {
                 self.schedule.want(now, Why::asked());
@@ -409,6 +423,18 @@ impl Agent<'_> {
     }
 
     fn manifest_problem(&mut self, e: &anyhow::Error) {
+        // The agent takes no --destroy, which the refusal names.
+        let sweep = e.chain().any(|cause| {
+            matches!(cause.downcast_ref::<RunError>(), Some(RunError::Sweep(_)))
+                || cause.downcast_ref::<Sweep>().is_some()
+        });
+        let instead = match sweep {
+            true => {
+                "; ral agent takes no --destroy: run ral apply --destroy with these manifests \
+                 once, then SIGHUP the agent (systemctl reload ral-agent)"
+            }
+            false => "",
+        };
         let kept = match &self.good {
             Some(good) => format!(
                 "; keeping the manifests as read at {}",
@@ -416,7 +442,7 @@ impl Agent<'_> {
             ),
             None => "; nothing runs until they can be".to_owned(),
         };
-        let message = format!("the manifests cannot be used: {e:#}");
+        let message = format!("the manifests cannot be used: {e:#}{instead}");
         log::error!("{}{kept}", escape_lines(&message));
         self.status.manifest_problem = Some(message);
     }
@@ -426,7 +452,7 @@ impl Agent<'_> {
     fn run_once(&mut self, why: Why) {
         let started = SystemTime::now();
         let clock = Instant::now();
-        if why.reload || why.start || (self.good.is_none() && self.candidate.is_none()) {
+        if why.reads_manifests() || why.start || (self.good.is_none() && self.candidate.is_none()) {
             self.load();
         }
         let text = why.text(self.args.interval);

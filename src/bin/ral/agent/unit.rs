@@ -4,6 +4,7 @@
 //! `systemctl edit --full --force ral-agent.service`.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -32,11 +33,9 @@ pub fn run(args: &RunArgs) -> ExitCode {
 fn unit(args: &RunArgs) -> anyhow::Result<String> {
     let exe = std::env::current_exe().context("finding this ral")?;
     let mut words = vec![exe.to_string_lossy().into_owned(), "agent".to_owned()];
-    words.extend(options(args));
+    words.extend(options(args)?);
     for manifest in &args.manifests {
-        let absolute = std::path::absolute(manifest)
-            .with_context(|| format!("manifest {}", manifest.display()))?;
-        words.push(absolute.to_string_lossy().into_owned());
+        words.push(absolute(manifest, "manifest")?);
     }
     let exec = words
         .iter()
@@ -77,8 +76,17 @@ fn unit(args: &RunArgs) -> anyhow::Result<String> {
     ))
 }
 
-/// The options given that differ from the defaults, as words.
-fn options(args: &RunArgs) -> Vec<String> {
+/// `path` made absolute against this directory: systemd starts the unit
+/// in /, where a relative path would name something else.
+fn absolute(path: &Path, what: &str) -> anyhow::Result<String> {
+    let absolute =
+        std::path::absolute(path).with_context(|| format!("{what} {}", path.display()))?;
+    Ok(absolute.to_string_lossy().into_owned())
+}
+
+/// The options given that differ from the defaults, as words, with the
+/// paths among them absolute.
+fn options(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     let mut words = Vec::new();
     let mut pair = |flag: &str, value: String| {
         words.push(flag.to_owned());
@@ -94,13 +102,13 @@ fn options(args: &RunArgs) -> Vec<String> {
         pair("--backoff", show(args.backoff));
     }
     for dir in &args.include {
-        pair("-I", dir.to_string_lossy().into_owned());
+        pair("-I", absolute(dir, "-I")?);
     }
     if args.root.as_os_str() != "/" {
-        pair("--root", args.root.to_string_lossy().into_owned());
+        pair("--root", absolute(&args.root, "--root")?);
     }
     if let Some(state) = &args.state {
-        pair("--state", state.to_string_lossy().into_owned());
+        pair("--state", absolute(state, "--state")?);
     }
     if args.timeout != std::time::Duration::from_secs(300) {
         pair("--timeout", args.timeout.as_secs().to_string());
@@ -109,7 +117,11 @@ fn options(args: &RunArgs) -> Vec<String> {
         pair("--jobs", args.jobs.to_string());
     }
     for vars in &args.extra_vars {
-        pair("-e", vars.clone());
+        // -e @FILE reads FILE; KEY=VALUE and YAML are taken as they are.
+        match vars.strip_prefix('@') {
+            Some(file) => pair("-e", format!("@{}", absolute(Path::new(file), "-e")?)),
+            None => pair("-e", vars.clone()),
+        }
     }
     if let Some(level) = &args.log_level {
         pair("--log-level", level.clone());
@@ -125,7 +137,7 @@ fn options(args: &RunArgs) -> Vec<String> {
             words.push(flag.to_owned());
         }
     }
-    words
+    Ok(words)
 }
 
 /// `word` as systemd's command lines read it back: as it is when plain,

@@ -37,18 +37,27 @@ pub fn render(command: clap::Command, sections: &Sections, out: &mut dyn Write) 
 }
 
 /// Each subcommand (but `help`) with its description and options, in this
-/// page: there is no page of its own to point to.
+/// page: there is no page of its own to point to. Their own subcommands
+/// (`ral agent status`) follow each, named in full.
 fn subcommands(out: &mut Vec<u8>, command: &clap::Command) -> io::Result<()> {
-    let subcommands: Vec<&clap::Command> = command
+    if command
         .get_subcommands()
-        .filter(|sub| sub.get_name() != "help")
-        .collect();
-    if subcommands.is_empty() {
+        .all(|sub| sub.get_name() == "help")
+    {
         return Ok(());
     }
     writeln!(out, ".SH COMMANDS")?;
-    for sub in subcommands {
-        writeln!(out, ".SS \"{} {}\"", command.get_name(), sub.get_name())?;
+    described(out, command, command.get_name())
+}
+
+/// The subcommands of `command`, whose full name is `name`, and theirs.
+fn described(out: &mut Vec<u8>, command: &clap::Command, name: &str) -> io::Result<()> {
+    for sub in command
+        .get_subcommands()
+        .filter(|sub| sub.get_name() != "help")
+    {
+        let name = format!("{name} {}", sub.get_name());
+        writeln!(out, ".SS \"{name}\"")?;
         let about = sub.get_long_about().or(sub.get_about());
         if let Some(about) = about {
             writeln!(out, "{}", roff_text(&about.to_string()))?;
@@ -60,7 +69,11 @@ fn subcommands(out: &mut Vec<u8>, command: &clap::Command) -> io::Result<()> {
                 (None, Some(long)) => format!("--{long}"),
                 (None, None) => String::new(),
             };
-            if let Some(names) = arg.get_value_names() {
+            // A flag (--noop) takes no value, whatever name clap gives it.
+            let names = arg
+                .get_value_names()
+                .filter(|_| arg.get_action().takes_values());
+            if let Some(names) = names {
                 let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
                 if !term.is_empty() {
                     term.push(' ');
@@ -84,6 +97,7 @@ fn subcommands(out: &mut Vec<u8>, command: &clap::Command) -> io::Result<()> {
         if let Some(after) = sub.get_after_long_help().or(sub.get_after_help()) {
             writeln!(out, ".PP\n.nf\n{}\n.fi", roff_text(&after.to_string()))?;
         }
+        described(out, sub, &name)?;
     }
     Ok(())
 }

@@ -36,6 +36,13 @@ fn man_pages_have_the_usual_sections_and_no_backticks() {
     assert!(ral_page.contains(".SS \"ral check\""));
     assert!(ral_page.contains(".SS \"ral holo\""));
     assert!(!ral_page.contains("ral-check(1)"), "no page to point to");
+    // A subcommand's own subcommands, each with its options.
+    assert!(ral_page.contains(".SS \"ral agent status\""));
+    assert!(ral_page.contains(".SS \"ral state show\""));
+    // A flag takes no value: no "--noop NOOP".
+    assert!(ral_page.contains("\\fB\\-\\-noop\\fR\n"), "--noop");
+    assert!(!ral_page.contains("\\-\\-noop NOOP"), "--noop NOOP");
+    assert!(ral_page.contains("\\fBral agent status\\fR\n0 an agent runs"));
 }
 
 #[test]

@@ -256,6 +256,21 @@ fn a_managed_file_edited_by_hand_is_restored_and_the_repair_recorded() {
         agents[2].ends_with("by ral agent (drift: /etc/hosts)"),
         "{history}"
     );
+    // The store shows the repair: why it ran, and what it changed.
+    let id = agents[2].split_whitespace().next().unwrap();
+    let shown = site.ral("state", &["show", id]).expect(0).stdout.clone();
+    let mut lines = shown.lines();
+    let head = lines.next().unwrap();
+    assert!(
+        head.starts_with(&format!("plan {id}: Successful, "))
+            && head.ends_with(", by ral agent (drift: /etc/hosts)"),
+        "{shown}"
+    );
+    assert_eq!(
+        lines.next(),
+        Some("Success create host[db]: ensure: \"absent\" -> \"present\", ip: \"10.0.0.5\""),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -497,6 +512,17 @@ fn noop_reports_drift_and_changes_nothing() {
         noop[1].contains("tasks: 1 to create, 1 to change, 0 to remove, nothing done")
             && noop[1].ends_with("by ral agent --noop (drift: /etc/motd)"),
         "{history}"
+    );
+    // Shown as the history says it: Noop, what it would have done.
+    let id = noop[1].split_whitespace().next().unwrap();
+    let shown = site.ral("state", &["show", id]).expect(0).stdout.clone();
+    assert!(shown.starts_with(&format!("plan {id}: Noop, ")), "{shown}");
+    assert!(
+        shown.contains("Initial change file[/etc/motd]: content: changed\n")
+            && shown.ends_with(
+                "\nnothing done (noop): 1 to create, 1 to change, 0 to remove; 0 unchanged\n"
+            ),
+        "{shown}"
     );
     // The store holds no item: nothing was applied.
     let items = site

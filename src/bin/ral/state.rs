@@ -87,7 +87,8 @@ fn execute(args: &StateArgs) -> anyhow::Result<ExitCode> {
             } else if args.json {
                 writeln!(out, "{}", serde_json::to_string(&report)?)?;
             } else {
-                show(&mut out, &report)?;
+                let summary = store.history()?.into_iter().find(|p| p.id == *plan);
+                show(&mut out, &report, summary.as_ref())?;
             }
         }
         StateCommand::Forget { items } => {
@@ -181,25 +182,54 @@ fn history(out: &mut impl Write, plans: &[PlanSummary], as_json: bool) -> anyhow
     Ok(())
 }
 
-fn show(out: &mut impl Write, report: &Report) -> anyhow::Result<()> {
+/// A plan's report: its state as the history says it (`Noop` for a run
+/// that changed nothing by design), when it ran and by whom, each task
+/// with its changes or its error, and what was done.
+fn show(
+    out: &mut impl Write,
+    report: &Report,
+    summary: Option<&PlanSummary>,
+) -> anyhow::Result<()> {
     let plan = &report.plan;
-    writeln!(out, "plan {}: {}", plan.id, plan.state.as_str())?;
+    let state = summary.map_or(plan.state.as_str(), |s| s.state.as_str());
+    let when = summary
+        .map(|s| {
+            format!(
+                ", {}",
+                ral::local_time::local_date(s.started.unwrap_or(s.created) as i64)
+            )
+        })
+        .unwrap_or_default();
+    let by = summary
+        .and_then(|s| s.origin.as_ref())
+        .map(|origin| format!(", by {}", escape(origin)))
+        .unwrap_or_default();
+    writeln!(out, "plan {}: {state}{when}{by}", plan.id)?;
     for task in &plan.tasks {
-        let error = task
-            .error
-            .as_ref()
-            .map(|e| format!(": {}", escape(&e.message)))
-            .unwrap_or_default();
+        let detail = match &task.error {
+            Some(e) => format!(": {}", escape(&e.message)),
+            None if task.changes.is_empty() => String::new(),
+            None => {
+                let changes: Vec<String> = task.changes.iter().map(change_text).collect();
+                format!(": {}", changes.join(", "))
+            }
+        };
         writeln!(
             out,
-            "{:<7} {} {}{error}",
+            "{:<7} {} {}{detail}",
             task.state.as_str(),
             task.action.as_str(),
             escape(&task.resource)
         )?;
     }
     let counts = &plan.counts;
-    if let Some(done) = &counts.done {
+    if state == "Noop" {
+        writeln!(
+            out,
+            "nothing done (noop): {} to create, {} to change, {} to remove; {} unchanged",
+            counts.create, counts.change, counts.remove, counts.unchanged
+        )?;
+    } else if let Some(done) = &counts.done {
         writeln!(
             out,
             "done: {}; {} unchanged",
@@ -208,4 +238,20 @@ fn show(out: &mut impl Write, report: &Report) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// One change as `ral state list` shows values: `ip: "10.9.9.9" ->
+/// "10.0.0.5"`, `ensure: "present"` when there was nothing before, and a
+/// text of several lines only as `content: changed`.
+fn change_text(change: &ral::provider::ShownChange) -> String {
+    let attr = escape(&change.attr);
+    let lines = |value: &Json| value.as_str().is_some_and(|text| text.contains('\n'));
+    if lines(&change.is) || change.was.as_ref().is_some_and(lines) {
+        return format!("{attr}: changed");
+    }
+    let is = escape(&change.is.to_string());
+    match &change.was {
+        None | Some(Json::Null) => format!("{attr}: {is}"),
+        Some(was) => format!("{attr}: {} -> {is}", escape(&was.to_string())),
+    }
 }

@@ -50,10 +50,12 @@ pub fn load_problem(error: marked_yaml::LoadError, top_level: &str) -> (usize, S
         }
         LoadError::ScanError(mark, e) => {
             let mut message = format!("invalid YAML: {}", e.info());
-            // `subscribe: [File[/a], File[/b]]`, as Puppet writes it.
+            // `subscribe: [File[/a], File[/b]]`, as Puppet writes it; or
+            // a [ never closed.
             if e.info().contains("flow sequence") {
                 message.push_str(
-                    " (a reference TYPE[NAME] inside [ ] must be quoted: ['file[/a]', 'file[/b]'])",
+                    " (is a [ left without its ]? a reference TYPE[NAME] inside [ ] must be \
+                     quoted: ['file[/a]', 'file[/b]'])",
                 );
             }
             (mark.line(), message)

@@ -47,6 +47,9 @@ pub fn parse(text: &str) -> Result<Duration, BadDuration> {
             "m" => (2, Duration::from_secs(60)),
             "s" => (3, Duration::from_secs(1)),
             "ms" => (4, Duration::from_millis(1)),
+            "" if rest.starts_with(['.', ',']) => {
+                return Err(bad("it takes whole numbers: 1h30m, not 1.5h"))
+            }
             "" => return Err(bad("a number within it has no unit")),
             _ => return Err(bad("its units are d, h, m, s and ms")),
         };
@@ -125,6 +128,7 @@ mod tests {
                 "its units go from the largest to the smallest, each once",
             ),
             ("1h30", "a number within it has no unit"),
+            ("1.5h", "it takes whole numbers: 1h30m, not 1.5h"),
             ("400d", "it is over a year"),
             ("99999999999999999999999", "it is too long"),
             ("-5", "a unit must follow a number"),

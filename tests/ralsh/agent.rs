@@ -368,6 +368,39 @@ fn a_manifest_broken_by_an_edit_keeps_the_last_catalog_and_removes_nothing() {
 }
 
 #[test]
+fn an_agent_started_on_a_broken_manifest_waits_for_a_good_one() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", "file: [\n");
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    let first = agent.next_run();
+    // The time, then why: the error is the end of the line's first part.
+    let (head, why) = first
+        .split_once(" s: ")
+        .unwrap_or_else(|| panic!("{first}"));
+    assert!(
+        head.starts_with("ral agent: run (start): failed in "),
+        "{first}"
+    );
+    assert!(
+        why.starts_with("no manifests could be used yet; 1 failed in a row"),
+        "{first}"
+    );
+    site.manifest("site.yaml", MOTD_AND_HOST);
+    let fixed = agent.next_run();
+    assert!(
+        fixed.contains("run (manifests changed): repaired"),
+        "{fixed}"
+    );
+    assert_eq!(site.read("etc/motd").as_deref(), Some("hello\n"));
+    let status = site.agent("status", &[]).expect(0).stdout.clone();
+    assert!(
+        status.contains("since it started: 2 runs, 2 drifted, 2 repaired, 1 failed run\n"),
+        "{status}"
+    );
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
 fn sighup_reads_the_manifests_again_and_sigusr1_runs_now() {
     let site = Site::new();
     let m = site.manifest("site.yaml", MOTD_AND_HOST);
@@ -556,8 +589,8 @@ fn failures_back_off_and_hold_drift_runs_but_not_a_request() {
     site.sandbox.write("etc/motd", "tampered\n");
     let held = agent.line_with("ral agent: drift held back");
     assert!(
-        held.contains("(1 failed runs in a row): it runs in 59s, or at once on SIGUSR1")
-            || held.contains("(1 failed runs in a row): it runs in 1m, or at once on SIGUSR1"),
+        held.contains("(1 failed run in a row): it runs in 59s, or at once on SIGUSR1")
+            || held.contains("(1 failed run in a row): it runs in 1m, or at once on SIGUSR1"),
         "{held}"
     );
     agent.signal(libc::SIGUSR1);

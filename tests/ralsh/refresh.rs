@@ -272,8 +272,9 @@ fn an_unquoted_reference_in_a_flow_list_is_told_how_to_quote_it() {
         "alpha:\n  a1: {value: one}\nsvc:\n  web:\n    subscribe: [Alpha[a1]]\n",
     );
     bench.ral("plan", &[&m]).expect(2).stderr_has(
-        "m.yaml:5: invalid YAML: while parsing a flow sequence, expected ',' or ']' (a reference \
-         TYPE[NAME] inside [ ] must be quoted: ['file[/a]', 'file[/b]'])",
+        "m.yaml:5: invalid YAML: while parsing a flow sequence, expected ',' or ']' (is a [ left \
+         without its ]? a reference TYPE[NAME] inside [ ] must be quoted: ['file[/a]', \
+         'file[/b]'])",
     );
 }
 

@@ -339,9 +339,10 @@ impl Agent<'_> {
             if let Some(until) = self.schedule.held_until() {
                 if !std::mem::replace(&mut self.held_said, true) {
                     let left = until.saturating_duration_since(now);
+                    let failures = self.schedule.failures();
                     self.say(&format!(
-                        "drift held back by the backoff ({} failed runs in a row): it runs in {}, or at once on SIGUSR1",
-                        self.schedule.failures(),
+                        "drift held back by the backoff ({failures} failed run{} in a row): it runs in {}, or at once on SIGUSR1",
+                        if failures == 1 { "" } else { "s" },
                         ral::agent::duration::show(Duration::from_secs(left.as_secs()))
                     ));
                 }
@@ -483,8 +484,10 @@ impl Agent<'_> {
         } else if self.good.is_some() {
             self.attempt(false, &text)
         } else {
-            Err(anyhow::anyhow!("no manifests could be read"))
+            Err(anyhow::anyhow!("no manifests could be used yet"))
         };
+        // Why a run that could not be made failed, said after its time.
+        let mut error = None;
         let failed = match outcome {
             Err(e) if is_locked(&e) => {
                 if !std::mem::replace(&mut self.locked_said, true) {
@@ -496,6 +499,7 @@ impl Agent<'_> {
             Err(e) => {
                 log::error!("run ({text}): {}", escape_lines(&format!("{e:#}")));
                 last.outcome = format!("failed: {e:#}");
+                error = Some(format!("{e:#}"));
                 true
             }
             Ok(done) => {
@@ -521,10 +525,13 @@ impl Agent<'_> {
         last.ended = epoch(SystemTime::now());
         self.status.runs += 1;
         self.status.failed_runs += u64::from(failed);
+        let seconds = clock.elapsed().as_secs_f64();
         self.say(&format!(
-            "run ({text}): {} in {:.2} s{}",
-            last.outcome,
-            clock.elapsed().as_secs_f64(),
+            "run ({text}): {}{}",
+            match &error {
+                Some(e) => format!("failed in {seconds:.2} s: {e}"),
+                None => format!("{} in {seconds:.2} s", last.outcome),
+            },
             match self.schedule.failures() {
                 0 => String::new(),
                 n => format!(

@@ -110,11 +110,22 @@ fn text(
     }
     writeln!(
         out,
-        "since it started: {} runs, {} drifted, {} repaired, {} failed runs",
-        status.runs, status.drift_found, status.repaired, status.failed_runs
+        "since it started: {}, {} drifted, {} repaired, {}",
+        counted(status.runs, "run"),
+        status.drift_found,
+        status.repaired,
+        counted(status.failed_runs, "failed run")
     )?;
     if let Some(problem) = &status.manifest_problem {
         writeln!(out, "manifests: {}", escape_lines(problem))?;
     }
     Ok(())
+}
+
+/// `1 run`, `3 runs`.
+fn counted(n: u64, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    }
 }

@@ -845,3 +845,37 @@ fn an_agent_refuses_what_it_cannot_run_at_once() {
         .expect(2)
         .stderr_has("for ral agent status, give its options after it");
 }
+
+#[test]
+fn the_unit_names_every_path_as_it_was_meant_from_where_it_was_made() {
+    // systemd starts the unit in /: a relative root there is another
+    // directory, and `--root .` the machine itself.
+    let here = tempfile::tempdir().unwrap();
+    let dir = here.path().canonicalize().unwrap();
+    let unit = run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .current_dir(&dir)
+        .env_clear()
+        .args(["agent", "unit", "--root", ".", "--state", "store/state.db"])
+        .args(["-I", "mine", "-e", "@vars.yaml", "-e", "a=b", "site.yaml"]))
+    .expect(0)
+    .stdout
+    .clone();
+    let exec = unit.lines().find(|l| l.starts_with("ExecStart=")).unwrap();
+    let d = dir.display();
+    assert!(
+        exec.ends_with(&format!(
+            " agent -I {d}/mine --root {d} --state {d}/store/state.db -e @{d}/vars.yaml -e a=b \
+             {d}/site.yaml"
+        )),
+        "{exec}"
+    );
+    // A name that is not UTF-8 is refused, not changed into another.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"/srv/r\xff");
+    let refused = run(Command::new(env!("CARGO_BIN_EXE_ral"))
+        .env_clear()
+        .args(["agent", "unit", "--root"])
+        .arg(odd)
+        .arg("/site.yaml"));
+    refused.expect(2).stderr_has("not UTF-8");
+}

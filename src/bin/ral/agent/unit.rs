@@ -4,7 +4,7 @@
 //! `systemctl edit --full --force ral-agent.service`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -32,10 +32,10 @@ pub fn run(args: &RunArgs) -> ExitCode {
 /// The unit's text.
 fn unit(args: &RunArgs) -> anyhow::Result<String> {
     let exe = std::env::current_exe().context("finding this ral")?;
-    let mut words = vec![exe.to_string_lossy().into_owned(), "agent".to_owned()];
+    let mut words = vec![text(&exe)?, "agent".to_owned()];
     words.extend(options(args)?);
     for manifest in &args.manifests {
-        words.push(absolute(manifest, "manifest")?);
+        words.push(text(&absolute(manifest)?)?);
     }
     let exec = words
         .iter()
@@ -76,16 +76,27 @@ fn unit(args: &RunArgs) -> anyhow::Result<String> {
     ))
 }
 
-/// `path` made absolute against this directory: systemd starts the unit
-/// in /, where a relative path would name something else.
-fn absolute(path: &Path, what: &str) -> anyhow::Result<String> {
-    let absolute =
-        std::path::absolute(path).with_context(|| format!("{what} {}", path.display()))?;
-    Ok(absolute.to_string_lossy().into_owned())
+/// `path` made absolute from here: systemd starts the unit in `/`, where
+/// a relative path names something else (`--root .` the machine itself).
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("{}", path.display()))
 }
 
-/// The options given that differ from the defaults, as words, with the
-/// paths among them absolute.
+/// `path` as a word of the command line; a name that is not UTF-8 is
+/// refused rather than changed into another.
+fn text(path: &Path) -> anyhow::Result<String> {
+    match path.to_str() {
+        Some(text) => Ok(text.to_owned()),
+        None => bail!(
+            "{}: not UTF-8, which a unit's command line cannot hold",
+            path.display()
+        ),
+    }
+}
+
+/// The options given that differ from the defaults, as words; the paths
+/// among them (the root, the store, the include directories, `-e @FILE`)
+/// made absolute.
 fn options(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     let mut words = Vec::new();
     let mut pair = |flag: &str, value: String| {
@@ -102,13 +113,13 @@ fn options(args: &RunArgs) -> anyhow::Result<Vec<String>> {
         pair("--backoff", show(args.backoff));
     }
     for dir in &args.include {
-        pair("-I", absolute(dir, "-I")?);
+        pair("-I", text(&absolute(dir)?)?);
     }
     if args.root.as_os_str() != "/" {
-        pair("--root", absolute(&args.root, "--root")?);
+        pair("--root", text(&absolute(&args.root)?)?);
     }
     if let Some(state) = &args.state {
-        pair("--state", absolute(state, "--state")?);
+        pair("--state", text(&absolute(state)?)?);
     }
     if args.timeout != std::time::Duration::from_secs(300) {
         pair("--timeout", args.timeout.as_secs().to_string());
@@ -117,9 +128,8 @@ fn options(args: &RunArgs) -> anyhow::Result<Vec<String>> {
         pair("--jobs", args.jobs.to_string());
     }
     for vars in &args.extra_vars {
-        // -e @FILE reads FILE; KEY=VALUE and YAML are taken as they are.
         match vars.strip_prefix('@') {
-            Some(file) => pair("-e", format!("@{}", absolute(Path::new(file), "-e")?)),
+            Some(file) => pair("-e", format!("@{}", text(&absolute(Path::new(file))?)?)),
             None => pair("-e", vars.clone()),
         }
     }

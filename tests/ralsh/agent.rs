@@ -879,3 +879,57 @@ fn the_unit_names_every_path_as_it_was_meant_from_where_it_was_made() {
         .arg("/site.yaml"));
     refused.expect(2).stderr_has("not UTF-8");
 }
+#[test]
+fn a_manifest_emptied_beside_others_removes_nothing() {
+    // A `: > b.yaml`, a write that found the disk full: the other
+    // manifests still declare something, but what b.yaml declared must
+    // not go.
+    let site = Site::new();
+    let a = site.manifest(
+        "a.yaml",
+        "file:\n  /etc/motd: {ensure: file, content: \"hi\\n\"}\n",
+    );
+    let b = site.manifest("b.yaml", "host:\n  db: {ip: 10.0.0.5}\n");
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &a, &b]);
+    assert!(agent.next_run().contains("run (start): repaired"));
+    assert!(site.read("etc/hosts").unwrap().contains("10.0.0.5\tdb"));
+    for emptied in ["", "\n# nothing yet\n", "host: {}\n", "---\n"] {
+        std::fs::write(&b, emptied).unwrap();
+        let run = agent.next_run();
+        assert!(
+            run.contains("run (manifests changed): unchanged"),
+            "{emptied:?}: {run}"
+        );
+        assert!(
+            site.read("etc/hosts").unwrap().contains("10.0.0.5\tdb"),
+            "{emptied:?}"
+        );
+        let status = site
+            .agent("status", &["-j"])
+            .expect(0)
+            .stdout
+            .parse::<serde_json::Value>()
+            .unwrap();
+        let problem = status["status"]["manifest_problem"].as_str().unwrap_or("");
+        assert!(
+            problem.starts_with("the manifests cannot be used: ") && problem.contains("b.yaml"),
+            "{emptied:?}: {status}"
+        );
+        assert!(
+            emptied == "---\n" || problem.contains("b.yaml: declares nothing"),
+            "{emptied:?}: {status}"
+        );
+    }
+    // Listed again, and then emptied of that one resource only by an
+    // edit that keeps another: in force.
+    std::fs::write(&b, "host:\n  db: {ip: 10.0.0.5}\n  web: {ip: 10.0.0.6}\n").unwrap();
+    assert!(agent
+        .next_run()
+        .contains("run (manifests changed): repaired"));
+    std::fs::write(&b, "host:\n  web: {ip: 10.0.0.6}\n").unwrap();
+    assert!(agent
+        .next_run()
+        .contains("run (manifests changed): repaired"));
+    assert!(!site.read("etc/hosts").unwrap().contains("db"));
+    assert_eq!(agent.stop().0, Some(0));
+}

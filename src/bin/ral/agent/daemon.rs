@@ -103,6 +103,31 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     agent.serve()
 }
 
+/// Refuses manifests one of which declares nothing (no resource, no
+/// variable): `ral apply` refuses manifests that declare nothing in all,
+/// but the agent reads them again at each write, with nobody to look at
+/// the plan, and a file emptied beside others (`: > b.yaml`, a write that
+/// found the disk full) would have what it declared removed.
+fn emptied(input: &Input) -> anyhow::Result<()> {
+    let reading = &input.reading;
+    for path in &input.manifests {
+        let declares = reading
+            .declared
+            .iter()
+            .map(|d| &d.origin.file)
+            .chain(reading.vars.iter().map(|v| &v.origin.file))
+            .any(|file| **file == **path);
+        if !declares {
+            bail!(
+                "{}: declares nothing: what it declared would be removed, so it is refused \
+                 (to mean that, leave it out of the agent's manifests)",
+                ral::text::escape(&path.to_string_lossy())
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The manifests, absolute: each must be a file (a run reads them again,
 /// so not standard input).
 fn checked_manifests(manifests: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
@@ -404,6 +429,10 @@ impl Agent<'_> {
     fn load(&mut self) {
         let read = Input::read(&self.manifests, false)
             .map_err(anyhow::Error::from)
+            .and_then(|input| {
+                emptied(&input)?;
+                Ok(input)
+            })
             .and_then(|mut input| {
                 input.reading.digest =
                     manifest::with_extra_vars(&input.reading.digest, &self.args.extra_vars);

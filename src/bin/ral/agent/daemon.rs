@@ -548,14 +548,15 @@ impl Agent<'_> {
         self.locked_said = false;
         self.held_said = false;
         self.schedule.ran(Instant::now(), failed, self.splay());
-        // Watched before anything is said of the run: whoever acts on
-        // the line finds the catalog's files watched.
+        // Watched, and the status written, before anything is said of
+        // the run: whoever acts on the line finds the catalog's files
+        // watched and `ral agent status` telling this run.
         self.watch();
         last.ended = epoch(SystemTime::now());
         self.status.runs += 1;
         self.status.failed_runs += u64::from(failed);
         let seconds = clock.elapsed().as_secs_f64();
-        self.say(&format!(
+        let line = format!(
             "run ({text}): {}{}",
             match &error {
                 Some(e) => format!("failed in {seconds:.2} s: {e}"),
@@ -568,9 +569,10 @@ impl Agent<'_> {
                     ral::agent::duration::show(self.schedule.timing().backoff_after(n))
                 ),
             }
-        ));
+        );
         self.status.last_run = Some(last);
         self.write_status();
+        self.say(&line);
         self.notifier.status(&format!(
             "last run: {}; next at {}",
             self.status

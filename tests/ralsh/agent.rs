@@ -933,3 +933,53 @@ fn a_manifest_emptied_beside_others_removes_nothing() {
     assert!(!site.read("etc/hosts").unwrap().contains("db"));
     assert_eq!(agent.stop().0, Some(0));
 }
+#[test]
+fn new_manifests_are_not_blamed_for_what_failed_the_old_ones_too() {
+    // The store cannot be used for a moment (here its lock file is a
+    // link, as a full disk or a damaged file would fail it) just as the
+    // manifests change: once it can, the new manifests are in force, not
+    // the old ones.
+    let site = Site::new();
+    let m = site.manifest(
+        "site.yaml",
+        "file:\n  /etc/motd: {ensure: file, content: \"v1\\n\"}\n",
+    );
+    let mut agent = Agent::start(
+        &site.sandbox,
+        &["--interval", "1h", "--backoff", "100ms", &m],
+    );
+    assert!(agent.next_run().contains("run (start): repaired"));
+    let lock = site.root().join("var/lib/ral/state.db.lock");
+    let aside = site.root().join("var/lib/ral/lock.aside");
+    std::fs::rename(&lock, &aside).unwrap();
+    std::os::unix::fs::symlink("nowhere", &lock).unwrap();
+    site.manifest(
+        "site.yaml",
+        "file:\n  /etc/motd: {ensure: file, content: \"v2\\n\"}\n",
+    );
+    let failed = agent.next_run();
+    assert!(
+        failed.contains("run (manifests changed): failed"),
+        "{failed}"
+    );
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::rename(&aside, &lock).unwrap();
+    agent.signal(libc::SIGUSR1);
+    let run = agent.next_run();
+    assert!(run.contains("): repaired"), "{run}");
+    assert_eq!(site.read("etc/motd").as_deref(), Some("v2\n"));
+    // And a hand edit to what the manifests say is left alone.
+    site.sandbox.write("etc/motd", "v2\n");
+    agent.signal(libc::SIGUSR1);
+    let run = agent.next_run();
+    assert!(run.contains("): unchanged"), "{run}");
+    assert_eq!(site.read("etc/motd").as_deref(), Some("v2\n"));
+    let status = site
+        .agent("status", &["-j"])
+        .expect(0)
+        .stdout
+        .parse::<serde_json::Value>()
+        .unwrap();
+    assert!(status["status"]["manifest_problem"].is_null(), "{status}");
+    assert_eq!(agent.stop().0, Some(0));
+}

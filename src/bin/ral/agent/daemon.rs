@@ -493,15 +493,28 @@ impl Agent<'_> {
         };
         let outcome = if self.candidate.is_some() {
             match self.attempt(true, &text) {
+                Err(e) if !is_locked(&e) && self.good.is_some() => {
+                    // The last good manifests run instead, and nothing
+                    // they do not name is touched. The new ones are to
+                    // blame only when the good ones get through: what
+                    // fails both (a full disk, a store that cannot be
+                    // used for a while) is not theirs, and they are tried
+                    // again first by the next run instead of being let go
+                    // for the old ones to be in force until the next edit.
+                    match self.attempt(false, &text) {
+                        Ok(done) => {
+                            self.candidate = None;
+                            self.manifest_problem(&e);
+                            Ok(done)
+                        }
+                        Err(again) if is_locked(&again) => Err(again),
+                        Err(_) => Err(e),
+                    }
+                }
                 Err(e) if !is_locked(&e) => {
-                    // What broke is the new manifests: the last good ones
-                    // run instead, and nothing they do not name is touched.
                     self.candidate = None;
                     self.manifest_problem(&e);
-                    match self.good.is_some() {
-                        true => self.attempt(false, &text),
-                        false => Err(e),
-                    }
+                    Err(e)
                 }
                 Ok(done) => {
                     self.good = self.candidate.take();

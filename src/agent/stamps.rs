@@ -41,7 +41,7 @@ impl Stamp {
 }
 
 /// The stamps of the watched files.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Stamps {
     seen: HashMap<PathBuf, Option<Stamp>>,
 }
@@ -61,6 +61,15 @@ impl Stamps {
     /// Whether `path` has a record.
     pub fn knows(&self, path: &Path) -> bool {
         self.seen.contains_key(path)
+    }
+
+    /// Puts back the record of `path` that `earlier` holds (none when it
+    /// holds none, which makes `path` differ).
+    pub fn restore(&mut self, path: &Path, earlier: &Stamps) {
+        match earlier.seen.get(path) {
+            Some(stamp) => self.seen.insert(path.to_owned(), *stamp),
+            None => self.seen.remove(path),
+        };
     }
 
     /// Keeps the records of `paths` only.
@@ -97,5 +106,23 @@ mod tests {
         assert!(stamps.changed(&path));
         stamps.keep_only(&[]);
         assert!(stamps.seen.is_empty());
+    }
+
+    #[test]
+    fn a_record_put_back_makes_what_changed_since_differ() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("motd");
+        std::fs::write(&path, "a\n").unwrap();
+        let mut stamps = Stamps::default();
+        stamps.refresh(&path);
+        let before = stamps.clone();
+        std::fs::write(&path, "someone else's\n").unwrap();
+        stamps.refresh(&path);
+        assert!(!stamps.changed(&path));
+        stamps.restore(&path, &before);
+        assert!(stamps.changed(&path));
+        // Never recorded before: unknown, and so changed.
+        stamps.restore(&path, &Stamps::default());
+        assert!(!stamps.knows(&path) && stamps.changed(&path));
     }
 }

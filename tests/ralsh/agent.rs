@@ -983,3 +983,45 @@ fn new_manifests_are_not_blamed_for_what_failed_the_old_ones_too() {
     assert!(status["status"]["manifest_problem"].is_null(), "{status}");
     assert_eq!(agent.stop().0, Some(0));
 }
+#[test]
+fn a_change_during_a_run_to_a_file_whose_task_did_not_succeed_is_drift() {
+    // The task of /srv/after waits for exec[wait], which fails (after
+    // making /done, so that the next run does not need it): /srv/after
+    // is skipped, and what someone wrote to it meanwhile is drift, not
+    // taken for the run's own.
+    let site = Site::new();
+    let root = site.root();
+    let gate = root.join("gate");
+    assert!(Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::create_dir_all(root.join("srv")).unwrap();
+    let m = site.manifest(
+        "site.yaml",
+        &format!(
+            "exec:\n  wait:\n    command: [/bin/sh, -c, 'cat {gate} > {done}; exit 1']\n    \
+             creates: /done\n\
+             file:\n  /srv/after: {{ensure: file, content: x, require: ['exec[wait]']}}\n",
+            gate = gate.display(),
+            done = root.join("done").display()
+        ),
+    );
+    let mut agent = Agent::start(
+        &site.sandbox,
+        &["--interval", "1h", "--backoff", "100ms", &m],
+    );
+    open_gate(&site, || {
+        site.sandbox.write("srv/after", "someone else's\n")
+    });
+    let first = agent.next_run();
+    assert!(first.contains("run (start): failed"), "{first}");
+    let repair = agent.next_run();
+    assert!(
+        repair.contains("run (drift: /srv/after): repaired"),
+        "{repair}"
+    );
+    assert_eq!(site.read("srv/after").as_deref(), Some("x"));
+    assert_eq!(agent.stop().0, Some(0));
+}

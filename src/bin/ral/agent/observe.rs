@@ -19,6 +19,8 @@ use crate::one_run::Observer;
 pub struct RunObserver<'a> {
     root: &'a Path,
     pub stamps: Mutex<Stamps>,
+    /// The stamps as the run found the files (once planned).
+    before: Mutex<Stamps>,
     /// The files the catalog keeps resources in, as this machine reaches
     /// them, with the root's names for them.
     pub managed: Mutex<Vec<(PathBuf, PathBuf)>>,
@@ -33,6 +35,7 @@ impl<'a> RunObserver<'a> {
         RunObserver {
             root,
             stamps: Mutex::new(stamps),
+            before: Mutex::new(Stamps::default()),
             managed: Mutex::new(Vec::new()),
             plan: Mutex::new(None),
             drift: AtomicU64::new(0),
@@ -84,17 +87,28 @@ impl Observer for RunObserver<'_> {
                 stamps.refresh(path);
             }
         }
+        *locked(&self.before) = stamps.clone();
         *locked(&self.managed) = managed;
         *locked(&self.plan) = Some(plan.id.clone());
         let drift = plan.tasks.iter().filter(|t| changes(t.action)).count();
         self.drift.store(drift as u64, Ordering::SeqCst);
     }
 
+    /// A task that succeeded wrote its files: they are stamped as they
+    /// are now. One that did not (failed, skipped, stopped, or found
+    /// otherwise when read back) may have written nothing: its files keep
+    /// the stamps the run found them with, so that what someone else wrote
+    /// meanwhile is drift, not taken for the run's own.
     fn touched(&self, catalog: &Catalog, plan: &Plan, tasks: &[usize]) {
         let mut stamps = locked(&self.stamps);
+        let before = locked(&self.before);
         for &task in tasks {
+            let succeeded = plan.tasks[task].state == TaskState::Success;
             for (path, _) in self.files_of(&catalog.items[plan.tasks[task].item]) {
-                stamps.refresh(&path);
+                match succeeded {
+                    true => stamps.refresh(&path),
+                    false => stamps.restore(&path, &before),
+                }
             }
         }
     }

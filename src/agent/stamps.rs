@@ -25,14 +25,28 @@ pub struct Stamp {
 impl Stamp {
     /// `path` now (not following a last link: the link itself is what
     /// the file resource manages), or `None` when it cannot be looked at.
+    /// A directory's size and times are left out: they move whenever an
+    /// entry in it comes or goes (an application's log, the agent's own
+    /// write of a file in it), none of which is the directory's drift;
+    /// what a directory resource manages (that it is one, its mode, its
+    /// owner) is kept.
     pub fn of(path: &Path) -> Option<Stamp> {
         let meta = std::fs::symlink_metadata(path).ok()?;
+        let contents = !meta.is_dir();
         Some(Stamp {
             dev: meta.dev(),
             ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
+            size: if contents { meta.size() } else { 0 },
+            mtime: if contents {
+                (meta.mtime(), meta.mtime_nsec())
+            } else {
+                (0, 0)
+            },
+            ctime: if contents {
+                (meta.ctime(), meta.ctime_nsec())
+            } else {
+                (0, 0)
+            },
             mode: meta.mode(),
             uid: meta.uid(),
             gid: meta.gid(),
@@ -106,6 +120,26 @@ mod tests {
         assert!(stamps.changed(&path));
         stamps.keep_only(&[]);
         assert!(stamps.seen.is_empty());
+    }
+
+    #[test]
+    fn a_directory_differs_by_its_mode_not_by_its_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = dir.path().join("app");
+        std::fs::create_dir(&app).unwrap();
+        let mut stamps = Stamps::default();
+        stamps.refresh(&app);
+        std::fs::write(app.join("app.log"), "x").unwrap();
+        std::fs::remove_file(app.join("app.log")).unwrap();
+        assert!(!stamps.changed(&app));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(stamps.changed(&app));
+        stamps.refresh(&app);
+        // Replaced by another directory, or by a file.
+        std::fs::remove_dir(&app).unwrap();
+        std::fs::write(&app, "").unwrap();
+        assert!(stamps.changed(&app));
     }
 
     #[test]

@@ -1024,3 +1024,38 @@ fn a_change_during_a_run_to_a_file_whose_task_did_not_succeed_is_drift() {
     assert_eq!(site.read("srv/after").as_deref(), Some("x"));
     assert_eq!(agent.stop().0, Some(0));
 }
+
+#[test]
+fn a_managed_directory_whose_entries_change_is_no_drift_but_its_mode_is() {
+    let site = Site::new();
+    std::fs::create_dir_all(site.root().join("srv")).unwrap();
+    let m = site.manifest(
+        "site.yaml",
+        "file:\n  /srv/app: {ensure: directory, mode: '0755'}\n  \
+         /srv/app/conf: {ensure: file, content: c}\n",
+    );
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    assert!(agent.next_run().contains("run (start): repaired"));
+    // The repair writes into /srv/app (and so does an application's log):
+    // the directory's times move, and it is no drift.
+    site.sandbox.write("srv/app/conf", "tampered");
+    let repair = agent.next_run();
+    assert!(
+        repair.contains("run (drift: /srv/app/conf): repaired"),
+        "{repair}"
+    );
+    site.sandbox.write("srv/app/app.log", "started\n");
+    agent.signal(libc::SIGUSR1);
+    let asked = agent.next_run();
+    assert_eq!(asked.split(": ").nth(1), Some("run (SIGUSR1)"), "{asked}");
+    // Its mode is what the manifest says: a change of it is drift.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        site.root().join("srv/app"),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let drift = agent.next_run();
+    assert!(drift.contains("run (drift: /srv/app): repaired"), "{drift}");
+    assert_eq!(agent.stop().0, Some(0));
+}

@@ -1,8 +1,8 @@
 //! Telling systemd how the agent is (`sd_notify`, for `Type=notify`
-//! units): READY once set up (and again when a reload is done), STATUS
-//! lines, RELOADING and STOPPING, and WATCHDOG pings when the unit sets `WatchdogSec`. Datagrams
-//! to the socket systemd names in `NOTIFY_SOCKET` (a path, or `@` for an
-//! abstract one); without it, nothing is sent.
+//! units): READY once set up and again when a reload is done, STATUS
+//! lines, RELOADING and STOPPING, and WATCHDOG pings when the unit sets
+//! `WatchdogSec`. Datagrams to the socket systemd names in `NOTIFY_SOCKET`
+//! (a path, or `@` for an abstract one); without it, nothing is sent.
 
 use std::ffi::OsStr;
 use std::os::unix::net::{SocketAddr, UnixDatagram};

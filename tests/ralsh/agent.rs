@@ -1059,3 +1059,65 @@ fn a_managed_directory_whose_entries_change_is_no_drift_but_its_mode_is() {
     assert!(drift.contains("run (drift: /srv/app): repaired"), "{drift}");
     assert_eq!(agent.stop().0, Some(0));
 }
+
+#[test]
+fn systemd_hears_ready_again_once_a_reload_is_done() {
+    // `systemctl reload` waits for READY=1 after RELOADING=1 (sd_notify(3)):
+    // without it the reload hangs until its timeout, and fails.
+    use std::os::unix::net::UnixDatagram;
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let socket_dir = tempfile::tempdir().unwrap();
+    let path = socket_dir.path().join("notify");
+    let socket = UnixDatagram::bind(&path).unwrap();
+    socket.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut command = site.sandbox.ral_command("agent", &["--interval", "1h", &m]);
+    command.env("NOTIFY_SOCKET", &path);
+    let mut agent = Agent::start_with(command);
+    let next = || {
+        let mut buffer = [0u8; 1024];
+        let n = socket
+            .recv(&mut buffer)
+            .expect("systemd hears from the agent");
+        String::from_utf8_lossy(&buffer[..n]).into_owned()
+    };
+    assert!(next().starts_with("READY=1\n"));
+    agent.next_run();
+    agent.signal(libc::SIGHUP);
+    while !next().starts_with("RELOADING=1\n") {}
+    let mut heard = Vec::new();
+    loop {
+        let said = next();
+        heard.push(said.clone());
+        if said.starts_with("READY=1") {
+            break;
+        }
+    }
+    assert!(agent.next_run().contains("run (manifests changed)"));
+    assert_eq!(agent.stop().0, Some(0), "{heard:#?}");
+}
+#[test]
+fn a_storm_of_sighup_reads_the_providers_once_per_run() {
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    agent.next_run();
+    // As logrotate scripts or a loop of `systemctl reload` would.
+    for _ in 0..300 {
+        agent.signal(libc::SIGHUP);
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    agent.signal(libc::SIGUSR1);
+    let (code, said) = agent.stop();
+    assert_eq!(code, Some(0), "{said:#?}");
+    let reads = said
+        .iter()
+        .filter(|l| l.starts_with("ral agent: SIGHUP: reading the providers"))
+        .count();
+    let runs = said
+        .iter()
+        .filter(|l| l.starts_with("ral agent: run ("))
+        .count();
+    assert!(reads >= 1, "{said:#?}");
+    assert!(reads <= runs, "{reads} reads for {runs} runs: {said:#?}");
+}

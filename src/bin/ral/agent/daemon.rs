@@ -98,6 +98,7 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
         wake,
         locked_said: false,
         held_said: false,
+        reloading: false,
         next_ping: None,
     };
     agent.serve()
@@ -239,6 +240,9 @@ struct Agent<'a> {
     locked_said: bool,
     /// Whether drift held back by the backoff was said (once per run).
     held_said: bool,
+    /// SIGHUP came: the next run reads the providers again, and then
+    /// tells systemd the reload is done.
+    reloading: bool,
     next_ping: Option<Instant>,
 }
 
@@ -267,13 +271,12 @@ impl Agent<'_> {
             }
             let now = Instant::now();
             if ral::process::take_reload() {
-                self.say("SIGHUP: reading the providers and the manifests again");
-                self.notifier.reloading();
-                self.reload_providers();
-                // The reload is done: systemd holds the unit in
-                // "reloading" until it hears READY again. The manifests
-                // are read by the run that follows.
-                self.notifier.ready("providers read again; running");
+                // Read by the run it asks for (after the settle and the
+                // gap, as changed manifests are): a storm of SIGHUP costs
+                // no more than two reads a second.
+                if !std::mem::replace(&mut self.reloading, true) {
+                    self.notifier.reloading();
+                }
                 self.schedule.want(now, Why::hup());
             }
             if ral::process::take_run_now() {
@@ -482,8 +485,18 @@ impl Agent<'_> {
     fn run_once(&mut self, why: Why) {
         let started = SystemTime::now();
         let clock = Instant::now();
+        let reloading = std::mem::take(&mut self.reloading);
+        if reloading {
+            self.say("SIGHUP: reading the providers and the manifests again");
+            self.reload_providers();
+        }
         if why.reads_manifests() || why.start || (self.good.is_none() && self.candidate.is_none()) {
             self.load();
+        }
+        if reloading {
+            // The reload is done (sd_notify(3): RELOADING=1 is answered by
+            // READY=1, which `systemctl reload` waits for).
+            self.notifier.ready("reloaded");
         }
         let text = why.text(self.args.interval);
         let mut last = LastRun {

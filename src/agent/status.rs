@@ -60,16 +60,16 @@ pub struct LastRun {
 pub enum StatusError {
     #[error("another ral agent (process {pid}) runs on the state store {}", .store.display())]
     Running { pid: String, store: PathBuf },
+    // The reasons are in the messages, not sources too: an error shown
+    // with its causes (`{:#}`) would say each twice.
     #[error("{}: {error}", .path.display())]
     Io {
         path: PathBuf,
-        #[source]
         error: std::io::Error,
     },
     #[error("{}: not an agent's status: {error}", .path.display())]
     Damaged {
         path: PathBuf,
-        #[source]
         error: serde_json::Error,
     },
 }
@@ -163,14 +163,31 @@ fn open_lock(path: &Path) -> Result<File, StatusError> {
         .map_err(io(path))
 }
 
-/// Whether an agent runs on the store at `store` now.
+/// Whether an agent runs on the store at `store` now. The lock is opened
+/// as the agent makes it: never through a link, and only when a regular
+/// file (a FIFO put in its place, in a directory others may write, would
+/// have the open wait for a writer forever).
 pub fn running(store: &Path) -> Result<bool, StatusError> {
     let lock_path = beside(store, ".agent.lock");
-    let lock = match File::open(&lock_path) {
+    let lock = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(&lock_path)
+    {
         Ok(lock) => lock,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(io(&lock_path)(std::io::Error::other(
+                "a symbolic link, where the agent's lock is a file",
+            )))
+        }
         Err(e) => return Err(io(&lock_path)(e)),
     };
+    if !lock.metadata().map_err(io(&lock_path))?.is_file() {
+        return Err(io(&lock_path)(std::io::Error::other(
+            "not a regular file, where the agent's lock is one",
+        )));
+    }
     match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockShared) {
         Ok(()) => Ok(false),
         Err(rustix::io::Errno::WOULDBLOCK) => Ok(true),
@@ -245,6 +262,33 @@ mod tests {
         assert!(read(&path).unwrap().is_none());
         std::fs::write(&path, "{\"pid\": \"x\"").unwrap();
         assert!(matches!(read(&path), Err(StatusError::Damaged { .. })));
+    }
+
+    #[test]
+    fn whether_one_runs_is_told_without_waiting_on_a_fifo_or_following_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("state.db");
+        let lock = beside(&store, ".agent.lock");
+        let fifo = dir.path().join("fifo");
+        let made = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a path of ours, NUL-terminated.
+        assert_eq!(unsafe { libc::mkfifo(made.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink(&fifo, &lock).unwrap();
+        let (said, answer) = std::sync::mpsc::channel();
+        let asked = store.clone();
+        std::thread::spawn(move || said.send(running(&asked).map_err(|e| e.to_string())));
+        let answer = answer
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("an answer, not a wait");
+        assert!(answer.unwrap_err().contains("symbolic link"));
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::rename(&fifo, &lock).unwrap();
+        let (said, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || said.send(running(&store).map_err(|e| e.to_string())));
+        let answer = answer
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("an answer, not a wait");
+        assert!(answer.unwrap_err().contains("not a regular file"));
     }
 
     #[test]

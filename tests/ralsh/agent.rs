@@ -1121,3 +1121,108 @@ fn a_storm_of_sighup_reads_the_providers_once_per_run() {
     assert!(reads >= 1, "{said:#?}");
     assert!(reads <= runs, "{reads} reads for {runs} runs: {said:#?}");
 }
+
+/// `ral agent status ARGS`, its exit status and output once it exits: a
+/// failure when it has not within [`PATIENCE`].
+fn status_within_patience(args: &[&std::ffi::OsStr]) -> crate::support::Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ral"))
+        .env_clear()
+        .args(["agent", "status"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // SAFETY: pidfd_open takes a process ID (unreaped: ours) and flags.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) } as i32;
+    assert!(pidfd >= 0);
+    let mut ready = libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd of ours; then the descriptor is closed.
+    let got = unsafe { libc::poll(&mut ready, 1, PATIENCE.as_millis() as i32) };
+    unsafe { libc::close(pidfd) };
+    if got != 1 {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("ral agent status {args:?} did not exit within {PATIENCE:?}");
+    }
+    let output = child.wait_with_output().unwrap();
+    crate::support::Run {
+        status: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+#[test]
+fn status_beside_a_store_in_a_shared_directory_never_waits_nor_follows() {
+    // Another user plants a FIFO, or a link to one, where the agent's
+    // lock goes.
+    let shared = tempfile::tempdir().unwrap();
+    let store = shared.path().join("state.db");
+    let lock = shared.path().join("state.db.agent.lock");
+    let fifo = shared.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::rename(&fifo, &lock).unwrap();
+    let state = [std::ffi::OsStr::new("--state"), store.as_os_str()];
+    status_within_patience(&state)
+        .expect(2)
+        .stderr_has("state.db.agent.lock: not a regular file");
+    std::fs::remove_file(&lock).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    std::os::unix::fs::symlink(&fifo, &lock).unwrap();
+    status_within_patience(&state)
+        .expect(2)
+        .stderr_has("state.db.agent.lock: ");
+}
+#[test]
+fn status_of_a_damaged_status_file_is_an_error_or_said_plainly_never_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("state.db");
+    let state = [std::ffi::OsStr::new("--state"), store.as_os_str()];
+    let status = |interval: &str, why: &str| {
+        format!(
+            "{{\"pid\":7,\"started\":1e300,\"manifests\":[],\"interval_seconds\":{interval},\
+             \"splay_seconds\":{interval},\"noop\":false,\"next_run\":null,\"last_run\":\
+             {{\"plan\":\"p\\u001b]0;x\\u0007\",\"why\":\"{why}\",\"started\":-1e300,\"ended\":0,\
+             \"outcome\":\"o\",\"drift\":0,\"repaired\":0}},\"runs\":0,\"drift_found\":0,\
+             \"repaired\":0,\"failed_runs\":0,\"manifest_problem\":null,\"stopped\":true}}"
+        )
+    };
+    for interval in ["-1", "1e300"] {
+        std::fs::write(
+            dir.path().join("state.db.agent"),
+            status(interval, "drift: /etc/a\\u001b[31m\\nb"),
+        )
+        .unwrap();
+        let said = status_within_patience(&state);
+        said.expect(3);
+        assert!(said.stdout.contains("every ?"), "{}", said.stdout);
+        assert!(
+            !said.stdout.contains('\u{1b}') && !said.stdout.contains("\nb)"),
+            "{:?}",
+            said.stdout
+        );
+    }
+    // Refused once, with its reason once.
+    std::fs::write(dir.path().join("state.db.agent"), "{").unwrap();
+    let said = status_within_patience(&state);
+    said.expect(2);
+    assert_eq!(
+        said.stderr.matches("EOF while parsing").count(),
+        1,
+        "{}",
+        said.stderr
+    );
+}

@@ -51,6 +51,13 @@ fn report(args: &StatusArgs) -> anyhow::Result<bool> {
     Ok(running)
 }
 
+/// A duration of the status file, as the agent shows one; `?` for one no
+/// agent writes (negative, not a number, beyond any duration).
+fn seconds(value: f64) -> String {
+    std::time::Duration::try_from_secs_f64(value)
+        .map_or_else(|_| "?".to_owned(), ral::agent::duration::show)
+}
+
 fn text(
     out: &mut dyn Write,
     store: &std::path::Path,
@@ -75,14 +82,9 @@ fn text(
         out,
         "since: {}, every {}{}{}",
         local_date(status.started as i64),
-        ral::agent::duration::show(std::time::Duration::from_secs_f64(status.interval_seconds)),
+        seconds(status.interval_seconds),
         if status.splay_seconds > 0.0 {
-            format!(
-                " (splay {})",
-                ral::agent::duration::show(std::time::Duration::from_secs_f64(
-                    status.splay_seconds
-                ))
-            )
+            format!(" (splay {})", seconds(status.splay_seconds))
         } else {
             String::new()
         },
@@ -93,13 +95,13 @@ fn text(
             out,
             "last run: {} ({}): {}; {} drifted, {} repaired{}",
             local_date(last.started as i64),
-            last.why,
+            escape(&last.why),
             escape(&last.outcome),
             last.drift,
             last.repaired,
             last.plan
                 .as_ref()
-                .map(|plan| format!(", plan {plan}"))
+                .map(|plan| format!(", plan {}", escape(plan)))
                 .unwrap_or_default()
         )?,
         None => writeln!(out, "last run: none yet")?,

@@ -1226,3 +1226,59 @@ fn status_of_a_damaged_status_file_is_an_error_or_said_plainly_never_a_crash() {
         said.stderr
     );
 }
+
+#[test]
+fn a_manifest_that_is_a_link_is_read_again_when_what_it_links_to_changes() {
+    // /etc/ral/site.yaml -> a checkout: a pull replaces the file there.
+    let site = Site::new();
+    let checkout = tempfile::tempdir().unwrap();
+    let first = checkout.path().join("v1/site.yaml");
+    std::fs::create_dir_all(first.parent().unwrap()).unwrap();
+    std::fs::write(
+        &first,
+        "file:\n  /etc/motd: {ensure: file, content: \"v1\\n\"}\n",
+    )
+    .unwrap();
+    // Two links: the manifest to `current`, `current` to v1.
+    let current = checkout.path().join("current.yaml");
+    std::os::unix::fs::symlink("v1/site.yaml", &current).unwrap();
+    let m = site.manifests.path().join("site.yaml");
+    std::os::unix::fs::symlink(&current, &m).unwrap();
+    let m = m.to_str().unwrap();
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", m]);
+    assert!(agent.next_run().contains("run (start): repaired"));
+    let fresh = checkout.path().join("v1/.site.yaml.new");
+    std::fs::write(
+        &fresh,
+        "file:\n  /etc/motd: {ensure: file, content: \"v2\\n\"}\n",
+    )
+    .unwrap();
+    std::fs::rename(&fresh, &first).unwrap();
+    let run = agent.next_run();
+    assert!(run.contains("run (manifests changed): repaired"), "{run}");
+    assert_eq!(site.read("etc/motd").as_deref(), Some("v2\n"));
+    // `current` pointed elsewhere: the new file is read, and watched.
+    let second = checkout.path().join("v3.yaml");
+    std::fs::write(
+        &second,
+        "file:\n  /etc/motd: {ensure: file, content: \"v3\\n\"}\n",
+    )
+    .unwrap();
+    let link = checkout.path().join(".current.new");
+    std::os::unix::fs::symlink("v3.yaml", &link).unwrap();
+    std::fs::rename(&link, &current).unwrap();
+    assert!(agent
+        .next_run()
+        .contains("run (manifests changed): repaired"));
+    assert_eq!(site.read("etc/motd").as_deref(), Some("v3\n"));
+    std::fs::write(
+        &second,
+        "file:\n  /etc/motd: {ensure: file, content: \"v4\\n\"}\n",
+    )
+    .unwrap();
+    assert!(agent
+        .next_run()
+        .contains("run (manifests changed): repaired"));
+    assert_eq!(site.read("etc/motd").as_deref(), Some("v4\n"));
+    assert_eq!(agent.stop().0, Some(0));
+}

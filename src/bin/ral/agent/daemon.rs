@@ -129,6 +129,25 @@ fn emptied(input: &Input) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `path`, and each path its links lead to in turn (a relative link from
+/// its own directory), to the first that is not a link; at most 40, as
+/// the kernel follows.
+fn links_to(path: &std::path::Path) -> Vec<PathBuf> {
+    let mut hops = vec![path.to_owned()];
+    while hops.len() <= 40 {
+        let last = &hops[hops.len() - 1];
+        let Ok(target) = std::fs::read_link(last) else {
+            break;
+        };
+        let next = match last.parent() {
+            Some(dir) => dir.join(target),
+            None => target,
+        };
+        hops.push(next);
+    }
+    hops
+}
+
 /// The manifests, absolute: each must be a file (a run reads them again,
 /// so not standard input).
 fn checked_manifests(manifests: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
@@ -382,13 +401,18 @@ impl Agent<'_> {
     /// Watches the manifests and the files the last catalog keeps
     /// resources in.
     fn watch(&mut self) {
+        // A manifest that is a link (to a checkout, say) is read through
+        // it: each link on the way is watched, and the file it ends at,
+        // so that an edit there is seen as one of the link itself is.
         let mut watched: Vec<Watched> = self
             .manifests
             .iter()
-            .map(|path| Watched {
-                path: path.clone(),
-                shown: path.clone(),
-                kind: Kind::Manifest,
+            .flat_map(|path| {
+                links_to(path).into_iter().map(|hop| Watched {
+                    path: hop,
+                    shown: path.clone(),
+                    kind: Kind::Manifest,
+                })
             })
             .collect();
         watched.extend(self.managed.iter().map(|(path, shown)| Watched {

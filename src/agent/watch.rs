@@ -76,10 +76,12 @@ pub struct Watcher {
     fd: OwnedFd,
     watched: Vec<Watched>,
     dirs: HashMap<i32, Dir>,
-    /// A watched directory went or was replaced: the watches are set
-    /// again after the next read.
-    stale: bool,
+    /// The watch each watched file is seen through, by its index.
+    through: Vec<Option<i32>>,
     buffer: Vec<MaybeUninit<u8>>,
+    /// Ways watched (one `watch_way_to` each) since made: what an event
+    /// costs, for the tests.
+    ways: usize,
 }
 
 impl Watcher {
@@ -89,7 +91,8 @@ impl Watcher {
             fd,
             watched: Vec::new(),
             dirs: HashMap::new(),
-            stale: false,
+            through: Vec::new(),
+            ways: 0,
             buffer: vec![MaybeUninit::uninit(); 64 * 1024],
         })
     }
@@ -112,31 +115,68 @@ impl Watcher {
     }
 
     fn arm(&mut self) -> Vec<(PathBuf, io::Error)> {
-        self.stale = false;
-        let mut dirs: HashMap<i32, Dir> = HashMap::new();
-        let mut failed = Vec::new();
-        for (at, watched) in self.watched.iter().enumerate() {
-            match self.watch_way_to(&watched.path) {
-                Ok((wd, dir, name, last)) => dirs
-                    .entry(wd)
-                    .or_insert_with(|| Dir {
-                        path: dir,
-                        entries: HashMap::new(),
-                    })
-                    .entries
-                    .entry(name)
-                    .or_default()
-                    .push(Entry { watched: at, last }),
-                Err(e) => failed.push((watched.path.clone(), e)),
-            }
-        }
-        for old in self.dirs.keys() {
-            if !dirs.contains_key(old) {
+        let old = std::mem::take(&mut self.dirs);
+        self.through = vec![None; self.watched.len()];
+        let failed = self.add((0..self.watched.len()).collect());
+        for wd in old.keys() {
+            if !self.dirs.contains_key(wd) {
                 // Gone already when its directory went.
-                let _ = inotify::remove_watch(&self.fd, *old);
+                let _ = inotify::remove_watch(&self.fd, *wd);
             }
         }
-        self.dirs = dirs;
+        failed
+    }
+
+    /// Watches the ways to the watched files `again` anew (a directory on
+    /// their way came, went or was replaced), the others' watches as they
+    /// are: an event costs the files it is about, not all of them.
+    fn rearm(&mut self, again: &BTreeSet<usize>) -> Vec<(PathBuf, io::Error)> {
+        let mut left = BTreeSet::new();
+        for &at in again {
+            let Some(wd) = self.through[at].take() else {
+                continue;
+            };
+            if let Some(dir) = self.dirs.get_mut(&wd) {
+                dir.entries.retain(|_, entries| {
+                    entries.retain(|e| e.watched != at);
+                    !entries.is_empty()
+                });
+                left.insert(wd);
+            }
+        }
+        let failed = self.add(again.iter().copied().collect());
+        for wd in left {
+            if self.dirs.get(&wd).is_some_and(|dir| dir.entries.is_empty()) {
+                self.dirs.remove(&wd);
+                let _ = inotify::remove_watch(&self.fd, wd);
+            }
+        }
+        failed
+    }
+
+    /// Watches the ways to the watched files `which` into `self.dirs`.
+    fn add(&mut self, which: Vec<usize>) -> Vec<(PathBuf, io::Error)> {
+        let mut failed = Vec::new();
+        for at in which {
+            self.ways += 1;
+            let path = &self.watched[at].path;
+            match self.watch_way_to(path) {
+                Ok((wd, dir, name, last)) => {
+                    self.dirs
+                        .entry(wd)
+                        .or_insert_with(|| Dir {
+                            path: dir,
+                            entries: HashMap::new(),
+                        })
+                        .entries
+                        .entry(name)
+                        .or_default()
+                        .push(Entry { watched: at, last });
+                    self.through[at] = Some(wd);
+                }
+                Err(e) => failed.push((path.clone(), e)),
+            }
+        }
         failed
     }
 
@@ -195,10 +235,14 @@ impl Watcher {
             }
         }
         let mut changed = BTreeSet::new();
+        // The watched files whose way must be watched anew, all of them
+        // when the kernel's queue overflowed.
+        let mut again = BTreeSet::new();
+        let mut overflowed = false;
         for (wd, flags, name) in raw {
             if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
                 changed.extend(0..self.watched.len());
-                self.stale = true;
+                overflowed = true;
                 continue;
             }
             let Some(dir) = self.dirs.get(&wd) else {
@@ -210,8 +254,10 @@ impl Watcher {
                 if flags
                     .intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF | ReadFlags::IGNORED)
                 {
-                    changed.extend(dir.entries.values().flatten().map(|e| e.watched));
-                    self.stale = true;
+                    let through: Vec<usize> =
+                        dir.entries.values().flatten().map(|e| e.watched).collect();
+                    changed.extend(&through);
+                    again.extend(through);
                 }
                 continue;
             };
@@ -219,7 +265,7 @@ impl Watcher {
                 if !entry.last {
                     // A directory on the way came or went.
                     changed.insert(entry.watched);
-                    self.stale = true;
+                    again.insert(entry.watched);
                     continue;
                 }
                 let counts = match self.watched[entry.watched].kind {
@@ -231,10 +277,13 @@ impl Watcher {
                 }
             }
         }
-        if self.stale {
-            for (path, e) in self.arm() {
-                log::warn!("cannot watch {}: {e}", path.display());
-            }
+        let failed = match (overflowed, again.is_empty()) {
+            (true, _) => self.arm(),
+            (false, false) => self.rearm(&again),
+            (false, true) => Vec::new(),
+        };
+        for (path, e) in failed {
+            log::warn!("cannot watch {}: {e}", path.display());
         }
         Ok(changed)
     }
@@ -301,6 +350,39 @@ mod tests {
         std::fs::remove_dir(dir.path().join("srv/app")).unwrap();
         assert!(watcher.changes().unwrap().contains(&0));
         assert_eq!(watcher.directories(), [dir.path().join("srv")]);
+    }
+
+    #[test]
+    fn a_directory_coming_and_going_watches_anew_only_the_ways_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut all: Vec<Watched> = (0..50)
+            .map(|n| {
+                let sub = dir.path().join(format!("d{n}"));
+                std::fs::create_dir(&sub).unwrap();
+                watched(&sub.join("f"), Kind::Managed)
+            })
+            .collect();
+        let missing = dir.path().join("opt/app/conf");
+        all.push(watched(&missing, Kind::Managed));
+        let mut watcher = Watcher::new().unwrap();
+        assert!(watcher.set(all).is_empty());
+        let armed = watcher.ways;
+        for _ in 0..10 {
+            std::fs::create_dir(dir.path().join("opt")).unwrap();
+            assert_eq!(watcher.changes().unwrap(), BTreeSet::from([50]));
+            std::fs::remove_dir(dir.path().join("opt")).unwrap();
+            assert_eq!(watcher.changes().unwrap(), BTreeSet::from([50]));
+        }
+        // The one way through opt, twice for each time it came and went.
+        assert_eq!(watcher.ways - armed, 20);
+        // And the others are watched as before.
+        std::fs::write(dir.path().join("d7/f"), "x").unwrap();
+        assert_eq!(watcher.changes().unwrap(), BTreeSet::from([7]));
+        std::fs::create_dir_all(dir.path().join("opt/app")).unwrap();
+        watcher.changes().unwrap();
+        watcher.changes().unwrap();
+        std::fs::write(&missing, "x").unwrap();
+        assert!(watcher.changes().unwrap().contains(&50));
     }
 
     #[test]

@@ -1282,3 +1282,39 @@ fn a_manifest_that_is_a_link_is_read_again_when_what_it_links_to_changes() {
     assert_eq!(site.read("etc/motd").as_deref(), Some("v4\n"));
     assert_eq!(agent.stop().0, Some(0));
 }
+
+#[test]
+fn drift_that_came_before_a_run_that_read_nothing_is_still_drift() {
+    // The store cannot be used for a moment (its lock file a link) when
+    // a managed file is edited: the drift run fails before it reads
+    // anything, and the edit is repaired once the store can be used.
+    let site = Site::new();
+    let m = site.manifest("site.yaml", MOTD_AND_HOST);
+    let mut agent = Agent::start(
+        &site.sandbox,
+        &["--interval", "1h", "--backoff", "100ms", &m],
+    );
+    assert!(agent.next_run().contains("run (start): repaired"));
+    let lock = site.root().join("var/lib/ral/state.db.lock");
+    let aside = site.root().join("var/lib/ral/lock.aside");
+    std::fs::rename(&lock, &aside).unwrap();
+    std::os::unix::fs::symlink("nowhere", &lock).unwrap();
+    site.sandbox.write("etc/motd", "tampered\n");
+    let failed = agent.next_run();
+    assert!(
+        failed.contains("run (drift: /etc/motd): failed"),
+        "{failed}"
+    );
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::rename(&aside, &lock).unwrap();
+    // (A run that found the store still unusable may come first.)
+    let repair = loop {
+        let run = agent.next_run();
+        if !run.contains("): failed") {
+            break run;
+        }
+    };
+    assert!(repair.contains("drift: /etc/motd): repaired"), "{repair}");
+    assert_eq!(site.read("etc/motd").as_deref(), Some("hello\n"));
+    assert_eq!(agent.stop().0, Some(0));
+}

@@ -643,7 +643,10 @@ impl Agent<'_> {
         }
         .expect("asked for manifests that are there");
         // Stamped before the run reads them: a change from here on is
-        // either the run's (stamped again as its task ends) or drift.
+        // either the run's (stamped again as its task ends) or drift. A
+        // run that ends before it read them (no plan) puts the stamps
+        // back: what changed before it is still drift.
+        let unread = self.stamps.clone();
         for (path, _) in &self.managed {
             self.stamps.refresh(path);
         }
@@ -691,10 +694,13 @@ impl Agent<'_> {
             repaired,
             ..
         } = observer;
-        self.stamps = stamps.into_inner().unwrap_or_else(|e| e.into_inner());
+        let plan = plan.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.stamps = match plan {
+            Some(_) => stamps.into_inner().unwrap_or_else(|e| e.into_inner()),
+            None => unread,
+        };
         let ending = ending?;
         let managed = managed.into_inner().unwrap_or_else(|e| e.into_inner());
-        let plan = plan.into_inner().unwrap_or_else(|e| e.into_inner());
         if plan.is_some() {
             let paths: Vec<PathBuf> = managed.iter().map(|(path, _)| path.clone()).collect();
             self.stamps.keep_only(&paths);

@@ -1093,7 +1093,7 @@ fn systemd_hears_ready_again_once_a_reload_is_done() {
             break;
         }
     }
-    assert!(agent.next_run().contains("run (manifests changed)"));
+    assert!(agent.next_run().contains("run (SIGHUP)"));
     assert_eq!(agent.stop().0, Some(0), "{heard:#?}");
 }
 #[test]

@@ -197,6 +197,13 @@ impl Site {
         run(&mut command)
     }
 
+    /// `ral agent status -j` while an agent runs (exit 0), as JSON.
+    fn status_json(&self) -> serde_json::Value {
+        let status = self.agent("status", &["-j"]);
+        status.expect(0);
+        status.stdout.parse().unwrap()
+    }
+
     fn history(&self) -> String {
         self.ral("state", &["history"]).expect(0).stdout.clone()
     }
@@ -327,12 +334,7 @@ fn a_manifest_broken_by_an_edit_keeps_the_last_catalog_and_removes_nothing() {
         );
         assert_eq!(site.read("srv/a").as_deref(), Some("a"), "{broken:?}");
         assert_eq!(site.read("srv/b").as_deref(), Some("b"), "{broken:?}");
-        let status = site
-            .agent("status", &["-j"])
-            .expect(0)
-            .stdout
-            .parse::<serde_json::Value>()
-            .unwrap();
+        let status = site.status_json();
         let problem = status["status"]["manifest_problem"].as_str().unwrap_or("");
         assert!(
             problem.starts_with("the manifests cannot be used"),
@@ -357,12 +359,7 @@ fn a_manifest_broken_by_an_edit_keeps_the_last_catalog_and_removes_nothing() {
     let run = agent.next_run();
     assert!(run.contains("run (manifests changed): repaired"), "{run}");
     assert_eq!(site.read("srv/b"), None);
-    let status = site
-        .agent("status", &["-j"])
-        .expect(0)
-        .stdout
-        .parse::<serde_json::Value>()
-        .unwrap();
+    let status = site.status_json();
     assert!(status["status"]["manifest_problem"].is_null(), "{status}");
     assert_eq!(agent.stop().0, Some(0));
 }
@@ -679,12 +676,7 @@ fn one_agent_per_store_and_its_status_says_what_it_did() {
     assert!(status.contains(", every 45m\n"), "{status}");
     assert!(status.contains("(drift: /etc/motd): repaired; 1 drifted, 1 repaired, plan "));
     assert!(status.contains("since it started: 2 runs, 3 drifted, 3 repaired, 0 failed runs"));
-    let json = site
-        .agent("status", &["-j"])
-        .expect(0)
-        .stdout
-        .parse::<serde_json::Value>()
-        .unwrap();
+    let json = site.status_json();
     let next = json["status"]["next_run"].as_f64().unwrap();
     let ended = json["status"]["last_run"]["ended"].as_f64().unwrap();
     assert!((next - ended - 2700.0).abs() < 5.0, "{json}");
@@ -903,12 +895,7 @@ fn a_manifest_emptied_beside_others_removes_nothing() {
             site.read("etc/hosts").unwrap().contains("10.0.0.5\tdb"),
             "{emptied:?}"
         );
-        let status = site
-            .agent("status", &["-j"])
-            .expect(0)
-            .stdout
-            .parse::<serde_json::Value>()
-            .unwrap();
+        let status = site.status_json();
         let problem = status["status"]["manifest_problem"].as_str().unwrap_or("");
         assert!(
             problem.starts_with("the manifests cannot be used: ") && problem.contains("b.yaml"),
@@ -932,6 +919,7 @@ fn a_manifest_emptied_beside_others_removes_nothing() {
     assert!(!site.read("etc/hosts").unwrap().contains("db"));
     assert_eq!(agent.stop().0, Some(0));
 }
+
 #[test]
 fn new_manifests_are_not_blamed_for_what_failed_the_old_ones_too() {
     // The store cannot be used for a moment (here its lock file is a
@@ -973,15 +961,11 @@ fn new_manifests_are_not_blamed_for_what_failed_the_old_ones_too() {
     let run = agent.next_run();
     assert!(run.contains("): unchanged"), "{run}");
     assert_eq!(site.read("etc/motd").as_deref(), Some("v2\n"));
-    let status = site
-        .agent("status", &["-j"])
-        .expect(0)
-        .stdout
-        .parse::<serde_json::Value>()
-        .unwrap();
+    let status = site.status_json();
     assert!(status["status"]["manifest_problem"].is_null(), "{status}");
     assert_eq!(agent.stop().0, Some(0));
 }
+
 #[test]
 fn a_change_during_a_run_to_a_file_whose_task_did_not_succeed_is_drift() {
     // The task of /srv/after waits for exec[wait], which fails (after

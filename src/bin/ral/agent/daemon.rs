@@ -23,7 +23,6 @@ use ral::agent::schedule::{Schedule, Timing, Why};
 use ral::agent::stamps::Stamps;
 use ral::agent::status::{LastRun, Presence, Status};
 use ral::agent::watch::{Kind, Watched, Watcher};
-use ral::converge::lifecycle::Sweep;
 use ral::converge::manifest;
 use ral::converge::run::{Input, RunError, RunOrigin, StoreAt};
 use ral::text::escape_lines;
@@ -481,10 +480,9 @@ impl Agent<'_> {
 
     fn manifest_problem(&mut self, e: &anyhow::Error) {
         // The agent takes no --destroy, which the refusal names.
-        let sweep = e.chain().any(|cause| {
-            matches!(cause.downcast_ref::<RunError>(), Some(RunError::Sweep(_)))
-                || cause.downcast_ref::<Sweep>().is_some()
-        });
+        let sweep = e
+            .chain()
+            .any(|cause| matches!(cause.downcast_ref::<RunError>(), Some(RunError::Sweep(_))));
         let instead = match sweep {
             true => {
                 "; ral agent takes no --destroy: run ral apply --destroy with these manifests \

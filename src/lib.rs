@@ -46,6 +46,7 @@ pub mod plugin_meta;
 pub mod process;
 pub mod provider;
 pub mod quoting;
+pub mod random;
 pub mod relations;
 pub mod remote;
 pub mod render;

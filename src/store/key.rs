@@ -4,7 +4,6 @@
 //! the database: a copy of `state.db` (a backup, a bug report) then holds
 //! digests nobody can test guesses against without the key.
 
-use std::io::Read;
 use std::path::Path;
 
 use hmac::{Hmac, Mac};
@@ -81,10 +80,8 @@ impl StoreKey {
         if let Some(key) = StoreKey::read(dir)? {
             return Ok(key);
         }
-        let mut bytes = [0u8; LEN];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut random| random.read_exact(&mut bytes))
-            .map_err(|e| Error::io("/dev/urandom", e))?;
+        let bytes: [u8; LEN] =
+            crate::random::bytes().map_err(|e| Error::io("the kernel's random bytes", e))?;
         let text = format!("{}\n", crate::text::hex(&bytes));
         if dir.create_once(SUFFIX, text.as_bytes())? {
             return Ok(StoreKey(bytes));

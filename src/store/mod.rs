@@ -397,12 +397,8 @@ impl Store {
     /// Gives a new store its identity (a store from before identities
     /// gets one the first time it is opened).
     fn make_id(&mut self) -> Result<()> {
-        let mut bytes = [0u8; 16];
-        std::io::Read::read_exact(
-            &mut std::fs::File::open("/dev/urandom").map_err(|e| Error::io("/dev/urandom", e))?,
-            &mut bytes,
-        )
-        .map_err(|e| Error::io("/dev/urandom", e))?;
+        let bytes: [u8; 16] =
+            crate::random::bytes().map_err(|e| Error::io("the kernel's random bytes", e))?;
         self.conn
             .execute(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?1)",

@@ -428,10 +428,8 @@ impl StoreDir {
     pub fn create_once(&self, suffix: &str, bytes: &[u8]) -> Result<bool> {
         let path = self.path_of(suffix);
         let fail = |e: io::Error| store_error(&path, format!("cannot write: {e}"));
-        let mut random = [0u8; 8];
-        File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut random))
-            .map_err(|e| Error::io("/dev/urandom", e))?;
+        let random: [u8; 8] =
+            crate::random::bytes().map_err(|e| Error::io("the kernel's random bytes", e))?;
         let temporary = OsString::from(format!(".ral-new-{}", crate::text::hex(&random)));
         let mut file = open_at(
             &self.dir,

@@ -8,6 +8,7 @@ use std::path::Path;
 /// From the leaves up.
 const LAYERS: &[&str] = &[
     "error",
+    "random",
     "text",
     "suggest",
     "local_time",

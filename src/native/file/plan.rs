@@ -673,7 +673,7 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
         } => {
             // Made under a temporary name (one the next edit removes if a
             // crash leaves it) and renamed into place.
-            let temp = temp_name(place.base());
+            let temp = temp_name(place.base()).map_err(os)?;
             let temp = OsStr::new(&temp);
             sys::symlink_at(target.as_bytes(), fd, temp).map_err(os)?;
             let placed = (|| {

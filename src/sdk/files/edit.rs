@@ -532,7 +532,7 @@ impl<'a> Edit<'a> {
                 &format!("write the journal {}", quoted(&dir.show(name))),
             )
         };
-        let temp = temp_name(name);
+        let temp = temp_name(name).map_err(failed)?;
         let fd = sys::open_at(dir.as_fd(), temp.as_ref(), TEMP_FLAGS, 0o600).map_err(failed)?;
         self.temps.push((dir.clone(), temp.clone()));
         let mut out = File::from(fd);
@@ -568,7 +568,12 @@ fn mounted_on(dir: &Dir, name: &str) -> bool {
 /// A new temporary file for `name` in `dir`, open to write.
 pub(super) fn create_temp(dir: &Dir, name: &str) -> CallResult<(String, OwnedFd)> {
     for _ in 0..100 {
-        let temp = temp_name(name);
+        let temp = temp_name(name).map_err(|err| {
+            CallError::io(
+                &err,
+                &format!("name a temporary file in {}", quoted(dir.path())),
+            )
+        })?;
         match sys::open_at(dir.as_fd(), temp.as_ref(), TEMP_FLAGS, 0o600) {
             Ok(fd) => return Ok((temp, fd)),
             Err(err) if err.raw_os_error() == Some(libc::EEXIST) => continue,

@@ -238,18 +238,19 @@ pub fn fsync_dir(dir: &impl AsFd) {
     let _ = sys::fsync(dir.as_fd());
 }
 
-/// A new name for a temporary file that will replace `name`: hidden, and
-/// recognisable as ours by the next edit.
-pub fn temp_name(name: &str) -> String {
+/// A new name for a temporary file that will replace `name`: hidden,
+/// recognisable as ours by the next edit, and not to be guessed (the
+/// kernel's random bytes; an error when it has none to give).
+pub fn temp_name(name: &str) -> std::io::Result<String> {
     #[cfg(test)]
     if let Some(next) = NEXT_TEMP_NAMES.with(|names| names.borrow_mut().pop_front()) {
-        return next;
+        return Ok(next);
     }
     let mut text = format!(".{name}{TEMP_TAG}");
-    for byte in sys::random_bytes(6) {
+    for byte in crate::random::bytes::<6>()? {
         let _ = write!(text, "{byte:02x}");
     }
-    text
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -385,36 +385,6 @@ pub fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> io::Result<()
     .map(drop)
 }
 
-/// `n` random bytes, for names nobody can guess. When the kernel cannot
-/// give them, the clock and process id make a name that O_EXCL still
-/// checks.
-pub fn random_bytes(n: usize) -> Vec<u8> {
-    let mut buf = vec![0u8; n];
-    let mut filled = 0;
-    while filled < n {
-        let rest = &mut buf[filled..];
-        // SAFETY: `rest` has room for `rest.len()` bytes.
-        let got = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if got <= 0 {
-            let err = io::Error::last_os_error();
-            if got < 0 && err.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            let seed = nanos ^ (u128::from(std::process::id()) << 64);
-            for (i, byte) in buf.iter_mut().enumerate() {
-                *byte = (seed >> ((i % 16) * 8)) as u8;
-            }
-            return buf;
-        }
-        filled += got.unsigned_abs();
-    }
-    buf
-}
-
 /// The type bits (`st_mode & S_IFMT`) of `name`, a link not followed.
 pub fn file_type_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<u32> {
     lstat_at(dir, name).map(|info| info.mode() & libc::S_IFMT)

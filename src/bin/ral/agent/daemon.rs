@@ -717,12 +717,11 @@ impl Agent<'_> {
         if self.args.splay.is_zero() {
             return Duration::ZERO;
         }
-        let mut bytes = [0u8; 8];
-        // The kernel's randomness; without it (never on Linux since 3.17),
-        // no splay rather than a guessable one.
-        if rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).is_err() {
+        // The kernel's randomness; without it, no splay rather than a
+        // guessable one.
+        let Ok(bytes) = ral::random::bytes::<8>() else {
             return Duration::ZERO;
-        }
+        };
         let millis = self.args.splay.as_millis() as u64;
         Duration::from_millis(u64::from_le_bytes(bytes) % (millis + 1))
     }

@@ -80,7 +80,7 @@ fn interrupted_python_edit(sandbox: &Sandbox) -> (Root, Target) {
 
 fn finished_by_rust(sandbox: &Sandbox, root: &Root, passwd: &Target) {
     // A journal of another edit, killed while it was being written.
-    let stale = temp_name(".pwd.lock.ral-journal");
+    let stale = temp_name(".pwd.lock.ral-journal").unwrap();
     sandbox.write(&format!("etc/{stale}"), b"{\"ral_journal\": 1, \"fi");
     let mut reader = Lock::accounts(root).unwrap();
     let seen = reader.read(&sandbox.call, passwd, None).unwrap().unwrap().0;
@@ -154,7 +154,7 @@ fn a_journal_too_deep_or_too_large_to_parse_is_ignored() {
     sandbox.write("etc/passwd", b"root\n");
     let root = sandbox.open();
     let passwd = root.file("etc/passwd", true, None).unwrap();
-    let temp = temp_name("passwd");
+    let temp = temp_name("passwd").unwrap();
     let was = crate::sdk::files::identity(passwd.lstat().unwrap().as_ref());
     // A journal that would replace passwd, were it read.
     let valid = serde_json::json!({"ral_journal": 1, "files": [
@@ -227,7 +227,7 @@ fn a_journal_that_names_a_file_not_ours_as_the_replacement_is_ignored() {
     sandbox.write("etc/shadow", b"root:secret\n");
     sandbox.write("etc/sub/.passwd.ral-tmp-0123456789ab", b"deeper\n");
     sandbox.write("etc/.passwd.ral-tmp-0123456789ab/x", b"deeper\n");
-    let others = temp_name("shadow");
+    let others = temp_name("shadow").unwrap();
     sandbox.write(&format!("etc/{others}"), b"shadow's\n");
     let root = sandbox.open();
     let passwd = root.file("etc/passwd", true, None).unwrap();

@@ -90,17 +90,6 @@ fn an_edit_of_several_files_failed_at_its_first_rename_leaves_no_trace() {
     assert_eq!(sandbox.names("etc"), [".pwd.lock", "passwd", "shadow"]);
 }
 
-/// Names nobody can guess: the kernel's random bytes, not the clock's
-/// fallback (whose pattern repeats every 16 bytes).
-#[test]
-fn random_bytes_are_the_kernels() {
-    use crate::sdk::files::sys::random_bytes;
-    let bytes = random_bytes(32);
-    assert_eq!(bytes.len(), 32);
-    assert_ne!(bytes[..16], bytes[16..]);
-    assert_ne!(random_bytes(16), random_bytes(16));
-}
-
 /// An extended attribute longer than the first buffer is read whole.
 #[test]
 fn an_extended_attribute_is_read_whole_at_any_length() {

@@ -3,59 +3,36 @@
 //! zone's name, so that "since" and "created" read as a clock on the wall
 //! does. Programs get the seconds themselves (`-j`).
 
-/// `seconds` as `YYYY-MM-DD HH:MM:SS ZONE` in the local time zone.
+use jiff::tz::TimeZone;
+use jiff::Timestamp;
+
+/// `seconds` as `YYYY-MM-DD HH:MM:SS ZONE` in the local time zone; as
+/// `SECONDS (unix time)` for a moment beyond the years 9999.
 pub fn local_date(seconds: i64) -> String {
-    let time: libc::time_t = seconds;
-    // SAFETY: localtime_r (which reads TZ or the zone file once) writes
-    // only the tm it is given; strftime writes at most the buffer's
-    // length, and returns how much it wrote (0 on failure).
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&time, &mut tm).is_null() {
-            return format!("{seconds} (unix time)");
-        }
-        let mut buffer = [0u8; 64];
-        let mut format = |format: &std::ffi::CStr| {
-            let written = libc::strftime(
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-                format.as_ptr(),
-                &tm,
-            );
-            String::from_utf8_lossy(&buffer[..written]).into_owned()
-        };
-        let date = format(c"%Y-%m-%d %H:%M:%S");
-        // The zone's name comes from TZ or a zone file, which a hostile
-        // one may fill with escapes; a zone without a name (a TZ that
-        // names no zone) is shown by its offset.
-        let zone = match format(c"%Z") {
-            name if name.trim().is_empty() => format(c"%z"),
-            name => crate::text::escape(&name),
-        };
-        if date.is_empty() {
-            return format!("{seconds} (unix time)");
-        }
-        format!("{date} {zone}")
-    }
+    let Ok(moment) = Timestamp::from_second(seconds) else {
+        return format!("{seconds} (unix time)");
+    };
+    let zone = TimeZone::system();
+    let zoned = moment.to_zoned(zone.clone());
+    let date = zoned.strftime("%Y-%m-%d %H:%M:%S");
+    // A zone without a name (a TZ that names no zone) is shown by its
+    // offset.
+    let name = name_at(&zone, moment).unwrap_or_else(|| zoned.strftime("%z").to_string());
+    format!("{date} {name}")
 }
 
-/// The local time zone's abbreviation now (`UTC`, `CET`, `CEST`), as
-/// localtime_r(3) names it from `TZ` or `/etc/localtime`; `None` for a
-/// zone without a name.
+/// The local time zone's abbreviation now (`UTC`, `CET`, `CEST`), from
+/// `TZ` or `/etc/localtime`; `None` for a zone without a name.
 pub fn zone_now() -> Option<String> {
-    // SAFETY: time(NULL) only returns; localtime_r writes only the tm it
-    // is given; tm_zone, when set, points to a NUL-terminated name the
-    // C library keeps for the life of the process (tzname's storage).
-    unsafe {
-        let now = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&now, &mut tm).is_null() || tm.tm_zone.is_null() {
-            return None;
-        }
-        let name = std::ffi::CStr::from_ptr(tm.tm_zone).to_string_lossy();
-        let name = name.trim();
-        (!name.is_empty()).then(|| crate::text::escape(name))
-    }
+    name_at(&TimeZone::system(), Timestamp::now())
+}
+
+/// `zone`'s abbreviation at `moment`. It comes from TZ or a zone file,
+/// which a hostile one may fill with escapes: escaped.
+fn name_at(zone: &TimeZone, moment: Timestamp) -> Option<String> {
+    let info = zone.to_offset_info(moment);
+    let name = info.abbreviation().trim();
+    (!name.is_empty()).then(|| crate::text::escape(name))
 }
 
 #[cfg(test)]
@@ -70,6 +47,16 @@ mod tests {
         let shape = regex::Regex::new(r"^2026-11-2[5-7] \d\d:\d\d:33 \S+$").unwrap();
         assert!(shape.is_match(&shown), "{shown}");
         assert_eq!(local_date(i64::MAX), format!("{} (unix time)", i64::MAX));
+    }
+
+    #[test]
+    fn a_zone_is_named_by_its_abbreviation_at_the_moment() {
+        let paris = TimeZone::posix("CET-1CEST,M3.5.0,M10.5.0/3").unwrap();
+        let winter = Timestamp::from_second(1_795_676_733).unwrap();
+        let summer = Timestamp::from_second(1_780_000_000).unwrap();
+        assert_eq!(name_at(&paris, winter).as_deref(), Some("CET"));
+        assert_eq!(name_at(&paris, summer).as_deref(), Some("CEST"));
+        assert_eq!(name_at(&TimeZone::UTC, winter).as_deref(), Some("UTC"));
     }
 
     #[test]

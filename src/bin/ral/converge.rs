@@ -153,7 +153,7 @@ fn saved_plans_over_targets() -> anyhow::Error {
     )
 }
 
-fn output(args: &ConvergeArgs) -> Box<dyn Write> {
+pub(crate) fn output(args: &ConvergeArgs) -> Box<dyn Write> {
     if args.quiet {
         Box::new(io::sink())
     } else {

@@ -57,7 +57,7 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     ral::process::agent_signals(wake_write.as_raw_fd());
     // The handlers write to it for as long as the process lives.
     std::mem::forget(wake_write);
-    let converge = converge_args(args, manifests.clone());
+    let converge = converge_args(args, manifests);
     let (host, registry) = load::load(&setup(&converge, &converge.root))?;
     let store_at = StoreAt::local(host.root(), converge.state.as_deref());
     store_at.make()?;
@@ -70,8 +70,6 @@ fn serve(args: &RunArgs) -> anyhow::Result<()> {
     let notifier = Arc::new(Notifier::from_env());
     let mut agent = Agent {
         args,
-        manifests,
-        root: host.root().to_owned(),
         converge,
         host,
         registry,
@@ -233,8 +231,7 @@ struct Loaded {
 
 struct Agent<'a> {
     args: &'a RunArgs,
-    manifests: Vec<PathBuf>,
-    root: PathBuf,
+    /// Each run's options; its manifests are the agent's, absolute.
     converge: ConvergeArgs,
     host: ral::Host,
     registry: ral::discovery::Registry,
@@ -275,7 +272,7 @@ impl Agent<'_> {
             } else {
                 format!(" (splay {})", ral::agent::duration::show(self.args.splay))
             },
-            self.manifests.len(),
+            self.converge.manifests.len(),
             if self.args.noop { ", noop" } else { "" }
         ));
         self.notifier.ready("converging");
@@ -404,6 +401,7 @@ impl Agent<'_> {
         // it: each link on the way is watched, and the file it ends at,
         // so that an edit there is seen as one of the link itself is.
         let mut watched: Vec<Watched> = self
+            .converge
             .manifests
             .iter()
             .flat_map(|path| {
@@ -453,7 +451,7 @@ impl Agent<'_> {
     /// Reads the manifests again: they are tried by the next run, the
     /// last ones that went through staying in force until then.
     fn load(&mut self) {
-        let read = Input::read(&self.manifests, false)
+        let read = Input::read(&self.converge.manifests, false)
             .map_err(anyhow::Error::from)
             .and_then(|input| {
                 emptied(&input)?;
@@ -648,7 +646,7 @@ impl Agent<'_> {
         for (path, _) in &self.managed {
             self.stamps.refresh(path);
         }
-        let observer = RunObserver::new(&self.root, std::mem::take(&mut self.stamps));
+        let observer = RunObserver::new(self.host.root(), std::mem::take(&mut self.stamps));
         let origin = RunOrigin {
             by: "ral-agent".to_owned(),
             text: format!(
@@ -672,7 +670,7 @@ impl Agent<'_> {
         if let Some(pinger) = &self.pinger {
             pinger.running(true);
         }
-        let mut out = output(self.args.quiet);
+        let mut out = crate::converge::output(&self.converge);
         let ending = run.converge(
             Given::Shared(&loaded.input),
             None,
@@ -732,6 +730,11 @@ impl Agent<'_> {
             .next_interval()
             .saturating_duration_since(Instant::now());
         self.status.next_run = Some(epoch(SystemTime::now() + wait));
+        self.save_status();
+    }
+
+    /// Writes the status as it is; a failure is only logged.
+    fn save_status(&self) {
         if let Err(e) = self.presence.write(&self.status) {
             log::warn!("cannot write the agent's status: {e}");
         }
@@ -741,9 +744,7 @@ impl Agent<'_> {
         self.notifier.stopping();
         self.status.stopped = true;
         self.status.next_run = None;
-        if let Err(e) = self.presence.write(&self.status) {
-            log::warn!("cannot write the agent's status: {e}");
-        }
+        self.save_status();
         self.say("stopped");
         Ok(())
     }
@@ -774,13 +775,6 @@ impl Done {
             (false, false, _, true) => "repaired",
             _ => "unchanged",
         }
-    }
-}
-
-fn output(quiet: bool) -> Box<dyn Write> {
-    match quiet {
-        true => Box::new(std::io::sink()),
-        false => Box::new(crate::unread::stdout()),
     }
 }
 

@@ -71,10 +71,13 @@ fn changes(action: Action) -> bool {
 
 impl Observer for RunObserver<'_> {
     fn planned(&self, catalog: &Catalog, plan: &Plan) {
+        // In the catalog's order, each once (every user names the same
+        // account files): a set to tell, as a catalog may hold thousands.
         let mut managed: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for item in catalog.items.iter().filter(|i| i.role != Role::Action) {
             for file in self.files_of(item) {
-                if !managed.contains(&file) {
+                if seen.insert(file.clone()) {
                     managed.push(file);
                 }
             }

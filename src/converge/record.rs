@@ -34,7 +34,7 @@ enum Outcome {
 
 /// A report as the store keeps it: JSON, which serialising a report of
 /// strings, numbers and JSON values cannot fail to make.
-fn report_text(report: &Report) -> String {
+pub(super) fn report_text(report: &Report) -> String {
     serde_json::to_string(report).unwrap_or_default()
 }
 

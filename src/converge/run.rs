@@ -776,13 +776,7 @@ impl Prepared<'_> {
             }
             .into());
         };
-        let report =
-            serde_json::to_string(&Report::of(&self.catalog, &self.plan)).map_err(|e| {
-                Error::Io {
-                    context: format!("plan {}: its report", self.plan.id),
-                    error: e.into(),
-                }
-            })?;
+        let report = super::record::report_text(&Report::of(&self.catalog, &self.plan));
         let now = crate::store::now();
         store.begin_plan(
             &crate::store::PlanRecord {

@@ -128,25 +128,23 @@ impl Presence {
     }
 
     /// Replaces the status file with `status` (0600, through a new file
-    /// renamed over it).
+    /// renamed over it: tempfile makes it with O_EXCL, never through a
+    /// link, and removes it when the write fails).
     pub fn write(&self, status: &Status) -> Result<(), StatusError> {
-        let text = serde_json::to_vec_pretty(status).expect("a status is plain data");
-        let fresh = beside(&self.status, &format!(".{}.new", std::process::id()));
-        let written = (|| {
-            let _ = std::fs::remove_file(&fresh);
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&fresh)?;
-            file.write_all(&text)?;
-            file.write_all(b"\n")?;
-            std::fs::rename(&fresh, &self.status)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&fresh);
-        }
+        let mut text = serde_json::to_vec_pretty(status).expect("a status is plain data");
+        text.push(b'\n');
+        let dir = match self.status.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let written = tempfile::Builder::new()
+            .prefix(".ral-agent-")
+            .tempfile_in(dir)
+            .and_then(|mut fresh| {
+                fresh.write_all(&text)?;
+                fresh.persist(&self.status).map_err(|e| e.error)?;
+                Ok(())
+            });
         written.map_err(io(&self.status))
     }
 }

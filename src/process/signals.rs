@@ -53,6 +53,26 @@ static RELOAD: AtomicBool = AtomicBool::new(false);
 /// SIGUSR1 to the agent: run now.
 static RUN_NOW: AtomicBool = AtomicBool::new(false);
 
+/// The interrupted code's errno, given back when a handler returns: the
+/// handlers' own calls (a write to a full wake-up pipe, a kill of a group
+/// that is gone) set it, and the code the signal landed in may be about
+/// to read what its own last call left there.
+struct SavedErrno(libc::c_int);
+
+impl SavedErrno {
+    fn save() -> SavedErrno {
+        // SAFETY: the calling thread's errno, always a valid location.
+        SavedErrno(unsafe { *libc::__errno_location() })
+    }
+}
+
+impl Drop for SavedErrno {
+    fn drop(&mut self) {
+        // SAFETY: as in `save`.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}
+
 /// Writes one byte to the agent's wake-up pipe, if there is one.
 fn wake() {
     let fd = WAKE_FD.load(Ordering::SeqCst);
@@ -64,6 +84,7 @@ fn wake() {
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    let _errno = SavedErrno::save();
     wake();
     // The first signal to a graceful binary is only a request to stop;
     // a second one acts as usual.
@@ -98,6 +119,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
 }
 
 extern "C" fn on_request(signal: libc::c_int) {
+    let _errno = SavedErrno::save();
     match signal {
         libc::SIGHUP => RELOAD.store(true, Ordering::SeqCst),
         _ => RUN_NOW.store(true, Ordering::SeqCst),
@@ -390,6 +412,24 @@ fn register(group: i32) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_handled_gives_the_interrupted_code_its_errno_back() {
+        // The wake-up pipe full: the handler's write fails with EAGAIN.
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::NONBLOCK).unwrap();
+        while rustix::io::write(&write, &[0u8; 4096]).is_ok() {}
+        use std::os::fd::AsRawFd;
+        WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
+        // SAFETY: this thread's errno.
+        unsafe { *libc::__errno_location() = libc::ENOENT };
+        on_request(libc::SIGUSR1);
+        // SAFETY: as above.
+        let after = unsafe { *libc::__errno_location() };
+        WAKE_FD.store(-1, Ordering::SeqCst);
+        assert!(take_run_now());
+        assert_eq!(after, libc::ENOENT);
+        drop((read, write));
+    }
 
     #[test]
     fn a_path_taken_back_is_no_longer_removed_on_interrupt_and_the_others_are() {

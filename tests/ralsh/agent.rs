@@ -683,45 +683,66 @@ fn one_agent_per_store_and_its_status_says_what_it_did() {
     assert_eq!(agent.stop().0, Some(0));
 }
 
+/// systemd's side of `NOTIFY_SOCKET`: a datagram socket in a directory of
+/// its own, and what the agent sent it.
+struct Systemd {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    socket: std::os::unix::net::UnixDatagram,
+    deadline: Instant,
+    heard: Vec<String>,
+}
+
+impl Systemd {
+    fn listening() -> Systemd {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notify");
+        let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+        socket.set_read_timeout(Some(PATIENCE)).unwrap();
+        Systemd {
+            _dir: dir,
+            path,
+            socket,
+            deadline: Instant::now() + PATIENCE,
+            heard: Vec::new(),
+        }
+    }
+
+    /// The next message that starts with `prefix` (the watchdog's pings,
+    /// never ending, may come between: within PATIENCE).
+    fn until(&mut self, prefix: &str) -> String {
+        loop {
+            let mut buffer = [0u8; 1024];
+            let n = self
+                .socket
+                .recv(&mut buffer)
+                .expect("systemd hears from the agent");
+            let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
+            self.heard.push(text.clone());
+            if text.starts_with(prefix) {
+                return text;
+            }
+            assert!(
+                Instant::now() < self.deadline,
+                "no {prefix:?} within {PATIENCE:?}: {:#?}",
+                self.heard
+            );
+        }
+    }
+}
+
 #[test]
 fn systemd_hears_ready_watchdog_reloading_and_stopping() {
-    use std::os::unix::net::UnixDatagram;
     let site = Site::new();
     let m = site.manifest("site.yaml", MOTD_AND_HOST);
-    let socket_dir = tempfile::tempdir().unwrap();
-    let path = socket_dir.path().join("notify");
-    let socket = UnixDatagram::bind(&path).unwrap();
-    socket.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut systemd = Systemd::listening();
     let mut command = site.sandbox.ral_command("agent", &["--interval", "1h", &m]);
     command
-        .env("NOTIFY_SOCKET", &path)
+        .env("NOTIFY_SOCKET", &systemd.path)
         // Pinged every 0.1 s.
         .env("WATCHDOG_USEC", "200000");
     let agent = Agent::start_with(command);
-    let mut heard = Vec::new();
-    // The next message, and the next that starts with `prefix` (the
-    // watchdog's pings come between them, never ending: within
-    // PATIENCE).
-    let deadline = Instant::now() + PATIENCE;
-    let mut next = || {
-        let mut buffer = [0u8; 1024];
-        let n = socket
-            .recv(&mut buffer)
-            .expect("systemd hears from the agent");
-        let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
-        heard.push(text.clone());
-        text
-    };
-    let mut until = |prefix: &str| loop {
-        let text = next();
-        if text.starts_with(prefix) {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {prefix:?} within {PATIENCE:?}"
-        );
-    };
+    let mut until = |prefix: &str| systemd.until(prefix);
     until("READY=1\nSTATUS=");
     until("STATUS=last run: ");
     until("WATCHDOG=1");
@@ -1048,38 +1069,21 @@ fn a_managed_directory_whose_entries_change_is_no_drift_but_its_mode_is() {
 fn systemd_hears_ready_again_once_a_reload_is_done() {
     // `systemctl reload` waits for READY=1 after RELOADING=1 (sd_notify(3)):
     // without it the reload hangs until its timeout, and fails.
-    use std::os::unix::net::UnixDatagram;
     let site = Site::new();
     let m = site.manifest("site.yaml", MOTD_AND_HOST);
-    let socket_dir = tempfile::tempdir().unwrap();
-    let path = socket_dir.path().join("notify");
-    let socket = UnixDatagram::bind(&path).unwrap();
-    socket.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut systemd = Systemd::listening();
     let mut command = site.sandbox.ral_command("agent", &["--interval", "1h", &m]);
-    command.env("NOTIFY_SOCKET", &path);
+    command.env("NOTIFY_SOCKET", &systemd.path);
     let mut agent = Agent::start_with(command);
-    let next = || {
-        let mut buffer = [0u8; 1024];
-        let n = socket
-            .recv(&mut buffer)
-            .expect("systemd hears from the agent");
-        String::from_utf8_lossy(&buffer[..n]).into_owned()
-    };
-    assert!(next().starts_with("READY=1\n"));
+    systemd.until("READY=1\n");
     agent.next_run();
     agent.signal(libc::SIGHUP);
-    while !next().starts_with("RELOADING=1\n") {}
-    let mut heard = Vec::new();
-    loop {
-        let said = next();
-        heard.push(said.clone());
-        if said.starts_with("READY=1") {
-            break;
-        }
-    }
+    systemd.until("RELOADING=1\n");
+    systemd.until("READY=1");
     assert!(agent.next_run().contains("run (SIGHUP)"));
-    assert_eq!(agent.stop().0, Some(0), "{heard:#?}");
+    assert_eq!(agent.stop().0, Some(0), "{:#?}", systemd.heard);
 }
+
 #[test]
 fn a_storm_of_sighup_reads_the_providers_once_per_run() {
     let site = Site::new();

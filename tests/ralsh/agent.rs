@@ -281,6 +281,48 @@ fn a_managed_file_edited_by_hand_is_restored_and_the_repair_recorded() {
 }
 
 #[test]
+fn a_user_group_or_mount_changed_by_hand_is_restored() {
+    // The account files and fstab of the seed, below the root.
+    let site = Site {
+        sandbox: Sandbox::seeded(),
+        manifests: tempfile::tempdir().unwrap(),
+    };
+    let m = site.manifest(
+        "site.yaml",
+        "group:\n  ops: {gid: 1500}\n\
+         user:\n  carol: {uid: 1501, gid: 1500, home: /home/carol, shell: /bin/sh}\n\
+         mount:\n  /srv/data: {ensure: defined, device: /dev/vdb1, fstype: ext4, options: defaults}\n",
+    );
+    let mut agent = Agent::start(&site.sandbox, &["--interval", "1h", &m]);
+    let first = agent.next_run();
+    assert!(first.contains("run (start): repaired"), "{first}");
+    let without = |file: &str, word: &str| {
+        let text = site.read(file).unwrap();
+        assert!(text.contains(word), "{file}: {text}");
+        let kept: String = text
+            .lines()
+            .filter(|line| !line.contains(word))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        std::fs::write(site.root().join(file), kept).unwrap();
+    };
+    for (file, word) in [
+        ("etc/passwd", "carol:"),
+        ("etc/group", "ops:"),
+        ("etc/fstab", "/srv/data"),
+    ] {
+        without(file, word);
+        let repair = agent.next_run();
+        assert!(
+            repair.contains(&format!("run (drift: /{file}): repaired")),
+            "{file}: {repair}"
+        );
+        assert!(site.read(file).unwrap().contains(word), "{file}");
+    }
+    assert_eq!(agent.stop().0, Some(0));
+}
+
+#[test]
 fn a_change_to_an_unmanaged_file_triggers_nothing() {
     let site = Site::new();
     let m = site.manifest("site.yaml", MOTD_AND_HOST);

@@ -338,7 +338,7 @@ def main():
     report = {"crates": {}, "circles": [], "long_functions": [], "unsafe_blocks": 0}
     for crate in crates():
         lines = sum(open(p, encoding="utf-8").read().count("\n") for p in crate.code)
-        report["crates"][crate.name] = {"kind": crate.kind, "files": len(crate.code), "lines": lines}
+        report["crates"]["%s (%s)" % (crate.name, crate.kind)] = {"kind": crate.kind, "files": len(crate.code), "lines": lines}
         comps, _ = circles(crate)
         report["circles"] += [[rel(p) for p in c] for c in comps]
         for path, code in crate.code.items():
@@ -358,7 +358,7 @@ def main():
         print()
         return 0
     for name, c in report["crates"].items():
-        print("crate %-14s %-8s %4d files %7d lines" % (name, c["kind"], c["files"], c["lines"]))
+        print("crate %-24s %4d files %7d lines" % (name, c["files"], c["lines"]))
     print("library files per folder:", ", ".join("%s %d" % kv for kv in report["files_per_folder"].items()))
     print("circles: %d" % len(report["circles"]))
     if args.list:

@@ -35,33 +35,33 @@ pub mod fnv;
 pub mod holo;
 mod host;
 pub mod invoke;
-pub mod local_time;
 pub mod log_line;
 pub mod metadata;
 pub mod metadata_cache;
-pub mod native;
 pub mod output_check;
 pub mod plugin;
 pub mod plugin_meta;
 pub mod process;
 pub mod provider;
 pub mod quoting;
-pub mod random;
 pub mod relations;
 pub mod remote;
 pub mod render;
 pub mod resource;
-pub mod sdk;
 pub mod secrets;
 pub mod store;
 pub mod suggest;
 pub mod templating;
-pub mod text;
 pub mod types;
 pub mod update;
 pub mod withheld;
 pub mod yaml_doc;
 pub mod yaml_stream;
+
+// The provider SDK and the native providers are a crate of their own
+// (`ral-sdk`, below every module here), under the paths they had.
+pub use ral_sdk as sdk;
+pub use ral_sdk::{local_time, native, random, text};
 
 pub use error::Error;
 pub use host::{Host, HostConfig, DEFAULT_LOCK_TIMEOUT};

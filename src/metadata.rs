@@ -664,11 +664,10 @@ impl RawProvider {
     }
 }
 
-/// The attribute a `runs_commands` provider reads its need to run into:
-/// [`RUN_DONE`] when there is nothing to run, else why it would run.
-pub const RUN: &str = "run";
-/// The value of [`RUN`] that every request asks for: nothing left to run.
-pub const RUN_DONE: &str = "done";
+/// The attribute a `runs_commands` provider reads its need to run into,
+/// and its value when there is nothing to run: the SDK's, which its
+/// `exec` provider writes.
+pub use crate::sdk::{RUN, RUN_DONE};
 
 /// A provider whose resources are commands is told the manifest's values
 /// in its get, which only the json convention carries; it has no

@@ -65,3 +65,43 @@ pub fn of_host(host: &Host, registry: &Registry) -> Result<Facts, Error> {
     facts.sort_keys();
     Ok(facts)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::metadata::Metadata;
+    use crate::sdk::{Call, Log};
+
+    /// The native `facts` provider's every fact is declared in its
+    /// metadata, with the type its value has.
+    #[test]
+    fn each_fact_of_the_native_provider_is_the_type_its_metadata_declares() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("etc")).unwrap();
+        std::fs::write(
+            root.path().join("etc/os-release"),
+            "NAME=Debian\nID=debian\n",
+        )
+        .unwrap();
+        let facts = crate::native::find("facts").expect("the facts provider is native");
+        let call = Call::new(
+            root.path(),
+            false,
+            Log::new(Box::new(std::io::sink()), false),
+        );
+        let all = facts.0.get(&call, &[]).unwrap();
+        assert_eq!(all.len(), 1);
+        let meta = Metadata::parse(facts.0.metadata(), std::path::Path::new("facts.yaml")).unwrap();
+        for (key, value) in &all[0] {
+            let declared = meta
+                .attributes
+                .get(key)
+                .unwrap_or_else(|| panic!("{key} is not declared"));
+            assert!(
+                declared.attr_type.check_json(value).is_ok(),
+                "{key}: {value} is not a {}",
+                declared.attr_type
+            );
+        }
+        assert!(all[0].contains_key("os"), "{:?}", all[0].keys());
+    }
+}

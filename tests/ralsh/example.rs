@@ -132,7 +132,7 @@ fn python_example_passes_ral_check() {
         .stdout_has("1 of 1 provider(s) clean");
 }
 
-/// The Rust example of the guide (examples/native_tokens.rs), as `cargo
+/// The Rust example of the guide (crates/ral-sdk/examples/native_tokens.rs), as `cargo
 /// test` builds it beside this build's binaries.
 fn rust_example() -> std::path::PathBuf {
     let built = std::path::Path::new(env!("CARGO_BIN_EXE_ral"))
@@ -163,10 +163,12 @@ fn rust_example_dir() -> tempfile::TempDir {
 fn the_guide_shows_the_rust_example_verbatim() {
     let root = env!("CARGO_MANIFEST_DIR");
     let guide = std::fs::read_to_string(format!("{root}/docs/providers.md")).unwrap();
-    let example = std::fs::read_to_string(format!("{root}/examples/native_tokens.rs")).unwrap();
+    let example =
+        std::fs::read_to_string(format!("{root}/crates/ral-sdk/examples/native_tokens.rs"))
+            .unwrap();
     assert!(
         guide.contains(&format!("```rust\n{example}```")),
-        "docs/providers.md must show examples/native_tokens.rs verbatim"
+        "docs/providers.md must show crates/ral-sdk/examples/native_tokens.rs verbatim"
     );
 }
 

@@ -1,17 +1,22 @@
 //! The library's modules form a straight line of layers: each may use only
 //! the modules before it in `LAYERS` (and itself). The layout section of
 //! docs/architecture.md gives the same order and the command that shows
-//! the imports.
+//! the imports. Below them all is the SDK's crate (`crates/ral-sdk`),
+//! whose own modules form a line too (`SDK_LAYERS`) and which depends on
+//! none of the host's heavy crates.
 
 use std::path::Path;
 
-/// From the leaves up.
+/// From the leaves up. The first five are the SDK's crate, which the
+/// library re-exports under these names.
 const LAYERS: &[&str] = &[
-    "error",
+    "sdk",
+    "native",
     "random",
     "text",
-    "suggest",
     "local_time",
+    "error",
+    "suggest",
     "yaml_doc",
     "yaml_stream",
     "quoting",
@@ -26,8 +31,6 @@ const LAYERS: &[&str] = &[
     "plugin_meta",
     "log_line",
     "resource",
-    "sdk",
-    "native",
     "provider",
     "withheld",
     "output_check",
@@ -62,15 +65,100 @@ const REEXPORTS: &[(&str, &str)] = &[
     ("Value", "types"),
 ];
 
-/// Every `crate::NAME` a file mentions, as the module it comes from.
-fn imports(text: &str) -> Vec<String> {
-    text.match_indices("crate::")
-        .map(|(at, _)| {
-            let name: String = text[at + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            REEXPORTS
+/// The SDK crate's modules, from the leaves up.
+const SDK_LAYERS: &[&str] = &[
+    "random",
+    "text",
+    "local_time",
+    "error",
+    "log",
+    "nss",
+    "command",
+    "provider",
+    "files",
+    "serve",
+    "facts",
+    "native",
+];
+
+/// What the SDK's root re-exports, by the module it comes from.
+const SDK_REEXPORTS: &[(&str, &str)] = &[
+    ("CallError", "error"),
+    ("CallResult", "error"),
+    ("Kind", "error"),
+    ("Buffer", "log"),
+    ("Level", "log"),
+    ("Log", "log"),
+    ("Convention", "provider"),
+    ("Call", "provider"),
+    ("Change", "provider"),
+    ("Deadline", "provider"),
+    ("Native", "provider"),
+    ("Outcome", "provider"),
+    ("Provider", "provider"),
+    ("Resource", "provider"),
+    ("Update", "provider"),
+    ("RUN", "provider"),
+    ("RUN_DONE", "provider"),
+    ("error_entry", "provider"),
+    ("testing", "provider"),
+];
+
+/// What the SDK's crate may depend on: what a provider needs, and none
+/// of the host's SQLite, argument parser, progress bars or template engine.
+const SDK_DEPENDENCIES: &[&str] = &[
+    "indexmap",
+    "jiff",
+    "libc",
+    "log",
+    "rustix",
+    "serde",
+    "serde_json",
+    "sha2",
+    "shell-words",
+    "tempfile",
+];
+
+/// Every `crate::NAME` a file mentions (each name of a grouped
+/// `crate::{A, b::C}` too), as the module it comes from.
+fn imports(text: &str, reexports: &[(&str, &str)]) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + 7..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let mut depth = 0;
+                let mut start = 0;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            names.push(ident(&group[start..i]));
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            names.push(ident(&group[start..i]));
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => names.push(ident(rest)),
+        }
+    }
+    names
+        .into_iter()
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            reexports
                 .iter()
                 .find(|(item, _)| *item == name)
                 .map_or(name, |(_, module)| module.to_string())
@@ -94,11 +182,56 @@ fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn no_module_imports_a_layer_above_it() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let wrong = layering(&src, LAYERS, REEXPORTS);
+    assert!(wrong.is_empty(), "imports of a layer above: {wrong:#?}");
+}
+
+#[test]
+fn no_module_of_the_sdk_imports_a_layer_above_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/ral-sdk/src");
+    let wrong = layering(&src, SDK_LAYERS, SDK_REEXPORTS);
+    assert!(wrong.is_empty(), "imports of a layer above: {wrong:#?}");
+}
+
+/// The SDK's crate builds on its own: it names none of the host's
+/// crates, and no code of the host's.
+#[test]
+fn the_sdk_depends_on_nothing_of_the_host() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/ral-sdk");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let mut section = "";
+    let mut wrong = Vec::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', ' ']).next().unwrap();
+            if !SDK_DEPENDENCIES.contains(&name) {
+                wrong.push(format!("Cargo.toml depends on {name}"));
+            }
+        }
+    }
     let mut all = Vec::new();
-    files(&src, &mut all);
+    files(&root.join("src"), &mut all);
+    assert!(all.len() > 20, "{all:?}");
+    for file in all {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+        if code.into_iter().any(|line| line.contains("ral::")) {
+            wrong.push(format!("{} uses the host's library", file.display()));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Each file's imports of modules after its own in `layers`.
+fn layering(src: &Path, layers: &[&str], reexports: &[(&str, &str)]) -> Vec<String> {
+    let mut all = Vec::new();
+    files(src, &mut all);
     let mut wrong = Vec::new();
     for file in all {
-        let relative = file.strip_prefix(&src).unwrap();
+        let relative = file.strip_prefix(src).unwrap();
         let module = relative
             .components()
             .next()
@@ -108,13 +241,13 @@ fn no_module_imports_a_layer_above_it() {
             .unwrap()
             .trim_end_matches(".rs")
             .to_owned();
-        if module == "lib" {
+        if module == "lib" || module == "main" {
             continue;
         }
-        let rank = |name: &str| LAYERS.iter().position(|layer| *layer == name);
+        let rank = |name: &str| layers.iter().position(|layer| *layer == name);
         let own = rank(&module).unwrap_or_else(|| panic!("{module} is in no layer"));
         let text = std::fs::read_to_string(&file).unwrap();
-        for used in imports(&text) {
+        for used in imports(&text, reexports) {
             match rank(&used) {
                 Some(other) if other > own => {
                     wrong.push(format!("{} uses crate::{used}", relative.display()))
@@ -124,7 +257,7 @@ fn no_module_imports_a_layer_above_it() {
             }
         }
     }
-    assert!(wrong.is_empty(), "imports of a layer above: {wrong:#?}");
+    wrong
 }
 
 /// What the binaries must leave to the library: the state store and the

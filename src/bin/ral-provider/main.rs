@@ -3,19 +3,21 @@
 //! remote target, where it travels with the providers' scripts, or started
 //! by hand. Each bundled native provider's `NAME.prov` runs this program
 //! with its name; the rest is the provider's calling convention.
+//!
+//! It uses the SDK's crate alone (`ral_sdk`), not the host's library.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let name = args.next().map(|name| name.to_string_lossy().into_owned());
-    let Some(native) = name.as_deref().and_then(ral::native::find) else {
-        let known: Vec<&str> = ral::native::names().collect();
+    let Some(native) = name.as_deref().and_then(ral_sdk::native::find) else {
+        let known: Vec<&str> = ral_sdk::native::names().collect();
         let problem = match name.as_deref() {
             None => "no provider named".to_owned(),
             Some(name) => format!(
                 "'{}' is not one of ral's native providers",
-                ral::text::escape(name)
+                ral_sdk::text::escape(name)
             ),
         };
         eprintln!(
@@ -30,5 +32,5 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let args: Vec<String> = args.map(|arg| arg.to_string_lossy().into_owned()).collect();
-    ExitCode::from(ral::sdk::serve::main(native.0, &args) as u8)
+    ExitCode::from(ral_sdk::serve::main(native.0, &args) as u8)
 }

@@ -7,7 +7,6 @@ use std::time::Duration;
 use clap::{CommandFactory, Parser};
 
 use crate::load;
-use clap_complete::engine::ArgValueCompleter;
 
 /// The resource shell: list, show and change system resources through
 /// providers.
@@ -114,16 +113,16 @@ pub struct Args {
     pub man: bool,
 
     /// A type (`host`) or qualified provider name (`host::etc_hosts`).
-    #[arg(value_name = "TYPE", add = ArgValueCompleter::new(crate::complete::types))]
+    #[arg(value_name = "TYPE")]
     pub provider: Option<String>,
 
     /// The resource to show or change.
-    #[arg(value_name = "NAME", add = ArgValueCompleter::new(crate::complete::names))]
+    #[arg(value_name = "NAME")]
     pub name: Option<String>,
 
     /// Attributes to set, as ATTR=VALUE; arrays as comma-separated lists.
     /// With --yaml, more NAMEs.
-    #[arg(value_name = "ATTR=VALUE", add = ArgValueCompleter::new(crate::complete::more_names))]
+    #[arg(value_name = "ATTR=VALUE")]
     pub attrs: Vec<String>,
 }
 

@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
 use clap::Parser;
-use clap_complete::engine::CompletionCandidate;
+use clap_complete::engine::{ArgValueCompleter, CompletionCandidate};
 use clap_complete::env::Shells;
 use clap_complete::{CompleteEnv, Shell};
 
@@ -25,11 +25,20 @@ const LIST_LIMIT: Duration = Duration::from_secs(5);
 
 /// Answers a completion request and exits, when this run is one.
 pub fn answer_if_asked() {
-    CompleteEnv::with_factory(args::command)
+    CompleteEnv::with_factory(completing)
         .var(VAR)
         .bin("ralsh")
         .completer("ralsh")
         .complete();
+}
+
+/// The clap command with the completers of TYPE, NAME and ATTR=VALUE
+/// (added here, so that the options need nothing of completion).
+fn completing() -> clap::Command {
+    args::command()
+        .mut_arg("provider", |arg| arg.add(ArgValueCompleter::new(types)))
+        .mut_arg("name", |arg| arg.add(ArgValueCompleter::new(names)))
+        .mut_arg("attrs", |arg| arg.add(ArgValueCompleter::new(more_names)))
 }
 
 /// Prints the script that makes `shell` ask ralsh for completions.
@@ -45,7 +54,7 @@ pub fn print_registration(shell: Shell) -> std::io::Result<()> {
 }
 
 /// Candidates for TYPE: every type and every qualified provider name.
-pub fn types(current: &OsStr) -> Vec<CompletionCandidate> {
+fn types(current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(mut args) = args_before_cursor() else {
         return Vec::new();
     };
@@ -65,7 +74,7 @@ pub fn types(current: &OsStr) -> Vec<CompletionCandidate> {
 }
 
 /// Candidates for NAME: the resources of the TYPE on the line.
-pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
+fn names(current: &OsStr) -> Vec<CompletionCandidate> {
     match args_before_cursor() {
         Some(args) => matching(listed_names(args), current),
         None => Vec::new(),
@@ -74,7 +83,7 @@ pub fn names(current: &OsStr) -> Vec<CompletionCandidate> {
 
 /// Candidates for the words after NAME: with `--yaml` they are NAMEs too
 /// (those not on the line yet); ATTR=VALUE is not completed.
-pub fn more_names(current: &OsStr) -> Vec<CompletionCandidate> {
+fn more_names(current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(args) = args_before_cursor().filter(|args| args.yaml) else {
         return Vec::new();
     };

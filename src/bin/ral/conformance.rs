@@ -141,17 +141,7 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             slow,
             provider_lib: provider_lib.clone(),
         };
-        let report = if is_plugin(provider) {
-            let dir = plugin_data_dir(provider);
-            if !registries.iter().any(|(d, _)| *d == dir) {
-                let registry = providers_for(dir.as_deref(), &options);
-                registries.push((dir.clone(), registry));
-            }
-            let (_, registry) = registries.iter().find(|(d, _)| *d == dir).unwrap();
-            conformance::check_plugin(provider, &options, registry)
-        } else {
-            conformance::check(provider, &options)
-        };
+        let report = check_one(provider, &options, &mut registries);
         if args.json {
             let line = JsonReport {
                 kind: "report",
@@ -176,6 +166,37 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             (true, true) => clean += 1,
         }
     }
+    summary(&mut stdout, args, clean, partial, failed)?;
+    Ok(failed == 0)
+}
+
+/// One provider's or plugin's check; a plugin's providers are discovered
+/// once per data directory.
+fn check_one(
+    provider: &Path,
+    options: &CheckOptions,
+    registries: &mut Vec<(Option<PathBuf>, Registry)>,
+) -> Report {
+    if !is_plugin(provider) {
+        return conformance::check(provider, options);
+    }
+    let dir = plugin_data_dir(provider);
+    if !registries.iter().any(|(d, _)| *d == dir) {
+        let registry = providers_for(dir.as_deref(), options);
+        registries.push((dir.clone(), registry));
+    }
+    let (_, registry) = registries.iter().find(|(d, _)| *d == dir).unwrap();
+    conformance::check_plugin(provider, options, registry)
+}
+
+/// The last line: how many were clean, not fully checked and failed.
+fn summary(
+    stdout: &mut impl Write,
+    args: &CheckArgs,
+    clean: usize,
+    partial: usize,
+    failed: usize,
+) -> anyhow::Result<()> {
     if args.json {
         let summary = serde_json::json!({
             "type": "summary",
@@ -185,7 +206,7 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
             "failed": failed,
         });
         writeln!(stdout, "{summary}")?;
-        return Ok(failed == 0);
+        return Ok(());
     }
     let plugins = args.providers.iter().filter(|p| is_plugin(p)).count();
     let what = match (plugins, args.providers.len() - plugins) {
@@ -198,7 +219,7 @@ fn check_all(args: &CheckArgs) -> anyhow::Result<bool> {
         write!(stdout, ", {partial} not fully checked (see 'not run')")?;
     }
     writeln!(stdout)?;
-    Ok(failed == 0)
+    Ok(())
 }
 
 fn is_plugin(path: &Path) -> bool {
@@ -321,50 +342,7 @@ fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         verdict(report),
         report.source.display()
     )?;
-    let ms = |took: std::time::Duration| took.as_secs_f64() * 1000.0;
-    let mut steps: Vec<String> = match report.subject {
-        Subject::Provider => report
-            .steps
-            .iter()
-            .filter(|(step, _)| *step != "round trip")
-            .map(|(step, took)| format!("{step} {:.0}ms", ms(*took)))
-            .collect(),
-        // A plugin's call runs once per model: each call's summed up.
-        Subject::Plugin => {
-            let mut calls: Vec<(&str, std::time::Duration, usize)> = Vec::new();
-            for (step, took) in &report.steps {
-                match calls.iter_mut().find(|(name, _, _)| name == step) {
-                    Some(call) => {
-                        call.1 += *took;
-                        call.2 += 1;
-                    }
-                    None => calls.push((step, *took, 1)),
-                }
-            }
-            calls
-                .into_iter()
-                .map(|(step, took, count)| match count {
-                    1 => format!("{step} {:.0}ms", ms(took)),
-                    _ => format!("{step} {:.0}ms ({count} calls)", ms(took)),
-                })
-                .collect()
-        }
-    };
-    // The round trip's many calls, summed up.
-    let round_trip: Vec<std::time::Duration> = report
-        .steps
-        .iter()
-        .filter(|(step, _)| *step == "round trip")
-        .map(|(_, took)| *took)
-        .collect();
-    if !round_trip.is_empty() {
-        steps.push(format!(
-            "round trip {:.0}ms ({} calls)",
-            ms(round_trip.iter().sum()),
-            round_trip.len()
-        ));
-    }
-    writeln!(out, "      ran: {}", steps.join(", "))?;
+    writeln!(out, "      ran: {}", steps_ran(report).join(", "))?;
     if !report.round_trip.is_empty() {
         writeln!(
             out,
@@ -397,6 +375,53 @@ fn print_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         writeln!(out, "      hint: {}", finding.hint)?;
     }
     Ok(())
+}
+
+/// The steps a check ran, each with its time: a plugin's calls (one per
+/// model) and the round trip's many calls summed up.
+fn steps_ran(report: &Report) -> Vec<String> {
+    let ms = |took: std::time::Duration| took.as_secs_f64() * 1000.0;
+    let mut steps: Vec<String> = match report.subject {
+        Subject::Provider => report
+            .steps
+            .iter()
+            .filter(|(step, _)| *step != "round trip")
+            .map(|(step, took)| format!("{step} {:.0}ms", ms(*took)))
+            .collect(),
+        Subject::Plugin => {
+            let mut calls: Vec<(&str, std::time::Duration, usize)> = Vec::new();
+            for (step, took) in &report.steps {
+                match calls.iter_mut().find(|(name, _, _)| name == step) {
+                    Some(call) => {
+                        call.1 += *took;
+                        call.2 += 1;
+                    }
+                    None => calls.push((step, *took, 1)),
+                }
+            }
+            calls
+                .into_iter()
+                .map(|(step, took, count)| match count {
+                    1 => format!("{step} {:.0}ms", ms(took)),
+                    _ => format!("{step} {:.0}ms ({count} calls)", ms(took)),
+                })
+                .collect()
+        }
+    };
+    let round_trip: Vec<std::time::Duration> = report
+        .steps
+        .iter()
+        .filter(|(step, _)| *step == "round trip")
+        .map(|(_, took)| *took)
+        .collect();
+    if !round_trip.is_empty() {
+        steps.push(format!(
+            "round trip {:.0}ms ({} calls)",
+            ms(round_trip.iter().sum()),
+            round_trip.len()
+        ));
+    }
+    steps
 }
 
 /// Copies a directory tree (files, directories, symbolic links).

@@ -54,79 +54,87 @@ fn try_run(args: &ConnectionsArgs) -> anyhow::Result<ExitCode> {
     let dir = KeptDir::open()?;
     let all = dir.list()?;
     match &args.command {
-        None => {
-            let now = SystemTime::now();
-            let mut shown = Vec::new();
-            for kept in &all {
-                shown.push(Shown {
-                    kept,
-                    master: mux::master_alive(&kept.socket),
-                    age: kept
-                        .since
-                        .and_then(|since| now.duration_since(since).ok())
-                        .map(|age| age.as_secs()),
-                });
-            }
-            let mut out = ral::cli::unread::stdout();
-            if args.json {
-                print_json(&mut out, &shown)?;
-            } else {
-                print_text(&mut out, &shown)?;
-            }
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(ConnectionsCommand::Close { targets }) => {
-            let chosen: Vec<&Kept> = all
-                .iter()
-                .filter(|kept| {
-                    targets.is_empty()
-                        || targets
-                            .iter()
-                            .any(|t| *t == kept.info.target || *t == kept.info.destination)
-                })
-                .collect();
-            let mut closed = Vec::new();
-            for kept in &chosen {
-                let ran = dir.close(kept)?;
-                closed.push(json!({
-                    "target": kept.info.target,
-                    "destination": kept.info.destination,
-                    "was_running": ran,
-                }));
-                if !args.json {
-                    println!(
-                        "closed {} ({}){}",
-                        escape(&kept.info.target),
-                        escape(&kept.info.destination),
-                        if ran { "" } else { ": its master had ended" }
-                    );
-                }
-            }
-            let mut unknown = false;
-            for target in targets {
-                let named =
-                    |kept: &&Kept| kept.info.target == *target || kept.info.destination == *target;
-                if !chosen.iter().any(named) {
-                    eprintln!(
-                        "ral: error: {}: no kept connection has that target or destination",
-                        escape(target)
-                    );
-                    unknown = true;
-                }
-            }
-            if args.json {
-                println!("{}", json!({ "closed": closed }));
-            } else if closed.is_empty() && targets.is_empty() {
-                println!("no kept connections to close");
-            }
-            // A name that matched nothing may be a typo: the caller learns.
-            Ok(match unknown {
-                true => ExitCode::FAILURE,
-                false => ExitCode::SUCCESS,
-            })
+        None => list(args, &all),
+        Some(ConnectionsCommand::Close { targets }) => close(args, &dir, &all, targets),
+    }
+}
+
+/// `ral connections`: the kept masters, whether each answers, and their age.
+fn list(args: &ConnectionsArgs, all: &[Kept]) -> anyhow::Result<ExitCode> {
+    let now = SystemTime::now();
+    let mut shown = Vec::new();
+    for kept in all {
+        shown.push(Shown {
+            kept,
+            master: mux::master_alive(&kept.socket),
+            age: kept
+                .since
+                .and_then(|since| now.duration_since(since).ok())
+                .map(|age| age.as_secs()),
+        });
+    }
+    let mut out = ral::cli::unread::stdout();
+    if args.json {
+        print_json(&mut out, &shown)?;
+    } else {
+        print_text(&mut out, &shown)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ral connections close [TARGET...]`: ends the masters of the targets
+/// named (all without a name); a name that matches none fails.
+fn close(
+    args: &ConnectionsArgs,
+    dir: &KeptDir,
+    all: &[Kept],
+    targets: &[String],
+) -> anyhow::Result<ExitCode> {
+    let named = |kept: &Kept, target: &String| {
+        kept.info.target == *target || kept.info.destination == *target
+    };
+    let chosen: Vec<&Kept> = all
+        .iter()
+        .filter(|kept| targets.is_empty() || targets.iter().any(|t| named(kept, t)))
+        .collect();
+    let mut closed = Vec::new();
+    for kept in &chosen {
+        let ran = dir.close(kept)?;
+        closed.push(json!({
+            "target": kept.info.target,
+            "destination": kept.info.destination,
+            "was_running": ran,
+        }));
+        if !args.json {
+            println!(
+                "closed {} ({}){}",
+                escape(&kept.info.target),
+                escape(&kept.info.destination),
+                if ran { "" } else { ": its master had ended" }
+            );
         }
     }
+    let mut unknown = false;
+    for target in targets {
+        if !chosen.iter().any(|kept| named(kept, target)) {
+            eprintln!(
+                "ral: error: {}: no kept connection has that target or destination",
+                escape(target)
+            );
+            unknown = true;
+        }
+    }
+    if args.json {
+        println!("{}", json!({ "closed": closed }));
+    } else if closed.is_empty() && targets.is_empty() {
+        println!("no kept connections to close");
+    }
+    // A name that matched nothing may be a typo: the caller learns.
+    Ok(match unknown {
+        true => ExitCode::FAILURE,
+        false => ExitCode::SUCCESS,
+    })
 }
 
 fn print_text(out: &mut dyn Write, shown: &[Shown]) -> std::io::Result<()> {

@@ -88,15 +88,7 @@ fn execute(args: &ConvergeArgs, mode: Mode) -> anyhow::Result<Ending> {
     }
     let (host, registry) = load::load(&setup(args, &args.root))?;
     let store_at = StoreAt::local(host.root(), args.state.as_deref());
-    let run = Run {
-        args,
-        mode,
-        started,
-        vars: &vars,
-        kept: None,
-        origin: None,
-        observer: None,
-    };
+    let run = Run::new(args, mode, started, &vars);
     let input = Given::Alone(&mut input);
     run.converge(input, None, &host, &registry, &store_at, &mut output(args))
 }
@@ -178,15 +170,7 @@ fn execute_saved(
     let mut input =
         Input::saved_with_vars(file, &host, &store_at, args.keep_removed, &args.extra_vars)?;
     let vars = Vars::new(&args.extra_vars, None, args.destroy)?;
-    let run = Run {
-        args,
-        mode: Mode::Apply,
-        started,
-        vars: &vars,
-        kept: None,
-        origin: None,
-        observer: None,
-    };
+    let run = Run::new(args, Mode::Apply, started, &vars);
     let input = Given::Alone(&mut input);
     run.converge(input, None, &host, &registry, &store_at, &mut output(args))
 }

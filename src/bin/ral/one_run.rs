@@ -56,7 +56,21 @@ pub struct Run<'a> {
     pub observer: Option<&'a (dyn Observer + Sync)>,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// A person's run: its report not kept for a page of many targets,
+    /// no origin recorded, nothing observing it.
+    pub fn new(args: &'a ConvergeArgs, mode: Mode, started: Instant, vars: &'a Vars) -> Run<'a> {
+        Run {
+            args,
+            mode,
+            started,
+            vars,
+            kept: None,
+            origin: None,
+            observer: None,
+        }
+    }
+
     /// Plans (and, for apply, converges) `host`'s system to `input` with
     /// the store `store_at`, writing the output to `out`. The manifests
     /// are first rendered for the host (`target`, or this machine).

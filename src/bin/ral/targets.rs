@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ral::converge::run::Input;
+use ral::converge::run::{Input, StoreAt};
 use ral::converge::target_store;
 use ral::remote::{Destination, Target};
 
 use crate::converge_args::{self, ConvergeArgs, Ending, Mode};
 use crate::load;
 use crate::one_run::{Given, Run};
-use crate::remote::{self, Fleet, Rollout};
+use crate::remote::{self, Fleet, Rollout, TargetRun};
 use crate::render::Vars;
 
 pub fn execute(
@@ -32,45 +32,109 @@ pub fn execute(
     ral::process::forward_interrupts_deferred();
     remote::check_files(&args.remote)?;
     let targets = args.remote.select(&args.root)?;
-    let state_dir = match &args.state {
-        Some(dir) => dir.clone(),
-        None => target_store::default_state_dir()?,
-    };
+    let stores = Stores::new(args)?;
     // Discovery runs here; each target gets its own root.
     let (local, registry) = load::load(&converge_args::setup(args, Path::new("/")))?;
     let fleet = Fleet::new(&args.remote, targets, &local, &registry)?;
-    let ssh_config = args
-        .remote
-        .ssh_config
-        .as_deref()
-        .map(std::path::absolute)
-        .transpose()?;
+    let run = Run::new(args, mode, started, vars);
+    // `--report`: each target's report is kept for one page of them all.
+    let kept = crate::report_file::Kept::default();
+    let page = args.report.as_deref().filter(|_| mode == Mode::Apply);
+    // One target's work, connected: its store here, its run there.
+    let converge_target = |run: &Run, target: &Target, host: &ral::Host, out: &mut Vec<u8>| {
+        let store_at = stores.of(target)?;
+        let turn = stores.turns.of(&store_at.location.path());
+        let _held = turn.lock().unwrap_or_else(|e| e.into_inner());
+        let name = Some(target.name.as_str());
+        run.converge(Given::Shared(input), name, host, &registry, &store_at, out)
+    };
+    // A target that could not be reached or planned counts as an error.
     let failed = Ending {
         errors: true,
         ..Ending::default()
     };
-    let run = Run {
-        args,
-        mode,
-        started,
-        vars,
-        kept: None,
-        origin: None,
-        observer: None,
-    };
-    // `--report`: each target's report is kept for one page of them all.
-    let kept = crate::report_file::Kept::default();
-    let page = args.report.as_deref().filter(|_| mode == Mode::Apply);
-    let rollout = Rollout {
+    let failure = |ending: &Ending| ending.failures || ending.errors;
+    let runs = fleet.roll_out(
+        rollout(args),
+        &local,
+        failed,
+        failure,
+        |target, host, out| {
+            if page.is_none() {
+                return converge_target(&run, target, host, out);
+            }
+            kept.run(&target.name, |slot| {
+                let run = Run {
+                    kept: Some(slot),
+                    origin: run.origin.clone(),
+                    ..run
+                };
+                converge_target(&run, target, host, out)
+            })
+        },
+    );
+    let command = format!("ral {}", converge_args::mode_name(mode));
+    remote::report(&runs, args.json, args.quiet, &command)?;
+    let mut all = worst(&runs);
+    if let Some(file) = page {
+        all.failures |= !page_written(kept.write(file, &runs, started));
+    }
+    Ok(all)
+}
+
+/// Whether the `--report` page of every target was written. As for one
+/// machine, a page that could not be is said and fails the command: the
+/// runs are made and recorded; only the page is missing.
+fn page_written(written: anyhow::Result<()>) -> bool {
+    match written {
+        Ok(()) => true,
+        Err(e) => {
+            log::error!("{e:#}");
+            false
+        }
+    }
+}
+
+/// `--serial` and `--max-fail-percentage`.
+fn rollout(args: &ConvergeArgs) -> Rollout {
+    Rollout {
         serial: args.serial.map(usize::from),
         max_fail_percentage: args.max_fail_percentage.unwrap_or(0),
-    };
-    let failure = |ending: &Ending| ending.failures || ending.errors;
-    let turns = Turns::default();
-    // One target's work, connected: its store here, its run there.
-    let converge_target = |run: &Run, target: &Target, host: &ral::Host, out: &mut Vec<u8>| {
-        let destination = Destination::resolve(ssh_config.as_deref(), target)?;
-        let older = target_store::older_store(&state_dir, &target.name);
+    }
+}
+
+/// The targets' state stores on this machine, and the turns their runs
+/// take.
+struct Stores {
+    state_dir: PathBuf,
+    /// `--ssh-config`, absolute: ssh says where a target really is.
+    ssh_config: Option<PathBuf>,
+    turns: Turns,
+}
+
+impl Stores {
+    fn new(args: &ConvergeArgs) -> anyhow::Result<Stores> {
+        Ok(Stores {
+            state_dir: match &args.state {
+                Some(dir) => dir.clone(),
+                None => target_store::default_state_dir()?,
+            },
+            ssh_config: args
+                .remote
+                .ssh_config
+                .as_deref()
+                .map(std::path::absolute)
+                .transpose()?,
+            turns: Turns::default(),
+        })
+    }
+
+    /// The store of `target`'s run: named from where ssh really connects
+    /// and the target's root (warning of an older ral's store, named by
+    /// the target only, which is not used).
+    fn of(&self, target: &Target) -> anyhow::Result<StoreAt> {
+        let destination = Destination::resolve(self.ssh_config.as_deref(), target)?;
+        let older = target_store::older_store(&self.state_dir, &target.name);
         if older.exists() {
             log::warn!(
                 "{}: {} is a store of an older ral, named by the target only, and is not \
@@ -80,43 +144,19 @@ pub fn execute(
             );
         }
         let root = target.root.clone().unwrap_or_else(|| PathBuf::from("/"));
-        let store_at = target_store::store_at(&state_dir, &destination, &root);
-        let turn = turns.of(&store_at.location.path());
-        let _held = turn.lock().unwrap_or_else(|e| e.into_inner());
-        let name = Some(target.name.as_str());
-        run.converge(Given::Shared(input), name, host, &registry, &store_at, out)
-    };
-    let runs = fleet.roll_out(rollout, &local, failed, failure, |target, host, out| {
-        if page.is_none() {
-            return converge_target(&run, target, host, out);
-        }
-        kept.run(&target.name, |slot| {
-            let run = Run {
-                kept: Some(slot),
-                origin: run.origin.clone(),
-                ..run
-            };
-            converge_target(&run, target, host, out)
-        })
-    });
-    let command = format!("ral {}", converge_args::mode_name(mode));
-    remote::report(&runs, args.json, args.quiet, &command)?;
-    let mut all = runs.iter().fold(Ending::default(), |all, run| Ending {
+        Ok(target_store::store_at(&self.state_dir, &destination, &root))
+    }
+}
+
+/// The worst of the targets' outcomes.
+fn worst(runs: &[TargetRun<Ending>]) -> Ending {
+    runs.iter().fold(Ending::default(), |all, run| Ending {
         changes: all.changes || run.outcome.changes,
         failures: all.failures || run.outcome.failures,
         errors: all.errors || run.outcome.errors,
         // Nothing is asked over targets.
         cancelled: false,
-    });
-    if let Some(file) = page {
-        if let Err(e) = kept.write(file, &runs, started) {
-            // As for one machine: the runs are made and recorded; only
-            // the page is missing.
-            log::error!("{e:#}");
-            all.failures = true;
-        }
-    }
-    Ok(all)
+    })
 }
 
 /// One run at a time per store. Two names of one machine and root (two

@@ -30,7 +30,7 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 use super::observe::RunObserver;
 use super::RunArgs;
-use crate::converge_args::{setup, ConvergeArgs, Mode};
+use crate::converge_args::{setup, ConvergeArgs, Ending, Mode};
 use crate::load;
 use crate::one_run::{Given, Run};
 use crate::render::Vars;
@@ -505,92 +505,24 @@ impl Agent<'_> {
     fn run_once(&mut self, why: Why) {
         let started = SystemTime::now();
         let clock = Instant::now();
-        let reloading = std::mem::take(&mut self.reloading);
-        if reloading {
-            self.say("SIGHUP: reading the providers and the manifests again");
-            self.reload_providers();
-        }
-        if why.reads_manifests() || why.start || (self.good.is_none() && self.candidate.is_none()) {
-            self.load();
-        }
-        if reloading {
-            // The reload is done (sd_notify(3): RELOADING=1 is answered by
-            // READY=1, which `systemctl reload` waits for).
-            self.notifier.ready("reloaded");
-        }
+        self.read_again(&why);
         let text = why.text(self.args.interval);
         let mut last = LastRun {
             why: text.clone(),
             started: epoch(started),
             ..LastRun::default()
         };
-        let outcome = if self.candidate.is_some() {
-            match self.attempt(true, &text) {
-                Err(e) if !is_locked(&e) && self.good.is_some() => {
-                    // The last good manifests run instead, and nothing
-                    // they do not name is touched. The new ones are to
-                    // blame only when the good ones get through: what
-                    // fails both (a full disk, a store that cannot be
-                    // used for a while) is not theirs, and they are tried
-                    // again first by the next run instead of being let go
-                    // for the old ones to be in force until the next edit.
-                    match self.attempt(false, &text) {
-                        Ok(done) => {
-                            self.candidate = None;
-                            self.manifest_problem(&e);
-                            Ok(done)
-                        }
-                        Err(again) if is_locked(&again) => Err(again),
-                        Err(_) => Err(e),
-                    }
-                }
-                Err(e) if !is_locked(&e) => {
-                    self.candidate = None;
-                    self.manifest_problem(&e);
-                    Err(e)
-                }
-                Ok(done) => {
-                    self.good = self.candidate.take();
-                    self.status.manifest_problem = None;
-                    Ok(done)
-                }
-                locked => locked,
-            }
-        } else if self.good.is_some() {
-            self.attempt(false, &text)
-        } else {
-            Err(anyhow::anyhow!("no manifests could be used yet"))
-        };
-        // Why a run that could not be made failed, said after its time.
-        let mut error = None;
-        let failed = match outcome {
-            Err(e) if is_locked(&e) => {
+        let outcome = self.run_manifests(&text);
+        if let Err(e) = &outcome {
+            if is_locked(e) {
                 if !std::mem::replace(&mut self.locked_said, true) {
                     self.say(&format!("{}; running after it", e.root_cause()));
                 }
                 self.schedule.put_back(Instant::now(), why, LOCKED_RETRY);
                 return;
             }
-            Err(e) => {
-                log::error!("run ({text}): {}", escape_lines(&format!("{e:#}")));
-                last.outcome = format!("failed: {e:#}");
-                error = Some(format!("{e:#}"));
-                true
-            }
-            Ok(done) => {
-                last.outcome = match ral::process::stop_requested() {
-                    // Asked to stop: what did not run was not a failure.
-                    Some(_) if done.failures => "stopped".to_owned(),
-                    _ => done.outcome(self.args.noop).to_owned(),
-                };
-                last.plan = done.plan;
-                last.drift = done.drift;
-                last.repaired = done.repaired;
-                self.status.drift_found += done.drift;
-                self.status.repaired += done.repaired;
-                done.failures && last.outcome != "stopped"
-            }
-        };
+        }
+        let (failed, error) = self.count(outcome, &text, &mut last);
         self.locked_said = false;
         self.held_said = false;
         self.schedule.ran(Instant::now(), failed, self.splay());
@@ -601,21 +533,7 @@ impl Agent<'_> {
         last.ended = epoch(SystemTime::now());
         self.status.runs += 1;
         self.status.failed_runs += u64::from(failed);
-        let seconds = clock.elapsed().as_secs_f64();
-        let line = format!(
-            "run ({text}): {}{}",
-            match &error {
-                Some(e) => format!("failed in {seconds:.2} s: {e}"),
-                None => format!("{} in {seconds:.2} s", last.outcome),
-            },
-            match self.schedule.failures() {
-                0 => String::new(),
-                n => format!(
-                    "; {n} failed in a row, next interval or drift run in {} at the soonest",
-                    ral::agent::duration::show(self.schedule.timing().backoff_after(n))
-                ),
-            }
-        );
+        let line = self.run_line(&text, &last, error.as_deref(), clock.elapsed());
         self.status.last_run = Some(last);
         self.write_status();
         self.say(&line);
@@ -631,13 +549,118 @@ impl Agent<'_> {
         ));
     }
 
+    /// Before a run: the providers again after a SIGHUP, and the
+    /// manifests when the run's reason reads them.
+    fn read_again(&mut self, why: &Why) {
+        let reloading = std::mem::take(&mut self.reloading);
+        if reloading {
+            self.say("SIGHUP: reading the providers and the manifests again");
+            self.reload_providers();
+        }
+        if why.reads_manifests() || why.start || (self.good.is_none() && self.candidate.is_none()) {
+            self.load();
+        }
+        if reloading {
+            // The reload is done (sd_notify(3): RELOADING=1 is answered by
+            // READY=1, which `systemctl reload` waits for).
+            self.notifier.ready("reloaded");
+        }
+    }
+
+    /// The run of the new manifests, or of the last good ones when the
+    /// new cannot be used.
+    fn run_manifests(&mut self, text: &str) -> anyhow::Result<Done> {
+        if self.candidate.is_none() {
+            return match self.good {
+                Some(_) => self.attempt(false, text),
+                None => Err(anyhow::anyhow!("no manifests could be used yet")),
+            };
+        }
+        match self.attempt(true, text) {
+            Err(e) if !is_locked(&e) && self.good.is_some() => {
+                // The last good manifests run instead, and nothing
+                // they do not name is touched. The new ones are to
+                // blame only when the good ones get through: what
+                // fails both (a full disk, a store that cannot be
+                // used for a while) is not theirs, and they are tried
+                // again first by the next run instead of being let go
+                // for the old ones to be in force until the next edit.
+                match self.attempt(false, text) {
+                    Ok(done) => {
+                        self.candidate = None;
+                        self.manifest_problem(&e);
+                        Ok(done)
+                    }
+                    Err(again) if is_locked(&again) => Err(again),
+                    Err(_) => Err(e),
+                }
+            }
+            Err(e) if !is_locked(&e) => {
+                self.candidate = None;
+                self.manifest_problem(&e);
+                Err(e)
+            }
+            Ok(done) => {
+                self.good = self.candidate.take();
+                self.status.manifest_problem = None;
+                Ok(done)
+            }
+            locked => locked,
+        }
+    }
+
+    /// A run's outcome into `last` and the counts since the start:
+    /// whether it failed, and why when it could not be made.
+    fn count(
+        &mut self,
+        outcome: anyhow::Result<Done>,
+        text: &str,
+        last: &mut LastRun,
+    ) -> (bool, Option<String>) {
+        match outcome {
+            Err(e) => {
+                log::error!("run ({text}): {}", escape_lines(&format!("{e:#}")));
+                last.outcome = format!("failed: {e:#}");
+                (true, Some(format!("{e:#}")))
+            }
+            Ok(done) => {
+                last.outcome = match ral::process::stop_requested() {
+                    // Asked to stop: what did not run was not a failure.
+                    Some(_) if done.failures => "stopped".to_owned(),
+                    _ => done.outcome(self.args.noop).to_owned(),
+                };
+                last.plan = done.plan;
+                last.drift = done.drift;
+                last.repaired = done.repaired;
+                self.status.drift_found += done.drift;
+                self.status.repaired += done.repaired;
+                (done.failures && last.outcome != "stopped", None)
+            }
+        }
+    }
+
+    /// The line that tells a run: its outcome (or why it could not be
+    /// made) after its time, and the backoff failures in a row bring.
+    fn run_line(&self, text: &str, last: &LastRun, error: Option<&str>, took: Duration) -> String {
+        let seconds = took.as_secs_f64();
+        format!(
+            "run ({text}): {}{}",
+            match error {
+                Some(e) => format!("failed in {seconds:.2} s: {e}"),
+                None => format!("{} in {seconds:.2} s", last.outcome),
+            },
+            match self.schedule.failures() {
+                0 => String::new(),
+                n => format!(
+                    "; {n} failed in a row, next interval or drift run in {} at the soonest",
+                    ral::agent::duration::show(self.schedule.timing().backoff_after(n))
+                ),
+            }
+        )
+    }
+
     /// One run with the candidate manifests, or the good ones.
     fn attempt(&mut self, candidate: bool, why: &str) -> anyhow::Result<Done> {
-        let loaded = match candidate {
-            true => self.candidate.as_ref(),
-            false => self.good.as_ref(),
-        }
-        .expect("asked for manifests that are there");
         // Stamped before the run reads them: a change from here on is
         // either the run's (stamped again as its task ends) or drift. A
         // run that ends before it read them (no plan) puts the stamps
@@ -647,41 +670,7 @@ impl Agent<'_> {
             self.stamps.refresh(path);
         }
         let observer = RunObserver::new(self.host.root(), std::mem::take(&mut self.stamps));
-        let origin = RunOrigin {
-            by: "ral-agent".to_owned(),
-            text: format!(
-                "ral agent{} ({why})",
-                if self.args.noop { " --noop" } else { "" }
-            ),
-        };
-        let run = Run {
-            args: &self.converge,
-            mode: if self.args.noop {
-                Mode::Plan
-            } else {
-                Mode::Apply
-            },
-            started: Instant::now(),
-            vars: &loaded.vars,
-            kept: None,
-            origin: Some(origin),
-            observer: Some(&observer),
-        };
-        if let Some(pinger) = &self.pinger {
-            pinger.running(true);
-        }
-        let mut out = crate::converge::output(&self.converge);
-        let ending = run.converge(
-            Given::Shared(&loaded.input),
-            None,
-            &self.host,
-            &self.registry,
-            &self.store_at,
-            &mut out,
-        );
-        if let Some(pinger) = &self.pinger {
-            pinger.running(false);
-        }
+        let ending = self.converge(candidate, why, &observer);
         let RunObserver {
             stamps,
             managed,
@@ -709,6 +698,57 @@ impl Agent<'_> {
             changes: ending.changes,
             failures: ending.failures,
         })
+    }
+
+    /// The run itself, as `ral apply` (`ral plan` under `--noop`) makes
+    /// it, marked as the agent's, told to `observer`.
+    fn converge(
+        &self,
+        candidate: bool,
+        why: &str,
+        observer: &RunObserver,
+    ) -> anyhow::Result<Ending> {
+        let loaded = match candidate {
+            true => self.candidate.as_ref(),
+            false => self.good.as_ref(),
+        }
+        .expect("asked for manifests that are there");
+        let origin = RunOrigin {
+            by: "ral-agent".to_owned(),
+            text: format!(
+                "ral agent{} ({why})",
+                if self.args.noop { " --noop" } else { "" }
+            ),
+        };
+        let run = Run {
+            args: &self.converge,
+            mode: if self.args.noop {
+                Mode::Plan
+            } else {
+                Mode::Apply
+            },
+            started: Instant::now(),
+            vars: &loaded.vars,
+            kept: None,
+            origin: Some(origin),
+            observer: Some(observer),
+        };
+        if let Some(pinger) = &self.pinger {
+            pinger.running(true);
+        }
+        let mut out = crate::converge::output(&self.converge);
+        let ending = run.converge(
+            Given::Shared(&loaded.input),
+            None,
+            &self.host,
+            &self.registry,
+            &self.store_at,
+            &mut out,
+        );
+        if let Some(pinger) = &self.pinger {
+            pinger.running(false);
+        }
+        ending
     }
 
     fn splay(&self) -> Duration {

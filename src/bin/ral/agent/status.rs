@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use ral::agent::status::{self, Status};
+use ral::agent::status::{self, LastRun, Status};
 use ral::converge::run::StoreAt;
 use ral::local_time::local_date;
 use ral::text::{escape, escape_lines};
@@ -90,22 +90,7 @@ fn text(
         },
         if status.noop { ", noop" } else { "" }
     )?;
-    match &status.last_run {
-        Some(last) => writeln!(
-            out,
-            "last run: {} ({}): {}; {} drifted, {} repaired{}",
-            local_date(last.started as i64),
-            escape(&last.why),
-            escape(&last.outcome),
-            last.drift,
-            last.repaired,
-            last.plan
-                .as_ref()
-                .map(|plan| format!(", plan {}", escape(plan)))
-                .unwrap_or_default()
-        )?,
-        None => writeln!(out, "last run: none yet")?,
-    }
+    writeln!(out, "last run: {}", last_run(status.last_run.as_ref()))?;
     match (running, status.next_run) {
         (true, Some(next)) => writeln!(out, "next run: {}", local_date(next as i64))?,
         _ => writeln!(out, "next run: none (not running)")?,
@@ -122,6 +107,25 @@ fn text(
         writeln!(out, "manifests: {}", escape_lines(problem))?;
     }
     Ok(())
+}
+
+/// The last run: when, why, its outcome and what it found and did.
+fn last_run(last: Option<&LastRun>) -> String {
+    let Some(last) = last else {
+        return "none yet".to_owned();
+    };
+    format!(
+        "{} ({}): {}; {} drifted, {} repaired{}",
+        local_date(last.started as i64),
+        escape(&last.why),
+        escape(&last.outcome),
+        last.drift,
+        last.repaired,
+        last.plan
+            .as_ref()
+            .map(|plan| format!(", plan {}", escape(plan)))
+            .unwrap_or_default()
+    )
 }
 
 /// `1 run`, `3 runs`.

@@ -1086,3 +1086,649 @@ fn mismatch(
         attribute.show(wanted)
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The apply phase against providers served in this process, as ral's
+    //! native ones are: their answers are scripted over a shared world of
+    //! resources, and every call they get is logged in order, so that a
+    //! test sees which calls a run made and in which order, with no child
+    //! process and no file but a temporary root.
+
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use serde_json::{Map, Value as Json};
+
+    use super::*;
+    use crate::converge::manifest;
+    use crate::converge::plan::{self, Task};
+    use crate::converge::run::{self, Input, Mode, Options, StoreAt};
+    use crate::discovery::Registry;
+    use crate::host::HostConfig;
+    use crate::metadata::Metadata;
+    use crate::sdk::{self, CallError, CallResult};
+
+    /// What the scripted providers share: their resources by (type, name),
+    /// and every call they got, in order (`alpha set a,b`).
+    #[derive(Default)]
+    struct World {
+        resources: Mutex<BTreeMap<(String, String), sdk::Resource>>,
+        calls: Mutex<Vec<String>>,
+    }
+
+    impl World {
+        /// Puts resource `name` of `type_name` with `value`.
+        fn put(&self, type_name: &str, name: &str, value: &str) {
+            let mut resource = Map::new();
+            resource.insert("name".to_owned(), Json::from(name));
+            resource.insert("ensure".to_owned(), Json::from("present"));
+            resource.insert("value".to_owned(), Json::from(value));
+            let key = (type_name.to_owned(), name.to_owned());
+            self.resources.lock().unwrap().insert(key, resource);
+        }
+
+        /// The value of resource `name` of `type_name`, if it exists.
+        fn value(&self, type_name: &str, name: &str) -> Option<String> {
+            let resources = self.resources.lock().unwrap();
+            let resource = resources.get(&(type_name.to_owned(), name.to_owned()))?;
+            Some(resource.get("value")?.as_str()?.to_owned())
+        }
+
+        fn log(&self, call: String) {
+            self.calls.lock().unwrap().push(call);
+        }
+
+        /// The calls logged so far that contain `word` (` refresh `, say).
+        fn calls_with(&self, word: &str) -> Vec<String> {
+            let calls = self.calls.lock().unwrap();
+            calls.iter().filter(|c| c.contains(word)).cloned().collect()
+        }
+
+        /// The names the sets of `type_name` were given, in order.
+        fn updated(&self, type_name: &str) -> Vec<String> {
+            let calls = self.calls.lock().unwrap();
+            let set = format!("{type_name} set ");
+            (calls.iter())
+                .filter_map(|call| call.strip_prefix(&set))
+                .flat_map(|names| names.split(','))
+                .map(str::to_owned)
+                .collect()
+        }
+
+        /// Where `call` was logged first; fails the test when it was not.
+        fn position(&self, call: &str) -> usize {
+            let calls = self.calls.lock().unwrap();
+            calls
+                .iter()
+                .position(|c| c == call)
+                .unwrap_or_else(|| panic!("no call '{call}' in {calls:?}"))
+        }
+    }
+
+    /// A json provider of one type over the world: get answers what the
+    /// world holds, set writes it there (changing nothing under noop) and
+    /// reports each attribute it changed, refresh only logs.
+    struct Scripted {
+        type_name: &'static str,
+        world: Arc<World>,
+        /// Names whose update fails, changing nothing.
+        failing: Vec<&'static str>,
+        /// Run after each update that succeeded, with its name: what else
+        /// it does to the world (or undoes of its own change).
+        after_set: Option<fn(&World, &str)>,
+    }
+
+    impl sdk::Provider for Scripted {
+        fn metadata(&self) -> &'static str {
+            ""
+        }
+
+        fn convention(&self) -> sdk::Convention {
+            sdk::Convention::Json
+        }
+
+        fn get(&self, _call: &sdk::Call, names: &[String]) -> CallResult<Vec<sdk::Resource>> {
+            self.world
+                .log(format!("{} get {}", self.type_name, names.join(",")));
+            let resources = self.world.resources.lock().unwrap();
+            Ok(resources
+                .iter()
+                .filter(|((t, name), _)| {
+                    t == self.type_name && (names.is_empty() || names.contains(name))
+                })
+                .map(|(_, resource)| resource.clone())
+                .collect())
+        }
+
+        fn set(&self, call: &sdk::Call, updates: &[sdk::Update]) -> CallResult<Vec<sdk::Outcome>> {
+            let names: Vec<&str> = updates.iter().map(|u| u.name.as_str()).collect();
+            let noop = if call.noop { "(noop)" } else { "" };
+            self.world
+                .log(format!("{} set{noop} {}", self.type_name, names.join(",")));
+            let mut outcomes = Vec::new();
+            for update in updates {
+                if self.failing.contains(&update.name.as_str()) {
+                    outcomes.push(Err(CallError::new(format!(
+                        "{} cannot be written",
+                        update.name
+                    ))));
+                    continue;
+                }
+                let changes: Vec<sdk::Change> = (update.should.iter())
+                    .filter(|(key, value)| update.is.get(*key) != Some(value))
+                    .map(|(key, value)| {
+                        let was = update.is.get(key).cloned().unwrap_or(Json::Null);
+                        sdk::Change::new(key, was, value.clone())
+                    })
+                    .collect();
+                if !call.noop {
+                    self.write(update);
+                    if let Some(after_set) = self.after_set {
+                        after_set(&self.world, &update.name);
+                    }
+                }
+                outcomes.push(Ok(changes));
+            }
+            Ok(outcomes)
+        }
+
+        fn refresh(&self, _call: &sdk::Call, name: &str, _attrs: &sdk::Resource) -> CallResult<()> {
+            self.world.log(format!("{} refresh {name}", self.type_name));
+            Ok(())
+        }
+    }
+
+    impl Scripted {
+        fn write(&self, update: &sdk::Update) {
+            let key = (self.type_name.to_owned(), update.name.clone());
+            let mut resources = self.world.resources.lock().unwrap();
+            if update.should.get("ensure") == Some(&Json::from("absent")) {
+                resources.remove(&key);
+                return;
+            }
+            let resource = resources.entry(key).or_insert_with(|| {
+                let mut fresh = Map::new();
+                fresh.insert("name".to_owned(), Json::from(update.name.as_str()));
+                fresh
+            });
+            for (key, value) in &update.should {
+                resource.insert(key.clone(), value.clone());
+            }
+        }
+    }
+
+    /// How a test scripts one provider: its type, the names whose update
+    /// fails, and what its updates also do.
+    struct Script {
+        type_name: &'static str,
+        failing: Vec<&'static str>,
+        after_set: Option<fn(&World, &str)>,
+    }
+
+    fn script(type_name: &'static str) -> Script {
+        Script {
+            type_name,
+            failing: Vec::new(),
+            after_set: None,
+        }
+    }
+
+    /// The host-side provider a script plays: json, with `name`, `ensure`
+    /// and `value`; `svc` can be refreshed.
+    fn provider(script: Script, world: &Arc<World>) -> crate::provider::Provider {
+        let actions = match script.type_name {
+            "svc" => "[get, set, refresh]",
+            _ => "[get, set]",
+        };
+        let yaml = format!(
+            "provider:\n  type: {}\n  invoke: json\n  actions: {actions}\n  suitable: true\n  \
+             attributes:\n    name: {{}}\n    ensure: {{type: 'enum[present, absent]'}}\n    \
+             value: {{}}\n",
+            script.type_name
+        );
+        // Named after its file, as a provider is: `alpha::alpha`.
+        let file = format!("{}.yaml", script.type_name);
+        let meta = Metadata::parse(&yaml, Path::new(&file)).unwrap();
+        let source = Path::new(&file).with_extension("prov");
+        let mut provider = crate::provider::Provider::new(meta, source, None);
+        // The host serves a native provider's code for the whole process:
+        // a test's few are leaked.
+        let code: &'static Scripted = Box::leak(Box::new(Scripted {
+            type_name: script.type_name,
+            world: Arc::clone(world),
+            failing: script.failing,
+            after_set: script.after_set,
+        }));
+        provider.native = Some(sdk::Native(code));
+        provider
+    }
+
+    /// A temporary root, a host for it, the world and a registry of the
+    /// scripted providers `alpha`, `beta`, `gamma` and `svc` (those of
+    /// `scripts` as they say, the others plain).
+    struct Fixture {
+        root: tempfile::TempDir,
+        host: Host,
+        world: Arc<World>,
+        registry: Registry,
+    }
+
+    fn fixture(scripts: Vec<Script>) -> Fixture {
+        let root = tempfile::tempdir().unwrap();
+        let host = Host::new(HostConfig {
+            root: root.path().canonicalize().unwrap(),
+            timeout: Duration::from_secs(60),
+            ..HostConfig::default()
+        });
+        let world = Arc::new(World::default());
+        let mut scripts = scripts;
+        for type_name in ["alpha", "beta", "gamma", "svc"] {
+            if !scripts.iter().any(|s| s.type_name == type_name) {
+                scripts.push(script(type_name));
+            }
+        }
+        let providers = scripts.into_iter().map(|s| provider(s, &world)).collect();
+        Fixture {
+            root,
+            host,
+            world,
+            registry: Registry::of(providers),
+        }
+    }
+
+    /// What the run told as it went.
+    #[derive(Default)]
+    struct Heard {
+        /// Tasks that started while a task they wait for had not
+        /// succeeded.
+        early: Vec<String>,
+        ended: Vec<(String, TaskState)>,
+        read_after_failure: Vec<(String, Option<bool>)>,
+        plan_states: Vec<PlanState>,
+    }
+
+    impl Events for Heard {
+        fn plan_state(&mut self, _catalog: &Catalog, plan: &Plan) {
+            self.plan_states.push(plan.state);
+        }
+
+        fn task_started(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+            let reference = catalog.items[plan.tasks[task].item].reference();
+            let waits = &plan.tasks[task].requires;
+            if waits
+                .iter()
+                .any(|&r| plan.tasks[r].state != TaskState::Success)
+            {
+                self.early.push(reference);
+            }
+        }
+
+        fn task_ended(&mut self, catalog: &Catalog, plan: &Plan, task: usize) {
+            let reference = catalog.items[plan.tasks[task].item].reference();
+            self.ended.push((reference, plan.tasks[task].state));
+        }
+
+        fn read_after_failure(
+            &mut self,
+            catalog: &Catalog,
+            plan: &Plan,
+            read: &[(usize, Option<bool>)],
+        ) {
+            for &(task, exists) in read {
+                let reference = catalog.items[plan.tasks[task].item].reference();
+                self.read_after_failure.push((reference, exists));
+            }
+        }
+    }
+
+    impl Fixture {
+        fn catalog(&self, manifest: &str) -> Catalog<'_> {
+            let (declared, problems) = manifest::parse(manifest, Path::new("m.yaml"));
+            assert!(problems.is_empty(), "{problems:?}");
+            Catalog::build(&self.registry, &declared).unwrap()
+        }
+
+        /// Plans `catalog` and applies it, several tasks at once; the
+        /// world's log then holds the apply's calls alone.
+        fn apply(&self, catalog: &Catalog, stop: StopRequested) -> (Plan, Heard) {
+            let jobs = 4;
+            let mut plan = plan::plan(&self.host, catalog, jobs).unwrap();
+            self.world.calls.lock().unwrap().clear();
+            let mut heard = Heard::default();
+            apply(&self.host, catalog, &mut plan, jobs, stop, &mut heard);
+            (plan, heard)
+        }
+
+        /// A manifest file in the root, for a whole run.
+        fn manifest(&self, text: &str) -> PathBuf {
+            let path = self.root.path().join("m.yaml");
+            std::fs::write(&path, text).unwrap();
+            path
+        }
+    }
+
+    /// The task of the item `reference`, the first when it has two (its
+    /// change before its refresh).
+    fn task<'p>(catalog: &Catalog, plan: &'p Plan, reference: &str) -> &'p Task {
+        plan.tasks
+            .iter()
+            .find(|t| catalog.items[t.item].reference() == reference)
+            .unwrap_or_else(|| panic!("no task for {reference}"))
+    }
+
+    /// The refresh task of the item `reference`.
+    fn refresh<'p>(catalog: &Catalog, plan: &'p Plan, reference: &str) -> &'p Task {
+        plan.tasks
+            .iter()
+            .find(|t| t.action == Action::Refresh && catalog.items[t.item].reference() == reference)
+            .unwrap_or_else(|| panic!("no refresh for {reference}"))
+    }
+
+    fn never() -> bool {
+        false
+    }
+
+    #[test]
+    fn a_task_starts_only_once_the_tasks_it_waits_for_succeeded() {
+        let fixture = fixture(Vec::new());
+        // Written last-first: the order is the requirements', not the
+        // file's.
+        let catalog = fixture.catalog(
+            "alpha:\n  a: {value: '1', require: 'Beta[b]'}\n  x: {value: '1'}\nbeta:\n  \
+             b: {value: '1', require: 'Gamma[c]'}\ngamma:\n  c: {value: '1'}\n",
+        );
+        let (plan, heard) = fixture.apply(&catalog, &never);
+        assert_eq!(plan.state, PlanState::Successful);
+        assert!(
+            plan.tasks.iter().all(|t| t.state == TaskState::Success),
+            "{:?}",
+            heard.ended
+        );
+        assert!(heard.early.is_empty(), "started early: {:?}", heard.early);
+        let world = &fixture.world;
+        // Each dependent is read again after what it waits for changed,
+        // then changed.
+        assert!(world.position("gamma set c") < world.position("beta get b"));
+        assert!(world.position("beta get b") < world.position("beta set b"));
+        assert!(world.position("beta set b") < world.position("alpha get a"));
+        assert!(world.position("alpha get a") < world.position("alpha set a"));
+        assert_eq!(world.value("alpha", "a").as_deref(), Some("1"));
+        assert_eq!(
+            heard.plan_states,
+            [PlanState::Running, PlanState::Successful]
+        );
+    }
+
+    #[test]
+    fn a_failed_task_skips_what_waits_for_it_and_the_rest_still_run() {
+        let fixture = fixture(vec![Script {
+            failing: vec!["b"],
+            ..script("beta")
+        }]);
+        let catalog = fixture.catalog(
+            "beta:\n  b: {value: '1'}\nalpha:\n  a: {value: '1', require: 'Beta[b]'}\n  \
+             x: {value: '1'}\ngamma:\n  c: {value: '1', require: 'Alpha[a]'}\n  y: {value: '1'}\n",
+        );
+        let (plan, heard) = fixture.apply(&catalog, &never);
+        let b = task(&catalog, &plan, "beta[b]");
+        assert_eq!(b.state, TaskState::Failed);
+        let error = b.error.as_ref().unwrap();
+        assert_eq!(error.kind, ErrorKind::Provider);
+        assert!(error.message.contains("b cannot be written"), "{error:?}");
+        // What waits for it, directly or not, is skipped, naming what it
+        // waited for.
+        for (reference, waited_for) in [("alpha[a]", "beta[b]"), ("gamma[c]", "alpha[a]")] {
+            let skipped = task(&catalog, &plan, reference);
+            assert_eq!(skipped.state, TaskState::Skipped, "{reference}");
+            let error = skipped.error.as_ref().unwrap();
+            assert_eq!(error.kind, ErrorKind::Prerequisite);
+            assert_eq!(
+                error.message,
+                format!("not run: {waited_for} did not succeed")
+            );
+        }
+        // The rest ran.
+        for reference in ["alpha[x]", "gamma[y]"] {
+            assert_eq!(
+                task(&catalog, &plan, reference).state,
+                TaskState::Success,
+                "{reference}"
+            );
+        }
+        assert_eq!(fixture.world.value("alpha", "x").as_deref(), Some("1"));
+        assert_eq!(fixture.world.value("alpha", "a"), None);
+        assert_eq!(fixture.world.updated("alpha"), ["x"]);
+        assert_eq!(fixture.world.updated("gamma"), ["y"]);
+        // The creation that failed was read again at once: nothing was
+        // made.
+        assert_eq!(
+            heard.read_after_failure,
+            [("beta[b]".to_owned(), Some(false))]
+        );
+        assert_eq!(plan.state, PlanState::Failed);
+        assert!(heard.early.is_empty(), "started early: {:?}", heard.early);
+    }
+
+    #[test]
+    fn a_change_refreshes_what_subscribes_to_it_once_read_back() {
+        let fixture = fixture(vec![Script {
+            failing: vec!["f"],
+            ..script("alpha")
+        }]);
+        for (type_name, name) in [("alpha", "a"), ("alpha", "f"), ("svc", "s"), ("svc", "t")] {
+            fixture.world.put(type_name, name, "1");
+        }
+        // The services are as declared: only their refreshes are to do.
+        let catalog = fixture.catalog(
+            "alpha:\n  a: {value: '2'}\n  f: {value: '2'}\nsvc:\n  \
+             s: {value: '1', subscribe: 'Alpha[a]'}\n  t: {value: '1', subscribe: 'Alpha[f]'}\n",
+        );
+        let (plan, heard) = fixture.apply(&catalog, &never);
+        let world = &fixture.world;
+        // The change is read back before the refresh it calls for runs.
+        assert!(world.position("alpha set a,f") < world.position("alpha get a"));
+        assert!(world.position("alpha get a") < world.position("svc refresh s"));
+        let s = refresh(&catalog, &plan, "svc[s]");
+        assert_eq!((s.state, &s.note), (TaskState::Success, &None));
+        // A refresh whose source failed is skipped, and stays owed.
+        let t = refresh(&catalog, &plan, "svc[t]");
+        assert_eq!(t.state, TaskState::Skipped);
+        assert_eq!(
+            t.error.as_ref().unwrap().message,
+            format!("not run: alpha[f] did not succeed{STAYS_OWED}")
+        );
+        assert_eq!(world.calls_with(" refresh "), ["svc refresh s"]);
+        assert_eq!(world.updated("svc"), Vec::<String>::new());
+        assert!(heard.early.is_empty(), "started early: {:?}", heard.early);
+    }
+
+    #[test]
+    fn a_change_that_does_not_hold_fails_its_verification_and_refreshes_nothing() {
+        // The provider says it changed a, and puts it back.
+        let fixture = fixture(vec![Script {
+            after_set: Some(|world, name| world.put("alpha", name, "1")),
+            ..script("alpha")
+        }]);
+        fixture.world.put("alpha", "a", "1");
+        fixture.world.put("svc", "s", "1");
+        let catalog = fixture
+            .catalog("alpha:\n  a: {value: '2'}\nsvc:\n  s: {value: '1', subscribe: 'Alpha[a]'}\n");
+        let (plan, _) = fixture.apply(&catalog, &never);
+        let a = task(&catalog, &plan, "alpha[a]");
+        assert_eq!(a.state, TaskState::Failed);
+        let error = a.error.as_ref().unwrap();
+        assert_eq!(error.kind, ErrorKind::Verify);
+        assert_eq!(
+            error.message,
+            "alpha::alpha reported success, but attribute 'value' is '1' afterwards, not '2'"
+        );
+        let s = refresh(&catalog, &plan, "svc[s]");
+        assert_eq!(s.state, TaskState::Skipped);
+        assert!(s.error.as_ref().unwrap().message.ends_with(STAYS_OWED));
+        assert!(fixture.world.calls_with(" refresh ").is_empty());
+        assert_eq!(plan.state, PlanState::Failed);
+    }
+
+    #[test]
+    fn a_task_with_nothing_left_to_do_when_read_again_makes_no_set_call_nor_refresh() {
+        // Changing b makes a as declared too.
+        let fixture = fixture(vec![Script {
+            after_set: Some(|world, _| world.put("alpha", "a", "2")),
+            ..script("beta")
+        }]);
+        fixture.world.put("alpha", "a", "1");
+        fixture.world.put("alpha", "k", "1");
+        fixture.world.put("beta", "b", "1");
+        fixture.world.put("svc", "s", "1");
+        let catalog = fixture.catalog(
+            "beta:\n  b: {value: '2'}\nalpha:\n  a: {value: '2', require: 'Beta[b]'}\n  \
+             k: {value: '1'}\nsvc:\n  s: {value: '1', subscribe: 'Alpha[a]'}\n",
+        );
+        let (plan, _) = fixture.apply(&catalog, &never);
+        // k and s were as declared: no task but s's refresh.
+        assert_eq!((plan.tasks.len(), plan.unchanged), (3, 2));
+        let a = task(&catalog, &plan, "alpha[a]");
+        assert_eq!(a.state, TaskState::Success);
+        assert_eq!(a.note.as_deref(), Some(NOTHING_LEFT));
+        assert!(a.changes.is_empty(), "{:?}", a.changes);
+        let world = &fixture.world;
+        assert_eq!(world.updated("alpha"), Vec::<String>::new());
+        assert_eq!(world.updated("beta"), ["b"]);
+        // Nothing s subscribes to changed after all.
+        let s = refresh(&catalog, &plan, "svc[s]");
+        assert_eq!(s.state, TaskState::Success);
+        let note = s.note.as_deref();
+        assert_eq!(note, Some("not needed: nothing it subscribes to changed"));
+        assert!(world.calls_with(" refresh ").is_empty());
+        // What is set is set for real, never previewed.
+        assert!(world.calls_with("(noop)").is_empty());
+        assert_eq!(plan.state, PlanState::Successful);
+    }
+
+    #[test]
+    fn a_stop_requested_before_the_first_task_runs_none() {
+        let fixture = fixture(Vec::new());
+        let catalog = fixture.catalog("alpha:\n  a: {value: '1'}\nbeta:\n  b: {value: '1'}\n");
+        let (plan, heard) = fixture.apply(&catalog, &|| true);
+        for t in &plan.tasks {
+            assert_eq!(t.state, TaskState::Stopped);
+            assert_eq!(t.error.as_ref().unwrap().kind, ErrorKind::Stopped);
+        }
+        assert!(fixture.world.calls_with(" set").is_empty());
+        assert_eq!(
+            heard.plan_states,
+            [PlanState::Running, PlanState::Stopping, PlanState::Stopped]
+        );
+    }
+
+    fn options(mode: Mode) -> Options {
+        Options {
+            mode,
+            jobs: 4,
+            keep_removed: false,
+            destroy: false,
+            lock_timeout: Duration::ZERO,
+            saving: false,
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn the_store_records_how_each_task_ended() {
+        let fixture = fixture(vec![Script {
+            failing: vec!["b"],
+            ..script("beta")
+        }]);
+        let manifest = fixture.manifest(
+            "beta:\n  b: {value: '1'}\nalpha:\n  a: {value: '1', require: 'Beta[b]'}\n  \
+             x: {value: '1'}\n",
+        );
+        let input = Input::read(&[manifest], false).unwrap();
+        let store_at = StoreAt::local(fixture.host.root(), None);
+        let mut prepared = run::prepare(
+            &fixture.host,
+            &fixture.registry,
+            &store_at,
+            &input,
+            options(Mode::Apply),
+        )
+        .unwrap();
+        let outcome = prepared
+            .apply(&fixture.host, &never, &mut Heard::default())
+            .unwrap();
+        assert!(outcome.changes && outcome.failures, "{outcome:?}");
+        let id = prepared.plan.id.clone();
+        drop(prepared);
+        let store = crate::store::Store::open(&store_at.location.path()).unwrap();
+        let mut tasks: Vec<(String, String, String, Option<String>)> = (store.tasks(&id))
+            .unwrap()
+            .into_iter()
+            .map(|t| {
+                let kind = t.error.map(|e| {
+                    let e: Json = serde_json::from_str(&e).unwrap();
+                    e["kind"].as_str().unwrap().to_owned()
+                });
+                (t.resource, t.action, t.state, kind)
+            })
+            .collect();
+        tasks.sort();
+        let row = |resource: &str, state: &str, kind: Option<&str>| {
+            let kind = kind.map(str::to_owned);
+            (
+                resource.to_owned(),
+                "create".to_owned(),
+                state.to_owned(),
+                kind,
+            )
+        };
+        assert_eq!(
+            tasks,
+            [
+                row("alpha[a]", "Skipped", Some("prerequisite")),
+                row("alpha[x]", "Success", None),
+                row("beta[b]", "Failed", Some("provider")),
+            ]
+        );
+        // Only what succeeded is recorded as applied (and made by ral).
+        let applied: Vec<(String, bool)> = (store.items().unwrap().into_iter())
+            .filter(|i| i.state == crate::store::ItemState::Applied)
+            .map(|i| (format!("{}[{}]", i.type_name, i.name), i.created))
+            .collect();
+        assert_eq!(applied, [("alpha[x]".to_owned(), true)]);
+        let history = store.history().unwrap();
+        assert_eq!(
+            (
+                history.len(),
+                history[0].id.as_str(),
+                history[0].state.as_str()
+            ),
+            (1, id.as_str(), "Failed")
+        );
+    }
+
+    #[test]
+    fn a_plan_prepared_only_to_be_shown_makes_no_set_call_and_is_not_applied() {
+        let fixture = fixture(Vec::new());
+        let manifest = fixture.manifest("alpha:\n  a: {value: '1'}\n");
+        let input = Input::read(&[manifest], false).unwrap();
+        let store_at = StoreAt::local(fixture.host.root(), None);
+        let mut prepared = run::prepare(
+            &fixture.host,
+            &fixture.registry,
+            &store_at,
+            &input,
+            options(Mode::Plan),
+        )
+        .unwrap();
+        assert!(prepared.planned().changes);
+        let refused = prepared.apply(&fixture.host, &never, &mut Heard::default());
+        let message = refused.expect_err("a plan is not applied").to_string();
+        assert!(message.contains("a plan is applied only when prepared for applying"));
+        let world = &fixture.world;
+        assert_eq!(*world.calls.lock().unwrap(), ["alpha get a"]);
+        assert_eq!(world.value("alpha", "a"), None);
+    }
+}

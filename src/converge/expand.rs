@@ -1237,3 +1237,438 @@ pub fn is_removed_model(item: &Item) -> bool {
             .as_deref()
             .is_some_and(FromPlugin::is_removal)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Expanding a catalog with a model plugin whose answers the tests
+    //! script: a runner stands for the plugin's program, answering each
+    //! call with the text a test gives for it and keeping the document
+    //! each call was given.
+
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::converge::manifest;
+    use crate::converge::plan::{self, Action};
+    use crate::converge::read::Observed;
+    use crate::invoke::Invocation;
+    use crate::metadata::Metadata;
+    use crate::output_check::OutputCheck;
+    use crate::plugin_meta::PluginMeta;
+    use crate::process::{Finished, Idle, LineSink};
+    use crate::provider::Provider;
+    use crate::resource::Resource;
+
+    /// The plugin `demo`'s program: what it answers each call
+    /// (`update_model`, ...), given the call's document, and the calls it
+    /// got.
+    struct Scripted {
+        answer: fn(&str, &Json) -> String,
+        calls: Mutex<Vec<(String, Json)>>,
+        check: OutputCheck,
+    }
+
+    impl Runner for Scripted {
+        fn run(
+            &self,
+            _label: &str,
+            _program: &Path,
+            invocation: Invocation,
+            sink: &mut LineSink,
+            _idle: &mut Idle,
+        ) -> crate::error::Result<Finished> {
+            let call = invocation.action.as_str().to_owned();
+            let stdin = invocation.stdin.unwrap_or_default();
+            let document: Json = serde_json::from_slice(&stdin).unwrap();
+            let text = (self.answer)(&call, &document);
+            self.calls.lock().unwrap().push((call, document));
+            for line in text.lines() {
+                sink(line)?;
+            }
+            Ok(Finished {
+                stderr_lines: 0,
+                problem_lines: 0,
+                error_lines: 0,
+                problem_quotes: Vec::new(),
+                stderr_tail: Vec::new(),
+            })
+        }
+
+        fn check(&self) -> &OutputCheck {
+            &self.check
+        }
+    }
+
+    impl Scripted {
+        fn new(answer: fn(&str, &Json) -> String) -> Scripted {
+            Scripted {
+                answer,
+                calls: Mutex::new(Vec::new()),
+                check: OutputCheck::new(false),
+            }
+        }
+
+        /// The calls made, in order.
+        fn called(&self) -> Vec<String> {
+            let calls = self.calls.lock().unwrap();
+            calls.iter().map(|(call, _)| call.clone()).collect()
+        }
+
+        /// The model items the last call of `which` was given, as
+        /// `VPATH STATE`.
+        fn model_of(&self, which: &str) -> Vec<String> {
+            let calls = self.calls.lock().unwrap();
+            let (_, document) = calls.iter().rev().find(|(call, _)| call == which).unwrap();
+            let items = document["model"]["items"].as_array().unwrap();
+            (items.iter())
+                .map(|i| format!("{} {}", i["vpath"].as_str().unwrap(), i["state"]))
+                .collect()
+        }
+    }
+
+    /// What a plugin with nothing to say answers `call`.
+    fn nothing(call: &str) -> String {
+        match call {
+            "update_model" => r#"{"updates": []}"#,
+            "validate_model" => r#"{"errors": []}"#,
+            _ => r#"{"tasks": []}"#,
+        }
+        .to_owned()
+    }
+
+    /// A registry of the provider `alpha` (`name`, `ensure`, `value`) and
+    /// the plugin `demo`, whose item type `site` has the properties
+    /// `content` and `shout`.
+    fn registry() -> Registry {
+        let yaml = "provider:\n  type: alpha\n  invoke: json\n  actions: [get, set]\n  \
+                    suitable: true\n  attributes:\n    name: {}\n    \
+                    ensure: {type: 'enum[present, absent]'}\n    value: {}\n";
+        let meta = Metadata::parse(yaml, Path::new("alpha.yaml")).unwrap();
+        let alpha = Provider::new(meta, "alpha.prov".into(), None);
+        let yaml = "plugin:\n  item_types:\n    site:\n      properties:\n        \
+                    content: {type: string}\n        shout: {type: boolean, default: false}\n  \
+                    actions: [validate_model, update_model, create_configuration, callback]\n";
+        let plugin = Plugin {
+            meta: PluginMeta::parse(yaml, Path::new("/plugins/demo.yaml")).unwrap(),
+            program: "/plugins/demo.plugin".into(),
+            yaml: "/plugins/demo.yaml".into(),
+        };
+        Registry::with_plugins(vec![alpha], vec![plugin])
+    }
+
+    /// Expands the catalog of `manifest` with the store's items `stored`,
+    /// the plugin answering as `runner` says.
+    fn expanded<'r>(
+        registry: &'r Registry,
+        runner: &Scripted,
+        manifest: &str,
+        stored: &[StoredItem],
+        keep_removed: bool,
+    ) -> Result<Catalog<'r>, Error> {
+        let (declared, problems) = manifest::parse(manifest, Path::new("m.yaml"));
+        assert!(problems.is_empty(), "{problems:?}");
+        let reading = Reading {
+            declared,
+            vars: Vec::new(),
+            problems: Vec::new(),
+            complete: true,
+            digest: String::new(),
+        };
+        let catalog = Catalog::build(registry, &reading.declared).unwrap();
+        let context = Context {
+            runner,
+            root: Path::new("/root"),
+            target: None,
+            noop: false,
+            keep_removed,
+        };
+        let store_origin = Origin {
+            file: Arc::from(Path::new("state.db")),
+            line: 0,
+        };
+        expand(
+            &context,
+            registry,
+            &reading,
+            catalog,
+            stored,
+            None,
+            &store_origin,
+        )
+    }
+
+    /// The index of the item `reference` in `catalog`.
+    fn at(catalog: &Catalog, reference: &str) -> usize {
+        catalog
+            .items
+            .iter()
+            .position(|i| i.reference() == reference)
+            .unwrap_or_else(|| panic!("no {reference} in the catalog"))
+    }
+
+    /// The manifests' problems an error holds, as `FILE:LINE: MESSAGE`.
+    fn problems(error: Error) -> Vec<String> {
+        match error {
+            Error::Manifest { problems } => problems.iter().map(|p| p.to_string()).collect(),
+            other => panic!("not a manifest's problems: {other}"),
+        }
+    }
+
+    const WEB: &str = "site:\n  web: {content: hello}\n";
+
+    /// A config task of /site/web: alpha[index], with `value: hello`.
+    const PAGE: &str = r#"{"kind": "config", "item": "/site/web", "id": "page", "type": "alpha",
+        "title": "index", "attributes": {"value": "hello"}, "description": "the page"}"#;
+
+    #[test]
+    fn a_config_task_becomes_a_resource_that_its_plugin_item_waits_for() {
+        let registry = registry();
+        let runner = Scripted::new(|call, _| match call {
+            "create_configuration" => format!(r#"{{"tasks": [{PAGE}]}}"#),
+            other => nothing(other),
+        });
+        let catalog = expanded(&registry, &runner, WEB, &[], false).unwrap();
+        assert_eq!(
+            runner.called(),
+            ["update_model", "validate_model", "create_configuration"]
+        );
+        assert_eq!(
+            runner.model_of("create_configuration"),
+            ["/site/web \"Initial\""]
+        );
+        let (page, web) = (at(&catalog, "alpha[index]"), at(&catalog, "site[web]"));
+        let item = &catalog.items[page];
+        assert_eq!(item.role, Role::Resource);
+        assert_eq!(item.provider.qualified_name(), "alpha::alpha");
+        // Typed as a manifest's resource is, its default `ensure` added.
+        assert_eq!(
+            item.request.attrs,
+            [
+                ("ensure".to_owned(), Value::from("present")),
+                ("value".to_owned(), Value::from("hello"))
+            ]
+        );
+        let from = item.from_plugin.as_deref().unwrap();
+        assert_eq!(from.plugin(), Some("demo"));
+        assert_eq!(from.task().unwrap().id, "page");
+        // The task settles its item, which waits for it.
+        assert_eq!(item.tie, Some(web));
+        assert_eq!(catalog.items[web].requires, [page]);
+        assert_eq!(catalog.items[web].role, Role::Model);
+        let order = |at: usize| catalog.order.iter().position(|&o| o == at).unwrap();
+        assert!(order(page) < order(web));
+        assert!(catalog.plugins.is_some());
+    }
+
+    #[test]
+    fn a_callback_becomes_an_item_that_runs_whenever_it_is_planned() {
+        let registry = registry();
+        let runner = Scripted::new(|call, _| match call {
+            "create_configuration" => format!(
+                r#"{{"tasks": [{PAGE}, {{"kind": "callback", "item": "/site/web", "id": "check",
+                    "callback": "check", "args": ["index"], "requires": ["page"]}}]}}"#
+            ),
+            other => nothing(other),
+        });
+        let catalog = expanded(&registry, &runner, WEB, &[], false).unwrap();
+        let check = at(&catalog, "callback[/site/web:check]");
+        let page = at(&catalog, "alpha[index]");
+        let item = &catalog.items[check];
+        assert_eq!(item.role, Role::Action);
+        assert_eq!(item.requires, [page]);
+        assert!(item.from_plugin.as_deref().unwrap().is_action());
+        // The page is as the task wants it: only the callback is to run.
+        let mut found = vec![Observed::NotFound; catalog.items.len()];
+        let mut index = Resource::bare("index");
+        index.attrs.insert("value".to_owned(), Value::from("hello"));
+        found[page] = Observed::Found(Box::new(index));
+        let plan = plan::plan_from(&catalog, found, "p".to_owned()).unwrap();
+        let tasks: Vec<(usize, Action)> = plan.tasks.iter().map(|t| (t.item, t.action)).collect();
+        assert_eq!(tasks, [(check, Action::Run)]);
+    }
+
+    /// Answers a config task of /site/web that replaces alpha[old].
+    fn replacing(call: &str, _: &Json) -> String {
+        match call {
+            "create_configuration" => r#"{"tasks": [{"kind": "config", "item": "/site/web",
+                "id": "page", "type": "alpha", "title": "index", "attributes": {"value": "hello"},
+                "replaces": [["alpha", "old"]]}]}"#
+                .to_owned(),
+            other => nothing(other),
+        }
+    }
+
+    #[test]
+    fn what_a_config_task_replaces_is_taken_over_only_when_nothing_else_has_it() {
+        let registry = registry();
+        let runner = Scripted::new(replacing);
+        let catalog = expanded(&registry, &runner, WEB, &[], false).unwrap();
+        let taken: Vec<(String, String)> = replaced(&registry, &catalog).into_iter().collect();
+        assert_eq!(taken, [("alpha::alpha".to_owned(), "old".to_owned())]);
+        // Declared by a manifest too: refused.
+        let manifest = format!("{WEB}alpha:\n  old: {{value: x}}\n");
+        let error = expanded(&registry, &runner, &manifest, &[], false).unwrap_err();
+        assert_eq!(
+            problems(error),
+            [
+                "m.yaml:2: alpha[index] replaces alpha::alpha[old], which this plan also declares \
+              (alpha[old] at m.yaml:4): a resource is replaced only once nothing else declares it"
+            ]
+        );
+        // Made by another item of the run, which still has it: refused.
+        let manifest = format!("{WEB}  other: {{content: hi}}\n");
+        let stored = StoredItem {
+            provider: "alpha::alpha".to_owned(),
+            type_name: "alpha".to_owned(),
+            name: "old".to_owned(),
+            state: ItemState::Applied,
+            properties: Map::new(),
+            created: true,
+            requires: Vec::new(),
+            owners: vec!["/site/other".to_owned()],
+            undetermined: false,
+        };
+        let error = expanded(&registry, &runner, &manifest, &[stored], false).unwrap_err();
+        assert_eq!(
+            problems(error),
+            [
+                "m.yaml:2: alpha[index] replaces alpha::alpha[old], which /site/other made and \
+              still has: a resource is replaced only once nothing else declares it"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_plugins_error_is_reported_naming_the_plugin_and_its_call() {
+        let registry = registry();
+        // Its own error document.
+        let runner = Scripted::new(|call, _| match call {
+            "validate_model" => r#"{"error": {"message": "the database is down"}}"#.to_owned(),
+            other => nothing(other),
+        });
+        let error = expanded(&registry, &runner, WEB, &[], false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plugin demo: validate_model: the database is down"
+        );
+        assert_eq!(runner.called(), ["update_model", "validate_model"]);
+        // Its validation errors: each a problem where the item is written.
+        let runner = Scripted::new(|call, _| match call {
+            "validate_model" => r#"{"errors": [{"vpath": "/site/web", "property": "content",
+                "message": "too short"}]}"#
+                .to_owned(),
+            other => nothing(other),
+        });
+        let error = expanded(&registry, &runner, WEB, &[], false).unwrap_err();
+        assert_eq!(
+            problems(error),
+            ["m.yaml:2: /site/web: content: too short (plugin demo)"]
+        );
+        // A task for an item that is not its own.
+        let runner = Scripted::new(|call, _| match call {
+            "create_configuration" => format!(
+                r#"{{"tasks": [{}]}}"#,
+                PAGE.replace("/site/web", "/site/nope")
+            ),
+            other => nothing(other),
+        });
+        let error = expanded(&registry, &runner, WEB, &[], false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plugin demo: create_configuration: task 'page' is for '/site/nope', which is no \
+             item of this plugin's types in the model"
+        );
+    }
+
+    #[test]
+    fn update_model_sets_typed_properties_that_the_later_calls_and_the_catalog_see() {
+        let registry = registry();
+        let runner = Scripted::new(|call, document| match call {
+            "update_model" => {
+                let web = &document["model"]["items"][0];
+                assert_eq!(web["properties"]["content"], "hello");
+                json!({"updates": [{"vpath": "/site/web", "properties": {"content": "HELLO"}}]})
+                    .to_string()
+            }
+            "validate_model" => {
+                let web = &document["model"]["items"][0];
+                assert_eq!(web["properties"]["content"], "HELLO");
+                nothing(call)
+            }
+            other => nothing(other),
+        });
+        let catalog = expanded(&registry, &runner, WEB, &[], false).unwrap();
+        let web = &catalog.items[at(&catalog, "site[web]")];
+        assert!(web
+            .request
+            .attrs
+            .contains(&("content".to_owned(), Value::from("HELLO"))));
+        // A value not of the property's type is the manifest's problem.
+        let runner = Scripted::new(|call, _| match call {
+            "update_model" => {
+                r#"{"updates": [{"vpath": "/site/web", "properties": {"shout": "loud"}}]}"#
+                    .to_owned()
+            }
+            other => nothing(other),
+        });
+        let error = expanded(&registry, &runner, WEB, &[], false).unwrap_err();
+        assert_eq!(
+            problems(error),
+            ["m.yaml:2: /site/web: shout: the plugin demo's update_model set \"loud\", which is \
+              not a boolean: expected boolean, found a string"]
+        );
+    }
+
+    /// The item /site/old as the store keeps it once applied.
+    fn stored_site() -> StoredItem {
+        let mut properties = Map::new();
+        properties.insert("content".to_owned(), Json::from("bye"));
+        StoredItem {
+            provider: "site::demo".to_owned(),
+            type_name: "site".to_owned(),
+            name: "old".to_owned(),
+            state: ItemState::Applied,
+            properties,
+            created: true,
+            requires: Vec::new(),
+            owners: Vec::new(),
+            undetermined: false,
+        }
+    }
+
+    #[test]
+    fn a_plugin_item_no_manifest_lists_is_given_to_its_plugin_for_removal() {
+        let registry = registry();
+        let runner = Scripted::new(|call, _| match call {
+            "create_configuration" => r#"{"tasks": [{"kind": "config", "item": "/site/old",
+                "id": "unpage", "type": "alpha", "title": "old-page",
+                "attributes": {"ensure": "absent"}}]}"#
+                .to_owned(),
+            other => nothing(other),
+        });
+        let manifest = "alpha:\n  keep: {value: x}\n";
+        let catalog = expanded(&registry, &runner, manifest, &[stored_site()], false).unwrap();
+        assert_eq!(
+            runner.model_of("create_configuration"),
+            ["/alpha/keep \"Initial\"", "/site/old \"ForRemoval\""]
+        );
+        let old = at(&catalog, "site[old]");
+        assert!(is_removed_model(&catalog.items[old]));
+        assert_eq!(
+            catalog.items[old].origin.file.as_ref(),
+            Path::new("state.db")
+        );
+        let unpage = at(&catalog, "alpha[old-page]");
+        assert_eq!(catalog.items[unpage].tie, Some(old));
+        assert_eq!(catalog.items[old].requires, [unpage]);
+        // Removals kept: the plugin is not even called.
+        let runner = Scripted::new(|call, _| nothing(call));
+        let catalog = expanded(&registry, &runner, manifest, &[stored_site()], true).unwrap();
+        assert!(runner.called().is_empty(), "{:?}", runner.called());
+        let references: Vec<String> = catalog.items.iter().map(Item::reference).collect();
+        assert_eq!(references, ["alpha[keep]"]);
+        assert!(catalog.plugins.is_none());
+    }
+}

@@ -59,7 +59,7 @@ impl Provider for Fstab {
 
     fn get(&self, call: &Call, names: &[String]) -> CallResult<Vec<Resource>> {
         let file = read_fstab(call)?;
-        let mounts = mountinfo::read(&root_prefix(&call.root)?).map_err(CallError::new)?;
+        let mounts = mountinfo::read(&root_prefix(&call.root)?)?;
         let entries = file.entries();
         let state = |name: &str| mounts.state(name);
         if names.is_empty() {
@@ -1065,7 +1065,7 @@ impl Place {
 
     /// What is mounted below the root now.
     fn mounted(&self) -> CallResult<Mounts> {
-        mountinfo::read(&self.prefix).map_err(CallError::new)
+        mountinfo::read(&self.prefix).map_err(CallError::from)
     }
 
     /// Why mounting or unmounting `name` is refused, if it is.
@@ -1147,7 +1147,7 @@ impl Place {
                     escaped(place)
                 ),
             )),
-            Err(why) => Err(CallError::new(why)),
+            Err(why) => Err(why.into()),
         }
     }
 

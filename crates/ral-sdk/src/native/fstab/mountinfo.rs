@@ -4,11 +4,13 @@
 //! or one of the process's own, where mounting below a root touches
 //! nothing of the machine.
 
+use std::fmt;
 use std::path::Path;
 
 use indexmap::IndexMap;
 
 use super::unescape;
+use crate::sdk::CallError;
 
 /// Where the kernel lists what this process's namespace has mounted.
 pub const SELF_MOUNTINFO: &str = "/proc/self/mountinfo";
@@ -16,6 +18,46 @@ pub const SELF_MOUNTINFO: &str = "/proc/self/mountinfo";
 const INIT_MOUNTINFO: &str = "/proc/1/mountinfo";
 const SELF_NS: &str = "/proc/self/ns/mnt";
 const INIT_NS: &str = "/proc/1/ns/mnt";
+
+/// Why the kernel's lists of mounts could not tell what was asked.
+/// Written by hand rather than derived: the SDK's errors take no
+/// dependency for their messages.
+#[derive(Debug)]
+pub enum MountinfoError {
+    /// A mountinfo file or namespace link could not be read.
+    Read {
+        path: &'static str,
+        error: std::io::Error,
+    },
+    /// This process's mountinfo lists nothing, so its mount ids say
+    /// nothing about its namespace.
+    NoMounts,
+}
+
+impl fmt::Display for MountinfoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MountinfoError::Read { path, error } => write!(f, "cannot read {path}: {error}"),
+            MountinfoError::NoMounts => write!(f, "{SELF_MOUNTINFO} lists no mounts"),
+        }
+    }
+}
+
+// No `source`: the message already says the I/O error, and a chain
+// printed whole would say it twice.
+impl std::error::Error for MountinfoError {}
+
+/// A call that needed the mounts fails with the reason they are unknown.
+impl From<MountinfoError> for CallError {
+    fn from(error: MountinfoError) -> CallError {
+        CallError::new(error.to_string())
+    }
+}
+
+/// The bytes of the mountinfo file at `path`.
+fn read_list(path: &'static str) -> Result<Vec<u8>, MountinfoError> {
+    std::fs::read(path).map_err(|error| MountinfoError::Read { path, error })
+}
 
 /// One mount, as mountinfo(5) lists it (the top one when several are
 /// stacked on a mount point).
@@ -112,18 +154,16 @@ pub fn shared_at(data: &[u8], path: &str) -> Option<String> {
 /// The first of `places` (canonical paths) whose holding mount is
 /// shared with other namespaces, and its propagation group: a mount made
 /// there would reach them. One read of this namespace's mounts.
-pub fn propagates<'p>(places: &[&'p str]) -> Result<Option<(&'p str, String)>, String> {
-    let data = std::fs::read(SELF_MOUNTINFO)
-        .map_err(|err| format!("cannot read {SELF_MOUNTINFO}: {err}"))?;
+pub fn propagates<'p>(places: &[&'p str]) -> Result<Option<(&'p str, String)>, MountinfoError> {
+    let data = read_list(SELF_MOUNTINFO)?;
     Ok(places
         .iter()
         .find_map(|&place| shared_at(&data, place).map(|group| (place, group))))
 }
 
 /// What this process's namespace has mounted below `root`.
-pub fn read(root: &str) -> Result<IndexMap<String, Mount>, String> {
-    let data = std::fs::read(SELF_MOUNTINFO)
-        .map_err(|err| format!("cannot read {SELF_MOUNTINFO}: {err}"))?;
+pub fn read(root: &str) -> Result<IndexMap<String, Mount>, MountinfoError> {
+    let data = read_list(SELF_MOUNTINFO)?;
     Ok(parse(&data, root))
 }
 
@@ -148,16 +188,42 @@ pub fn same_namespace(ours: &[u8], theirs: &[u8]) -> bool {
 /// where PID 1's cannot be read (it needs the right to trace PID 1), the
 /// mount ids of the two mountinfo lists. The error says why neither
 /// could tell.
-pub fn own_namespace() -> Result<bool, String> {
+pub fn own_namespace() -> Result<bool, MountinfoError> {
     let link = |path: &str| std::fs::read_link(Path::new(path));
     if let (Ok(ours), Ok(init)) = (link(SELF_NS), link(INIT_NS)) {
         return Ok(ours != init);
     }
-    let read = |path: &str| std::fs::read(path).map_err(|err| format!("cannot read {path}: {err}"));
-    let ours = read(SELF_MOUNTINFO)?;
-    let init = read(INIT_MOUNTINFO)?;
+    let ours = read_list(SELF_MOUNTINFO)?;
+    let init = read_list(INIT_MOUNTINFO)?;
     if mount_ids(&ours).is_empty() {
-        return Err(format!("{SELF_MOUNTINFO} lists no mounts"));
+        return Err(MountinfoError::NoMounts);
     }
     Ok(!same_namespace(&ours, &init))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sdk::Kind;
+
+    #[test]
+    fn an_unreadable_list_is_named_in_the_error_and_fails_the_call() {
+        let error = read_list("/nonexistent/mountinfo").unwrap_err();
+        assert!(
+            matches!(&error, MountinfoError::Read { path: "/nonexistent/mountinfo", error }
+                if error.kind() == std::io::ErrorKind::NotFound),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert!(
+            text.starts_with("cannot read /nonexistent/mountinfo: "),
+            "{text}"
+        );
+        let failed = CallError::from(error);
+        assert_eq!((failed.kind, failed.message), (Kind::Failed, text));
+        assert_eq!(
+            MountinfoError::NoMounts.to_string(),
+            "/proc/self/mountinfo lists no mounts"
+        );
+    }
 }

@@ -25,6 +25,36 @@ const EM_AARCH64: u16 = 183;
 const EM_RISCV: u16 = 243;
 const EM_LOONGARCH: u16 = 258;
 
+/// Why bytes are not those of an ELF program ral can read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ElfError {
+    /// The file does not start as an ELF file does.
+    #[error("not an ELF program")]
+    NotElf,
+    /// `EI_CLASS` is neither 32- nor 64-bit.
+    #[error("unknown ELF class {0}")]
+    Class(u8),
+    /// `EI_DATA` is neither little- nor big-endian.
+    #[error("unknown ELF byte order {0}")]
+    ByteOrder(u8),
+    /// A header's offset, a name's or a table's end does not fit in an
+    /// offset.
+    #[error("a {0} out of range")]
+    OutOfRange(&'static str),
+    /// The file ends before a field it points at.
+    #[error("cut short: nothing at byte {at}")]
+    CutShort { at: u64 },
+    /// The file ends before a name it points at.
+    #[error("cut short: no name at byte {at}")]
+    NoName { at: u64 },
+    /// A name runs to the end of the file without its NUL.
+    #[error("a name at byte {at} does not end")]
+    Unterminated { at: u64 },
+    /// The version table's chains loop or overlap.
+    #[error("its version table's chains are longer than the table")]
+    LongChains,
+}
+
 const PT_INTERP: u32 = 3;
 const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
 
@@ -86,19 +116,19 @@ impl fmt::Display for Version {
 impl Elf {
     /// Reads the headers of the program whose bytes are `bytes`; `Err`
     /// says why they are not those of an ELF program.
-    pub fn read(bytes: &[u8]) -> Result<Elf, String> {
+    pub fn read(bytes: &[u8]) -> Result<Elf, ElfError> {
         if bytes.len() < 16 || &bytes[..4] != b"\x7fELF" {
-            return Err("not an ELF program".to_owned());
+            return Err(ElfError::NotElf);
         }
         let wide = match bytes[4] {
             1 => false,
             2 => true,
-            other => return Err(format!("unknown ELF class {other}")),
+            other => return Err(ElfError::Class(other)),
         };
         let little = match bytes[5] {
             1 => true,
             2 => false,
-            other => return Err(format!("unknown ELF byte order {other}")),
+            other => return Err(ElfError::ByteOrder(other)),
         };
         let file = File { bytes, little };
         let machine = file.u16(18)?;
@@ -204,11 +234,11 @@ impl Elf {
 }
 
 /// `base + index * size`, or why it does not fit.
-fn offset(base: u64, index: u64, size: u16) -> Result<u64, String> {
+fn offset(base: u64, index: u64, size: u16) -> Result<u64, ElfError> {
     index
         .checked_mul(u64::from(size))
         .and_then(|delta| base.checked_add(delta))
-        .ok_or_else(|| "a header offset out of range".to_owned())
+        .ok_or(ElfError::OutOfRange("header offset"))
 }
 
 /// The bytes of an ELF file with its byte order.
@@ -218,15 +248,15 @@ struct File<'a> {
 }
 
 impl File<'_> {
-    fn take<const N: usize>(&self, at: u64) -> Result<[u8; N], String> {
+    fn take<const N: usize>(&self, at: u64) -> Result<[u8; N], ElfError> {
         usize::try_from(at)
             .ok()
             .and_then(|at| self.bytes.get(at..at.checked_add(N)?))
             .and_then(|slice| slice.try_into().ok())
-            .ok_or_else(|| format!("cut short: nothing at byte {at}"))
+            .ok_or(ElfError::CutShort { at })
     }
 
-    fn u16(&self, at: u64) -> Result<u16, String> {
+    fn u16(&self, at: u64) -> Result<u16, ElfError> {
         let bytes = self.take(at)?;
         Ok(if self.little {
             u16::from_le_bytes(bytes)
@@ -235,7 +265,7 @@ impl File<'_> {
         })
     }
 
-    fn u32(&self, at: u64) -> Result<u32, String> {
+    fn u32(&self, at: u64) -> Result<u32, ElfError> {
         let bytes = self.take(at)?;
         Ok(if self.little {
             u32::from_le_bytes(bytes)
@@ -244,7 +274,7 @@ impl File<'_> {
         })
     }
 
-    fn u64(&self, at: u64) -> Result<u64, String> {
+    fn u64(&self, at: u64) -> Result<u64, ElfError> {
         let bytes = self.take(at)?;
         Ok(if self.little {
             u64::from_le_bytes(bytes)
@@ -254,16 +284,13 @@ impl File<'_> {
     }
 
     /// The NUL-terminated name at `at`.
-    fn name(&self, at: u64) -> Result<&[u8], String> {
-        let start = usize::try_from(at).map_err(|_| "a name out of range".to_owned())?;
-        let rest = self
-            .bytes
-            .get(start..)
-            .ok_or_else(|| format!("cut short: no name at byte {at}"))?;
+    fn name(&self, at: u64) -> Result<&[u8], ElfError> {
+        let start = usize::try_from(at).map_err(|_| ElfError::OutOfRange("name"))?;
+        let rest = self.bytes.get(start..).ok_or(ElfError::NoName { at })?;
         let end = rest
             .iter()
             .position(|&b| b == 0)
-            .ok_or_else(|| format!("a name at byte {at} does not end"))?;
+            .ok_or(ElfError::Unterminated { at })?;
         Ok(&rest[..end])
     }
 
@@ -272,8 +299,15 @@ impl File<'_> {
     /// Its entries (`Elf_Verneed`, 16 bytes) each chain their versions
     /// (`Elf_Vernaux`, 16 bytes); both chains are walked at most as far as
     /// the table reaches, so a loop in them ends.
-    fn newest_glibc(&self, table: u64, size: u64, strings: u64) -> Result<Option<Version>, String> {
-        let end = table.checked_add(size).ok_or("a table out of range")?;
+    fn newest_glibc(
+        &self,
+        table: u64,
+        size: u64,
+        strings: u64,
+    ) -> Result<Option<Version>, ElfError> {
+        let end = table
+            .checked_add(size)
+            .ok_or(ElfError::OutOfRange("table"))?;
         // One budget for both chains: a table of N records holds at most N
         // of them, and records shared by many chains (a crafted file) end
         // the walk instead of multiplying it.
@@ -289,7 +323,7 @@ impl File<'_> {
             let mut aux = entry + u64::from(self.u32(entry + 8)?);
             for _ in 0..count {
                 if steps == 0 {
-                    return Err("its version table's chains are longer than the table".to_owned());
+                    return Err(ElfError::LongChains);
                 }
                 steps -= 1;
                 let name = self.name(strings + u64::from(self.u32(aux + 8)?))?;
@@ -443,8 +477,16 @@ pub(crate) mod tests {
         for end in 0..bytes.len() {
             let _ = Elf::read(&bytes[..end]);
         }
-        assert!(Elf::read(&bytes[..100]).is_err());
-        assert_eq!(Elf::read(b"#!/bin/sh\n").unwrap_err(), "not an ELF program");
+        // The first program header is 56 bytes at 64: its type is there,
+        // then nothing.
+        let cut = Elf::read(&bytes[..66]).unwrap_err();
+        assert_eq!(cut, ElfError::CutShort { at: 64 });
+        assert_eq!(cut.to_string(), "cut short: nothing at byte 64");
+        assert_eq!(
+            Elf::read(b"\x7fELF\x03\x01\x01\0\0\0\0\0\0\0\0\0"),
+            Err(ElfError::Class(3))
+        );
+        assert_eq!(Elf::read(b"#!/bin/sh\n"), Err(ElfError::NotElf));
         // A byte flipped anywhere is read or refused, never a panic.
         for at in 0..bytes.len() {
             let mut changed = bytes.clone();
@@ -481,7 +523,7 @@ pub(crate) mod tests {
         };
         let size = u64::from(strings);
         let read = file.newest_glibc(0, size, u64::from(strings));
-        assert!(read.unwrap_err().contains("longer than the table"));
+        assert_eq!(read, Err(ElfError::LongChains));
         // One chain of its own per entry is read whole.
         assert_eq!(
             file.newest_glibc(u64::from(entries - 1) * 16, size, u64::from(strings)),

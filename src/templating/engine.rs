@@ -109,6 +109,16 @@ pub struct Failure {
     pub message: String,
 }
 
+impl Failure {
+    /// The failure of a value read from a one-line text.
+    pub(super) fn on_line_one(error: &ValueError) -> Failure {
+        Failure {
+            line: 1,
+            message: error.to_string(),
+        }
+    }
+}
+
 /// Reads `text` in `context`: an expression keeps its type, a template is
 /// rendered to text. Every undefined variable of the text is reported at
 /// once, each with the closest known name.
@@ -416,12 +426,27 @@ fn too_large() -> String {
     )
 }
 
+/// Why a rendered value cannot be used as a written value or as JSON.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    /// The expression gave nothing (a missing attribute, `none.x`).
+    #[error("the value is undefined")]
+    Undefined,
+    /// The engine could not walk the value (a list or mapping that
+    /// fails when iterated).
+    #[error("{0}")]
+    Engine(minijinja::Error),
+    /// The value has no JSON form.
+    #[error("{0}")]
+    Json(serde_json::Error),
+}
+
 /// A value as a manifest would have written it: text stays text, a
 /// number or a boolean becomes its text (`true`, not Python's `True`),
 /// none becomes null, and lists and mappings keep their shape.
-pub fn written(value: &Value) -> Result<Written, String> {
+pub fn written(value: &Value) -> Result<Written, ValueError> {
     Ok(match value.kind() {
-        ValueKind::Undefined => return Err("the value is undefined".to_owned()),
+        ValueKind::Undefined => return Err(ValueError::Undefined),
         ValueKind::None => Written::Null,
         ValueKind::Bool => Written::Text(value.is_true().to_string()),
         ValueKind::String => Written::Text(value.as_str().unwrap_or_default().to_owned()),
@@ -429,14 +454,14 @@ pub fn written(value: &Value) -> Result<Written, String> {
         ValueKind::Seq | ValueKind::Iterable => Written::List(
             value
                 .try_iter()
-                .map_err(|e| e.to_string())?
+                .map_err(ValueError::Engine)?
                 .map(|item| written(&item))
                 .collect::<Result<_, _>>()?,
         ),
         ValueKind::Map => {
             let mut pairs = Vec::new();
-            for key in value.try_iter().map_err(|e| e.to_string())? {
-                let item = value.get_item(&key).map_err(|e| e.to_string())?;
+            for key in value.try_iter().map_err(ValueError::Engine)? {
+                let item = value.get_item(&key).map_err(ValueError::Engine)?;
                 let key = match key.as_str() {
                     Some(text) => text.to_owned(),
                     None => key.to_string(),
@@ -455,11 +480,11 @@ pub fn value_of(json: &serde_json::Value) -> Value {
 }
 
 /// A value as JSON (for variables computed from others).
-pub fn json(value: &Value) -> Result<serde_json::Value, String> {
+pub fn json(value: &Value) -> Result<serde_json::Value, ValueError> {
     if value.is_undefined() {
-        return Err("the value is undefined".to_owned());
+        return Err(ValueError::Undefined);
     }
-    serde_json::to_value(value).map_err(|e| e.to_string())
+    serde_json::to_value(value).map_err(ValueError::Json)
 }
 
 #[cfg(test)]
@@ -496,7 +521,10 @@ mod tests {
         assert_eq!(list.names, ["admins"]);
         let nothing = read_text("{{ none }}").unwrap();
         assert_eq!(written(&nothing.value).unwrap(), Written::Null);
-        assert!(written(&Value::UNDEFINED).is_err());
+        assert!(matches!(
+            written(&Value::UNDEFINED),
+            Err(ValueError::Undefined)
+        ));
         let map = read_text("{{ {'port': app_port} }}").unwrap();
         assert_eq!(
             written(&map.value).unwrap(),
@@ -577,6 +605,21 @@ mod tests {
             failures[0].message,
             "undefined variable 'app_prot' (did you mean 'app_port'?)"
         );
+    }
+
+    #[test]
+    fn an_undefined_value_is_no_json_and_its_failure_says_so_on_line_one() {
+        let error = json(&Value::UNDEFINED).unwrap_err();
+        assert!(matches!(error, ValueError::Undefined), "{error:?}");
+        assert_eq!(
+            Failure::on_line_one(&error),
+            Failure {
+                line: 1,
+                message: "the value is undefined".to_owned()
+            }
+        );
+        let list = read_text("{{ admins }}").unwrap();
+        assert_eq!(json(&list.value).unwrap(), serde_json::json!(["ann", "bo"]));
     }
 
     #[test]

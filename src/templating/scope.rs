@@ -494,7 +494,7 @@ fn render_json(
     Ok(match value {
         serde_json::Value::String(text) if engine::is_template(text) => {
             let read = engine::read(env, text, context, suggest)?;
-            engine::json(&read.value).map_err(|message| vec![Failure { line: 1, message }])?
+            engine::json(&read.value).map_err(|e| vec![Failure::on_line_one(&e)])?
         }
         serde_json::Value::Array(items) => serde_json::Value::Array(
             items

@@ -361,7 +361,7 @@ fn render_text(
                 message: "expected a text, not a list or a mapping".to_owned(),
             }])
         }
-        Err(message) => return Err(vec![Failure { line: 1, message }]),
+        Err(error) => return Err(vec![Failure::on_line_one(&error)]),
     };
     Ok((text, read.names))
 }
@@ -376,8 +376,7 @@ fn render_written(
     match written {
         Written::Text(text) if engine::is_template(text) => {
             let read = engine::read(env, text, context, suggest)?;
-            let value = engine::written(&read.value)
-                .map_err(|message| vec![Failure { line: 1, message }])?;
+            let value = engine::written(&read.value).map_err(|e| vec![Failure::on_line_one(&e)])?;
             Ok((value, read.names))
         }
         Written::List(items) => {

@@ -17,7 +17,7 @@ use crate::plugin_meta::{Plugin, PluginCall};
 use crate::process::Budget;
 
 use super::model::Model;
-use super::task::{parse_one, parse_tasks, parse_tasks_text, Items, PluginTask};
+use super::task::{parse_one, parse_tasks, parse_tasks_text, AnswerError, Items, PluginTask};
 
 /// The largest answer accepted, in bytes.
 pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
@@ -164,7 +164,7 @@ pub fn parse(plugin: &Plugin, which: PluginCall, text: &str) -> Result<Answer> {
     if let Some(tasks) = items.and_then(|items| parse_tasks_text(text, items)) {
         return tasks
             .map(Answer::Tasks)
-            .map_err(|message| fail(crate::text::escape(&message)));
+            .map_err(|e| fail(crate::text::escape(&e.to_string())));
     }
     let answer: Json = serde_json::from_str(text)
         .map_err(|e| fail(format!("the output is not one JSON document: {e}")))?;
@@ -174,19 +174,23 @@ pub fn parse(plugin: &Plugin, which: PluginCall, text: &str) -> Result<Answer> {
     if let Some(message) = error_message(&answer) {
         return Err(fail(message));
     }
+    let shape = |error| AnswerError::Shape {
+        what: "the answer".to_owned(),
+        error,
+    };
     let parsed = match which {
         PluginCall::ValidateModel => Errors::deserialize(&answer)
             .map(|e| Answer::Errors(e.errors))
-            .map_err(|e| format!("the answer: {e}")),
+            .map_err(shape),
         PluginCall::UpdateModel => Updates::deserialize(&answer)
             .map(|u| Answer::Updates(u.updates))
-            .map_err(|e| format!("the answer: {e}")),
+            .map_err(shape),
         PluginCall::CreateConfiguration => parse_tasks(&answer, Items::Required).map(Answer::Tasks),
         PluginCall::CreateSnapshotPlan => parse_tasks(&answer, Items::Optional).map(Answer::Tasks),
         PluginCall::CreateLockTasks => lock_tasks(map),
         PluginCall::Callback => Ok(Answer::Done),
     };
-    parsed.map_err(|message| fail(crate::text::escape(&message)))
+    parsed.map_err(|e| fail(crate::text::escape(&e.to_string())))
 }
 
 /// The message of an error document `{"error": {"message": ...}}`,
@@ -202,13 +206,13 @@ pub fn error_message(answer: &Json) -> Option<String> {
     )
 }
 
-fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, String> {
+fn lock_tasks(map: &Map<String, Json>) -> std::result::Result<Answer, AnswerError> {
     if let Some(key) = map.keys().find(|k| *k != "lock" && *k != "unlock") {
-        return Err(format!("the answer: unknown field '{key}'"));
+        return Err(AnswerError::UnknownField { key: key.clone() });
     }
-    let one = |key: &str| {
+    let one = |key: &'static str| {
         map.get(key)
-            .ok_or_else(|| format!("the answer has no '{key}' task"))
+            .ok_or(AnswerError::NoTask { key })
             .and_then(|task| parse_one(task, key))
     };
     Ok(Answer::Lock {
@@ -246,4 +250,48 @@ pub fn run(
         &mut || Ok(()),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock_error(answer: Json) -> String {
+        let Json::Object(map) = answer else {
+            panic!("not an object");
+        };
+        lock_tasks(&map).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_lock_answer_names_the_task_that_is_wrong() {
+        let lock = json!({"kind": "callback", "callback": "lock"});
+        let answer = json!({"lock": lock, "unlock": {"kind": "callback", "callback": "unlock"}});
+        let Json::Object(map) = answer else {
+            unreachable!()
+        };
+        assert!(matches!(lock_tasks(&map), Ok(Answer::Lock { .. })));
+        assert_eq!(
+            lock_error(json!({"lock": lock})),
+            "the answer has no 'unlock' task"
+        );
+        assert_eq!(
+            lock_error(json!({"lock": lock, "unlock": lock, "other": 1})),
+            "the answer: unknown field 'other'"
+        );
+        assert_eq!(
+            lock_error(json!({"lock": {"kind": "ordered", "tasks": []}, "unlock": lock})),
+            "lock: an ordered list is not one task"
+        );
+        assert_eq!(
+            lock_error(
+                json!({"lock": lock, "unlock": {"kind": "callback", "callback": "u", "item": "x"}})
+            ),
+            "unlock: tasks[0]: item 'x' is not a vpath /TYPE/NAME"
+        );
+        assert!(
+            lock_error(json!({"lock": lock, "unlock": {"kind": "callback"}}))
+                .starts_with("unlock: missing field `callback`"),
+        );
+    }
 }

@@ -10,4 +10,4 @@ pub mod task;
 
 pub use call::{call, Answer, CallInput, ModelUpdate, ValidationError};
 pub use model::{Model, ModelItem};
-pub use task::{PluginTask, Requirement, ResourceName, TaskKind};
+pub use task::{AnswerError, PluginTask, Requirement, ResourceName, TaskKind};

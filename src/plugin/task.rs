@@ -33,6 +33,83 @@ pub const MAX_TASKS: usize = 100_000;
 /// could hold several times as many.
 pub const MAX_REQUIREMENTS: usize = 2_000_000;
 
+/// What is wrong with a task answer. Ids, items and requirements are
+/// kept as the plugin wrote them and escaped when shown; `at` is where in
+/// the answer a task stands (`tasks[2].tasks[0]`).
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// The answer, or one task (`lock`, `unlock`), is not of the shape
+    /// of tasks.
+    #[error("{what}: {error}")]
+    Shape {
+        what: String,
+        error: serde_json::Error,
+    },
+    /// A lock tasks answer with a key other than `lock` and `unlock`.
+    #[error("the answer: unknown field '{key}'")]
+    UnknownField { key: String },
+    /// A lock tasks answer without its `lock` or `unlock` task.
+    #[error("the answer has no '{key}' task")]
+    NoTask { key: &'static str },
+    /// A lock or unlock task that is an ordered list.
+    #[error("{what}: an ordered list is not one task")]
+    NotOneTask { what: String },
+    /// What is wrong with the lock or unlock task `what`.
+    #[error("{what}: {error}")]
+    In {
+        what: String,
+        error: Box<AnswerError>,
+    },
+    #[error(
+        "more than {MAX_TASKS} tasks in one answer; a plan of that many is not one a person or a \
+         machine can follow"
+    )]
+    TooManyTasks,
+    #[error(
+        "{count} requirements (entries of requires, notify and subscribe, and the links of \
+         ordered lists) in one answer, more than {MAX_REQUIREMENTS}; a plugin orders its tasks \
+         with fewer (an ordered list, or a task requiring the last of those before it, orders as \
+         much as one requiring them all)"
+    )]
+    TooManyRequirements { count: usize },
+    /// A `create_configuration` task without an item.
+    #[error("task '{}' names no item: every task of create_configuration settles one", escape(.id))]
+    NoItem { id: String },
+    #[error("the task id '{}' is used twice", escape(.id))]
+    DuplicateId { id: String },
+    /// A `requires`, `notify` or `subscribe` entry that names nothing.
+    #[error(
+        "task '{}' {list} '{}', which is no task id of this answer, no TYPE[TITLE] and no \
+         /TYPE/NAME",
+        escape(.id),
+        escape(.requirement)
+    )]
+    UnknownRequirement {
+        id: String,
+        list: &'static str,
+        requirement: String,
+    },
+    /// A task of an ordered list about another item than the list.
+    #[error("{at}: its item '{}' is not the list's '{}'", escape(.item), escape(.list_item))]
+    ItemNotTheList {
+        at: String,
+        item: String,
+        list_item: String,
+    },
+    #[error("{at}: a config task needs a type and a title")]
+    NoTypeOrTitle { at: String },
+    #[error("{at}: a callback task needs a callback name")]
+    NoCallback { at: String },
+    #[error("{at}: a remote task needs a command [argv0, ...]")]
+    NoCommand { at: String },
+    #[error("{at}: a command argument holds a NUL byte")]
+    NulInCommand { at: String },
+    #[error("{at}: item '{}' is not a vpath /TYPE/NAME", escape(.item))]
+    NotAVpath { at: String, item: String },
+    #[error("{at}: an empty id")]
+    EmptyId { at: String },
+}
+
 /// What a task does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TaskKind {
@@ -192,8 +269,11 @@ pub enum Items {
 }
 
 /// Parses a `{"tasks": [...]}` answer.
-pub fn parse_tasks(answer: &Json, items: Items) -> Result<Vec<PluginTask>, String> {
-    let raw = RawTasks::deserialize(answer).map_err(|e| format!("the answer: {e}"))?;
+pub fn parse_tasks(answer: &Json, items: Items) -> Result<Vec<PluginTask>, AnswerError> {
+    let raw = RawTasks::deserialize(answer).map_err(|error| AnswerError::Shape {
+        what: "the answer".to_owned(),
+        error,
+    })?;
     flatten(raw.tasks, items)
 }
 
@@ -201,18 +281,26 @@ pub fn parse_tasks(answer: &Json, items: Items) -> Result<Vec<PluginTask>, Strin
 /// values made of it first (which would cost several times the text);
 /// `None` when the text is no such answer, for the caller to say why from
 /// the document (an error document, not JSON, an unknown key).
-pub fn parse_tasks_text(text: &str, items: Items) -> Option<Result<Vec<PluginTask>, String>> {
+pub fn parse_tasks_text(text: &str, items: Items) -> Option<Result<Vec<PluginTask>, AnswerError>> {
     let raw: RawTasks = serde_json::from_str(text).ok()?;
     Some(flatten(raw.tasks, items))
 }
 
 /// Parses one task (a lock or unlock task): never an ordered list.
-pub fn parse_one(answer: &Json, what: &str) -> Result<PluginTask, String> {
-    let raw = RawTask::deserialize(answer).map_err(|e| format!("{what}: {e}"))?;
+pub fn parse_one(answer: &Json, what: &str) -> Result<PluginTask, AnswerError> {
+    let raw = RawTask::deserialize(answer).map_err(|error| AnswerError::Shape {
+        what: what.to_owned(),
+        error,
+    })?;
     if matches!(raw, RawTask::Ordered { .. }) {
-        return Err(format!("{what}: an ordered list is not one task"));
+        return Err(AnswerError::NotOneTask {
+            what: what.to_owned(),
+        });
     }
-    let mut tasks = flatten(vec![raw], Items::Optional).map_err(|e| format!("{what}: {e}"))?;
+    let mut tasks = flatten(vec![raw], Items::Optional).map_err(|error| AnswerError::In {
+        what: what.to_owned(),
+        error: Box::new(error),
+    })?;
     Ok(tasks.remove(0))
 }
 
@@ -230,41 +318,31 @@ const LISTS: [&str; 3] = ["requires", "notify", "subscribe"];
 
 /// The tasks in answer order, ordered lists made into chains, ids given
 /// and checked, `requires` told apart.
-fn flatten(raw: Vec<RawTask>, items: Items) -> Result<Vec<PluginTask>, String> {
+fn flatten(raw: Vec<RawTask>, items: Items) -> Result<Vec<PluginTask>, AnswerError> {
     let mut flat = Vec::new();
     for (at, task) in raw.into_iter().enumerate() {
         add(task, &format!("tasks[{at}]"), None, &mut flat)?;
         if flat.len() > MAX_TASKS {
-            return Err(format!(
-                "more than {MAX_TASKS} tasks in one answer; a plan of that many is not \
-                 one a person or a machine can follow"
-            ));
+            return Err(AnswerError::TooManyTasks);
         }
     }
-    let requirements = requirement_count(&flat);
-    if requirements > MAX_REQUIREMENTS {
-        return Err(format!(
-            "{requirements} requirements (entries of requires, notify and subscribe, and the \
-             links of ordered lists) in one answer, more than {MAX_REQUIREMENTS}; a plugin \
-             orders its tasks with fewer (an ordered list, or a task requiring the last of \
-             those before it, orders as much as one requiring them all)"
-        ));
+    let count = requirement_count(&flat);
+    if count > MAX_REQUIREMENTS {
+        return Err(AnswerError::TooManyRequirements { count });
     }
     if items == Items::Required {
         if let Some(unnamed) = flat.iter().find(|f| f.task.item.is_empty()) {
-            return Err(format!(
-                "task '{}' names no item: every task of create_configuration settles one",
-                escape(&unnamed.task.id)
-            ));
+            return Err(AnswerError::NoItem {
+                id: unnamed.task.id.clone(),
+            });
         }
     }
     let mut position: HashMap<String, usize> = HashMap::with_capacity(flat.len());
     for (at, f) in flat.iter().enumerate() {
         if position.insert(f.task.id.clone(), at).is_some() {
-            return Err(format!(
-                "the task id '{}' is used twice",
-                escape(&f.task.id)
-            ));
+            return Err(AnswerError::DuplicateId {
+                id: f.task.id.clone(),
+            });
         }
     }
     // Each task's lists as written are let go once read: an answer of
@@ -277,16 +355,15 @@ fn flatten(raw: Vec<RawTask>, items: Items) -> Result<Vec<PluginTask>, String> {
     } in flat
     {
         let lists = [&mut task.requires, &mut task.notify, &mut task.subscribe];
-        for ((word, written), list) in LISTS.iter().zip(written).zip(lists) {
+        for ((&word, written), list) in LISTS.iter().zip(written).zip(lists) {
             list.reserve_exact(written.len());
             for text in written {
                 let found = requirement(&text, &position).ok_or_else(|| {
-                    format!(
-                        "task '{}' {word} '{}', which is no task id of this answer, no \
-                         TYPE[TITLE] and no /TYPE/NAME",
-                        escape(&task.id),
-                        escape(&text)
-                    )
+                    AnswerError::UnknownRequirement {
+                        id: task.id.clone(),
+                        list: word,
+                        requirement: text.into_owned(),
+                    }
                 })?;
                 list.push(found);
             }
@@ -316,7 +393,7 @@ fn add<'a>(
     path: &str,
     after: Option<usize>,
     tasks: &mut Vec<Flat<'a>>,
-) -> Result<(), String> {
+) -> Result<(), AnswerError> {
     let default_id = || format!("#{}", tasks.len() + 1);
     let (item, id, written, description, kind) = match raw {
         RawTask::Ordered { item, tasks: inner } => {
@@ -326,11 +403,11 @@ fn add<'a>(
                 let inner_path = format!("{path}.tasks[{at}]");
                 let list_item = item.as_deref().unwrap_or_default();
                 if task_item(&task) != list_item {
-                    return Err(format!(
-                        "{inner_path}: its item '{}' is not the list's '{}'",
-                        escape(task_item(&task)),
-                        escape(list_item)
-                    ));
+                    return Err(AnswerError::ItemNotTheList {
+                        at: inner_path,
+                        item: task_item(&task).to_owned(),
+                        list_item: list_item.to_owned(),
+                    });
                 }
                 add(task, &inner_path, before, tasks)?;
                 before = tasks.len().checked_sub(1);
@@ -350,7 +427,9 @@ fn add<'a>(
             description,
         } => {
             if type_name.is_empty() || title.is_empty() {
-                return Err(format!("{path}: a config task needs a type and a title"));
+                return Err(AnswerError::NoTypeOrTitle {
+                    at: path.to_owned(),
+                });
             }
             let kind = TaskKind::Config {
                 type_name,
@@ -372,7 +451,9 @@ fn add<'a>(
             description,
         } => {
             if callback.is_empty() {
-                return Err(format!("{path}: a callback task needs a callback name"));
+                return Err(AnswerError::NoCallback {
+                    at: path.to_owned(),
+                });
             }
             let kind = TaskKind::Callback {
                 callback,
@@ -391,12 +472,14 @@ fn add<'a>(
             description,
         } => {
             if command.first().is_none_or(|argv0| argv0.is_empty()) {
-                return Err(format!(
-                    "{path}: a remote task needs a command [argv0, ...]"
-                ));
+                return Err(AnswerError::NoCommand {
+                    at: path.to_owned(),
+                });
             }
             if command.iter().any(|arg| arg.contains('\0')) {
-                return Err(format!("{path}: a command argument holds a NUL byte"));
+                return Err(AnswerError::NulInCommand {
+                    at: path.to_owned(),
+                });
             }
             (
                 item,
@@ -409,14 +492,16 @@ fn add<'a>(
     };
     let item = item.unwrap_or_default();
     if !item.is_empty() && !item.starts_with('/') {
-        return Err(format!(
-            "{path}: item '{}' is not a vpath /TYPE/NAME",
-            escape(&item)
-        ));
+        return Err(AnswerError::NotAVpath {
+            at: path.to_owned(),
+            item,
+        });
     }
     let id = id.unwrap_or_else(default_id);
     if id.is_empty() {
-        return Err(format!("{path}: an empty id"));
+        return Err(AnswerError::EmptyId {
+            at: path.to_owned(),
+        });
     }
     tasks.push(Flat {
         task: PluginTask {
@@ -468,7 +553,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse_tasks_required(answer: &Json) -> Result<Vec<PluginTask>, String> {
+    fn parse_tasks_required(answer: &Json) -> Result<Vec<PluginTask>, AnswerError> {
         parse_tasks(answer, Items::Required)
     }
 
@@ -546,13 +631,11 @@ mod tests {
             .to_string()
             .replace(r#""notify":["eA"]"#, r#""notify":["e\u0041"]"#);
         assert!(text.contains(r"e\u0041"), "{text}");
-        let read = parse_tasks_text(&text, Items::Required).expect("a task answer");
-        assert_eq!(read, parse_tasks_required(&answer));
-        assert_eq!(
-            read.unwrap()[0].notify,
-            [Requirement::Task(2)],
-            "escapes are read"
-        );
+        let read = parse_tasks_text(&text, Items::Required)
+            .expect("a task answer")
+            .unwrap();
+        assert_eq!(read, parse_tasks_required(&answer).unwrap());
+        assert_eq!(read[0].notify, [Requirement::Task(2)], "escapes are read");
         // What is no task answer is left to the document's reading.
         for text in [
             r#"{"error": {"message": "no"}}"#,
@@ -596,7 +679,11 @@ mod tests {
             .expect("a task answer")
             .unwrap_err();
         assert!(
-            error.starts_with(&format!(
+            matches!(error, AnswerError::TooManyRequirements { count } if count == MAX_REQUIREMENTS + 1),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().starts_with(&format!(
                 "{} requirements (entries of requires, notify and subscribe, and the links of \
                  ordered lists) in one answer, more than {MAX_REQUIREMENTS}",
                 MAX_REQUIREMENTS + 1
@@ -630,7 +717,7 @@ mod tests {
             (
                 json!({"tasks": [{"kind": "callback", "item": "/a/b", "callback": "c",
                                   "requires": ["nope"]}]}),
-                "no task id",
+                "task '#1' requires 'nope', which is no task id",
             ),
             (
                 json!({"tasks": [{"kind": "ordered", "item": "/a/b", "tasks": [
@@ -644,7 +731,7 @@ mod tests {
             ),
         ] {
             let error = parse_tasks_required(&answer).unwrap_err();
-            assert!(error.contains(expected), "{expected}: {error}");
+            assert!(error.to_string().contains(expected), "{expected}: {error}");
         }
     }
 }

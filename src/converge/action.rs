@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
+use crate::error::Error;
 use crate::host::{Host, HostConfig};
 use crate::invoke::{Invocation, Runner};
 use crate::metadata::Action;
@@ -18,15 +19,37 @@ use crate::process::Budget;
 use super::catalog::{Catalog, Item};
 use super::expand::FromPlugin;
 
+/// Why a callback or a command failed, or did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    /// The item is no callback or command of a plugin: a plan built
+    /// wrongly, never a user's mistake.
+    #[error("internal error: {item} is not a plugin's callback or command")]
+    NotAnAction { item: String },
+    /// The plan names a plugin the run has not loaded.
+    #[error("the plugin {plugin} is not found")]
+    NoPlugin { plugin: String },
+    /// A command named without a `/` that no directory of the PATH holds.
+    #[error("the command '{}' is not on the PATH ({path})", crate::text::escape(.command))]
+    NotOnPath { command: String, path: String },
+    /// The task's thread panicked: a bug, reported as the task's failure.
+    #[error("internal error: the task's thread panicked")]
+    Panicked,
+    /// The callback's call or the command's run failed (its exit, its
+    /// time limit, what the plugin said).
+    #[error(transparent)]
+    Run(Error),
+}
+
 /// Runs the callback or command of `item`; the error says why it failed.
-pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
-    let from = item
-        .from_plugin
-        .as_deref()
-        .ok_or_else(|| "internal error: not a plugin's task".to_owned())?;
+pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), ActionError> {
+    let not_an_action = || ActionError::NotAnAction {
+        item: item.name().to_owned(),
+    };
+    let from = item.from_plugin.as_deref().ok_or_else(not_an_action)?;
     let (FromPlugin::Task { plugin, task, .. }, Some(run)) = (from, catalog.plugins.as_deref())
     else {
-        return Err("internal error: not a plugin's task".to_owned());
+        return Err(not_an_action());
     };
     match &task.kind {
         TaskKind::Callback {
@@ -34,9 +57,9 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
             args,
             kwargs,
         } => {
-            let plugin = run
-                .plugin(plugin)
-                .ok_or_else(|| format!("the plugin {plugin} is not found"))?;
+            let plugin = run.plugin(plugin).ok_or_else(|| ActionError::NoPlugin {
+                plugin: plugin.clone(),
+            })?;
             let mut extra = Map::new();
             extra.insert("callback".to_owned(), Json::from(callback.as_str()));
             extra.insert("args".to_owned(), Json::Array(args.clone()));
@@ -59,7 +82,7 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
                 &run.input(plugin, extra),
             )
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(ActionError::Run)
         }
         TaskKind::Remote { command } => {
             let label = format!("plugin::{plugin}");
@@ -89,16 +112,17 @@ pub fn run(host: &Host, catalog: &Catalog, item: &Item) -> Result<(), String> {
                 &mut || Ok(()),
             )
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(ActionError::Run)
         }
-        TaskKind::Config { .. } => Err("internal error: a config task is a resource".to_owned()),
+        // A config task is a resource, run by its provider.
+        TaskKind::Config { .. } => Err(not_an_action()),
     }
 }
 
 /// `program` as it is when it names a file, else the executable of that
 /// name on the PATH providers get: the command runs without a shell, and
 /// a relative name would be looked for in the call's working directory.
-fn on_path(program: &str) -> Result<std::path::PathBuf, String> {
+fn on_path(program: &str) -> Result<std::path::PathBuf, ActionError> {
     if program.contains('/') {
         return Ok(program.into());
     }
@@ -107,11 +131,29 @@ fn on_path(program: &str) -> Result<std::path::PathBuf, String> {
     std::env::split_paths(path)
         .map(|dir| dir.join(program))
         .find(|candidate| crate::provider::is_executable(candidate))
-        .ok_or_else(|| {
-            format!(
-                "the command '{}' is not on the PATH ({})",
-                crate::text::escape(program),
-                path.to_string_lossy()
-            )
+        .ok_or_else(|| ActionError::NotOnPath {
+            command: program.to_owned(),
+            path: path.to_string_lossy().into_owned(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_on_no_directory_of_the_path_is_named_with_that_path() {
+        let error = on_path("no-such-command-\u{1b}").unwrap_err();
+        let ActionError::NotOnPath { command, path } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(command, "no-such-command-\u{1b}");
+        assert!(path.contains("/usr/bin"), "{path}");
+        assert_eq!(
+            error.to_string(),
+            format!("the command 'no-such-command-\\u{{1b}}' is not on the PATH ({path})")
+        );
+        assert_eq!(on_path("./x").unwrap(), Path::new("./x"));
+        assert!(on_path("sh").unwrap().is_absolute());
+    }
 }

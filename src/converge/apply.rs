@@ -16,6 +16,7 @@ use crate::resource::{Change, Resource};
 use crate::store::StoredItem;
 use crate::update;
 
+use super::action::ActionError;
 use super::catalog::{Catalog, Role};
 use super::expand::Phase;
 use super::locks;
@@ -522,7 +523,7 @@ fn start_batch<'scope, 'env>(
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 super::action::run(host, catalog, item)
             }))
-            .unwrap_or_else(|_| Err("internal error: the task's thread panicked".to_owned()));
+            .unwrap_or(Err(ActionError::Panicked));
             let placeholder = update::Transition {
                 name: item.name().to_owned(),
                 found: false,
@@ -531,7 +532,9 @@ fn start_batch<'scope, 'env>(
             };
             let _ = sender.send(Message::Done(Done {
                 tasks: batch,
-                results: vec![result.map(|()| (Vec::new(), placeholder)).map_err(failed)],
+                results: vec![result
+                    .map(|()| (Vec::new(), placeholder))
+                    .map_err(|e| failed(e.to_string()))],
                 seconds: started.elapsed().as_secs_f64(),
                 read_after_failure: Vec::new(),
             }));
@@ -700,9 +703,9 @@ fn run_alone(host: &Host, catalog: &Catalog, plan: &mut Plan, at: usize, events:
     task.seconds = started.elapsed().as_secs_f64();
     match result {
         Ok(()) => task.state = TaskState::Success,
-        Err(message) => {
+        Err(error) => {
             task.state = TaskState::Failed;
-            task.error = Some(failed(message));
+            task.error = Some(failed(error.to_string()));
         }
     }
     events.tasks_ended(catalog, plan, &[at]);

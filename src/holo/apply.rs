@@ -10,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use serde_json::json;
 
-use super::diff;
+use super::diff::{self, DiffError};
 use super::output::{info_line, Printer, To};
 use super::plugin::{exit_text, os_text, Operation, Plugin};
 use super::scan::Entity;
@@ -162,7 +162,8 @@ pub fn apply_one(
                 },
             );
         }
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             printer_error(session, &message);
             return finish(session, quiet, Outcome::Failed { status: message });
         }
@@ -206,7 +207,7 @@ pub fn apply_one(
     if show_diff {
         let rendered = render_diff(session, &plugin, entity, quiet, collected);
         match rendered {
-            Err(message) => printer_error(session, &message),
+            Err(error) => printer_error(session, &error.to_string()),
             Ok(text) => {
                 if let Outcome::NeedsForce { diff, .. } = &mut outcome {
                     diff.clone_from(&text);
@@ -239,7 +240,7 @@ fn render_diff(
     entity: &Entity,
     quiet: bool,
     collected: &mut Vec<(Stream, String)>,
-) -> Result<String, String> {
+) -> Result<String, DiffError> {
     diff::render(
         &session.runner,
         &session.resources,
@@ -285,7 +286,8 @@ pub fn preview_one(
             }
             Outcome::Previewed { diff: text }
         }
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             if !quiet {
                 session
                     .printer

@@ -107,8 +107,8 @@ fn read_lines(root: &str, printer: &mut Printer) -> Result<Vec<String>, Stop> {
 fn check_info(runner: &Runner, plugin: &Plugin, printer: &mut Printer) -> Result<(), Stop> {
     let (ended, stdout) = runner
         .run(plugin, Operation::whole("info", Phase::Info), printer, None)
-        .map_err(|message| {
-            printer.error(&message);
+        .map_err(|error| {
+            printer.error(&error.to_string());
             Stop(255)
         })?;
     if !ended.success() {

@@ -10,10 +10,24 @@ use std::path::Path;
 use super::output::{Printer, To};
 #[cfg(doc)]
 use super::plugin::pass_on;
-use super::plugin::{exit_text, os_text, Forward, Operation, Plugin, Runner};
+use super::plugin::{os_text, Forward, Operation, Plugin, RunError, Runner};
 use super::resources::Resources;
 use super::run_streams;
 use crate::process::streams::{Stream, StreamCall};
+
+/// Why an entity's diff could not be made, in Holo's words.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    /// The plugin's `diff`, or git, did not run or did not succeed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// A file the plugin named is neither a regular file nor a symlink.
+    #[error("file {path} has wrong file type")]
+    WrongFileType { path: String },
+    /// A file the plugin named could not be looked at.
+    #[error("lstat {path}: {}", os_text(.error))]
+    Lstat { path: String, error: std::io::Error },
+}
 
 /// Asks the plugin for the entity's two files and diffs them. `Ok("")`
 /// when the entity has no diff. The plugin's own output goes to `forward`
@@ -25,7 +39,7 @@ pub fn render(
     entity: &str,
     printer: &mut Printer,
     forward: &mut Forward,
-) -> Result<String, String> {
+) -> Result<String, DiffError> {
     let (ended, _) = runner.run(
         plugin,
         Operation::on("diff", entity),
@@ -33,7 +47,7 @@ pub fn render(
         Some(forward),
     )?;
     if !ended.success() {
-        return Err(exit_text(&ended));
+        return Err(RunError::exited(&ended).into());
     }
     let fd3 = String::from_utf8_lossy(&ended.fd3).into_owned();
     let parts: Vec<&str> = fd3.split('\0').collect();
@@ -51,15 +65,20 @@ pub fn render(
 
 /// The path to diff: itself for a regular file or symlink, `/dev/null`
 /// for one that does not exist; anything else is refused.
-fn checked(path: &str) -> Result<String, String> {
+fn checked(path: &str) -> Result<String, DiffError> {
     if path == "/dev/null" {
         return Ok(path.to_owned());
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => Ok(path.to_owned()),
-        Ok(_) => Err(format!("file {path} has wrong file type")),
+        Ok(_) => Err(DiffError::WrongFileType {
+            path: path.to_owned(),
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok("/dev/null".to_owned()),
-        Err(e) => Err(format!("lstat {path}: {}", os_text(&e))),
+        Err(error) => Err(DiffError::Lstat {
+            path: path.to_owned(),
+            error,
+        }),
     }
 }
 
@@ -68,7 +87,7 @@ fn git_diff(
     old: &str,
     new: &str,
     printer: &mut Printer,
-) -> Result<String, String> {
+) -> Result<String, RunError> {
     // The prefixes and colours git would take from the user's configuration
     // would defeat the header rewriting, so they are fixed here.
     let args: Vec<OsString> = [
@@ -119,13 +138,15 @@ fn git_diff(
         crate::error::Error::Spawn { source, .. }
             if source.kind() == std::io::ErrorKind::NotFound =>
         {
-            "exec: \"git\": executable file not found in $PATH".to_owned()
+            RunError::NotOnPath {
+                program: "git".to_owned(),
+            }
         }
-        other => other.to_string(),
+        other => RunError::Run(other),
     })?;
     match ended.code {
         Some(0 | 1) => Ok(String::from_utf8_lossy(&diff).into_owned()),
-        _ => Err(exit_text(&ended)),
+        _ => Err(RunError::exited(&ended)),
     }
 }
 
@@ -180,6 +201,29 @@ mod tests {
         assert_eq!(
             rewrite_headers(created, "s/a", "etc/a"),
             "diff --holo s/a etc/a\nnew file mode 100644\n--- /dev/null\n+++ etc/a\n"
+        );
+    }
+
+    #[test]
+    fn only_files_links_and_nothing_are_diffed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().to_str().unwrap();
+        let file = format!("{dir}/file");
+        std::fs::write(&file, "x").unwrap();
+        assert_eq!(checked(&file).unwrap(), file);
+        assert_eq!(checked(&format!("{dir}/gone")).unwrap(), "/dev/null");
+        let error = checked(dir).unwrap_err();
+        assert!(
+            matches!(error, DiffError::WrongFileType { .. }),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), format!("file {dir} has wrong file type"));
+        let below_file = format!("{file}/x");
+        let error = checked(&below_file).unwrap_err();
+        assert!(matches!(error, DiffError::Lstat { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            format!("lstat {below_file}: not a directory")
         );
     }
 

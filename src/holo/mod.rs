@@ -232,7 +232,7 @@ impl Session {
             let stdout = match outcome {
                 Ok((ended, stdout)) if ended.success() => stdout,
                 Ok((ended, _)) => return Err(self.scan_failed(index, &plugin::exit_text(&ended))),
-                Err(message) => return Err(self.scan_failed(index, &message)),
+                Err(error) => return Err(self.scan_failed(index, &error.to_string())),
             };
             let resources = &self.resources;
             let translate = |path: &str| resources.translate(path);

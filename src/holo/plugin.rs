@@ -10,10 +10,43 @@ use std::time::Duration;
 use super::output::{Printer, To};
 use super::paths::{for_env, join};
 use super::run_streams;
+use crate::error::{Error, Exited};
 use crate::process::streams::{Ended, Stream, StreamCall};
 
 /// The API version this host speaks.
 pub const API_VERSION: i64 = 3;
+
+/// Why a program Holo runs (a plugin, or git for a diff) did not run, or
+/// did not succeed. Shown in Holo's words, as Go writes them: Holo's
+/// interface prescribes them, and its users' scripts read them.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The program could not be started.
+    #[error("fork/exec {binary}: {}", os_text(.error))]
+    Spawn {
+        binary: String,
+        error: std::io::Error,
+    },
+    /// No directory of the PATH holds the program.
+    #[error("exec: \"{program}\": executable file not found in $PATH")]
+    NotOnPath { program: String },
+    /// The program ended unsuccessfully: "exit status 1", "signal: killed".
+    #[error("{}", status_text(.status, *.signal))]
+    Exited { status: Exited, signal: Option<i32> },
+    /// The run failed otherwise (its time limit): ral's own message.
+    #[error(transparent)]
+    Run(Error),
+}
+
+impl RunError {
+    /// The failure of a program that ended as `ended` says.
+    pub fn exited(ended: &Ended) -> RunError {
+        RunError::Exited {
+            status: ended.status,
+            signal: ended.signal,
+        }
+    }
+}
 
 /// A configured plugin whose binary exists.
 #[derive(Debug, Clone)]
@@ -133,7 +166,7 @@ impl Runner {
         op: Operation,
         printer: &mut Printer,
         on_output: Option<&mut Forward>,
-    ) -> Result<(Ended, Vec<u8>), String> {
+    ) -> Result<(Ended, Vec<u8>), RunError> {
         let env = self.env(plugin, op.phase);
         let mut args: Vec<OsString> = vec![op.name.into()];
         if let Some(entity) = op.entity {
@@ -163,7 +196,13 @@ impl Runner {
             }
             (None, Stream::Stderr) => printer.plugin_stderr_line(line),
         })
-        .map_err(|e| spawn_text(&e, &plugin.binary))?;
+        .map_err(|e| match e {
+            Error::Spawn { source, .. } => RunError::Spawn {
+                binary: plugin.binary.clone(),
+                error: source,
+            },
+            other => RunError::Run(other),
+        })?;
         if ended.killed_leftovers {
             printer.warning(&format!(
                 "plugin {}: processes started by '{}' kept its output open after it exited; they were killed",
@@ -177,8 +216,14 @@ impl Runner {
 /// How a finished program ended, in Go's words: "exit status 1",
 /// "signal: killed".
 pub fn exit_text(ended: &Ended) -> String {
-    let Some(signal) = ended.signal else {
-        return ended.status.to_string();
+    status_text(&ended.status, ended.signal)
+}
+
+/// [`exit_text`] of a program that ended with `status`, by `signal` if
+/// one ended it.
+fn status_text(status: &Exited, signal: Option<i32>) -> String {
+    let Some(signal) = signal else {
+        return status.to_string();
     };
     let name = match signal {
         libc::SIGHUP => "hangup",
@@ -199,16 +244,6 @@ pub fn exit_text(ended: &Ended) -> String {
         _ => return format!("signal: signal {signal}"),
     };
     format!("signal: {name}")
-}
-
-/// Holo's text for a program that could not run or did not finish.
-fn spawn_text(error: &crate::error::Error, binary: &str) -> String {
-    match error {
-        crate::error::Error::Spawn { source, .. } => {
-            format!("fork/exec {binary}: {}", os_text(source))
-        }
-        other => other.to_string(),
-    }
 }
 
 /// An OS error as Go prints it: "no such file or directory".
@@ -239,5 +274,61 @@ pub fn pass_on(printer: &mut Printer, stream: Stream, line: &[u8]) {
             printer.write(To::Out, &bytes);
         }
         Stream::Stderr => printer.plugin_stderr_line(line),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_told_in_go_s_words() {
+        let missing = RunError::Spawn {
+            binary: "/usr/lib/holo/holo-x".to_owned(),
+            error: std::io::Error::from_raw_os_error(libc::ENOENT),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "fork/exec /usr/lib/holo/holo-x: no such file or directory"
+        );
+        let git = RunError::NotOnPath {
+            program: "git".to_owned(),
+        };
+        assert_eq!(
+            git.to_string(),
+            "exec: \"git\": executable file not found in $PATH"
+        );
+        let exited = |status, signal| RunError::Exited { status, signal }.to_string();
+        assert_eq!(exited(Exited::Code(3), None), "exit status 3");
+        assert_eq!(
+            exited(Exited::Signal(libc::SIGKILL), Some(libc::SIGKILL)),
+            "signal: killed"
+        );
+    }
+
+    #[test]
+    fn a_plugin_that_cannot_start_is_a_spawn_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap();
+        let binary = format!("{root}/holo-missing");
+        let plugin = Plugin::new("missing", &binary, root, root);
+        let runner = Runner {
+            root: root.to_owned(),
+            base_env: Vec::new(),
+            timeout: Duration::from_secs(10),
+        };
+        let error = runner
+            .run(
+                &plugin,
+                Operation::whole("scan", Phase::Run),
+                &mut Printer::new(),
+                None,
+            )
+            .unwrap_err();
+        assert!(matches!(error, RunError::Spawn { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            format!("fork/exec {binary}: no such file or directory")
+        );
     }
 }

@@ -17,7 +17,7 @@ use crate::plugin_meta::PluginCall;
 use crate::process::Budget;
 
 use super::catalog::{Catalog, Item};
-use super::expand::FromPlugin;
+use super::from_plugin::FromPlugin;
 
 /// Why a callback or a command failed, or did not start.
 #[derive(Debug, thiserror::Error)]

@@ -18,7 +18,7 @@ use crate::update;
 
 use super::action::ActionError;
 use super::catalog::{Catalog, Role};
-use super::expand::Phase;
+use super::from_plugin::Phase;
 use super::locks;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
 use super::planned::Planned;

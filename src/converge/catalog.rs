@@ -16,7 +16,7 @@ use crate::update::{Request, WrittenIn};
 
 use std::sync::Arc;
 
-use super::expand::FromPlugin;
+use super::from_plugin::{FromPlugin, PluginRun};
 use super::graph;
 use super::manifest::{Declared, Origin, Reference};
 
@@ -61,6 +61,16 @@ impl Item<'_> {
         &self.request.name
     }
 
+    /// Whether it is a plugin item no manifest lists any more, which its
+    /// plugin's tasks remove.
+    pub fn is_removed_model(&self) -> bool {
+        self.role == Role::Model
+            && self
+                .from_plugin
+                .as_deref()
+                .is_some_and(FromPlugin::is_removal)
+    }
+
     /// `TYPE[NAME]`, as the manifest wrote the type; a plugin's callback
     /// or command is `callback[VPATH:ID]` or `remote[VPATH:ID]`.
     pub fn reference(&self) -> String {
@@ -85,7 +95,7 @@ pub struct Catalog<'r> {
     pub order: Vec<usize>,
     /// When model plugins made some of the items: what their callbacks
     /// are given when they run.
-    pub plugins: Option<Arc<super::expand::PluginRun>>,
+    pub plugins: Option<Arc<PluginRun>>,
     /// Pairs of items whose metadata orders each after the other (a group
     /// listing as a member a user whose gid is the group's): unordered,
     /// which does when either exists already (as what `ralsh --yaml`

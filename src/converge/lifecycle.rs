@@ -83,6 +83,20 @@ impl<'s> Remembered<'s> {
         self.by_key.get(&(provider.qualified_name(), name)).copied()
     }
 
+    /// Whether catalog item `item`, which has a task, drifted from what
+    /// ral applied: the store says it was applied as the manifest now
+    /// says. `None` when the store cannot tell: for an item ral never
+    /// applied, and for a command (one that runs again was not changed by
+    /// anyone).
+    pub fn drifted(&self, item: &Item) -> Option<bool> {
+        if item.provider.meta.runs_commands {
+            return None;
+        }
+        let before = self.item(item.provider, item.name())?;
+        let now = properties(item.provider, &item.request, self.key);
+        Some(state_before(Some(before), &now) == ItemState::Applied)
+    }
+
     /// Drops from `changes`, planned for the existing resource `name`, the
     /// write-only parameters ral last applied to it with the same value:
     /// they go to the provider again with the other changes, but change
@@ -275,7 +289,7 @@ pub fn check_sweep(
     let removed_models: Vec<String> = catalog
         .items
         .iter()
-        .filter(|item| super::expand::is_removed_model(item))
+        .filter(|item| item.is_removed_model())
         .map(|item| item.reference())
         .collect();
     if destroy || (leftovers.remove.is_empty() && removed_models.is_empty()) {
@@ -418,28 +432,6 @@ pub fn state_before(stored: Option<&StoredItem>, properties: &Map<String, Json>)
         Some(item) if item.undetermined => ItemState::Updated,
         Some(item) if &item.properties == properties => ItemState::Applied,
         Some(_) => ItemState::Updated,
-    }
-}
-
-/// Marks the tasks of items the store says were applied as the manifest
-/// says: the system drifted from what ral applied.
-pub fn mark_drifted(catalog: &Catalog, plan: &mut super::plan::Plan, applied: &Remembered) {
-    // A refresh is planned for a change elsewhere, never for drift; a
-    // command that runs again was not changed by anyone.
-    for task in plan
-        .tasks
-        .iter_mut()
-        .filter(|t| t.action != super::plan::Action::Refresh)
-    {
-        let item = &catalog.items[task.item];
-        if item.provider.meta.runs_commands {
-            continue;
-        }
-        let Some(before) = applied.item(item.provider, item.name()) else {
-            continue;
-        };
-        let now = properties(item.provider, &item.request, applied.key);
-        task.drifted = state_before(Some(before), &now) == ItemState::Applied;
     }
 }
 
@@ -706,7 +698,7 @@ mod tests {
 
     #[test]
     fn only_a_task_whose_item_was_applied_as_asked_is_drifted() {
-        use super::super::plan::{Action, Plan, PlanState, Task};
+        use super::super::plan::{mark_drifted, Action, Plan, PlanState, Task};
         let p = provider();
         let listed = catalog(&p, &["same", "other", "new"]);
         let task = |item: usize| Task {

@@ -18,7 +18,8 @@ use crate::remote::Target;
 use crate::update::Request;
 
 use super::catalog::{Catalog, Item, Role};
-use super::expand::{Context, FromPlugin, Phase};
+use super::expand::Context;
+use super::from_plugin::{FromPlugin, Phase};
 use super::manifest::Origin;
 use super::plan::{Action, Plan, Task};
 

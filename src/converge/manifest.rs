@@ -81,7 +81,7 @@ pub struct Declared {
     pub subscribe: Vec<Reference>,
     /// Not a manifest's: a model plugin's task, or a plugin item for
     /// removal (see `expand`).
-    pub from_plugin: Option<std::sync::Arc<super::expand::FromPlugin>>,
+    pub from_plugin: Option<std::sync::Arc<super::from_plugin::FromPlugin>>,
     /// Its `when:` and `loop:`, which only the rendering phase
     /// (the templating module) can resolve: a declaration that still has
     /// them was not rendered, and the catalog refuses it.

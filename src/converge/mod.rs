@@ -7,6 +7,7 @@ pub mod action;
 pub mod apply;
 pub mod catalog;
 pub mod expand;
+pub mod from_plugin;
 pub mod graph;
 pub mod input;
 pub mod lifecycle;

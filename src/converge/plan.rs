@@ -14,7 +14,8 @@ use crate::resource::Change;
 use crate::update;
 
 use super::catalog::{Catalog, Role};
-use super::expand::FromPlugin;
+use super::from_plugin::FromPlugin;
+use super::lifecycle::Remembered;
 use super::read::{read_all_told, Group, Observed};
 use super::schedule::Schedule;
 
@@ -279,6 +280,21 @@ pub enum Keep {
     Changes,
 }
 
+/// Marks the tasks of items the store says were applied as the manifest
+/// says: the system drifted from what ral applied.
+pub fn mark_drifted(catalog: &Catalog, plan: &mut Plan, applied: &Remembered) {
+    // A refresh is planned for a change elsewhere, never for drift.
+    for task in plan
+        .tasks
+        .iter_mut()
+        .filter(|t| t.action != Action::Refresh)
+    {
+        if let Some(drifted) = applied.drifted(&catalog.items[task.item]) {
+            task.drifted = drifted;
+        }
+    }
+}
+
 /// The plan for the states `found` (one per catalog item), which move
 /// into its tasks: what [`plan_with_id`] makes of what it reads.
 pub fn plan_from(catalog: &Catalog, found: Vec<Observed>, id: String) -> Result<Plan, Error> {
@@ -294,7 +310,7 @@ pub fn plan_keeping(
     mut found: Vec<Observed>,
     id: String,
     keep: Keep,
-    applied: Option<&super::lifecycle::Remembered>,
+    applied: Option<&Remembered>,
 ) -> Result<Plan, Error> {
     let mut problems: Vec<Problem> = Vec::new();
     // At most one task per item, but for refreshes: sized once, a plan of

@@ -550,7 +550,7 @@ fn plan_anew(
     let applied = drift.map(|(stored, key, owed)| lifecycle::Remembered::new(stored, key, owed));
     let mut plan = plan::plan_keeping(catalog, found, id, keep, applied.as_ref())?;
     if let Some(applied) = &applied {
-        lifecycle::mark_drifted(catalog, &mut plan, applied);
+        plan::mark_drifted(catalog, &mut plan, applied);
     }
     Ok(plan)
 }

@@ -20,7 +20,8 @@ use crate::store::{Holder, Snapshot, Store, StoredItem};
 
 use super::apply::{self, Events, StopRequested};
 use super::catalog::Catalog;
-use super::expand::{task_declaration, task_reference, PluginRun};
+use super::expand::{task_declaration, task_reference};
+use super::from_plugin::PluginRun;
 use super::manifest::{Declared, Origin, Reference};
 use super::plan::{self, Plan, PlanState};
 use super::run::{RunError, StoreAt};

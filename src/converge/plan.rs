@@ -13,7 +13,7 @@ use crate::provider::Provider;
 use crate::resource::Change;
 use crate::update;
 
-use super::catalog::{Catalog, Role};
+use super::catalog::{Catalog, Item, Role};
 use super::from_plugin::FromPlugin;
 use super::lifecycle::Remembered;
 use super::read::{read_all_told, Group, Observed};
@@ -312,82 +312,135 @@ pub fn plan_keeping(
     keep: Keep,
     applied: Option<&Remembered>,
 ) -> Result<Plan, Error> {
-    let mut problems: Vec<Problem> = Vec::new();
-    // At most one task per item, but for refreshes: sized once, a plan of
-    // many resources is not copied as it grows.
-    let mut tasks: Vec<Task> = Vec::with_capacity(catalog.order.len());
-    // The task of each item, if it has one.
-    let mut task_of: Vec<Option<usize>> = vec![None; catalog.items.len()];
-    // The tasks each item waits for, through items without a task.
-    let mut waits: Vec<Vec<usize>> = vec![Vec::new(); catalog.items.len()];
-    // The tasks that change each item: its own, or a plugin item's; kept
-    // only when an item subscribes to another (a plan of many resources
-    // has no room to spare for each).
-    let refreshes = catalog.items.iter().any(|item| !item.subscribes.is_empty());
-    let mut changed_by: Vec<Vec<usize>> = match refreshes {
-        true => vec![Vec::new(); catalog.items.len()],
-        false => Vec::new(),
-    };
-    let mut unchanged = 0;
-    // The item whose task list last took each task: an item waiting
-    // through many items without a task meets the same tasks many times,
-    // and a list sorted and deduplicated after the fact would be as long
-    // as all of theirs together.
-    let mut taken_by: Vec<usize> = Vec::new();
-    let mut gained = Gained::default();
+    let mut planning = Planning::new(catalog, keep, applied);
     for &at in &catalog.order {
-        let item = &catalog.items[at];
+        let observed = std::mem::replace(&mut found[at], Observed::NotFound);
+        // Too many waits refuse the plan at once, before another list is
+        // made.
+        if let Err(problem) = planning.add(at, observed) {
+            let mut problems = planning.problems;
+            problems.push(problem);
+            return Err(Error::Manifest { problems });
+        }
+    }
+    planning.finish(id)
+}
+
+/// A plan being made, item by item in the catalog's order.
+struct Planning<'a, 'r> {
+    catalog: &'a Catalog<'r>,
+    keep: Keep,
+    applied: Option<&'a Remembered<'a>>,
+    problems: Vec<Problem>,
+    /// At most one task per item, but for refreshes: sized once, a plan
+    /// of many resources is not copied as it grows.
+    tasks: Vec<Task>,
+    /// The task of each item, if it has one.
+    task_of: Vec<Option<usize>>,
+    /// The tasks each item waits for, through items without a task.
+    waits: Vec<Vec<usize>>,
+    /// The tasks that change each item: its own, or a plugin item's; kept
+    /// only when an item subscribes to another (a plan of many resources
+    /// has no room to spare for each).
+    changed_by: Vec<Vec<usize>>,
+    unchanged: usize,
+    /// The item whose task list last took each task: an item waiting
+    /// through many items without a task meets the same tasks many times,
+    /// and a list sorted and deduplicated after the fact would be as long
+    /// as all of theirs together.
+    taken_by: Vec<usize>,
+    gained: Gained,
+}
+
+impl<'a, 'r> Planning<'a, 'r> {
+    fn new(catalog: &'a Catalog<'r>, keep: Keep, applied: Option<&'a Remembered<'a>>) -> Self {
+        let refreshes = catalog.items.iter().any(|item| !item.subscribes.is_empty());
+        Planning {
+            catalog,
+            keep,
+            applied,
+            problems: Vec::new(),
+            tasks: Vec::with_capacity(catalog.order.len()),
+            task_of: vec![None; catalog.items.len()],
+            waits: vec![Vec::new(); catalog.items.len()],
+            changed_by: match refreshes {
+                true => vec![Vec::new(); catalog.items.len()],
+                false => Vec::new(),
+            },
+            unchanged: 0,
+            taken_by: Vec::new(),
+            gained: Gained::default(),
+        }
+    }
+
+    /// Plans the item at `at`, whose state is `observed`: its task, if it
+    /// has one, and its refresh. The error is the problem of too many
+    /// waits, which refuses the plan.
+    fn add(&mut self, at: usize, observed: Observed) -> Result<(), Problem> {
+        let item = &self.catalog.items[at];
+        let requires = self.requires_of(at)?;
+        match item.role {
+            // A plugin item stands for its tasks: what requires it waits
+            // for them.
+            Role::Model => {
+                self.waits[at] = requires;
+                return Ok(());
+            }
+            Role::Action => {
+                self.push(at, Task::pending(at, Action::Run, requires));
+                return Ok(());
+            }
+            Role::Resource => {}
+        }
+        let task = self.resource_task(at, observed, &requires);
+        match task.or_else(|| guards_later(item, at, &requires)) {
+            Some(task) => self.push(at, task),
+            None => {
+                self.unchanged += 1;
+                self.waits[at] = requires.clone();
+            }
+        }
+        self.add_refresh(at, requires)
+    }
+
+    /// The tasks the item at `at` waits for, sorted, each once: the tasks
+    /// of the items it requires, or what an item without a task waits
+    /// for.
+    fn requires_of(&mut self, at: usize) -> Result<Vec<usize>, Problem> {
+        let item = &self.catalog.items[at];
         let mut requires: Vec<usize> = Vec::new();
-        taken_by.resize(tasks.len(), usize::MAX);
+        self.taken_by.resize(self.tasks.len(), usize::MAX);
         for &before in &item.requires {
-            let through: &[usize] = match &task_of[before] {
+            let through: &[usize] = match &self.task_of[before] {
                 Some(id) => std::slice::from_ref(id),
-                None => &waits[before],
+                None => &self.waits[before],
             };
             for &id in through {
-                if taken_by[id] != at {
-                    taken_by[id] = at;
+                if self.taken_by[id] != at {
+                    self.taken_by[id] = at;
                     requires.push(id);
                 }
             }
         }
         requires.sort_unstable();
-        let counted = gained.add(requires.len(), item.requires.len(), || {
-            too_many_waits(
-                catalog,
-                at,
-                requires.len(),
-                &item.requires,
-                &task_of,
-                &waits,
-            )
-        });
-        if let Err(problem) = counted {
-            problems.push(problem);
-            return Err(Error::Manifest { problems });
-        }
-        match item.role {
-            // A plugin item stands for its tasks: what requires it waits
-            // for them.
-            Role::Model => {
-                waits[at] = requires;
-                continue;
-            }
-            Role::Action => {
-                task_of[at] = Some(tasks.len());
-                note_change(&mut changed_by, at, item.tie, tasks.len());
-                tasks.push(Task::pending(at, Action::Run, requires));
-                continue;
-            }
-            Role::Resource => {}
-        }
-        let provider = item.provider;
-        // A resource waiting for pending changes may not be readable until
-        // they are made (a user's keys before the user exists): what is to
-        // be done is not known until it is read again, before it runs.
-        let task = match std::mem::replace(&mut found[at], Observed::NotFound) {
+        let (catalog, task_of, waits) = (self.catalog, &self.task_of, &self.waits);
+        self.gained.add(requires.len(), item.requires.len(), || {
+            too_many_waits(catalog, at, requires.len(), &item.requires, task_of, waits)
+        })?;
+        Ok(requires)
+    }
+
+    /// The task of the resource at `at` for its state `observed`; `None`
+    /// when it is as the manifest says.
+    fn resource_task(&mut self, at: usize, observed: Observed, requires: &[usize]) -> Option<Task> {
+        let item = &self.catalog.items[at];
+        match observed {
+            // A resource waiting for pending changes may not be readable
+            // until they are made (a user's keys before the user exists):
+            // what is to be done is not known until it is read again,
+            // before it runs.
             Observed::Unreadable(message) if !requires.is_empty() => {
-                let mut task = deferred_task(at, item, requires.clone());
+                let mut task = deferred_task(at, item, requires.to_vec());
                 task.deferred = Some(message);
                 Some(task)
             }
@@ -397,78 +450,73 @@ pub fn plan_keeping(
                     kind: ErrorKind::Read,
                     message,
                 }),
-                ..Task::pending(at, Action::Unknown, requires.clone())
+                ..Task::pending(at, Action::Unknown, requires.to_vec())
             }),
-            current => {
-                match update::Transition::new(provider, &item.request, current.into_resource()) {
-                    Err(e) => {
-                        problems.push(item.origin.problem(format!(
-                            "{}: {}",
-                            item.reference(),
-                            unprefixed(&e, provider)
-                        )));
-                        None
-                    }
-                    Ok(transition) if transition.should.is_empty() => None,
-                    Ok(transition) if applied.is_some_and(|a| a.settles(provider, &transition)) => {
-                        None
-                    }
-                    Ok(transition) => {
-                        if !provider.meta.supports(provider.meta.update_action()) {
-                            problems.push(item.origin.problem(format!(
-                                "{}: {} cannot change resources (it has no {} action)",
-                                item.reference(),
-                                provider.qualified_name(),
-                                provider.meta.update_action().as_str()
-                            )));
-                        }
-                        let mut task =
-                            planned_task(provider, at, requires.clone(), transition, keep);
-                        if let (Some(applied), Action::Change) = (applied, task.action) {
-                            applied.hide_applied_parameters(
-                                provider,
-                                item.name(),
-                                &mut task.changes,
-                            );
-                        }
-                        Some(task)
-                    }
-                }
-            }
-        };
-        // A command with nothing to do may have something once what it
-        // waits for is done (an onlyif testing a file made before it):
-        // its guards are read again then, as Puppet checks them at its
-        // turn.
-        let task = match task {
-            None if provider.meta.runs_commands
-                && !requires.is_empty()
-                && !runs_on_refresh_only(&item.request) =>
-            {
-                let mut task = deferred_task(at, item, requires.clone());
-                task.deferred = Some(GUARDS_LATER.to_owned());
-                Some(task)
-            }
-            task => task,
-        };
-        match task {
-            Some(task) => {
-                task_of[at] = Some(tasks.len());
-                note_change(&mut changed_by, at, item.tie, tasks.len());
-                tasks.push(task);
-            }
-            None => {
-                unchanged += 1;
-                waits[at] = requires.clone();
-            }
+            current => self.change_task(at, current, requires),
         }
-        // Refreshed after its own task, before what waits for it, when
-        // something it subscribes to may change in this run; not when its
-        // own task creates, removes, starts or stops it (sets its ensure),
-        // which a refresh would only repeat.
-        // Nor when it is a command its own task runs: it runs once.
-        let sets_ensure = task_of[at].is_some_and(|own| {
-            let own = &tasks[own];
+    }
+
+    /// The task that takes the readable resource at `at` from `current`
+    /// to what the manifest says; `None` when nothing differs (or only
+    /// what ral already applied), or when the manifest asks for what the
+    /// provider refuses, a problem then.
+    fn change_task(&mut self, at: usize, current: Observed, requires: &[usize]) -> Option<Task> {
+        let item = &self.catalog.items[at];
+        let provider = item.provider;
+        let transition =
+            match update::Transition::new(provider, &item.request, current.into_resource()) {
+                Ok(transition) => transition,
+                Err(e) => {
+                    self.problems.push(item.origin.problem(format!(
+                        "{}: {}",
+                        item.reference(),
+                        unprefixed(&e, provider)
+                    )));
+                    return None;
+                }
+            };
+        if transition.should.is_empty()
+            || self
+                .applied
+                .is_some_and(|a| a.settles(provider, &transition))
+        {
+            return None;
+        }
+        if !provider.meta.supports(provider.meta.update_action()) {
+            self.problems.push(item.origin.problem(format!(
+                "{}: {} cannot change resources (it has no {} action)",
+                item.reference(),
+                provider.qualified_name(),
+                provider.meta.update_action().as_str()
+            )));
+        }
+        let mut task = planned_task(provider, at, requires.to_vec(), transition, self.keep);
+        if let (Some(applied), Action::Change) = (self.applied, task.action) {
+            applied.hide_applied_parameters(provider, item.name(), &mut task.changes);
+        }
+        Some(task)
+    }
+
+    /// Makes `task` the task of the item at `at`.
+    fn push(&mut self, at: usize, task: Task) {
+        let tie = self.catalog.items[at].tie;
+        self.task_of[at] = Some(self.tasks.len());
+        note_change(&mut self.changed_by, at, tie, self.tasks.len());
+        self.tasks.push(task);
+    }
+
+    /// Adds the refresh of the item at `at` (which waits for the tasks
+    /// `requires`), after its own task, before what waits for it, when
+    /// something it subscribes to may change in this run or an earlier
+    /// run owes it one.
+    fn add_refresh(&mut self, at: usize, requires: Vec<usize>) -> Result<(), Problem> {
+        let item = &self.catalog.items[at];
+        let provider = item.provider;
+        // Not when its own task creates, removes, starts or stops it (sets
+        // its ensure), which a refresh would only repeat; nor when it is a
+        // command its own task runs: it runs once.
+        let sets_ensure = self.task_of[at].is_some_and(|own| {
+            let own = &self.tasks[own];
             matches!(own.action, Action::Create | Action::Remove)
                 || own.changes.iter().any(|c| c.attr == "ensure")
                 || provider.meta.runs_commands
@@ -476,45 +524,75 @@ pub fn plan_keeping(
         let mut sources: Vec<usize> = item
             .subscribes
             .iter()
-            .flat_map(|&source| changed_by[source].iter().copied())
+            .flat_map(|&source| self.changed_by[source].iter().copied())
             .collect();
         // A refresh an earlier run owes runs whatever changes now.
-        let owed = applied.is_some_and(|a| a.owes_refresh(provider, item.name()))
+        let owed = self
+            .applied
+            .is_some_and(|a| a.owes_refresh(provider, item.name()))
             && provider.meta.supports(crate::metadata::Action::Refresh);
-        if (!sources.is_empty() || owed) && !sets_ensure {
-            sources.sort_unstable();
-            sources.dedup();
-            let counted = gained.add(sources.len(), item.subscribes.len(), || {
-                let named = &item.subscribes;
-                too_many_waits(catalog, at, sources.len(), named, &task_of, &changed_by)
-            });
-            if let Err(problem) = counted {
-                problems.push(problem);
-                return Err(Error::Manifest { problems });
-            }
-            let mut after = requires;
-            after.extend(task_of[at]);
-            after.extend(sources.iter().copied());
-            after.sort_unstable();
-            after.dedup();
-            task_of[at] = Some(tasks.len());
-            tasks.push(Task {
-                refresh_on: sources,
-                owed,
-                ..Task::pending(at, Action::Refresh, after)
+        if (sources.is_empty() && !owed) || sets_ensure {
+            return Ok(());
+        }
+        sources.sort_unstable();
+        sources.dedup();
+        let (catalog, task_of, changed_by) = (self.catalog, &self.task_of, &self.changed_by);
+        self.gained.add(sources.len(), item.subscribes.len(), || {
+            too_many_waits(
+                catalog,
+                at,
+                sources.len(),
+                &item.subscribes,
+                task_of,
+                changed_by,
+            )
+        })?;
+        let mut after = requires;
+        after.extend(self.task_of[at]);
+        after.extend(sources.iter().copied());
+        after.sort_unstable();
+        after.dedup();
+        self.task_of[at] = Some(self.tasks.len());
+        self.tasks.push(Task {
+            refresh_on: sources,
+            owed,
+            ..Task::pending(at, Action::Refresh, after)
+        });
+        Ok(())
+    }
+
+    /// The plan made, unless some item has a problem.
+    fn finish(mut self, id: String) -> Result<Plan, Error> {
+        self.problems
+            .extend(tangles_to_create(self.catalog, &self.tasks));
+        if !self.problems.is_empty() {
+            return Err(Error::Manifest {
+                problems: self.problems,
             });
         }
+        Ok(Plan {
+            id,
+            state: PlanState::Initial,
+            tasks: self.tasks,
+            unchanged: self.unchanged,
+        })
     }
-    problems.extend(tangles_to_create(catalog, &tasks));
-    if !problems.is_empty() {
-        return Err(Error::Manifest { problems });
+}
+
+/// The task of a command with nothing to do that waits for other tasks
+/// (`requires`): it may have something once they are done (an onlyif
+/// testing a file made before it), so its guards are read again then, as
+/// Puppet checks them at its turn.
+fn guards_later(item: &Item, at: usize, requires: &[usize]) -> Option<Task> {
+    if !item.provider.meta.runs_commands
+        || requires.is_empty()
+        || runs_on_refresh_only(&item.request)
+    {
+        return None;
     }
-    Ok(Plan {
-        id,
-        state: PlanState::Initial,
-        tasks,
-        unchanged,
-    })
+    let mut task = deferred_task(at, item, requires.to_vec());
+    task.deferred = Some(GUARDS_LATER.to_owned());
+    Some(task)
 }
 
 /// The cycles of the pairs of items the metadata orders both ways
@@ -652,7 +730,7 @@ pub fn action_of(provider: &Provider, transition: &update::Transition) -> Action
 
 /// The task of a resource that could not be read yet: it does whatever
 /// its state, read again before it runs, calls for.
-fn deferred_task(at: usize, item: &super::catalog::Item, requires: Vec<usize>) -> Task {
+fn deferred_task(at: usize, item: &Item, requires: Vec<usize>) -> Task {
     let placeholder = update::Transition {
         name: item.name().to_owned(),
         found: false,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::from_plugin::{FromPlugin, PluginRun};
 use super::graph;
-use super::manifest::{Declared, Origin, Reference};
+use super::manifest::{Declared, Origin, RawAttr, Reference};
 
 /// What a catalog item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,147 +110,10 @@ impl<'r> Catalog<'r> {
         declared: &[Declared],
     ) -> Result<Catalog<'r>, Vec<Problem>> {
         let mut problems = Vec::new();
-        let mut items: Vec<Item<'r>> = Vec::with_capacity(declared.len());
-        // (provider, name) -> item, for duplicates and references.
-        let mut index: HashMap<Key, usize> = HashMap::new();
-        // What each item was declared as.
-        let mut sources: Vec<&Declared> = Vec::new();
-        // Declared resources with problems of their own: their references
-        // are still checked, so that one run reports every problem.
-        let mut rejected: Vec<&Declared> = Vec::new();
-        // Every resource declared, rejected or not: a reference to one
-        // with problems of its own adds none.
-        let mut named: std::collections::HashSet<Key> = Default::default();
-        // The item each declaration became, if it became one.
-        let mut item_of: Vec<Option<usize>> = vec![None; declared.len()];
-        for (at, resource) in declared.iter().enumerate() {
-            if let Ok(provider) = registry.resolve_item(&resource.type_query) {
-                named.insert(key(provider, &resource.name));
-            }
-            let Some(item) = check_resource(registry, resource, &mut problems) else {
-                rejected.push(resource);
-                continue;
-            };
-            let key = key(item.provider, &resource.name);
-            if let Some(&first) = index.get(&key) {
-                let earlier: &Item = &items[first];
-                problems.push(resource.origin.problem(format!(
-                    "{} is declared twice; first as {} at {}",
-                    item.reference(),
-                    earlier.reference(),
-                    place(&earlier.origin)
-                )));
-                continue;
-            }
-            index.insert(key, items.len());
-            item_of[at] = Some(items.len());
-            items.push(item);
-            sources.push(resource);
-        }
-        // Declarations found already; one with problems of its own (which
-        // are reported) is no edge.
-        let mut requires: Vec<Vec<usize>> = sources
-            .iter()
-            .map(|resource| {
-                (resource.require_at.iter())
-                    .filter_map(|&other| item_of[other])
-                    .collect()
-            })
-            .collect();
-        // The type each reference names, looked up once per type written.
-        let mut types = Types::new(registry);
-        // For each item, those whose change refreshes it.
-        let mut subscribes: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
-        // The accepted resources' references make edges; a rejected one's
-        // are still checked, so that one run reports every problem.
-        let all = (sources.iter().enumerate())
-            .map(|(at, resource)| (Some(at), *resource))
-            .chain(rejected.into_iter().map(|resource| (None, resource)));
-        for (at, resource) in all {
-            let own = match at {
-                Some(at) => items[at].reference(),
-                None => format!(
-                    "{}[{}]",
-                    escape(&resource.type_query),
-                    escape(&resource.name)
-                ),
-            };
-            let written = [
-                (&resource.require, "require"),
-                (&resource.before, "before"),
-                (&resource.notify, "notify"),
-                (&resource.subscribe, "subscribe"),
-            ];
-            for (references, word) in written {
-                let refreshes = word == "notify" || word == "subscribe";
-                for reference in references {
-                    let problem = |message: String| {
-                        Origin {
-                            line: reference.line,
-                            ..resource.origin.clone()
-                        }
-                        .problem(format!("{own}: {word} {reference}: {message}"))
-                    };
-                    let other = match lookup(&mut types, &index, reference) {
-                        Ok(other) => other,
-                        // Named, with problems of its own: no edge, but
-                        // what this one cannot do is still said.
-                        Err((_, key)) if named.contains(&key) => {
-                            if word == "subscribe" {
-                                let why = at.and_then(|at| cannot_refresh(&items[at]));
-                                problems.extend(why.map(&problem));
-                            }
-                            continue;
-                        }
-                        Err((message, _)) => {
-                            problems.push(problem(message));
-                            continue;
-                        }
-                    };
-                    // (earlier, later): the later one requires the earlier;
-                    // a rejected resource is neither.
-                    let (earlier, later) = match word {
-                        "require" | "subscribe" => (Some(other), at),
-                        _ => (at, Some(other)),
-                    };
-                    if let (Some(earlier), Some(later)) = (earlier, later) {
-                        requires[later].push(earlier);
-                    }
-                    let Some(refreshed) = later.filter(|_| refreshes) else {
-                        continue;
-                    };
-                    match (cannot_refresh(&items[refreshed]), earlier) {
-                        (Some(why), _) => problems.push(problem(why)),
-                        (None, Some(earlier)) => subscribes[refreshed].push(earlier),
-                        (None, None) => {}
-                    }
-                }
-            }
-        }
-        // What the metadata implies gives way to the order of removals;
-        // what the manifest writes does not (against it, it is a cycle).
-        let mut automatic: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
-        add_automatic_edges(&items, &mut automatic);
-        add_declared_relations(&items, &mut automatic, &mut subscribes);
-        let tangled = untangle(&requires, &mut automatic);
-        order_removals(&items, &mut automatic, 0);
-        for (at, ((mut prerequisites, implied), mut sources)) in requires
-            .into_iter()
-            .zip(automatic)
-            .zip(subscribes)
-            .enumerate()
-        {
-            prerequisites.extend(implied);
-            prerequisites.sort_unstable();
-            prerequisites.dedup();
-            // A refresh comes only with an order: one whose order gave
-            // way goes with it.
-            sources.retain(|source| prerequisites.binary_search(source).is_ok());
-            sources.sort_unstable();
-            sources.dedup();
-            items[at].requires = prerequisites;
-            items[at].subscribes = sources;
-        }
+        let accepted = Accepted::check(registry, declared, &mut problems);
+        let written = Edges::of(registry, &accepted, &mut problems);
+        let mut items = accepted.items;
+        let tangled = settle_edges(&mut items, written);
         let edges: Vec<&[usize]> = items.iter().map(|i| i.requires.as_slice()).collect();
         let order = match graph::order(&edges) {
             Ok(order) => order,
@@ -270,6 +133,246 @@ impl<'r> Catalog<'r> {
             Err(problems)
         }
     }
+}
+
+/// The declarations checked: the items they became, and what the
+/// references between them are looked up in.
+struct Accepted<'a, 'r> {
+    items: Vec<Item<'r>>,
+    /// (provider, name) -> item, for duplicates and references.
+    index: HashMap<Key<'a>, usize>,
+    /// What each item was declared as.
+    sources: Vec<&'a Declared>,
+    /// Declared resources with problems of their own: their references
+    /// are still checked, so that one run reports every problem.
+    rejected: Vec<&'a Declared>,
+    /// Every resource declared, rejected or not: a reference to one
+    /// with problems of its own adds none.
+    named: HashSet<Key<'a>>,
+    /// The item each declaration became, if it became one.
+    item_of: Vec<Option<usize>>,
+}
+
+impl<'a, 'r: 'a> Accepted<'a, 'r> {
+    /// Checks each of `declared`; the problems go to `problems`.
+    fn check(
+        registry: &'r Registry,
+        declared: &'a [Declared],
+        problems: &mut Vec<Problem>,
+    ) -> Accepted<'a, 'r> {
+        let mut accepted = Accepted {
+            items: Vec::with_capacity(declared.len()),
+            index: HashMap::new(),
+            sources: Vec::new(),
+            rejected: Vec::new(),
+            named: HashSet::new(),
+            item_of: vec![None; declared.len()],
+        };
+        for (at, resource) in declared.iter().enumerate() {
+            if let Ok(provider) = registry.resolve_item(&resource.type_query) {
+                accepted.named.insert(key(provider, &resource.name));
+            }
+            match check_resource(registry, resource, problems) {
+                Some(item) => accepted.add(at, resource, item, problems),
+                None => accepted.rejected.push(resource),
+            }
+        }
+        accepted
+    }
+
+    /// Adds `item`, which the `at`th declaration `resource` became,
+    /// unless an earlier one declared it: a problem then.
+    fn add(
+        &mut self,
+        at: usize,
+        resource: &'a Declared,
+        item: Item<'r>,
+        problems: &mut Vec<Problem>,
+    ) {
+        let key = key(item.provider, &resource.name);
+        if let Some(&first) = self.index.get(&key) {
+            let earlier: &Item = &self.items[first];
+            problems.push(resource.origin.problem(format!(
+                "{} is declared twice; first as {} at {}",
+                item.reference(),
+                earlier.reference(),
+                place(&earlier.origin)
+            )));
+            return;
+        }
+        self.index.insert(key, self.items.len());
+        self.item_of[at] = Some(self.items.len());
+        self.items.push(item);
+        self.sources.push(resource);
+    }
+}
+
+/// The edges the declarations write: for each item, those it comes
+/// after, and those whose change refreshes it.
+struct Edges {
+    requires: Vec<Vec<usize>>,
+    subscribes: Vec<Vec<usize>>,
+}
+
+impl Edges {
+    /// The edges of every reference `accepted` declares; a reference that
+    /// names nothing, or a refresh an item cannot take, is a problem.
+    fn of<'a>(
+        registry: &'a Registry,
+        accepted: &Accepted<'a, '_>,
+        problems: &mut Vec<Problem>,
+    ) -> Edges {
+        // Declarations found already; one with problems of its own (which
+        // are reported) is no edge.
+        let requires = (accepted.sources.iter())
+            .map(|resource| {
+                (resource.require_at.iter())
+                    .filter_map(|&other| accepted.item_of[other])
+                    .collect()
+            })
+            .collect();
+        let mut edges = Edges {
+            requires,
+            subscribes: vec![Vec::new(); accepted.items.len()],
+        };
+        // The type each reference names, looked up once per type written.
+        let mut types = Types::new(registry);
+        // The accepted resources' references make edges; a rejected one's
+        // are still checked, so that one run reports every problem.
+        let all = (accepted.sources.iter().enumerate())
+            .map(|(at, resource)| (Some(at), *resource))
+            .chain(accepted.rejected.iter().map(|resource| (None, *resource)));
+        for (at, resource) in all {
+            edges.add_references(&mut types, accepted, at, resource, problems);
+        }
+        edges
+    }
+
+    /// Adds the edges of the references `resource` writes: the item at
+    /// `at`, or a rejected declaration (`None`), which makes none but
+    /// has its references checked.
+    fn add_references<'a>(
+        &mut self,
+        types: &mut Types<'a>,
+        accepted: &Accepted<'a, '_>,
+        at: Option<usize>,
+        resource: &'a Declared,
+        problems: &mut Vec<Problem>,
+    ) {
+        let items = &accepted.items;
+        let own = match at {
+            Some(at) => items[at].reference(),
+            None => format!(
+                "{}[{}]",
+                escape(&resource.type_query),
+                escape(&resource.name)
+            ),
+        };
+        let written = [
+            (&resource.require, "require"),
+            (&resource.before, "before"),
+            (&resource.notify, "notify"),
+            (&resource.subscribe, "subscribe"),
+        ];
+        for (references, word) in written {
+            for reference in references {
+                let problem = |message: String| {
+                    Origin {
+                        line: reference.line,
+                        ..resource.origin.clone()
+                    }
+                    .problem(format!("{own}: {word} {reference}: {message}"))
+                };
+                let other = match lookup(types, &accepted.index, reference) {
+                    Ok(other) => other,
+                    // Named, with problems of its own: no edge, but
+                    // what this one cannot do is still said.
+                    Err((_, key)) if accepted.named.contains(&key) => {
+                        if word == "subscribe" {
+                            let why = at.and_then(|at| cannot_refresh(&items[at]));
+                            problems.extend(why.map(&problem));
+                        }
+                        continue;
+                    }
+                    Err((message, _)) => {
+                        problems.push(problem(message));
+                        continue;
+                    }
+                };
+                let why = self.add_edge(items, word, at, other);
+                problems.extend(why.map(&problem));
+            }
+        }
+    }
+
+    /// Adds the edge that `word` (`require`, `before`, `notify` or
+    /// `subscribe`) written at the item at `at` (`None`: a rejected
+    /// declaration) makes with the item at `other`; why the item to be
+    /// refreshed cannot be, if it cannot.
+    fn add_edge(
+        &mut self,
+        items: &[Item],
+        word: &str,
+        at: Option<usize>,
+        other: usize,
+    ) -> Option<String> {
+        // (earlier, later): the later one requires the earlier; a
+        // rejected resource is neither.
+        let (earlier, later) = match word {
+            "require" | "subscribe" => (Some(other), at),
+            _ => (at, Some(other)),
+        };
+        if let (Some(earlier), Some(later)) = (earlier, later) {
+            self.requires[later].push(earlier);
+        }
+        let refreshes = word == "notify" || word == "subscribe";
+        let refreshed = later.filter(|_| refreshes)?;
+        match (cannot_refresh(&items[refreshed]), earlier) {
+            (Some(why), _) => Some(why),
+            (None, Some(earlier)) => {
+                self.subscribes[refreshed].push(earlier);
+                None
+            }
+            (None, None) => None,
+        }
+    }
+}
+
+/// Gives each of `items` the items it comes after and those whose
+/// change refreshes it: those `written`, with the edges the metadata
+/// implies where the manifest does not order the pair the other way.
+/// Returns the pairs the metadata orders both ways
+/// ([`Catalog::tangled`]).
+fn settle_edges(items: &mut [Item], written: Edges) -> Vec<(usize, usize)> {
+    let Edges {
+        requires,
+        mut subscribes,
+    } = written;
+    // What the metadata implies gives way to the order of removals;
+    // what the manifest writes does not (against it, it is a cycle).
+    let mut automatic: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
+    add_automatic_edges(items, &mut automatic);
+    add_declared_relations(items, &mut automatic, &mut subscribes);
+    let tangled = untangle(&requires, &mut automatic);
+    order_removals(items, &mut automatic, 0);
+    for (at, ((mut prerequisites, implied), mut sources)) in requires
+        .into_iter()
+        .zip(automatic)
+        .zip(subscribes)
+        .enumerate()
+    {
+        prerequisites.extend(implied);
+        prerequisites.sort_unstable();
+        prerequisites.dedup();
+        // A refresh comes only with an order: one whose order gave
+        // way goes with it.
+        sources.retain(|source| prerequisites.binary_search(source).is_ok());
+        sources.sort_unstable();
+        sources.dedup();
+        items[at].requires = prerequisites;
+        items[at].subscribes = sources;
+    }
+    tangled
 }
 
 /// What tells catalog items apart: their provider's type and name, and
@@ -705,41 +808,8 @@ fn check_resource<'r>(
             return None;
         }
     };
-    let reference = format!(
-        "{}[{}]",
-        escape(&resource.type_query),
-        escape(&resource.name)
-    );
-    let role = match (&resource.from_plugin, registry.plugin_of(provider)) {
-        (Some(from), _) if from.is_action() => Role::Action,
-        (_, Some(_)) => Role::Model,
-        (_, None) => Role::Resource,
-    };
-    // A plugin's callback or remote task has no attributes, and an item
-    // for removal is not checked against what it was.
-    let unchecked = role == Role::Action
-        || resource
-            .from_plugin
-            .as_deref()
-            .is_some_and(FromPlugin::is_removal);
-    // What Puppet prints besides attributes (`provider`, `target`).
-    let (provider, written) = match role {
-        Role::Resource if !unchecked => {
-            match super::puppet_compat::resolve(registry, provider, resource) {
-                Ok(resolved) => resolved,
-                Err((line, message)) => {
-                    let at = Origin {
-                        line,
-                        ..resource.origin.clone()
-                    };
-                    problems.push(at.problem(format!("{reference}: {message}")));
-                    return None;
-                }
-            }
-        }
-        _ => (provider, resource.attrs.iter().collect()),
-    };
-    let item = |attrs| Item {
+    let role = role_of(registry, provider, resource);
+    let item = |provider, attrs| Item {
         provider,
         role,
         tie: None,
@@ -753,20 +823,127 @@ fn check_resource<'r>(
         requires: Vec::new(),
         subscribes: Vec::new(),
     };
+    // A plugin's callback or remote task has no attributes, and an item
+    // for removal is not checked against what it was.
+    let unchecked = role == Role::Action
+        || resource
+            .from_plugin
+            .as_deref()
+            .is_some_and(FromPlugin::is_removal);
     if unchecked {
-        return Some(item(Vec::new()));
+        return Some(item(provider, Vec::new()));
     }
-    // A plugin item's name makes its vpath and the names of its tasks:
-    // one outside the rule could be read as another item's, or a task's.
-    if role == Role::Model {
-        if let Some(why) = crate::plugin_meta::name_problem(&resource.name) {
-            problems.push(resource.origin.problem(format!(
-                "{reference}: {why}: a plugin item's name is {}",
-                crate::plugin_meta::NAME_RULE
-            )));
-            return None;
+    let checked = match role {
+        Role::Model => check_model(provider, resource),
+        _ => check_attributes(registry, provider, resource),
+    };
+    match checked {
+        Ok((provider, mut attrs)) => {
+            present_by_default(provider, &mut attrs);
+            Some(item(provider, attrs))
+        }
+        Err(found) => {
+            problems.extend(found);
+            None
         }
     }
+}
+
+/// What a declaration of `provider`'s type makes: a plugin's callback or
+/// remote task, a plugin item, or a resource.
+fn role_of(registry: &Registry, provider: &Provider, resource: &Declared) -> Role {
+    match (&resource.from_plugin, registry.plugin_of(provider)) {
+        (Some(from), _) if from.is_action() => Role::Action,
+        (_, Some(_)) => Role::Model,
+        (_, None) => Role::Resource,
+    }
+}
+
+/// `TYPE[NAME]` as `resource` was declared, for its problems.
+fn declared_reference(resource: &Declared) -> String {
+    format!(
+        "{}[{}]",
+        escape(&resource.type_query),
+        escape(&resource.name)
+    )
+}
+
+/// A declaration checked: the provider it is for and its typed
+/// attributes, or its problems.
+type Checked<'r> = Result<(&'r Provider, Vec<(String, Value)>), Vec<Problem>>;
+
+/// The provider that a resource listed under `listed` is for, and its
+/// typed attributes; or its problems.
+fn check_attributes<'r>(
+    registry: &'r Registry,
+    listed: &'r Provider,
+    resource: &Declared,
+) -> Checked<'r> {
+    // What Puppet prints besides attributes (`provider`, `target`).
+    let (provider, written) =
+        super::puppet_compat::resolve(registry, listed, resource).map_err(|(line, message)| {
+            let at = Origin {
+                line,
+                ..resource.origin.clone()
+            };
+            let reference = declared_reference(resource);
+            vec![at.problem(format!("{reference}: {message}"))]
+        })?;
+    Ok((provider, typed(provider, resource, &written)?))
+}
+
+/// The typed attributes of the plugin item `resource` of the item type
+/// `provider`, its defaults filling what it leaves out, as the model
+/// holds it; or its problems.
+fn check_model<'r>(provider: &'r Provider, resource: &Declared) -> Checked<'r> {
+    let reference = declared_reference(resource);
+    // A plugin item's name makes its vpath and the names of its tasks:
+    // one outside the rule could be read as another item's, or a task's.
+    if let Some(why) = crate::plugin_meta::name_problem(&resource.name) {
+        return Err(vec![resource.origin.problem(format!(
+            "{reference}: {why}: a plugin item's name is {}",
+            crate::plugin_meta::NAME_RULE
+        ))]);
+    }
+    let written: Vec<&RawAttr> = resource.attrs.iter().collect();
+    let mut attrs = typed(provider, resource, &written)?;
+    let missing: Vec<&str> = provider
+        .meta
+        .attributes
+        .values()
+        .filter(|a| a.required && !attrs.iter().any(|(key, _)| *key == a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(vec![resource.origin.problem(format!(
+            "{reference}: missing the required {} {} (item type of the plugin {})",
+            if missing.len() == 1 {
+                "property"
+            } else {
+                "properties"
+            },
+            missing.join(", "),
+            provider.meta.name
+        ))]);
+    }
+    for attribute in provider.meta.attributes.values() {
+        if let Some(default) = &attribute.default {
+            if !attrs.iter().any(|(key, _)| *key == attribute.name) {
+                attrs.push((attribute.name.clone(), default.clone()));
+            }
+        }
+    }
+    Ok((provider, attrs))
+}
+
+/// The attributes `written` for `resource`, typed by `provider`'s
+/// metadata (the manifest's metaparameters allowed too); or a problem
+/// for each that is wrong, at its line.
+fn typed(
+    provider: &Provider,
+    resource: &Declared,
+    written: &[&RawAttr],
+) -> Result<Vec<(String, Value)>, Vec<Problem>> {
     let attr_lines: Vec<usize> = written.iter().map(|attr| attr.line).collect();
     let written: Vec<(&str, &Written)> = written
         .iter()
@@ -775,61 +952,35 @@ fn check_resource<'r>(
     let also = WrittenIn::Manifest {
         also: &super::manifest::METAPARAMETERS,
     };
-    let mut attrs = match Request::check(provider, &resource.name, &written, also) {
-        Ok(request) => request.attrs,
-        Err(found) => {
-            for problem in found {
-                let at = match problem.attr {
-                    Some(index) => Origin {
-                        line: attr_lines[index],
-                        ..resource.origin.clone()
-                    },
-                    None => resource.origin.clone(),
-                };
-                problems.push(at.problem(format!("{reference}: {}", problem.message)));
-            }
-            return None;
-        }
+    let found = match Request::check(provider, &resource.name, &written, also) {
+        Ok(request) => return Ok(request.attrs),
+        Err(found) => found,
     };
-    if role == Role::Model {
-        let missing: Vec<&str> = provider
-            .meta
-            .attributes
-            .values()
-            .filter(|a| a.required && !attrs.iter().any(|(key, _)| *key == a.name))
-            .map(|a| a.name.as_str())
-            .collect();
-        if !missing.is_empty() {
-            problems.push(resource.origin.problem(format!(
-                "{reference}: missing the required {} {} (item type of the plugin {})",
-                if missing.len() == 1 {
-                    "property"
-                } else {
-                    "properties"
-                },
-                missing.join(", "),
-                provider.meta.name
-            )));
-            return None;
-        }
-        // Defaults fill what is left out, as the model holds it.
-        for attribute in provider.meta.attributes.values() {
-            if let Some(default) = &attribute.default {
-                if !attrs.iter().any(|(key, _)| *key == attribute.name) {
-                    attrs.push((attribute.name.clone(), default.clone()));
-                }
-            }
+    let reference = declared_reference(resource);
+    let problem = |problem: crate::update::RequestProblem| {
+        let at = match problem.attr {
+            Some(index) => Origin {
+                line: attr_lines[index],
+                ..resource.origin.clone()
+            },
+            None => resource.origin.clone(),
+        };
+        at.problem(format!("{reference}: {}", problem.message))
+    };
+    Err(found.into_iter().map(problem).collect())
+}
+
+/// `ensure` set to present where the type has that value and the
+/// attributes leave it out.
+fn present_by_default(provider: &Provider, attrs: &mut Vec<(String, Value)>) {
+    if attrs.iter().any(|(key, _)| key == "ensure") {
+        return;
+    }
+    if let Some(ensure) = provider.attribute("ensure") {
+        if let Ok(present) = ensure.attr_type.parse_cli("present") {
+            attrs.insert(0, ("ensure".to_owned(), present));
         }
     }
-    // `ensure` defaults to present where the type has that value.
-    if !attrs.iter().any(|(key, _)| key == "ensure") {
-        if let Some(ensure) = provider.attribute("ensure") {
-            if let Ok(present) = ensure.attr_type.parse_cli("present") {
-                attrs.insert(0, ("ensure".to_owned(), present));
-            }
-        }
-    }
-    Some(item(attrs))
 }
 
 #[cfg(test)]

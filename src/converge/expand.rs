@@ -59,16 +59,7 @@ pub fn expand<'r>(
     let stored = match context.keep_removed {
         false => stored,
         true => {
-            let listed: HashSet<(String, &str)> = catalog
-                .items
-                .iter()
-                .map(|i| (i.provider.qualified_name(), i.name()))
-                .collect();
-            kept_only = stored
-                .iter()
-                .filter(|s| listed.contains(&(s.provider.clone(), s.name.as_str())))
-                .cloned()
-                .collect();
+            kept_only = listed_only(&catalog, stored);
             &kept_only
         }
     };
@@ -86,18 +77,7 @@ pub fn expand<'r>(
                 .collect(),
         });
     }
-    let involved: Vec<&Plugin> = registry
-        .plugins()
-        .iter()
-        .filter(|plugin| {
-            let owns = |type_name: &str| plugin.meta.item_types.iter().any(|t| t.name == type_name);
-            catalog
-                .items
-                .iter()
-                .any(|i| i.role == Role::Model && owns(i.provider.type_name()))
-                || removed.iter().any(|s| owns(&s.type_name))
-        })
-        .collect();
+    let involved = involved(registry, &catalog, &removed);
     let by_key: HashMap<(String, &str), &StoredItem> = stored
         .iter()
         .map(|s| ((s.provider.clone(), s.name.as_str()), s))
@@ -125,45 +105,8 @@ pub fn expand<'r>(
     run.model = model(&catalog, stored, &by_key, key);
     run.secrets = secrets(&catalog, true);
     run.sensitive = secrets(&catalog, false);
-    let mut problems = Vec::new();
-    for plugin in involved
-        .iter()
-        .filter(|p| p.answers(PluginCall::ValidateModel))
-    {
-        let Answer::Errors(errors) = call(context, plugin, PluginCall::ValidateModel, &run)? else {
-            unreachable!("validate_model answers errors")
-        };
-        for error in errors {
-            let error = plugin::ValidationError {
-                message: crate::secrets::redact(&error.message, &run.secrets),
-                ..error
-            };
-            problems.push(validation_problem(&catalog, reading, plugin, &error));
-        }
-    }
-    if !problems.is_empty() {
-        return Err(Error::Manifest { problems });
-    }
-    let mut answers: Vec<(&Plugin, Vec<PluginTask>)> = Vec::new();
-    for plugin in involved
-        .iter()
-        .filter(|p| p.answers(PluginCall::CreateConfiguration))
-    {
-        let Answer::Tasks(tasks) = call(context, plugin, PluginCall::CreateConfiguration, &run)?
-        else {
-            unreachable!("create_configuration answers tasks")
-        };
-        check_items(plugin, &tasks, &run.model, registry)?;
-        let mut tasks = tasks;
-        guard_secrets(
-            plugin,
-            PluginCall::CreateConfiguration,
-            &mut tasks,
-            &run,
-            registry,
-        )?;
-        answers.push((plugin, tasks));
-    }
+    validate(context, &catalog, reading, &involved, &run)?;
+    let answers = configurations(context, registry, &involved, &run)?;
     let declared = declared_with_tasks(&catalog, reading, &removed, answers, store_origin)?;
     let mut expanded = Catalog::build(registry, &declared).map_err(|problems| Error::Manifest {
         problems: naming_tasks(problems, &declared),
@@ -174,6 +117,106 @@ pub fn expand<'r>(
     check_shared_removals(&expanded, stored)?;
     expanded.plugins = Some(Arc::new(run));
     Ok(expanded)
+}
+
+/// The stored items `catalog` lists (`--keep-removed`: the others are
+/// not in the model at all).
+fn listed_only(catalog: &Catalog, stored: &[StoredItem]) -> Vec<StoredItem> {
+    let listed: HashSet<(String, &str)> = catalog
+        .items
+        .iter()
+        .map(|i| (i.provider.qualified_name(), i.name()))
+        .collect();
+    stored
+        .iter()
+        .filter(|s| listed.contains(&(s.provider.clone(), s.name.as_str())))
+        .cloned()
+        .collect()
+}
+
+/// The plugins that own an item type of the catalog's plugin items or
+/// of the `removed` ones: the only ones called.
+fn involved<'g>(
+    registry: &'g Registry,
+    catalog: &Catalog,
+    removed: &[StoredItem],
+) -> Vec<&'g Plugin> {
+    registry
+        .plugins()
+        .iter()
+        .filter(|plugin| {
+            let owns = |type_name: &str| plugin.meta.item_types.iter().any(|t| t.name == type_name);
+            catalog
+                .items
+                .iter()
+                .any(|i| i.role == Role::Model && owns(i.provider.type_name()))
+                || removed.iter().any(|s| owns(&s.type_name))
+        })
+        .collect()
+}
+
+/// The `validate_model` calls of the `involved` plugins on the model
+/// of `run`: what they find wrong, redacted, refuses the plan as the
+/// manifest's problems.
+fn validate(
+    context: &Context,
+    catalog: &Catalog,
+    reading: &Reading,
+    involved: &[&Plugin],
+    run: &PluginRun,
+) -> Result<(), Error> {
+    let mut problems = Vec::new();
+    for plugin in involved
+        .iter()
+        .filter(|p| p.answers(PluginCall::ValidateModel))
+    {
+        let Answer::Errors(errors) = call(context, plugin, PluginCall::ValidateModel, run)? else {
+            unreachable!("validate_model answers errors")
+        };
+        for error in errors {
+            let error = plugin::ValidationError {
+                message: crate::secrets::redact(&error.message, &run.secrets),
+                ..error
+            };
+            problems.push(validation_problem(catalog, reading, plugin, &error));
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// The `create_configuration` answers of the `involved` plugins for the
+/// model of `run`: each plugin's tasks, for its own items and keeping
+/// the model's secrets out of sight.
+fn configurations<'p>(
+    context: &Context,
+    registry: &Registry,
+    involved: &[&'p Plugin],
+    run: &PluginRun,
+) -> Result<Vec<(&'p Plugin, Vec<PluginTask>)>, Error> {
+    let mut answers: Vec<(&Plugin, Vec<PluginTask>)> = Vec::new();
+    for plugin in involved
+        .iter()
+        .filter(|p| p.answers(PluginCall::CreateConfiguration))
+    {
+        let Answer::Tasks(tasks) = call(context, plugin, PluginCall::CreateConfiguration, run)?
+        else {
+            unreachable!("create_configuration answers tasks")
+        };
+        check_items(plugin, &tasks, &run.model, registry)?;
+        let mut tasks = tasks;
+        guard_secrets(
+            plugin,
+            PluginCall::CreateConfiguration,
+            &mut tasks,
+            run,
+            registry,
+        )?;
+        answers.push((plugin, tasks));
+    }
+    Ok(answers)
 }
 
 /// The problems of the expanded catalog, each about a plugin's task
@@ -609,21 +652,68 @@ fn declared_with_tasks(
     let mut declared: Vec<Declared> = reading.declared.clone();
     let mut problems = Vec::new();
     for item in removed {
-        declared.push(Declared {
-            type_query: item.type_name.clone(),
-            name: item.name.clone(),
-            origin: store_origin.clone(),
-            attrs: Vec::new(),
-            require: Vec::new(),
-            require_at: Vec::new(),
-            before: Vec::new(),
-            notify: Vec::new(),
-            subscribe: Vec::new(),
-            from_plugin: Some(Arc::new(FromPlugin::Removal)),
-            varying: None,
-        });
+        declared.push(removal_declaration(item, store_origin));
     }
-    // Where each vpath is declared, to find an item's origin and type.
+    let at_vpath = declared_at_vpath(catalog, &declared);
+    for (plugin, tasks) in answers {
+        let owners = owners_of(plugin, &tasks, &at_vpath)?;
+        // The answer's tasks are declared in its order from here on.
+        let first = declared.len();
+        let references: Vec<Reference> = tasks
+            .iter()
+            .zip(&owners)
+            .map(|(task, &owner_at)| {
+                let owner = &declared[owner_at];
+                task_reference(task, &owner.type_query, owner.origin.line)
+            })
+            .collect();
+        let answer = Declaring {
+            plugin,
+            at_vpath: &at_vpath,
+            first,
+            references,
+        };
+        for ((at, mut task), &owner_at) in tasks.into_iter().enumerate().zip(&owners) {
+            let origin = declared[owner_at].origin.clone();
+            let (require_at, named) = answer.edges(&declared, &mut task, &origin, &mut problems);
+            declared[owner_at].require_at.push(first + at);
+            let [require, notify, subscribe] = named;
+            let reference = &answer.references[at];
+            let mut declaration = task_declaration(plugin, task, reference, &origin, require);
+            declaration.require_at = require_at;
+            declaration.notify = notify;
+            declaration.subscribe = subscribe;
+            declared.push(declaration);
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(declared),
+        false => Err(Error::Manifest { problems }),
+    }
+}
+
+/// The declaration of a stored plugin `item` no manifest lists any more,
+/// shown at `store_origin`: its plugin's tasks remove it.
+fn removal_declaration(item: &StoredItem, store_origin: &Origin) -> Declared {
+    Declared {
+        type_query: item.type_name.clone(),
+        name: item.name.clone(),
+        origin: store_origin.clone(),
+        attrs: Vec::new(),
+        require: Vec::new(),
+        require_at: Vec::new(),
+        before: Vec::new(),
+        notify: Vec::new(),
+        subscribe: Vec::new(),
+        from_plugin: Some(Arc::new(FromPlugin::Removal)),
+        varying: None,
+    }
+}
+
+/// Where each plugin item's vpath is among `declared`, to find an item's
+/// origin and type: the catalog's items as they were declared, and the
+/// items for removal.
+fn declared_at_vpath(catalog: &Catalog, declared: &[Declared]) -> HashMap<String, usize> {
     let by_written: HashMap<(&str, &str), &Item> = catalog
         .items
         .iter()
@@ -637,93 +727,107 @@ fn declared_with_tasks(
             at_vpath.insert(vpath(&d.type_query, &d.name), at);
         }
     }
-    for (plugin, tasks) in answers {
-        // check_items let only the plugin's own items of the model
-        // through, and each is declared or for removal.
-        let mut owners = Vec::with_capacity(tasks.len());
-        for task in &tasks {
-            let Some(&owner_at) = at_vpath.get(&task.item) else {
-                return Err(Error::Plugin {
-                    plugin: plugin.name().to_owned(),
-                    call: PluginCall::CreateConfiguration.as_str().to_owned(),
-                    message: format!(
-                        "task '{}' is for '{}', which this run does not plan",
-                        crate::text::escape(&task.id),
-                        crate::text::escape(&task.item)
-                    ),
-                });
-            };
-            owners.push(owner_at);
-        }
-        // The answer's tasks are declared in its order from here on.
-        let first = declared.len();
-        let references: Vec<Reference> = tasks
-            .iter()
-            .zip(&owners)
-            .map(|(task, &owner_at)| {
-                let owner = &declared[owner_at];
-                task_reference(task, &owner.type_query, owner.origin.line)
+    at_vpath
+}
+
+/// The place among the declarations of the item each of `plugin`'s
+/// `tasks` is for.
+fn owners_of(
+    plugin: &Plugin,
+    tasks: &[PluginTask],
+    at_vpath: &HashMap<String, usize>,
+) -> Result<Vec<usize>, Error> {
+    // check_items let only the plugin's own items of the model through,
+    // and each is declared or for removal.
+    let owner = |task: &PluginTask| {
+        at_vpath
+            .get(&task.item)
+            .copied()
+            .ok_or_else(|| Error::Plugin {
+                plugin: plugin.name().to_owned(),
+                call: PluginCall::CreateConfiguration.as_str().to_owned(),
+                message: format!(
+                    "task '{}' is for '{}', which this run does not plan",
+                    crate::text::escape(&task.id),
+                    crate::text::escape(&task.item)
+                ),
             })
-            .collect();
-        for ((at, mut task), &owner_at) in tasks.into_iter().enumerate().zip(&owners) {
-            let origin = declared[owner_at].origin.clone();
-            let mut require_at = Vec::with_capacity(task.requires.len());
-            let mut named: [Vec<Reference>; 3] = Default::default();
-            let lists = [
-                ("requires", std::mem::take(&mut task.requires)),
-                ("notify", std::mem::take(&mut task.notify)),
-                ("subscribe", std::mem::take(&mut task.subscribe)),
-            ];
-            for (index, (word, requirements)) in lists.into_iter().enumerate() {
-                for requirement in requirements {
-                    let other = match requirement {
-                        Requirement::Task(other) => first + other,
-                        Requirement::Resource(resource) => {
-                            let ResourceName { type_query, title } = *resource;
-                            named[index].push(Reference {
-                                type_query,
-                                name: title,
-                                line: origin.line,
-                            });
+    };
+    tasks.iter().map(owner).collect()
+}
+
+/// A plugin's answer being declared: its tasks from `first` on among
+/// the declarations, known by their `references`.
+struct Declaring<'a> {
+    plugin: &'a Plugin,
+    at_vpath: &'a HashMap<String, usize>,
+    first: usize,
+    references: Vec<Reference>,
+}
+
+impl Declaring<'_> {
+    /// What `task`, shown at `origin`, requires, notifies and subscribes
+    /// to, taken out of it: the places of the declarations it requires,
+    /// and what each of the three lists names by reference. A requirement
+    /// of no item of the model is a problem.
+    fn edges(
+        &self,
+        declared: &[Declared],
+        task: &mut PluginTask,
+        origin: &Origin,
+        problems: &mut Vec<Problem>,
+    ) -> (Vec<usize>, [Vec<Reference>; 3]) {
+        let mut require_at = Vec::with_capacity(task.requires.len());
+        let mut named: [Vec<Reference>; 3] = Default::default();
+        let lists = [
+            ("requires", std::mem::take(&mut task.requires)),
+            ("notify", std::mem::take(&mut task.notify)),
+            ("subscribe", std::mem::take(&mut task.subscribe)),
+        ];
+        for (index, (word, requirements)) in lists.into_iter().enumerate() {
+            for requirement in requirements {
+                let other = match requirement {
+                    Requirement::Task(other) => self.first + other,
+                    Requirement::Resource(resource) => {
+                        let ResourceName { type_query, title } = *resource;
+                        named[index].push(Reference {
+                            type_query,
+                            name: title,
+                            line: origin.line,
+                        });
+                        continue;
+                    }
+                    Requirement::Item(wanted) => match self.at_vpath.get(&wanted) {
+                        Some(&other) => other,
+                        None => {
+                            problems.push(self.no_item(task, origin, word, &wanted));
                             continue;
                         }
-                        Requirement::Item(wanted) => match at_vpath.get(&wanted) {
-                            Some(&other) => other,
-                            None => {
-                                problems.push(origin.problem(format!(
-                                    "{}: task '{}' of the plugin {} {word} '{}', which is no \
-                                     item of the model",
-                                    task.item,
-                                    crate::text::escape(&task.id),
-                                    plugin.name(),
-                                    crate::text::escape(&wanted)
-                                )));
-                                continue;
-                            }
-                        },
-                    };
-                    // Refreshes are rare: named as a manifest names them.
-                    match index {
-                        0 => require_at.push(other),
-                        _ => named[index].push(Reference {
-                            line: origin.line,
-                            ..reference_at(&declared, &references, first, other)
-                        }),
-                    }
+                    },
+                };
+                // Refreshes are rare: named as a manifest names them.
+                match index {
+                    0 => require_at.push(other),
+                    _ => named[index].push(Reference {
+                        line: origin.line,
+                        ..reference_at(declared, &self.references, self.first, other)
+                    }),
                 }
             }
-            declared[owner_at].require_at.push(first + at);
-            let [require, notify, subscribe] = named;
-            let mut declaration = task_declaration(plugin, task, &references[at], &origin, require);
-            declaration.require_at = require_at;
-            declaration.notify = notify;
-            declaration.subscribe = subscribe;
-            declared.push(declaration);
         }
+        (require_at, named)
     }
-    match problems.is_empty() {
-        true => Ok(declared),
-        false => Err(Error::Manifest { problems }),
+
+    /// The problem of `task` naming in its list `word` the item `wanted`,
+    /// which is no item of the model.
+    fn no_item(&self, task: &PluginTask, origin: &Origin, word: &str, wanted: &str) -> Problem {
+        origin.problem(format!(
+            "{}: task '{}' of the plugin {} {word} '{}', which is no item of the model",
+            task.item,
+            crate::text::escape(&task.id),
+            self.plugin.name(),
+            crate::text::escape(wanted)
+        ))
     }
 }
 

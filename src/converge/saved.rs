@@ -301,57 +301,8 @@ fn check_target(path: &Path, origin: &Origin) -> Result<()> {
 pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Result<()> {
     check_target(path, origin)?;
     let key = origin.key;
-    let tasks = plan
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(at, task)| {
-            let item = &catalog.items[task.item];
-            let provider = item.provider;
-            let name = item.name();
-            let read = match (&task.error, &task.deferred, &task.transition) {
-                // A refresh reads nothing: its resource's own task does.
-                _ if task.action == Action::Refresh => Observed::Read {
-                    found: true,
-                    attrs: Vec::new(),
-                },
-                (Some(error), _, _) if task.state == TaskState::Failed => Observed::Failed {
-                    error: error.message.clone(),
-                },
-                (_, Some(error), _) => Observed::Deferred {
-                    error: error.clone(),
-                },
-                (_, None, Some(transition)) => Observed::Read {
-                    found: transition.found,
-                    attrs: attrs_out(key, provider, name, transition.state.attrs.iter()),
-                },
-                (_, None, None) => Observed::Failed {
-                    error: "its state could not be read".to_owned(),
-                },
-            };
-            let should = task.transition.as_ref().map_or_else(Vec::new, |t| {
-                attrs_out(key, provider, name, t.should.iter().map(|(k, v)| (k, v)))
-            });
-            SavedTask {
-                id: Plan::task_id(at),
-                provider: provider.qualified_name(),
-                type_query: item.type_query.clone(),
-                name: name.to_owned(),
-                action: task.action.as_str().to_owned(),
-                requires: task.requires.iter().map(|&r| Plan::task_id(r)).collect(),
-                drifted: task.drifted,
-                read,
-                request: attrs_out(
-                    key,
-                    provider,
-                    name,
-                    item.request.attrs.iter().map(|(k, v)| (k, v)),
-                ),
-                should,
-                refresh_on: task.refresh_on.iter().map(|&r| Plan::task_id(r)).collect(),
-                owed: task.owed,
-            }
-        })
+    let tasks = (plan.tasks.iter().enumerate())
+        .map(|(at, task)| saved_task(key, catalog, at, task))
         .collect();
     // Paths are kept as text: one that is not UTF-8 could not be read back.
     let text_of = |p: &Path| {
@@ -367,16 +318,6 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         .iter()
         .map(|p| text_of(p))
         .collect::<Result<_>>()?;
-    let mut providers: Vec<ProviderFile> = Vec::new();
-    for task in &plan.tasks {
-        let provider = catalog.items[task.item].provider;
-        if !providers
-            .iter()
-            .any(|p| p.provider == provider.qualified_name())
-        {
-            providers.push(ProviderFile::of(provider));
-        }
-    }
     let body = Body {
         id: plan.id.clone(),
         store: origin.store_id.to_owned(),
@@ -387,11 +328,91 @@ pub fn write(path: &Path, catalog: &Catalog, plan: &Plan, origin: &Origin) -> Re
         manifest_digest: manifest_digest(key, origin.manifest_digest),
         keep_removed: origin.keep_removed,
         unchanged: plan.unchanged,
-        providers,
+        providers: providers_of(catalog, plan),
         tasks,
     };
-    let text = seal(&body, key);
-    // Written whole or not at all, created 0600 (the temporary file is).
+    write_whole(path, &seal(&body, key))
+}
+
+/// The `at`th task of a plan of `catalog` as the file keeps it, its
+/// sensitive values as digests keyed with `key`.
+fn saved_task(key: &StoreKey, catalog: &Catalog, at: usize, task: &Task) -> SavedTask {
+    let item = &catalog.items[task.item];
+    let provider = item.provider;
+    let name = item.name();
+    let should = task.transition.as_ref().map_or_else(Vec::new, |t| {
+        attrs_out(key, provider, name, t.should.iter().map(|(k, v)| (k, v)))
+    });
+    SavedTask {
+        id: Plan::task_id(at),
+        provider: provider.qualified_name(),
+        type_query: item.type_query.clone(),
+        name: name.to_owned(),
+        action: task.action.as_str().to_owned(),
+        requires: task.requires.iter().map(|&r| Plan::task_id(r)).collect(),
+        drifted: task.drifted,
+        read: read_of(key, item, task),
+        request: attrs_out(
+            key,
+            provider,
+            name,
+            item.request.attrs.iter().map(|(k, v)| (k, v)),
+        ),
+        should,
+        refresh_on: task.refresh_on.iter().map(|&r| Plan::task_id(r)).collect(),
+        owed: task.owed,
+    }
+}
+
+/// What the plan's read of the resource of `task` (`item`) gave, as the
+/// file keeps it.
+fn read_of(key: &StoreKey, item: &Item, task: &Task) -> Observed {
+    match (&task.error, &task.deferred, &task.transition) {
+        // A refresh reads nothing: its resource's own task does.
+        _ if task.action == Action::Refresh => Observed::Read {
+            found: true,
+            attrs: Vec::new(),
+        },
+        (Some(error), _, _) if task.state == TaskState::Failed => Observed::Failed {
+            error: error.message.clone(),
+        },
+        (_, Some(error), _) => Observed::Deferred {
+            error: error.clone(),
+        },
+        (_, None, Some(transition)) => Observed::Read {
+            found: transition.found,
+            attrs: attrs_out(
+                key,
+                item.provider,
+                item.name(),
+                transition.state.attrs.iter(),
+            ),
+        },
+        (_, None, None) => Observed::Failed {
+            error: "its state could not be read".to_owned(),
+        },
+    }
+}
+
+/// The providers of the plan's tasks, each once, in the order of their
+/// first task.
+fn providers_of(catalog: &Catalog, plan: &Plan) -> Vec<ProviderFile> {
+    let mut providers: Vec<ProviderFile> = Vec::new();
+    for task in &plan.tasks {
+        let provider = catalog.items[task.item].provider;
+        if !providers
+            .iter()
+            .any(|p| p.provider == provider.qualified_name())
+        {
+            providers.push(ProviderFile::of(provider));
+        }
+    }
+    providers
+}
+
+/// Writes `text` to `path` whole or not at all, created 0600 (the
+/// temporary file is).
+fn write_whole(path: &Path, text: &str) -> Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -681,44 +702,20 @@ impl SavedPlan {
         at: usize,
         item: &Item,
     ) -> std::result::Result<Task, Disagreement> {
-        let provider = item.provider;
-        let qualified = provider.qualified_name();
+        let qualified = item.provider.qualified_name();
         let name = item.name();
         let reference = item.reference();
         let secret_of = |attr: &str, hmac: &str, value: &Value| {
             secret_matches(&self.key, &qualified, name, attr, value, hmac)
         };
         // The request the manifests make now must be the one planned.
-        let asked = &item.request.attrs;
-        let same_request = asked.len() == saved.request.len()
-            && asked
-                .iter()
-                .zip(&saved.request)
-                .all(|((key, value), attr)| match attr {
-                    Attr::Plain(a) => &a.attr == key && a.value == Json::from(value),
-                    Attr::Secret(a) => &a.attr == key && secret_of(key, &a.hmac, value),
-                });
-        if !same_request {
+        if !same_request(&item.request.attrs, &saved.request, &secret_of) {
             return Err(Disagreement::RequestChanged { reference });
         }
         // Checked above: every task it waits for is before it.
         let requires: Vec<usize> = saved.requires.iter().map(|id| id - 1).collect();
         if saved.action == "refresh" {
-            let refresh_on: Vec<usize> = saved
-                .refresh_on
-                .iter()
-                .map(|id| id.wrapping_sub(1))
-                .collect();
-            if (refresh_on.is_empty() && !saved.owed)
-                || refresh_on.iter().any(|r| !requires.contains(r))
-            {
-                return Err(Disagreement::RefreshWithoutSource { reference });
-            }
-            return Ok(Task {
-                refresh_on,
-                owed: saved.owed,
-                ..Task::pending(at, Action::Refresh, requires)
-            });
+            return refresh_task(saved, at, requires, reference);
         }
         let action = match saved.action.as_str() {
             "create" => Action::Create,
@@ -757,21 +754,25 @@ impl SavedPlan {
             }
             Observed::Read { found, attrs } => (*found, attrs),
         };
-        let mut state = Resource::with_capacity(name, attrs.len());
-        let mut secrets = Vec::new();
-        for attr in attrs {
-            match attr {
-                Attr::Plain(a) => {
-                    let value = provider
-                        .attribute(&a.attr)
-                        .and_then(|t| t.attr_type.check_json(&a.value).ok())
-                        .unwrap_or_else(|| Value::from_json(&a.value));
-                    state.attrs.insert(a.attr.clone(), value);
-                }
-                Attr::Secret(a) => secrets.push((a.attr.clone(), a.hmac.clone())),
-            }
-        }
         let should = self.should(saved, item, &secret_of)?;
+        self.set_transition(&mut task, item, found, attrs, should);
+        Ok(task)
+    }
+
+    /// Gives `task` of `item` its transition from the state the plan read
+    /// (`found`, its `attrs`) to `should`, the changes it shows and the
+    /// state it was planned from.
+    fn set_transition(
+        &self,
+        task: &mut Task,
+        item: &Item,
+        found: bool,
+        attrs: &[Attr],
+        should: Vec<(String, Value)>,
+    ) {
+        let provider = item.provider;
+        let name = item.name();
+        let (state, secrets) = state_read(provider, name, attrs);
         task.changes = should
             .iter()
             .map(|(key, value)| Change {
@@ -789,7 +790,7 @@ impl SavedPlan {
             found.then(|| state.clone()),
             secrets,
             self.key.clone(),
-            qualified.clone(),
+            provider.qualified_name(),
         )));
         let transition = update::Transition {
             name: name.to_owned(),
@@ -800,7 +801,6 @@ impl SavedPlan {
         // A value too large or private to show is shown as its digest.
         task.changes = transition.shown(provider, std::mem::take(&mut task.changes));
         task.transition = Some(Box::new(transition));
-        Ok(task)
     }
 
     /// The values a task sets, as the manifests give them now: each
@@ -848,6 +848,73 @@ impl SavedPlan {
         }
         Ok(should)
     }
+}
+
+/// Whether the request the manifests make now (`asked`) is the one a
+/// task was planned for (`saved`), each sensitive value matching its
+/// digest (`secret_of`).
+fn same_request(
+    asked: &[(String, Value)],
+    saved: &[Attr],
+    secret_of: &dyn Fn(&str, &str, &Value) -> bool,
+) -> bool {
+    asked.len() == saved.len()
+        && asked
+            .iter()
+            .zip(saved)
+            .all(|((key, value), attr)| match attr {
+                Attr::Plain(a) => &a.attr == key && a.value == Json::from(value),
+                Attr::Secret(a) => &a.attr == key && secret_of(key, &a.hmac, value),
+            })
+}
+
+/// The refresh task `saved`, of the item at `at` known as `reference`:
+/// each task whose change calls for it is one it waits for
+/// (`requires`), and it has one, or an earlier run owes it.
+fn refresh_task(
+    saved: &SavedTask,
+    at: usize,
+    requires: Vec<usize>,
+    reference: String,
+) -> std::result::Result<Task, Disagreement> {
+    let refresh_on: Vec<usize> = saved
+        .refresh_on
+        .iter()
+        .map(|id| id.wrapping_sub(1))
+        .collect();
+    if (refresh_on.is_empty() && !saved.owed) || refresh_on.iter().any(|r| !requires.contains(r)) {
+        return Err(Disagreement::RefreshWithoutSource { reference });
+    }
+    Ok(Task {
+        refresh_on,
+        owed: saved.owed,
+        ..Task::pending(at, Action::Refresh, requires)
+    })
+}
+
+/// The state of the resource `name` the plan read, from its saved
+/// `attrs` typed by `provider`'s metadata, and the sensitive attributes
+/// it held, as (name, keyed digest).
+fn state_read(
+    provider: &Provider,
+    name: &str,
+    attrs: &[Attr],
+) -> (Resource, Vec<(String, String)>) {
+    let mut state = Resource::with_capacity(name, attrs.len());
+    let mut secrets = Vec::new();
+    for attr in attrs {
+        match attr {
+            Attr::Plain(a) => {
+                let value = provider
+                    .attribute(&a.attr)
+                    .and_then(|t| t.attr_type.check_json(&a.value).ok())
+                    .unwrap_or_else(|| Value::from_json(&a.value));
+                state.attrs.insert(a.attr.clone(), value);
+            }
+            Attr::Secret(a) => secrets.push((a.attr.clone(), a.hmac.clone())),
+        }
+    }
+    (state, secrets)
 }
 
 /// How a saved plan's tasks and the catalog made again from its manifests

@@ -17,7 +17,7 @@ use crate::store::StoredItem;
 use crate::update;
 
 use super::action::ActionError;
-use super::catalog::{Catalog, Role};
+use super::catalog::{Catalog, Item, Role};
 use super::from_plugin::Phase;
 use super::locks;
 use super::plan::{by_provider, Action, ErrorKind, Plan, PlanState, TaskError, TaskState};
@@ -229,48 +229,26 @@ fn run_tasks(
     verified: &mut [bool],
 ) {
     let (sender, receiver) = mpsc::channel::<Message>();
-    let mut schedule = schedule_of(catalog, plan);
-    let mut unfinished = Unfinished::of(plan, &schedule);
-    // What waits for a task failed at planning never runs.
-    for at in 0..plan.tasks.len() {
-        if plan.tasks[at].state.is_unsuccessful() {
-            let off = schedule.did_not_succeed(at);
-            unfinished.ended(&off, &schedule);
-            skip(catalog, plan, off, None, events);
-        }
-    }
+    let schedule = schedule_of(catalog, plan);
+    let unfinished = Unfinished::of(plan, &schedule);
+    let mut running = Running {
+        host,
+        catalog,
+        jobs,
+        schedule,
+        unfinished,
+        verified,
+    };
+    running.skip_after_planning_failures(plan, events);
     std::thread::scope(|scope| loop {
         if plan.state == PlanState::Running && stop() {
             plan.state = PlanState::Stopping;
             events.plan_state(catalog, plan);
         }
         if plan.state == PlanState::Running {
-            while schedule.running() < jobs {
-                let Some(batch) = schedule.next_batch() else {
-                    break;
-                };
-                if plan.tasks[batch[0]].action == Action::Refresh {
-                    let at = batch[0];
-                    read_back_before_refresh(host, catalog, plan, &schedule, events, verified, at);
-                    if plan.tasks[at]
-                        .requires
-                        .iter()
-                        .any(|&r| plan.tasks[r].state != TaskState::Success)
-                    {
-                        // What calls for it, or its own change, did not
-                        // hold: it is skipped, as what waits for it.
-                        schedule.batch_ended(schedule.provider_of(at));
-                        let mut off = vec![at];
-                        off.extend(schedule.did_not_succeed(at));
-                        unfinished.ended(&off, &schedule);
-                        skip(catalog, plan, off, None, events);
-                        continue;
-                    }
-                }
-                start_batch(host, catalog, plan, batch, &sender, scope, events);
-            }
+            running.start_ready(plan, &sender, scope, events);
         }
-        if schedule.running() == 0 {
+        if running.schedule.running() == 0 {
             break;
         }
         // Wakes for a finished batch, or now and then to notice a stop
@@ -284,36 +262,98 @@ fn run_tasks(
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        schedule.batch_ended(schedule.provider_of(done.tasks[0]));
+        running.ended(plan, done, events);
+    });
+}
+
+/// The main tasks as they run: which may start, which are settled, and
+/// which tasks' resources were read back already.
+struct Running<'a, 'c> {
+    host: &'a Host,
+    catalog: &'a Catalog<'c>,
+    jobs: usize,
+    schedule: Schedule,
+    unfinished: Unfinished,
+    verified: &'a mut [bool],
+}
+
+impl<'a> Running<'a, '_> {
+    /// Skips what waits for a task failed at planning: it never runs.
+    fn skip_after_planning_failures(&mut self, plan: &mut Plan, events: &mut dyn Events) {
+        for at in 0..plan.tasks.len() {
+            if plan.tasks[at].state.is_unsuccessful() {
+                let off = self.schedule.did_not_succeed(at);
+                self.unfinished.ended(&off, &self.schedule);
+                skip(self.catalog, plan, off, None, events);
+            }
+        }
+    }
+
+    /// Starts the batches that are ready while fewer than `jobs` run.
+    fn start_ready<'scope>(
+        &mut self,
+        plan: &mut Plan,
+        sender: &mpsc::Sender<Message>,
+        scope: &'scope std::thread::Scope<'scope, 'a>,
+        events: &mut dyn Events,
+    ) {
+        while self.schedule.running() < self.jobs {
+            let Some(batch) = self.schedule.next_batch() else {
+                break;
+            };
+            let at = batch[0];
+            if plan.tasks[at].action == Action::Refresh && !self.refresh_may_run(plan, at, events) {
+                continue;
+            }
+            start_batch(self.host, self.catalog, plan, batch, sender, scope, events);
+        }
+    }
+
+    /// Reads back what refresh task `at` waits for; when some of it did
+    /// not succeed (what calls for it, or its own change, did not hold),
+    /// skips it, as what waits for it, and says so.
+    fn refresh_may_run(&mut self, plan: &mut Plan, at: usize, events: &mut dyn Events) -> bool {
+        let (host, catalog) = (self.host, self.catalog);
+        read_back_before_refresh(
+            host,
+            catalog,
+            plan,
+            &self.schedule,
+            events,
+            self.verified,
+            at,
+        );
+        if (plan.tasks[at].requires.iter()).all(|&r| plan.tasks[r].state == TaskState::Success) {
+            return true;
+        }
+        self.schedule.batch_ended(self.schedule.provider_of(at));
+        let mut off = vec![at];
+        off.extend(self.schedule.did_not_succeed(at));
+        self.unfinished.ended(&off, &self.schedule);
+        skip(catalog, plan, off, None, events);
+        false
+    }
+
+    /// Ends the tasks of a batch with their results: what waits for one
+    /// that failed is skipped, and the providers settled now are read
+    /// back.
+    fn ended(&mut self, plan: &mut Plan, done: Done, events: &mut dyn Events) {
+        let catalog = self.catalog;
+        self.schedule
+            .batch_ended(self.schedule.provider_of(done.tasks[0]));
         let mut off = Vec::new();
         for (&at, result) in done.tasks.iter().zip(done.results) {
             let task = &mut plan.tasks[at];
             task.seconds = done.seconds;
             match result {
                 Ok((changes, transition)) => {
-                    // Read again, it had nothing left to do: no change is
-                    // counted or claimed.
-                    let idle = matches!(
-                        task.action,
-                        Action::Create | Action::Change | Action::Remove | Action::Unknown
-                    ) && changes.is_empty()
-                        && transition.should.is_empty();
-                    if idle {
-                        task.note = Some(NOTHING_LEFT.to_owned());
-                    }
-                    if task.action == Action::Unknown {
-                        let provider = catalog.items[task.item].provider;
-                        task.action = super::plan::action_of(provider, &transition);
-                    }
-                    task.changes = changes;
-                    task.transition = Some(Box::new(transition));
-                    task.state = TaskState::Success;
-                    schedule.succeeded(at);
+                    succeeded(catalog, task, changes, transition);
+                    self.schedule.succeeded(at);
                 }
                 Err(error) => {
                     task.state = TaskState::Failed;
                     task.error = Some(error);
-                    off.extend(schedule.did_not_succeed(at));
+                    off.extend(self.schedule.did_not_succeed(at));
                 }
             }
         }
@@ -322,27 +362,58 @@ fn run_tasks(
             events.read_after_failure(catalog, plan, &done.read_after_failure);
         }
         off.sort_unstable();
-        unfinished.ended(&done.tasks, &schedule);
-        unfinished.ended(&off, &schedule);
+        self.unfinished.ended(&done.tasks, &self.schedule);
+        self.unfinished.ended(&off, &self.schedule);
         skip(catalog, plan, off, None, events);
-        // A provider none of whose tasks can run any more is read back
-        // once what waits for its tasks has ended too (a later task, the
-        // removal of a service's script say, may change how they read),
-        // as the whole plan used to be at its end; no new task starts
-        // meanwhile, running ones go on.
-        for provider in unfinished.settled() {
+        self.verify_settled(plan, events);
+    }
+
+    /// Reads back each provider none of whose tasks can run any more,
+    /// once what waits for its tasks has ended too (a later task, the
+    /// removal of a service's script say, may change how they read), as
+    /// the whole plan used to be at its end; no new task starts
+    /// meanwhile, running ones go on.
+    fn verify_settled(&mut self, plan: &mut Plan, events: &mut dyn Events) {
+        for provider in self.unfinished.settled() {
             if crate::process::is_interrupted() {
                 break;
             }
             let tasks: Vec<usize> = (0..plan.tasks.len())
-                .filter(|&at| schedule.provider_of(at) == provider && !verified[at])
+                .filter(|&at| self.schedule.provider_of(at) == provider && !self.verified[at])
                 .collect();
             for &at in &tasks {
-                verified[at] = true;
+                self.verified[at] = true;
             }
-            verify(host, catalog, plan, jobs, events, tasks);
+            verify(self.host, self.catalog, plan, self.jobs, events, tasks);
         }
-    });
+    }
+}
+
+/// Ends `task` (of `catalog`) a success, with the `changes` its
+/// `transition` made.
+fn succeeded(
+    catalog: &Catalog,
+    task: &mut super::plan::Task,
+    changes: Vec<Change>,
+    transition: update::Transition,
+) {
+    // Read again, it had nothing left to do: no change is counted or
+    // claimed.
+    let idle = matches!(
+        task.action,
+        Action::Create | Action::Change | Action::Remove | Action::Unknown
+    ) && changes.is_empty()
+        && transition.should.is_empty();
+    if idle {
+        task.note = Some(NOTHING_LEFT.to_owned());
+    }
+    if task.action == Action::Unknown {
+        let provider = catalog.items[task.item].provider;
+        task.action = super::plan::action_of(provider, &transition);
+    }
+    task.changes = changes;
+    task.transition = Some(Box::new(transition));
+    task.state = TaskState::Success;
 }
 
 /// Reads back, before refresh task `at` runs, the resources of the tasks
@@ -506,7 +577,7 @@ fn start_batch<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     events: &mut dyn Events,
 ) {
-    let provider = catalog.items[plan.tasks[batch[0]].item].provider;
+    let item = &catalog.items[plan.tasks[batch[0]].item];
     for &at in &batch {
         plan.tasks[at].state = TaskState::Running;
     }
@@ -515,32 +586,11 @@ fn start_batch<'scope, 'env>(
         start_refresh(host, catalog, plan, batch[0], sender, scope);
         return;
     }
-    if catalog.items[plan.tasks[batch[0]].item].role == Role::Action {
-        let item = &catalog.items[plan.tasks[batch[0]].item];
-        let sender = sender.clone();
-        scope.spawn(move || {
-            let started = Instant::now();
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                super::action::run(host, catalog, item)
-            }))
-            .unwrap_or(Err(ActionError::Panicked));
-            let placeholder = update::Transition {
-                name: item.name().to_owned(),
-                found: false,
-                state: Resource::bare(item.name()),
-                should: Vec::new(),
-            };
-            let _ = sender.send(Message::Done(Done {
-                tasks: batch,
-                results: vec![result
-                    .map(|()| (Vec::new(), placeholder))
-                    .map_err(|e| failed(e.to_string()))],
-                seconds: started.elapsed().as_secs_f64(),
-                read_after_failure: Vec::new(),
-            }));
-        });
+    if item.role == Role::Action {
+        start_action(host, catalog, item, batch, sender, scope);
         return;
     }
+    let provider = item.provider;
     let work: Vec<Work> = batch
         .iter()
         .map(|&at| {
@@ -562,33 +612,77 @@ fn start_batch<'scope, 'env>(
     let sender = sender.clone();
     scope.spawn(move || {
         let started = Instant::now();
-        // A panic in the batch fails its tasks instead of leaving the
-        // scheduler waiting for them forever.
-        let count = work.len();
-        // The scheduler records the intents before the call.
-        let may_call = |calls: Vec<Calling>| {
-            let (reply, answer) = mpsc::channel();
-            sender.send(Message::Calling(calls, reply)).is_ok() && answer.recv().unwrap_or(false)
-        };
         let (results, read_after_failure) =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run_batch(host, provider, work, reread, &may_call)
-            }))
-            .unwrap_or_else(|_| {
-                let results = (0..count)
-                    .map(|_| {
-                        Err(failed(
-                            "internal error: the task's thread panicked".to_owned(),
-                        ))
-                    })
-                    .collect();
-                (results, Vec::new())
-            });
+            run_batch_guarded(host, provider, work, reread, &sender);
         let _ = sender.send(Message::Done(Done {
             tasks: batch,
             results,
             seconds: started.elapsed().as_secs_f64(),
             read_after_failure,
+        }));
+    });
+}
+
+/// [`run_batch`] on this thread, the scheduler on `sender` recording the
+/// intents before the call. A panic in the batch fails its tasks instead
+/// of leaving the scheduler waiting for them forever.
+fn run_batch_guarded(
+    host: &Host,
+    provider: &Provider,
+    work: Vec<Work>,
+    reread: bool,
+    sender: &mpsc::Sender<Message>,
+) -> (Vec<Outcome>, Vec<(usize, Option<bool>)>) {
+    let count = work.len();
+    let may_call = |calls: Vec<Calling>| {
+        let (reply, answer) = mpsc::channel();
+        sender.send(Message::Calling(calls, reply)).is_ok() && answer.recv().unwrap_or(false)
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_batch(host, provider, work, reread, &may_call)
+    }))
+    .unwrap_or_else(|_| {
+        let results = (0..count)
+            .map(|_| {
+                Err(failed(
+                    "internal error: the task's thread panicked".to_owned(),
+                ))
+            })
+            .collect();
+        (results, Vec::new())
+    })
+}
+
+/// Starts the plugin's callback or remote command `item`, the one task of
+/// `batch`, on a thread of `scope`; its result comes back on `sender`.
+fn start_action<'scope, 'env>(
+    host: &'env Host,
+    catalog: &'env Catalog,
+    item: &'env Item,
+    batch: Vec<usize>,
+    sender: &mpsc::Sender<Message>,
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+) {
+    let sender = sender.clone();
+    scope.spawn(move || {
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::action::run(host, catalog, item)
+        }))
+        .unwrap_or(Err(ActionError::Panicked));
+        let placeholder = update::Transition {
+            name: item.name().to_owned(),
+            found: false,
+            state: Resource::bare(item.name()),
+            should: Vec::new(),
+        };
+        let _ = sender.send(Message::Done(Done {
+            tasks: batch,
+            results: vec![result
+                .map(|()| (Vec::new(), placeholder))
+                .map_err(|e| failed(e.to_string()))],
+            seconds: started.elapsed().as_secs_f64(),
+            read_after_failure: Vec::new(),
         }));
     });
 }
@@ -788,6 +882,10 @@ fn skip(
     events.tasks_ended(catalog, plan, &off);
 }
 
+/// A task of a batch about to call its provider: its index in the batch,
+/// the transition it makes, its request and what the scheduler is told.
+type Pending = (usize, update::Transition, update::Request, Calling);
+
 /// Runs one batch of one provider: the states read again first when
 /// `reread` (a transition that has become empty needs no call), then, once
 /// `may_call` agreed (the intents are recorded), one set of many, each
@@ -800,7 +898,7 @@ fn run_batch(
     may_call: &dyn Fn(Vec<Calling>) -> bool,
 ) -> (Vec<Outcome>, Vec<(usize, Option<bool>)>) {
     let mut results: Vec<Option<Outcome>> = vec![None; work.len()];
-    let mut pending: Vec<(usize, update::Transition, update::Request, Calling)> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
     let mut calls: Vec<Calling> = Vec::new();
     let fresh: Vec<Observed> = if reread {
         let names: Vec<&str> = work.iter().map(|w| w.request.name.as_str()).collect();
@@ -817,55 +915,29 @@ fn run_batch(
             request,
             planned_from,
         } = work;
-        let transition = match fresh.next() {
-            None => transition,
-            Some(Observed::Unreadable(message)) => {
-                results[at] = Some(Err(failed(format!("could not be read: {message}"))));
-                continue;
-            }
-            // A saved plan's task runs as planned, once its resource is
-            // found as it was then; it is told the state found now. A
-            // command's state is its guards', which what it waits for may
-            // just have changed: it is planned again, as in a live run.
-            Some(found) if planned_from.is_some() && !provider.meta.runs_commands => {
-                let planned = planned_from.as_ref().expect("a saved plan's task");
-                if let Some(message) = drift(provider, &transition, planned, found.resource()) {
-                    results[at] = Some(Err(TaskError {
-                        kind: ErrorKind::Drifted,
-                        message,
-                    }));
-                    continue;
-                }
-                let mut transition = transition;
-                transition.found = found.resource().is_some();
-                if let Some(now) = found.into_resource() {
-                    transition.state = now;
-                }
-                transition
-            }
-            Some(found) => match update::Transition::new(provider, &request, found.into_resource())
-            {
+        let planned_from = planned_from.as_deref();
+        let transition =
+            match transition_now(provider, transition, &request, planned_from, fresh.next()) {
                 Ok(transition) => transition,
-                Err(e) => {
-                    results[at] = Some(Err(failed(e.to_string())));
+                Err(error) => {
+                    results[at] = Some(Err(error));
                     continue;
                 }
-            },
-        };
+            };
         if transition.should.is_empty() {
             results[at] = Some(Ok((Vec::new(), transition)));
-        } else {
-            let calling = Calling {
-                task,
-                action: super::plan::action_of(provider, &transition),
-                existed: super::ownership::exists(
-                    provider,
-                    transition.found.then_some(&transition.state),
-                ),
-            };
-            calls.push(calling);
-            pending.push((at, transition, request, calling));
+            continue;
         }
+        let calling = Calling {
+            task,
+            action: super::plan::action_of(provider, &transition),
+            existed: super::ownership::exists(
+                provider,
+                transition.found.then_some(&transition.state),
+            ),
+        };
+        calls.push(calling);
+        pending.push((at, transition, request, calling));
     }
     if !pending.is_empty() && !may_call(calls) {
         for (at, _, _, _) in &pending {
@@ -876,37 +948,91 @@ fn run_batch(
         }
         pending.clear();
     }
-    if !pending.is_empty() {
-        let updates: Vec<_> = pending
-            .iter()
-            .map(|(_, plan, _, _)| plan.as_update())
-            .collect();
-        match host.set_many(provider, &updates, false) {
-            Err(e) => {
-                let message = e.to_string();
-                for (at, _, _, _) in &pending {
-                    results[*at] = Some(Err(failed(message.clone())));
-                }
-            }
-            Ok(answers) => {
-                for (answer, (at, transition, request, _)) in answers.into_iter().zip(&pending) {
-                    let settled = answer
-                        .and_then(|answer| {
-                            update::settle(host, provider, transition, Some(request), answer)
-                        })
-                        .map(|changes| (changes, transition.clone()))
-                        .map_err(|e| failed(e.to_string()));
-                    results[*at] = Some(settled);
-                }
-            }
-        }
-    }
+    set_pending(host, provider, &pending, &mut results);
     let read_after_failure = read_failed_creations(host, provider, &pending, &results);
     let results = results
         .into_iter()
         .map(|result| result.expect("every task has a result"))
         .collect();
     (results, read_after_failure)
+}
+
+/// The transition a task of a batch makes now: the one `planned` when
+/// its state was not read again (`found`), else one from the state found
+/// now.
+fn transition_now(
+    provider: &Provider,
+    planned: update::Transition,
+    request: &update::Request,
+    planned_from: Option<&Planned>,
+    found: Option<Observed>,
+) -> Result<update::Transition, TaskError> {
+    let found = match found {
+        None => return Ok(planned),
+        Some(Observed::Unreadable(message)) => {
+            return Err(failed(format!("could not be read: {message}")))
+        }
+        Some(found) => found,
+    };
+    // A saved plan's task runs as planned, once its resource is found as
+    // it was then; it is told the state found now. A command's state is
+    // its guards', which what it waits for may just have changed: it is
+    // planned again, as in a live run.
+    match planned_from.filter(|_| !provider.meta.runs_commands) {
+        Some(then) => {
+            if let Some(message) = drift(provider, &planned, then, found.resource()) {
+                return Err(TaskError {
+                    kind: ErrorKind::Drifted,
+                    message,
+                });
+            }
+            let mut transition = planned;
+            transition.found = found.resource().is_some();
+            if let Some(now) = found.into_resource() {
+                transition.state = now;
+            }
+            Ok(transition)
+        }
+        None => update::Transition::new(provider, request, found.into_resource())
+            .map_err(|e| failed(e.to_string())),
+    }
+}
+
+/// Sets the resources of the `pending` tasks in one call of `provider`,
+/// each answer settled as `ralsh` settles a single update, into their
+/// `results`.
+fn set_pending(
+    host: &Host,
+    provider: &Provider,
+    pending: &[Pending],
+    results: &mut [Option<Outcome>],
+) {
+    if pending.is_empty() {
+        return;
+    }
+    let updates: Vec<_> = pending
+        .iter()
+        .map(|(_, plan, _, _)| plan.as_update())
+        .collect();
+    match host.set_many(provider, &updates, false) {
+        Err(e) => {
+            let message = e.to_string();
+            for (at, _, _, _) in pending {
+                results[*at] = Some(Err(failed(message.clone())));
+            }
+        }
+        Ok(answers) => {
+            for (answer, (at, transition, request, _)) in answers.into_iter().zip(pending) {
+                let settled = answer
+                    .and_then(|answer| {
+                        update::settle(host, provider, transition, Some(request), answer)
+                    })
+                    .map(|changes| (changes, transition.clone()))
+                    .map_err(|e| failed(e.to_string()));
+                results[*at] = Some(settled);
+            }
+        }
+    }
 }
 
 /// Reads again, right after their failure, the resources that tasks of
@@ -916,10 +1042,10 @@ fn run_batch(
 fn read_failed_creations(
     host: &Host,
     provider: &Provider,
-    pending: &[(usize, update::Transition, update::Request, Calling)],
+    pending: &[Pending],
     results: &[Option<Outcome>],
 ) -> Vec<(usize, Option<bool>)> {
-    let failed: Vec<&(usize, update::Transition, update::Request, Calling)> = pending
+    let failed: Vec<&Pending> = pending
         .iter()
         .filter(|(at, _, _, calling)| !calling.existed && matches!(results[*at], Some(Err(_))))
         .collect();

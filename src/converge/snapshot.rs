@@ -124,21 +124,9 @@ pub fn run<'r>(
         _ => {}
     }
     let model = model_of(&store.items()?);
-    let mut extra = Map::new();
-    extra.insert(
-        "snapshot".to_owned(),
-        json!({"action": action.as_str(), "name": name}),
-    );
-    if let (SnapshotAction::Restore, Some(recorded)) = (action, &recorded) {
-        let made: Json = serde_json::from_str(&recorded.model).map_err(|e| Error::Store {
-            path: store_at.location.path(),
-            message: format!("snapshot '{name}': its recorded model is unreadable: {e}"),
-        })?;
-        extra.insert("snapshot_model".to_owned(), made);
-    }
     let run = PluginRun {
         model: model.clone(),
-        extra,
+        extra: snapshot_keys(store_at, action, name, recorded.as_ref())?,
         plugins: plugins.iter().map(|p| (*p).clone()).collect(),
         secrets: Vec::new(),
         sensitive: Vec::new(),
@@ -146,12 +134,54 @@ pub fn run<'r>(
         target: host.config().remote.as_ref().map(|s| s.target.name.clone()),
         noop: false,
     };
+    let declared = snapshot_tasks(host, store_at, &plugins, &run)?;
+    let mut catalog =
+        Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
+    catalog.plugins = Some(Arc::new(run));
+    let mut plan = plan::plan_with_id(host, &catalog, jobs, plan_id)?;
+    apply::apply(host, &catalog, &mut plan, jobs, stop, events);
+    record_outcome(&mut store, action, name, recorded.as_ref(), &model, &plan)?;
+    Ok(SnapshotRun { catalog, plan })
+}
+
+/// The keys every call of a snapshot plan is given: `snapshot` (`action`
+/// and `name`), and to restore the model `recorded` when the snapshot was
+/// made (`snapshot_model`).
+fn snapshot_keys(
+    store_at: &StoreAt,
+    action: SnapshotAction,
+    name: &str,
+    recorded: Option<&Snapshot>,
+) -> Result<Map<String, Json>, SnapshotError> {
+    let mut extra = Map::new();
+    extra.insert(
+        "snapshot".to_owned(),
+        json!({"action": action.as_str(), "name": name}),
+    );
+    if let (SnapshotAction::Restore, Some(recorded)) = (action, recorded) {
+        let made: Json = serde_json::from_str(&recorded.model).map_err(|e| Error::Store {
+            path: store_at.location.path(),
+            message: format!("snapshot '{name}': its recorded model is unreadable: {e}"),
+        })?;
+        extra.insert("snapshot_model".to_owned(), made);
+    }
+    Ok(extra)
+}
+
+/// The declarations of the tasks the `plugins` answer for the snapshot
+/// plan of `run`, shown at the store's place.
+fn snapshot_tasks(
+    host: &Host,
+    store_at: &StoreAt,
+    plugins: &[&Plugin],
+    run: &PluginRun,
+) -> Result<Vec<Declared>, SnapshotError> {
     let origin = Origin {
         file: Arc::from(store_at.location.path().as_path()),
         line: 0,
     };
     let mut declared = Vec::new();
-    for plugin in &plugins {
+    for plugin in plugins {
         let answer = plugin::call(
             host,
             plugin,
@@ -164,34 +194,40 @@ pub fn run<'r>(
         let first = declared.len();
         declared.extend(declarations(plugin, tasks, &origin, first)?);
     }
-    let mut catalog =
-        Catalog::build(registry, &declared).map_err(|problems| Error::Manifest { problems })?;
-    catalog.plugins = Some(Arc::new(run));
-    let mut plan = plan::plan_with_id(host, &catalog, jobs, plan_id)?;
-    apply::apply(host, &catalog, &mut plan, jobs, stop, events);
-    let state = plan.state.as_str().to_owned();
-    match action {
-        SnapshotAction::Remove if plan.state == PlanState::Successful => {
-            store.remove_snapshot(name)?;
-        }
-        _ => {
-            let (created, made) = match (&recorded, action) {
-                (Some(recorded), SnapshotAction::Remove | SnapshotAction::Restore) => {
-                    (recorded.created, recorded.model.clone())
-                }
-                _ => (crate::store::now(), model.to_json(&[]).to_string()),
-            };
-            store.put_snapshot(&Snapshot {
-                name: name.to_owned(),
-                created,
-                model: made,
-                action: action.as_str().to_owned(),
-                state,
-                updated: crate::store::now(),
-            })?;
-        }
+    Ok(declared)
+}
+
+/// Records in `store` how the snapshot plan `action` of `name` ended: a
+/// snapshot removed is gone; else it is kept with the `model` it was
+/// made with (the one `recorded` then, or now for a new one) and its
+/// last plan's state.
+fn record_outcome(
+    store: &mut Store,
+    action: SnapshotAction,
+    name: &str,
+    recorded: Option<&Snapshot>,
+    model: &Model,
+    plan: &Plan,
+) -> Result<(), SnapshotError> {
+    if action == SnapshotAction::Remove && plan.state == PlanState::Successful {
+        store.remove_snapshot(name)?;
+        return Ok(());
     }
-    Ok(SnapshotRun { catalog, plan })
+    let (created, made) = match (recorded, action) {
+        (Some(recorded), SnapshotAction::Remove | SnapshotAction::Restore) => {
+            (recorded.created, recorded.model.clone())
+        }
+        _ => (crate::store::now(), model.to_json(&[]).to_string()),
+    };
+    store.put_snapshot(&Snapshot {
+        name: name.to_owned(),
+        created,
+        model: made,
+        action: action.as_str().to_owned(),
+        state: plan.state.as_str().to_owned(),
+        updated: crate::store::now(),
+    })?;
+    Ok(())
 }
 
 /// The model as the store holds it: each item as last applied.

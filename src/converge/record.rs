@@ -229,134 +229,175 @@ impl<'s, 'c, 'r> Recorder<'s, 'c, 'r> {
     /// says (the system already was), and the plan's state and report.
     pub fn finish(&mut self, plan: &Plan, report: &Report) -> Result<()> {
         if self.failure.is_none() && plan.state != super::plan::PlanState::Stopped {
-            // A refresh is no change of its item's: an item refreshed only
-            // is as declared.
-            let with_task: std::collections::HashSet<usize> = plan
-                .tasks
-                .iter()
-                .filter(|t| t.action != Action::Refresh)
-                .map(|t| t.item)
-                .collect();
-            // A plugin item is applied (or, for removal, gone) once every
-            // task tied to it succeeded; otherwise it stays as it was.
-            // Found once: asked for each item, a scan of the tasks would
-            // cost items times tasks.
-            let unsettled: HashSet<usize> = (plan.tasks.iter())
-                .filter(|t| t.state != TaskState::Success)
-                .filter_map(|t| self.catalog.items[t.item].tie)
-                .collect();
-            let settled = |at: usize| !unsettled.contains(&at);
-            let items: Vec<StoredItem> = (0..self.declared)
-                .filter(|at| !with_task.contains(at))
-                .filter(|&at| match self.catalog.items[at].role {
-                    Role::Resource => true,
-                    Role::Model => !is_removed_model(&self.catalog.items[at]) && settled(at),
-                    Role::Action => false,
-                })
-                .filter(|&at| {
-                    let before = self.stored.get(&self.key(at));
-                    // A resource already as a plugin's task wants it is
-                    // that item's too from now on.
-                    let newly_owned = self
-                        .owner_of(at)
-                        .is_some_and(|owner| before.is_none_or(|b| !b.owners.contains(&owner)));
-                    newly_owned
-                        || lifecycle::state_before(before, &self.properties(at))
-                            != ItemState::Applied
-                })
-                .map(|at| self.stored_item(at, ItemState::Applied, false))
-                .collect();
-            if !items.is_empty() {
-                self.store.put_items(&items)?;
-            }
-            // A plugin item some of whose tasks ran and not all succeeded:
-            // what is applied cannot be told any more (a config task may
-            // have changed its resource before a check failed), so it
-            // needs work again even if the manifests go back to what was
-            // applied before.
-            let undetermined: Vec<StoredItem> = (0..self.declared)
-                .filter(|&at| {
-                    let item = &self.catalog.items[at];
-                    let tied = || {
-                        plan.tasks
-                            .iter()
-                            .filter(|t| self.catalog.items[t.item].tie == Some(at))
-                    };
-                    item.role == Role::Model
-                        && !is_removed_model(item)
-                        && !settled(at)
-                        && tied().any(|t| matches!(t.state, TaskState::Success | TaskState::Failed))
-                })
-                .filter_map(|at| {
-                    let mut item = self.stored.get(&self.key(at))?.clone();
-                    item.undetermined = true;
-                    if item.state == ItemState::Applied {
-                        item.state = ItemState::Updated;
-                    }
-                    Some(item)
-                })
-                .collect();
-            if !undetermined.is_empty() {
-                self.store.put_items(&undetermined)?;
-            }
-            let releasing = self.releasing(&settled);
-            let lets_go = |owner: &str, provider: &str, name: &str| {
-                releasing
-                    .get(owner)
-                    .is_some_and(|named| !named.contains(&(provider.to_owned(), name.to_owned())))
-            };
-            // Whether a resource some item still yields.
-            let kept = |at: usize| {
-                let key = self.key(at);
-                let owners = self.stored.get(&key).map(|s| s.owners.as_slice());
-                owners.unwrap_or_default().iter().any(|owner| {
-                    Some(owner) != self.owner_of(at).as_ref() && !lets_go(owner, &key.0, &key.1)
-                })
-            };
-            // Removals with nothing to do: the resource is gone already (a
-            // run that removed it was cut short before recording it).
-            let gone: Vec<(String, String)> = (self.declared..self.catalog.items.len())
-                .filter(|at| !with_task.contains(at))
-                // A plugin item removed leaves the store with the
-                // resources its removal tasks settled, but for those
-                // another item still yields.
-                .chain((0..self.declared).filter(|&at| {
-                    let item = &self.catalog.items[at];
-                    let removed =
-                        |at: usize| is_removed_model(&self.catalog.items[at]) && settled(at);
-                    match (item.role, item.tie) {
-                        (Role::Model, _) => removed(at),
-                        (Role::Resource, Some(tie)) => removed(tie) && !kept(at),
-                        _ => false,
-                    }
-                }))
-                .map(|at| self.key(at))
-                .collect();
-            if !gone.is_empty() || !releasing.is_empty() {
-                self.store.forget_and_release(&gone, lets_go)?;
-            }
-            // A resource taken over by a task that succeeded (or had
-            // nothing to do) is no longer ral's to remove; one whose task
-            // did not succeed stays as it was, still ral's.
-            let taken_over: Vec<(String, String)> = self
-                .replacements
-                .iter()
-                .filter(|(at, _)| {
-                    plan.tasks
-                        .iter()
-                        .filter(|t| t.item == *at)
-                        .all(|t| t.state == TaskState::Success)
-                })
-                .flat_map(|(_, keys)| keys.iter().cloned())
-                .filter(|key| self.stored.contains_key(key))
-                .collect();
-            if !taken_over.is_empty() {
-                self.store.forget(&taken_over)?;
-            }
-            self.forget_owed_refreshes()?;
+            self.settle_items(plan)?;
         }
         self.store
             .end_plan(&plan.id, plan.state.as_str(), &report_text(report))
+    }
+
+    /// What a run that went to its end settles in the store besides its
+    /// tasks' own items: items as declared, plugin items whose tasks did
+    /// not all succeed, removals, what plugin items let go of, resources
+    /// taken over and refreshes no run would pay.
+    fn settle_items(&mut self, plan: &Plan) -> Result<()> {
+        // A refresh is no change of its item's: an item refreshed only
+        // is as declared.
+        let with_task: HashSet<usize> = plan
+            .tasks
+            .iter()
+            .filter(|t| t.action != Action::Refresh)
+            .map(|t| t.item)
+            .collect();
+        // A plugin item is applied (or, for removal, gone) once every
+        // task tied to it succeeded; otherwise it stays as it was.
+        // Found once: asked for each item, a scan of the tasks would
+        // cost items times tasks.
+        let unsettled: HashSet<usize> = (plan.tasks.iter())
+            .filter(|t| t.state != TaskState::Success)
+            .filter_map(|t| self.catalog.items[t.item].tie)
+            .collect();
+        let settled = |at: usize| !unsettled.contains(&at);
+        self.put_as_declared(&with_task, &settled)?;
+        self.put_undetermined(plan, &settled)?;
+        self.forget_gone(&with_task, &settled)?;
+        self.forget_taken_over(plan)?;
+        self.forget_owed_refreshes()
+    }
+
+    /// Records Applied the declared items without a task (but those
+    /// `with_task`) that are not yet as the manifest says: resources, and
+    /// plugin items that `settled`.
+    fn put_as_declared(
+        &mut self,
+        with_task: &HashSet<usize>,
+        settled: &dyn Fn(usize) -> bool,
+    ) -> Result<()> {
+        let items: Vec<StoredItem> = (0..self.declared)
+            .filter(|at| !with_task.contains(at))
+            .filter(|&at| match self.catalog.items[at].role {
+                Role::Resource => true,
+                Role::Model => !is_removed_model(&self.catalog.items[at]) && settled(at),
+                Role::Action => false,
+            })
+            .filter(|&at| {
+                let before = self.stored.get(&self.key(at));
+                // A resource already as a plugin's task wants it is
+                // that item's too from now on.
+                let newly_owned = self
+                    .owner_of(at)
+                    .is_some_and(|owner| before.is_none_or(|b| !b.owners.contains(&owner)));
+                newly_owned
+                    || lifecycle::state_before(before, &self.properties(at)) != ItemState::Applied
+            })
+            .map(|at| self.stored_item(at, ItemState::Applied, false))
+            .collect();
+        if !items.is_empty() {
+            self.store.put_items(&items)?;
+        }
+        Ok(())
+    }
+
+    /// Marks undetermined each plugin item some of whose tasks ran and
+    /// not all succeeded (it has not `settled`): what is applied cannot
+    /// be told any more (a config task may have changed its resource
+    /// before a check failed), so it needs work again even if the
+    /// manifests go back to what was applied before.
+    fn put_undetermined(&mut self, plan: &Plan, settled: &dyn Fn(usize) -> bool) -> Result<()> {
+        let undetermined: Vec<StoredItem> = (0..self.declared)
+            .filter(|&at| {
+                let item = &self.catalog.items[at];
+                let tied = || {
+                    plan.tasks
+                        .iter()
+                        .filter(|t| self.catalog.items[t.item].tie == Some(at))
+                };
+                item.role == Role::Model
+                    && !is_removed_model(item)
+                    && !settled(at)
+                    && tied().any(|t| matches!(t.state, TaskState::Success | TaskState::Failed))
+            })
+            .filter_map(|at| {
+                let mut item = self.stored.get(&self.key(at))?.clone();
+                item.undetermined = true;
+                if item.state == ItemState::Applied {
+                    item.state = ItemState::Updated;
+                }
+                Some(item)
+            })
+            .collect();
+        if !undetermined.is_empty() {
+            self.store.put_items(&undetermined)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the items gone (removals with nothing to do, plugin items
+    /// removed that `settled` and the resources only they yielded), and
+    /// lets the plugin items that settled go of what they no longer
+    /// yield.
+    fn forget_gone(
+        &mut self,
+        with_task: &HashSet<usize>,
+        settled: &dyn Fn(usize) -> bool,
+    ) -> Result<()> {
+        let releasing = self.releasing(settled);
+        let lets_go = |owner: &str, provider: &str, name: &str| {
+            releasing
+                .get(owner)
+                .is_some_and(|named| !named.contains(&(provider.to_owned(), name.to_owned())))
+        };
+        // Whether a resource some item still yields.
+        let kept = |at: usize| {
+            let key = self.key(at);
+            let owners = self.stored.get(&key).map(|s| s.owners.as_slice());
+            owners.unwrap_or_default().iter().any(|owner| {
+                Some(owner) != self.owner_of(at).as_ref() && !lets_go(owner, &key.0, &key.1)
+            })
+        };
+        // Removals with nothing to do: the resource is gone already (a
+        // run that removed it was cut short before recording it).
+        let gone: Vec<(String, String)> = (self.declared..self.catalog.items.len())
+            .filter(|at| !with_task.contains(at))
+            // A plugin item removed leaves the store with the
+            // resources its removal tasks settled, but for those
+            // another item still yields.
+            .chain((0..self.declared).filter(|&at| {
+                let item = &self.catalog.items[at];
+                let removed = |at: usize| is_removed_model(&self.catalog.items[at]) && settled(at);
+                match (item.role, item.tie) {
+                    (Role::Model, _) => removed(at),
+                    (Role::Resource, Some(tie)) => removed(tie) && !kept(at),
+                    _ => false,
+                }
+            }))
+            .map(|at| self.key(at))
+            .collect();
+        if !gone.is_empty() || !releasing.is_empty() {
+            self.store.forget_and_release(&gone, lets_go)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the resources taken over by a task that succeeded (or had
+    /// nothing to do): they are no longer ral's to remove; one whose task
+    /// did not succeed stays as it was, still ral's.
+    fn forget_taken_over(&mut self, plan: &Plan) -> Result<()> {
+        let taken_over: Vec<(String, String)> = self
+            .replacements
+            .iter()
+            .filter(|(at, _)| {
+                plan.tasks
+                    .iter()
+                    .filter(|t| t.item == *at)
+                    .all(|t| t.state == TaskState::Success)
+            })
+            .flat_map(|(_, keys)| keys.iter().cloned())
+            .filter(|key| self.stored.contains_key(key))
+            .collect();
+        if !taken_over.is_empty() {
+            self.store.forget(&taken_over)?;
+        }
+        Ok(())
     }
 
     /// Forgets the refreshes owed to resources that no manifest lists any

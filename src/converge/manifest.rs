@@ -333,70 +333,25 @@ fn declared_resource(
     for (key, value) in body.iter() {
         let line = line_of_scalar(key);
         let attr = key.as_str();
-        if METAPARAMETERS.contains(&attr) {
-            let references = match references(value, line) {
-                Ok(references) => references,
-                Err(message) => {
-                    problems.push(
-                        Origin {
-                            line,
-                            ..origin.clone()
-                        }
-                        .problem(format!("{type_query}[{name}]: {attr}: {message}")),
-                    );
-                    continue;
-                }
-            };
-            *match attr {
-                "require" => &mut resource.require,
-                "before" => &mut resource.before,
-                "notify" => &mut resource.notify,
-                _ => &mut resource.subscribe,
-            } = references;
-            continue;
-        }
-        if attr == WHEN || attr == LOOP {
-            let varying = resource.varying.get_or_insert_with(|| {
-                Box::new(Varying {
-                    when: None,
-                    over: None,
-                })
+        let set = if METAPARAMETERS.contains(&attr) {
+            set_references(&mut resource, attr, value, line)
+        } else if attr == WHEN || attr == LOOP {
+            set_varying(&mut resource, attr, value, line)
+        } else {
+            resource.attrs.push(RawAttr {
+                name: attr.to_owned(),
+                value: raw(value),
+                line,
             });
-            match (attr, value) {
-                (WHEN, Node::Scalar(scalar)) => {
-                    varying.when = Some((scalar.as_str().to_owned(), line));
-                }
-                // A list of conditions holds when each does, as Ansible's.
-                (WHEN, Node::Sequence(items))
-                    if !items.is_empty() && items.iter().all(|i| matches!(i, Node::Scalar(_))) =>
-                {
-                    let all: Vec<String> = items
-                        .iter()
-                        .filter_map(|item| match item {
-                            Node::Scalar(scalar) => Some(format!("({})", scalar.as_str())),
-                            _ => None,
-                        })
-                        .collect();
-                    varying.when = Some((all.join(" and "), line));
-                }
-                (WHEN, _) => problems.push(
-                    Origin {
-                        line,
-                        ..origin.clone()
-                    }
-                    .problem(format!(
-                        "{type_query}[{name}]: when: expected an expression, or a list of them"
-                    )),
-                ),
-                _ => varying.over = Some((raw(value), line)),
-            }
-            continue;
+            Ok(())
+        };
+        if let Err(message) = set {
+            let at = Origin {
+                line,
+                ..origin.clone()
+            };
+            problems.push(at.problem(format!("{type_query}[{name}]: {message}")));
         }
-        resource.attrs.push(RawAttr {
-            name: attr.to_owned(),
-            value: raw(value),
-            line,
-        });
     }
     if problems.is_empty() {
         // Kept for the whole run, one per resource: no room to spare.
@@ -405,6 +360,62 @@ fn declared_resource(
     } else {
         Err(problems)
     }
+}
+
+/// Sets what the metaparameter `attr` (`require`, `before`, `notify` or
+/// `subscribe`) of `resource`, written at `line`, lists; or says what is
+/// wrong with it.
+fn set_references(
+    resource: &mut Declared,
+    attr: &str,
+    value: &Node,
+    line: usize,
+) -> Result<(), String> {
+    let references = references(value, line).map_err(|message| format!("{attr}: {message}"))?;
+    *match attr {
+        "require" => &mut resource.require,
+        "before" => &mut resource.before,
+        "notify" => &mut resource.notify,
+        _ => &mut resource.subscribe,
+    } = references;
+    Ok(())
+}
+
+/// Sets the `when:` or `loop:` (`attr`) of `resource`, written at
+/// `line`; or says what is wrong with it.
+fn set_varying(
+    resource: &mut Declared,
+    attr: &str,
+    value: &Node,
+    line: usize,
+) -> Result<(), String> {
+    let varying = resource.varying.get_or_insert_with(|| {
+        Box::new(Varying {
+            when: None,
+            over: None,
+        })
+    });
+    match (attr, value) {
+        (WHEN, Node::Scalar(scalar)) => {
+            varying.when = Some((scalar.as_str().to_owned(), line));
+        }
+        // A list of conditions holds when each does, as Ansible's.
+        (WHEN, Node::Sequence(items))
+            if !items.is_empty() && items.iter().all(|i| matches!(i, Node::Scalar(_))) =>
+        {
+            let all: Vec<String> = items
+                .iter()
+                .filter_map(|item| match item {
+                    Node::Scalar(scalar) => Some(format!("({})", scalar.as_str())),
+                    _ => None,
+                })
+                .collect();
+            varying.when = Some((all.join(" and "), line));
+        }
+        (WHEN, _) => return Err("when: expected an expression, or a list of them".to_owned()),
+        _ => varying.over = Some((raw(value), line)),
+    }
+    Ok(())
 }
 
 /// `TYPE[NAME]` or a list of them.

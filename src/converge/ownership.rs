@@ -69,7 +69,7 @@ use crate::types::Value;
 use crate::update;
 
 use super::lifecycle;
-use super::read::{read_all, Observed};
+use super::read::{read_all, Group, Observed};
 
 /// What settling found: what to write, and the items whose intent could
 /// not be settled (their resource could not be read), which this run
@@ -139,7 +139,33 @@ pub fn settle(
     jobs: usize,
 ) -> Settled {
     let mut settled = Settled::default();
-    let mut groups: Vec<(&Provider, Vec<&str>)> = Vec::new();
+    let (groups, members) = group_by_provider(registry, intents, &mut settled.unsettled);
+    if groups.is_empty() {
+        return settled;
+    }
+    let by_key: HashMap<(&str, &str), &StoredItem> = stored
+        .iter()
+        .map(|item| ((item.provider.as_str(), item.name.as_str()), item))
+        .collect();
+    let answers = read_all(host, &groups, jobs);
+    for ((provider, _), (answer, intents)) in groups.iter().zip(answers.into_iter().zip(members)) {
+        for (found, intent) in answer.into_iter().zip(intents) {
+            let before = by_key.get(&(intent.provider.as_str(), intent.name.as_str()));
+            settle_one(&mut settled, provider, intent, found, before.copied(), key);
+        }
+    }
+    settled
+}
+
+/// The `intents` grouped by their provider, for one read per provider:
+/// each provider with its resources' names, and the intents. One whose
+/// provider is not found stays as it is, `unsettled`.
+fn group_by_provider<'a>(
+    registry: &'a Registry,
+    intents: &'a [Intent],
+    unsettled: &mut Vec<(String, String)>,
+) -> (Vec<Group<'a>>, Vec<Vec<&'a Intent>>) {
+    let mut groups: Vec<Group> = Vec::new();
     let mut members: Vec<Vec<&Intent>> = Vec::new();
     for intent in intents {
         let Ok(provider) = registry.resolve(&intent.provider) else {
@@ -149,9 +175,7 @@ pub fn settle(
                 crate::text::escape(&intent.resource),
                 intent.provider
             );
-            settled
-                .unsettled
-                .push((intent.provider.clone(), intent.name.clone()));
+            unsettled.push((intent.provider.clone(), intent.name.clone()));
             continue;
         };
         match groups.iter().position(|(p, _)| std::ptr::eq(*p, provider)) {
@@ -165,65 +189,65 @@ pub fn settle(
             }
         }
     }
-    if groups.is_empty() {
-        return settled;
-    }
-    let by_key: HashMap<(&str, &str), &StoredItem> = stored
-        .iter()
-        .map(|item| ((item.provider.as_str(), item.name.as_str()), item))
-        .collect();
-    let answers = read_all(host, &groups, jobs);
-    for ((provider, _), (answer, intents)) in groups.iter().zip(answers.into_iter().zip(members)) {
-        for (found, intent) in answer.into_iter().zip(intents) {
-            let item_key = (intent.provider.clone(), intent.name.clone());
-            let found = match found {
-                Observed::Unreadable(message) => {
-                    log::warn!(
-                        "{}: a run that ended early left what it was doing unsettled, and it \
-                         cannot be read ({message}): it stays in the state store, untouched",
-                        crate::text::escape(&intent.resource)
-                    );
-                    settled.unsettled.push(item_key);
-                    continue;
-                }
-                found => found.into_resource(),
-            };
-            settled.settlement.settled.push(item_key.clone());
-            // An item forgotten since (`ral state forget`) stays forgotten.
-            let Some(&before) = by_key.get(&(intent.provider.as_str(), intent.name.as_str()))
-            else {
-                continue;
-            };
-            let exists = exists(provider, found.as_ref());
-            match decide(intent, exists) {
-                Decision::Nothing => {}
-                Decision::Removed => {
-                    log::info!(
-                        "{}: removed by a run that ended early; it leaves the state store",
-                        crate::text::escape(&intent.resource)
-                    );
-                    settled.settlement.removed.push(item_key);
-                }
-                Decision::Created => {
-                    log::info!(
-                        "{}: created by a run that ended early; it is known as ral's",
-                        crate::text::escape(&intent.resource)
-                    );
-                    let mut item = before.clone();
-                    item.created = true;
-                    let resource = found.as_ref().expect("it exists");
-                    if matches(provider, intent, resource, key) {
-                        item.state = ItemState::Applied;
-                        item.properties = intent.properties.clone();
-                    }
-                    if &item != before {
-                        settled.settlement.items.push(item);
-                    }
-                }
+    (groups, members)
+}
+
+/// Settles one `intent` of `provider` whose resource was read as
+/// `found`, into `settled`; `before` is its item in the store, unless it
+/// was forgotten since.
+fn settle_one(
+    settled: &mut Settled,
+    provider: &Provider,
+    intent: &Intent,
+    found: Observed,
+    before: Option<&StoredItem>,
+    key: Option<&StoreKey>,
+) {
+    let item_key = (intent.provider.clone(), intent.name.clone());
+    let found = match found {
+        Observed::Unreadable(message) => {
+            log::warn!(
+                "{}: a run that ended early left what it was doing unsettled, and it \
+                 cannot be read ({message}): it stays in the state store, untouched",
+                crate::text::escape(&intent.resource)
+            );
+            settled.unsettled.push(item_key);
+            return;
+        }
+        found => found.into_resource(),
+    };
+    settled.settlement.settled.push(item_key.clone());
+    // An item forgotten since (`ral state forget`) stays forgotten.
+    let Some(before) = before else {
+        return;
+    };
+    let exists = exists(provider, found.as_ref());
+    match decide(intent, exists) {
+        Decision::Nothing => {}
+        Decision::Removed => {
+            log::info!(
+                "{}: removed by a run that ended early; it leaves the state store",
+                crate::text::escape(&intent.resource)
+            );
+            settled.settlement.removed.push(item_key);
+        }
+        Decision::Created => {
+            log::info!(
+                "{}: created by a run that ended early; it is known as ral's",
+                crate::text::escape(&intent.resource)
+            );
+            let mut item = before.clone();
+            item.created = true;
+            let resource = found.as_ref().expect("it exists");
+            if matches(provider, intent, resource, key) {
+                item.state = ItemState::Applied;
+                item.properties = intent.properties.clone();
+            }
+            if &item != before {
+                settled.settlement.items.push(item);
             }
         }
     }
-    settled
 }
 
 /// What a leftover intent means, given whether its resource exists now.

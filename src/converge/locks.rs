@@ -13,13 +13,13 @@ use serde_json::{json, Map, Value as Json};
 use crate::discovery::Registry;
 use crate::error::Error;
 use crate::plugin::{self, Answer, PluginTask, TaskKind};
-use crate::plugin_meta::PluginCall;
+use crate::plugin_meta::{Plugin, PluginCall};
 use crate::remote::Target;
 use crate::update::Request;
 
 use super::catalog::{Catalog, Item, Role};
 use super::expand::Context;
-use super::from_plugin::{FromPlugin, Phase};
+use super::from_plugin::{FromPlugin, Phase, PluginRun};
 use super::manifest::Origin;
 use super::plan::{Action, Plan, Task};
 
@@ -58,55 +58,15 @@ pub fn add<'r>(
         .iter()
         .filter(|p| p.answers(PluginCall::CreateLockTasks))
     {
-        let mut extra = Map::new();
-        extra.insert("node".to_owned(), node.clone());
-        let answer = plugin::call(
-            context.runner,
-            plugin,
-            PluginCall::CreateLockTasks,
-            &run.input(plugin, extra),
-        )?;
-        let Answer::Lock { lock, unlock } = answer else {
-            unreachable!("create_lock_tasks answers a lock and an unlock task")
-        };
-        let mut pair = [*lock, *unlock];
-        super::expand::guard_secrets(
-            plugin,
-            PluginCall::CreateLockTasks,
-            &mut pair,
-            &run,
-            registry,
-        )?;
-        let [lock, unlock] = pair;
+        let [lock, unlock] = lock_tasks(context, registry, &run, plugin, node)?;
         let provider = plugin
             .meta
             .item_types
             .first()
             .and_then(|t| registry.resolve_item(&t.name).ok())
-            .ok_or_else(|| Error::Plugin {
-                plugin: plugin.name().to_owned(),
-                call: PluginCall::CreateLockTasks.as_str().to_owned(),
-                message: "its item type is not found".to_owned(),
-            })?;
+            .ok_or_else(|| refused(plugin, "its item type is not found"))?;
         for (task, phase) in [(lock, Phase::Lock), (unlock, Phase::Unlock)] {
-            if !task.requires.is_empty() {
-                return Err(Error::Plugin {
-                    plugin: plugin.name().to_owned(),
-                    call: PluginCall::CreateLockTasks.as_str().to_owned(),
-                    message: "a lock or unlock task requires nothing: it runs before or after \
-                              all the others"
-                        .to_owned(),
-                });
-            }
-            if let TaskKind::Config { .. } = task.kind {
-                return Err(Error::Plugin {
-                    plugin: plugin.name().to_owned(),
-                    call: PluginCall::CreateLockTasks.as_str().to_owned(),
-                    message: "a lock or unlock task is a callback or a remote task here, not a \
-                              config task"
-                        .to_owned(),
-                });
-            }
+            check_lock_task(plugin, &task)?;
             let at = catalog.items.len();
             catalog
                 .items
@@ -132,6 +92,64 @@ pub fn add<'r>(
     tasks.extend(unlocks);
     plan.tasks = tasks;
     Ok(())
+}
+
+/// The lock and the unlock task `plugin` answers for `node`, keeping
+/// the model's secrets out of sight.
+fn lock_tasks(
+    context: &Context,
+    registry: &Registry,
+    run: &PluginRun,
+    plugin: &Plugin,
+    node: &Json,
+) -> Result<[PluginTask; 2], Error> {
+    let mut extra = Map::new();
+    extra.insert("node".to_owned(), node.clone());
+    let answer = plugin::call(
+        context.runner,
+        plugin,
+        PluginCall::CreateLockTasks,
+        &run.input(plugin, extra),
+    )?;
+    let Answer::Lock { lock, unlock } = answer else {
+        unreachable!("create_lock_tasks answers a lock and an unlock task")
+    };
+    let mut pair = [*lock, *unlock];
+    super::expand::guard_secrets(
+        plugin,
+        PluginCall::CreateLockTasks,
+        &mut pair,
+        run,
+        registry,
+    )?;
+    Ok(pair)
+}
+
+/// Refuses a lock or unlock `task` that requires anything (it runs
+/// before or after all the others) or is a config task.
+fn check_lock_task(plugin: &Plugin, task: &PluginTask) -> Result<(), Error> {
+    if !task.requires.is_empty() {
+        return Err(refused(
+            plugin,
+            "a lock or unlock task requires nothing: it runs before or after all the others",
+        ));
+    }
+    if let TaskKind::Config { .. } = task.kind {
+        return Err(refused(
+            plugin,
+            "a lock or unlock task is a callback or a remote task here, not a config task",
+        ));
+    }
+    Ok(())
+}
+
+/// What `plugin`'s answer to `create_lock_tasks` is refused for.
+fn refused(plugin: &Plugin, message: &str) -> Error {
+    Error::Plugin {
+        plugin: plugin.name().to_owned(),
+        call: PluginCall::CreateLockTasks.as_str().to_owned(),
+        message: message.to_owned(),
+    }
 }
 
 fn lock_item<'r>(

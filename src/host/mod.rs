@@ -173,7 +173,7 @@ impl Host {
     /// NAME with its program, NAME's program on PATH when that differs (a
     /// shim), and how many of the providers use it.
     pub fn interpreters(&self, providers: &[Provider]) -> Vec<process::interpreter::Used> {
-        process::interpreter::used(
+        process::interpreters(
             providers.iter().map(|p| p.source.as_path()),
             self.env.vars(),
         )

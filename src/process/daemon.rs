@@ -24,7 +24,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::pipes::{text, LineReader, PollSet};
-use super::{group, orphans, signals};
+use super::{gate, group, orphans, signals};
 use crate::error::{Error, Result};
 
 /// The longest stdout line read from a daemon.
@@ -84,8 +84,8 @@ impl Daemon {
             .process_group(0);
         // Under the spawn gate, as a call: a sweep never sees it unlisted,
         // and an interrupt either refuses it or finds it listed.
-        let mut child = signals::with_spawn_gate(|| {
-            if let Some(signal) = signals::interrupted() {
+        let mut child = gate::with_spawn_gate(|| {
+            if let Some(signal) = gate::interrupted() {
                 return Err(Error::Interrupted { signal });
             }
             let child = command.spawn().map_err(spawn_error)?;
@@ -167,7 +167,7 @@ impl Daemon {
             if stdout.is_done() {
                 return Ok(None);
             }
-            if let Some(signal) = signals::interrupted() {
+            if let Some(signal) = gate::interrupted() {
                 return Err(Error::Interrupted { signal });
             }
             if Instant::now() >= until {
@@ -249,7 +249,7 @@ impl Daemon {
             return self.reaped;
         };
         let pid = child.id() as i32;
-        let reaped = signals::with_spawn_gate(|| match child.try_wait() {
+        let reaped = gate::with_spawn_gate(|| match child.try_wait() {
             Ok(None) => false,
             // Reaped now, or by someone else (an error): gone either way.
             Ok(Some(_)) | Err(_) => {

@@ -11,10 +11,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Child, ChildStdin, Command, ExitStatus};
 use std::time::Instant;
 
+use super::limits::KILL_GRACE;
 use super::orphans;
 use super::pipes::{LineReader, PollSet};
 use super::signals::{self, Registration};
-use super::KILL_GRACE;
 
 /// A running process group whose leader we started.
 pub(super) struct Group {

@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
+use super::call::{Answers, Call, Finished, Idle, LineSink};
 use super::pipes::Piece;
-use super::{Answers, Call, Finished, Idle, LineSink};
 use crate::error::{Error, Exited, Result};
 use crate::sdk;
 
@@ -60,7 +60,7 @@ pub fn run(
     }));
     let mut answers = Answers::new(call, sink, idle);
     let logged = stderr.take();
-    for piece in pieces(&logged, super::MAX_LINE) {
+    for piece in pieces(&logged, super::call::MAX_LINE) {
         answers.stderr.log(call, piece);
     }
     let status = match served {

@@ -13,6 +13,10 @@
 //! `#!/usr/bin/env -S NAME WORD...` with words free of quotes, escapes and
 //! `$` (which `env -S` would interpret). Anything else, or a NAME not
 //! found, starts the script as before, and the kernel and `env` decide.
+//!
+//! The runner starts every script through [`launch`], so a Python is
+//! asked where it is through the [`Ask`] the runner hands in, never by
+//! naming the runner here.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -36,6 +40,21 @@ pub struct Launch {
     pub words: Vec<OsString>,
 }
 
+/// A question put to a program: run with these arguments and this
+/// environment, within `limit`.
+pub struct Question<'a> {
+    /// Names the program in errors and log lines.
+    pub label: &'a str,
+    pub program: &'a Path,
+    pub args: &'a [OsString],
+    pub env: &'a [(OsString, OsString)],
+    pub limit: Duration,
+}
+
+/// Puts a [`Question`] to a program: what it wrote on stdout when it
+/// exited 0, `None` when it failed. The one runner's, handed in by it.
+pub type Ask = fn(&Question) -> Option<Vec<u8>>;
+
 /// What is known of (NAME, PATH) in this process.
 #[derive(Clone)]
 enum Known {
@@ -52,7 +71,7 @@ static FOUND: Mutex<Option<Found>> = Mutex::new(None);
 /// How to start `script` with the environment `env` without `env` or a
 /// shim in between, when its first line says `#!/usr/bin/env NAME ...`
 /// and NAME is found; `None` to start it as it is.
-pub fn launch(script: &Path, env: &[(OsString, OsString)]) -> Option<Launch> {
+pub fn launch(script: &Path, env: &[(OsString, OsString)], ask: Ask) -> Option<Launch> {
     // What the kernel would refuse to start stays refused the same way.
     let executable =
         std::fs::metadata(script).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
@@ -60,7 +79,7 @@ pub fn launch(script: &Path, env: &[(OsString, OsString)]) -> Option<Launch> {
         return None;
     }
     let (name, words) = env_shebang(&first_line(script)?)?;
-    let program = found(&name, &path_of(env), env, false)?;
+    let program = found(&name, &path_of(env), env, false, ask)?;
     Some(Launch { program, words })
 }
 
@@ -81,10 +100,11 @@ pub struct Used {
 pub fn used<'a>(
     scripts: impl IntoIterator<Item = &'a Path>,
     env: &[(OsString, OsString)],
+    ask: Ask,
 ) -> Vec<Used> {
     let mut all: Vec<Used> = Vec::new();
     for script in scripts {
-        let Some((name, program, listed)) = interpreter_of(script, env) else {
+        let Some((name, program, listed)) = interpreter_of(script, env, ask) else {
             continue;
         };
         let name = name.to_string_lossy().into_owned();
@@ -110,10 +130,11 @@ pub fn used<'a>(
 pub fn interpreter_of(
     script: &Path,
     env: &[(OsString, OsString)],
+    ask: Ask,
 ) -> Option<(OsString, PathBuf, Option<PathBuf>)> {
     let (name, _) = env_shebang(&first_line(script)?)?;
     let path = path_of(env);
-    let program = found(&name, &path, env, true)?;
+    let program = found(&name, &path, env, true, ask)?;
     let listed = on_path(&name, &path);
     Some((name, program, listed))
 }
@@ -169,7 +190,13 @@ fn env_shebang(line: &[u8]) -> Option<(OsString, Vec<OsString>)> {
 /// NAME's program under `path`, found once per process, from its second
 /// use on (or at once with `now`): finding it may cost a start of the
 /// interpreter, which only a run of several calls wins back.
-fn found(name: &OsStr, path: &OsStr, env: &[(OsString, OsString)], now: bool) -> Option<PathBuf> {
+fn found(
+    name: &OsStr,
+    path: &OsStr,
+    env: &[(OsString, OsString)],
+    now: bool,
+    ask: Ask,
+) -> Option<PathBuf> {
     let key = (name.to_owned(), path.to_owned());
     {
         let mut found = FOUND.lock().unwrap_or_else(|e| e.into_inner());
@@ -189,7 +216,7 @@ fn found(name: &OsStr, path: &OsStr, env: &[(OsString, OsString)], now: bool) ->
         // A Python on PATH that is a script (a shim) is asked where the
         // real one is; a program there is taken as it is.
         let real = if name.as_bytes().starts_with(b"python") && !is_binary(&program) {
-            real_python(&program, env)
+            real_python(&program, env, ask)
         } else {
             None
         };
@@ -242,7 +269,7 @@ fn on_path(name: &OsStr, path: &OsStr) -> Option<PathBuf> {
 
 /// Where the Python started as `program` really is (`sys.executable`),
 /// when it says so plainly: a shim's real interpreter.
-fn real_python(program: &Path, env: &[(OsString, OsString)]) -> Option<PathBuf> {
+fn real_python(program: &Path, env: &[(OsString, OsString)], ask: Ask) -> Option<PathBuf> {
     let args: Vec<OsString> = [
         "-I",
         "-S",
@@ -252,30 +279,13 @@ fn real_python(program: &Path, env: &[(OsString, OsString)]) -> Option<PathBuf> 
     .iter()
     .map(OsString::from)
     .collect();
-    let arg0 = program.as_os_str().to_owned();
-    let call = super::streams::StreamCall {
+    let said = ask(&Question {
         label: "python3",
         program,
-        arg0: &arg0,
         args: &args,
         env,
-        fd3: false,
-        stdin: None,
-        timeout: ASK_LIMIT,
-        release: false,
-        dir: None,
-        user: None,
-    };
-    let mut said = Vec::new();
-    let ended = super::streams::run_streams(&call, &mut |stream, bytes| {
-        if stream == super::streams::Stream::Stdout && said.len() < 4096 {
-            said.extend_from_slice(bytes);
-        }
-    })
-    .ok()?;
-    if !ended.success() {
-        return None;
-    }
+        limit: ASK_LIMIT,
+    })?;
     let real = PathBuf::from(OsStr::from_bytes(said.trim_ascii()));
     let executable =
         std::fs::metadata(&real).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);

@@ -29,7 +29,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::KILL_GRACE;
+use super::limits::KILL_GRACE;
 
 /// The most groups listed at once; a call started beyond them is not
 /// ended by the keeper (said once).

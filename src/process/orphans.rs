@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::KILL_GRACE;
+use super::limits::KILL_GRACE;
 
 /// Set once this process is a child subreaper.
 static ADOPTING: AtomicBool = AtomicBool::new(false);
@@ -244,7 +244,7 @@ fn find(own: Option<i32>) -> Found {
     // Under the spawn gate, a child is either a registered leader or an
     // orphan: no spawn is between the two. They are pinned there too, so
     // that another thread reaping one cannot let its ID be reused first.
-    let orphans = super::signals::with_spawn_gate(|| orphans(own));
+    let orphans = super::gate::with_spawn_gate(|| orphans(own));
     let tree = tree(&orphans);
     let zombies = orphans
         .into_iter()
@@ -380,7 +380,7 @@ fn still_running<'a>(
             .filter(|(_, fd)| fd.revents == 0)
             .map(|(process, _)| process)
             .collect();
-        if Instant::now() >= until || (interruptible && super::signals::interrupted().is_some()) {
+        if Instant::now() >= until || (interruptible && super::gate::interrupted().is_some()) {
             break;
         }
     }

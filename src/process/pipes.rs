@@ -8,7 +8,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use super::{remaining, INTERRUPT_POLL};
+use super::limits::{remaining, INTERRUPT_POLL};
 
 /// How much one read asks for at first: most answers are small, and a
 /// one-resource call should not pay for touching a large buffer.

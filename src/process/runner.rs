@@ -17,7 +17,7 @@
 //!
 //! The limits are the same for every run:
 //! - at the time limit the whole process group gets SIGTERM, then SIGKILL
-//!   after [`KILL_GRACE`](super::KILL_GRACE), and the run fails with a timeout;
+//!   after [`KILL_GRACE`](super::limits::KILL_GRACE), and the run fails with a timeout;
 //! - processes that still hold the output [`OUTPUT_LINGER`] after the
 //!   leader exited are killed, and the run goes on to its end;
 //! - a forwarded interrupt (see `signals.rs`) ends the group the same way
@@ -27,16 +27,19 @@
 
 use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use super::gate;
 use super::group::Group;
+use super::interpreter::{self, Question};
+use super::limits::{MAX_TIMEOUT, OUTPUT_LINGER};
 use super::pipes::{Feeder, LineReader, Piece, PollSet};
-use super::{explain_spawn_error, signals, MAX_TIMEOUT, OUTPUT_LINGER};
 use crate::error::{Error, Result};
+use crate::text::escape;
 
 /// Which output stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +123,7 @@ pub(super) fn run<A: AsRef<OsStr>>(
     // By now the group is reaped or ended, and the sweep for what it left
     // behind is over. A forwarded signal that came meanwhile is the run's
     // outcome, whatever else it was: the caller must act on it first.
-    match signals::interrupted() {
+    match gate::interrupted() {
         Some(signal) => Err(Error::Interrupted { signal }),
         None => result,
     }
@@ -130,75 +133,15 @@ pub(super) fn run<A: AsRef<OsStr>>(
 fn spawn<'a, A: AsRef<OsStr>>(options: &Options<'a, A>) -> Result<Running<'a>> {
     // The time limit counts from the start of the spawn.
     let limits = Limits::new(options.timeout);
-    let spawn_error = |source| Error::Spawn {
-        provider: options.label.to_owned(),
-        file: options.program.to_owned(),
-        action: options.action.to_owned(),
-        source: explain_spawn_error(options.program, source),
-    };
-    // A bare name is looked up on PATH wherever the program runs.
-    let relative_path = options.program.is_relative() && options.program.components().count() > 1;
-    let program = match options.dir {
-        Some(_) if relative_path => {
-            Cow::Owned(std::path::absolute(options.program).map_err(spawn_error)?)
-        }
-        _ => Cow::Borrowed(options.program),
-    };
+    let spawn_error = |source| spawn_error(options, source);
+    let program = absolute_program(options).map_err(spawn_error)?;
     let fd3 = match options.fd3 {
         Some(_) => Some(std::io::pipe().map_err(|e| Error::io("creating a pipe", e))?),
         None => None,
     };
-    // A script of `#!/usr/bin/env NAME` starts as the kernel would start
-    // it, with NAME's program found once per run (no shim at each call).
-    let mut command = match super::interpreter::launch(&program, options.env) {
-        Some(launch) => {
-            let mut command = Command::new(&launch.program);
-            command.args(&launch.words).arg(&*program);
-            command
-        }
-        None => {
-            let mut command = Command::new(&*program);
-            if let Some(arg0) = options.arg0 {
-                command.arg0(arg0);
-            }
-            command
-        }
-    };
-    if let Some(dir) = options.dir {
-        command.current_dir(dir);
-    }
-    if let Some(user) = options.user {
-        user.apply(&mut command);
-    }
-    command
-        .args(options.args)
-        .env_clear()
-        .envs(options.env.iter().map(|(k, v)| (k, v)))
-        .stdin(match options.stdin {
-            Some(_) => Stdio::piped(),
-            None => Stdio::null(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let mut command = command(options, &program);
     if let Some((_, writer)) = &fd3 {
-        let fd = writer.as_raw_fd();
-        // SAFETY: runs in the forked child before exec and only calls dup2
-        // and fcntl, which are async-signal-safe.
-        unsafe {
-            command.pre_exec(move || {
-                let moved = if fd == 3 {
-                    // Already in place: only the close-on-exec flag goes.
-                    libc::fcntl(3, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(fd, 3)
-                };
-                if moved == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        on_fd3(&mut command, writer.as_raw_fd());
     }
     // A refusal after a forwarded signal becomes `Interrupted` in `run`.
     let mut group = Group::spawn(&mut command, options.release).map_err(spawn_error)?;
@@ -233,6 +176,138 @@ fn spawn<'a, A: AsRef<OsStr>>(options: &Options<'a, A>) -> Result<Running<'a>> {
         fd3_max: options.fd3.unwrap_or(0),
         killed_leftovers: false,
     })
+}
+
+fn spawn_error<A>(options: &Options<'_, A>, source: std::io::Error) -> Error {
+    Error::Spawn {
+        provider: options.label.to_owned(),
+        file: options.program.to_owned(),
+        action: options.action.to_owned(),
+        source: explain_spawn_error(options.program, source),
+    }
+}
+
+/// The program to start: a relative path with a directory in it is made
+/// absolute when the run has a working directory of its own, so that it
+/// still means the caller's. A bare name is looked up on PATH wherever
+/// the program runs.
+fn absolute_program<'a, A>(options: &Options<'a, A>) -> std::io::Result<Cow<'a, Path>> {
+    let relative_path = options.program.is_relative() && options.program.components().count() > 1;
+    Ok(match options.dir {
+        Some(_) if relative_path => Cow::Owned(std::path::absolute(options.program)?),
+        _ => Cow::Borrowed(options.program),
+    })
+}
+
+/// The command line of the run, with its environment, directory, user,
+/// stdin and pipes: argv only, its own process group.
+fn command<A: AsRef<OsStr>>(options: &Options<'_, A>, program: &Path) -> Command {
+    // A script of `#!/usr/bin/env NAME` starts as the kernel would start
+    // it, with NAME's program found once per run (no shim at each call).
+    let mut command = match interpreter::launch(program, options.env, ask) {
+        Some(launch) => {
+            let mut command = Command::new(&launch.program);
+            command.args(&launch.words).arg(program);
+            command
+        }
+        None => {
+            let mut command = Command::new(program);
+            if let Some(arg0) = options.arg0 {
+                command.arg0(arg0);
+            }
+            command
+        }
+    };
+    if let Some(dir) = options.dir {
+        command.current_dir(dir);
+    }
+    if let Some(user) = options.user {
+        user.apply(&mut command);
+    }
+    command
+        .args(options.args)
+        .env_clear()
+        .envs(options.env.iter().map(|(k, v)| (k, v)))
+        .stdin(match options.stdin {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    command
+}
+
+/// Makes `fd`, the write end of the fd 3 pipe, the child's file
+/// descriptor 3.
+fn on_fd3(command: &mut Command, fd: RawFd) {
+    // SAFETY: runs in the forked child before exec and only calls dup2
+    // and fcntl, which are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            let moved = if fd == 3 {
+                // Already in place: only the close-on-exec flag goes.
+                libc::fcntl(3, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, 3)
+            };
+            if moved == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The most of a program's stdout an [`ask`] keeps: the answers wanted
+/// are paths, and one this long is none (`PATH_MAX`).
+const MOST_SAID: usize = 4096;
+
+/// Puts `question` to a program through this runner, as its plugin rules
+/// would run it (the caller's working directory, stdin from `/dev/null`,
+/// stderr dropped): the [`interpreter::Ask`] of every run, by which a
+/// shim's real Python is found.
+pub(super) fn ask(question: &Question) -> Option<Vec<u8>> {
+    let action = question.args.first().map_or_else(
+        || "its run".to_owned(),
+        |a| a.to_string_lossy().into_owned(),
+    );
+    let options = Options {
+        label: question.label,
+        action: &action,
+        program: question.program,
+        arg0: Some(question.program.as_os_str()),
+        args: question.args,
+        env: question.env,
+        dir: None,
+        stdin: None,
+        fd3: None,
+        timeout: question.limit,
+        release: false,
+        last_words: false,
+        user: None,
+    };
+    let mut said = Said(Vec::new());
+    let exit = run(&options, &mut said).ok()?;
+    exit.status.success().then_some(said.0)
+}
+
+/// An [`ask`]'s stdout, the first [`MOST_SAID`] bytes or so.
+struct Said(Vec<u8>);
+
+impl Handler for Said {
+    fn max_line(&self, _: Stream) -> usize {
+        // A longer line arrives in pieces, its first one already past
+        // any path, as a whole one would be.
+        MOST_SAID + 1
+    }
+
+    fn line(&mut self, stream: Stream, piece: Piece) -> Result<()> {
+        if stream == Stream::Stdout && self.0.len() < MOST_SAID {
+            self.0.extend_from_slice(piece.bytes);
+        }
+        Ok(())
+    }
 }
 
 /// One run in progress. Dropped before its leader was reaped (an error
@@ -272,7 +347,7 @@ impl Running<'_> {
         loop {
             // The limits hold on every turn, also for a program whose
             // output never lets the loop wait.
-            if let Some(signal) = signals::interrupted() {
+            if let Some(signal) = gate::interrupted() {
                 self.group.terminate();
                 return Err(Error::Interrupted { signal });
             }
@@ -514,5 +589,67 @@ impl Limits {
             }
             linger => Due::WaitUntil(linger.map_or(self.deadline, |l| l.min(self.deadline))),
         }
+    }
+}
+
+/// A spawn error as a user can act on it: "No such file or directory" for
+/// a file that exists means its `#!` interpreter is missing, so say that.
+fn explain_spawn_error(program: &Path, error: std::io::Error) -> std::io::Error {
+    if error.kind() != std::io::ErrorKind::NotFound || !program.is_file() {
+        return error;
+    }
+    match interpreter_of(program) {
+        Some(interpreter) if !interpreter.exists() => std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "interpreter {} not found (named on its first line)",
+                escape(&interpreter.to_string_lossy())
+            ),
+        ),
+        _ => error,
+    }
+}
+
+/// The interpreter a `#!` line names, if the file starts with one.
+fn interpreter_of(program: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let file = std::fs::File::open(program).ok()?;
+    let read = file.take(head.len() as u64).read(&mut head).ok()?;
+    let line = head[..read].split(|&b| b == b'\n').next()?;
+    let rest = line.strip_prefix(b"#!")?;
+    let text = std::str::from_utf8(rest).ok()?;
+    text.split_whitespace().next().map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_interpreter_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("p.prov");
+        std::fs::write(&script, "#! /nonexistent/python -I\necho hi\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = std::process::Command::new(&script).spawn().unwrap_err();
+        let explained = explain_spawn_error(&script, err);
+        assert_eq!(
+            explained.to_string(),
+            "interpreter /nonexistent/python not found (named on its first line)"
+        );
+        // A file that is missing itself keeps the system's words.
+        let gone = dir.path().join("gone.prov");
+        let err = std::process::Command::new(&gone).spawn().unwrap_err();
+        assert_eq!(
+            explain_spawn_error(&gone, err).kind(),
+            std::io::ErrorKind::NotFound
+        );
+        assert!(
+            !explain_spawn_error(&gone, std::io::Error::from(std::io::ErrorKind::NotFound))
+                .to_string()
+                .contains("interpreter")
+        );
     }
 }

@@ -18,15 +18,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use super::gate::{interrupted, INTERRUPTED, SPAWN_GATE};
+
 /// The process groups of the running calls, for the interrupt handler; 0
 /// marks a free slot. Describes run several at a time.
 static ACTIVE_GROUPS: [AtomicI32; GROUP_SLOTS] = [const { AtomicI32::new(0) }; GROUP_SLOTS];
 const GROUP_SLOTS: usize = 32;
 /// Set once [`forward_interrupts`] installed its handler.
 static FORWARDING: AtomicBool = AtomicBool::new(false);
-/// The forwarded signal that arrived while calls ran (or, deferred, at any
-/// time), or 0.
-static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 /// Set by [`forward_interrupts_deferred`].
 static DEFERRED: AtomicBool = AtomicBool::new(false);
 /// Set by [`forward_interrupts_graceful`].
@@ -35,9 +34,6 @@ static GRACEFUL: AtomicBool = AtomicBool::new(false);
 static STOP: AtomicI32 = AtomicI32::new(0);
 /// How many threads are between "about to spawn" and "group registered".
 static SPAWNING: AtomicUsize = AtomicUsize::new(0);
-/// Held while a provider is spawned and registered, and by the thread that
-/// ends this process, so that its sweep sees every group.
-static SPAWN_GATE: Mutex<()> = Mutex::new(());
 
 const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -232,14 +228,6 @@ pub fn is_interrupted() -> bool {
     interrupted().is_some()
 }
 
-/// The forwarded signal that arrived, if one did.
-pub(super) fn interrupted() -> Option<libc::c_int> {
-    match INTERRUPTED.load(Ordering::SeqCst) {
-        0 => None,
-        signal => Some(signal),
-    }
-}
-
 /// Directories and files removed before this process ends by a forwarded
 /// signal.
 static REMOVE_ON_INTERRUPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -352,13 +340,6 @@ impl Registration {
             super::keeper::unwatch(self.group);
         }
     }
-}
-
-/// Runs `f` while no provider is being spawned (see
-/// [`spawn_registered`]): every child is then registered or not started.
-pub(super) fn with_spawn_gate<T>(f: impl FnOnce() -> T) -> T {
-    let _gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
-    f()
 }
 
 /// Runs `spawn`, which starts a process-group leader and returns its PID

@@ -8,7 +8,9 @@
 use rusqlite::{params, Transaction};
 use serde_json::{Map, Value as Json};
 
-use super::{bump_serial, db_error, execute_cached, now, put_item, Store, StoredItem};
+use super::database::Store;
+use super::items::{put_item, StoredItem};
+use super::sql::{bump_serial, db_error, execute_cached, now};
 use crate::error::{Error, Result};
 
 /// What a task was about to do.

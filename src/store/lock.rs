@@ -39,7 +39,7 @@ impl Holder {
         Holder {
             pid: std::process::id(),
             host: hostname(),
-            since: super::now() as u64,
+            since: super::sql::now() as u64,
             plan: plan.to_owned(),
             by: None,
         }

@@ -8,7 +8,8 @@
 
 use rusqlite::{params, Transaction};
 
-use super::{db_error, execute_cached, now, Store};
+use super::database::Store;
+use super::sql::{db_error, execute_cached, now};
 use crate::error::Result;
 
 /// One refresh owed to a resource.

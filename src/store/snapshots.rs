@@ -4,7 +4,8 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{db_error, now, Store};
+use super::database::Store;
+use super::sql::{db_error, now};
 use crate::error::Result;
 
 /// One snapshot as the store keeps it.

@@ -19,6 +19,12 @@ enum Source {
 }
 
 impl AttrType {
+    /// True when the type accepts this text from the command line, as
+    /// `ensure` must accept `present` and `absent`.
+    pub fn accepts_text(&self, text: &str) -> bool {
+        self.parse_cli(text).is_ok()
+    }
+
     /// Converts a value typed by a person on the command line.
     pub fn parse_cli(&self, raw: &str) -> Result<Value, Mismatch> {
         self.convert_text(raw, Source::CommandLine)
@@ -116,7 +122,7 @@ impl AttrType {
                     Ok(Value::String(raw.to_owned()))
                 } else {
                     Err(Mismatch::NoMatch {
-                        pattern: pattern.source.clone(),
+                        pattern: pattern.source().to_owned(),
                     })
                 }
             }

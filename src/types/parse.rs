@@ -3,6 +3,14 @@
 
 use super::{AttrType, BadType, Pattern};
 
+impl AttrType {
+    /// Parses a type string from metadata. Keywords are case-insensitive and
+    /// spaces around brackets and commas are ignored.
+    pub fn parse(text: &str) -> Result<AttrType, BadType> {
+        parse(text)
+    }
+}
+
 /// Parses a whole type string.
 pub fn parse(text: &str) -> Result<AttrType, BadType> {
     let bad = |reason| BadType {

@@ -30,8 +30,9 @@ use crate::store::ItemState;
 use crate::types::{Value, Written};
 use crate::update::{Request, WrittenIn, METAPARAMETERS};
 
+use super::checker::{Checker, StepHints};
+use super::report::{CheckOptions, Level, NotRun, Report, Subject};
 use super::round_trip::{made_value, other_value, MADE};
-use super::{CheckOptions, Checker, Level, NotRun, Report, StepHints, Subject};
 
 const PLUGIN_HINTS: StepHints = StepHints {
     slow: "plugins are called on every plan; keep a call to computing its answer from the model",

@@ -10,7 +10,7 @@
 //! line break: each must come back exactly, or be refused; it must never
 //! split a line or reach another resource.
 
-use super::Checker;
+use super::checker::{differences, steady, Checker};
 use crate::error::Error;
 use crate::metadata::Kind;
 use crate::provider::Provider;
@@ -142,12 +142,12 @@ impl Checker<'_> {
             .list_quietly(provider)
             .and_then(|listed| listed.into_iter().find(|r| r.name == name))
         {
-            Some(listed) if super::steady(provider, &listed) == super::steady(provider, &made) => {}
+            Some(listed) if steady(provider, &listed) == steady(provider, &made) => {}
             Some(listed) => self.find(
                 "find",
                 format!(
                     "find '{name}' disagrees with list: {}",
-                    super::differences(provider, &listed, &made)
+                    differences(provider, &listed, &made)
                 ),
                 "find NAME must report exactly what list reports for NAME",
             ),

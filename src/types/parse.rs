@@ -111,59 +111,22 @@ impl Parser<'_> {
             "hash" => no_args(AttrType::Hash),
             "data" => no_args(AttrType::Data),
             "integer" if !has_args => Ok(AttrType::Integer(None)),
-            "integer" => {
-                self.expect('[')?;
-                let min = self.integer()?;
-                self.expect(',')?;
-                let max = self.integer()?;
-                self.expect(']')?;
-                if min > max {
-                    return Err(format!("the range {min} to {max} is empty"));
-                }
-                Ok(AttrType::Integer(Some((min, max))))
-            }
+            "integer" => self.integer_range(),
             "pattern" => {
                 needs_args("pattern[/regex/]")?;
-                self.expect('[')?;
-                let pattern = self.regex()?;
-                self.expect(']')?;
-                Ok(AttrType::Pattern(pattern))
+                self.pattern()
             }
             "enum" => {
                 needs_args("enum[a, b, ...]")?;
-                self.expect('[')?;
-                let mut members = vec![self.enum_member()?];
-                while self.peek() == Some(',') {
-                    self.expect(',')?;
-                    members.push(self.enum_member()?);
-                }
-                self.expect(']')?;
-                Ok(AttrType::Enum(members))
+                self.members()
             }
             "array" | "optional" => {
                 needs_args(&format!("{name}[T]"))?;
-                self.expect('[')?;
-                if self.peek() == Some(']') {
-                    return Err(format!("'{name}[]' needs a type inside the brackets"));
-                }
-                let inner = Box::new(self.ty_at(depth + 1)?);
-                self.expect(']')?;
-                Ok(if name == "array" {
-                    AttrType::Array(inner)
-                } else {
-                    AttrType::Optional(inner)
-                })
+                self.wrapped(&name, depth)
             }
             "variant" => {
                 needs_args("variant[T1, T2, ...]")?;
-                self.expect('[')?;
-                let mut types = vec![self.ty_at(depth + 1)?];
-                while self.peek() == Some(',') {
-                    self.expect(',')?;
-                    types.push(self.ty_at(depth + 1)?);
-                }
-                self.expect(']')?;
-                Ok(AttrType::Variant(types))
+                self.variant(depth)
             }
             "" => match self.peek() {
                 Some(c) => Err(format!("expected a type name but found '{c}'")),
@@ -173,6 +136,66 @@ impl Parser<'_> {
                 "unknown type '{other}' (known: string, boolean, integer, float, pattern, enum, array, hash, data, optional, variant)"
             )),
         }
+    }
+
+    /// `[min, max]` after `integer`: a range that holds a number.
+    fn integer_range(&mut self) -> Result<AttrType, String> {
+        self.expect('[')?;
+        let min = self.integer()?;
+        self.expect(',')?;
+        let max = self.integer()?;
+        self.expect(']')?;
+        if min > max {
+            return Err(format!("the range {min} to {max} is empty"));
+        }
+        Ok(AttrType::Integer(Some((min, max))))
+    }
+
+    /// `[/regex/]` after `pattern`.
+    fn pattern(&mut self) -> Result<AttrType, String> {
+        self.expect('[')?;
+        let pattern = self.regex()?;
+        self.expect(']')?;
+        Ok(AttrType::Pattern(pattern))
+    }
+
+    /// `[a, b, ...]` after `enum`.
+    fn members(&mut self) -> Result<AttrType, String> {
+        self.expect('[')?;
+        let mut members = vec![self.enum_member()?];
+        while self.peek() == Some(',') {
+            self.expect(',')?;
+            members.push(self.enum_member()?);
+        }
+        self.expect(']')?;
+        Ok(AttrType::Enum(members))
+    }
+
+    /// `[T]` after `array` or `optional` (`name`), one level deeper.
+    fn wrapped(&mut self, name: &str, depth: usize) -> Result<AttrType, String> {
+        self.expect('[')?;
+        if self.peek() == Some(']') {
+            return Err(format!("'{name}[]' needs a type inside the brackets"));
+        }
+        let inner = Box::new(self.ty_at(depth + 1)?);
+        self.expect(']')?;
+        Ok(if name == "array" {
+            AttrType::Array(inner)
+        } else {
+            AttrType::Optional(inner)
+        })
+    }
+
+    /// `[T1, T2, ...]` after `variant`, one level deeper.
+    fn variant(&mut self, depth: usize) -> Result<AttrType, String> {
+        self.expect('[')?;
+        let mut types = vec![self.ty_at(depth + 1)?];
+        while self.peek() == Some(',') {
+            self.expect(',')?;
+            types.push(self.ty_at(depth + 1)?);
+        }
+        self.expect(']')?;
+        Ok(AttrType::Variant(types))
     }
 
     fn integer(&mut self) -> Result<i64, String> {

@@ -11,10 +11,13 @@ use std::os::unix::fs::OpenOptionsExt;
 use serde_json::json;
 
 use super::diff::{self, DiffError};
+use super::options::Options;
+use super::output::raw;
 use super::output::{info_line, Printer, To};
 use super::plugin::{exit_text, os_text, Operation, Plugin};
 use super::scan::Entity;
-use super::{Session, Stop};
+use super::session::Session;
+use super::stop::Stop;
 use crate::process::streams::Stream;
 
 /// What became of one entity.
@@ -339,4 +342,43 @@ pub fn outcome_json(
     doc["stdout"] = json!(lines(Stream::Stdout));
     doc["stderr"] = json!(lines(Stream::Stderr));
     doc
+}
+
+impl Session {
+    pub(super) fn apply_all(
+        &mut self,
+        entities: &[Entity],
+        options: &Options,
+    ) -> Result<i32, Stop> {
+        let lock = if options.noop {
+            None
+        } else {
+            Some(Lock::take(self)?)
+        };
+        let mut results = Vec::new();
+        let mut failed = false;
+        for entity in entities {
+            crate::process::exit_if_interrupted();
+            let mut collected = Vec::new();
+            let outcome = if options.noop {
+                preview_one(self, entity, options.json, &mut collected)
+            } else {
+                apply_one(self, entity, options.force, options.json, &mut collected)
+            };
+            failed |= matches!(outcome, Outcome::Failed { .. });
+            if options.json {
+                results.push(outcome_json(self, entity, &outcome, &collected));
+            }
+        }
+        if let Some(lock) = lock {
+            lock.release(&mut self.printer);
+        }
+        if options.json {
+            raw(
+                To::Out,
+                format!("{:#}\n", json!({ "results": results })).as_bytes(),
+            );
+        }
+        Ok(if options.strict && failed { 1 } else { 0 })
+    }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::output::Printer;
 use super::paths::join;
 use super::plugin::{exit_text, os_text, Operation, Phase, Plugin, Runner, API_VERSION};
-use super::Stop;
+use super::stop::Stop;
 
 /// Loads every configured plugin, running `info` for each as its line is
 /// read (as Holo does).

@@ -12,7 +12,7 @@ use super::output::{Printer, To};
 use super::plugin::pass_on;
 use super::plugin::{os_text, Forward, Operation, Plugin, RunError, Runner};
 use super::resources::Resources;
-use super::run_streams;
+use super::streams::run_streams;
 use crate::process::streams::{Stream, StreamCall};
 
 /// Why an entity's diff could not be made, in Holo's words.

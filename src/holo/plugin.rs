@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::output::{Printer, To};
 use super::paths::{for_env, join};
-use super::run_streams;
+use super::streams::run_streams;
 use crate::error::{Error, Exited};
 use crate::process::streams::{Ended, Stream, StreamCall};
 

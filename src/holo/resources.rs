@@ -13,7 +13,8 @@ use std::path::Path;
 use super::output::{Printer, To};
 use super::paths::join;
 use super::plugin::{exit_text, os_text, Runner};
-use super::{run_streams, Stop};
+use super::stop::Stop;
+use super::streams::run_streams;
 use crate::fnv::fnv1a;
 use crate::process::streams::StreamCall;
 

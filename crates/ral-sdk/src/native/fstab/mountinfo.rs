@@ -10,7 +10,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use super::unescape;
-use crate::sdk::CallError;
+use crate::CallError;
 
 /// Where the kernel lists what this process's namespace has mounted.
 pub const SELF_MOUNTINFO: &str = "/proc/self/mountinfo";
@@ -204,7 +204,7 @@ pub fn own_namespace() -> Result<bool, MountinfoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sdk::Kind;
+    use crate::Kind;
 
     #[test]
     fn an_unreadable_list_is_named_in_the_error_and_fails_the_call() {

@@ -114,6 +114,15 @@ struct Resolved {
 /// (a runaway template in a loop of a thousand elements).
 pub const RENDER_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Whether `name` can be a variable: what Jinja2 can name.
+pub fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// The variables of one host, resolved.
 pub struct Variables {
     values: indexmap::IndexMap<String, Resolved>,
@@ -146,7 +155,7 @@ impl Variables {
                     line: *line,
                     message,
                 };
-                if !super::sources::is_variable_name(name) {
+                if !is_variable_name(name) {
                     problems.push(at(format!(
                         "'{}' is not a variable name (letters, digits and '_', not starting \
                          with a digit)",

@@ -23,6 +23,7 @@ use crate::error::{Error, Problem};
 use crate::remote::inventory::{Host, Inventory};
 use crate::yaml_doc;
 
+pub use super::scope::is_variable_name;
 use super::scope::Layer;
 
 /// The largest variables file read.
@@ -112,15 +113,6 @@ fn typed_scalar(value: &str) -> serde_json::Value {
         return serde_json::Value::String(value.to_owned());
     }
     yaml_doc::typed_plain(value)
-}
-
-/// Whether `name` can be a variable: what Jinja2 can name.
-pub fn is_variable_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The layers an inventory gives `host`: its groups' and its own

@@ -136,6 +136,86 @@ pub struct Variables {
     pub context: Value,
 }
 
+/// The layers' variables merged, lowest first, before any is rendered:
+/// each variable with where it was set, the names declared sensitive, the
+/// names only `-e` may set, and what is wrong with any of them.
+#[derive(Default)]
+struct Merged {
+    values: indexmap::IndexMap<String, Resolved>,
+    sensitive: HashSet<String>,
+    overrides: HashMap<String, serde_json::Value>,
+    problems: Vec<Problem>,
+}
+
+impl Merged {
+    fn of(layers: &[&Layer]) -> Merged {
+        let mut merged = Merged::default();
+        for layer in layers {
+            for (name, value, line) in &layer.vars {
+                merged.take(layer, name, value, *line);
+            }
+        }
+        match merged.overrides.get("group_names") {
+            Some(serde_json::Value::Array(_)) | None => {}
+            Some(_) => merged.problems.push(Problem {
+                file: PathBuf::from("-e"),
+                line: 0,
+                message: "group_names: expected a list of group names".to_owned(),
+            }),
+        }
+        merged
+    }
+
+    /// One variable of `layer`, over what lower layers set.
+    fn take(&mut self, layer: &Layer, name: &String, value: &serde_json::Value, line: usize) {
+        let at = |message: String| Problem {
+            file: layer.file.clone(),
+            line,
+            message,
+        };
+        if !is_variable_name(name) {
+            self.problems.push(at(format!(
+                "'{}' is not a variable name (letters, digits and '_', not starting \
+                 with a digit)",
+                crate::text::escape(name)
+            )));
+            return;
+        }
+        // `-e` may say which inventory host this run is for (the
+        // Ansible module does, on the managed host).
+        if layer.command_line && OVERRIDABLE.contains(&name.as_str()) {
+            self.overrides.insert(name.clone(), value.clone());
+            return;
+        }
+        if RESERVED.contains(&name.as_str()) {
+            self.problems.push(at(format!(
+                "'{}' is a name every template has; a variable cannot take it (only -e \
+                 may set inventory_hostname and group_names)",
+                crate::text::escape(name)
+            )));
+            return;
+        }
+        if name == SENSITIVE_LIST {
+            match sensitive_names(value) {
+                Some(names) => self.sensitive.extend(names),
+                None => self.problems.push(at(format!(
+                    "{SENSITIVE_LIST}: expected a list of variable names"
+                ))),
+            }
+            return;
+        }
+        self.values.insert(
+            name.clone(),
+            Resolved {
+                value: value.clone(),
+                source: layer.source.clone(),
+                file: layer.file.clone(),
+                line,
+            },
+        );
+    }
+}
+
 impl Variables {
     /// Merges `layers` (lowest first) with the host's facts and names,
     /// then renders the variables that are templates.
@@ -144,74 +224,14 @@ impl Variables {
         layers: &[&Layer],
         scope: &Scope,
     ) -> Result<Variables, Vec<Problem>> {
-        let mut values: indexmap::IndexMap<String, Resolved> = indexmap::IndexMap::new();
-        let mut sensitive = HashSet::new();
-        let mut overrides: HashMap<String, serde_json::Value> = HashMap::new();
-        let mut problems = Vec::new();
-        for layer in layers {
-            for (name, value, line) in &layer.vars {
-                let at = |message: String| Problem {
-                    file: layer.file.clone(),
-                    line: *line,
-                    message,
-                };
-                if !is_variable_name(name) {
-                    problems.push(at(format!(
-                        "'{}' is not a variable name (letters, digits and '_', not starting \
-                         with a digit)",
-                        crate::text::escape(name)
-                    )));
-                    continue;
-                }
-                // `-e` may say which inventory host this run is for (the
-                // Ansible module does, on the managed host).
-                if layer.command_line && OVERRIDABLE.contains(&name.as_str()) {
-                    overrides.insert(name.clone(), value.clone());
-                    continue;
-                }
-                if RESERVED.contains(&name.as_str()) {
-                    problems.push(at(format!(
-                        "'{}' is a name every template has; a variable cannot take it (only -e \
-                         may set inventory_hostname and group_names)",
-                        crate::text::escape(name)
-                    )));
-                    continue;
-                }
-                if name == SENSITIVE_LIST {
-                    match sensitive_names(value) {
-                        Some(names) => sensitive.extend(names),
-                        None => problems.push(at(format!(
-                            "{SENSITIVE_LIST}: expected a list of variable names"
-                        ))),
-                    }
-                    continue;
-                }
-                values.insert(
-                    name.clone(),
-                    Resolved {
-                        value: value.clone(),
-                        source: layer.source.clone(),
-                        file: layer.file.clone(),
-                        line: *line,
-                    },
-                );
-            }
-        }
-        match overrides.get("group_names") {
-            Some(serde_json::Value::Array(_)) | None => {}
-            Some(_) => problems.push(Problem {
-                file: PathBuf::from("-e"),
-                line: 0,
-                message: "group_names: expected a list of group names".to_owned(),
-            }),
-        }
-        if !problems.is_empty() {
-            return Err(problems);
+        let merged = Merged::of(layers);
+        if !merged.problems.is_empty() {
+            return Err(merged.problems);
         }
         let mut variables = Variables {
-            overrides,
-            values,
-            sensitive,
+            overrides: merged.overrides,
+            values: merged.values,
+            sensitive: merged.sensitive,
             facts: scope
                 .facts
                 .as_ref()
@@ -377,33 +397,8 @@ impl Variables {
             done.insert(name.to_owned());
             return;
         };
-        if let Some(at) = path.iter().position(|n| n == name) {
-            let resolved = &self.values[name];
-            let mut cycle = path[at..].to_vec();
-            cycle.push(name.to_owned());
-            problems.push(Problem {
-                file: resolved.file.clone(),
-                line: resolved.line,
-                message: format!(
-                    "variable '{}' is computed from itself: {}",
-                    crate::text::escape(name),
-                    cycle.join(" → ")
-                ),
-            });
-            done.insert(name.to_owned());
-            return;
-        }
-        if path.len() >= MAX_CHAIN {
-            let resolved = &self.values[name];
-            problems.push(Problem {
-                file: resolved.file.clone(),
-                line: resolved.line,
-                message: format!(
-                    "variable '{}' is computed through a chain of more than {MAX_CHAIN} \
-                     variables",
-                    crate::text::escape(name)
-                ),
-            });
+        if let Some(message) = self.unfollowable(name, path) {
+            problems.push(self.problem_at(name, message));
             done.insert(name.to_owned());
             return;
         }
@@ -417,18 +412,58 @@ impl Variables {
         if names.iter().any(|n| self.sensitive.contains(n)) {
             self.sensitive.insert(name.to_owned());
         }
+        self.render_one(env, scope, name, names, problems);
+        done.insert(name.to_owned());
+    }
+
+    /// Why `name`, reached through `path`, cannot be followed further: it
+    /// is computed from itself, or through too long a chain.
+    fn unfollowable(&self, name: &str, path: &[String]) -> Option<String> {
+        if let Some(at) = path.iter().position(|n| n == name) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(name.to_owned());
+            return Some(format!(
+                "variable '{}' is computed from itself: {}",
+                crate::text::escape(name),
+                cycle.join(" → ")
+            ));
+        }
+        (path.len() >= MAX_CHAIN).then(|| {
+            format!(
+                "variable '{}' is computed through a chain of more than {MAX_CHAIN} \
+                 variables",
+                crate::text::escape(name)
+            )
+        })
+    }
+
+    /// A problem with the variable `name`, where it was set.
+    fn problem_at(&self, name: &str, message: String) -> Problem {
+        let resolved = &self.values[name];
+        Problem {
+            file: resolved.file.clone(),
+            line: resolved.line,
+            message,
+        }
+    }
+
+    /// Renders the variable `name`, which uses `names` (rendered
+    /// already), unless the variables' time is up.
+    fn render_one(
+        &mut self,
+        env: &Environment<'_>,
+        scope: &Scope,
+        name: &str,
+        names: &[String],
+        problems: &mut Vec<Problem>,
+    ) {
         if self.past_deadline() {
-            let resolved = &self.values[name];
-            problems.push(Problem {
-                file: resolved.file.clone(),
-                line: resolved.line,
-                message: format!(
-                    "variable '{}': rendering stopped: the variables took longer than {} s",
-                    crate::text::escape(name),
-                    RENDER_LIMIT.as_secs()
-                ),
-            });
-            done.insert(name.to_owned());
+            let message = format!(
+                "variable '{}': rendering stopped: the variables took longer than {} s",
+                crate::text::escape(name),
+                RENDER_LIMIT.as_secs()
+            );
+            problems.push(self.problem_at(name, message));
             return;
         }
         let context = self.context_of(scope, Some(names));
@@ -452,7 +487,6 @@ impl Variables {
             }
             Err(failures) => problems.extend(failures.into_iter().map(at)),
         }
-        done.insert(name.to_owned());
     }
 }
 

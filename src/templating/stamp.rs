@@ -49,107 +49,164 @@ fn is_file_type(type_query: &str) -> bool {
 /// The resources `declared` stands for with `vars`.
 pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> Stamped {
     let mut out = Stamped::default();
-    let origin = &declared.origin;
-    let at = |line: usize, failure: Failure| Problem {
-        file: origin.file.to_path_buf(),
-        line: line + failure.line - 1,
-        message: format!(
-            "{}[{}]: {}",
-            crate::text::escape(&declared.type_query),
-            crate::text::escape(&declared.name),
-            failure.message
-        ),
+    let mut stamper = Stamper {
+        env,
+        declared,
+        vars,
+        looped_from: String::new(),
     };
-    let suggest = |name: &str| vars.suggest(name);
-    let varying = declared.varying.as_deref();
-    // The elements of the loop, each with whether it is sensitive, and
-    // where the list came from (for `-v`).
-    let mut looped_from = String::new();
-    let elements: Vec<Option<(Value, bool)>> = match varying.and_then(|v| v.over.as_ref()) {
-        None => vec![None],
-        Some((over, line)) => match elements_of(env, over, vars, &suggest) {
-            Ok((elements, names)) => {
-                let from: Vec<String> = names
-                    .iter()
-                    .filter_map(|n| vars.source(n).map(|s| format!("{n} from {s}")))
-                    .collect();
-                if !from.is_empty() {
-                    looped_from = format!(" ({})", from.join(", "));
-                }
-                elements.into_iter().map(Some).collect()
-            }
-            Err(failures) => {
-                out.problems
-                    .extend(failures.into_iter().map(|f| at(*line, f)));
-                return out;
-            }
-        },
+    let elements = match stamper.elements() {
+        Ok(elements) => elements,
+        Err(problems) => {
+            out.problems = problems;
+            return out;
+        }
     };
     for (index, element) in elements.into_iter().enumerate() {
         if vars.past_deadline() {
-            out.problems.push(origin.problem(format!(
-                "{}[{}]: rendering stopped: the manifests took longer than {} s to render",
-                crate::text::escape(&declared.type_query),
-                crate::text::escape(&declared.name),
-                super::scope::RENDER_LIMIT.as_secs()
-            )));
+            out.problems.push(stamper.too_slow());
             return out;
         }
-        let (context, item_sensitive) = match &element {
-            Some((item, sensitive)) => (
-                minijinja::context! { item => item.clone(), ..vars.context.clone() },
-                *sensitive,
-            ),
-            None => (vars.context.clone(), false),
-        };
-        let element_number = element.as_ref().map(|_| index + 1);
-        let is_sensitive = |names: &[String]| {
-            names
-                .iter()
-                .any(|n| vars.is_sensitive(n) || (n == "item" && item_sensitive))
-        };
-        if let Some((condition, line)) = varying.and_then(|v| v.when.as_ref()) {
-            match engine::holds(env, condition, &context, &suggest) {
-                Ok((true, _)) => {}
-                Ok((false, _)) => continue,
-                Err(failures) => {
-                    out.problems.extend(
-                        failures
-                            .into_iter()
-                            .map(|f| at(*line, with_item(f, element_number))),
-                    );
-                    continue;
-                }
+        let pass = stamper.pass(index, element);
+        match stamper.when_holds(&pass) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(problems) => {
+                out.problems.extend(problems);
+                continue;
             }
         }
-        let mut problems = Vec::new();
-        let name = match render_text(env, &declared.name, &context, &suggest) {
-            Ok((name, names)) if is_sensitive(&names) => {
-                problems.push(origin.problem(format!(
-                    "{}[{}]: a title is shown everywhere and cannot come from a sensitive value",
-                    crate::text::escape(&declared.type_query),
-                    crate::text::escape(&declared.name)
-                )));
-                name
-            }
-            Ok((name, _)) if name.is_empty() => {
-                problems.push(origin.problem(format!(
-                    "{}[{}]: the title renders empty",
-                    crate::text::escape(&declared.type_query),
-                    crate::text::escape(&declared.name)
-                )));
-                name
-            }
-            Ok((name, _)) => name,
-            Err(failures) => {
-                problems.extend(
-                    failures
-                        .into_iter()
-                        .map(|f| at(origin.line, with_item(f, element_number))),
-                );
-                declared.name.clone()
-            }
+        match stamper.one(&pass) {
+            Ok(stamp) => out.declared.push(stamp),
+            Err(problems) => out.problems.extend(problems),
+        }
+    }
+    out
+}
+
+/// One declaration being made into resources with one host's variables.
+struct Stamper<'a, 'e> {
+    env: &'a Environment<'e>,
+    declared: &'a Declared,
+    vars: &'a Variables,
+    /// Where the loop's list came from, ` (NAME from SOURCE, ...)`, for
+    /// `-v`; empty without a loop or variables.
+    looped_from: String,
+}
+
+/// One pass over the declaration: an element of its loop, or the one
+/// pass of a declaration without one.
+struct Pass {
+    /// What its texts render with (`item` among it, in a loop).
+    context: Value,
+    /// Which element of the loop it is (from 1), when there is one.
+    number: Option<usize>,
+    /// Its `item` came from a sensitive value.
+    item_sensitive: bool,
+}
+
+impl Stamper<'_, '_> {
+    /// A failure of a text of the declaration at `line`, as a problem.
+    fn at(&self, line: usize, failure: Failure) -> Problem {
+        Problem {
+            file: self.declared.origin.file.to_path_buf(),
+            line: line + failure.line - 1,
+            message: format!(
+                "{}[{}]: {}",
+                crate::text::escape(&self.declared.type_query),
+                crate::text::escape(&self.declared.name),
+                failure.message
+            ),
+        }
+    }
+
+    /// A problem of the declaration as a whole, at its first line.
+    fn problem(&self, what: &str) -> Problem {
+        self.declared.origin.problem(format!(
+            "{}[{}]: {what}",
+            crate::text::escape(&self.declared.type_query),
+            crate::text::escape(&self.declared.name),
+        ))
+    }
+
+    fn suggest(&self, name: &str) -> String {
+        self.vars.suggest(name)
+    }
+
+    /// The elements of the loop, each with whether it is sensitive (one
+    /// `None` without a loop), noting where the list came from.
+    fn elements(&mut self) -> Result<Vec<Option<Element>>, Vec<Problem>> {
+        let varying = self.declared.varying.as_deref();
+        let Some((over, line)) = varying.and_then(|v| v.over.as_ref()) else {
+            return Ok(vec![None]);
         };
+        let suggest = |name: &str| self.suggest(name);
+        match elements_of(self.env, over, self.vars, &suggest) {
+            Ok((elements, names)) => {
+                let from: Vec<String> = names
+                    .iter()
+                    .filter_map(|n| self.vars.source(n).map(|s| format!("{n} from {s}")))
+                    .collect();
+                if !from.is_empty() {
+                    self.looped_from = format!(" ({})", from.join(", "));
+                }
+                Ok(elements.into_iter().map(Some).collect())
+            }
+            Err(failures) => Err(failures.into_iter().map(|f| self.at(*line, f)).collect()),
+        }
+    }
+
+    fn too_slow(&self) -> Problem {
+        self.problem(&format!(
+            "rendering stopped: the manifests took longer than {} s to render",
+            super::scope::RENDER_LIMIT.as_secs()
+        ))
+    }
+
+    /// The pass of the element at `index` (of `element`, in a loop).
+    fn pass(&self, index: usize, element: Option<Element>) -> Pass {
+        let (context, item_sensitive) = match &element {
+            Some((item, sensitive)) => (
+                minijinja::context! { item => item.clone(), ..self.vars.context.clone() },
+                *sensitive,
+            ),
+            None => (self.vars.context.clone(), false),
+        };
+        Pass {
+            context,
+            number: element.as_ref().map(|_| index + 1),
+            item_sensitive,
+        }
+    }
+
+    /// Whether any of the variables `names` is sensitive in `pass`.
+    fn is_sensitive(&self, pass: &Pass, names: &[String]) -> bool {
+        names
+            .iter()
+            .any(|n| self.vars.is_sensitive(n) || (n == "item" && pass.item_sensitive))
+    }
+
+    /// Whether the declaration's `when:` keeps `pass` (true without one).
+    fn when_holds(&self, pass: &Pass) -> Result<bool, Vec<Problem>> {
+        let varying = self.declared.varying.as_deref();
+        let Some((condition, line)) = varying.and_then(|v| v.when.as_ref()) else {
+            return Ok(true);
+        };
+        let suggest = |name: &str| self.suggest(name);
+        match engine::holds(self.env, condition, &pass.context, &suggest) {
+            Ok((holds, _)) => Ok(holds),
+            Err(failures) => Err(failures
+                .into_iter()
+                .map(|f| self.at(*line, with_item(f, pass.number)))
+                .collect()),
+        }
+    }
+
+    /// The resource of `pass`, or every problem with it.
+    fn one(&self, pass: &Pass) -> Result<Stamp, Vec<Problem>> {
+        let declared = self.declared;
+        let mut problems = Vec::new();
+        let name = self.title(pass, &mut problems);
         let mut stamp = Stamp {
             declared: Declared {
                 type_query: declared.type_query.clone(),
@@ -164,30 +221,73 @@ pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> St
                 from_plugin: declared.from_plugin.clone(),
                 varying: None,
             },
-            element: element_number,
+            element: pass.number,
             sensitive: Vec::new(),
             provenance: Vec::new(),
         };
+        self.attributes(pass, &mut stamp, &mut problems);
+        self.references(pass, &mut stamp, &mut problems);
+        match problems.is_empty() {
+            true => Ok(stamp),
+            false => Err(problems),
+        }
+    }
+
+    /// The title rendered; one that cannot be is a problem, and the
+    /// title as written stands in.
+    fn title(&self, pass: &Pass, problems: &mut Vec<Problem>) -> String {
+        let suggest = |name: &str| self.suggest(name);
+        match render_text(self.env, &self.declared.name, &pass.context, &suggest) {
+            Ok((name, names)) if self.is_sensitive(pass, &names) => {
+                problems.push(
+                    self.problem(
+                        "a title is shown everywhere and cannot come from a sensitive value",
+                    ),
+                );
+                name
+            }
+            Ok((name, _)) if name.is_empty() => {
+                problems.push(self.problem("the title renders empty"));
+                name
+            }
+            Ok((name, _)) => name,
+            Err(failures) => {
+                problems.extend(
+                    failures
+                        .into_iter()
+                        .map(|f| self.at(self.declared.origin.line, with_item(f, pass.number))),
+                );
+                self.declared.name.clone()
+            }
+        }
+    }
+
+    /// Every attribute rendered (a file's `template:` and `source:` read
+    /// into its `content`), each with the variables it used.
+    fn attributes(&self, pass: &Pass, stamp: &mut Stamp, problems: &mut Vec<Problem>) {
+        let declared = self.declared;
         let file_type = is_file_type(&declared.type_query);
         let has_content = declared.attrs.iter().any(|a| a.name == "content");
+        let suggest = |name: &str| self.suggest(name);
+        let is_sensitive = |names: &[String]| self.is_sensitive(pass, names);
         for attr in &declared.attrs {
             let from_file = file_type && (attr.name == TEMPLATE || attr.name == SOURCE);
             let rendered = match from_file {
                 true => content_from_file(
-                    env,
+                    self.env,
                     attr,
                     &declared.origin.file,
                     has_content,
-                    &context,
+                    &pass.context,
                     &suggest,
                     &is_sensitive,
                 ),
-                false => render_written(env, &attr.value, &context, &suggest)
+                false => render_written(self.env, &attr.value, &pass.context, &suggest)
                     .map(|(value, names)| (attr.name.clone(), value, names))
                     .map_err(|failures| {
                         failures
                             .into_iter()
-                            .map(|f| at(attr.line, with_item(f, element_number)))
+                            .map(|f| self.at(attr.line, with_item(f, pass.number)))
                             .collect()
                     }),
             };
@@ -196,15 +296,7 @@ pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> St
                     if is_sensitive(&names) {
                         stamp.sensitive.push(name.clone());
                     }
-                    let from: Vec<String> = names
-                        .iter()
-                        .filter_map(|n| match (n.as_str(), element_number) {
-                            ("item", Some(number)) => {
-                                Some(format!("item from loop element {number}{looped_from}"))
-                            }
-                            _ => vars.source(n).map(|s| format!("{n} from {s}")),
-                        })
-                        .collect();
+                    let from = self.provenance(pass, &names);
                     if !from.is_empty() {
                         stamp
                             .provenance
@@ -219,6 +311,27 @@ pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> St
                 Err(more) => problems.extend(more),
             }
         }
+    }
+
+    /// Where each of the variables `names` came from, for `-v`.
+    fn provenance(&self, pass: &Pass, names: &[String]) -> Vec<String> {
+        names
+            .iter()
+            .filter_map(|n| match (n.as_str(), pass.number) {
+                ("item", Some(number)) => Some(format!(
+                    "item from loop element {number}{}",
+                    self.looped_from
+                )),
+                _ => self.vars.source(n).map(|s| format!("{n} from {s}")),
+            })
+            .collect()
+    }
+
+    /// The references (`require`, `before`, `notify`, `subscribe`)
+    /// rendered; none may come from a sensitive value.
+    fn references(&self, pass: &Pass, stamp: &mut Stamp, problems: &mut Vec<Problem>) {
+        let declared = self.declared;
+        let suggest = |name: &str| self.suggest(name);
         for (from, to) in [
             (&declared.require, &mut stamp.declared.require),
             (&declared.before, &mut stamp.declared.before),
@@ -226,14 +339,12 @@ pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> St
             (&declared.subscribe, &mut stamp.declared.subscribe),
         ] {
             for reference in from {
-                match render_text(env, &reference.name, &context, &suggest) {
-                    Ok((_, names)) if is_sensitive(&names) => {
-                        problems.push(origin.problem(format!(
-                        "{}[{}]: a reference is shown everywhere and cannot come from a sensitive \
-                         value",
-                        crate::text::escape(&declared.type_query),
-                        crate::text::escape(&declared.name)
-                    )))
+                match render_text(self.env, &reference.name, &pass.context, &suggest) {
+                    Ok((_, names)) if self.is_sensitive(pass, &names) => {
+                        problems.push(self.problem(
+                            "a reference is shown everywhere and cannot come from a sensitive \
+                             value",
+                        ))
                     }
                     Ok((name, _)) => to.push(Reference {
                         name,
@@ -242,18 +353,12 @@ pub fn stamp(env: &Environment<'_>, declared: &Declared, vars: &Variables) -> St
                     Err(failures) => problems.extend(
                         failures
                             .into_iter()
-                            .map(|f| at(reference.line, with_item(f, element_number))),
+                            .map(|f| self.at(reference.line, with_item(f, pass.number))),
                     ),
                 }
             }
         }
-        if problems.is_empty() {
-            out.declared.push(stamp);
-        } else {
-            out.problems.extend(problems);
-        }
     }
-    out
 }
 
 /// A failure in a loop's element says which element.

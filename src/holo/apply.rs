@@ -122,21 +122,18 @@ pub fn apply_one(
     collected: &mut Vec<(Stream, String)>,
 ) -> Outcome {
     let plugin = session.plugins[entity.plugin].clone();
-    let op = if force { "force-apply" } else { "apply" };
-    let shown = Cell::new(false);
-    let head = heading(&session.printer, entity);
-    let show = |printer: &mut Printer| {
-        if !quiet && !shown.replace(true) {
-            printer.write(To::Out, head.as_bytes());
-            printer.end_paragraph(To::Out);
-        }
+    let head = Head {
+        text: heading(&session.printer, entity),
+        shown: Cell::new(false),
+        quiet,
     };
+    let op = if force { "force-apply" } else { "apply" };
     let result = {
         let mut forward = |printer: &mut Printer, stream: Stream, line: &[u8]| {
             if quiet {
                 collected.push((stream, String::from_utf8_lossy(line).into_owned()));
             } else {
-                show(printer);
+                head.show(printer);
                 super::plugin::pass_on(printer, stream, line);
             }
         };
@@ -147,16 +144,10 @@ pub fn apply_one(
             Some(&mut forward),
         )
     };
-    let printer_error = |session: &mut Session, message: &str| {
-        show(&mut session.printer);
-        if !quiet {
-            session.printer.error(message);
-        }
-    };
     let ended = match result {
         Ok((ended, _)) if ended.success() => ended,
         Ok((ended, _)) => {
-            printer_error(session, &exit_text(&ended));
+            head.error(&mut session.printer, &exit_text(&ended));
             return finish(
                 session,
                 quiet,
@@ -167,36 +158,84 @@ pub fn apply_one(
         }
         Err(error) => {
             let message = error.to_string();
-            printer_error(session, &message);
+            head.error(&mut session.printer, &message);
             return finish(session, quiet, Outcome::Failed { status: message });
         }
     };
-    let mut outcome = Outcome::Applied;
-    let mut show_report = true;
-    let mut show_diff = false;
-    for message in String::from_utf8_lossy(&ended.fd3).split('\n') {
+    let said = said_on_fd3(&mut session.printer, &head, &ended.fd3);
+    let mut outcome = said.outcome;
+    if said.show_report {
+        head.show(&mut session.printer);
+    }
+    if said.show_diff {
+        show_diff(session, &plugin, entity, &head, collected, &mut outcome);
+    }
+    finish(session, quiet, outcome)
+}
+
+/// An entity's heading, printed once, before the first thing said about
+/// it, unless the run is `quiet`.
+struct Head {
+    text: String,
+    shown: Cell<bool>,
+    quiet: bool,
+}
+
+impl Head {
+    fn show(&self, printer: &mut Printer) {
+        if !self.quiet && !self.shown.replace(true) {
+            printer.write(To::Out, self.text.as_bytes());
+            printer.end_paragraph(To::Out);
+        }
+    }
+
+    /// An error about the entity, under its heading.
+    fn error(&self, printer: &mut Printer, message: &str) {
+        self.show(printer);
+        if !self.quiet {
+            printer.error(message);
+        }
+    }
+}
+
+/// What a plugin's messages on file descriptor 3 make of its apply.
+struct Said {
+    outcome: Outcome,
+    /// The heading is shown though the plugin said nothing else.
+    show_report: bool,
+    /// The entity was changed by hand: its diff is shown.
+    show_diff: bool,
+}
+
+fn said_on_fd3(printer: &mut Printer, head: &Head, fd3: &[u8]) -> Said {
+    let mut said = Said {
+        outcome: Outcome::Applied,
+        show_report: true,
+        show_diff: false,
+    };
+    for message in String::from_utf8_lossy(fd3).split('\n') {
         match message {
             "not changed" => {
-                show_report = false;
-                outcome = Outcome::NotChanged;
+                said.show_report = false;
+                said.outcome = Outcome::NotChanged;
             }
             "requires --force to overwrite" => {
-                printer_error(
-                    session,
+                head.error(
+                    printer,
                     "Entity has been modified by user (use --force to overwrite)",
                 );
-                show_diff = true;
-                outcome = Outcome::NeedsForce {
+                said.show_diff = true;
+                said.outcome = Outcome::NeedsForce {
                     restore: false,
                     diff: String::new(),
                 };
             }
             "requires --force to restore" => {
-                printer_error(
-                    session,
+                head.error(
+                    printer,
                     "Entity has been deleted by user (use --force to restore)",
                 );
-                outcome = Outcome::NeedsForce {
+                said.outcome = Outcome::NeedsForce {
                     restore: true,
                     diff: String::new(),
                 };
@@ -204,28 +243,34 @@ pub fn apply_one(
             _ => {}
         }
     }
-    if show_report {
-        show(&mut session.printer);
-    }
-    if show_diff {
-        let rendered = render_diff(session, &plugin, entity, quiet, collected);
-        match rendered {
-            Err(error) => printer_error(session, &error.to_string()),
-            Ok(text) => {
-                if let Outcome::NeedsForce { diff, .. } = &mut outcome {
-                    diff.clone_from(&text);
-                }
-                if !quiet {
-                    let coloured = session.printer.colour_diff(To::Out, &text);
-                    session.printer.end_paragraph(To::Out);
-                    session
-                        .printer
-                        .write(To::Out, diff::indent(&coloured).as_bytes());
-                }
+    said
+}
+
+/// The diff of an entity changed by hand, shown (unless quiet) and kept
+/// in the outcome.
+fn show_diff(
+    session: &mut Session,
+    plugin: &Plugin,
+    entity: &Entity,
+    head: &Head,
+    collected: &mut Vec<(Stream, String)>,
+    outcome: &mut Outcome,
+) {
+    match render_diff(session, plugin, entity, head.quiet, collected) {
+        Err(error) => head.error(&mut session.printer, &error.to_string()),
+        Ok(text) => {
+            if let Outcome::NeedsForce { diff, .. } = outcome {
+                diff.clone_from(&text);
+            }
+            if !head.quiet {
+                let coloured = session.printer.colour_diff(To::Out, &text);
+                session.printer.end_paragraph(To::Out);
+                session
+                    .printer
+                    .write(To::Out, diff::indent(&coloured).as_bytes());
             }
         }
     }
-    finish(session, quiet, outcome)
 }
 
 fn finish(session: &mut Session, quiet: bool, outcome: Outcome) -> Outcome {

@@ -82,20 +82,7 @@ impl Resources {
         );
         std::fs::create_dir_all(&own_cache)
             .map_err(|e| format!("mkdir {own_cache}: {}", os_text(&e)))?;
-        let mut env: Vec<(OsString, OsString)> = runner
-            .base_env
-            .iter()
-            .filter(|(k, _)| {
-                !["HOLO_CACHE_DIR", "HOLO_RESOURCE_ROOT", "OUT"].contains(&&*k.to_string_lossy())
-            })
-            .cloned()
-            .collect();
-        env.push(("HOLO_CACHE_DIR".into(), own_cache.into()));
-        env.push((
-            "HOLO_RESOURCE_ROOT".into(),
-            join(&runner.root, "usr/share/holo").into(),
-        ));
-        env.push(("OUT".into(), self.virtual_root.clone().into()));
+        let env = self.generator_env(runner, own_cache);
         let arg0 = OsString::from(generator);
         let call = StreamCall {
             label: generator,
@@ -135,8 +122,33 @@ impl Resources {
         let owner = generator
             .strip_prefix(generators_dir)
             .map(|rest| rest.trim_start_matches('/'))
-            .unwrap_or(generator)
-            .to_owned();
+            .unwrap_or(generator);
+        self.note_generated(owner)
+    }
+
+    /// A generator's environment: the caller's, with its own cache
+    /// directory, the static resources' root and `OUT`, the virtual root.
+    fn generator_env(&self, runner: &Runner, own_cache: String) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = runner
+            .base_env
+            .iter()
+            .filter(|(k, _)| {
+                !["HOLO_CACHE_DIR", "HOLO_RESOURCE_ROOT", "OUT"].contains(&&*k.to_string_lossy())
+            })
+            .cloned()
+            .collect();
+        env.push(("HOLO_CACHE_DIR".into(), own_cache.into()));
+        env.push((
+            "HOLO_RESOURCE_ROOT".into(),
+            join(&runner.root, "usr/share/holo").into(),
+        ));
+        env.push(("OUT".into(), self.virtual_root.clone().into()));
+        env
+    }
+
+    /// Notes every file in the virtual root that no generator made before
+    /// as made by `owner`.
+    fn note_generated(&mut self, owner: &str) -> Result<(), String> {
         let virtual_root = self.virtual_root.clone();
         let generated = &mut self.generated;
         walk(&virtual_root, &mut |path, kind| {
@@ -148,7 +160,7 @@ impl Resources {
                 if !rel.is_empty() {
                     generated
                         .entry(rel.to_owned())
-                        .or_insert_with(|| owner.clone());
+                        .or_insert_with(|| owner.to_owned());
                 }
             }
             Ok(())

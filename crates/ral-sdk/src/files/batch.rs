@@ -40,7 +40,8 @@ use std::sync::Mutex;
 
 use serde_json::Value as Json;
 
-use super::edit::{in_place, rename, Edit, Guard};
+use super::edit::{in_place, rename, Edit};
+use super::guard::{Guard, Ident, Queue};
 use super::journal::{remove_temps, temp_like};
 use super::lock::Lock;
 use super::root::{Dir, Target};
@@ -49,9 +50,6 @@ use super::sys;
 use crate::error::{CallError, CallResult};
 use crate::text::quoted;
 use crate::{Call, Deadline};
-
-/// A directory's device and inode.
-type Ident = (u64, u64);
 
 /// Edits of many files made together (see the module).
 pub struct Batch {
@@ -194,103 +192,6 @@ impl Batch {
         Ok(ident)
     }
 
-    /// An edit is done with the lock `ident`.
-    pub(super) fn let_go(&mut self, ident: Ident) {
-        if let Some(held) = self.locks.get_mut(&ident) {
-            held.users = held.users.saturating_sub(1);
-        }
-    }
-
-    /// Removes the temporary files a crash left for `name` in `dir`, the
-    /// directory listed once while its lock is held.
-    pub(super) fn remove_temps(&mut self, call: &Call, dir: &Dir, name: &str) -> CallResult<()> {
-        let ident = dir.identity()?;
-        let Some(held) = self.locks.get_mut(&ident) else {
-            return remove_temps(&call.log, dir, name, None);
-        };
-        if held.temps.is_none() {
-            let names = dir.names()?;
-            held.temps = Some(names.into_iter().filter(|n| temp_like(n)).collect());
-        }
-        remove_temps(&call.log, dir, name, held.temps.as_mut())
-    }
-
-    /// Takes over the temporary file `temp` (open as `fd`) of an edit
-    /// holding the lock `ident` of `dir`, to replace `target` at the
-    /// flush. `target` must be in that directory, which keeps others from
-    /// its temporary files.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn queue(
-        &mut self,
-        ident: Option<Ident>,
-        dir: &Dir,
-        key: usize,
-        target: &Target,
-        temp: String,
-        fd: OwnedFd,
-        was: Json,
-    ) -> CallResult<()> {
-        let here = target.dir().identity()?;
-        if Some(here) != ident {
-            return Err(CallError::new(format!(
-                "{} is not in the directory of the lock {}",
-                quoted(target.path()),
-                quoted(dir.path())
-            )));
-        }
-        let rel = [target.dir().rel(), target.name()]
-            .iter()
-            .filter(|p| !p.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join("/");
-        self.queued.push(Queued {
-            fd,
-            key,
-            lock: dir.path().to_owned(),
-            was,
-            temp,
-            name: target.name().to_owned(),
-            path: target.path().to_owned(),
-            dir: target.dir().clone(),
-            ident: here,
-        });
-        if let Some(held) = self.locks.get_mut(&here) {
-            held.users += 1;
-        }
-        let mut above = rel.as_str();
-        while !above.is_empty() {
-            above = above.rsplit_once('/').map_or("", |(head, _)| head);
-            self.above.insert(above.to_owned());
-        }
-        self.paths.insert(rel);
-        if self.queued.len() >= Batch::LIMIT {
-            self.flush();
-        }
-        Ok(())
-    }
-
-    /// Syncs `dir` at the flush.
-    pub(super) fn sync_later(&mut self, dir: &Dir) -> CallResult<()> {
-        let ident = dir.identity()?;
-        if !self.dirs.contains_key(&ident) {
-            let own = if self.locks.contains_key(&ident) {
-                None
-            } else {
-                let fd = dir
-                    .as_fd()
-                    .try_clone_to_owned()
-                    .map_err(|err| CallError::io(&err, &format!("open {}", quoted(dir.path()))))?;
-                Some(fd)
-            };
-            self.dirs.insert(ident, own);
-        }
-        if self.dirs.len() >= Batch::LIMIT {
-            self.flush();
-        }
-        Ok(())
-    }
-
     /// Finishes every queued edit, and lets go of the locks no open edit
     /// uses.
     pub fn flush(&mut self) {
@@ -371,6 +272,104 @@ impl Batch {
     pub fn finish(&mut self) -> BTreeMap<usize, CallError> {
         self.flush();
         std::mem::take(&mut self.failed)
+    }
+}
+
+impl Queue for Batch {
+    /// An edit is done with the lock `ident`.
+    fn let_go(&mut self, ident: Ident) {
+        if let Some(held) = self.locks.get_mut(&ident) {
+            held.users = held.users.saturating_sub(1);
+        }
+    }
+
+    /// Removes the temporary files a crash left for `name` in `dir`, the
+    /// directory listed once while its lock is held.
+    fn remove_temps(&mut self, call: &Call, dir: &Dir, name: &str) -> CallResult<()> {
+        let ident = dir.identity()?;
+        let Some(held) = self.locks.get_mut(&ident) else {
+            return remove_temps(&call.log, dir, name, None);
+        };
+        if held.temps.is_none() {
+            let names = dir.names()?;
+            held.temps = Some(names.into_iter().filter(|n| temp_like(n)).collect());
+        }
+        remove_temps(&call.log, dir, name, held.temps.as_mut())
+    }
+
+    /// Takes over the temporary file `temp` (open as `fd`) of an edit
+    /// holding the lock `ident` of `dir`, to replace `target` at the
+    /// flush. `target` must be in that directory, which keeps others from
+    /// its temporary files.
+    fn queue(
+        &mut self,
+        ident: Option<Ident>,
+        dir: &Dir,
+        key: usize,
+        target: &Target,
+        temp: String,
+        fd: OwnedFd,
+        was: Json,
+    ) -> CallResult<()> {
+        let here = target.dir().identity()?;
+        if Some(here) != ident {
+            return Err(CallError::new(format!(
+                "{} is not in the directory of the lock {}",
+                quoted(target.path()),
+                quoted(dir.path())
+            )));
+        }
+        let rel = [target.dir().rel(), target.name()]
+            .iter()
+            .filter(|p| !p.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join("/");
+        self.queued.push(Queued {
+            fd,
+            key,
+            lock: dir.path().to_owned(),
+            was,
+            temp,
+            name: target.name().to_owned(),
+            path: target.path().to_owned(),
+            dir: target.dir().clone(),
+            ident: here,
+        });
+        if let Some(held) = self.locks.get_mut(&here) {
+            held.users += 1;
+        }
+        let mut above = rel.as_str();
+        while !above.is_empty() {
+            above = above.rsplit_once('/').map_or("", |(head, _)| head);
+            self.above.insert(above.to_owned());
+        }
+        self.paths.insert(rel);
+        if self.queued.len() >= Batch::LIMIT {
+            self.flush();
+        }
+        Ok(())
+    }
+
+    /// Syncs `dir` at the flush.
+    fn sync_later(&mut self, dir: &Dir) -> CallResult<()> {
+        let ident = dir.identity()?;
+        if !self.dirs.contains_key(&ident) {
+            let own = if self.locks.contains_key(&ident) {
+                None
+            } else {
+                let fd = dir
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .map_err(|err| CallError::io(&err, &format!("open {}", quoted(dir.path()))))?;
+                Some(fd)
+            };
+            self.dirs.insert(ident, own);
+        }
+        if self.dirs.len() >= Batch::LIMIT {
+            self.flush();
+        }
+        Ok(())
     }
 }
 

@@ -28,7 +28,7 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 
-use super::batch::Batch;
+use super::guard::Guard;
 use super::journal::{fsync_dir, remove_temps, temp_name, Entry};
 use super::lock::Lock;
 use super::root::{Dir, Target};
@@ -91,50 +91,6 @@ impl Attrs {
         Attrs {
             new_mode,
             ..Attrs::default()
-        }
-    }
-}
-
-/// What guards an edit: a lock of its own, or one a [`Batch`] holds.
-pub(super) enum Guard<'a> {
-    Lock(Lock),
-    Batch {
-        batch: &'a mut Batch,
-        dir: Dir,
-        ident: Option<(u64, u64)>,
-    },
-}
-
-impl Guard<'_> {
-    fn show(&self) -> String {
-        match self {
-            Guard::Lock(lock) => lock.show(),
-            Guard::Batch { dir, .. } => dir.path().to_owned(),
-        }
-    }
-
-    fn journal(&self) -> Option<String> {
-        match self {
-            Guard::Lock(lock) => lock.journal(),
-            Guard::Batch { .. } => None,
-        }
-    }
-
-    fn dir(&self) -> &Dir {
-        match self {
-            Guard::Lock(lock) => lock.dir(),
-            Guard::Batch { dir, .. } => dir,
-        }
-    }
-
-    fn release(&mut self) {
-        match self {
-            Guard::Lock(lock) => lock.release(),
-            Guard::Batch { batch, ident, .. } => {
-                if let Some(ident) = ident.take() {
-                    batch.let_go(ident);
-                }
-            }
         }
     }
 }

@@ -7,7 +7,6 @@
 //! Also here: the temporary files of ours a writer that died left, which
 //! the next holder of the lock removes.
 
-use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::os::fd::AsFd;
@@ -15,15 +14,18 @@ use std::os::unix::ffi::OsStrExt;
 
 use serde_json::Value as Json;
 
-use super::lock::Lock;
+use super::lock::{Lock, Pending};
+use super::names::TEMP_TAG;
 use super::root::{Dir, Target};
 use super::stat::{identity, Stat};
 use super::sys;
-use super::{JOURNAL_MAX, TEMP_TAG};
 use crate::error::{CallError, CallResult};
 use crate::text::quoted;
 use crate::Call;
 use crate::Log;
+
+/// Bytes; a larger journal is not one ral wrote.
+pub const JOURNAL_MAX: usize = 1 << 20;
 
 /// What a journal file holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,11 +103,6 @@ fn entries_of(document: &Json) -> Option<Vec<Entry>> {
     }
     Some(entries)
 }
-
-/// The edit a journal says is still to be finished: for each file (its
-/// directory's path relative to the root, and its name), the directory
-/// and the temporary file that replaces it.
-pub(super) type Pending = HashMap<(String, String), (Dir, String)>;
 
 impl Lock {
     /// The entries of a journal left by an interrupted edit, or none; a

@@ -13,19 +13,24 @@
 //! locks that lckpwdf(3), useradd and the Python toolkit take, but, unlike
 //! them, is not shared by the threads of one process.
 
+use std::collections::HashMap;
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::journal::Pending;
+use super::names::{JOURNAL_TAG, LOCK_TAG};
 use super::root::{Dir, Root, Target};
 use super::stat::Stat;
 use super::sys;
-use super::LOCK_TAG;
 use crate::error::{CallError, CallResult};
 use crate::text::quoted;
 use crate::Call;
+
+/// The edit a journal says is still to be finished, which a lock keeps
+/// once read: for each file (its directory's path relative to the root,
+/// and its name), the directory and the temporary file that replaces it.
+pub(super) type Pending = HashMap<(String, String), (Dir, String)>;
 
 /// Which kind of lock a [`Lock`] takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +108,7 @@ impl Lock {
     pub fn journal(&self) -> Option<String> {
         self.name
             .as_ref()
-            .map(|name| format!("{name}{}", super::JOURNAL_TAG))
+            .map(|name| format!("{name}{JOURNAL_TAG}"))
     }
 
     /// True while the lock is held.

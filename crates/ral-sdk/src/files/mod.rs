@@ -13,8 +13,10 @@
 
 mod batch;
 mod edit;
+mod guard;
 mod journal;
 mod lock;
+mod names;
 #[cfg(test)]
 pub(crate) mod probe;
 mod reused;
@@ -27,21 +29,9 @@ mod tests;
 
 pub use batch::Batch;
 pub use edit::{Attrs, Edit, Owner};
-pub use journal::{fsync_dir, read_journal, temp_name, Journal};
+pub use journal::{fsync_dir, read_journal, temp_name, Journal, JOURNAL_MAX};
 pub use lock::Lock;
+pub use names::{JOURNAL_TAG, LOCK_TAG, TEMP_TAG};
 pub use reused::Reused;
-pub use root::{Create, Dir, Root, Target};
+pub use root::{Create, Dir, Root, Target, MAX_CHANGES, MAX_LINKS};
 pub use stat::{identity, Stat};
-
-/// Symbolic links followed while resolving one path, as the kernel allows.
-pub const MAX_LINKS: usize = 40;
-/// Times a path's walk opens again a directory that was a link or a file
-/// when first opened: another process is swapping it, and each try may
-/// lose again.
-pub const MAX_CHANGES: usize = 8;
-/// Names of our files beside the ones we edit.
-pub const TEMP_TAG: &str = ".ral-tmp-";
-pub const LOCK_TAG: &str = ".ral-lock";
-pub const JOURNAL_TAG: &str = ".ral-journal";
-/// Bytes; a larger journal is not one ral wrote.
-pub const JOURNAL_MAX: usize = 1 << 20;

@@ -16,9 +16,15 @@ use std::sync::Arc;
 
 use super::stat::Stat;
 use super::sys;
-use super::{MAX_CHANGES, MAX_LINKS};
 use crate::error::{strerror, CallError, CallResult, Kind};
 use crate::text::quoted;
+
+/// Symbolic links followed while resolving one path, as the kernel allows.
+pub const MAX_LINKS: usize = 40;
+/// Times a path's walk opens again a directory that was a link or a file
+/// when first opened: another process is swapping it, and each try may
+/// lose again.
+pub const MAX_CHANGES: usize = 8;
 
 /// The mode and owner of a directory a walk creates (`None`: left as
 /// made); directories above it are made with mode 0755.

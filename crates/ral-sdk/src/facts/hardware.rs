@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
-use super::{machine_file, Facts};
+use super::sources::{machine_file, Facts};
 
 /// What `/proc/cpuinfo` says.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
-use super::{is_system_root, machine_file, root_file, Sources};
+use super::sources::{is_system_root, machine_file, root_file, Sources};
 use crate::files::Root;
 
 /// How long the resolver may take to say the canonical name: it may ask

@@ -7,7 +7,7 @@ use std::ffi::CStr;
 
 use serde_json::Value as Json;
 
-use super::Facts;
+use super::sources::Facts;
 
 /// What uname(2) says.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,13 +34,13 @@ mod hostname;
 mod kernel;
 mod networking;
 mod os;
+mod sources;
 mod uptime;
 mod virtualization;
 
-use std::io::Read;
 use std::path::Path;
 
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use super::files::Root;
 
@@ -49,22 +49,9 @@ pub use hostname::{canonical_in_hosts, resolv_domain, split_fqdn, Names};
 pub use kernel::{architecture, kernel_major_version, kernel_version};
 pub use networking::{binding, default_route_v4, default_route_v6, scope6};
 pub use os::{os_name, parse_os_release, OsRelease};
+pub use sources::{Facts, Sources};
 pub use uptime::{parse_uptime, system_uptime};
 pub use virtualization::{detect as virtual_of, is_virtual};
-
-/// Facts by name, in Facter's (sorted) order; values are JSON, nested as
-/// Facter nests them.
-pub type Facts = Map<String, Json>;
-
-/// Where facts are read from.
-#[derive(Debug, Clone, Copy)]
-pub struct Sources<'a> {
-    /// The root directory: `os` and the host's names come from below it.
-    pub root: &'a Path,
-    /// The machine's own files (`/proc`, `/sys`, `/run`, `/.dockerenv`):
-    /// `/`, but for tests, which give a fake tree.
-    pub machine: &'a Path,
-}
 
 /// The core facts of this machine, with the root `root` (see the module's
 /// documentation for which facts depend on it).
@@ -135,63 +122,6 @@ fn sort_value(value: &mut Json) {
         Json::Object(map) => sort(map),
         Json::Array(items) => items.iter_mut().for_each(sort_value),
         _ => {}
-    }
-}
-
-/// The most bytes read of one file (`/proc/cpuinfo` of a large machine
-/// is a few hundred KiB).
-const MAX_FILE: u64 = 4 << 20;
-
-/// The text of the machine's file `rel` (below `machine`), or `None`
-/// (logged) when it cannot be read.
-fn machine_file(machine: &Path, rel: &str) -> Option<String> {
-    let path = machine.join(rel);
-    let read = std::fs::File::open(&path).and_then(|file| {
-        let mut text = String::new();
-        file.take(MAX_FILE).read_to_string(&mut text)?;
-        Ok(text)
-    });
-    match read {
-        Ok(text) => Some(text),
-        Err(e) => {
-            log::debug!("facts: {}: {e}", path.display());
-            None
-        }
-    }
-}
-
-/// The text of the file `rel` below the root, links resolved inside it,
-/// or `None` when it is missing or cannot be read (logged).
-fn root_file(root: &Root, rel: &str) -> Option<String> {
-    let read = root
-        .file(rel, true, None)
-        .and_then(|target| target.read(Some(MAX_FILE as usize)));
-    match read {
-        Ok(Some((bytes, _))) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-        Ok(None) => None,
-        Err(e) if e.missing => None,
-        Err(e) => {
-            log::debug!("facts: {}: {}", root.show(rel), e.message);
-            None
-        }
-    }
-}
-
-/// Whether `root` is the machine's own `/`.
-fn is_system_root(root: &Path) -> bool {
-    root.as_os_str().is_empty() || root.components().eq(Path::new("/").components())
-}
-
-/// Ruby's `String#capitalize`, which Facter applies to names: the first
-/// character upper case, the rest lower case.
-fn capitalize(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first
-            .to_uppercase()
-            .chain(chars.flat_map(char::to_lowercase))
-            .collect(),
-        None => String::new(),
     }
 }
 

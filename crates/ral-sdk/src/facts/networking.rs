@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
-use super::machine_file;
+use super::sources::machine_file;
 
 /// One address of an interface, with its prefix length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value as Json};
 
-use super::{capitalize, root_file};
+use super::sources::root_file;
 use crate::files::Root;
 
 /// An os-release file's `KEY=value` pairs, values unquoted.
@@ -453,6 +453,19 @@ impl RedHatRelease {
                 .map(str::to_owned),
             codename,
         }
+    }
+}
+
+/// Ruby's `String#capitalize`, which Facter applies to names: the first
+/// character upper case, the rest lower case.
+pub(super) fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first
+            .to_uppercase()
+            .chain(chars.flat_map(char::to_lowercase))
+            .collect(),
+        None => String::new(),
     }
 }
 

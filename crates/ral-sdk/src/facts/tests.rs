@@ -5,6 +5,8 @@ use std::path::Path;
 
 use serde_json::json;
 
+use super::os::capitalize;
+use super::sources::is_system_root;
 use super::*;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {

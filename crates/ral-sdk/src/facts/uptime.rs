@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value as Json};
 
-use super::{machine_file, Facts};
+use super::sources::{machine_file, Facts};
 
 /// The whole seconds of a `/proc/uptime` (its first number).
 pub fn parse_uptime(text: &str) -> Option<u64> {

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::machine_file;
+use super::sources::machine_file;
 
 /// The guesses that are a machine's own hardware, not a guest: Facter's
 /// `is_virtual` is false for them.

@@ -5,9 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::Value as Json;
 
-use super::plan::dumps;
 use crate::files::Root;
-use crate::text::{clean, quoted};
+use crate::text::{clean, python_dumps, quoted};
 use crate::{CallError, CallResult};
 
 /// Names and ids from a passwd-style file below the root.
@@ -90,7 +89,7 @@ impl IdMap {
             _ => {
                 return Err(CallError::new(format!(
                     "{what}: {} is not a name or number",
-                    dumps(value)
+                    python_dumps(value, true)
                 )))
             }
         };
@@ -99,8 +98,12 @@ impl IdMap {
             None => digits(text),
         };
         match number {
-            Some(number) => u32::try_from(number)
-                .map_err(|_| CallError::new(format!("{what}: {} is out of range", dumps(value)))),
+            Some(number) => u32::try_from(number).map_err(|_| {
+                CallError::new(format!(
+                    "{what}: {} is out of range",
+                    python_dumps(value, true)
+                ))
+            }),
             None => Err(CallError::new(format!(
                 "{what}: no {} named {} in {}",
                 match ids {

@@ -6,14 +6,14 @@
 //! changed, something removed. Nothing is written while planning.
 
 use std::ffi::OsStr;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use serde_json::{Map, Value as Json};
 
 use super::ids::{IdMap, Ids};
 use super::place::{read_sum, sha256_hex, Place, What, CONTENT_MAX};
 use super::sys;
-use crate::files::{temp_name, Attrs, Edit, Owner};
+use crate::files::{temp_name, Attrs, Edit, Owner, Stat};
 use crate::text::{python_dumps, python_str, quoted};
 use crate::{CallError, CallResult, Change, Update};
 
@@ -136,22 +136,85 @@ fn put(changes: &mut Vec<Change>, attribute: &str, was: Json, is: Json) {
 
 /// Works out one update of `place` (see the module).
 pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> CallResult<Plan> {
-    let name = update.name.as_str();
-    let should = &update.should;
-    let ensure = check_should(name, should)?;
-    if should.contains_key("checksum") {
-        return Err(CallError::new("checksum is read-only; set content instead"));
+    let asked = Asked::of(update, users, groups)?;
+    let found = Found::of(place, &update.name, asked.ensure, asked.target)?;
+    if found.new == What::Absent {
+        return plan_removal(&found, asked.force);
     }
-    let force = match should.get("force") {
-        None => false,
-        Some(Json::Bool(force)) => *force,
-        Some(other) => {
-            return Err(CallError::new(format!(
-                "force: {} is not a boolean",
-                dumps(other)
-            )))
+    check_kinds(&found, &asked)?;
+    let kept = owners_kept(&found, &asked)?;
+    if found.old != found.new {
+        return plan_replacement(&found, &asked, kept);
+    }
+    plan_in_place(&found, &asked, kept, users, groups)
+}
+
+/// What an update asks for, its values checked.
+struct Asked<'a> {
+    should: &'a Map<String, Json>,
+    ensure: Option<&'a str>,
+    force: bool,
+    content: Option<&'a str>,
+    target: Option<&'a str>,
+    mode: Option<u32>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+}
+
+impl<'a> Asked<'a> {
+    fn of(update: &'a Update, users: &IdMap, groups: &IdMap) -> CallResult<Asked<'a>> {
+        let should = &update.should;
+        let ensure = check_should(&update.name, should)?;
+        if should.contains_key("checksum") {
+            return Err(CallError::new("checksum is read-only; set content instead"));
         }
-    };
+        let force = force_of(should)?;
+        let (content, target) = texts_of(should)?;
+        let mode = match should.get("mode") {
+            None => None,
+            Some(value) => Some(parse_mode(value).ok_or_else(|| {
+                CallError::new(format!(
+                    "mode: {} is not 4 octal digits (such as 0644)",
+                    dumps(value)
+                ))
+            })?),
+        };
+        let uid = match should.get("owner") {
+            Some(value) => Some(users.lookup(value, Ids::Users)?),
+            None => None,
+        };
+        let gid = match should.get("group") {
+            Some(value) => Some(groups.lookup(value, Ids::Groups)?),
+            None => None,
+        };
+        Ok(Asked {
+            should,
+            ensure,
+            force,
+            content,
+            target,
+            mode,
+            uid,
+            gid,
+        })
+    }
+}
+
+/// The `force` asked for: false unless given.
+fn force_of(should: &Map<String, Json>) -> CallResult<bool> {
+    match should.get("force") {
+        None => Ok(false),
+        Some(Json::Bool(force)) => Ok(*force),
+        Some(other) => Err(CallError::new(format!(
+            "force: {} is not a boolean",
+            dumps(other)
+        ))),
+    }
+}
+
+/// The `content` and `target` asked for, each a string; a link's text
+/// never empty nor holding NUL.
+fn texts_of(should: &Map<String, Json>) -> CallResult<(Option<&str>, Option<&str>)> {
     for key in ["content", "target"] {
         if let Some(value) = should.get(key) {
             if !value.is_string() {
@@ -169,296 +232,468 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
             "target: a link's text must be non-empty and without NUL",
         ));
     }
-    let mut mode = match should.get("mode") {
-        None => None,
-        Some(value) => Some(parse_mode(value).ok_or_else(|| {
-            CallError::new(format!(
-                "mode: {} is not 4 octal digits (such as 0644)",
-                dumps(value)
-            ))
-        })?),
-    };
-    let mut uid = match should.get("owner") {
-        Some(value) => Some(users.lookup(value, Ids::Users)?),
-        None => None,
-    };
-    let mut gid = match should.get("group") {
-        Some(value) => Some(groups.lookup(value, Ids::Groups)?),
-        None => None,
-    };
+    Ok((content, target))
+}
 
-    let change_io = |err: std::io::Error| CallError::io(&err, &format!("change {}", quoted(name)));
-    let st = place.lstat("change")?;
-    let Some(old) = What::of(st.as_ref()) else {
-        return Err(CallError::new(format!(
-            "{} is a special file, which this provider does not manage",
-            quoted(name)
-        )));
-    };
-    let new = match ensure {
-        None | Some("present") if old != What::Absent => old,
-        None | Some("present") if target.is_some() => What::Link,
-        None | Some("present") => What::File,
-        Some(ensure) => What::parse(ensure).unwrap_or(What::File),
-    };
-    let path = quoted(name);
-    let mut changes = Vec::new();
-    if place.is_root() && new != What::Directory {
-        return Err(CallError::new(format!(
-            "refusing to replace or remove the root directory {}",
-            quoted(&place.show())
-        )));
-    }
-    // What is mounted on the path (maybe from outside the root) is no
-    // file of it to replace or remove.
-    if old != What::Absent && new != old && place.is_mount_point("change")? {
-        let verb = match new {
-            What::Absent => "remove",
-            _ => "replace",
-        };
-        return Err(CallError::new(format!(
-            "{path} is a mount point (something is mounted on it, maybe from outside the root): \
-             refusing to {verb} it; unmount it first"
-        )));
-    }
+/// The path as found, and what it is to become.
+struct Found<'a> {
+    place: &'a Place,
+    name: &'a str,
+    /// The name, quoted for messages.
+    path: String,
+    st: Option<Stat>,
+    old: What,
+    new: What,
+}
 
-    if new == What::Absent {
-        if old == What::Absent {
-            return Ok(Plan::default());
-        }
-        if old == What::Directory && !force && !place.is_empty_dir().map_err(change_io)? {
+impl<'a> Found<'a> {
+    /// What is at `place` and what `ensure` (with `target`) makes of it;
+    /// refused when it is special, the root, or a mount point to replace
+    /// or remove.
+    fn of(
+        place: &'a Place,
+        name: &'a str,
+        ensure: Option<&str>,
+        target: Option<&str>,
+    ) -> CallResult<Found<'a>> {
+        let st = place.lstat("change")?;
+        let Some(old) = What::of(st.as_ref()) else {
             return Err(CallError::new(format!(
-                "{path} is a non-empty directory; set force=true to remove it with everything \
-                 in it"
+                "{} is a special file, which this provider does not manage",
+                quoted(name)
+            )));
+        };
+        let new = match ensure {
+            None | Some("present") if old != What::Absent => old,
+            None | Some("present") if target.is_some() => What::Link,
+            None | Some("present") => What::File,
+            Some(ensure) => What::parse(ensure).unwrap_or(What::File),
+        };
+        let found = Found {
+            place,
+            name,
+            path: quoted(name),
+            st,
+            old,
+            new,
+        };
+        found.refuse_root()?;
+        found.refuse_mount_point()?;
+        Ok(found)
+    }
+
+    fn refuse_root(&self) -> CallResult<()> {
+        if self.place.is_root() && self.new != What::Directory {
+            return Err(CallError::new(format!(
+                "refusing to replace or remove the root directory {}",
+                quoted(&self.place.show())
             )));
         }
-        if old == What::Directory {
-            refuse_mounts_below(place, &path)?;
-        }
-        changes.push(Change::new("ensure", old.as_str(), "absent"));
-        return Ok(Plan {
-            changes,
-            action: Some(Action::Remove { old }),
-            gone: true,
-            unreadable: false,
-        });
+        Ok(())
     }
 
-    if place.dir.is_none() {
+    /// What is mounted on the path (maybe from outside the root) is no
+    /// file of it to replace or remove.
+    fn refuse_mount_point(&self) -> CallResult<()> {
+        let (old, new) = (self.old, self.new);
+        if old != What::Absent && new != old && self.place.is_mount_point("change")? {
+            let verb = match new {
+                What::Absent => "remove",
+                _ => "replace",
+            };
+            return Err(CallError::new(format!(
+                "{} is a mount point (something is mounted on it, maybe from outside the \
+                 root): refusing to {verb} it; unmount it first",
+                self.path
+            )));
+        }
+        Ok(())
+    }
+
+    /// The error of a failed change.
+    fn failed(&self, err: std::io::Error) -> CallError {
+        CallError::io(&err, &format!("change {}", quoted(self.name)))
+    }
+}
+
+/// The plan that removes what is found, if anything: a non-empty
+/// directory only with `force`, and never one holding a mount point.
+fn plan_removal(found: &Found, force: bool) -> CallResult<Plan> {
+    let (old, place, path) = (found.old, found.place, &found.path);
+    if old == What::Absent {
+        return Ok(Plan::default());
+    }
+    let empty = || place.is_empty_dir().map_err(|err| found.failed(err));
+    if old == What::Directory && !force && !empty()? {
+        return Err(CallError::new(format!(
+            "{path} is a non-empty directory; set force=true to remove it with everything in \
+             it"
+        )));
+    }
+    if old == What::Directory {
+        refuse_mounts_below(place, path)?;
+    }
+    Ok(Plan {
+        changes: vec![Change::new("ensure", old.as_str(), "absent")],
+        action: Some(Action::Remove { old }),
+        gone: true,
+        unreadable: false,
+    })
+}
+
+/// Refuses what the kind to be cannot have (a content but for a file, a
+/// target but for a link, a link's mode), a path whose directory is
+/// missing, and a directory replaced, or replacing, without `force`.
+fn check_kinds(found: &Found, asked: &Asked) -> CallResult<()> {
+    let (old, new, path) = (found.old, found.new, &found.path);
+    if found.place.dir.is_none() {
         return Err(CallError::new(format!(
             "the directory holding {path} does not exist"
         )));
     }
-    if content.is_some() && new != What::File {
+    if asked.content.is_some() && new != What::File {
         return Err(CallError::new(format!(
             "content: only a regular file has content, and {path} would be a {}",
             new.as_str()
         )));
     }
-    if target.is_some() && new != What::Link {
+    if asked.target.is_some() && new != What::Link {
         return Err(CallError::new(format!(
             "target: only a link has a target, and {path} would be a {}",
             new.as_str()
         )));
     }
-    if mode.is_some() && new == What::Link {
+    if asked.mode.is_some() && new == What::Link {
         return Err(CallError::new("mode: a link has no mode of its own"));
     }
     let either_dir = old == What::Directory || new == What::Directory;
-    if old != new && either_dir && old != What::Absent && !force {
+    if old != new && either_dir && old != What::Absent && !asked.force {
         return Err(CallError::new(format!(
             "{path} is a {}; refusing to replace it with a {} without force=true",
             old.as_str(),
             new.as_str()
         )));
     }
+    Ok(())
+}
+
+/// Refuses a change of owner or group without root. Returns the owner
+/// and group a replacement keeps: those of what it replaces, as root
+/// only (what we create is ours anyway).
+fn owners_kept(found: &Found, asked: &Asked) -> CallResult<(Option<u32>, Option<u32>)> {
     let (euid, egid) = sys::effective_ids();
+    let (st, path) = (found.st, &found.path);
     if euid != 0 {
-        if uid.is_some_and(|uid| uid != st.map_or(euid, |st| st.uid())) {
+        if asked
+            .uid
+            .is_some_and(|uid| uid != st.map_or(euid, |st| st.uid()))
+        {
             return Err(CallError::new(format!(
                 "owner: changing the owner of {path} needs root"
             )));
         }
-        if gid.is_some_and(|gid| gid != st.map_or(egid, |st| st.gid())) {
+        if asked
+            .gid
+            .is_some_and(|gid| gid != st.map_or(egid, |st| st.gid()))
+        {
             return Err(CallError::new(format!(
                 "group: changing the group of {path} needs root"
             )));
         }
     }
-    // A replacement keeps the owner of what it replaces (as root only:
-    // what we create is ours anyway).
-    let (uid_keep, gid_keep) = match (euid, st) {
+    Ok(match (euid, st) {
         (0, Some(st)) => (Some(st.uid()), Some(st.gid())),
         _ => (None, None),
-    };
+    })
+}
 
-    if old != new {
-        if old == What::Directory {
-            refuse_mounts_below(place, &path)?;
-        }
-        // Created or replaced: everything asked for is new.
-        changes.push(Change::new("ensure", old.as_str(), new.as_str()));
-        let new_uid = uid.or(uid_keep);
-        let new_gid = gid.or(gid_keep);
-        for key in ["content", "target", "mode", "owner", "group"] {
-            if let Some(value) = should.get(key) {
-                changes.push(Change::new(key, Json::Null, value.clone()));
-            }
-        }
-        if new != What::Link {
-            let default = match new {
-                What::File => DEFAULT_FILE_MODE,
-                _ => DEFAULT_DIR_MODE,
-            };
-            let last = mode.unwrap_or(default);
-            let was = st.filter(|_| old != What::Link).map(|st| st.permissions());
-            if Some(last) != was {
-                let was = was.map_or(Json::Null, |was| Json::from(mode_text(was)));
-                put(&mut changes, "mode", was, Json::from(mode_text(last)));
-            } else {
-                changes.retain(|c| c.attribute != "mode");
-            }
-        }
-        if new == What::File {
-            let last = mode.unwrap_or(DEFAULT_FILE_MODE);
-            withhold_content(&mut changes, content, last, None);
-        }
-        let action = match new {
-            What::File => Action::WriteFile {
-                data: content.unwrap_or("").as_bytes().to_vec(),
-                mode: mode.unwrap_or(DEFAULT_FILE_MODE),
-                uid: new_uid,
-                gid: new_gid,
-                old,
-            },
-            What::Link => {
-                let Some(target) = target else {
-                    return Err(CallError::new(format!(
-                        "target: creating the link {path} needs a target"
-                    )));
-                };
-                Action::Link {
-                    target: target.to_owned(),
-                    uid: new_uid,
-                    gid: new_gid,
-                    old,
-                }
-            }
-            _ => Action::MakeDir {
-                mode: mode.unwrap_or(DEFAULT_DIR_MODE),
-                uid: new_uid,
-                gid: new_gid,
-                old,
-            },
-        };
-        return Ok(Plan {
-            changes,
-            action: Some(action),
-            gone: false,
-            unreadable: false,
-        });
+/// The plan that creates the path, or replaces it with another kind of
+/// thing: everything asked for is new.
+fn plan_replacement(
+    found: &Found,
+    asked: &Asked,
+    kept: (Option<u32>, Option<u32>),
+) -> CallResult<Plan> {
+    let (old, new) = (found.old, found.new);
+    if old == What::Directory {
+        refuse_mounts_below(found.place, &found.path)?;
     }
+    let mut changes = vec![Change::new("ensure", old.as_str(), new.as_str())];
+    for key in ["content", "target", "mode", "owner", "group"] {
+        if let Some(value) = asked.should.get(key) {
+            changes.push(Change::new(key, Json::Null, value.clone()));
+        }
+    }
+    if new != What::Link {
+        replacement_mode(found, asked.mode, &mut changes);
+    }
+    if new == What::File {
+        let last = asked.mode.unwrap_or(DEFAULT_FILE_MODE);
+        withhold_content(&mut changes, asked.content, last, None);
+    }
+    let action = replacement_action(found, asked, asked.uid.or(kept.0), asked.gid.or(kept.1))?;
+    Ok(Plan {
+        changes,
+        action: Some(action),
+        gone: false,
+        unreadable: false,
+    })
+}
 
-    // The same kind of thing: change what differs.
-    let Some(st) = st else {
+/// The mode change of a file or directory made new: from the mode of
+/// what it replaces (none for a link) to the one asked for or the
+/// default; none when they are the same.
+fn replacement_mode(found: &Found, mode: Option<u32>, changes: &mut Vec<Change>) {
+    let default = match found.new {
+        What::File => DEFAULT_FILE_MODE,
+        _ => DEFAULT_DIR_MODE,
+    };
+    let last = mode.unwrap_or(default);
+    let was = found
+        .st
+        .filter(|_| found.old != What::Link)
+        .map(|st| st.permissions());
+    if Some(last) != was {
+        let was = was.map_or(Json::Null, |was| Json::from(mode_text(was)));
+        put(changes, "mode", was, Json::from(mode_text(last)));
+    } else {
+        changes.retain(|c| c.attribute != "mode");
+    }
+}
+
+/// The work that makes the new file, link or directory, owned by `uid`
+/// and `gid`.
+fn replacement_action(
+    found: &Found,
+    asked: &Asked,
+    uid: Option<u32>,
+    gid: Option<u32>,
+) -> CallResult<Action> {
+    let old = found.old;
+    Ok(match found.new {
+        What::File => Action::WriteFile {
+            data: asked.content.unwrap_or("").as_bytes().to_vec(),
+            mode: asked.mode.unwrap_or(DEFAULT_FILE_MODE),
+            uid,
+            gid,
+            old,
+        },
+        What::Link => {
+            let Some(target) = asked.target else {
+                return Err(CallError::new(format!(
+                    "target: creating the link {} needs a target",
+                    found.path
+                )));
+            };
+            Action::Link {
+                target: target.to_owned(),
+                uid,
+                gid,
+                old,
+            }
+        }
+        _ => Action::MakeDir {
+            mode: asked.mode.unwrap_or(DEFAULT_DIR_MODE),
+            uid,
+            gid,
+            old,
+        },
+    })
+}
+
+/// What differs between a path and the same kind of thing asked for,
+/// and is to change: a new content or link target, a mode, an owner, a
+/// group (`None`: that stays as it is).
+struct Differs {
+    content: Option<Vec<u8>>,
+    target: Option<String>,
+    mode: Option<u32>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+}
+
+/// The plan that changes what differs of the same kind of thing.
+fn plan_in_place(
+    found: &Found,
+    asked: &Asked,
+    kept: (Option<u32>, Option<u32>),
+    users: &IdMap,
+    groups: &IdMap,
+) -> CallResult<Plan> {
+    let Some(st) = found.st else {
         return Ok(Plan::default());
     };
-    let mut unreadable = false;
-    let mut new_content = None;
-    let mut old_digest = None;
-    if let (What::File, Some(text)) = (new, content) {
-        let data = text.as_bytes();
-        // A file of another size differs: a large one is not read to tell
-        // (a small one is, for its old content).
-        let size = st.size();
-        let sum = if size == data.len() as u64 || size <= CONTENT_MAX as u64 {
-            read_sum(place, "change")?
-        } else {
-            None
-        };
-        if sum.as_ref().map(|sum| sum.digest.as_str()) != Some(sha256_hex(data).as_str()) {
-            old_digest = sum.as_ref().map(|sum| format!("sha256:{}", sum.digest));
-            let was = sum
-                .and_then(|sum| sum.head)
-                .and_then(|head| String::from_utf8(head).ok())
-                .map_or(Json::Null, Json::from);
-            changes.push(Change::new("content", was, text));
-            new_content = Some(data.to_vec());
-        }
-    }
-    let mut new_target = None;
-    if let (What::Link, Some(text)) = (new, target) {
-        let current = place.read_link().map_err(change_io)?;
-        if current != text.as_bytes() {
-            let was = match String::from_utf8(current) {
-                Ok(was) => was,
-                Err(err) => {
-                    unreadable = true;
-                    String::from_utf8_lossy(err.as_bytes()).into_owned()
-                }
-            };
-            changes.push(Change::new("target", was, text));
-            new_target = Some(text.to_owned());
-        }
-    }
-    let old_mode = st.permissions();
-    match mode {
-        Some(m) if m != old_mode => {
-            changes.push(Change::new("mode", mode_text(old_mode), mode_text(m)));
-        }
-        _ => mode = None,
-    }
-    match uid {
-        Some(u) if u != st.uid() => {
-            changes.push(Change::new("owner", users.show(st.uid()), users.show(u)));
-        }
-        _ => uid = None,
-    }
-    match gid {
-        Some(g) if g != st.gid() => {
-            changes.push(Change::new("group", groups.show(st.gid()), groups.show(g)));
-        }
-        _ => gid = None,
-    }
+    let mut changes = Vec::new();
+    let (content, old_digest) = content_change(found, st, asked.content, &mut changes)?;
+    let (target, unreadable) = target_change(found, asked.target, &mut changes)?;
+    let (mode, uid, gid) = meta_changes(st, asked, users, groups, &mut changes);
     if changes.is_empty() {
         return Ok(Plan::default());
     }
-    if new == What::File {
-        withhold_content(&mut changes, content, mode.unwrap_or(old_mode), old_digest);
+    if found.new == What::File {
+        let last = mode.unwrap_or(st.permissions());
+        withhold_content(&mut changes, asked.content, last, old_digest);
+    }
+    let mut differs = Differs {
+        content,
+        target,
+        mode,
+        uid,
+        gid,
+    };
+    let in_place = differs.content.is_none() && differs.target.is_none();
+    let mounted = found.place.is_mount_point("change")?;
+    if mounted {
+        refuse_on_mount_point(&found.path, in_place, asked.force)?;
     }
     // A file or link with other hard links shares its inode with them,
     // maybe with a file outside the root: its mode and owner are never
     // changed in place. A new content replaces the path anyway.
-    let in_place = new_content.is_none() && new_target.is_none();
-    let mounted = place.is_mount_point("change")?;
-    if mounted {
-        refuse_on_mount_point(&path, in_place, force)?;
-    }
-    if in_place && new != What::Directory && st.nlink() > 1 && !mounted {
-        if !force {
-            return Err(CallError::new(format!(
-                "{path} has {} hard links, which share its mode and owner (one may be outside \
-                 the root): refusing to change them in place; set force=true to replace it \
-                 with a copy of its own",
-                st.nlink()
-            )));
-        }
-        return replace_linked(place, new, st, mode, uid, gid, changes);
+    if in_place && found.new != What::Directory && st.nlink() > 1 && !mounted {
+        return replace_hard_linked(found, st, asked.force, differs, changes);
     }
     // chown(2) clears setuid and setgid (and file capabilities): the mode
     // is set again after it.
-    if in_place && new != What::Link && (uid.is_some() || gid.is_some()) {
-        mode = Some(mode.unwrap_or(old_mode));
+    if in_place && found.new != What::Link && (uid.is_some() || gid.is_some()) {
+        differs.mode = Some(mode.unwrap_or(st.permissions()));
     }
-    let action = if let Some(data) = new_content {
+    Ok(Plan {
+        changes,
+        action: Some(in_place_action(found, st, differs, kept, mounted)),
+        gone: false,
+        unreadable,
+    })
+}
+
+/// The new content of a file whose content is not `content`, with its
+/// old checksum (for a change shown as checksums); the change is added to
+/// `changes`. A file of another size differs: a large one is not read to
+/// tell (a small one is, for its old content).
+fn content_change(
+    found: &Found,
+    st: Stat,
+    content: Option<&str>,
+    changes: &mut Vec<Change>,
+) -> CallResult<(Option<Vec<u8>>, Option<String>)> {
+    let (What::File, Some(text)) = (found.new, content) else {
+        return Ok((None, None));
+    };
+    let data = text.as_bytes();
+    let size = st.size();
+    let sum = if size == data.len() as u64 || size <= CONTENT_MAX as u64 {
+        read_sum(found.place, "change")?
+    } else {
+        None
+    };
+    if sum.as_ref().map(|sum| sum.digest.as_str()) == Some(sha256_hex(data).as_str()) {
+        return Ok((None, None));
+    }
+    let old_digest = sum.as_ref().map(|sum| format!("sha256:{}", sum.digest));
+    let was = sum
+        .and_then(|sum| sum.head)
+        .and_then(|head| String::from_utf8(head).ok())
+        .map_or(Json::Null, Json::from);
+    changes.push(Change::new("content", was, text));
+    Ok((Some(data.to_vec()), old_digest))
+}
+
+/// The new target of a link that points elsewhere than `target`, and
+/// whether its old target is not UTF-8 (shown as best it can be); the
+/// change is added to `changes`.
+fn target_change(
+    found: &Found,
+    target: Option<&str>,
+    changes: &mut Vec<Change>,
+) -> CallResult<(Option<String>, bool)> {
+    let (What::Link, Some(text)) = (found.new, target) else {
+        return Ok((None, false));
+    };
+    let current = found.place.read_link().map_err(|err| found.failed(err))?;
+    if current == text.as_bytes() {
+        return Ok((None, false));
+    }
+    let (was, unreadable) = match String::from_utf8(current) {
+        Ok(was) => (was, false),
+        Err(err) => (String::from_utf8_lossy(err.as_bytes()).into_owned(), true),
+    };
+    changes.push(Change::new("target", was, text));
+    Ok((Some(text.to_owned()), unreadable))
+}
+
+/// The mode, owner and group asked for that differ from `st`'s (`None`
+/// for those that do not), their changes added to `changes`.
+fn meta_changes(
+    st: Stat,
+    asked: &Asked,
+    users: &IdMap,
+    groups: &IdMap,
+    changes: &mut Vec<Change>,
+) -> (Option<u32>, Option<u32>, Option<u32>) {
+    let old_mode = st.permissions();
+    let mode = asked.mode.filter(|&m| m != old_mode);
+    if let Some(m) = mode {
+        changes.push(Change::new("mode", mode_text(old_mode), mode_text(m)));
+    }
+    let uid = asked.uid.filter(|&u| u != st.uid());
+    if let Some(u) = uid {
+        changes.push(Change::new("owner", users.show(st.uid()), users.show(u)));
+    }
+    let gid = asked.gid.filter(|&g| g != st.gid());
+    if let Some(g) = gid {
+        changes.push(Change::new("group", groups.show(st.gid()), groups.show(g)));
+    }
+    (mode, uid, gid)
+}
+
+/// The plan for a hard-linked file or link whose mode or owner changes:
+/// refused without `force`, with it a copy of its own replaces it.
+fn replace_hard_linked(
+    found: &Found,
+    st: Stat,
+    force: bool,
+    differs: Differs,
+    changes: Vec<Change>,
+) -> CallResult<Plan> {
+    if !force {
+        return Err(CallError::new(format!(
+            "{} has {} hard links, which share its mode and owner (one may be outside the \
+             root): refusing to change them in place; set force=true to replace it with a \
+             copy of its own",
+            found.path,
+            st.nlink()
+        )));
+    }
+    let Differs { mode, uid, gid, .. } = differs;
+    replace_linked(found.place, found.new, st, mode, uid, gid, changes)
+}
+
+/// The work that changes what differs of the same kind of thing: a new
+/// content written or target linked (with the owner kept), else the mode
+/// and owner changed where they are.
+fn in_place_action(
+    found: &Found,
+    st: Stat,
+    differs: Differs,
+    kept: (Option<u32>, Option<u32>),
+    mounted: bool,
+) -> Action {
+    let Differs {
+        content,
+        target,
+        mode,
+        uid,
+        gid,
+    } = differs;
+    let old = found.old;
+    if let Some(data) = content {
         Action::WriteFile {
             data,
-            mode: mode.unwrap_or(old_mode),
-            uid: uid.or(uid_keep),
-            gid: gid.or(gid_keep),
+            mode: mode.unwrap_or(st.permissions()),
+            uid: uid.or(kept.0),
+            gid: gid.or(kept.1),
             old,
         }
-    } else if let Some(target) = new_target {
+    } else if let Some(target) = target {
         Action::Link {
             target,
             uid: Some(uid.unwrap_or(st.uid())),
@@ -467,19 +702,13 @@ pub fn plan(update: &Update, place: &Place, users: &IdMap, groups: &IdMap) -> Ca
         }
     } else {
         Action::Meta {
-            kind: new,
+            kind: found.new,
             mode,
             uid,
             gid,
             on_mount: mounted,
         }
-    };
-    Ok(Plan {
-        changes,
-        action: Some(action),
-        gone: false,
-        unreadable,
-    })
+    }
 }
 
 /// Refuses to remove the directory at `place` (`path`, quoted) when a
@@ -542,7 +771,7 @@ pub(super) const COPY_MAX: u64 = 64 << 20;
 fn replace_linked(
     place: &Place,
     kind: What,
-    st: crate::files::Stat,
+    st: Stat,
     mode: Option<u32>,
     uid: Option<u32>,
     gid: Option<u32>,
@@ -614,23 +843,16 @@ fn parse_mode(value: &Json) -> Option<u32> {
 
 /// Does the work of `action` at `place` through `edit` (under its lock).
 pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult<()> {
-    let name = place.name.as_str();
-    let os = |err: std::io::Error| CallError::io(&err, &format!("change {}", quoted(name)));
+    let os = change_failed(place);
     let Some(dir) = place.dir.as_ref() else {
         return Err(CallError::new(format!(
             "the directory holding {} does not exist",
-            quoted(name)
+            quoted(&place.name)
         )));
     };
-    let fd = dir.as_fd();
-    let base = OsStr::new(place.base());
     match action {
         Action::Remove { old } => {
-            match old {
-                What::Directory => sys::remove_tree(fd, base).map_err(os)?,
-                What::Absent => {}
-                _ => sys::unlink_at(fd, base, false).map_err(os)?,
-            }
+            remove(place, dir.as_fd(), old).map_err(os)?;
             edit.sync_dir(dir)
         }
         Action::WriteFile {
@@ -640,30 +862,12 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
             gid,
             old,
         } => {
-            // Not for the root, which is never replaced.
-            let Some(target) = place.target.as_ref() else {
-                return Err(CallError::new(format!(
-                    "refusing to replace or remove the root directory {}",
-                    quoted(&place.show())
-                )));
-            };
-            if old == What::Directory {
-                // A directory cannot be renamed over: it goes first.
-                sys::remove_tree(fd, base).map_err(os)?;
-                edit.note(target, None)?;
-            }
             let attrs = Attrs {
                 mode: Some(mode),
                 owner: Some(Owner { uid, gid }),
                 ..Attrs::default()
             };
-            edit.write(target, data, attrs)?;
-            // A link is replaced at once even in a batch: paths looked up
-            // later may lead through it.
-            match old {
-                What::Link => edit.commit_now(),
-                _ => edit.commit(),
-            }
+            write_file(edit, place, dir.as_fd(), data, attrs, old)
         }
         Action::Link {
             target,
@@ -671,24 +875,7 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
             gid,
             old,
         } => {
-            // Made under a temporary name (one the next edit removes if a
-            // crash leaves it) and renamed into place.
-            let temp = temp_name(place.base()).map_err(os)?;
-            let temp = OsStr::new(&temp);
-            sys::symlink_at(target.as_bytes(), fd, temp).map_err(os)?;
-            let placed = (|| {
-                if uid.is_some() || gid.is_some() {
-                    sys::lchown_at(fd, temp, uid, gid)?;
-                }
-                if old == What::Directory {
-                    sys::remove_tree(fd, base)?;
-                }
-                sys::rename_at(fd, temp, base)
-            })();
-            if let Err(err) = placed {
-                let _ = sys::unlink_at(fd, temp, false);
-                return Err(os(err));
-            }
+            make_link(place, dir.as_fd(), &target, (uid, gid), old).map_err(os)?;
             edit.sync_dir(dir)
         }
         Action::MakeDir {
@@ -697,11 +884,7 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
             gid,
             old,
         } => {
-            if old != What::Absent && old != What::Directory {
-                sys::unlink_at(fd, base, false).map_err(os)?;
-            }
-            sys::mkdir_at(fd, base, 0o700).map_err(os)?;
-            set_meta(place, What::Directory, Some(mode), uid, gid, false).map_err(os)?;
+            make_dir(place, dir.as_fd(), mode, (uid, gid), old).map_err(os)?;
             edit.sync_dir(dir)
         }
         Action::Meta {
@@ -712,6 +895,97 @@ pub fn execute(action: Action, edit: &mut Edit<'_>, place: &Place) -> CallResult
             on_mount,
         } => set_meta(place, kind, mode, uid, gid, on_mount).map_err(os),
     }
+}
+
+/// The error of a failed change of `place`.
+fn change_failed(place: &Place) -> impl Fn(std::io::Error) -> CallError + '_ {
+    move |err| CallError::io(&err, &format!("change {}", quoted(&place.name)))
+}
+
+/// Removes what is at `place` (`old`), a directory with all it holds.
+fn remove(place: &Place, fd: BorrowedFd<'_>, old: What) -> std::io::Result<()> {
+    let base = OsStr::new(place.base());
+    match old {
+        What::Directory => sys::remove_tree(fd, base),
+        What::Absent => Ok(()),
+        _ => sys::unlink_at(fd, base, false),
+    }
+}
+
+/// Writes the file at `place` through `edit`, replacing `old`.
+fn write_file(
+    edit: &mut Edit<'_>,
+    place: &Place,
+    fd: BorrowedFd<'_>,
+    data: Vec<u8>,
+    attrs: Attrs,
+    old: What,
+) -> CallResult<()> {
+    // Not for the root, which is never replaced.
+    let Some(target) = place.target.as_ref() else {
+        return Err(CallError::new(format!(
+            "refusing to replace or remove the root directory {}",
+            quoted(&place.show())
+        )));
+    };
+    if old == What::Directory {
+        // A directory cannot be renamed over: it goes first.
+        sys::remove_tree(fd, OsStr::new(place.base())).map_err(change_failed(place))?;
+        edit.note(target, None)?;
+    }
+    edit.write(target, data, attrs)?;
+    // A link is replaced at once even in a batch: paths looked up later
+    // may lead through it.
+    match old {
+        What::Link => edit.commit_now(),
+        _ => edit.commit(),
+    }
+}
+
+/// Makes the link at `place` to `target`, owned by `owner` (`None`s
+/// left as the writer's), under a temporary name (one the next edit
+/// removes if a crash leaves it) renamed over `old`.
+fn make_link(
+    place: &Place,
+    fd: BorrowedFd<'_>,
+    target: &str,
+    (uid, gid): (Option<u32>, Option<u32>),
+    old: What,
+) -> std::io::Result<()> {
+    let base = OsStr::new(place.base());
+    let temp = temp_name(place.base())?;
+    let temp = OsStr::new(&temp);
+    sys::symlink_at(target.as_bytes(), fd, temp)?;
+    let placed = (|| {
+        if uid.is_some() || gid.is_some() {
+            sys::lchown_at(fd, temp, uid, gid)?;
+        }
+        if old == What::Directory {
+            sys::remove_tree(fd, base)?;
+        }
+        sys::rename_at(fd, temp, base)
+    })();
+    if placed.is_err() {
+        let _ = sys::unlink_at(fd, temp, false);
+    }
+    placed
+}
+
+/// Makes the directory at `place` with `mode` and `owner`, removing
+/// `old` first when it is something else.
+fn make_dir(
+    place: &Place,
+    fd: BorrowedFd<'_>,
+    mode: u32,
+    (uid, gid): (Option<u32>, Option<u32>),
+    old: What,
+) -> std::io::Result<()> {
+    let base = OsStr::new(place.base());
+    if old != What::Absent && old != What::Directory {
+        sys::unlink_at(fd, base, false)?;
+    }
+    sys::mkdir_at(fd, base, 0o700)?;
+    set_meta(place, What::Directory, Some(mode), uid, gid, false)
 }
 
 /// Changes mode and ownership of what is at `place`, never following it;

@@ -193,9 +193,57 @@ impl Root {
         follow_last: bool,
         start: Option<&Dir>,
     ) -> CallResult<Walked> {
-        let mut pending: VecDeque<String> = components(rel).collect();
-        let (mut fds, mut names): (Vec<OwnedFd>, Vec<String>) = match start {
-            None => (vec![self.dup_root(rel)?], Vec::new()),
+        let mut walk = Walk::new(self, rel, start)?;
+        while let Some(part) = walk.pending.pop_front() {
+            if part == ".." {
+                walk.up()?;
+                continue;
+            }
+            let at = walk.at(&part);
+            let target = if entry && walk.pending.is_empty() {
+                let target = match follow_last {
+                    true => read_link(walk.current()?, &part),
+                    false => None,
+                };
+                match target {
+                    Some(target) => target,
+                    None => return walk.into_target(&part),
+                }
+            } else if walk.enter(&part, &at, create)? {
+                continue;
+            } else {
+                match walk.not_a_directory(part, &at, follow)? {
+                    Some(target) => target,
+                    None => continue,
+                }
+            };
+            walk.follow(&at, &target)?;
+        }
+        walk.into_dir()
+    }
+}
+
+/// A walk under way (see [`Root::walk`]): the directories open so far,
+/// the last one where it is, their names from the root, the parts of the
+/// path still to resolve, and the links followed.
+struct Walk<'a> {
+    root: &'a Root,
+    rel: &'a str,
+    pending: VecDeque<String>,
+    fds: Vec<OwnedFd>,
+    names: Vec<String>,
+    links: usize,
+    /// Entries that changed between open and readlink.
+    changed: usize,
+    /// The last link followed, for messages.
+    via: String,
+}
+
+impl<'a> Walk<'a> {
+    /// A walk of `rel` from the root, or from `start`.
+    fn new(root: &'a Root, rel: &'a str, start: Option<&Dir>) -> CallResult<Walk<'a>> {
+        let (fds, names) = match start {
+            None => (vec![root.dup_root(rel)?], Vec::new()),
             Some(dir) => {
                 let fd = dir.inner.fd.try_clone().map_err(|err| {
                     CallError::io(&err, &format!("open {}", quoted(&dir.inner.path)))
@@ -203,133 +251,155 @@ impl Root {
                 (vec![fd], components(&dir.inner.rel).collect())
             }
         };
-        let mut links = 0;
-        let mut changed = 0; // entries that changed between open and readlink
-        let mut via = String::new(); // the last link followed, for messages
-        while let Some(part) = pending.pop_front() {
-            if part == ".." {
-                if fds.len() > 1 {
-                    fds.pop();
-                    names.pop();
-                } else if !names.is_empty() {
-                    // Above the directory the walk started in: its parent,
-                    // opened again from the root by its resolved path, on
-                    // which no link is followed.
-                    let above = names[..names.len() - 1].join("/");
-                    let parent = self.directory(&above, false, None)?;
-                    fds.clear();
-                    fds.push(parent.into_fd(self)?);
-                    names.pop();
-                }
-                continue;
-            }
-            let mut shown = names.clone();
-            shown.push(part.clone());
-            let at = shown.join("/");
-            let Some(current) = fds.last() else {
-                return Err(CallError::new("internal: the walk lost its directory"));
-            };
-            let target = if entry && pending.is_empty() {
-                let target = if follow_last {
-                    read_link(current.as_fd(), &part)
-                } else {
-                    None
-                };
-                match target {
-                    Some(target) => target,
-                    None => {
-                        let Some(fd) = fds.pop() else {
-                            return Err(CallError::new("internal: the walk lost its directory"));
-                        };
-                        let dir = Dir::new(self.clone(), fd, &names);
-                        return Ok(Walked::Target(dir.file(&part)?));
-                    }
-                }
-            } else {
-                match sys::open_at(current.as_fd(), OsStr::new(&part), sys::DIR_FLAGS, 0) {
-                    Ok(fd) => {
-                        fds.push(fd);
-                        names.push(part);
-                        continue;
-                    }
-                    Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
-                        let Some(create) = create else {
-                            return Err(missing(format!(
-                                "the directory {} does not exist{via}",
-                                quoted(&self.show(&at))
-                            )));
-                        };
-                        let how = if pending.is_empty() {
-                            create
-                        } else {
-                            Create::mode(0o755)
-                        };
-                        let fd = make_dir(current.as_fd(), &part, how, &self.show(&at))?;
-                        fds.push(fd);
-                        names.push(part);
-                        continue;
-                    }
-                    Err(err)
-                        if !matches!(err.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) =>
-                    {
-                        return Err(CallError::io(
-                            &err,
-                            &format!("open {}", quoted(&self.show(&at))),
-                        ));
-                    }
-                    Err(_) => {}
-                }
-                match read_link(current.as_fd(), &part) {
-                    None if changed < MAX_CHANGES => {
-                        // Not a directory when opened, not a link now:
-                        // either a file or swapped meanwhile; open it
-                        // again to tell.
-                        changed += 1;
-                        pending.push_front(part);
-                        continue;
-                    }
-                    None => {
-                        return Err(CallError::new(format!(
-                            "{} is not a directory",
-                            quoted(&self.show(&at))
-                        )));
-                    }
-                    Some(_) if !follow => {
-                        return Err(CallError::new(format!(
-                            "{} is a symbolic link, which ral does not follow here; \
-                             refusing to use it",
-                            quoted(&self.show(&at))
-                        )));
-                    }
-                    Some(target) => target,
-                }
-            };
-            links += 1;
-            via = format!(
-                " (reached through the symbolic link {} -> {}, which is resolved inside the root)",
-                quoted(&self.show(&at)),
-                quoted(&target)
-            );
-            if links > MAX_LINKS {
-                return Err(CallError::new(format!(
-                    "too many levels of symbolic links in {}",
-                    quoted(&self.show(rel))
-                )));
-            }
-            if target.starts_with('/') {
-                fds.clear();
-                fds.push(self.dup_root(rel)?);
-                names.clear();
-            }
-            for part in components(&target).rev() {
-                pending.push_front(part);
-            }
-        }
-        let Some(fd) = fds.pop() else {
-            return Err(CallError::new("internal: the walk lost its directory"));
-        };
-        Ok(Walked::Dir(Dir::new(self.clone(), fd, &names)))
+        Ok(Walk {
+            root,
+            rel,
+            pending: components(rel).collect(),
+            fds,
+            names,
+            links: 0,
+            changed: 0,
+            via: String::new(),
+        })
     }
+
+    /// The directory the walk is in.
+    fn current(&self) -> CallResult<BorrowedFd<'_>> {
+        self.fds.last().map(AsFd::as_fd).ok_or_else(lost)
+    }
+
+    /// The path of `part` of the current directory, relative to the root.
+    fn at(&self, part: &str) -> String {
+        let mut shown = self.names.clone();
+        shown.push(part.to_owned());
+        shown.join("/")
+    }
+
+    /// Goes up to the parent directory; the root's parent is the root.
+    fn up(&mut self) -> CallResult<()> {
+        if self.fds.len() > 1 {
+            self.fds.pop();
+            self.names.pop();
+        } else if !self.names.is_empty() {
+            // Above the directory the walk started in: its parent, opened
+            // again from the root by its resolved path, on which no link
+            // is followed.
+            let above = self.names[..self.names.len() - 1].join("/");
+            let parent = self.root.directory(&above, false, None)?;
+            self.fds.clear();
+            self.fds.push(parent.into_fd(self.root)?);
+            self.names.pop();
+        }
+        Ok(())
+    }
+
+    /// Enters the directory `part` (at `at`), made when missing if
+    /// `create` says how. False when `part` is not a directory (a link,
+    /// maybe).
+    fn enter(&mut self, part: &str, at: &str, create: Option<Create>) -> CallResult<bool> {
+        let current = self.current()?;
+        let fd = match sys::open_at(current, OsStr::new(part), sys::DIR_FLAGS, 0) {
+            Ok(fd) => fd,
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+                let Some(create) = create else {
+                    return Err(missing(format!(
+                        "the directory {} does not exist{}",
+                        quoted(&self.root.show(at)),
+                        self.via
+                    )));
+                };
+                let how = if self.pending.is_empty() {
+                    create
+                } else {
+                    Create::mode(0o755)
+                };
+                make_dir(current, part, how, &self.root.show(at))?
+            }
+            Err(err) if !matches!(err.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+                return Err(CallError::io(
+                    &err,
+                    &format!("open {}", quoted(&self.root.show(at))),
+                ));
+            }
+            Err(_) => return Ok(false),
+        };
+        self.fds.push(fd);
+        self.names.push(part.to_owned());
+        Ok(true)
+    }
+
+    /// Where `part` (at `at`), not a directory when opened, leads: the
+    /// target of the link it is, or `None` when it is to be opened again
+    /// (it changed meanwhile).
+    fn not_a_directory(
+        &mut self,
+        part: String,
+        at: &str,
+        follow: bool,
+    ) -> CallResult<Option<String>> {
+        match read_link(self.current()?, &part) {
+            None if self.changed < MAX_CHANGES => {
+                // Not a directory when opened, not a link now: either a
+                // file or swapped meanwhile; open it again to tell.
+                self.changed += 1;
+                self.pending.push_front(part);
+                Ok(None)
+            }
+            None => Err(CallError::new(format!(
+                "{} is not a directory",
+                quoted(&self.root.show(at))
+            ))),
+            Some(_) if !follow => Err(CallError::new(format!(
+                "{} is a symbolic link, which ral does not follow here; refusing to use it",
+                quoted(&self.root.show(at))
+            ))),
+            Some(target) => Ok(Some(target)),
+        }
+    }
+
+    /// Follows the link at `at` to `target`, resolved inside the root:
+    /// from the root when absolute.
+    fn follow(&mut self, at: &str, target: &str) -> CallResult<()> {
+        self.links += 1;
+        self.via = format!(
+            " (reached through the symbolic link {} -> {}, which is resolved inside the root)",
+            quoted(&self.root.show(at)),
+            quoted(target)
+        );
+        if self.links > MAX_LINKS {
+            return Err(CallError::new(format!(
+                "too many levels of symbolic links in {}",
+                quoted(&self.root.show(self.rel))
+            )));
+        }
+        if target.starts_with('/') {
+            self.fds.clear();
+            self.fds.push(self.root.dup_root(self.rel)?);
+            self.names.clear();
+        }
+        for part in components(target).rev() {
+            self.pending.push_front(part);
+        }
+        Ok(())
+    }
+
+    /// Ends at the entry `part` of the current directory.
+    fn into_target(mut self, part: &str) -> CallResult<Walked> {
+        let fd = self.fds.pop().ok_or_else(lost)?;
+        let dir = Dir::new(self.root.clone(), fd, &self.names);
+        Ok(Walked::Target(dir.file(part)?))
+    }
+
+    /// Ends at the current directory.
+    fn into_dir(mut self) -> CallResult<Walked> {
+        let fd = self.fds.pop().ok_or_else(lost)?;
+        Ok(Walked::Dir(Dir::new(self.root.clone(), fd, &self.names)))
+    }
+}
+
+/// The error of a walk left without a directory, which never happens.
+fn lost() -> CallError {
+    CallError::new("internal: the walk lost its directory")
 }
 
 /// The parts of a path, without empty ones and `.`.

@@ -311,38 +311,9 @@ impl<'a> Edit<'a> {
             return self.queue();
         }
         let staged = std::mem::take(&mut self.staged);
-        let mut entries = Vec::with_capacity(staged.len());
-        for file in &staged {
-            let temp = self.write_temp(file)?;
-            entries.push(Entry {
-                dir: file.target.dir().rel().to_owned(),
-                temp,
-                name: file.target.name().to_owned(),
-                was: identity(self.read_stat(&file.target).as_ref()),
-            });
-        }
-        for file in &staged {
-            let now = file.target.lstat()?;
-            if identity(now.as_ref()) != identity(self.read_stat(&file.target).as_ref()) {
-                return Err(CallError::new(format!(
-                    "{} was changed meanwhile by a program that does not take the lock {}; \
-                     nothing was written",
-                    quoted(file.target.path()),
-                    quoted(&self.guard.show())
-                )));
-            }
-        }
-        let locked = self.guard.dir();
-        if !in_place(locked)? {
-            // Written there, the change would be made where nobody looks,
-            // and reported as made.
-            return Err(CallError::new(format!(
-                "{} was moved or replaced while it was being edited, so the lock {} no \
-                 longer guards that path; nothing was written",
-                quoted(locked.path()),
-                quoted(&self.guard.show())
-            )));
-        }
+        let entries = self.write_temps(&staged)?;
+        self.refuse_changed(&staged)?;
+        self.refuse_moved()?;
         let journal = staged.len() > 1;
         if journal {
             let Some(name) = self.guard.journal() else {
@@ -353,27 +324,77 @@ impl<'a> Edit<'a> {
             };
             self.write_journal(&name, &entries)?;
         }
+        self.replace_all(&staged, &entries, journal)?;
+        if journal {
+            self.drop_journal();
+        }
+        Ok(())
+    }
+
+    /// Writes and syncs the temporary file of each staged file; returns
+    /// the journal's entry of each.
+    fn write_temps(&mut self, staged: &[Staged]) -> CallResult<Vec<Entry>> {
+        let mut entries = Vec::with_capacity(staged.len());
+        for file in staged {
+            let temp = self.write_temp(file)?;
+            entries.push(Entry {
+                dir: file.target.dir().rel().to_owned(),
+                temp,
+                name: file.target.name().to_owned(),
+                was: identity(self.read_stat(&file.target).as_ref()),
+            });
+        }
+        Ok(entries)
+    }
+
+    /// Refuses the commit when a staged file changed since it was read:
+    /// a writer that does not take the lock.
+    fn refuse_changed(&self, staged: &[Staged]) -> CallResult<()> {
+        for file in staged {
+            let now = file.target.lstat()?;
+            if identity(now.as_ref()) != identity(self.read_stat(&file.target).as_ref()) {
+                return Err(CallError::new(format!(
+                    "{} was changed meanwhile by a program that does not take the lock {}; \
+                     nothing was written",
+                    quoted(file.target.path()),
+                    quoted(&self.guard.show())
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses the commit when the locked directory is no longer at its
+    /// path: written there, the change would be made where nobody looks,
+    /// and reported as made.
+    fn refuse_moved(&self) -> CallResult<()> {
+        let locked = self.guard.dir();
+        if !in_place(locked)? {
+            return Err(CallError::new(format!(
+                "{} was moved or replaced while it was being edited, so the lock {} no \
+                 longer guards that path; nothing was written",
+                quoted(locked.path()),
+                quoted(&self.guard.show())
+            )));
+        }
+        Ok(())
+    }
+
+    /// Renames each temporary file over its staged file, in order, then
+    /// syncs their directories. A rename that fails first leaves no
+    /// trace; one that fails later leaves the journal (`journal`) to the
+    /// next edit, which finishes the others.
+    fn replace_all(
+        &mut self,
+        staged: &[Staged],
+        entries: &[Entry],
+        journal: bool,
+    ) -> CallResult<()> {
         let mut synced: Vec<Dir> = Vec::new();
-        for (index, (file, entry)) in staged.iter().zip(&entries).enumerate() {
+        for (index, (file, entry)) in staged.iter().zip(entries).enumerate() {
             let dir = file.target.dir();
             if let Err(err) = rename(dir, &entry.temp, file.target.name()) {
-                let shown = quoted(file.target.path());
-                if index == 0 {
-                    // Nothing replaced yet: no trace of this edit may stay.
-                    if journal {
-                        self.drop_journal();
-                    }
-                    return Err(CallError::io(&err, &format!("replace {shown}")));
-                }
-                // The journal lets the next edit finish the rest.
-                self.temps.clear();
-                return Err(CallError::io(
-                    &err,
-                    &format!(
-                        "replace {shown} (the files already replaced stay; the next edit \
-                         finishes the others)"
-                    ),
-                ));
+                return Err(self.replace_failed(err, file, index, journal));
             }
             self.temps
                 .retain(|(d, t)| !(t == &entry.temp && d.rel() == dir.rel()));
@@ -384,10 +405,37 @@ impl<'a> Edit<'a> {
         for dir in &synced {
             fsync_dir(dir);
         }
-        if journal {
-            self.drop_journal();
-        }
         Ok(())
+    }
+
+    /// The error of a failed rename over `file`, the `index`th. The first
+    /// leaves no trace (its `journal` goes too); a later one leaves the
+    /// temporary files and the journal, which let the next edit finish the
+    /// rest.
+    fn replace_failed(
+        &mut self,
+        err: std::io::Error,
+        file: &Staged,
+        index: usize,
+        journal: bool,
+    ) -> CallError {
+        let shown = quoted(file.target.path());
+        if index == 0 {
+            // Nothing replaced yet: no trace of this edit may stay.
+            if journal {
+                self.drop_journal();
+            }
+            return CallError::io(&err, &format!("replace {shown}"));
+        }
+        // The journal lets the next edit finish the rest.
+        self.temps.clear();
+        CallError::io(
+            &err,
+            &format!(
+                "replace {shown} (the files already replaced stay; the next edit finishes the \
+                 others)"
+            ),
+        )
     }
 
     /// Hands the one staged file's temporary file, written but not synced,

@@ -266,138 +266,185 @@ fn apply_update(
     users: &mut Users,
 ) -> CallResult<Vec<Change>> {
     let ensure = check_should(update, &ATTRIBUTES, Some(&ENSURES), &[])?.and_then(Json::as_str);
+    let at = db.get("group").and_then(|g| g.find(&update.name));
+    match (ensure, at) {
+        (Some("absent"), None) => Ok(Vec::new()),
+        (Some("absent"), Some(_)) => remove(call, &update.name, db),
+        (_, None) => create(call, update, db, users),
+        (_, Some(at)) => modify(call, update, ensure == Some("present"), at, db, users),
+    }
+}
+
+/// Removes the group `name` from group and gshadow, unless a user's
+/// primary group is lost with it.
+fn remove(call: &Call, name: &str, db: &mut Accounts) -> CallResult<Vec<Change>> {
+    let was = match is_incomplete(db, name) {
+        true => "incomplete",
+        false => "present",
+    };
+    refuse_primary(db, name)?;
+    call.log.deleting(name, || {
+        if let Some(group) = db.get_mut("group") {
+            group.remove(name);
+        }
+        if let Some(gshadow) = db.get_mut("gshadow") {
+            gshadow.remove(name);
+        }
+        Ok(vec![Change::new("ensure", was, "absent")])
+    })
+}
+
+/// Refuses to remove the group `name` while it is the primary group of
+/// users, as groupdel does.
+fn refuse_primary(db: &Accounts, name: &str) -> CallResult<()> {
+    let Some((gid, users)) = primary_of(db, name) else {
+        return Ok(());
+    };
+    let users: Vec<String> = users.iter().map(|u| quoted(u)).collect();
+    let (who, those, them) = match users.len() {
+        1 => ("user", "that user", "it"),
+        _ => ("users", "those users", "them"),
+    };
+    Err(CallError::new(format!(
+        "ensure: group {} (gid {gid}) is the primary group of {who} {}; remove {those} or give \
+         {them} another gid first, as groupdel requires (a plan that removes both removes the \
+         users first)",
+        quoted(name),
+        users.join(", ")
+    )))
+}
+
+/// Adds the group of `update`: to group, and to gshadow when it is used.
+fn create(
+    call: &Call,
+    update: &Update,
+    db: &mut Accounts,
+    users: &mut Users,
+) -> CallResult<Vec<Change>> {
     let name = update.name.as_str();
     let should = &update.should;
-    let log = &call.log;
-    let at = db.get("group").and_then(|g| g.find(name));
-
-    if ensure == Some("absent") {
-        if at.is_none() {
-            return Ok(Vec::new());
-        }
-        let was = match is_incomplete(db, name) {
-            true => "incomplete",
-            false => "present",
-        };
-        if let Some((gid, users)) = primary_of(db, name) {
-            let users: Vec<String> = users.iter().map(|u| quoted(u)).collect();
-            let (who, those, them) = match users.len() {
-                1 => ("user", "that user", "it"),
-                _ => ("users", "those users", "them"),
-            };
-            return Err(CallError::new(format!(
-                "ensure: group {} (gid {gid}) is the primary group of {who} {}; remove {those} \
-                 or give {them} another gid first, as groupdel requires (a plan that removes \
-                 both removes the users first)",
-                quoted(name),
-                users.join(", ")
-            )));
-        }
-        return log.deleting(name, || {
-            if let Some(group) = db.get_mut("group") {
-                group.remove(name);
-            }
-            if let Some(gshadow) = db.get_mut("gshadow") {
-                gshadow.remove(name);
-            }
-            Ok(vec![Change::new("ensure", was, "absent")])
-        });
+    if let Some(problem) = name_problem(name, "group name") {
+        return Err(CallError::new(format!("name: {problem} ({NAME_RULE})")));
     }
-
-    let Some(at) = at else {
-        if let Some(problem) = name_problem(name, "group name") {
-            return Err(CallError::new(format!("name: {problem} ({NAME_RULE})")));
+    call.log.creating(name, || {
+        let members = check_members(should.get("members").unwrap_or(&json!([])))?;
+        users.check_new(&members, &[])?;
+        let gid = match should.get("gid") {
+            Some(value) => {
+                let gid = check_id("gid", value)?;
+                refuse_used_gid(db, gid, name)?;
+                gid
+            }
+            None => free_gid(db)?,
+        };
+        let joined = members.join(",");
+        if let Some(group) = db.get_mut("group") {
+            group.append(&[name, "x", &gid.to_string(), &joined]);
         }
-        return log.creating(name, || {
-            let members = check_members(should.get("members").unwrap_or(&json!([])))?;
-            users.check_new(&members, &[])?;
-            let gid = match should.get("gid") {
-                Some(value) => {
-                    let gid = check_id("gid", value)?;
-                    if let Some(owner) = gid_owner(db, gid, name) {
-                        return Err(CallError::new(format!(
-                            "gid: {gid} is already used by group {}",
-                            quoted(&owner)
-                        )));
-                    }
-                    gid
-                }
-                None => free_gid(db)?,
-            };
-            let joined = members.join(",");
-            if let Some(group) = db.get_mut("group") {
-                group.append(&[name, "x", &gid.to_string(), &joined]);
-            }
-            if let Some(gshadow) = db.get_mut("gshadow") {
-                // A stale line left behind for this name is replaced: its
-                // password and administrators must not pass to a new group.
-                gshadow.remove(name);
-                gshadow.append(&[name, "!", "", &joined]);
-            }
-            let group = db.get("group").expect("group is read");
-            if let Some(at) = group.find(name) {
-                check_resource_fits(&resource(db, &group.lines[at]))?;
-            }
-            Ok(vec![
-                Change::new("ensure", "absent", "present"),
-                Change::new("gid", Json::Null, gid),
-                Change::new("members", Json::Null, members),
-            ])
-        });
-    };
+        if let Some(gshadow) = db.get_mut("gshadow") {
+            // A stale line left behind for this name is replaced: its
+            // password and administrators must not pass to a new group.
+            gshadow.remove(name);
+            gshadow.append(&[name, "!", "", &joined]);
+        }
+        check_fits(db, name)?;
+        Ok(vec![
+            Change::new("ensure", "absent", "present"),
+            Change::new("gid", Json::Null, gid),
+            Change::new("members", Json::Null, members),
+        ])
+    })
+}
 
-    log.updating(name, || {
+/// Changes the gid and members of the group of `update` (line `at` of
+/// group) as asked, and completes it in gshadow when `present` is.
+fn modify(
+    call: &Call,
+    update: &Update,
+    present: bool,
+    at: usize,
+    db: &mut Accounts,
+    users: &mut Users,
+) -> CallResult<Vec<Change>> {
+    let name = update.name.as_str();
+    let should = &update.should;
+    call.log.updating(name, || {
         let line = db.get("group").expect("group is read").lines[at].clone();
         let old_gid = line.id(2);
         let old_members = members_of(line.f());
-        let mut new_gid = old_gid;
-        let mut new_members = old_members.clone();
-        if let Some(value) = should.get("gid") {
-            new_gid = check_id("gid", value)?;
-            if new_gid != old_gid {
-                if let Some(owner) = gid_owner(db, new_gid, name) {
-                    return Err(CallError::new(format!(
-                        "gid: {new_gid} is already used by group {}",
-                        quoted(&owner)
-                    )));
-                }
+        let new_gid = match should.get("gid") {
+            Some(value) => check_id("gid", value)?,
+            None => old_gid,
+        };
+        if new_gid != old_gid {
+            refuse_used_gid(db, new_gid, name)?;
+        }
+        let new_members = match should.get("members") {
+            Some(value) => {
+                let members = check_members(value)?;
+                users.check_new(&members, &old_members)?;
+                members
             }
-        }
-        if let Some(value) = should.get("members") {
-            new_members = check_members(value)?;
-            users.check_new(&new_members, &old_members)?;
-        }
+            None => old_members.clone(),
+        };
         let mut changes = Vec::new();
-        if ensure == Some("present") && is_incomplete(db, name) {
+        if present && is_incomplete(db, name) {
             if let Some(gshadow) = db.get_mut("gshadow") {
                 gshadow.append(&[name, "!", "", &new_members.join(",")]);
             }
             changes.push(Change::new("ensure", "incomplete", "present"));
         }
-        let group = db.get_mut("group").expect("group is read");
         if new_gid != old_gid {
+            let group = db.get_mut("group").expect("group is read");
             group.lines[at].set_field(2, &new_gid.to_string());
             group.changed = true;
             changes.push(Change::new("gid", old_gid, new_gid));
         }
         if new_members != old_members {
-            group.lines[at].set_field(3, &new_members.join(","));
-            group.changed = true;
-            if let Some(gshadow) = db.get_mut("gshadow") {
-                if let Some(at) = gshadow.find(name) {
-                    gshadow.lines[at].set_field(3, &new_members.join(","));
-                    gshadow.changed = true;
-                }
-            }
+            set_members(db, name, at, &new_members);
             let was: Vec<String> = old_members.iter().map(|m| clean(m)).collect();
-            changes.push(Change::new("members", was, new_members.clone()));
+            changes.push(Change::new("members", was, new_members));
         }
         if !changes.is_empty() {
-            let group = db.get("group").expect("group is read");
-            check_resource_fits(&resource(db, &group.lines[at]))?;
+            check_fits(db, name)?;
         }
         Ok(changes)
     })
+}
+
+/// Refuses `gid` for the group `name` when another group has it.
+fn refuse_used_gid(db: &Accounts, gid: u64, name: &str) -> CallResult<()> {
+    match gid_owner(db, gid, name) {
+        Some(owner) => Err(CallError::new(format!(
+            "gid: {gid} is already used by group {}",
+            quoted(&owner)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Gives the group `name` (line `at` of group) the members `members`,
+/// in group and gshadow.
+fn set_members(db: &mut Accounts, name: &str, at: usize, members: &[String]) {
+    let joined = members.join(",");
+    let group = db.get_mut("group").expect("group is read");
+    group.lines[at].set_field(3, &joined);
+    group.changed = true;
+    if let Some(gshadow) = db.get_mut("gshadow") {
+        if let Some(at) = gshadow.find(name) {
+            gshadow.lines[at].set_field(3, &joined);
+            gshadow.changed = true;
+        }
+    }
+}
+
+/// Refuses a group `name` whose resource would be too long to read back.
+fn check_fits(db: &Accounts, name: &str) -> CallResult<()> {
+    let group = db.get("group").expect("group is read");
+    match group.find(name) {
+        Some(at) => check_resource_fits(&resource(db, &group.lines[at])),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -472,55 +472,13 @@ fn create(
     if let Some(problem) = name_problem(name, "user name") {
         return Err(CallError::new(format!("name: {problem} ({NAME_RULE})")));
     }
-    let passwd = db.get("passwd").expect("passwd is read");
-    let used_uids = passwd.ids(2);
-    let uid = match should.get("uid") {
-        Some(value) => {
-            let uid = check_id("uid", value)?;
-            if used_uids.contains(&uid) {
-                let owner = passwd
-                    .records()
-                    .iter()
-                    .find(|r| r.id(2) == uid)
-                    .and_then(|r| r.name().map(str::to_owned))
-                    .unwrap_or_default();
-                return Err(CallError::new(format!(
-                    "uid: {uid} is already used by user {}",
-                    quoted(&owner)
-                )));
-            }
-            uid
-        }
-        None => free_id(&used_uids, "uid", None)?,
-    };
-    let gid = match should.get("gid") {
-        Some(value) => check_primary_group(db, check_id("gid", value)?)?,
-        None => {
-            let group = db.get("group");
-            match group.and_then(|g| g.find(name).map(|at| g.lines[at].id(2))) {
-                Some(own) => own,
-                None => {
-                    let used = group.map(|g| g.ids(2)).unwrap_or_default();
-                    let gid = free_id(&used, "gid", Some(uid))?;
-                    add_group(db, name, gid);
-                    gid
-                }
-            }
-        }
-    };
+    let uid = new_uid(db, should)?;
+    let gid = new_gid(db, name, should, uid)?;
     let comment = text_of(should, "comment").unwrap_or_default();
     let home = text_of(should, "home").unwrap_or_else(|| format!("/home/{name}"));
     let shell = text_of(should, "shell").unwrap_or_else(|| "/bin/sh".to_owned());
     let password = text_of(should, "password").unwrap_or_else(|| "!".to_owned());
-    let groups: Vec<String> = should
-        .get("groups")
-        .and_then(Json::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(|g| g.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let groups = groups_in(should.get("groups"));
     add_shadow(db, name, &password);
     age_shadow(db, name, wanted)?;
     if let Some(passwd) = db.get_mut("passwd") {
@@ -557,6 +515,60 @@ fn create(
     Ok(changes)
 }
 
+/// A new account's uid: the one asked for, unless another user has it,
+/// or the first free one.
+fn new_uid(db: &Accounts, should: &Resource) -> CallResult<u64> {
+    let passwd = db.get("passwd").expect("passwd is read");
+    let used_uids = passwd.ids(2);
+    let Some(value) = should.get("uid") else {
+        return free_id(&used_uids, "uid", None);
+    };
+    let uid = check_id("uid", value)?;
+    if used_uids.contains(&uid) {
+        let owner = passwd
+            .records()
+            .iter()
+            .find(|r| r.id(2) == uid)
+            .and_then(|r| r.name().map(str::to_owned))
+            .unwrap_or_default();
+        return Err(CallError::new(format!(
+            "uid: {uid} is already used by user {}",
+            quoted(&owner)
+        )));
+    }
+    Ok(uid)
+}
+
+/// A new account's primary gid: the one asked for (a group must have
+/// it), else that of the group named like the user, else a new group of
+/// that name with a free gid (`uid` when free), added now.
+fn new_gid(db: &mut Accounts, name: &str, should: &Resource, uid: u64) -> CallResult<u64> {
+    if let Some(value) = should.get("gid") {
+        return check_primary_group(db, check_id("gid", value)?);
+    }
+    let group = db.get("group");
+    if let Some(own) = group.and_then(|g| g.find(name).map(|at| g.lines[at].id(2))) {
+        return Ok(own);
+    }
+    let used = group.map(|g| g.ids(2)).unwrap_or_default();
+    let gid = free_id(&used, "gid", Some(uid))?;
+    add_group(db, name, gid);
+    Ok(gid)
+}
+
+/// The group names of a `groups` value (checked already), none when it
+/// is not given.
+fn groups_in(value: Option<&Json>) -> Vec<String> {
+    value
+        .and_then(Json::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|g| g.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn modify(
     db: &mut Accounts,
     at: usize,
@@ -573,15 +585,34 @@ fn modify(
         complete(db, &fields, should)?;
         changes.push(Change::new("ensure", "incomplete", "present"));
     }
-    if let Some(value) = should.get("uid") {
-        let uid = check_id("uid", value)?;
-        if uid.to_string() != fields[2] {
-            return Err(CallError::new(format!(
-                "uid: {uid} can only be set when the user is created; it is {} now",
-                fields[2]
-            )));
-        }
+    refuse_new_uid(should, &fields)?;
+    let new_gid = changed_gid(db, should, &fields)?;
+    changes.extend(change_passwd_line(db, at, should, &fields, new_gid));
+    changes.extend(change_password(db, &name, should));
+    changes.extend(age_shadow(db, &name, wanted)?);
+    changes.extend(change_groups(db, &name, should)?);
+    Ok(changes)
+}
+
+/// Refuses a uid other than the account's (`fields`, its passwd line):
+/// a uid is set only when the user is created.
+fn refuse_new_uid(should: &Resource, fields: &[String]) -> CallResult<()> {
+    let Some(value) = should.get("uid") else {
+        return Ok(());
+    };
+    let uid = check_id("uid", value)?;
+    if uid.to_string() != fields[2] {
+        return Err(CallError::new(format!(
+            "uid: {uid} can only be set when the user is created; it is {} now",
+            fields[2]
+        )));
     }
+    Ok(())
+}
+
+/// The primary gid asked for when it is not the account's (`fields`),
+/// checked as a new primary group.
+fn changed_gid(db: &Accounts, should: &Resource, fields: &[String]) -> CallResult<Option<u64>> {
     let old_gid: u64 = fields[3].parse().unwrap_or_default();
     let new_gid = match should.get("gid") {
         Some(value) => Some(check_id("gid", value)?).filter(|gid| *gid != old_gid),
@@ -590,8 +621,22 @@ fn modify(
     if let Some(gid) = new_gid {
         check_primary_group(db, gid)?;
     }
+    Ok(new_gid)
+}
+
+/// Writes the new gid, comment, home and shell asked for in the passwd
+/// line `at` (whose fields were `fields`); their changes.
+fn change_passwd_line(
+    db: &mut Accounts,
+    at: usize,
+    should: &Resource,
+    fields: &[String],
+    new_gid: Option<u64>,
+) -> Vec<Change> {
+    let mut changes = Vec::new();
     let passwd = db.get_mut("passwd").expect("passwd is read");
     if let Some(gid) = new_gid {
+        let old_gid: u64 = fields[3].parse().unwrap_or_default();
         changes.push(Change::new("gid", old_gid, gid));
         passwd.lines[at].set_field(3, &gid.to_string());
         passwd.changed = true;
@@ -605,53 +650,57 @@ fn modify(
             }
         }
     }
-    if let Some(password) = text_of(should, "password") {
-        let shadow = db.get("shadow");
-        let entry = shadow.and_then(|s| s.find(&name));
-        let old = entry.and_then(|at| shadow.map(|s| s.lines[at].f()[1].clone()));
-        if Some(&password) != old.as_ref() {
-            match entry {
-                None => add_shadow(db, &name, &password),
-                Some(at) => {
-                    if let Some(shadow) = db.get_mut("shadow") {
-                        shadow.lines[at].set_field(1, &password);
-                        shadow.lines[at].set_field(2, &days_now());
-                        shadow.changed = true;
-                    }
-                }
+    changes
+}
+
+/// Writes the password asked for in the shadow line of `name` (added
+/// when missing), dated today; its change.
+fn change_password(db: &mut Accounts, name: &str, should: &Resource) -> Option<Change> {
+    let password = text_of(should, "password")?;
+    let shadow = db.get("shadow");
+    let entry = shadow.and_then(|s| s.find(name));
+    let old = entry.and_then(|at| shadow.map(|s| s.lines[at].f()[1].clone()));
+    if Some(&password) == old.as_ref() {
+        return None;
+    }
+    match entry {
+        None => add_shadow(db, name, &password),
+        Some(at) => {
+            if let Some(shadow) = db.get_mut("shadow") {
+                shadow.lines[at].set_field(1, &password);
+                shadow.lines[at].set_field(2, &days_now());
+                shadow.changed = true;
             }
-            changes.push(Change::new(
-                "password",
-                old.map_or(Json::Null, Json::from),
-                password,
-            ));
         }
     }
-    changes.extend(age_shadow(db, &name, wanted)?);
-    if let Some(groups) = should.get("groups") {
-        let groups: Vec<String> = groups
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(|g| g.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let old_groups = groups_of(db.get("group"), &name);
-        let (mut a, mut b) = (groups.clone(), old_groups.clone());
-        a.sort();
-        b.sort();
-        if a != b {
-            if let Some(problem) = member_problem(&name, "the user name") {
-                return Err(CallError::new(format!(
-                    "groups: {problem}, so it cannot be written in a group's member list"
-                )));
-            }
-            set_membership(db, &name, &groups);
-            changes.push(Change::new("groups", old_groups, groups));
-        }
+    Some(Change::new(
+        "password",
+        old.map_or(Json::Null, Json::from),
+        password,
+    ))
+}
+
+/// Makes `name` a member of the groups asked for and no others, when
+/// they are not the ones it is in (in any order); its change.
+fn change_groups(db: &mut Accounts, name: &str, should: &Resource) -> CallResult<Option<Change>> {
+    let Some(groups) = should.get("groups") else {
+        return Ok(None);
+    };
+    let groups = groups_in(Some(groups));
+    let old_groups = groups_of(db.get("group"), name);
+    let (mut a, mut b) = (groups.clone(), old_groups.clone());
+    a.sort();
+    b.sort();
+    if a == b {
+        return Ok(None);
     }
-    Ok(changes)
+    if let Some(problem) = member_problem(name, "the user name") {
+        return Err(CallError::new(format!(
+            "groups: {problem}, so it cannot be written in a group's member list"
+        )));
+    }
+    set_membership(db, name, &groups);
+    Ok(Some(Change::new("groups", old_groups, groups)))
 }
 
 fn apply_update(
@@ -663,7 +712,39 @@ fn apply_update(
     let ensure = check_should(update, &ATTRIBUTES, Some(&ENSURES), &[])?;
     let ensure = ensure.and_then(Json::as_str);
     let name = update.name.as_str();
+    check_switches(&update.should)?;
+    let at = db.get("passwd").and_then(|p| p.find(name));
+    if ensure == Some("absent") {
+        let managehome = update.should.get("managehome") == Some(&Json::Bool(true));
+        return match at {
+            None => Ok(Vec::new()),
+            Some(at) => remove(call, name, at, db, work, managehome),
+        };
+    }
     let mut should = update.should.clone();
+    let wanted = check_values(name, db, &mut should)?;
+    match at {
+        None => call.log.creating(name, || {
+            let changes = create(db, name, &should, &wanted, work)?;
+            let passwd = db.get("passwd").expect("passwd is read");
+            if let Some(at) = passwd.find(name) {
+                check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;
+            }
+            Ok(changes)
+        }),
+        Some(at) => call.log.updating(name, || {
+            let changes = modify(db, at, &should, &wanted, ensure)?;
+            if !changes.is_empty() {
+                let passwd = db.get("passwd").expect("passwd is read");
+                check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;
+            }
+            Ok(changes)
+        }),
+    }
+}
+
+/// Refuses a write-only switch that is not a boolean.
+fn check_switches(should: &Resource) -> CallResult<()> {
     for switch in SWITCHES {
         if let Some(value) = should.get(switch).filter(|v| !v.is_boolean()) {
             return Err(CallError::new(format!(
@@ -671,43 +752,57 @@ fn apply_update(
             )));
         }
     }
-    let managehome = should.get("managehome") == Some(&Json::Bool(true));
-    let at = db.get("passwd").and_then(|p| p.find(name));
-    let log = &call.log;
+    Ok(())
+}
 
-    if ensure == Some("absent") {
-        let Some(at) = at else {
-            return Ok(Vec::new());
-        };
-        let fields = db.get("passwd").expect("passwd is read").lines[at]
-            .f()
-            .to_vec();
-        let was = match View::new(db).missing(&fields).is_empty() {
-            true => "present",
-            false => "incomplete",
-        };
-        return log.deleting(name, || {
-            db.get_mut("passwd").expect("passwd is read").remove(name);
-            if let Some(shadow) = db.get_mut("shadow") {
-                shadow.remove(name);
-            }
-            set_membership(db, name, &[]);
-            drop_admin(db, name);
-            if managehome {
-                work.push(Work::Remove {
-                    name: name.to_owned(),
-                    home: fields[5].clone(),
-                    uid: fields[2].parse().unwrap_or_default(),
-                });
-            }
-            Ok(vec![Change::new("ensure", was, "absent")])
-        });
-    }
+/// Removes the account `name` (passwd line `at`): its lines, its group
+/// memberships and administrations, and with `managehome` its home (as
+/// `work` for later).
+fn remove(
+    call: &Call,
+    name: &str,
+    at: usize,
+    db: &mut Accounts,
+    work: &mut Vec<Work>,
+    managehome: bool,
+) -> CallResult<Vec<Change>> {
+    let fields = db.get("passwd").expect("passwd is read").lines[at]
+        .f()
+        .to_vec();
+    let was = match View::new(db).missing(&fields).is_empty() {
+        true => "present",
+        false => "incomplete",
+    };
+    call.log.deleting(name, || {
+        db.get_mut("passwd").expect("passwd is read").remove(name);
+        if let Some(shadow) = db.get_mut("shadow") {
+            shadow.remove(name);
+        }
+        set_membership(db, name, &[]);
+        drop_admin(db, name);
+        if managehome {
+            work.push(Work::Remove {
+                name: name.to_owned(),
+                home: fields[5].clone(),
+                uid: fields[2].parse().unwrap_or_default(),
+            });
+        }
+        Ok(vec![Change::new("ensure", was, "absent")])
+    })
+}
 
+/// Checks the values of an account to create or modify: its comment,
+/// password, home, shell and groups (made a list without repeats in
+/// `should`); returns the aging values asked for.
+fn check_values(
+    name: &str,
+    db: &Accounts,
+    should: &mut Resource,
+) -> CallResult<Vec<aging::Wanted>> {
     if let Some(value) = should.get("comment") {
         check_field("comment", value, false)?;
     }
-    check_password(name, &should)?;
+    check_password(name, should)?;
     for attr in ["home", "shell"] {
         if let Some(value) = should.get(attr) {
             check_path(attr, value)?;
@@ -717,25 +812,7 @@ fn apply_update(
         let checked = check_groups(db.get("group"), groups)?;
         should.insert("groups".into(), json!(checked));
     }
-    let wanted = aging::check(&should)?;
-    match at {
-        None => log.creating(name, || {
-            let changes = create(db, name, &should, &wanted, work)?;
-            let passwd = db.get("passwd").expect("passwd is read");
-            if let Some(at) = passwd.find(name) {
-                check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;
-            }
-            Ok(changes)
-        }),
-        Some(at) => log.updating(name, || {
-            let changes = modify(db, at, &should, &wanted, ensure)?;
-            if !changes.is_empty() {
-                let passwd = db.get("passwd").expect("passwd is read");
-                check_resource_fits(&View::new(db).resource(passwd.lines[at].f()))?;
-            }
-            Ok(changes)
-        }),
-    }
+    aging::check(should)
 }
 
 #[cfg(test)]

@@ -798,15 +798,7 @@ fn apply_update(
     let name = update.name.as_str();
     let mounted = place.mounted()?.contains_key(name);
     let line = file.find(name);
-    // Refused before anything changes, when it needs a command.
-    let commands = match ensure {
-        "mounted" => !mounted,
-        "unmounted" | "absent" => mounted,
-        _ => false,
-    };
-    if let Some(err) = place.refused(name).filter(|_| commands) {
-        return Err(err);
-    }
+    refuse_commands(place, name, ensure, mounted)?;
     let was = match (line.is_some(), mounted) {
         (true, true) => "mounted",
         (true, false) => "unmounted",
@@ -814,24 +806,8 @@ fn apply_update(
         (false, false) => "absent",
     };
     if ensure == "absent" {
-        // As Puppet: what is mounted is unmounted, then the entry goes.
-        let mut actions = Vec::new();
-        if mounted {
-            let old = line.map(|at| file.entry(at).clone());
-            actions.push(place.unmount(name, old.as_ref())?);
-        }
-        if was == "absent" {
-            return Ok((Vec::new(), actions));
-        }
-        call.log.deleting(name, || {
-            if line.is_some() {
-                file.remove(name);
-            }
-            Ok(())
-        })?;
-        return Ok((vec![Change::new("ensure", was, "absent")], actions));
+        return remove_entry(call, place, name, mounted, was, file);
     }
-
     let before = line.map(|at| file.entry(at).clone());
     let mut changes = match line {
         None => create_entry(call, update, ensure, was, file)?,
@@ -843,8 +819,6 @@ fn apply_update(
         .ok_or_else(|| {
             CallError::new(format!("internal: the entry of {} is gone", escaped(name)))
         })?;
-
-    let mut actions = Vec::new();
     let mounting = ensure == "mounted" || ensure == "unmounted";
     if mounting && (entry.fstype == "swap" || SWAP_NAMES.contains(&name)) {
         return Err(CallError::new(format!(
@@ -852,33 +826,90 @@ fn apply_update(
             escaped(name)
         )));
     }
-    let options_changed = before
-        .as_ref()
-        .is_some_and(|old| old.options != entry.options);
-    match ensure {
-        "mounted" if !mounted => actions.push(place.mount(&entry)?),
-        "unmounted" if mounted => {
-            actions.push(place.unmount(name, before.as_ref().or(Some(&entry)))?)
-        }
-        "mounted" | "present" if mounted && options_changed => {
-            let old = before.as_ref().map_or(&entry, |old| old);
-            match place.refused(name) {
-                // Asked only to edit fstab, where mounting is not ral's:
-                // fstab changes, the mount stays, and the log says so.
-                Some(err) if ensure == "present" => call.log.warning(&format!(
-                    "{}: the options changed in fstab, but the mount was not remounted: {}",
-                    escaped(name),
-                    err.message
-                )),
-                _ => actions.push(place.remount(&entry, old)?),
-            }
-        }
-        _ => {}
-    }
+    let actions = mount_actions(call, place, ensure, mounted, before.as_ref(), &entry)?;
     if line.is_some() && mounting && was != ensure {
         changes.insert(0, Change::new("ensure", was, ensure));
     }
     Ok((changes, actions))
+}
+
+/// Refuses, before anything changes, an update of `name` that needs a
+/// mount command where ral may not run one.
+fn refuse_commands(place: &Place, name: &str, ensure: &str, mounted: bool) -> CallResult<()> {
+    let commands = match ensure {
+        "mounted" => !mounted,
+        "unmounted" | "absent" => mounted,
+        _ => false,
+    };
+    match place.refused(name).filter(|_| commands) {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}
+
+/// Removes the entry of `name` (`was` says what it was), as Puppet does:
+/// what is mounted is unmounted, then the entry goes.
+fn remove_entry(
+    call: &Call,
+    place: &Place,
+    name: &str,
+    mounted: bool,
+    was: &str,
+    file: &mut File,
+) -> CallResult<Applied> {
+    let line = file.find(name);
+    let mut actions = Vec::new();
+    if mounted {
+        let old = line.map(|at| file.entry(at).clone());
+        actions.push(place.unmount(name, old.as_ref())?);
+    }
+    if was == "absent" {
+        return Ok((Vec::new(), actions));
+    }
+    call.log.deleting(name, || {
+        if line.is_some() {
+            file.remove(name);
+        }
+        Ok(())
+    })?;
+    Ok((vec![Change::new("ensure", was, "absent")], actions))
+}
+
+/// The mount commands that bring what is mounted on `entry`'s mount
+/// point (`mounted` or not) to `ensure`: a mount, an unmount, or a
+/// remount when the options changed from `before`'s.
+fn mount_actions(
+    call: &Call,
+    place: &Place,
+    ensure: &str,
+    mounted: bool,
+    before: Option<&Entry>,
+    entry: &Entry,
+) -> CallResult<Vec<Action>> {
+    let name = entry.name.as_str();
+    let options_changed = before.is_some_and(|old| old.options != entry.options);
+    let action = match ensure {
+        "mounted" if !mounted => place.mount(entry)?,
+        "unmounted" if mounted => place.unmount(name, before.or(Some(entry)))?,
+        "mounted" | "present" if mounted && options_changed => {
+            let old = before.unwrap_or(entry);
+            match place.refused(name) {
+                // Asked only to edit fstab, where mounting is not ral's:
+                // fstab changes, the mount stays, and the log says so.
+                Some(err) if ensure == "present" => {
+                    call.log.warning(&format!(
+                        "{}: the options changed in fstab, but the mount was not remounted: {}",
+                        escaped(name),
+                        err.message
+                    ));
+                    return Ok(Vec::new());
+                }
+                _ => place.remount(entry, old)?,
+            }
+        }
+        _ => return Ok(Vec::new()),
+    };
+    Ok(vec![action])
 }
 
 /// Adds the entry of an update that has none (its `ensure` was `absent`

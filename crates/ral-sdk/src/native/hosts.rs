@@ -138,97 +138,119 @@ impl Want {
 }
 
 fn desired_state(should: &Map<String, Json>, name: &str) -> CallResult<Want> {
+    refuse_unknown(should, name)?;
+    let get = |attr: &str| should.get(attr);
+    Ok(Want {
+        ensure: get("ensure").map(|v| ensure_of(v, name)).transpose()?,
+        ip: get("ip").map(|v| ip_of(v, name)).transpose()?,
+        aliases: get("host_aliases")
+            .map(|v| aliases_of(v, name))
+            .transpose()?,
+        comment: get("comment").map(|v| comment_of(v, name)).transpose()?,
+    })
+}
+
+/// Refuses the first attribute (in sorted order) that a host has not.
+fn refuse_unknown(should: &Map<String, Json>, name: &str) -> CallResult<()> {
     let mut unknown: Vec<&String> = should
         .keys()
         .filter(|key| !ATTRIBUTES.contains(&key.as_str()))
         .collect();
     unknown.sort();
-    if let Some(key) = unknown.first() {
-        return Err(CallError::new(format!(
+    match unknown.first() {
+        Some(key) => Err(CallError::new(format!(
             "unknown attribute {} for host {}",
             escaped(key),
             escaped(name)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The `ensure` of host `name`: `present` or `absent`.
+fn ensure_of(value: &Json, name: &str) -> CallResult<String> {
+    let ensure = simple_text(value);
+    if ensure != "present" && ensure != "absent" {
+        return Err(CallError::new(format!(
+            "invalid ensure {} for host {}: must be 'present' or 'absent'",
+            escaped(&ensure),
+            escaped(name)
         )));
     }
-    let mut want = Want::default();
-    if let Some(ensure) = should.get("ensure") {
-        let ensure = simple_text(ensure);
-        if ensure != "present" && ensure != "absent" {
+    Ok(ensure)
+}
+
+/// The `ip` of host `name` (see [`ip_problem`]).
+fn ip_of(value: &Json, name: &str) -> CallResult<String> {
+    let ip = simple_text(value);
+    if let Some(problem) = ip_problem(&ip) {
+        return Err(CallError::new(format!(
+            "invalid ip {} for host {}: {problem}",
+            escaped(&ip),
+            escaped(name)
+        )));
+    }
+    Ok(ip)
+}
+
+/// The `host_aliases` of host `name`, each a valid host name.
+fn aliases_of(value: &Json, name: &str) -> CallResult<Vec<String>> {
+    let aliases: Vec<String> = match value {
+        Json::Array(items) => items.iter().map(simple_text).collect(),
+        other => alias_words(&simple_text(other), name)?,
+    };
+    for alias in &aliases {
+        check_hostname(alias, "host_aliases entry", name)?;
+        if let Some(problem) = name_syntax_problem(alias) {
             return Err(CallError::new(format!(
-                "invalid ensure {} for host {}: must be 'present' or 'absent'",
-                escaped(&ensure),
+                "invalid host_aliases entry {} for host {}: {problem}",
+                escaped(alias),
                 escaped(name)
             )));
         }
-        want.ensure = Some(ensure);
     }
-    if let Some(ip) = should.get("ip") {
-        let ip = simple_text(ip);
-        if let Some(problem) = ip_problem(&ip) {
-            return Err(CallError::new(format!(
-                "invalid ip {} for host {}: {problem}",
-                escaped(&ip),
-                escaped(name)
-            )));
-        }
-        want.ip = Some(ip);
+    Ok(aliases)
+}
+
+/// Aliases given as one text: words separated by spaces (a tab or a line
+/// break would be one too, but no control character is taken).
+fn alias_words(text: &str, name: &str) -> CallResult<Vec<String>> {
+    if has_control(text) {
+        return Err(CallError::new(format!(
+            "invalid host_aliases {} for host {}: must not contain control characters",
+            escaped(text),
+            escaped(name)
+        )));
     }
-    if let Some(raw) = should.get("host_aliases") {
-        let aliases: Vec<String> = match raw {
-            Json::Array(items) => items.iter().map(simple_text).collect(),
-            other => {
-                // Words separated by spaces: a tab or a line break would
-                // be one too, but no control character is taken.
-                let text = simple_text(other);
-                if has_control(&text) {
-                    return Err(CallError::new(format!(
-                        "invalid host_aliases {} for host {}: must not contain control characters",
-                        escaped(&text),
-                        escaped(name)
-                    )));
-                }
-                shell_words::split(&text).map_err(|err| {
-                    CallError::new(format!(
-                        "invalid host_aliases {} for host {}: {err}",
-                        escaped(&text),
-                        escaped(name)
-                    ))
-                })?
-            }
-        };
-        for alias in &aliases {
-            check_hostname(alias, "host_aliases entry", name)?;
-            if let Some(problem) = name_syntax_problem(alias) {
-                return Err(CallError::new(format!(
-                    "invalid host_aliases entry {} for host {}: {problem}",
-                    escaped(alias),
-                    escaped(name)
-                )));
-            }
-        }
-        want.aliases = Some(aliases);
+    shell_words::split(text).map_err(|err| {
+        CallError::new(format!(
+            "invalid host_aliases {} for host {}: {err}",
+            escaped(text),
+            escaped(name)
+        ))
+    })
+}
+
+/// The `comment` of host `name`: without control characters, and
+/// trimmed, as it is read back (a padded comment would never converge).
+fn comment_of(value: &Json, name: &str) -> CallResult<String> {
+    let comment = simple_text(value);
+    if has_control(&comment) {
+        return Err(CallError::new(format!(
+            "invalid comment {} for host {}: must not contain control characters",
+            escaped(&comment),
+            escaped(name)
+        )));
     }
-    if let Some(comment) = should.get("comment") {
-        let comment = simple_text(comment);
-        if has_control(&comment) {
-            return Err(CallError::new(format!(
-                "invalid comment {} for host {}: must not contain control characters",
-                escaped(&comment),
-                escaped(name)
-            )));
-        }
-        // Read back trimmed: a padded comment would never converge.
-        if comment.trim() != comment {
-            return Err(CallError::new(format!(
-                "invalid comment {} for host {}: starts or ends with white space, which the \
-                 file does not keep",
-                escaped(&comment),
-                escaped(name)
-            )));
-        }
-        want.comment = Some(comment);
+    if comment.trim() != comment {
+        return Err(CallError::new(format!(
+            "invalid comment {} for host {}: starts or ends with white space, which the file \
+             does not keep",
+            escaped(&comment),
+            escaped(name)
+        )));
     }
-    Ok(want)
+    Ok(comment)
 }
 
 /// Why `text` cannot be the address of an entry, or `None`: it must be

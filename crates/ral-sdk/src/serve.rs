@@ -187,77 +187,98 @@ fn simple(
             describe(provider, answer);
             Ok(())
         }
-        "list" => {
-            let resources = read(provider, &call, &[])?;
-            // Each resource goes once its lines are written: the text of
-            // a long listing is not held beside all its resources, nor
-            // beside all their pairs.
-            let mut text = SimpleText::new(Some(&call.log));
-            let mut pairs = Vec::new();
-            for resource in resources {
-                if resource.contains_key("error") {
-                    continue;
-                }
-                resource_pairs(&resource, &mut pairs);
-                text.add(&pairs);
-                pairs.clear();
-            }
-            answer.write(&text.text);
-            Ok(())
-        }
-        "find" => {
-            let name = required_name(&args)?;
-            let found = read(provider, &call, std::slice::from_ref(&name))?;
-            let entry = found
-                .iter()
-                .find(|r| r.get("name") == Some(&Json::from(&*name)));
-            let mut pairs = Vec::new();
-            match entry {
-                Some(entry) if entry.contains_key("error") => {
-                    let error = &entry["error"];
-                    if error.get("kind") == Some(&Json::from("unknown")) {
-                        pairs.push(("name".to_owned(), name.clone()));
-                        pairs.push(("ral_unknown".to_owned(), "true".to_owned()));
-                    } else {
-                        let message = error.get("message").and_then(Json::as_str);
-                        return Err(CallError::new(message.unwrap_or("failed")));
-                    }
-                }
-                Some(resource) => resource_pairs(resource, &mut pairs),
-                None => {
-                    pairs.push(("name".to_owned(), name.clone()));
-                    pairs.push(("ensure".to_owned(), "absent".to_owned()));
-                }
-            }
-            emit_simple(answer, &pairs, Some(&call.log));
-            Ok(())
-        }
-        "update" => {
-            let name = required_name(&args)?;
-            let should: Resource = args
-                .into_iter()
-                .filter(|(key, _)| key != "name" && !key.starts_with("ral_"))
-                .collect();
-            let update = Update {
-                name: name.clone(),
-                is: Resource::new(),
-                should,
-            };
-            let mut outcomes = provider.set(&call, std::slice::from_ref(&update))?;
-            let changes = outcomes.pop().unwrap_or_else(|| Ok(Vec::new()))?;
-            let mut pairs = vec![("name".to_owned(), name)];
-            for change in changes {
-                pairs.push((change.attribute, simple_text(&change.is)));
-                pairs.push(("ral_was".to_owned(), simple_text(&change.was)));
-            }
-            emit_simple(answer, &pairs, None);
-            Ok(())
-        }
+        "list" => simple_list(provider, &call, answer),
+        "find" => simple_find(provider, &call, &args, answer),
+        "update" => simple_update(provider, &call, args, answer),
         other => Err(CallError::new(format!(
             "unknown action {}: expected one of describe, find, list, update",
             quoted(other)
         ))),
     }
+}
+
+/// A simple `list`: every resource but those in error.
+fn simple_list(provider: &dyn Provider, call: &Call, answer: &mut Answer) -> CallResult<()> {
+    let resources = read(provider, call, &[])?;
+    // Each resource goes once its lines are written: the text of a long
+    // listing is not held beside all its resources, nor beside all their
+    // pairs.
+    let mut text = SimpleText::new(Some(&call.log));
+    let mut pairs = Vec::new();
+    for resource in resources {
+        if resource.contains_key("error") {
+            continue;
+        }
+        resource_pairs(&resource, &mut pairs);
+        text.add(&pairs);
+        pairs.clear();
+    }
+    answer.write(&text.text);
+    Ok(())
+}
+
+/// A simple `find NAME`: the resource, `ensure=absent` when there is
+/// none, or `ral_unknown` when no such name can be.
+fn simple_find(
+    provider: &dyn Provider,
+    call: &Call,
+    args: &Map<String, Json>,
+    answer: &mut Answer,
+) -> CallResult<()> {
+    let name = required_name(args)?;
+    let found = read(provider, call, std::slice::from_ref(&name))?;
+    let entry = found
+        .iter()
+        .find(|r| r.get("name") == Some(&Json::from(&*name)));
+    let mut pairs = Vec::new();
+    match entry {
+        Some(entry) if entry.contains_key("error") => {
+            let error = &entry["error"];
+            if error.get("kind") == Some(&Json::from("unknown")) {
+                pairs.push(("name".to_owned(), name.clone()));
+                pairs.push(("ral_unknown".to_owned(), "true".to_owned()));
+            } else {
+                let message = error.get("message").and_then(Json::as_str);
+                return Err(CallError::new(message.unwrap_or("failed")));
+            }
+        }
+        Some(resource) => resource_pairs(resource, &mut pairs),
+        None => {
+            pairs.push(("name".to_owned(), name.clone()));
+            pairs.push(("ensure".to_owned(), "absent".to_owned()));
+        }
+    }
+    emit_simple(answer, &pairs, Some(&call.log));
+    Ok(())
+}
+
+/// A simple `update NAME ATTR=VALUE...`: the changes made, each value
+/// followed by the one it replaced (`ral_was`).
+fn simple_update(
+    provider: &dyn Provider,
+    call: &Call,
+    args: Map<String, Json>,
+    answer: &mut Answer,
+) -> CallResult<()> {
+    let name = required_name(&args)?;
+    let should: Resource = args
+        .into_iter()
+        .filter(|(key, _)| key != "name" && !key.starts_with("ral_"))
+        .collect();
+    let update = Update {
+        name: name.clone(),
+        is: Resource::new(),
+        should,
+    };
+    let mut outcomes = provider.set(call, std::slice::from_ref(&update))?;
+    let changes = outcomes.pop().unwrap_or_else(|| Ok(Vec::new()))?;
+    let mut pairs = vec![("name".to_owned(), name)];
+    for change in changes {
+        pairs.push((change.attribute, simple_text(&change.is)));
+        pairs.push(("ral_was".to_owned(), simple_text(&change.was)));
+    }
+    emit_simple(answer, &pairs, None);
+    Ok(())
 }
 
 /// The provider's get of `names`, refused when it ended past the call's

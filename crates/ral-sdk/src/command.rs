@@ -232,6 +232,65 @@ mod tests {
         }
     }
 
+    /// `sh -c SCRIPT` with a plain PATH, within 10 seconds.
+    fn shell(script: &str) -> Finished {
+        let argv = ["sh", "-c", script].map(str::to_owned);
+        let env = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())];
+        Direct.run(&argv, &env, Duration::from_secs(10))
+    }
+
+    #[test]
+    fn a_command_s_status_and_each_output_come_back() {
+        let ran = shell("echo out; echo err >&2; exit 3");
+        assert_eq!(ran.problem, None);
+        assert_eq!(ran.status, Some(3));
+        assert_eq!(ran.stdout, b"out\n");
+        assert_eq!(ran.stderr, b"err\n");
+    }
+
+    #[test]
+    fn a_command_gets_exactly_its_environment_in_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = ["/bin/sh", "-c", "pwd; env | sort"].map(str::to_owned);
+        let env = [("ONLY".to_owned(), "this".to_owned())];
+        let ran = Direct.run_spec(&Spec {
+            argv: &argv,
+            env: &env,
+            timeout: Duration::from_secs(10),
+            dir: Some(dir.path()),
+            user: None,
+        });
+        assert_eq!(ran.status, Some(0), "{ran:?}");
+        let text = String::from_utf8(ran.stdout).unwrap();
+        let mut lines = text.lines();
+        let pwd = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(lines.next(), Some(pwd.to_str().unwrap()));
+        // The shell adds PWD and the like; nothing of the caller's passes.
+        assert!(text.contains("ONLY=this\n"), "{text}");
+        assert!(!text.contains("CARGO"), "{text}");
+    }
+
+    #[test]
+    fn a_command_killed_by_a_signal_has_no_status_and_says_why() {
+        let ran = shell("kill -KILL $$");
+        assert_eq!(ran.status, None);
+        assert_eq!(ran.problem.as_deref(), Some("was killed by signal 9"));
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_says_why() {
+        let none = Direct.run(&[], &[], Duration::from_secs(1));
+        assert_eq!(
+            none.problem.as_deref(),
+            Some("could not be run: no command")
+        );
+        let argv = ["/nonexistent/program".to_owned()];
+        let missing = Direct.run(&argv, &[], Duration::from_secs(1));
+        assert_eq!(missing.status, None);
+        let problem = missing.problem.unwrap_or_default();
+        assert!(problem.starts_with("could not be run: "), "{problem}");
+    }
+
     #[test]
     fn a_command_past_its_time_is_ended_with_the_processes_it_started() {
         let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -104,15 +104,8 @@ pub struct Direct;
 
 impl Commands for Direct {
     fn run_spec(&self, spec: &Spec) -> Finished {
-        let Spec {
-            argv,
-            env,
-            timeout,
-            dir,
-            user,
-        } = *spec;
         let mut ran = Finished::default();
-        let Some((program, args)) = argv.split_first() else {
+        let Some((program, args)) = spec.argv.split_first() else {
             ran.problem = Some("could not be run: no command".to_owned());
             return ran;
         };
@@ -126,68 +119,81 @@ impl Commands for Direct {
                 return ran;
             }
         };
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .stdin(Stdio::null())
-            .current_dir(dir.unwrap_or(std::path::Path::new("/")))
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            // Its own group, so that a timeout ends the helpers it started
-            // (mount.nfs...) too.
-            .process_group(0);
-        if let Some(user) = user {
-            user.apply(&mut command);
-        }
-        let spawned = out
-            .try_clone()
-            .and_then(|o| Ok((o, err.try_clone()?)))
-            .and_then(|(o, e)| command.stdout(o).stderr(e).spawn());
-        let mut child = match spawned {
+        let child = match spawn(command(spec, program, args), &out, &err) {
             Ok(child) => child,
             Err(e) => {
                 ran.problem = Some(format!("could not be run: {}", strerror(&e)));
                 return ran;
             }
         };
-        // Dropped so that the command's copies are the only ones writing.
-        drop(command);
-        let pid = child.id() as libc::pid_t;
-        let (sender, receiver) = mpsc::channel();
-        let waiter = std::thread::spawn(move || {
-            let _ = sender.send(child.wait());
-        });
-        let waited = match receiver.recv_timeout(timeout) {
-            Ok(waited) => Some(waited),
-            Err(_) => {
-                // SAFETY: kill(2) takes plain integers. The child is not
-                // reaped until the waiter's wait returns, so its pid, which
-                // leads its group, still names it.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-                let _ = receiver.recv();
-                ran.problem = Some(format!("did not finish within {}s", seconds(timeout)));
-                None
-            }
-        };
-        let _ = waiter.join();
-        match waited {
-            Some(Ok(status)) => match (status.code(), status.signal()) {
-                (Some(code), _) => ran.status = Some(code),
-                (None, Some(signal)) => {
-                    ran.problem = Some(format!("was killed by signal {signal}"))
-                }
-                (None, None) => ran.problem = Some("ended without a status".to_owned()),
-            },
-            Some(Err(e)) => {
-                ran.problem = Some(format!("could not be waited for: {}", strerror(&e)))
-            }
-            None => {}
+        match wait(child, spec.timeout) {
+            Ok(code) => ran.status = Some(code),
+            Err(problem) => ran.problem = Some(problem),
         }
         ran.stdout = read_back(&mut out);
         ran.stderr = read_back(&mut err);
         ran
+    }
+}
+
+/// The command `spec` describes, `program` with `args`: stdin from
+/// /dev/null, exactly its environment, in its directory (`/` by default),
+/// as its user, in a process group of its own.
+fn command(spec: &Spec, program: &str, args: &[String]) -> Command {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .current_dir(spec.dir.unwrap_or(std::path::Path::new("/")))
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        // Its own group, so that a timeout ends the helpers it started
+        // (mount.nfs...) too.
+        .process_group(0);
+    if let Some(user) = spec.user {
+        user.apply(&mut command);
+    }
+    command
+}
+
+/// Starts `command`, its stdout and stderr written to `out` and `err`.
+fn spawn(mut command: Command, out: &File, err: &File) -> std::io::Result<Child> {
+    let spawned = out
+        .try_clone()
+        .and_then(|o| Ok((o, err.try_clone()?)))
+        .and_then(|(o, e)| command.stdout(o).stderr(e).spawn());
+    // Dropped so that the command's copies are the only ones writing.
+    drop(command);
+    spawned
+}
+
+/// Waits for `child` up to `timeout`, then kills its process group: its
+/// exit status, or why there is none.
+fn wait(mut child: Child, timeout: Duration) -> Result<i32, String> {
+    let pid = child.id() as libc::pid_t;
+    let (sender, receiver) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = sender.send(child.wait());
+    });
+    let waited = receiver.recv_timeout(timeout);
+    if waited.is_err() {
+        // SAFETY: kill(2) takes plain integers. The child is not reaped
+        // until the waiter's wait returns, so its pid, which leads its
+        // group, still names it.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = receiver.recv();
+    }
+    let _ = waiter.join();
+    match waited {
+        Err(_) => Err(format!("did not finish within {}s", seconds(timeout))),
+        Ok(Ok(status)) => match (status.code(), status.signal()) {
+            (Some(code), _) => Ok(code),
+            (None, Some(signal)) => Err(format!("was killed by signal {signal}")),
+            (None, None) => Err("ended without a status".to_owned()),
+        },
+        Ok(Err(e)) => Err(format!("could not be waited for: {}", strerror(&e))),
     }
 }
 

@@ -222,6 +222,10 @@ def resolve(crate, target, exports, seen=0):
                 again = exports[(module, target[k])] + target[k + 1:]
                 if again != target:
                     return resolve(crate, again, exports, seen + 1)
+            if k == 0 and target and (target[0],) not in crate.files and (module, target[0]) not in exports:
+                # A path through the root to another crate (`crate::sdk`,
+                # the SDK's crate re-exported): no file of this one.
+                return None
             return crate.files[module]
     return None
 

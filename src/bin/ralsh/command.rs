@@ -152,33 +152,7 @@ fn run_command<'p>(
         }
         printer.providers(registry.providers(), output.long)?;
         if output.long {
-            // On stderr: stdout stays one line per provider.
-            let native: Vec<String> = registry
-                .providers()
-                .iter()
-                .filter(|provider| provider.native.is_some())
-                .map(|provider| provider.qualified_name())
-                .collect();
-            if !native.is_empty() {
-                eprintln!(
-                    "ralsh: {} providers run natively in ralsh's own process, with no \
-                     interpreter: {}",
-                    native.len(),
-                    native.join(", ")
-                );
-            }
-            for used in host.interpreters(registry.providers()) {
-                let shim = used
-                    .shim
-                    .map(|shim| format!(", through {} on PATH", shim.display()))
-                    .unwrap_or_default();
-                eprintln!(
-                    "ralsh: {} providers run {} as {}{shim} (found once per run)",
-                    used.scripts,
-                    ral::text::escape(&used.name),
-                    used.program.display()
-                );
-            }
+            say_how_providers_run(host, registry);
         }
         return Ok(Status::Success);
     };
@@ -207,19 +181,62 @@ fn run_command<'p>(
         false => &args.attrs,
     };
     if attrs.is_empty() {
-        if args.noop {
-            log::info!("--noop has no effect without attributes to change");
-        }
-        let found = host
-            .find(provider, name)?
-            .filter(|resource| !(args.absent && resource.is_absent()));
-        printer.found(provider, name, found.as_ref())?;
-        return Ok(match found {
-            Some(_) => Status::Success,
-            None => Status::NotFound,
-        });
+        return show(printer, host, provider, name, args);
     }
     change(printer, host, provider, name, attrs, args.noop)
+}
+
+/// `ralsh -v`, on stderr (stdout stays one line per provider): which
+/// providers run in ralsh's own process, and which interpreters the
+/// scripts run with.
+fn say_how_providers_run(host: &Host, registry: &Registry) {
+    let native: Vec<String> = registry
+        .providers()
+        .iter()
+        .filter(|provider| provider.native.is_some())
+        .map(|provider| provider.qualified_name())
+        .collect();
+    if !native.is_empty() {
+        eprintln!(
+            "ralsh: {} providers run natively in ralsh's own process, with no \
+             interpreter: {}",
+            native.len(),
+            native.join(", ")
+        );
+    }
+    for used in host.interpreters(registry.providers()) {
+        let shim = used
+            .shim
+            .map(|shim| format!(", through {} on PATH", shim.display()))
+            .unwrap_or_default();
+        eprintln!(
+            "ralsh: {} providers run {} as {}{shim} (found once per run)",
+            used.scripts,
+            ral::text::escape(&used.name),
+            used.program.display()
+        );
+    }
+}
+
+/// `ralsh TYPE NAME`: one resource, or that it is not there.
+fn show<'p>(
+    printer: &mut dyn Printer<'p>,
+    host: &Host,
+    provider: &'p Provider,
+    name: &str,
+    args: &Args,
+) -> anyhow::Result<Status> {
+    if args.noop {
+        log::info!("--noop has no effect without attributes to change");
+    }
+    let found = host
+        .find(provider, name)?
+        .filter(|resource| !(args.absent && resource.is_absent()));
+    printer.found(provider, name, found.as_ref())?;
+    Ok(match found {
+        Some(_) => Status::Success,
+        None => Status::NotFound,
+    })
 }
 
 /// The most bytes `--attrs-stdin` reads.

@@ -69,6 +69,15 @@ pub(super) struct Checker<'a> {
     pub(super) report: Report,
 }
 
+/// What the checks of changes work on: a resource to copy or change,
+/// the name of one made up for them (removed after), or why there is
+/// none.
+struct Work {
+    template: Option<Resource>,
+    made: Option<String>,
+    lacking: String,
+}
+
 /// The hints of the findings every step can have.
 pub(super) struct StepHints {
     pub(super) slow: &'static str,
@@ -152,26 +161,9 @@ impl Checker<'_> {
     }
 
     fn run(&mut self, source: &Path) {
-        let provider = match self.step("metadata", |host| discovery::load(host, source)) {
-            Ok(provider) => provider,
-            Err(e) => {
-                self.find(
-                    "metadata",
-                    e.to_string(),
-                    "see the metadata section of docs/providers.md",
-                );
-                return;
-            }
-        };
-        self.report.provider = Some(provider.qualified_name());
-        if let Some(reason) = &provider.unsuitable {
-            self.find(
-                "metadata",
-                format!("not suitable here: {reason}"),
-                "ral check runs only suitable providers",
-            );
+        let Some(provider) = self.load(source) else {
             return;
-        }
+        };
         self.check_describe(&provider);
         let Some(listed) = self.check_list(&provider) else {
             return;
@@ -182,63 +174,122 @@ impl Checker<'_> {
         // removed, so there is nothing to work on.
         let commands = provider.meta.runs_commands;
         let creates = updates && crate::update::can_be_absent(&provider) && !commands;
-        // The round trip copies a resource that exists; failing one, it
-        // works on one made from the metadata, as do noop and update when
-        // nothing at all is listed.
-        let mut template = listed.iter().find(|r| !r.is_absent()).cloned();
-        let mut made = None;
-        let mut lacking = if listed.is_empty() {
-            "nothing is listed to work on".to_owned()
-        } else {
-            "nothing present is listed to copy".to_owned()
-        };
-        if template.is_none() && creates && self.options.scratch {
-            match self.make_up(&provider) {
-                Ok(resource) => {
-                    made = Some(resource.name.clone());
-                    template = Some(resource);
-                }
-                Err(why) => lacking = format!("{lacking}, and {why}"),
-            }
-        } else if template.is_none() && commands {
-            lacking.push_str(
-                ", and its resources are commands, which are never created (runs_commands)",
-            );
-        } else if template.is_none() && updates && !creates {
-            lacking.push_str(", and none can be created (its ensure has no 'absent')");
-        }
+        let work = self.work_on(&provider, &listed, updates, creates);
         let mut skipped = Vec::new();
-        if listed.is_empty() && made.is_none() {
+        if listed.is_empty() && work.made.is_none() {
             skipped.push("find of a listed name");
         }
         if updates {
-            match listed.first().or(template.as_ref()).cloned() {
-                Some(subject) => {
-                    // noop first: a real update could hide what a noop changed.
-                    let subjects = match listed.is_empty() {
-                        true => std::slice::from_ref(&subject),
-                        false => &listed[..listed.len().min(NOOP_SUBJECTS)],
-                    };
-                    self.check_noop(&provider, subjects);
-                    self.check_update_without_change(&provider, &subject);
-                }
-                None => {
-                    if provider.meta.supports_noop {
-                        skipped.push("noop");
-                    }
-                    skipped.push("update");
-                }
+            self.check_changes(&provider, &listed, &work, creates, &mut skipped);
+        }
+        if let Some(name) = &work.made {
+            self.delete(&provider, name);
+        }
+        self.note_not_run(skipped, work.lacking, updates);
+    }
+
+    /// The provider at `source`, when its metadata loads and it is
+    /// suitable here; a finding otherwise.
+    fn load(&mut self, source: &Path) -> Option<Provider> {
+        let provider = match self.step("metadata", |host| discovery::load(host, source)) {
+            Ok(provider) => provider,
+            Err(e) => {
+                self.find(
+                    "metadata",
+                    e.to_string(),
+                    "see the metadata section of docs/providers.md",
+                );
+                return None;
             }
-            if creates && self.options.scratch {
-                match &template {
-                    Some(template) => self.check_round_trip(&provider, template),
-                    None => skipped.push("round trip"),
+        };
+        self.report.provider = Some(provider.qualified_name());
+        if let Some(reason) = &provider.unsuitable {
+            self.find(
+                "metadata",
+                format!("not suitable here: {reason}"),
+                "ral check runs only suitable providers",
+            );
+            return None;
+        }
+        Some(provider)
+    }
+
+    /// What the checks of changes work on. The round trip copies a
+    /// resource that exists; failing one, it works on one made from the
+    /// metadata, as do noop and update when nothing at all is listed.
+    fn work_on(
+        &mut self,
+        provider: &Provider,
+        listed: &[Resource],
+        updates: bool,
+        creates: bool,
+    ) -> Work {
+        let commands = provider.meta.runs_commands;
+        let mut work = Work {
+            template: listed.iter().find(|r| !r.is_absent()).cloned(),
+            made: None,
+            lacking: if listed.is_empty() {
+                "nothing is listed to work on".to_owned()
+            } else {
+                "nothing present is listed to copy".to_owned()
+            },
+        };
+        if work.template.is_none() && creates && self.options.scratch {
+            match self.make_up(provider) {
+                Ok(resource) => {
+                    work.made = Some(resource.name.clone());
+                    work.template = Some(resource);
                 }
+                Err(why) => work.lacking = format!("{}, and {why}", work.lacking),
+            }
+        } else if work.template.is_none() && commands {
+            work.lacking.push_str(
+                ", and its resources are commands, which are never created (runs_commands)",
+            );
+        } else if work.template.is_none() && updates && !creates {
+            work.lacking
+                .push_str(", and none can be created (its ensure has no 'absent')");
+        }
+        work
+    }
+
+    /// Noop, update and the round trip, on what there is to work on;
+    /// those that have nothing are noted in `skipped`.
+    fn check_changes(
+        &mut self,
+        provider: &Provider,
+        listed: &[Resource],
+        work: &Work,
+        creates: bool,
+        skipped: &mut Vec<&'static str>,
+    ) {
+        match listed.first().or(work.template.as_ref()).cloned() {
+            Some(subject) => {
+                // noop first: a real update could hide what a noop changed.
+                let subjects = match listed.is_empty() {
+                    true => std::slice::from_ref(&subject),
+                    false => &listed[..listed.len().min(NOOP_SUBJECTS)],
+                };
+                self.check_noop(provider, subjects);
+                self.check_update_without_change(provider, &subject);
+            }
+            None => {
+                if provider.meta.supports_noop {
+                    skipped.push("noop");
+                }
+                skipped.push("update");
             }
         }
-        if let Some(name) = made {
-            self.delete(&provider, &name);
+        if creates && self.options.scratch {
+            match &work.template {
+                Some(template) => self.check_round_trip(provider, template),
+                None => skipped.push("round trip"),
+            }
         }
+    }
+
+    /// The checks that did not run, and why, in the report.
+    fn note_not_run(&mut self, skipped: Vec<&'static str>, lacking: String, updates: bool) {
         if !skipped.is_empty() {
             self.report.not_run.push(NotRun {
                 checks: skipped,

@@ -144,6 +144,19 @@ struct Call<'m> {
     extra: Map<String, Json>,
 }
 
+/// What the findings of one call say it was: which call, about which
+/// subject (`SUBJECT: `, or nothing), in which context.
+struct Said<'c> {
+    which: PluginCall,
+    about: String,
+    context: &'c str,
+}
+
+/// Whether a plugin's message says it does not know the call.
+fn unknown_action(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("unknown action")
+}
+
 impl PluginCheck<'_> {
     /// Records a finding; the same problem met in several models (or
     /// calls) is one finding naming them all.
@@ -202,6 +215,44 @@ impl PluginCheck<'_> {
     }
 
     fn run(&mut self, source: &Path) {
+        let Some(plugin) = self.load(source) else {
+            return;
+        };
+        let mut models = self.models(&plugin);
+        // update_model first, as a run calls it before the others.
+        if plugin.answers(PluginCall::UpdateModel) {
+            for (state, model) in &mut models {
+                let context = format!("model of {} items", state.as_str());
+                let call = Call::new(PluginCall::UpdateModel, &context, model);
+                if let Some(Answer::Updates(updates)) = self.call(&plugin, call) {
+                    self.apply_updates(&plugin, updates, model, &context);
+                }
+            }
+        }
+        let mut callbacks: Vec<(String, &Model, PluginTask)> = Vec::new();
+        for (state, model) in &models {
+            let context = format!("model of {} items", state.as_str());
+            if plugin.answers(PluginCall::ValidateModel) {
+                self.check_validation(&plugin, model, &context);
+            }
+            if plugin.answers(PluginCall::CreateConfiguration) {
+                for task in self.check_configuration(&plugin, model, &context) {
+                    callbacks.push((state.as_str().to_owned(), model, task));
+                }
+            }
+        }
+        self.check_callbacks(&plugin, &callbacks);
+        if plugin.answers(PluginCall::CreateLockTasks) {
+            self.check_lock_tasks(&plugin, &models[0].1);
+        }
+        if plugin.answers(PluginCall::CreateSnapshotPlan) {
+            self.check_snapshot_plans(&plugin, &models[1].1);
+        }
+    }
+
+    /// The plugin at `source`, when its metadata loads; its item types
+    /// that clash with a provider's type are findings.
+    fn load(&mut self, source: &Path) -> Option<Plugin> {
         let loaded = self
             .checker
             .step("metadata", |_| crate::discovery::plugins::load(source));
@@ -215,7 +266,7 @@ impl PluginCheck<'_> {
                     "see \"Finding plugins\" in docs/plugins.md",
                     None,
                 );
-                return;
+                return None;
             }
         };
         self.checker.report.provider = Some(plugin.name().to_owned());
@@ -233,7 +284,14 @@ impl PluginCheck<'_> {
                 None,
             );
         }
-        let resource = self.resource_item(&plugin);
+        Some(plugin)
+    }
+
+    /// A model for each state, of one item of each of the plugin's types
+    /// (those a value can be made up for) and a resource item; the types
+    /// none can be made for are noted as not run.
+    fn models(&mut self, plugin: &Plugin) -> Vec<(ItemState, Model)> {
+        let resource = self.resource_item(plugin);
         let mut models = Vec::new();
         let mut unmade = Vec::new();
         for state in STATES {
@@ -256,112 +314,111 @@ impl PluginCheck<'_> {
                 hint: Some("give the property a default in the metadata"),
             });
         }
-        let mut callbacks: Vec<(String, &Model, PluginTask)> = Vec::new();
-        // update_model first, as a run calls it before the others.
-        if plugin.answers(PluginCall::UpdateModel) {
-            for (state, model) in &mut models {
-                let context = format!("model of {} items", state.as_str());
-                let call = Call::new(PluginCall::UpdateModel, &context, model);
-                if let Some(Answer::Updates(updates)) = self.call(&plugin, call) {
-                    self.apply_updates(&plugin, updates, model, &context);
-                }
-            }
+        models
+    }
+
+    /// validate_model must accept a model of valid values.
+    fn check_validation(&mut self, plugin: &Plugin, model: &Model, context: &str) {
+        let call = Call::new(PluginCall::ValidateModel, context, model);
+        let Some(Answer::Errors(errors)) = self.call(plugin, call) else {
+            return;
+        };
+        if errors.is_empty() {
+            return;
         }
-        for (state, model) in &models {
-            let context = format!("model of {} items", state.as_str());
-            if plugin.answers(PluginCall::ValidateModel) {
-                let call = Call::new(PluginCall::ValidateModel, &context, model);
-                if let Some(Answer::Errors(errors)) = self.call(&plugin, call) {
-                    if !errors.is_empty() {
-                        let said: Vec<String> = errors
-                            .iter()
-                            .map(|e| match &e.property {
-                                Some(property) => format!(
-                                    "{}: {}: {}",
-                                    e.vpath,
-                                    crate::text::escape(property),
-                                    crate::text::escape(&e.message)
-                                ),
-                                None => {
-                                    format!("{}: {}", e.vpath, crate::text::escape(&e.message))
-                                }
-                            })
-                            .collect();
-                        self.find(
-                            Level::Warning,
-                            "validate_model",
-                            format!("refuses a model of valid values: {}", said.join("; ")),
-                            HINT_VALIDATE,
-                            Some(&context),
-                        );
-                    }
-                }
-            }
-            if plugin.answers(PluginCall::CreateConfiguration) {
-                let call = Call::new(PluginCall::CreateConfiguration, &context, model);
-                if let Some(Answer::Tasks(tasks)) = self.call(&plugin, call) {
-                    self.check_tasks(
-                        &plugin,
-                        PluginCall::CreateConfiguration,
-                        &tasks,
-                        model,
-                        &context,
-                    );
-                    self.check_states(&plugin, &tasks, model, &context);
-                    for task in tasks {
-                        if matches!(task.kind, TaskKind::Callback { .. }) {
-                            callbacks.push((state.as_str().to_owned(), model, task));
-                        }
-                    }
-                }
-            }
-        }
-        self.check_callbacks(&plugin, &callbacks);
-        let initial = &models[0].1;
-        let applied = &models[1].1;
-        if plugin.answers(PluginCall::CreateLockTasks) {
-            let mut call = Call::new(
+        let said: Vec<String> = errors
+            .iter()
+            .map(|e| match &e.property {
+                Some(property) => format!(
+                    "{}: {}: {}",
+                    e.vpath,
+                    crate::text::escape(property),
+                    crate::text::escape(&e.message)
+                ),
+                None => format!("{}: {}", e.vpath, crate::text::escape(&e.message)),
+            })
+            .collect();
+        self.find(
+            Level::Warning,
+            "validate_model",
+            format!("refuses a model of valid values: {}", said.join("; ")),
+            HINT_VALIDATE,
+            Some(context),
+        );
+    }
+
+    /// create_configuration's tasks on `model`, checked; its callbacks
+    /// are returned, to be called after.
+    fn check_configuration(
+        &mut self,
+        plugin: &Plugin,
+        model: &Model,
+        context: &str,
+    ) -> Vec<PluginTask> {
+        let call = Call::new(PluginCall::CreateConfiguration, context, model);
+        let Some(Answer::Tasks(tasks)) = self.call(plugin, call) else {
+            return Vec::new();
+        };
+        self.check_tasks(
+            plugin,
+            PluginCall::CreateConfiguration,
+            &tasks,
+            model,
+            context,
+        );
+        self.check_states(plugin, &tasks, model, context);
+        tasks
+            .into_iter()
+            .filter(|task| matches!(task.kind, TaskKind::Callback { .. }))
+            .collect()
+    }
+
+    /// create_lock_tasks for a node, on the model of Initial items.
+    fn check_lock_tasks(&mut self, plugin: &Plugin, initial: &Model) {
+        let mut call = Call::new(
+            PluginCall::CreateLockTasks,
+            &format!("node {NODE}, model of Initial items"),
+            initial,
+        );
+        call.target = Some(NODE);
+        call.extra
+            .insert("node".to_owned(), json!({ "name": NODE }));
+        if let Some(Answer::Lock { lock, unlock }) = self.call(plugin, call) {
+            let tasks = [*lock, *unlock];
+            self.check_tasks(
+                plugin,
                 PluginCall::CreateLockTasks,
-                &format!("node {NODE}, model of Initial items"),
+                &tasks,
                 initial,
+                "lock tasks",
             );
-            call.target = Some(NODE);
-            call.extra
-                .insert("node".to_owned(), json!({ "name": NODE }));
-            if let Some(Answer::Lock { lock, unlock }) = self.call(&plugin, call) {
-                let tasks = [*lock, *unlock];
-                self.check_tasks(
-                    &plugin,
-                    PluginCall::CreateLockTasks,
-                    &tasks,
-                    initial,
-                    "lock tasks",
+        }
+    }
+
+    /// create_snapshot_plan for each action, on the model of Applied
+    /// items.
+    fn check_snapshot_plans(&mut self, plugin: &Plugin, applied: &Model) {
+        for action in ["create", "remove", "restore"] {
+            let context = format!("snapshot {action}, model of Applied items");
+            let mut call = Call::new(PluginCall::CreateSnapshotPlan, &context, applied);
+            call.extra.insert(
+                "snapshot".to_owned(),
+                json!({ "action": action, "name": SNAPSHOT }),
+            );
+            if action == "restore" {
+                call.extra.insert(
+                    "snapshot_model".to_owned(),
+                    applied.to_json(&own_types(plugin)),
                 );
             }
-        }
-        if plugin.answers(PluginCall::CreateSnapshotPlan) {
-            for action in ["create", "remove", "restore"] {
-                let context = format!("snapshot {action}, model of Applied items");
-                let mut call = Call::new(PluginCall::CreateSnapshotPlan, &context, applied);
-                call.extra.insert(
-                    "snapshot".to_owned(),
-                    json!({ "action": action, "name": SNAPSHOT }),
+            if let Some(Answer::Tasks(tasks)) = self.call(plugin, call) {
+                self.check_tasks(
+                    plugin,
+                    PluginCall::CreateSnapshotPlan,
+                    &tasks,
+                    applied,
+                    &context,
                 );
-                if action == "restore" {
-                    call.extra.insert(
-                        "snapshot_model".to_owned(),
-                        applied.to_json(&own_types(&plugin)),
-                    );
-                }
-                if let Some(Answer::Tasks(tasks)) = self.call(&plugin, call) {
-                    self.check_tasks(
-                        &plugin,
-                        PluginCall::CreateSnapshotPlan,
-                        &tasks,
-                        applied,
-                        &context,
-                    );
-                }
             }
         }
     }
@@ -418,63 +475,21 @@ impl PluginCheck<'_> {
         let said = serde_json::from_str::<Json>(&text)
             .ok()
             .and_then(|answer| plugin::call::error_message(&answer));
-        let context = &call.context;
-        let about = call
-            .subject
-            .as_ref()
-            .map(|s| format!("{s}: "))
-            .unwrap_or_default();
-        let unknown = |message: &str| message.to_ascii_lowercase().contains("unknown action");
+        let about = Said {
+            which: call.which,
+            about: call
+                .subject
+                .as_ref()
+                .map(|s| format!("{s}: "))
+                .unwrap_or_default(),
+            context: &call.context,
+        };
         if let Err(e) = ran {
-            let mut message = e.to_string();
-            if let Some(said) = &said {
-                message = format!("{message}; it answered: {said}");
-            }
-            if unknown(&message) {
-                self.find(
-                    Level::Error,
-                    step,
-                    format!("listed in plugin.actions, but answered: {message}"),
-                    HINT_UNKNOWN,
-                    None,
-                );
-                return None;
-            }
-            let hint = match e {
-                Error::Timeout { .. } => "a call must finish within the time limit (--timeout)",
-                _ if call.which == PluginCall::Callback => HINT_CALLBACK_FAILS,
-                _ => HINT_EXIT,
-            };
-            self.find(
-                Level::Error,
-                step,
-                format!("{about}{message}"),
-                hint,
-                Some(context),
-            );
+            self.failed(&about, e, said);
             return None;
         }
         if let Some(said) = said {
-            if unknown(&said) {
-                self.find(
-                    Level::Error,
-                    step,
-                    format!("listed in plugin.actions, but answered: {said}"),
-                    HINT_UNKNOWN,
-                    None,
-                );
-            } else {
-                self.find(
-                    Level::Error,
-                    step,
-                    format!("{about}answered an error: {said}"),
-                    match call.which {
-                        PluginCall::Callback => HINT_CALLBACK_FAILS,
-                        _ => HINT_ERROR,
-                    },
-                    Some(context),
-                );
-            }
+            self.answered_error(&about, &said);
             return None;
         }
         match plugin::call::parse(plugin, call.which, &text) {
@@ -493,13 +508,69 @@ impl PluginCheck<'_> {
                 self.find(
                     Level::Error,
                     step,
-                    format!("{about}{message}"),
+                    format!("{}{message}", about.about),
                     hint,
-                    Some(context),
+                    Some(about.context),
                 );
                 None
             }
         }
+    }
+
+    /// A call that failed (`said`: the error its answer gave, if any).
+    fn failed(&mut self, about: &Said, e: Error, said: Option<String>) {
+        let step = about.which.as_str();
+        let mut message = e.to_string();
+        if let Some(said) = &said {
+            message = format!("{message}; it answered: {said}");
+        }
+        if unknown_action(&message) {
+            self.find(
+                Level::Error,
+                step,
+                format!("listed in plugin.actions, but answered: {message}"),
+                HINT_UNKNOWN,
+                None,
+            );
+            return;
+        }
+        let hint = match e {
+            Error::Timeout { .. } => "a call must finish within the time limit (--timeout)",
+            _ if about.which == PluginCall::Callback => HINT_CALLBACK_FAILS,
+            _ => HINT_EXIT,
+        };
+        self.find(
+            Level::Error,
+            step,
+            format!("{}{message}", about.about),
+            hint,
+            Some(about.context),
+        );
+    }
+
+    /// A call that succeeded with an error as its answer.
+    fn answered_error(&mut self, about: &Said, said: &str) {
+        let step = about.which.as_str();
+        if unknown_action(said) {
+            self.find(
+                Level::Error,
+                step,
+                format!("listed in plugin.actions, but answered: {said}"),
+                HINT_UNKNOWN,
+                None,
+            );
+            return;
+        }
+        self.find(
+            Level::Error,
+            step,
+            format!("{}answered an error: {said}", about.about),
+            match about.which {
+                PluginCall::Callback => HINT_CALLBACK_FAILS,
+                _ => HINT_ERROR,
+            },
+            Some(about.context),
+        );
     }
 
     /// Sets the updates that type-check on `model`, as a run does; the

@@ -64,68 +64,9 @@ impl Checker<'_> {
     /// the checks to work on when nothing is listed, and returns it as
     /// find reports it; or says why it could not.
     pub(super) fn make_up(&mut self, provider: &Provider) -> Result<Resource, String> {
-        let name = if provider.meta.names_are_paths {
-            format!("/{MADE}")
-        } else {
-            MADE.to_owned()
-        };
-        if let Some(named) = provider.attribute("name") {
-            if !named.attr_type.accepts_text(&name) {
-                return Err(format!(
-                    "the name '{name}' does not fit its type {}",
-                    named.attr_type
-                ));
-            }
-        }
-        let mut attrs: Vec<(String, Value)> = Vec::new();
-        if let Some(ensure) = provider.attribute("ensure") {
-            let value = match &ensure.attr_type {
-                t if t.accepts_text("present") => Some("present".to_owned()),
-                AttrType::Enum(values) => values.iter().find(|v| *v != "absent").cloned(),
-                _ => None,
-            }
-            .ok_or_else(|| {
-                format!(
-                    "no ensure but absent can be made up for {}",
-                    ensure.attr_type
-                )
-            })?;
-            attrs.push(("ensure".to_owned(), Value::String(value)));
-        }
-        for attribute in provider.meta.attributes.values() {
-            if !attribute.required || attribute.name == "name" || attribute.name == "ensure" {
-                continue;
-            }
-            let value = attribute
-                .default
-                .clone()
-                .or_else(|| made_value(&attribute.attr_type))
-                .ok_or_else(|| {
-                    format!(
-                        "no value can be made up for its required attribute '{}' ({})",
-                        attribute.name, attribute.attr_type
-                    )
-                })?;
-            attrs.push((attribute.name.clone(), value));
-        }
-        match self.try_apply(provider, &name, attrs.clone()) {
-            Ok(()) => {}
-            Err(e) if refused(&e) => {
-                return Err(format!(
-                    "creating '{name}' from the metadata was refused: {e}"
-                ))
-            }
-            Err(e) => {
-                self.find(
-                    "round trip",
-                    format!("create '{name}': {e}"),
-                    "update must succeed or refuse with ral_error",
-                );
-                return Err(format!(
-                    "creating '{name}' from the metadata failed (see below)"
-                ));
-            }
-        }
+        let name = made_name(provider)?;
+        let attrs = made_attrs(provider)?;
+        self.create_made(provider, &name, &attrs)?;
         let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
         self.note(format!(
             "nothing listed: created '{name}' from the metadata ({})",
@@ -137,23 +78,54 @@ impl Checker<'_> {
                 "find does not report '{name}', created from the metadata"
             ));
         };
-        // list and find must agree on it too, if list shows it at all.
+        self.compare_with_list(provider, &name, &made);
+        Ok(made)
+    }
+
+    /// Creates the made-up resource; a failure that is no refusal is a
+    /// finding.
+    fn create_made(
+        &mut self,
+        provider: &Provider,
+        name: &str,
+        attrs: &[(String, Value)],
+    ) -> Result<(), String> {
+        match self.try_apply(provider, name, attrs.to_vec()) {
+            Ok(()) => Ok(()),
+            Err(e) if refused(&e) => Err(format!(
+                "creating '{name}' from the metadata was refused: {e}"
+            )),
+            Err(e) => {
+                self.find(
+                    "round trip",
+                    format!("create '{name}': {e}"),
+                    "update must succeed or refuse with ral_error",
+                );
+                Err(format!(
+                    "creating '{name}' from the metadata failed (see below)"
+                ))
+            }
+        }
+    }
+
+    /// list and find must agree on the made-up resource too, if list
+    /// shows it at all.
+    fn compare_with_list(&mut self, provider: &Provider, name: &str, made: &Resource) {
         match self
             .list_quietly(provider)
             .and_then(|listed| listed.into_iter().find(|r| r.name == name))
         {
-            Some(listed) if steady(provider, &listed) == steady(provider, &made) => {}
+            Some(listed) if steady(provider, &listed) == steady(provider, made) => {}
             Some(listed) => self.find(
                 "find",
                 format!(
                     "find '{name}' disagrees with list: {}",
-                    differences(provider, &listed, &made)
+                    differences(provider, &listed, made)
                 ),
                 "find NAME must report exactly what list reports for NAME",
             ),
             None => self.note("list does not report it".to_owned()),
         }
-        Ok(made)
     }
 
     /// Creates `name` as a copy of the template (its ensure and settable
@@ -692,6 +664,62 @@ fn sibling(name: &str, last: &str) -> String {
 
 fn last_component(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
+}
+
+/// The name of the resource made up from the metadata, if its type takes
+/// it.
+fn made_name(provider: &Provider) -> Result<String, String> {
+    let name = if provider.meta.names_are_paths {
+        format!("/{MADE}")
+    } else {
+        MADE.to_owned()
+    };
+    if let Some(named) = provider.attribute("name") {
+        if !named.attr_type.accepts_text(&name) {
+            return Err(format!(
+                "the name '{name}' does not fit its type {}",
+                named.attr_type
+            ));
+        }
+    }
+    Ok(name)
+}
+
+/// The attributes of the resource made up from the metadata: an ensure
+/// that is not absent, and a value for each required attribute.
+fn made_attrs(provider: &Provider) -> Result<Vec<(String, Value)>, String> {
+    let mut attrs: Vec<(String, Value)> = Vec::new();
+    if let Some(ensure) = provider.attribute("ensure") {
+        let value = match &ensure.attr_type {
+            t if t.accepts_text("present") => Some("present".to_owned()),
+            AttrType::Enum(values) => values.iter().find(|v| *v != "absent").cloned(),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            format!(
+                "no ensure but absent can be made up for {}",
+                ensure.attr_type
+            )
+        })?;
+        attrs.push(("ensure".to_owned(), Value::String(value)));
+    }
+    for attribute in provider.meta.attributes.values() {
+        if !attribute.required || attribute.name == "name" || attribute.name == "ensure" {
+            continue;
+        }
+        let value = attribute
+            .default
+            .clone()
+            .or_else(|| made_value(&attribute.attr_type))
+            .ok_or_else(|| {
+                format!(
+                    "no value can be made up for its required attribute '{}' ({})",
+                    attribute.name, attribute.attr_type
+                )
+            })?;
+        attrs.push((attribute.name.clone(), value));
+    }
+    Ok(attrs)
 }
 
 #[cfg(test)]

@@ -248,6 +248,45 @@ impl Host {
     }
 }
 
+impl Host {
+    /// A call on a target that its watchdog ended at the time limit, as
+    /// the timeout it is.
+    fn timed_out_there(
+        &self,
+        ran: Result<process::Finished>,
+        label: &str,
+        action: Action,
+    ) -> Result<process::Finished> {
+        match ran {
+            Err(Error::Exit { status, .. })
+                if self.config.remote.is_some() && status == Exited::Code(script::TIMED_OUT) =>
+            {
+                Err(Error::Timeout {
+                    provider: label.to_owned(),
+                    action: action.as_str().to_owned(),
+                    limit: self.config.timeout,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Counts a call's warning and error lines, and keeps its first quotes.
+    fn count_problems(&self, finished: &process::Finished) {
+        self.error_lines
+            .fetch_add(finished.error_lines, Ordering::SeqCst);
+        self.problem_lines
+            .fetch_add(finished.problem_lines, Ordering::SeqCst);
+        let mut quotes = self
+            .problem_quotes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if quotes.len() < 64 {
+            quotes.extend(finished.problem_quotes.iter().cloned());
+        }
+    }
+}
+
 impl Runner for Host {
     fn run(
         &self,
@@ -329,31 +368,10 @@ impl Runner for Host {
             }
             _ => process::run(&call, sink, idle),
         };
-        let finished = match ran {
-            Err(Error::Exit { status, .. })
-                if self.config.remote.is_some() && status == Exited::Code(script::TIMED_OUT) =>
-            {
-                return Err(Error::Timeout {
-                    provider: label.to_owned(),
-                    action: action.as_str().to_owned(),
-                    limit: self.config.timeout,
-                });
-            }
-            other => other?,
-        };
+        let finished = self.timed_out_there(ran, label, action)?;
         // A describe's stderr fails discovery of that provider instead.
         if action != Action::Describe {
-            self.error_lines
-                .fetch_add(finished.error_lines, Ordering::SeqCst);
-            self.problem_lines
-                .fetch_add(finished.problem_lines, Ordering::SeqCst);
-            let mut quotes = self
-                .problem_quotes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if quotes.len() < 64 {
-                quotes.extend(finished.problem_quotes.iter().cloned());
-            }
+            self.count_problems(&finished);
         }
         Ok(finished)
     }

@@ -390,18 +390,7 @@ impl super::Convention for JsonConvention {
     ) -> Result<Vec<Result<UpdateAnswer>>> {
         require(provider, Action::Set)?;
         let label = provider.qualified_name();
-        let requests: Vec<SetUpdate> = updates
-            .iter()
-            .map(|update| SetUpdate {
-                name: update.name,
-                is: update.state.map(as_object).unwrap_or_default(),
-                should: update
-                    .should
-                    .iter()
-                    .map(|(key, value)| (key.clone(), serde_json::Value::from(value)))
-                    .collect(),
-            })
-            .collect();
+        let requests: Vec<SetUpdate> = updates.iter().map(set_update).collect();
         let mut secrets: Vec<String> = updates
             .iter()
             .flat_map(|update| update.secrets(provider))
@@ -424,70 +413,111 @@ impl super::Convention for JsonConvention {
             by_name.entry(entry.name.as_str()).or_default().push(entry);
         }
         let asked: HashSet<&str> = updates.iter().map(|update| update.name).collect();
-        // Side effects: resources the answer names that were not asked for.
-        for entry in &report.entries {
-            if asked.contains(entry.name.as_str()) {
-                continue;
-            }
-            match &entry.body {
-                Ok(changes) => log::info!(
-                    "{label}: set also changed '{}' ({})",
-                    escape(&entry.name),
-                    changes
-                        .iter()
-                        .map(|c| escape(&c.attr))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                Err(error) => log::warn!(
-                    "{label}: set reported an error for '{}', which was not asked for: {}",
-                    escape(&entry.name),
-                    escape_lines(&secrets::redact(&error.to_string(), &secrets))
-                ),
-            }
-        }
+        log_side_effects(&label, &report, &asked, &secrets);
+        let answered = Answered {
+            runner,
+            provider,
+            label: &label,
+            secrets: &secrets,
+        };
         Ok(updates
             .iter()
             .map(|update| {
                 let mine: &[&SetEntry] = by_name.get(update.name).map_or(&[], Vec::as_slice);
-                let mut changes = Vec::new();
-                for entry in mine {
-                    let reported = entry.body.as_ref().map_err(|error| Error::Reported {
-                        provider: label.clone(),
-                        action: Action::Set.as_str().to_owned(),
-                        message: escape_lines(&secrets::redact(
-                            &format!("'{}': {}", update.name, error.message),
-                            &secrets,
-                        )),
-                        kind: Some(escape(error.kind.as_str())),
-                    })?;
-                    for change in reported {
-                        let value = |json: &serde_json::Value| {
-                            runner.check().value(
-                                provider,
-                                Action::Set,
-                                update.name,
-                                &change.attr,
-                                Raw::Json(json),
-                            )
-                        };
-                        changes.push(Change {
-                            attr: change.attr.clone(),
-                            is: value(&change.is)?,
-                            was: if change.was.is_null() {
-                                None
-                            } else {
-                                Some(value(&change.was)?)
-                            },
-                        });
-                    }
-                }
                 Ok(UpdateAnswer {
-                    changes,
+                    changes: answered.changes(update.name, mine)?,
                     derive: report.derive && mine.is_empty(),
                 })
             })
             .collect())
+    }
+}
+
+/// One update as a set request gives it.
+fn set_update<'u>(update: &Update<'u>) -> SetUpdate<'u> {
+    SetUpdate {
+        name: update.name,
+        is: update.state.map(as_object).unwrap_or_default(),
+        should: update
+            .should
+            .iter()
+            .map(|(key, value)| (key.clone(), serde_json::Value::from(value)))
+            .collect(),
+    }
+}
+
+/// Side effects: the resources a set answer names that were not asked
+/// for, logged.
+fn log_side_effects(label: &str, report: &SetReport, asked: &HashSet<&str>, secrets: &[String]) {
+    for entry in &report.entries {
+        if asked.contains(entry.name.as_str()) {
+            continue;
+        }
+        match &entry.body {
+            Ok(changes) => log::info!(
+                "{label}: set also changed '{}' ({})",
+                escape(&entry.name),
+                changes
+                    .iter()
+                    .map(|c| escape(&c.attr))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(error) => log::warn!(
+                "{label}: set reported an error for '{}', which was not asked for: {}",
+                escape(&entry.name),
+                escape_lines(&secrets::redact(&error.to_string(), secrets))
+            ),
+        }
+    }
+}
+
+/// What a set answer's entries mean for the updates asked.
+struct Answered<'a> {
+    runner: &'a dyn Runner,
+    provider: &'a Provider,
+    label: &'a str,
+    secrets: &'a [String],
+}
+
+impl Answered<'_> {
+    /// The changes `mine`, the entries of the update of `name`, report,
+    /// each value checked against its type; an entry's error is the
+    /// update's.
+    fn changes(&self, name: &str, mine: &[&SetEntry]) -> Result<Vec<Change>> {
+        let mut changes = Vec::new();
+        for entry in mine {
+            let reported = entry.body.as_ref().map_err(|error| Error::Reported {
+                provider: self.label.to_owned(),
+                action: Action::Set.as_str().to_owned(),
+                message: escape_lines(&secrets::redact(
+                    &format!("'{}': {}", name, error.message),
+                    self.secrets,
+                )),
+                kind: Some(escape(error.kind.as_str())),
+            })?;
+            for change in reported {
+                let value = |json: &serde_json::Value| {
+                    self.runner.check().value(
+                        self.provider,
+                        Action::Set,
+                        name,
+                        &change.attr,
+                        Raw::Json(json),
+                    )
+                };
+                changes.push(Change {
+                    attr: change.attr.clone(),
+                    is: value(&change.is)?,
+                    was: if change.was.is_null() {
+                        None
+                    } else {
+                        Some(value(&change.was)?)
+                    },
+                });
+            }
+        }
+        Ok(changes)
     }
 }
 

@@ -549,42 +549,8 @@ impl RawProvider {
                 "provider.name '{name}' must be a word of letters, digits and '_'"
             ));
         }
-        let invoke = match self.invoke.as_str() {
-            "simple" => Invoke::Simple,
-            "json" => Invoke::Json,
-            other => {
-                return Err(format!(
-                "provider.invoke: unknown calling convention '{other}' (supported: simple, json)"
-            ))
-            }
-        };
-        let (known, required) = invoke.actions();
-        let mut actions = Vec::new();
-        for text in &self.actions {
-            let action = known
-                .iter()
-                .copied()
-                .find(|a| a.as_str() == text)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = known.iter().map(|a| a.as_str()).collect();
-                    format!(
-                        "provider.actions: unknown action '{text}' for the {} convention (known: {})",
-                        invoke.as_str(),
-                        names.join(", ")
-                    )
-                })?;
-            if actions.contains(&action) {
-                return Err(format!("provider.actions: '{text}' is listed twice"));
-            }
-            actions.push(action);
-        }
-        if !actions.contains(&required) {
-            return Err(format!(
-                "provider.actions must include {} for the {} convention",
-                required.as_str(),
-                invoke.as_str()
-            ));
-        }
+        let invoke = check_invoke(&self.invoke)?;
+        let actions = check_actions(invoke, &self.actions)?;
         let suitable = match self.suitable {
             RawSuitable::Fixed(flag) => Suitable::Fixed(flag),
             RawSuitable::Commands(raw) => Suitable::Commands(
@@ -594,28 +560,7 @@ impl RawProvider {
                     .collect::<std::result::Result<_, _>>()?,
             ),
         };
-        let mut supports_noop = false;
-        let mut starts_daemons = false;
-        let mut names_are_paths = false;
-        let mut runs_commands = false;
-        for feature in &self.features {
-            let flag = match feature.as_str() {
-                "supports_noop" => &mut supports_noop,
-                "starts_daemons" => &mut starts_daemons,
-                "names_are_paths" => &mut names_are_paths,
-                "runs_commands" => &mut runs_commands,
-                other => {
-                    return Err(format!(
-                        "provider.features: unknown feature '{other}' (known: supports_noop, \
-                         starts_daemons, names_are_paths, runs_commands)"
-                    ))
-                }
-            };
-            if *flag {
-                return Err(format!("provider.features: '{feature}' is listed twice"));
-            }
-            *flag = true;
-        }
+        let features = Features::check(&self.features)?;
         let mut attributes = AttrMap::default();
         for (attr_name, raw) in self.attributes {
             let attribute = raw.check(&attr_name)?;
@@ -642,7 +587,7 @@ impl RawProvider {
             relations.extend(relations::check(kind, raw, &names, &sensitive)?);
         }
         let removed_after = check_removed_after(self.removed_after)?;
-        if runs_commands {
+        if features.runs_commands {
             check_runs_commands(invoke, &attributes)?;
         }
         Ok(Metadata {
@@ -652,15 +597,94 @@ impl RawProvider {
             actions,
             suitable,
             desc: self.desc.unwrap_or_default(),
-            supports_noop,
-            starts_daemons,
-            names_are_paths,
-            runs_commands,
+            supports_noop: features.supports_noop,
+            starts_daemons: features.starts_daemons,
+            names_are_paths: features.names_are_paths,
+            runs_commands: features.runs_commands,
             sensitive_in,
             attributes,
             relations,
             removed_after,
         })
+    }
+}
+
+/// The calling convention `provider.invoke` names.
+fn check_invoke(text: &str) -> std::result::Result<Invoke, String> {
+    match text {
+        "simple" => Ok(Invoke::Simple),
+        "json" => Ok(Invoke::Json),
+        other => Err(format!(
+            "provider.invoke: unknown calling convention '{other}' (supported: simple, json)"
+        )),
+    }
+}
+
+/// `provider.actions`: each an action of the convention, listed once,
+/// the convention's required one among them.
+fn check_actions(invoke: Invoke, texts: &[String]) -> std::result::Result<Vec<Action>, String> {
+    let (known, required) = invoke.actions();
+    let mut actions = Vec::new();
+    for text in texts {
+        let action = known
+            .iter()
+            .copied()
+            .find(|a| a.as_str() == text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = known.iter().map(|a| a.as_str()).collect();
+                format!(
+                    "provider.actions: unknown action '{text}' for the {} convention (known: {})",
+                    invoke.as_str(),
+                    names.join(", ")
+                )
+            })?;
+        if actions.contains(&action) {
+            return Err(format!("provider.actions: '{text}' is listed twice"));
+        }
+        actions.push(action);
+    }
+    if !actions.contains(&required) {
+        return Err(format!(
+            "provider.actions must include {} for the {} convention",
+            required.as_str(),
+            invoke.as_str()
+        ));
+    }
+    Ok(actions)
+}
+
+/// The features `provider.features` lists.
+#[derive(Default)]
+struct Features {
+    supports_noop: bool,
+    starts_daemons: bool,
+    names_are_paths: bool,
+    runs_commands: bool,
+}
+
+impl Features {
+    /// Each a known feature, listed once.
+    fn check(texts: &[String]) -> std::result::Result<Features, String> {
+        let mut features = Features::default();
+        for feature in texts {
+            let flag = match feature.as_str() {
+                "supports_noop" => &mut features.supports_noop,
+                "starts_daemons" => &mut features.starts_daemons,
+                "names_are_paths" => &mut features.names_are_paths,
+                "runs_commands" => &mut features.runs_commands,
+                other => {
+                    return Err(format!(
+                        "provider.features: unknown feature '{other}' (known: supports_noop, \
+                         starts_daemons, names_are_paths, runs_commands)"
+                    ))
+                }
+            };
+            if *flag {
+                return Err(format!("provider.features: '{feature}' is listed twice"));
+            }
+            *flag = true;
+        }
+        Ok(features)
     }
 }
 
@@ -723,18 +747,7 @@ impl RawAttribute {
             Some(text) => AttrType::parse(text).map_err(|e| format!("{path}.type: {e}"))?,
             None => AttrType::String,
         };
-        let kind = match self.kind.as_deref() {
-            None | Some("rw") => Kind::ReadWrite,
-            Some("r") => Kind::Read,
-            Some("w") => Kind::Write,
-            Some("init") => Kind::InitOnly,
-            Some("refresh") => Kind::Refresh,
-            Some(other) => {
-                return Err(format!(
-                    "{path}.kind: unknown kind '{other}' (expected r, w, rw, init or refresh)"
-                ))
-            }
-        };
+        let kind = check_kind(&path, self.kind.as_deref())?;
         let default = match &self.default {
             None => None,
             Some(json) => Some(attr_type.check_json(json).map_err(|e| {
@@ -760,31 +773,7 @@ impl RawAttribute {
                 "{path}: the name cannot be write-only, sensitive or defaulted"
             ));
         }
-        if let Some(target) = &self.refers_to {
-            if !is_identifier(target) {
-                return Err(format!(
-                    "{path}.refers_to: '{target}' is not a type name (a word of letters, digits \
-                     and '_')"
-                ));
-            }
-            if name == "name" {
-                return Err(format!("{path}: the name cannot refer to another resource"));
-            }
-        }
-        match (&self.refers_by, &self.refers_to) {
-            (Some(_), None) => {
-                return Err(format!(
-                    "{path}.refers_by: only with refers_to (it names an attribute of that type)"
-                ))
-            }
-            (Some(by), Some(_)) if !is_identifier(by) => {
-                return Err(format!(
-                    "{path}.refers_by: '{by}' is not an attribute name (a word of letters, \
-                     digits and '_')"
-                ))
-            }
-            _ => {}
-        }
+        self.check_refers(&path, name)?;
         if self.unordered && !matches!(attr_type, AttrType::Array(_)) {
             return Err(format!(
                 "{path}.unordered: only an array can be unordered (its type is {attr_type})"
@@ -810,6 +799,48 @@ impl RawAttribute {
             unordered: self.unordered,
             volatile: self.volatile,
         })
+    }
+}
+
+impl RawAttribute {
+    /// `refers_to` names a type, and `refers_by` (only with it) an
+    /// attribute of it; the name refers to nothing.
+    fn check_refers(&self, path: &str, name: &str) -> std::result::Result<(), String> {
+        if let Some(target) = &self.refers_to {
+            if !is_identifier(target) {
+                return Err(format!(
+                    "{path}.refers_to: '{target}' is not a type name (a word of letters, digits \
+                     and '_')"
+                ));
+            }
+            if name == "name" {
+                return Err(format!("{path}: the name cannot refer to another resource"));
+            }
+        }
+        match (&self.refers_by, &self.refers_to) {
+            (Some(_), None) => Err(format!(
+                "{path}.refers_by: only with refers_to (it names an attribute of that type)"
+            )),
+            (Some(by), Some(_)) if !is_identifier(by) => Err(format!(
+                "{path}.refers_by: '{by}' is not an attribute name (a word of letters, \
+                 digits and '_')"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The kind an attribute's `kind:` names; `rw` when it names none.
+fn check_kind(path: &str, kind: Option<&str>) -> std::result::Result<Kind, String> {
+    match kind {
+        None | Some("rw") => Ok(Kind::ReadWrite),
+        Some("r") => Ok(Kind::Read),
+        Some("w") => Ok(Kind::Write),
+        Some("init") => Ok(Kind::InitOnly),
+        Some("refresh") => Ok(Kind::Refresh),
+        Some(other) => Err(format!(
+            "{path}.kind: unknown kind '{other}' (expected r, w, rw, init or refresh)"
+        )),
     }
 }
 

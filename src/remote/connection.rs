@@ -645,31 +645,7 @@ impl Session {
             }
             Via::OwnMaster => ssh(&["ControlMaster=yes", "ControlPersist=no"], stderr)?,
         };
-        let until = std::time::Instant::now() + self.timeout;
-        let mut lines = Vec::new();
-        let answer = loop {
-            let line = match holder.read_line(until) {
-                Ok(Some(line)) => line,
-                Ok(None) => break None,
-                Err(Error::Timeout { .. }) => {
-                    return Err(Failed::Silent(self.no_answer(self.timeout)))
-                }
-                Err(e) => return Err(said(e)),
-            };
-            if let Some(pid) = line.strip_prefix("ral-session ") {
-                self.script = pid.trim().parse().unwrap_or(0);
-            } else if let Some(machine) = script::parse_machine(&line) {
-                self.machine = Some(machine);
-            } else if let Some(why) = line.strip_prefix("ral-bundle damaged ") {
-                log::warn!(
-                    "{}: the copy of the providers there cannot be used ({why}); copying it again",
-                    self.target.name
-                );
-            } else if let Some((present, dir)) = script::parse_answer(&line) {
-                break Some((present, dir.to_owned()));
-            }
-            lines.push(line);
-        };
+        let (answer, lines) = self.read_answer(&mut holder)?;
         let Some(answer) = answer.filter(|_| self.script > 0) else {
             // The ssh ended: what went wrong is on its stderr.
             holder.end(CLOSE_GRACE);
@@ -700,6 +676,41 @@ impl Session {
         );
         *self.holder.lock().unwrap_or_else(|e| e.into_inner()) = Some(holder);
         Ok(answer)
+    }
+
+    /// What the session script says first, within the time limit: its
+    /// process, the machine, a damaged bundle, and then its answer (none
+    /// when the ssh ended first), with the other lines it read.
+    #[allow(clippy::type_complexity)]
+    fn read_answer(
+        &mut self,
+        holder: &mut Daemon,
+    ) -> std::result::Result<(Option<(bool, String)>, Vec<String>), Failed> {
+        let until = std::time::Instant::now() + self.timeout;
+        let mut lines = Vec::new();
+        loop {
+            let line = match holder.read_line(until) {
+                Ok(Some(line)) => line,
+                Ok(None) => return Ok((None, lines)),
+                Err(Error::Timeout { .. }) => {
+                    return Err(Failed::Silent(self.no_answer(self.timeout)))
+                }
+                Err(e) => return Err(Failed::Said(e)),
+            };
+            if let Some(pid) = line.strip_prefix("ral-session ") {
+                self.script = pid.trim().parse().unwrap_or(0);
+            } else if let Some(machine) = script::parse_machine(&line) {
+                self.machine = Some(machine);
+            } else if let Some(why) = line.strip_prefix("ral-bundle damaged ") {
+                log::warn!(
+                    "{}: the copy of the providers there cannot be used ({why}); copying it again",
+                    self.target.name
+                );
+            } else if let Some((present, dir)) = script::parse_answer(&line) {
+                return Ok((Some((present, dir.to_owned())), lines));
+            }
+            lines.push(line);
+        }
     }
 
     /// One ssh run of this target outside the provider calls: `options`

@@ -98,6 +98,27 @@ pub struct Inventory {
     members: BTreeMap<String, BTreeSet<usize>>,
 }
 
+impl Host {
+    /// Takes one variable: a connection variable sets its field, any
+    /// other is kept as text.
+    fn set(&mut self, name: &str, var: &Var) {
+        match var {
+            Var::Address(address) => self.address = address.clone(),
+            Var::Port(port) => self.port = Some(*port),
+            Var::User(user) => self.user = Some(user.clone()),
+            Var::KeyFile(file) => self.private_key_file = Some(file.clone()),
+            Var::SshCommonArgs(args) => self.ssh_common_args = args.clone(),
+            Var::SshExtraArgs(args) => self.ssh_extra_args = args.clone(),
+            Var::Sudo(sudo) => self.sudo = Some(*sudo),
+            Var::Root(root) => self.root = Some(root.clone()),
+            Var::Unset => {}
+            Var::Other(text) => {
+                self.vars.insert(name.to_owned(), text.clone());
+            }
+        }
+    }
+}
+
 impl Inventory {
     /// Reads and checks the inventory at `path`.
     pub fn load(path: &Path) -> Result<Inventory> {
@@ -375,52 +396,64 @@ impl Reader<'_> {
             ));
         };
         for (section, value) in body.iter() {
-            let section_line = line_of(section);
-            let shape = |what: &str| {
-                format!(
-                    "group '{}': {} must be a mapping of {what}",
-                    escape(name),
-                    section.as_str()
-                )
-            };
-            match section.as_str() {
-                "hosts" => {
-                    let hosts = mapping_or_empty(value).ok_or_else(|| {
-                        self.fail(section_line, shape("host names to their variables"))
-                    })?;
-                    for (host, vars) in hosts.iter() {
-                        self.host(host, vars, id)?;
-                    }
+            self.section(name, id, depth, section, value)?;
+        }
+        Ok(())
+    }
+
+    /// Reads one section of the body of the group `name` (`id`): its
+    /// hosts, its children or its variables.
+    fn section(
+        &mut self,
+        name: &str,
+        id: usize,
+        depth: usize,
+        section: &MarkedScalarNode,
+        value: &Node,
+    ) -> Result<()> {
+        let section_line = line_of(section);
+        let shape = |what: &str| {
+            format!(
+                "group '{}': {} must be a mapping of {what}",
+                escape(name),
+                section.as_str()
+            )
+        };
+        match section.as_str() {
+            "hosts" => {
+                let hosts = mapping_or_empty(value).ok_or_else(|| {
+                    self.fail(section_line, shape("host names to their variables"))
+                })?;
+                for (host, vars) in hosts.iter() {
+                    self.host(host, vars, id)?;
                 }
-                "children" => {
-                    let children = mapping_or_empty(value).ok_or_else(|| {
-                        self.fail(section_line, shape("group names to their bodies"))
-                    })?;
-                    for (child, child_body) in children.iter() {
-                        self.group(child, child_body, Some(id), depth + 1)?;
-                    }
+            }
+            "children" => {
+                let children = mapping_or_empty(value)
+                    .ok_or_else(|| self.fail(section_line, shape("group names to their bodies")))?;
+                for (child, child_body) in children.iter() {
+                    self.group(child, child_body, Some(id), depth + 1)?;
                 }
-                "vars" => {
-                    let vars = mapping_or_empty(value).ok_or_else(|| {
-                        self.fail(section_line, shape("variable names to values"))
-                    })?;
-                    for (key, value) in vars.iter() {
-                        let (var_name, var) = self.var(key, value)?;
-                        let typed = (yaml_doc::typed_json(value), line_of(key));
-                        self.groups[id].typed.insert(var_name.clone(), typed);
-                        self.groups[id].vars.insert(var_name, var);
-                    }
+            }
+            "vars" => {
+                let vars = mapping_or_empty(value)
+                    .ok_or_else(|| self.fail(section_line, shape("variable names to values")))?;
+                for (key, value) in vars.iter() {
+                    let (var_name, var) = self.var(key, value)?;
+                    let typed = (yaml_doc::typed_json(value), line_of(key));
+                    self.groups[id].typed.insert(var_name.clone(), typed);
+                    self.groups[id].vars.insert(var_name, var);
                 }
-                other => {
-                    return Err(self.fail(
-                        section_line,
-                        format!(
+            }
+            other => {
+                return Err(self.fail(
+                    section_line,
+                    format!(
                         "group '{}': unknown key '{}'; a group holds hosts:, children: and vars:",
                         escape(name),
                         escape(other)
                     ),
-                    ))
-                }
+                ))
             }
         }
         Ok(())
@@ -530,18 +563,7 @@ impl Reader<'_> {
     /// Checks the groups for cycles, then resolves every host.
     fn finish(mut self) -> Result<Inventory> {
         let depths = self.depths()?;
-        // Hosts in no group but `all` are in `ungrouped`, as in Ansible.
-        let lonely: Vec<usize> = (0..self.hosts.len())
-            .filter(|&index| self.hosts[index].groups.iter().all(|&g| g == 0))
-            .collect();
-        if !lonely.is_empty() || self.group_index.contains_key("ungrouped") {
-            let ungrouped = self.group_id("ungrouped", 0);
-            self.groups[ungrouped].parents.insert(0);
-            for index in lonely {
-                self.hosts[index].groups.insert(ungrouped);
-                self.groups[ungrouped].hosts.insert(index);
-            }
-        }
+        self.add_ungrouped();
         let depth_of = |g: usize| depths.get(g).copied().unwrap_or(1);
         let mut members: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
         for group in &self.groups {
@@ -549,75 +571,12 @@ impl Reader<'_> {
         }
         let mut hosts = Vec::with_capacity(self.hosts.len());
         for (index, entry) in self.hosts.iter().enumerate() {
-            let mut groups = BTreeSet::new();
-            let mut todo: Vec<usize> = entry.groups.iter().copied().collect();
-            while let Some(g) = todo.pop() {
-                if groups.insert(g) {
-                    todo.extend(self.groups[g].parents.iter().copied());
-                }
-            }
-            groups.insert(0);
+            let groups = self.groups_of(entry);
             let mut order: Vec<usize> = groups.iter().copied().collect();
             order.sort_by(|&a, &b| {
                 (depth_of(a), &self.groups[a].name).cmp(&(depth_of(b), &self.groups[b].name))
             });
-            let mut vars: BTreeMap<&str, &Var> = BTreeMap::new();
-            for &g in &order {
-                vars.extend(self.groups[g].vars.iter().map(|(k, v)| (k.as_str(), v)));
-            }
-            vars.extend(entry.vars.iter().map(|(k, v)| (k.as_str(), v)));
-            let mut host = Host {
-                name: entry.name.clone(),
-                address: entry.name.clone(),
-                port: None,
-                user: None,
-                private_key_file: None,
-                ssh_common_args: Vec::new(),
-                ssh_extra_args: Vec::new(),
-                sudo: None,
-                root: None,
-                groups: BTreeSet::new(),
-                vars: BTreeMap::new(),
-                var_layers: Vec::new(),
-                group_order: order.iter().map(|&g| self.groups[g].name.clone()).collect(),
-                line: entry.line,
-            };
-            let layer =
-                |group: Option<String>, typed: &BTreeMap<String, (serde_json::Value, usize)>| {
-                    VarLayer {
-                        group,
-                        vars: typed
-                            .iter()
-                            .map(|(name, (value, line))| (name.clone(), value.clone(), *line))
-                            .collect(),
-                    }
-                };
-            for &g in &order {
-                let group = &self.groups[g];
-                if !group.typed.is_empty() {
-                    host.var_layers
-                        .push(layer(Some(group.name.clone()), &group.typed));
-                }
-            }
-            if !entry.typed.is_empty() {
-                host.var_layers.push(layer(None, &entry.typed));
-            }
-            for (name, var) in vars {
-                match var {
-                    Var::Address(address) => host.address = address.clone(),
-                    Var::Port(port) => host.port = Some(*port),
-                    Var::User(user) => host.user = Some(user.clone()),
-                    Var::KeyFile(file) => host.private_key_file = Some(file.clone()),
-                    Var::SshCommonArgs(args) => host.ssh_common_args = args.clone(),
-                    Var::SshExtraArgs(args) => host.ssh_extra_args = args.clone(),
-                    Var::Sudo(sudo) => host.sudo = Some(*sudo),
-                    Var::Root(root) => host.root = Some(root.clone()),
-                    Var::Unset => {}
-                    Var::Other(text) => {
-                        host.vars.insert(name.to_owned(), text.clone());
-                    }
-                }
-            }
+            let mut host = self.resolved(entry, &order);
             for &g in &groups {
                 let name = &self.groups[g].name;
                 members.entry(name.clone()).or_default().insert(index);
@@ -630,6 +589,84 @@ impl Reader<'_> {
             hosts,
             members,
         })
+    }
+
+    /// Hosts in no group but `all` are in `ungrouped`, as in Ansible.
+    fn add_ungrouped(&mut self) {
+        let lonely: Vec<usize> = (0..self.hosts.len())
+            .filter(|&index| self.hosts[index].groups.iter().all(|&g| g == 0))
+            .collect();
+        if !lonely.is_empty() || self.group_index.contains_key("ungrouped") {
+            let ungrouped = self.group_id("ungrouped", 0);
+            self.groups[ungrouped].parents.insert(0);
+            for index in lonely {
+                self.hosts[index].groups.insert(ungrouped);
+                self.groups[ungrouped].hosts.insert(index);
+            }
+        }
+    }
+
+    /// The groups `entry` is in: its own, their ancestors, and `all`.
+    fn groups_of(&self, entry: &HostEntry) -> BTreeSet<usize> {
+        let mut groups = BTreeSet::new();
+        let mut todo: Vec<usize> = entry.groups.iter().copied().collect();
+        while let Some(g) = todo.pop() {
+            if groups.insert(g) {
+                todo.extend(self.groups[g].parents.iter().copied());
+            }
+        }
+        groups.insert(0);
+        groups
+    }
+
+    /// The host of `entry`, its variables those of its groups in `order`
+    /// (shallowest first) and then its own, each over the ones before.
+    fn resolved(&self, entry: &HostEntry, order: &[usize]) -> Host {
+        let mut vars: BTreeMap<&str, &Var> = BTreeMap::new();
+        for &g in order {
+            vars.extend(self.groups[g].vars.iter().map(|(k, v)| (k.as_str(), v)));
+        }
+        vars.extend(entry.vars.iter().map(|(k, v)| (k.as_str(), v)));
+        let mut host = Host {
+            name: entry.name.clone(),
+            address: entry.name.clone(),
+            port: None,
+            user: None,
+            private_key_file: None,
+            ssh_common_args: Vec::new(),
+            ssh_extra_args: Vec::new(),
+            sudo: None,
+            root: None,
+            groups: BTreeSet::new(),
+            vars: BTreeMap::new(),
+            var_layers: Vec::new(),
+            group_order: order.iter().map(|&g| self.groups[g].name.clone()).collect(),
+            line: entry.line,
+        };
+        let layer = |group: Option<String>,
+                     typed: &BTreeMap<String, (serde_json::Value, usize)>| {
+            VarLayer {
+                group,
+                vars: typed
+                    .iter()
+                    .map(|(name, (value, line))| (name.clone(), value.clone(), *line))
+                    .collect(),
+            }
+        };
+        for &g in order {
+            let group = &self.groups[g];
+            if !group.typed.is_empty() {
+                host.var_layers
+                    .push(layer(Some(group.name.clone()), &group.typed));
+            }
+        }
+        if !entry.typed.is_empty() {
+            host.var_layers.push(layer(None, &entry.typed));
+        }
+        for (name, var) in vars {
+            host.set(name, var);
+        }
+        host
     }
 
     /// Each group's depth below `all` (the longest chain of parents), or
@@ -832,6 +869,28 @@ fn expand(name: &str) -> std::result::Result<Vec<String>, String> {
     if inner.contains('[') {
         return Err(malformed("ranges cannot nest"));
     }
+    let values = range_values(inner, &malformed)?;
+    let tails = expand(tail).map_err(|_| malformed("the part after a range is wrong"))?;
+    if values.len() * tails.len() > MAX_RANGE_HOSTS {
+        return Err(malformed(&format!(
+            "it stands for more than {MAX_RANGE_HOSTS} hosts"
+        )));
+    }
+    let mut names = Vec::with_capacity(values.len() * tails.len());
+    for value in &values {
+        for tail in &tails {
+            names.push(format!("{head}{value}{tail}"));
+        }
+    }
+    Ok(names)
+}
+
+/// The values one range `[START:END]` or `[START:END:STEP]` (`inner`,
+/// without its brackets) runs over.
+fn range_values(
+    inner: &str,
+    malformed: &dyn Fn(&str) -> String,
+) -> std::result::Result<Vec<String>, String> {
     let parts: Vec<&str> = inner.split(':').collect();
     let (start, end, step) = match parts[..] {
         [start, end] => (start, end, 1),
@@ -847,31 +906,8 @@ fn expand(name: &str) -> std::result::Result<Vec<String>, String> {
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let letter = |s: &str| s.len() == 1 && s.as_bytes()[0].is_ascii_alphabetic();
-    let values: Vec<String> = if digits(start) && digits(end) {
-        let padded =
-            (start.len() > 1 && start.starts_with('0')) || (end.len() > 1 && end.starts_with('0'));
-        if padded && start.len() != end.len() {
-            return Err(malformed(
-                "a zero-padded range needs START and END of one width",
-            ));
-        }
-        let (from, to) = match (start.parse::<u64>(), end.parse::<u64>()) {
-            (Ok(from), Ok(to)) => (from, to),
-            _ => return Err(malformed("a bound is too large")),
-        };
-        if from > to {
-            return Err(malformed("START is after END"));
-        }
-        if (to - from) / step as u64 >= MAX_RANGE_HOSTS as u64 {
-            return Err(malformed(&format!(
-                "it stands for more than {MAX_RANGE_HOSTS} hosts"
-            )));
-        }
-        let width = if padded { start.len() } else { 0 };
-        (from..=to)
-            .step_by(step)
-            .map(|n| format!("{n:0width$}"))
-            .collect()
+    if digits(start) && digits(end) {
+        number_range(start, end, step, malformed)
     } else if letter(start) && letter(end) {
         let (from, to) = (start.as_bytes()[0], end.as_bytes()[0]);
         if from.is_ascii_lowercase() != to.is_ascii_lowercase() {
@@ -880,26 +916,46 @@ fn expand(name: &str) -> std::result::Result<Vec<String>, String> {
         if from > to {
             return Err(malformed("START is after END"));
         }
-        (from..=to)
+        Ok((from..=to)
             .step_by(step)
             .map(|c| (c as char).to_string())
-            .collect()
+            .collect())
     } else {
-        return Err(malformed(&format!("'[{}]' is not a range", escape(inner))));
+        Err(malformed(&format!("'[{}]' is not a range", escape(inner))))
+    }
+}
+
+/// The numbers from `start` to `end` by `step`, zero-padded as written.
+fn number_range(
+    start: &str,
+    end: &str,
+    step: usize,
+    malformed: &dyn Fn(&str) -> String,
+) -> std::result::Result<Vec<String>, String> {
+    let padded =
+        (start.len() > 1 && start.starts_with('0')) || (end.len() > 1 && end.starts_with('0'));
+    if padded && start.len() != end.len() {
+        return Err(malformed(
+            "a zero-padded range needs START and END of one width",
+        ));
+    }
+    let (from, to) = match (start.parse::<u64>(), end.parse::<u64>()) {
+        (Ok(from), Ok(to)) => (from, to),
+        _ => return Err(malformed("a bound is too large")),
     };
-    let tails = expand(tail).map_err(|_| malformed("the part after a range is wrong"))?;
-    if values.len() * tails.len() > MAX_RANGE_HOSTS {
+    if from > to {
+        return Err(malformed("START is after END"));
+    }
+    if (to - from) / step as u64 >= MAX_RANGE_HOSTS as u64 {
         return Err(malformed(&format!(
             "it stands for more than {MAX_RANGE_HOSTS} hosts"
         )));
     }
-    let mut names = Vec::with_capacity(values.len() * tails.len());
-    for value in &values {
-        for tail in &tails {
-            names.push(format!("{head}{value}{tail}"));
-        }
-    }
-    Ok(names)
+    let width = if padded { start.len() } else { 0 };
+    Ok((from..=to)
+        .step_by(step)
+        .map(|n| format!("{n:0width$}"))
+        .collect())
 }
 
 fn problem(file: &Path, line: usize, message: String) -> Error {

@@ -188,12 +188,7 @@ fn row(
         TaskState::Success | TaskState::Failed => format!("{:.2} s", task.seconds),
         _ => String::new(),
     };
-    let waits: Vec<String> = task
-        .requires
-        .iter()
-        .filter_map(|id| report.plan.tasks.iter().find(|t| t.id == *id))
-        .map(|t| format!("<code>{}</code>", text(&t.resource)))
-        .collect();
+    let waits = resources_of(report, &task.requires);
     writeln!(
         out,
         "<tr class=\"task{failed}\" id=\"{}task-{}\">",
@@ -215,6 +210,22 @@ fn row(
     writeln!(out, "<td class=\"time\">{seconds}</td>")?;
     writeln!(out, "<td>{}</td>", waits.join(", "))?;
     write!(out, "<td>")?;
+    notes(out, report, task)?;
+    writeln!(out, "</td>")?;
+    writeln!(out, "</tr>")
+}
+
+/// The resources of the tasks `ids`, as code.
+fn resources_of(report: &Report, ids: &[usize]) -> Vec<String> {
+    ids.iter()
+        .filter_map(|id| report.plan.tasks.iter().find(|t| t.id == *id))
+        .map(|t| format!("<code>{}</code>", text(&t.resource)))
+        .collect()
+}
+
+/// The last cell of a task's row: its error, its note, why it refreshes,
+/// the plugin it came from, and its changes.
+fn notes(out: &mut impl Write, report: &Report, task: &TaskReport) -> io::Result<()> {
     if let Some(error) = &task.error {
         write!(out, "<p class=\"error\">{}</p>", text(&error.message))?;
     }
@@ -225,12 +236,7 @@ fn row(
         write!(out, "<p>a refresh an earlier run owed</p>")?;
     }
     if !task.refresh_on.is_empty() {
-        let sources: Vec<String> = task
-            .refresh_on
-            .iter()
-            .filter_map(|id| report.plan.tasks.iter().find(|t| t.id == *id))
-            .map(|t| format!("<code>{}</code>", text(&t.resource)))
-            .collect();
+        let sources = resources_of(report, &task.refresh_on);
         write!(
             out,
             "<p>a refresh for a change of {}</p>",
@@ -249,8 +255,7 @@ fn row(
     for change in &task.changes {
         write_change(out, task, change)?;
     }
-    writeln!(out, "</td>")?;
-    writeln!(out, "</tr>")
+    Ok(())
 }
 
 /// One change: `attr: was → is`, `attr: is` for a creation, or the

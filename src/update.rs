@@ -267,6 +267,77 @@ pub struct Transition {
     pub should: Vec<(String, Value)>,
 }
 
+/// What a removal asks for: `ensure` and the parameters (a removal may
+/// need one: file's force), or nothing when there is nothing to remove.
+fn removal(provider: &Provider, wanted: &mut Vec<(String, Value)>, exists: bool) {
+    wanted.retain(|(key, _)| {
+        key == "ensure"
+            || provider
+                .attribute(key)
+                .is_some_and(|a| a.kind == Kind::Write)
+    });
+    if !exists {
+        wanted.clear();
+    }
+}
+
+/// What a creation asks for: the request with the defaults filled in,
+/// and every required attribute given.
+fn creation(
+    provider: &Provider,
+    request: &Request,
+    wanted: &mut Vec<(String, Value)>,
+) -> std::result::Result<(), String> {
+    for attribute in provider.meta.attributes.values() {
+        if let Some(default) = &attribute.default {
+            if !wanted.iter().any(|(key, _)| key == &attribute.name) {
+                wanted.push((attribute.name.clone(), default.clone()));
+            }
+        }
+    }
+    let missing: Vec<&str> = provider
+        .meta
+        .attributes
+        .values()
+        .filter(|a| a.required && !wanted.iter().any(|(key, _)| key == &a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "creating '{}' needs the required attribute(s) {}",
+            escape(&request.name),
+            missing.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// A change of an existing resource may not change an init-only
+/// attribute.
+fn init_only_unchanged(
+    provider: &Provider,
+    request: &Request,
+    wanted: &[(String, Value)],
+    state: &Resource,
+) -> std::result::Result<(), String> {
+    for (key, value) in wanted {
+        let Some(attribute) = provider.attribute(key) else {
+            continue;
+        };
+        if attribute.kind == Kind::InitOnly && state.attrs.get(key) != Some(value) {
+            let now = state
+                .attrs
+                .get(key)
+                .map_or("no value".to_owned(), |v| attribute.show(v));
+            return Err(format!(
+                "attribute '{key}' can only be set when '{}' is created; it is {now} now",
+                escape(&request.name)
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Transition {
     /// Works out the transition from `found` to the request:
     /// - delete (present to absent) passes only `ensure`;
@@ -292,54 +363,11 @@ impl Transition {
         let state = found.unwrap_or_else(|| absent_state(provider, &request.name));
         let mut wanted = request.attrs.clone();
         if lifecycle && request.wants_absent() {
-            // Parameters stay: a removal may need one (file's force).
-            wanted.retain(|(key, _)| {
-                key == "ensure"
-                    || provider
-                        .attribute(key)
-                        .is_some_and(|a| a.kind == Kind::Write)
-            });
-            if !exists {
-                wanted.clear();
-            }
+            removal(provider, &mut wanted, exists);
         } else if !exists {
-            for attribute in provider.meta.attributes.values() {
-                if let Some(default) = &attribute.default {
-                    if !wanted.iter().any(|(key, _)| key == &attribute.name) {
-                        wanted.push((attribute.name.clone(), default.clone()));
-                    }
-                }
-            }
-            let missing: Vec<&str> = provider
-                .meta
-                .attributes
-                .values()
-                .filter(|a| a.required && !wanted.iter().any(|(key, _)| key == &a.name))
-                .map(|a| a.name.as_str())
-                .collect();
-            if !missing.is_empty() {
-                return Err(reject(format!(
-                    "creating '{}' needs the required attribute(s) {}",
-                    escape(&request.name),
-                    missing.join(", ")
-                )));
-            }
+            creation(provider, request, &mut wanted).map_err(reject)?;
         } else {
-            for (key, value) in &wanted {
-                let Some(attribute) = provider.attribute(key) else {
-                    continue;
-                };
-                if attribute.kind == Kind::InitOnly && state.attrs.get(key) != Some(value) {
-                    let now = state
-                        .attrs
-                        .get(key)
-                        .map_or("no value".to_owned(), |v| attribute.show(v));
-                    return Err(reject(format!(
-                        "attribute '{key}' can only be set when '{}' is created; it is {now} now",
-                        escape(&request.name)
-                    )));
-                }
-            }
+            init_only_unchanged(provider, request, &wanted, &state).map_err(reject)?;
         }
         // A resource being created gets everything asked for: whatever its
         // absent record says is no state to compare with.

@@ -97,24 +97,7 @@ impl Loader<'_> {
                 if anchor != 0 {
                     return Err(LoadError::UnexpectedAnchor(mark));
                 }
-                self.check_value_expected(mark)?;
-                let streamed = match self.stack.last() {
-                    None => self.depth > 0,
-                    Some(Frame::Streamed { .. }) => self.stack.len() < self.depth,
-                    Some(_) => false,
-                };
-                self.stack.push(if streamed {
-                    Frame::Streamed {
-                        keys: HashMap::new(),
-                        key: None,
-                    }
-                } else {
-                    Frame::Mapping {
-                        node: MarkedMappingNode::new_empty(Span::new_start(mark)),
-                        key: None,
-                    }
-                });
-                Ok(())
+                self.mapping_start(mark)
             }
             Event::SequenceStart(anchor, tag) => {
                 if tag.is_some() {
@@ -123,29 +106,9 @@ impl Loader<'_> {
                 if anchor != 0 {
                     return Err(LoadError::UnexpectedAnchor(mark));
                 }
-                if self.stack.is_empty() {
-                    return Err(LoadError::TopLevelMustBeMapping(mark));
-                }
-                self.check_value_expected(mark)?;
-                let node = MarkedSequenceNode::new_empty(Span::new_start(mark));
-                self.stack.push(Frame::Sequence(node));
-                Ok(())
+                self.sequence_start(mark)
             }
-            Event::MappingEnd | Event::SequenceEnd => {
-                let done = match self.stack.pop() {
-                    Some(Frame::Streamed { .. }) => Done::Streamed,
-                    Some(Frame::Mapping { mut node, .. }) => {
-                        end_span(node.span_mut(), mark);
-                        Done::Node(Node::Mapping(node))
-                    }
-                    Some(Frame::Sequence(mut node)) => {
-                        end_span(node.span_mut(), mark);
-                        Done::Node(Node::Sequence(node))
-                    }
-                    None => return Ok(()),
-                };
-                self.complete(done)
-            }
+            Event::MappingEnd | Event::SequenceEnd => self.end(mark),
             Event::Scalar(text, style, anchor, tag) => {
                 if anchor != 0 {
                     return Err(LoadError::UnexpectedAnchor(mark));
@@ -153,18 +116,7 @@ impl Loader<'_> {
                 if tag.is_some() {
                     return Err(LoadError::UnexpectedTag(mark));
                 }
-                let mut node = MarkedScalarNode::new(Span::new_start(mark), text);
-                node.set_coerce(matches!(style, TScalarStyle::Plain));
-                match self.stack.last_mut() {
-                    None => Err(LoadError::TopLevelMustBeMapping(mark)),
-                    Some(Frame::Streamed { key, .. } | Frame::Mapping { key, .. })
-                        if key.is_none() =>
-                    {
-                        *key = Some(node);
-                        Ok(())
-                    }
-                    Some(_) => self.complete(Done::Node(Node::Scalar(node))),
-                }
+                self.scalar(text, style, mark)
             }
             // An alias needs an anchor, which is refused where it is
             // defined; the parser refuses one that names none.
@@ -174,6 +126,70 @@ impl Loader<'_> {
             | Event::DocumentStart
             | Event::DocumentEnd
             | Event::Nothing => Ok(()),
+        }
+    }
+
+    /// A mapping starts: streamed (its entries handed out one by one) at
+    /// the streamed depths, else built whole.
+    fn mapping_start(&mut self, mark: Marker) -> Result<(), LoadError> {
+        self.check_value_expected(mark)?;
+        let streamed = match self.stack.last() {
+            None => self.depth > 0,
+            Some(Frame::Streamed { .. }) => self.stack.len() < self.depth,
+            Some(_) => false,
+        };
+        self.stack.push(if streamed {
+            Frame::Streamed {
+                keys: HashMap::new(),
+                key: None,
+            }
+        } else {
+            Frame::Mapping {
+                node: MarkedMappingNode::new_empty(Span::new_start(mark)),
+                key: None,
+            }
+        });
+        Ok(())
+    }
+
+    fn sequence_start(&mut self, mark: Marker) -> Result<(), LoadError> {
+        if self.stack.is_empty() {
+            return Err(LoadError::TopLevelMustBeMapping(mark));
+        }
+        self.check_value_expected(mark)?;
+        let node = MarkedSequenceNode::new_empty(Span::new_start(mark));
+        self.stack.push(Frame::Sequence(node));
+        Ok(())
+    }
+
+    /// A mapping or a sequence ends.
+    fn end(&mut self, mark: Marker) -> Result<(), LoadError> {
+        let done = match self.stack.pop() {
+            Some(Frame::Streamed { .. }) => Done::Streamed,
+            Some(Frame::Mapping { mut node, .. }) => {
+                end_span(node.span_mut(), mark);
+                Done::Node(Node::Mapping(node))
+            }
+            Some(Frame::Sequence(mut node)) => {
+                end_span(node.span_mut(), mark);
+                Done::Node(Node::Sequence(node))
+            }
+            None => return Ok(()),
+        };
+        self.complete(done)
+    }
+
+    /// A scalar: a mapping's key where one is expected, else a value.
+    fn scalar(&mut self, text: String, style: TScalarStyle, mark: Marker) -> Result<(), LoadError> {
+        let mut node = MarkedScalarNode::new(Span::new_start(mark), text);
+        node.set_coerce(matches!(style, TScalarStyle::Plain));
+        match self.stack.last_mut() {
+            None => Err(LoadError::TopLevelMustBeMapping(mark)),
+            Some(Frame::Streamed { key, .. } | Frame::Mapping { key, .. }) if key.is_none() => {
+                *key = Some(node);
+                Ok(())
+            }
+            Some(_) => self.complete(Done::Node(Node::Scalar(node))),
         }
     }
 

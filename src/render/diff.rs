@@ -3,18 +3,27 @@
 //! it changes (`--- was`, `+++ is`, `@@ -a,b +c,d @@` hunks with three
 //! lines of context), not as one long escaped string.
 //!
-//! The diff is a longest common subsequence of lines after the common
-//! head and tail are set aside; past [`MAX_CELLS`] comparisons it is not
-//! made, and [`Diff::TooLarge`] gives the sizes instead. The lines are raw
-//! text: each renderer escapes them its own way (the terminal's escapes,
-//! HTML's entities).
+//! Which lines changed is the `similar` crate's Myers diff, given
+//! [`DEADLINE`]: past it the search stops refining, and what it has not
+//! matched yet is shown as removed and added whole. A huge pair thus
+//! still gets a correct diff, coarser but in bounded time. This module
+//! writes the hunks; their lines are raw text, which each renderer
+//! escapes its own way (the terminal's escapes, HTML's entities).
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use similar::{Algorithm, ChangeTag, DiffOp, DiffTag, TextDiff};
 
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
 
-/// The most line pairs the LCS table may compare (4 bytes each): past it,
-/// the diff is too large to be worth reading in a plan.
-pub const MAX_CELLS: usize = 4_000_000;
+/// How long the search for the smallest diff of one value may take: a
+/// plan shows one diff per changed file, and a person waits for it. Two
+/// 50,000-line files with scattered changes take some 35 ms of CPU; only
+/// a pathological pair (few distinct lines, shuffled) or a loaded machine
+/// reaches it.
+pub const DEADLINE: Duration = Duration::from_millis(500);
 
 /// What a line of the diff is, for its colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,40 +47,25 @@ pub struct Line {
     pub text: String,
 }
 
-/// A diff of two texts.
+/// The unified diff of two texts: its lines, how many lines the new text
+/// has, and how many were added and removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Diff {
-    /// The lines of the unified diff, with how many lines each side has
-    /// and how many were added and removed.
-    Lines {
-        lines: Vec<Line>,
-        is_lines: usize,
-        added: usize,
-        removed: usize,
-    },
-    /// Too large to compare: the number of lines of each side.
-    TooLarge { was_lines: usize, is_lines: usize },
+pub struct Diff {
+    pub lines: Vec<Line>,
+    pub is_lines: usize,
+    pub added: usize,
+    pub removed: usize,
 }
 
 impl Diff {
     /// One short phrase: `changed (12 lines, +3 -1)`.
     pub fn phrase(&self) -> String {
-        match self {
-            Diff::Lines {
-                is_lines,
-                added,
-                removed,
-                ..
-            } => format!("changed ({}, +{added} -{removed})", lines(*is_lines)),
-            Diff::TooLarge {
-                was_lines,
-                is_lines,
-            } => format!(
-                "changed ({} to {}, too large to compare)",
-                lines(*was_lines),
-                lines(*is_lines)
-            ),
-        }
+        format!(
+            "changed ({}, +{} -{})",
+            lines(self.is_lines),
+            self.added,
+            self.removed
+        )
     }
 }
 
@@ -90,50 +84,36 @@ pub fn is_multi_line(was: Option<&str>, is: &str) -> bool {
 }
 
 /// Lines with their line breaks, so that a last line without one differs
-/// from the same line with one.
+/// from the same line with one. Only `\n` ends a line: `similar`'s own
+/// splitting would also end one at a lone `\r`, which ral shows escaped
+/// inside its line.
 fn lines_of(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Same,
-    Removed,
-    Added,
+/// The unified diff from `was` to `is`, searched for at most [`DEADLINE`].
+pub fn unified(was: &str, is: &str) -> Diff {
+    unified_by(was, is, Instant::now() + DEADLINE)
 }
 
-/// The unified diff from `was` to `is`.
-pub fn unified(was: &str, is: &str) -> Diff {
-    let old = lines_of(was);
-    let new = lines_of(is);
-    let Some(ops) = edit_script(&old, &new) else {
-        return Diff::TooLarge {
-            was_lines: old.len(),
-            is_lines: new.len(),
-        };
-    };
-    let added = ops.iter().filter(|op| **op == Op::Added).count();
-    let removed = ops.iter().filter(|op| **op == Op::Removed).count();
-    let mut lines = vec![
-        Line {
-            kind: Kind::Header,
-            text: "--- was".to_owned(),
-        },
-        Line {
-            kind: Kind::Header,
-            text: "+++ is".to_owned(),
-        },
-    ];
-    for hunk in hunks(&ops) {
-        write_hunk(
-            &mut lines,
-            &ops[hunk.clone()],
-            &old,
-            &new,
-            start_of(&ops, hunk.start),
-        );
+/// The unified diff from `was` to `is`, as fine as the search could make
+/// it by `deadline`.
+fn unified_by(was: &str, is: &str, deadline: Instant) -> Diff {
+    let (old, new) = (lines_of(was), lines_of(is));
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .deadline(deadline)
+        .diff_slices(&old, &new);
+    let (mut added, mut removed) = (0, 0);
+    for op in diff.ops().iter().filter(|op| op.tag() != DiffTag::Equal) {
+        removed += op.old_range().len();
+        added += op.new_range().len();
     }
-    Diff::Lines {
+    let mut lines = vec![header("--- was"), header("+++ is")];
+    for hunk in diff.grouped_ops(CONTEXT) {
+        write_hunk(&mut lines, &diff, &hunk);
+    }
+    Diff {
         lines,
         is_lines: new.len(),
         added,
@@ -141,138 +121,62 @@ pub fn unified(was: &str, is: &str) -> Diff {
     }
 }
 
-/// The operations from `old` to `new`, or `None` past [`MAX_CELLS`].
-fn edit_script(old: &[&str], new: &[&str]) -> Option<Vec<Op>> {
-    let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let tail = old[head..]
-        .iter()
-        .rev()
-        .zip(new[head..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let (a, b) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
-    if a.len().saturating_mul(b.len()) > MAX_CELLS {
-        return None;
+fn header(text: &str) -> Line {
+    Line {
+        kind: Kind::Header,
+        text: text.to_owned(),
     }
-    let mut ops = vec![Op::Same; head];
-    ops.extend(lcs_ops(a, b));
-    ops.extend(std::iter::repeat_n(Op::Same, tail));
-    Some(ops)
 }
 
-/// The classic LCS table, then a walk from its start: removals before
-/// additions where both are possible, as diff(1) writes them.
-fn lcs_ops(a: &[&str], b: &[&str]) -> Vec<Op> {
-    let width = b.len() + 1;
-    // suffix[i * width + j]: the LCS length of a[i..] and b[j..].
-    let mut suffix = vec![0u32; (a.len() + 1) * width];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            suffix[i * width + j] = if a[i] == b[j] {
-                suffix[(i + 1) * width + j + 1] + 1
-            } else {
-                suffix[(i + 1) * width + j].max(suffix[i * width + j + 1])
-            };
-        }
-    }
-    let mut ops = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            ops.push(Op::Same);
-            i += 1;
-            j += 1;
-        } else if j == b.len()
-            || (i < a.len() && suffix[(i + 1) * width + j] >= suffix[i * width + j + 1])
-        {
-            ops.push(Op::Removed);
-            i += 1;
-        } else {
-            ops.push(Op::Added);
-            j += 1;
-        }
-    }
-    ops
-}
-
-/// The ranges of `ops` each hunk shows: every change with up to
-/// [`CONTEXT`] unchanged lines around it, hunks whose context would touch
-/// merged into one.
-fn hunks(ops: &[Op]) -> Vec<std::ops::Range<usize>> {
-    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
-    for (at, op) in ops.iter().enumerate() {
-        if *op == Op::Same {
-            continue;
-        }
-        let start = at.saturating_sub(CONTEXT);
-        let end = (at + 1 + CONTEXT).min(ops.len());
-        match ranges.last_mut() {
-            Some(last) if start <= last.end => last.end = end,
-            _ => ranges.push(start..end),
-        }
-    }
-    ranges
-}
-
-/// The (old, new) line indices at which `ops[at]` stands.
-fn start_of(ops: &[Op], at: usize) -> (usize, usize) {
-    ops[..at].iter().fold((0, 0), |(old, new), op| match op {
-        Op::Same => (old + 1, new + 1),
-        Op::Removed => (old + 1, new),
-        Op::Added => (old, new + 1),
-    })
-}
-
-/// `@@ -a,b +c,d @@` and the hunk's lines. An empty side's start is the
-/// line before it, as diff(1) writes it.
-fn write_hunk(
-    lines: &mut Vec<Line>,
-    ops: &[Op],
-    old: &[&str],
-    new: &[&str],
-    (mut at_old, mut at_new): (usize, usize),
-) {
-    let old_len = ops.iter().filter(|op| **op != Op::Added).count();
-    let new_len = ops.iter().filter(|op| **op != Op::Removed).count();
-    let start = |at: usize, len: usize| if len == 0 { at } else { at + 1 };
+/// `@@ -a,b +c,d @@` and the lines of one hunk (its changes with up to
+/// [`CONTEXT`] unchanged lines around them).
+fn write_hunk(lines: &mut Vec<Line>, diff: &TextDiff<'_, '_, str>, ops: &[DiffOp]) {
+    let (Some(first), Some(last)) = (ops.first(), ops.last()) else {
+        return;
+    };
+    let old = first.old_range().start..last.old_range().end;
+    let new = first.new_range().start..last.new_range().end;
     lines.push(Line {
         kind: Kind::Hunk,
-        text: format!(
-            "@@ -{},{old_len} +{},{new_len} @@",
-            start(at_old, old_len),
-            start(at_new, new_len)
-        ),
+        text: format!("@@ -{} +{} @@", span(&old), span(&new)),
     });
     for op in ops {
-        let (kind, prefix, text) = match op {
-            Op::Same => {
-                at_old += 1;
-                at_new += 1;
-                (Kind::Same, ' ', new[at_new - 1])
-            }
-            Op::Removed => {
-                at_old += 1;
-                (Kind::Removed, '-', old[at_old - 1])
-            }
-            Op::Added => {
-                at_new += 1;
-                (Kind::Added, '+', new[at_new - 1])
-            }
-        };
-        let (body, ends) = match text.strip_suffix('\n') {
-            Some(body) => (body, true),
-            None => (text, false),
-        };
-        lines.push(Line {
-            kind,
-            text: format!("{prefix}{body}"),
-        });
-        if !ends {
-            lines.push(Line {
-                kind: Kind::NoNewline,
-                text: "\\ No newline at end of file".to_owned(),
-            });
+        for change in diff.iter_changes(op) {
+            write_line(lines, change.tag(), change.value());
         }
+    }
+}
+
+/// `a,b`: the first line (from 1) and the count. An empty side's start is
+/// the line before it, as diff(1) writes it.
+fn span(lines: &Range<usize>) -> String {
+    let start = match lines.is_empty() {
+        true => lines.start,
+        false => lines.start + 1,
+    };
+    format!("{start},{}", lines.len())
+}
+
+/// One line with its prefix, and the note when it has no line break.
+fn write_line(lines: &mut Vec<Line>, tag: ChangeTag, text: &str) {
+    let (kind, prefix) = match tag {
+        ChangeTag::Equal => (Kind::Same, ' '),
+        ChangeTag::Delete => (Kind::Removed, '-'),
+        ChangeTag::Insert => (Kind::Added, '+'),
+    };
+    let (body, ends) = match text.strip_suffix('\n') {
+        Some(body) => (body, true),
+        None => (text, false),
+    };
+    lines.push(Line {
+        kind,
+        text: format!("{prefix}{body}"),
+    });
+    if !ends {
+        lines.push(Line {
+            kind: Kind::NoNewline,
+            text: "\\ No newline at end of file".to_owned(),
+        });
     }
 }
 
@@ -281,10 +185,74 @@ mod tests {
     use super::*;
 
     fn texts(diff: &Diff) -> Vec<&str> {
-        match diff {
-            Diff::Lines { lines, .. } => lines.iter().map(|l| l.text.as_str()).collect(),
-            Diff::TooLarge { .. } => panic!("too large: {diff:?}"),
+        diff.lines.iter().map(|l| l.text.as_str()).collect()
+    }
+
+    /// The first line (from 0) of the old side of `@@ -a,b +c,d @@`.
+    fn old_start(hunk: &str) -> usize {
+        let old = hunk.trim_start_matches("@@ -").split(' ').next().unwrap();
+        let (start, len) = old.split_once(',').unwrap();
+        let (start, len): (usize, usize) = (start.parse().unwrap(), len.parse().unwrap());
+        if len == 0 {
+            start
+        } else {
+            start - 1
         }
+    }
+
+    /// `was` with `diff`'s hunks applied, as patch(1) would: every context
+    /// and removed line must be the old text's line at its place.
+    fn apply(was: &str, diff: &Diff) -> String {
+        let old = lines_of(was);
+        let (mut out, mut at, mut last) = (String::new(), 0, Kind::Header);
+        for line in &diff.lines {
+            let body = line.text.get(1..).unwrap_or("");
+            match line.kind {
+                Kind::Header => {}
+                Kind::Hunk => {
+                    let start = old_start(&line.text);
+                    assert!(at <= start, "hunks overlap at {}", line.text);
+                    out.extend(old[at..start].iter().copied());
+                    at = start;
+                }
+                Kind::Same | Kind::Removed => {
+                    assert_eq!(old[at].trim_end_matches('\n'), body, "old line {at}");
+                    if line.kind == Kind::Same {
+                        out.push_str(body);
+                        out.push('\n');
+                    }
+                    at += 1;
+                }
+                Kind::Added => {
+                    out.push_str(body);
+                    out.push('\n');
+                }
+                Kind::NoNewline => {
+                    if last != Kind::Removed {
+                        out.pop();
+                    }
+                }
+            }
+            last = line.kind;
+        }
+        out.extend(old[at..].iter().copied());
+        out
+    }
+
+    /// 50,000 lines, and the same with one line in a thousand changed, one
+    /// removed and one added: the part between the first and last change
+    /// is far past the 4M comparisons the old quadratic diff gave up at.
+    fn large_pair() -> (String, String) {
+        let was: String = (0..50_000).map(|n| format!("line {n}\n")).collect();
+        let is: String = (0..50_000)
+            .filter_map(|n| match n % 1_000 {
+                100 => Some(format!("line {n} changed\n")),
+                400 => None,
+                700 => Some(format!("line {n}\nline {n} added\n")),
+                _ => Some(format!("line {n}\n")),
+            })
+            .collect();
+        (was, is)
     }
 
     #[test]
@@ -351,10 +319,12 @@ mod tests {
 
     #[test]
     fn a_new_text_is_all_additions_after_line_zero() {
+        let diff = unified("", "x\ny\n");
         assert_eq!(
-            texts(&unified("", "x\ny\n")),
+            texts(&diff),
             ["--- was", "+++ is", "@@ -0,0 +1,2 @@", "+x", "+y"]
         );
+        assert_eq!(diff.phrase(), "changed (2 lines, +2 -0)");
         assert_eq!(
             texts(&unified("a\nb\n", "a\nb\nc\n")),
             ["--- was", "+++ is", "@@ -1,2 +1,3 @@", " a", " b", "+c"]
@@ -362,17 +332,51 @@ mod tests {
     }
 
     #[test]
-    fn past_the_bound_only_the_sizes_are_given() {
-        let was: String = (0..3000).map(|n| format!("a{n}\n")).collect();
-        let is: String = (0..3000).map(|n| format!("b{n}\n")).collect();
-        let diff = unified(&was, &is);
+    fn a_lone_carriage_return_stays_inside_its_line() {
         assert_eq!(
-            diff,
-            Diff::TooLarge {
-                was_lines: 3000,
-                is_lines: 3000
-            }
+            texts(&unified("a\rb\nc\n", "a\rB\nc\n")),
+            [
+                "--- was",
+                "+++ is",
+                "@@ -1,2 +1,2 @@",
+                "-a\rb",
+                "+a\rB",
+                " c"
+            ]
         );
-        assert!(diff.phrase().contains("too large"), "{}", diff.phrase());
+    }
+
+    #[test]
+    fn a_large_pair_is_diffed_line_by_line_and_the_diff_applies() {
+        let (was, is) = large_pair();
+        // A deadline no test machine reaches, however loaded: the figures
+        // below are those of the finest diff.
+        let diff = unified_by(&was, &is, Instant::now() + Duration::from_secs(600));
+        // 50 changed, 50 removed, 50 added: nothing coarser.
+        assert_eq!((diff.removed, diff.added), (100, 100), "{}", diff.phrase());
+        let hunks = diff.lines.iter().filter(|l| l.kind == Kind::Hunk).count();
+        assert_eq!(hunks, 150);
+        assert_eq!(diff.is_lines, 50_000);
+        assert!(apply(&was, &diff) == is, "the diff does not apply");
+    }
+
+    #[test]
+    fn past_the_deadline_the_rest_is_removed_and_added_whole_and_still_applies() {
+        let (was, is) = large_pair();
+        let past = Instant::now()
+            .checked_sub(Duration::from_secs(1))
+            .expect("the clock has run for a second");
+        let diff = unified_by(&was, &is, past);
+        // Only the common head and tail were set aside: lines 100 to
+        // 49,700 are one block removed and added.
+        assert_eq!(
+            (diff.removed, diff.added),
+            (49_601, 49_601),
+            "{}",
+            diff.phrase()
+        );
+        let hunks: Vec<&Line> = diff.lines.iter().filter(|l| l.kind == Kind::Hunk).collect();
+        assert_eq!(hunks.len(), 1, "{hunks:?}");
+        assert!(apply(&was, &diff) == is, "the diff does not apply");
     }
 }

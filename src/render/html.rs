@@ -310,26 +310,15 @@ fn multi_line(change: &ShownChange) -> Option<Diff> {
 
 fn write_diff(out: &mut impl Write, diff: &Diff) -> io::Result<()> {
     write!(out, "<pre class=\"diff\">")?;
-    match diff {
-        Diff::Lines { lines, .. } => {
-            for line in lines {
-                let class = match line.kind {
-                    Kind::Header => "head",
-                    Kind::Hunk => "hunk",
-                    Kind::Same | Kind::NoNewline => "same",
-                    Kind::Removed => "del",
-                    Kind::Added => "add",
-                };
-                writeln!(out, "<span class=\"{class}\">{}</span>", text(&line.text))?;
-            }
-        }
-        Diff::TooLarge {
-            was_lines,
-            is_lines,
-        } => writeln!(
-            out,
-            "(too large to compare: {was_lines} lines before, {is_lines} after)"
-        )?,
+    for line in &diff.lines {
+        let class = match line.kind {
+            Kind::Header => "head",
+            Kind::Hunk => "hunk",
+            Kind::Same | Kind::NoNewline => "same",
+            Kind::Removed => "del",
+            Kind::Added => "add",
+        };
+        writeln!(out, "<span class=\"{class}\">{}</span>", text(&line.text))?;
     }
     write!(out, "</pre>")
 }

@@ -175,22 +175,11 @@ fn multi_line(catalog: &Catalog, task: &Task, change: &Change) -> Option<Diff> {
 
 /// A diff's lines, escaped and painted, each indented by `indent`.
 pub fn write_diff(out: &mut impl Write, diff: &Diff, indent: &str, style: Style) -> io::Result<()> {
-    match diff {
-        Diff::Lines { lines, .. } => {
-            for line in lines {
-                let text = style.paint(diff_style(line.kind), &escape(&line.text));
-                writeln!(out, "{indent}{text}")?;
-            }
-            Ok(())
-        }
-        Diff::TooLarge {
-            was_lines,
-            is_lines,
-        } => writeln!(
-            out,
-            "{indent}(too large to compare: {was_lines} lines before, {is_lines} after)"
-        ),
+    for line in &diff.lines {
+        let text = style.paint(diff_style(line.kind), &escape(&line.text));
+        writeln!(out, "{indent}{text}")?;
     }
+    Ok(())
 }
 
 /// A change in the line per ended task: a multi-line value as one short

@@ -394,25 +394,15 @@ fn add<'a>(
     after: Option<usize>,
     tasks: &mut Vec<Flat<'a>>,
 ) -> Result<(), AnswerError> {
-    let default_id = || format!("#{}", tasks.len() + 1);
-    let (item, id, written, description, kind) = match raw {
+    let parts = match raw {
         RawTask::Ordered { item, tasks: inner } => {
-            let mut before = after;
-            for (at, task) in inner.into_iter().enumerate() {
-                // A list within a list is opened: its tasks join the chain.
-                let inner_path = format!("{path}.tasks[{at}]");
-                let list_item = item.as_deref().unwrap_or_default();
-                if task_item(&task) != list_item {
-                    return Err(AnswerError::ItemNotTheList {
-                        at: inner_path,
-                        item: task_item(&task).to_owned(),
-                        list_item: list_item.to_owned(),
-                    });
-                }
-                add(task, &inner_path, before, tasks)?;
-                before = tasks.len().checked_sub(1);
-            }
-            return Ok(());
+            return add_ordered(
+                item.as_deref().unwrap_or_default(),
+                inner,
+                path,
+                after,
+                tasks,
+            )
         }
         RawTask::Config {
             item,
@@ -426,17 +416,7 @@ fn add<'a>(
             replaces,
             description,
         } => {
-            if type_name.is_empty() || title.is_empty() {
-                return Err(AnswerError::NoTypeOrTitle {
-                    at: path.to_owned(),
-                });
-            }
-            let kind = TaskKind::Config {
-                type_name,
-                title,
-                attributes,
-                replaces,
-            };
+            let kind = config_kind(path, type_name, title, attributes, replaces)?;
             (item, id, [requires, notify, subscribe], description, kind)
         }
         RawTask::Callback {
@@ -471,25 +451,33 @@ fn add<'a>(
             subscribe,
             description,
         } => {
-            if command.first().is_none_or(|argv0| argv0.is_empty()) {
-                return Err(AnswerError::NoCommand {
-                    at: path.to_owned(),
-                });
-            }
-            if command.iter().any(|arg| arg.contains('\0')) {
-                return Err(AnswerError::NulInCommand {
-                    at: path.to_owned(),
-                });
-            }
-            (
-                item,
-                id,
-                [requires, notify, subscribe],
-                description,
-                TaskKind::Remote { command },
-            )
+            let kind = remote_kind(path, command)?;
+            (item, id, [requires, notify, subscribe], description, kind)
         }
     };
+    push(parts, path, after, tasks)
+}
+
+/// What one task (not an ordered list) says: its item, its id, its three
+/// lists, its description, and what it does.
+type Parts<'a> = (
+    Option<String>,
+    Option<String>,
+    [Written<'a>; 3],
+    Option<String>,
+    TaskKind,
+);
+
+/// Adds the task of `parts` to `tasks`: its item a vpath (or none), its
+/// id given or its position.
+fn push<'a>(
+    parts: Parts<'a>,
+    path: &str,
+    after: Option<usize>,
+    tasks: &mut Vec<Flat<'a>>,
+) -> Result<(), AnswerError> {
+    let (item, id, written, description, kind) = parts;
+    let default_id = || format!("#{}", tasks.len() + 1);
     let item = item.unwrap_or_default();
     if !item.is_empty() && !item.starts_with('/') {
         return Err(AnswerError::NotAVpath {
@@ -517,6 +505,69 @@ fn add<'a>(
         after,
     });
     Ok(())
+}
+
+/// Adds the tasks of an ordered list (of `list_item`), each after the one
+/// before it; a list within a list is opened, its tasks joining the
+/// chain.
+fn add_ordered<'a>(
+    list_item: &str,
+    inner: Vec<RawTask<'a>>,
+    path: &str,
+    after: Option<usize>,
+    tasks: &mut Vec<Flat<'a>>,
+) -> Result<(), AnswerError> {
+    let mut before = after;
+    for (at, task) in inner.into_iter().enumerate() {
+        let inner_path = format!("{path}.tasks[{at}]");
+        if task_item(&task) != list_item {
+            return Err(AnswerError::ItemNotTheList {
+                at: inner_path,
+                item: task_item(&task).to_owned(),
+                list_item: list_item.to_owned(),
+            });
+        }
+        add(task, &inner_path, before, tasks)?;
+        before = tasks.len().checked_sub(1);
+    }
+    Ok(())
+}
+
+/// A config task's kind: it needs a type and a title.
+fn config_kind(
+    path: &str,
+    type_name: String,
+    title: String,
+    attributes: Map<String, Json>,
+    replaces: Vec<(String, String)>,
+) -> Result<TaskKind, AnswerError> {
+    if type_name.is_empty() || title.is_empty() {
+        return Err(AnswerError::NoTypeOrTitle {
+            at: path.to_owned(),
+        });
+    }
+    Ok(TaskKind::Config {
+        type_name,
+        title,
+        attributes,
+        replaces,
+    })
+}
+
+/// A remote task's kind: a command of argv0 and arguments, none holding
+/// a NUL byte.
+fn remote_kind(path: &str, command: Vec<String>) -> Result<TaskKind, AnswerError> {
+    if command.first().is_none_or(|argv0| argv0.is_empty()) {
+        return Err(AnswerError::NoCommand {
+            at: path.to_owned(),
+        });
+    }
+    if command.iter().any(|arg| arg.contains('\0')) {
+        return Err(AnswerError::NulInCommand {
+            at: path.to_owned(),
+        });
+    }
+    Ok(TaskKind::Remote { command })
 }
 
 fn task_item<'r>(raw: &'r RawTask) -> &'r str {

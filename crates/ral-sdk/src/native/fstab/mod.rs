@@ -994,11 +994,35 @@ fn change_entry(
                 changes.push(Change::new(attr, entry.get(attr).json(), value.json()));
                 Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
             }
+            changes.extend(filled_options(update, &entry, file.entry(at))?);
             file.changed = true;
             check_fits(&file.lines[at])
         })?;
     }
     Ok(changes)
+}
+
+/// The change to the options of an entry that had no options field and
+/// now has `defaults` there, written before a dump or pass field: told
+/// like any other, so that what is reported is what the file says. An
+/// update that asked for no options at all is refused, as setting them
+/// empty is: the file cannot hold that.
+fn filled_options(update: &Update, before: &Entry, after: &Entry) -> CallResult<Option<Change>> {
+    let (was, now) = (before.get("options").json(), after.get("options").json());
+    if was == now {
+        return Ok(None);
+    }
+    if update
+        .should
+        .get("options")
+        .is_some_and(|asked| *asked != now)
+    {
+        return Err(CallError::new(
+            "options: must not be empty (use ['defaults']): an fstab entry with a dump or pass \
+             field has an options field before it",
+        ));
+    }
+    Ok(Some(Change::new("options", was, now)))
 }
 
 // ------------------------------------------------------------ mounting

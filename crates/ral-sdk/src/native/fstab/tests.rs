@@ -93,6 +93,42 @@ fn a_changed_field_keeps_the_spacing_and_missing_dump_is_added() {
 }
 
 #[test]
+fn options_filled_in_before_a_dump_are_reported_and_never_asked_empty() {
+    let (_dir, place) = fake_root();
+    let mut file = File::parse(Some(b"proc /proc proc\n"));
+    let (changes, _) = apply_update(
+        &call(),
+        &place,
+        &update("/proc", json!({"dump": 8})),
+        &mut file,
+    )
+    .unwrap();
+    assert_eq!(
+        changes,
+        vec![
+            Change::new("dump", 0, 8),
+            Change::new("options", json!([]), json!(["defaults"])),
+        ],
+        "what the file now says is what is reported"
+    );
+    assert_eq!(file.content(), b"proc /proc proc defaults 8\n".to_vec());
+
+    let mut file = File::parse(Some(b"proc /proc proc\n"));
+    let err = apply_update(
+        &call(),
+        &place,
+        &update("/proc", json!({"options": [], "pass": 2})),
+        &mut file,
+    )
+    .unwrap_err();
+    assert!(
+        err.message.contains("options: must not be empty"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
 fn mount_points_and_values_are_checked_with_the_scripts_messages() {
     assert_eq!(mount_point_problem("none", "swap"), None);
     assert_eq!(mount_point_problem("/", "ext4"), None);

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
@@ -38,6 +39,21 @@ pub const NATIVE_PROGRAM: &str = "ral-provider";
 pub(super) const MAX_PROGRAM: usize = 16 << 20;
 /// Bytes per `printf` line of a file sent in octal.
 const OCTAL_CHUNK: usize = 2048;
+/// Each byte as the `\ooo` escape `printf` reads: looked up rather than
+/// formatted, since the native program, megabytes, is sent this way to
+/// every new target.
+const OCTAL: [[u8; 4]; 256] = octal_escapes();
+
+const fn octal_escapes() -> [[u8; 4]; 256] {
+    let mut table = [[0; 4]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let (high, middle, low) = ((byte >> 6) as u8, ((byte >> 3) & 7) as u8, (byte & 7) as u8);
+        table[byte] = [b'\\', b'0' + high, b'0' + middle, b'0' + low];
+        byte += 1;
+    }
+    table
+}
 
 /// One file to copy.
 #[derive(Debug, Clone)]
@@ -61,6 +77,9 @@ pub struct Bundle {
     manifest: String,
     /// Which of `files` is ral's native providers' program.
     program: Option<usize>,
+    /// See [`Bundle::payload`]: made once, for the first target that
+    /// needs it, and sent as it is to the others.
+    payload: OnceLock<Vec<u8>>,
 }
 
 impl Bundle {
@@ -148,6 +167,7 @@ impl Bundle {
             digest,
             manifest,
             program: program_at,
+            payload: OnceLock::new(),
         })
     }
 
@@ -207,7 +227,11 @@ impl Bundle {
     }
 
     /// The `sh` script that writes every file in the current directory.
-    pub fn payload(&self) -> Vec<u8> {
+    pub fn payload(&self) -> &[u8] {
+        self.payload.get_or_init(|| self.make_payload())
+    }
+
+    fn make_payload(&self) -> Vec<u8> {
         let delimiter = format!("RAL_END_OF_FILE_{}", self.digest);
         let mut out = Vec::new();
         for name in self.dirs.values() {
@@ -227,9 +251,10 @@ impl Bundle {
             } else {
                 out.extend_from_slice(format!(": > {target} || exit 1\n").as_bytes());
                 for chunk in file.bytes.chunks(OCTAL_CHUNK) {
+                    out.reserve(chunk.len() * 4 + 64);
                     out.extend_from_slice(b"printf '");
-                    for byte in chunk {
-                        out.extend_from_slice(format!("\\{byte:03o}").as_bytes());
+                    for &byte in chunk {
+                        out.extend_from_slice(&OCTAL[usize::from(byte)]);
                     }
                     out.extend_from_slice(format!("' >> {target} || exit 1\n").as_bytes());
                 }
@@ -357,6 +382,14 @@ mod tests {
     use super::*;
     use std::process::{Command, Stdio};
 
+    #[test]
+    fn each_byte_is_sent_as_the_octal_escape_printf_reads() {
+        for byte in 0..=255u8 {
+            let escape = std::str::from_utf8(&OCTAL[usize::from(byte)]).unwrap();
+            assert_eq!(escape, format!("\\{byte:03o}"));
+        }
+    }
+
     fn write(dir: &Path, name: &str, bytes: &[u8], mode: u32) {
         fs::write(dir.join(name), bytes).unwrap();
         fs::set_permissions(dir.join(name), fs::Permissions::from_mode(mode)).unwrap();
@@ -395,7 +428,7 @@ mod tests {
         sh.stdin
             .take()
             .unwrap()
-            .write_all(&bundle.payload())
+            .write_all(bundle.payload())
             .unwrap();
         assert!(sh.wait().unwrap().success());
         for (dir, name) in [
@@ -469,7 +502,7 @@ mod tests {
         let (ok, out, err) = run_on_target(
             &script::upload(digest, manifest),
             home.path(),
-            &bundle.payload(),
+            bundle.payload(),
         );
         assert!(ok && out.contains("ral-bundle have "), "{out} {err}");
         let said = probe();
@@ -501,7 +534,7 @@ mod tests {
             let (ok, out, err) = run_on_target(
                 &script::upload(digest, manifest),
                 home.path(),
-                &bundle.payload(),
+                bundle.payload(),
             );
             assert!(ok && out.contains("ral-bundle have "), "{why}: {out} {err}");
             assert!(probe().contains("ral-bundle have "), "{why}: repaired");

@@ -178,7 +178,7 @@ impl Connector {
             let answer = session.control(
                 &["-o", "ControlMaster=no"],
                 script::upload(bundle.digest(), bundle.manifest()),
-                Some(&payload),
+                Some(payload),
             )?;
             let (present, _) = session.answer(&answer)?;
             if !present {

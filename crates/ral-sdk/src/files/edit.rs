@@ -33,7 +33,7 @@ use super::journal::{fsync_dir, remove_temps, temp_name, Entry};
 use super::lock::Lock;
 use super::root::{Dir, Target};
 use super::stat::{identity, Stat};
-use super::sys;
+use super::sys::{self, Mode, OFlags};
 use crate::error::{CallError, CallResult};
 use crate::text::quoted;
 use crate::Call;
@@ -519,7 +519,7 @@ impl<'a> Edit<'a> {
                     sys::fchown(fd.as_fd(), owner.uid, owner.gid)?;
                 }
             }
-            sys::fchmod(fd.as_fd(), file.mode)
+            sys::fchmod(fd.as_fd(), Mode::from_raw_mode(file.mode))
         })();
         written
             .map_err(|err| CallError::io(&err, &format!("write {}", quoted(&dir.show(&temp)))))?;
@@ -537,7 +537,7 @@ impl<'a> Edit<'a> {
             )
         };
         let temp = temp_name(name).map_err(failed)?;
-        let fd = sys::open_at(dir.as_fd(), temp.as_ref(), TEMP_FLAGS, 0o600).map_err(failed)?;
+        let fd = sys::open_at(dir.as_fd(), temp.as_ref(), TEMP_FLAGS, PRIVATE).map_err(failed)?;
         self.temps.push((dir.clone(), temp.clone()));
         let mut out = File::from(fd);
         out.write_all(text.as_bytes()).map_err(failed)?;
@@ -557,8 +557,13 @@ impl Drop for Edit<'_> {
     }
 }
 
-const TEMP_FLAGS: libc::c_int =
-    libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+const TEMP_FLAGS: OFlags = OFlags::WRONLY
+    .union(OFlags::CREATE)
+    .union(OFlags::EXCL)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+/// A temporary file's mode until its own is set: 0600.
+const PRIVATE: Mode = Mode::RUSR.union(Mode::WUSR);
 
 /// Whether something is mounted on `name` in `dir`. The rename would
 /// fail on it anyway (EBUSY); told before, it keeps an edit of several
@@ -578,7 +583,7 @@ pub(super) fn create_temp(dir: &Dir, name: &str) -> CallResult<(String, OwnedFd)
                 &format!("name a temporary file in {}", quoted(dir.path())),
             )
         })?;
-        match sys::open_at(dir.as_fd(), temp.as_ref(), TEMP_FLAGS, 0o600) {
+        match sys::open_at(dir.as_fd(), temp.as_ref(), TEMP_FLAGS, PRIVATE) {
             Ok(fd) => return Ok((temp, fd)),
             Err(err) if err.raw_os_error() == Some(libc::EEXIST) => continue,
             Err(err) => {
@@ -622,7 +627,8 @@ const KEPT_XATTRS: [&std::ffi::CStr; 2] = [c"security.selinux", c"system.posix_a
 /// Gives the file `fd` the attributes of `name` it keeps
 /// ([`KEPT_XATTRS`]), where it has them.
 fn copy_attributes(dir: &Dir, name: &str, fd: &OwnedFd) {
-    let Ok(source) = sys::open_at(dir.as_fd(), name.as_ref(), sys::READ_FLAGS, 0) else {
+    let Ok(source) = sys::open_at(dir.as_fd(), name.as_ref(), sys::READ_FLAGS, Mode::empty())
+    else {
         return;
     };
     for attribute in KEPT_XATTRS {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use super::names::{JOURNAL_TAG, LOCK_TAG};
 use super::root::{Dir, Root, Target};
 use super::stat::Stat;
-use super::sys;
+use super::sys::{self, Mode, OFlags};
 use crate::error::{CallError, CallResult};
 use crate::text::quoted;
 use crate::Call;
@@ -175,20 +175,20 @@ impl Lock {
             None => sys::open_at(
                 self.dir.as_fd(),
                 ".".as_ref(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                0,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
             )
             .map_err(|err| CallError::io(&err, &format!("open {}", quoted(&self.show())))),
             Some(name) => self.dir.plain(name).and_then(|()| {
                 sys::open_at(
                     self.dir.as_fd(),
                     name.as_ref(),
-                    libc::O_RDWR
-                        | libc::O_CREAT
-                        | libc::O_NOFOLLOW
-                        | libc::O_NONBLOCK
-                        | libc::O_CLOEXEC,
-                    0o600,
+                    OFlags::RDWR
+                        | OFlags::CREATE
+                        | OFlags::NOFOLLOW
+                        | OFlags::NONBLOCK
+                        | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o600),
                 )
                 .map_err(|err| {
                     CallError::io(

@@ -22,7 +22,7 @@ pub(crate) mod probe;
 mod reused;
 mod root;
 mod stat;
-pub(crate) mod sys;
+pub mod sys;
 
 #[cfg(test)]
 mod tests;

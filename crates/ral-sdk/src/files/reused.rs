@@ -14,7 +14,7 @@ use crate::error::CallResult;
 use crate::Call;
 
 /// What tells one version of a file from another.
-type Version = (PathBuf, [i64; 7]);
+type Version = (PathBuf, [i64; 5]);
 
 /// The last version read of one file, and what it parsed to.
 pub struct Reused<T> {
@@ -72,15 +72,12 @@ impl<T> Default for Reused<T> {
     }
 }
 
-fn stamp(info: &Stat) -> [i64; 7] {
-    let raw = info.raw();
+fn stamp(info: &Stat) -> [i64; 5] {
     [
-        raw.st_dev as i64,
-        raw.st_ino as i64,
-        raw.st_size,
-        raw.st_mtime,
-        raw.st_mtime_nsec,
-        raw.st_ctime,
-        raw.st_ctime_nsec,
+        info.dev() as i64,
+        info.ino() as i64,
+        info.size() as i64,
+        info.mtime_ns(),
+        info.ctime_ns(),
     ]
 }

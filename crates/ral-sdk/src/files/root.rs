@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::stat::Stat;
-use super::sys;
+use super::sys::{self, Mode, OFlags};
 use crate::error::{strerror, CallError, CallResult, Kind};
 use crate::text::quoted;
 
@@ -82,7 +82,7 @@ impl Root {
             path
         };
         let shown = path.to_string_lossy().into_owned();
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let opened = sys::open_path(path.as_os_str(), flags).and_then(|fd| {
             let here = sys::fstat(fd.as_fd())?;
             let slash = sys::open_path(OsStr::new("/"), flags)?;
@@ -298,7 +298,7 @@ impl<'a> Walk<'a> {
     /// maybe).
     fn enter(&mut self, part: &str, at: &str, create: Option<Create>) -> CallResult<bool> {
         let current = self.current()?;
-        let fd = match sys::open_at(current, OsStr::new(part), sys::DIR_FLAGS, 0) {
+        let fd = match sys::open_at(current, OsStr::new(part), sys::DIR_FLAGS, Mode::empty()) {
             Ok(fd) => fd,
             Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
                 let Some(create) = create else {
@@ -466,7 +466,7 @@ pub(super) fn make_dir(
     create: Create,
     shown: &str,
 ) -> CallResult<OwnedFd> {
-    let made = match sys::mkdir_at(parent, OsStr::new(name), 0o700) {
+    let made = match sys::mkdir_at(parent, OsStr::new(name), Mode::RWXU) {
         Ok(()) => true,
         Err(err) if err.raw_os_error() == Some(libc::EEXIST) => false,
         Err(err) => {
@@ -476,7 +476,7 @@ pub(super) fn make_dir(
             ))
         }
     };
-    let fd = sys::open_at(parent, OsStr::new(name), sys::DIR_FLAGS, 0)
+    let fd = sys::open_at(parent, OsStr::new(name), sys::DIR_FLAGS, Mode::empty())
         .map_err(|err| CallError::io(&err, &format!("open {}", quoted(shown))))?;
     if !made {
         return Ok(fd);
@@ -496,7 +496,7 @@ pub(super) fn make_dir(
         if (create.uid.is_some() || create.gid.is_some()) && sys::is_root() {
             sys::fchown(fd.as_fd(), create.uid, create.gid)?;
         }
-        sys::fchmod(fd.as_fd(), create.mode)?;
+        sys::fchmod(fd.as_fd(), Mode::from_raw_mode(create.mode))?;
         sys::fsync(parent)
     })();
     set_up
@@ -605,7 +605,12 @@ impl Dir {
     pub fn read(&self, name: &str, limit: Option<usize>) -> CallResult<Option<(Vec<u8>, Stat)>> {
         self.plain(name)?;
         let shown = || quoted(&self.show(name));
-        let fd = match sys::open_at(self.as_fd(), OsStr::new(name), sys::READ_FLAGS, 0) {
+        let fd = match sys::open_at(
+            self.as_fd(),
+            OsStr::new(name),
+            sys::READ_FLAGS,
+            Mode::empty(),
+        ) {
             Ok(fd) => fd,
             Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
             Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
@@ -650,7 +655,12 @@ impl Dir {
         let shown = self.show(name);
         let mut tries = 0;
         let fd = loop {
-            match sys::open_at(self.as_fd(), OsStr::new(name), sys::DIR_FLAGS, 0) {
+            match sys::open_at(
+                self.as_fd(),
+                OsStr::new(name),
+                sys::DIR_FLAGS,
+                Mode::empty(),
+            ) {
                 Ok(fd) => break fd,
                 Err(err) if err.raw_os_error() == Some(libc::ENOENT) => match create {
                     None => {

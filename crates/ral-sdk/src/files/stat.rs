@@ -10,16 +10,16 @@ use serde_json::{json, Value as Json};
 /// says `lstat`).
 #[derive(Clone, Copy)]
 pub struct Stat {
-    raw: libc::stat,
+    raw: rustix::fs::Stat,
 }
 
 impl Stat {
-    pub(super) fn from_raw(raw: libc::stat) -> Stat {
+    pub(super) fn from_raw(raw: rustix::fs::Stat) -> Stat {
         Stat { raw }
     }
 
     /// The whole structure, for a field this type does not name.
-    pub fn raw(&self) -> &libc::stat {
+    pub fn raw(&self) -> &rustix::fs::Stat {
         &self.raw
     }
 
@@ -41,12 +41,15 @@ impl Stat {
         self.raw.st_gid
     }
 
+    // The field types differ between architectures.
+    #[allow(clippy::useless_conversion)]
     pub fn dev(&self) -> u64 {
-        self.raw.st_dev
+        u64::from(self.raw.st_dev)
     }
 
+    #[allow(clippy::useless_conversion)]
     pub fn ino(&self) -> u64 {
-        self.raw.st_ino
+        u64::from(self.raw.st_ino)
     }
 
     pub fn size(&self) -> u64 {
@@ -61,11 +64,16 @@ impl Stat {
 
     /// The modification time in nanoseconds since the epoch
     /// (`st_mtime_ns`).
+    #[allow(clippy::unnecessary_cast)] // i64 here, not everywhere
     pub fn mtime_ns(&self) -> i64 {
-        self.raw
-            .st_mtime
-            .saturating_mul(1_000_000_000)
-            .saturating_add(self.raw.st_mtime_nsec)
+        nanoseconds(self.raw.st_mtime as i64, self.raw.st_mtime_nsec as i64)
+    }
+
+    /// The status change time in nanoseconds since the epoch
+    /// (`st_ctime_ns`).
+    #[allow(clippy::unnecessary_cast)] // i64 here, not everywhere
+    pub fn ctime_ns(&self) -> i64 {
+        nanoseconds(self.raw.st_ctime as i64, self.raw.st_ctime_nsec as i64)
     }
 
     fn kind(&self) -> u32 {
@@ -88,6 +96,14 @@ impl Stat {
     pub fn same_file(&self, other: &Stat) -> bool {
         self.dev() == other.dev() && self.ino() == other.ino()
     }
+}
+
+/// A time as seconds and nanoseconds, in nanoseconds (saturating). The
+/// fields' types differ between architectures: hence `as` at the callers.
+fn nanoseconds(seconds: i64, nanoseconds: i64) -> i64 {
+    seconds
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nanoseconds)
 }
 
 impl fmt::Debug for Stat {

@@ -1,30 +1,40 @@
-//! The system calls the files toolkit makes, as safe functions: each
-//! names its path relative to an open directory (the `*at` calls), so that
-//! the walk below the root never follows a path from `/` again. The mount
-//! an entry lies on is told by its mount id, so that a removal never
-//! crosses into another mount ([`remove_tree`]) and a mount point is never
-//! taken for a file of the root. The only `unsafe` of the toolkit lives
-//! here, and so do the test-only hooks of `probe` (compiled only for
-//! tests).
+//! The system calls the files toolkit makes, as safe functions on
+//! rustix: each names its path relative to an open directory (the `*at`
+//! calls), so that the walk below the root never follows a path from `/`
+//! again. The mount an entry lies on is told by its mount id, so that a
+//! removal never crosses into another mount ([`remove_tree`]) and a mount
+//! point is never taken for a file of the root. The store of the host
+//! makes its calls here too. The one `unsafe` left is the open file
+//! description lock, which rustix does not offer ([`ofd_lock`]); the
+//! test-only hooks of `probe` live here too (compiled only for tests).
 
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fmt;
 use std::io;
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
+
+use rustix::fs::{AtFlags, Dir, Gid, Statx, StatxFlags, Uid, XattrFlags};
+pub use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
 
 use super::stat::Stat;
 use crate::text::quoted;
 
 /// Opens a directory of the walk: never through a link.
-pub const DIR_FLAGS: libc::c_int =
-    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+pub const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
 /// Opens a file to read: never through a link, never blocking on a FIFO.
-pub const READ_FLAGS: libc::c_int =
-    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+pub const READ_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC);
 
+/// `name` as the C string the calls take; a NUL in it is refused with a
+/// message of ours (rustix would only say EINVAL).
 fn c_name(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| {
         io::Error::new(
@@ -34,115 +44,60 @@ fn c_name(name: &OsStr) -> io::Result<CString> {
     })
 }
 
-fn check(result: libc::c_int) -> io::Result<libc::c_int> {
-    if result < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(result)
-    }
+/// An owner or group to give: `None`, and the id -1 that means the same
+/// to chown(2), leave it as it is.
+fn owner(uid: Option<u32>, gid: Option<u32>) -> (Option<Uid>, Option<Gid>) {
+    (
+        uid.filter(|&id| id != u32::MAX).map(Uid::from_raw),
+        gid.filter(|&id| id != u32::MAX).map(Gid::from_raw),
+    )
 }
 
 /// `openat(2)`.
 pub fn open_at(
     dir: BorrowedFd<'_>,
     name: &OsStr,
-    flags: libc::c_int,
-    mode: libc::mode_t,
+    flags: OFlags,
+    mode: Mode,
 ) -> io::Result<OwnedFd> {
     #[cfg(test)]
-    if flags & libc::O_CREAT != 0 {
+    if flags.contains(OFlags::CREATE) {
         super::probe::alive()?;
     }
     let name = c_name(name)?;
-    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is an
-    // open descriptor borrowed for the call.
-    let fd = check(unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags,
-            libc::c_uint::from(mode),
-        )
-    })?;
-    // SAFETY: openat returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(rustix::fs::openat(dir, name.as_c_str(), flags, mode)?)
 }
 
 /// `open(2)` of a path (the root directory, given by the caller).
-pub fn open_path(path: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+pub fn open_path(path: &OsStr, flags: OFlags) -> io::Result<OwnedFd> {
     let path = c_name(path)?;
-    // SAFETY: `path` is NUL-terminated and outlives the call.
-    let fd = check(unsafe { libc::open(path.as_ptr(), flags) })?;
-    // SAFETY: open returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(rustix::fs::open(path.as_c_str(), flags, Mode::empty())?)
 }
 
-/// `readlinkat(2)`: the target of the link `name`.
+/// `readlinkat(2)`: the target of the link `name`, however long.
 pub fn read_link_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Vec<u8>> {
     let name = c_name(name)?;
-    let mut size = 256;
-    loop {
-        let mut buf = vec![0u8; size];
-        // SAFETY: `buf` has room for `buf.len()` bytes; `name` is
-        // NUL-terminated; `dir` is open for the call.
-        let got = unsafe {
-            libc::readlinkat(
-                dir.as_raw_fd(),
-                name.as_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-            )
-        };
-        if got < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let got = got.unsigned_abs();
-        if got < size {
-            buf.truncate(got);
-            return Ok(buf);
-        }
-        // Possibly cut short: try again with more room.
-        if size >= 1 << 20 {
-            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-        }
-        size *= 4;
-    }
+    Ok(rustix::fs::readlinkat(dir, name.as_c_str(), Vec::new())?.into_bytes())
 }
 
 /// `fstatat(2)` of `name`, not following a link.
 pub fn lstat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Stat> {
     let name = c_name(name)?;
-    let mut raw = MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `raw` has room for a stat; `name` is NUL-terminated; `dir`
-    // is open for the call.
-    check(unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            raw.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })?;
-    // SAFETY: fstatat succeeded, so it filled the whole structure.
-    Ok(Stat::from_raw(unsafe { raw.assume_init() }))
+    let raw = rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+    Ok(Stat::from_raw(raw))
 }
 
 /// `fstat(2)`.
 pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
-    let mut raw = MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `raw` has room for a stat; `fd` is open for the call.
-    check(unsafe { libc::fstat(fd.as_raw_fd(), raw.as_mut_ptr()) })?;
-    // SAFETY: fstat succeeded, so it filled the whole structure.
-    Ok(Stat::from_raw(unsafe { raw.assume_init() }))
+    Ok(Stat::from_raw(rustix::fs::fstat(fd)?))
 }
 
 /// `mkdirat(2)`.
-pub fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr, mode: libc::mode_t) -> io::Result<()> {
+pub fn mkdir_at(dir: BorrowedFd<'_>, name: &OsStr, mode: Mode) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
     let name = c_name(name)?;
-    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
-    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) })?;
+    rustix::fs::mkdirat(dir, name.as_c_str(), mode)?;
     #[cfg(test)]
     super::probe::made_dir();
     Ok(())
@@ -159,19 +114,24 @@ pub fn rename_at(
     super::probe::alive()?;
     let from_c = c_name(from)?;
     let to_c = c_name(to)?;
-    // SAFETY: both names are NUL-terminated; both descriptors are open
-    // for the call.
-    check(unsafe {
-        libc::renameat(
-            from_dir.as_raw_fd(),
-            from_c.as_ptr(),
-            to_dir.as_raw_fd(),
-            to_c.as_ptr(),
-        )
-    })?;
+    rustix::fs::renameat(from_dir, from_c.as_c_str(), to_dir, to_c.as_c_str())?;
     #[cfg(test)]
     super::probe::renamed(from_dir, from.as_ref(), to_dir, to.as_ref());
     Ok(())
+}
+
+/// `linkat(2)`: a second name `to` in `dir` for the file `from` in it (a
+/// link `from` is not followed); EEXIST when `to` is taken.
+pub fn link_at(dir: BorrowedFd<'_>, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    let from = c_name(from)?;
+    let to = c_name(to)?;
+    Ok(rustix::fs::linkat(
+        dir,
+        from.as_c_str(),
+        dir,
+        to.as_c_str(),
+        AtFlags::empty(),
+    )?)
 }
 
 /// `unlinkat(2)` of a file (never a directory).
@@ -179,8 +139,11 @@ pub fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
     let name = c_name(name)?;
-    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
-    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(drop)
+    Ok(rustix::fs::unlinkat(
+        dir,
+        name.as_c_str(),
+        AtFlags::empty(),
+    )?)
 }
 
 /// `unlinkat(2)` of an empty directory.
@@ -188,16 +151,18 @@ pub fn rmdir_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
     let name = c_name(name)?;
-    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
-    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) }).map(drop)
+    Ok(rustix::fs::unlinkat(
+        dir,
+        name.as_c_str(),
+        AtFlags::REMOVEDIR,
+    )?)
 }
 
 /// `fsync(2)`.
 pub fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
-    // SAFETY: `fd` is open for the call.
-    check(unsafe { libc::fsync(fd.as_raw_fd()) })?;
+    rustix::fs::fsync(fd)?;
     #[cfg(test)]
     super::probe::synced(fd, false);
     Ok(())
@@ -208,50 +173,49 @@ pub fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
 pub fn syncfs(fd: BorrowedFd<'_>) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
-    // SAFETY: `fd` is open for the call.
-    check(unsafe { libc::syncfs(fd.as_raw_fd()) })?;
+    rustix::fs::syncfs(fd)?;
     #[cfg(test)]
     super::probe::synced(fd, true);
     Ok(())
 }
 
 /// `fchmod(2)`.
-pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
+pub fn fchmod(fd: BorrowedFd<'_>, mode: Mode) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
-    // SAFETY: `fd` is open for the call.
-    check(unsafe { libc::fchmod(fd.as_raw_fd(), mode) }).map(drop)
+    Ok(rustix::fs::fchmod(fd, mode)?)
 }
 
 /// `fchown(2)`; `None` leaves that id as it is.
 pub fn fchown(fd: BorrowedFd<'_>, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
-    let uid = uid.unwrap_or(libc::uid_t::MAX);
-    let gid = gid.unwrap_or(libc::gid_t::MAX);
-    // SAFETY: `fd` is open for the call.
-    check(unsafe { libc::fchown(fd.as_raw_fd(), uid, gid) }).map(drop)
+    let (uid, gid) = owner(uid, gid);
+    Ok(rustix::fs::fchown(fd, uid, gid)?)
 }
 
 /// The effective user id: owners are given only when it is root's.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// `flock(2)` with `LOCK_EX`, not waiting unless `wait`; a signal while
 /// waiting does not end the wait.
 pub fn flock(fd: BorrowedFd<'_>, wait: bool) -> io::Result<()> {
-    let op = if wait {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_EX | libc::LOCK_NB
+    let operation = match wait {
+        true => FlockOperation::LockExclusive,
+        false => FlockOperation::NonBlockingLockExclusive,
     };
+    flock_as(fd, operation)
+}
+
+/// `flock(2)` with any operation (a shared lock, an unlock), retried when
+/// a signal interrupts it.
+pub fn flock_as(fd: BorrowedFd<'_>, operation: FlockOperation) -> io::Result<()> {
     loop {
-        // SAFETY: `fd` is open for the call.
-        match check(unsafe { libc::flock(fd.as_raw_fd(), op) }) {
-            Err(err) if err.raw_os_error() == Some(libc::EINTR) => continue,
-            other => return other.map(drop),
+        match rustix::fs::flock(fd, operation) {
+            Err(Errno::INTR) => continue,
+            other => return Ok(other?),
         }
     }
 }
@@ -259,24 +223,31 @@ pub fn flock(fd: BorrowedFd<'_>, wait: bool) -> io::Result<()> {
 /// A write lock on the whole file as an open file description lock
 /// (`F_OFD_SETLK`, `F_OFD_SETLKW`), not waiting unless `wait`.
 pub fn ofd_lock(fd: BorrowedFd<'_>, wait: bool) -> io::Result<()> {
-    // SAFETY: a zeroed flock is a valid value of this plain C struct.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = libc::F_WRLCK as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = 0;
-    lock.l_len = 0; // to the end, however long the file grows
-    lock.l_pid = 0; // OFD locks require 0
+    let lock = libc::flock {
+        l_type: libc::F_WRLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0, // to the end, however long the file grows
+        l_pid: 0, // OFD locks require 0
+    };
     let cmd = if wait {
         libc::F_OFD_SETLKW
     } else {
         libc::F_OFD_SETLK
     };
     loop {
+        // rustix's fcntl_lock takes only the per-process F_SETLK, whose
+        // lock any close of the file by this process drops; the lock the
+        // system's tools share is the open file description's.
         // SAFETY: `lock` is a valid flock that outlives the call; `fd` is
         // open for the call.
-        match check(unsafe { libc::fcntl(fd.as_raw_fd(), cmd, &lock as *const libc::flock) }) {
-            Err(err) if err.raw_os_error() == Some(libc::EINTR) => continue,
-            other => return other.map(drop),
+        let done = unsafe { libc::fcntl(fd.as_raw_fd(), cmd, &lock as *const libc::flock) };
+        if done == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
         }
     }
 }
@@ -284,46 +255,17 @@ pub fn ofd_lock(fd: BorrowedFd<'_>, wait: bool) -> io::Result<()> {
 /// The names in the directory `dir` (without `.` and `..`), listed
 /// through a descriptor of its own so that `dir`'s position is not moved.
 pub fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
-    let fd = open_at(
-        dir,
-        OsStr::new("."),
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        0,
-    )?;
-    let raw = fd.into_raw_fd();
-    // SAFETY: `raw` is an open directory descriptor we own; fdopendir
-    // takes it over on success.
-    let stream = unsafe { libc::fdopendir(raw) };
-    if stream.is_null() {
-        let err = io::Error::last_os_error();
-        // SAFETY: fdopendir failed, so `raw` is still ours to close.
-        drop(unsafe { OwnedFd::from_raw_fd(raw) });
-        return Err(err);
-    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let fd = open_at(dir, OsStr::new("."), flags, Mode::empty())?;
+    let mut stream = Dir::new(fd)?;
     let mut names = Vec::new();
-    let result = loop {
-        // SAFETY: errno is thread-local; readdir reports an error only
-        // through it, so it is cleared first.
-        unsafe { *libc::__errno_location() = 0 };
-        // SAFETY: `stream` is a valid directory stream until closedir.
-        let entry = unsafe { libc::readdir(stream) };
-        if entry.is_null() {
-            let err = io::Error::last_os_error();
-            break match err.raw_os_error() {
-                Some(0) | None => Ok(()),
-                Some(_) => Err(err),
-            };
-        }
-        // SAFETY: readdir returned a valid entry whose d_name is
-        // NUL-terminated, valid until the next readdir on `stream`.
-        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
+    while let Some(entry) = stream.read() {
+        let name = entry?.file_name().to_bytes().to_vec();
         if name != b"." && name != b".." {
-            names.push(OsString::from_vec(name.to_vec()));
+            names.push(OsString::from_vec(name));
         }
-    };
-    // SAFETY: `stream` is valid and closed once; it closes `raw`.
-    unsafe { libc::closedir(stream) };
-    result.map(|()| names)
+    }
+    Ok(names)
 }
 
 const CAPABILITY: &CStr = c"security.capability";
@@ -345,25 +287,14 @@ pub fn set_file_capabilities(fd: BorrowedFd<'_>, value: &[u8]) -> io::Result<()>
 pub fn xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
-        // SAFETY: `buf` has room for `buf.len()` bytes; the attribute name
-        // is NUL-terminated; `fd` is open for the call.
-        let got = unsafe {
-            libc::fgetxattr(
-                fd.as_raw_fd(),
-                name.as_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-            )
-        };
-        if got >= 0 {
-            buf.truncate(got.unsigned_abs());
-            return Some(buf);
+        match rustix::fs::fgetxattr(fd, name, &mut buf[..]) {
+            Ok(got) => {
+                buf.truncate(got);
+                return Some(buf);
+            }
+            Err(Errno::RANGE) if buf.len() < 1 << 16 => buf.resize(buf.len() * 4, 0),
+            Err(_) => return None,
         }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ERANGE) || buf.len() >= 1 << 16 {
-            return None;
-        }
-        buf.resize(buf.len() * 4, 0);
     }
 }
 
@@ -371,18 +302,7 @@ pub fn xattr(fd: BorrowedFd<'_>, name: &CStr) -> Option<Vec<u8>> {
 pub fn set_xattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
     #[cfg(test)]
     super::probe::alive()?;
-    // SAFETY: `value` is valid for `value.len()` bytes; the attribute name
-    // is NUL-terminated; `fd` is open for the call.
-    check(unsafe {
-        libc::fsetxattr(
-            fd.as_raw_fd(),
-            name.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    })
-    .map(drop)
+    Ok(rustix::fs::fsetxattr(fd, name, value, XattrFlags::empty())?)
 }
 
 /// The type bits (`st_mode & S_IFMT`) of `name`, a link not followed.
@@ -396,8 +316,11 @@ pub fn symlink_at(target: &[u8], dir: BorrowedFd<'_>, name: &OsStr) -> io::Resul
     super::probe::alive()?;
     let target = c_name(OsStr::from_bytes(target))?;
     let name = c_name(name)?;
-    // SAFETY: both strings are NUL-terminated; `dir` is open for the call.
-    check(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) }).map(drop)
+    Ok(rustix::fs::symlinkat(
+        target.as_c_str(),
+        dir,
+        name.as_c_str(),
+    )?)
 }
 
 /// `fchownat(2)` of `name` itself (a link is not followed); `None` leaves
@@ -411,25 +334,15 @@ pub fn lchown_at(
     #[cfg(test)]
     super::probe::alive()?;
     let name = c_name(name)?;
-    let uid = uid.unwrap_or(libc::uid_t::MAX);
-    let gid = gid.unwrap_or(libc::gid_t::MAX);
-    // SAFETY: `name` is NUL-terminated; `dir` is open for the call.
-    check(unsafe {
-        libc::fchownat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            uid,
-            gid,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })
-    .map(drop)
+    let (uid, gid) = owner(uid, gid);
+    let flags = AtFlags::SYMLINK_NOFOLLOW;
+    Ok(rustix::fs::chownat(dir, name.as_c_str(), uid, gid, flags)?)
 }
 
 /// The effective user and group ids.
 pub fn effective_ids() -> (u32, u32) {
-    // SAFETY: geteuid and getegid have no preconditions and cannot fail.
-    unsafe { (libc::geteuid(), libc::getegid()) }
+    let (uid, gid) = (rustix::process::geteuid(), rustix::process::getegid());
+    (uid.as_raw(), gid.as_raw())
 }
 
 /// Why no mount id could be read: the callers refuse what they cannot
@@ -442,24 +355,16 @@ const NO_MOUNT_ID: &str = "the kernel tells no mount ids here (statx's STATX_MNT
 fn statx_at(
     dir: BorrowedFd<'_>,
     name: &CStr,
-    flags: libc::c_int,
-    mask: libc::c_uint,
-) -> io::Result<libc::statx> {
-    let mut raw = MaybeUninit::<libc::statx>::uninit();
-    // SAFETY: `raw` has room for a statx; `name` is NUL-terminated; `dir`
-    // is open for the call.
-    check(unsafe {
-        libc::statx(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::AT_NO_AUTOMOUNT,
-            mask,
-            raw.as_mut_ptr(),
-        )
-    })?;
-    // SAFETY: statx succeeded, so it filled the whole structure (the
-    // fields `stx_mask` does not name hold zeros or defaults).
-    Ok(unsafe { raw.assume_init() })
+    flags: AtFlags,
+    mask: StatxFlags,
+) -> io::Result<Statx> {
+    let flags = flags | AtFlags::NO_AUTOMOUNT;
+    Ok(rustix::fs::statx(dir, name, flags, mask)?)
+}
+
+/// Whether statx filled in the mount id (Linux 5.8 and later).
+fn has_mount_id(raw: &Statx) -> bool {
+    StatxFlags::from_bits_retain(raw.stx_mask).contains(StatxFlags::MNT_ID)
 }
 
 /// A statx refused for what it is, not for its file: no such system call
@@ -477,8 +382,8 @@ pub fn on_other_mount(fd: BorrowedFd<'_>, parent: BorrowedFd<'_>) -> io::Result<
 /// statx's `STATX_MNT_ID` (Linux 5.8), else the `mnt_id` of
 /// `/proc/self/fdinfo` (Linux 3.15); an error when neither tells it.
 pub fn mount_id(fd: BorrowedFd<'_>) -> io::Result<u64> {
-    match statx_at(fd, c"", libc::AT_EMPTY_PATH, libc::STATX_MNT_ID) {
-        Ok(raw) if raw.stx_mask & libc::STATX_MNT_ID != 0 => Ok(raw.stx_mnt_id),
+    match statx_at(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID) {
+        Ok(raw) if has_mount_id(&raw) => Ok(raw.stx_mnt_id),
         Ok(_) => fdinfo_mount_id(fd),
         Err(err) if no_statx(&err) => fdinfo_mount_id(fd),
         Err(err) => Err(err),
@@ -490,13 +395,13 @@ pub fn mount_id(fd: BorrowedFd<'_>) -> io::Result<u64> {
 /// mount on it (whose root it is), not the mount of `dir`.
 pub fn kind_and_mount_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<(u32, u64)> {
     let c = c_name(name)?;
-    let mask = libc::STATX_TYPE | libc::STATX_MNT_ID;
-    match statx_at(dir, &c, libc::AT_SYMLINK_NOFOLLOW, mask) {
+    let mask = StatxFlags::TYPE | StatxFlags::MNT_ID;
+    match statx_at(dir, &c, AtFlags::SYMLINK_NOFOLLOW, mask) {
         Ok(raw) => {
             let kind = u32::from(raw.stx_mode) & libc::S_IFMT;
-            match raw.stx_mask & libc::STATX_MNT_ID {
-                0 => Ok((kind, opened_mount_id(dir, name)?)),
-                _ => Ok((kind, raw.stx_mnt_id)),
+            match has_mount_id(&raw) {
+                false => Ok((kind, opened_mount_id(dir, name)?)),
+                true => Ok((kind, raw.stx_mnt_id)),
             }
         }
         Err(err) if no_statx(&err) => Ok((file_type_at(dir, name)?, opened_mount_id(dir, name)?)),
@@ -513,12 +418,8 @@ pub fn is_mount_point_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<bool> 
 /// The mount id of `name` in `dir`, opened as a path only (a link not
 /// followed), from `/proc/self/fdinfo`.
 pub(super) fn opened_mount_id(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<u64> {
-    let fd = open_at(
-        dir,
-        name,
-        libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        0,
-    )?;
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = open_at(dir, name, flags, Mode::empty())?;
     fdinfo_mount_id(fd.as_fd())
 }
 
@@ -604,7 +505,7 @@ fn walk_tree(dir: BorrowedFd<'_>, name: &OsStr, remove: bool) -> io::Result<Opti
     // lies on another mount: checked on the descriptor itself, so that
     // nothing mounted between a look and the open is walked into.
     let open = |parent: BorrowedFd<'_>, name: &OsStr| -> io::Result<Option<Level>> {
-        let fd = open_at(parent, name, DIR_FLAGS, 0)?;
+        let fd = open_at(parent, name, DIR_FLAGS, Mode::empty())?;
         if mount_id(fd.as_fd())? != mount {
             return Ok(None);
         }

@@ -36,7 +36,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use serde_json::Map;
 
 use super::accounts::{shown, Table};
-use crate::files::{sys, Create, Dir, Root, Stat};
+use crate::files::sys::{self, Mode};
+use crate::files::{Create, Dir, Root, Stat};
 use crate::{Call, CallError, CallResult, Level};
 
 /// Directories a home is never removed from at any depth: configuration,
@@ -354,7 +355,7 @@ fn open_home(
     accounts: &Accounts,
 ) -> Result<Option<OwnedFd>, String> {
     let shown_path = dir.show(base);
-    let fd = match sys::open_at(dir.as_fd(), OsStr::new(base), sys::DIR_FLAGS, 0) {
+    let fd = match sys::open_at(dir.as_fd(), OsStr::new(base), sys::DIR_FLAGS, Mode::empty()) {
         Ok(fd) => fd,
         Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
         Err(err) if matches!(err.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
@@ -467,7 +468,7 @@ fn descend(
 ) -> Result<Result<Open, Found>, String> {
     let path = level.show(name);
     let error = |err: std::io::Error| format!("{}: {err}", shown(&path));
-    let fd = sys::open_at(level.fd.as_fd(), name, sys::DIR_FLAGS, 0).map_err(error)?;
+    let fd = sys::open_at(level.fd.as_fd(), name, sys::DIR_FLAGS, Mode::empty()).map_err(error)?;
     if sys::mount_id(fd.as_fd()).map_err(error)? != mount {
         return Ok(Err(Found::Mount { path }));
     }

@@ -9,6 +9,7 @@ mod journal;
 mod locks;
 mod mounts;
 mod reused;
+mod sys;
 mod temps;
 mod walk;
 

@@ -212,7 +212,7 @@ impl Place {
     }
 
     /// Opens what is there (never through a link in its last component).
-    pub fn open_fd(&self, flags: libc::c_int) -> std::io::Result<OwnedFd> {
+    pub fn open_fd(&self, flags: sys::OFlags) -> std::io::Result<OwnedFd> {
         match &self.dir {
             Some(dir) => sys::open_at(dir.as_fd(), OsStr::new(self.base()), flags),
             None => Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
@@ -229,7 +229,7 @@ impl Place {
 
     /// Whether the directory there is empty.
     pub fn is_empty_dir(&self) -> std::io::Result<bool> {
-        let fd = self.open_fd(libc::O_RDONLY | libc::O_DIRECTORY)?;
+        let fd = self.open_fd(sys::OFlags::RDONLY | sys::OFlags::DIRECTORY)?;
         Ok(sys::list(fd.as_fd())?.is_empty())
     }
 }
@@ -253,7 +253,7 @@ pub fn read_sum(place: &Place, doing: &str) -> CallResult<Option<Sum>> {
 pub(super) fn read_sum_within(place: &Place, doing: &str, limit: u64) -> CallResult<Option<Sum>> {
     let io = |err: std::io::Error| CallError::io(&err, &format!("{doing} {}", quoted(&place.name)));
     let fd = place
-        .open_fd(libc::O_RDONLY | libc::O_NONBLOCK)
+        .open_fd(sys::OFlags::RDONLY | sys::OFlags::NONBLOCK)
         .map_err(io)?;
     let file = File::from(fd);
     let info = file.metadata().map_err(io)?;

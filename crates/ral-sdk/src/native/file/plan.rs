@@ -817,7 +817,7 @@ fn replace_linked(
 /// bytes ([`COPY_MAX`]; smaller in tests).
 pub(super) fn read_whole(place: &Place, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let fd = place.open_fd(libc::O_RDONLY | libc::O_NONBLOCK)?;
+    let fd = place.open_fd(sys::OFlags::RDONLY | sys::OFlags::NONBLOCK)?;
     let file = std::fs::File::from(fd);
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("it is no longer a regular file"));
@@ -1004,9 +1004,9 @@ pub(super) fn set_meta(
         }
         return Ok(());
     }
-    let mut flags = libc::O_RDONLY | libc::O_NONBLOCK;
+    let mut flags = sys::OFlags::RDONLY | sys::OFlags::NONBLOCK;
     if kind == What::Directory {
-        flags |= libc::O_DIRECTORY;
+        flags |= sys::OFlags::DIRECTORY;
     }
     let fd = place.open_fd(flags)?;
     // Mounted on since it was planned: what is open is the mount's.

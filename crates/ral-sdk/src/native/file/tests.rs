@@ -560,12 +560,12 @@ fn entries_are_opened_never_through_a_link_and_closed_on_exec() {
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let at = std::fs::File::open(dir.path()).unwrap();
     let open = |name: &str, flags| sys::open_at(at.as_fd(), std::ffi::OsStr::new(name), flags);
-    let refused = open("link", libc::O_RDONLY | libc::O_NONBLOCK).unwrap_err();
+    let refused = open("link", sys::OFlags::RDONLY | sys::OFlags::NONBLOCK).unwrap_err();
     assert_eq!(refused.raw_os_error(), Some(libc::ELOOP));
     // The caller's flags are kept: a file is no directory.
-    let refused = open("target", libc::O_RDONLY | libc::O_DIRECTORY).unwrap_err();
+    let refused = open("target", sys::OFlags::RDONLY | sys::OFlags::DIRECTORY).unwrap_err();
     assert_eq!(refused.raw_os_error(), Some(libc::ENOTDIR));
-    let fd = open("sub", libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
+    let fd = open("sub", sys::OFlags::RDONLY | sys::OFlags::DIRECTORY).unwrap();
     // SAFETY: F_GETFD on a descriptor this test owns.
     let fd_flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) };
     assert_eq!(fd_flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);

@@ -13,12 +13,13 @@
 
 use std::fs::File;
 use std::io::{Seek, Write};
-use std::os::unix::io::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::paths::{FileId, StoreDir};
 use crate::error::{Error, Result};
+use crate::sdk::files::sys::{self, FlockOperation};
 
 /// Who holds the lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,13 +171,7 @@ impl RunLock {
         };
         let deadline = Instant::now() + wait;
         let mut said = false;
-        loop {
-            // SAFETY: flock on a descriptor this function owns.
-            let taken = unsafe { libc::flock(db.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-            if taken {
-                break;
-            }
-            let error = std::io::Error::last_os_error();
+        while let Err(error) = sys::flock(db.as_fd(), false) {
             if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(fail(format!(
                     "cannot lock {}: {error}",
@@ -233,11 +228,9 @@ pub(crate) fn probe(dir: &StoreDir) -> Result<(Option<File>, Option<String>)> {
     let Some(db) = dir.open_db(false)? else {
         return Ok((None, None));
     };
-    // SAFETY: flock on a descriptor this function owns.
-    let free = unsafe { libc::flock(db.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    let free = sys::flock_as(db.as_fd(), FlockOperation::NonBlockingLockShared).is_ok();
     if free {
-        // SAFETY: as above.
-        unsafe { libc::flock(db.as_raw_fd(), libc::LOCK_UN) };
+        let _ = sys::flock_as(db.as_fd(), FlockOperation::Unlock);
         return Ok((Some(db), None));
     }
     let holder = holder_of(dir, dir.id_of(&db).ok());
@@ -261,8 +254,7 @@ impl Drop for RunLock {
     fn drop(&mut self) {
         // What is written stays: it names the last holder, and is only read
         // while someone holds the lock again.
-        // SAFETY: unlocks the descriptor this value owns.
-        unsafe { libc::flock(self.db.as_raw_fd(), libc::LOCK_UN) };
+        let _ = sys::flock_as(self.db.as_fd(), FlockOperation::Unlock);
     }
 }
 
@@ -298,14 +290,10 @@ mod tests {
 
     #[test]
     fn a_holder_is_this_process_on_this_machine() {
-        let mut name = [0u8; 256];
-        // SAFETY: the buffer and its length are this function's.
-        assert_eq!(
-            unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) },
-            0
-        );
-        let end = name.iter().position(|&b| b == 0).unwrap();
-        let host = String::from_utf8_lossy(&name[..end]).into_owned();
+        let host = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
         let me = Holder::me("p1");
         assert_eq!(me.pid, std::process::id());
         assert_eq!(me.host, host);

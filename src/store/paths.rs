@@ -17,15 +17,17 @@
 //! race with someone swapping a directory while the store opens, which
 //! only whoever may write in the store's directory can run.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::sdk::files::sys::{self, Mode, OFlags};
+use crate::sdk::files::Stat;
 
 /// The directories below a root that hold its store, and the modes they
 /// are made with.
@@ -76,53 +78,23 @@ fn store_error(path: &Path, message: impl Into<String>) -> Error {
     }
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes()).map_err(|_| io::Error::other("the name holds a NUL byte"))
-}
+/// The store's files are private: 0600.
+const PRIVATE: Mode = Mode::RUSR.union(Mode::WUSR);
 
 /// `openat` relative to `dir`, never following a link in the last
 /// component, never blocking on a FIFO.
-fn open_at(dir: &File, name: &OsStr, flags: libc::c_int, mode: u32) -> io::Result<File> {
-    let name = c_name(name)?;
-    let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK;
-    // SAFETY: openat with a directory descriptor this function borrows and
-    // a NUL-terminated name; the descriptor returned is owned by the File.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, mode) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and nothing else owns it.
-    Ok(unsafe { File::from_raw_fd(fd) })
+fn open_at(dir: &File, name: &OsStr, flags: OFlags, mode: Mode) -> io::Result<File> {
+    let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    sys::open_at(dir.as_fd(), name, flags, mode).map(File::from)
 }
 
 /// What `name` in `dir` is, without following a link; `None` when absent.
-fn lstat_at(dir: &File, name: &OsStr) -> io::Result<Option<libc::stat>> {
-    let name = c_name(name)?;
-    // SAFETY: an all-zero stat is a valid value for fstatat to fill.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatat with a borrowed directory descriptor, a NUL-terminated
-    // name and a stat buffer it may write.
-    let done = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut stat,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if done == 0 {
-        return Ok(Some(stat));
+fn lstat_at(dir: &File, name: &OsStr) -> io::Result<Option<Stat>> {
+    match sys::lstat_at(dir.as_fd(), name) {
+        Ok(stat) => Ok(Some(stat)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
     }
-    let error = io::Error::last_os_error();
-    if error.kind() == io::ErrorKind::NotFound {
-        Ok(None)
-    } else {
-        Err(error)
-    }
-}
-
-fn is_link(stat: &libc::stat) -> bool {
-    stat.st_mode & libc::S_IFMT == libc::S_IFLNK
 }
 
 /// Opens the directory `name` below `dir` without following a link,
@@ -136,29 +108,26 @@ fn open_below(
     mode: u32,
 ) -> Result<Option<File>> {
     let name = OsStr::new(name);
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY;
     let mut made = false;
     loop {
-        match open_at(dir, name, flags, 0) {
+        match open_at(dir, name, flags, Mode::empty()) {
             Ok(opened) => return Ok(Some(opened)),
             Err(e) if e.kind() == io::ErrorKind::NotFound && create && !made => {
-                let c = c_name(name).map_err(|e| store_error(shown, e.to_string()))?;
-                // SAFETY: mkdirat with a borrowed directory descriptor and
-                // a NUL-terminated name.
-                let done = unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode) };
-                let error = io::Error::last_os_error();
-                if done != 0 && error.kind() != io::ErrorKind::AlreadyExists {
-                    return Err(store_error(
-                        shown,
-                        format!("cannot make the directory: {error}"),
-                    ));
+                match sys::mkdir_at(dir.as_fd(), name, Mode::from_raw_mode(mode)) {
+                    Err(error) if error.kind() != io::ErrorKind::AlreadyExists => {
+                        return Err(store_error(
+                            shown,
+                            format!("cannot make the directory: {error}"),
+                        ));
+                    }
+                    _ => made = true,
                 }
-                made = true;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
             Err(e) => {
                 let message = match lstat_at(dir, name) {
-                    Ok(Some(stat)) if is_link(&stat) => {
+                    Ok(Some(stat)) if stat.is_symlink() => {
                         "is a symbolic link: the state store's directories below the root are \
                          never followed (remove the link, or give --state FILE)"
                             .to_owned()
@@ -176,16 +145,16 @@ fn open_below(
 
 /// A plain error for a file that is a link, not regular, or has several
 /// names; `None` when it is fine.
-fn refusal(stat: &libc::stat) -> Option<String> {
-    if is_link(stat) {
+fn refusal(stat: &Stat) -> Option<String> {
+    if stat.is_symlink() {
         Some("is a symbolic link: the state store's files are never followed".to_owned())
-    } else if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+    } else if !stat.is_file() {
         Some("is not a regular file".to_owned())
-    } else if stat.st_nlink > 1 {
+    } else if stat.nlink() > 1 {
         Some(format!(
             "has {} names (hard links): a state store's files must have one, so that no \
              other path reaches them",
-            stat.st_nlink
+            stat.nlink()
         ))
     } else {
         None
@@ -323,11 +292,11 @@ impl StoreDir {
     /// and private when `create`; `None` when it is missing and not. It is
     /// not checked yet: see [`StoreDir::check_db`].
     pub fn open_db(&self, create: bool) -> Result<Option<File>> {
-        let mut flags = libc::O_RDWR;
+        let mut flags = OFlags::RDWR;
         if create {
-            flags |= libc::O_CREAT;
+            flags |= OFlags::CREATE;
         }
-        match open_at(&self.dir, &self.name, flags, 0o600) {
+        match open_at(&self.dir, &self.name, flags, PRIVATE) {
             Ok(file) => Ok(Some(file)),
             Err(e) if e.kind() == io::ErrorKind::NotFound && !create => Ok(None),
             Err(e) => Err(self.refuse_link("", e)),
@@ -349,7 +318,7 @@ impl StoreDir {
     /// What the database file is now, without following a link.
     pub fn db_id(&self) -> Result<Option<FileId>> {
         lstat_at(&self.dir, &self.name)
-            .map(|stat| stat.map(|s| (s.st_dev, s.st_ino)))
+            .map(|stat| stat.map(|s| (s.dev(), s.ino())))
             .map_err(|e| store_error(&self.path_of(""), e.to_string()))
     }
 
@@ -365,8 +334,8 @@ impl StoreDir {
             if let Some(why) = refusal(&stat) {
                 return Err(store_error(&self.path_of(suffix), why));
             }
-            if stat.st_mode & 0o077 != 0 {
-                let file = open_at(&self.dir, &name, libc::O_RDONLY, 0)
+            if stat.mode() & 0o077 != 0 {
+                let file = open_at(&self.dir, &name, OFlags::RDONLY, Mode::empty())
                     .map_err(|e| self.refuse_link(suffix, e))?;
                 check_open(&file, &self.path_of(suffix))?;
             }
@@ -393,8 +362,8 @@ impl StoreDir {
         let file = open_at(
             &self.dir,
             &self.name_with(suffix),
-            libc::O_RDWR | libc::O_CREAT,
-            0o600,
+            OFlags::RDWR | OFlags::CREATE,
+            PRIVATE,
         )
         .map_err(|e| self.refuse_link(suffix, e))?;
         check_open(&file, &self.path_of(suffix))?;
@@ -405,7 +374,12 @@ impl StoreDir {
     /// most `max` bytes with one name; `None` when it does not exist.
     pub fn read_small(&self, suffix: &str, max: usize) -> Result<Option<Vec<u8>>> {
         let path = self.path_of(suffix);
-        let file = match open_at(&self.dir, &self.name_with(suffix), libc::O_RDONLY, 0) {
+        let file = match open_at(
+            &self.dir,
+            &self.name_with(suffix),
+            OFlags::RDONLY,
+            Mode::empty(),
+        ) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(self.refuse_link(suffix, e)),
@@ -434,41 +408,21 @@ impl StoreDir {
         let mut file = open_at(
             &self.dir,
             &temporary,
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
-            0o600,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            PRIVATE,
         )
         .map_err(fail)?;
         let written = io::Write::write_all(&mut file, bytes).and_then(|()| file.sync_all());
         let linked = written.and_then(|()| {
-            let from = c_name(&temporary)?;
-            let to = c_name(&self.name_with(suffix))?;
-            // SAFETY: linkat between names in one borrowed directory
-            // descriptor, both NUL-terminated; no flag (no link followed).
-            let done = unsafe {
-                libc::linkat(
-                    self.dir.as_raw_fd(),
-                    from.as_ptr(),
-                    self.dir.as_raw_fd(),
-                    to.as_ptr(),
-                    0,
-                )
-            };
-            if done == 0 {
-                Ok(true)
-            } else {
-                let error = io::Error::last_os_error();
-                if error.kind() == io::ErrorKind::AlreadyExists {
-                    Ok(false)
-                } else {
-                    Err(error)
-                }
+            match sys::link_at(self.dir.as_fd(), &temporary, &self.name_with(suffix)) {
+                Ok(()) => Ok(true),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                Err(error) => Err(error),
             }
         });
-        if let Ok(from) = c_name(&temporary) {
-            // SAFETY: unlinkat of a NUL-terminated name in a borrowed
-            // directory descriptor.
-            unsafe { libc::unlinkat(self.dir.as_raw_fd(), from.as_ptr(), 0) };
-        }
+        // Linked or not, the temporary name goes; one left behind is only
+        // a stray file.
+        let _ = sys::unlink_at(self.dir.as_fd(), &temporary);
         let made = linked.map_err(fail)?;
         // A new directory entry is durable once its directory is synced;
         // a failure only costs durability.
@@ -638,16 +592,13 @@ mod tests {
         assert!(err.contains("s.db.key: is larger than 3 bytes"), "{err}");
         // A FIFO in its place is refused at once, not waited on.
         std::fs::remove_file(dir.path().join("s.db.key")).unwrap();
-        let fifo = CString::new(dir.path().join("s.db.key").as_os_str().as_bytes()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        rustix::fs::mkfifoat(rustix::fs::CWD, dir.path().join("s.db.key"), PRIVATE).unwrap();
         let err = store.read_small(".key", 64).unwrap_err().to_string();
         assert!(err.contains("s.db.key: is not a regular file"), "{err}");
         // Providers are children: none may inherit the database file, whose
         // flock would then outlive ral.
         let db = store.open_db(true).unwrap().unwrap();
-        // SAFETY: F_GETFD on a descriptor the File owns.
-        let flags = unsafe { libc::fcntl(db.as_raw_fd(), libc::F_GETFD) };
-        assert_ne!(flags & libc::FD_CLOEXEC, 0);
+        let flags = rustix::io::fcntl_getfd(&db).unwrap();
+        assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
     }
 }

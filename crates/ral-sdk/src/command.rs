@@ -13,6 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use rustix::process::{kill_process_group, Pid, Signal};
+
 use super::error::strerror;
 
 /// The bytes kept of each of a command's outputs (the last ones).
@@ -170,18 +172,17 @@ fn spawn(mut command: Command, out: &File, err: &File) -> std::io::Result<Child>
 /// Waits for `child` up to `timeout`, then kills its process group: its
 /// exit status, or why there is none.
 fn wait(mut child: Child, timeout: Duration) -> Result<i32, String> {
-    let pid = child.id() as libc::pid_t;
+    let pid = child.id() as i32;
     let (sender, receiver) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let _ = sender.send(child.wait());
     });
     let waited = receiver.recv_timeout(timeout);
     if waited.is_err() {
-        // SAFETY: kill(2) takes plain integers. The child is not reaped
-        // until the waiter's wait returns, so its pid, which leads its
-        // group, still names it.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
+        // The child is not reaped until the waiter's wait returns, so its
+        // pid, which leads its group, still names it.
+        if let Some(group) = Pid::from_raw(pid) {
+            let _ = kill_process_group(group, Signal::KILL);
         }
         let _ = receiver.recv();
     }

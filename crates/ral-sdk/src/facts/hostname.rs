@@ -11,7 +11,6 @@
 //! host, each the machine's own when the root lacks the file; so is
 //! `ROOT/etc/resolv.conf`.
 
-use std::ffi::CStr;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -157,19 +156,11 @@ fn first_line(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The kernel's host name.
+/// The kernel's host name (uname's node name, which gethostname(2)
+/// reads on Linux).
 fn kernel_hostname() -> Option<String> {
-    let mut buffer = [0u8; 256];
-    // SAFETY: gethostname writes at most the length given into the
-    // buffer, which outlives the call.
-    let status = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len() - 1) };
-    if status != 0 {
-        log::debug!("facts: gethostname: {}", std::io::Error::last_os_error());
-        return None;
-    }
-    // The last byte stays 0: the name ends at a NUL either way.
-    let name = CStr::from_bytes_until_nul(&buffer).ok()?;
-    Some(name.to_string_lossy().into_owned()).filter(|name| !name.is_empty())
+    let name = rustix::system::uname();
+    Some(name.nodename().to_string_lossy().into_owned()).filter(|name| !name.is_empty())
 }
 
 /// The canonical name the system's resolver gives `host`, waiting for it

@@ -17,30 +17,15 @@ pub struct Uname {
     pub machine: String,
 }
 
-/// This machine's uname, or `None` (logged) when the call fails.
+/// This machine's uname (`Option` for the callers that tell a failure
+/// apart: Linux's uname(2) has none).
 pub fn uname() -> Option<Uname> {
-    // SAFETY: utsname is plain bytes, valid zeroed; uname(2) fills it
-    // with NUL-terminated fields and returns 0, and nothing else
-    // writes it.
-    let name = unsafe {
-        let mut name: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut name) != 0 {
-            log::debug!("facts: uname: {}", std::io::Error::last_os_error());
-            return None;
-        }
-        name
-    };
-    let field = |bytes: &[libc::c_char]| {
-        // The fields are arrays ending in a NUL the kernel writes.
-        let bytes: Vec<u8> = bytes.iter().map(|&c| c as u8).collect();
-        CStr::from_bytes_until_nul(&bytes)
-            .map(|text| text.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
+    let name = rustix::system::uname();
+    let field = |text: &CStr| text.to_string_lossy().into_owned();
     Some(Uname {
-        sysname: field(&name.sysname),
-        release: field(&name.release),
-        machine: field(&name.machine),
+        sysname: field(name.sysname()),
+        release: field(name.release()),
+        machine: field(name.machine()),
     })
 }
 

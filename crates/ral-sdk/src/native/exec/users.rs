@@ -66,8 +66,7 @@ pub fn look_up(call: &Call, user: &str) -> CallResult<RunAs> {
             )))
         }
     };
-    // SAFETY: geteuid(2) takes nothing and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     if euid != 0 && euid != run_as.ids.uid {
         return Err(CallError::new(format!(
             "user: running as '{}' (uid {}) needs root; ral runs as uid {euid}",
@@ -126,8 +125,7 @@ mod tests {
         );
         let app = look_up(&call, "app");
         // Only root may take the ids; anyone else is told so.
-        // SAFETY: geteuid(2) takes nothing and cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
+        if rustix::process::geteuid().is_root() {
             let app = app.unwrap();
             assert_eq!(
                 (app.ids.uid, app.ids.gid, app.home.as_str()),

@@ -262,6 +262,9 @@ impl Target {
         let request = session_request(&self.host, command);
         send(&mut stream, &request).ok()?;
         for fd in fds {
+            // SAFETY: the caller's descriptors (its own stdin, stdout and
+            // stderr, or a session's), open for the whole session.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
             ral::remote::mux::send_fd(&stream, fd).ok()?;
         }
         let opened = receive(&mut stream)?;

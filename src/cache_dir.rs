@@ -36,8 +36,7 @@ fn choose_cache_dir() -> PathBuf {
     {
         return dir;
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let shared = std::env::temp_dir().join(format!("ral-{uid}"));
     // Anyone may create names in the temporary directory: when another
     // user took this one first (or made it writable to others), a fresh
@@ -90,8 +89,7 @@ pub fn private_dir(dir: &Path) -> Result<()> {
 pub fn check_private(dir: &Path) -> Result<()> {
     let meta = fs::symlink_metadata(dir)
         .map_err(|e| Error::io(format!("checking {}", dir.display()), e))?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o022 != 0 {
         return Err(Error::io(
             format!("{}: not a private directory of this user", dir.display()),

@@ -250,11 +250,11 @@ fn status_text(status: &Exited, signal: Option<i32>) -> String {
 pub fn os_text(error: &std::io::Error) -> String {
     match error.raw_os_error() {
         Some(code) => {
-            // SAFETY: strerror returns a valid C string for any code; it is
-            // copied at once.
-            let text = unsafe { std::ffi::CStr::from_ptr(libc::strerror(code)) }
-                .to_string_lossy()
-                .into_owned();
+            // The C library's strerror text, which std shows before its
+            // own " (os error N)".
+            let shown = std::io::Error::from_raw_os_error(code).to_string();
+            let suffix = format!(" (os error {code})");
+            let text = shown.strip_suffix(&suffix).unwrap_or(&shown).to_owned();
             let mut chars = text.chars();
             match chars.next() {
                 Some(first) => first.to_lowercase().chain(chars).collect(),
@@ -330,5 +330,15 @@ mod tests {
             error.to_string(),
             format!("fork/exec {binary}: no such file or directory")
         );
+    }
+
+    #[test]
+    fn an_os_error_reads_as_go_prints_it() {
+        let missing = std::io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(os_text(&missing), "no such file or directory");
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        assert_eq!(os_text(&denied), "permission denied");
+        let plain = std::io::Error::other("gone");
+        assert_eq!(os_text(&plain), "gone");
     }
 }

@@ -12,12 +12,16 @@
 //! alone.
 
 use std::fs::{self, File};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use rustix::io::Errno;
+use rustix::process::{test_kill_process, Pid};
+
 use crate::error::{Error, Result};
 use crate::process;
+use crate::sdk::files::sys;
 
 /// What every control directory's name starts with.
 const PREFIX: &str = "ral-ssh-";
@@ -67,22 +71,10 @@ impl Drop for ControlDir {
 /// Takes the lock of `file` (waiting for it when `wait`); false when
 /// another holds it and `wait` is not set.
 pub(super) fn lock(file: &File, wait: bool) -> std::io::Result<bool> {
-    let mode = if wait {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_EX | libc::LOCK_NB
-    };
-    loop {
-        // SAFETY: flock on a descriptor we own, with integer flags.
-        if unsafe { libc::flock(file.as_raw_fd(), mode) } == 0 {
-            return Ok(true);
-        }
-        let error = std::io::Error::last_os_error();
-        match error.kind() {
-            std::io::ErrorKind::Interrupted => continue,
-            std::io::ErrorKind::WouldBlock => return Ok(false),
-            _ => return Err(error),
-        }
+    match sys::flock(file.as_fd(), wait) {
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+        Err(error) => Err(error),
     }
 }
 
@@ -93,8 +85,7 @@ pub fn sweep(base: &Path) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
     };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     for entry in entries.flatten() {
         let path = entry.path();
         if stale(&path, me) {
@@ -143,11 +134,12 @@ fn stale(path: &Path, me: u32) -> bool {
     }
 }
 
-/// Whether a process `pid` exists (another user's counts).
+/// Whether a process `pid` (above 0) exists (another user's counts).
 fn running(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks; plain integers.
-    let sent = unsafe { libc::kill(pid, 0) } == 0;
-    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let Some(pid) = Pid::from_raw(pid) else {
+        return false;
+    };
+    matches!(test_kill_process(pid), Ok(()) | Err(Errno::PERM))
 }
 
 #[cfg(test)]
@@ -185,8 +177,7 @@ mod tests {
         // else (asked as another uid, since only root could chown it).
         let foreign = base.path().join("ral-ssh-999999997-foreign");
         fs::create_dir(&foreign).unwrap();
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
+        let me = rustix::process::geteuid().as_raw();
         assert!(stale(&foreign, me));
         assert!(!stale(&foreign, me.wrapping_add(1)));
         fs::remove_dir(&foreign).unwrap();

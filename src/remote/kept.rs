@@ -82,8 +82,7 @@ impl KeptDir {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(Error::io(format!("making {}", path.display()), e)),
         }
-        // SAFETY: geteuid has no preconditions.
-        check_private(path, unsafe { libc::geteuid() })?;
+        check_private(path, rustix::process::geteuid().as_raw())?;
         Ok(KeptDir {
             path: path.to_owned(),
         })
@@ -322,8 +321,7 @@ pub fn persist_seconds(persist: Duration) -> u64 {
 /// temporary directory, else in `/tmp`: the first whose sockets' paths
 /// fit, and that ssh reads as a plain path.
 fn default_path() -> PathBuf {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let fits = |dir: &PathBuf| {
         dir.is_absolute()
             && dir.as_os_str().len() + 1 + KEY_BYTES * 2 <= MAX_SOCKET
@@ -461,8 +459,7 @@ mod tests {
         assert!(KeptDir::at(&file).is_err());
 
         // Another user's (asked as another uid: only root could chown).
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
+        let me = rustix::process::geteuid().as_raw();
         let error = check_private(&dir, me.wrapping_add(1))
             .unwrap_err()
             .to_string();

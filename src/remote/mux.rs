@@ -18,12 +18,19 @@
 //! at most that limit. The alive check's is short ([`ALIVE_LIMIT`]).
 
 use std::fs::File;
-use std::io::{PipeReader, PipeWriter, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{IoSlice, PipeReader, PipeWriter, Read, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::net::{
+    AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketAddrUnix,
+    SocketFlags, SocketType,
+};
 
 /// How long a master has to answer the alive check, from the connection
 /// to its answer. A master answers at once: it is a process on this
@@ -116,11 +123,7 @@ pub fn open_session(
     send(&mut control, &request)?;
     let (stdin_read, stdin) = std::io::pipe()?;
     let (stdout, stdout_write) = std::io::pipe()?;
-    for fd in [
-        stdin_read.as_raw_fd(),
-        stdout_write.as_raw_fd(),
-        stderr.as_raw_fd(),
-    ] {
+    for fd in [stdin_read.as_fd(), stdout_write.as_fd(), stderr.as_fd()] {
         control.arm()?;
         send_fd(&control.stream, fd)?;
     }
@@ -205,48 +208,31 @@ fn left(until: Instant) -> std::io::Result<Duration> {
 /// connections is full (it does not accept them) would otherwise keep
 /// `connect` waiting for as long as it lasts.
 fn connect_by(socket: &Path, until: Instant) -> std::io::Result<UnixStream> {
-    // SAFETY: sockaddr_un is plain data; it is filled in below.
-    let mut address = unsafe { std::mem::zeroed::<libc::sockaddr_un>() };
-    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    // Room for the path and the NUL after it, as ssh makes its sockets.
+    const ROOM: usize =
+        std::mem::size_of::<libc::sockaddr_un>() - std::mem::size_of::<libc::sa_family_t>();
     let path = socket.as_os_str().as_bytes();
-    if path.len() >= address.sun_path.len() || path.contains(&0) {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "the socket's path is too long, or holds a NUL",
-        ));
-    }
-    for (to, from) in address.sun_path.iter_mut().zip(path) {
-        *to = *from as libc::c_char;
-    }
-    // SAFETY: socket takes integers and returns a new descriptor or -1.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the descriptor was just made and is owned by nothing else.
-    let stream = UnixStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let address = Some(path)
+        .filter(|path| path.len() < ROOM && !path.contains(&0))
+        .and_then(|_| SocketAddrUnix::new(socket).ok())
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the socket's path is too long, or holds a NUL",
+            )
+        })?;
+    let flags = SocketFlags::CLOEXEC;
+    let fd = rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, flags, None)?;
+    let stream = UnixStream::from(fd);
     // A stream socket waits for room in the listener's queue for as long
     // as its send timeout, then fails with EAGAIN.
     stream.set_write_timeout(Some(left(until)?))?;
-    let length = std::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
     loop {
-        // SAFETY: connects our descriptor to the address filled in above,
-        // of the length given.
-        let connected = unsafe {
-            libc::connect(
-                stream.as_raw_fd(),
-                (&address as *const libc::sockaddr_un).cast(),
-                length as libc::socklen_t,
-            )
-        };
-        if connected == 0 {
-            return Ok(stream);
+        match rustix::net::connect(&stream, &address) {
+            Ok(()) => return Ok(stream),
+            Err(Errno::INTR) => stream.set_write_timeout(Some(left(until)?))?,
+            Err(error) => return Err(error.into()),
         }
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-        stream.set_write_timeout(Some(left(until)?))?;
     }
 }
 
@@ -309,50 +295,22 @@ fn string_at(message: &[u8], offset: usize) -> Option<String> {
 
 /// Sends the descriptor `fd` over `socket` as ssh's own client does: one
 /// byte, with the descriptor as its control message.
-pub fn send_fd(socket: &UnixStream, fd: RawFd) -> std::io::Result<()> {
+pub fn send_fd(socket: &UnixStream, fd: BorrowedFd<'_>) -> std::io::Result<()> {
     let byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_ptr() as *mut libc::c_void,
-        iov_len: 1,
-    };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-    // Words, so the control message is aligned as the kernel needs.
-    let mut control = vec![0u64; space.div_ceil(8)];
-    // SAFETY: msghdr is plain data; the fields are set below.
-    let mut header = unsafe { std::mem::zeroed::<libc::msghdr>() };
-    header.msg_iov = &mut iov;
-    header.msg_iovlen = 1;
-    header.msg_control = control.as_mut_ptr().cast();
-    header.msg_controllen = space as _;
-    // SAFETY: the header points at a control buffer of CMSG_SPACE bytes
-    // for one descriptor, so the first header and its data fit in it.
-    unsafe {
-        let message = libc::CMSG_FIRSTHDR(&header);
-        (*message).cmsg_level = libc::SOL_SOCKET;
-        (*message).cmsg_type = libc::SCM_RIGHTS;
-        (*message).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-        std::ptr::copy_nonoverlapping(
-            (&fd as *const RawFd).cast::<u8>(),
-            libc::CMSG_DATA(message),
-            std::mem::size_of::<RawFd>(),
-        );
+    let fds = [fd];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(std::io::Error::other("no room for the descriptor"));
     }
     loop {
-        // SAFETY: sends the message built above on our socket.
-        let sent = unsafe { libc::sendmsg(socket.as_raw_fd(), &header, libc::MSG_NOSIGNAL) };
-        if sent == 1 {
-            return Ok(());
+        let bytes = [IoSlice::new(&byte)];
+        match rustix::net::sendmsg(socket, &bytes, &mut control, SendFlags::NOSIGNAL) {
+            Ok(1) => return Ok(()),
+            Ok(_) => return Err(std::io::Error::other("the master took no descriptor")),
+            Err(Errno::INTR) => continue,
+            Err(error) => return Err(error.into()),
         }
-        let error = std::io::Error::last_os_error();
-        if sent < 0 && error.kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        return Err(if sent < 0 {
-            error
-        } else {
-            std::io::Error::other("the master took no descriptor")
-        });
     }
 }
 
@@ -363,32 +321,18 @@ mod tests {
 
     /// Receives one descriptor as the master does.
     fn receive_fd(stream: &UnixStream) -> std::os::fd::OwnedFd {
-        use std::os::fd::FromRawFd;
+        use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let space = unsafe { libc::CMSG_SPACE(4) } as usize;
-        let mut control = vec![0u64; space.div_ceil(8)];
-        let mut header = unsafe { std::mem::zeroed::<libc::msghdr>() };
-        header.msg_iov = &mut iov;
-        header.msg_iovlen = 1;
-        header.msg_control = control.as_mut_ptr().cast();
-        header.msg_controllen = space as _;
-        let got = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut header, 0) };
-        assert_eq!(got, 1);
-        unsafe {
-            let message = libc::CMSG_FIRSTHDR(&header);
-            assert_eq!((*message).cmsg_type, libc::SCM_RIGHTS);
-            let mut fd: RawFd = -1;
-            std::ptr::copy_nonoverlapping(
-                libc::CMSG_DATA(message),
-                (&mut fd as *mut RawFd).cast::<u8>(),
-                4,
-            );
-            std::os::fd::OwnedFd::from_raw_fd(fd)
-        }
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut bytes = [std::io::IoSliceMut::new(&mut byte)];
+        let got = rustix::net::recvmsg(stream, &mut bytes, &mut control, RecvFlags::empty());
+        assert_eq!(got.unwrap().bytes, 1);
+        let fd = control.drain().find_map(|message| match message {
+            RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+            _ => None,
+        });
+        fd.expect("a descriptor came with the byte")
     }
 
     #[test]
@@ -468,8 +412,7 @@ mod tests {
         let listener = UnixListener::bind(&socket).unwrap();
         // A queue of no connection waiting: the first connection fills it,
         // and the next one would wait for room.
-        // SAFETY: listen on the listener's own descriptor.
-        assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+        rustix::net::listen(&listener, 0).unwrap();
         let _first = UnixStream::connect(&socket).unwrap();
         assert_eq!(soon(|| master_alive(&socket)), None);
     }

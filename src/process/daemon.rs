@@ -17,11 +17,15 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::net::RecvFlags;
+use rustix::process::{kill_process_group, Pid, Signal};
 
 use super::pipes::{text, LineReader, PollSet};
 use super::{gate, group, orphans, signals};
@@ -200,7 +204,7 @@ impl Daemon {
         let pid = match &mut self.runner {
             Runner::Child(child) => child.id() as i32,
             Runner::Socket(socket) => {
-                if let Some(fd) = socket.as_ref().map(AsRawFd::as_raw_fd) {
+                if let Some(fd) = socket.as_ref().map(AsFd::as_fd) {
                     wait_for_end(fd, until);
                 }
                 *socket = None;
@@ -226,9 +230,11 @@ impl Daemon {
             }
         }
         if !self.reaped {
-            // SAFETY: signals the group made for this child; its unreaped
-            // leader keeps the group ID ours.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            // The group made for this child: its unreaped leader keeps the
+            // group ID ours.
+            if let Some(group) = Pid::from_raw(pid) {
+                let _ = kill_process_group(group, Signal::KILL);
+            }
             let until = Instant::now() + KILL_WAIT;
             while !self.try_reap() {
                 if Instant::now() >= until {
@@ -265,34 +271,18 @@ impl Daemon {
 
 /// Reads `socket` until its end, or `until`: what another process says
 /// while a session ends does not matter, only that it is over.
-fn wait_for_end(socket: RawFd, until: Instant) {
+fn wait_for_end(socket: BorrowedFd<'_>, until: Instant) {
     let mut scrap = [0u8; 256];
     while Instant::now() < until {
         let mut set = PollSet::default();
-        set.add(Some(socket), libc::POLLIN);
+        set.add(Some(socket.as_raw_fd()), libc::POLLIN);
         if set.wait(until).is_err() {
             return;
         }
-        // SAFETY: reads into our buffer from a descriptor we hold.
-        let read = unsafe {
-            libc::recv(
-                socket,
-                scrap.as_mut_ptr().cast(),
-                scrap.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if read == 0 {
-            return;
-        }
-        if read < 0 {
-            let error = std::io::Error::last_os_error();
-            if !matches!(
-                error.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-            ) {
-                return;
-            }
+        match rustix::net::recv(socket, &mut scrap, RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return,
+            Ok(_) | Err(Errno::AGAIN | Errno::INTR) => {}
+            Err(_) => return,
         }
     }
 }

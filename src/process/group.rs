@@ -7,9 +7,14 @@
 //! while we may still signal it. A group dropped before it was reaped is
 //! terminated, so no error path leaves a provider behind.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::process::{Child, ChildStdin, Command, ExitStatus};
 use std::time::Instant;
+
+use rustix::io::Errno;
+use rustix::process::{
+    kill_process_group, pidfd_open, waitid, Pid, PidfdFlags, Signal, WaitId, WaitIdOptions,
+};
 
 use super::limits::KILL_GRACE;
 use super::orphans;
@@ -60,8 +65,10 @@ impl Group {
         let exit = match exit_fd(pid) {
             Ok(exit) => exit,
             Err(e) => {
-                // SAFETY: the unreaped child still holds its group ID.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                // The unreaped child still holds its group ID.
+                if let Some(group) = Pid::from_raw(pid) {
+                    let _ = kill_process_group(group, Signal::KILL);
+                }
                 registration.release();
                 let _ = child.wait();
                 orphans::call_ended(pid, false);
@@ -127,10 +134,10 @@ impl Group {
         if self.reaped {
             return;
         }
-        self.signal(libc::SIGTERM);
+        self.signal(Signal::TERM);
         self.wait_exit(Instant::now() + KILL_GRACE);
         // Members that ignored SIGTERM, or outlived the leader, go now.
-        self.signal(libc::SIGKILL);
+        self.signal(Signal::KILL);
         self.registration.release();
         self.reaped = true;
         let _ = self.child.wait();
@@ -142,18 +149,21 @@ impl Group {
     /// one of `pipes` (our ends of its output): leftovers of an exited
     /// leader that still hold its output.
     pub(super) fn kill_all(&self, pipes: &[RawFd]) {
-        self.signal(libc::SIGKILL);
+        self.signal(Signal::KILL);
         if !self.reaped {
             let inodes: Vec<u64> = pipes.iter().filter_map(|&fd| inode_of(fd)).collect();
             orphans::kill_now(self.child.id() as i32, self.release, &inodes);
         }
     }
 
-    fn signal(&self, signal: libc::c_int) {
-        if !self.reaped {
-            // SAFETY: signals the process group created for this child; its
-            // unreaped leader keeps the group ID ours.
-            unsafe { libc::kill(-(self.child.id() as i32), signal) };
+    fn signal(&self, signal: Signal) {
+        if self.reaped {
+            return;
+        }
+        // The process group created for this child: its unreaped leader
+        // keeps the group ID ours.
+        if let Some(group) = Pid::from_raw(self.child.id() as i32) {
+            let _ = kill_process_group(group, signal);
         }
     }
 
@@ -176,41 +186,25 @@ impl Drop for Group {
 
 /// The inode of the file `fd` is open on (a pipe's, to find its holders).
 fn inode_of(fd: RawFd) -> Option<u64> {
-    // SAFETY: stat is plain data; fstat writes into it.
-    let mut stat = unsafe { std::mem::zeroed::<libc::stat>() };
-    // SAFETY: fstat on a descriptor we own.
-    (unsafe { libc::fstat(fd, &mut stat) } == 0).then_some(stat.st_ino)
+    // SAFETY: `fd` is one of our pipes' ends, which the caller holds open
+    // for the call (the event loop keeps raw descriptors).
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    rustix::fs::fstat(fd).ok().map(|stat| stat.st_ino)
 }
 
 /// A pidfd for `pid`, or a watcher thread's pipe where the kernel has none.
 pub(super) fn exit_fd(pid: i32) -> std::io::Result<ExitFd> {
-    // SAFETY: pidfd_open takes a PID and flags and returns a new descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd >= 0 {
-        // SAFETY: the kernel just gave us this descriptor.
-        return Ok(ExitFd::Pidfd(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }));
+    let Some(leader) = Pid::from_raw(pid) else {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    };
+    if let Ok(fd) = pidfd_open(leader, PidfdFlags::empty()) {
+        return Ok(ExitFd::Pidfd(fd));
     }
     let (reader, writer) = std::io::pipe()?;
     std::thread::spawn(move || {
-        loop {
-            // SAFETY: siginfo_t is plain data; waitid writes into it.
-            let mut info = unsafe { std::mem::zeroed::<libc::siginfo_t>() };
-            // SAFETY: waits for our own child with WNOWAIT, which leaves it
-            // to be reaped later by its handle.
-            let status = unsafe {
-                libc::waitid(
-                    libc::P_PID,
-                    pid as libc::id_t,
-                    &mut info,
-                    libc::WEXITED | libc::WNOWAIT,
-                )
-            };
-            if status == 0
-                || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
-            {
-                break;
-            }
-        }
+        // WNOWAIT leaves our own child to be reaped later by its handle.
+        let exited = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+        while let Err(Errno::INTR) = waitid(WaitId::Pid(leader), exited) {}
         drop(writer);
     });
     Ok(ExitFd::Watcher(reader))

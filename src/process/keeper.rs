@@ -25,9 +25,14 @@
 //! threads may run only async-signal-safe functions until it execs, so
 //! the keeper runs only system calls, on its own stack, until it exits.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 use std::time::Duration;
+
+use rustix::io::Errno;
+use rustix::process::{
+    kill_process_group, test_kill_process_group, waitpid, Pid, Signal, WaitOptions,
+};
 
 use super::limits::KILL_GRACE;
 
@@ -79,7 +84,7 @@ pub(super) fn watch(group: i32) {
     }
     state.live.push(group);
     let told = match &state.pipe {
-        Some(pipe) => send(pipe.as_raw_fd(), group),
+        Some(pipe) => send(pipe.as_fd(), group),
         None => false,
     };
     if !told {
@@ -96,25 +101,20 @@ pub(super) fn unwatch(group: i32) {
     state.live.swap_remove(at);
     if let Some(pipe) = &state.pipe {
         // A keeper that is gone lists nothing.
-        send(pipe.as_raw_fd(), -group);
+        send(pipe.as_fd(), -group);
     }
 }
 
 /// Writes one word: a group to list, or (negative) one to take off.
-fn send(pipe: RawFd, word: i32) -> bool {
+fn send(pipe: BorrowedFd<'_>, word: i32) -> bool {
     let bytes = word.to_ne_bytes();
     loop {
-        // SAFETY: writes our buffer of 4 bytes to a descriptor we hold; 4
-        // bytes are fewer than PIPE_BUF, so they are written whole or not.
-        let written = unsafe { libc::write(pipe, bytes.as_ptr().cast(), bytes.len()) };
-        if written == bytes.len() as isize {
-            return true;
+        // 4 bytes are fewer than PIPE_BUF, so they are written whole or not.
+        match rustix::io::write(pipe, &bytes) {
+            Ok(written) => return written == bytes.len(),
+            Err(Errno::INTR) => continue,
+            Err(_) => return false,
         }
-        if written < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {
-            continue;
-        }
-        return false;
     }
 }
 
@@ -123,25 +123,22 @@ fn send(pipe: RawFd, word: i32) -> bool {
 fn start(state: &mut State) {
     state.pipe = None;
     if let Some(pid) = state.pid.take() {
-        // SAFETY: waits without blocking for our own child.
-        let reaped = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } == pid;
+        // Without blocking, for our own child.
+        let waited = Pid::from_raw(pid).map(|child| waitpid(Some(child), WaitOptions::NOHANG));
+        let reaped = matches!(waited, Some(Ok(Some(_))));
         match reaped {
             // Under the spawn gate: no new child can have its ID yet.
             true => super::orphans::forget(pid),
             false => state.pid = Some(pid),
         }
     }
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: pipe2 writes two new descriptors into `fds`.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        log::debug!(
-            "no pipe for the keeper: {}",
-            std::io::Error::last_os_error()
-        );
-        return;
-    }
-    // SAFETY: both descriptors were just made and are owned by nothing else.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
+        Ok(ends) => ends,
+        Err(e) => {
+            log::debug!("no pipe for the keeper: {}", std::io::Error::from(e));
+            return;
+        }
+    };
     // SAFETY: the child runs only `keep`, which makes system calls on its
     // own stack and never returns (see the module).
     match unsafe { libc::fork() } {
@@ -150,12 +147,12 @@ fn start(state: &mut State) {
             std::io::Error::last_os_error()
         ),
         // SAFETY: in the new child, with the pipe's read end open.
-        0 => unsafe { keep(read.as_raw_fd()) },
+        0 => unsafe { keep(read.as_fd()) },
         pid => {
             drop(read);
             // Not something a call left behind: the sweeps leave it be.
             super::orphans::keep(pid);
-            let pipe = write.as_raw_fd();
+            let pipe = write.as_fd();
             let told = state.live.iter().all(|&group| send(pipe, group));
             state.pipe = told.then_some(write);
             if let Some(old) = state.pid.replace(pid) {
@@ -174,29 +171,25 @@ fn start(state: &mut State) {
 ///
 /// Only in a child just forked, with `pipe` the read end of the keeper's
 /// pipe; it never returns.
-unsafe fn keep(pipe: RawFd) -> ! {
+unsafe fn keep(pipe: BorrowedFd<'_>) -> ! {
+    // rustix's calls are plain system calls, as a forked child of a
+    // threaded process may make.
+    // Out of this process's group, so that what ends that group (a
+    // Ctrl-C, a kill of the group) leaves the keeper to do its work.
+    let _ = rustix::process::setpgid(None, None);
+    let _ = rustix::process::chdir(c"/");
+    let _ = rustix::thread::set_name(c"ral-keeper");
     // SAFETY (all calls below): plain system calls with integer arguments
-    // or pointers to this stack frame, as a forked child of a threaded
-    // process may make.
+    // or pointers to this stack frame; rustix has no safe form of signal
+    // dispositions and masks, nor of closing descriptors it does not own.
     unsafe {
-        // Out of this process's group, so that what ends that group (a
-        // Ctrl-C, a kill of the group) leaves the keeper to do its work.
-        libc::setpgid(0, 0);
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
             libc::signal(signal, libc::SIG_DFL);
         }
         let mut none = std::mem::zeroed::<libc::sigset_t>();
         libc::sigemptyset(&mut none);
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        libc::chdir(c"/".as_ptr());
-        close_all_but(pipe);
-        libc::prctl(
-            libc::PR_SET_NAME,
-            c"ral-keeper".as_ptr() as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
+        close_all_but(pipe.as_raw_fd());
     }
     let mut groups = [0i32; MOST_GROUPS];
     let mut count = 0;
@@ -204,15 +197,12 @@ unsafe fn keep(pipe: RawFd) -> ! {
     let mut filled = 0;
     let mut buffer = [0u8; 256];
     loop {
-        // SAFETY: reads into our own buffer.
-        let read = unsafe { libc::read(pipe, buffer.as_mut_ptr().cast(), buffer.len()) };
-        if read < 0 && errno() == libc::EINTR {
-            continue;
-        }
-        if read <= 0 {
-            break;
-        }
-        for &byte in &buffer[..read as usize] {
+        let read = match rustix::io::read(pipe, &mut buffer) {
+            Err(Errno::INTR) => continue,
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        for &byte in &buffer[..read] {
             word[filled] = byte;
             filled += 1;
             if filled < word.len() {
@@ -243,33 +233,29 @@ unsafe fn keep(pipe: RawFd) -> ! {
 /// SIGKILL to those still there; a group seen gone is not signalled
 /// again (its ID may be another's by then).
 fn end(groups: &mut [i32]) {
-    for group in groups.iter() {
-        // SAFETY: kill takes plain integers.
-        unsafe { libc::kill(-group, libc::SIGTERM) };
+    for group in groups.iter().filter_map(|&group| Pid::from_raw(group)) {
+        let _ = kill_process_group(group, Signal::TERM);
     }
     let mut waited = Duration::ZERO;
     loop {
         for group in groups.iter_mut().filter(|group| **group > 0) {
-            // SAFETY: kill with no signal only asks whether the group is
-            // there.
-            if unsafe { libc::kill(-*group, 0) } != 0 && errno() == libc::ESRCH {
+            // No signal: only asks whether the group is there.
+            if Pid::from_raw(*group).map(test_kill_process_group) == Some(Err(Errno::SRCH)) {
                 *group = 0;
             }
         }
         if groups.iter().all(|&group| group == 0) || waited >= KILL_GRACE {
             break;
         }
-        let pause = libc::timespec {
+        let pause = rustix::time::Timespec {
             tv_sec: 0,
-            tv_nsec: LOOK_EVERY.as_nanos() as libc::c_long,
+            tv_nsec: LOOK_EVERY.as_nanos() as i64,
         };
-        // SAFETY: sleeps; the time is on our stack.
-        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        let _ = rustix::thread::nanosleep(&pause);
         waited += LOOK_EVERY;
     }
-    for &group in groups.iter().filter(|&&group| group > 0) {
-        // SAFETY: kill takes plain integers.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
+    for group in groups.iter().filter_map(|&group| Pid::from_raw(group)) {
+        let _ = kill_process_group(group, Signal::KILL);
     }
 }
 
@@ -299,10 +285,4 @@ unsafe fn close_all_but(keep: RawFd) {
             libc::close(fd as libc::c_int);
         }
     }
-}
-
-/// The calling thread's errno, read without allocating.
-fn errno() -> libc::c_int {
-    // SAFETY: the location of this thread's errno, always valid.
-    unsafe { *libc::__errno_location() }
 }

@@ -20,10 +20,16 @@
 //! Processes are signalled through pidfds, checked to still be the
 //! descendant that was found, so a reused process ID is never hit.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::process::{
+    getpid, pidfd_open, pidfd_send_signal, set_child_subreaper, waitid, Pid, PidfdFlags, Signal,
+    WaitId, WaitIdOptions,
+};
 
 use super::limits::KILL_GRACE;
 
@@ -127,15 +133,12 @@ impl State {
 /// A program that starts children of its own by other means must not call
 /// it.
 pub fn adopt_orphans() -> bool {
-    // SAFETY: getpid has no preconditions.
-    let me = unsafe { libc::getpid() };
+    let me = getpid().as_raw_pid();
     if Pinned::open(me).is_none() {
         return false;
     }
     let inherited = children_of(me);
-    // SAFETY: prctl with integer arguments; it changes an attribute of this
-    // process only.
-    let set = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
+    let set = set_child_subreaper(Some(getpid())).is_ok();
     if set {
         lock().inherited = inherited;
         ADOPTING.store(true, Ordering::SeqCst);
@@ -179,7 +182,7 @@ pub(super) fn kill_now(leader: i32, release: bool, pipes: &[u64]) {
         let found = find(Some(leader));
         for process in &found.tree {
             if !release || holds_a_pipe(process.pid, pipes) {
-                process.signal(libc::SIGKILL);
+                process.signal(Signal::KILL);
             }
         }
         // They are reaped when the call ends.
@@ -223,7 +226,7 @@ pub(super) fn kill_all_now() {
         return;
     }
     for process in tree(&orphans(None)) {
-        process.signal(libc::SIGKILL);
+        process.signal(Signal::KILL);
     }
 }
 
@@ -257,8 +260,7 @@ fn find(own: Option<i32>) -> Found {
 /// The children of this process that may be ended now, pinned, each with
 /// whether it has exited already.
 fn orphans(own: Option<i32>) -> Vec<(Pinned, bool)> {
-    // SAFETY: getpid has no preconditions.
-    let me = unsafe { libc::getpid() };
+    let me = getpid().as_raw_pid();
     let mut state = lock();
     let now = Instant::now();
     let recheck = state
@@ -329,12 +331,12 @@ fn tree(orphans: &[(Pinned, bool)]) -> Vec<Pinned> {
 /// signal cuts the grace period short: this process is about to end.
 fn end(tree: &[Pinned]) {
     for process in tree {
-        process.signal(libc::SIGTERM);
+        process.signal(Signal::TERM);
     }
     let all: Vec<&Pinned> = tree.iter().collect();
     let left = still_running(&all, Instant::now() + KILL_GRACE, true);
     for process in &left {
-        process.signal(libc::SIGKILL);
+        process.signal(Signal::KILL);
     }
     let stuck = still_running(&left, Instant::now() + KILL_WAIT, false);
     if !stuck.is_empty() {
@@ -361,23 +363,20 @@ fn still_running<'a>(
 ) -> Vec<&'a Pinned> {
     let mut left = processes.to_vec();
     while !left.is_empty() {
-        let mut fds: Vec<libc::pollfd> = left
+        let mut fds: Vec<PollFd<'_>> = left
             .iter()
-            .map(|process| libc::pollfd {
-                fd: process.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
+            .map(|process| PollFd::new(&process.fd, PollFlags::IN))
             .collect();
         let wait = until.saturating_duration_since(Instant::now());
-        // At most 100 ms at a time, so an interrupt is noticed.
-        let millis = wait.as_micros().div_ceil(1000).min(100) as libc::c_int;
-        // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+        // At most 100 ms at a time, so an interrupt is noticed; rounded up
+        // to a millisecond, as poll(2) counts.
+        let millis = wait.as_micros().div_ceil(1000).min(100) as u64;
+        let timeout = Timespec::try_from(Duration::from_millis(millis)).unwrap_or_default();
+        let _ = poll(&mut fds, Some(&timeout));
         left = left
             .into_iter()
             .zip(&fds)
-            .filter(|(_, fd)| fd.revents == 0)
+            .filter(|(_, fd)| fd.revents().is_empty())
             .map(|(process, _)| process)
             .collect();
         if Instant::now() >= until || (interruptible && super::gate::interrupted().is_some()) {
@@ -391,18 +390,9 @@ fn still_running<'a>(
 /// exited, through their pidfds (the others are reaped by their parents).
 fn reap(processes: &[Pinned]) {
     for process in processes {
-        // SAFETY: siginfo_t is plain data; waitid writes into it.
-        let mut info = unsafe { std::mem::zeroed::<libc::siginfo_t>() };
-        // SAFETY: waits without blocking for the process of our pidfd; one
-        // that is not our child gives ECHILD.
-        unsafe {
-            libc::waitid(
-                libc::P_PIDFD,
-                process.fd.as_raw_fd() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG,
-            )
-        };
+        // Without blocking; one that is not our child gives ECHILD.
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG;
+        let _ = waitid(WaitId::PidFd(process.fd.as_fd()), options);
     }
 }
 
@@ -414,38 +404,18 @@ struct Pinned {
 
 impl Pinned {
     fn open(pid: i32) -> Option<Pinned> {
-        // SAFETY: pidfd_open takes a process ID and flags.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        (fd >= 0).then(|| Pinned {
-            pid,
-            // SAFETY: the kernel just gave us this descriptor.
-            fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
-        })
+        let fd = pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok()?;
+        Some(Pinned { pid, fd })
     }
 
     /// Whether it has not exited yet.
     fn is_alive(&self) -> bool {
-        let mut fd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polls one valid descriptor without waiting.
-        unsafe { libc::poll(&mut fd, 1, 0) == 0 }
+        let mut fd = [PollFd::new(&self.fd, PollFlags::IN)];
+        poll(&mut fd, Some(&Timespec::default())) == Ok(0)
     }
 
-    fn signal(&self, signal: libc::c_int) {
-        // SAFETY: pidfd_send_signal with our pidfd, a signal number and no
-        // siginfo.
-        unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.fd.as_raw_fd(),
-                signal,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            )
-        };
+    fn signal(&self, signal: Signal) {
+        let _ = pidfd_send_signal(&self.fd, signal);
     }
 }
 
@@ -499,8 +469,7 @@ pub fn adopted_child(title: &str) -> Option<i32> {
     if !ADOPTING.load(Ordering::SeqCst) {
         return None;
     }
-    // SAFETY: getpid has no preconditions.
-    let me = unsafe { libc::getpid() };
+    let me = getpid().as_raw_pid();
     children_of(me).into_iter().find(|pid| {
         std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|line| line.split(|&b| b == 0).next() == Some(title.as_bytes()))
@@ -553,14 +522,8 @@ fn children_by_scan(pid: i32) -> Vec<i32> {
 
 /// Now, in the clock ticks `/proc/PID/stat` gives start times in.
 fn now_ticks() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the time into `now`.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    let hz = rustix::param::clock_ticks_per_second().max(1);
     now.tv_sec as u64 * hz + now.tv_nsec as u64 * hz / 1_000_000_000
 }
 
@@ -570,8 +533,8 @@ mod tests {
 
     #[test]
     fn stat_fields_are_read_after_the_command_name() {
-        // SAFETY: getpid and getppid have no preconditions.
-        let (me, parent) = unsafe { (libc::getpid(), libc::getppid()) };
+        let me = getpid().as_raw_pid();
+        let parent = Pid::as_raw(rustix::process::getppid());
         let stat = stat_of(me).expect("our own stat");
         assert_eq!(stat.parent, parent);
         assert!(!stat.zombie);
@@ -584,8 +547,7 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
-        // SAFETY: getpid has no preconditions.
-        let me = unsafe { libc::getpid() };
+        let me = getpid().as_raw_pid();
         let pid = child.id() as i32;
         assert!(children_of(me).contains(&pid));
         assert!(children_by_scan(me).contains(&pid));

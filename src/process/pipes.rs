@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Instant;
 
 use super::limits::{remaining, INTERRUPT_POLL};
@@ -28,14 +28,12 @@ fn find_newline(bytes: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', bytes)
 }
 
-fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own, with integer arguments.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+fn set_nonblocking(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    Ok(rustix::fs::fcntl_setfl(
+        fd,
+        flags | rustix::fs::OFlags::NONBLOCK,
+    )?)
 }
 
 /// A piece of a line: the whole line when it fits the limit, otherwise
@@ -71,7 +69,7 @@ pub(super) struct LineReader {
 impl LineReader {
     pub(super) fn new(fd: impl Into<OwnedFd>) -> std::io::Result<LineReader> {
         let fd: OwnedFd = fd.into();
-        set_nonblocking(fd.as_raw_fd())?;
+        set_nonblocking(fd.as_fd())?;
         Ok(LineReader {
             file: File::from(fd),
             buf: Vec::new(),
@@ -210,7 +208,7 @@ impl<'a> Feeder<'a> {
         let file = match fd {
             Some(fd) if !bytes.is_empty() => {
                 let fd: OwnedFd = fd.into();
-                set_nonblocking(fd.as_raw_fd())?;
+                set_nonblocking(fd.as_fd())?;
                 Some(File::from(fd))
             }
             _ => None,

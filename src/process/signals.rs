@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use rustix::process::{kill_process, kill_process_group, Pid, Signal};
+
 use super::gate::{interrupted, INTERRUPTED, SPAWN_GATE};
 
 /// The process groups of the running calls, for the interrupt handler; 0
@@ -53,19 +55,17 @@ static RUN_NOW: AtomicBool = AtomicBool::new(false);
 /// handlers' own calls (a write to a full wake-up pipe, a kill of a group
 /// that is gone) set it, and the code the signal landed in may be about
 /// to read what its own last call left there.
-struct SavedErrno(libc::c_int);
+struct SavedErrno(errno::Errno);
 
 impl SavedErrno {
     fn save() -> SavedErrno {
-        // SAFETY: the calling thread's errno, always a valid location.
-        SavedErrno(unsafe { *libc::__errno_location() })
+        SavedErrno(errno::errno())
     }
 }
 
 impl Drop for SavedErrno {
     fn drop(&mut self) {
-        // SAFETY: as in `save`.
-        unsafe { *libc::__errno_location() = self.0 };
+        errno::set_errno(self.0);
     }
 }
 
@@ -93,11 +93,10 @@ extern "C" fn on_signal(signal: libc::c_int) {
     }
     let mut running = SPAWNING.load(Ordering::SeqCst) > 0;
     for slot in &ACTIVE_GROUPS {
-        let group = slot.load(Ordering::SeqCst);
-        if group > 0 {
+        // kill(2) is async-signal-safe, and rustix's is the bare call.
+        if let Some(group) = Pid::from_raw(slot.load(Ordering::SeqCst).max(0)) {
             running = true;
-            // SAFETY: kill is async-signal-safe and takes plain integers.
-            unsafe { libc::kill(-group, libc::SIGTERM) };
+            let _ = kill_process_group(group, Signal::TERM);
         }
     }
     if running || DEFERRED.load(Ordering::SeqCst) {
@@ -282,18 +281,19 @@ fn reraise(signal: libc::c_int) -> ! {
     let gate = SPAWN_GATE.lock().unwrap_or_else(|e| e.into_inner());
     std::mem::forget(gate);
     for slot in &ACTIVE_GROUPS {
-        let group = slot.load(Ordering::SeqCst);
-        if group > 0 {
-            // SAFETY: the group's leader is unreaped until its slot is
-            // cleared, so the ID is still that group's.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
+        // The group's leader is unreaped until its slot is cleared, so
+        // the ID is still that group's.
+        if let Some(group) = Pid::from_raw(slot.load(Ordering::SeqCst).max(0)) {
+            let _ = kill_process_group(group, Signal::KILL);
         }
     }
     // And whatever left those groups.
     super::orphans::kill_all_now();
     for pid in std::mem::take(&mut *END_ON_INTERRUPT.lock().unwrap_or_else(|e| e.into_inner())) {
-        // SAFETY: kill takes plain integers; the caller vouched for the ID.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // The caller vouched for the ID.
+        if let Some(pid) = Pid::from_raw(pid.max(0)) {
+            let _ = kill_process(pid, Signal::KILL);
+        }
     }
     let dirs = std::mem::take(
         &mut *REMOVE_ON_INTERRUPT
@@ -401,11 +401,9 @@ mod tests {
         while rustix::io::write(&write, &[0u8; 4096]).is_ok() {}
         use std::os::fd::AsRawFd;
         WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
-        // SAFETY: this thread's errno.
-        unsafe { *libc::__errno_location() = libc::ENOENT };
+        errno::set_errno(errno::Errno(libc::ENOENT));
         on_request(libc::SIGUSR1);
-        // SAFETY: as above.
-        let after = unsafe { *libc::__errno_location() };
+        let after = errno::errno().0;
         WAKE_FD.store(-1, Ordering::SeqCst);
         assert!(take_run_now());
         assert_eq!(after, libc::ENOENT);

@@ -21,42 +21,32 @@
 //! dependency order, a plan from one read per provider, and tasks run in
 //! that order (`ral plan`, `ral apply`).
 
+// The layers' folders (docs/architecture.md): their modules keep the
+// paths they had at the root.
+mod base;
+pub use base::{
+    bounded_read, cache_dir, error, fnv, quoting, secrets, store, suggest, types, yaml_doc,
+    yaml_stream,
+};
+mod model;
+pub use model::{log_line, metadata, plugin_meta, relations, resource};
+mod providers;
+pub use providers::{bundled, discovery, metadata_cache, output_check, provider, withheld};
+
 pub mod agent;
-pub mod bounded_read;
-pub mod bundled;
-pub mod cache_dir;
 pub mod cli;
 pub mod conformance;
 pub mod converge;
-pub mod discovery;
-pub mod error;
 pub mod facts;
-pub mod fnv;
 pub mod holo;
 mod host;
 pub mod invoke;
-pub mod log_line;
-pub mod metadata;
-pub mod metadata_cache;
-pub mod output_check;
 pub mod plugin;
-pub mod plugin_meta;
 pub mod process;
-pub mod provider;
-pub mod quoting;
-pub mod relations;
 pub mod remote;
 pub mod render;
-pub mod resource;
-pub mod secrets;
-pub mod store;
-pub mod suggest;
 pub mod templating;
-pub mod types;
 pub mod update;
-pub mod withheld;
-pub mod yaml_doc;
-pub mod yaml_stream;
 
 // The provider SDK and the native providers are a crate of their own
 // (`ral-sdk`, below every module here), under the paths they had.

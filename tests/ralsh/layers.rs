@@ -53,6 +53,49 @@ const LAYERS: &[&str] = &[
     "cli",
 ];
 
+/// The folders of src/ that group a layer's modules (docs/architecture.md
+/// names them), with those modules, which the crate root re-exports under
+/// their own names: a file in one is of the module below the folder.
+const FOLDERS: &[(&str, &[&str])] = &[
+    (
+        "base",
+        &[
+            "error",
+            "suggest",
+            "yaml_doc",
+            "yaml_stream",
+            "quoting",
+            "fnv",
+            "types",
+            "secrets",
+            "bounded_read",
+            "cache_dir",
+            "store",
+        ],
+    ),
+    (
+        "model",
+        &[
+            "relations",
+            "metadata",
+            "plugin_meta",
+            "log_line",
+            "resource",
+        ],
+    ),
+    (
+        "providers",
+        &[
+            "provider",
+            "withheld",
+            "output_check",
+            "bundled",
+            "metadata_cache",
+            "discovery",
+        ],
+    ),
+];
+
 /// The modules the crate root re-exports from.
 const REEXPORTS: &[(&str, &str)] = &[
     ("Error", "error"),
@@ -182,14 +225,14 @@ fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn no_module_imports_a_layer_above_it() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let wrong = layering(&src, LAYERS, REEXPORTS);
+    let wrong = layering(&src, LAYERS, FOLDERS, REEXPORTS);
     assert!(wrong.is_empty(), "imports of a layer above: {wrong:#?}");
 }
 
 #[test]
 fn no_module_of_the_sdk_imports_a_layer_above_it() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/ral-sdk/src");
-    let wrong = layering(&src, SDK_LAYERS, SDK_REEXPORTS);
+    let wrong = layering(&src, SDK_LAYERS, &[], SDK_REEXPORTS);
     assert!(wrong.is_empty(), "imports of a layer above: {wrong:#?}");
 }
 
@@ -225,23 +268,87 @@ fn the_sdk_depends_on_nothing_of_the_host() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// The module `relative` (a path below src/) belongs to: its first
+/// component, or its second below a layer's folder (which must list it);
+/// the folder's own `mod.rs` counts as the folder.
+fn module_of(relative: &Path, folders: &[(&str, &[&str])]) -> String {
+    let mut parts = relative
+        .components()
+        .map(|part| part.as_os_str().to_str().unwrap().trim_end_matches(".rs"));
+    let first = parts.next().unwrap();
+    let Some((folder, modules)) = folders.iter().find(|(folder, _)| *folder == first) else {
+        return first.to_owned();
+    };
+    match parts.next() {
+        Some("mod") | None => folder.to_string(),
+        Some(module) => {
+            assert!(
+                modules.contains(&module),
+                "{}: {module} is not one of the modules of src/{folder}/",
+                relative.display()
+            );
+            module.to_owned()
+        }
+    }
+}
+
+/// Each layer folder holds the modules of neighbouring layers, in the
+/// order of `LAYERS`, and every one of them: a folder is a band of the
+/// line, so that the tree shows the layers.
+#[test]
+fn each_folder_of_src_is_a_band_of_the_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for (folder, modules) in FOLDERS {
+        let ranks: Vec<usize> = modules
+            .iter()
+            .map(|m| {
+                LAYERS
+                    .iter()
+                    .position(|l| l == m)
+                    .unwrap_or_else(|| panic!("{m}"))
+            })
+            .collect();
+        let first = ranks[0];
+        assert_eq!(
+            ranks,
+            (first..first + modules.len()).collect::<Vec<_>>(),
+            "src/{folder}/ is not a band of LAYERS"
+        );
+        for module in *modules {
+            let file = src.join(folder).join(format!("{module}.rs"));
+            let dir = src.join(folder).join(module).join("mod.rs");
+            assert!(
+                file.is_file() || dir.is_file(),
+                "{module} is not in src/{folder}/"
+            );
+        }
+    }
+    // Nothing of theirs is left at the top.
+    for (_, modules) in FOLDERS {
+        for module in *modules {
+            assert!(
+                !src.join(format!("{module}.rs")).exists(),
+                "src/{module}.rs"
+            );
+            assert!(!src.join(module).exists(), "src/{module}/");
+        }
+    }
+}
+
 /// Each file's imports of modules after its own in `layers`.
-fn layering(src: &Path, layers: &[&str], reexports: &[(&str, &str)]) -> Vec<String> {
+fn layering(
+    src: &Path,
+    layers: &[&str],
+    folders: &[(&str, &[&str])],
+    reexports: &[(&str, &str)],
+) -> Vec<String> {
     let mut all = Vec::new();
     files(src, &mut all);
     let mut wrong = Vec::new();
     for file in all {
         let relative = file.strip_prefix(src).unwrap();
-        let module = relative
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_str()
-            .unwrap()
-            .trim_end_matches(".rs")
-            .to_owned();
-        if module == "lib" || module == "main" {
+        let module = module_of(relative, folders);
+        if module == "lib" || module == "main" || folders.iter().any(|(f, _)| *f == module) {
             continue;
         }
         let rank = |name: &str| layers.iter().position(|layer| *layer == name);

@@ -46,7 +46,9 @@ peak_kb() {
   /usr/bin/time -f %M -o "$W/results/$name.mem" bash -c "$*" >/dev/null 2>&1 || true
 }
 
-# 1. ralsh TYPE NAME against the provider's own find (bash, with a .yaml).
+# 1. ralsh TYPE NAME against the provider's own find (bash, with a .yaml),
+#    and against its floor: that find plus one process start (/bin/true),
+#    all three timed in the same run.
 mkdir -p "$W/find/providers"
 cat > "$W/find/providers/kv.prov" <<'EOF'
 #!/bin/bash
@@ -60,7 +62,8 @@ chmod +x "$W/find/providers/kv.prov"
 "$RALSH" -I "$W/find" kv a >/dev/null
 bench find -N \
   -n "provider find" "$W/find/providers/kv.prov ral_action=find name=a" \
-  -n "ralsh kv a" "$RALSH -I $W/find kv a"
+  -n "ralsh kv a" "$RALSH -I $W/find kv a" \
+  -n "true" "/bin/true"
 #    The floor under that ratio, timed alike: starting a process at all,
 #    and starting ralsh to do nothing.
 bench floor -N \

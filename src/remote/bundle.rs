@@ -462,6 +462,54 @@ mod tests {
         assert_eq!(bundle.remote_path("/r", Path::new("/elsewhere/x")), None);
     }
 
+    /// Every byte value, through both ways of sending a file (octal
+    /// `printf`, and a here-document for text), arrives exactly under each
+    /// shell a target may have as `sh`, in a UTF-8 locale too.
+    #[test]
+    fn every_byte_round_trips_through_each_shell() {
+        let source = tempfile::tempdir().unwrap();
+        let all: Vec<u8> = (0..=255u8).cycle().take(256 * 20 + 7).collect();
+        let text: Vec<u8> = (1..=255u8)
+            .filter(|&b| b != b'\r')
+            .chain([b'\\', b'\n', b'$', b'`', b'\'', b'\n'])
+            .collect();
+        write(source.path(), "all.bin", &all, 0o644);
+        write(source.path(), "text.txt", &text, 0o644);
+        write(source.path(), "empty", b"", 0o644);
+        write(source.path(), "pct", b"%s%d%%\\c\\0\\x41", 0o644);
+        let bundle = Bundle::collect(&[source.path().to_path_buf()]).unwrap();
+        let shells: &[&[&str]] = &[&["dash", "-s"], &["bash", "--posix", "-s"], &["bash", "-s"]];
+        for shell in shells {
+            if Command::new(shell[0]).arg("-c").arg(":").status().is_err() {
+                continue;
+            }
+            for locale in ["C", "C.UTF-8"] {
+                let out = tempfile::tempdir().unwrap();
+                let mut sh = Command::new(shell[0])
+                    .args(&shell[1..])
+                    .env("LC_ALL", locale)
+                    .current_dir(out.path())
+                    .stdin(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                use std::io::Write;
+                sh.stdin
+                    .take()
+                    .unwrap()
+                    .write_all(bundle.payload())
+                    .unwrap();
+                assert!(sh.wait().unwrap().success(), "{shell:?} {locale}");
+                for name in ["all.bin", "text.txt", "empty", "pct"] {
+                    assert_eq!(
+                        fs::read(out.path().join("d0").join(name)).unwrap(),
+                        fs::read(source.path().join(name)).unwrap(),
+                        "{name} through {shell:?} in {locale}"
+                    );
+                }
+            }
+        }
+    }
+
     /// Runs a target's command line here, as its login shell would, with
     /// `home` as HOME and `stdin` fed; its stdout.
     fn run_on_target(line: &str, home: &Path, stdin: &[u8]) -> (bool, String, String) {

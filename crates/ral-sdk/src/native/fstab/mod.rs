@@ -989,12 +989,15 @@ fn change_entry(
     }
     let mut changes = Vec::new();
     if !new.is_empty() {
+        let options_set = new.iter().any(|(attr, _)| *attr == "options");
         call.log.updating(name, || {
             for (attr, value) in new {
                 changes.push(Change::new(attr, entry.get(attr).json(), value.json()));
                 Arc::make_mut(&mut file.lines[at]).set_field(attr, value);
             }
-            changes.extend(filled_options(update, &entry, file.entry(at))?);
+            if !options_set {
+                changes.extend(filled_options(update, &entry, file.entry(at))?);
+            }
             file.changed = true;
             check_fits(&file.lines[at])
         })?;
@@ -1003,10 +1006,13 @@ fn change_entry(
 }
 
 /// The change to the options of an entry that had no options field and
-/// now has `defaults` there, written before a dump or pass field: told
-/// like any other, so that what is reported is what the file says. An
-/// update that asked for no options at all is refused, as setting them
-/// empty is: the file cannot hold that.
+/// now has `defaults` there, written before a dump or pass field (the
+/// update set no options itself): told like any other, so that what is
+/// reported is what the file says. An update that asked for no options
+/// at all is refused, as setting them empty is: the file cannot hold
+/// that. (ral sends only the values that differ, so through ral such an
+/// update reaches here without its options, and its check afterwards
+/// finds `defaults` where it asked for none.)
 fn filled_options(update: &Update, before: &Entry, after: &Entry) -> CallResult<Option<Change>> {
     let (was, now) = (before.get("options").json(), after.get("options").json());
     if was == now {

@@ -673,3 +673,25 @@ fn a_root_held_by_a_shared_mount_is_told_by_its_propagation_group() {
         Some("shared:1")
     );
 }
+
+#[test]
+fn an_options_change_asked_for_is_reported_once() {
+    let (_dir, place) = fake_root();
+    let mut file = File::parse(Some(b"a /m ext4 defaults 0 0\n"));
+    let (changes, _) = apply_update(
+        &call(),
+        &place,
+        &update("/m", json!({"options": ["rw", "noatime"]})),
+        &mut file,
+    )
+    .unwrap();
+    assert_eq!(
+        changes,
+        vec![Change::new(
+            "options",
+            json!(["defaults"]),
+            json!(["rw", "noatime"])
+        )],
+        "one change for one attribute"
+    );
+}

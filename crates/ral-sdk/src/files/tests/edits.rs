@@ -317,6 +317,7 @@ fn edits_from_threads_here_and_from_the_python_toolkit_lose_no_update() {
     sandbox.write("etc/counter", b"0\n");
     let root = sandbox.open();
     let rounds = 60;
+    let log = tempfile::tempfile().unwrap();
     let python = super::python_command(&format!(
         "root = ral.Root()\n\
          target = root.file('etc/counter')\n\
@@ -327,6 +328,9 @@ fn edits_from_threads_here_and_from_the_python_toolkit_lose_no_update() {
          \x20       edit.commit()\n"
     ))
     .env("RALSH_ROOT_DIR", &sandbox.root)
+    // Its log of each lock waited for goes to a file, shown on failure,
+    // not among the test runner's lines.
+    .stderr(log.try_clone().unwrap())
     .spawn()
     .unwrap();
     std::thread::scope(|scope| {
@@ -339,7 +343,10 @@ fn edits_from_threads_here_and_from_the_python_toolkit_lose_no_update() {
         }
     });
     let status = { python }.wait().unwrap();
-    assert!(status.success());
+    let (mut log, mut logged) = (log, String::new());
+    std::io::Seek::seek(&mut log, std::io::SeekFrom::Start(0)).unwrap();
+    std::io::Read::read_to_string(&mut log, &mut logged).unwrap();
+    assert!(status.success(), "{logged}");
     assert_eq!(
         sandbox.read("etc/counter"),
         format!("{}\n", 3 * rounds).into_bytes()

@@ -52,6 +52,7 @@ pub fn load_with(
         if !dir.is_dir() {
             bail!("-I {}: no such directory", dir.display());
         }
+        warn_if_nothing_there(dir);
     }
     // The Python toolkit is written out and checked only where a provider
     // may need it: not for a type whose providers are all bundled native
@@ -161,4 +162,27 @@ fn seconds_in(
         });
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Says so, once a run, when a directory given with `-I` holds neither
+/// `providers/` nor `plugins/`, where ral looks: most often it is the
+/// `providers/` directory itself, given instead of the one above it.
+fn warn_if_nothing_there(dir: &Path) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    if dir.join("providers").is_dir() || dir.join("plugins").is_dir() {
+        return;
+    }
+    let holds_providers = std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|entry| entry.path().extension().is_some_and(|ext| ext == "prov"))
+    });
+    let shown = crate::text::escaped(&dir.display().to_string());
+    WARNED.call_once(|| match holds_providers {
+        true => log::warn!(
+            "-I {shown}: it holds .prov files, but ral looks for them in a providers/ \
+             directory below the one given: give the directory above it"
+        ),
+        false => log::warn!("-I {shown}: no providers/ or plugins/ directory in it"),
+    });
 }

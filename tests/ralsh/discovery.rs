@@ -23,6 +23,41 @@ fn with_dirs(
 }
 
 #[test]
+fn an_include_without_providers_below_it_is_warned_of_once() {
+    let sandbox = Sandbox::new();
+    // The providers/ directory itself, given instead of its parent.
+    let providers = fixtures_dir().join("broken/providers");
+    let run = with_dirs(&sandbox, &[&providers], None, &["nosuchtype"]);
+    let wanted = "ralsh: warn: -I ";
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with(wanted))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", run.stderr);
+    assert!(
+        warnings[0].contains("it holds .prov files")
+            && warnings[0].contains("the directory above it"),
+        "{}",
+        warnings[0]
+    );
+    // A directory with neither providers/ nor plugins/.
+    let empty = sandbox.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let run = with_dirs(&sandbox, &[&empty], None, &["-j"]);
+    run.expect(0);
+    assert!(
+        run.stderr
+            .contains("no providers/ or plugins/ directory in it"),
+        "{}",
+        run.stderr
+    );
+    // A data directory as it should be: nothing said.
+    let run = with_dirs(&sandbox, &[&fixtures_dir()], None, &["-j"]);
+    assert!(!run.stderr.contains(wanted), "{}", run.stderr);
+}
+
+#[test]
 fn broken_providers_are_skipped_with_one_warning_each() {
     let sandbox = Sandbox::new();
     let broken = fixtures_dir().join("broken");

@@ -68,7 +68,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / "target" / "instructions"
 SECTION = REPO / "bench" / "sections" / "instructions.md"
-TITLE = "## Instructions executed, before and after issue 26 (`bench/instructions.py`)"
+TITLE = "## Instructions executed at two revisions (`bench/instructions.py`)"
 
 # The one-resource provider of bench/run.sh, with its metadata.
 KV_PROV = """#!/bin/bash

@@ -66,9 +66,17 @@ bench find -N \
   -n "true" "/bin/true"
 #    The floor under that ratio, timed alike: starting a process at all,
 #    and starting ralsh to do nothing.
+#    And a Rust program that only prints a line, built like ralsh (release,
+#    fat LTO, one codegen unit, stripped): what starting any dynamically
+#    linked Rust program costs here, before ralsh does anything.
+mkdir -p "$W/hello/src"
+printf '[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n[profile.release]\nlto = "fat"\ncodegen-units = 1\nstrip = true\n' > "$W/hello/Cargo.toml"
+echo 'fn main() { println!("hello 0.1.0"); }' > "$W/hello/src/main.rs"
+CARGO_TARGET_DIR="$W/hello/target" cargo build --quiet --release --manifest-path "$W/hello/Cargo.toml"
 bench floor -N \
   -n "true" "/bin/true" \
-  -n "ralsh --version" "$RALSH --version"
+  -n "ralsh --version" "$RALSH --version" \
+  -n "a Rust hello world" "$W/hello/target/release/hello"
 
 # 2. ralsh (list providers) with 200 describe-only providers against 200
 #    with a .yaml; warm cache, then cold.

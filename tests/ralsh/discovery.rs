@@ -58,6 +58,34 @@ fn an_include_without_providers_below_it_is_warned_of_once() {
 }
 
 #[test]
+fn bad_metadata_from_describe_is_said_to_be_describe_s() {
+    use std::os::unix::fs::PermissionsExt;
+    let sandbox = Sandbox::new();
+    let dir = sandbox.root().join("data");
+    std::fs::create_dir_all(dir.join("providers")).unwrap();
+    let provider = dir.join("providers/badmeta.prov");
+    // An unquoted description holding ": ", a YAML error at line 4.
+    std::fs::write(
+        &provider,
+        "#!/bin/sh\n[ \"$1\" = ral_action=describe ] && \
+         printf -- '---\\nprovider:\\n  type: badmeta\\n  desc: a: b\\n'\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&provider, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = with_dirs(&sandbox, &[&dir], None, &["-j"]);
+    run.expect(0);
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("badmeta.prov"))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        warning.contains("the metadata its describe printed: ") && warning.contains("line 4"),
+        "{warning}"
+    );
+}
+
+#[test]
 fn broken_providers_are_skipped_with_one_warning_each() {
     let sandbox = Sandbox::new();
     let broken = fixtures_dir().join("broken");

@@ -325,13 +325,25 @@ impl Found {
     }
 }
 
+/// The metadata a provider's describe printed. Its errors say so: their
+/// lines and columns are of that output, not of the provider's file.
+fn parse_described(text: &str, source: &Path) -> Result<Metadata> {
+    Metadata::parse(text, source).map_err(|error| match error {
+        Error::Metadata { file, message } => Error::Metadata {
+            file,
+            message: format!("the metadata its describe printed: {message}"),
+        },
+        other => other,
+    })
+}
+
 /// Runs the describes of `pending` (indices into `found`), a few at a
 /// time; results in the order of `pending`.
 fn describe_all(host: &dyn Describer, found: &[Found], pending: &[usize]) -> Vec<Loaded> {
     let describe = |index: usize| -> Loaded {
         let source = &found[index].source;
         let text = host.describe(&label_of(source), source)?;
-        let meta = Metadata::parse(&text, source)?;
+        let meta = parse_described(&text, source)?;
         Ok((meta, Some(text)))
     };
     if pending.len() <= 1 {
@@ -446,7 +458,7 @@ pub fn load(host: &dyn Describer, source: &Path) -> Result<Provider> {
     let meta = if yaml.exists() {
         Metadata::parse(&read_yaml(&yaml)?, &yaml)?
     } else {
-        Metadata::parse(&host.describe(&label_of(source), source)?, source)?
+        parse_described(&host.describe(&label_of(source), source)?, source)?
     };
     Ok(provider_from(meta, source, host))
 }

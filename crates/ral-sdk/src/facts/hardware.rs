@@ -83,7 +83,10 @@ pub fn human_bytes(bytes: u64) -> String {
     if bytes < 1024 {
         return format!("{bytes} bytes");
     }
-    let mut exponent = ((bytes as f64).log2() / 10.0).floor() as i32;
+    // The unit from the integer logarithm: exact for every size, where
+    // a float's log2 rounds just below a power of two up to it (and, as
+    // the last call into libm, made every binary load that library).
+    let mut exponent = (bytes.ilog2() / 10) as i32;
     let mut number = (100.0 * (bytes as f64 / 1024f64.powi(exponent))).round() / 100.0;
     if (number - 1024.0).abs() < f64::EPSILON {
         exponent += 1;
@@ -257,6 +260,13 @@ mod tests {
         assert_eq!(human_bytes(1024 * 1024 - 1), "1.00 MiB");
         assert_eq!(human_bytes(274_877_906_944), "256.00 GiB");
         assert_eq!(human_bytes(u64::MAX), "16.00 EiB");
+        // Just below and at each power of 1024 (a float log2 rounds the
+        // first up): the unit changes only where the number would read
+        // 1024.00.
+        assert_eq!(human_bytes((1 << 40) - 1), "1.00 TiB");
+        assert_eq!(human_bytes(1 << 40), "1.00 TiB");
+        assert_eq!(human_bytes((1 << 30) - (1 << 22)), "1020.00 MiB");
+        assert_eq!(human_bytes((1 << 60) - 1), "1.00 EiB");
         assert_eq!(capacity(605_470_720, 25_324_953_600), "2.39%");
         assert_eq!(capacity(0, 0), "0.00%");
     }

@@ -316,7 +316,7 @@ pub(super) fn seconds(duration: Duration) -> String {
     if value == 0.0 {
         return "0".to_owned();
     }
-    let magnitude = value.log10().floor() as i32;
+    let magnitude = decimal_exponent(value);
     let decimals = usize::try_from(5 - magnitude).unwrap_or(0);
     let mut text = format!("{value:.decimals$}");
     if text.contains('.') {
@@ -328,6 +328,18 @@ pub(super) fn seconds(duration: Duration) -> String {
         }
     }
     text
+}
+
+/// The power of ten of a positive finite `value`'s first significant
+/// digit, floor(log10(value)), read from its shortest exact decimal form
+/// (`1.25e-2`): exact at the powers of ten themselves, and no call into
+/// libm, which no other code of ral's needs.
+fn decimal_exponent(value: f64) -> i32 {
+    let scientific = format!("{value:e}");
+    scientific
+        .rsplit_once('e')
+        .and_then(|(_, exponent)| exponent.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Who holds the lock on the file with status `info`, from /proc/locks:

@@ -374,6 +374,14 @@ fn seconds_are_written_as_pythons_g_format_writes_them() {
         (Duration::from_micros(12_500), "0.0125"),
         (Duration::from_micros(1_234), "0.001234"),
         (Duration::from_millis(123_456_700), "123457"),
+        // At the powers of ten the digits before the point change.
+        (Duration::from_secs(1), "1"),
+        (Duration::from_millis(100), "0.1"),
+        (Duration::from_millis(1), "0.001"),
+        (Duration::from_micros(99_999_999), "100"),
+        (Duration::from_micros(1_000_001), "1"),
+        (Duration::from_micros(100_000_050), "100"),
+        (Duration::from_micros(999_999), "0.999999"),
     ];
     for (duration, text) in cases {
         assert_eq!(crate::files::lock::seconds(duration), text);

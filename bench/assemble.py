@@ -33,6 +33,7 @@ OUTPUT = os.path.join(ROOT, "BENCHMARKS.md")
 ORDER = [
     ("run", "bench/run.sh"),
     ("run_puppet", "bench/run.sh"),
+    ("startup", "bench/startup.py"),
     ("native", "bench/native.py"),
     ("plan", "bench/plan.sh"),
     ("plan_engine", "bench/plan.sh"),

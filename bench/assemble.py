@@ -50,6 +50,7 @@ ORDER = [
     ("parsers", "bench/criterion.py"),
     ("scheduler", "bench/criterion.py"),
     ("instructions", "bench/instructions.py"),
+    ("build", "bench/build.py"),
 ]
 
 INTRO = """\

@@ -120,7 +120,7 @@ def measure(args, scratch, tree):
         rows.append(("`cargo build --release --bin ralsh`, from nothing",
                      timed(["cargo", "build", "--release", "--bin", "ralsh"], tree,
                            os.path.join(scratch, "target-release"))))
-    out = ["| crate | sources | files | lines |", "| --- | --- | --- | --- |"]
+    out = ["| crate | sources | files | lines (tests included) |", "| --- | --- | --- | --- |"]
     out += ["| %s | `%s` | %d | %d |" % crate for crate in crates(tree)]
     out += ["", "| build | time |", "| --- | --- |"]
     out += ["| %s | %s |" % (name, seconds(value)) for name, value in rows]

@@ -83,9 +83,8 @@ pub fn human_bytes(bytes: u64) -> String {
     if bytes < 1024 {
         return format!("{bytes} bytes");
     }
-    // The unit from the integer logarithm: exact for every size, where
-    // a float's log2 rounds just below a power of two up to it (and, as
-    // the last call into libm, made every binary load that library).
+    // The unit from the integer logarithm, exact for every size: a float
+    // log2 was the last call into libm, which made every binary load it.
     let mut exponent = (bytes.ilog2() / 10) as i32;
     let mut number = (100.0 * (bytes as f64 / 1024f64.powi(exponent))).round() / 100.0;
     if (number - 1024.0).abs() < f64::EPSILON {
@@ -260,10 +259,12 @@ mod tests {
         assert_eq!(human_bytes(1024 * 1024 - 1), "1.00 MiB");
         assert_eq!(human_bytes(274_877_906_944), "256.00 GiB");
         assert_eq!(human_bytes(u64::MAX), "16.00 EiB");
-        // Just below and at each power of 1024 (a float log2 rounds the
-        // first up): the unit changes only where the number would read
-        // 1024.00.
+        // Just below and at powers of 1024 (where a float log2 of the
+        // size would round up to the power: 2^50 - 1, and 2^60 - 1 whose
+        // conversion to f64 already does): the unit changes only where
+        // the number would read 1024.00.
         assert_eq!(human_bytes((1 << 40) - 1), "1.00 TiB");
+        assert_eq!(human_bytes((1 << 50) - 1), "1.00 PiB");
         assert_eq!(human_bytes(1 << 40), "1.00 TiB");
         assert_eq!(human_bytes((1 << 30) - (1 << 22)), "1020.00 MiB");
         assert_eq!(human_bytes((1 << 60) - 1), "1.00 EiB");

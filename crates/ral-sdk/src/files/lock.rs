@@ -310,36 +310,40 @@ fn is_busy(err: &std::io::Error) -> bool {
     matches!(err.raw_os_error(), Some(code) if code == libc::EAGAIN || code == libc::EACCES || code == libc::EWOULDBLOCK)
 }
 
-/// Seconds as Python's `%g` writes them (`15`, `0.5`).
+/// Seconds as Python's `%g` writes them (`15`, `0.5`, `1e-05`), as the
+/// Python toolkit's messages do: six significant digits, without
+/// trailing zeros, in exponent form when the exponent (after rounding to
+/// six digits) is below -4 or above 5.
 pub(super) fn seconds(duration: Duration) -> String {
     let value = duration.as_secs_f64();
     if value == 0.0 {
         return "0".to_owned();
     }
-    let magnitude = decimal_exponent(value);
-    let decimals = usize::try_from(5 - magnitude).unwrap_or(0);
-    let mut text = format!("{value:.decimals$}");
-    if text.contains('.') {
-        while text.ends_with('0') {
-            text.pop();
-        }
-        if text.ends_with('.') {
-            text.pop();
-        }
+    // Rounded to six significant digits first: `1.23457e6`. Read from
+    // Rust's exact decimal formatting, with no call into libm.
+    let scientific = format!("{value:.5e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if !(-4..6).contains(&exponent) {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        return format!(
+            "{}e{sign}{:02}",
+            without_trailing_zeros(mantissa),
+            exponent.abs()
+        );
     }
-    text
+    let decimals = usize::try_from(5 - exponent).unwrap_or(0);
+    without_trailing_zeros(&format!("{value:.decimals$}")).to_owned()
 }
 
-/// The power of ten of a positive finite `value`'s first significant
-/// digit, floor(log10(value)), read from its shortest exact decimal form
-/// (`1.25e-2`): exact at the powers of ten themselves, and no call into
-/// libm, which no other code of ral's needs.
-fn decimal_exponent(value: f64) -> i32 {
-    let scientific = format!("{value:e}");
-    scientific
-        .rsplit_once('e')
-        .and_then(|(_, exponent)| exponent.parse().ok())
-        .unwrap_or(0)
+/// `text`, a decimal number, without the zeros that end its fraction (and
+/// without its point when nothing is left after it).
+fn without_trailing_zeros(text: &str) -> &str {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text
+    }
 }
 
 /// Who holds the lock on the file with status `info`, from /proc/locks:

@@ -382,6 +382,16 @@ fn seconds_are_written_as_pythons_g_format_writes_them() {
         (Duration::from_micros(1_000_001), "1"),
         (Duration::from_micros(100_000_050), "100"),
         (Duration::from_micros(999_999), "0.999999"),
+        // Rounding to six digits may reach the next power of ten.
+        (Duration::from_micros(9_999_999), "10"),
+        // Below 1e-4 and from 1e6 on, the exponent form.
+        (Duration::from_micros(100), "0.0001"),
+        (Duration::from_micros(50), "5e-05"),
+        (Duration::from_nanos(1), "1e-09"),
+        (Duration::from_nanos(12_345_678), "0.0123457"),
+        (Duration::from_micros(999_999_700_000), "1e+06"),
+        (Duration::from_secs(86_400 * 30), "2.592e+06"),
+        (Duration::from_secs(u64::MAX), "1.84467e+19"),
     ];
     for (duration, text) in cases {
         assert_eq!(crate::files::lock::seconds(duration), text);

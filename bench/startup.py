@@ -20,15 +20,16 @@ bench/sections/startup.md:
    debug information: a function that LTO inlined counts as its caller.
    Skipped without perf, where perf may not record, or with --no-profile.
 
-Times are hyperfine's medians (no shell, --runs of each, 300 by default,
-after 20 not counted), all the commands in one run, as bench/run.sh times
-its rows. Builds ralsh in release mode: the static copy and the copy
-with symbols with `cargo rustc`, which writes them to
+Times are medians over hyperfine's runs (no shell, as bench/run.sh times
+its rows), --runs of each command (300 by default) taken in rounds of
+ten of each, one command after the other, so that the machine's changing
+load falls on every row alike. Builds ralsh in release mode: the static
+copy and the copy with symbols with `cargo rustc`, which writes them to
 target/release/ralsh, and then that again as shipped (`cargo build
 --release --bin ralsh`, also when a build before it failed); and the two
 small programs in a scratch directory. Writes nothing else outside it
-(perf without its build-id cache). Needs hyperfine
-(bench/run.sh installs it).
+(perf without its build-id cache). Needs hyperfine (bench/run.sh
+installs it).
 """
 
 import argparse
@@ -36,6 +37,7 @@ import json
 import re
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,8 @@ ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 import section  # noqa: E402
 
+# Runs of each command in one round of hyperfine (see `medians`).
+BATCH = 10
 PROFILE = '[profile.release]\nlto = "fat"\ncodegen-units = 1\nstrip = true\n'
 STATIC = ["-C", "target-feature=+crt-static"]
 SYMBOLS = ["-C", "strip=none"]
@@ -115,14 +119,20 @@ def hello(scratch, flags, name):
 
 def medians(commands, runs, env, scratch):
     """The median wall time of each command, in ms, timed as bench/run.sh
-    times its rows: hyperfine without a shell, all in the same run."""
+    times its rows (hyperfine, no shell), but in short rounds: each round
+    runs every command BATCH times, so that a change in the machine's load
+    falls on all of them alike rather than on whichever ran then."""
     export = os.path.join(scratch, "times.json")
-    argv = ["hyperfine", "-N", "--style", "none", "--warmup", "20", "--runs", str(runs),
-            "--export-json", export]
-    run(*argv, *(" ".join(command) for command in commands), env=env,
-        stdout=subprocess.DEVNULL)
-    with open(export) as handle:
-        return [result["median"] * 1000 for result in json.load(handle)["results"]]
+    times = [[] for _ in commands]
+    for _ in range(max(1, runs // BATCH)):
+        argv = ["hyperfine", "-N", "--style", "none", "--warmup", "2", "--runs", str(BATCH),
+                "--export-json", export]
+        run(*argv, *(" ".join(command) for command in commands), env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(export) as handle:
+            for taken, result in zip(times, json.load(handle)["results"]):
+                taken.extend(result["times"])
+    return [statistics.median(taken) * 1000 for taken in times]
 
 
 def profile(binary, argv_tail, env, scratch):
@@ -266,7 +276,8 @@ def measure(args, scratch):
             "working as the shipped one, would take about %.3f ms, %.2fx its floor "
             "(an estimate from the rows above, not a measurement)." % (
                 estimate, estimate / floor), ""]
-    out.append("Runs: %d of each command, after 20 not counted." % args.runs)
+    out.append("Runs: %d of each command, in rounds of %d of each (after 2 not "
+               "counted)." % (max(1, args.runs // BATCH) * BATCH, BATCH))
 
     if profiling:
         counts, other, total = profile(symbols, tail, env, scratch)

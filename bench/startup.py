@@ -34,8 +34,8 @@ installs it).
 
 import argparse
 import json
-import re
 import os
+import re
 import shutil
 import statistics
 import subprocess

@@ -249,12 +249,8 @@ fn status_text(status: &Exited, signal: Option<i32>) -> String {
 /// An OS error as Go prints it: "no such file or directory".
 pub fn os_text(error: &std::io::Error) -> String {
     match error.raw_os_error() {
-        Some(code) => {
-            // The C library's strerror text, which std shows before its
-            // own " (os error N)".
-            let shown = std::io::Error::from_raw_os_error(code).to_string();
-            let suffix = format!(" (os error {code})");
-            let text = shown.strip_suffix(&suffix).unwrap_or(&shown).to_owned();
+        Some(_) => {
+            let text = crate::sdk::error::strerror(error);
             let mut chars = text.chars();
             match chars.next() {
                 Some(first) => first.to_lowercase().chain(chars).collect(),

@@ -5,7 +5,8 @@
 //! polls its pipes and its exit; one set of limits (the time limit, then
 //! SIGTERM and SIGKILL to the group; a linger for processes left holding
 //! the output; interrupts; nothing left running, see `orphans.rs` and
-//! [`adopt_orphans`], also when this process is killed, see `keeper.rs`). What differs between children is an option of the
+//! [`adopt_orphans`], also when this process is killed, see
+//! `keeper.rs`). What differs between children is an option of the
 //! runner, and what their output means is a handler, of which there are
 //! two:
 //!

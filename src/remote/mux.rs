@@ -212,15 +212,16 @@ fn connect_by(socket: &Path, until: Instant) -> std::io::Result<UnixStream> {
     const ROOM: usize =
         std::mem::size_of::<libc::sockaddr_un>() - std::mem::size_of::<libc::sa_family_t>();
     let path = socket.as_os_str().as_bytes();
-    let address = Some(path)
-        .filter(|path| path.len() < ROOM && !path.contains(&0))
-        .and_then(|_| SocketAddrUnix::new(socket).ok())
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "the socket's path is too long, or holds a NUL",
-            )
-        })?;
+    let unfit = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the socket's path is too long, or holds a NUL",
+        )
+    };
+    if path.len() >= ROOM || path.contains(&0) {
+        return Err(unfit());
+    }
+    let address = SocketAddrUnix::new(socket).map_err(|_| unfit())?;
     let flags = SocketFlags::CLOEXEC;
     let fd = rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, flags, None)?;
     let stream = UnixStream::from(fd);

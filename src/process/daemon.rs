@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use rustix::net::RecvFlags;
-use rustix::process::{kill_process_group, Pid, Signal};
+use rustix::process::Signal;
 
 use super::pipes::{text, LineReader, PollSet};
 use super::{gate, group, orphans, signals};
@@ -232,9 +232,7 @@ impl Daemon {
         if !self.reaped {
             // The group made for this child: its unreaped leader keeps the
             // group ID ours.
-            if let Some(group) = Pid::from_raw(pid) {
-                let _ = kill_process_group(group, Signal::KILL);
-            }
+            group::signal_group(pid, Signal::KILL);
             let until = Instant::now() + KILL_WAIT;
             while !self.try_reap() {
                 if Instant::now() >= until {

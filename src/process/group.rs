@@ -66,9 +66,7 @@ impl Group {
             Ok(exit) => exit,
             Err(e) => {
                 // The unreaped child still holds its group ID.
-                if let Some(group) = Pid::from_raw(pid) {
-                    let _ = kill_process_group(group, Signal::KILL);
-                }
+                signal_group(pid, Signal::KILL);
                 registration.release();
                 let _ = child.wait();
                 orphans::call_ended(pid, false);
@@ -157,13 +155,10 @@ impl Group {
     }
 
     fn signal(&self, signal: Signal) {
-        if self.reaped {
-            return;
-        }
-        // The process group created for this child: its unreaped leader
-        // keeps the group ID ours.
-        if let Some(group) = Pid::from_raw(self.child.id() as i32) {
-            let _ = kill_process_group(group, signal);
+        if !self.reaped {
+            // The process group created for this child: its unreaped
+            // leader keeps the group ID ours.
+            signal_group(self.child.id() as i32, signal);
         }
     }
 
@@ -181,6 +176,17 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.terminate();
+    }
+}
+
+/// Sends `signal` to the process group `group`. An ID of 0 or below names
+/// no group a call leads (kill(2) would take 0 for this process's own
+/// group and a negative one for a single process) and is passed over. A
+/// bare system call: also for the signal handlers and the keeper's
+/// forked child.
+pub(super) fn signal_group(group: i32, signal: Signal) {
+    if let Some(group) = Pid::from_raw(group.max(0)) {
+        let _ = kill_process_group(group, signal);
     }
 }
 

@@ -30,9 +30,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rustix::io::Errno;
-use rustix::process::{
-    kill_process_group, test_kill_process_group, waitpid, Pid, Signal, WaitOptions,
-};
+use rustix::process::{test_kill_process_group, waitpid, Pid, Signal, WaitOptions};
 
 use super::limits::KILL_GRACE;
 
@@ -233,8 +231,8 @@ unsafe fn keep(pipe: BorrowedFd<'_>) -> ! {
 /// SIGKILL to those still there; a group seen gone is not signalled
 /// again (its ID may be another's by then).
 fn end(groups: &mut [i32]) {
-    for group in groups.iter().filter_map(|&group| Pid::from_raw(group)) {
-        let _ = kill_process_group(group, Signal::TERM);
+    for &group in groups.iter() {
+        super::group::signal_group(group, Signal::TERM);
     }
     let mut waited = Duration::ZERO;
     loop {
@@ -254,8 +252,9 @@ fn end(groups: &mut [i32]) {
         let _ = rustix::thread::nanosleep(&pause);
         waited += LOOK_EVERY;
     }
-    for group in groups.iter().filter_map(|&group| Pid::from_raw(group)) {
-        let _ = kill_process_group(group, Signal::KILL);
+    // Those seen gone are 0 by now, and passed over.
+    for &group in groups.iter() {
+        super::group::signal_group(group, Signal::KILL);
     }
 }
 

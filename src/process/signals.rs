@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use rustix::process::{kill_process, kill_process_group, Pid, Signal};
+use rustix::process::{kill_process, Pid, Signal};
 
 use super::gate::{interrupted, INTERRUPTED, SPAWN_GATE};
 
@@ -94,9 +94,10 @@ extern "C" fn on_signal(signal: libc::c_int) {
     let mut running = SPAWNING.load(Ordering::SeqCst) > 0;
     for slot in &ACTIVE_GROUPS {
         // kill(2) is async-signal-safe, and rustix's is the bare call.
-        if let Some(group) = Pid::from_raw(slot.load(Ordering::SeqCst).max(0)) {
+        let group = slot.load(Ordering::SeqCst);
+        if group > 0 {
             running = true;
-            let _ = kill_process_group(group, Signal::TERM);
+            super::group::signal_group(group, Signal::TERM);
         }
     }
     if running || DEFERRED.load(Ordering::SeqCst) {
@@ -282,10 +283,8 @@ fn reraise(signal: libc::c_int) -> ! {
     std::mem::forget(gate);
     for slot in &ACTIVE_GROUPS {
         // The group's leader is unreaped until its slot is cleared, so
-        // the ID is still that group's.
-        if let Some(group) = Pid::from_raw(slot.load(Ordering::SeqCst).max(0)) {
-            let _ = kill_process_group(group, Signal::KILL);
-        }
+        // the ID is still that group's (an empty slot's 0 is passed over).
+        super::group::signal_group(slot.load(Ordering::SeqCst), Signal::KILL);
     }
     // And whatever left those groups.
     super::orphans::kill_all_now();
